@@ -1,0 +1,36 @@
+# `make demo` runs the main job, `make test` the checks; both create or refresh .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
+.PHONY: venv data demo test lint bench clean
+
+$(STAMP): pyproject.toml constraints/cpu.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints/cpu.txt -e '.[hf,ui,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# idempotent: returns at once when the photos are already in the cache
+data:
+	scripts/fetch-darknet-photos.sh $(CLEARSIGHT_CACHE)/photos/darknet
+
+demo: venv data
+	$(VENV)/bin/clearsight demo
+
+lint: venv
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m mypy
+
+test: venv data lint
+	$(PY) -m pytest
+
+bench: venv data
+	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,12 @@
+"""Where clearsight keeps data it fetched or converted (never inside the package)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """The data cache: ``$CLEARSIGHT_CACHE`` if set, else ``~/.cache/clearsight``."""
+    env = os.environ.get("CLEARSIGHT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "clearsight"
