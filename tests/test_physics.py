@@ -197,7 +197,7 @@ def test_underwater_wavelengths_and_tables():
 
 
 def _reference_corrupt():
-    np.float64 = np.float64  # the reference package predates NumPy 2
+    setattr(np, "float_", np.float64)  # noqa: B010 - the reference package predates NumPy 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from imagecorruptions import corrupt

@@ -1,12 +1,16 @@
-"""The one compiled loop of the physics: attenuate, add veiling light and encode, fused.
+"""The one compiled loop of the physics: decode, attenuate, add veiling light and encode, fused.
 
-Every degradation in clearsight is ``I_c = A_c + (J_c - A_c) exp(-beta_c z)`` per pixel and
-channel in linear light, followed by the exact 8-bit sRGB encode of :mod:`.srgb`. Written as
-numpy array expressions that is about ten full passes over an (levels x H x W x 3) array; fused
-into one parallel pass it runs within a small factor of a plain memory copy of the same floats
-(``benchmarks/physics.py``). The kernel touches only arrays prepared by :mod:`.medium`; the
-arithmetic is float32 with the transmission computed once per pixel and level when all channels
-share one extinction coefficient (fog).
+Every degradation in clearsight is ``I_c = A_c + (J_c - A_c) t_c`` with ``t_c = exp(-beta_c z)``
+per pixel and channel in linear light, followed by the exact 8-bit sRGB encode of :mod:`.srgb`.
+Written as numpy array expressions that is about ten full passes over an (levels x H x W x 3)
+array; fused into one parallel pass it runs within a small factor of a plain memory copy of the
+same floats (``benchmarks/physics.py``).
+
+Transmission is computed in float64 and rounded to float32 once. The sweep's levels halve V from
+one level to the next, so ``beta`` doubles and ``t`` squares: when a level's coefficients are
+exactly ``2**k`` times the previous level's, the kernel squares the previous transmission k times
+instead of calling ``exp`` again (relative error ~``2**k`` float64 ulps, far below float32
+resolution); any other level gets a fresh ``exp``.
 """
 
 from __future__ import annotations
@@ -26,66 +30,100 @@ def _compile() -> Any:
 
     cells = srgb.CELLS
 
+    @numba.njit(inline="always")
+    def encode(
+        linear: np.float32,
+        scale: np.float32,
+        code_at_cell: npt.NDArray[np.uint8],
+        boundary: npt.NDArray[np.float32],
+    ) -> np.uint8:
+        s = min(max(linear * scale, np.float32(0.0)), scale)
+        cell = int(s)
+        return code_at_cell[cell] + np.uint8(s >= boundary[cell])
+
     @numba.njit(parallel=True, cache=True, nogil=True)
-    def attenuate_encode(  # pragma: no cover - compiled; checked against the numpy reference
-        diff: npt.NDArray[np.float32],
+    def kernel(  # pragma: no cover - compiled; checked against the textbook formula in tests
+        image: npt.NDArray[np.uint8],
         depth: npt.NDArray[np.float32],
-        neg_beta: npt.NDArray[np.float32],
+        neg_beta: npt.NDArray[np.float64],
+        squarings: npt.NDArray[np.int64],
         veil: npt.NDArray[np.float32],
-        grey: bool,
+        decode: npt.NDArray[np.float32],
         code_at_cell: npt.NDArray[np.uint8],
         boundary: npt.NDArray[np.float32],
         out: npt.NDArray[np.uint8],
     ) -> None:
         levels = neg_beta.shape[0]
         height, width = depth.shape
-        for job in numba.prange(levels * height):
-            lvl = job // height
-            y = job % height
+        scale = np.float32(cells)
+        a0, a1, a2 = veil[0], veil[1], veil[2]
+        for y in numba.prange(height):
             for x in range(width):
-                t0 = np.float32(np.exp(neg_beta[lvl, 0] * depth[y, x]))
-                for c in range(3):
-                    t = t0 if grey else np.float32(np.exp(neg_beta[lvl, c] * depth[y, x]))
-                    s = veil[c] + diff[y, x, c] * t
-                    s = min(max(s, np.float32(0.0)), np.float32(cells))
-                    cell = int(s)
-                    v = code_at_cell[cell]
-                    if s >= boundary[cell]:
-                        v += 1
-                    out[lvl, y, x, c] = v
+                z = np.float64(depth[y, x])
+                d0 = decode[image[y, x, 0]] - a0
+                d1 = decode[image[y, x, 1]] - a1
+                d2 = decode[image[y, x, 2]] - a2
+                t0 = t1 = t2 = 1.0
+                for lvl in range(levels):
+                    k = squarings[lvl]
+                    if k < 0:
+                        t0 = np.exp(neg_beta[lvl, 0] * z)
+                        t1 = np.exp(neg_beta[lvl, 1] * z)
+                        t2 = np.exp(neg_beta[lvl, 2] * z)
+                    else:
+                        for _ in range(k):
+                            t0 *= t0
+                            t1 *= t1
+                            t2 *= t2
+                    out[lvl, y, x, 0] = encode(
+                        a0 + d0 * np.float32(t0), scale, code_at_cell, boundary
+                    )
+                    out[lvl, y, x, 1] = encode(
+                        a1 + d1 * np.float32(t1), scale, code_at_cell, boundary
+                    )
+                    out[lvl, y, x, 2] = encode(
+                        a2 + d2 * np.float32(t2), scale, code_at_cell, boundary
+                    )
 
-    return attenuate_encode
+    return kernel
+
+
+def _squarings(beta: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Per level: k if its coefficients are exactly 2**k (k >= 0) times the previous level's,
+    else -1 (compute exp afresh). The first level is always computed afresh."""
+    out = np.full(beta.shape[0], -1, dtype=np.int64)
+    for i in range(1, beta.shape[0]):
+        ratio = beta[i] / beta[i - 1]
+        k = int(np.round(np.log2(ratio[0]))) if ratio[0] >= 1 else -1
+        if k >= 0 and np.all(beta[i - 1] * 2.0**k == beta[i]):
+            out[i] = k
+    return out
 
 
 def attenuate_encode(
-    linear: npt.NDArray[np.float32],
+    image: npt.NDArray[np.uint8],
     depth_m: npt.NDArray[np.float32],
     beta: npt.NDArray[np.float64],
     veil: npt.NDArray[np.float64],
 ) -> npt.NDArray[np.uint8]:
-    """Degrade one decoded image at several strengths and encode each to 8-bit sRGB.
+    """Degrade one 8-bit sRGB image at several strengths and encode each to 8-bit sRGB.
 
-    ``linear`` is HxWx3 float32 linear light, ``depth_m`` HxW float32 (already clipped),
-    ``beta`` an (L, 3) array of extinction coefficients in 1/m, ``veil`` the (3,) veiling light.
-    Returns an (L, H, W, 3) uint8 array: ``encode(A + (J - A) exp(-beta z))`` for each level.
+    ``image`` is HxWx3 uint8, ``depth_m`` HxW float32 (already clipped), ``beta`` an (L, 3)
+    array of extinction coefficients in 1/m, ``veil`` the (3,) linear veiling light. Returns an
+    (L, H, W, 3) uint8 array: ``encode(A + (decode(J) - A) exp(-beta z))`` for each level.
     """
     global _kernel
     if _kernel is None:
         _kernel = _compile()
-    scale = np.float32(srgb.CELLS)
-    veil32 = np.asarray(veil, dtype=np.float32)
-    # Scaled by the (power-of-two) cell count, so the kernel's arithmetic is exactly the scaled
-    # float32 arithmetic of A + (J - A) t and needs no rescaling before the table look-up.
-    diff = (linear - veil32) * scale
-    beta32 = np.ascontiguousarray(beta, dtype=np.float32)
-    grey = bool((beta32 == beta32[:, :1]).all())
-    out = np.empty((beta32.shape[0], *linear.shape), dtype=np.uint8)
+    beta64 = np.ascontiguousarray(beta, dtype=np.float64)
+    out = np.empty((beta64.shape[0], *image.shape), dtype=np.uint8)
     _kernel(
-        np.ascontiguousarray(diff, dtype=np.float32),
+        np.ascontiguousarray(image),
         np.ascontiguousarray(depth_m, dtype=np.float32),
-        -beta32,
-        veil32 * scale,
-        grey,
+        -beta64,
+        _squarings(beta64),
+        np.asarray(veil, dtype=np.float32),
+        srgb.DECODE_LUT,
         srgb.CODE_AT_CELL,
         srgb.SCALED_BOUNDARY,
         out,

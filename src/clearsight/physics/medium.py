@@ -24,7 +24,6 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight.physics.kernel import attenuate_encode
-from clearsight.physics.srgb import decode_srgb8
 from clearsight.physics.water_tables import WATER_TABLES, absorption
 from clearsight.validate import InputError, check_depth, check_image, check_visibility
 
@@ -73,7 +72,7 @@ def _degrade(
 ) -> npt.NDArray[np.uint8]:
     check_image(image)
     check_depth(depth_m, image.shape)
-    return attenuate_encode(decode_srgb8(image), clip_depth(depth_m), beta, veil)
+    return attenuate_encode(image, clip_depth(depth_m), beta, veil)
 
 
 def fog_levels(

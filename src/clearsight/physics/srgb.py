@@ -67,14 +67,14 @@ def _build_tables() -> tuple[
     return decode, lo, threshold
 
 
-_DECODE_LUT, CODE_AT_CELL, BOUNDARY_IN_CELL = _build_tables()
+DECODE_LUT, CODE_AT_CELL, BOUNDARY_IN_CELL = _build_tables()
 #: The boundaries multiplied by CELLS (exact: a power of two), for callers that work scaled.
 SCALED_BOUNDARY: Final = (BOUNDARY_IN_CELL * np.float32(CELLS)).astype(np.float32)
 
 
 def decode_srgb8(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
     """Decode 8-bit sRGB to float32 linear light with a 256-entry table of the exact formula."""
-    return _DECODE_LUT[image]
+    return DECODE_LUT[image]
 
 
 def encode_srgb8(linear: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
