@@ -3,13 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Where this kind of machine keeps the CPU build of torch that constraints/cpu.txt pins.
+FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
 .PHONY: venv data demo test lint bench clean
 
 $(STAMP): pyproject.toml constraints/cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints/cpu.txt -e '.[hf,ui,dev]'
+	$(PY) -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt -e '.[hf,ui,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)

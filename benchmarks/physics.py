@@ -41,7 +41,9 @@ def _per_level_loop(
 
 
 def main() -> None:
-    image = (skimage.transform.resize(skimage.data.astronaut(), (480, 640)) * 255).astype(np.uint8)
+    photo = skimage.data.astronaut()  # type: ignore[no-untyped-call]
+    resized = skimage.transform.resize(photo, (480, 640))  # type: ignore[no-untyped-call]
+    image = (resized * 255).astype(np.uint8)
     rng = np.random.default_rng(0)
     depth = rng.uniform(0.5, 80.0, (480, 640)).astype(np.float32)
 

@@ -46,9 +46,9 @@ def extinction(visibility_m: float) -> float:
     return VISIBILITY_CONSTANT / check_visibility(visibility_m)
 
 
-def clip_depth(depth_m: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
-    """Depth as float32 clipped to :data:`DEPTH_CLIP_M`."""
-    return np.clip(depth_m, *DEPTH_CLIP_M).astype(np.float32)
+def clip_depth(depth_m: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Depth as a new float32 array clipped to :data:`DEPTH_CLIP_M`."""
+    return np.clip(np.asarray(depth_m, dtype=np.float64), *DEPTH_CLIP_M).astype(np.float32)
 
 
 def _levels(visibilities_m: Sequence[float]) -> npt.NDArray[np.float64]:

@@ -1,0 +1,77 @@
+"""The first picture a user looks at: one scene clean, under every sweep level, and its depth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from clearsight.conditions import (
+    IMAGENET_C_SEVERITIES,
+    render_arm,
+    render_clean,
+    render_imagenet_c,
+)
+from clearsight.physics import SWEEP_LEVELS_M
+from clearsight.scenes.model import Scene
+
+
+def level_label(visibility_m: float) -> str:
+    """Display label of a visibility: 250 m, 62.5 m, 15.6 m, 1.95 m (labels only, never data)."""
+    return f"{visibility_m:.3g} m"
+
+
+def contact_sheet(scene: Scene, out: Path, target: int = 0, seed: int = 0) -> Path:
+    """Write a PNG contact sheet of ``scene`` and return its path.
+
+    Rows: fog (clean + eight levels), water (clean + eight levels), ImageNet-C fog severities
+    1-5 and the depth map with a colour bar, its provenance in the title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    clean = render_clean(scene, target)
+    rows: list[list[tuple[str, npt.NDArray[np.uint8]]]] = []
+    for arm in ("fog", "water"):
+        stack = render_arm(scene, arm, SWEEP_LEVELS_M, target)
+        rows.append(
+            [("clean", clean)]
+            + [(f"{arm} {level_label(v)}", im) for v, im in zip(SWEEP_LEVELS_M, stack, strict=True)]
+        )
+    nominal = render_imagenet_c(scene, IMAGENET_C_SEVERITIES, seed, target)
+    rows.append(
+        [(f"ImageNet-C fog {s}", im) for s, im in zip(IMAGENET_C_SEVERITIES, nominal, strict=True)]
+    )
+
+    cols = len(rows[0])
+    aspect = scene.height / scene.width
+    fig, axes = plt.subplots(
+        3, cols, figsize=(1.8 * cols, 3 * (1.8 * aspect + 0.3) + 0.5), squeeze=False
+    )
+    for r, row in enumerate(rows):
+        for c in range(cols):
+            ax = axes[r][c]
+            ax.axis("off")
+            if c < len(row):
+                title, im = row[c]
+                ax.imshow(im)
+                ax.set_title(title, fontsize=8)
+    depth_ax = axes[2][len(rows[2])]
+    shown = depth_ax.imshow(scene.depth_m, cmap="magma_r")
+    depth_ax.set_title(f"depth ({scene.depth_provenance})", fontsize=8)
+    bar = fig.colorbar(shown, ax=depth_ax, fraction=0.06, pad=0.03)
+    bar.set_label("metres", fontsize=8)
+    category = scene.targets[target].category
+    fig.suptitle(
+        f"{scene.id}: target {target} ({category}); depth {scene.depth_provenance} — "
+        f"{scene.depth_note[:110]}",
+        fontsize=9,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.subplots_adjust(left=0.01, right=0.99, top=0.88, bottom=0.02, wspace=0.05, hspace=0.25)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,54 @@
+"""The command line: output a user sees and the errors it names."""
+
+from __future__ import annotations
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from clearsight.cli import app
+from clearsight.equivalence_table import equivalence_table, monotone_share, summarise
+from clearsight.scenes.bundled import load_bundled_scene
+
+runner = CliRunner()
+
+
+def test_scenes_lists_bundled_ids():
+    result = runner.invoke(app, ["scenes"])
+    assert result.exit_code == 0
+    assert "skimage-stereo-motorcycle" in result.output
+    assert "measured" in result.output
+    assert "assumed" in result.output
+
+
+def test_preview_writes_png_and_rejects_unknown_scene(tmp_path):
+    out = tmp_path / "sheet.png"
+    result = runner.invoke(app, ["preview", "skimage-coffee", "--out", str(out), "--target", "1"])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = runner.invoke(app, ["preview", "no-such-scene"])
+    assert bad.exit_code == 2
+    assert "unknown scene id 'no-such-scene'" in bad.output
+    bad_target = runner.invoke(app, ["preview", "skimage-coffee", "--target", "5"])
+    assert bad_target.exit_code == 2
+    assert "target index 5" in bad_target.output
+
+
+def test_equivalence_table_and_summary():
+    scenes = [load_bundled_scene("skimage-chelsea"), load_bundled_scene("mpl-grace-hopper")]
+    table = equivalence_table(scenes, seed=0, progress=False)
+    assert len(table) == 10
+    assert set(table["severity"]) == {1, 2, 3, 4, 5}
+    assert (table["v_eq_m"] > 0).all()
+    # the strongest severity is murkier than the weakest for each scene
+    for _, g in table.groupby("scene"):
+        v = g.set_index("severity")["v_eq_m"]
+        assert v[5] < v[1]
+    text = summarise(table)
+    assert "of 2 scenes" in text
+
+
+def test_monotone_share():
+    rows = [("a", s, v) for s, v in zip(range(1, 6), [50, 40, 30, 20, 10], strict=True)]
+    rows += [("b", s, v) for s, v in zip(range(1, 6), [50, 40, 45, 20, 10], strict=True)]
+    table = pd.DataFrame(rows, columns=["scene", "severity", "v_eq_m"])
+    assert monotone_share(table) == 0.5
