@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from clearsight.config import SweepConfig
 
 app = typer.Typer(
     help="Measure whether vision-language models know when they cannot see.",
@@ -78,25 +81,133 @@ def equivalence(
     typer.echo(summarise(table))
 
 
+def _csv(value: str | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _sweep_config(config: Path | None, overrides: dict[str, object]) -> SweepConfig:
+    from pydantic import ValidationError
+
+    from clearsight.config import SweepConfig, load_config
+
+    base = load_config(config).model_dump() if config is not None else {}
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return SweepConfig(**base)
+    except ValidationError as exc:
+        raise _fail(f"invalid sweep configuration: {exc}") from exc
+
+
+def _run_and_report(cfg: SweepConfig, out: Path, **run: object) -> None:
+    from clearsight.execute import Interrupted
+    from clearsight.protocols.sweep import run_sweep
+    from clearsight.report import build_report, summary_table
+
+    try:
+        summary = run_sweep(cfg, out, **run)  # type: ignore[arg-type]
+    except Interrupted as exc:
+        typer.secho(
+            f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        raise typer.Exit(code=130) from None
+    typer.echo(f"{summary.ok} records written, {summary.failed} failed, in {out}")
+    paths = build_report(out)
+    with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
+        typer.echo(summary_table(out).to_string(index=False))
+    typer.echo(f"report: {paths.html}")
+
+
+@app.command()
+def sweep(
+    config: Annotated[Path | None, typer.Option(help="YAML file of SweepConfig fields.")] = None,
+    out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/sweep"),
+    scenes: Annotated[str | None, typer.Option(help="Scene source: bundled or coco.")] = None,
+    scene_ids: Annotated[
+        str | None, typer.Option(help="Comma-separated bundled scene ids.")
+    ] = None,
+    coco_annotations: Annotated[Path | None, typer.Option(help="COCO instances JSON.")] = None,
+    coco_images: Annotated[Path | None, typer.Option(help="COCO image folder.")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Number of COCO scenes.")] = None,
+    arms: Annotated[str | None, typer.Option(help="Comma-separated arms: fog,water.")] = None,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated: identify,verify.")] = None,
+    wordings: Annotated[str | None, typer.Option(help="Comma-separated prompt wordings.")] = None,
+    model: Annotated[list[str] | None, typer.Option(help="Model by name (repeatable).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    executor: Annotated[str, typer.Option(help="serial, process or ray.")] = "process",
+    fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
+    allow_mismatch: Annotated[
+        bool, typer.Option(help="Add records of a changed configuration to the run.")
+    ] = False,
+) -> None:
+    """Run the visibility sweep (resumes an interrupted run), then write its report."""
+    from clearsight.validate import InputError
+
+    overrides: dict[str, object] = {
+        "scenes": scenes,
+        "scene_ids": _csv(scene_ids),
+        "coco_annotations": coco_annotations,
+        "coco_images": coco_images,
+        "coco_n": n,
+        "arms": _csv(arms),
+        "tasks": _csv(tasks),
+        "wordings": _csv(wordings),
+        "models": tuple(model) if model else None,
+        "seed": seed,
+    }
+    try:
+        cfg = _sweep_config(config, overrides)
+        _run_and_report(
+            cfg,
+            out,
+            fresh=fresh,
+            allow_mismatch=allow_mismatch,
+            executor=executor,
+            workers=workers,
+        )
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+
+
+@app.command()
+def report(
+    run: Annotated[Path, typer.Argument(help="A run directory.")],
+) -> None:
+    """Write report.html, summary.md and summary.csv of a finished (or partial) run."""
+    from clearsight.report import build_report, summary_table
+    from clearsight.validate import InputError
+
+    try:
+        paths = build_report(run)
+        typer.echo(summary_table(run).to_string(index=False))
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"report: {paths.html}")
+
+
+def demo_models() -> tuple[str, ...]:
+    """The reference observer plus every embedded model this machine can run."""
+    return ("observer",)
+
+
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option(help="Folder for the demo's outputs.")] = Path("runs/demo"),
+    out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
 ) -> None:
-    """A first look: contact sheets of three bundled scenes and where ImageNet-C fog sits on the
-    physical visibility axis."""
-    from clearsight.equivalence_table import equivalence_table, summarise
-    from clearsight.preview import contact_sheet
-    from clearsight.scenes.bundled import bundled_scene_ids, load_bundled_scene
+    """The whole visibility-sweep method in a few minutes: every bundled scene under fog,
+    water and the controls, asked of the reference observer and every embedded model, then the
+    report and its summary."""
+    from clearsight.config import SweepConfig
+    from clearsight.validate import InputError
 
-    ids = bundled_scene_ids()
-    for scene_id in [
-        i for i in ("skimage-stereo-motorcycle", "darknet-person", "darknet-horses") if i in ids
-    ]:
-        path = contact_sheet(load_bundled_scene(scene_id), out / f"preview-{scene_id}.png")
-        typer.echo(f"wrote {path}")
-    table = equivalence_table(seed=0)
-    table.to_csv(out / "imagenet_c_equivalence.csv", index=False)
-    typer.echo(summarise(table))
+    try:
+        cfg = SweepConfig(models=demo_models())
+        _run_and_report(cfg, out, executor="process", workers=workers)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def main() -> None:  # pragma: no cover - console entry point

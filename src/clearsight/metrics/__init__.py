@@ -1,0 +1,66 @@
+"""Metrics as pure array functions: calibration, crossing visibility and blind-spot width,
+seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, and the exact
+Wilcoxon test (METHODS.md §4–5). Each function states its formula in its docstring."""
+
+from clearsight.metrics.bootstrap import (
+    BootstrapResult,
+    ClusterSums,
+    Interval,
+    bootstrap_weights,
+    cluster_bootstrap,
+    cluster_bootstrap_mean,
+    cluster_sums,
+    percentile_interval,
+    two_stage_bootstrap,
+)
+from clearsight.metrics.calibration import (
+    ReliabilityBins,
+    auroc,
+    bin_edges,
+    brier,
+    ece,
+    mce,
+    reliability_bins,
+)
+from clearsight.metrics.crossing import (
+    BlindSpot,
+    BlindSpotBatch,
+    Crossing,
+    CrossingBatch,
+    blind_spot_width,
+    blind_spot_width_batch,
+    crossing_visibility,
+    crossing_visibility_batch,
+)
+from clearsight.metrics.divergence import jsd_bits, jsd_bits_batch
+from clearsight.metrics.significance import wilcoxon_exact
+
+__all__ = [
+    "BlindSpot",
+    "BlindSpotBatch",
+    "BootstrapResult",
+    "ClusterSums",
+    "Crossing",
+    "CrossingBatch",
+    "Interval",
+    "ReliabilityBins",
+    "auroc",
+    "bin_edges",
+    "blind_spot_width",
+    "blind_spot_width_batch",
+    "bootstrap_weights",
+    "brier",
+    "cluster_bootstrap",
+    "cluster_bootstrap_mean",
+    "cluster_sums",
+    "crossing_visibility",
+    "crossing_visibility_batch",
+    "ece",
+    "jsd_bits",
+    "jsd_bits_batch",
+    "mce",
+    "percentile_interval",
+    "reliability_bins",
+    "two_stage_bootstrap",
+    "wilcoxon_exact",
+]

@@ -1,0 +1,91 @@
+"""Model backends by name, imported lazily: a GPU library loads only when its backend is used.
+
+Names: ``observer`` (the reference observer, no weights), ``scripted:<file.jsonl>`` (replays
+recorded outputs, for tests), and the real backends added by their modules' registration
+(``hf:<id-or-path>``, ``vllm:<id>``, ``openai:<base_url>#<model>``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from clearsight.models.base import (
+    Backend,
+    Capabilities,
+    Decoding,
+    ImagePart,
+    Message,
+    ObserverReference,
+    Request,
+    Response,
+    TextPart,
+    TokenLogprob,
+    require,
+)
+from clearsight.validate import InputError
+
+#: prefix -> "module:factory"; the factory takes (argument after the colon, options) -> Backend.
+_REGISTRY: dict[str, str] = {
+    "observer": "clearsight.models.observer:make_observer",
+    "scripted": "clearsight.models.scripted:make_scripted",
+}
+_INSTALL_HINT: dict[str, str] = {}
+
+
+def register_backend(prefix: str, factory: str, install_hint: str = "") -> None:
+    """Register a backend factory ``"module:callable"`` under ``prefix`` (imported when used)."""
+    if ":" not in factory:
+        raise InputError(f"factory must be 'module:callable', got {factory!r}")
+    _REGISTRY[prefix] = factory
+    if install_hint:
+        _INSTALL_HINT[prefix] = install_hint
+
+
+def backend_names() -> list[str]:
+    """The registered backend prefixes."""
+    return sorted(_REGISTRY)
+
+
+def split_model_spec(spec: str) -> tuple[str, str]:
+    """``"hf:org/model"`` -> ``("hf", "org/model")``; ``"observer"`` -> ``("observer", "")``."""
+    prefix, _, arg = spec.partition(":")
+    if prefix not in _REGISTRY:
+        raise InputError(
+            f"unknown model {spec!r}: the prefix must be one of {', '.join(backend_names())} "
+            "(e.g. observer, hf:HuggingFaceTB/SmolVLM-256M-Instruct, openai:URL#NAME)"
+        )
+    return prefix, arg
+
+
+def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+    """Instantiate the backend named by ``spec``, importing its module only now."""
+    prefix, arg = split_model_spec(spec)
+    module_name, _, attr = _REGISTRY[prefix].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = _INSTALL_HINT.get(prefix, "")
+        raise InputError(f"model {spec!r} needs {exc.name or module_name}: {hint}".strip()) from exc
+    factory: Callable[[str, Mapping[str, Any]], Backend] = getattr(module, attr)
+    return factory(arg, dict(options or {}))
+
+
+__all__ = [
+    "Backend",
+    "Capabilities",
+    "Decoding",
+    "ImagePart",
+    "Message",
+    "ObserverReference",
+    "Request",
+    "Response",
+    "TextPart",
+    "TokenLogprob",
+    "backend_names",
+    "load_backend",
+    "register_backend",
+    "require",
+    "split_model_spec",
+]

@@ -1,0 +1,203 @@
+"""What every model backend speaks: chat requests in, raw responses out, capabilities declared.
+
+A backend has one method, :meth:`Backend.complete`, taking a batch of :class:`Request` and
+returning one :class:`Response` each. A request says what it needs — generated texts, ``n``
+samples, top-k log-probabilities, the next-token probabilities of candidate strings at the
+answer position — and a backend fills what it can; its :class:`Capabilities` say which, so a
+protocol that needs one a backend lacks fails before the run starts (:func:`require`).
+Responses are raw model output, kept apart from how they are scored (``clearsight.readouts``),
+and serialise to JSON for the run store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from clearsight.validate import InputError
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A piece of text in a chat message."""
+
+    text: str
+
+
+@dataclass(frozen=True, eq=False)
+class ImagePart:
+    """An image in a chat message: uint8 HxWx3 sRGB pixels (never written to the store)."""
+
+    image: npt.NDArray[np.uint8]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat turn: a role and its parts in order."""
+
+    role: Role
+    content: tuple[TextPart | ImagePart, ...]
+
+    @staticmethod
+    def user(*parts: str | npt.NDArray[np.uint8]) -> Message:
+        """A user turn from strings and images, in order."""
+        return Message(
+            "user", tuple(TextPart(p) if isinstance(p, str) else ImagePart(p) for p in parts)
+        )
+
+    @property
+    def text(self) -> str:
+        """The message's text parts joined (images dropped)."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> list[npt.NDArray[np.uint8]]:
+        return [p.image for p in self.content if isinstance(p, ImagePart)]
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How to decode: greedy by default, because read-outs must be reproducible."""
+
+    max_new_tokens: int = 16
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_logprobs: int = 0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 0:
+            raise InputError(f"max_new_tokens must be >= 0, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise InputError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_logprobs < 0:
+            raise InputError(f"top_logprobs must be >= 0, got {self.top_logprobs}")
+
+
+@dataclass(frozen=True, eq=False)
+class ObserverReference:
+    """What a *reference observer* may know that a model may not: read by the ``observer``
+    backend only, ignored by every real backend and never rendered into a prompt.
+
+    ``clean`` is the undegraded image the shown box was drawn on (the contrast reference),
+    ``box`` the shown target's box, ``shown_letter`` the option that names the object actually
+    in the box (None when no option does, e.g. a shuffled control), ``letters`` the content
+    options and ``abstain_letter`` the abstain option if offered.
+    """
+
+    clean: npt.NDArray[np.uint8] | None
+    box: tuple[int, int, int, int]
+    letters: tuple[str, ...]
+    shown_letter: str | None
+    abstain_letter: str | None
+    abstain_names_reason: bool
+
+
+@dataclass(frozen=True, eq=False)
+class Request:
+    """One model call.
+
+    ``candidates``: strings whose probability as the continuation right after the prompt (the
+    answer position) is wanted, e.g. option letters; backends that can score them fill
+    :attr:`Response.candidate_probs`. ``generate=False`` asks only for those probabilities.
+    """
+
+    messages: tuple[Message, ...]
+    decoding: Decoding = field(default_factory=Decoding)
+    n: int = 1
+    candidates: tuple[str, ...] = ()
+    generate: bool = True
+    reference: ObserverReference | None = None
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            raise InputError("a request needs at least one message")
+        if self.n < 1:
+            raise InputError(f"n must be >= 1, got {self.n}")
+        if not self.generate and not self.candidates:
+            raise InputError(
+                "a request that does not generate must ask for candidate probabilities"
+            )
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """A generated token, its log-probability and the top-k alternatives at its position."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Response:
+    """Raw output of one request.
+
+    ``texts``: the ``n`` generated samples (empty when nothing was generated).
+    ``token_logprobs``: per sample, per generated token, where the backend provides them.
+    ``candidate_probs``: raw next-token (or sequence) probability of each requested candidate,
+    *not* renormalised; a backend that cannot see some of the mass (top-k only) records it in
+    ``uncovered_mass`` instead of inventing it.
+    """
+
+    texts: tuple[str, ...] = ()
+    token_logprobs: tuple[tuple[TokenLogprob, ...], ...] | None = None
+    candidate_probs: Mapping[str, float] | None = None
+    uncovered_mass: float | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of everything in the response (what the store keeps as raw)."""
+        out = asdict(self)
+        out["candidate_probs"] = (
+            None if self.candidate_probs is None else dict(self.candidate_probs)
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can fill in a :class:`Response`."""
+
+    images: bool = False
+    generate: bool = True
+    candidate_probs: bool = False
+    top_logprobs: bool = False
+    n_per_call: bool = False
+    attention_mask: bool = False
+
+    def missing(self, needed: Capabilities) -> list[str]:
+        """Names of the capabilities ``needed`` asks for that this backend lacks."""
+        have, want = asdict(self), asdict(needed)
+        return [k for k, v in want.items() if v and not have[k]]
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model: a name, its capabilities, and one batched call."""
+
+    name: str
+    capabilities: Capabilities
+
+    def complete(self, requests: Sequence[Request]) -> list[Response]:
+        """One response per request, in order. A backend may batch them internally."""
+        ...
+
+
+def require(backend: Backend, needed: Capabilities, purpose: str) -> None:
+    """Fail early, before a run starts, if ``backend`` lacks what ``purpose`` needs."""
+    missing = backend.capabilities.missing(needed)
+    if missing:
+        raise InputError(
+            f"model {backend.name!r} cannot be used for {purpose}: it lacks {', '.join(missing)}"
+        )

@@ -1,0 +1,142 @@
+"""The reference observer: an ideal observer limited by contrast, with no weights.
+
+It measures the target's retained luminance contrast — the gain of the target's linear-light
+luminance detail in the shown image over the clean one, ``c = <D', D> / <D, D>`` inside the box,
+which equals the transmission ``t`` for a target at one depth — and detects it with probability
+
+    P(detect) = 1 / (1 + (c_thr / c) ** slope)
+
+a log-logistic psychometric function with ``P = 0.5`` at the threshold contrast ``c_thr = 0.02``
+that defines meteorological visibility: a target at distance ``z`` is seen half the time at
+``V = z``. When it detects the object it names it; otherwise it guesses uniformly among the ``k``
+options. It reports ``P + (1 - P) / k`` as its confidence — exactly its probability of being
+right — so it is calibrated by construction and its blind-spot width W is about 0: the physical
+reference every model is compared with. Under the reason-naming abstain wording it abstains when
+``P < 0.5``; under the generic wording it never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from clearsight.models.base import Capabilities, ObserverReference, Request, Response
+from clearsight.physics.srgb import decode_srgb8
+from clearsight.seeding import content_hash
+from clearsight.validate import InputError
+
+_LUMA = np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
+
+
+class ObserverConfig(BaseModel):
+    """Parameters of the contrast-limited ideal observer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold_contrast: float = Field(
+        0.02, gt=0, lt=1, description="Retained contrast seen half the time (2 % defines V)."
+    )
+    slope: float = Field(
+        4.0, gt=0, description="Steepness of the log-logistic psychometric function."
+    )
+
+
+def retained_contrast(
+    shown: npt.NDArray[np.uint8], clean: npt.NDArray[np.uint8], box: tuple[int, int, int, int]
+) -> float:
+    """Gain of linear luminance detail inside ``box``: ``<D', D> / <D, D>``, D = Y - mean(Y).
+
+    0 for a flat target (nothing to detect); can be negative for anti-correlated content.
+    """
+    if shown.shape != clean.shape:
+        raise InputError(f"shown {shown.shape} and clean {clean.shape} images differ in shape")
+    x0, y0, x1, y1 = box
+    y_clean = (decode_srgb8(clean[y0:y1, x0:x1]) @ _LUMA).astype(np.float64)
+    y_shown = (decode_srgb8(shown[y0:y1, x0:x1]) @ _LUMA).astype(np.float64)
+    d = y_clean - y_clean.mean()
+    d_shown = y_shown - y_shown.mean()
+    energy = float(np.sum(d * d))
+    return 0.0 if energy == 0.0 else float(np.sum(d_shown * d) / energy)
+
+
+def p_detect(contrast: float, config: ObserverConfig) -> float:
+    """``1 / (1 + (c_thr / c) ** slope)``; 0 for c <= 0."""
+    if contrast <= 0:
+        return 0.0
+    return 1.0 / (1.0 + (config.threshold_contrast / contrast) ** config.slope)
+
+
+class ObserverBackend:
+    """The ``observer`` backend: answers option questions from contrast alone."""
+
+    capabilities = Capabilities(images=True, generate=True, candidate_probs=True, n_per_call=True)
+
+    def __init__(self, config: ObserverConfig | None = None) -> None:
+        self.config = config or ObserverConfig()
+        self.name = "observer"
+
+    def _answer(
+        self, ref: ObserverReference, p: float, rng: np.random.Generator
+    ) -> tuple[str, dict[str, float], float]:
+        k = len(ref.letters)
+        seen = ref.shown_letter is not None and rng.random() < p
+        chosen = (
+            ref.shown_letter if seen and ref.shown_letter else ref.letters[int(rng.integers(k))]
+        )
+        conf = p + (1 - p) / k if ref.shown_letter is not None else 1.0 / k
+        # a pure guess ties every option at 1/k: the guessed one gets 1e-9 more, so that the
+        # argmax read-out reports the observer's actual choice
+        conf = min(conf + 1e-9, 1.0)
+        rest = (1.0 - conf) / (k - 1) if k > 1 else 0.0
+        probs = {letter: (conf if letter == chosen else rest) for letter in ref.letters}
+        if ref.abstain_letter is not None:
+            abstain = ref.abstain_names_reason and p < 0.5
+            # abstaining puts most mass on the abstain letter (so it is the argmax) while the
+            # options keep their relative beliefs; otherwise the abstain letter gets none
+            mass = 0.75 - p / 2 if abstain else 0.0
+            probs = {letter: v * (1.0 - mass) for letter, v in probs.items()}
+            probs[ref.abstain_letter] = mass
+            if abstain:
+                chosen = ref.abstain_letter
+        return chosen, probs, conf
+
+    def _one(self, request: Request) -> Response:
+        ref = request.reference
+        if ref is None:
+            raise InputError("the observer answers only requests that carry an ObserverReference")
+        images = [im for m in request.messages for im in m.images]
+        if len(images) != 1:
+            raise InputError(f"the observer needs exactly one image, got {len(images)}")
+        shown = images[0]
+        contrast = retained_contrast(shown, ref.clean, ref.box) if ref.clean is not None else 0.0
+        p = p_detect(contrast, self.config)
+        seed = request.decoding.seed
+        if seed is None:
+            seed = int(content_hash([m.text for m in request.messages])[:8], 16)
+        rng = np.random.default_rng(seed)
+        texts = []
+        probs: dict[str, float] = {}
+        for _ in range(request.n):
+            chosen, probs_i, conf = self._answer(ref, p, rng)
+            probs = probs or probs_i
+            texts.append(f"Answer: {chosen}\nConfidence: {round(100 * conf)}")
+        candidate = {c.strip(): probs.get(c.strip(), 0.0) for c in request.candidates}
+        return Response(
+            texts=tuple(texts) if request.generate else (),
+            candidate_probs=candidate if request.candidates else None,
+            extra={"contrast": contrast, "p_detect": p},
+        )
+
+    def complete(self, requests: Sequence[Request]) -> list[Response]:
+        return [self._one(r) for r in requests]
+
+
+def make_observer(arg: str, options: Mapping[str, Any]) -> ObserverBackend:
+    """``observer``: options are :class:`ObserverConfig` fields."""
+    if arg:
+        raise InputError(f"the observer takes no argument after 'observer', got {arg!r}")
+    return ObserverBackend(ObserverConfig(**options))

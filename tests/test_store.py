@@ -1,0 +1,639 @@
+"""The run store: round trips, resume semantics, config checks, export, and crash safety."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from clearsight.seeding import content_hash
+from clearsight.store import (
+    DB_NAME,
+    SCHEMA_VERSION,
+    ConfigMismatch,
+    Record,
+    RunStore,
+    StoredRecord,
+    load_run,
+)
+from clearsight.validate import InputError
+
+CONFIG: dict[str, Any] = {"models": ["observer"], "levels": [1.0, 2.0], "seed": 0}
+
+
+def _items(n: int, protocol: str = "sweep") -> list[tuple[str, str, dict[str, Any]]]:
+    return [(f"k{i:05d}", protocol, {"scene": f"s{i % 3}", "level": i}) for i in range(n)]
+
+
+def _ok(key: str, **readouts: Any) -> Record:
+    return Record(key, "ok", None, {"text": f"answer {key}"}, readouts or {"p": 0.5}, 0.25)
+
+
+def _failed(key: str, error: str = "RuntimeError: boom") -> Record:
+    return Record(key, "failed", error, None, {}, 0.1)
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with RunStore.open(tmp_path / "runs" / "r") as s:
+        s.begin_run({"config": CONFIG, "git_revision": "abc123"})
+        yield s
+
+
+# ------------------------------------------------------------------------------ round trips
+
+
+def test_open_creates_wal_database_with_schema(tmp_path):
+    run = tmp_path / "runs" / "new"
+    with RunStore.open(run) as s:
+        assert s.path == run / DB_NAME
+        assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert s.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert s.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        tables = {r[0] for r in s.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert tables == {"manifest", "items", "records"}
+        assert s.manifest() == {"schema_version": SCHEMA_VERSION}
+        assert s.counts() == {"items": 0, "ok": 0, "failed": 0, "pending": 0}
+
+
+def test_items_records_and_manifest_round_trip(tmp_path):
+    run = tmp_path / "r"
+    raw = {"texts": ["B"], "candidate_probs": {"A": 0.25, "B": 0.75}, "logprob": -math.inf}
+    readouts = {"answer": "B", "letter_probs": {"A": 0.25, "B": 0.75}, "u": math.nan}
+    with RunStore.open(run) as s:
+        s.begin_run({"config": CONFIG, "packages": {"numpy": "2.0"}, "git_revision": "abc"})
+        assert s.add_items(_items(3)) == 3
+        assert s.add_items(_items(4)) == 1  # only k00003 is new
+        s.write_records([Record("k00000", "ok", None, raw, readouts, 1.5), _failed("k00001")])
+    with RunStore.open(run) as s:  # everything survived closing
+        assert s.counts() == {"items": 4, "ok": 1, "failed": 1, "pending": 3}
+        records = {r.key: r for r in s.iter_records()}
+        manifest = s.manifest()
+    ok = records["k00000"]
+    assert isinstance(ok, StoredRecord)
+    assert (ok.status, ok.error, ok.elapsed_s, ok.attempt) == ("ok", None, 1.5, 1)
+    assert ok.protocol == "sweep"
+    assert ok.spec == {"scene": "s0", "level": 0}
+    assert ok.raw["texts"] == ["B"]
+    assert ok.raw["logprob"] == -math.inf  # non-finite values survive exactly
+    assert ok.readouts["letter_probs"] == {"A": 0.25, "B": 0.75}
+    assert math.isnan(ok.readouts["u"])
+    assert records["k00001"].error == "RuntimeError: boom"
+    assert records["k00001"].raw is None
+    assert manifest["config"] == CONFIG
+    assert manifest["config_hash"] == content_hash(CONFIG)
+    assert manifest["packages"] == {"numpy": "2.0"}
+    assert manifest["git_revision"] == "abc"
+    assert manifest["schema_version"] == SCHEMA_VERSION
+    assert manifest["history"] == []
+    assert len(manifest["starts"]) == 1
+    assert manifest["starts"][0]["config_hash"] == manifest["config_hash"]
+    assert manifest["created_at"] == manifest["starts"][0]["started_at"]
+
+
+def test_iter_records_filters_by_status_in_item_order(store):
+    store.add_items(_items(5))
+    store.write_records([_ok("k00004"), _failed("k00003"), _ok("k00000"), _failed("k00001")])
+    assert [r.key for r in store.iter_records()] == ["k00000", "k00001", "k00003", "k00004"]
+    assert [r.key for r in store.iter_records(status="failed")] == ["k00001", "k00003"]
+
+
+def test_closed_store_says_so(tmp_path):
+    s = RunStore.open(tmp_path / "r")
+    s.close()
+    s.close()  # idempotent
+    with pytest.raises(InputError, match="closed"):
+        s.counts()
+
+
+# --------------------------------------------------------------------------- resume semantics
+
+
+def test_pending_keys_before_and_after(store):
+    store.add_items(_items(6))
+    assert store.pending_keys() == [f"k{i:05d}" for i in range(6)]
+    store.write_records([_ok("k00001"), _failed("k00002"), _ok("k00004")])
+    assert store.pending_keys() == ["k00000", "k00002", "k00003", "k00005"]
+    # Given keys: their order is kept, duplicates dropped, unknown keys count as pending.
+    given = ["k00005", "k00004", "k00002", "k00005", "nope", "k00001"]
+    assert store.pending_keys(given) == ["k00005", "k00002", "nope"]
+    assert store.pending_keys([]) == []
+    assert store.counts() == {"items": 6, "ok": 2, "failed": 1, "pending": 4}
+
+
+def test_failed_record_is_pending_and_replaced_on_retry(store):
+    store.add_items(_items(2))
+    assert store.write_records([_failed("k00000", "TimeoutError: 30 s")]) == 1
+    assert "k00000" in store.pending_keys()
+    assert store.write_records([_failed("k00000", "TimeoutError: 60 s")]) == 1
+    (again,) = list(store.iter_records())
+    assert (again.status, again.error, again.attempt) == ("failed", "TimeoutError: 60 s", 2)
+    assert store.write_records([_ok("k00000", p=0.9)]) == 1
+    (done,) = list(store.iter_records())
+    assert (done.status, done.error, done.attempt) == ("ok", None, 3)
+    assert done.readouts == {"p": 0.9}
+    assert store.pending_keys() == ["k00001"]
+    assert store.counts() == {"items": 2, "ok": 1, "failed": 0, "pending": 1}
+
+
+def test_an_ok_record_is_final(store):
+    store.add_items(_items(1))
+    store.write_records([_ok("k00000", p=0.1)])
+    # A duplicate delivery (or a late failure) of a finished item changes nothing.
+    assert store.write_records([_ok("k00000", p=0.2), _failed("k00000")]) == 0
+    (record,) = list(store.iter_records())
+    assert (record.status, record.readouts, record.attempt) == ("ok", {"p": 0.1}, 1)
+
+
+def test_write_records_is_all_or_nothing(store):
+    store.add_items(_items(2))
+    with pytest.raises(InputError, match=r"not items.*'ghost'"):
+        store.write_records([_ok("k00000"), _ok("ghost")])
+    assert store.counts()["ok"] == 0  # the good record of the batch was rolled back too
+    with pytest.raises(InputError, match="not JSON-able"):
+        store.write_records([_ok("k00000"), Record("k00001", "ok", None, {1, 2}, {}, 0.0)])
+    assert store.counts()["ok"] == 0
+
+
+def test_records_numpy_values_are_stored_as_json(store):
+    np = pytest.importorskip("numpy")
+    store.add_items(_items(1))
+    raw = {"probs": np.array([0.25, 0.75], dtype=np.float32)}
+    store.write_records([Record("k00000", "ok", None, raw, {"n": np.int64(3)}, 0.0)])
+    (record,) = list(store.iter_records())
+    assert record.raw == {"probs": [0.25, 0.75]}
+    assert record.readouts == {"n": 3}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("k", "done", None, {}, {}, 0.0), "status must be 'ok' or 'failed'"),
+        (("k", "ok", "oops", {}, {}, 0.0), "error None"),
+        (("k", "failed", None, {}, {}, 0.0), "needs an error message"),
+        (("k", "ok", None, {}, [], 0.0), "readouts must be a mapping"),
+        (("k", "ok", None, {}, {}, -1.0), "elapsed_s must be >= 0"),
+        (("", "ok", None, {}, {}, 0.0), "non-empty string"),
+    ],
+)
+def test_record_validation(args, message):
+    with pytest.raises(InputError, match=message):
+        Record(*args)
+
+
+def test_record_finished_at_is_utc_iso(store):
+    store.add_items(_items(1))
+    store.write_records([_ok("k00000")])
+    (record,) = list(store.iter_records())
+    assert record.finished_at.endswith("+00:00")
+    with pytest.raises(InputError, match="ISO-8601"):
+        Record("k", "ok", None, {}, {}, 0.0, finished_at="yesterday")
+
+
+def test_add_items_rejects_a_key_reused_for_another_spec(store):
+    store.add_items([("a", "sweep", {"x": 1, "y": 2})])
+    assert store.add_items([("a", "sweep", {"y": 2, "x": 1})]) == 0  # same spec, other key order
+    with pytest.raises(InputError, match="already stored with another spec"):
+        store.add_items([("b", "sweep", {}), ("a", "sweep", {"x": 1, "y": 3})])
+    with pytest.raises(InputError, match="already stored with another spec"):
+        store.add_items([("a", "probe", {"x": 1, "y": 2})])
+    assert store.counts()["items"] == 1  # "b" was rolled back with the conflicting batch
+    with pytest.raises(InputError, match="spec must be a mapping"):
+        store.add_items([("c", "sweep", [1, 2])])  # type: ignore[list-item]
+
+
+# ------------------------------------------------------------------------- manifest & config
+
+
+def test_config_mismatch_names_both_hashes(tmp_path):
+    run = tmp_path / "r"
+    with RunStore.open(run) as s:
+        s.begin_run({"config": CONFIG})
+        s.add_items(_items(1))
+        s.write_records([_ok("k00000")])
+    changed = {**CONFIG, "seed": 1, "workers": 4}
+    with RunStore.open(run) as s, pytest.raises(ConfigMismatch) as info:
+        s.begin_run({"config": changed})
+    err = info.value
+    assert isinstance(err, InputError)
+    old, new = content_hash(CONFIG), content_hash(changed)
+    assert (err.old_hash, err.new_hash) == (old, new)
+    message = str(err)
+    assert old in message
+    assert new in message
+    assert "seed: 0 -> 1" in message
+    assert "workers added (4)" in message
+    assert "levels" not in message  # unchanged keys are not listed
+    assert "--fresh" in message
+    assert "--allow-mismatch" in message
+    with RunStore.open(run) as s:  # the failed begin_run changed nothing
+        assert s.manifest()["config_hash"] == old
+        assert len(s.manifest()["starts"]) == 1
+
+
+def test_allow_mismatch_continues_and_keeps_history(tmp_path):
+    run = tmp_path / "r"
+    with RunStore.open(run) as s:
+        s.begin_run({"config": CONFIG, "git_revision": "old"})
+        s.add_items(_items(2))
+        s.write_records([_ok("k00000")])
+    changed = {**CONFIG, "seed": 7}
+    with RunStore.open(run) as s:
+        s.begin_run({"config": changed, "git_revision": "new"}, allow_mismatch=True)
+        manifest = s.manifest()
+        assert s.counts() == {"items": 2, "ok": 1, "failed": 0, "pending": 1}
+    assert manifest["config"] == changed
+    assert manifest["config_hash"] == content_hash(changed)
+    assert manifest["git_revision"] == "new"
+    (previous,) = manifest["history"]
+    assert previous["config"] == CONFIG
+    assert previous["config_hash"] == content_hash(CONFIG)
+    assert previous["git_revision"] == "old"
+    assert "superseded_at" in previous
+    assert [s["config_hash"] for s in manifest["starts"]] == [
+        content_hash(CONFIG),
+        content_hash(changed),
+    ]
+    assert manifest["created_at"] == manifest["starts"][0]["started_at"]
+
+
+def test_resume_with_same_config_updates_manifest(tmp_path):
+    run = tmp_path / "r"
+    with RunStore.open(run) as s:
+        s.begin_run({"config": CONFIG, "packages": {"numpy": "1"}, "note": "first"})
+        s.add_items(_items(1))
+        s.write_records([_ok("k00000")])
+    with RunStore.open(run) as s:
+        s.begin_run({"config": dict(reversed(CONFIG.items())), "packages": {"numpy": "2"}})
+        manifest = s.manifest()
+    assert manifest["packages"] == {"numpy": "2"}
+    assert "note" not in manifest  # top-level entries are those of the latest start
+    assert manifest["history"] == []
+    assert len(manifest["starts"]) == 2
+
+
+def test_config_change_without_records_is_accepted(tmp_path):
+    with RunStore.open(tmp_path / "r") as s:
+        s.begin_run({"config": CONFIG})
+        s.add_items(_items(1))
+        s.begin_run({"config": {"other": True}})
+        assert s.manifest()["config_hash"] == content_hash({"other": True})
+        assert s.manifest()["history"][0]["config_hash"] == content_hash(CONFIG)
+
+
+def test_begin_run_checks_the_manifest(store):
+    with pytest.raises(InputError, match="must hold 'config'"):
+        store.begin_run({"git_revision": "x"})
+    with pytest.raises(InputError, match="written by the store"):
+        store.begin_run({"config": {}, "config_hash": "forged"})
+    with pytest.raises(InputError, match="not JSON-able"):
+        store.begin_run({"config": {"bad": object()}})
+
+
+def test_fresh_wipes_the_run(tmp_path):
+    run = tmp_path / "r"
+    with RunStore.open(run) as s:
+        s.begin_run({"config": CONFIG})
+        s.add_items(_items(3))
+        s.write_records([_ok("k00000")])
+        # While the writer is open its -wal/-shm exist: fresh must remove those too.
+        with RunStore.open(run, fresh=False, read_only=True) as r:
+            assert r.counts()["items"] == 3
+    with RunStore.open(run, fresh=True) as s:
+        assert s.counts() == {"items": 0, "ok": 0, "failed": 0, "pending": 0}
+        assert s.manifest() == {"schema_version": SCHEMA_VERSION}
+        s.begin_run({"config": {"seed": 99}})  # no mismatch: the old records are gone
+
+
+# ------------------------------------------------------------------ concurrency & read-only
+
+
+def test_reader_reads_while_writer_holds_a_transaction(store):
+    store.add_items(_items(3))
+    store.write_records([_ok("k00000")])
+    with RunStore.open(store.path, read_only=True) as reader:
+        with store._write() as conn:  # the writer is mid-transaction
+            conn.execute(
+                "INSERT INTO records VALUES ('k00001', 'ok', NULL, '{}', '{}', 0, 'now', 1)"
+            )
+            assert reader.counts()["ok"] == 1  # readers see the last commit, without waiting
+        assert reader.counts()["ok"] == 2
+        assert reader.pending_keys() == ["k00002"]
+        with pytest.raises(InputError, match="read-only"):
+            reader.write_records([_ok("k00002")])
+        with pytest.raises(InputError, match="read-only"):
+            reader.begin_run({"config": {}})
+
+
+# ------------------------------------------------------------------------ frames & export
+
+
+def _frame_store(store: RunStore) -> RunStore:
+    store.add_items(
+        [
+            ("a", "sweep", {"scene": "cat", "level": 1, "decode": {"t": 0.0}, "status": "x"}),
+            ("b", "sweep", {"scene": "dog", "level": 2, "decode": {"t": 0.5}, "status": "y"}),
+            ("c", "sweep", {"scene": "eel", "level": 3, "decode": {"t": 1.0}, "status": "z"}),
+        ]
+    )
+    readouts = {
+        "answer": "A",
+        "letter_probs": {"A": 0.75, "B": 0.25},
+        "level": 10,
+        "options": ["A", "B"],
+    }
+    store.write_records(
+        [
+            Record("a", "ok", None, {"texts": ["A"]}, readouts, 0.5),
+            Record("b", "failed", "ValueError: bad image", None, {}, 0.125),
+        ]
+    )
+    return store
+
+
+def test_to_frame_flattens_spec_and_readouts(store):
+    frame = _frame_store(store).to_frame()
+    assert list(frame.columns) == [
+        "key",
+        "protocol",
+        "status",
+        "error",
+        "elapsed_s",
+        "finished_at",
+        "attempt",
+        "scene",
+        "level",
+        "decode.t",
+        "spec.status",  # collides with a fixed column
+        "answer",
+        "letter_probs.A",
+        "letter_probs.B",
+        "readouts.level",  # collides with a spec field
+        "options",
+    ]
+    assert list(frame["key"]) == ["a", "b"]  # "c" has no record yet
+    a, b = frame.iloc[0], frame.iloc[1]
+    assert (a["status"], a["spec.status"], a["level"], a["readouts.level"]) == ("ok", "x", 1, 10)
+    assert a["letter_probs.A"] == 0.75
+    assert a["letter_probs.B"] == 0.25
+    assert a["decode.t"] == 0.0
+    assert json.loads(a["options"]) == ["A", "B"]
+    assert pd.isna(a["error"])
+    assert b["error"] == "ValueError: bad image"
+    assert pd.isna(b["letter_probs.A"])
+    assert b["elapsed_s"] == 0.125
+    assert "raw" not in frame.columns
+    with_raw = store.to_frame(include_raw=True)
+    assert list(with_raw.columns) == [*frame.columns, "raw"]
+    assert json.loads(with_raw["raw"].iloc[0]) == {"texts": ["A"]}
+    assert json.loads(with_raw["raw"].iloc[1]) is None
+
+
+def test_to_frame_of_an_empty_run_has_the_fixed_columns(store):
+    frame = store.to_frame()
+    assert len(frame) == 0
+    assert list(frame.columns) == [
+        "key",
+        "protocol",
+        "status",
+        "error",
+        "elapsed_s",
+        "finished_at",
+        "attempt",
+    ]
+
+
+def test_export_parquet_and_csv_read_back_equal(store, tmp_path):
+    frame = _frame_store(store).to_frame()
+    parquet = store.export(tmp_path / "out" / "records.parquet")
+    assert parquet == tmp_path / "out" / "records.parquet"
+    pd.testing.assert_frame_equal(pd.read_parquet(parquet), frame)
+    csv = store.export(tmp_path / "records.txt", "csv", include_raw=True)
+    # Read with only empty cells as NA, so a raw output of JSON "null" stays the text "null".
+    back = pd.read_csv(csv, keep_default_na=False, na_values=[""])
+    expected = store.to_frame(include_raw=True)
+    pd.testing.assert_frame_equal(back, expected, check_dtype=False)
+    with pytest.raises(InputError, match="export format"):
+        store.export(tmp_path / "records.xlsx")
+
+
+def test_load_run_from_directory_and_file(store):
+    expected = _frame_store(store).to_frame()
+    run_dir = store.path.parent
+    pd.testing.assert_frame_equal(load_run(run_dir), expected)  # while the writer is open
+    pd.testing.assert_frame_equal(load_run(str(store.path)), expected)
+    store.close()
+    pd.testing.assert_frame_equal(load_run(run_dir), expected)
+    assert "raw" in load_run(run_dir, include_raw=True).columns
+
+
+def test_load_run_errors(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        load_run(tmp_path / "missing")
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(InputError, match="does not exist"):
+        load_run(tmp_path / "empty_dir")
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database at all, just some text that is long enough " * 20)
+    with pytest.raises(InputError, match="not a clearsight run"):
+        load_run(text)
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    with pytest.raises(InputError, match="not a clearsight run"):
+        load_run(other)
+    with pytest.raises(InputError, match="not a clearsight run"):
+        RunStore.open(other)  # the writer will not adopt another application's database
+    sqlite3.connect(tmp_path / "blank.sqlite").close()
+    with pytest.raises(InputError, match="empty database"):
+        load_run(tmp_path / "blank.sqlite")
+
+
+def test_a_run_directory_may_end_in_sqlite(tmp_path):
+    run = tmp_path / "odd.sqlite"
+    with RunStore.open(run) as s:
+        assert s.path == run / DB_NAME
+        s.begin_run({"config": CONFIG})
+        s.add_items(_items(1))
+        s.write_records([_ok("k00000")])
+    assert list(load_run(run)["key"]) == ["k00000"]
+    assert list(load_run(run / DB_NAME)["key"]) == ["k00000"]
+
+
+def test_schema_version_is_checked(tmp_path):
+    run = tmp_path / "r"
+    RunStore.open(run).close()
+    with sqlite3.connect(run / DB_NAME) as conn:
+        conn.execute("UPDATE manifest SET value = '999' WHERE key = 'schema_version'")
+    conn.close()
+    with pytest.raises(InputError, match="schema version 999"):
+        RunStore.open(run)
+    with pytest.raises(InputError, match="schema version 999"):
+        load_run(run)
+
+
+# -------------------------------------------------------------------------------- crashes
+
+_WRITER = """
+import sys
+from pathlib import Path
+from clearsight.store import Record, RunStore
+
+run, batch = Path(sys.argv[1]), int(sys.argv[2])
+with RunStore.open(run) as store:
+    keys = store.pending_keys()
+    for start in range(0, len(keys), batch):
+        chunk = keys[start : start + batch]
+        store.write_records(
+            [Record(k, "ok", None, {"text": k * 40}, {"batch": start // batch}, 0.0) for k in chunk]
+        )
+        print(start // batch, flush=True)
+"""
+
+# Same writer, but it kills itself with SIGKILL from inside SQLite, right after the insert of
+# one chosen row, i.e. in the middle of a transaction whose pages already spill into the WAL.
+_SELF_KILLING_WRITER = """
+import os, signal, sys
+from pathlib import Path
+from clearsight.store import Record, RunStore
+
+run, batch, die_at = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+wal = Path(str(run / "run.sqlite") + "-wal")
+with RunStore.open(run) as store:
+    store.conn.execute("PRAGMA cache_size = -64")  # 64 KiB of cache: a batch must spill
+    store.conn.create_function("die", 0, lambda: os.kill(os.getpid(), signal.SIGKILL))
+    store.conn.execute(
+        "CREATE TEMP TRIGGER die AFTER INSERT ON main.records "
+        f"WHEN NEW.key = '{die_at}' BEGIN SELECT die(); END"
+    )
+    keys = store.pending_keys()
+    for start in range(0, len(keys), batch):
+        chunk = keys[start : start + batch]
+        raw = [{"text": k * 600} for k in chunk]
+        store.write_records(
+            [Record(k, "ok", None, r, {"batch": start // batch}, 0.0) for k, r in zip(chunk, raw)]
+        )
+        print(wal.stat().st_size, flush=True)
+"""
+
+
+def _setup_run(run: Path, n: int) -> None:
+    with RunStore.open(run) as s:
+        s.begin_run({"config": {"n": n}})
+        s.add_items(_items(n))
+
+
+def _check_after_crash(run: Path, batch: int) -> int:
+    """Assert the store holds whole batches only and is intact; return the number of records."""
+    with RunStore.open(run) as s:
+        assert s.conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert s.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        records = list(s.iter_records())
+    sizes = Counter(r.readouts["batch"] for r in records)
+    assert set(sizes.values()) <= {batch}, "a batch was partly written"
+    assert sorted(sizes) == list(range(len(sizes))), "batches are committed in order"
+    for r in records:  # no torn rows: every stored value is complete
+        assert r.status == "ok"
+        assert r.raw["text"].startswith(r.key)
+        assert len(r.raw["text"]) % len(r.key) == 0
+    return len(records)
+
+
+def _resume(run: Path, n: int) -> None:
+    """Finish the run in-process and check every item has exactly one ok record."""
+    with RunStore.open(run) as s:
+        pending = s.pending_keys()
+        for start in range(0, len(pending), 1000):
+            s.write_records([_ok(k) for k in pending[start : start + 1000]])
+        assert s.counts() == {"items": n, "ok": n, "failed": 0, "pending": 0}
+        assert s.pending_keys() == []
+        keys = [r.key for r in s.iter_records()]
+        assert sorted(keys) == [f"k{i:05d}" for i in range(n)]  # each once
+        assert {r.attempt for r in s.iter_records()} == {1}
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_keeps_whole_batches_and_resumes(tmp_path):
+    run, n, batch = tmp_path / "r", 20_000, 10
+    _setup_run(run, n)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(run), str(batch)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for line in child.stdout:  # let it commit some batches, then kill it at a random point
+        if int(line) >= 30:
+            break
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+    written = _check_after_crash(run, batch)
+    assert 31 * batch <= written < n
+    _resume(run, n)
+
+
+@pytest.mark.slow
+def test_sigkill_inside_a_transaction_loses_only_that_batch(tmp_path):
+    run, n, batch = tmp_path / "r", 400, 50
+    _setup_run(run, n)
+    die_at = f"k{3 * batch + 40:05d}"  # row 40 of the fourth batch
+    child = subprocess.run(
+        [sys.executable, "-c", _SELF_KILLING_WRITER, str(run), str(batch), die_at],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    committed_wal_sizes = [int(line) for line in child.stdout.split()]
+    assert len(committed_wal_sizes) == 3
+    wal = Path(f"{run / DB_NAME}-wal")
+    # The killed transaction had already written pages to the WAL; recovery must ignore them.
+    assert wal.stat().st_size > committed_wal_sizes[-1]
+    assert _check_after_crash(run, batch) == 3 * batch
+    _resume(run, n)
+
+
+# ---------------------------------------------------------------------------------- speed
+
+
+@pytest.mark.slow
+def test_pending_keys_is_fast_for_100k_items(tmp_path):
+    n = 100_000
+    with RunStore.open(tmp_path / "r") as s:
+        s.begin_run({"config": {}})
+        items = [(f"{i:064x}", "sweep", {"i": i}) for i in range(n)]
+        s.add_items(items)
+        keys = [key for key, _, _ in items]
+        for start in range(0, n, 20_000):  # every third item done, every seventh failed
+            s.write_records(
+                [
+                    _failed(k) if i % 7 == 0 else _ok(k)
+                    for i, k in enumerate(keys[start : start + 20_000], start)
+                    if i % 3 == 0 or i % 7 == 0
+                ]
+            )
+        expected = [k for i, k in enumerate(keys) if not (i % 3 == 0 and i % 7 != 0)]
+        started = time.perf_counter()
+        all_pending = s.pending_keys()
+        all_elapsed = time.perf_counter() - started
+        started = time.perf_counter()
+        given_pending = s.pending_keys(keys)
+        given_elapsed = time.perf_counter() - started
+    assert all_pending == expected
+    assert given_pending == expected
+    assert all_elapsed < 2.0
+    assert given_elapsed < 2.0

@@ -1,0 +1,260 @@
+"""The visibility sweep end to end: planning, running, resuming, failures and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skimage.data
+from PIL import Image
+
+from clearsight.config import SweepConfig, load_config
+from clearsight.protocols.sweep import plan_sweep, run_sweep
+from clearsight.store import ConfigMismatch, RunStore, load_run
+from clearsight.validate import InputError
+
+SCENES = ("skimage-chelsea", "skimage-coffee", "mpl-grace-hopper")
+
+
+def small_config(**kw):
+    args = {
+        "scene_ids": SCENES,
+        "wordings": ("mcq.reason", "verbal.plain"),
+        "controls": ("clean", "blank", "shuffled"),
+        "arms": ("fog",),
+    }
+    args.update(kw)
+    return SweepConfig(**args)
+
+
+def readouts_by_key(run: Path):
+    frame = load_run(run)
+    frame = frame[frame.protocol == "sweep"].set_index("key").sort_index()
+    cols = ["answer", "correct", "abstained", "internal_conf", "verbal_conf", "status"]
+    return frame[cols]
+
+
+def test_plan_size_keys_and_shared_questions():
+    cfg = small_config()
+    plan = plan_sweep(cfg)
+    targets = 1 + 2 + 1  # chelsea: cat; coffee: cup, spoon; grace hopper: person
+    conditions = 1 + 8 + 2
+    per_target_question = 1 + 2  # identify + verify (true, distractor)
+    assert len(plan.items) == targets * conditions * per_target_question * 2
+    keys = [k for k, _, _ in plan.items]
+    assert len(set(keys)) == len(keys)
+    assert [k for k, _, _ in plan_sweep(cfg).items] == keys  # deterministic
+    # one question per target and task: the same options in every condition and wording
+    options = {}
+    for _, _, spec in plan.items:
+        ident = (spec["scene"]["id"], spec["target"], spec["task"], spec["asked"])
+        opts = tuple(
+            spec["question"]["options"][: spec["question"]["letters"].index("E")]
+            if "E" in spec["question"]["letters"]
+            else spec["question"]["options"]
+        )
+        options.setdefault(ident, set()).add(opts[:4])
+    assert all(len(v) == 1 for v in options.values())
+    shuffled = [s for _, _, s in plan.items if s["condition"] == "shuffled"]
+    assert all(s["shown"]["scene"]["id"] != s["scene"]["id"] for s in shuffled)
+
+
+def test_serial_and_process_pool_give_identical_records(tmp_path):
+    cfg = small_config(tasks=("identify",))
+    a = run_sweep(cfg, tmp_path / "serial", executor="serial", progress=False)
+    b = run_sweep(cfg, tmp_path / "pool", executor="process", workers=2, progress=False)
+    assert a.ok == b.ok == len(plan_sweep(cfg).items)
+    assert a.failed == b.failed == 0
+    left, right = readouts_by_key(tmp_path / "serial"), readouts_by_key(tmp_path / "pool")
+    assert left.index.equals(right.index)
+    assert left.fillna(-1).equals(right.fillna(-1))
+
+
+def test_resume_fresh_and_config_mismatch(tmp_path):
+    cfg = small_config(tasks=("identify",), wordings=("mcq.reason",))
+    first = run_sweep(cfg, tmp_path / "r", progress=False)
+    assert first.ok > 0
+    again = run_sweep(cfg, tmp_path / "r", progress=False)
+    assert (again.units, again.ok) == (0, 0)
+    other = cfg.model_copy(update={"seed": 1})
+    with pytest.raises(ConfigMismatch, match="--fresh"):
+        run_sweep(other, tmp_path / "r", progress=False)
+    redo = run_sweep(other, tmp_path / "r", fresh=True, progress=False)
+    assert redo.ok == first.ok
+
+
+def test_observer_separates_clear_from_murky(tmp_path):
+    # targets 2-2.5 m away: at V = 1.95 m their transmission is below the 2 % threshold
+    far = ("skimage-astronaut", "skimage-camera", "skimage-stereo-motorcycle")
+    cfg = small_config(scene_ids=far, tasks=("identify",), wordings=("mcq.generic",))
+    run_sweep(cfg, tmp_path / "r", progress=False)
+    frame = load_run(tmp_path / "r")
+    clean = frame[frame.condition == "clean"]
+    blank = frame[frame.condition == "blank"]
+    murky = frame[(frame.condition == "fog") & (frame.level_m < 2)]
+    assert clean.correct.mean() == 1.0
+    assert clean.internal_conf.min() > 0.99
+    assert blank.internal_conf.max() < 0.26
+    assert murky.internal_conf.mean() < 0.6
+    assert murky.correct.mean() < clean.correct.mean()
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from clearsight.config import SweepConfig
+    from clearsight.protocols.sweep import run_sweep
+    cfg = SweepConfig.model_validate_json(sys.argv[2])
+    run_sweep(cfg, Path(sys.argv[1]), executor="serial", progress=False)
+    """
+)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
+    cfg = small_config(scene_ids=(*SCENES, "skimage-astronaut", "skimage-camera"))
+    reference = tmp_path / "reference"
+    run_sweep(cfg, reference, progress=False)
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(killed), cfg.model_dump_json()],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    db = killed / "run.sqlite"
+    deadline = time.monotonic() + 120
+    done = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            with RunStore.open(killed, read_only=True) as store:
+                done = store.counts()["ok"]
+            if done > 0:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the sweep finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with RunStore.open(killed, read_only=True) as store:
+        partial = store.counts()
+    assert 0 < partial["ok"] < len(plan_sweep(cfg).items)
+    resumed = run_sweep(cfg, killed, progress=False)
+    assert resumed.ok == len(plan_sweep(cfg).items) - partial["ok"]
+    left, right = readouts_by_key(reference), readouts_by_key(killed)
+    assert left.index.is_unique
+    assert right.index.is_unique
+    assert left.index.equals(right.index)
+    assert left.fillna(-1).equals(right.fillna(-1))
+
+
+def test_unknown_model_and_empty_scene_set(tmp_path):
+    with pytest.raises(ValueError, match="unknown model 'nonsense:x'"):
+        small_config(models=("nonsense:x",))
+    with pytest.raises(InputError, match="empty"):
+        run_sweep(small_config(scene_ids=()), tmp_path / "r", progress=False)
+    with pytest.raises(InputError, match="unknown scene ids"):
+        run_sweep(small_config(scene_ids=("nope",)), tmp_path / "r", progress=False)
+
+
+def test_malformed_config_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("arms: [fog\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_config(bad)
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("arms: [smoke]\n")
+    with pytest.raises(InputError, match=r"wrong\.yaml"):
+        load_config(wrong)
+    good = tmp_path / "good.yaml"
+    good.write_text("arms: [water]\nseed: 3\n")
+    assert load_config(good).arms == ("water",)
+
+
+def _coco_fixture(root: Path) -> tuple[Path, Path]:
+    images = root / "images"
+    images.mkdir(parents=True)
+    Image.fromarray(skimage.data.astronaut()).save(images / "1.jpg")
+    Image.fromarray(skimage.data.stereo_motorcycle()[0]).save(images / "2.jpg")
+    (images / "3.jpg").write_bytes(b"\xff\xd8\xff\xe0 truncated garbage")
+    cats = [
+        {"id": 3, "name": "car", "supercategory": "vehicle"},
+        {"id": 4, "name": "motorcycle", "supercategory": "vehicle"},
+    ]
+    imgs = [
+        {"id": 1, "file_name": "1.jpg", "width": 512, "height": 512, "license": 1},
+        {"id": 2, "file_name": "2.jpg", "width": 741, "height": 500, "license": 1},
+        {"id": 3, "file_name": "3.jpg", "width": 400, "height": 400, "license": 1},
+    ]
+    anns = [
+        {
+            "id": 10,
+            "image_id": 1,
+            "category_id": 3,
+            "bbox": [100, 100, 200, 200],
+            "area": 40000,
+            "iscrowd": 0,
+        },
+        {
+            "id": 11,
+            "image_id": 2,
+            "category_id": 4,
+            "bbox": [80, 80, 520, 350],
+            "area": 182000,
+            "iscrowd": 0,
+        },
+        {
+            "id": 12,
+            "image_id": 3,
+            "category_id": 3,
+            "bbox": [50, 50, 200, 200],
+            "area": 40000,
+            "iscrowd": 0,
+        },
+    ]
+    ann = root / "instances.json"
+    ann.write_text(
+        json.dumps(
+            {
+                "images": imgs,
+                "annotations": anns,
+                "categories": cats,
+                "licenses": [{"id": 1, "name": "CC BY 2.0", "url": "x"}],
+            }
+        )
+    )
+    return ann, images
+
+
+def test_corrupt_coco_image_is_a_failed_item_and_the_run_goes_on(tmp_path):
+    ann, images = _coco_fixture(tmp_path / "coco")
+    cfg = small_config(
+        scenes="coco",
+        scene_ids=None,
+        coco_annotations=ann,
+        coco_images=images,
+        coco_depth_model="assumed:10",
+        tasks=("identify",),
+        wordings=("mcq.reason",),
+    )
+    summary = run_sweep(cfg, tmp_path / "r", progress=False)
+    frame = load_run(tmp_path / "r")
+    sweep = frame[frame.protocol == "sweep"]
+    failed = sweep[sweep.status == "failed"]
+    assert summary.failed == len(failed) > 0
+    assert failed.error.str.contains("3.jpg").all()
+    # every item of the corrupt scene fails, and elsewhere only the shuffled control that
+    # would have shown its pixels
+    own = sweep["scene.id"] == "coco-3"
+    shows_it = (sweep.condition == "shuffled") & (sweep["shown.scene.id"] == "coco-3")
+    assert set(failed.index) == set(sweep[own | shows_it].index)
+    ok = sweep[sweep.status == "ok"]
+    assert set(ok["scene.id"]) == {"coco-1", "coco-2"}
+    assert len(ok) > len(failed)
+    assert np.isfinite(ok.internal_conf).all()
