@@ -360,11 +360,18 @@ class RunStore:
     def add_items(self, items: Iterable[tuple[str, str, Mapping[str, Any]]]) -> int:
         """Add ``(key, protocol, spec)`` work items in one transaction; return how many were new.
 
-        Items already present are left alone, so planning a resumed run again is cheap. A key
-        that is already stored with a different protocol or spec raises InputError: a key must
-        identify its spec (principle 1), or resume would reuse records of another item.
+        Items whose key is already stored are skipped without being encoded again, so planning a
+        resumed run again is cheap: a key is the content hash of its spec (principle 1), so the
+        same key means the same item. A new row whose key collides with a stored key of a
+        different protocol or spec (a broken key function) raises InputError.
         """
-        rows = [_item_row(item) for item in items]
+        items = list(items)
+        stored = self._stored_keys([item[0] for item in items if isinstance(item, tuple)])
+        rows = [
+            _item_row(item) for item in items if not (isinstance(item, tuple) and item[0] in stored)
+        ]
+        if not rows:
+            return 0
         with self._write() as conn:
             conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS new_items (key TEXT, protocol TEXT, spec TEXT)"
@@ -381,6 +388,13 @@ class RunStore:
             finally:
                 conn.execute("DELETE FROM temp.new_items")
         return added
+
+    def _stored_keys(self, keys: list[str]) -> set[str]:
+        """The subset of ``keys`` already stored as items (one query)."""
+        if not keys:
+            return set()
+        query = "SELECT j.value FROM json_each(?) AS j JOIN items AS i ON i.key = j.value"
+        return {key for (key,) in self.conn.execute(query, (json.dumps(keys),))}
 
     def pending_keys(self, keys: Iterable[str] | None = None) -> list[str]:
         """Keys without an ``ok`` record (failed ones are retried), of ``keys`` or of all items.

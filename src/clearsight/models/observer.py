@@ -104,7 +104,9 @@ class ObserverBackend:
                 chosen = ref.abstain_letter
         return chosen, probs, conf
 
-    def _one(self, request: Request) -> Response:
+    def _one(
+        self, request: Request, contrasts: dict[tuple[int, int, tuple[int, ...]], float]
+    ) -> Response:
         ref = request.reference
         if ref is None:
             raise InputError("the observer answers only requests that carry an ObserverReference")
@@ -112,7 +114,13 @@ class ObserverBackend:
         if len(images) != 1:
             raise InputError(f"the observer needs exactly one image, got {len(images)}")
         shown = images[0]
-        contrast = retained_contrast(shown, ref.clean, ref.box) if ref.clean is not None else 0.0
+        contrast = 0.0
+        if ref.clean is not None:
+            # many questions share one shown image: measure each (image, box) once per batch
+            key = (id(shown), id(ref.clean), ref.box)
+            if key not in contrasts:
+                contrasts[key] = retained_contrast(shown, ref.clean, ref.box)
+            contrast = contrasts[key]
         p = p_detect(contrast, self.config)
         seed = request.decoding.seed
         if seed is None:
@@ -132,7 +140,8 @@ class ObserverBackend:
         )
 
     def complete(self, requests: Sequence[Request]) -> list[Response]:
-        return [self._one(r) for r in requests]
+        contrasts: dict[tuple[int, int, tuple[int, ...]], float] = {}
+        return [self._one(r, contrasts) for r in requests]
 
 
 def make_observer(arg: str, options: Mapping[str, Any]) -> ObserverBackend:

@@ -269,6 +269,17 @@ class SweepPlan:
         return [(k, u.protocol, s) for u in self.units for k, s in u.items]
 
 
+def item_key(spec: dict[str, Any], question_hash: str | None = None) -> str:
+    """The content hash of a sweep item's spec.
+
+    The question (the bulk of a spec, shared by every condition of a target) enters through its
+    own content hash, so a key is still a hash of everything in the spec but costs one small
+    encode per item; planners pass ``question_hash`` computed once per question.
+    """
+    qh = question_hash if question_hash is not None else content_hash(spec["question"])
+    return content_hash({**spec, "question": qh})
+
+
 def _conditions(config: SweepConfig) -> list[tuple[str, float | None, int | None]]:
     conds: list[tuple[str, float | None, int | None]] = []
     if "clean" in config.controls:
@@ -300,6 +311,8 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     prompt_hashes: dict[str, str] = {}
     units: list[SweepUnit] = []
     per_scene: list[list[dict[str, Any]]] = []
+    # id() of question dicts that all stay alive in `per_scene` until planning ends
+    question_hashes: dict[int, str] = {}
     for i, ref in enumerate(refs):
         specs: list[dict[str, Any]] = []
         for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
@@ -317,6 +330,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                 for tref in q.templates:
                     prompt_hashes[tref.id] = tref.sha256
                 question = question_to_json(q)
+                question_hashes[id(question)] = content_hash(question)
                 for condition, level, severity in conditions:
                     spec: dict[str, Any] = {
                         "scene": ref.to_json(),
@@ -345,7 +359,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
             items = []
             for spec in specs:
                 full = {**spec, "model": model, "model_options": options}
-                items.append((content_hash(full), full))
+                items.append((item_key(full, question_hashes[id(spec["question"])]), full))
             units.append(
                 SweepUnit(
                     PROTOCOL,
