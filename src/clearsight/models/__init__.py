@@ -30,8 +30,15 @@ from clearsight.validate import InputError
 _REGISTRY: dict[str, str] = {
     "observer": "clearsight.models.observer:make_observer",
     "scripted": "clearsight.models.scripted:make_scripted",
+    "hf": "clearsight.models.hf:make_hf",
+    "openai": "clearsight.models.openai_api:make_openai",
+    "vllm": "clearsight.models.vllm:make_vllm",
 }
-_INSTALL_HINT: dict[str, str] = {}
+_INSTALL_HINT: dict[str, str] = {
+    "hf": "install the extra: pip install 'clearsight[hf]'",
+    "openai": "install the client: pip install openai",
+    "vllm": "install the extra on a machine with a GPU: pip install 'clearsight[vllm]'",
+}
 
 
 def register_backend(prefix: str, factory: str, install_hint: str = "") -> None:

@@ -1,0 +1,217 @@
+"""Assemble a sweep run's report: ``report.html``, ``summary.md`` and ``summary.csv``.
+
+:func:`build_report` reads the run (read-only), runs one seeded scene bootstrap
+(:func:`clearsight.report.tables.analyse_sweep`), draws the figures and writes the three files.
+:func:`summary_table` gives the crossings/W table as a DataFrame for the CLI to print.
+
+The page follows the paper's order: the run's provenance, then per task (identification t2
+first, verification t3 in its own section) the curves (Fig. 3), crossings and W, reliability
+diagrams with the calibration table, the full sweep table (Tables IX/X) and the controls; then
+ImageNet-C severities on the physical axis (Fig. 7) and a few qualitative examples.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from clearsight.report.data import TASK_NAMES, RunData, load_run_data
+from clearsight.report.html import fmt_ci, fmt_num
+from clearsight.report.sections import DEPTH_NOTE, render_report
+from clearsight.report.tables import (
+    SweepAnalysis,
+    analyse_sweep,
+    controls_table,
+    interval,
+    interval_m,
+)
+
+__all__ = ["ReportPaths", "build_report", "summary_table"]
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """Where :func:`build_report` wrote its files."""
+
+    out_dir: Path
+    html: Path
+    summary_md: Path
+    summary_csv: Path
+
+
+# The last analysis, so summary_table() right after build_report() (the CLI) does not redo it.
+_LAST: dict[tuple[str, int, int, tuple[float, ...]], pd.DataFrame] = {}
+
+
+def _run_stamp(run_dir: Path) -> tuple[float, ...]:
+    """Modification times of the run's database files (changes when records are added)."""
+    return tuple(
+        p.stat().st_mtime_ns / 1e9
+        for p in (run_dir / "run.sqlite", run_dir / "run.sqlite-wal")
+        if p.exists()
+    )
+
+
+def _cache_key(run_dir: Path, n_boot: int, seed: int) -> tuple[str, int, int, tuple[float, ...]]:
+    return (str(Path(run_dir).resolve()), n_boot, seed, _run_stamp(Path(run_dir)))
+
+
+# ----------------------------------------------------------------------------------- public
+
+
+def summary_table(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The crossings and W of every model × task × arm × wording × signal, ready to print.
+
+    Columns: model, task, arm, wording, signal, ``V*`` (with '≤ 1.95 m' / '≥ 250 m' for
+    censored crossings), its 95 % interval, ``W`` (with '≥' / '≤' for bounds) and its interval.
+    Reuses the analysis of a :func:`build_report` call on the same unchanged run in this
+    process; otherwise runs the bootstrap (no figures).
+    """
+    key = _cache_key(Path(run_dir), n_boot, seed)
+    crossings = _LAST.get(key)
+    if crossings is None:
+        data = load_run_data(Path(run_dir))
+        crossings = analyse_sweep(data, n_boot=n_boot, seed=seed).crossings
+        _LAST.clear()
+        _LAST[key] = crossings
+    return _display_crossings(crossings)
+
+
+def build_report(
+    run_dir: Path | str,
+    out_dir: Path | str | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    thumbnails: bool = True,
+) -> ReportPaths:
+    """Write ``report.html``, ``summary.md`` and ``summary.csv`` for the run in ``run_dir``.
+
+    ``out_dir`` defaults to the run directory. ``n_boot`` bootstrap replicates resample scenes
+    with replacement from ``numpy.random.default_rng(seed)``: the same run, B and seed give the
+    same numbers. ``thumbnails`` renders the qualitative examples' images (bundled scenes only;
+    they need the photo, its depth and the physics, a few seconds).
+    """
+    run_dir = Path(run_dir)
+    out = Path(out_dir) if out_dir is not None else run_dir
+    key = _cache_key(run_dir, n_boot, seed)
+    data = load_run_data(run_dir)
+    analysis = analyse_sweep(data, n_boot=n_boot, seed=seed)
+    _LAST.clear()
+    _LAST[key] = analysis.crossings
+    out.mkdir(parents=True, exist_ok=True)
+    paths = ReportPaths(
+        out_dir=out,
+        html=out / "report.html",
+        summary_md=out / "summary.md",
+        summary_csv=out / "summary.csv",
+    )
+    csv = analysis.crossings.assign(n_boot=n_boot, seed=seed, ci_level=analysis.level)
+    _atomic_write(paths.summary_csv, csv.to_csv(index=False))
+    _atomic_write(paths.summary_md, summary_markdown(data, analysis))
+    _atomic_write(paths.html, render_report(data, analysis, thumbnails=thumbnails))
+    return paths
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------ summaries
+
+
+def _display_crossings(crossings: pd.DataFrame) -> pd.DataFrame:
+    """The crossings frame reduced to printable columns."""
+    if crossings.empty:
+        return pd.DataFrame(columns=["model", "task", "arm", "wording", "signal", "V*", "W"])
+    out = pd.DataFrame(
+        {
+            "model": crossings["model"],
+            "task": crossings["task"],
+            "arm": crossings["arm"],
+            "wording": crossings["wording"],
+            "signal": crossings["signal"],
+            "V*": crossings["v_star"],
+            "V* 95% CI": [
+                interval_m(lo, hi)
+                for lo, hi in zip(crossings["v_low_m"], crossings["v_high_m"], strict=True)
+            ],
+            "W": crossings["w_display"],
+            "W 95% CI": [
+                interval(lo, hi)
+                for lo, hi in zip(crossings["w_low"], crossings["w_high"], strict=True)
+            ],
+            "note": crossings["note"],
+        }
+    )
+    return out.reset_index(drop=True)
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table ('|' in cells escaped)."""
+    if frame.empty:
+        return "_(none)_\n"
+
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
+    """The controls table with formatted numbers (for Markdown)."""
+    return pd.DataFrame(
+        {
+            "model": controls["model"],
+            "wording": controls["wording"],
+            "condition": controls["condition"],
+            "n": controls["n"].astype(int),
+            "accuracy [95% CI]": [
+                fmt_ci(e, lo, hi)
+                for e, lo, hi in zip(
+                    controls["accuracy"], controls["acc_low"], controls["acc_high"], strict=True
+                )
+            ],
+            "internal conf": controls["internal_conf"].map(fmt_num),
+            "verbal conf": controls["verbal_conf"].map(fmt_num),
+            "abstain": controls["abstain_rate"].map(fmt_num),
+            "chance": controls["chance"].map(fmt_num),
+        }
+    )
+
+
+def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
+    """summary.md: the crossings/W table and the controls table of each task."""
+    lines = [
+        f"# clearsight sweep summary — {data.name}",
+        "",
+        f"Models: {', '.join(data.models) or '(none)'}. Scenes: {analysis.n_scenes}. "
+        f"Bootstrap: {analysis.n_boot} resamples of scenes, seed {analysis.seed}, "
+        f"{round(100 * analysis.level)} % percentile intervals.",
+        "",
+        DEPTH_NOTE,
+        "",
+    ]
+    display = _display_crossings(analysis.crossings)
+    for task in data.tasks:
+        name = TASK_NAMES.get(task, task)
+        lines += [f"## Crossings and blind-spot width W — {name}", ""]
+        lines.append(_md_table(display[display["task"] == task].drop(columns="task")))
+        controls = controls_table(data, analysis, task)
+        lines += [f"## Controls — {name}", ""]
+        lines.append(
+            _md_table(_controls_display(controls))
+            if not controls.empty
+            else "_No control conditions in this run._\n"
+        )
+    return "\n".join(lines)

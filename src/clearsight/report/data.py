@@ -1,0 +1,229 @@
+"""Load a sweep run for reporting: the ok records as a tidy frame, V_eq rows, manifest, failures.
+
+The report never trusts that every piece of a run exists (a partial run, a run without the
+water arm, without controls, without verbal wordings, with failed records), so this module turns
+whatever :func:`clearsight.store.load_run` returns into one frame with a fixed set of columns
+(missing ones filled with NaN) and typed values: ``correct`` and ``abstained`` as 0.0/1.0 floats,
+confidences as floats with NaN for "no value" (a letter wording has no verbal confidence, an
+unparsed verbal reply has none either).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clearsight.store import RunStore
+
+__all__ = [
+    "ARMS",
+    "CONTROLS",
+    "LETTER_WORDINGS",
+    "VERBAL_WORDINGS",
+    "RunData",
+    "fetch_raw",
+    "is_verbal",
+    "level_label",
+    "load_run_data",
+    "primary_wording",
+]
+
+#: Physical arms in display order.
+ARMS: tuple[str, ...] = ("fog", "water")
+#: Control conditions of the controls table, in display order.
+CONTROLS: tuple[str, ...] = ("clean", "blank", "shuffled")
+#: Letter read-out wordings, the main one (reason-naming abstain option) first.
+LETTER_WORDINGS: tuple[str, ...] = ("mcq.reason", "mcq.generic")
+#: Verbalized-confidence wordings, the main one first.
+VERBAL_WORDINGS: tuple[str, ...] = ("verbal.plain", "verbal.percent", "verbal.scale")
+#: Tasks in display order with their paper names.
+TASK_NAMES: dict[str, str] = {"identify": "identification (t2)", "verify": "verification (t3)"}
+
+# Display labels of the standard sweep levels (METHODS.md §1: labels only, never data).
+_LEVEL_LABELS: dict[float, str] = {
+    250.0: "250",
+    125.0: "125",
+    62.5: "62.5",
+    31.25: "31.25",
+    15.625: "15.6",
+    7.8125: "7.8",
+    3.90625: "3.9",
+    1.953125: "1.95",
+}
+
+# Columns the analysis reads; absent ones (e.g. no verbal wording in the run) become NaN.
+_TEXT_COLUMNS = (
+    "key",
+    "model",
+    "task",
+    "wording",
+    "scene",
+    "category",
+    "condition",
+    "asked",
+    "answer",
+    "question.prompt",
+    "question.options",
+    "question.correct",
+    "box",
+    "scene.source",
+)
+_FLOAT_COLUMNS = ("level_m", "severity", "target", "internal_conf", "verbal_conf", "n_options")
+
+
+def level_label(level_m: float) -> str:
+    """Short display label of a visibility level: '15.6' for 15.625 m, '1.95' for 1.953125 m."""
+    return _LEVEL_LABELS.get(float(level_m), f"{level_m:.3g}")
+
+
+def is_verbal(wording: str) -> bool:
+    """True for the verbalized-confidence wordings (``verbal.*``), False for letter read-outs."""
+    return wording.startswith("verbal")
+
+
+def primary_wording(wordings: list[str], verbal: bool) -> str | None:
+    """The main wording of a kind present in ``wordings`` (reason-naming / plain first)."""
+    preferred = VERBAL_WORDINGS if verbal else LETTER_WORDINGS
+    for w in preferred:
+        if w in wordings:
+            return w
+    others = sorted(w for w in wordings if is_verbal(w) == verbal)
+    return others[0] if others else None
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything the report reads from one run directory.
+
+    ``records``: ok ``sweep`` records, one row each, columns as in the module docstring.
+    ``veq``: ok ``sweep.veq`` rows (``scene``, ``severity``, ``v_eq_m``). ``counts``: the store's
+    item/ok/failed/pending counts. ``failures``: error message → number of failed records,
+    most frequent first. ``levels``: arm → its visibility levels in the records, clearest first.
+    """
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    counts: dict[str, int]
+    records: pd.DataFrame
+    veq: pd.DataFrame
+    failures: pd.Series
+    levels: dict[str, tuple[float, ...]]
+
+    @property
+    def name(self) -> str:
+        """The run's name: its directory name."""
+        return self.run_dir.resolve().name
+
+    @property
+    def models(self) -> list[str]:
+        """Models with records, in the manifest's order where it has one."""
+        present = set(self.records["model"].dropna())
+        listed = [str(m) for m in self.manifest.get("config", {}).get("models", [])]
+        return [m for m in listed if m in present] + sorted(present - set(listed))
+
+    def wordings(self, task: str | None = None) -> list[str]:
+        """Wordings with records (of ``task``), letter wordings first, in canonical order."""
+        frame = self.records if task is None else self.records[self.records["task"] == task]
+        present = set(frame["wording"].dropna())
+        canonical = [w for w in (*LETTER_WORDINGS, *VERBAL_WORDINGS) if w in present]
+        return canonical + sorted(present - set(canonical))
+
+    @property
+    def tasks(self) -> list[str]:
+        """Tasks with records, identification first."""
+        present = set(self.records["task"].dropna())
+        return [t for t in TASK_NAMES if t in present] + sorted(present - set(TASK_NAMES))
+
+    @property
+    def arms(self) -> list[str]:
+        """Physical arms with records, fog first."""
+        return [a for a in ARMS if a in self.levels]
+
+
+def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ok sweep records with the report's columns and dtypes (see the module docstring)."""
+    out = pd.DataFrame(index=frame.index)
+    src = frame.rename(columns={"scene.id": "scene"})
+    for col in _TEXT_COLUMNS:
+        out[col] = src[col].astype(object) if col in src else None
+    for col in _FLOAT_COLUMNS:
+        if col in src:
+            out[col] = pd.to_numeric(src[col], errors="coerce").astype(float)
+        else:
+            out[col] = np.nan
+    for col in ("correct", "abstained"):
+        values = src[col] if col in src else pd.Series(False, index=src.index)
+        out[col] = values.map(lambda v: 1.0 if v is True or v == 1 else 0.0).astype(float)
+    out["answered"] = (out["answer"].notna() & (out["abstained"] == 0.0)).astype(float)
+    return out.reset_index(drop=True)
+
+
+def _levels(records: pd.DataFrame) -> dict[str, tuple[float, ...]]:
+    """Arm → its observed visibility levels, clearest first (arms without records omitted)."""
+    out: dict[str, tuple[float, ...]] = {}
+    for arm in ARMS:
+        lv = records.loc[records["condition"] == arm, "level_m"].dropna().unique()
+        if lv.size:
+            out[arm] = tuple(sorted((float(v) for v in lv), reverse=True))
+    return out
+
+
+def _numeric(frame: pd.DataFrame, col: str) -> pd.Series:
+    """Column ``col`` as floats (NaN where absent or not a number)."""
+    if col not in frame:
+        return pd.Series(np.nan, index=frame.index, dtype=float)
+    return pd.to_numeric(frame[col], errors="coerce").astype(float)
+
+
+def load_run_data(run_dir: Path) -> RunData:
+    """Read a run directory (read-only) into :class:`RunData`."""
+    from clearsight.store import load_run
+
+    with RunStore.open(run_dir, read_only=True) as store:
+        manifest = store.manifest()
+        counts = store.counts()
+    frame = load_run(run_dir)
+    status = frame["status"] if "status" in frame else pd.Series(dtype=object)
+    protocol = frame["protocol"] if "protocol" in frame else pd.Series(dtype=object)
+    ok = status == "ok"
+    errors = frame.loc[status == "failed", "error"] if "error" in frame else pd.Series()
+    failures = errors.fillna("(no message)").astype(str).value_counts()
+    records = _typed_records(frame[ok & (protocol == "sweep")])
+    veq_rows = frame[ok & (protocol == "sweep.veq")]
+    veq = pd.DataFrame(
+        {
+            "scene": veq_rows["scene.id"].astype(object) if "scene.id" in veq_rows else [],
+            "severity": _numeric(veq_rows, "severity"),
+            "v_eq_m": _numeric(veq_rows, "v_eq_m"),
+        }
+    ).dropna()
+    return RunData(
+        run_dir=Path(run_dir),
+        manifest=manifest,
+        counts=counts,
+        records=records,
+        veq=veq.reset_index(drop=True),
+        failures=failures,
+        levels=_levels(records),
+    )
+
+
+def fetch_raw(run_dir: Path, keys: list[str]) -> dict[str, Any]:
+    """The decoded raw outputs of the records ``keys`` (one query; for qualitative examples).
+
+    :func:`clearsight.store.load_run` can include every raw output, which is wasteful for a
+    large run when the report shows a handful, so this reads just those rows.
+    """
+    if not keys:
+        return {}
+    with RunStore.open(run_dir, read_only=True) as store:
+        rows = store.conn.execute(
+            "SELECT r.key, r.raw FROM records AS r JOIN json_each(?) AS j ON j.value = r.key",
+            (json.dumps(keys),),
+        ).fetchall()
+    return {str(key): json.loads(raw) for key, raw in rows}

@@ -1,0 +1,485 @@
+"""The report's figures as PNG bytes: sweep curves (Fig. 3), reliability diagrams, ImageNet-C
+severities on the physical axis (Fig. 7), and image thumbnails.
+
+Every function takes the DataFrames of :mod:`clearsight.report.tables` and returns PNG bytes
+(or None when there is nothing to draw), so the HTML page can inline them as data URIs and a
+test can decode them. Matplotlib runs headless (Agg); each figure is closed after saving.
+
+Axis convention (the paper's): visibility on a log axis running from the clearest level on the
+left to the murkiest on the right, the clean image as a separate marker further left.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from clearsight.metrics import ece, reliability_bins
+from clearsight.report.data import RunData, is_verbal, level_label, primary_wording
+from clearsight.report.tables import NO_VERBAL, SIGNAL_LABELS, SweepAnalysis
+
+__all__ = [
+    "COLOURS",
+    "curves_figure",
+    "imagenet_c_figure",
+    "png_thumbnail",
+    "reliability_figure",
+]
+
+#: One colour per signal, the same in every figure (colour-blind-safe Okabe–Ito hues).
+COLOURS: dict[str, str] = {
+    "accuracy": "#000000",
+    "internal_conf": "#0072B2",
+    "verbal_conf": "#E69F00",
+    "abstain": "#009E73",
+}
+#: Line style and marker per signal, so overlapping curves stay distinguishable.
+STYLES: dict[str, tuple[str, str]] = {
+    "accuracy": ("-", "o"),
+    "internal_conf": ("-", "^"),
+    "verbal_conf": ("--", "s"),
+    "abstain": ("-", "D"),
+}
+_DPI = 100
+
+
+def _pyplot() -> Any:
+    """matplotlib.pyplot on the headless Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    """Save ``fig`` as PNG bytes and close it."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
+    _pyplot().close(fig)
+    return buf.getvalue()
+
+
+def _clean_x(levels: Sequence[float]) -> float:
+    """Where the clean marker sits: two octaves left of the clearest level."""
+    return max(levels) * 4.0
+
+
+def _visibility_axis(ax: Any, levels: Sequence[float]) -> None:
+    """Log visibility axis, clearest (and clean) left, murkiest right, levels as ticks."""
+    clean_x = _clean_x(levels)
+    ax.set_xscale("log")
+    ax.set_xlim(clean_x * 1.5, min(levels) / 1.5)
+    ticks = [clean_x, *levels]
+    ax.set_xticks(ticks)
+    crowded = len(levels) > 8  # more levels than the standard sweep: slant the labels
+    ax.set_xticklabels(
+        ["clean", *(level_label(v) for v in levels)],
+        fontsize=8,
+        rotation=45 if crowded else 0,
+        ha="right" if crowded else "center",
+    )
+    ax.minorticks_off()
+    ax.axvline(math.sqrt(clean_x * max(levels)), color="0.8", lw=0.8)
+    ax.set_xlabel("visibility V (m)", fontsize=9)
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.25, lw=0.5)
+    ax.tick_params(labelsize=8)
+
+
+def _series(
+    curves: pd.DataFrame, model: str, task: str, wording: str, signal: str, arm: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The (levels, clean) rows of one curve."""
+    sel = curves[
+        (curves["model"] == model)
+        & (curves["task"] == task)
+        & (curves["wording"] == wording)
+        & (curves["signal"] == signal)
+    ]
+    levels = sel[sel["condition"] == arm].sort_values("x", ascending=False)
+    return levels, sel[sel["condition"] == "clean"]
+
+
+def _plot_curve(
+    ax: Any,
+    rows: pd.DataFrame,
+    clean: pd.DataFrame,
+    clean_x: float,
+    signal: str,
+    label: str,
+    style: str | None = None,
+) -> None:
+    """One signal: line with markers, 95 % band, and the clean value with its interval."""
+    if rows.empty:
+        return
+    colour = COLOURS[signal]
+    line, marker = STYLES[signal]
+    x = rows["x"].to_numpy(dtype=float)
+    ax.fill_between(x, rows["low"], rows["high"], color=colour, alpha=0.13, lw=0)
+    ax.plot(
+        x,
+        rows["estimate"],
+        style or line,
+        color=colour,
+        marker=marker,
+        ms=4,
+        lw=1.5,
+        label=label,
+        mfc="white" if signal == "verbal_conf" else colour,
+    )
+    if not clean.empty:
+        est = float(clean["estimate"].iloc[0])
+        err = [[est - float(clean["low"].iloc[0])], [float(clean["high"].iloc[0]) - est]]
+        # each signal's clean marker is nudged sideways so equal values do not hide each other
+        nudge = 1.18 ** (list(STYLES).index(signal) - 1.5 + (0.5 if style == ":" else 0.0))
+        ax.errorbar(
+            [clean_x * nudge],
+            [est],
+            yerr=err,
+            fmt=marker,
+            color=colour,
+            ms=5,
+            capsize=2,
+            lw=1,
+            mfc="white" if signal == "verbal_conf" else colour,
+        )
+
+
+def _crossing_ticks(ax: Any, crossings: pd.DataFrame, plotted: list[tuple[str, str]]) -> None:
+    """Short coloured ticks at the top of the panel where each plotted signal crosses h."""
+    for wording, signal in plotted:
+        row = crossings[(crossings["wording"] == wording) & (crossings["signal"] == signal)]
+        if row.empty or row["censored"].iloc[0] == "undefined":
+            continue
+        v = float(row["v_star_m"].iloc[0])
+        if not math.isfinite(v):
+            continue
+        censored = row["censored"].iloc[0] in ("below", "above")  # hollow: a bound, not a value
+        ax.plot(
+            [v],
+            [1.025],
+            marker="v",
+            color=COLOURS[signal],
+            ms=6,
+            clip_on=False,
+            zorder=5,
+            mfc="white" if censored else COLOURS[signal],
+        )
+
+
+def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | None:
+    """Fig. 3: accuracy, internal and verbalized confidence and abstain rate vs visibility.
+
+    One panel per model (rows) and arm (columns). Accuracy and internal confidence come from
+    the main letter wording (reason-naming abstain option), verbalized confidence from the main
+    verbal wording, the abstain rate from each letter wording (generic dashed). Bands: 95 %
+    percentile intervals of a bootstrap over scenes. Grey lines: chance (dotted) and the
+    blank-image accuracy (dashed), the accuracy's floor. For verification, thin grey lines
+    split the accuracy into true- and false-category questions. Triangles on the top edge: crossing
+    visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's end).
+    """
+    models, arms = data.models, data.arms
+    curves, crossings = analysis.curves, analysis.crossings
+    if not models or not arms or curves.empty:
+        return None
+    n_options = data.records.loc[data.records["task"] == task, "n_options"].median()
+    chance = 1.0 / float(n_options) if n_options and math.isfinite(n_options) else math.nan
+    plt = _pyplot()
+    fig, axes = plt.subplots(
+        len(models), len(arms), figsize=(5.6 * len(arms), 3.7 * len(models)), squeeze=False
+    )
+    for r, model in enumerate(models):
+        wordings = data.wordings(task)
+        letter = primary_wording(wordings, verbal=False)
+        verbal = primary_wording(wordings, verbal=True)
+        main = letter or verbal
+        if main is None:
+            continue
+        for c, arm in enumerate(arms):
+            ax = axes[r][c]
+            levels = data.levels[arm]
+            clean_x = _clean_x(levels)
+            _visibility_axis(ax, levels)
+            plotted: list[tuple[str, str]] = []
+            lines: list[tuple[str | None, str, str | None, str]] = [
+                (main, "accuracy", None, f"accuracy ({main})"),
+                (letter, "internal_conf", None, f"internal confidence ({letter})"),
+                (verbal, "verbal_conf", None, f"verbalized confidence ({verbal})"),
+            ]
+            abstain_wordings = [w for w in wordings if w.startswith("mcq")] or [main]
+            for w in abstain_wordings:
+                dotted = ":" if w == "mcq.generic" else None
+                lines.append((w, "abstain", dotted, f"abstain rate ({w})"))
+            for wording, signal, style, label in lines:
+                if wording is None:
+                    continue
+                rows, clean = _series(curves, model, task, wording, signal, arm)
+                _plot_curve(ax, rows, clean, clean_x, signal, label, style)
+                if not rows.empty:
+                    plotted.append((wording, signal))
+            if task == "verify":
+                _asked_split(ax, data.records, model, main, arm)
+            _reference_lines(ax, curves, model, task, main, chance)
+            sub = crossings[
+                (crossings["model"] == model)
+                & (crossings["task"] == task)
+                & (crossings["arm"] == arm)
+            ]
+            _crossing_ticks(ax, sub, plotted)
+            if verbal is not None and (NO_VERBAL in set(sub["note"])):
+                ax.text(
+                    0.98,
+                    0.5,
+                    NO_VERBAL,
+                    transform=ax.transAxes,
+                    ha="right",
+                    fontsize=8,
+                    color=COLOURS["verbal_conf"],
+                )
+            ax.set_title(f"{model} — {arm}", fontsize=10)
+            if c == 0:
+                ax.set_ylabel("share / confidence", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.tight_layout()
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0),
+    )
+    return _png(fig)
+
+
+def _asked_split(ax: Any, records: pd.DataFrame, model: str, wording: str, arm: str) -> None:
+    """Verification: accuracy on true- and on false-category questions (thin, no band).
+
+    A model that answers "No" whenever it cannot see scores 0 on the first and 1 on the
+    second, so their mean sits at chance while the answers are pure bias.
+    """
+    rec = records[
+        (records["model"] == model)
+        & (records["wording"] == wording)
+        & (records["condition"] == arm)
+        & (records["task"] == "verify")
+    ]
+    for asked, style, label in (
+        ("true", "-.", "true-category questions"),
+        ("distractor", (0, (1, 1)), "false-category questions"),
+    ):
+        acc = rec[rec["asked"] == asked].groupby("level_m")["correct"].mean()
+        if acc.empty:
+            continue
+        acc = acc.sort_index(ascending=False)
+        ax.plot(
+            acc.index,
+            acc.to_numpy(),
+            ls=style,
+            color="0.35",
+            lw=1,
+            label=f"accuracy, {label} ({wording})",
+        )
+
+
+def _reference_lines(
+    ax: Any, curves: pd.DataFrame, model: str, task: str, wording: str, chance: float
+) -> None:
+    """Chance (dotted) and the blank-image accuracy (dashed), labelled at the right edge."""
+    acc = curves[
+        (curves["model"] == model)
+        & (curves["task"] == task)
+        & (curves["signal"] == "accuracy")
+        & (curves["wording"] == wording)
+    ]
+    blank = acc[acc["condition"] == "blank"]
+    lines = [(chance, ":", "chance")] if math.isfinite(chance) else []
+    if not blank.empty:
+        lines.append((float(blank["estimate"].iloc[0]), "--", "blank"))
+    for y, style, label in lines:
+        ax.axhline(y, color="0.45", ls=style, lw=1)
+        ax.text(
+            1.005,
+            y,
+            label,
+            transform=ax.get_yaxis_transform(),
+            fontsize=7,
+            color="0.3",
+            va="center",
+            ha="left",
+        )
+
+
+def _reliability_panel(
+    ax: Any, records: pd.DataFrame, signal: str, levels: Sequence[float], title: str
+) -> None:
+    """Bin accuracy vs mean confidence: pooled (clean + sweep) and at the two murkiest levels."""
+    ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls=":")
+    answered = records[(records["answered"] == 1.0) & records[signal].notna()]
+    cuts: list[tuple[str, pd.DataFrame, str]] = [("pooled (clean + sweep)", answered, "0.15")]
+    palette = ["#CC79A7", "#D55E00"]
+    for v, colour in zip(levels[-2:], palette, strict=False):
+        cuts.append((f"{level_label(v)} m", answered[answered["level_m"] == v], colour))
+    for label, sub, colour in cuts:
+        if sub.empty:
+            continue
+        conf, correct = sub[signal].to_numpy(dtype=float), sub["correct"].to_numpy(dtype=float)
+        bins = reliability_bins(conf, correct)
+        full = bins.count > 0
+        size = 10 + 110 * bins.count[full] / max(int(bins.count.max()), 1)
+        ax.plot(
+            bins.mean_confidence[full],
+            bins.accuracy[full],
+            "-",
+            color=colour,
+            lw=1,
+            marker="o",
+            ms=4,
+            label=f"{label}: n={len(sub)}, ECE {ece(conf, correct):.3f}",
+        )
+        ax.scatter(
+            bins.mean_confidence[full],
+            bins.accuracy[full],
+            s=size,
+            color=colour,
+            zorder=3,
+            edgecolor="white",
+            lw=0.5,
+        )
+    ax.set_xlim(-0.02, 1.03)
+    ax.set_ylim(-0.02, 1.03)
+    ax.set_aspect("equal")
+    ax.set_xlabel("confidence", fontsize=8)
+    ax.set_ylabel("accuracy (answered)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.25, lw=0.5)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6.5, loc="lower right", frameon=False)
+
+
+def reliability_figure(data: RunData, task: str) -> bytes | None:
+    """Reliability diagrams of internal and verbalized confidence per model and arm.
+
+    Rows: model × arm; columns: internal confidence of each letter wording, then the main
+    verbal wording's verbalized confidence. Marker area ∝ items in the bin; answered items only
+    (with the reason-naming wording a model that abstains when unsure answers few murky items).
+    """
+    wordings = data.wordings(task)
+    cols = [(w, "internal_conf") for w in wordings if not is_verbal(w)]
+    verbal = primary_wording(wordings, verbal=True)
+    if verbal is not None:
+        cols.append((verbal, "verbal_conf"))
+    panels = [(m, a) for m in data.models for a in data.arms]
+    if not cols or not panels:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(
+        len(panels), len(cols), figsize=(3.5 * len(cols), 3.4 * len(panels)), squeeze=False
+    )
+    rec = data.records[data.records["task"] == task]
+    for r, (model, arm) in enumerate(panels):
+        for c, (wording, signal) in enumerate(cols):
+            sub = rec[
+                (rec["model"] == model)
+                & (rec["wording"] == wording)
+                & rec["condition"].isin(["clean", arm])
+            ]
+            title = f"{model} — {arm}\n{SIGNAL_LABELS[signal]} ({wording})"
+            ax = axes[r][c]
+            if sub[signal].notna().any():
+                _reliability_panel(ax, sub, signal, data.levels[arm], title)
+            else:
+                ax.set_title(title, fontsize=9)
+                ax.text(
+                    0.5,
+                    0.5,
+                    NO_VERBAL if signal == "verbal_conf" else "no confidence",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    transform=ax.transAxes,
+                )
+                ax.set_axis_off()
+    fig.tight_layout()
+    return _png(fig)
+
+
+def imagenet_c_figure(
+    data: RunData, analysis: SweepAnalysis, table: pd.DataFrame, task: str
+) -> bytes | None:
+    """Fig. 7: ImageNet-C severities at their median V_eq on the physical fog accuracy curve.
+
+    Per model (main letter wording): the fog accuracy curve with its 95 % band, and each
+    severity's accuracy at the median gain-matched V_eq, a horizontal bar for the V_eq IQR
+    over scenes and a vertical bar for the accuracy's 95 % interval.
+    """
+    if table.empty or "fog" not in data.levels or table["veq_median"].isna().all():
+        return None
+    wording = primary_wording(data.wordings(task), verbal=False) or primary_wording(
+        data.wordings(task), verbal=True
+    )
+    models = [m for m in data.models if (table["model"] == m).any()]
+    if wording is None or not models:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(models), figsize=(5.6 * len(models), 3.8), squeeze=False)
+    levels = data.levels["fog"]
+    for c, model in enumerate(models):
+        ax = axes[0][c]
+        _visibility_axis(ax, levels)
+        rows, clean = _series(analysis.curves, model, task, wording, "accuracy", "fog")
+        _plot_curve(ax, rows, clean, _clean_x(levels), "accuracy", f"fog accuracy ({wording})")
+        sev = table[(table["model"] == model) & (table["wording"] == wording)].dropna(
+            subset=["veq_median"]
+        )
+        xerr = np.vstack([sev["veq_median"] - sev["veq_q25"], sev["veq_q75"] - sev["veq_median"]])
+        yerr = np.vstack([sev["accuracy"] - sev["acc_low"], sev["acc_high"] - sev["accuracy"]])
+        ax.errorbar(
+            sev["veq_median"],
+            sev["accuracy"],
+            xerr=xerr,
+            yerr=yerr,
+            fmt="D",
+            color="#D55E00",
+            ms=5,
+            capsize=2,
+            lw=1,
+            label="ImageNet-C fog at median V_eq",
+        )
+        points = zip(sev["severity"], sev["veq_median"], sev["accuracy"], strict=True)
+        for i, (s, x, y) in enumerate(points):
+            # alternate label heights: neighbouring severities often sit a few metres apart
+            ax.annotate(
+                f"s{int(s)}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, -12 - 9 * (i % 3)),
+                ha="center",
+                fontsize=7,
+                color="#D55E00",
+            )
+        ax.set_title(f"{model} — fog, {task}", fontsize=10)
+        ax.set_ylabel("accuracy", fontsize=9)
+        ax.legend(fontsize=7, loc="lower left", frameon=False)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
+    """An RGB uint8 image as PNG bytes, shrunk so its longer side is at most ``max_side``."""
+    from PIL import Image
+
+    im = Image.fromarray(np.ascontiguousarray(image))
+    im.thumbnail((max_side, max_side))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", optimize=True)
+    return buf.getvalue()

@@ -1,0 +1,655 @@
+"""The sections of the report page: provenance header, per-task curves, crossings and W,
+calibration, full sweep and controls, ImageNet-C on the physical axis, qualitative examples.
+
+Each function returns an HTML fragment built from :mod:`clearsight.report.html`'s escaping
+primitives; :func:`render_report` joins them into the page. Numbers come from
+:mod:`clearsight.report.tables`, figures from :mod:`clearsight.report.plots`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clearsight.report import plots
+from clearsight.report.data import (
+    TASK_NAMES,
+    RunData,
+    fetch_raw,
+    is_verbal,
+    level_label,
+    primary_wording,
+)
+from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, img, page, pre, table
+from clearsight.report.tables import (
+    SIGNAL_LABELS,
+    SweepAnalysis,
+    calibration_table,
+    controls_table,
+    imagenet_c_table,
+    interval,
+    interval_m,
+    monotone_veq_share,
+    sweep_table,
+)
+
+__all__ = ["DEPTH_NOTE", "render_report"]
+
+DEPTH_NOTE = (
+    "Visibility in metres is conditional on the assumed/estimated depth scale: a global depth "
+    "error by a factor κ rescales every crossing visibility V* by κ and leaves W unchanged."
+)
+
+#: Rows of a frame keyed by a tuple of their key columns (cheap cell lookups for wide tables).
+Lookup = dict[tuple[Any, ...], dict[Any, Any]]
+
+
+def render_report(data: RunData, analysis: SweepAnalysis, *, thumbnails: bool = True) -> str:
+    """The whole HTML page."""
+    sections = [_header(data, analysis)]
+    if data.records.empty:
+        sections.append("<p class='warn'>This run has no successful sweep records yet.</p>")
+    for task in data.tasks:
+        sections.append(_task_section(data, analysis, task))
+    if "identify" in data.tasks or data.tasks:
+        task = "identify" if "identify" in data.tasks else data.tasks[0]
+        sections.append(_imagenet_section(data, analysis, task))
+        sections.append(_examples_section(data, task, thumbnails))
+    sections.append(_methods_note())
+    return page(f"clearsight sweep report — {data.name}", "\n".join(sections))
+
+
+def _nav(data: RunData) -> str:
+    """Links to the sections."""
+    links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in data.tasks]
+    links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("methods", "methods")]
+    return "<nav>" + "".join(f"<a href='#{esc(a)}'>{esc(t)}</a>" for a, t in links) + "</nav>"
+
+
+def _depth_provenance(data: RunData) -> str:
+    """Where the scenes' depth came from, in words."""
+    config = data.manifest.get("config", {})
+    source = str(config.get("scenes", data.records["scene.source"].dropna().unique()[:1]))
+    scenes = sorted(set(data.records["scene"].dropna().astype(str)))
+    if source == "coco":
+        return f"estimated per image with {config.get('coco_depth_model', '(unknown model)')}"
+    try:
+        from clearsight.scenes.bundled import bundled_specs
+
+        kinds = [bundled_specs()[s].depth.get("kind", "?") for s in scenes if s in bundled_specs()]
+    except Exception:  # the catalogue is optional for reporting
+        kinds = []
+    if not kinds:
+        return "unknown"
+    measured = sum(k == "stereo" for k in kinds)
+    parts = [
+        f"measured (stereo disparity) for {measured} scene(s)" if measured else "",
+        f"assumed (a stated layout) for {len(kinds) - measured} scene(s)"
+        if len(kinds) > measured
+        else "",
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def _header(data: RunData, analysis: SweepAnalysis) -> str:
+    """Title, provenance key-value table, record counts and failure reasons."""
+    m = data.manifest
+    config = m.get("config", {})
+    rec = data.records
+    n_targets = rec[["scene", "target"]].drop_duplicates().shape[0] if not rec.empty else 0
+    packages = ", ".join(f"{k} {v}" for k, v in sorted(m.get("packages", {}).items()))
+    counts = data.counts
+    kv = [
+        ("run", f"{data.name} ({data.run_dir})"),
+        ("created", m.get("created_at", "?")),
+        ("models", ", ".join(data.models) or "(none)"),
+        ("scenes", f"{config.get('scenes', '?')}: {analysis.n_scenes} scenes, {n_targets} targets"),
+        ("depth", _depth_provenance(data)),
+        (
+            "arms and levels",
+            "; ".join(
+                f"{a}: {', '.join(level_label(v) for v in lv)} m" for a, lv in data.levels.items()
+            )
+            or "(none)",
+        ),
+        ("tasks / wordings", f"{', '.join(data.tasks)} / {', '.join(data.wordings())}"),
+        ("config hash", m.get("config_hash", "?")),
+        ("git revision", m.get("git_revision") or "(unknown)"),
+        ("packages", packages or "(not recorded)"),
+        (
+            "bootstrap",
+            f"B = {analysis.n_boot} resamples of scenes (images) with replacement, "
+            f"seed {analysis.seed}, {round(100 * analysis.level)} % percentile intervals",
+        ),
+        (
+            "records",
+            f"{counts.get('ok', 0)} ok, {counts.get('failed', 0)} failed, "
+            f"{counts.get('items', 0) - counts.get('ok', 0) - counts.get('failed', 0)} not run, "
+            f"of {counts.get('items', 0)} items",
+        ),
+    ]
+    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in kv)
+    parts = [
+        f"<h1>Visibility sweep — {esc(data.name)}</h1>",
+        f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
+        f"<table class='kv'>{rows}</table>",
+    ]
+    if len(data.failures):
+        top = data.failures.head(5)
+        items = "".join(f"<li>{esc(n)} × <code>{esc(msg)}</code></li>" for msg, n in top.items())
+        more = len(data.failures) - len(top)
+        extra = f"<p class='note'>… and {more} other message(s).</p>" if more > 0 else ""
+        parts.append(
+            f"<p class='warn'>{esc(counts.get('failed', 0))} failed record(s) are left out of "
+            f"every number below. Most frequent reasons:</p><ul>{items}</ul>{extra}"
+        )
+    # the store counts failed items as pending (a rerun retries them); these never ran at all
+    not_run = counts.get("items", 0) - counts.get("ok", 0) - counts.get("failed", 0)
+    if not_run > 0:
+        parts.append(
+            f"<p class='warn'>The run is incomplete: {esc(not_run)} item(s) have not run yet "
+            "and are not reported.</p>"
+        )
+    parts.append(_nav(data))
+    return "\n".join(parts)
+
+
+def _task_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+    """Curves, crossings, reliability, full sweep table and controls of one task."""
+    name = TASK_NAMES.get(task, task)
+    parts = [f"<h2 id='task-{esc(task)}'>{esc(name.capitalize())}</h2>"]
+    if not data.arms:
+        parts.append("<p class='note'>No fog or water records for this task.</p>")
+    fig = plots.curves_figure(data, analysis, task)
+    parts.append(
+        img(
+            fig,
+            f"sweep curves, {task}",
+            "Accuracy (abstentions count as wrong), internal confidence, verbalized confidence "
+            "and abstain rate against visibility (log axis, clearest left; squares: clean "
+            "images). Bands and error bars: 95 % percentile bootstrap intervals over scenes. "
+            "Dotted: chance; dashed: blank-image accuracy (the accuracy floor). Triangles on "
+            "the top edge: crossing visibilities V* of the plotted signals (hollow: censored).",
+        )
+    )
+    parts.append(_crossings_html(data, analysis, task))
+    # reliability diagrams for the main task only: the verification table says the same
+    parts.append(_calibration_html(data, task, figure=task == data.tasks[0]))
+    parts.append(_sweep_html(data, analysis, task))
+    parts.append(_controls_html(data, analysis, task))
+    return "\n".join(parts)
+
+
+def _crossing_cell(lookup: Lookup, wording: str, signal: str, what: str) -> Any:
+    """A cell getter for the headline table: V*, its CI, W or W's CI of one signal."""
+
+    def cell(row: Any) -> str:
+        r = lookup.get((row.model, row.arm, wording, signal))
+        if r is None:
+            return "–"
+        if r["censored"] == "undefined":  # no number to show: say why in the V* cell
+            return str(r["note"] or "n/a") if what == "v" else "–"
+        return {
+            "v": str(r["v_star"]),
+            "v_ci": interval_m(float(r["v_low_m"]), float(r["v_high_m"])),
+            "w": str(r["w_display"]),
+            "w_ci": interval(float(r["w_low"]), float(r["w_high"])),
+        }[what]
+
+    return cell
+
+
+def _headline_html(data: RunData, cr: pd.DataFrame, task: str) -> str:
+    """Per model × arm: accuracy V* of the main wording, then V* and W of each awareness signal."""
+    wordings = data.wordings(task)
+    letter = primary_wording(wordings, verbal=False)
+    verbal = primary_wording(wordings, verbal=True)
+    main = letter or verbal
+    if main is None:
+        return ""
+    aware: list[tuple[str, str]] = []
+    if letter is not None:
+        aware.append((letter, "internal_conf"))
+    if verbal is not None:
+        aware.append((verbal, "verbal_conf"))
+    aware += [(w, "abstain") for w in wordings if not is_verbal(w)] or [(main, "abstain")]
+    lookup: Lookup = {
+        (r["model"], r["arm"], r["wording"], r["signal"]): r for r in cr.to_dict("records")
+    }
+    frame = pd.DataFrame([(m, a) for m in data.models for a in data.arms], columns=["model", "arm"])
+    acc_group = f"accuracy ({main})"
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("arm", lambda r: r.arm, text=True),
+        Col("V*_acc", _crossing_cell(lookup, main, "accuracy", "v"), group=acc_group),
+        Col("95% CI", _crossing_cell(lookup, main, "accuracy", "v_ci"), group=acc_group),
+    ]
+    for wording, signal in aware:
+        group = f"{SIGNAL_LABELS[signal]} ({wording})"
+        cols += [
+            Col("V*", _crossing_cell(lookup, wording, signal, "v"), group=group),
+            Col("W", _crossing_cell(lookup, wording, signal, "w"), group=group),
+            Col("W 95% CI", _crossing_cell(lookup, wording, signal, "w_ci"), group=group),
+        ]
+    return table(frame, cols)
+
+
+def _crossings_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+    """The headline crossings/W table and the full one of one task."""
+    cr = analysis.crossings[analysis.crossings["task"] == task]
+    if cr.empty:
+        return "<h3>Crossings and W</h3><p class='note'>No sweep levels to cross.</p>"
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("arm", lambda r: r.arm, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("signal", lambda r: SIGNAL_LABELS.get(r.signal, r.signal), text=True),
+        Col("clean", lambda r: fmt_num(r.clean)),
+        Col("floor", lambda r: f"{fmt_num(r.floor)} ({r.floor_source})"),
+        Col("V*", lambda r: r.v_star),
+        Col("V* 95% CI", lambda r: interval_m(r.v_low_m, r.v_high_m)),
+        Col("W", lambda r: r.w_display),
+        Col("W 95% CI", lambda r: interval(r.w_low, r.w_high)),
+        Col("W bound", lambda r: r.w_bound),
+        Col("note", lambda r: r.note, text=True),
+    ]
+    return (
+        "<h3>Crossing visibilities and blind-spot width W</h3>"
+        "<p class='note'>V*: where the signal first gets past half-way between its clean value "
+        "and its floor, interpolated in log V; '≤ 1.95 m' never crossed (censored below), "
+        "'≥ 250 m' already crossed at the clearest level. W = log10(V*_acc / V*_aware) with the "
+        "accuracy of the same wording; W &gt; 0: accuracy fails at a clearer level than the "
+        "awareness signal reacts (a blind spot). Bounds: a censored crossing makes W a lower "
+        "or upper bound, or undetermined. Each W uses the accuracy crossing of its own wording "
+        "(see the full table).</p>"
+        + _headline_html(data, cr, task)
+        + details(
+            "All crossings: every wording and signal, with clean values and floors", table(cr, cols)
+        )
+    )
+
+
+def _calibration_html(data: RunData, task: str, figure: bool = True) -> str:
+    """Reliability diagrams (if ``figure``) and the ECE/MCE/Brier/AUROC table."""
+    fig = plots.reliability_figure(data, task) if figure else None
+    cal = calibration_table(data, task)
+    parts = ["<h3>Calibration</h3>"]
+    parts.append(
+        img(
+            fig,
+            f"reliability diagrams, {task}",
+            "Reliability diagrams (10 equal-width bins, answered items): bin accuracy against "
+            "mean confidence, pooled over the clean images and every level of the arm, and at "
+            "the two murkiest levels. Marker area ∝ items in the bin; dotted: perfect calibration.",
+        )
+    )
+    if cal.empty:
+        return "\n".join(parts)
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("arm", lambda r: r.arm, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("signal", lambda r: SIGNAL_LABELS.get(r.signal, r.signal), text=True),
+        Col("level", lambda r: r.level, text=True),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("n scored", lambda r: fmt_num(r.n_scored, 0)),
+        Col("mean conf", lambda r: fmt_num(r.mean_conf)),
+        Col("accuracy", lambda r: fmt_num(r.accuracy)),
+        Col("ECE", lambda r: fmt_num(r.ece, 3)),
+        Col("MCE", lambda r: fmt_num(r.mce, 3)),
+        Col("Brier", lambda r: fmt_num(r.brier, 3)),
+        Col("AUROC", lambda r: fmt_num(r.auroc, 3)),
+    ]
+    pooled = cal[cal["level"].isin(["pooled"]) | cal["level"].str.startswith("murkiest")]
+    parts.append(
+        "<p class='note'>Scored on answered items (an abstention has no chosen option to be "
+        "right about); AUROC '–' where every scored answer is right or every one wrong.</p>"
+    )
+    parts.append(table(pooled, cols))
+    parts.append(details("ECE, MCE, Brier and AUROC at every level", table(cal, cols)))
+    return "\n".join(parts)
+
+
+def _sweep_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+    """The full sweep table, one table per model × arm, wordings side by side."""
+    sweep = sweep_table(data, analysis, task)
+    if sweep.empty:
+        return ""
+    blocks = []
+    for model in data.models:
+        for arm in data.arms:
+            sub = sweep[(sweep["model"] == model) & sweep["condition"].isin(["clean", arm])]
+            if sub.empty:
+                continue
+            blocks.append(f"<h4>{esc(model)} — {esc(arm)}</h4>" + _wide_sweep(sub, task))
+    return "<h3>Full sweep</h3>" + details(
+        "Accuracy, confidences and abstain rate at every level, per wording (Tables IX/X)",
+        "\n".join(blocks),
+        open_=False,
+    )
+
+
+def _wide_sweep(sub: pd.DataFrame, task: str) -> str:
+    """Rows: clean + levels; column groups: wordings."""
+    wordings = list(dict.fromkeys(sub["wording"]))
+    levels = list(dict.fromkeys(sub["level"]))
+    idx: Lookup = {(r["level"], r["wording"]): r for r in sub.to_dict("records")}
+    rows = pd.DataFrame({"level": levels})
+    cols = [Col("V (m)", lambda r: r.level, text=True)]
+    for w in wordings:
+        conf = "verbal_conf" if is_verbal(w) else "internal_conf"
+        fields: list[tuple[str, str, int]] = [("acc", "accuracy", 2)]
+        if task == "verify":
+            fields += [("acc true", "acc_true", 2), ("acc distr.", "acc_distractor", 2)]
+        fields += [("conf", conf, 2)]
+        if is_verbal(w):
+            fields.append(("parsed", "verbal_parsed", 2))
+        fields += [("abstain", "abstain_rate", 2), ("n", "n", 0)]
+        for header, field, digits in fields:
+            cols.append(Col(header, _lookup(idx, w, field, digits), group=w))
+    return table(rows, cols)
+
+
+def _lookup(idx: Lookup, wording: str, field: str, digits: int) -> Any:
+    """A cell getter reading ``field`` of (row.level, wording) from ``idx``."""
+
+    def cell(row: Any) -> str:
+        r = idx.get((row.level, wording))
+        return "–" if r is None else fmt_num(r.get(field), digits)
+
+    return cell
+
+
+def _controls_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+    """Clean, blank and shuffled images against chance."""
+    controls = controls_table(data, analysis, task)
+    if controls.empty:
+        return "<h3>Controls</h3><p class='note'>No control conditions in this run.</p>"
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("condition", lambda r: r.condition, text=True),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),
+        Col("acc. answered", lambda r: fmt_num(r.accuracy_answered)),
+        Col("internal conf", lambda r: fmt_num(r.internal_conf)),
+        Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
+        Col("abstain", lambda r: fmt_num(r.abstain_rate)),
+        Col("chance", lambda r: fmt_num(r.chance)),
+    ]
+    return (
+        "<h3>Controls</h3><p class='note'>Blank: a mid-grey image with the box kept; shuffled: "
+        "another scene's clean pixels and box. Near-chance accuracy on both says the question "
+        "cannot be solved from the box or the category prior alone.</p>" + table(controls, cols)
+    )
+
+
+def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+    """Fig. 7 and the severity table."""
+    name = esc(TASK_NAMES.get(task, task))
+    head = f"<h2 id='imagenet-c'>ImageNet-C fog on the physical axis — {name}</h2>"
+    tab = imagenet_c_table(data, analysis, task)
+    share, n_mono = monotone_veq_share(data.veq)
+    if tab.empty and data.veq.empty:
+        return head + "<p class='note'>No ImageNet-C records in this run.</p>"
+    parts = [head]
+    if data.veq.empty:
+        parts.append(
+            "<p class='warn'>No gain-matched V_eq records: severities cannot be placed on the "
+            "visibility axis.</p>"
+        )
+    fig = plots.imagenet_c_figure(data, analysis, tab, task) if not tab.empty else None
+    parts.append(
+        img(
+            fig,
+            "ImageNet-C severities on the fog accuracy curve",
+            "Each ImageNet-C fog severity (s1–s5) at its median gain-matched equivalent "
+            "visibility V_eq over scenes, horizontal bar: V_eq interquartile range; vertical "
+            "bar: 95 % bootstrap interval of its accuracy. Line and band: the physical fog "
+            "accuracy curve.",
+        )
+    )
+    if not math.isnan(share):
+        parts.append(
+            f"<p>V_eq decreases monotonically (non-increasing) over the severities for "
+            f"{esc(f'{100 * share:.0f}')} % of {esc(n_mono)} scenes.</p>"
+        )
+    if not tab.empty:
+        parts.append(_imagenet_wide(data, tab, task))
+        parts.append(details("Every wording", table(tab, _imagenet_cols())))
+    return "\n".join(parts)
+
+
+def _imagenet_cols() -> list[Col]:
+    """Columns of the long ImageNet-C table."""
+    return [
+        Col("model", lambda r: r.model, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("severity", lambda r: fmt_num(r.severity, 0)),
+        Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1)),
+        Col("V_eq IQR (m)", lambda r: f"{fmt_num(r.veq_q25, 1)}–{fmt_num(r.veq_q75, 1)}"),
+        Col("scenes", lambda r: fmt_num(r.n_scenes, 0)),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),
+        Col("clean", lambda r: fmt_num(r.clean_accuracy)),
+        Col("Δ vs clean (pp)", lambda r: fmt_num(r.delta_pp, 1)),
+    ]
+
+
+def _imagenet_wide(data: RunData, tab: pd.DataFrame, task: str) -> str:
+    """Rows: severities with their V_eq; column groups: each model's main-wording accuracy."""
+    wording = primary_wording(data.wordings(task), verbal=False) or primary_wording(
+        data.wordings(task), verbal=True
+    )
+    main = tab[tab["wording"] == wording]
+    rows = main.drop_duplicates("severity").sort_values("severity")
+    cols = [
+        Col("severity", lambda r: fmt_num(r.severity, 0)),
+        Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1), group="equivalent visibility"),
+        Col(
+            "IQR (m)",
+            lambda r: f"{fmt_num(r.veq_q25, 1)}–{fmt_num(r.veq_q75, 1)}",
+            group="equivalent visibility",
+        ),
+        Col("scenes", lambda r: fmt_num(r.n_scenes, 0), group="equivalent visibility"),
+    ]
+    idx = main.set_index(["model", "severity"])
+    for model in data.models:
+        if model not in set(main["model"]):
+            continue
+        group = f"{model} ({wording})"
+        cols += [
+            Col("accuracy [95% CI]", _imagenet_cell(idx, model, "acc"), group=group),
+            Col("Δ vs clean (pp)", _imagenet_cell(idx, model, "delta"), group=group),
+        ]
+    return table(rows, cols)
+
+
+def _imagenet_cell(idx: pd.DataFrame, model: str, what: str) -> Any:
+    """A cell getter of the wide ImageNet-C table."""
+
+    def cell(row: Any) -> str:
+        key = (model, row.severity)
+        if key not in idx.index:
+            return "–"
+        r = idx.loc[key]
+        if what == "acc":
+            return fmt_ci(r["accuracy"], r["acc_low"], r["acc_high"])
+        return fmt_num(r["delta_pp"], 1)
+
+    return cell
+
+
+# ------------------------------------------------------------------------------ examples
+
+
+def _example_rows(data: RunData, task: str) -> tuple[pd.DataFrame, str, list[tuple[str, float]]]:
+    """Records of the first scene's first target at three conditions of the first arm."""
+    rec = data.records[data.records["task"] == task]
+    if rec.empty or not data.arms:
+        return rec.iloc[0:0], "", []
+    arm = data.arms[0]
+    first = rec[rec["condition"] == arm].iloc[0]
+    levels = data.levels[arm]
+    picks: list[tuple[str, float]] = []
+    if (rec["condition"] == "clean").any():
+        picks.append(("clean", math.nan))
+    picks += [(arm, levels[len(levels) // 2]), (arm, levels[-1])]
+    same = rec[(rec["scene"] == first["scene"]) & (rec["target"] == first["target"])]
+    keep = np.zeros(len(same), dtype=bool)
+    for cond, v in picks:
+        hit = same["condition"] == cond
+        if cond != "clean":
+            hit &= same["level_m"] == v
+        keep |= hit.to_numpy()
+    return same[keep], arm, picks
+
+
+def _reply_text(raw: Any) -> str:
+    """A raw backend output as text: the generated reply, else the letter probabilities."""
+    if not isinstance(raw, dict):
+        return json.dumps(raw, ensure_ascii=False)[:2000]
+    texts = raw.get("texts") or []
+    if texts:
+        return "\n---\n".join(str(t) for t in texts)[:2000]
+    probs = raw.get("candidate_probs")
+    if isinstance(probs, dict) and probs:
+        return "letter probabilities: " + ", ".join(f"{k} {float(v):.3f}" for k, v in probs.items())
+    return json.dumps(raw, ensure_ascii=False)[:2000]
+
+
+def _thumbnails(data: RunData, rows: pd.DataFrame, arm: str, picks: list[tuple[str, float]]) -> str:
+    """The example's images at the chosen conditions (bundled scenes; empty if unavailable)."""
+    first = rows.iloc[0]
+    if str(first["scene.source"]) != "bundled":
+        return ""
+    try:
+        from clearsight.physics import draw_box, fog_levels, underwater_levels
+        from clearsight.scenes.bundled import load_bundled_scene
+
+        config = data.manifest.get("config", {})
+        scene = load_bundled_scene(str(first["scene"]))
+        box = tuple(int(v) for v in json.loads(str(first["box"])))
+        levels = [v for c, v in picks if c != "clean"]
+        if arm == "fog":
+            stack = fog_levels(
+                scene.image, scene.depth_m, levels, float(config.get("airlight", 0.8))
+            )
+        else:
+            stack = underwater_levels(
+                scene.image,
+                scene.depth_m,
+                levels,
+                tuple(config.get("wavelengths_nm", (650.0, 525.0, 450.0))),
+                str(config.get("water_table", "pope_fry_1997")),
+                config.get("veil", "absorption_limited"),
+            )
+        images = [scene.image] * (len(picks) - len(levels)) + list(stack)
+        thickness = int(config.get("box_thickness_px", 8))
+        figs = []
+        for (cond, v), image in zip(picks, images, strict=True):
+            boxed = draw_box(np.array(image), box, thickness)  # type: ignore[arg-type]
+            label = "clean" if cond == "clean" else f"{cond} {level_label(v)} m"
+            figs.append(img(plots.png_thumbnail(boxed), label, label, css_class="thumb"))
+        note = f"<p class='note'>Depth: {esc(scene.depth_note)}</p>" if scene.depth_note else ""
+        return f"<div class='thumbs'>{''.join(figs)}</div>{note}"
+    except Exception as exc:  # thumbnails are illustration only; never fail the report
+        return f"<p class='note'>(images not rendered: {esc(type(exc).__name__)}: {esc(exc)})</p>"
+
+
+def _examples_section(data: RunData, task: str, thumbnails: bool) -> str:
+    """Question, options, raw replies and read-outs of one target at three conditions."""
+    head = f"<h2 id='examples'>Qualitative examples — {esc(TASK_NAMES.get(task, task))}</h2>"
+    rows, arm, picks = _example_rows(data, task)
+    if rows.empty:
+        return head + "<p class='note'>No records to show.</p>"
+    raws = fetch_raw(data.run_dir, [str(k) for k in rows["key"]])
+    first = rows.iloc[0]
+    parts = [
+        head,
+        f"<p>Scene <b>{esc(first['scene'])}</b>, target {esc(fmt_num(first['target'], 0))} "
+        f"({esc(first['category'])}), {esc(arm)} arm.</p>",
+    ]
+    if thumbnails:
+        parts.append(_thumbnails(data, rows, arm, picks))
+    order = {(c, 0.0 if c == "clean" else v): i for i, (c, v) in enumerate(picks)}
+    for wording in data.wordings(task):
+        sub = rows[rows["wording"] == wording]
+        if sub.empty:
+            continue
+        sub = sub.assign(
+            _o=[
+                order.get((c, 0.0 if c == "clean" else float(v)), 99)
+                for c, v in zip(sub["condition"], sub["level_m"], strict=True)
+            ]
+        ).sort_values(["_o", "model"])
+        prompt = str(sub["question.prompt"].iloc[0])
+        conf_field = "verbal_conf" if is_verbal(wording) else "internal_conf"
+        body = [f"<h3>{esc(wording)}</h3>", "<p class='note'>Prompt:</p>", pre(prompt)]
+        body.append(
+            f"<p class='note'>Options: {esc(_options(sub['question.options'].iloc[0]))}; "
+            f"correct: {esc(sub['question.correct'].iloc[0])}</p>"
+        )
+        trs = []
+        for _, r in sub.iterrows():
+            cond = (
+                "clean"
+                if r["condition"] == "clean"
+                else f"{r['condition']} {level_label(r['level_m'])} m"
+            )
+            # a prompt that differs from the wording's first one is shown under the reply
+            own_prompt = pre(r["question.prompt"]) if str(r["question.prompt"]) != prompt else ""
+            reply = _reply_text(raws.get(str(r["key"])))
+            trs.append(
+                "<tr>"
+                f"<td class='t'>{esc(cond)}</td><td class='t'>{esc(r['model'])}</td>"
+                f"<td class='t'>{pre(reply)}{own_prompt}</td>"
+                f"<td class='t'>{esc(r['answer'] if r['answer'] is not None else '(none)')}</td>"
+                f"<td>{'yes' if r['correct'] == 1.0 else 'no'}</td>"
+                f"<td>{esc(fmt_num(r[conf_field]))}</td>"
+                f"<td>{'yes' if r['abstained'] == 1.0 else 'no'}</td>"
+                "</tr>"
+            )
+        conf_head = "verbalized conf" if is_verbal(wording) else "internal conf"
+        body.append(
+            "<table><tr><th class='t'>condition</th><th class='t'>model</th>"
+            "<th class='t'>raw reply</th><th class='t'>answer</th><th>correct</th>"
+            f"<th>{esc(conf_head)}</th><th>abstained</th></tr>" + "".join(trs) + "</table>"
+        )
+        parts.append("\n".join(body))
+    return "\n".join(parts)
+
+
+def _options(options: Any) -> str:
+    """The options JSON list as 'A. kite · B. horse · …'."""
+    try:
+        values = json.loads(str(options))
+    except (TypeError, ValueError):
+        return str(options)
+    if not isinstance(values, list):
+        return str(options)
+    return " · ".join(f"{chr(65 + i)}. {v}" for i, v in enumerate(values))
+
+
+def _methods_note() -> str:
+    """Definitions the numbers follow (METHODS.md §3-4)."""
+    items = [
+        "Accuracy: share correct; abstentions count as not correct ('acc. answered' excludes "
+        "them).",
+        "Internal confidence: probability of the best content option from the letter "
+        "distribution at the answer position (abstain letter excluded, renormalised).",
+        "Verbalized confidence: the 0-100 number the model states, read on [0, 1]; unparsed "
+        "replies are left out of its mean and counted in 'parsed'.",
+        "Crossing floors: accuracy → blank-image accuracy of the same model, task and wording; "
+        "confidences → 1/k (k content options); abstain rate → 1.0.",
+        "Intervals: 95 % percentile bootstrap resampling scenes (images) with replacement; every "
+        "curve, crossing and W of one report uses the same resampled scene sets.",
+        "Calibration (ECE, MCE: 10 equal-width bins, right-closed; Brier; AUROC) on answered "
+        "items.",
+    ]
+    lis = "".join(f"<li>{esc(t)}</li>" for t in items)
+    return f"<h2 id='methods'>Definitions</h2><ul class='note'>{lis}</ul>"

@@ -1,0 +1,406 @@
+"""The sweep report: files, self-containment, numbers against direct computation, escaping, and
+graceful handling of runs that lack pieces (water arm, controls, verbal wordings, parses).
+
+Runs are real observer sweeps on photos that ship inside installed wheels; variants (a hostile
+raw reply, failed records, unparsed verbal replies, no controls) are made by editing a *copy*
+of a run's SQLite database, which is much faster than sweeping again.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clearsight.config import SweepConfig
+from clearsight.metrics import bootstrap_weights, crossing_visibility, percentile_interval
+from clearsight.protocols.sweep import run_sweep
+from clearsight.report import build_report, summary_table
+from clearsight.report.data import load_run_data
+from clearsight.report.html import Col, esc, table
+from clearsight.report.tables import analyse_sweep, crossing_label, w_label
+from clearsight.store import load_run
+
+SMALL_SCENES = ("skimage-chelsea", "skimage-astronaut", "skimage-coffee", "mpl-grace-hopper")
+# Photos shipped in wheels whose targets the observer loses within a sweep that continues
+# below 1.95 m (their assumed depths are a few metres, so at 1.95 m most are still visible).
+DEEP_SCENES = (*SMALL_SCENES, "skimage-camera", "skimage-stereo-motorcycle")
+DEEP_LEVELS = tuple(250.0 * 2.0**-k for k in range(11))  # 250 m ... 0.244 m
+SCRIPT = "<script>alert(1)</script>"
+N_BOOT = 400
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four scenes, both arms, all controls incl. ImageNet-C, a letter and a verbal wording."""
+    run = tmp_path_factory.mktemp("report") / "small"
+    config = SweepConfig(
+        scene_ids=SMALL_SCENES, wordings=("mcq.reason", "verbal.plain"), tasks=("identify",)
+    )
+    run_sweep(config, run, progress=False)
+    return run
+
+
+@pytest.fixture(scope="module")
+def deep_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six scenes in fog down to 0.244 m: every crossing of the observer lies inside the sweep."""
+    run = tmp_path_factory.mktemp("report") / "deep"
+    config = SweepConfig(
+        scene_ids=DEEP_SCENES,
+        arms=("fog",),
+        levels_m=DEEP_LEVELS,
+        controls=("clean", "blank"),
+        wordings=("mcq.reason", "mcq.generic"),
+        tasks=("identify",),
+    )
+    run_sweep(config, run, progress=False)
+    return run
+
+
+def _copy_run(run: Path, dest: Path) -> Path:
+    """A writable copy of a run directory (database with its WAL files)."""
+    shutil.copytree(run, dest)
+    return dest
+
+
+def _edit(run: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
+    """Run SQL statements on a run's database in one transaction."""
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        for sql, params in statements:
+            conn.execute(sql, params)
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """summary.csv with empty cells as NaN and text kept as text."""
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+# ----------------------------------------------------------------------------- the files
+
+
+def test_files_self_contained_and_rows(small_run: Path, tmp_path: Path) -> None:
+    paths = build_report(small_run, tmp_path / "out", n_boot=N_BOOT, seed=1)
+    assert paths.html.is_file()
+    assert paths.summary_md.is_file()
+    assert paths.summary_csv.is_file()
+    assert not (small_run / "report.html").exists()  # out_dir respected
+    html = paths.html.read_text(encoding="utf-8")
+    # no network: nothing is loaded or linked from http(s), no script at all
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.IGNORECASE)
+    assert "<script" not in html.lower()
+    sources = re.findall(r"""src=['"]([^'"]+)['"]""", html)
+    assert sources, "the page should show figures"
+    for src in sources:
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # provenance header
+    assert "conditional on the assumed/estimated depth scale" in html
+    assert load_run_data(small_run).manifest["config_hash"] in html
+    # one row per model x task x arm x wording x signal
+    csv = _read_csv(paths.summary_csv)
+    expected = {
+        ("observer", "identify", arm, wording, signal)
+        for arm in ("fog", "water")
+        for wording, conf in (("mcq.reason", "internal_conf"), ("verbal.plain", "verbal_conf"))
+        for signal in ("accuracy", conf, "abstain")
+    }
+    keys = list(zip(csv.model, csv.task, csv.arm, csv.wording, csv.signal, strict=True))
+    assert len(keys) == len(set(keys)) == len(expected)
+    assert set(keys) == expected
+    assert (csv["n_boot"] == N_BOOT).all()
+    assert (csv["seed"] == 1).all()
+    # W only on awareness rows, with a known bound
+    aware = csv[csv.signal != "accuracy"]
+    assert aware["w_bound"].isin(["exact", "lower", "upper", "undetermined"]).all()
+    assert csv.loc[csv.signal == "accuracy", "w"].isna().all()
+    md = paths.summary_md.read_text(encoding="utf-8")
+    assert "Crossings and blind-spot width W" in md
+    assert "Controls" in md
+    assert "| observer |" in md
+
+
+def test_default_out_dir_and_summary_table(small_run: Path, tmp_path: Path) -> None:
+    run = _copy_run(small_run, tmp_path / "run")
+    paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
+    assert paths.out_dir == run
+    assert (run / "report.html").is_file()
+    printed = summary_table(run, n_boot=N_BOOT)
+    csv = _read_csv(paths.summary_csv)
+    assert list(printed["V*"]) == list(csv["v_star"])
+    assert {"model", "arm", "signal", "V*", "W"} <= set(printed.columns)
+
+
+def test_same_seed_same_numbers(small_run: Path) -> None:
+    data = load_run_data(small_run)
+    a = analyse_sweep(data, n_boot=300, seed=7)
+    b = analyse_sweep(data, n_boot=300, seed=7)
+    c = analyse_sweep(data, n_boot=300, seed=8)
+    pd.testing.assert_frame_equal(a.crossings, b.crossings)
+    pd.testing.assert_frame_equal(a.curves, b.curves)
+    # another seed moves the intervals, never the point estimates
+    assert (a.curves.estimate == c.curves.estimate).all()
+    assert not np.allclose(a.curves.low, c.curves.low)
+
+
+# ----------------------------------------------------------------------------- the numbers
+
+
+def _level_means(frame: pd.DataFrame, column: str) -> tuple[float, float, np.ndarray]:
+    """Clean mean, blank mean and per-level means (clearest first) of one column."""
+    clean = float(frame.loc[frame.condition == "clean", column].astype(float).mean())
+    blank = float(frame.loc[frame.condition == "blank", column].astype(float).mean())
+    fog = frame[frame.condition == "fog"]
+    per_level = fog.groupby("level_m")[column].apply(lambda s: s.astype(float).mean())
+    return clean, blank, per_level.sort_index(ascending=False).to_numpy()
+
+
+def test_crossings_equal_direct_computation(deep_run: Path, tmp_path: Path) -> None:
+    paths = build_report(deep_run, tmp_path, n_boot=N_BOOT, thumbnails=False)
+    csv = _read_csv(paths.summary_csv).set_index(["wording", "signal"])
+    frame = load_run(deep_run)
+    frame = frame[(frame.protocol == "sweep") & (frame.status == "ok")]
+    inside = 0
+    for wording in ("mcq.reason", "mcq.generic"):
+        sub = frame[frame.wording == wording]
+        for signal, column in (
+            ("accuracy", "correct"),
+            ("internal_conf", "internal_conf"),
+            ("abstain", "abstained"),
+        ):
+            clean, blank, levels = _level_means(sub, column)
+            floor = {"accuracy": blank, "internal_conf": 0.25, "abstain": 1.0}[signal]
+            direct = crossing_visibility(DEEP_LEVELS, levels, clean, floor)
+            row = csv.loc[(wording, signal)]
+            assert row["v_star_m"] == pytest.approx(direct.visibility_m, rel=1e-12)
+            assert (row["censored"] if isinstance(row["censored"], str) else None) == (
+                direct.censored
+            )
+            assert row["floor"] == pytest.approx(floor, rel=1e-12)
+            assert row["clean"] == pytest.approx(clean, rel=1e-12)
+            inside += direct.censored is None
+    assert inside >= 4, "the deep sweep should put most crossings inside the levels"
+
+
+def test_observer_blind_spot_is_about_zero(deep_run: Path, tmp_path: Path) -> None:
+    """The observer's confidence is its probability of being right, so W ≈ 0 in fog.
+
+    The small four-scene run suggested in the design never loses its close-up targets by
+    1.95 m (every crossing censored below, W undetermined), so this uses the same photos plus
+    two more, swept on to 0.244 m, where the crossings are inside the sweep and W is exact.
+    """
+    build_report(deep_run, tmp_path, n_boot=1000, thumbnails=False)
+    csv = _read_csv(tmp_path / "summary.csv").set_index(["arm", "wording", "signal"])
+    for wording in ("mcq.reason", "mcq.generic"):
+        row = csv.loc[("fog", wording, "internal_conf")]
+        assert row["w_bound"] == "exact"
+        assert abs(row["w"]) <= 0.15, (wording, row["w"])
+        assert row["w_low"] <= row["w"] <= row["w_high"]
+    # the reason-naming abstain option tracks accuracy; the generic one never fires
+    reason = csv.loc[("fog", "mcq.reason", "abstain")]
+    assert reason["w_bound"] == "exact"
+    assert abs(reason["w"]) <= 0.15
+    generic = csv.loc[("fog", "mcq.generic", "abstain")]
+    assert generic["censored"] == "below"
+    assert generic["w_bound"] == "lower"
+    assert generic["v_star"] == "≤ 0.244 m"
+
+
+def test_curve_bands_match_an_explicit_scene_bootstrap(deep_run: Path) -> None:
+    """The vectorised bands equal resampling scenes with the same multinomial weights."""
+    data = load_run_data(deep_run)
+    analysis = analyse_sweep(data, n_boot=N_BOOT, seed=3)
+    rec = data.records[(data.records.wording == "mcq.reason") & (data.records.condition == "fog")]
+    level = DEEP_LEVELS[6]
+    cell = rec[rec.level_m == level]
+    scenes = np.unique(data.records["scene"].astype(str))
+    sums = cell.groupby("scene")["correct"].sum().reindex(scenes, fill_value=0.0).to_numpy()
+    counts = cell.groupby("scene")["correct"].size().reindex(scenes, fill_value=0).to_numpy()
+    weights = bootstrap_weights(scenes.size, N_BOOT, 3).astype(float)
+    low, high = percentile_interval((weights @ sums) / (weights @ counts))
+    curves = analysis.curves
+    row = curves[
+        (curves.wording == "mcq.reason")
+        & (curves.signal == "accuracy")
+        & (curves.condition == "fog")
+        & (curves.x == level)
+    ].iloc[0]
+    assert row["estimate"] == pytest.approx(sums.sum() / counts.sum())
+    assert (row["low"], row["high"]) == pytest.approx((low, high))
+    assert row["n"] == counts.sum()
+    assert row["n_scenes"] == (counts > 0).sum()
+
+
+def test_imagenet_c_and_controls(small_run: Path) -> None:
+    data = load_run_data(small_run)
+    analysis = analyse_sweep(data, n_boot=N_BOOT)
+    from clearsight.report.tables import controls_table, imagenet_c_table, monotone_veq_share
+
+    tab = imagenet_c_table(data, analysis, "identify")
+    assert sorted(tab.severity.unique()) == [1, 2, 3, 4, 5]
+    for sev, sub in data.veq.groupby("severity"):
+        row = tab[(tab.severity == sev)].iloc[0]
+        assert row["veq_median"] == pytest.approx(sub.v_eq_m.median())
+        assert row["veq_q25"] <= row["veq_median"] <= row["veq_q75"]
+    share, n = monotone_veq_share(data.veq)
+    wide = data.veq.pivot(index="scene", columns="severity", values="v_eq_m").sort_index(axis=1)
+    assert n == len(SMALL_SCENES)
+    assert share == pytest.approx((np.diff(wide.to_numpy(), axis=1) <= 0).all(axis=1).mean())
+    controls = controls_table(data, analysis, "identify")
+    assert set(controls.condition) == {"clean", "blank", "shuffled"}
+    assert (controls.chance == 0.25).all()
+    assert (
+        (controls.acc_low <= controls.accuracy) & (controls.accuracy <= controls.acc_high)
+    ).all()
+
+
+# ----------------------------------------------------------------------------- escaping
+
+
+def test_model_output_and_errors_are_escaped(small_run: Path, tmp_path: Path) -> None:
+    run = _copy_run(small_run, tmp_path / "hostile")
+    hostile_error = '<img src=x onerror="alert(2)">'
+    _edit(
+        run,
+        (
+            "UPDATE records SET raw = json_set(raw, '$.texts', json_array(?)) "
+            "WHERE json_array_length(json_extract(raw, '$.texts')) > 0",
+            (f"Answer: C {SCRIPT} Confidence: 80",),
+        ),
+        (
+            "UPDATE items SET spec = json_set(spec, '$.question.prompt', ?) "
+            "WHERE json_extract(spec, '$.wording') = 'verbal.plain'",
+            (f"Which object? {SCRIPT}",),
+        ),
+        (
+            "UPDATE records SET status = 'failed', error = ? WHERE key IN "
+            "(SELECT key FROM records WHERE status = 'ok' ORDER BY key LIMIT 3)",
+            (hostile_error,),
+        ),
+    )
+    html = build_report(run, n_boot=N_BOOT, thumbnails=False).html.read_text(encoding="utf-8")
+    assert SCRIPT not in html
+    assert "<script" not in html.lower()
+    assert hostile_error not in html
+    assert "<img src=x" not in html
+    assert esc(SCRIPT) in html  # shown, escaped, in the example replies and prompt
+    assert esc(hostile_error) in html  # the failure reason, escaped
+    assert "3 failed record(s)" in html
+
+
+def test_table_escapes_cells_and_headers() -> None:
+    frame = pd.DataFrame({"a": [SCRIPT, "x & y"]})
+    out = table(frame, [Col(SCRIPT, lambda r: r.a, text=True)])
+    assert SCRIPT not in out
+    assert out.count(esc(SCRIPT)) == 2
+    assert "x &amp; y" in out
+
+
+def test_display_labels() -> None:
+    assert crossing_label(1.953125, "below", (250.0, 1.953125)) == "≤ 1.95 m"
+    assert crossing_label(250.0, "above", (250.0, 1.953125)) == "≥ 250 m"
+    assert crossing_label(12.04, "none") == "12.0 m"
+    assert crossing_label(float("nan"), "undefined") == "n/a"
+    assert w_label(0.79, "lower") == "≥ +0.79"
+    assert w_label(-0.001, "exact") == "+0.00"
+    assert w_label(0.0, "undetermined") == "undetermined"
+    assert w_label(float("nan"), "") == ""
+
+
+# ----------------------------------------------------------------------------- missing pieces
+
+
+def test_fog_only_one_wording(tmp_path: Path) -> None:
+    run = tmp_path / "fog-only"
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "skimage-coffee"),
+        arms=("fog",),
+        controls=("clean", "blank"),
+        wordings=("mcq.reason",),
+        tasks=("identify",),
+    )
+    run_sweep(config, run, progress=False)
+    paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
+    csv = _read_csv(paths.summary_csv)
+    assert set(zip(csv.arm, csv.wording, csv.signal, strict=True)) == {
+        ("fog", "mcq.reason", s) for s in ("accuracy", "internal_conf", "abstain")
+    }
+    html = paths.html.read_text(encoding="utf-8")
+    assert "observer — water" not in html
+    assert "No ImageNet-C records in this run" in html
+    assert "verbalized confidence (" not in html  # no verbal wording, no verbal curve
+
+
+def test_unparsed_verbal_replies(small_run: Path, tmp_path: Path) -> None:
+    """A model whose verbal replies never carry a number (as the paper reports for SmolVLM2)."""
+    run = _copy_run(small_run, tmp_path / "unparsed")
+    _edit(
+        run,
+        (
+            "UPDATE records SET readouts = json_set(readouts, '$.verbal_conf', json('null'), "
+            "'$.verbal_parsed', json('false')) WHERE key IN (SELECT key FROM items "
+            "WHERE json_extract(spec, '$.wording') = 'verbal.plain')",
+            (),
+        ),
+    )
+    paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
+    csv = _read_csv(paths.summary_csv)
+    verbal = csv[csv.signal == "verbal_conf"]
+    assert len(verbal) == 2
+    assert (verbal.note == "no parseable verbalized confidence").all()
+    assert verbal.v_star_m.isna().all()
+    assert (verbal.v_star == "n/a").all()
+    html = paths.html.read_text(encoding="utf-8")
+    assert "no parseable verbalized confidence" in html
+    # the other signals are unaffected
+    assert csv[csv.signal == "internal_conf"].v_star_m.notna().all()
+
+
+def test_no_controls_and_no_veq(small_run: Path, tmp_path: Path) -> None:
+    run = _copy_run(small_run, tmp_path / "bare")
+    gone = "SELECT key FROM items WHERE json_extract(spec, '$.condition') IN " + (
+        "('clean', 'blank', 'shuffled', 'imagenet_c') OR protocol = 'sweep.veq'"
+    )
+    _edit(run, (f"DELETE FROM records WHERE key IN ({gone})", ()))
+    paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
+    csv = _read_csv(paths.summary_csv)
+    acc = csv[csv.signal == "accuracy"]
+    assert (acc.floor_source == "chance (no blank control)").all()
+    assert (acc.floor == 0.25).all()
+    assert (csv.clean_source == "clearest level (no clean control)").all()
+    html = paths.html.read_text(encoding="utf-8")
+    assert "No control conditions in this run" in html
+    assert "No ImageNet-C records in this run" in html
+
+
+def test_run_with_only_failed_records(small_run: Path, tmp_path: Path) -> None:
+    run = _copy_run(small_run, tmp_path / "failed")
+    _edit(run, ("UPDATE records SET status = 'failed', error = 'backend crashed'", ()))
+    paths = build_report(run, n_boot=N_BOOT)
+    html = paths.html.read_text(encoding="utf-8")
+    assert "no successful sweep records" in html
+    assert "backend crashed" in html
+    assert _read_csv(paths.summary_csv).empty
+
+
+def test_sweep_table_order_and_values(small_run: Path) -> None:
+    """Tables IX/X: clean first, then the levels clearest first; values are the plain means."""
+    data = load_run_data(small_run)
+    from clearsight.report.tables import sweep_table
+
+    tab = sweep_table(data, analyse_sweep(data, n_boot=100), "identify")
+    fog = tab[(tab.condition.isin(["clean", "fog"])) & (tab.wording == "mcq.reason")]
+    assert list(fog.level) == ["clean", "250", "125", "62.5", "31.25", "15.6", "7.8", "3.9", "1.95"]
+    rec = data.records
+    cell = rec[(rec.condition == "fog") & (rec.level_m == 15.625) & (rec.wording == "mcq.reason")]
+    row = fog[fog.level == "15.6"].iloc[0]
+    assert row["accuracy"] == pytest.approx(cell.correct.mean())
+    assert row["internal_conf"] == pytest.approx(cell.internal_conf.mean())
+    assert row["abstain_rate"] == pytest.approx(cell.abstained.mean())
+    assert row["n"] == len(cell)
