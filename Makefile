@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Where this kind of machine keeps the CPU build of torch that constraints/cpu.txt pins.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
-.PHONY: venv data demo test lint bench clean
+.PHONY: venv data models demo test lint bench clean
 
 $(STAMP): pyproject.toml constraints/cpu.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,11 @@ venv: $(STAMP)
 data:
 	scripts/fetch-darknet-photos.sh $(CLEARSIGHT_CACHE)/photos/darknet
 
-demo: venv data
+# idempotent: returns at once when the verified detector files are already in the cache
+models: venv
+	$(PY) -m clearsight.models.fetch
+
+demo: venv data models
 	$(VENV)/bin/clearsight demo
 
 lint: venv
@@ -30,10 +34,10 @@ lint: venv
 	$(PY) -m ruff format --check src tests benchmarks
 	$(PY) -m mypy
 
-test: venv data lint
+test: venv data models lint
 	$(PY) -m pytest
 
-bench: venv data
+bench: venv data models
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:

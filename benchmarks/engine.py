@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from _timing import report
-
 from clearsight.config import SweepConfig
 from clearsight.models.observer import ObserverBackend
 from clearsight.protocols.sweep import run_sweep
@@ -54,9 +53,7 @@ def main() -> None:
                 model_time += time.perf_counter() - start
 
         ObserverBackend.complete = timed_complete  # type: ignore[method-assign]
-        subset = SweepConfig(
-            scene_ids=cfg_scene_subset(), controls=("clean", "blank", "shuffled")
-        )
+        subset = SweepConfig(scene_ids=cfg_scene_subset(), controls=("clean", "blank", "shuffled"))
         _, t_serial = _timed(lambda: run_sweep(subset, root / "serial", progress=False))
         ObserverBackend.complete = original  # type: ignore[method-assign]
         report("harness_share_outside_model", 1 - model_time / t_serial)

@@ -134,8 +134,11 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
     done = 0
     while time.monotonic() < deadline and proc.poll() is None:
         if db.exists():
-            with RunStore.open(killed, read_only=True) as store:
-                done = store.counts()["ok"]
+            try:
+                with RunStore.open(killed, read_only=True) as store:
+                    done = store.counts()["ok"]
+            except InputError:  # created but its schema not yet written
+                done = 0
             if done > 0:
                 break
         time.sleep(0.05)

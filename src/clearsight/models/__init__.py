@@ -18,7 +18,9 @@ from clearsight.models.base import (
     ImagePart,
     Message,
     ObserverReference,
+    PartialBatchError,
     Request,
+    RequestFailedError,
     Response,
     TextPart,
     TokenLogprob,
@@ -36,7 +38,7 @@ _REGISTRY: dict[str, str] = {
 }
 _INSTALL_HINT: dict[str, str] = {
     "hf": "install the extra: pip install 'clearsight[hf]'",
-    "openai": "install the client: pip install openai",
+    "openai": "install the extra: pip install 'clearsight[openai]'",
     "vllm": "install the extra on a machine with a GPU: pip install 'clearsight[vllm]'",
 }
 
@@ -86,7 +88,9 @@ __all__ = [
     "ImagePart",
     "Message",
     "ObserverReference",
+    "PartialBatchError",
     "Request",
+    "RequestFailedError",
     "Response",
     "TextPart",
     "TokenLogprob",

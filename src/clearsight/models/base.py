@@ -165,6 +165,28 @@ class Response:
         return out
 
 
+class RequestFailedError(RuntimeError):
+    """One request that failed for good; ``reason`` says why, ``attempts`` how often it was
+    tried."""
+
+    def __init__(self, reason: str, attempts: int) -> None:
+        super().__init__(f"{reason} (after {attempts} attempt{'s' if attempts != 1 else ''})")
+        self.reason = reason
+        self.attempts = attempts
+
+
+class PartialBatchError(RuntimeError):
+    """Some requests of a batch failed. ``results[i]`` is request i's :class:`Response` or its
+    :class:`RequestFailedError`, so a caller can keep the successes without redoing them."""
+
+    def __init__(self, results: Sequence[Response | RequestFailedError]) -> None:
+        self.results = list(results)
+        failed = [(i, r) for i, r in enumerate(self.results) if isinstance(r, RequestFailedError)]
+        shown = "; ".join(f"request {i}: {r}" for i, r in failed[:3])
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        super().__init__(f"{len(failed)} of {len(self.results)} requests failed: {shown}{more}")
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can fill in a :class:`Response`."""

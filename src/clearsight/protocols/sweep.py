@@ -25,7 +25,15 @@ import numpy.typing as npt
 from clearsight.conditions import imagenet_c_seed
 from clearsight.config import SweepConfig
 from clearsight.execute import ExecutorName, Summary
-from clearsight.models import Backend, Decoding, Message, ObserverReference, Request, load_backend
+from clearsight.models import (
+    Backend,
+    Decoding,
+    Message,
+    ObserverReference,
+    PartialBatchError,
+    Request,
+    load_backend,
+)
 from clearsight.physics import (
     blank_like,
     derangement,
@@ -600,6 +608,8 @@ def _complete(backend: Backend, requests: list[Request]) -> list[Any]:
     request fails alone."""
     try:
         return list(backend.complete(requests))
+    except PartialBatchError as exc:  # the backend kept its successes: no request is redone
+        return list(exc.results)
     except Exception:
         out: list[Any] = []
         for r in requests:
