@@ -6,7 +6,8 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.equivalence_table import equivalence_table, monotone_share, summarise
+from clearsight.equivalence_table import equivalence_table, summarise
+from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.bundled import load_bundled_scene
 
 runner = CliRunner()
@@ -51,4 +52,4 @@ def test_monotone_share():
     rows = [("a", s, v) for s, v in zip(range(1, 6), [50, 40, 30, 20, 10], strict=True)]
     rows += [("b", s, v) for s, v in zip(range(1, 6), [50, 40, 45, 20, 10], strict=True)]
     table = pd.DataFrame(rows, columns=["scene", "severity", "v_eq_m"])
-    assert monotone_share(table) == 0.5
+    assert monotone_veq_share(table) == (0.5, 2)

@@ -9,6 +9,7 @@ import pandas as pd
 
 from clearsight.conditions import IMAGENET_C_SEVERITIES, imagenet_c_seed
 from clearsight.physics import imagenet_c_equivalents
+from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.model import Scene
 
 
@@ -34,18 +35,12 @@ def equivalence_table(
     return pd.DataFrame(rows)
 
 
-def monotone_share(table: pd.DataFrame) -> float:
-    """Share of scenes whose V_eq strictly decreases from each severity to the next."""
-    wide = table.pivot(index="scene", columns="severity", values="v_eq_m").sort_index(axis=1)
-    return float((np.diff(wide.to_numpy(), axis=1) < 0).all(axis=1).mean())
-
-
 def summarise(table: pd.DataFrame) -> str:
     """Median and IQR of V_eq per severity, and the monotone share, as a small text table."""
     lines = ["severity  V_eq median   IQR (m)"]
     for sev, group in table.groupby("severity"):
         q1, med, q3 = np.percentile(group["v_eq_m"], [25, 50, 75])
         lines.append(f"{sev:>8}  {med:9.1f} m   {q1:.1f}-{q3:.1f}")
-    share, n = monotone_share(table), table["scene"].nunique()
+    share, n = monotone_veq_share(table)
     lines.append(f"V_eq decreases monotonically over severities 1-5 in {share:.0%} of {n} scenes")
     return "\n".join(lines)

