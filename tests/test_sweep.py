@@ -261,3 +261,32 @@ def test_corrupt_coco_image_is_a_failed_item_and_the_run_goes_on(tmp_path):
     assert set(ok["scene.id"]) == {"coco-1", "coco-2"}
     assert len(ok) > len(failed)
     assert np.isfinite(ok.internal_conf).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["tiny_idefics3_path", "tiny_qwen2vl_path", "tiny_llama_path"])
+def test_tiny_transformers_models_run_a_real_sweep(family, request, tmp_path):
+    path = request.getfixturevalue(family)
+    model = f"hf:{path}"
+    cfg = small_config(
+        scene_ids=("skimage-chelsea",),
+        models=(model,),
+        tasks=("identify",),
+        controls=("clean", "blank"),
+        levels_m=(62.5, 1.953125),
+    )
+    summary = run_sweep(cfg, tmp_path / "r", progress=False)
+    assert summary.failed == 0
+    assert summary.ok == len(plan_sweep(cfg).items)
+    frame = load_run(tmp_path / "r", include_raw=True)
+    letters = frame[frame.wording == "mcq.reason"]
+    assert ((letters.internal_conf >= 0.25 - 1e-9) & (letters.internal_conf <= 1)).all()
+    assert (letters.letter_mass > 0).all()
+    assert letters.answer.isin(list("ABCDE")).all()
+    verbal = frame[frame.wording == "verbal.plain"]
+    assert all(json.loads(r)["texts"] for r in verbal.raw)
+    dropped = [json.loads(r)["extra"].get("images_dropped", 0) for r in frame.raw]
+    if family == "tiny_llama_path":  # a text-only model is the blind control: no image seen
+        assert all(d == 1 for d in dropped)
+    else:
+        assert not any(dropped)

