@@ -230,9 +230,12 @@ def demo(
     from clearsight.validate import InputError
 
     try:
-        # the full sweep of every bundled scene; three of the five wordings keep it to minutes
+        # every bundled scene, both arms and all controls on the paper's main task (t2) with
+        # three of the five wordings: minutes on two cores (`clearsight sweep` runs it all)
         cfg = SweepConfig(
-            models=demo_models(), wordings=("mcq.reason", "mcq.generic", "verbal.plain")
+            models=demo_models(),
+            tasks=("identify",),
+            wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
         )
         _run_and_report(cfg, out, executor="process", workers=workers)
     except InputError as exc:

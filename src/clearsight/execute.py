@@ -106,8 +106,9 @@ def _run_pool(
     workers: int,
     commit: Callable[[list[Record]], None],
 ) -> None:
-    """Keep ``workers`` units in flight, biggest first, committing each as it completes."""
-    ordered = sorted(units, key=lambda u: -u.size)
+    """Keep ``workers`` units in flight, costliest first (``unit.cost`` where a unit states it,
+    else its size), committing each as it completes."""
+    ordered = sorted(units, key=lambda u: -getattr(u, "cost", u.size))
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=get_context("spawn"), initializer=_limit_worker_threads
     )

@@ -44,7 +44,7 @@ import hashlib
 import inspect
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -138,6 +138,8 @@ def load_hf(source: str, name: str, options: HfOptions, local_dir: bool) -> HfBa
     # typed loosely: transformers' Auto* factories are partly untyped
     tf: Any = transformers
 
+    # weight loading bars from every worker would bury the run's own progress bar
+    tf.utils.logging.disable_progress_bar()
     common: dict[str, Any] = {
         "local_files_only": True,
         "trust_remote_code": options.trust_remote_code,
@@ -391,8 +393,10 @@ class HfBackend:
             [list(im.size), im.mode, hashlib.blake2b(im.tobytes(), digest_size=16).hexdigest()]
             for im in item.images
         ]
+        # greedy decoding ignores the seed: requests that differ only in it are the same work
+        decoding = r.decoding if r.decoding.temperature > 0 else replace(r.decoding, seed=None)
         return content_hash(
-            [item.prompt, images, list(r.candidates), r.generate, r.n, repr(r.decoding), item.hide]
+            [item.prompt, images, list(r.candidates), r.generate, r.n, repr(decoding), item.hide]
         )
 
     def _candidate_seqs(self, candidate: str) -> list[Seq]:
