@@ -22,6 +22,7 @@ from scipy.ndimage import gaussian_filter
 from scipy.optimize import brentq
 
 from clearsight.physics.imagenet_c import imagenet_c_fog
+from clearsight.physics.kernel import fog_luma
 from clearsight.physics.medium import DEFAULT_AIRLIGHT, DEPTH_CLIP_M, VISIBILITY_CONSTANT
 from clearsight.physics.srgb import srgb_to_linear
 from clearsight.validate import InputError, check_depth, check_image
@@ -32,21 +33,29 @@ V_EQ_RANGE_M: Final[tuple[float, float]] = (2.0**-6, 2.0**14)
 #: one 8-bit code step of detail is a gain of order 1e-2).
 MIN_GAIN: Final = 1e-6
 _LUMA: Final = np.array([0.2126, 0.7152, 0.0722])
+_LUMA32: Final = _LUMA.astype(np.float32)
+
+
+def _highpass(y: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+    """``D(Y) = Y - GaussianBlur(Y, sigma=2 px, mode='reflect')``."""
+    return (y - gaussian_filter(y, sigma=2.0, mode="reflect")).astype(np.float64)
 
 
 def _detail(srgb01: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
-    y = np.asarray(srgb01) @ _LUMA.astype(srgb01.dtype)
-    return (y - gaussian_filter(y, sigma=2.0, mode="reflect")).astype(np.float64)
+    return _highpass(np.asarray(srgb01) @ _LUMA.astype(srgb01.dtype))
+
+
+def _gain(d: npt.NDArray[np.float64], clean_detail: npt.NDArray[np.float64]) -> float:
+    return float(
+        np.einsum("ij,ij->", d, clean_detail) / np.einsum("ij,ij->", clean_detail, clean_detail)
+    )
 
 
 def retained_gain(
     corrupted: npt.NDArray[np.floating], clean_detail: npt.NDArray[np.float64]
 ) -> float:
     """``<D(Y_corrupt), D(Y_clean)> / <D(Y_clean), D(Y_clean)>`` for encoded [0, 1] images."""
-    d = _detail(corrupted)
-    return float(
-        np.einsum("ij,ij->", d, clean_detail) / np.einsum("ij,ij->", clean_detail, clean_detail)
-    )
+    return _gain(_detail(corrupted), clean_detail)
 
 
 def _as_unit(image: npt.NDArray[np.generic], name: str) -> npt.NDArray[np.float64]:
@@ -55,6 +64,70 @@ def _as_unit(image: npt.NDArray[np.generic], name: str) -> npt.NDArray[np.float6
     if np.issubdtype(image.dtype, np.floating) and image.ndim == 3 and image.shape[2] == 3:
         return np.asarray(image, dtype=np.float64)
     raise InputError(f"{name} must be uint8 HxWx3 or float HxWx3 in [0, 1], got {image.dtype}")
+
+
+class FogGainCurve:
+    """The retained gain of Koschmieder fog of one clean image as a function of V (memoised).
+
+    Built once per scene, it serves every corrupted version of that scene: the severities of
+    one scene share their grid evaluations, which are the bulk of the work.
+    """
+
+    def __init__(
+        self,
+        clean: npt.NDArray[np.uint8],
+        depth_m: npt.NDArray[np.floating],
+        airlight: float = DEFAULT_AIRLIGHT,
+    ) -> None:
+        clean01 = _as_unit(clean, "clean")
+        check_depth(depth_m, clean01.shape)
+        self.shape = clean01.shape
+        self.clean_detail = _detail(clean01)
+        if not np.einsum("ij,ij->", self.clean_detail, self.clean_detail) > 0:
+            raise InputError("the clean image has no detail (it is flat); V_eq is undefined")
+        # candidate fogs are evaluated in float32 (gains agree with float64 to ~1e-7)
+        self._veil = np.float32(airlight)
+        self._diff = srgb_to_linear(clean01).astype(np.float32) - self._veil
+        self._neg_z = -np.clip(depth_m, *DEPTH_CLIP_M).astype(np.float32)
+        self._memo: dict[float, float] = {}
+
+    def gain_of(self, corrupted: npt.NDArray[np.generic]) -> float:
+        """The retained gain ``g`` of a corrupted version of the clean image."""
+        corrupt01 = _as_unit(corrupted, "corrupted")
+        if corrupt01.shape != self.shape:
+            raise InputError(f"corrupted {corrupt01.shape} and clean {self.shape} differ in shape")
+        return retained_gain(corrupt01, self.clean_detail)
+
+    def at(self, log2_v: float) -> float:
+        """The gain of fog at ``V = 2**log2_v`` metres, before quantisation."""
+        if log2_v not in self._memo:
+            beta = VISIBILITY_CONSTANT / 2.0**log2_v
+            luma = fog_luma(self._diff, self._neg_z, beta, float(self._veil), _LUMA32)
+            self._memo[log2_v] = _gain(_highpass(luma), self.clean_detail)
+        return self._memo[log2_v]
+
+    def equivalent(self, target: float, rtol: float = 1e-5) -> float:
+        """The largest V whose fog keeps a gain ``<= target`` (see the module docstring)."""
+        lo, hi = (math.log2(v) for v in V_EQ_RANGE_M)
+        if target < MIN_GAIN:
+            return 0.0
+        if self.at(hi) <= target:
+            return math.inf
+        if self.at(lo) > target:
+            return 0.0
+        # Binary search over the one-per-octave grid, then Brent inside the bracketing octave.
+        grid = np.arange(lo, hi + 1.0)
+        i, j = 0, len(grid) - 1  # at(grid[i]) <= target < at(grid[j])
+        while j - i > 1:
+            k = (i + j) // 2
+            i, j = (k, j) if self.at(float(grid[k])) <= target else (i, k)
+        root = brentq(
+            lambda x: self.at(x) - target,
+            float(grid[i]),
+            float(grid[j]),
+            xtol=math.log2(1.0 + rtol),
+        )
+        return 2.0 ** float(root)
 
 
 def equivalent_visibility(
@@ -72,49 +145,8 @@ def equivalent_visibility(
     positively correlated detail at all (``g <`` :data:`MIN_GAIN`: every fog with V > 0 keeps
     some).
     """
-    clean01 = _as_unit(clean, "clean")
-    corrupt01 = _as_unit(corrupted, "corrupted")
-    if corrupt01.shape != clean01.shape:
-        raise InputError(f"corrupted {corrupt01.shape} and clean {clean01.shape} differ in shape")
-    check_depth(depth_m, clean01.shape)
-    clean_detail = _detail(clean01)
-    if not np.einsum("ij,ij->", clean_detail, clean_detail) > 0:
-        raise InputError("the clean image has no detail (it is flat); V_eq is undefined")
-    target = retained_gain(corrupt01, clean_detail)
-    # The candidate fogs are evaluated in float32 (gains agree with float64 to ~1e-7).
-    veil = np.float32(airlight)
-    diff = srgb_to_linear(clean01).astype(np.float32) - veil
-    neg_z = -np.clip(depth_m, *DEPTH_CLIP_M).astype(np.float32)
-
-    def gain(log2_v: float) -> float:
-        t = np.exp(neg_z * np.float32(VISIBILITY_CONSTANT / 2.0**log2_v))
-        fogged = diff * t[..., None]
-        fogged += veil
-        np.clip(fogged, 0.0, 1.0, out=fogged)
-        encoded = np.where(
-            fogged <= 0.0031308,
-            np.float32(12.92) * fogged,
-            np.float32(1.055) * np.power(fogged, np.float32(1 / 2.4)) - np.float32(0.055),
-        )
-        return retained_gain(encoded, clean_detail)
-
-    lo, hi = (math.log2(v) for v in V_EQ_RANGE_M)
-    if target < MIN_GAIN:
-        return 0.0
-    if gain(hi) <= target:
-        return math.inf
-    if gain(lo) > target:
-        return 0.0
-    # Binary search over the one-per-octave grid, then Brent inside the bracketing octave.
-    grid = np.arange(lo, hi + 1.0)
-    i, j = 0, len(grid) - 1  # gain(grid[i]) <= target < gain(grid[j])
-    while j - i > 1:
-        k = (i + j) // 2
-        i, j = (k, j) if gain(float(grid[k])) <= target else (i, k)
-    root = brentq(
-        lambda x: gain(x) - target, float(grid[i]), float(grid[j]), xtol=math.log2(1.0 + rtol)
-    )
-    return 2.0 ** float(root)
+    curve = FogGainCurve(clean, depth_m, airlight)
+    return curve.equivalent(curve.gain_of(corrupted), rtol)
 
 
 def imagenet_c_equivalents(
@@ -124,7 +156,8 @@ def imagenet_c_equivalents(
     severities: Sequence[int] = (1, 2, 3, 4, 5),
 ) -> list[float]:
     """V_eq of ImageNet-C fog at each severity, the plasma drawn from ``RandomState(seed)``."""
+    curve = FogGainCurve(image, depth_m)
     return [
-        equivalent_visibility(imagenet_c_fog(image, s, np.random.RandomState(seed)), image, depth_m)
+        curve.equivalent(curve.gain_of(imagenet_c_fog(image, s, np.random.RandomState(seed))))
         for s in severities
     ]

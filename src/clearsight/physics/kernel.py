@@ -129,3 +129,53 @@ def attenuate_encode(
         out,
     )
     return out
+
+
+_luma_kernel: Any = None
+
+
+def _compile_luma() -> Any:
+    import numba
+
+    @numba.njit(parallel=True, cache=True, nogil=True)
+    def kernel(  # pragma: no cover - compiled; checked against the numpy formula in tests
+        diff: npt.NDArray[np.float32],
+        neg_z: npt.NDArray[np.float32],
+        beta: np.float32,
+        veil: np.float32,
+        weights: npt.NDArray[np.float32],
+        out: npt.NDArray[np.float32],
+    ) -> None:
+        height, width = neg_z.shape
+        for y in numba.prange(height):
+            for x in range(width):
+                t = np.float32(np.exp(neg_z[y, x] * beta))
+                acc = np.float32(0.0)
+                for c in range(3):
+                    v = min(max(veil + diff[y, x, c] * t, np.float32(0.0)), np.float32(1.0))
+                    if v <= np.float32(0.0031308):
+                        e = np.float32(12.92) * v
+                    else:
+                        e = np.float32(1.055) * v ** np.float32(1 / 2.4) - np.float32(0.055)
+                    acc += weights[c] * e
+                out[y, x] = acc
+
+    return kernel
+
+
+def fog_luma(
+    diff: npt.NDArray[np.float32],
+    neg_z: npt.NDArray[np.float32],
+    beta: float,
+    veil: float,
+    weights: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:
+    """Luma of Koschmieder fog before quantisation, in one pass: ``sum_c w_c srgb(clip(A +
+    (J_c - A) exp(-beta z), 0, 1))`` per pixel, with ``diff = J - A`` (linear, HxWx3) and
+    ``neg_z = -z`` (HxW), all float32. The inner loop of the equivalent-visibility search."""
+    global _luma_kernel
+    if _luma_kernel is None:
+        _luma_kernel = _compile_luma()
+    out = np.empty(neg_z.shape, dtype=np.float32)
+    _luma_kernel(diff, neg_z, np.float32(beta), np.float32(veil), weights, out)
+    return out
