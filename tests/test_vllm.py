@@ -149,11 +149,9 @@ def test_candidates_from_recorded_first_token_logprobs():
     # the request vLLM was given is the recorded one
     [call] = b._llm.calls
     assert [p.kwargs for p in call["params"]] == [data["sampling_params"]]
+    # text-only turns go as plain strings, the OpenAI chat shape LLM.chat accepts
     assert call["messages"] == [
-        [
-            {"role": m["role"], "content": [{"type": "text", "text": m["content"]}]}
-            for m in data["messages"]
-        ]
+        [{"role": m["role"], "content": m["content"]} for m in data["messages"]]
     ]
     assert call["tqdm"] is False
     # hand-computed from the fixture: the 20 entries of the first position

@@ -205,10 +205,11 @@ def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def logprobs_wanted(request: Request, options: OpenAIOptions) -> int:
-    """k of the top-k log-probabilities a request needs (0: none)."""
+def logprobs_wanted(request: Request, top_logprobs: int) -> int:
+    """k of the top-k log-probabilities a request needs (0: none): at least ``top_logprobs``
+    when it asks for candidate probabilities."""
     if request.candidates:
-        return max(options.top_logprobs, request.decoding.top_logprobs)
+        return max(top_logprobs, request.decoding.top_logprobs)
     return request.decoding.top_logprobs if request.generate else 0
 
 
@@ -228,7 +229,7 @@ def chat_body(
     }
     if d.seed is not None:
         body["seed"] = d.seed + call
-    k = logprobs_wanted(request, options)
+    k = logprobs_wanted(request, options.top_logprobs)
     if k:
         body["logprobs"] = True
         body["top_logprobs"] = k
@@ -411,7 +412,7 @@ class OpenAIBackend:
         attempts = _Attempts()
         try:
             per_call = self.options.max_n_per_call or request.n
-            want = logprobs_wanted(request, self.options) > 0
+            want = logprobs_wanted(request, self.options.top_logprobs) > 0
             choices: list[_Choice] = []
             usage: dict[str, int] = {}
             models: list[Any] = []
@@ -441,7 +442,7 @@ class OpenAIBackend:
         attempts: _Attempts,
         started: float,
     ) -> Response:
-        want = logprobs_wanted(request, self.options) > 0
+        want = logprobs_wanted(request, self.options.top_logprobs) > 0
         candidate_probs: dict[str, float] | None = None
         uncovered: float | None = None
         if request.candidates:

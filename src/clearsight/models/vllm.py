@@ -38,8 +38,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.models.base import Capabilities, ImagePart, Message, Request, Response, TokenLogprob
-from clearsight.models.openai_api import image_data_url
+from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
+from clearsight.models.openai_api import chat_messages, logprobs_wanted
 from clearsight.readouts import candidate_probs_from_top_logprobs
 from clearsight.validate import InputError
 
@@ -95,27 +95,6 @@ class VLLMOptions(BaseModel):
         return kwargs
 
 
-def vllm_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """A conversation as ``LLM.chat`` takes it: OpenAI-style content parts in order."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, ImagePart):
-                parts.append({"type": "image_url", "image_url": {"url": image_data_url(p.image)}})
-            else:
-                parts.append({"type": "text", "text": p.text})
-        out.append({"role": m.role, "content": parts})
-    return out
-
-
-def logprobs_wanted(request: Request, options: VLLMOptions) -> int:
-    """k of the top-k log-probabilities a request needs (0: none)."""
-    if request.candidates:
-        return max(options.top_logprobs, request.decoding.top_logprobs)
-    return request.decoding.top_logprobs if request.generate else 0
-
-
 def sampling_kwargs(request: Request, options: VLLMOptions) -> dict[str, Any]:
     """Keyword arguments for ``vllm.SamplingParams`` of one request."""
     d = request.decoding
@@ -126,7 +105,7 @@ def sampling_kwargs(request: Request, options: VLLMOptions) -> dict[str, Any]:
         "max_tokens": max(1, d.max_new_tokens) if request.generate else 1,
         "seed": d.seed,
     }
-    k = logprobs_wanted(request, options)
+    k = logprobs_wanted(request, options.top_logprobs)
     if k:
         kwargs["logprobs"] = k
     return kwargs
@@ -137,7 +116,7 @@ def build_chat_inputs(
 ) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
     """The conversations and the ``SamplingParams`` keyword arguments of a batch."""
     return (
-        [vllm_messages(r.messages) for r in requests],
+        [chat_messages(r.messages) for r in requests],
         [sampling_kwargs(r, options) for r in requests],
     )
 
@@ -180,7 +159,7 @@ def parse_request_output(
     completions = sorted(output.outputs, key=lambda c: c.index)
     if len(completions) != request.n:
         raise InputError(f"vLLM returned {len(completions)} samples for n={request.n}")
-    want = logprobs_wanted(request, options) > 0
+    want = logprobs_wanted(request, options.top_logprobs) > 0
     samples = [_sample_logprobs(c) for c in completions]
     if want and any(not s for s in samples):
         raise InputError("vLLM returned no logprobs although SamplingParams.logprobs was set")
