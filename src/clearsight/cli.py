@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 if TYPE_CHECKING:
     from clearsight.config import SweepConfig
+    from clearsight.execute import ExecutorName
 
 app = typer.Typer(
     help="Measure whether vision-language models know when they cannot see.",
@@ -112,7 +113,15 @@ def _sweep_config(config: Path | None, overrides: dict[str, object]) -> SweepCon
         raise _fail(f"invalid sweep configuration: {exc}") from exc
 
 
-def _run_and_report(cfg: SweepConfig, out: Path, **run: object) -> None:
+def _run_and_report(
+    cfg: SweepConfig,
+    out: Path,
+    *,
+    executor: ExecutorName,
+    workers: int,
+    fresh: bool = False,
+    allow_mismatch: bool = False,
+) -> None:
     from clearsight.execute import Interrupted
     from clearsight.protocols.sweep import run_sweep
     from clearsight.report import build_report, summary_table
@@ -122,7 +131,14 @@ def _run_and_report(cfg: SweepConfig, out: Path, **run: object) -> None:
 
         smollm2_dir()  # convert the GGUF once here, not in every worker
     try:
-        summary = run_sweep(cfg, out, **run)  # type: ignore[arg-type]
+        summary = run_sweep(
+            cfg,
+            out,
+            fresh=fresh,
+            allow_mismatch=allow_mismatch,
+            executor=cast("ExecutorName", executor),  # checked by the executor, with its name
+            workers=workers,
+        )
     except Interrupted as exc:
         typer.secho(
             f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
@@ -154,7 +170,7 @@ def sweep(
     model: Annotated[list[str] | None, typer.Option(help="Model by name (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
-    executor: Annotated[str, typer.Option(help="serial, process or ray.")] = "process",
+    executor: Annotated[str, typer.Option(help="serial or process.")] = "process",
     fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
     allow_mismatch: Annotated[
         bool, typer.Option(help="Add records of a changed configuration to the run.")
@@ -182,7 +198,7 @@ def sweep(
             out,
             fresh=fresh,
             allow_mismatch=allow_mismatch,
-            executor=executor,
+            executor=cast("ExecutorName", executor),  # checked by the executor, with its name
             workers=workers,
         )
     except InputError as exc:

@@ -59,7 +59,7 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
 
 
 def execute(
-    units: Sequence[Any],
+    units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
     store: RunStore,
     *,
@@ -101,7 +101,7 @@ def execute(
 
 
 def _run_pool(
-    units: Sequence[Any],
+    units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
     workers: int,
     commit: Callable[[list[Record]], None],
