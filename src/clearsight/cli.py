@@ -136,7 +136,7 @@ def _run_and_report(
             out,
             fresh=fresh,
             allow_mismatch=allow_mismatch,
-            executor=cast("ExecutorName", executor),  # checked by the executor, with its name
+            executor=executor,
             workers=workers,
         )
     except Interrupted as exc:
