@@ -63,7 +63,8 @@ class ScriptedDetector:
 
 @dataclass
 class RecordingLLM:
-    """A text backend that answers "B" with probability 0.6 and records what it was sent."""
+    """A text backend that records what it was sent. Candidates: "B" gets 0.6, a sentence
+    naming a motorcycle 0.05, anything else 0.1 (letters) or 0.001 (sentences)."""
 
     name: str = "recording"
     sent: list[Request] = field(default_factory=list)
@@ -74,12 +75,18 @@ class RecordingLLM:
 
         return Capabilities(generate=True, candidate_probs=True, n_per_call=True)
 
+    @staticmethod
+    def prob(candidate: str) -> float:
+        if len(candidate) == 1:
+            return 0.6 if candidate == "B" else 0.1
+        return 0.05 if "motorcycle" in candidate else 0.001
+
     def complete(self, requests: Sequence[Request]) -> list[Response]:
         self.sent += list(requests)
         return [
             Response(
                 texts=("Answer: B\nConfidence: 60",) * r.n if r.generate else (),
-                candidate_probs={c: (0.6 if c == "B" else 0.1) for c in r.candidates} or None,
+                candidate_probs={c: self.prob(c) for c in r.candidates} or None,
                 extra={"inner": True},
             )
             for r in requests
@@ -319,6 +326,9 @@ def test_grey_rgba_and_tiny_images():
     assert "too small (24x20 px)" in r_tiny.extra["evidence"]
     assert r_tiny.candidate_probs["E"] == pytest.approx(ABSTAIN_MASS)
     assert (20, 24) not in det.calls  # the tiny image never reached the detector
+    (r_none,) = backend.complete([Request((Message.user(q.prompt),), candidates=q.letters)])
+    assert r_none.extra["evidence"] == "No image was given."
+    assert r_none.candidate_probs["E"] == pytest.approx(ABSTAIN_MASS)
 
 
 def test_detector_runs_once_per_distinct_image_in_a_batch():
@@ -364,7 +374,7 @@ def test_factory_and_options():
 # ----------------------------------------------------------------------------- LLM mode
 
 
-def test_llm_mode_sends_evidence_and_question_and_passes_the_answer_through():
+def test_llm_mode_cloze_readout_sends_evidence_and_maps_sentences_to_letters():
     box = (30, 40, 120, 90)
     backend, _ = scripted_backend(
         [Detection("motorcycle", 0.8, (30.0, 40.0, 120.0, 90.0))], mode="llm"
@@ -376,18 +386,38 @@ def test_llm_mode_sends_evidence_and_question_and_passes_the_answer_through():
     r_letter, r_gen = backend.complete([letter, gen])
     llm = backend.llm
     assert isinstance(llm, RecordingLLM)
-    sent = llm.sent[0]
-    assert all(not m.images for m in sent.messages)  # text only
-    prompt = sent.messages[-1].text
+    cloze, generation = llm.sent
+    assert all(not m.images for m in cloze.messages)  # text only
+    prompt = cloze.messages[-1].text
     assert "Inside the red box: motorcycle (0.80)" in prompt
-    assert prompt.endswith(q.prompt)
-    assert sent.candidates == q.letters
-    assert not sent.generate
-    assert r_letter.candidate_probs == {x: (0.6 if x == "B" else 0.1) for x in q.letters}
-    assert r_letter.extra["llm_prompt"] == prompt
+    assert prompt.endswith("What is the object in the red box?")
+    assert not cloze.generate
+    sentences = dict(zip(q.letters, cloze.candidates, strict=True))
+    assert sentences[q.correct] == "The object in the red box is a motorcycle."
+    assert sentences["E"] == "The object in the red box is not visible."
+    assert r_letter.candidate_probs == {x: (0.05 if x == q.correct else 0.001) for x in q.letters}
+    assert r_letter.extra["cloze"] == sentences
+    assert r_letter.extra["readout"] == "cloze"
     assert r_letter.extra["inner"] is True
-    assert len(r_gen.texts) == 3
-    assert llm.sent[1].n == 3
+    # generation: the question verbatim after the evidence, n samples passed through
+    assert generation.messages[-1].text.endswith("What is in the red box?")
+    assert generation.n == 3
+    assert r_gen.texts == ("Answer: B\nConfidence: 60",) * 3
+
+
+def test_llm_mode_letter_readout_passes_the_question_verbatim():
+    backend, _ = scripted_backend(
+        [Detection("motorcycle", 0.8, (30.0, 40.0, 120.0, 90.0))], mode="llm", readout="letter"
+    )
+    q = motorcycle_question()
+    (r,) = backend.complete(
+        [letter_request(boxed(textured(), (30, 40, 120, 90)), q.prompt, q.letters)]
+    )
+    assert isinstance(backend.llm, RecordingLLM)
+    (sent,) = backend.llm.sent
+    assert sent.messages[-1].text.endswith(q.prompt)
+    assert sent.candidates == q.letters
+    assert r.candidate_probs == {x: (0.6 if x == "B" else 0.1) for x in q.letters}
 
 
 # ----------------------------------------------------------------------------- real models
@@ -442,6 +472,7 @@ def smollm2(smollm2_path: Path) -> object:
     return load_backend("hf:smollm2-135m", {})
 
 
+@pytest.mark.slow
 def test_llm_mode_with_smollm2(centernet, smollm2):
     image, _ = scene_image("skimage-stereo-motorcycle")
     backend = PerceiverBackend("llm", PerceiverOptions(), detector=centernet, llm=smollm2)  # type: ignore[arg-type]
@@ -453,6 +484,7 @@ def test_llm_mode_with_smollm2(centernet, smollm2):
     )
     r_letter, r_free = backend.complete([letter_request(image, q.prompt, q.letters), free])
     probs = r_letter.candidate_probs
+    assert letter_readout(probs, q.answer_letters, q.abstain).answer == q.correct
     assert probs is not None
     assert set(probs) == set(q.letters)
     assert all(v > 0 for v in probs.values())

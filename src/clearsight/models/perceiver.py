@@ -9,11 +9,11 @@ and a question) and answers them from what the detector saw.
 
 1. *The red box.* The sweep draws the target's box last, after degradation, as a band of pure
    red (255, 0, 0) pixels (8 px by default), so it is exact and is found by its colour:
-   :func:`find_red_box` takes the connected pure-red components, reads each one's band
-   thickness per side from its fully red edge rows and columns, and keeps the largest valid
-   axis-aligned outline (a side may lack its band only where the box meets the image border;
-   a box spanning the image leaves one or two full-length strips). No box: ``box_found=False``
-   and the question is answered from the whole image.
+   :func:`find_red_box` takes the connected pure-red components and keeps the largest
+   rectangular hole one of them encloses with bands no thicker than twice the box's (a side
+   meeting the image border counts as closed, since the band is clipped away there; a box
+   spanning the image leaves one or two full-length strips). No box: ``box_found=False`` and
+   the question is answered from the whole image.
 2. *Erasing the box.* The band is painted over with its nearest non-band pixels (a
    nearest-neighbour inpaint) so the detector does not see a red frame (which it otherwise
    includes in boxes and takes for kites or clocks).
@@ -45,10 +45,22 @@ Categories are de-duplicated (best score; ``x3`` when a category was found three
 
 **Modes.**
 
-* ``perceiver:llm`` — the evidence text then the original question (its options and
-  instruction verbatim) go to the LLM (default ``hf:smollm2-135m``) as one text-only user
-  message; its candidate probabilities, texts, ``n`` samples and token log-probabilities are
-  the response. Free-form questions work the same way.
+* ``perceiver:llm`` — the LLM (default ``hf:smollm2-135m``) reads the evidence text and a
+  question as one text-only user message. Lettered options are scored by the **cloze
+  read-out** (option ``readout="cloze"``): the LLM is asked "What is the object in the red
+  box?" and each option's letter gets the LLM's probability of the sentence naming it, "The
+  object in the red box is a dog." (the reason-naming abstain option: "The object in the red
+  box is not visible."; verification: "Yes." / "No." after the question's own stem). The
+  probabilities are raw sequence probabilities, not renormalised (they sum to a few per
+  cent). Why: asked the lettered question verbatim (``readout="letter"``), SmolLM2-135M
+  answers "A" on every item whatever the evidence (it writes "A. cup" when option C is cup —
+  it copies the right name but not its letter), while it names the boxed object correctly in
+  its own words; on the bundled scenes the cloze read-out is right on 84 % of clean
+  identification questions against 28 % for the letter read-out (all "A"). Verification stays
+  weak: SmolLM2 says "No." to every Yes/No question; use ``perceiver:detector`` for it.
+  Generation (verbalized wordings, free-form questions such as "what colour is the car?")
+  gets the evidence and the question verbatim; texts, ``n`` samples and token log-probabilities
+  are the LLM's (so a verbalized reply inherits the letter bias: "A. cup" parses as A).
 * ``perceiver:detector`` — no LLM; option probabilities come from the detector's class scores
   (:func:`detector_probs`). For identification with content options ``c`` and evidence
   ``e_c = max score x match`` over detections of class ``c``: ``m = max_c e_c`` is the
@@ -108,7 +120,7 @@ if TYPE_CHECKING:
 Mode = Literal["llm", "detector"]
 MODES: Final[tuple[str, ...]] = ("llm", "detector")
 #: What bare ``perceiver`` means (see the module docstring and scripts/perceiver_eval.py).
-DEFAULT_MODE: Final[Mode] = "detector"
+DEFAULT_MODE: Final[Mode] = "llm"
 #: The colour of the sweep's box band.
 BOX_COLOUR: Final[tuple[int, int, int]] = (255, 0, 0)
 #: Images with a side shorter than this are not given to the detector.
@@ -133,8 +145,9 @@ class PerceiverOptions(BaseModel):
 
     detector: Literal["nanodet", "centernet"] = Field(
         "centernet",
-        description="COCO detector: CenterNet scored better on the bundled scenes (precision "
-        "0.55 / recall 0.84 at 0.3 against NanoDet's 0.42 / 0.81) and in the sweep evaluation.",
+        description="COCO detector. CenterNet is the better one on the bundled scenes: precision "
+        "0.55 / recall 0.84 at 0.3 against NanoDet's 0.42 / 0.81, and 0.98 against 0.93 "
+        "accuracy of detector mode on the clean identification questions.",
     )
     score_threshold: float = Field(
         0.3, ge=0.0, lt=1.0, description="Detections scoring at or below this are ignored."
@@ -164,6 +177,13 @@ class PerceiverOptions(BaseModel):
     )
     llm_options: dict[str, Any] = Field(
         default_factory=dict, description="Options passed to the LLM's backend."
+    )
+    readout: Literal["cloze", "letter"] = Field(
+        "cloze",
+        description="How LLM mode scores lettered options: 'cloze' scores, per option, the LLM's "
+        "probability of a sentence naming it in answer to the question in its own words; "
+        "'letter' asks the question verbatim and takes the LLM's next-token probabilities of "
+        "the letters (SmolLM2-135M then answers 'A' whatever the evidence).",
     )
     detector_threads: int = Field(
         0, ge=0, description="onnxruntime threads of the detector (0: one per core)."
@@ -387,7 +407,7 @@ def position(box: Sequence[float], width: int, height: int) -> str:
     return " ".join(p for p in (vertical, horizontal) if p) or "centre"
 
 
-#: Basic colour names and their sRGB prototypes (nearest in a hue-aware test below).
+#: Basic colour names by the upper end of their hue range in degrees.
 _HUES: Final = (
     (15.0, "red"),
     (40.0, "orange"),
@@ -419,9 +439,8 @@ def colour_name(pixels: npt.NDArray[np.uint8]) -> str:
     else:
         hue = 60.0 * ((r - g) / chroma) + 240.0
     name = next(n for limit, n in _HUES if hue < limit)
-    if name in ("orange", "yellow", "red") and hi < 0.55 and name != "red":
-        return "brown"
-    if name == "orange" and hi < 0.75 and chroma / hi < 0.6:
+    dark_orange = name == "orange" and hi < 0.75 and chroma / hi < 0.6
+    if (name in ("orange", "yellow") and hi < 0.55) or dark_orange:
         return "brown"
     return name
 
@@ -704,10 +723,10 @@ def detector_probs(p: Perception, q: ParsedQuestion) -> dict[str, float]:
     content = q.content_letters
     k = len(content)
     evidence: dict[str, float] = {}
-    for o in p.objects:
-        if o.in_box or o.evidence > 0:
+    for o in p.objects:  # a detection not overlapping the box has evidence 0
+        if o.evidence > 0:
             evidence[o.label] = max(evidence.get(o.label, 0.0), o.evidence)
-    seen_anything = any(v > 0 for v in evidence.values()) and not p.too_small
+    seen_anything = bool(p.in_box) and not p.too_small
     probs = dict.fromkeys(q.letters, 0.0)
     if q.kind == "identify":
         e = {x: evidence.get(q.categories[x] or "", 0.0) for x in content}
@@ -777,8 +796,50 @@ LLM_PREAMBLE: Final = "An object detector looked at the image. Its findings (sco
 
 
 def llm_prompt(evidence: str, question: str) -> str:
-    """The text-only prompt of LLM mode: the evidence, then the question verbatim."""
+    """The text-only prompt of LLM mode: the evidence, then the question."""
     return f"{LLM_PREAMBLE}\n{evidence}\n\n{question}"
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
+
+
+#: The cloze sentence of the reason-naming abstain option: its words shortened and said of the
+#: object in the red box, so that every sentence of a question shares one prefix and the
+#: option is not penalised for its length (the full wording was never chosen on the bundled
+#: scenes, this one is chosen on 5-7 % of blank and 1.95 m fog images, clean accuracy equal).
+CLOZE_NOT_VISIBLE: Final = "The object in the red box is not visible."
+
+
+def cloze_question(q: ParsedQuestion) -> str:
+    """The question the LLM answers in its own words under the cloze read-out: "What is the
+    object in the red box?" for identification, else the question's stem."""
+    if q.kind == "identify":
+        return "What is the object in the red box?"
+    stem = q.text.split(f"\n{q.letters[0]}", 1)[0].strip() if q.letters else q.text
+    return stem or q.text
+
+
+def cloze_sentences(q: ParsedQuestion) -> dict[str, str]:
+    """Per option letter, the sentence whose probability under the LLM scores that option.
+
+    Identification: "The object in the red box is a dog." (the option's text); verification of
+    ``X``: "Yes, the object in the red box is a X." / "No, the object in the red box is not a
+    X."; an abstain option: :data:`CLOZE_NOT_VISIBLE` when it names visibility, else its text
+    as a sentence ("I don't know."); options the perceiver cannot map: "The answer is <text>."
+    """
+    out: dict[str, str] = {}
+    for letter, text in zip(q.letters, q.options, strict=True):
+        if letter == q.abstain:
+            words = text.strip().rstrip(".")
+            out[letter] = CLOZE_NOT_VISIBLE if "not visible" in words.lower() else f"{words}."
+        elif q.kind == "identify" and q.categories.get(letter) is not None:
+            out[letter] = f"The object in the red box is {_article(text)} {text.strip()}."
+        elif q.kind == "verify" and q.asked is not None and _norm(text) in _YES_NO:
+            out[letter] = "Yes." if _norm(text) == "yes" else "No."
+        else:
+            out[letter] = f"The answer is {text.strip()}."
+    return out
 
 
 def _image_and_question(request: Request) -> tuple[npt.NDArray[np.uint8] | None, str]:
@@ -917,36 +978,94 @@ class PerceiverBackend:
         requests: Sequence[Request],
         prepared: Sequence[tuple[Perception, ParsedQuestion, str, float]],
     ) -> list[Response]:
+        """LLM mode: one inner request per read-out a request needs (cloze scoring of the
+        options, generation), all sent to the LLM in one batch."""
         assert self.llm is not None
-        inner = []
+        inner: list[Request] = []
+        plans: list[tuple[int | None, int | None, dict[str, str]]] = []
         for request, (_, q, evidence, _) in zip(requests, prepared, strict=True):
-            inner.append(
-                Request(
-                    (Message.user(llm_prompt(evidence, q.text)),),
-                    decoding=request.decoding
-                    if request.generate
-                    else Decoding(max_new_tokens=1, seed=request.decoding.seed),
-                    n=request.n,
-                    candidates=request.candidates,
-                    generate=request.generate,
+            score_at = gen_at = None
+            sentences: dict[str, str] = {}
+            if request.candidates:
+                score_at = len(inner)
+                if self.options.readout == "cloze" and q.letters:
+                    sentences = cloze_sentences(q)
+                    inner.append(
+                        Request(
+                            (Message.user(llm_prompt(evidence, cloze_question(q))),),
+                            Decoding(max_new_tokens=1, seed=request.decoding.seed),
+                            candidates=tuple(sentences.values()),
+                            generate=False,
+                        )
+                    )
+                elif request.generate:
+                    score_at = None  # scored together with the generation below
+                else:
+                    inner.append(
+                        Request(
+                            (Message.user(llm_prompt(evidence, q.text)),),
+                            Decoding(max_new_tokens=1, seed=request.decoding.seed),
+                            candidates=request.candidates,
+                            generate=False,
+                        )
+                    )
+            if request.generate:
+                gen_at = len(inner)
+                direct = request.candidates if score_at is None else ()
+                inner.append(
+                    Request(
+                        (Message.user(llm_prompt(evidence, q.text)),),
+                        request.decoding,
+                        n=request.n,
+                        candidates=direct,
+                    )
                 )
-            )
+                if direct:
+                    score_at = gen_at
+            plans.append((score_at, gen_at, sentences))
         t0 = time.perf_counter()
-        answers = self.llm.complete(inner)
-        share = (time.perf_counter() - t0) / max(len(inner), 1)
+        answers = self.llm.complete(inner) if inner else []
+        share = (time.perf_counter() - t0) / max(len(requests), 1)
         out = []
-        for answer, sent, (p, q, evidence, spent) in zip(answers, inner, prepared, strict=True):
-            extra = {**dict(answer.extra), **self._extra(p, evidence, q)}
+        for request, (p, q, evidence, spent), (score_at, gen_at, sentences) in zip(
+            requests, prepared, plans, strict=True
+        ):
+            extra: dict[str, Any] = {}
+            candidates = None
+            texts: tuple[str, ...] = ()
+            token_logprobs = None
+            usage: dict[str, int] = {}
+            for at in {score_at, gen_at} - {None}:
+                assert at is not None
+                extra.update(answers[at].extra)
+                for k, v in answers[at].usage.items():
+                    usage[k] = usage.get(k, 0) + int(v)
+            if score_at is not None:
+                raw = answers[score_at].candidate_probs or {}
+                if sentences:
+                    candidates = {
+                        c: float(raw.get(sentences.get(c.strip(), ""), 0.0))
+                        for c in request.candidates
+                    }
+                    extra["cloze"] = sentences
+                    extra["cloze_prompt"] = inner[score_at].messages[0].text
+                else:
+                    candidates = {c: float(raw.get(c, 0.0)) for c in request.candidates}
+                    extra["llm_prompt"] = inner[score_at].messages[0].text
+            if gen_at is not None:
+                texts = answers[gen_at].texts
+                token_logprobs = answers[gen_at].token_logprobs
+                extra["llm_prompt"] = inner[gen_at].messages[0].text
+            extra.update(self._extra(p, evidence, q))
             extra["llm"] = self.options.llm
-            extra["llm_prompt"] = sent.messages[0].text
+            extra["readout"] = "cloze" if sentences else "direct"
             out.append(
                 Response(
-                    texts=answer.texts,
-                    token_logprobs=answer.token_logprobs,
-                    candidate_probs=answer.candidate_probs,
-                    uncovered_mass=answer.uncovered_mass,
-                    usage=answer.usage,
-                    latency_s=spent + (answer.latency_s or share),
+                    texts=texts,
+                    token_logprobs=token_logprobs,
+                    candidate_probs=candidates,
+                    usage=usage,
+                    latency_s=spent + share,
                     extra=extra,
                 )
             )
