@@ -258,5 +258,48 @@ def demo(
         raise _fail(str(exc)) from exc
 
 
+@app.command()
+def serve(
+    run: Annotated[Path, typer.Argument(help="Run directory: human sessions are stored here.")],
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    sensor: Annotated[str, typer.Option(help="Sensor backend name.")] = "perceiver",
+    judge: Annotated[
+        str, typer.Option(help="Judge of u: embedding, embedding:<t>, exact, llm:<model>.")
+    ] = "embedding",
+    k: Annotated[int, typer.Option("--k", help="Samples K per sensor query.")] = 5,
+    budget: Annotated[int, typer.Option(help="Budget T: turns per session.")] = 100,
+    instances: Annotated[
+        str, typer.Option(help="Instance set: bundled, DATASET:PATH or a JSONL file.")
+    ] = "bundled",
+    seed: Annotated[int, typer.Option(help="Run seed of the sensor draws.")] = 0,
+) -> None:
+    """Web page where a person plays the blind reasoner through the sensor, and a browser of
+    the run's records (any protocol). Sessions are stored as transcripts in RUN's store."""
+    from pydantic import ValidationError
+
+    from clearsight.ui import ServeSettings, serve_forever
+    from clearsight.validate import InputError
+
+    try:
+        settings = ServeSettings(
+            host=host,
+            port=port,
+            sensor=sensor,
+            judge=judge,
+            k=k,
+            budget=budget,
+            instances=instances,
+            seed=seed,
+        )
+        serve_forever(run, settings)
+    except ValidationError as exc:
+        raise _fail(f"invalid serve options: {exc}") from exc
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()

@@ -1,0 +1,48 @@
+"""``clearsight serve``: a web page where a person plays the blind reasoner of the probe
+protocol, and a browser of any run's records.
+
+The person sees the question and its options, never the image; types queries; reads the
+sensor's reply with its consistency (u/K); commits an answer or runs out of budget. Each
+session is stored turn by turn as a probe transcript in the run's store (reasoner
+``human:<name>``), so humans and models appear in one report. The same server lists a run's
+records of any protocol, shows one record's raw JSON and read-outs, and serves the run's own
+files (and nothing outside the run directory). See ``docs/serve.md``.
+
+Modules: :mod:`~clearsight.ui.settings` (the options), :mod:`~clearsight.ui.runs` (read-only
+views of a run, the path check), :mod:`~clearsight.ui.session` (human sessions),
+:mod:`~clearsight.ui.app` (the Starlette app and its security headers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clearsight.ui.settings import LOOPBACK_HOSTS, ServeSettings
+
+__all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
+
+
+def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
+    """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
+
+    The sensor is loaded on the first query, so browsing starts at once; a run directory that
+    does not exist yet is created by the first session.
+    """
+    import uvicorn
+
+    from clearsight.ui.app import create_app
+    from clearsight.ui.session import HumanPlay
+
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        from clearsight.validate import InputError
+
+        raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
+    app = create_app(run_dir, settings, HumanPlay(run_dir, settings))
+    if settings.host not in LOOPBACK_HOSTS:
+        print(
+            f"warning: serving on {settings.host}: anyone who can reach this machine can read "
+            "the run's records and add sessions to it"
+        )
+    print(f"clearsight serve: http://{settings.host}:{settings.port}/  (run {run_dir})")
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")

@@ -1,0 +1,254 @@
+"""Read-only views of a run directory for the web UI: pages of records, one record, its files.
+
+Everything here reads through :class:`clearsight.store.RunStore` opened read-only (safe while a
+run or a human session is writing) or through :func:`safe_file`, the one place that turns a
+path taken from a URL into a file: it resolves the path (symlinks included) and refuses
+anything that does not lie inside the run directory, so no URL reaches a file outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clearsight.store import DB_NAME, RunStore
+from clearsight.validate import InputError
+
+__all__ = [
+    "MAX_PER_PAGE",
+    "RecordPage",
+    "RecordRow",
+    "RunSummary",
+    "list_files",
+    "public_record",
+    "read_record",
+    "record_page",
+    "run_summary",
+    "safe_file",
+]
+
+#: The largest page of records the UI shows at once.
+MAX_PER_PAGE = 200
+#: Files listed at most by :func:`list_files` (a run directory holds a handful).
+MAX_FILES = 500
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the home page says about a run: counts, protocols with record counts, manifest."""
+
+    exists: bool
+    counts: dict[str, int]
+    protocols: dict[str, int]
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """One line of a records page: the record's columns plus short one-line JSON previews."""
+
+    key: str
+    protocol: str
+    status: str
+    error: str | None
+    elapsed_s: float
+    finished_at: str
+    attempt: int
+    spec_preview: str
+    readouts_preview: str
+
+
+@dataclass(frozen=True)
+class RecordPage:
+    """A page of records (``page`` counts from 1) and how many records match in all."""
+
+    rows: list[RecordRow]
+    page: int
+    per_page: int
+    total: int
+
+    @property
+    def pages(self) -> int:
+        """The number of pages (at least 1, so an empty run has one empty page)."""
+        return max(1, math.ceil(self.total / self.per_page))
+
+
+def _has_run(run_dir: Path) -> bool:
+    """True if ``run_dir`` holds a run database (it may not exist yet for a new human run)."""
+    return (run_dir / DB_NAME).is_file()
+
+
+def run_summary(run_dir: Path) -> RunSummary:
+    """Counts, records per protocol and the manifest of ``run_dir`` (empty if no run yet)."""
+    if not _has_run(run_dir):
+        return RunSummary(False, {"items": 0, "ok": 0, "failed": 0, "pending": 0}, {}, {})
+    with RunStore.open(run_dir, read_only=True) as store:
+        protocols = dict(
+            store.conn.execute(
+                "SELECT i.protocol, count(*) FROM records AS r JOIN items AS i ON i.key = r.key "
+                "GROUP BY i.protocol ORDER BY i.protocol"
+            ).fetchall()
+        )
+        return RunSummary(True, store.counts(), protocols, store.manifest())
+
+
+#: What stands in for an unfinished human session's raw output and read-outs on the pages.
+HIDDEN = "hidden while the session is in progress (it holds the gold answer and all K samples)"
+
+
+def _hidden(protocol: str, status: str, readouts: Any) -> bool:
+    """True for an unfinished human probe session: its record holds the gold letter and every
+    sensor sample, which the person playing it must not be able to read through the browser."""
+    return (
+        protocol == "probe"
+        and status != "ok"
+        and isinstance(readouts, dict)
+        and str(readouts.get("reasoner", "")).startswith("human:")
+    )
+
+
+def _preview(text: str, width: int = 160) -> str:
+    """Stored compact JSON cut to ``width`` characters (the page escapes it)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def record_page(
+    run_dir: Path,
+    page: int = 1,
+    per_page: int = 50,
+    *,
+    status: str | None = None,
+    protocol: str | None = None,
+) -> RecordPage:
+    """Records ``(page - 1) * per_page`` onwards in the order items were added, optionally only
+    those with ``status`` and/or ``protocol``. One SQL query with LIMIT/OFFSET, so a page costs
+    the same in a run of a million records as in one of ten."""
+    if page < 1:
+        raise InputError(f"page counts from 1, got {page}")
+    if not 1 <= per_page <= MAX_PER_PAGE:
+        raise InputError(f"per_page must be in 1..{MAX_PER_PAGE}, got {per_page}")
+    if not _has_run(run_dir):
+        return RecordPage([], page, per_page, 0)
+    where: list[str] = []
+    params: list[str | int] = []
+    if status:
+        where.append("r.status = ?")
+        params.append(status)
+    if protocol:
+        where.append("i.protocol = ?")
+        params.append(protocol)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    join = "FROM records AS r JOIN items AS i ON i.key = r.key"
+    with RunStore.open(run_dir, read_only=True) as store:
+        total = store.conn.execute(f"SELECT count(*) {join}{clause}", params).fetchone()[0]
+        rows = store.conn.execute(
+            "SELECT r.key, i.protocol, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
+            f"i.spec, r.readouts {join}{clause} ORDER BY i.rowid LIMIT ? OFFSET ?",
+            [*params, per_page, (page - 1) * per_page],
+        ).fetchall()
+    return RecordPage(
+        [
+            RecordRow(
+                key=key,
+                protocol=proto,
+                status=st,
+                error=error,
+                elapsed_s=float(elapsed),
+                finished_at=finished,
+                attempt=int(attempt),
+                spec_preview=_preview(spec),
+                readouts_preview=HIDDEN
+                if _hidden(proto, st, json.loads(readouts))
+                else _preview(readouts),
+            )
+            for key, proto, st, error, elapsed, finished, attempt, spec, readouts in rows
+        ],
+        page,
+        per_page,
+        int(total),
+    )
+
+
+def read_record(run_dir: Path, key: str) -> dict[str, Any] | None:
+    """One record with its item as a JSON-able dict (``key, protocol, status, error, elapsed_s,
+    finished_at, attempt, spec, readouts, raw``), or None if ``key`` has no record."""
+    if not _has_run(run_dir):
+        return None
+    with RunStore.open(run_dir, read_only=True) as store:
+        row = store.conn.execute(
+            "SELECT r.key, i.protocol, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
+            "i.spec, r.readouts, r.raw FROM records AS r JOIN items AS i ON i.key = r.key "
+            "WHERE r.key = ?",
+            (key,),
+        ).fetchone()
+    if row is None:
+        return None
+    names = ("key", "protocol", "status", "error", "elapsed_s", "finished_at", "attempt")
+    out: dict[str, Any] = dict(zip(names, row[:7], strict=True))
+    for name, text in zip(("spec", "readouts", "raw"), row[7:], strict=True):
+        out[name] = json.loads(text)
+    return out
+
+
+def public_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as the browser may show it: an unfinished human session's raw output and
+    read-outs replaced by :data:`HIDDEN` (the session page shows what the person may see)."""
+    if not _hidden(record["protocol"], record["status"], record["readouts"]):
+        return record
+    return {**record, "raw": HIDDEN, "readouts": HIDDEN}
+
+
+def safe_file(run_dir: Path, relative: str) -> Path | None:
+    """The regular file ``relative`` names inside ``run_dir``, or None.
+
+    ``relative`` comes from a URL, already percent-decoded (so ``%2e%2e%2f`` arrives as
+    ``../``). The joined path is resolved — ``..`` segments and symlinks followed — and must
+    still lie inside the resolved run directory; absolute paths, NUL bytes, directories and
+    missing files give None. The caller answers None with 404, revealing nothing.
+    """
+    if not relative or "\x00" in relative:
+        return None
+    root = run_dir.resolve()
+    try:
+        candidate = (root / relative).resolve()
+    except (OSError, RuntimeError, ValueError):  # symlink loops, bad names
+        return None
+    if candidate == root or not candidate.is_relative_to(root) or not candidate.is_file():
+        return None
+    return candidate
+
+
+def _walk(root: Path, base: Path, depth: int) -> Iterator[Path]:
+    """Regular files under ``base`` (sorted, ``depth`` levels at most), never leaving ``root``:
+    symlinks are listed only if they resolve to a file inside it and are never descended."""
+    try:
+        entries = sorted(base.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            target = entry.resolve()
+            if target.is_relative_to(root) and target.is_file():
+                yield entry
+        elif entry.is_file():
+            yield entry
+        elif entry.is_dir() and depth > 1:
+            yield from _walk(root, entry, depth - 1)
+
+
+def list_files(run_dir: Path, depth: int = 3) -> list[tuple[str, int]]:
+    """``(relative path, size in bytes)`` of the files in the run directory (at most
+    :data:`MAX_FILES`, ``depth`` directory levels), for the files page."""
+    if not run_dir.is_dir():
+        return []
+    root = run_dir.resolve()
+    out: list[tuple[str, int]] = []
+    for path in _walk(root, root, depth):
+        out.append((path.relative_to(root).as_posix(), path.stat().st_size))
+        if len(out) >= MAX_FILES:
+            break
+    return out

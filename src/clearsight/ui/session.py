@@ -1,0 +1,479 @@
+"""Human sessions: a person plays the blind reasoner of the probe protocol through the web page.
+
+A session is one :class:`~clearsight.probe.transcript.Transcript` with reasoner
+``human:<name>`` and strategy ``human``, stored in the run's store like a model's, under the
+key of its item spec (:func:`session_spec`: the transcript's identifying fields plus the run
+seed and the judge). Every turn is written as soon as it happens — an unfinished session is a
+``failed`` record ("unfinished: N turns so far"), replaced by the ``ok`` record when the person
+commits, gives up or runs out of budget — so a closed tab or a killed server loses at most the
+turn in flight, and the session carries on from its stored turns.
+
+Each query is asked of the :class:`~clearsight.probe.sensor.Sensor` with a generator seeded from
+the session's key and the turn index (no global random state): the same session replayed with
+the same queries draws the same replies. All state lives in the store; this object holds only
+the settings, the instances and the (lazily loaded) sensor, and a lock that lets one turn at a
+time reach the sensor and the store.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from clearsight.seeding import rng_for
+from clearsight.store import DB_NAME, RunStore
+from clearsight.ui.runs import read_record
+from clearsight.ui.settings import ServeSettings
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.probe.instances import Instance
+    from clearsight.probe.sensor import Sensor
+    from clearsight.probe.transcript import Transcript
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "STRATEGY",
+    "HumanPlay",
+    "SessionRow",
+    "SessionView",
+    "TurnView",
+    "load_instance_set",
+    "record_conversation",
+    "session_spec",
+    "transcript_view",
+]
+
+#: The strategy name of a person's transcripts (models use direct, react, uot, bp).
+STRATEGY: Final = "human"
+#: Longest query accepted (the sensor sees it verbatim).
+MAX_QUERY_CHARS: Final = 2000
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One turn as a page shows it: a query with the realised reply and u/K (or the sensor's
+    error), or a commit. ``thought``: a model reasoner's own text when it differs from its
+    query (empty for a person)."""
+
+    index: int
+    kind: str
+    query: str
+    reply: str
+    u: int
+    k: int
+    error: str | None
+    letter: str
+    thought: str
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """A conversation as a page shows it (a human session, or any stored probe transcript).
+
+    ``gold`` is empty while the conversation is unfinished, so the page cannot give it away.
+    """
+
+    key: str
+    reasoner: str
+    instance_id: str
+    question: str
+    dataset: str
+    category: str
+    options: list[tuple[str, str]]
+    turns: list[TurnView]
+    finished: bool
+    committed: str | None
+    correct: bool
+    stop_reason: str
+    gold: str
+    budget: int
+    turns_left: int
+    sensor: str
+    k: int
+
+    @property
+    def human_name(self) -> str:
+        """The name after ``human:`` (the reasoner itself for a model)."""
+        return self.reasoner.removeprefix("human:")
+
+    @property
+    def instance(self) -> dict[str, str]:
+        """The instance's identity for the page header (never its image)."""
+        return {
+            "id": self.instance_id,
+            "question": self.question,
+            "dataset": self.dataset,
+            "category": self.category,
+        }
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One human session in the play page's list."""
+
+    key: str
+    human: str
+    instance_id: str
+    turns: int
+    state: str
+
+
+def commit_text(letter: str) -> str:
+    """What a person's commit turn stores as its raw text: the protocol's commit sentence."""
+    return f"The answer is: ({letter})"
+
+
+def load_instance_set(source: str) -> list[Instance]:
+    """The instances ``--instances`` names: ``bundled``, ``<dataset>:<path>`` (a local copy read
+    with that dataset's layout) or the path of a JSONL file of instances."""
+    from clearsight.probe import instances as inst
+
+    if source == "bundled":
+        return inst.bundled_instances()
+    dataset, sep, path = source.partition(":")
+    if sep and dataset in inst.LAYOUTS:
+        return inst.load_instances(path, dataset)
+    if not Path(source).is_file():
+        raise InputError(
+            f"instance set {source!r}: use 'bundled', '<dataset>:<path>' (datasets: "
+            f"{', '.join(inst.LAYOUTS)}) or a JSONL file of instances"
+        )
+    return inst.instances_from_jsonl(source)
+
+
+def session_spec(transcript: Transcript, settings: ServeSettings) -> dict[str, Any]:
+    """The item spec of a human session: the transcript's identifying fields (instance,
+    reasoner, strategy, sensor, run, K, budget, signal) plus the run seed and the judge, which
+    with the person's queries determine every reply."""
+    from clearsight.probe.transcript import transcript_spec
+
+    return {**transcript_spec(transcript), "seed": settings.seed, "judge": settings.judge}
+
+
+def transcript_view(key: str, transcript: Transcript, finished: bool) -> SessionView:
+    """The page's view of a stored transcript (a model's or a person's)."""
+    turns = []
+    for t in transcript.turns:
+        if t.commit is not None:
+            said = "" if t.raw == commit_text(t.commit) else t.raw
+            turns.append(TurnView(t.index, "commit", "", "", 0, 0, None, t.commit, said))
+            continue
+        reply = t.reply
+        thought = t.raw if t.raw.strip() != (t.query or "").strip() else ""
+        if reply is None:  # a turn that neither queried nor committed (a parse failure)
+            note = t.note or "no query"
+            turns.append(TurnView(t.index, "query", "", "", 0, 0, note, "", thought))
+            continue
+        turns.append(
+            TurnView(
+                index=t.index,
+                kind="query",
+                query=t.query or reply.query,
+                reply=reply.reply,
+                u=reply.u if t.shown_u is None else t.shown_u,
+                k=reply.k,
+                error=reply.error,
+                letter="",
+                thought=thought,
+            )
+        )
+    from clearsight.probe.instances import LETTERS
+
+    letters = LETTERS[: len(transcript.options)]
+    return SessionView(
+        key=key,
+        reasoner=transcript.reasoner,
+        instance_id=transcript.instance_id,
+        question=transcript.question,
+        dataset=transcript.dataset,
+        category=transcript.category,
+        options=list(zip(letters, transcript.options, strict=True)),
+        turns=turns,
+        finished=finished,
+        committed=transcript.committed,
+        correct=transcript.correct,
+        stop_reason=transcript.stop if finished else "",
+        gold=transcript.gold if finished else "",
+        budget=transcript.budget,
+        turns_left=max(0, transcript.budget - transcript.rounds),
+        sensor=transcript.sensor,
+        k=transcript.k,
+    )
+
+
+def record_conversation(record: dict[str, Any]) -> SessionView | None:
+    """The conversation of a stored probe record (a model's or a person's) for the record
+    page, or None for another protocol or a record without a transcript (a failed item)."""
+    from clearsight.probe.transcript import PROTOCOL, Transcript
+
+    if record["protocol"] != PROTOCOL or not isinstance(record["raw"], dict):
+        return None
+    try:
+        transcript = Transcript.from_json(record["raw"])
+    except (InputError, KeyError, TypeError, ValueError):
+        return None
+    return transcript_view(record["key"], transcript, record["status"] == "ok")
+
+
+class HumanPlay:
+    """Runs human sessions in ``run_dir`` with the sensor and instances of ``settings``.
+
+    ``instances`` and ``sensor`` may be given (tests); by default they come from the settings,
+    the sensor loaded on the first query.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        settings: ServeSettings,
+        *,
+        instances: Sequence[Instance] | None = None,
+        sensor: Sensor | None = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.settings = settings
+        self._instances = None if instances is None else list(instances)
+        self._sensor = sensor
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------ parts
+
+    @property
+    def sensor(self) -> Sensor:
+        """The sensor (built on first use; loading a VLM can take a while)."""
+        if self._sensor is None:
+            from clearsight.probe.sensor import Sensor
+
+            self._sensor = Sensor(
+                self.settings.sensor,
+                self.settings.sensor_options,
+                self.settings.k,
+                judge=self.settings.judge,
+            )
+        return self._sensor
+
+    def instances(self) -> list[Instance]:
+        """The instances a person can play (loaded once)."""
+        if self._instances is None:
+            self._instances = load_instance_set(self.settings.instances)
+        return self._instances
+
+    def _instance(self, instance_id: str) -> Instance:
+        for inst in self.instances():
+            if inst.id == instance_id:
+                return inst
+        raise InputError(f"no instance {instance_id!r} in the set {self.settings.instances!r}")
+
+    def blocked_reason(self) -> str | None:
+        """Why sessions cannot be played in this run (it holds another protocol's records, or
+        the instance set does not load), or None."""
+        if (self.run_dir / DB_NAME).is_file():
+            with RunStore.open(self.run_dir, read_only=True) as store:
+                others = [
+                    p
+                    for (p,) in store.conn.execute(
+                        "SELECT DISTINCT protocol FROM items WHERE protocol <> 'probe'"
+                    )
+                ]
+            if others:
+                return (
+                    f"this run holds {', '.join(sorted(others))} items; human sessions are "
+                    "stored only in probe runs: serve a probe run directory or a new one to play"
+                )
+        try:
+            if not self.instances():
+                return f"the instance set {self.settings.instances!r} is empty"
+        except InputError as exc:
+            return str(exc)
+        return None
+
+    # ------------------------------------------------------------------------------ reading
+
+    def _load(self, key: str) -> tuple[Transcript, dict[str, Any], bool] | None:
+        """The stored human session ``key``: transcript, spec, finished; None if not one."""
+        from clearsight.probe.transcript import PROTOCOL, Transcript
+
+        record = read_record(self.run_dir, key)
+        if record is None or record["protocol"] != PROTOCOL or not record["raw"]:
+            return None
+        transcript = Transcript.from_json(record["raw"])
+        if not transcript.reasoner.startswith("human:"):
+            return None
+        return transcript, record["spec"], record["status"] == "ok"
+
+    def view(self, key: str) -> SessionView | None:
+        """The page of session ``key``, or None if there is no such human session."""
+        loaded = self._load(key)
+        if loaded is None:
+            return None
+        transcript, _, finished = loaded
+        return transcript_view(key, transcript, finished)
+
+    def sessions(self) -> list[SessionRow]:
+        """Every human session of the run, in the order they were started."""
+        if not (self.run_dir / DB_NAME).is_file():
+            return []
+        with RunStore.open(self.run_dir, read_only=True) as store:
+            rows = store.conn.execute(
+                "SELECT r.key, r.status, r.readouts FROM records AS r "
+                "JOIN items AS i ON i.key = r.key WHERE i.protocol = 'probe' "
+                "AND json_extract(r.readouts, '$.reasoner') LIKE 'human:%' ORDER BY i.rowid"
+            ).fetchall()
+        out = []
+        for key, status, readouts_text in rows:
+            readouts = json.loads(readouts_text)
+            if status != "ok":
+                state = "in progress"
+            elif readouts.get("committed"):
+                verdict = "correct" if readouts.get("correct") else "wrong"
+                state = f"committed ({readouts['committed']}): {verdict}"
+            else:
+                state = f"ended: {readouts.get('stop')}"
+            out.append(
+                SessionRow(
+                    key=key,
+                    human=str(readouts.get("reasoner", "")),
+                    instance_id=str(readouts.get("instance_id", "")),
+                    turns=int(readouts.get("rounds", 0)),
+                    state=state,
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------------------ writing
+
+    def _store(self, transcript: Transcript, spec: dict[str, Any], finished: bool) -> str:
+        """Write the session's record (and item, and the run's manifest if it is new)."""
+        from clearsight.probe.transcript import store_transcript
+
+        with RunStore.open(self.run_dir) as store:
+            if "config" not in store.manifest():
+                store.begin_run({"config": self._config(), "source": "clearsight serve"})
+            return store_transcript(store, transcript, spec, finished=finished)
+
+    def _config(self) -> dict[str, Any]:
+        """The manifest config of a run that human sessions start: the session settings."""
+        fields = ("sensor", "sensor_options", "k", "budget", "instances", "seed", "judge")
+        return {
+            "protocol": "probe",
+            "reasoner": "human",
+            **self.settings.model_dump(include=set(fields)),
+        }
+
+    def start(self, name: str, instance_id: str) -> str:
+        """Start (or resume) ``name``'s session on the instance; return its key.
+
+        The person's unfinished session on the same instance is resumed; otherwise a new one
+        starts with the next run index (the number of their sessions on that instance).
+        """
+        from clearsight.probe.transcript import Transcript
+
+        name = name.strip()
+        if not _NAME.fullmatch(name):
+            raise InputError(
+                "a name is 1-40 letters, digits, '.', '_' or '-', starting with a letter or "
+                f"digit; got {name!r}"
+            )
+        if (reason := self.blocked_reason()) is not None:
+            raise InputError(reason)
+        instance = self._instance(instance_id)
+        reasoner = f"human:{name}"
+        with self._lock:
+            mine = [
+                row
+                for row in self.sessions()
+                if row.human == reasoner and row.instance_id == instance.id
+            ]
+            for row in mine:
+                if row.state == "in progress":
+                    return row.key
+            transcript = Transcript.start(
+                instance,
+                reasoner=reasoner,
+                strategy=STRATEGY,
+                sensor=self.settings.sensor,
+                run=len(mine),
+                k=self.settings.k,
+                budget=self.settings.budget,
+                meta={"source": "clearsight serve"},
+            )
+            spec = session_spec(transcript, self.settings)
+            return self._store(transcript, spec, finished=False)
+
+    def _open(self, key: str) -> tuple[Transcript, dict[str, Any], Instance]:
+        """The unfinished session ``key`` this server can continue (KeyError if none)."""
+        loaded = self._load(key)
+        if loaded is None:
+            raise KeyError(key)
+        transcript, spec, finished = loaded
+        if finished:
+            raise InputError("this session has ended; start a new one from the play page")
+        mismatch = {
+            field: (spec.get(field), want)
+            for field, want in (
+                ("sensor", self.settings.sensor),
+                ("k", self.settings.k),
+                ("budget", self.settings.budget),
+                ("seed", self.settings.seed),
+            )
+            if spec.get(field) != want
+        }
+        if mismatch:
+            detail = ", ".join(
+                f"{f} {old!r} (server: {new!r})" for f, (old, new) in mismatch.items()
+            )
+            raise InputError(
+                f"this session was started with {detail}; restart clearsight serve with those "
+                "options to continue it"
+            )
+        return transcript, spec, self._instance(transcript.instance_id)
+
+    def ask(self, key: str, query: str) -> None:
+        """Send the person's query to the sensor and store the turn (the session ends with stop
+        reason ``budget`` when this was the last turn)."""
+        from clearsight.probe.transcript import Turn
+
+        query = query.strip()
+        if not query:
+            raise InputError("the query is empty: type a question for the sensor")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InputError(f"the query is longer than {MAX_QUERY_CHARS} characters")
+        with self._lock:
+            transcript, spec, instance = self._open(key)
+            index = transcript.rounds + 1
+            reply = self.sensor.ask(instance, query, rng_for("serve", key, index))
+            turn = Turn(index=index, raw=query, query=query, reply=reply, shown_u=reply.u)
+            transcript = transcript.with_turn(turn)
+            finished = transcript.rounds >= transcript.budget
+            if finished:
+                transcript = transcript.finish(None, "budget")
+            self._store(transcript, spec, finished)
+
+    def commit(self, key: str, letter: str) -> None:
+        """Commit the person's answer ``letter``; the session ends and is scored."""
+        from clearsight.probe.transcript import Turn
+
+        with self._lock:
+            transcript, spec, instance = self._open(key)
+            letter = letter.strip().strip("()").upper()
+            if letter not in instance.letters:
+                raise InputError(
+                    f"commit one of the options {', '.join(instance.letters)}; got {letter!r}"
+                )
+            index = transcript.rounds + 1
+            turn = Turn(index=index, raw=commit_text(letter), commit=letter)
+            self._store(transcript.with_turn(turn), spec, True)
+
+    def abandon(self, key: str) -> None:
+        """The person gives up: the session ends without an answer (stop reason
+        ``abandoned``)."""
+        with self._lock:
+            transcript, spec, _ = self._open(key)
+            self._store(transcript.finish(None, "abandoned"), spec, True)

@@ -1,0 +1,56 @@
+"""Settings of ``clearsight serve``: where it listens and how the human sessions it runs are set up.
+
+The session fields (sensor, K, budget, instance set, seed) enter every human session's item
+spec, so a session is a pure function of its spec like any model transcript; the CLI flags of
+``clearsight serve`` mirror these fields one to one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["LOOPBACK_HOSTS", "ServeSettings"]
+
+#: Host names that only this machine can reach; binding elsewhere is the user's explicit choice.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class ServeSettings(BaseModel):
+    """How ``clearsight serve`` listens and which sensor the human reasoner talks to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(
+        "127.0.0.1",
+        description="Interface to bind; the loopback default keeps the page private to this "
+        "machine (anything else exposes sessions and records to the network).",
+    )
+    port: int = Field(8765, ge=0, le=65535, description="TCP port to listen on (0: any free).")
+    sensor: str = Field(
+        "perceiver",
+        min_length=1,
+        description="Backend name of the VLM sensor (see clearsight.models), e.g. perceiver, "
+        "hf:<path>, openai:<url>#<model>, scripted:<file.jsonl>.",
+    )
+    sensor_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options passed to the sensor backend's factory."
+    )
+    judge: str = Field(
+        "embedding",
+        min_length=1,
+        description="Semantic-equivalence judge behind u: embedding (all-MiniLM-L6-v2, "
+        "calibrated threshold), embedding:<t>, exact, or llm:<model spec>.",
+    )
+    k: int = Field(5, ge=1, le=50, description="Samples K per sensor query; the reply shows u/K.")
+    budget: int = Field(
+        100, ge=1, le=1000, description="Budget T: turns (queries plus the commit) per session."
+    )
+    instances: str = Field(
+        "bundled",
+        min_length=1,
+        description="Instance set the human plays: 'bundled' (the photos shipped with "
+        "clearsight) or a source the probe's instance loader accepts.",
+    )
+    seed: int = Field(0, description="Run seed; each turn's sensor draw is seeded from it.")

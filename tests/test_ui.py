@@ -1,0 +1,393 @@
+"""The web UI through Starlette's TestClient: pages, escaping, path safety, human sessions."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from starlette.testclient import TestClient
+
+from clearsight.models.base import Response
+from clearsight.models.scripted import ScriptedBackend
+from clearsight.probe.instances import Instance
+from clearsight.probe.sensor import Sensor
+from clearsight.probe.transcript import load_transcripts
+from clearsight.seeding import rng_for
+from clearsight.store import Record, RunStore
+from clearsight.ui.app import PAGE_CSP, create_app
+from clearsight.ui.runs import list_files, record_page, safe_file
+from clearsight.ui.session import HumanPlay
+from clearsight.ui.settings import ServeSettings
+
+SCRIPT = "<script>alert(1)</script>"
+ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+BASE = "http://127.0.0.1"
+
+
+def _sweep_run(run: Path, n: int = 7) -> list[str]:
+    """A run of ``n`` sweep-like records; record 2 failed, record 3 holds a script reply."""
+    keys = [f"k{i:03d}" for i in range(n)]
+    with RunStore.open(run) as store:
+        store.begin_run({"config": {"protocol": "sweep", "note": SCRIPT}})
+        store.add_items([(k, "sweep", {"scene": f"s{i}", "level": i}) for i, k in enumerate(keys)])
+        records = []
+        for i, key in enumerate(keys):
+            text = SCRIPT if i == 3 else f"answer {i}"
+            if i == 2:
+                records.append(Record(key, "failed", "backend timed out", None, {}, 0.5))
+            else:
+                records.append(Record(key, "ok", None, {"texts": [text]}, {"letter": "A"}, 0.1))
+        store.write_records(records)
+    return keys
+
+
+def _client(run: Path, **kwargs: object) -> TestClient:
+    return TestClient(create_app(run, ServeSettings(), None, **kwargs), base_url=BASE)  # type: ignore[arg-type]
+
+
+def test_browse_pages_render_counts_and_paginate(tmp_path: Path) -> None:
+    run = tmp_path / "demo"
+    keys = _sweep_run(run)
+    client = _client(run)
+    home = client.get("/")
+    assert home.status_code == 200
+    assert home.headers["content-security-policy"] == PAGE_CSP
+    assert "<td>records ok</td><td>6</td>" in home.text
+    assert "sweep</a>: 7" in home.text
+    first = client.get("/records", params={"per_page": 3})
+    assert first.status_code == 200
+    assert "7 records · page 1 of 3" in first.text
+    listed = re.findall(r'href="/records/(k\d+)"', first.text)
+    assert listed == keys[:3]
+    last = client.get("/records", params={"per_page": 3, "page": 3})
+    assert re.findall(r'href="/records/(k\d+)"', last.text) == keys[6:]
+    assert 'rel="prev"' in last.text
+    assert 'rel="next"' not in last.text
+    failed = client.get("/records", params={"status": "failed"})
+    assert re.findall(r'href="/records/(k\d+)"', failed.text) == ["k002"]
+    assert "backend timed out" in failed.text
+    assert client.get("/records", params={"page": "x"}).status_code == 400
+    assert client.get("/records", params={"per_page": 100000}).status_code == 400
+
+
+def test_record_page_and_raw_json(tmp_path: Path) -> None:
+    run = tmp_path / "demo"
+    _sweep_run(run)
+    client = _client(run)
+    page = client.get("/records/k001")
+    assert page.status_code == 200
+    assert "answer 1" in page.text
+    assert "&#34;level&#34;: 1" in page.text
+    raw = client.get("/records/k001/raw.json")
+    assert raw.headers["content-type"].startswith("application/json")
+    data = raw.json()
+    assert data["raw"] == {"texts": ["answer 1"]}
+    assert data["spec"] == {"scene": "s1", "level": 1}
+    assert data["readouts"] == {"letter": "A"}
+    assert data["status"] == "ok"
+    assert client.get("/records/nope").status_code == 404
+    assert client.get("/records/nope/raw.json").status_code == 404
+
+
+def test_model_output_is_escaped_everywhere(tmp_path: Path) -> None:
+    run = tmp_path / "demo"
+    _sweep_run(run)
+    client = _client(run)
+    for url in ("/", "/records", "/records/k003"):
+        text = client.get(url).text
+        assert SCRIPT not in text, url
+    assert ESCAPED in client.get("/records/k003").text
+    # the manifest's value (run data too) is escaped on the home page
+    assert "&lt;script&gt;" in client.get("/").text
+
+
+def test_no_template_marks_data_safe() -> None:
+    from importlib import resources
+
+    folder = resources.files("clearsight.ui").joinpath("templates")
+    names = [p.name for p in folder.iterdir() if p.name.endswith(".html")]
+    assert "session.html" in names
+    for name in names:
+        text = folder.joinpath(name).read_text()
+        assert "|safe" not in text.replace(" ", ""), name
+        assert "autoescape false" not in text, name
+
+
+def test_files_inside_served_and_traversal_refused(tmp_path: Path) -> None:
+    run = tmp_path / "demo"
+    _sweep_run(run)
+    (run / "report.html").write_text("<p>report</p>")
+    (run / "sub").mkdir()
+    (run / "sub" / "a.csv").write_text("x\n1\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    (run / "link").symlink_to(secret)
+    client = _client(run)
+    ok = client.get("/files/sub/a.csv")
+    assert ok.status_code == 200
+    assert ok.text == "x\n1\n"
+    report = client.get("/files/report.html")
+    assert report.text == "<p>report</p>"
+    assert report.headers["content-security-policy"].startswith("sandbox")
+    listing = client.get("/files").text
+    assert "sub/a.csv" in listing
+    assert "report.html" in listing
+    assert "/files/link" not in listing
+    for url in (
+        "/files/%2e%2e/secret.txt",
+        "/files/%2e%2e%2fsecret.txt",
+        "/files/sub/%2e%2e/%2e%2e/secret.txt",
+        "/files/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd",
+        "/files/..%2fsecret.txt",
+        "/files/%2fetc%2fpasswd",
+        "/files/link",
+        "/files/sub",
+        "/files/",
+    ):
+        response = client.get(url)
+        assert response.status_code in (403, 404), url
+        assert "TOP-SECRET" not in response.text, url
+        assert "root:" not in response.text, url
+
+
+def test_safe_file_resolves_inside_only(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "d").mkdir(parents=True)
+    (run / "d" / "f.txt").write_text("f")
+    (tmp_path / "outside.txt").write_text("o")
+    assert safe_file(run, "d/f.txt") == (run / "d" / "f.txt").resolve()
+    assert safe_file(run, "d/../d/f.txt") == (run / "d" / "f.txt").resolve()
+    for bad in ("../outside.txt", "d/../../outside.txt", str(tmp_path / "outside.txt"), "d", ""):
+        assert safe_file(run, bad) is None, bad
+    assert safe_file(run, "d/f.txt\x00") is None
+    assert list_files(run) == [("d/f.txt", 1)]
+
+
+def test_host_header_and_missing_run(tmp_path: Path) -> None:
+    client = TestClient(create_app(tmp_path / "new", ServeSettings(), None), base_url=BASE)
+    home = client.get("/")
+    assert home.status_code == 200
+    assert "No run database here yet" in home.text
+    assert record_page(tmp_path / "new").total == 0
+    assert not (tmp_path / "new").exists()  # browsing never creates a run
+    evil = TestClient(create_app(tmp_path, ServeSettings(), None), base_url="http://evil.example")
+    assert evil.get("/").status_code == 400
+    assert client.get("/play").status_code == 404  # no sensor: browsing only
+
+
+def test_static_assets_fixed_names_only(tmp_path: Path) -> None:
+    client = _client(tmp_path)
+    js = client.get("/static/app.js")
+    assert js.status_code == 200
+    assert js.headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/%2e%2e%2fapp.py").status_code == 404
+    assert client.get("/static/session.py").status_code == 404
+
+
+@pytest.mark.parametrize("status", ["ok", "failed"])
+def test_records_filter_by_status(tmp_path: Path, status: str) -> None:
+    run = tmp_path / "demo"
+    _sweep_run(run)
+    page = record_page(run, status=status)
+    assert page.total == (6 if status == "ok" else 1)
+    assert all(row.status == status for row in page.rows)
+    assert json.loads(page.rows[0].spec_preview)["scene"].startswith("s")
+
+
+# ------------------------------------------------------------------------------ human sessions
+
+CAR_SAMPLES = ("red", "red", "blue", "red", "red")
+
+
+def _instance(tmp_path: Path) -> Instance:
+    image = tmp_path / "car.png"
+    Image.fromarray(np.full((32, 48, 3), 200, np.uint8)).save(image)
+    return Instance(
+        id="test/car-colour",
+        image=str(image),
+        question="What colour is the car?",
+        options=("blue", "red", "green"),
+        gold="B",
+        dataset="test",
+        category="colour",
+    )
+
+
+def _sensor() -> Sensor:
+    backend = ScriptedBackend(
+        matched=[
+            ("colour", Response(texts=CAR_SAMPLES)),
+            ("script", Response(texts=(SCRIPT,) * 5)),
+        ],
+        name="scripted:test",
+    )
+    return Sensor(backend, k=5, judge="exact")
+
+
+def _play_client(run: Path, tmp_path: Path, **settings: object) -> tuple[TestClient, str]:
+    cfg = ServeSettings(sensor="scripted:test", judge="exact", **settings)  # type: ignore[arg-type]
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+    client = TestClient(create_app(run, cfg, play), base_url=BASE, follow_redirects=False)
+    page = client.get("/play")
+    assert page.status_code == 200
+    token = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
+    assert token is not None
+    return client, token.group(1)
+
+
+def _start(client: TestClient, token: str, name: str = "ana") -> str:
+    response = client.post(
+        "/play", data={"csrf": token, "name": name, "instance": "test/car-colour"}
+    )
+    assert response.status_code == 303, response.text
+    return str(response.headers["location"]).removeprefix("/session/")
+
+
+def _post(client: TestClient, token: str, key: str, action: str, **fields: str) -> int:
+    return client.post(f"/session/{key}/{action}", data={"csrf": token, **fields}).status_code
+
+
+def test_human_session_over_http_stores_transcript(tmp_path: Path) -> None:
+    run = tmp_path / "humans"
+    client, token = _play_client(run, tmp_path)
+    key = _start(client, token)
+    page = client.get(f"/session/{key}").text
+    assert "What colour is the car?" in page
+    assert "(B) red" in page
+    assert "<img" not in page  # the person never sees the image
+    assert _post(client, token, key, "query", query="What colour is the car?") == 303
+    # stored after the turn: an unfinished session whose samples and gold stay hidden
+    with RunStore.open(run, read_only=True) as store:
+        (partial,) = list(store.iter_records())
+    assert partial.status == "failed"
+    assert partial.error == "unfinished: 1 turns so far"
+    hidden = client.get(f"/records/{key}").text
+    assert "blue" not in hidden
+    assert "hidden while the session is in progress" in hidden
+    assert _post(client, token, key, "query", query="Is there a script on it?") == 303
+    assert _post(client, token, key, "query", query="How big is it?") == 303  # no scripted reply
+    page = client.get(f"/session/{key}").text
+    assert ESCAPED in page
+    assert SCRIPT not in page
+    assert "the sensor failed" in page
+    assert _post(client, token, key, "commit", letter="B") == 303
+    (transcript,) = load_transcripts(run)
+    assert transcript.reasoner == "human:ana"
+    assert transcript.strategy == "human"
+    assert [t.query for t in transcript.turns[:3]] == [
+        "What colour is the car?",
+        "Is there a script on it?",
+        "How big is it?",
+    ]
+    assert transcript.turns[3].commit == "B"
+    assert transcript.committed == "B"
+    assert transcript.correct is True
+    assert transcript.stop == "committed"
+    assert transcript.rounds == 4
+    first, second, failed = (t.reply for t in transcript.turns[:3])
+    assert first is not None
+    assert second is not None
+    assert failed is not None
+    assert first.samples == CAR_SAMPLES
+    assert first.u == CAR_SAMPLES.count(first.reply)  # u counts the realised reply itself
+    assert (second.reply, second.u) == (SCRIPT, 5)
+    assert failed.error is not None
+    assert failed.u == 0
+    assert transcript.vlm_calls == 15
+    page = client.get(f"/session/{key}").text
+    assert f"({first.u}/5)" in page
+    assert "Committed (B): correct" in page
+    assert 'id="ask"' not in page  # no more queries
+    record_page_text = client.get(f"/records/{key}").text
+    assert ESCAPED in record_page_text
+    assert SCRIPT not in record_page_text
+    assert _post(client, token, key, "query", query="more?") == 400
+
+
+def test_session_survives_a_restart_and_resumes(tmp_path: Path) -> None:
+    run = tmp_path / "humans"
+    client, token = _play_client(run, tmp_path)
+    key = _start(client, token)
+    assert _post(client, token, key, "query", query="What colour is the car?") == 303
+    # a new server process (new form token) picks the session up from the store
+    client2, token2 = _play_client(run, tmp_path)
+    assert _post(client2, token, key, "commit", letter="A") == 403  # the old token is stale
+    assert _start(client2, token2) == key  # an unfinished session is resumed, not restarted
+    assert "What colour is the car?" in client2.get(f"/session/{key}").text
+    assert _post(client2, token2, key, "commit", letter="(a)") == 303
+    (transcript,) = load_transcripts(run)
+    assert transcript.committed == "A"
+    assert transcript.correct is False
+    assert transcript.rounds == 2
+    again = _start(client2, token2)  # a finished session: the next run starts
+    assert again != key
+    with RunStore.open(run, read_only=True) as store:
+        runs = sorted(r.spec["run"] for r in store.iter_records())
+    assert runs == [0, 1]
+
+
+def test_budget_bad_input_and_rng_are_recorded(tmp_path: Path) -> None:
+    run = tmp_path / "humans"
+    client, token = _play_client(run, tmp_path, budget=2)
+    key = _start(client, token, "bo")
+    car = "test/car-colour"
+    assert (
+        client.post("/play", data={"csrf": token, "name": "x y", "instance": car}).status_code
+        == 400
+    )
+    assert (
+        client.post("/play", data={"csrf": token, "name": "bo", "instance": "no"}).status_code
+        == 400
+    )
+    assert client.post("/play", data={"name": "bo", "instance": car}).status_code == 403  # no token
+    assert _post(client, token, key, "query", query="   ") == 400
+    assert _post(client, token, key, "commit", letter="Z") == 400
+    assert _post(client, token, "no-such-key", "query", query="hi") == 404
+    assert _post(client, token, key, "query", query="What colour is the car?") == 303
+    assert "One turn left" in client.get(f"/session/{key}").text
+    assert _post(client, token, key, "query", query="What colour is the car, again?") == 303
+    (transcript,) = load_transcripts(run)
+    assert transcript.stop == "budget"
+    assert transcript.committed is None
+    assert transcript.rounds == 2
+    # each turn's draw is seeded from the session key and the turn index (no global state)
+    indices = [t.reply.index for t in transcript.turns if t.reply is not None]
+    for i, index in zip((1, 2), indices, strict=True):
+        gen = rng_for("serve", key, i)
+        gen.integers(0, 2**31 - 1)
+        assert index == int(gen.integers(0, 5))
+    assert 'stop reason: <span id="stop-reason">budget</span>' in client.get(f"/session/{key}").text
+
+
+def test_play_is_blocked_in_a_sweep_run(tmp_path: Path) -> None:
+    run = tmp_path / "demo"
+    _sweep_run(run)
+    client, token = _play_client(run, tmp_path)
+    assert "human sessions are stored only in probe runs" in client.get("/play").text
+    response = client.post(
+        "/play", data={"csrf": token, "name": "ana", "instance": "test/car-colour"}
+    )
+    assert response.status_code == 400
+    with RunStore.open(run, read_only=True) as store:
+        assert store.counts()["items"] == 7  # nothing added to the sweep's store
+
+
+def test_serve_command_checks_its_options(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    runner = CliRunner()
+    bad_k = runner.invoke(app, ["serve", str(tmp_path / "run"), "--k", "0"])
+    assert bad_k.exit_code == 2
+    assert "invalid serve options" in bad_k.output
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    not_dir = runner.invoke(app, ["serve", str(a_file)])
+    assert not_dir.exit_code == 2
+    assert "is not a directory" in not_dir.output
+    assert not (tmp_path / "run").exists()
