@@ -229,7 +229,7 @@ def _sensor() -> Sensor:
 
 
 def _play_client(run: Path, tmp_path: Path, **settings: object) -> tuple[TestClient, str]:
-    cfg = ServeSettings(sensor="scripted:test", judge="exact", **settings)  # type: ignore[arg-type]
+    cfg = ServeSettings.model_validate({"sensor": "scripted:test", "judge": "exact", **settings})
     play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
     client = TestClient(create_app(run, cfg, play), base_url=BASE, follow_redirects=False)
     page = client.get("/play")

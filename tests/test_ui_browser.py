@@ -1,0 +1,200 @@
+"""End to end: a real uvicorn server and Debian's headless Chromium play a whole human session.
+
+The sensor is the ``scripted`` backend (replies matched on the query text) with the exact
+judge, so the test is fast and deterministic; everything else is the real path: the CLI's
+settings, the instance loader reading a JSONL file, the sensor, the store, the pages and their
+script under the Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from clearsight.probe.transcript import load_transcripts
+from clearsight.ui.app import create_app
+from clearsight.ui.session import HumanPlay
+from clearsight.ui.settings import ServeSettings
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = "<script>alert(1)</script>"
+CAR = ("red", "red", "blue", "red", "red")
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian's chromium is not installed at /usr/bin/chromium: run `make browser`",
+)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A uvicorn server in a thread on a free loopback port; yields its URL and run dir."""
+    import uvicorn
+
+    image = tmp_path / "car.png"
+    Image.fromarray(np.full((32, 48, 3), 90, np.uint8)).save(image)
+    instance = {
+        "id": "test/car-colour",
+        "image": str(image),
+        "question": "What colour is the car?",
+        "options": ["blue", "red", "green"],
+        "gold": "B",
+        "dataset": "test",
+        "category": "colour",
+    }
+    (tmp_path / "instances.jsonl").write_text(json.dumps(instance) + "\n")
+    replies = [
+        {"match": "colour", "texts": list(CAR)},
+        {"match": "script", "texts": [SCRIPT] * 5},
+    ]
+    (tmp_path / "sensor.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
+    run = tmp_path / "humans"
+    settings = ServeSettings(
+        sensor=f"scripted:{tmp_path / 'sensor.jsonl'}",
+        judge="exact",
+        k=5,
+        budget=10,
+        instances=str(tmp_path / "instances.jsonl"),
+    )
+    app = create_app(run, settings, HumanPlay(run, settings))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}", run
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def _raw_get(base: str, path: str) -> tuple[int, str]:
+    """GET ``path`` sent verbatim (no client-side ``..`` normalisation)."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def test_browser_plays_a_whole_session(served: tuple[str, Path], tmp_path: Path) -> None:
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    base, run = served
+    (tmp_path / "secret.txt").write_text("TOP-SECRET")
+    dialogs: list[str] = []
+    problems: list[str] = []
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+
+            def on_dialog(dialog: Any) -> None:
+                dialogs.append(str(dialog.message))
+                dialog.dismiss()
+
+            page.on("dialog", on_dialog)
+            page.on("pageerror", lambda exc: problems.append(str(exc)))
+
+            def on_console(msg: Any) -> None:
+                if msg.type == "error":
+                    problems.append(f"{msg.text} {msg.location}")
+
+            page.on("console", on_console)
+            page.goto(f"{base}/play")
+            assert "What colour is the car?" in page.inner_text("#instances")
+            page.fill("#name", "tester")
+            with page.expect_navigation():
+                page.click("#start-button")
+            assert "/session/" in page.url
+            key = page.url.split("/session/")[1].split("#")[0]
+            assert page.inner_text("#question") == "What colour is the car?"
+            assert page.locator("img").count() == 0  # never the image
+            # the page's script runs under the CSP: focus lands in the query box
+            assert page.evaluate("document.activeElement.id") == "query"
+
+            for query in ("What colour is the car?", "Is there a script on the car?"):
+                page.fill("#query", query)
+                with page.expect_navigation():
+                    page.click("#ask-button")
+            turns = page.locator("#turns .turn")
+            assert turns.count() == 2
+            first = turns.nth(0)
+            assert first.locator(".query").inner_text() == "What colour is the car?"
+            shown = re.fullmatch(r"\((\d)/5\)", first.locator(".u").inner_text())
+            assert shown is not None
+            first_reply = first.locator(".reply").inner_text()
+            assert first_reply in CAR
+            assert int(shown.group(1)) == CAR.count(first_reply)
+            second = turns.nth(1)
+            assert second.locator(".reply").inner_text() == SCRIPT  # shown as text
+            assert second.locator(".u").inner_text() == "(5/5)"
+            assert page.locator("#turns script").count() == 0
+            assert "9 of 10 turns left" not in page.inner_text("#budget")
+            assert page.inner_text("#budget") == "8 of 10 turns left"
+
+            page.check("#letter-B")
+            with page.expect_navigation():
+                page.click("#commit-button")
+            assert "Committed (B): correct" in page.inner_text("#outcome")
+            assert page.locator("#ask").count() == 0
+
+            # the finished session's record page shows the conversation, escaped
+            page.goto(f"{base}/records/{key}")
+            assert SCRIPT in page.inner_text("#turns")
+            # ../ in a URL reaches no file (the browser itself would normalise it away)
+            for path in (
+                "/files/../secret.txt",
+                "/files/../../secret.txt",
+                "/files/%2e%2e%2fsecret.txt",
+                "/files/%2e%2e%2f%2e%2e%2fsecret.txt",
+                "/files/..%2f..%2f..%2f..%2fetc%2fpasswd",
+            ):
+                status, body = _raw_get(base, path)
+                assert status in (403, 404), path
+                assert "TOP-SECRET" not in body, path
+                assert "root:" not in body, path
+        finally:
+            browser.close()
+    assert dialogs == []  # the <script> reply never ran
+    assert problems == []  # no script error, no CSP violation
+    (transcript,) = load_transcripts(run)
+    assert transcript.reasoner == "human:tester"
+    assert transcript.instance_id == "test/car-colour"
+    assert [t.query for t in transcript.turns] == [
+        "What colour is the car?",
+        "Is there a script on the car?",
+        None,
+    ]
+    first_turn = transcript.turns[0].reply
+    assert first_turn is not None
+    assert first_turn.samples == CAR
+    assert first_turn.reply == first_reply
+    assert first_turn.u == int(shown.group(1))
+    assert transcript.turns[2].commit == "B"
+    assert transcript.committed == "B"
+    assert transcript.correct is True
+    assert transcript.stop == "committed"
