@@ -391,3 +391,25 @@ def test_serve_command_checks_its_options(tmp_path: Path) -> None:
     assert not_dir.exit_code == 2
     assert "is not a directory" in not_dir.output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sensor_that_cannot_load_is_recorded_not_fatal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "humans"
+    cfg = ServeSettings(sensor=f"scripted:{tmp_path / 'missing.jsonl'}", judge="exact")
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)])
+    play.warm_up()  # what serve starts in a thread: reports, does not raise
+    assert "did not load yet" in capsys.readouterr().out
+    key = play.start("cy", "test/car-colour")
+    play.ask(key, "What colour is the car?")
+    view = play.view(key)
+    assert view is not None
+    (turn,) = view.turns
+    assert turn.error is not None
+    assert "JSONL file of responses" in turn.error
+    assert not view.finished  # the session goes on
+    play.commit(key, "B")
+    (transcript,) = load_transcripts(run)
+    assert transcript.sensor_errors == 1
+    assert transcript.correct is True

@@ -25,8 +25,9 @@ __all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
 def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
-    The sensor is loaded on the first query, so browsing starts at once; a run directory that
-    does not exist yet is created by the first session.
+    The sensor loads in a background thread, so browsing starts at once (a query made before
+    it is ready waits for it); a run directory that does not exist yet is created by the first
+    session.
     """
     import uvicorn
 
@@ -38,7 +39,12 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
         from clearsight.validate import InputError
 
         raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
-    app = create_app(run_dir, settings, HumanPlay(run_dir, settings))
+    play = HumanPlay(run_dir, settings)
+    app = create_app(run_dir, settings, play)
+    if play.blocked_reason() is None:
+        import threading
+
+        threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
     if settings.host not in LOOPBACK_HOSTS:
         print(
             f"warning: serving on {settings.host}: anyone who can reach this machine can read "

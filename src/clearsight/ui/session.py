@@ -11,8 +11,8 @@ turn in flight, and the session carries on from its stored turns.
 Each query is asked of the :class:`~clearsight.probe.sensor.Sensor` with a generator seeded from
 the session's key and the turn index (no global random state): the same session replayed with
 the same queries draws the same replies. All state lives in the store; this object holds only
-the settings, the instances and the (lazily loaded) sensor, and a lock that lets one turn at a
-time reach the sensor and the store.
+the settings, the instances and the (lazily loaded) sensor, and locks that let one turn at a
+time reach the store and the sensor (a session can start while the sensor is still loading).
 """
 
 from __future__ import annotations
@@ -241,7 +241,8 @@ class HumanPlay:
         self.settings = settings
         self._instances = None if instances is None else list(instances)
         self._sensor = sensor
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one turn at a time reaches the store
+        self._sensor_lock = threading.Lock()  # and the sensor (loading it included)
 
     # ------------------------------------------------------------------------------ parts
 
@@ -258,6 +259,18 @@ class HumanPlay:
                 judge=self.settings.judge,
             )
         return self._sensor
+
+    def warm_up(self) -> None:
+        """Load the sensor's backend and judge now (``clearsight serve`` calls this in a
+        background thread at start), so the first query does not wait for them; a failure is
+        left for the first query to report."""
+        try:
+            with self._sensor_lock:
+                sensor = self.sensor
+                _ = sensor.backend
+                sensor.judge.equivalent([("a red bicycle", "a red bike")])
+        except Exception as exc:  # reported again, in context, by the first query
+            print(f"clearsight serve: the sensor did not load yet: {exc}")
 
     def instances(self) -> list[Instance]:
         """The instances a person can play (loaded once)."""
@@ -448,7 +461,8 @@ class HumanPlay:
         with self._lock:
             transcript, spec, instance = self._open(key)
             index = transcript.rounds + 1
-            reply = self.sensor.ask(instance, query, rng_for("serve", key, index))
+            with self._sensor_lock:
+                reply = self.sensor.ask(instance, query, rng_for("serve", key, index))
             turn = Turn(index=index, raw=query, query=query, reply=reply, shown_u=reply.u)
             transcript = transcript.with_turn(turn)
             finished = transcript.rounds >= transcript.budget
