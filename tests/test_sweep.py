@@ -67,6 +67,28 @@ def test_plan_size_keys_and_shared_questions():
     assert all(s["shown"]["scene"]["id"] != s["scene"]["id"] for s in shuffled)
 
 
+def test_model_wordings_restrict_a_model_and_keep_the_others_keys():
+    both = small_config(models=("observer", "scripted"))
+    restricted = small_config(
+        models=("observer", "scripted"), model_wordings={"scripted": ("mcq.reason",)}
+    )
+    full = {k: s for k, _, s in plan_sweep(both).items}
+    part = {k: s for k, _, s in plan_sweep(restricted).items}
+    scripted = [s for s in part.values() if s["model"] == "scripted"]
+    assert scripted
+    assert {s["wording"] for s in scripted} == {"mcq.reason"}
+    observer = {k for k, s in part.items() if s["model"] == "observer"}
+    assert observer == {k for k, s in full.items() if s["model"] == "observer"}
+    # the restricted model's items are exactly the full plan's items of that wording
+    assert {k for k, s in part.items() if s["model"] == "scripted"} == {
+        k for k, s in full.items() if s["model"] == "scripted" and s["wording"] == "mcq.reason"
+    }
+    with pytest.raises(ValueError, match="not in models"):
+        small_config(model_wordings={"scripted": ("mcq.reason",)})
+    with pytest.raises(ValueError, match="subset of wordings"):
+        small_config(model_wordings={"observer": ("mcq.generic",)})
+
+
 def test_serial_and_process_pool_give_identical_records(tmp_path):
     cfg = small_config(tasks=("identify",))
     a = run_sweep(cfg, tmp_path / "serial", executor="serial", progress=False)

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
@@ -82,6 +89,11 @@ class SweepConfig(BaseModel):
     model_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Options per model name, passed to its backend."
     )
+    model_wordings: dict[str, tuple[Wording, ...]] = Field(
+        default_factory=dict,
+        description="Per model name, the subset of `wordings` it is asked (default: all of "
+        "them), so a costly model can skip the generated (verbalized) wordings.",
+    )
     observer: ObserverConfig = Field(
         default_factory=ObserverConfig, description="The reference observer's psychometrics."
     )
@@ -124,6 +136,22 @@ class SweepConfig(BaseModel):
             except InputError as exc:
                 raise ValueError(str(exc)) from None
         return v
+
+    @model_validator(mode="after")
+    def _model_wordings_known(self) -> SweepConfig:
+        for model, subset in self.model_wordings.items():
+            if model not in self.models:
+                raise ValueError(f"model_wordings names {model!r}, which is not in models")
+            if not subset or not set(subset) <= set(self.wordings):
+                raise ValueError(
+                    f"model_wordings[{model!r}] must be a non-empty subset of wordings "
+                    f"{list(self.wordings)}, got {list(subset)}"
+                )
+        return self
+
+    def wordings_of(self, model: str) -> tuple[Wording, ...]:
+        """The wordings asked of ``model``."""
+        return self.model_wordings.get(model, self.wordings)
 
 
 def load_config(path: Path) -> SweepConfig:

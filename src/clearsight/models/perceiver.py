@@ -118,7 +118,7 @@ if TYPE_CHECKING:
 
 #: The modes by their argument after ``perceiver:``.
 Mode = Literal["llm", "detector"]
-MODES: Final[tuple[str, ...]] = ("llm", "detector")
+MODES: Final[tuple[Mode, ...]] = ("llm", "detector")
 #: What bare ``perceiver`` means (see the module docstring and scripts/perceiver_eval.py).
 DEFAULT_MODE: Final[Mode] = "llm"
 #: The colour of the sweep's box band.
@@ -1080,4 +1080,4 @@ def make_perceiver(arg: str, options: Mapping[str, Any]) -> PerceiverBackend:
         raise InputError(
             f"unknown perceiver mode {arg!r}: use perceiver, perceiver:llm or perceiver:detector"
         )
-    return PerceiverBackend(mode, parse_options(options))  # type: ignore[arg-type]
+    return PerceiverBackend(mode, parse_options(options))

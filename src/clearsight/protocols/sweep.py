@@ -366,9 +366,12 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         options = dict(config.model_options.get(model, {}))
         if model == "observer":
             options = {**config.observer.model_dump(), **options}
+        wordings = set(config.wordings_of(model))
         for ref, specs in zip(refs, per_scene, strict=True):
             items = []
             for spec in specs:
+                if spec["wording"] not in wordings:
+                    continue
                 full = {**spec, "model": model, "model_options": options}
                 items.append((item_key(full, question_hashes[id(spec["question"])]), full))
             units.append(
