@@ -413,3 +413,41 @@ def test_a_sensor_that_cannot_load_is_recorded_not_fatal(
     (transcript,) = load_transcripts(run)
     assert transcript.sensor_errors == 1
     assert transcript.correct is True
+
+
+def test_record_page_shows_a_model_conversation(tmp_path: Path) -> None:
+    from clearsight.probe.sensor import SensorReply
+    from clearsight.probe.transcript import Transcript, Turn, store_transcript
+
+    inst = _instance(tmp_path)
+    reply = SensorReply("What colour?", CAR_SAMPLES, 0, "red", 4, 5, judge="exact")
+    thought = "<b>I think</b> ask.\nQuery: What colour?"
+    transcript = Transcript.start(inst, reasoner="hf:smollm2-135m", strategy="bp", sensor="x")
+    transcript = transcript.with_turn(
+        Turn(1, thought, query="What colour?", reply=reply, shown_u=2, thought="I think")
+    )
+    transcript = transcript.with_turn(Turn(2, "The answer is: (B)", commit="B"))
+    direct = Transcript.start(inst, reasoner="vlm", strategy="direct", sensor="x", k=1, budget=1)
+    one = SensorReply("Answer with a letter.", ("(C) green",), 0, "(C) green", 1, 1)
+    direct = direct.with_turn(
+        Turn(1, "(C) green", query="Answer with a letter.", reply=one, commit="C", shown_u=1)
+    )
+    run = tmp_path / "probe"
+    with RunStore.open(run) as store:
+        store.begin_run({"config": {"protocol": "probe"}})
+        key = store_transcript(store, transcript)
+        direct_key = store_transcript(store, direct)
+    client = _client(run)  # browsing only: no sensor needed to read conversations
+    page = client.get(f"/records/{key}").text
+    assert 'Q: <span class="query">What colour?</span>' in page
+    assert '<span class="reply">red</span>' in page
+    assert "(4/5)" in page
+    assert "shown to the reasoner: 2" in page
+    assert "&lt;b&gt;I think&lt;/b&gt;" in page
+    assert "<b>I think</b>" not in page
+    assert "Committed (B): correct" in page
+    page = client.get(f"/records/{direct_key}").text
+    assert "Answer with a letter." in page  # the Direct turn shows its query and its commit
+    assert "(1/1)" in page
+    assert 'committed <strong class="letter">(C)</strong>' in page
+    assert "Committed (C): wrong" in page

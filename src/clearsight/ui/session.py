@@ -34,7 +34,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.probe.instances import Instance
     from clearsight.probe.sensor import Sensor
-    from clearsight.probe.transcript import Transcript
+    from clearsight.probe.transcript import Transcript, Turn
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -60,7 +60,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 class TurnView:
     """One turn as a page shows it: a query with the realised reply and u/K (or the sensor's
     error), or a commit. ``thought``: a model reasoner's own text when it differs from its
-    query (empty for a person)."""
+    query (empty for a person); ``shown``: the consistency the reasoner was shown when it was
+    not the true u (``none`` or the random value of the signal ablation), else empty."""
 
     index: int
     kind: str
@@ -71,6 +72,7 @@ class TurnView:
     error: str | None
     letter: str
     thought: str
+    shown: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,33 +159,45 @@ def session_spec(transcript: Transcript, settings: ServeSettings) -> dict[str, A
     return {**transcript_spec(transcript), "seed": settings.seed, "judge": settings.judge}
 
 
-def transcript_view(key: str, transcript: Transcript, finished: bool) -> SessionView:
-    """The page's view of a stored transcript (a model's or a person's)."""
-    turns = []
-    for t in transcript.turns:
-        if t.commit is not None:
-            said = "" if t.raw == commit_text(t.commit) else t.raw
-            turns.append(TurnView(t.index, "commit", "", "", 0, 0, None, t.commit, said))
-            continue
-        reply = t.reply
-        thought = t.raw if t.raw.strip() != (t.query or "").strip() else ""
-        if reply is None:  # a turn that neither queried nor committed (a parse failure)
-            note = t.note or "no query"
-            turns.append(TurnView(t.index, "query", "", "", 0, 0, note, "", thought))
-            continue
-        turns.append(
+def _turn_views(turn: Turn) -> list[TurnView]:
+    """The views of one stored turn: its query and reply (if it sent one), then its commit (if
+    it made one); a Direct turn does both, a turn that did neither shows its parse note."""
+    out = []
+    reply = turn.reply
+    said = turn.raw.strip()
+    if reply is not None:
+        shown = (
+            ""
+            if turn.shown_u == reply.u
+            else ("none" if turn.shown_u is None else str(turn.shown_u))
+        )
+        query = turn.query or reply.query
+        out.append(
             TurnView(
-                index=t.index,
+                index=turn.index,
                 kind="query",
-                query=t.query or reply.query,
+                query=query,
                 reply=reply.reply,
-                u=reply.u if t.shown_u is None else t.shown_u,
+                u=reply.u,
                 k=reply.k,
                 error=reply.error,
                 letter="",
-                thought=thought,
+                thought="" if said == query.strip() else turn.raw,
+                shown=shown,
             )
         )
+    if turn.commit is not None:
+        thought = "" if reply is not None or said == commit_text(turn.commit) else turn.raw
+        out.append(TurnView(turn.index, "commit", "", "", 0, 0, None, turn.commit, thought))
+    if not out:  # neither a query nor a commit could be parsed from the reasoner's text
+        note = turn.note or "no query or answer found"
+        out.append(TurnView(turn.index, "query", "", "", 0, 0, note, "", turn.raw))
+    return out
+
+
+def transcript_view(key: str, transcript: Transcript, finished: bool) -> SessionView:
+    """The page's view of a stored transcript (a model's or a person's)."""
+    turns = [view for t in transcript.turns for view in _turn_views(t)]
     from clearsight.probe.instances import LETTERS
 
     letters = LETTERS[: len(transcript.options)]
