@@ -451,3 +451,26 @@ def test_record_page_shows_a_model_conversation(tmp_path: Path) -> None:
     assert "(1/1)" in page
     assert 'committed <strong class="letter">(C)</strong>' in page
     assert "Committed (C): wrong" in page
+
+
+def test_a_new_run_gets_a_manifest_and_a_model_run_keeps_its_own(tmp_path: Path) -> None:
+    run = tmp_path / "humans"
+    cfg = ServeSettings(sensor="scripted:test", judge="exact", k=5, budget=7)
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+    play.start("di", "test/car-colour")
+    with RunStore.open(run, read_only=True) as store:
+        manifest = store.manifest()
+    assert manifest["config"]["reasoner"] == "human"
+    assert manifest["config"]["budget"] == 7
+    assert manifest["protocol"] == "probe"
+    assert manifest["source"] == "clearsight serve"
+    # a run that already has a configuration (a model probe run) keeps it
+    model_run = tmp_path / "models"
+    with RunStore.open(model_run) as store:
+        store.begin_run({"config": {"strategies": ["bp"]}})
+    HumanPlay(model_run, cfg, instances=[_instance(tmp_path)], sensor=_sensor()).start(
+        "di", "test/car-colour"
+    )
+    with RunStore.open(model_run, read_only=True) as store:
+        assert store.manifest()["config"] == {"strategies": ["bp"]}
+        assert store.counts()["failed"] == 1  # the human session, in progress

@@ -382,7 +382,17 @@ class HumanPlay:
 
         with RunStore.open(self.run_dir) as store:
             if "config" not in store.manifest():
-                store.begin_run({"config": self._config(), "source": "clearsight serve"})
+                from clearsight.protocols.sweep import git_revision, package_versions
+
+                store.begin_run(
+                    {
+                        "config": self._config(),
+                        "protocol": "probe",
+                        "source": "clearsight serve",
+                        "packages": package_versions(),
+                        "git_revision": git_revision(),
+                    }
+                )
             return store_transcript(store, transcript, spec, finished=finished)
 
     def _config(self) -> dict[str, Any]:
