@@ -268,6 +268,9 @@ def test_human_session_over_http_stores_transcript(tmp_path: Path) -> None:
     hidden = client.get(f"/records/{key}").text
     assert "blue" not in hidden
     assert "hidden while the session is in progress" in hidden
+    assert "blue" not in client.get(f"/records/{key}/raw.json").text
+    assert "hidden while the session is in progress" in client.get("/records").text
+    assert '"gold"' not in client.get("/records").text.replace("&#34;", '"')
     assert _post(client, token, key, "query", query="Is there a script on it?") == 303
     assert _post(client, token, key, "query", query="How big is it?") == 303  # no scripted reply
     page = client.get(f"/session/{key}").text
