@@ -1,24 +1,47 @@
-"""Executors: run independent work units, serially or in a process pool, with one writer.
+"""Executors: run independent work units, serially, in a process pool or on Ray, with one writer.
 
 Workers return records; only the main process writes them, one transaction per finished unit,
 so a run killed at any moment loses at most the units in flight and a rerun resumes from the
 store. Ctrl-C stops cleanly: the pool is cancelled, what finished is already committed, and
 :class:`Interrupted` tells the caller how far the run got.
+
+The Ray executor (:mod:`clearsight.ray_executor`) takes its settings (cluster address, replicas,
+CPUs and GPUs per replica) from the ``ray`` argument or, so that a protocol's ``run_*`` function
+need not know them, from the innermost :func:`ray_settings` block around the call.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from multiprocessing import get_context
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
-ExecutorName = Literal["serial", "process"]
+if TYPE_CHECKING:
+    from clearsight.ray_executor import RayConfig
+
+ExecutorName = Literal["serial", "process", "ray"]
+EXECUTORS: tuple[str, ...] = ("serial", "process", "ray")
+
+_RAY_SETTINGS: ContextVar[RayConfig | None] = ContextVar("clearsight_ray_settings", default=None)
+
+
+@contextmanager
+def ray_settings(config: RayConfig) -> Iterator[None]:
+    """Use ``config`` for every ``execute(..., executor="ray")`` inside the block (the CLI sets
+    it around a protocol's ``run_*`` call, which passes only the executor's name)."""
+    token = _RAY_SETTINGS.set(config)
+    try:
+        yield
+    finally:
+        _RAY_SETTINGS.reset(token)
 
 
 class Unit(Protocol):
@@ -45,11 +68,11 @@ class Interrupted(Exception):  # noqa: N818 - reads as what happened: `except In
         self.summary = summary
 
 
-def _limit_worker_threads() -> None:
-    """Each pool worker uses one thread for numba and BLAS: the pool supplies the parallelism."""
-    os.environ["NUMBA_NUM_THREADS"] = "1"
-    os.environ["OMP_NUM_THREADS"] = "1"
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+def _limit_worker_threads(threads: int = 1) -> None:
+    """Each worker uses ``threads`` threads for numba and BLAS (one in a pool worker: the pool
+    supplies the parallelism). Effective only before numba or the BLAS library is imported."""
+    for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = str(threads)
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
@@ -67,15 +90,23 @@ def execute(
     workers: int = 1,
     desc: str = "items",
     progress: bool = True,
+    ray: RayConfig | None = None,
 ) -> Summary:
     """Run ``run(unit)`` for every unit and write each unit's records as it finishes.
 
-    ``run`` must be a module-level function (picklable) for the process executor.
+    ``run`` must be a module-level function (picklable) for the process and Ray executors.
+    ``ray`` configures the Ray executor (default: the enclosing :func:`ray_settings`, else
+    :class:`~clearsight.ray_executor.RayConfig`'s defaults: a local instance of ``workers`` CPUs).
     """
-    if executor not in ("serial", "process"):
-        raise InputError(f"unknown executor {executor!r}; use 'serial' or 'process'")
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}")
     if workers < 1:
         raise InputError(f"workers must be >= 1, got {workers}")
+    if executor == "ray":
+        from clearsight.ray_executor import RayConfig, import_ray
+
+        import_ray()  # says how to install Ray before any work starts
+        ray = ray or _RAY_SETTINGS.get() or RayConfig()
     ok = failed = done = 0
     bar = _progress(sum(u.size for u in units), desc, progress)
 
@@ -88,7 +119,12 @@ def execute(
         bar.update(len(records))
 
     try:
-        if executor == "serial" or workers == 1:
+        if executor == "ray":
+            from clearsight.ray_executor import run_on_ray
+
+            assert ray is not None
+            run_on_ray(units, run, commit, workers=workers, config=ray)
+        elif executor == "serial" or workers == 1:
             for unit in units:
                 commit(run(unit))
         else:

@@ -1,0 +1,369 @@
+"""The Ray executor: the same units and ``run`` function as the local executors, on a Ray cluster.
+
+Units are grouped by the model they name (``unit.model``; a unit without one, such as an
+equivalent-visibility unit, needs no model and goes to whichever replica is free). Each model
+gets ``replicas`` Ray actors, one per model replica, each holding ``num_cpus`` CPUs and
+``num_gpus`` GPUs (a fraction shares a GPU between replicas). An actor calls the protocol's own
+``run(unit)``, so images are rendered and the model is loaded inside the actor, once per actor
+process (the protocol caches its backend per process); only the unit spec goes out and only its
+records come back. The driver keeps ``queue_depth`` units in flight per actor, costliest first,
+and hands each unit's records to the single writer as soon as the unit finishes.
+
+Faults: a lost actor (its process killed, its node gone) is replaced by a fresh one and its
+in-flight units go back to the queue; only the unit that was running when it died is charged an
+attempt (an actor runs its units one at a time, in submission order, so that is its oldest
+unfinished unit). A unit whose ``run`` raises is charged an attempt too. After ``max_attempts``
+attempts a unit's items are written as failed records carrying the last reason, and the run goes
+on. Ray's own actor restarts and task retries are off: this loop counts attempts itself, so a unit
+that kills every process it touches cannot loop forever.
+
+``ray`` is imported only when this executor runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clearsight.store import Record
+from clearsight.validate import InputError
+
+INSTALL_HINT = "pip install 'clearsight[ray]'"
+
+
+class RayConfig(BaseModel):
+    """How the Ray executor places and retries work (the ``sweep`` command's ``--ray-*`` and
+    ``--*-per-replica`` options)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    address: str | None = Field(
+        None,
+        description="Address of a running Ray cluster ('auto', 'HOST:6379' or "
+        "'ray://HOST:10001'). None: the RAY_ADDRESS environment variable when set, else a local "
+        "Ray instance with `workers` CPUs, shut down when the run ends.",
+    )
+    replicas: int | None = Field(
+        None, ge=1, description="Actors (model replicas) per model; None: `workers`."
+    )
+    num_cpus: float = Field(
+        1.0, gt=0, description="CPUs reserved per actor; also its numba/BLAS thread count."
+    )
+    num_gpus: float = Field(
+        0.0,
+        ge=0,
+        description="GPUs reserved per actor: 1 for a replica per GPU, 0.5 for two replicas "
+        "sharing one, N for a replica split over N GPUs (vLLM tensor parallelism).",
+    )
+    max_attempts: int = Field(
+        3,
+        ge=1,
+        description="Attempts per unit (a lost actor or an exception in `run` counts as one) "
+        "before its items are recorded as failed with the last reason.",
+    )
+    wait_for_nodes: bool = Field(
+        False,
+        description="When no node can hold a replica, wait for an autoscaling cluster to add "
+        "one instead of refusing the run.",
+    )
+    queue_depth: int = Field(
+        2,
+        ge=1,
+        description="Units in flight per actor: one running, the rest queued at the actor so it "
+        "never waits on the driver between units.",
+    )
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or an :class:`InputError` that says how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise InputError(
+            f"the ray executor needs Ray, which is not installed: {INSTALL_HINT}"
+        ) from exc
+    return ray
+
+
+class Replica:
+    """One model replica: a Ray actor that runs units with the protocol's ``run`` function.
+
+    ``run`` arrives pickled and is unpickled only after the thread limits are set, because
+    unpickling imports the protocol (and numba, which reads its thread count at import).
+    """
+
+    def __init__(self, run: bytes, threads: int) -> None:
+        from ray import cloudpickle
+
+        from clearsight.execute import _limit_worker_threads
+
+        _limit_worker_threads(threads)
+        self._run: Callable[[Any], list[Record]] = cloudpickle.loads(run)
+
+    def ready(self) -> int:
+        """This actor's process id, once its constructor has run."""
+        return os.getpid()
+
+    def run(self, unit: Any) -> list[Record]:
+        """The records of one unit."""
+        return self._run(unit)
+
+
+@dataclass
+class _Slot:
+    """A live actor of a model group, and the units it has in flight (oldest first)."""
+
+    group: str
+    handle: Any
+    ping: Any
+    ready: bool = False
+    inflight: deque[tuple[Any, int]] = field(default_factory=deque)
+
+
+def unit_keys(unit: Any) -> list[str]:
+    """The item keys of a unit (``unit.items`` holds ``(key, spec)`` pairs)."""
+    items = getattr(unit, "items", None)
+    if items is None:
+        raise InputError(
+            f"{type(unit).__name__} has no `items`: the ray executor needs each unit's item keys "
+            "to record a unit that keeps failing"
+        )
+    return [key for key, _ in items]
+
+
+def failed_records(unit: Any, reason: str) -> list[Record]:
+    """Every item of ``unit`` as a failed record with ``reason``."""
+    return [Record(key, "failed", reason, None, {}, 0.0) for key in unit_keys(unit)]
+
+
+def _group(unit: Any) -> str:
+    return str(getattr(unit, "model", "") or "")
+
+
+def _cost(unit: Any) -> float:
+    return float(getattr(unit, "cost", unit.size))
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason for a record: the user's exception inside a RayTaskError, else the Ray
+    error's first line."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__}: {cause}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def connect(ray: Any, config: RayConfig, workers: int) -> bool:
+    """Connect to the configured cluster, or start a local instance; True when started here."""
+    if ray.is_initialized():
+        return False
+    address = config.address or os.environ.get("RAY_ADDRESS") or None
+    if address is not None:
+        try:
+            ray.init(address=address)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise InputError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from exc
+        return False
+    ray.init(num_cpus=workers, include_dashboard=False)
+    return True
+
+
+def _check_fits(ray: Any, config: RayConfig) -> None:
+    """Refuse replicas that no node can hold (Ray would wait for one forever), unless told to
+    wait for an autoscaler."""
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive", True)]
+    fits = any(
+        r.get("CPU", 0.0) >= config.num_cpus and r.get("GPU", 0.0) >= config.num_gpus for r in nodes
+    )
+    if fits:
+        return
+    need = f"{config.num_cpus:g} CPU and {config.num_gpus:g} GPU per replica"
+    have = "; ".join(f"{r.get('CPU', 0):g} CPU, {r.get('GPU', 0):g} GPU" for r in nodes)
+    message = f"no Ray node can hold a replica ({need}); nodes have: {have or 'none'}"
+    if not config.wait_for_nodes:
+        raise InputError(f"{message} (on an autoscaling cluster, set wait_for_nodes)")
+    print(f"warning: {message}; waiting for the cluster to add one", file=sys.stderr)
+
+
+class _Scheduler:
+    """Dispatch units to replicas, commit their records, replace lost replicas."""
+
+    def __init__(
+        self,
+        ray: Any,
+        units: Sequence[Any],
+        run: Callable[[Any], list[Record]],
+        commit: Callable[[list[Record]], None],
+        config: RayConfig,
+        replicas: int,
+    ) -> None:
+        from ray import cloudpickle
+
+        self.ray = ray
+        self.units = list(units)
+        self.commit = commit
+        self.config = config
+        self.attempts = [0] * len(self.units)
+        order = sorted(range(len(self.units)), key=lambda i: -_cost(self.units[i]))
+        self.queues: dict[str, deque[int]] = {}
+        for i in order:
+            self.queues.setdefault(_group(self.units[i]), deque()).append(i)
+        self.shared = self.queues.pop("", deque())  # units any replica can run
+        self.actor_class = ray.remote(
+            num_cpus=config.num_cpus,
+            num_gpus=config.num_gpus,
+            max_restarts=0,
+            max_task_retries=0,
+        )(Replica)
+        dumps: Callable[[Any], bytes] = cloudpickle.dumps
+        self.payload = dumps(run)
+        self.threads = max(1, int(config.num_cpus))
+        self.slots: list[_Slot] = []
+        self.lost_idle = 0  # actors lost before running anything
+        groups = list(self.queues) or [""]
+        for group in groups:
+            for _ in range(replicas):
+                self._start(group)
+        self.max_lost_idle = config.max_attempts * len(self.slots)
+
+    def _start(self, group: str) -> None:
+        handle = self.actor_class.remote(self.payload, self.threads)
+        self.slots.append(_Slot(group, handle, handle.ready.remote()))
+
+    def _next_unit(self, slot: _Slot) -> int | None:
+        """The costliest unit this replica can run: its model's queue or the shared one."""
+        own = self.queues.get(slot.group)
+        candidates = [q for q in (own, self.shared) if q]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda q: _cost(self.units[q[0]]))
+        return best.popleft()
+
+    def _fill(self, slot: _Slot) -> None:
+        while len(slot.inflight) < self.config.queue_depth:
+            i = self._next_unit(slot)
+            if i is None:
+                break
+            slot.inflight.append((slot.handle.run.remote(self.units[i]), i))
+        if not slot.inflight and not self._has_work(slot):
+            self._retire(slot)  # frees its CPUs/GPUs for another model's waiting replicas
+
+    def _has_work(self, slot: _Slot) -> bool:
+        return bool(self.queues.get(slot.group)) or bool(self.shared)
+
+    def _retire(self, slot: _Slot) -> None:
+        self.slots.remove(slot)
+        self.ray.kill(slot.handle, no_restart=True)
+
+    def _requeue(self, i: int) -> None:
+        group = _group(self.units[i])
+        (self.queues[group] if group else self.shared).appendleft(i)
+
+    def _charge(self, i: int, exc: BaseException) -> None:
+        """Count a failed attempt of unit ``i``: retry it, or record its items as failed."""
+        self.attempts[i] += 1
+        if self.attempts[i] < self.config.max_attempts:
+            self._requeue(i)
+            return
+        reason = f"failed {self.attempts[i]} attempts on Ray; last: {_reason(exc)}"
+        self.commit(failed_records(self.units[i], reason))
+
+    def _lost(self, slot: _Slot, exc: BaseException) -> None:
+        """Replace a dead replica; its running unit is charged, its queued ones go back."""
+        self.slots.remove(slot)
+        self.ray.kill(slot.handle, no_restart=True)
+        if slot.inflight:
+            _, running = slot.inflight.popleft()
+            for _, i in reversed(slot.inflight):
+                self._requeue(i)
+            self._charge(running, exc)
+        else:
+            self.lost_idle += 1
+            if self.lost_idle > self.max_lost_idle:
+                raise InputError(f"Ray replicas keep dying before running a unit: {_reason(exc)}")
+        if self._has_work(slot):  # keep the group's replica count while it has work
+            self._start(slot.group)
+
+    def run(self) -> None:
+        ray = self.ray
+        while self.slots:
+            for slot in [s for s in self.slots if not s.ready and not self._has_work(s)]:
+                self._retire(slot)  # its model's work ran out before it started
+            index: dict[Any, _Slot] = {}
+            for slot in self.slots:
+                if not slot.ready:
+                    index[slot.ping] = slot
+                for ref, _ in slot.inflight:
+                    index[ref] = slot
+            if not index:  # every replica is idle and no work is left
+                for slot in list(self.slots):
+                    self._retire(slot)
+                break
+            done, _ = ray.wait(list(index), num_returns=1)
+            ref = done[0]
+            slot = index[ref]
+            if not slot.ready and ref == slot.ping:
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    self._lost(slot, exc)
+                    continue
+                slot.ready = True
+                self._fill(slot)
+                continue
+            position = next(n for n, (r, _) in enumerate(slot.inflight) if r == ref)
+            try:
+                records = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:  # `run` raised: the replica lives on
+                _, i = slot.inflight[position]
+                del slot.inflight[position]
+                self._charge(i, exc)
+                self._fill(slot)
+                continue
+            except ray.exceptions.RayError as exc:  # the replica is gone
+                self._lost(slot, exc)
+                continue
+            del slot.inflight[position]
+            self.commit(records)
+            self._fill(slot)
+
+    def shutdown(self) -> None:
+        for slot in self.slots:
+            self.ray.kill(slot.handle, no_restart=True)
+        self.slots.clear()
+
+
+def run_on_ray(
+    units: Sequence[Any],
+    run: Callable[[Any], list[Record]],
+    commit: Callable[[list[Record]], None],
+    *,
+    workers: int,
+    config: RayConfig,
+) -> None:
+    """Run every unit on Ray replicas and ``commit`` each unit's records as it finishes.
+
+    A Ray instance already initialised in this process is used as it is (and left running);
+    otherwise this connects to ``config.address`` or starts a local instance for the run.
+    """
+    ray = import_ray()
+    if not units:
+        return
+    started_here = connect(ray, config, workers)
+    scheduler: _Scheduler | None = None
+    try:
+        _check_fits(ray, config)
+        scheduler = _Scheduler(ray, units, run, commit, config, config.replicas or workers)
+        scheduler.run()
+    finally:
+        if scheduler is not None:
+            scheduler.shutdown()
+        if started_here:
+            ray.shutdown()

@@ -1,0 +1,246 @@
+"""The Ray executor on a local two-CPU Ray instance: the same records as the serial executor,
+a worker process killed mid-run, a unit that keeps failing, Ctrl-C and resume, missing Ray.
+
+Select these tests with ``pytest tests/test_ray.py`` (they are also marked ``slow``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearsight.config import SweepConfig
+from clearsight.execute import Interrupted, Summary, execute, ray_settings
+from clearsight.protocols.sweep import SweepUnit, plan_sweep, run_sweep, run_unit
+from clearsight.ray_executor import RayConfig
+from clearsight.store import Record, RunStore
+from clearsight.validate import InputError
+
+pytestmark = pytest.mark.slow
+
+SCENES = ("skimage-chelsea", "skimage-coffee", "mpl-grace-hopper", "skimage-astronaut")
+
+
+def small_config(**kw: Any) -> SweepConfig:
+    """Four scenes, fog plus every control (one ImageNet-C severity: model-free units too)."""
+    args: dict[str, Any] = {
+        "scene_ids": SCENES,
+        "arms": ("fog",),
+        "tasks": ("identify",),
+        "wordings": ("mcq.reason", "verbal.plain"),
+        "controls": ("clean", "blank", "shuffled", "imagenet_c"),
+        "imagenet_c_severities": (3,),
+    }
+    args.update(kw)
+    return SweepConfig(**args)
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[Any]:
+    """One local Ray instance with two CPUs for the module; test helpers travel by value."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def serial_records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, ...]]:
+    """The serial executor's records of :func:`small_config`, by key."""
+    run = tmp_path_factory.mktemp("serial") / "run"
+    summary = run_sweep(small_config(), run, executor="serial", progress=False)
+    assert summary.failed == 0
+    return records(run)
+
+
+def records(run: Path) -> dict[str, tuple[Any, ...]]:
+    """status, error, raw and read-outs of every record, by key (timing fields left out)."""
+    with RunStore.open(run, read_only=True) as store:
+        return {r.key: (r.status, r.error, r.raw, dict(r.readouts)) for r in store.iter_records()}
+
+
+def sweep_on_ray(cfg: SweepConfig, run: Path, fn: Callable[[Any], list[Record]]) -> Summary:
+    """What :func:`run_sweep` does, with ``fn`` in place of the sweep's own ``run_unit``."""
+    plan = plan_sweep(cfg)
+    with RunStore.open(run) as store:
+        store.begin_run({"config": cfg.model_dump(mode="json")})
+        store.add_items(plan.items)
+        return execute(list(plan.units), fn, store, executor="ray", workers=2, progress=False)
+
+
+def unit_name(unit: SweepUnit) -> tuple[str, str, str]:
+    return (unit.protocol, unit.model, unit.scene["id"])
+
+
+def dispatch_order(cfg: SweepConfig) -> list[SweepUnit]:
+    """Units in the order executors start them: costliest first (a stable sort)."""
+    return sorted(plan_sweep(cfg).units, key=lambda u: -u.cost)
+
+
+def kill_once(
+    marker: Path, victim: tuple[str, str, str], run: Callable[[Any], list[Record]], unit: Any
+) -> list[Record]:
+    """Run ``unit``, except that the first attempt at ``victim`` SIGKILLs its own process."""
+    if unit_name(unit) == victim:
+        try:
+            marker.unlink()  # claimed by exactly one attempt
+        except FileNotFoundError:
+            pass
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return run(unit)
+
+
+def poisoned(
+    log: Path,
+    raises: tuple[str, str, str],
+    kills: tuple[str, str, str],
+    run: Callable[[Any], list[Record]],
+    unit: Any,
+) -> list[Record]:
+    """Every attempt at ``raises`` raises, every attempt at ``kills`` kills its process."""
+    name = unit_name(unit)
+    if name in (raises, kills):
+        with log.open("a") as f:
+            f.write(f"{name[2]}\n")
+    if name == raises:
+        raise RuntimeError(f"poisoned scene {name[2]}")
+    if name == kills:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return run(unit)
+
+
+def test_ray_records_equal_the_serial_executors(
+    ray_local: Any, serial_records: dict[str, tuple[Any, ...]], tmp_path: Path
+) -> None:
+    cfg = small_config()
+    with ray_settings(RayConfig(replicas=2)):
+        summary = run_sweep(cfg, tmp_path / "ray", executor="ray", workers=2, progress=False)
+    assert summary.ok == len(plan_sweep(cfg).items) == len(serial_records)
+    assert summary.failed == 0
+    got = records(tmp_path / "ray")
+    assert got.keys() == serial_records.keys()
+    assert got == serial_records
+    assert any(r[3].get("v_eq_m") for r in got.values())  # the model-free units ran too
+    rerun = run_sweep(cfg, tmp_path / "ray", executor="ray", workers=2, progress=False)
+    assert (rerun.units, rerun.ok, rerun.failed) == (0, 0, 0)
+
+
+def test_worker_killed_mid_run_every_record_exactly_once(
+    ray_local: Any,
+    serial_records: dict[str, tuple[Any, ...]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = small_config()
+    order = dispatch_order(cfg)
+    victim = unit_name(order[-1])  # started last: 2 replicas x 2 in flight run before it
+    assert len(order) > 4
+    marker = tmp_path / "kill-once"
+    marker.touch()
+    written: list[str] = []
+    original = RunStore.write_records
+
+    def spy(store: RunStore, recs: list[Record]) -> int:
+        written.extend(r.key for r in recs)
+        return original(store, recs)
+
+    monkeypatch.setattr(RunStore, "write_records", spy)
+    summary = sweep_on_ray(
+        cfg, tmp_path / "ray", functools.partial(kill_once, marker, victim, run_unit)
+    )
+    assert not marker.exists(), "the victim unit never ran, so no worker was killed"
+    assert (summary.ok, summary.failed) == (len(serial_records), 0)
+    assert Counter(written) == Counter(serial_records.keys())  # delivered exactly once each
+    assert records(tmp_path / "ray") == serial_records
+
+
+def test_unit_that_keeps_failing_is_recorded_with_its_reason(
+    ray_local: Any, tmp_path: Path
+) -> None:
+    cfg = small_config(controls=("clean",), wordings=("mcq.reason",))
+    names = [unit_name(u) for u in plan_sweep(cfg).units]
+    raises, kills = names[0], names[1]
+    log = tmp_path / "attempts.log"
+    fn = functools.partial(poisoned, log, raises, kills, run_unit)
+    with ray_settings(RayConfig(max_attempts=2)):
+        summary = sweep_on_ray(cfg, tmp_path / "ray", fn)
+    assert Counter(log.read_text().split()) == {raises[2]: 2, kills[2]: 2}
+    plan = plan_sweep(cfg)
+    by_scene = {u.scene["id"]: {k for k, _ in u.items} for u in plan.units}
+    with RunStore.open(tmp_path / "ray", read_only=True) as store:
+        failed = {r.key: r.error for r in store.iter_records(status="failed")}
+        ok = {r.key for r in store.iter_records(status="ok")}
+    assert set(failed) == by_scene[raises[2]] | by_scene[kills[2]]
+    assert ok == {k for k, _, _ in plan.items} - set(failed)
+    assert (summary.ok, summary.failed) == (len(ok), len(failed))
+    for key in by_scene[raises[2]]:
+        assert failed[key] == (
+            f"failed 2 attempts on Ray; last: RuntimeError: poisoned scene {raises[2]}"
+        )
+    for key in by_scene[kills[2]]:
+        assert failed[key] is not None
+        assert failed[key].startswith("failed 2 attempts on Ray; last: ActorDiedError")
+
+
+def test_ctrl_c_interrupts_and_a_ray_rerun_resumes(
+    ray_local: Any,
+    serial_records: dict[str, tuple[Any, ...]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = small_config()
+    original = RunStore.write_records
+    calls = 0
+
+    def interrupt_third(store: RunStore, recs: list[Record]) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise KeyboardInterrupt
+        return original(store, recs)
+
+    monkeypatch.setattr(RunStore, "write_records", interrupt_third)
+    with pytest.raises(Interrupted) as info:
+        run_sweep(cfg, tmp_path / "ray", executor="ray", workers=2, progress=False)
+    assert info.value.summary.units == 2
+    partial = info.value.summary.ok
+    assert 0 < partial < len(serial_records)
+    monkeypatch.setattr(RunStore, "write_records", original)
+    assert ray_local.is_initialized()  # the caller's instance is left running
+    resumed = run_sweep(cfg, tmp_path / "ray", executor="ray", workers=2, progress=False)
+    assert resumed.ok == len(serial_records) - partial
+    assert records(tmp_path / "ray") == serial_records
+
+
+def test_without_ray_the_error_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with (
+        RunStore.open(tmp_path / "run") as store,
+        pytest.raises(InputError, match=r"pip install 'clearsight\[ray\]'"),
+    ):
+        execute([], run_unit, store, executor="ray", progress=False)
+
+
+def test_unknown_executor_and_a_replica_no_node_can_hold(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    cfg = small_config(scene_ids=SCENES[:1], controls=("clean",), wordings=("mcq.reason",))
+    with pytest.raises(InputError, match="serial, process, ray"):
+        run_sweep(cfg, tmp_path / "a", executor="threads", progress=False)  # type: ignore[arg-type]
+    with (
+        ray_settings(RayConfig(num_gpus=1)),
+        pytest.raises(InputError, match=r"no Ray node can hold a replica \(1 CPU and 1 GPU"),
+    ):
+        run_sweep(cfg, tmp_path / "b", executor="ray", workers=1, progress=False)
