@@ -511,5 +511,6 @@ def test_demo_asks_both_perceiver_modes_the_main_wording():
     assert set(PERCEIVERS) <= set(demo_models())
     cfg = demo_config()
     assert {m: cfg.wordings_of(m) for m in PERCEIVERS} == dict.fromkeys(PERCEIVERS, ("mcq.reason",))
+    assert {cfg.conditions_of(m) for m in PERCEIVERS} == {("clean", "fog", "blank")}
     assert cfg.wordings_of("observer") == cfg.wordings
     assert len(cfg.wordings) == 3

@@ -85,6 +85,22 @@ def test_model_wordings_restrict_a_model_and_keep_the_others_keys():
     }
     with pytest.raises(ValueError, match="not in models"):
         small_config(model_wordings={"scripted": ("mcq.reason",)})
+    with pytest.raises(ValueError, match="subset of the arms and controls"):
+        small_config(model_conditions={"observer": ("water",)})
+
+
+def test_model_conditions_restrict_what_a_model_is_shown():
+    cfg = small_config(
+        models=("observer", "scripted"), model_conditions={"scripted": ("clean", "blank")}
+    )
+    specs = [s for _, _, s in plan_sweep(cfg).items]
+    assert {s["condition"] for s in specs if s["model"] == "scripted"} == {"clean", "blank"}
+    assert {s["condition"] for s in specs if s["model"] == "observer"} == {
+        "clean",
+        "fog",
+        "blank",
+        "shuffled",
+    }
     with pytest.raises(ValueError, match="subset of wordings"):
         small_config(model_wordings={"observer": ("mcq.generic",)})
 

@@ -247,7 +247,7 @@ def demo_config() -> SweepConfig:
     """The demo's sweep: every bundled scene, both arms and all controls on the paper's main
     task (t2) with three of the five wordings, minutes on two cores (`clearsight sweep` runs it
     all); the perceivers (a tenth of a second per question, not microseconds) answer the main
-    wording only."""
+    wording on the clean images, the fog arm and the blank control only."""
     from clearsight.config import SweepConfig
 
     models = demo_models()
@@ -256,6 +256,7 @@ def demo_config() -> SweepConfig:
         tasks=("identify",),
         wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
         model_wordings={m: ("mcq.reason",) for m in models if m in PERCEIVERS},
+        model_conditions={m: ("clean", "fog", "blank") for m in models if m in PERCEIVERS},
     )
 
 

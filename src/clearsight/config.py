@@ -94,6 +94,11 @@ class SweepConfig(BaseModel):
         description="Per model name, the subset of `wordings` it is asked (default: all of "
         "them), so a costly model can skip the generated (verbalized) wordings.",
     )
+    model_conditions: dict[str, tuple[Literal["fog", "water"] | Control, ...]] = Field(
+        default_factory=dict,
+        description="Per model name, the conditions it is shown, by arm or control name "
+        "(default: every arm and control of the run), so a costly model can skip some.",
+    )
     observer: ObserverConfig = Field(
         default_factory=ObserverConfig, description="The reference observer's psychometrics."
     )
@@ -147,11 +152,23 @@ class SweepConfig(BaseModel):
                     f"model_wordings[{model!r}] must be a non-empty subset of wordings "
                     f"{list(self.wordings)}, got {list(subset)}"
                 )
+        for model, conditions in self.model_conditions.items():
+            if model not in self.models:
+                raise ValueError(f"model_conditions names {model!r}, which is not in models")
+            if not conditions or not set(conditions) <= set(self.arms) | set(self.controls):
+                raise ValueError(
+                    f"model_conditions[{model!r}] must be a non-empty subset of the arms and "
+                    f"controls {[*self.arms, *self.controls]}, got {list(conditions)}"
+                )
         return self
 
     def wordings_of(self, model: str) -> tuple[Wording, ...]:
         """The wordings asked of ``model``."""
         return self.model_wordings.get(model, self.wordings)
+
+    def conditions_of(self, model: str) -> tuple[str, ...]:
+        """The arms and controls shown to ``model``."""
+        return self.model_conditions.get(model, (*self.arms, *self.controls))
 
 
 def load_config(path: Path) -> SweepConfig:

@@ -367,10 +367,11 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         if model == "observer":
             options = {**config.observer.model_dump(), **options}
         wordings = set(config.wordings_of(model))
+        shown = set(config.conditions_of(model))
         for ref, specs in zip(refs, per_scene, strict=True):
             items = []
             for spec in specs:
-                if spec["wording"] not in wordings:
+                if spec["wording"] not in wordings or spec["condition"] not in shown:
                     continue
                 full = {**spec, "model": model, "model_options": options}
                 items.append((item_key(full, question_hashes[id(spec["question"])]), full))
