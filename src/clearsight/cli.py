@@ -169,14 +169,30 @@ def sweep(
     wordings: Annotated[str | None, typer.Option(help="Comma-separated prompt wordings.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Model by name (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
-    executor: Annotated[str, typer.Option(help="serial or process.")] = "process",
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (ray: CPUs of a local Ray, default replicas).")
+    ] = 1,
+    executor: Annotated[str, typer.Option(help="serial, process or ray.")] = "process",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to run on (default: RAY_ADDRESS, else a local Ray)."),
+    ] = None,
+    replicas: Annotated[
+        int | None, typer.Option(min=1, help="Ray actors per model (default: --workers).")
+    ] = None,
+    gpus_per_replica: Annotated[
+        float, typer.Option(min=0, help="GPUs per Ray replica (0.5: two share a GPU).")
+    ] = 0.0,
+    cpus_per_replica: Annotated[float, typer.Option(min=0.1, help="CPUs per Ray replica.")] = 1.0,
     fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
     allow_mismatch: Annotated[
         bool, typer.Option(help="Add records of a changed configuration to the run.")
     ] = False,
 ) -> None:
-    """Run the visibility sweep (resumes an interrupted run), then write its report."""
+    """Run the visibility sweep (resumes an interrupted run), then write its report.
+    `--executor ray` runs it on Ray (docs/scale.md)."""
+    from clearsight.execute import ray_settings
+    from clearsight.ray_executor import RayConfig
     from clearsight.validate import InputError
 
     overrides: dict[str, object] = {
@@ -191,16 +207,23 @@ def sweep(
         "models": tuple(model) if model else None,
         "seed": seed,
     }
+    ray = RayConfig(
+        address=ray_address,
+        replicas=replicas,
+        num_gpus=gpus_per_replica,
+        num_cpus=cpus_per_replica,
+    )
     try:
         cfg = _sweep_config(config, overrides)
-        _run_and_report(
-            cfg,
-            out,
-            fresh=fresh,
-            allow_mismatch=allow_mismatch,
-            executor=cast("ExecutorName", executor),  # checked by the executor, with its name
-            workers=workers,
-        )
+        with ray_settings(ray):
+            _run_and_report(
+                cfg,
+                out,
+                fresh=fresh,
+                allow_mismatch=allow_mismatch,
+                executor=cast("ExecutorName", executor),  # checked by the executor
+                workers=workers,
+            )
     except InputError as exc:
         raise _fail(str(exc)) from exc
 

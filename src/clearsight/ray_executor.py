@@ -127,14 +127,17 @@ class _Slot:
 
 
 def unit_keys(unit: Any) -> list[str]:
-    """The item keys of a unit (``unit.items`` holds ``(key, spec)`` pairs)."""
+    """The item keys of a unit: ``unit.items`` as ``(key, spec)`` pairs, or one ``unit.key``."""
     items = getattr(unit, "items", None)
-    if items is None:
-        raise InputError(
-            f"{type(unit).__name__} has no `items`: the ray executor needs each unit's item keys "
-            "to record a unit that keeps failing"
-        )
-    return [key for key, _ in items]
+    if items is not None:
+        return [key for key, _ in items]
+    key = getattr(unit, "key", None)
+    if isinstance(key, str):
+        return [key]
+    raise InputError(
+        f"{type(unit).__name__} has neither `items` nor `key`: the ray executor needs a unit's "
+        "item keys to record it as failed"
+    )
 
 
 def failed_records(unit: Any, reason: str) -> list[Record]:
@@ -188,7 +191,7 @@ def _check_fits(ray: Any, config: RayConfig) -> None:
     have = "; ".join(f"{r.get('CPU', 0):g} CPU, {r.get('GPU', 0):g} GPU" for r in nodes)
     message = f"no Ray node can hold a replica ({need}); nodes have: {have or 'none'}"
     if not config.wait_for_nodes:
-        raise InputError(f"{message} (on an autoscaling cluster, set wait_for_nodes)")
+        raise InputError(f"{message} (RayConfig.wait_for_nodes waits for an autoscaler)")
     print(f"warning: {message}; waiting for the cluster to add one", file=sys.stderr)
 
 
