@@ -340,3 +340,75 @@ def make_judge(spec: str, options: dict[str, Any] | None = None) -> Judge:
 
         return LLMJudge(load_backend(arg, options or {}), arg)
     raise InputError(f"unknown judge {spec!r}: use embedding, embedding:<t>, exact or llm:<model>")
+
+
+# --------------------------------------------------------------------------------------------
+# Agreement between judges (the paper's Table 5)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How two judges' u agree over ``n`` sensor replies: exact and within-1 agreement
+    (shares), mean absolute error, quadratic-weighted Cohen's kappa and Pearson correlation
+    (NaN where one side is constant)."""
+
+    n: int
+    exact: float
+    within1: float
+    mae: float
+    kappa_quadratic: float
+    pearson: float
+
+    def to_json(self) -> dict[str, float]:
+        """JSON-able dict."""
+        return {k: float(v) for k, v in self.__dict__.items()}
+
+
+def agreement(u_a: Sequence[int], u_b: Sequence[int], k: int) -> Agreement:
+    """Agreement of two u series on 1..k (see :class:`Agreement`); kappa from scikit-learn
+    with the labels 1..k, Pearson from numpy."""
+    a = np.asarray(u_a, dtype=np.int64)
+    b = np.asarray(u_b, dtype=np.int64)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise InputError("agreement needs two equally long, non-empty series of u")
+    if a.min(initial=1) < 1 or b.min(initial=1) < 1 or max(a.max(), b.max()) > k:
+        raise InputError(f"u must lie in 1..{k}")
+    from sklearn.metrics import cohen_kappa_score
+
+    diff = np.abs(a - b)
+    constant = a.min() == a.max() or b.min() == b.max()
+    if np.array_equal(a, b):
+        kappa = 1.0
+    else:
+        kappa = float(cohen_kappa_score(a, b, labels=list(range(1, k + 1)), weights="quadratic"))
+    pearson = float("nan") if constant else float(np.corrcoef(a, b)[0, 1])
+    return Agreement(
+        n=int(a.size),
+        exact=float((diff == 0).mean()),
+        within1=float((diff <= 1).mean()),
+        mae=float(diff.mean()),
+        kappa_quadratic=kappa,
+        pearson=pearson,
+    )
+
+
+def judge_agreement(
+    replies: Sequence[Any], judge_a: Judge, judge_b: Judge, *, limit: int | None = None
+) -> tuple[Agreement, tuple[float, float]]:
+    """Recompute u of stored sensor replies (objects with ``query``, ``reply``, ``samples``,
+    ``k`` and ``error``, e.g. :class:`~clearsight.probe.sensor.SensorReply`) with two judges;
+    return their :class:`Agreement` and the seconds each judge took."""
+    import time
+
+    usable = [r for r in replies if r.error is None and len(r.samples) > 1][:limit]
+    if not usable:
+        raise InputError("no sensor replies with K > 1 samples to judge")
+    out: list[list[int]] = []
+    seconds = []
+    for judge in (judge_a, judge_b):
+        started = time.perf_counter()
+        out.append([consistency(judge, r.reply, r.samples, r.query)[0] for r in usable])
+        seconds.append(time.perf_counter() - started)
+    k = max(len(r.samples) for r in usable)
+    return agreement(out[0], out[1], k), (seconds[0], seconds[1])

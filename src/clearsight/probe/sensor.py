@@ -5,8 +5,8 @@ METHODS.md section 6 / the paper's eq. (2)-(3): for a query ``q`` the sensor dra
 history), realises one reply ``a = a_I`` with ``I`` uniform from the seeded generator, and
 reports ``u = sum_i 1[sem_eq(a_i, a)]`` (``a`` counts itself, so ``1 <= u <= K``), shown to a
 reasoner as "(u/K)". Where the backend declares ``n_per_call`` the K samples come from one
-request with ``n = K`` (one prefill shared by the samples); otherwise K requests with distinct
-seeds go to the backend in one batch. A backend failure does not stop a conversation: the reply
+request with ``n = K`` (one prefill shared by the samples); otherwise from K calls of one
+request each, with distinct seeds. A backend failure does not stop a conversation: the reply
 comes back with ``error`` set and no samples.
 """
 
@@ -161,7 +161,8 @@ class Sensor:
         self, instance: Instance, prompt: str, n: int, seed: int, *, max_new_tokens: int = 0
     ) -> tuple[tuple[str, ...], int]:
         """``n`` raw samples for ``prompt`` about the instance's image and the number of
-        backend requests made (one with ``n`` samples, or ``n`` with seeds seed..seed+n-1)."""
+        backend calls made: one request with ``n`` samples, or ``n`` one-sample requests with
+        seeds seed..seed+n-1 sent one call at a time."""
         from clearsight.models.base import Decoding, Message, PartialBatchError, Request
 
         image = self.image(instance)
@@ -172,18 +173,20 @@ class Sensor:
             return Decoding(max_new_tokens=tokens, temperature=self.temperature, seed=s)
 
         if self.one_call:
-            requests = [Request(message, decoding(seed), n=n)]
+            calls = [[Request(message, decoding(seed), n=n)]]
         else:
-            requests = [Request(message, decoding(seed + i)) for i in range(n)]
-        try:
-            responses = self.backend.complete(requests)
-        except PartialBatchError as exc:
-            bad = next(r for r in exc.results if not hasattr(r, "texts"))
-            raise RuntimeError(str(bad)) from exc
+            calls = [[Request(message, decoding(seed + i))] for i in range(n)]
+        responses = []
+        for requests in calls:
+            try:
+                responses += self.backend.complete(requests)
+            except PartialBatchError as exc:
+                bad = next(r for r in exc.results if not hasattr(r, "texts"))
+                raise RuntimeError(str(bad)) from exc
         texts = tuple(t.strip() for r in responses for t in r.texts)
         if len(texts) != n:
             raise RuntimeError(f"the sensor returned {len(texts)} samples, {n} were asked for")
-        return texts, len(requests)
+        return texts, len(calls)
 
     def ask(self, instance: Instance, query: str, rng: np.random.Generator) -> SensorReply:
         """Ask ``query`` about the instance's image: K samples, one realised uniformly with

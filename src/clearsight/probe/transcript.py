@@ -37,6 +37,7 @@ STOP_REASONS: Final[tuple[str, ...]] = (
     "context",  # the conversation no longer fit the reasoner's context window
     "no_options",  # the instance had no options to commit to
     "error",  # the reasoner itself failed
+    "unparsed",  # a direct (VLM) answer named no option
     "abandoned",  # a person left the session
 )
 

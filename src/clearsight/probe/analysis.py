@@ -1,0 +1,399 @@
+"""Analysis of probe transcripts: the paper's Tables 1, 3, 7, 9 and Figures 2-4.
+
+Everything here is recomputed from stored transcripts (models and humans alike), never from
+anything the run kept aside:
+
+* :func:`cross_run` — METHODS.md section 6 cross-run calibration: per instance and setting,
+  prediction = the most common committed option over the R runs (ties to the earliest run;
+  runs that committed nothing do not vote), confidence = share of the R runs that committed
+  that option, correct = prediction equals gold. :func:`summary_table` adds accuracy mean and
+  standard deviation over runs, cross-run ECE (``clearsight.metrics.ece``, 10 right-closed
+  bins), rounds and VLM calls per instance (Table 1, Table 9).
+* :func:`sensor_consistency` / :func:`consistency_bins` — accuracy by the sensor's own
+  consistency c on the instance (how many direct answers were right; Fig. 2).
+* :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
+* :func:`belief_probe` / :func:`belief_table` — replay a conversation and elicit the
+  reasoner's distribution over the options after each sensor reply (b_0 uniform): p_correct(t),
+  p_chosen at the end, steps to max b >= 0.7 and the reach rate (Fig. 4, Table 7).
+* :func:`classify_queries` / :func:`query_type_table` — each query's type (Descriptive,
+  Targeted, Contrastive, Confirmatory, Comparative) from an LLM judge; shares in round 1 and
+  rounds 2+ (Table 3).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import pandas as pd
+
+from clearsight.metrics.calibration import ece
+from clearsight.probe.transcript import Transcript
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.models.base import Backend
+
+SETTING: Final[tuple[str, ...]] = ("reasoner", "strategy", "sensor", "signal")
+QUERY_TYPES: Final[tuple[str, ...]] = (
+    "Descriptive",
+    "Targeted",
+    "Contrastive",
+    "Confirmatory",
+    "Comparative",
+)
+BELIEF_THRESHOLD: Final = 0.7
+
+
+def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
+    """One row per transcript: its read-outs (reasoner, strategy, sensor, signal, run,
+    instance, dataset, domain, committed, gold, correct, stop, rounds, queries, vlm_calls...).
+    Human reasoners (``human:<name>``) are grouped as ``human``, so people form one setting."""
+    rows = [t.readouts() for t in transcripts]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame["reasoner"] = frame["reasoner"].map(lambda r: "human" if r.startswith("human:") else r)
+    return frame
+
+
+def cross_run_prediction(commits: Sequence[str | None]) -> tuple[str | None, float]:
+    """``(prediction, confidence)`` from the commits of the R runs of one instance, in run
+    order: the most common committed letter (ties: the one committed earliest) and the share
+    of all runs that committed it; ``(None, 0.0)`` when no run committed."""
+    if not commits:
+        raise InputError("cross-run prediction needs at least one run")
+    votes = [c for c in commits if c is not None]
+    if not votes:
+        return None, 0.0
+    counts: dict[str, int] = {}
+    for c in votes:
+        counts[c] = counts.get(c, 0) + 1
+    best = max(counts.values())
+    prediction = next(c for c in votes if counts[c] == best)
+    return prediction, best / len(commits)
+
+
+def cross_run(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (setting, instance): runs, prediction, confidence, correct, gold, plus the
+    instance's dataset, domain and category."""
+    rows = []
+    keys = [*SETTING, "instance_id"]
+    for key, group in frame.sort_values("run", kind="stable").groupby(keys, sort=False):
+        commits = [None if pd.isna(c) else str(c) for c in group["committed"]]
+        prediction, confidence = cross_run_prediction(commits)
+        first = group.iloc[0]
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "dataset": first["dataset"],
+                "domain": first["domain"],
+                "category": first["category"],
+                "gold": first["gold"],
+                "runs": len(group),
+                "prediction": prediction,
+                "confidence": confidence,
+                "correct": prediction is not None and prediction == first["gold"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _ece_or_nan(sub: pd.DataFrame) -> float:
+    if sub.empty or (sub["runs"] < 2).all():
+        return float("nan")  # one run per instance carries no cross-run confidence
+    return ece(sub["confidence"].to_numpy(float), sub["correct"].to_numpy(bool))
+
+
+def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("domain",)) -> pd.DataFrame:
+    """Table 1 / Table 9 analogue per setting and ``by`` (e.g. domain or dataset): instances,
+    runs, accuracy mean and std over runs (percent), cross-run accuracy and ECE, mean rounds,
+    queries and VLM calls per conversation, the share that committed, and stop reasons."""
+    if frame.empty:
+        return pd.DataFrame()
+    per_instance = cross_run(frame)
+    groups = [*SETTING, *by]
+    rows = []
+    for key, group in frame.groupby(groups, sort=True):
+        where = np.ones(len(per_instance), dtype=bool)
+        for col, value in zip(groups, key, strict=True):
+            where &= (per_instance[col] == value).to_numpy()
+        inst = per_instance[where]
+        by_run = group.groupby("run")["correct"].mean() * 100
+        stops = group["stop"].value_counts()
+        rows.append(
+            {
+                **dict(zip(groups, key, strict=True)),
+                "instances": int(group["instance_id"].nunique()),
+                "runs": int(group["run"].nunique()),
+                "acc": float(by_run.mean()),
+                "acc_std": float(by_run.std(ddof=1)) if len(by_run) > 1 else float("nan"),
+                "cross_acc": float(inst["correct"].mean() * 100),
+                "ece": _ece_or_nan(inst),
+                "rounds": float(group["rounds"].mean()),
+                "queries": float(group["queries"].mean()),
+                "vlm_calls": float(group["vlm_calls"].mean()),
+                "committed": float(group["committed"].notna().mean() * 100),
+                "stops": ", ".join(f"{k} {v}" for k, v in stops.items()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def sensor_consistency(frame: pd.DataFrame) -> pd.DataFrame:
+    """c per (sensor, instance) from the VLM-direct runs: how many direct answers were
+    correct, out of ``n`` runs (the build filter uses 11 samples; here c is rescaled to 11
+    when n differs, ``c11 = round(11 c / n)``)."""
+    direct = frame[frame["strategy"] == "direct"]
+    if direct.empty:
+        return pd.DataFrame(columns=["sensor", "instance_id", "c", "n", "c11"])
+    out = direct.groupby(["sensor", "instance_id"])["correct"].agg(c="sum", n="count").reset_index()
+    out["c"] = out["c"].astype(int)
+    out["c11"] = np.rint(11 * out["c"] / out["n"]).astype(int)
+    return out
+
+
+def consistency_bins(frame: pd.DataFrame, consistency: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Accuracy (per conversation, percent) by the sensor's consistency bin ``c11`` on the
+    instance, per setting (Fig. 2). ``consistency``: columns sensor, instance_id, c11 (from
+    :func:`sensor_consistency` by default, or from a build run's 11 samples)."""
+    cons = sensor_consistency(frame) if consistency is None else consistency
+    if cons.empty or frame.empty:
+        return pd.DataFrame()
+    merged = frame.merge(cons[["sensor", "instance_id", "c11"]], on=["sensor", "instance_id"])
+    table = (
+        merged.groupby([*SETTING, "c11"])["correct"]
+        .agg(accuracy="mean", conversations="count")
+        .reset_index()
+    )
+    table["accuracy"] *= 100
+    return table
+
+
+def ablation_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy (percent, over conversations) and ECE by consistency signal shown (true, none,
+    random) per reasoner, strategy and sensor (Fig. 3); only settings run with a signal."""
+    talk = frame[frame["strategy"] != "direct"]
+    if talk.empty:
+        return pd.DataFrame()
+    summary = summary_table(talk, by=())
+    return summary[[*SETTING, "instances", "runs", "acc", "acc_std", "ece", "rounds"]]
+
+
+def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean VLM calls per question by dataset (rows) and strategy x sensor x reasoner
+    (columns), Table 9 (direct: one call)."""
+    if frame.empty:
+        return pd.DataFrame()
+    frame = frame.assign(setting=frame["strategy"] + " / " + frame["reasoner"])
+    table = frame.pivot_table(
+        index="dataset", columns="setting", values="vlm_calls", aggfunc="mean"
+    )
+    return table.reset_index()
+
+
+# --------------------------------------------------------------------------------------------
+# Belief probe
+# --------------------------------------------------------------------------------------------
+
+_PROB = re.compile(r"\(?\b([A-J])\)?\s*[:=]\s*([01](?:\.\d+)?|\.\d+|\d{1,3}\s*%)")
+
+
+def parse_distribution(text: str, letters: Sequence[str]) -> dict[str, float] | None:
+    """``A=0.4, B: 30%, ...`` -> a distribution over ``letters`` (normalised; letters not
+    mentioned get 0); None when nothing usable is found."""
+    found: dict[str, float] = {}
+    for letter, value in _PROB.findall(text):
+        if letter in letters and letter not in found:
+            v = float(value.rstrip("% ")) / (100 if "%" in value else 1)
+            found[letter] = v
+    total = sum(found.values())
+    if not found or total <= 0:
+        return None
+    return {k: found.get(k, 0.0) / total for k in letters}
+
+
+@dataclass(frozen=True)
+class BeliefTrace:
+    """The beliefs b_0..b_n of one conversation (b_0 uniform; b_t after the t-th sensor
+    reply) and how each was obtained (``parsed`` text, ``letter-probs`` or ``uniform``)."""
+
+    beliefs: tuple[Mapping[str, float], ...]
+    methods: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-able dict."""
+        return {"beliefs": [dict(b) for b in self.beliefs], "methods": list(self.methods)}
+
+
+def belief_probe(
+    transcript: Transcript, backend: Backend, *, max_new_tokens: int = 40
+) -> BeliefTrace:
+    """Replay ``transcript`` with the assessment prompt and ask ``backend`` for its belief
+    after each sensor reply. Where the backend scores candidates, b_t is the normalised
+    probability of each option letter as the answer's next token (cheap, and meaningful even
+    for a small model that does not write distributions); otherwise it is parsed from the
+    generated text (``A=0.4, B=0.3, ...``); failing both, uniform."""
+    from clearsight.models.base import Decoding, Message, Request
+    from clearsight.probe.instances import Instance
+    from clearsight.probe.reasoner import LoopSettings, conversation_messages, prompts
+
+    letters = tuple("ABCDEFGHIJ"[: len(transcript.options)])
+    if not letters:
+        raise InputError(f"transcript of {transcript.instance_id} has no options")
+    instance = Instance(
+        transcript.instance_id,
+        "",
+        transcript.question or "?",
+        transcript.options,
+        transcript.gold or letters[0],
+        transcript.dataset,
+        transcript.category,
+    )
+    assess = prompts()["strategies"]["assess"]
+    settings = LoopSettings("bp", budget=max(transcript.budget, len(transcript.turns) + 2))
+    uniform = {k: 1 / len(letters) for k in letters}
+    beliefs: list[Mapping[str, float]] = [uniform]
+    methods = ["uniform"]
+    steps = [i for i, t in enumerate(transcript.turns) if t.reply is not None]
+    scored = backend.capabilities.candidate_probs
+    requests = []
+    for i in steps:
+        messages = conversation_messages(
+            instance, transcript.turns[: i + 1], settings, transcript.k, system=assess["system"]
+        )
+        ask = assess["ask"].format(letters=", ".join(letters))
+        messages[-1] = Message.user(messages[-1].text + "\n" + ask)
+        requests.append(
+            Request(
+                tuple(messages),
+                Decoding(max_new_tokens=max_new_tokens),
+                candidates=letters if scored else (),
+                generate=not scored,
+            )
+        )
+    responses = backend.complete(requests) if requests else []
+    for response in responses:
+        text = response.texts[0] if response.texts else ""
+        parsed = parse_distribution(text, letters)
+        if parsed is not None:
+            beliefs.append(parsed)
+            methods.append("parsed")
+            continue
+        probs = response.candidate_probs or {}
+        total = sum(float(probs.get(k, 0.0)) for k in letters)
+        if total > 0:
+            beliefs.append({k: float(probs.get(k, 0.0)) / total for k in letters})
+            methods.append("letter-probs")
+        else:
+            beliefs.append(uniform)
+            methods.append("uniform")
+    return BeliefTrace(tuple(beliefs), tuple(methods))
+
+
+def belief_summary(transcript: Transcript, trace: BeliefTrace) -> dict[str, Any]:
+    """p_correct(t) for every t, p_chosen at the end (None without a commit), the first step
+    t >= 1 with max b_t >= 0.7 (None if never) and whether it was reached."""
+    p_correct = [float(b.get(transcript.gold, 0.0)) for b in trace.beliefs]
+    last = trace.beliefs[-1]
+    p_chosen = None if transcript.committed is None else float(last.get(transcript.committed, 0))
+    reach = next(
+        (t for t, b in enumerate(trace.beliefs) if t >= 1 and max(b.values()) >= BELIEF_THRESHOLD),
+        None,
+    )
+    return {
+        "p_correct": p_correct,
+        "p_chosen": p_chosen,
+        "steps_to_threshold": reach,
+        "reached": reach is not None,
+        "correct": transcript.correct,
+    }
+
+
+def belief_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Table 7 analogue: per reasoner and dataset, split by final correctness, the mean steps
+    to max b >= 0.7 (over conversations that reach it), the reach rate, mean p_chosen and mean
+    final p_correct. ``rows``: one row per probed conversation with the columns of
+    :func:`belief_summary` plus reasoner and dataset."""
+    if rows.empty:
+        return pd.DataFrame()
+    rows = rows.assign(
+        outcome=np.where(rows["correct"], "correct", "wrong"),
+        final_p_correct=rows["p_correct"].map(lambda p: p[-1]),
+    )
+    table = (
+        rows.groupby(["reasoner", "dataset", "outcome"])
+        .agg(
+            conversations=("reached", "size"),
+            steps=("steps_to_threshold", "mean"),
+            reach=("reached", "mean"),
+            p_chosen=("p_chosen", "mean"),
+            final_p_correct=("final_p_correct", "mean"),
+        )
+        .reset_index()
+    )
+    table["reach"] *= 100
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# Query types
+# --------------------------------------------------------------------------------------------
+
+
+def parse_query_type(text: str) -> str | None:
+    """The first query type named in ``text`` (case-insensitive), or None."""
+    found = [(m.start(), t) for t in QUERY_TYPES if (m := re.search(t, text, re.I))]
+    return min(found)[1] if found else None
+
+
+def classify_queries(transcript: Transcript, backend: Backend) -> list[dict[str, Any]]:
+    """Each query of the conversation with its round, the type the LLM judge assigns (by the
+    highest candidate probability of the five names where the backend scores candidates, else
+    the first name in its generated text; unparsed: None) and the judge's scores."""
+    from clearsight.models.base import Decoding, Message, Request, TextPart
+    from clearsight.probe.reasoner import prompts
+
+    qt = prompts()["strategies"]["query_type"]
+    scored = backend.capabilities.candidate_probs
+    queries = [(t.index, t.query) for t in transcript.turns if t.query is not None]
+    requests = []
+    for n, (rnd, query) in enumerate(queries):
+        previous = "; ".join(q for _, q in queries[:n]) or "(none)"
+        text = qt["ask"].format(
+            question=transcript.question, previous=previous, round=rnd, query=query
+        )
+        requests.append(
+            Request(
+                (Message("system", (TextPart(qt["system"]),)), Message.user(text)),
+                Decoding(max_new_tokens=6),
+                candidates=QUERY_TYPES if scored else (),
+                generate=not scored,
+            )
+        )
+    out = []
+    responses = backend.complete(requests) if requests else []
+    for (rnd, query), response in zip(queries, responses, strict=True):
+        scores = {k: float(v) for k, v in (response.candidate_probs or {}).items()}
+        if scores:
+            kind: str | None = max(QUERY_TYPES, key=lambda t: scores.get(t, 0.0))
+        else:
+            kind = parse_query_type(response.texts[0] if response.texts else "")
+        out.append({"round": rnd, "query": query, "type": kind, "scores": scores})
+    return out
+
+
+def query_type_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Table 3 analogue: share (percent) of each query type in round 1 and in rounds 2+, per
+    reasoner. ``rows``: one row per query with reasoner, round and type."""
+    if rows.empty:
+        return pd.DataFrame()
+    rows = rows.assign(phase=np.where(rows["round"] == 1, "round 1", "round 2+"))
+    counts = rows.groupby(["reasoner", "phase", "type"]).size()
+    shares = counts / counts.groupby(level=[0, 1]).transform("sum") * 100
+    table = shares.unstack("type").reindex(columns=list(QUERY_TYPES)).fillna(0.0)
+    table["queries"] = rows.groupby(["reasoner", "phase"]).size()
+    return table.reset_index()

@@ -1,0 +1,452 @@
+"""The probe protocol (papers/active-noisy-sensor.txt): plan the conversations, run them, keep
+the transcripts.
+
+A probe item is one conversation: (instance, strategy, reasoner, sensor, consistency signal,
+run). Its spec holds everything that determines it (the instance itself, the models and their
+options, K, the judge, the budget T, decoding, the strategy prompt's content hash) and its key
+is the spec's content hash, so a rerun skips finished conversations. Each item is its own unit:
+a run killed at any moment loses only the conversations in flight. Workers keep the reasoner and
+the sensor loaded between units (one copy per process). Strategy ``direct`` is the VLM-direct
+baseline: the sensor answers the multiple-choice question itself, one sample per run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clearsight.execute import ExecutorName, Summary
+from clearsight.probe.instances import Instance, bundled_instances, load_instances
+from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
+from clearsight.probe.transcript import PROTOCOL, transcript_key, transcript_record
+from clearsight.seeding import content_hash, rng_for
+from clearsight.store import Record
+from clearsight.validate import InputError
+
+Strategy = Literal["direct", "react", "uot", "bp"]
+SignalName = Literal["true", "none", "random"]
+
+
+class ProbeConfig(BaseModel):
+    """Everything that determines a probe run's transcripts (METHODS.md section 6)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instances: str = Field(
+        "bundled",
+        description="'bundled' (the questions on the bundled photos), or a local dataset copy: "
+        "a JSONL file or a directory of Parquet/Arrow files (see docs/probe.md).",
+    )
+    dataset: str = Field(
+        "bundled",
+        description="Which loader reads `instances`: bundled, seedbench, figureqa, mmstar, "
+        "cvqa, reasonvqa, or 'jsonl' for instances already in clearsight's own JSON form.",
+    )
+    instance_ids: tuple[str, ...] | None = Field(
+        None, description="Only these instance ids (default: all)."
+    )
+    categories: tuple[str, ...] | None = Field(
+        None, description="Only instances of these categories (default: all)."
+    )
+    limit: int | None = Field(None, ge=1, description="At most this many instances, in order.")
+    reasoners: tuple[str, ...] = Field(
+        ("hf:smollm2-135m",), description="Reasoner models by spec (any text backend)."
+    )
+    reasoner_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Backend options per reasoner spec."
+    )
+    strategies: tuple[Strategy, ...] = Field(
+        ("direct", "react", "bp"), description="Strategies: direct (VLM only), react, uot, bp."
+    )
+    sensor: str = Field("perceiver", description="The sensor VLM by spec (any image backend).")
+    sensor_options: dict[str, Any] = Field(
+        default_factory=dict, description="Backend options of the sensor."
+    )
+    k: int = Field(5, ge=1, le=50, description="K, sensor samples per query.")
+    judge: str = Field(
+        "embedding",
+        description="Semantic-equivalence judge behind u: embedding, embedding:<t>, exact, "
+        "llm:<model spec>.",
+    )
+    runs: int = Field(5, ge=1, le=50, description="R, runs per instance (cross-run ECE).")
+    budget: int = Field(100, ge=1, description="T, the most turns of a conversation.")
+    signals: tuple[SignalName, ...] = Field(
+        ("true",),
+        description="Consistency signal shown to the reasoner: true u, none, random (ablation).",
+    )
+    temperature: float = Field(1.0, ge=0.0, description="Decoding temperature of both models.")
+    max_new_tokens: int = Field(128, ge=8, description="Most tokens a reasoner turn generates.")
+    sensor_max_new_tokens: int = Field(48, ge=1, description="Most tokens of a sensor sample.")
+    context_chars: int = Field(
+        24_000, ge=200, description="Most characters of a reasoner prompt (context overflow)."
+    )
+    seed: int = Field(0, description="Run seed (mixed into every item's random streams).")
+
+
+def load_probe_config(path: Path) -> ProbeConfig:
+    """A :class:`ProbeConfig` from a YAML file of its fields."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        return ProbeConfig(**data)
+    except (OSError, yaml.YAMLError, ValidationError, TypeError) as exc:
+        raise InputError(f"invalid probe configuration {path}: {exc}") from exc
+
+
+def select_instances(config: ProbeConfig) -> list[Instance]:
+    """The instances of a run, filtered by ids and categories, at most ``limit``."""
+    from clearsight.probe.instances import instances_from_jsonl
+
+    if config.instances == "bundled":
+        items = bundled_instances()
+    elif config.dataset == "jsonl":
+        items = instances_from_jsonl(config.instances)
+    else:
+        items = load_instances(config.instances, config.dataset)
+    if config.instance_ids is not None:
+        wanted = set(config.instance_ids)
+        unknown = wanted - {i.id for i in items}
+        if unknown:
+            raise InputError(f"unknown instance ids: {sorted(unknown)[:5]}")
+        items = [i for i in items if i.id in wanted]
+    if config.categories is not None:
+        items = [i for i in items if i.category in config.categories]
+    if config.limit is not None:
+        items = items[: config.limit]
+    if not items:
+        raise InputError("no instances selected: nothing to probe")
+    return items
+
+
+# --------------------------------------------------------------------------------------------
+# Planning
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeUnit:
+    """One conversation to run: picklable, independent of every other unit."""
+
+    key: str
+    spec: dict[str, Any]
+
+    @property
+    def size(self) -> int:
+        return 1
+
+    @property
+    def cost(self) -> float:
+        """Direct answers are one call; conversations many."""
+        return 1.0 if self.spec["strategy"] == "direct" else float(self.spec["budget"])
+
+
+def plan_probe(config: ProbeConfig) -> list[ProbeUnit]:
+    """Every conversation: instances x strategies x reasoners x signals x runs (direct: one
+    per instance and run)."""
+    instances = select_instances(config)
+    for s in config.strategies:
+        if s not in STRATEGIES:
+            raise InputError(f"unknown strategy {s!r}")
+    sensor = {
+        "sensor": config.sensor,
+        "sensor_options": dict(config.sensor_options),
+        "sensor_max_new_tokens": config.sensor_max_new_tokens,
+        "temperature": config.temperature,
+        "seed": config.seed,
+    }
+    units: list[ProbeUnit] = []
+    for inst in instances:
+        base = {"instance": inst.to_json(), **sensor}
+        for strategy in config.strategies:
+            for run in range(config.runs):
+                if strategy == "direct":
+                    specs = [
+                        {
+                            **base,
+                            "strategy": "direct",
+                            "reasoner": "vlm",
+                            "k": 1,
+                            "signal": "none",
+                            "run": run,
+                            "prompt": prompt_hash("direct"),
+                        }
+                    ]
+                else:
+                    specs = [
+                        {
+                            **base,
+                            "strategy": strategy,
+                            "reasoner": reasoner,
+                            "reasoner_options": dict(config.reasoner_options.get(reasoner, {})),
+                            "k": config.k,
+                            "judge": config.judge,
+                            "budget": config.budget,
+                            "signal": signal,
+                            "run": run,
+                            "max_new_tokens": config.max_new_tokens,
+                            "context_chars": config.context_chars,
+                            "prompt": prompt_hash(strategy),
+                        }
+                        for reasoner in config.reasoners
+                        for signal in config.signals
+                    ]
+                units += [ProbeUnit(transcript_key(spec), spec) for spec in specs]
+    return units
+
+
+# --------------------------------------------------------------------------------------------
+# Running a unit (inside a worker)
+# --------------------------------------------------------------------------------------------
+
+_CACHE: dict[str, Any] = {}
+
+
+def _cached(kind: str, parts: Sequence[Any], make: Any) -> Any:
+    key = content_hash([kind, *parts])
+    if key not in _CACHE:
+        _CACHE[key] = make()
+    return _CACHE[key]
+
+
+def _sensor(spec: dict[str, Any]) -> Any:
+    from clearsight.probe.sensor import Sensor
+
+    parts = [
+        spec["sensor"],
+        spec["sensor_options"],
+        spec["k"],
+        spec.get("judge", "exact"),
+        spec["temperature"],
+        spec["sensor_max_new_tokens"],
+    ]
+    return _cached(
+        "sensor",
+        parts,
+        lambda: Sensor(
+            spec["sensor"],
+            spec["sensor_options"],
+            spec["k"],
+            judge=spec.get("judge", "exact"),
+            temperature=spec["temperature"],
+            max_new_tokens=spec["sensor_max_new_tokens"],
+        ),
+    )
+
+
+def _reasoner(spec: dict[str, Any]) -> Any:
+    from clearsight.models import load_backend
+
+    parts = [spec["reasoner"], spec["reasoner_options"]]
+    return _cached(
+        "reasoner", parts, lambda: load_backend(spec["reasoner"], spec["reasoner_options"])
+    )
+
+
+def run_probe_unit(unit: ProbeUnit) -> list[Record]:
+    """The record of one conversation (a failure to set it up fails the item with its
+    reason; failures inside a conversation are part of its transcript)."""
+    from clearsight.probe.reasoner import run_conversation, run_direct
+
+    started = time.perf_counter()
+    spec = unit.spec
+    try:
+        instance = Instance.from_json(spec["instance"])
+        sensor = _sensor(spec)
+        rng = rng_for(unit.key)
+        meta = {"key": unit.key}
+        if spec["strategy"] == "direct":
+            transcript = run_direct(instance, sensor, rng=rng, run=spec["run"], meta=meta)
+        else:
+            settings = LoopSettings(
+                spec["strategy"],
+                budget=spec["budget"],
+                signal=spec["signal"],
+                temperature=spec["temperature"],
+                max_new_tokens=spec["max_new_tokens"],
+                context_chars=spec["context_chars"],
+            )
+            transcript = run_conversation(
+                instance,
+                _reasoner(spec),
+                sensor,
+                settings,
+                rng=rng,
+                reasoner_name=spec["reasoner"],
+                run=spec["run"],
+                meta=meta,
+            )
+    except Exception as exc:  # recorded with its reason; the run goes on
+        error = f"{type(exc).__name__}: {exc}"
+        return [Record(unit.key, "failed", error, {}, {}, time.perf_counter() - started)]
+    elapsed = time.perf_counter() - started
+    return [transcript_record(transcript, unit.key, elapsed_s=elapsed)]
+
+
+# --------------------------------------------------------------------------------------------
+# A whole run
+# --------------------------------------------------------------------------------------------
+
+
+def run_probe(
+    config: ProbeConfig,
+    run_dir: Path,
+    *,
+    fresh: bool = False,
+    allow_mismatch: bool = False,
+    executor: ExecutorName = "serial",
+    workers: int = 1,
+    progress: bool = True,
+) -> Summary:
+    """Plan the conversations, store the items, run what is not finished; an interrupted run
+    resumes where it stopped."""
+    from clearsight.execute import execute
+    from clearsight.protocols.sweep import git_revision, package_versions
+    from clearsight.store import RunStore
+
+    units = plan_probe(config)
+    with RunStore.open(run_dir, fresh=fresh) as store:
+        store.begin_run(
+            {
+                "config": config.model_dump(mode="json"),
+                "protocol": PROTOCOL,
+                "packages": package_versions(),
+                "git_revision": git_revision(),
+                "prompt_hashes": {s: prompt_hash(s) for s in config.strategies},
+            },
+            allow_mismatch=allow_mismatch,
+        )
+        store.add_items((u.key, PROTOCOL, u.spec) for u in units)
+        pending = set(store.pending_keys())
+        todo = [u for u in units if u.key in pending]
+        return execute(
+            todo,
+            run_probe_unit,
+            store,
+            executor=executor,
+            workers=workers,
+            desc="probe",
+            progress=progress,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Post-hoc analyses with an LLM judge (belief probe, query types), stored beside the transcripts
+# --------------------------------------------------------------------------------------------
+
+BELIEF_PROTOCOL = "probe.belief"
+QTYPE_PROTOCOL = "probe.qtype"
+
+
+def run_probe_analysis(
+    run_dir: Path,
+    judge_model: str,
+    judge_options: dict[str, Any] | None = None,
+    *,
+    belief: bool = True,
+    query_types: bool = True,
+    progress: bool = True,
+) -> dict[str, int]:
+    """Elicit beliefs (BP conversations, and people's) and classify queries (every
+    conversation with queries) with ``judge_model``; each result is a record keyed by the
+    transcript's key, the judge and the prompt, so a rerun only does what is missing.
+    Returns how many results of each kind were written."""
+    from tqdm import tqdm
+
+    from clearsight.models import load_backend
+    from clearsight.probe.analysis import belief_probe, belief_summary, classify_queries
+    from clearsight.probe.reasoner import prompts
+    from clearsight.probe.transcript import iter_transcripts
+    from clearsight.store import RunStore
+
+    strategies = prompts()["strategies"]
+    hashes = {
+        BELIEF_PROTOCOL: content_hash(strategies["assess"]),
+        QTYPE_PROTOCOL: content_hash(strategies["query_type"]),
+    }
+    backend: Any = None
+    written = {BELIEF_PROTOCOL: 0, QTYPE_PROTOCOL: 0}
+    with RunStore.open(run_dir) as store:
+        todo = []
+        for key, transcript in iter_transcripts(store):
+            if transcript.strategy == "direct" or transcript.queries == 0:
+                continue
+            kinds = []
+            if belief and (transcript.strategy in ("bp", "human")):
+                kinds.append(BELIEF_PROTOCOL)
+            if query_types:
+                kinds.append(QTYPE_PROTOCOL)
+            for kind in kinds:
+                spec = {"transcript": key, "judge": judge_model, "prompt": hashes[kind]}
+                todo.append((content_hash([kind, spec]), kind, spec, transcript))
+        pending = set(store.pending_keys([k for k, *_ in todo]))
+        todo = [t for t in todo if t[0] in pending]
+        store.add_items((k, kind, spec) for k, kind, spec, _ in todo)
+        for k, kind, _, transcript in tqdm(todo, desc="probe analysis", disable=not progress):
+            if backend is None:
+                backend = load_backend(judge_model, judge_options or {})
+            started = time.perf_counter()
+            try:
+                if kind == BELIEF_PROTOCOL:
+                    trace = belief_probe(transcript, backend)
+                    raw: Any = trace.to_json()
+                    readouts = belief_summary(transcript, trace)
+                else:
+                    raw = classify_queries(transcript, backend)
+                    readouts = {"types": [r["type"] for r in raw]}
+                record = Record(k, "ok", None, raw, readouts, time.perf_counter() - started)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                record = Record(k, "failed", error, {}, {}, time.perf_counter() - started)
+            store.write_records([record])
+            written[kind] += record.status == "ok"
+    return written
+
+
+@dataclass(frozen=True)
+class ProbeResults:
+    """What a probe run directory holds, as frames: one row per transcript, per belief-probed
+    conversation and per classified query."""
+
+    transcripts: Any
+    beliefs: Any
+    queries: Any
+
+
+def load_probe_results(run_dir: Path | str) -> ProbeResults:
+    """Read transcripts and post-hoc analyses of a run (read-only)."""
+    import pandas as pd
+
+    from clearsight.probe.analysis import transcripts_frame
+    from clearsight.probe.transcript import Transcript
+    from clearsight.store import RunStore
+
+    transcripts: dict[str, Transcript] = {}
+    belief_rows: list[dict[str, Any]] = []
+    query_rows: list[dict[str, Any]] = []
+    with RunStore.open(run_dir, read_only=True) as store:
+        later = []
+        for record in store.iter_records("ok"):
+            if record.protocol == PROTOCOL and record.raw:
+                transcripts[record.key] = Transcript.from_json(record.raw)
+            elif record.protocol in (BELIEF_PROTOCOL, QTYPE_PROTOCOL):
+                later.append(record)
+        for record in later:
+            t = transcripts.get(record.spec["transcript"])
+            if t is None:
+                continue
+            who = "human" if t.reasoner.startswith("human:") else t.reasoner
+            base = {"reasoner": who, "strategy": t.strategy, "dataset": t.dataset}
+            if record.protocol == BELIEF_PROTOCOL:
+                belief_rows.append({**base, **record.readouts})
+            else:
+                query_rows += [{**base, "round": q["round"], "type": q["type"]} for q in record.raw]
+    return ProbeResults(
+        transcripts_frame(transcripts.values()),
+        pd.DataFrame(belief_rows),
+        pd.DataFrame(query_rows),
+    )

@@ -1,0 +1,240 @@
+"""The probe protocol end to end on scripted models: plan, run, resume, store, analyse, report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from clearsight.models.base import Capabilities, Request, Response
+from clearsight.probe.analysis import (
+    belief_probe,
+    belief_summary,
+    classify_queries,
+    cross_run_prediction,
+    parse_distribution,
+    summary_table,
+    transcripts_frame,
+)
+from clearsight.probe.instances import Instance
+from clearsight.probe.judges import agreement, make_judge, normalise
+from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
+from clearsight.protocols.probe import ProbeConfig, load_probe_results, plan_probe, run_probe
+from clearsight.store import RunStore
+from clearsight.validate import InputError
+
+IDS = ("bundled/coffee-drink", "bundled/coffee-cup-count")
+
+
+def _scripts(tmp_path: Path) -> tuple[str, str]:
+    sensor = tmp_path / "sensor.jsonl"
+    lines = [
+        {"match": "Answer with the letter", "texts": ["B"]},
+        {
+            "match": "What is in the cup?",
+            "texts": ["coffee", "Coffee.", "tea", "coffee", "a drink"],
+        },
+    ]
+    sensor.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    reasoner = tmp_path / "reasoner.jsonl"
+    lines = [
+        {"match": "Visual assistant:", "texts": ["Belief: B=0.9\nThe answer is: (B)"]},
+        {
+            "match": "Question:",
+            "texts": ['Belief: A=0.5, B=0.5\nMy question is: "What is in the cup?"'],
+        },
+    ]
+    reasoner.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return f"scripted:{sensor}", f"scripted:{reasoner}"
+
+
+def _config(tmp_path: Path, **kw: object) -> ProbeConfig:
+    sensor, reasoner = _scripts(tmp_path)
+    base: dict[str, object] = {
+        "instance_ids": IDS,
+        "reasoners": (reasoner,),
+        "sensor": sensor,
+        "strategies": ("direct", "bp"),
+        "judge": "exact",
+        "runs": 2,
+        "budget": 4,
+    }
+    base.update(kw)
+    return ProbeConfig(**base)
+
+
+def test_plan_has_one_item_per_conversation(tmp_path: Path) -> None:
+    units = plan_probe(_config(tmp_path, signals=("true", "none")))
+    # 2 instances x 2 runs x (direct + bp x 2 signals)
+    assert len(units) == 2 * 2 * 3
+    assert len({u.key for u in units}) == len(units)
+    assert {u.spec["strategy"] for u in units} == {"direct", "bp"}
+
+
+def test_run_stores_transcripts_and_resumes(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    summary = run_probe(cfg, tmp_path / "run", progress=False)
+    assert (summary.ok, summary.failed) == (8, 0)
+    again = run_probe(cfg, tmp_path / "run", progress=False)
+    assert again.units == 0  # nothing left to do
+    transcripts = load_transcripts(tmp_path / "run")
+    bp = [t for t in transcripts if t.strategy == "bp"]
+    assert len(bp) == 4
+    for t in bp:
+        assert t.stop == "committed"
+        assert t.committed == "B"
+        assert t.rounds == 2
+        assert t.vlm_calls == 5
+        reply = t.turns[0].reply
+        assert reply is not None
+        assert reply.u == sum(normalise(s) == normalise(reply.reply) for s in reply.samples)
+    direct = [t for t in transcripts if t.strategy == "direct"]
+    assert {t.committed for t in direct} == {"B"}
+    assert all(t.vlm_calls == 1 for t in direct)
+
+
+def test_stored_u_is_recomputed_from_the_stored_samples(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    cfg = _config(tmp_path, judge="embedding", strategies=("bp",), runs=3)
+    run_probe(cfg, tmp_path / "run", progress=False)
+    replies = [
+        turn.reply
+        for t in load_transcripts(tmp_path / "run")
+        for turn in t.turns
+        if turn.reply is not None
+    ]
+    assert len(replies) == 6
+    from clearsight.probe.judges import consistency
+
+    for reply in replies:
+        judge = make_judge(reply.judge)  # e.g. embedding@0.7573
+        u, same = consistency(judge, reply.reply, reply.samples, reply.query)
+        assert u == reply.u
+        assert same == reply.same
+        assert 1 <= u <= reply.k
+
+
+def _t(inst: str, gold: str, run: int, commit: str | None) -> Transcript:
+    i = Instance(inst, "x.png", "Q?", ("a", "b", "c"), gold, "seedbench", "scene")
+    t = Transcript.start(i, reasoner="r", strategy="bp", sensor="s", run=run, k=5)
+    if commit is None:
+        return t.finish(None, "budget")
+    return t.with_turn(Turn(1, f"The answer is: ({commit})", commit=commit))
+
+
+def test_cross_run_ece_is_recomputable_from_stored_commits(tmp_path: Path) -> None:
+    commits: dict[str, tuple[str, list[str | None]]] = {
+        "i1": ("A", ["A", "A", "B"]),
+        "i2": ("B", ["C", "C", "C"]),
+        "i3": ("A", [None, "B", "A"]),
+    }
+    with RunStore.open(tmp_path / "run") as store:
+        store.begin_run({"config": {}})
+        for inst, (gold, runs) in commits.items():
+            for run, c in enumerate(runs):
+                store_transcript(store, _t(inst, gold, run, c))
+    frame = transcripts_frame(load_transcripts(tmp_path / "run"))
+    (row,) = summary_table(frame, by=("domain",)).to_dict("records")
+    # i1: A with 2/3, correct; i2: C with 3/3, wrong; i3: tie A/B -> B (earlier), 1/3, wrong
+    expected_ece = (abs(1 - 2 / 3) + abs(0 - 1) + abs(0 - 1 / 3)) / 3
+    assert row["ece"] == pytest.approx(expected_ece)
+    assert row["cross_acc"] == pytest.approx(100 / 3)
+    assert row["acc"] == pytest.approx(100 / 3)
+    assert row["acc_std"] == pytest.approx(0.0)
+    assert cross_run_prediction(["B", "A", "A", "B"]) == ("B", 0.5)
+    assert cross_run_prediction([None, None]) == (None, 0.0)
+
+
+class _Scorer:
+    """Candidate scores: letter B gets most mass; the query type 'Targeted' wins."""
+
+    name = "fake-scorer"
+    capabilities = Capabilities(generate=True, candidate_probs=True)
+
+    def complete(self, requests: Sequence[Request]) -> list[Response]:
+        out = []
+        for r in requests:
+            probs = {c: (0.6 if c in ("B", "Targeted") else 0.1) for c in r.candidates}
+            out.append(Response(candidate_probs=probs))
+        return out
+
+
+def test_belief_probe_and_query_types() -> None:
+    i = Instance("q", "x.png", "Q?", ("a", "b"), "B", "seedbench", "scene")
+    from clearsight.probe.sensor import SensorReply
+
+    reply = SensorReply("What?", ("b", "b"), 0, "b", 2, 2)
+    t = Transcript.start(i, reasoner="r", strategy="bp", sensor="s", k=2)
+    t = t.with_turn(Turn(1, 'My question is: "What?"', query="What?", reply=reply, shown_u=2))
+    t = t.with_turn(Turn(2, "The answer is: (B)", commit="B"))
+    trace = belief_probe(t, _Scorer())
+    assert trace.beliefs[0] == {"A": 0.5, "B": 0.5}
+    assert trace.beliefs[1]["B"] == pytest.approx(0.6 / 0.7)
+    assert trace.methods == ("uniform", "letter-probs")
+    summary = belief_summary(t, trace)
+    assert summary["steps_to_threshold"] == 1
+    assert summary["p_chosen"] == pytest.approx(0.6 / 0.7)
+    types = classify_queries(t, _Scorer())
+    assert [q["type"] for q in types] == ["Targeted"]
+    assert parse_distribution("A=0.2, B: 60%", ("A", "B")) == pytest.approx({"A": 0.25, "B": 0.75})
+
+
+def test_judge_agreement_against_hand_values() -> None:
+    result = agreement([1, 2, 3, 5], [1, 3, 3, 2], k=5)
+    assert result.exact == 0.5
+    assert result.within1 == 0.75
+    assert result.mae == 1.0
+    assert result.pearson == pytest.approx(float(np.corrcoef([1, 2, 3, 5], [1, 3, 3, 2])[0, 1]))
+    from sklearn.metrics import cohen_kappa_score
+
+    kappa = cohen_kappa_score(
+        [1, 2, 3, 5], [1, 3, 3, 2], labels=[1, 2, 3, 4, 5], weights="quadratic"
+    )
+    assert result.kappa_quadratic == pytest.approx(kappa)
+    with pytest.raises(InputError):
+        agreement([0, 1], [1, 1], k=5)
+
+
+def test_results_and_report(tmp_path: Path) -> None:
+    from clearsight.report.probe import build_probe_report
+
+    run_probe(_config(tmp_path), tmp_path / "run", progress=False)
+    results = load_probe_results(tmp_path / "run")
+    assert isinstance(results.transcripts, pd.DataFrame)
+    assert len(results.transcripts) == 8
+    paths = build_probe_report(tmp_path / "run")
+    html = paths.html.read_text()
+    assert "Table 1" in html
+    assert "Table 9" in html
+    md = paths.summary_md.read_text()
+    assert "| bp |" in md or "bp" in md
+
+
+def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
+    from clearsight.models.scripted import ScriptedBackend
+    from clearsight.probe.build import build_stage1, build_stage2
+    from clearsight.probe.sensor import Sensor
+
+    a = Instance("bundled/a", "bundled:skimage-coffee", "Q1?", ("x", "y"), "A", "bundled", "c")
+    b = Instance("bundled/b", "bundled:skimage-coffee", "Q2?", ("x", "y"), "A", "bundled", "c")
+    backend = ScriptedBackend(
+        matched=[
+            ("Q1?", Response(texts=("A",) * 3 + ("B",) * 8)),  # c = 3: kept
+            ("Q2?", Response(texts=("A",) * 11)),  # c = 11: the sensor is reliable, dropped
+        ]
+    )
+    with RunStore.open(tmp_path / "b") as store:
+        store.begin_run({"config": {}})
+        results = build_stage1([a, b], Sensor(backend, k=11, judge="exact"), store=store)
+        assert [r.c for r in results] == [3, 11]
+        assert [r.kept for r in results] == [True, False]
+        assert store.counts()["ok"] == 2
+    t = Transcript.start(a, reasoner="human:ann", strategy="human", sensor="s")
+    with RunStore.open(tmp_path / "h") as store:
+        store.begin_run({"config": {}})
+        store_transcript(store, t.with_turn(Turn(1, "(A)", commit="A")))
+    assert build_stage2([a, b], [tmp_path / "h"]) == [a]
