@@ -238,3 +238,32 @@ def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
         store.begin_run({"config": {}})
         store_transcript(store, t.with_turn(Turn(1, "(A)", commit="A")))
     assert build_stage2([a, b], [tmp_path / "h"]) == [a]
+
+
+def test_a_killed_serial_run_keeps_finished_turns_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import clearsight.protocols.probe as probe
+    from clearsight.execute import Interrupted
+    from clearsight.models.scripted import ScriptedBackend
+
+    class KilledOnSecondTurn(ScriptedBackend):
+        def complete(self, requests: Sequence[Request]) -> list[Response]:
+            if "Visual assistant:" in requests[0].messages[-1].text:
+                raise KeyboardInterrupt  # the user pressed Ctrl-C while turn 2 was generated
+            return [Response(texts=('My question is: "What is in the cup?"',))]
+
+    cfg = _config(tmp_path, instance_ids=IDS[:1], strategies=("bp",), runs=1)
+    monkeypatch.setattr(probe, "_reasoner", lambda spec: KilledOnSecondTurn())
+    with pytest.raises(Interrupted):
+        run_probe(cfg, tmp_path / "run", progress=False)
+    with RunStore.open(tmp_path / "run", read_only=True) as store:
+        (record,) = list(store.iter_records())
+    assert record.status == "failed"
+    assert record.error == "unfinished: 1 turns so far"
+    assert len(record.raw["turns"]) == 1
+    monkeypatch.undo()
+    summary = run_probe(cfg, tmp_path / "run", progress=False)
+    assert summary.ok == 1
+    (t,) = load_transcripts(tmp_path / "run")
+    assert t.stop == "committed"

@@ -13,7 +13,7 @@ baseline: the sensor answers the multiple-choice question itself, one sample per
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from clearsight.execute import ExecutorName, Summary
 from clearsight.probe.instances import Instance, bundled_instances, load_instances
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
-from clearsight.probe.transcript import PROTOCOL, transcript_key, transcript_record
+from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_key, transcript_record
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import Record
 from clearsight.validate import InputError
@@ -247,9 +247,12 @@ def _reasoner(spec: dict[str, Any]) -> Any:
     )
 
 
-def run_probe_unit(unit: ProbeUnit) -> list[Record]:
+def run_probe_unit(
+    unit: ProbeUnit, on_turn: Callable[[Transcript], None] | None = None
+) -> list[Record]:
     """The record of one conversation (a failure to set it up fails the item with its
-    reason; failures inside a conversation are part of its transcript)."""
+    reason; failures inside a conversation are part of its transcript). ``on_turn`` sees the
+    unfinished transcript after every turn."""
     from clearsight.probe.reasoner import run_conversation, run_direct
 
     started = time.perf_counter()
@@ -279,6 +282,7 @@ def run_probe_unit(unit: ProbeUnit) -> list[Record]:
                 reasoner_name=spec["reasoner"],
                 run=spec["run"],
                 meta=meta,
+                on_turn=on_turn,
             )
     except Exception as exc:  # recorded with its reason; the run goes on
         error = f"{type(exc).__name__}: {exc}"
@@ -303,7 +307,10 @@ def run_probe(
     progress: bool = True,
 ) -> Summary:
     """Plan the conversations, store the items, run what is not finished; an interrupted run
-    resumes where it stopped."""
+    resumes where it stopped. With one process, every turn is stored as it happens (an
+    unfinished conversation is a failed record, redone by a rerun); a process pool stores each
+    conversation when it ends. Either way a killed run loses only the conversations in
+    flight."""
     from clearsight.execute import execute
     from clearsight.protocols.sweep import git_revision, package_versions
     from clearsight.store import RunStore
@@ -323,9 +330,20 @@ def run_probe(
         store.add_items((u.key, PROTOCOL, u.spec) for u in units)
         pending = set(store.pending_keys())
         todo = [u for u in units if u.key in pending]
+        run: Callable[[ProbeUnit], list[Record]] = run_probe_unit
+        if executor == "serial" or workers == 1:
+            # one process: the writer itself runs the conversations, so each turn is stored
+            # as it happens (an unfinished transcript is a 'failed' record a rerun redoes)
+            def run(unit: ProbeUnit) -> list[Record]:
+                def store_turn(partial: Transcript) -> None:
+                    if partial.committed is None:
+                        store.write_records([transcript_record(partial, unit.key, finished=False)])
+
+                return run_probe_unit(unit, store_turn)
+
         return execute(
             todo,
-            run_probe_unit,
+            run,
             store,
             executor=executor,
             workers=workers,
