@@ -46,6 +46,12 @@ LETTERS = INST.letters
         ("the answer is a dog", "B"),
         ("The answer is: (Z)", None),
         ("Answer: A dog sits there", None),
+        ("(A) Red is the answer I chose", "A"),
+        ("C", "C"),
+        ("I think (C) is correct.", "C"),
+        ("Option B is the best answer", "B"),
+        ("(A) a cat (B) a dog (C) a cow", None),
+        ("A dog, I think", None),
     ],
 )
 def test_commit_parsing(text: str, letter: str | None) -> None:

@@ -9,7 +9,9 @@ prompt, kept with the shared turn texts in ``prompts/strategies.yaml``; Direct h
 
 **Parsing** (:func:`parse_action`) is meant to survive small models: a commit is ``answer``
 followed by a letter in parentheses or a bare capital letter ending the phrase (``Answer: B``,
-``**The answer is (b)**``, ``Answer[C]``), or by the exact text of an option; a query is the
+``**The answer is (b)**``, ``Answer[C]``), ``(B) is correct`` / ``option B is the answer``, an
+output that opens with ``(B)`` (unless it echoes the option list) or is just ``B``, or
+``The answer is`` followed by the exact text of an option; a query is the
 text after ``question is``, ``Query:`` or ``Ask[...]`` (quoted or to the end of the line), or
 failing those the last sentence ending in a question mark. The earliest action in the text
 wins, and anything after a hallucinated ``Visual assistant:`` line is dropped first. A turn with
@@ -78,6 +80,12 @@ _COMMIT_PAREN = re.compile(
 _COMMIT_BARE = re.compile(
     r"(?i:answer)(?:\s+(?i:is))?\s*[:=\-]?\s*(?i:option\s+)?[*\[]*\s*([A-J])" + _END
 )
+_COMMIT_LEAD = re.compile(r"^\s*[*\[]*\s*\(([A-J])\)|^\s*([A-J])\s*(?:\)|$)")
+_COMMIT_IS = re.compile(
+    r"(?:\(([A-J])\)|(?i:option)\s+\(?([A-J])\)?)\s+(?i:is)\s+(?i:the\s+)?"
+    r"(?i:correct|right|answer|best)"
+)
+_OPTION_MARK = re.compile(r"\([A-J]\)")
 _COMMIT_TEXT = re.compile(r"(?i:the\s+answer\s+is|answer\s*:)\s*(.+?)\s*(?:$|\n)")
 _QUERY_QUOTED = re.compile(
     r"(?i:question\s+is|query|ask|action\s*:\s*ask)\s*[:\[]?\s*[\"“”']\s*(.+?)\s*[\"“”']", re.S
@@ -107,6 +115,16 @@ def _commit(text: str, letters: Sequence[str], options: Sequence[str]) -> tuple[
             if letter in letters:
                 found.append((m.start(), letter))
                 break
+    for m in _COMMIT_IS.finditer(text):
+        letter = m.group(1) or m.group(2)
+        if letter in letters:
+            found.append((m.start(), letter))
+            break
+    lead = _COMMIT_LEAD.match(text)
+    if lead and len(_OPTION_MARK.findall(text)) <= 1:  # not an echo of the option list
+        letter = lead.group(1) or lead.group(2)
+        if letter in letters:
+            found.append((lead.start(), letter))
     if not found and options:
         norm = [normalise(o) for o in options]
         for m in _COMMIT_TEXT.finditer(text):
