@@ -174,7 +174,8 @@ def connect(ray: Any, config: RayConfig, workers: int) -> bool:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise InputError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from exc
         return False
-    ray.init(num_cpus=workers, include_dashboard=False)
+    # "local": a new instance even where `ray start` left one running on this machine
+    ray.init(address="local", num_cpus=workers, include_dashboard=False)
     return True
 
 

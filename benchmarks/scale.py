@@ -1,0 +1,113 @@
+"""Scale benchmark: the reference-observer sweep of the bundled scenes on each executor.
+
+Prints ``name: value`` lines:
+
+* ``serial_s`` — wall time of the full default sweep (every bundled scene, both arms, all
+  controls, both tasks, five wordings) with the serial executor, in this process after a warm-up
+  sweep of one scene (imports and numba's cached kernels loaded, so the baseline is not inflated).
+* ``pool_speedup_2_workers`` — ``serial_s`` over the process pool's wall time with two workers
+  (worker start-up included: a user waits for it too).
+* ``ray_startup_s`` — ``ray.init`` of a local two-CPU instance, stated and excluded from the
+  timed regions below (a cluster is started once for many runs).
+* ``ray_speedup_2_workers`` — ``serial_s`` over the Ray executor's wall time with two replicas
+  (actor start-up included). Goal >= 1.6 on a two-core machine.
+* ``ray_overhead_ms_per_item`` — what Ray itself costs per item: the Ray executor's wall time
+  minus the serial executor's for the same units when a unit's work is replaced by a look-up of
+  its finished records (so what remains is actor start-up, shipping units out, records back and
+  scheduling), divided by the number of items.
+
+Each run writes its own store, so every figure includes the single writer's commits.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from _timing import report
+from clearsight.config import SweepConfig
+from clearsight.execute import ExecutorName, execute
+from clearsight.protocols.sweep import SweepUnit, plan_sweep, run_sweep
+from clearsight.store import Record, RunStore
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def look_up(records: Mapping[str, Record], unit: SweepUnit) -> list[Record]:
+    """A unit's finished records, without doing its work."""
+    return [records[key] for key, _ in unit.items]
+
+
+def replay(
+    cfg: SweepConfig, run: Path, records: dict[str, Record], executor: ExecutorName
+) -> float:
+    """Wall time of executing the sweep's units when each unit's work is a look-up."""
+    plan = plan_sweep(cfg)
+    with RunStore.open(run) as store:
+        store.begin_run({"config": cfg.model_dump(mode="json")})
+        store.add_items(plan.items)
+        fn = functools.partial(look_up, records)
+        _, elapsed = _timed(
+            lambda: execute(
+                list(plan.units), fn, store, executor=executor, workers=2, progress=False
+            )
+        )
+    return elapsed
+
+
+def main() -> None:
+    import ray
+
+    root = Path(tempfile.mkdtemp(prefix="clearsight-scale-"))
+    try:
+        cfg = SweepConfig()
+        n_items = len(plan_sweep(cfg).items)
+        run_sweep(
+            SweepConfig(scene_ids=("skimage-chelsea",), controls=("clean",)),
+            root / "warm",
+            progress=False,
+        )
+        serial, t_serial = _timed(lambda: run_sweep(cfg, root / "serial", progress=False))
+        assert serial.ok == n_items, serial
+        report("serial_s", t_serial, 2)
+
+        pool, t_pool = _timed(
+            lambda: run_sweep(cfg, root / "pool", executor="process", workers=2, progress=False)
+        )
+        assert pool.ok == n_items, pool
+        report("pool_speedup_2_workers", t_serial / t_pool, 2)
+
+        _, t_init = _timed(
+            lambda: ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        )
+        report("ray_startup_s", t_init, 2)
+        on_ray, t_ray = _timed(
+            lambda: run_sweep(cfg, root / "ray", executor="ray", workers=2, progress=False)
+        )
+        assert on_ray.ok == n_items, on_ray
+        report("ray_speedup_2_workers", t_serial / t_ray, 2)
+
+        with RunStore.open(root / "serial", read_only=True) as store:
+            records = {
+                r.key: Record(r.key, r.status, r.error, r.raw, r.readouts, r.elapsed_s)
+                for r in store.iter_records()
+            }
+        t_local = replay(cfg, root / "replay-serial", records, "serial")
+        t_remote = replay(cfg, root / "replay-ray", records, "ray")
+        report("ray_overhead_ms_per_item", 1000 * (t_remote - t_local) / n_items, 3)
+        ray.shutdown()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
