@@ -1,0 +1,313 @@
+"""Problems with gold answers: the :class:`Problem` record and loaders for the paper's benchmarks.
+
+A problem is the input of trajectory grounding: a question (options included in the text), an
+optional image, the gold answer and its type. Images are *references* (a file path, or
+``chart:...`` / ``scene:...`` for the bundled generator's pictures, resolved by
+:func:`load_image`), so problems are small, JSON-able and picklable into work items.
+
+The paper's ten benchmarks are read from local copies — clearsight never downloads — laid out as
+``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of
+records). :data:`LAYOUTS` names, per benchmark, the file and the fields read (docs/grounding.md
+shows each layout). Any other JSONL with the normalised fields (``id``, ``question``,
+``answer``, optional ``choices``, ``image``, ``answer_type``, ``benchmark``) loads with
+:func:`load_jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from clearsight.validate import InputError
+
+AnswerType = Literal["letter", "number", "boolean", "text"]
+ANSWER_TYPES: tuple[str, ...] = ("letter", "number", "boolean", "text")
+LETTERS = "ABCDEFGHIJ"
+
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)(/\d+)?$")
+_BOOL = {"yes": True, "no": False, "true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One verifiable problem.
+
+    ``question`` is the full text shown to the model (options listed in it); ``options`` the
+    option texts of a multiple-choice problem (answer type ``letter``: ``gold`` is a letter);
+    ``image`` a reference for :func:`load_image` or None; ``solution`` optional canonical
+    trajectory parts (``observation``, ``reasoning``, ``answer``) that the bundled generator
+    writes and TGS-Bench uses as the good trajectory; ``meta`` anything else worth keeping.
+    """
+
+    id: str
+    benchmark: str
+    question: str
+    gold: str
+    answer_type: AnswerType
+    image: str | None = None
+    options: tuple[str, ...] = ()
+    solution: Mapping[str, str] | None = None
+    meta: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id or not self.question.strip():
+            raise InputError(f"problem {self.id!r}: needs an id and a non-empty question")
+        if self.answer_type not in ANSWER_TYPES:
+            raise InputError(f"problem {self.id}: unknown answer type {self.answer_type!r}")
+        if not str(self.gold).strip():
+            raise InputError(f"problem {self.id}: empty gold answer")
+        if self.answer_type == "letter":
+            k = LETTERS.find(self.gold)
+            if len(self.gold) != 1 or k < 0 or (self.options and k >= len(self.options)):
+                raise InputError(
+                    f"problem {self.id}: letter answer {self.gold!r} is not one of its "
+                    f"{len(self.options)} options"
+                )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (the inverse of :func:`problem_from_json`)."""
+        d = asdict(self)
+        d["options"] = list(self.options)
+        d["solution"] = dict(self.solution) if self.solution else None
+        d["meta"] = dict(self.meta) if self.meta else None
+        return d
+
+
+def problem_from_json(d: Mapping[str, Any]) -> Problem:
+    """The :class:`Problem` a :meth:`Problem.to_json` dict describes."""
+    return Problem(
+        id=str(d["id"]),
+        benchmark=str(d["benchmark"]),
+        question=str(d["question"]),
+        gold=str(d["gold"]),
+        answer_type=d["answer_type"],
+        image=d.get("image"),
+        options=tuple(d.get("options") or ()),
+        solution=d.get("solution"),
+        meta=d.get("meta"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Answers
+# --------------------------------------------------------------------------------------------
+
+
+def infer_answer_type(answer: str, options: Sequence[str]) -> AnswerType:
+    """``letter`` (a single option letter with options), ``number``, ``boolean`` or ``text``."""
+    a = answer.strip()
+    if options and len(a) == 1 and a.upper() in LETTERS[: len(options)]:
+        return "letter"
+    if _NUMBER.match(a.replace(",", "")):
+        return "number"
+    if a.lower() in _BOOL:
+        return "boolean"
+    return "text"
+
+
+def _as_number(text: str) -> float | None:
+    t = text.strip().replace(",", "").rstrip(".")
+    if not _NUMBER.match(t):
+        return None
+    if "/" in t:
+        num, den = t.split("/")
+        return float(num) / float(den) if float(den) else None
+    return float(t)
+
+
+_FIRST_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?|[-+]?\.\d+")
+# most explicit first: the whole answer, "(B)", "B." / "B)", "option B", then any standalone
+# capital other than the pronoun "I", and "I" last
+_LETTER_PATTERNS = (
+    re.compile(r"^\s*\(?([A-J])\)?\s*[.):]?\s*$"),
+    re.compile(r"\(([A-J])\)"),
+    re.compile(r"\b([A-J])[.):]"),
+    re.compile(r"\b(?:option|choice)\s+([A-J])\b", re.IGNORECASE),
+    re.compile(r"\b([A-HJ])\b"),
+    re.compile(r"\b(I)\b"),
+)
+
+
+def normalise_answer(text: str, answer_type: AnswerType) -> str | None:
+    """The comparable form of a model's answer text, or None when it holds none.
+
+    number: the first number (fractions evaluated, commas dropped) as a float string; letter:
+    the first standalone capital A-J; boolean: yes/no (true/false read as yes/no); text: lower
+    case with spaces collapsed and trailing punctuation dropped.
+    """
+    t = text.strip()
+    if answer_type == "number":
+        m = _FIRST_NUMBER.search(t)
+        v = _as_number(m.group(0)) if m else None
+        return None if v is None else repr(round(v, 6))
+    if answer_type == "letter":
+        for pattern in _LETTER_PATTERNS:
+            m = pattern.search(t)
+            if m:
+                return m.group(1)
+        return None
+    if answer_type == "boolean":
+        words = re.findall(r"[a-z]+", t.lower())
+        hit = next((w for w in words if w in _BOOL), None)
+        return None if hit is None else ("yes" if _BOOL[hit] else "no")
+    norm = re.sub(r"\s+", " ", t.lower()).strip(" .!")
+    return norm or None
+
+
+def is_correct(answer_text: str, problem: Problem) -> bool:
+    """Whether ``answer_text`` (a trajectory's final answer) matches the gold answer."""
+    got = normalise_answer(answer_text, problem.answer_type)
+    return got is not None and got == normalise_answer(problem.gold, problem.answer_type)
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmark loaders
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a benchmark's local copy lives and which fields hold what.
+
+    ``file``: path under ``<datasets>/<name>/``; ``id``/``question``/``answer``: field names;
+    ``choices``: the options field (a list), or None; ``image``: the image path field
+    (relative to the benchmark directory), or None; ``answer_index``: the answer is an index
+    into the choices (A-OKVQA's ``correct_choice_idx``) rather than a letter or value.
+    """
+
+    file: str
+    id: str
+    question: str
+    answer: str
+    choices: str | None = None
+    image: str | None = None
+    answer_index: bool = False
+
+
+#: The expected local layout of each of the paper's benchmarks (see docs/grounding.md).
+LAYOUTS: dict[str, Layout] = {
+    "MathVista": Layout("testmini.jsonl", "pid", "question", "answer", "choices", "image"),
+    "MathVerse": Layout("testmini.jsonl", "sample_index", "question", "answer", None, "image"),
+    "DynaMath": Layout("sample_variant1.jsonl", "id", "question", "ground_truth", None, "image"),
+    "Geo3K": Layout("test.jsonl", "id", "problem_text", "answer", "choices", "image"),
+    "WeMath": Layout("testmini.jsonl", "ID", "question", "answer", None, "image_path"),
+    "MATH-Vision": Layout("test.jsonl", "id", "question", "answer", "options", "image"),
+    "LogicVista": Layout("dataset.jsonl", "id", "question", "answer", None, "imagename"),
+    "A-OKVQA": Layout(
+        "val.jsonl", "question_id", "question", "correct_choice_idx", "choices", "image", True
+    ),
+    "MMK12": Layout("test.jsonl", "id", "question", "answer", None, "image"),
+    "MMMU-Pro": Layout("standard.jsonl", "id", "question", "answer", "options", "image"),
+}
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file, or of a JSON file holding a list or an id-keyed dict."""
+    if not path.is_file():
+        raise InputError(f"benchmark file {path} does not exist (see docs/grounding.md)")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{n}: not JSON: {exc}") from exc
+        return
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON: {exc}") from exc
+    if isinstance(data, dict):
+        for key, rec in data.items():
+            yield {"id": key, **rec}
+    else:
+        yield from data
+
+
+def _with_options(question: str, options: Sequence[str]) -> str:
+    if not options:
+        return question
+    lines = [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]
+    return question.rstrip() + "\n" + "\n".join(lines)
+
+
+def _problem(rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: int) -> Problem:
+    for field in (layout.question, layout.answer):
+        if field not in rec:
+            raise InputError(f"{name} record {n}: missing field {field!r}")
+    options = tuple(str(o) for o in (rec.get(layout.choices) or ())) if layout.choices else ()
+    answer = rec[layout.answer]
+    if layout.answer_index:
+        answer = LETTERS[int(answer)]
+    answer = str(answer).strip()
+    if options and answer in options and not (len(answer) == 1 and answer in LETTERS):
+        answer = LETTERS[options.index(answer)]  # answer given as the option text
+    image = rec.get(layout.image) if layout.image else None
+    image_ref = str(root / str(image)) if image else None
+    atype = rec.get("answer_type") if rec.get("answer_type") in ANSWER_TYPES else None
+    return Problem(
+        id=f"{name}/{rec.get(layout.id, n)}",
+        benchmark=name,
+        question=_with_options(str(rec[layout.question]), options),
+        gold=answer,
+        answer_type=atype or infer_answer_type(answer, options),
+        image=image_ref,
+        options=options,
+    )
+
+
+def load_benchmark(name: str, datasets_dir: Path | str, limit: int | None = None) -> list[Problem]:
+    """Problems of benchmark ``name`` from ``<datasets_dir>/<name>/`` (layout in
+    :data:`LAYOUTS`); ``limit`` keeps the first ``limit``."""
+    if name not in LAYOUTS:
+        raise InputError(f"unknown benchmark {name!r}; known: {', '.join(LAYOUTS)}")
+    layout = LAYOUTS[name]
+    root = Path(datasets_dir) / name
+    out: list[Problem] = []
+    for n, rec in enumerate(_records(root / layout.file)):
+        if limit is not None and len(out) >= limit:
+            break
+        out.append(_problem(rec, layout, name, root, n))
+    return out
+
+
+def load_jsonl(path: Path | str, benchmark: str | None = None) -> list[Problem]:
+    """Problems from a JSONL of normalised records (``id``, ``question``, ``answer``, optional
+    ``choices``, ``image`` relative to the file, ``answer_type``, ``benchmark``)."""
+    path = Path(path)
+    layout = Layout(path.name, "id", "question", "answer", "choices", "image")
+    out = []
+    for n, rec in enumerate(_records(path)):
+        name = benchmark or str(rec.get("benchmark") or path.stem)
+        p = _problem(rec, layout, name, path.parent, n)
+        out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Images
+# --------------------------------------------------------------------------------------------
+
+
+def load_image(ref: str) -> npt.NDArray[np.uint8]:
+    """The RGB pixels an image reference names: ``chart:<json>`` and ``scene:<json>`` are
+    drawn by :mod:`clearsight.grounding.generator`; anything else is a file path."""
+    if ref.startswith(("chart:", "scene:")):
+        from clearsight.grounding.generator import render_image
+
+        return render_image(ref)
+    path = Path(ref)
+    if not path.is_file():
+        raise InputError(f"problem image {ref} does not exist")
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"), dtype=np.uint8)

@@ -1,0 +1,410 @@
+"""Trajectories: the template, generation, segmentation into vision / reasoning / answer spans.
+
+A trajectory (METHODS.md §5) is a vision rationale (what is read from the picture — for a text
+problem, the facts read from the statement), a reasoning chain and a final answer, followed by
+the confidence slot. The template (``data/template.json``, versioned by id and content hash)
+asks for tagged sections ("Observation:", "Reasoning:", "Answer:", "Confidence (0-10):"), the
+way the paper's VL-Calibration template asks for tagged blocks; generations that keep the tags
+are split at them, and free text is split by the rule-based :func:`segment` (its agreement
+with a hand-labelled sample, ``data/segmentation_sample.jsonl``, is :func:`segmenter_agreement`).
+
+Every trajectory is *rendered* back into the canonical tagged text (:meth:`Trajectory.render`),
+which gives the character span of each segment; the elicitation maps spans to tokens through the
+tokenizer's offsets.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any
+
+from clearsight.grounding.problems import Problem
+from clearsight.models.base import Decoding, ImagePart, Message, Request, TextPart
+from clearsight.seeding import content_hash
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from clearsight.models.base import Backend
+
+SEGMENTS: tuple[str, ...] = ("vision", "reasoning", "answer")
+
+
+@dataclass(frozen=True)
+class Template:
+    """The trajectory template: the user prompt (``{question}`` filled in), the section tags
+    and the confidence slot text."""
+
+    id: str
+    user: str
+    vision_tag: str
+    reasoning_tag: str
+    answer_tag: str
+    slot: str
+
+    @property
+    def hash(self) -> str:
+        """Content hash recorded with every item that uses the template."""
+        return content_hash(vars(self))[:16]
+
+
+@lru_cache(maxsize=1)
+def default_template() -> Template:
+    """The bundled template ``data/template.json``."""
+    data = json.loads(files("clearsight.grounding").joinpath("data/template.json").read_text())
+    return Template(**data)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Vision rationale, reasoning chain and final answer (texts, any may be empty but the
+    answer)."""
+
+    vision: str
+    reasoning: str
+    answer: str
+
+    def render(self, template: Template | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
+        """The tagged text ending at the confidence slot, and each segment's character span."""
+        t = template or default_template()
+        text = ""
+        spans: dict[str, tuple[int, int]] = {}
+        parts = (
+            ("vision", t.vision_tag, self.vision),
+            ("reasoning", t.reasoning_tag, self.reasoning),
+            ("answer", t.answer_tag, self.answer),
+        )
+        for name, tag, body in parts:
+            text += tag + " "
+            spans[name] = (len(text), len(text) + len(body.strip()))
+            text += body.strip() + "\n"
+        return text + t.slot, spans
+
+    def rationale_spans(self, template: Template | None = None) -> list[tuple[int, int]]:
+        """Character spans of the designated rationale (vision and reasoning), non-empty only."""
+        _, spans = self.render(template)
+        return [spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0]]
+
+    def to_json(self) -> dict[str, str]:
+        return {"vision": self.vision, "reasoning": self.reasoning, "answer": self.answer}
+
+
+def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
+    """The :class:`Trajectory` of a :meth:`Trajectory.to_json` dict."""
+    return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
+
+
+def good_trajectory(problem: Problem) -> Trajectory:
+    """The canonical (correct) trajectory of a problem that carries a solution."""
+    if not problem.solution:
+        raise InputError(f"problem {problem.id} has no canonical solution to build pairs from")
+    s = problem.solution
+    return Trajectory(s["observation"], s["reasoning"], s["answer"])
+
+
+# --------------------------------------------------------------------------------------------
+# Prompts
+# --------------------------------------------------------------------------------------------
+
+
+def user_message(
+    problem: Problem,
+    template: Template | None = None,
+    image: npt.NDArray[np.uint8] | None = None,
+) -> Message:
+    """The problem as the template's user turn (the image first, when there is one)."""
+    t = template or default_template()
+    text = TextPart(t.user.replace("{question}", problem.question))
+    if image is None:
+        return Message("user", (text,))
+    return Message("user", (ImagePart(image), text))
+
+
+def elicit_messages(
+    problem: Problem,
+    trajectory: Trajectory,
+    template: Template | None = None,
+    image: npt.NDArray[np.uint8] | None = None,
+) -> tuple[tuple[Message, ...], dict[str, tuple[int, int]]]:
+    """The conversation whose last turn is ``trajectory`` up to the confidence slot, and the
+    segment spans within that turn's text."""
+    text, spans = trajectory.render(template)
+    return (
+        user_message(problem, template, image),
+        Message("assistant", (TextPart(text),)),
+    ), spans
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing generations and given trajectories
+# --------------------------------------------------------------------------------------------
+
+_SLOT = re.compile(r"confidence\s*(?:\(\s*0\s*-\s*10\s*\))?\s*:[ \t]*", re.IGNORECASE)
+_WRITTEN = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class Slotted:
+    """A given trajectory text cut at its confidence slot, and the confidence written there."""
+
+    body: str
+    written: int | None
+
+
+def split_at_slot(text: str) -> Slotted:
+    """Cut a full trajectory at its (last) confidence slot.
+
+    InputError when there is no slot, or when the numeral written in it is outside 0..10 or not
+    a whole number (a trajectory with an unreadable confidence is not silently repaired).
+    """
+    matches = list(_SLOT.finditer(text))
+    if not matches:
+        raise InputError("no confidence slot: the trajectory has no 'Confidence (0-10):' line")
+    m = matches[-1]
+    after = _WRITTEN.match(text[m.end() :])
+    written = None
+    if after:
+        value = float(after.group(1))
+        if value != int(value) or not 0 <= value <= 10:
+            raise InputError(f"the written confidence {after.group(1)} is not a numeral 0..10")
+        written = int(value)
+    return Slotted(text[: m.start()], written)
+
+
+def _section(text: str, tag: str, stops: Sequence[str]) -> str | None:
+    i = text.lower().find(tag.lower())
+    if i < 0:
+        return None
+    rest = text[i + len(tag) :]
+    end = len(rest)
+    for stop in stops:
+        j = rest.lower().find(stop.lower())
+        if 0 <= j < end:
+            end = j
+    return rest[:end].strip()
+
+
+def parse_trajectory(text: str, template: Template | None = None) -> Trajectory:
+    """Segments of a trajectory text: tags where present, :func:`segment` otherwise.
+
+    InputError when no answer can be found (neither an answer tag nor an answer sentence).
+    """
+    t = template or default_template()
+    body = text
+    slot = _SLOT.search(body)
+    if slot:
+        body = body[: slot.start()]
+    answer = _section(body, t.answer_tag, ["\n"])
+    if answer is not None:
+        answer = answer.strip()
+        before = body[: body.lower().find(t.answer_tag.lower())]
+        vision = _section(before, t.vision_tag, [t.reasoning_tag])
+        reasoning = _section(before, t.reasoning_tag, [])
+        if vision is not None and reasoning is not None:
+            return Trajectory(vision, reasoning, answer)
+        seg = segment(before.replace(t.vision_tag, " ").replace(t.reasoning_tag, " "))
+        return Trajectory(seg.vision, seg.reasoning, answer or seg.answer)
+    seg = segment(body.replace(t.vision_tag, " ").replace(t.reasoning_tag, " "))
+    if not seg.answer:
+        raise InputError("the trajectory states no final answer")
+    return seg
+
+
+# --------------------------------------------------------------------------------------------
+# Rule-based segmenter
+# --------------------------------------------------------------------------------------------
+
+_SENT = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|\n|$)")
+_ANSWER_CUE = re.compile(
+    r"\b(the (final )?answer is\b|final answer\b|answer\s*:|so the answer\b|answer would be\b|"
+    r"the result is\b|option [A-J] is correct\b)",
+    re.IGNORECASE,
+)
+_REASON_CUE = re.compile(
+    r"(=|\d\s*[-+x*/×÷^]\s*\d|\b(so|therefore|thus|hence|because|since|which means|we get|"
+    r"gives|compute|calculate|subtract|add(ing)?|multiply|divide|total|sum|must|means|"
+    r"implies|follows|order|difference|then)\b)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Segmented:
+    """Sentences of a free text and their labels (``vision``/``reasoning``/``answer``)."""
+
+    sentences: tuple[str, ...]
+    labels: tuple[str, ...]
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (split after . ! ? followed by space, and at newlines)."""
+    return [s.strip() for s in _SENT.findall(text) if s.strip()]
+
+
+def label_sentences(sents: Sequence[str]) -> list[str]:
+    """The segmenter's label per sentence, contiguous vision -> reasoning -> answer.
+
+    Rules: the last sentence with an answer cue ("the answer is", "final answer", ...) and
+    everything after it is the answer; before it, sentences up to the first one with a
+    reasoning cue (an equation, an operator between numbers, "so", "therefore", "because", ...)
+    are the vision rationale (restated observations); the rest is reasoning.
+    """
+    n = len(sents)
+    answer_at = next((i for i in range(n - 1, -1, -1) if _ANSWER_CUE.search(sents[i])), n)
+    first_reason = next((i for i in range(answer_at) if _REASON_CUE.search(sents[i])), answer_at)
+    return (
+        ["vision"] * first_reason
+        + ["reasoning"] * (answer_at - first_reason)
+        + ["answer"] * (n - answer_at)
+    )
+
+
+def segment(text: str) -> Trajectory:
+    """A free-text trajectory split by :func:`label_sentences` (answer: the answer sentences,
+    reduced to what follows "is"/":" in the first of them when it can be)."""
+    sents = sentences(text)
+    labels = label_sentences(sents)
+    part = {
+        k: " ".join(s for s, lab in zip(sents, labels, strict=True) if lab == k) for k in SEGMENTS
+    }
+    answer = part["answer"]
+    m = re.search(r"(?:answer is|answer\s*:|result is)\s*(.+)", answer, re.IGNORECASE)
+    if m:
+        answer = m.group(1).strip().rstrip(".")
+    return Trajectory(part["vision"], part["reasoning"], answer)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Sentence-level agreement of the segmenter with hand labels."""
+
+    sentences: int
+    agree: int
+    trajectories: int
+    per_label: dict[str, tuple[int, int]]
+
+    @property
+    def rate(self) -> float:
+        return self.agree / self.sentences if self.sentences else float("nan")
+
+
+def hand_labelled_sample() -> list[list[tuple[str, str]]]:
+    """The bundled hand-labelled trajectories: per trajectory, (sentence, label) pairs."""
+    raw = files("clearsight.grounding").joinpath("data/segmentation_sample.jsonl").read_text()
+    out = []
+    for line in raw.splitlines():
+        if line.strip():
+            out.append([(str(s), str(lab)) for s, lab in json.loads(line)["sentences"]])
+    return out
+
+
+def segmenter_agreement(sample: Sequence[Sequence[tuple[str, str]]] | None = None) -> Agreement:
+    """Share of hand-labelled sentences the segmenter labels the same (the paper's manual check
+    reports over 95 % on 100 samples)."""
+    data = hand_labelled_sample() if sample is None else sample
+    total = agree = 0
+    per: dict[str, list[int]] = {k: [0, 0] for k in SEGMENTS}
+    for traj in data:
+        sents = [s for s, _ in traj]
+        for (_, gold), got in zip(traj, label_sentences(sents), strict=True):
+            total += 1
+            agree += gold == got
+            per[gold][0] += gold == got
+            per[gold][1] += 1
+    return Agreement(total, agree, len(data), {k: (v[0], v[1]) for k, v in per.items()})
+
+
+# --------------------------------------------------------------------------------------------
+# Generation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A model's own trajectory for a problem: the raw text, the parsed trajectory (None with
+    ``reason`` when it cannot be parsed), and whether a second short call supplied the answer."""
+
+    text: str
+    trajectory: Trajectory | None
+    reason: str | None
+    answer_forced: bool
+
+
+def generate_trajectories(
+    backend: Backend,
+    problems: Sequence[Problem],
+    images: Sequence[npt.NDArray[np.uint8] | None],
+    template: Template | None = None,
+    max_new_tokens: int = 96,
+    answer_tokens: int = 10,
+) -> list[Generated]:
+    """Each problem's greedy trajectory under the template.
+
+    The assistant turn is started with the vision tag; a generation that states no answer
+    within ``max_new_tokens`` is continued once with the answer tag for ``answer_tokens`` more
+    tokens (recorded as ``answer_forced``). All requests of a stage go to the backend at once.
+    """
+    t = template or default_template()
+    first = [
+        Request(
+            (user_message(p, t, im), Message("assistant", (TextPart(t.vision_tag),))),
+            Decoding(max_new_tokens=max_new_tokens),
+        )
+        for p, im in zip(problems, images, strict=True)
+    ]
+    texts = [t.vision_tag + r.texts[0] for r in backend.complete(first)]
+    texts = [_cut_after_answer(_cut_at_slot(x), t) for x in texts]
+    need = [i for i, x in enumerate(texts) if t.answer_tag.lower() not in x.lower()]
+    forced = set(need)
+    if need:
+        second = []
+        for i in need:
+            body = _last_sentence_end(texts[i]).rstrip() + "\n" + t.answer_tag
+            texts[i] = body
+            msgs = (
+                user_message(problems[i], t, images[i]),
+                Message("assistant", (TextPart(body),)),
+            )
+            second.append(Request(msgs, Decoding(max_new_tokens=answer_tokens)))
+        for i, r in zip(need, backend.complete(second), strict=True):
+            texts[i] = _cut_after_answer(texts[i] + r.texts[0], t)
+    out = []
+    for i, text in enumerate(texts):
+        try:
+            traj = parse_trajectory(text, t)
+            if not traj.answer.strip():
+                raise InputError("the trajectory's answer is empty")
+            out.append(Generated(text, traj, None, i in forced))
+        except InputError as exc:
+            out.append(Generated(text, None, str(exc), i in forced))
+    return out
+
+
+def _cut_after_answer(text: str, t: Template) -> str:
+    """The text up to the end of the answer line (later text, e.g. a written confidence or a
+    new question, is dropped)."""
+    i = text.lower().find(t.answer_tag.lower())
+    if i < 0:
+        return text
+    j = text.find("\n", i + len(t.answer_tag))
+    return text if j < 0 else text[:j]
+
+
+def _cut_at_slot(text: str) -> str:
+    """A generation cut where the model starts writing its own confidence: the confidence is
+    elicited from the distribution at the slot, never from what the model wrote there."""
+    m = _SLOT.search(text)
+    return text if m is None else text[: m.start()]
+
+
+def _last_sentence_end(text: str) -> str:
+    """``text`` cut after its last complete sentence (a generation stopped mid-sentence)."""
+    m = list(re.finditer(r"[.!?](?=\s|$)|\n", text))
+    return text[: m[-1].end()] if m else text
