@@ -26,11 +26,11 @@ from clearsight.validate import InputError
 
 pytestmark = pytest.mark.slow
 
-SCENES = ("skimage-chelsea", "skimage-coffee", "mpl-grace-hopper", "skimage-astronaut")
+SCENES = ("skimage-chelsea", "skimage-coffee", "mpl-grace-hopper")
 
 
 def small_config(**kw: Any) -> SweepConfig:
-    """Four scenes, fog plus every control (one ImageNet-C severity: model-free units too)."""
+    """Three scenes, fog plus every control (one ImageNet-C severity: model-free units too)."""
     args: dict[str, Any] = {
         "scene_ids": SCENES,
         "arms": ("fog",),
@@ -232,6 +232,18 @@ def test_without_ray_the_error_says_how_to_install_it(
         pytest.raises(InputError, match=r"pip install 'clearsight\[ray\]'"),
     ):
         execute([], run_unit, store, executor="ray", progress=False)
+
+
+def test_cli_passes_its_replica_options_to_ray(ray_local: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    args = ["sweep", "--out", str(tmp_path / "run"), "--scene-ids", ",".join(SCENES[:2])]
+    args += ["--executor", "ray", "--replicas", "1", "--gpus-per-replica", "0.5"]
+    result = CliRunner().invoke(app, [*args, "--cpus-per-replica", "2"])
+    assert result.exit_code == 2, result.output
+    assert "no Ray node can hold a replica (2 CPU and 0.5 GPU per replica)" in result.output
 
 
 def test_unknown_executor_and_a_replica_no_node_can_hold(tmp_path: Path) -> None:
