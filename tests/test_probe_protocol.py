@@ -233,6 +233,9 @@ def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
         assert [r.c for r in results] == [3, 11]
         assert [r.kept for r in results] == [True, False]
         assert store.counts()["ok"] == 2
+    build = load_probe_results(tmp_path / "b").build
+    assert sorted(build["c"]) == [3, 11]
+    assert set(build["n"]) == {11}
     t = Transcript.start(a, reasoner="human:ann", strategy="human", sensor="s")
     with RunStore.open(tmp_path / "h") as store:
         store.begin_run({"config": {}})

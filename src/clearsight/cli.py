@@ -543,10 +543,12 @@ def build(
         str, typer.Option(help="bundled, a JSONL file or a dataset directory.")
     ] = "bundled",
     dataset: Annotated[str, typer.Option(help="Loader name, or jsonl.")] = "bundled",
+    ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
     sensor: Annotated[str, typer.Option(help="Sensor model (stage 1).")] = "perceiver",
     samples: Annotated[int, typer.Option(help="Direct samples per question (stage 1).")] = 11,
     store: Annotated[
-        Path | None, typer.Option(help="Run directory keeping stage 1's samples.")
+        Path | None,
+        typer.Option(help="Run directory keeping stage 1's samples (a probe run's: Fig. 2)."),
     ] = None,
     sessions: Annotated[
         list[Path] | None, typer.Option(help="Run directory with human sessions (stage 2).")
@@ -559,7 +561,9 @@ def build(
     from clearsight.validate import InputError
 
     try:
-        items = select_instances(ProbeConfig(instances=instances, dataset=dataset))
+        items = select_instances(
+            ProbeConfig(instances=instances, dataset=dataset, instance_ids=_csv(ids))
+        )
         if stage == 1:
             from clearsight.probe.sensor import Sensor
             from clearsight.store import RunStore
@@ -567,7 +571,8 @@ def build(
             sens = Sensor(sensor, k=samples, judge="exact")
             if store is not None:
                 with RunStore.open(store) as st:
-                    st.begin_run({"config": {"build": 1, "sensor": sensor, "samples": samples}})
+                    if "config" not in st.manifest():  # a new store; else add to the run
+                        st.begin_run({"config": {"build": 1, "sensor": sensor}})
                     results = build_stage1(items, sens, samples=samples, store=st)
             else:
                 results = build_stage1(items, sens, samples=samples)

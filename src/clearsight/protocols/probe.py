@@ -428,11 +428,13 @@ def run_probe_analysis(
 @dataclass(frozen=True)
 class ProbeResults:
     """What a probe run directory holds, as frames: one row per transcript, per belief-probed
-    conversation and per classified query."""
+    conversation, per classified query and per stage-1 build question (sensor, instance_id, c
+    of n direct samples)."""
 
     transcripts: Any
     beliefs: Any
     queries: Any
+    build: Any = None
 
 
 def load_probe_results(run_dir: Path | str) -> ProbeResults:
@@ -440,12 +442,14 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
     import pandas as pd
 
     from clearsight.probe.analysis import transcripts_frame
+    from clearsight.probe.build import BUILD_PROTOCOL
     from clearsight.probe.transcript import Transcript
     from clearsight.store import RunStore
 
     transcripts: dict[str, Transcript] = {}
     belief_rows: list[dict[str, Any]] = []
     query_rows: list[dict[str, Any]] = []
+    build_rows: list[dict[str, Any]] = []
     with RunStore.open(run_dir, read_only=True) as store:
         later = []
         for record in store.iter_records("ok"):
@@ -453,6 +457,15 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
                 transcripts[record.key] = Transcript.from_json(record.raw)
             elif record.protocol in (BELIEF_PROTOCOL, QTYPE_PROTOCOL):
                 later.append(record)
+            elif record.protocol == BUILD_PROTOCOL:
+                build_rows.append(
+                    {
+                        "sensor": record.spec["sensor"],
+                        "instance_id": record.readouts["id"],
+                        "c": record.readouts["c"],
+                        "n": record.spec["samples"],
+                    }
+                )
         for record in later:
             t = transcripts.get(record.spec["transcript"])
             if t is None:
@@ -467,4 +480,5 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         transcripts_frame(transcripts.values()),
         pd.DataFrame(belief_rows),
         pd.DataFrame(query_rows),
+        pd.DataFrame(build_rows),
     )
