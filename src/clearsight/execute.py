@@ -45,7 +45,13 @@ def ray_settings(config: RayConfig) -> Iterator[None]:
 
 
 class Unit(Protocol):
-    """Anything picklable with a size (its number of items)."""
+    """Anything picklable with a size (its number of items).
+
+    Optional attributes executors use where a unit has them: ``cost`` (relative run time, so the
+    costliest start first), ``model`` (the Ray executor runs a unit on a replica of that model;
+    none or empty: any replica) and ``items`` as ``(key, spec)`` pairs or a single ``key`` (the
+    Ray executor records a unit that keeps failing under these keys).
+    """
 
     @property
     def size(self) -> int: ...
