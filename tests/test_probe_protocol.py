@@ -270,3 +270,28 @@ def test_a_killed_serial_run_keeps_finished_turns_and_resumes(
     assert summary.ok == 1
     (t,) = load_transcripts(tmp_path / "run")
     assert t.stop == "committed"
+
+
+def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    sensor, reasoner = _scripts(tmp_path)
+    out = tmp_path / "run"
+    args = ["probe", "run", "--out", str(out), "--ids", ",".join(IDS), "--reasoner", reasoner]
+    args += ["--sensor", sensor, "--strategies", "direct,bp", "--judge", "exact", "--runs", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "8 conversations written, 0 failed" in result.output
+    assert "Table 1" in result.output
+    assert (out / "probe_report.html").is_file()
+    judged = CliRunner().invoke(app, ["probe", "judges", str(out), "--a", "exact", "--b", "exact"])
+    assert judged.exit_code == 0, judged.output
+    assert "exact: 1.000" in judged.output
+    listed = CliRunner().invoke(app, ["probe", "instances"])
+    assert listed.exit_code == 0
+    assert "bundled/coffee-drink" in listed.output
+    bad = CliRunner().invoke(app, ["build", "--stage", "2", "--out", str(tmp_path / "k.jsonl")])
+    assert bad.exit_code == 2
+    assert "needs --sessions" in bad.output
