@@ -1,0 +1,570 @@
+"""Trajectory grounding (papers/trajectory-grounding.txt): plan items, run them, keep records.
+
+Three kinds of items, each a pure function of its spec (key = content hash of the spec):
+
+1. ``grounding.trajectory`` — (problem, model, template, decoding): the model's own greedy
+   trajectory, segmented; or, for a problem that brings a given trajectory text, that text cut
+   at its confidence slot. Unparseable output fails the item with the reason.
+2. ``grounding.edit`` — (problem, axis, span, generator): TGS-Bench's vision / reasoning error
+   injection on the canonical trajectory (model edit, checked; rule fallback).
+3. ``grounding.elicit`` — (problem, variant, trajectory text, hidden spans, share, model): one
+   11-way confidence read-out. Variants: ``self/rX`` (own trajectory with share X of the
+   rationale masked), ``bench/good``, ``bench/<axis>/bad``, ``variation/<axis>/alt``,
+   ``hesitation/pre`` and ``hesitation/post``.
+
+Stage 3 is planned from the records of stages 1 and 2, with the trajectory texts inside its
+specs, so a rerun resumes at any stage. Items are grouped into units (one model, up to
+``unit_size`` items) so a worker batches their forward passes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clearsight.execute import ExecutorName, Summary, execute
+from clearsight.grounding.bench import AXES, bad_trajectory, inject_errors, perturb_answer
+from clearsight.grounding.elicit import ElicitFailure, ElicitRequest, elicit
+from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems
+from clearsight.grounding.hesitation import find_hesitation
+from clearsight.grounding.problems import (
+    Problem,
+    is_correct,
+    load_benchmark,
+    load_image,
+    load_jsonl,
+    normalise_answer,
+    problem_from_json,
+)
+from clearsight.grounding.tgs import MASK_RATIOS, bench_variant, self_variant
+from clearsight.grounding.trajectories import (
+    Trajectory,
+    default_template,
+    elicit_messages,
+    generate_trajectories,
+    good_trajectory,
+    parse_trajectory,
+    split_at_slot,
+    trajectory_from_json,
+)
+from clearsight.grounding.variation import alternative, variation_variant
+from clearsight.models import Backend, load_backend
+from clearsight.protocols.sweep import git_revision, package_versions
+from clearsight.seeding import content_hash, derive_seed, rng_for
+from clearsight.store import Record, RunStore
+from clearsight.validate import InputError
+
+TRAJECTORY = "grounding.trajectory"
+EDIT = "grounding.edit"
+ELICIT = "grounding.elicit"
+
+
+class GroundingConfig(BaseModel):
+    """A grounding run: which problems, which model, which analyses."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field("hf:smollm2-135m", description="Model whose confidence is measured.")
+    model_options: dict[str, Any] = Field(
+        default_factory=lambda: {"batch_size": 16},
+        description="Backend options of the model (hf: batch_size, device, dtype, ...).",
+    )
+    generator: str | None = Field(
+        "hf:smollm2-135m",
+        description="Model that injects vision/reasoning errors for TGS-Bench; None: rule only.",
+    )
+    n_problems: int = Field(200, ge=0, description="Bundled problems to generate.")
+    families: tuple[str, ...] = Field(TEXT_FAMILIES, description="Bundled problem families.")
+    seed: int = Field(0, description="Seed of problem generation, masking subsets and edits.")
+    datasets_dir: str | None = Field(
+        None, description="Directory with local copies of the paper's benchmarks."
+    )
+    benchmarks: tuple[str, ...] = Field((), description="Benchmarks to load from datasets_dir.")
+    jsonl: tuple[str, ...] = Field((), description="JSONL files of normalised problems.")
+    limit: int | None = Field(None, ge=1, description="Problems per loaded benchmark at most.")
+    max_new_tokens: int = Field(96, ge=1, description="Tokens a trajectory may generate.")
+    mask_ratios: tuple[float, ...] = Field(MASK_RATIOS, description="Masking-curve shares r.")
+    pairs: bool = Field(True, description="Build and score TGS-Bench pairs.")
+    variation: bool = Field(True, description="Score content-variation alternatives.")
+    hesitation: bool = Field(True, description="Score hesitation events in own trajectories.")
+    unit_size: int = Field(32, ge=1, description="Items per work unit (batched together).")
+    n_boot: int = Field(5000, ge=100, description="Bootstrap draws of the report's intervals.")
+
+
+def load_problems(config: GroundingConfig) -> list[Problem]:
+    """The run's problems: bundled ones, then loaded benchmarks and JSONL files; ids unique."""
+    problems = bundled_problems(config.n_problems, config.families, config.seed)
+    for name in config.benchmarks:
+        if config.datasets_dir is None:
+            raise InputError("benchmarks given without datasets_dir")
+        problems += load_benchmark(name, config.datasets_dir, config.limit)
+    for path in config.jsonl:
+        problems += load_jsonl(path)[: config.limit]
+    ids = [p.id for p in problems]
+    if len(set(ids)) != len(ids):
+        raise InputError("problem ids are not unique across the run's sources")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# Units
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroundingUnit:
+    """Items of one kind for one model: picklable, independent."""
+
+    protocol: str
+    model: str
+    model_options: dict[str, Any]
+    items: tuple[tuple[str, dict[str, Any]], ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+
+def _units(
+    protocol: str,
+    model: str,
+    options: dict[str, Any],
+    items: Sequence[tuple[str, dict[str, Any]]],
+    size: int,
+) -> list[GroundingUnit]:
+    return [
+        GroundingUnit(protocol, model, options, tuple(items[i : i + size]))
+        for i in range(0, len(items), size)
+    ]
+
+
+def _key(spec: dict[str, Any]) -> str:
+    return content_hash(spec)
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def _backend(model: str, options: dict[str, Any]) -> Backend:
+    key = content_hash([model, options])
+    if key not in _BACKENDS:
+        _BACKENDS[key] = load_backend(model, options)
+    return _BACKENDS[key]
+
+
+def _image(problem: Problem, backend: Backend) -> Any:
+    if problem.image is None or not backend.capabilities.images:
+        return None
+    return load_image(problem.image)
+
+
+def _failed(key: str, reason: str, elapsed: float, raw: Any = None) -> Record:
+    return Record(key, "failed", reason, raw, {}, elapsed)
+
+
+def run_unit(unit: GroundingUnit) -> list[Record]:
+    """Records of one unit; a unit-level failure fails its items with the reason."""
+    started = time.perf_counter()
+    try:
+        if unit.protocol == TRAJECTORY:
+            return _run_trajectories(unit, started)
+        if unit.protocol == EDIT:
+            return _run_edits(unit, started)
+        return _run_elicit(unit, started)
+    except Exception as exc:  # recorded with its reason; the run goes on
+        elapsed = (time.perf_counter() - started) / max(unit.size, 1)
+        return [_failed(k, f"{type(exc).__name__}: {exc}", elapsed) for k, _ in unit.items]
+
+
+def _run_trajectories(unit: GroundingUnit, started: float) -> list[Record]:
+    out: dict[str, Record] = {}
+    gen: list[tuple[str, Problem]] = []
+    for key, spec in unit.items:
+        problem = problem_from_json(spec["problem"])
+        given = spec.get("given")
+        if given is None:
+            gen.append((key, problem))
+            continue
+        try:
+            slotted = split_at_slot(given)
+            traj = parse_trajectory(slotted.body)
+        except InputError as exc:
+            out[key] = _failed(key, f"skipped: {exc}", 0.0, {"text": given})
+            continue
+        out[key] = _trajectory_record(key, problem, given, traj, False, slotted.written, 0.0)
+    if gen:
+        backend = _backend(unit.model, unit.model_options)
+        images = [_image(p, backend) for _, p in gen]
+        results = generate_trajectories(
+            backend, [p for _, p in gen], images, max_new_tokens=unit.items[0][1]["max_new_tokens"]
+        )
+        elapsed = (time.perf_counter() - started) / len(gen)
+        for (key, problem), g in zip(gen, results, strict=True):
+            if g.trajectory is None:
+                out[key] = _failed(key, f"skipped: {g.reason}", elapsed, {"text": g.text})
+            else:
+                out[key] = _trajectory_record(
+                    key, problem, g.text, g.trajectory, g.answer_forced, None, elapsed
+                )
+    return [out[k] for k, _ in unit.items]
+
+
+def _trajectory_record(
+    key: str,
+    problem: Problem,
+    text: str,
+    traj: Trajectory,
+    forced: bool,
+    written: int | None,
+    elapsed: float,
+) -> Record:
+    readouts = {
+        "trajectory": traj.to_json(),
+        "answer": normalise_answer(traj.answer, problem.answer_type),
+        "correct": is_correct(traj.answer, problem),
+        "written_confidence": written,
+        "answer_forced": forced,
+    }
+    return Record(key, "ok", None, {"text": text}, readouts, elapsed)
+
+
+def _run_edits(unit: GroundingUnit, started: float) -> list[Record]:
+    specs = [s for _, s in unit.items]
+    generator = None
+    if specs[0]["generator"] is not None:
+        generator = _backend(specs[0]["generator"], specs[0]["generator_options"])
+    edits = inject_errors(
+        generator, [(s["axis"], s["span"]) for s in specs], [s["seed"] for s in specs]
+    )
+    elapsed = (time.perf_counter() - started) / len(specs)
+    records = []
+    for (key, _), edit in zip(unit.items, edits, strict=True):
+        if isinstance(edit, InputError):
+            records.append(_failed(key, f"skipped: {edit}", elapsed))
+        else:
+            records.append(
+                Record(key, "ok", None, edit.to_json(), {"edited": edit.edited}, elapsed)
+            )
+    return records
+
+
+def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
+    backend = _backend(unit.model, unit.model_options)
+    requests: list[ElicitRequest | str] = []
+    images: dict[str, Any] = {}
+    for _, spec in unit.items:
+        problem = problem_from_json(spec["problem"])
+        traj = trajectory_from_json(spec["trajectory"])
+        if spec["share"] > 0 and not traj.rationale_spans():
+            requests.append("skipped: empty rationale: there is nothing to mask")
+            continue
+        if problem.id not in images:
+            images[problem.id] = _image(problem, backend)
+        messages, spans = elicit_messages(problem, traj, image=images[problem.id])
+        hide = tuple(spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0])
+        requests.append(
+            ElicitRequest(
+                messages,
+                hide=hide if spec["share"] > 0 else (),
+                share=spec["share"],
+                seed=spec["seed"],
+            )
+        )
+    real = [r for r in requests if isinstance(r, ElicitRequest)]
+    if real and not hasattr(backend, "forward_with_mask"):
+        raise InputError(f"{unit.model}: confidence elicitation needs the hf backend's mask hook")
+    results = iter(elicit(backend, real) if real else [])  # type: ignore[arg-type]
+    elapsed = (time.perf_counter() - started) / unit.size
+    records = []
+    for (key, _), req in zip(unit.items, requests, strict=True):
+        if isinstance(req, str):
+            records.append(_failed(key, req, elapsed))
+            continue
+        res = next(results)
+        if isinstance(res, ElicitFailure):
+            records.append(_failed(key, f"skipped: {res.reason}", elapsed))
+            continue
+        raw = res.to_json()
+        readouts = {"expected": res.expected, "probs": raw["probs"], "mass": res.mass}
+        if res.expected is None:
+            records.append(_failed(key, "no probability mass on any numeral 0..10", elapsed, raw))
+        else:
+            records.append(Record(key, "ok", None, raw, readouts, elapsed))
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# Planning
+# --------------------------------------------------------------------------------------------
+
+
+def _template_id() -> dict[str, str]:
+    t = default_template()
+    return {"id": t.id, "hash": t.hash}
+
+
+def plan_trajectories(
+    config: GroundingConfig, problems: Sequence[Problem]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Stage 1 items: one own trajectory per problem (or the given one)."""
+    items = []
+    for p in problems:
+        spec: dict[str, Any] = {
+            "problem": p.to_json(),
+            "model": config.model,
+            "model_options": config.model_options,
+            "template": _template_id(),
+            "max_new_tokens": config.max_new_tokens,
+        }
+        if p.meta and "trajectory" in p.meta:
+            spec["given"] = str(p.meta["trajectory"])
+        items.append((_key(spec), spec))
+    return items
+
+
+def plan_edits(
+    config: GroundingConfig, problems: Sequence[Problem]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Stage 2 items: a vision and a reasoning error per problem with a canonical solution."""
+    items = []
+    for p in problems:
+        if not p.solution:
+            continue
+        good = good_trajectory(p)
+        for axis, span in (("vision", good.vision), ("reasoning", good.reasoning)):
+            spec = {
+                "problem_id": p.id,
+                "axis": axis,
+                "span": span,
+                "generator": config.generator,
+                "generator_options": config.model_options if config.generator else {},
+                "seed": derive_seed(config.seed, p.id, axis),
+            }
+            items.append((_key(spec), spec))
+    return items
+
+
+def _elicit_spec(
+    config: GroundingConfig,
+    p: Problem,
+    variant: str,
+    traj: Trajectory,
+    share: float,
+    meta: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
+    spec = {
+        "problem": p.to_json(),
+        "variant": variant,
+        "trajectory": traj.to_json(),
+        "share": share,
+        "seed": derive_seed(config.seed, p.id, variant),
+        "model": config.model,
+        "model_options": config.model_options,
+        "template": _template_id(),
+        "meta": meta,
+    }
+    return _key(spec), spec
+
+
+def plan_elicitations(
+    config: GroundingConfig,
+    problems: Sequence[Problem],
+    own: dict[str, dict[str, Any]],
+    edits: dict[tuple[str, str], str],
+) -> list[tuple[str, dict[str, Any]]]:
+    """Stage 3 items from the own trajectories (``own[problem id]`` = trajectory read-outs)
+    and the edits (``edits[(problem id, axis)]`` = edited span)."""
+    items = []
+    for p in problems:
+        if p.id in own:
+            traj = trajectory_from_json(own[p.id]["trajectory"])
+            for r in config.mask_ratios:
+                items.append(_elicit_spec(config, p, self_variant(r), traj, r, {}))
+            hes = find_hesitation(traj) if config.hesitation else None
+            if hes is not None:
+                for side, t in (("pre", hes.pre), ("post", hes.post)):
+                    items.append(
+                        _elicit_spec(
+                            config, p, f"hesitation/{side}", t, 0.0, {"marker": hes.marker}
+                        )
+                    )
+        if not p.solution:
+            continue
+        good = good_trajectory(p)
+        if config.pairs:
+            items.append(_elicit_spec(config, p, bench_variant(None), good, 0.0, {}))
+            for axis in AXES:
+                try:
+                    if axis == "answer":
+                        rng = rng_for("grounding.bench.answer", config.seed, p.id)
+                        text, rule = perturb_answer(good.answer, p, rng)
+                        meta = {"rule": rule}
+                    elif (p.id, axis) in edits:
+                        text, meta = edits[(p.id, axis)], {}
+                    else:
+                        continue
+                except InputError:
+                    continue
+                bad = bad_trajectory(good, axis, text)
+                items.append(_elicit_spec(config, p, bench_variant(axis), bad, 0.0, meta))
+        if config.variation:
+            for axis in AXES:
+                try:
+                    alt = alternative(p, axis)
+                except InputError:
+                    continue
+                items.append(_elicit_spec(config, p, variation_variant(axis), alt, 0.0, {}))
+    return items
+
+
+# --------------------------------------------------------------------------------------------
+# A whole run
+# --------------------------------------------------------------------------------------------
+
+
+def _execute_stage(
+    store: RunStore,
+    protocol: str,
+    model: str,
+    options: dict[str, Any],
+    items: Sequence[tuple[str, dict[str, Any]]],
+    config: GroundingConfig,
+    executor: ExecutorName,
+    workers: int,
+    progress: bool,
+) -> Summary:
+    store.add_items([(k, protocol, s) for k, s in items])
+    pending = set(store.pending_keys([k for k, _ in items]))
+    todo = [(k, s) for k, s in items if k in pending]
+    units = _units(protocol, model, options, todo, config.unit_size)
+    return execute(
+        units, run_unit, store, executor=executor, workers=workers, desc=protocol, progress=progress
+    )
+
+
+def _ok_readouts(store: RunStore, protocol: str) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
+    for rec in store.iter_records("ok"):
+        if rec.protocol == protocol:
+            yield rec.spec, dict(rec.readouts)
+
+
+def run_grounding(
+    config: GroundingConfig,
+    run_dir: Path,
+    *,
+    fresh: bool = False,
+    allow_mismatch: bool = False,
+    executor: ExecutorName = "serial",
+    workers: int = 1,
+    progress: bool = True,
+) -> dict[str, Summary]:
+    """Plan and run the three stages; returns each stage's summary. Resumable."""
+    problems = load_problems(config)
+    by_id = {p.id: p for p in problems}
+    summaries: dict[str, Summary] = {}
+    with RunStore.open(run_dir, fresh=fresh) as store:
+        store.begin_run(
+            {
+                "config": config.model_dump(mode="json"),
+                "protocol": "grounding",
+                "packages": package_versions(),
+                "git_revision": git_revision(),
+                "template": _template_id(),
+            },
+            allow_mismatch=allow_mismatch,
+        )
+        args = (config, executor, workers, progress)
+        summaries[TRAJECTORY] = _execute_stage(
+            store,
+            TRAJECTORY,
+            config.model,
+            config.model_options,
+            plan_trajectories(config, problems),
+            *args,
+        )
+        if config.pairs:
+            gen_model = config.generator or config.model
+            summaries[EDIT] = _execute_stage(
+                store, EDIT, gen_model, config.model_options, plan_edits(config, problems), *args
+            )
+        own = {
+            s["problem"]["id"]: r
+            for s, r in _ok_readouts(store, TRAJECTORY)
+            if s["problem"]["id"] in by_id and s["model"] == config.model
+        }
+        edits = {
+            (s["problem_id"], s["axis"]): str(r["edited"])
+            for s, r in _ok_readouts(store, EDIT)
+            if s["generator"] == config.generator
+        }
+        items = plan_elicitations(config, problems, own, edits)
+        summaries[ELICIT] = _execute_stage(
+            store, ELICIT, config.model, config.model_options, items, *args
+        )
+    return summaries
+
+
+def elicitation_frame(run_dir: Path) -> tuple[Any, Any]:
+    """``(elicitations, trajectories)`` DataFrames of a run's ok records: elicitations with
+    problem, benchmark, variant, expected, probs, mass, share, meta; trajectories with problem,
+    benchmark, correct, answer, answer_forced."""
+    import pandas as pd
+
+    rows, trajs = [], []
+    with RunStore.open(run_dir, read_only=True) as store:
+        for rec in store.iter_records("ok"):
+            if rec.protocol == ELICIT:
+                p = rec.spec["problem"]
+                rows.append(
+                    {
+                        "problem": p["id"],
+                        "benchmark": p["benchmark"],
+                        "variant": rec.spec["variant"],
+                        "expected": rec.readouts["expected"],
+                        "probs": rec.readouts["probs"],
+                        "mass": rec.readouts["mass"],
+                        "share": rec.spec["share"],
+                        "meta": rec.spec["meta"],
+                    }
+                )
+            elif rec.protocol == TRAJECTORY:
+                p = rec.spec["problem"]
+                trajs.append(
+                    {
+                        "problem": p["id"],
+                        "benchmark": p["benchmark"],
+                        "correct": bool(rec.readouts["correct"]),
+                        "answer": rec.readouts["answer"],
+                        "answer_forced": rec.readouts["answer_forced"],
+                    }
+                )
+    return pd.DataFrame(rows), pd.DataFrame(trajs)
+
+
+def failure_reasons(run_dir: Path) -> dict[str, int]:
+    """Failed records counted by protocol and reason (the reason's first 80 characters)."""
+    out: dict[str, int] = {}
+    with RunStore.open(run_dir, read_only=True) as store:
+        for rec in store.iter_records("failed"):
+            k = f"{rec.protocol}: {(rec.error or '')[:80]}"
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
+__all__ = [
+    "EDIT",
+    "ELICIT",
+    "TRAJECTORY",
+    "GroundingConfig",
+    "GroundingUnit",
+    "elicitation_frame",
+    "failure_reasons",
+    "load_problems",
+    "run_grounding",
+    "run_unit",
+]
