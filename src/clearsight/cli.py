@@ -169,14 +169,30 @@ def sweep(
     wordings: Annotated[str | None, typer.Option(help="Comma-separated prompt wordings.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Model by name (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
-    executor: Annotated[str, typer.Option(help="serial or process.")] = "process",
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (ray: CPUs of a local Ray, default replicas).")
+    ] = 1,
+    executor: Annotated[str, typer.Option(help="serial, process or ray.")] = "process",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to run on (default: RAY_ADDRESS, else a local Ray)."),
+    ] = None,
+    replicas: Annotated[
+        int | None, typer.Option(min=1, help="Ray actors per model (default: --workers).")
+    ] = None,
+    gpus_per_replica: Annotated[
+        float, typer.Option(min=0, help="GPUs per Ray replica (0.5: two share a GPU).")
+    ] = 0.0,
+    cpus_per_replica: Annotated[float, typer.Option(min=0.1, help="CPUs per Ray replica.")] = 1.0,
     fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
     allow_mismatch: Annotated[
         bool, typer.Option(help="Add records of a changed configuration to the run.")
     ] = False,
 ) -> None:
-    """Run the visibility sweep (resumes an interrupted run), then write its report."""
+    """Run the visibility sweep (resumes an interrupted run), then write its report.
+    `--executor ray` runs it on Ray (docs/scale.md)."""
+    from clearsight.execute import ray_settings
+    from clearsight.ray_executor import RayConfig
     from clearsight.validate import InputError
 
     overrides: dict[str, object] = {
@@ -191,16 +207,23 @@ def sweep(
         "models": tuple(model) if model else None,
         "seed": seed,
     }
+    ray = RayConfig(
+        address=ray_address,
+        replicas=replicas,
+        num_gpus=gpus_per_replica,
+        num_cpus=cpus_per_replica,
+    )
     try:
         cfg = _sweep_config(config, overrides)
-        _run_and_report(
-            cfg,
-            out,
-            fresh=fresh,
-            allow_mismatch=allow_mismatch,
-            executor=cast("ExecutorName", executor),  # checked by the executor, with its name
-            workers=workers,
-        )
+        with ray_settings(ray):
+            _run_and_report(
+                cfg,
+                out,
+                fresh=fresh,
+                allow_mismatch=allow_mismatch,
+                executor=cast("ExecutorName", executor),  # checked by the executor
+                workers=workers,
+            )
     except InputError as exc:
         raise _fail(str(exc)) from exc
 
@@ -317,6 +340,319 @@ def serve(
         raise _fail(f"invalid serve options: {exc}") from exc
     except InputError as exc:
         raise _fail(str(exc)) from exc
+
+
+# ------------------------------------------------------------------------------ probe protocol
+
+probe_app = typer.Typer(
+    help="Active reasoning through a noisy VLM sensor (METHODS.md section 6).",
+    no_args_is_help=True,
+)
+app.add_typer(probe_app, name="probe")
+
+
+def _probe_echo(frame: object) -> None:
+    import pandas as pd
+
+    assert isinstance(frame, pd.DataFrame)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        typer.echo(frame.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+
+
+@probe_app.command("run")
+def probe_run(
+    config: Annotated[Path | None, typer.Option(help="YAML file of ProbeConfig fields.")] = None,
+    out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/probe"),
+    instances: Annotated[
+        str | None, typer.Option(help="bundled, a JSONL file or a dataset directory.")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Loader: bundled, seedbench, figureqa, mmstar, cvqa, ...")
+    ] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
+    categories: Annotated[str | None, typer.Option(help="Comma-separated categories.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many instances.")] = None,
+    reasoner: Annotated[list[str] | None, typer.Option(help="Reasoner model (repeatable).")] = None,
+    strategies: Annotated[
+        str | None, typer.Option(help="Comma-separated: direct,react,uot,bp.")
+    ] = None,
+    sensor: Annotated[str | None, typer.Option(help="Sensor model, e.g. perceiver.")] = None,
+    k: Annotated[int | None, typer.Option("--k", help="Samples K per query.")] = None,
+    judge: Annotated[str | None, typer.Option(help="embedding, exact or llm:<model>.")] = None,
+    runs: Annotated[int | None, typer.Option(help="Runs R per instance.")] = None,
+    budget: Annotated[int | None, typer.Option(help="Budget T (turns).")] = None,
+    signals: Annotated[str | None, typer.Option(help="Comma-separated: true,none,random.")] = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="Tokens per reasoner turn.")] = None,
+    sensor_max_new_tokens: Annotated[
+        int | None, typer.Option(help="Tokens per sensor sample.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    executor: Annotated[str, typer.Option(help="serial or process.")] = "serial",
+    fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
+    allow_mismatch: Annotated[
+        bool, typer.Option(help="Add records of a changed configuration to the run.")
+    ] = False,
+) -> None:
+    """Run the probe protocol (resumes an interrupted run), then write its report."""
+    from pydantic import ValidationError
+
+    from clearsight.execute import Interrupted
+    from clearsight.protocols.probe import ProbeConfig, load_probe_config, run_probe
+    from clearsight.report.probe import build_probe_report, probe_tables
+    from clearsight.validate import InputError
+
+    overrides: dict[str, object] = {
+        "instances": instances,
+        "dataset": dataset,
+        "instance_ids": _csv(ids),
+        "categories": _csv(categories),
+        "limit": limit,
+        "reasoners": tuple(reasoner) if reasoner else None,
+        "strategies": _csv(strategies),
+        "sensor": sensor,
+        "k": k,
+        "judge": judge,
+        "runs": runs,
+        "budget": budget,
+        "signals": _csv(signals),
+        "max_new_tokens": max_new_tokens,
+        "sensor_max_new_tokens": sensor_max_new_tokens,
+        "seed": seed,
+    }
+    try:
+        base = load_probe_config(config).model_dump() if config is not None else {}
+        base.update({key: v for key, v in overrides.items() if v is not None})
+        cfg = ProbeConfig(**base)
+        summary = run_probe(
+            cfg,
+            out,
+            fresh=fresh,
+            allow_mismatch=allow_mismatch,
+            executor=cast("ExecutorName", executor),
+            workers=workers,
+        )
+    except ValidationError as exc:
+        raise _fail(f"invalid probe configuration: {exc}") from exc
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    except Interrupted as exc:
+        typer.secho(
+            f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        raise typer.Exit(code=130) from None
+    typer.echo(f"{summary.ok} conversations written, {summary.failed} failed, in {out}")
+    _probe_report(out, build_probe_report, probe_tables)
+
+
+def _probe_report(run: Path, build: object, tables: object) -> None:
+    from clearsight.protocols.probe import load_probe_results
+
+    paths = build(run)  # type: ignore[operator]
+    for title, frame in tables(load_probe_results(run)).items():  # type: ignore[operator]
+        if not frame.empty:
+            typer.echo(f"\n{title}")
+            _probe_echo(frame)
+    typer.echo(f"\nreport: {paths.html}")
+
+
+@probe_app.command("report")
+def probe_report(run: Annotated[Path, typer.Argument(help="A probe run directory.")]) -> None:
+    """Write probe_report.html and probe_summary.md of a probe run and print its tables."""
+    from clearsight.report.probe import build_probe_report, probe_tables
+    from clearsight.validate import InputError
+
+    try:
+        _probe_report(run, build_probe_report, probe_tables)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+
+
+@probe_app.command("analyse")
+def probe_analyse(
+    run: Annotated[Path, typer.Argument(help="A probe run directory.")],
+    judge_model: Annotated[
+        str, typer.Option(help="The LLM judge (any text backend).")
+    ] = "hf:smollm2-135m",
+    belief: Annotated[bool, typer.Option(help="Run the belief probe (BP, humans).")] = True,
+    query_types: Annotated[bool, typer.Option(help="Classify the queries.")] = True,
+) -> None:
+    """Belief probe and query-type classification with an LLM judge, stored in the run."""
+    from clearsight.protocols.probe import run_probe_analysis
+    from clearsight.validate import InputError
+
+    try:
+        written = run_probe_analysis(run, judge_model, belief=belief, query_types=query_types)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(", ".join(f"{v} {k} results written" for k, v in written.items()))
+
+
+@probe_app.command("judges")
+def probe_judges(
+    run: Annotated[Path, typer.Argument(help="A probe run directory with sensor replies.")],
+    a: Annotated[str, typer.Option(help="First judge.")] = "embedding",
+    b: Annotated[str, typer.Option(help="Second judge.")] = "llm:hf:smollm2-135m",
+    limit: Annotated[int | None, typer.Option(help="At most this many replies.")] = None,
+) -> None:
+    """Agreement of two semantic-equivalence judges on the run's stored sensor replies:
+    exact and within-1 agreement of u, MAE, quadratic-weighted kappa, Pearson."""
+    from clearsight.probe.judges import judge_agreement, make_judge
+    from clearsight.probe.transcript import load_transcripts
+    from clearsight.validate import InputError
+
+    try:
+        replies = [
+            turn.reply for t in load_transcripts(run) for turn in t.turns if turn.reply is not None
+        ]
+        result, seconds = judge_agreement(replies, make_judge(a), make_judge(b), limit=limit)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"judges: {a} vs {b}")
+    for name, value in result.to_json().items():
+        typer.echo(f"{name}: {value:.3f}" if name != "n" else f"n: {int(value)}")
+    typer.echo(f"seconds: {a} {seconds[0]:.2f}, {b} {seconds[1]:.2f}")
+
+
+@probe_app.command("instances")
+def probe_instances(
+    instances: Annotated[str, typer.Option(help="bundled, a JSONL file or a directory.")] = (
+        "bundled"
+    ),
+    dataset: Annotated[str, typer.Option(help="Loader name (see docs/probe.md).")] = "bundled",
+) -> None:
+    """List instances: id, category, gold, question."""
+    from clearsight.protocols.probe import ProbeConfig, select_instances
+    from clearsight.validate import InputError
+
+    try:
+        items = select_instances(ProbeConfig(instances=instances, dataset=dataset))
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    for inst in items:
+        typer.echo(f"{inst.id:36s} {inst.category:10s} {inst.gold}  {inst.question}")
+
+
+@app.command()
+def build(
+    out: Annotated[Path, typer.Option(help="JSONL of the kept instances.")],
+    stage: Annotated[int, typer.Option(help="1: sensor consistency filter; 2: human-solved.")] = 1,
+    instances: Annotated[
+        str, typer.Option(help="bundled, a JSONL file or a dataset directory.")
+    ] = "bundled",
+    dataset: Annotated[str, typer.Option(help="Loader name, or jsonl.")] = "bundled",
+    ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
+    sensor: Annotated[str, typer.Option(help="Sensor model (stage 1).")] = "perceiver",
+    samples: Annotated[int, typer.Option(help="Direct samples per question (stage 1).")] = 11,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Run directory keeping stage 1's samples (a probe run's: Fig. 2)."),
+    ] = None,
+    sessions: Annotated[
+        list[Path] | None, typer.Option(help="Run directory with human sessions (stage 2).")
+    ] = None,
+) -> None:
+    """Build a benchmark: stage 1 keeps questions whose sensor is right in 1..5 of 11 direct
+    answers; stage 2 keeps those a blind person solved (sessions of `clearsight serve`)."""
+    from clearsight.probe.build import build_stage1, build_stage2, write_instances
+    from clearsight.protocols.probe import ProbeConfig, select_instances
+    from clearsight.validate import InputError
+
+    try:
+        items = select_instances(
+            ProbeConfig(instances=instances, dataset=dataset, instance_ids=_csv(ids))
+        )
+        if stage == 1:
+            from clearsight.probe.sensor import Sensor
+            from clearsight.store import RunStore
+
+            sens = Sensor(sensor, k=samples, judge="exact")
+            if store is not None:
+                with RunStore.open(store) as st:
+                    if "config" not in st.manifest():  # a new store; else add to the run
+                        st.begin_run({"config": {"build": 1, "sensor": sensor}})
+                    results = build_stage1(items, sens, samples=samples, store=st)
+            else:
+                results = build_stage1(items, sens, samples=samples)
+            kept = [r.instance for r in results if r.kept]
+            for r in results:
+                typer.echo(f"{r.instance.id:36s} c={r.c:2d}/{samples} {'kept' if r.kept else ''}")
+        elif stage == 2:
+            if not sessions:
+                raise InputError("stage 2 needs --sessions RUN (human sessions)")
+            kept = build_stage2(items, sessions)
+        else:
+            raise InputError(f"--stage must be 1 or 2, got {stage}")
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    write_instances(kept, out)
+    typer.echo(f"kept {len(kept)} of {len(items)} questions: {out}")
+
+
+@app.command()
+def grounding(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory.")] = Path(
+        "runs/grounding"
+    ),
+    model: Annotated[str, typer.Option(help="Model whose confidence is measured.")] = (
+        "hf:smollm2-135m"
+    ),
+    generator: Annotated[
+        str, typer.Option(help="Model injecting TGS-Bench errors; 'none': rule only.")
+    ] = "hf:smollm2-135m",
+    n: Annotated[int, typer.Option("--n", help="Bundled problems.")] = 200,
+    families: Annotated[
+        str | None, typer.Option(help="Comma-separated bundled families (default: text ones).")
+    ] = None,
+    datasets: Annotated[
+        Path | None, typer.Option(help="Directory with local benchmark copies.")
+    ] = None,
+    benchmarks: Annotated[
+        str | None, typer.Option(help="Comma-separated benchmarks to load from --datasets.")
+    ] = None,
+    jsonl: Annotated[list[Path] | None, typer.Option(help="JSONL file of problems.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Problems per benchmark at most.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(help="Trajectory length limit.")] = 96,
+    batch_size: Annotated[int, typer.Option(help="Sequences per forward pass.")] = 16,
+    variation: Annotated[bool, typer.Option(help="Score content variation.")] = True,
+    hesitation: Annotated[bool, typer.Option(help="Score hesitation events.")] = True,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap draws.")] = 5000,
+    seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
+    fresh: Annotated[bool, typer.Option(help="Start the run directory anew.")] = False,
+) -> None:
+    """Trajectory grounding: TGS-self (masking), TGS-pair, ECE/AUROC, variation, hesitation."""
+    from clearsight.grounding.generator import TEXT_FAMILIES
+    from clearsight.protocols.grounding import GroundingConfig, run_grounding
+    from clearsight.report.grounding import build_grounding_report, tables
+    from clearsight.validate import InputError
+
+    try:
+        cfg = GroundingConfig(
+            model=model,
+            model_options={"batch_size": batch_size},
+            generator=None if generator == "none" else generator,
+            n_problems=n,
+            families=_csv(families) or TEXT_FAMILIES,
+            seed=seed,
+            datasets_dir=str(datasets) if datasets else None,
+            benchmarks=_csv(benchmarks) or (),
+            jsonl=tuple(str(p) for p in jsonl or ()),
+            limit=limit,
+            max_new_tokens=max_new_tokens,
+            variation=variation,
+            hesitation=hesitation,
+            n_boot=n_boot,
+        )
+        summaries = run_grounding(cfg, out, fresh=fresh)
+        for stage, s in summaries.items():
+            typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
+        folder, analysis = build_grounding_report(out, n_boot=n_boot, seed=seed)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(tables(analysis).to_string(index=False))
+    typer.echo(f"report: {folder / 'grounding.md'}")
 
 
 def main() -> None:  # pragma: no cover - console entry point
