@@ -10,8 +10,10 @@ import functools
 import os
 import signal
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +47,10 @@ def small_config(**kw: Any) -> SweepConfig:
 
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[Any]:
-    """One local Ray instance with two CPUs for the module; test helpers travel by value."""
+    """One local Ray instance with two CPUs (and one logical GPU, which Ray only counts) for the
+    module; test helpers travel by value."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
     ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
@@ -118,6 +121,64 @@ def poisoned(
     if name == kills:
         os.kill(os.getpid(), signal.SIGKILL)
     return run(unit)
+
+
+@dataclass(frozen=True)
+class ToyUnit:
+    """A unit of a named model whose items only say where they ran."""
+
+    model: str
+    items: tuple[tuple[str, dict[str, Any]], ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+
+def where_it_ran(rendezvous: Path, unit: ToyUnit) -> list[Record]:
+    """Records saying which process and GPU ran ``unit``, once two replicas are up at the same
+    time (each waits in ``rendezvous`` for the other, so one replica alone would time out)."""
+    import ray
+
+    rendezvous.joinpath(str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(list(rendezvous.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    raw = {
+        "pid": os.getpid(),
+        "peers": len(list(rendezvous.iterdir())),
+        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    return [Record(key, "ok", None, raw, {}, 0.0) for key, _ in unit.items]
+
+
+def test_units_run_on_their_models_replicas_sharing_a_gpu(ray_local: Any, tmp_path: Path) -> None:
+    units = [
+        ToyUnit(model, tuple((f"{model}-{u}-{i}", {"i": i}) for i in range(3)))
+        for model in ("model-a", "model-b")
+        for u in range(3)
+    ]
+    rendezvous = tmp_path / "rendezvous"
+    rendezvous.mkdir()
+    with RunStore.open(tmp_path / "run") as store:
+        store.add_items((k, "toy", s) for u in units for k, s in u.items)
+        summary = execute(
+            units,
+            functools.partial(where_it_ran, rendezvous),
+            store,
+            executor="ray",
+            workers=2,
+            progress=False,
+            ray=RayConfig(replicas=1, num_gpus=0.5),
+        )
+        raw = {r.key: r.raw for r in store.iter_records()}
+    assert (summary.units, summary.ok) == (6, 18)
+    pids = {m: {raw[k]["pid"] for k in raw if k.startswith(m)} for m in ("model-a", "model-b")}
+    assert all(len(p) == 1 for p in pids.values())  # one replica per model ...
+    assert pids["model-a"] != pids["model-b"]  # ... of its own
+    assert all(r["peers"] == 2 for r in raw.values())  # both up at once on one GPU
+    assert all(r["gpu_ids"] == ["0"] and r["cuda_visible"] == "0" for r in raw.values())
 
 
 def test_ray_records_equal_the_serial_executors(
@@ -240,10 +301,10 @@ def test_cli_passes_its_replica_options_to_ray(ray_local: Any, tmp_path: Path) -
     from clearsight.cli import app
 
     args = ["sweep", "--out", str(tmp_path / "run"), "--scene-ids", ",".join(SCENES[:2])]
-    args += ["--executor", "ray", "--replicas", "1", "--gpus-per-replica", "0.5"]
+    args += ["--executor", "ray", "--replicas", "1", "--gpus-per-replica", "1.5"]
     result = CliRunner().invoke(app, [*args, "--cpus-per-replica", "2"])
     assert result.exit_code == 2, result.output
-    assert "no Ray node can hold a replica (2 CPU and 0.5 GPU per replica)" in result.output
+    assert "no Ray node can hold a replica (2 CPU and 1.5 GPU per replica)" in result.output
 
 
 def test_unknown_executor_and_a_replica_no_node_can_hold(tmp_path: Path) -> None:
@@ -252,7 +313,7 @@ def test_unknown_executor_and_a_replica_no_node_can_hold(tmp_path: Path) -> None
     with pytest.raises(InputError, match="serial, process, ray"):
         run_sweep(cfg, tmp_path / "a", executor="threads", progress=False)  # type: ignore[arg-type]
     with (
-        ray_settings(RayConfig(num_gpus=1)),
-        pytest.raises(InputError, match=r"no Ray node can hold a replica \(1 CPU and 1 GPU"),
+        ray_settings(RayConfig(num_gpus=2)),
+        pytest.raises(InputError, match=r"no Ray node can hold a replica \(1 CPU and 2 GPU"),
     ):
         run_sweep(cfg, tmp_path / "b", executor="ray", workers=1, progress=False)
