@@ -316,3 +316,17 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
     assert math.isfinite(overall["tgs_pair_answer"]["estimate"])
     assert overall["tgs_pair_answer"]["n_items"] == 8
     assert analysis["variation"]["answer"]["n"] == 8
+
+
+def test_shared_prefix_rows_equal_rows_run_alone(llama: HfBackend, calls: Calls) -> None:
+    """Rows of one problem share the conversation prefix (computed once, two calls in all);
+    their read-outs equal those of each row run on its own."""
+    other = Trajectory("Two boxes of six coins arrive.", "58 + 12 - 21 = 49.", "50")
+    reqs = [_request(), _request(share=1.0), _request(share=0.5), _request(other, share=1.0)]
+    start = calls.n
+    together = [_ok(r) for r in elicit(llama, reqs, batch_size=8)]
+    assert calls.n - start == 2
+    alone = [_ok(elicit(llama, [r], batch_size=1)[0]) for r in reqs]
+    for a, b in zip(together, alone, strict=True):
+        assert np.allclose(a.raw, b.raw, rtol=2e-4, atol=1e-10)
+        assert a.hidden_tokens == b.hidden_tokens

@@ -219,12 +219,89 @@ def elicit(
         p if isinstance(p, ElicitFailure) else ElicitFailure("not run") for p in prepared
     ]
     size = batch_size or backend.options.batch_size
-    for start in range(0, len(todo), size):
-        chunk = todo[start : start + size]
+    for chunk in _chunks(prepared, todo, size):
         preps = [p for i in chunk if isinstance(p := prepared[i], _Prepared)]
-        for i, result in zip(chunk, _run_chunk(backend, preps), strict=True):
+        results = _run_shared(backend, preps) if len(preps) > 1 else None
+        for i, result in zip(chunk, results or _run_chunk(backend, preps), strict=True):
             out[i] = result
     return out
+
+
+def _chunks(
+    prepared: Sequence[_Prepared | ElicitFailure], todo: Sequence[int], size: int
+) -> list[list[int]]:
+    """Rows in chunks of at most ``size``, each chunk one conversation prefix (the messages
+    before the trajectory) where rows share one, so the prefix is computed once per chunk."""
+    groups: dict[Any, list[int]] = {}
+    for i in todo:
+        p = prepared[i]
+        assert isinstance(p, _Prepared)
+        groups.setdefault(p.request.messages[:-1], []).append(i)
+    if all(len(g) == 1 for g in groups.values()):  # nothing shared: plain batches
+        return [list(todo[s : s + size]) for s in range(0, len(todo), size)]
+    return [g[s : s + size] for g in groups.values() for s in range(0, len(g), size)]
+
+
+def _run_shared(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited] | None:
+    """Two forward calls for rows that share a token prefix: the prefix once (its KV cache
+    copied to every row), then every row's remaining tokens and numeral path, left-padded, under
+    the hiding mask. The prefix ends before the first hidden token of any row, so no prefix
+    position ever reads a hidden one: the result equals :func:`_run_chunk`'s. None (use
+    :func:`_run_chunk`) for image inputs, rows whose numeral paths differ in length, or a
+    shared prefix too short to be worth a call."""
+    import torch
+
+    from clearsight.models.hf_backend import _fork_cache
+    from clearsight.models.hf_mask import additive, hiding_mask
+
+    if backend.inputs.images or len({len(p.path) for p in preps}) > 1:
+        return None
+    rows = [backend.encode([p.request]).input_ids[0].tolist() for p in preps]
+    shared = min(len(r) for r in rows) - 1
+    for r in rows[1:]:
+        shared = min(
+            shared,
+            next((j for j, (a, b) in enumerate(zip(rows[0], r, strict=False)) if a != b), shared),
+        )
+    for p in preps:
+        if p.hidden:
+            shared = min(shared, p.hidden[0][0])
+    if shared < 8:
+        return None
+    device = backend.device
+    prefix = torch.tensor([rows[0][:shared]], device=device)
+    with torch.inference_mode():
+        first = backend._forward(
+            input_ids=prefix,
+            attention_mask=torch.ones_like(prefix),
+            position_ids=torch.arange(shared, device=device)[None],
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = getattr(first, "cache", None) or first.past_key_values
+        q = len(preps[0].path)
+        tails = [r[shared:] + list(p.path) for r, p in zip(rows, preps, strict=True)]
+        width = max(len(t) for t in tails)
+        pad_id = int(backend.tokenizer.pad_token_id)
+        ids = torch.tensor([[pad_id] * (width - len(t)) + t for t in tails], device=device)
+        real = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=device)
+        pos = (real.cumsum(-1) - 1).clamp(min=0) + shared
+        hidden = [
+            [(s - shared + width - len(t), e - shared + width - len(t)) for s, e in p.hidden]
+            for t, p in zip(tails, preps, strict=True)
+        ]
+        mask = hiding_mask(real, hidden)
+        seen = torch.ones((len(preps), 1, width, shared), dtype=torch.bool, device=device)
+        out = backend._forward(
+            input_ids=ids,
+            attention_mask=additive(torch.cat([seen, mask], dim=3), backend.dtype),
+            position_ids=pos,
+            cache=_fork_cache(cache, torch.zeros(len(preps), dtype=torch.long, device=device)),
+            use_cache=True,
+            logits_to_keep=q + 1,
+        )
+    logp = torch.log_softmax(out.logits.float(), dim=-1).cpu().numpy().astype(np.float64)
+    return [_readout(backend, p, logp[b], len(rows[b])) for b, p in enumerate(preps)]
 
 
 def _run_chunk(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited]:
