@@ -302,7 +302,13 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(
-        model=model, generator=model, n_problems=8, max_new_tokens=6, unit_size=16, n_boot=200
+        model=model,
+        generator=model,
+        judge=model,
+        n_problems=8,
+        max_new_tokens=6,
+        unit_size=16,
+        n_boot=200,
     )
     run = tmp_path / "run"
     first = run_grounding(cfg, run, progress=False)
@@ -316,6 +322,10 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
     assert math.isfinite(overall["tgs_pair_answer"]["estimate"])
     assert overall["tgs_pair_answer"]["n_items"] == 8
     assert analysis["variation"]["answer"]["n"] == 8
+    judge = analysis["judge"]
+    assert judge["answer"]["n"] == 8
+    assert 0.0 <= judge["answer"]["picked_bad"] <= 1.0
+    assert "Judge validation" in (folder / "grounding.md").read_text()
 
 
 def test_shared_prefix_rows_equal_rows_run_alone(llama: HfBackend, calls: Calls) -> None:

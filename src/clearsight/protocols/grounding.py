@@ -28,7 +28,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.execute import ExecutorName, Summary, execute
-from clearsight.grounding.bench import AXES, bad_trajectory, inject_errors, perturb_answer
+from clearsight.grounding.bench import (
+    AXES,
+    bad_trajectory,
+    inject_errors,
+    judge_request,
+    perturb_answer,
+)
 from clearsight.grounding.elicit import ElicitFailure, ElicitRequest, elicit
 from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems
 from clearsight.grounding.hesitation import find_hesitation
@@ -62,6 +68,7 @@ from clearsight.validate import InputError
 TRAJECTORY = "grounding.trajectory"
 EDIT = "grounding.edit"
 ELICIT = "grounding.elicit"
+JUDGE = "grounding.judge"
 
 
 class GroundingConfig(BaseModel):
@@ -92,6 +99,11 @@ class GroundingConfig(BaseModel):
     pairs: bool = Field(True, description="Build and score TGS-Bench pairs.")
     variation: bool = Field(True, description="Score content-variation alternatives.")
     hesitation: bool = Field(True, description="Score hesitation events in own trajectories.")
+    judge: str | None = Field(
+        None,
+        description="Model asked which side of each vision/reasoning/answer pair holds the "
+        "error (the paper's independent-judge validation); None: no judge pass.",
+    )
     unit_size: int = Field(32, ge=1, description="Items per work unit (batched together).")
     n_boot: int = Field(5000, ge=100, description="Bootstrap draws of the report's intervals.")
 
@@ -175,6 +187,8 @@ def run_unit(unit: GroundingUnit) -> list[Record]:
             return _run_trajectories(unit, started)
         if unit.protocol == EDIT:
             return _run_edits(unit, started)
+        if unit.protocol == JUDGE:
+            return _run_judge(unit, started)
         return _run_elicit(unit, started)
     except Exception as exc:  # recorded with its reason; the run goes on
         elapsed = (time.perf_counter() - started) / max(unit.size, 1)
@@ -251,6 +265,63 @@ def _run_edits(unit: GroundingUnit, started: float) -> list[Record]:
                 Record(key, "ok", None, edit.to_json(), {"edited": edit.edited}, elapsed)
             )
     return records
+
+
+def _run_judge(unit: GroundingUnit, started: float) -> list[Record]:
+    """The judge's probability that each pair's bad side (shown first or second, by seed) is
+    the one with the error."""
+    backend = _backend(unit.model, unit.model_options)
+    requests = []
+    for _, spec in unit.items:
+        problem = problem_from_json(spec["problem"])
+        good, bad = trajectory_from_json(spec["good"]), trajectory_from_json(spec["bad"])
+        first, second = (bad, good) if spec["bad_first"] else (good, bad)
+        requests.append(judge_request(problem, first, second))
+    responses = backend.complete(requests)
+    elapsed = (time.perf_counter() - started) / unit.size
+    records = []
+    for (key, spec), r in zip(unit.items, responses, strict=True):
+        probs = r.candidate_probs or {}
+        p1, p2 = float(probs.get("1", 0.0)), float(probs.get("2", 0.0))
+        if p1 + p2 <= 0:
+            records.append(_failed(key, "the judge put no probability on 1 or 2", elapsed))
+            continue
+        p_bad = (p1 if spec["bad_first"] else p2) / (p1 + p2)
+        readouts = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec["axis"]}
+        records.append(Record(key, "ok", None, r.to_json(), readouts, elapsed))
+    return records
+
+
+def plan_judge(
+    config: GroundingConfig, problems: Sequence[Problem], edits: dict[tuple[str, str], str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """One judge item per TGS-Bench pair (the bad side's position balanced by seed)."""
+    items = []
+    for p in problems:
+        if not p.solution:
+            continue
+        good = good_trajectory(p)
+        for axis in AXES:
+            try:
+                if axis == "answer":
+                    rng = rng_for("grounding.bench.answer", config.seed, p.id)
+                    text = perturb_answer(good.answer, p, rng)[0]
+                elif (p.id, axis) in edits:
+                    text = edits[(p.id, axis)]
+                else:
+                    continue
+            except InputError:
+                continue
+            spec = {
+                "problem": p.to_json(),
+                "axis": axis,
+                "good": good.to_json(),
+                "bad": bad_trajectory(good, axis, text).to_json(),
+                "bad_first": derive_seed(config.seed, p.id, axis, "judge") % 2 == 0,
+                "judge": config.judge,
+            }
+            items.append((_key(spec), spec))
+    return items
 
 
 def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
@@ -502,6 +573,15 @@ def run_grounding(
             for s, r in _ok_readouts(store, EDIT)
             if s["generator"] == config.generator
         }
+        if config.judge is not None and config.pairs:
+            summaries[JUDGE] = _execute_stage(
+                store,
+                JUDGE,
+                config.judge,
+                config.model_options,
+                plan_judge(config, problems, edits),
+                *args,
+            )
         items = plan_elicitations(config, problems, own, edits)
         summaries[ELICIT] = _execute_stage(
             store, ELICIT, config.model, config.model_options, items, *args
@@ -546,6 +626,18 @@ def elicitation_frame(run_dir: Path) -> tuple[Any, Any]:
     return pd.DataFrame(rows), pd.DataFrame(trajs)
 
 
+def judge_accuracy(run_dir: Path) -> dict[str, dict[str, float]]:
+    """Per axis: pairs judged, and the share where the judge picked the bad side."""
+    out: dict[str, list[bool]] = {}
+    with RunStore.open(run_dir, read_only=True) as store:
+        for rec in store.iter_records("ok"):
+            if rec.protocol == JUDGE:
+                out.setdefault(str(rec.readouts["axis"]), []).append(
+                    bool(rec.readouts["picked_bad"])
+                )
+    return {a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in out.items() if v}
+
+
 def failure_reasons(run_dir: Path) -> dict[str, int]:
     """Failed records counted by protocol and reason (the reason's first 80 characters)."""
     out: dict[str, int] = {}
@@ -559,11 +651,13 @@ def failure_reasons(run_dir: Path) -> dict[str, int]:
 __all__ = [
     "EDIT",
     "ELICIT",
+    "JUDGE",
     "TRAJECTORY",
     "GroundingConfig",
     "GroundingUnit",
     "elicitation_frame",
     "failure_reasons",
+    "judge_accuracy",
     "load_problems",
     "run_grounding",
     "run_unit",

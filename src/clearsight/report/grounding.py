@@ -24,7 +24,7 @@ from clearsight.grounding.hesitation import stable_share
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.significance import wilcoxon_exact
-from clearsight.protocols.grounding import elicitation_frame, failure_reasons
+from clearsight.protocols.grounding import elicitation_frame, failure_reasons, judge_accuracy
 from clearsight.report.build import _atomic_write, _md_table
 from clearsight.report.plots import _png, _pyplot
 
@@ -92,6 +92,7 @@ def analyse(run_dir: Path, n_boot: int = 5000, seed: int = 0) -> dict[str, Any]:
         for r in MASK_RATIOS
         if f"E_r{r:.2f}" in overall
     }
+    out["judge"] = judge_accuracy(run_dir)
     out["failures"] = failure_reasons(run_dir)
     return out
 
@@ -262,6 +263,13 @@ def summary_markdown(analysis: dict[str, Any], figures: Sequence[str] = ()) -> s
         f"{analysis.get('wilcoxon_visible_vs_masked')}",
     ]
     lines += [f"- {c}" for c in analysis.get("comparisons", [])]
+    judge = analysis.get("judge") or {}
+    if judge:
+        lines += ["", "## Judge validation", ""]
+        lines += [
+            f"- {axis}: judge picked the bad side in {v['picked_bad']:.3f} of {v['n']} pairs"
+            for axis, v in judge.items()
+        ]
     lines += ["", "## Failed or skipped items", ""]
     lines += [f"- {n} x {k}" for k, n in sorted(analysis.get("failures", {}).items())] or ["- none"]
     lines += ["", *(f"![{f}]({f})" for f in figures)]
