@@ -16,12 +16,15 @@ Prints ``name: value`` lines:
   its finished records (so what remains is actor start-up, shipping units out, records back and
   scheduling), divided by the number of items.
 
-Each run writes its own store, so every figure includes the single writer's commits.
+Each run writes its own store, so every figure includes the single writer's commits. The
+speed-ups need two idle cores: ``machine_load_1min`` (before and after) says how busy the machine
+was, since other processes' load takes cores from the two workers but hardly from the serial run.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import tempfile
 import time
@@ -68,6 +71,7 @@ def main() -> None:
     import ray
 
     root = Path(tempfile.mkdtemp(prefix="clearsight-scale-"))
+    report("machine_load_1min", os.getloadavg()[0], 2)
     try:
         cfg = SweepConfig()
         n_items = len(plan_sweep(cfg).items)
@@ -105,6 +109,7 @@ def main() -> None:
         t_remote = replay(cfg, root / "replay-ray", records, "ray")
         report("ray_overhead_ms_per_item", 1000 * (t_remote - t_local) / n_items, 3)
         ray.shutdown()
+        report("machine_load_1min", os.getloadavg()[0], 2)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
