@@ -618,6 +618,9 @@ def grounding(
     batch_size: Annotated[int, typer.Option(help="Sequences per forward pass.")] = 16,
     variation: Annotated[bool, typer.Option(help="Score content variation.")] = True,
     hesitation: Annotated[bool, typer.Option(help="Score hesitation events.")] = True,
+    judge: Annotated[
+        str | None, typer.Option(help="Model judging which pair side holds the error.")
+    ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap draws.")] = 5000,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
     fresh: Annotated[bool, typer.Option(help="Start the run directory anew.")] = False,
@@ -643,6 +646,7 @@ def grounding(
             max_new_tokens=max_new_tokens,
             variation=variation,
             hesitation=hesitation,
+            judge=judge,
             n_boot=n_boot,
         )
         summaries = run_grounding(cfg, out, fresh=fresh)
