@@ -35,6 +35,16 @@ TRAJ = Trajectory(
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny models run fastest on one thread, and on a shared machine two threads spin-wait
+    (measured: this file took 6 s on one thread against 60-100 s on two under load)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def llama(tiny_llama_path: Path) -> HfBackend:
     return make_hf(str(tiny_llama_path), {"batch_size": 4})
