@@ -295,3 +295,21 @@ def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["build", "--stage", "2", "--out", str(tmp_path / "k.jsonl")])
     assert bad.exit_code == 2
     assert "needs --sessions" in bad.output
+
+
+def test_report_escapes_model_output(tmp_path: Path) -> None:
+    from clearsight.probe.sensor import SensorReply
+    from clearsight.report.probe import build_probe_report
+
+    i = Instance("q", "x.png", "<b>Q</b>?", ("a", "b"), "B", "seedbench", "scene")
+    evil = "<script>alert(1)</script>"
+    reply = SensorReply("What?", (evil, evil), 0, evil, 2, 2)
+    t = Transcript.start(i, reasoner="r", strategy="bp", sensor="s", k=2)
+    t = t.with_turn(Turn(1, evil, query="What?", reply=reply, shown_u=2))
+    with RunStore.open(tmp_path / "run") as store:
+        store.begin_run({"config": {}})
+        store_transcript(store, t.finish(None, "budget"))
+    html = build_probe_report(tmp_path / "run").html.read_text()
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;b&gt;Q&lt;/b&gt;" in html
