@@ -313,3 +313,34 @@ def test_report_escapes_model_output(tmp_path: Path) -> None:
     assert "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;b&gt;Q&lt;/b&gt;" in html
+
+
+@pytest.mark.slow
+def test_real_models_one_conversation() -> None:
+    """SmolLM2-135M reasons through the real perceiver sensor (skipped without the models)."""
+    pytest.importorskip("transformers")
+    from clearsight.models import load_backend
+    from clearsight.probe.instances import bundled_instances
+    from clearsight.probe.judges import consistency
+    from clearsight.probe.reasoner import LoopSettings, run_conversation
+    from clearsight.probe.sensor import Sensor
+
+    try:
+        sensor = Sensor("perceiver", k=3, judge="embedding", max_new_tokens=8)
+        sensor.backend  # noqa: B018 - load now, to skip cleanly without the detectors
+        reasoner = load_backend("hf:smollm2-135m")
+    except InputError as exc:
+        pytest.skip(str(exc))
+    instance = next(i for i in bundled_instances() if i.id == "bundled/dog-animal")
+    reply = sensor.ask(instance, "What animal is on the porch?", np.random.default_rng(0))
+    assert reply.error is None
+    assert len(reply.samples) == 3
+    assert 1 <= reply.u <= 3
+    assert (
+        consistency(make_judge(reply.judge), reply.reply, reply.samples, reply.query)[0] == reply.u
+    )
+    settings = LoopSettings("bp", budget=2, max_new_tokens=16)
+    t = run_conversation(instance, reasoner, sensor, settings, rng=np.random.default_rng(0))
+    assert t.stop in ("committed", "budget")
+    assert 1 <= t.rounds <= 2
+    assert t.vlm_calls == 3 * t.queries
