@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 
 Seq = tuple[int, ...]
 
+#: Rows that must share a conversation prefix before it is computed once for them (below it,
+#: one plain batched call is cheaper than a prefix call plus a rows call).
+MIN_SHARED_ROWS = 3
+
 
 @dataclass(frozen=True)
 class ElicitRequest:
@@ -219,9 +223,9 @@ def elicit(
         p if isinstance(p, ElicitFailure) else ElicitFailure("not run") for p in prepared
     ]
     size = batch_size or backend.options.batch_size
-    for chunk in _chunks(prepared, todo, size):
+    for chunk, share in _chunks(prepared, todo, size):
         preps = [p for i in chunk if isinstance(p := prepared[i], _Prepared)]
-        results = _run_shared(backend, preps) if len(preps) > 1 else None
+        results = _run_shared(backend, preps) if share else None
         for i, result in zip(chunk, results or _run_chunk(backend, preps), strict=True):
             out[i] = result
     return out
@@ -229,17 +233,25 @@ def elicit(
 
 def _chunks(
     prepared: Sequence[_Prepared | ElicitFailure], todo: Sequence[int], size: int
-) -> list[list[int]]:
-    """Rows in chunks of at most ``size``, each chunk one conversation prefix (the messages
-    before the trajectory) where rows share one, so the prefix is computed once per chunk."""
+) -> list[tuple[list[int], bool]]:
+    """Rows in chunks of at most ``size``, with whether the chunk shares one conversation prefix
+    (the messages before the trajectory). Rows of a prefix shared by at least
+    :data:`MIN_SHARED_ROWS` rows go together and compute the prefix once (two calls per chunk);
+    the others fill plain batches (one call per chunk)."""
     groups: dict[Any, list[int]] = {}
     for i in todo:
         p = prepared[i]
         assert isinstance(p, _Prepared)
         groups.setdefault(p.request.messages[:-1], []).append(i)
-    if all(len(g) == 1 for g in groups.values()):  # nothing shared: plain batches
-        return [list(todo[s : s + size]) for s in range(0, len(todo), size)]
-    return [g[s : s + size] for g in groups.values() for s in range(0, len(g), size)]
+    out: list[tuple[list[int], bool]] = []
+    plain: list[int] = []
+    for g in groups.values():
+        if len(g) < MIN_SHARED_ROWS:
+            plain += g
+            continue
+        out += [(g[s : s + size], True) for s in range(0, len(g), size)]
+    out += [(plain[s : s + size], False) for s in range(0, len(plain), size)]
+    return out
 
 
 def _run_shared(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited] | None:
