@@ -9,7 +9,7 @@ import typer
 
 if TYPE_CHECKING:
     from clearsight.config import SweepConfig
-    from clearsight.execute import ExecutorName
+    from clearsight.execute import ExecutorName, Interrupted
 
 app = typer.Typer(
     help="Measure whether vision-language models know when they cannot see.",
@@ -30,6 +30,16 @@ def models_fetch(
     from clearsight.models.fetch import fetch_command
 
     raise typer.Exit(fetch_command(force=force))
+
+
+def _interrupted(exc: Interrupted) -> typer.Exit:
+    """Say how far an interrupted run got and how to resume it; exit code 130 (Ctrl-C)."""
+    typer.secho(
+        f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
+    return typer.Exit(code=130)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -140,12 +150,7 @@ def _run_and_report(
             workers=workers,
         )
     except Interrupted as exc:
-        typer.secho(
-            f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
-            fg=typer.colors.YELLOW,
-            err=True,
-        )
-        raise typer.Exit(code=130) from None
+        raise _interrupted(exc) from None
     typer.echo(f"{summary.ok} records written, {summary.failed} failed, in {out}")
     paths = build_report(out)
     with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
@@ -437,12 +442,7 @@ def probe_run(
     except InputError as exc:
         raise _fail(str(exc)) from exc
     except Interrupted as exc:
-        typer.secho(
-            f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
-            fg=typer.colors.YELLOW,
-            err=True,
-        )
-        raise typer.Exit(code=130) from None
+        raise _interrupted(exc) from None
     typer.echo(f"{summary.ok} conversations written, {summary.failed} failed, in {out}")
     _probe_report(out, build_probe_report, probe_tables)
 
