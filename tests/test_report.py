@@ -337,6 +337,23 @@ def test_fog_only_one_wording(tmp_path: Path) -> None:
     assert "verbalized confidence (" not in html  # no verbal wording, no verbal curve
 
 
+def test_a_model_not_shown_an_arm_has_no_rows_for_it(tmp_path: Path) -> None:
+    run = tmp_path / "restricted"
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "skimage-coffee"),
+        models=("observer", "perceiver:detector"),
+        model_conditions={"perceiver:detector": ("clean", "fog", "blank")},
+        controls=("clean", "blank"),
+        wordings=("mcq.reason",),
+        tasks=("identify",),
+    )
+    run_sweep(config, run, progress=False)
+    csv = _read_csv(build_report(run, n_boot=N_BOOT, thumbnails=False).summary_csv)
+    arms = {m: set(csv.loc[csv.model == m, "arm"]) for m in config.models}
+    assert arms == {"observer": {"fog", "water"}, "perceiver:detector": {"fog"}}
+    assert "no records" not in set(csv["note"].dropna().astype(str))
+
+
 def test_unparsed_verbal_replies(small_run: Path, tmp_path: Path) -> None:
     """A model whose verbal replies never carry a number (as the paper reports for SmolVLM2)."""
     run = _copy_run(small_run, tmp_path / "unparsed")

@@ -133,6 +133,14 @@ class RunData:
         canonical = [w for w in (*LETTER_WORDINGS, *VERBAL_WORDINGS) if w in present]
         return canonical + sorted(present - set(canonical))
 
+    def asked(self, model: str, condition: str) -> bool:
+        """Whether the run's config shows ``condition`` to ``model`` (its ``model_conditions``).
+
+        Runs whose manifest has no config (or no entry for the model) count as asking everything.
+        """
+        only = self.manifest.get("config", {}).get("model_conditions", {}).get(model)
+        return only is None or condition in only
+
     @property
     def tasks(self) -> list[str]:
         """Tasks with records, identification first."""

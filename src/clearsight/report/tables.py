@@ -211,6 +211,8 @@ def _design(data: RunData) -> _Design | None:
     grid_rows: dict[tuple[float, ...], list[tuple[int, int, int, float, int, list[int]]]] = {}
     for arm, levels in data.levels.items():
         for g, (model, task, wording, signal) in enumerate(groups):
+            if not data.asked(model, arm):
+                continue  # the config never showed this arm to the model: no row to report
             base = (model, task, wording)
             acc_g = g_index[(*base, "accuracy")]
             if signal == "accuracy":
