@@ -15,77 +15,10 @@ resolution); any other level gets a fresh ``exp``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
 from clearsight.physics import srgb
-
-_kernel: Any = None
-
-
-def _compile() -> Any:
-    import numba
-
-    cells = srgb.CELLS
-
-    @numba.njit(inline="always")
-    def encode(
-        linear: np.float32,
-        scale: np.float32,
-        code_at_cell: npt.NDArray[np.uint8],
-        boundary: npt.NDArray[np.float32],
-    ) -> np.uint8:
-        s = min(max(linear * scale, np.float32(0.0)), scale)
-        cell = int(s)
-        return code_at_cell[cell] + np.uint8(s >= boundary[cell])
-
-    @numba.njit(parallel=True, cache=True, nogil=True)
-    def kernel(  # pragma: no cover - compiled; checked against the textbook formula in tests
-        image: npt.NDArray[np.uint8],
-        depth: npt.NDArray[np.float32],
-        neg_beta: npt.NDArray[np.float64],
-        squarings: npt.NDArray[np.int64],
-        veil: npt.NDArray[np.float32],
-        decode: npt.NDArray[np.float32],
-        code_at_cell: npt.NDArray[np.uint8],
-        boundary: npt.NDArray[np.float32],
-        out: npt.NDArray[np.uint8],
-    ) -> None:
-        levels = neg_beta.shape[0]
-        height, width = depth.shape
-        scale = np.float32(cells)
-        a0, a1, a2 = veil[0], veil[1], veil[2]
-        for y in numba.prange(height):
-            for x in range(width):
-                z = np.float64(depth[y, x])
-                d0 = decode[image[y, x, 0]] - a0
-                d1 = decode[image[y, x, 1]] - a1
-                d2 = decode[image[y, x, 2]] - a2
-                t0 = t1 = t2 = 1.0
-                for lvl in range(levels):
-                    k = squarings[lvl]
-                    if k < 0:
-                        t0 = np.exp(neg_beta[lvl, 0] * z)
-                        t1 = np.exp(neg_beta[lvl, 1] * z)
-                        t2 = np.exp(neg_beta[lvl, 2] * z)
-                    else:
-                        for _ in range(k):
-                            t0 *= t0
-                            t1 *= t1
-                            t2 *= t2
-                    out[lvl, y, x, 0] = encode(
-                        a0 + d0 * np.float32(t0), scale, code_at_cell, boundary
-                    )
-                    out[lvl, y, x, 1] = encode(
-                        a1 + d1 * np.float32(t1), scale, code_at_cell, boundary
-                    )
-                    out[lvl, y, x, 2] = encode(
-                        a2 + d2 * np.float32(t2), scale, code_at_cell, boundary
-                    )
-
-    return kernel
 
 
 def _squarings(beta: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -112,55 +45,23 @@ def attenuate_encode(
     array of extinction coefficients in 1/m, ``veil`` the (3,) linear veiling light. Returns an
     (L, H, W, 3) uint8 array: ``encode(A + (decode(J) - A) exp(-beta z))`` for each level.
     """
-    global _kernel
-    if _kernel is None:
-        _kernel = _compile()
+    from clearsight.physics import loops
+
     beta64 = np.ascontiguousarray(beta, dtype=np.float64)
     out = np.empty((beta64.shape[0], *image.shape), dtype=np.uint8)
-    _kernel(
+    loops.attenuate_encode(
         np.ascontiguousarray(image),
         np.ascontiguousarray(depth_m, dtype=np.float32),
         -beta64,
         _squarings(beta64),
         np.asarray(veil, dtype=np.float32),
         srgb.DECODE_LUT,
+        np.float32(srgb.CELLS),
         srgb.CODE_AT_CELL,
         srgb.SCALED_BOUNDARY,
         out,
     )
     return out
-
-
-_luma_kernel: Any = None
-
-
-def _compile_luma() -> Any:
-    import numba
-
-    @numba.njit(parallel=True, cache=True, nogil=True)
-    def kernel(  # pragma: no cover - compiled; checked against the numpy formula in tests
-        diff: npt.NDArray[np.float32],
-        neg_z: npt.NDArray[np.float32],
-        beta: np.float32,
-        veil: np.float32,
-        weights: npt.NDArray[np.float32],
-        out: npt.NDArray[np.float32],
-    ) -> None:
-        height, width = neg_z.shape
-        for y in numba.prange(height):
-            for x in range(width):
-                t = np.float32(np.exp(neg_z[y, x] * beta))
-                acc = np.float32(0.0)
-                for c in range(3):
-                    v = min(max(veil + diff[y, x, c] * t, np.float32(0.0)), np.float32(1.0))
-                    if v <= np.float32(0.0031308):
-                        e = np.float32(12.92) * v
-                    else:
-                        e = np.float32(1.055) * v ** np.float32(1 / 2.4) - np.float32(0.055)
-                    acc += weights[c] * e
-                out[y, x] = acc
-
-    return kernel
 
 
 def fog_luma(
@@ -173,9 +74,8 @@ def fog_luma(
     """Luma of Koschmieder fog before quantisation, in one pass: ``sum_c w_c srgb(clip(A +
     (J_c - A) exp(-beta z), 0, 1))`` per pixel, with ``diff = J - A`` (linear, HxWx3) and
     ``neg_z = -z`` (HxW), all float32. The inner loop of the equivalent-visibility search."""
-    global _luma_kernel
-    if _luma_kernel is None:
-        _luma_kernel = _compile_luma()
+    from clearsight.physics import loops
+
     out = np.empty(neg_z.shape, dtype=np.float32)
-    _luma_kernel(diff, neg_z, np.float32(beta), np.float32(veil), weights, out)
+    loops.fog_luma(diff, neg_z, np.float32(beta), np.float32(veil), weights, out)
     return out
