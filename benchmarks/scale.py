@@ -5,6 +5,12 @@ Prints ``name: value`` lines:
 * ``serial_s`` — wall time of the full default sweep (every bundled scene, both arms, all
   controls, both tasks, five wordings) with the serial executor, in this process after a warm-up
   sweep of one scene (imports and numba's cached kernels loaded, so the baseline is not inflated).
+* ``serial_one_thread_s`` — the same sweep with numba held to one thread (what one worker of
+  the parallel executors gets), and ``unit_s_one_thread``, the part of it spent inside units.
+* ``speedup_ceiling_2_workers`` — what two perfect workers could reach: ``serial_s`` over the
+  driver's own time (``serial_one_thread_s - unit_s_one_thread``: planning, storing, writing)
+  plus half the one-thread unit time, with no start-up and no contention. The speed-ups below
+  are measured against this bound.
 * ``pool_speedup_2_workers`` — ``serial_s`` over the process pool's wall time with two workers
   (worker start-up included: a user waits for it too).
 * ``ray_startup_s`` — ``ray.init`` of a local two-CPU instance, stated and excluded from the
@@ -67,8 +73,18 @@ def replay(
     return elapsed
 
 
+def unit_seconds(run: Path) -> float:
+    """Time spent inside units: the sum of the records' ``elapsed_s`` (a unit's time is shared
+    among its records)."""
+    with RunStore.open(run, read_only=True) as store:
+        return sum(r.elapsed_s for r in store.iter_records())
+
+
 def main() -> None:
+    import numba
     import ray
+
+    threads = numba.get_num_threads()
 
     root = Path(tempfile.mkdtemp(prefix="clearsight-scale-"))
     report("machine_load_1min", os.getloadavg()[0], 2)
@@ -83,6 +99,14 @@ def main() -> None:
         serial, t_serial = _timed(lambda: run_sweep(cfg, root / "serial", progress=False))
         assert serial.ok == n_items, serial
         report("serial_s", t_serial, 2)
+
+        numba.set_num_threads(1)
+        _, t_one = _timed(lambda: run_sweep(cfg, root / "one-thread", progress=False))
+        numba.set_num_threads(threads)
+        unit_one = unit_seconds(root / "one-thread")
+        report("serial_one_thread_s", t_one, 2)
+        report("unit_s_one_thread", unit_one, 2)
+        report("speedup_ceiling_2_workers", t_serial / (t_one - unit_one + unit_one / 2), 2)
 
         pool, t_pool = _timed(
             lambda: run_sweep(cfg, root / "pool", executor="process", workers=2, progress=False)
