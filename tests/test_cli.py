@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.equivalence_table import equivalence_table, summarise
+from clearsight.protocols.sweep import plan_sweep
 from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.bundled import load_bundled_scene
 
@@ -53,3 +54,33 @@ def test_monotone_share():
     rows += [("b", s, v) for s, v in zip(range(1, 6), [50, 40, 45, 20, 10], strict=True)]
     table = pd.DataFrame(rows, columns=["scene", "severity", "v_eq_m"])
     assert monotone_veq_share(table) == (0.5, 2)
+
+
+def test_demo_says_how_to_start_over_when_its_models_changed(tmp_path, monkeypatch):
+    import clearsight.cli as cli
+    from clearsight.config import SweepConfig
+
+    small = {
+        "scene_ids": ("skimage-chelsea", "skimage-coffee"),
+        "arms": ("fog",),
+        "levels_m": (250.0, 2.0),
+        "controls": ("clean", "blank"),
+        "wordings": ("mcq.reason",),
+        "tasks": ("identify",),
+    }
+    out = tmp_path / "demo"
+    args = ["demo", "--out", str(out), "--workers", "1"]
+    before = SweepConfig(**small)
+    after = SweepConfig(**small, models=("observer", "perceiver:detector"))
+    monkeypatch.setattr(cli, "demo_config", lambda: before)
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert f"{len(plan_sweep(before).items)} records written, 0 failed" in first.output
+    # the machine gained a model (say `make models` ran): the demo's config changed
+    monkeypatch.setattr(cli, "demo_config", lambda: after)
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2
+    assert "--fresh" in refused.output
+    again = runner.invoke(app, [*args, "--fresh"])
+    assert again.exit_code == 0, again.output
+    assert f"{len(plan_sweep(after).items)} records written, 0 failed" in again.output

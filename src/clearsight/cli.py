@@ -292,14 +292,21 @@ def demo_config() -> SweepConfig:
 def demo(
     out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            help="Discard OUT's records and start over (needed when the demo's models changed, "
+            "e.g. after `make models`)."
+        ),
+    ] = False,
 ) -> None:
     """The whole visibility-sweep method in a few minutes: every bundled scene under fog,
     water and the controls, asked of the reference observer, the blind control and both
-    perceiver modes, then the report and its summary."""
+    perceiver modes, then the report and its summary. A rerun resumes or just reports."""
     from clearsight.validate import InputError
 
     try:
-        _run_and_report(demo_config(), out, executor="process", workers=workers)
+        _run_and_report(demo_config(), out, executor="process", workers=workers, fresh=fresh)
     except InputError as exc:
         raise _fail(str(exc)) from exc
 
