@@ -60,7 +60,7 @@ from clearsight.grounding.trajectories import (
 )
 from clearsight.grounding.variation import alternative, variation_variant
 from clearsight.models import Backend, load_backend
-from clearsight.protocols.sweep import git_revision, package_versions
+from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, derive_seed, rng_for
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
@@ -540,13 +540,7 @@ def run_grounding(
     summaries: dict[str, Summary] = {}
     with RunStore.open(run_dir, fresh=fresh) as store:
         store.begin_run(
-            {
-                "config": config.model_dump(mode="json"),
-                "protocol": "grounding",
-                "packages": package_versions(),
-                "git_revision": git_revision(),
-                "template": _template_id(),
-            },
+            run_manifest(config.model_dump(mode="json"), "grounding", template=_template_id()),
             allow_mismatch=allow_mismatch,
         )
         args = (config, executor, workers, progress)

@@ -312,19 +312,17 @@ def run_probe(
     conversation when it ends. Either way a killed run loses only the conversations in
     flight."""
     from clearsight.execute import execute
-    from clearsight.protocols.sweep import git_revision, package_versions
+    from clearsight.provenance import run_manifest
     from clearsight.store import RunStore
 
     units = plan_probe(config)
     with RunStore.open(run_dir, fresh=fresh) as store:
         store.begin_run(
-            {
-                "config": config.model_dump(mode="json"),
-                "protocol": PROTOCOL,
-                "packages": package_versions(),
-                "git_revision": git_revision(),
-                "prompt_hashes": {s: prompt_hash(s) for s in config.strategies},
-            },
+            run_manifest(
+                config.model_dump(mode="json"),
+                PROTOCOL,
+                prompt_hashes={s: prompt_hash(s) for s in config.strategies},
+            ),
             allow_mismatch=allow_mismatch,
         )
         store.add_items((u.key, PROTOCOL, u.spec) for u in units)

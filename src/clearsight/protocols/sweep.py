@@ -40,6 +40,7 @@ from clearsight.physics import (
     draw_box,
     imagenet_c_equivalents,
 )
+from clearsight.provenance import run_manifest
 from clearsight.readouts import letter_readout, parse_verbalized
 from clearsight.scenes.model import Scene
 from clearsight.seeding import content_hash, derive_seed, rng_for
@@ -643,46 +644,6 @@ def _run_veq(unit: SweepUnit, scene: Scene, started: float) -> list[Record]:
 # --------------------------------------------------------------------------------------------
 
 
-def package_versions() -> dict[str, str]:
-    """Versions of the packages that can change a sweep's numbers."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in (
-        "clearsight",
-        "numpy",
-        "scipy",
-        "numba",
-        "pillow",
-        "scikit-image",
-        "torch",
-        "transformers",
-    ):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    return out
-
-
-def git_revision() -> str | None:
-    """The git commit of the clearsight source tree, when it is a checkout."""
-    import subprocess
-
-    try:
-        res = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return res.stdout.strip() or None if res.returncode == 0 else None
-
-
 def run_sweep(
     config: SweepConfig,
     run_dir: Path,
@@ -703,15 +664,13 @@ def run_sweep(
     plan = plan_sweep(config)
     with RunStore.open(run_dir, fresh=fresh) as store:
         store.begin_run(
-            {
-                "config": config.model_dump(mode="json"),
-                "protocol": PROTOCOL,
-                "packages": package_versions(),
-                "git_revision": git_revision(),
-                "prompt_hashes": plan.prompt_hashes,
-                "category_prior": plan.prior,
-                "distractor_scheme": plan.distractor_scheme,
-            },
+            run_manifest(
+                config.model_dump(mode="json"),
+                PROTOCOL,
+                prompt_hashes=plan.prompt_hashes,
+                category_prior=plan.prior,
+                distractor_scheme=plan.distractor_scheme,
+            ),
             allow_mismatch=allow_mismatch,
         )
         store.add_items(plan.items)

@@ -382,17 +382,9 @@ class HumanPlay:
 
         with RunStore.open(self.run_dir) as store:
             if "config" not in store.manifest():
-                from clearsight.protocols.sweep import git_revision, package_versions
+                from clearsight.provenance import run_manifest
 
-                store.begin_run(
-                    {
-                        "config": self._config(),
-                        "protocol": "probe",
-                        "source": "clearsight serve",
-                        "packages": package_versions(),
-                        "git_revision": git_revision(),
-                    }
-                )
+                store.begin_run(run_manifest(self._config(), "probe", source="clearsight serve"))
             return store_transcript(store, transcript, spec, finished=finished)
 
     def _config(self) -> dict[str, Any]:
