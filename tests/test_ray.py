@@ -295,16 +295,91 @@ def test_without_ray_the_error_says_how_to_install_it(
         execute([], run_unit, store, executor="ray", progress=False)
 
 
-def test_cli_passes_its_replica_options_to_ray(ray_local: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sweep", "--scene-ids", ",".join(SCENES[:2])],
+        ["probe", "run", "--ids", "bundled/coffee-drink", "--judge", "exact"],
+        ["grounding", "--n", "2", "--no-variation"],
+    ],
+    ids=["sweep", "probe", "grounding"],
+)
+def test_every_run_command_passes_its_replica_options_to_ray(
+    ray_local: Any, tmp_path: Path, command: list[str]
+) -> None:
     from typer.testing import CliRunner
 
     from clearsight.cli import app
 
-    args = ["sweep", "--out", str(tmp_path / "run"), "--scene-ids", ",".join(SCENES[:2])]
-    args += ["--executor", "ray", "--replicas", "1", "--gpus-per-replica", "1.5"]
-    result = CliRunner().invoke(app, [*args, "--cpus-per-replica", "2"])
+    args = [*command, "--out", str(tmp_path / "run"), "--executor", "ray", "--replicas", "1"]
+    result = CliRunner().invoke(
+        app, [*args, "--gpus-per-replica", "1.5", "--cpus-per-replica", "2"]
+    )
     assert result.exit_code == 2, result.output
     assert "no Ray node can hold a replica (2 CPU and 1.5 GPU per replica)" in result.output
+
+
+def test_probe_on_ray_equals_serial(ray_local: Any, tmp_path: Path) -> None:
+    """Conversations with scripted reasoner and sensor: the same transcripts either way."""
+    from clearsight.protocols.probe import run_probe
+    from test_probe_protocol import _config
+
+    cfg = _config(tmp_path)
+    serial = run_probe(cfg, tmp_path / "serial", progress=False)
+    with ray_settings(RayConfig(replicas=2)):
+        on_ray = run_probe(cfg, tmp_path / "ray", executor="ray", workers=2, progress=False)
+    assert (on_ray.ok, on_ray.failed) == (serial.ok, serial.failed) == (8, 0)
+    got, want = records(tmp_path / "ray"), records(tmp_path / "serial")
+    assert untimed(got) == untimed(want)
+    assert untimed(got) != got  # the sensor's latencies were there to leave out
+
+
+def untimed(value: Any) -> Any:
+    """``value`` without its ``latency_s`` fields (wall times differ from run to run)."""
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if k != "latency_s"}
+    if isinstance(value, list | tuple):
+        return type(value)(untimed(v) for v in value)
+    return value
+
+
+def test_grounding_on_ray_equals_serial(
+    ray_local: Any, tiny_llama_path: Path, tmp_path: Path
+) -> None:
+    """Every stage of a small grounding run (trajectories, edits, elicitations) on Ray replicas
+    of a tiny Llama: the same records as the serial executor."""
+    from clearsight.protocols.grounding import GroundingConfig, run_grounding
+
+    model = f"hf:{tiny_llama_path}"
+    cfg = GroundingConfig(
+        model=model, generator=model, n_problems=4, max_new_tokens=6, unit_size=8, variation=False
+    )
+    serial = run_grounding(cfg, tmp_path / "serial", progress=False)
+    with ray_settings(RayConfig(replicas=2)):
+        on_ray = run_grounding(cfg, tmp_path / "ray", executor="ray", workers=2, progress=False)
+    assert {k: (v.ok, v.failed) for k, v in on_ray.items()} == {
+        k: (v.ok, v.failed) for k, v in serial.items()
+    }
+    assert sum(v.ok for v in on_ray.values()) > 4 * 3
+    # texts and choices equal; probabilities equal up to the order of float sums (the serial
+    # run uses torch's default threads, a replica one)
+    assert_close(untimed(records(tmp_path / "ray")), untimed(records(tmp_path / "serial")))
+
+
+def assert_close(got: Any, want: Any, where: str = "") -> None:
+    """``got == want`` with floats compared to 1e-5 relative (float32 sums; plus 1e-9 absolute)."""
+    if isinstance(want, float) and isinstance(got, float):
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-9), where
+    elif isinstance(want, dict) and isinstance(got, dict):
+        assert got.keys() == want.keys(), where
+        for k in want:
+            assert_close(got[k], want[k], f"{where}/{k}")
+    elif isinstance(want, list | tuple) and isinstance(got, list | tuple):
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_close(g, w, f"{where}[{i}]")
+    else:
+        assert got == want, where
 
 
 def test_unknown_executor_and_a_replica_no_node_can_hold(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -45,6 +46,39 @@ def _interrupted(exc: Interrupted) -> typer.Exit:
 def _fail(message: str) -> typer.Exit:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=2)
+
+
+# How a run executes: the same options on every command that runs a protocol (docs/scale.md).
+Workers = Annotated[
+    int, typer.Option(help="Worker processes (ray: CPUs of a local Ray, default replicas).")
+]
+Executor = Annotated[str, typer.Option(help="serial, process or ray.")]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster to run on (default: RAY_ADDRESS, else a local Ray)."),
+]
+Replicas = Annotated[
+    int | None, typer.Option(min=1, help="Ray actors per model (default: --workers).")
+]
+GpusPerReplica = Annotated[
+    float, typer.Option(min=0, help="GPUs per Ray replica (0.5: two share a GPU).")
+]
+CpusPerReplica = Annotated[float, typer.Option(min=0.1, help="CPUs per Ray replica.")]
+Fresh = Annotated[bool, typer.Option(help="Delete the run's records first.")]
+AllowMismatch = Annotated[
+    bool, typer.Option(help="Add records of a changed configuration to the run.")
+]
+
+
+def _on_ray(
+    address: str | None, replicas: int | None, gpus: float, cpus: float
+) -> AbstractContextManager[None]:
+    """The Ray settings of ``--executor ray`` for every execution inside the block (other
+    executors ignore them)."""
+    from clearsight.execute import ray_settings
+    from clearsight.ray_executor import RayConfig
+
+    return ray_settings(RayConfig(address=address, replicas=replicas, num_gpus=gpus, num_cpus=cpus))
 
 
 @app.command()
@@ -174,30 +208,17 @@ def sweep(
     wordings: Annotated[str | None, typer.Option(help="Comma-separated prompt wordings.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Model by name (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
-    workers: Annotated[
-        int, typer.Option(help="Worker processes (ray: CPUs of a local Ray, default replicas).")
-    ] = 1,
-    executor: Annotated[str, typer.Option(help="serial, process or ray.")] = "process",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="Ray cluster to run on (default: RAY_ADDRESS, else a local Ray)."),
-    ] = None,
-    replicas: Annotated[
-        int | None, typer.Option(min=1, help="Ray actors per model (default: --workers).")
-    ] = None,
-    gpus_per_replica: Annotated[
-        float, typer.Option(min=0, help="GPUs per Ray replica (0.5: two share a GPU).")
-    ] = 0.0,
-    cpus_per_replica: Annotated[float, typer.Option(min=0.1, help="CPUs per Ray replica.")] = 1.0,
-    fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
-    allow_mismatch: Annotated[
-        bool, typer.Option(help="Add records of a changed configuration to the run.")
-    ] = False,
+    workers: Workers = 1,
+    executor: Executor = "process",
+    ray_address: RayAddress = None,
+    replicas: Replicas = None,
+    gpus_per_replica: GpusPerReplica = 0.0,
+    cpus_per_replica: CpusPerReplica = 1.0,
+    fresh: Fresh = False,
+    allow_mismatch: AllowMismatch = False,
 ) -> None:
     """Run the visibility sweep (resumes an interrupted run), then write its report.
     `--executor ray` runs it on Ray (docs/scale.md)."""
-    from clearsight.execute import ray_settings
-    from clearsight.ray_executor import RayConfig
     from clearsight.validate import InputError
 
     overrides: dict[str, object] = {
@@ -212,15 +233,9 @@ def sweep(
         "models": tuple(model) if model else None,
         "seed": seed,
     }
-    ray = RayConfig(
-        address=ray_address,
-        replicas=replicas,
-        num_gpus=gpus_per_replica,
-        num_cpus=cpus_per_replica,
-    )
     try:
         cfg = _sweep_config(config, overrides)
-        with ray_settings(ray):
+        with _on_ray(ray_address, replicas, gpus_per_replica, cpus_per_replica):
             _run_and_report(
                 cfg,
                 out,
@@ -399,14 +414,18 @@ def probe_run(
         int | None, typer.Option(help="Tokens per sensor sample.")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
-    executor: Annotated[str, typer.Option(help="serial or process.")] = "serial",
-    fresh: Annotated[bool, typer.Option(help="Delete the run's records first.")] = False,
-    allow_mismatch: Annotated[
-        bool, typer.Option(help="Add records of a changed configuration to the run.")
-    ] = False,
+    workers: Workers = 1,
+    executor: Executor = "serial",
+    ray_address: RayAddress = None,
+    replicas: Replicas = None,
+    gpus_per_replica: GpusPerReplica = 0.0,
+    cpus_per_replica: CpusPerReplica = 1.0,
+    fresh: Fresh = False,
+    allow_mismatch: AllowMismatch = False,
 ) -> None:
-    """Run the probe protocol (resumes an interrupted run), then write its report."""
+    """Run the probe protocol (resumes an interrupted run), then write its report. With one
+    process (the default) every turn is stored as it happens; `--executor ray` runs the
+    conversations on Ray (docs/scale.md)."""
     from pydantic import ValidationError
 
     from clearsight.execute import Interrupted
@@ -436,14 +455,15 @@ def probe_run(
         base = load_probe_config(config).model_dump() if config is not None else {}
         base.update({key: v for key, v in overrides.items() if v is not None})
         cfg = ProbeConfig(**base)
-        summary = run_probe(
-            cfg,
-            out,
-            fresh=fresh,
-            allow_mismatch=allow_mismatch,
-            executor=cast("ExecutorName", executor),
-            workers=workers,
-        )
+        with _on_ray(ray_address, replicas, gpus_per_replica, cpus_per_replica):
+            summary = run_probe(
+                cfg,
+                out,
+                fresh=fresh,
+                allow_mismatch=allow_mismatch,
+                executor=cast("ExecutorName", executor),
+                workers=workers,
+            )
     except ValidationError as exc:
         raise _fail(f"invalid probe configuration: {exc}") from exc
     except InputError as exc:
@@ -630,9 +650,18 @@ def grounding(
     ] = None,
     n_boot: Annotated[int, typer.Option(help="Bootstrap draws.")] = 5000,
     seed: Annotated[int, typer.Option(help="Run seed.")] = 0,
-    fresh: Annotated[bool, typer.Option(help="Start the run directory anew.")] = False,
+    workers: Workers = 1,
+    executor: Executor = "serial",
+    ray_address: RayAddress = None,
+    replicas: Replicas = None,
+    gpus_per_replica: GpusPerReplica = 0.0,
+    cpus_per_replica: CpusPerReplica = 1.0,
+    fresh: Fresh = False,
+    allow_mismatch: AllowMismatch = False,
 ) -> None:
-    """Trajectory grounding: TGS-self (masking), TGS-pair, ECE/AUROC, variation, hesitation."""
+    """Trajectory grounding: TGS-self (masking), TGS-pair, ECE/AUROC, variation, hesitation.
+    Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md)."""
+    from clearsight.execute import Interrupted
     from clearsight.grounding.generator import TEXT_FAMILIES
     from clearsight.protocols.grounding import GroundingConfig, run_grounding
     from clearsight.report.grounding import build_grounding_report, tables
@@ -656,12 +685,22 @@ def grounding(
             judge=judge,
             n_boot=n_boot,
         )
-        summaries = run_grounding(cfg, out, fresh=fresh)
+        with _on_ray(ray_address, replicas, gpus_per_replica, cpus_per_replica):
+            summaries = run_grounding(
+                cfg,
+                out,
+                fresh=fresh,
+                allow_mismatch=allow_mismatch,
+                executor=cast("ExecutorName", executor),
+                workers=workers,
+            )
         for stage, s in summaries.items():
             typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
         folder, analysis = build_grounding_report(out, n_boot=n_boot, seed=seed)
     except InputError as exc:
         raise _fail(str(exc)) from exc
+    except Interrupted as exc:
+        raise _interrupted(exc) from None
     typer.echo(tables(analysis).to_string(index=False))
     typer.echo(f"report: {folder / 'grounding.md'}")
 
