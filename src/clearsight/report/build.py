@@ -12,15 +12,14 @@ ImageNet-C severities on the physical axis (Fig. 7) and a few qualitative exampl
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from clearsight.report.data import TASK_NAMES, RunData, load_run_data
 from clearsight.report.html import fmt_ci, fmt_num
+from clearsight.report.output import md_table, write_atomic
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.report.tables import (
     SweepAnalysis,
@@ -111,17 +110,10 @@ def build_report(
         summary_csv=out / "summary.csv",
     )
     csv = analysis.crossings.assign(n_boot=n_boot, seed=seed, ci_level=analysis.level)
-    _atomic_write(paths.summary_csv, csv.to_csv(index=False))
-    _atomic_write(paths.summary_md, summary_markdown(data, analysis))
-    _atomic_write(paths.html, render_report(data, analysis, thumbnails=thumbnails))
+    write_atomic(paths.summary_csv, csv.to_csv(index=False))
+    write_atomic(paths.summary_md, summary_markdown(data, analysis))
+    write_atomic(paths.html, render_report(data, analysis, thumbnails=thumbnails))
     return paths
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------------------ summaries
@@ -152,20 +144,6 @@ def _display_crossings(crossings: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return out.reset_index(drop=True)
-
-
-def _md_table(frame: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table ('|' in cells escaped)."""
-    if frame.empty:
-        return "_(none)_\n"
-
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *body]) + "\n"
 
 
 def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
@@ -206,11 +184,11 @@ def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
     for task in data.tasks:
         name = TASK_NAMES.get(task, task)
         lines += [f"## Crossings and blind-spot width W — {name}", ""]
-        lines.append(_md_table(display[display["task"] == task].drop(columns="task")))
+        lines.append(md_table(display[display["task"] == task].drop(columns="task")))
         controls = controls_table(data, analysis, task)
         lines += [f"## Controls — {name}", ""]
         lines.append(
-            _md_table(_controls_display(controls))
+            md_table(_controls_display(controls))
             if not controls.empty
             else "_No control conditions in this run._\n"
         )

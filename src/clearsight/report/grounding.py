@@ -25,7 +25,7 @@ from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences,
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.protocols.grounding import elicitation_frame, failure_reasons, judge_accuracy
-from clearsight.report.build import _atomic_write, _md_table
+from clearsight.report.output import md_table, write_atomic
 from clearsight.report.plots import _png, _pyplot
 
 ROWS: tuple[tuple[str, str], ...] = (
@@ -225,8 +225,8 @@ def build_grounding_report(
     for name, png in figures.items():
         if png is not None:
             (out / name).write_bytes(png)
-    _atomic_write(out / "grounding.json", json.dumps(analysis, indent=1, default=str))
-    _atomic_write(
+    write_atomic(out / "grounding.json", json.dumps(analysis, indent=1, default=str))
+    write_atomic(
         out / "grounding.md", summary_markdown(analysis, [k for k, v in figures.items() if v])
     )
     return out, analysis
@@ -243,7 +243,7 @@ def summary_markdown(analysis: dict[str, Any], figures: Sequence[str] = ()) -> s
         "",
         "Estimates with 95 % two-stage bootstrap intervals (ECE/AUROC: item bootstrap).",
         "",
-        _md_table(tables(analysis)),
+        md_table(tables(analysis)),
         "## Content variation",
         "",
     ]

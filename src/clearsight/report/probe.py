@@ -24,8 +24,8 @@ from clearsight.probe.analysis import (
     summary_table,
 )
 from clearsight.protocols.probe import ProbeResults, load_probe_results
-from clearsight.report.build import _atomic_write, _md_table
 from clearsight.report.html import Col, details, esc, fmt_num, page, pre, table
+from clearsight.report.output import md_table, write_atomic
 
 __all__ = ["ProbeReportPaths", "build_probe_report", "probe_tables"]
 
@@ -129,10 +129,10 @@ def build_probe_report(run_dir: Path | str) -> ProbeReportPaths:
         body.append(f"<h2>{esc(title)}</h2>")
         body.append(_html_table(frame, ""))
         md.append(f"\n## {title}\n\n")
-        md.append(_md_table(frame.map(_cell) if not frame.empty else frame))
+        md.append(md_table(frame.map(_cell) if not frame.empty else frame))
     body.append("<h2>Example conversations</h2>")
     body.append(_examples(results, run))
     paths = ProbeReportPaths(run / "probe_report.html", run / "probe_summary.md")
-    _atomic_write(paths.html, page(f"clearsight probe: {run.name}", "\n".join(body)))
-    _atomic_write(paths.summary_md, "".join(md))
+    write_atomic(paths.html, page(f"clearsight probe: {run.name}", "\n".join(body)))
+    write_atomic(paths.summary_md, "".join(md))
     return paths
