@@ -36,12 +36,18 @@ _RAY_SETTINGS: ContextVar[RayConfig | None] = ContextVar("clearsight_ray_setting
 @contextmanager
 def ray_settings(config: RayConfig) -> Iterator[None]:
     """Use ``config`` for every ``execute(..., executor="ray")`` inside the block (the CLI sets
-    it around a protocol's ``run_*`` call, which passes only the executor's name)."""
+    it around a protocol's ``run_*`` call, which passes only the executor's name). A local Ray
+    instance started inside the block serves every execution in it (a protocol with several
+    stages starts Ray once) and is shut down when the block ends."""
     token = _RAY_SETTINGS.set(config)
     try:
         yield
     finally:
         _RAY_SETTINGS.reset(token)
+        if _RAY_SETTINGS.get() is None:
+            from clearsight.ray_executor import shutdown_local
+
+            shutdown_local()
 
 
 class Unit(Protocol):
@@ -129,7 +135,8 @@ def execute(
             from clearsight.ray_executor import run_on_ray
 
             assert ray is not None
-            run_on_ray(units, run, commit, workers=workers, config=ray)
+            keep = _RAY_SETTINGS.get() is not None  # the block shuts a local Ray down
+            run_on_ray(units, run, commit, workers=workers, config=ray, keep_local=keep)
         elif executor == "serial" or workers == 1:
             for unit in units:
                 commit(run(unit))

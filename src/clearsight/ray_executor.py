@@ -163,6 +163,19 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+_local_kept = False  # a local instance run_on_ray started and left running (keep_local)
+
+
+def shutdown_local() -> None:
+    """Shut down the local Ray instance that runs with ``keep_local`` left running, if any."""
+    global _local_kept
+    if _local_kept:
+        _local_kept = False
+        import ray
+
+        ray.shutdown()
+
+
 def connect(ray: Any, config: RayConfig, workers: int) -> bool:
     """Connect to the configured cluster, or start a local instance; True when started here."""
     if ray.is_initialized():
@@ -351,16 +364,21 @@ def run_on_ray(
     *,
     workers: int,
     config: RayConfig,
+    keep_local: bool = False,
 ) -> None:
     """Run every unit on Ray replicas and ``commit`` each unit's records as it finishes.
 
     A Ray instance already initialised in this process is used as it is (and left running);
-    otherwise this connects to ``config.address`` or starts a local instance for the run.
+    otherwise this connects to ``config.address`` or starts a local instance for the run, shut
+    down at its end unless ``keep_local`` (then :func:`shutdown_local` does it later).
     """
+    global _local_kept
     ray = import_ray()
     if not units:
         return
     started_here = connect(ray, config, workers)
+    if started_here and keep_local:
+        _local_kept, started_here = True, False
     scheduler: _Scheduler | None = None
     try:
         _check_fits(ray, config)
