@@ -9,8 +9,8 @@ Prints ``name: value`` lines:
   the parallel executors gets), and ``unit_s_one_thread``, the part of it spent inside units.
 * ``speedup_ceiling_2_workers`` — what two perfect workers could reach: ``serial_s`` over the
   driver's own time (``serial_one_thread_s - unit_s_one_thread``: planning, storing, writing)
-  plus half the one-thread unit time, with no start-up and no contention. The speed-ups below
-  are measured against this bound.
+  plus half the one-thread unit time, with no start-up and no contention: the bound to compare
+  the speed-ups below with.
 * ``pool_speedup_2_workers`` — ``serial_s`` over the process pool's wall time with two workers
   (worker start-up included: a user waits for it too).
 * ``ray_startup_s`` — ``ray.init`` of a local two-CPU instance, stated and excluded from the
