@@ -22,6 +22,7 @@ that kills every process it touches cannot loop forever.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections import deque
@@ -187,8 +188,16 @@ def connect(ray: Any, config: RayConfig, workers: int) -> bool:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise InputError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from exc
         return False
-    # "local": a new instance even where `ray start` left one running on this machine
-    ray.init(address="local", num_cpus=workers, include_dashboard=False)
+    # "local": a new instance even where `ray start` left one running on this machine. Its
+    # processes' logs stay in Ray's session folder rather than cutting through the progress bar:
+    # what a unit raised reaches the records, and a lost actor's reason the retry loop.
+    ray.init(
+        address="local",
+        num_cpus=workers,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+    )
     return True
 
 
