@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
@@ -84,3 +85,20 @@ def test_demo_says_how_to_start_over_when_its_models_changed(tmp_path, monkeypat
     again = runner.invoke(app, [*args, "--fresh"])
     assert again.exit_code == 0, again.output
     assert f"{len(plan_sweep(after).items)} records written, 0 failed" in again.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["sweep"], ["probe", "run"], ["grounding"], ["demo"]],
+    ids=["sweep", "probe", "grounding", "demo"],
+)
+def test_run_commands_refuse_bad_execution_options_before_any_work(tmp_path, command):
+    out = tmp_path / "run"
+    bad_workers = runner.invoke(app, [*command, "--out", str(out), "--workers", "0"])
+    assert bad_workers.exit_code == 2
+    assert "--workers" in bad_workers.output
+    if command != ["demo"]:
+        bad = runner.invoke(app, [*command, "--out", str(out), "--executor", "threads"])
+        assert bad.exit_code == 2
+        assert "'threads' is not one of serial, process, ray" in bad.output
+    assert not out.exists()

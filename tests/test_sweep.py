@@ -328,3 +328,13 @@ def test_tiny_transformers_models_run_a_real_sweep(family, request, tmp_path):
         assert all(d == 1 for d in dropped)
     else:
         assert not any(dropped)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"executor": "threads"}, "unknown executor 'threads'"), ({"workers": 0}, "workers must")],
+)
+def test_a_bad_executor_or_worker_count_leaves_no_run_behind(tmp_path, options, message):
+    with pytest.raises(InputError, match=message):
+        run_sweep(small_config(), tmp_path / "run", progress=False, **options)
+    assert not (tmp_path / "run").exists()

@@ -49,10 +49,20 @@ def _fail(message: str) -> typer.Exit:
 
 
 # How a run executes: the same options on every command that runs a protocol (docs/scale.md).
+def _executor_name(value: str) -> str:
+    """Refuse an unknown executor before anything is planned or stored."""
+    from clearsight.execute import EXECUTORS
+
+    if value not in EXECUTORS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(EXECUTORS)}")
+    return value
+
+
 Workers = Annotated[
-    int, typer.Option(help="Worker processes (ray: CPUs of a local Ray, default replicas).")
+    int,
+    typer.Option(min=1, help="Worker processes (ray: CPUs of a local Ray, default replicas)."),
 ]
-Executor = Annotated[str, typer.Option(help="serial, process or ray.")]
+Executor = Annotated[str, typer.Option(callback=_executor_name, help="serial, process or ray.")]
 RayAddress = Annotated[
     str | None,
     typer.Option(help="Ray cluster to run on (default: RAY_ADDRESS, else a local Ray)."),
@@ -306,7 +316,7 @@ def demo_config() -> SweepConfig:
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 2,
     fresh: Annotated[
         bool,
         typer.Option(

@@ -93,6 +93,15 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
     return tqdm(total=total, desc=desc, unit="item", disable=not enabled, smoothing=0.1)
 
 
+def check_execution(executor: str, workers: int) -> None:
+    """Refuse an unknown executor or fewer than one worker (protocols call this before they
+    create a run's store, so a mistyped option leaves nothing behind)."""
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}")
+    if workers < 1:
+        raise InputError(f"workers must be >= 1, got {workers}")
+
+
 def execute(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
@@ -110,10 +119,7 @@ def execute(
     ``ray`` configures the Ray executor (default: the enclosing :func:`ray_settings`, else
     :class:`~clearsight.ray_executor.RayConfig`'s defaults: a local instance of ``workers`` CPUs).
     """
-    if executor not in EXECUTORS:
-        raise InputError(f"unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}")
-    if workers < 1:
-        raise InputError(f"workers must be >= 1, got {workers}")
+    check_execution(executor, workers)
     if executor == "ray":
         from clearsight.ray_executor import RayConfig, import_ray
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.execute import ExecutorName, Summary, execute
+from clearsight.execute import ExecutorName, Summary, check_execution, execute
 from clearsight.grounding.bench import (
     AXES,
     bad_trajectory,
@@ -535,6 +535,7 @@ def run_grounding(
     progress: bool = True,
 ) -> dict[str, Summary]:
     """Plan and run the three stages; returns each stage's summary. Resumable."""
+    check_execution(executor, workers)
     problems = load_problems(config)
     by_id = {p.id: p for p in problems}
     summaries: dict[str, Summary] = {}

@@ -311,10 +311,11 @@ def run_probe(
     unfinished conversation is a failed record, redone by a rerun); a process pool stores each
     conversation when it ends. Either way a killed run loses only the conversations in
     flight."""
-    from clearsight.execute import execute
+    from clearsight.execute import check_execution, execute
     from clearsight.provenance import run_manifest
     from clearsight.store import RunStore
 
+    check_execution(executor, workers)
     units = plan_probe(config)
     with RunStore.open(run_dir, fresh=fresh) as store:
         store.begin_run(

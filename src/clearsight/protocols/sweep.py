@@ -658,9 +658,10 @@ def run_sweep(
 
     A rerun of a finished run does nothing but check; an interrupted run resumes.
     """
-    from clearsight.execute import execute
+    from clearsight.execute import check_execution, execute
     from clearsight.store import RunStore
 
+    check_execution(executor, workers)
     plan = plan_sweep(config)
     with RunStore.open(run_dir, fresh=fresh) as store:
         store.begin_run(
