@@ -102,6 +102,12 @@ def check_execution(executor: str, workers: int) -> None:
         raise InputError(f"workers must be >= 1, got {workers}")
 
 
+def in_process(executor: ExecutorName, workers: int) -> bool:
+    """Whether :func:`execute` runs the units in the calling process (the serial executor, or a
+    process pool of one), so ``run`` may hold what cannot be pickled, such as an open store."""
+    return executor == "serial" or (executor == "process" and workers == 1)
+
+
 def execute(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
@@ -143,7 +149,7 @@ def execute(
             assert ray is not None
             keep = _RAY_SETTINGS.get() is not None  # the block shuts a local Ray down
             run_on_ray(units, run, commit, workers=workers, config=ray, keep_local=keep)
-        elif executor == "serial" or workers == 1:
+        elif in_process(executor, workers):
             for unit in units:
                 commit(run(unit))
         else:

@@ -311,7 +311,7 @@ def run_probe(
     unfinished conversation is a failed record, redone by a rerun); a process pool stores each
     conversation when it ends. Either way a killed run loses only the conversations in
     flight."""
-    from clearsight.execute import check_execution, execute
+    from clearsight.execute import check_execution, execute, in_process
     from clearsight.provenance import run_manifest
     from clearsight.store import RunStore
 
@@ -330,7 +330,7 @@ def run_probe(
         pending = set(store.pending_keys())
         todo = [u for u in units if u.key in pending]
         run: Callable[[ProbeUnit], list[Record]] = run_probe_unit
-        if executor == "serial" or workers == 1:
+        if in_process(executor, workers):
             # one process: the writer itself runs the conversations, so each turn is stored
             # as it happens (an unfinished transcript is a 'failed' record a rerun redoes)
             def run(unit: ProbeUnit) -> list[Record]:
