@@ -110,11 +110,19 @@ from clearsight.models.base import (
     RequestFailedError,
     Response,
 )
+from clearsight.models.detector import (
+    COCO_NAMES,
+    Detection,
+    Detector,
+    as_rgb,
+    box_iou,
+    classwise_nms,
+    load_detector,
+)
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.models.base import Backend
-    from clearsight.models.detector import Detection, Detector
 
 #: The modes by their argument after ``perceiver:``.
 Mode = Literal["llm", "detector"]
@@ -391,13 +399,6 @@ class Perception:
         return sorted((o for o in self.objects if not o.in_box), key=lambda o: -o.score)
 
 
-def as_rgb(image: object) -> npt.NDArray[np.uint8]:
-    """``image`` as uint8 HxWx3 (grey replicated, alpha dropped); InputError otherwise."""
-    from clearsight.models.detector import as_rgb as _as_rgb
-
-    return _as_rgb(image)
-
-
 def position(box: Sequence[float], width: int, height: int) -> str:
     """Coarse position of a box's centre in thirds of the image: ``top left`` .. ``centre``."""
     cx = (box[0] + box[2]) / 2 / max(width, 1)
@@ -470,8 +471,6 @@ def _crop_box(box: Box, factor: float, min_px: int, width: int, height: int) -> 
 def _relate(
     det: Detection, box: Box, image: npt.NDArray[np.uint8], width: int, height: int
 ) -> Seen:
-    from clearsight.models.detector import box_iou
-
     bx = np.asarray(det.box, np.float64)
     iou = float(box_iou(bx, box)[0, 0])
     ix = max(0.0, min(bx[2], box[2]) - max(bx[0], box[0]))
@@ -500,8 +499,6 @@ def perceive(
 ) -> Perception:
     """Find the box, detect objects in the image and around the box, relate them to the box
     and measure brightness and contrast (see the module docstring)."""
-    from clearsight.models.detector import Detection, classwise_nms
-
     rgb = as_rgb(image)
     height, width = rgb.shape[:2]
     thickness = options.box_thickness_px
@@ -647,8 +644,6 @@ def _norm(text: str) -> str:
 
 def category_of(text: str) -> str | None:
     """The COCO category an option text names (case, articles and a plural 's' ignored)."""
-    from clearsight.models.detector import COCO_NAMES
-
     t = _norm(text)
     t = re.sub(r"^(a|an|the) ", "", t)
     aliases = {"people": "person", "persons": "person", "man": "person", "woman": "person"}
@@ -662,8 +657,6 @@ def category_of(text: str) -> str | None:
 
 def mentioned_category(text: str) -> str | None:
     """The longest COCO category named in ``text`` (plural 's' allowed), or None."""
-    from clearsight.models.detector import COCO_NAMES
-
     t = f" {_norm(text)} "
     hits = [c for c in COCO_NAMES if f" {c} " in t or f" {c}s " in t or f" {c}es " in t]
     if " people " in t or " persons " in t:
@@ -868,8 +861,6 @@ class PerceiverBackend:
         detector: Detector | None = None,
         llm: Backend | None = None,
     ) -> None:
-        from clearsight.models.detector import load_detector
-
         self.mode: Mode = mode
         self.options = options
         self.name = f"perceiver:{mode}"
