@@ -82,6 +82,20 @@ def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend
     return factory(arg, dict(options or {}))
 
 
+_SHARED: dict[str, Backend] = {}
+
+
+def shared_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+    """The backend :func:`load_backend` makes for ``spec`` and ``options``, made once per
+    process: a protocol's worker runs many units of one model, and a model loads in seconds."""
+    from clearsight.seeding import content_hash
+
+    key = content_hash([spec, dict(options or {})])
+    if key not in _SHARED:
+        _SHARED[key] = load_backend(spec, options)
+    return _SHARED[key]
+
+
 __all__ = [
     "Backend",
     "Capabilities",
@@ -99,5 +113,6 @@ __all__ = [
     "load_backend",
     "register_backend",
     "require",
+    "shared_backend",
     "split_model_spec",
 ]

@@ -59,7 +59,7 @@ from clearsight.grounding.trajectories import (
     trajectory_from_json,
 )
 from clearsight.grounding.variation import alternative, variation_variant
-from clearsight.models import Backend, load_backend
+from clearsight.models import Backend, shared_backend
 from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, derive_seed, rng_for
 from clearsight.store import Record, RunStore
@@ -159,16 +159,6 @@ def _key(spec: dict[str, Any]) -> str:
     return content_hash(spec)
 
 
-_BACKENDS: dict[str, Backend] = {}
-
-
-def _backend(model: str, options: dict[str, Any]) -> Backend:
-    key = content_hash([model, options])
-    if key not in _BACKENDS:
-        _BACKENDS[key] = load_backend(model, options)
-    return _BACKENDS[key]
-
-
 def _image(problem: Problem, backend: Backend) -> Any:
     if problem.image is None or not backend.capabilities.images:
         return None
@@ -212,7 +202,7 @@ def _run_trajectories(unit: GroundingUnit, started: float) -> list[Record]:
             continue
         out[key] = _trajectory_record(key, problem, given, traj, False, slotted.written, 0.0)
     if gen:
-        backend = _backend(unit.model, unit.model_options)
+        backend = shared_backend(unit.model, unit.model_options)
         images = [_image(p, backend) for _, p in gen]
         results = generate_trajectories(
             backend, [p for _, p in gen], images, max_new_tokens=unit.items[0][1]["max_new_tokens"]
@@ -251,7 +241,7 @@ def _run_edits(unit: GroundingUnit, started: float) -> list[Record]:
     specs = [s for _, s in unit.items]
     generator = None
     if specs[0]["generator"] is not None:
-        generator = _backend(specs[0]["generator"], specs[0]["generator_options"])
+        generator = shared_backend(specs[0]["generator"], specs[0]["generator_options"])
     edits = inject_errors(
         generator, [(s["axis"], s["span"]) for s in specs], [s["seed"] for s in specs]
     )
@@ -270,7 +260,7 @@ def _run_edits(unit: GroundingUnit, started: float) -> list[Record]:
 def _run_judge(unit: GroundingUnit, started: float) -> list[Record]:
     """The judge's probability that each pair's bad side (shown first or second, by seed) is
     the one with the error."""
-    backend = _backend(unit.model, unit.model_options)
+    backend = shared_backend(unit.model, unit.model_options)
     requests = []
     for _, spec in unit.items:
         problem = problem_from_json(spec["problem"])
@@ -325,7 +315,7 @@ def plan_judge(
 
 
 def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
-    backend = _backend(unit.model, unit.model_options)
+    backend = shared_backend(unit.model, unit.model_options)
     requests: list[ElicitRequest | str] = []
     images: dict[str, Any] = {}
     for _, spec in unit.items:

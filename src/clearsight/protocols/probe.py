@@ -239,12 +239,9 @@ def _sensor(spec: dict[str, Any]) -> Any:
 
 
 def _reasoner(spec: dict[str, Any]) -> Any:
-    from clearsight.models import load_backend
+    from clearsight.models import shared_backend
 
-    parts = [spec["reasoner"], spec["reasoner_options"]]
-    return _cached(
-        "reasoner", parts, lambda: load_backend(spec["reasoner"], spec["reasoner_options"])
-    )
+    return shared_backend(spec["reasoner"], spec["reasoner_options"])
 
 
 def run_probe_unit(

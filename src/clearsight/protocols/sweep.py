@@ -32,7 +32,7 @@ from clearsight.models import (
     ObserverReference,
     PartialBatchError,
     Request,
-    load_backend,
+    shared_backend,
 )
 from clearsight.physics import (
     blank_like,
@@ -405,15 +405,6 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
 # Running a unit (inside a worker)
 # --------------------------------------------------------------------------------------------
 
-_BACKENDS: dict[str, Backend] = {}
-
-
-def _backend(model: str, options: dict[str, Any]) -> Backend:
-    key = content_hash([model, options])
-    if key not in _BACKENDS:
-        _BACKENDS[key] = load_backend(model, options)
-    return _BACKENDS[key]
-
 
 class _Images:
     """Degraded images of one scene, each rendered once, boxes drawn per target on copies."""
@@ -556,7 +547,7 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     if unit.protocol == VEQ_PROTOCOL:
         return _run_veq(unit, scene, started)
     try:
-        backend = _backend(unit.model, unit.model_options)
+        backend = shared_backend(unit.model, unit.model_options)
         images = _Images(scene, [s for _, s in unit.items])
     except Exception as exc:
         return _failed(unit.items, exc, started)
