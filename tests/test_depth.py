@@ -64,6 +64,7 @@ def test_fill_nearest_rejects_an_all_invalid_map() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.exact_floats("a float32 file read back and clipped at exact bounds: no arithmetic")
 def test_npy_round_trip_in_metres_clipped(tmp_path: Path) -> None:
     metres = np.array([[0.1, 1.0], [12.5, 200.0]], dtype=np.float64)
     path = tmp_path / "d.npy"
@@ -73,6 +74,7 @@ def test_npy_round_trip_in_metres_clipped(tmp_path: Path) -> None:
     np.testing.assert_array_equal(depth, np.array([[0.5, 1.0], [12.5, 80.0]], dtype=np.float32))
 
 
+@pytest.mark.exact_floats("millimetres / 1000 is one correctly rounded division on both sides")
 def test_png16_in_millimetres_with_zero_holes_filled(tmp_path: Path) -> None:
     mm = np.array([[1000, 0, 0, 4000], [1000, 0, 2500, 4000]], dtype=np.uint16)
     path = tmp_path / "d.png"
@@ -381,6 +383,9 @@ def tiny_depth_anything(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.exact_floats(
+    "the same weights, image, process and thread count: one computation (determinism)"
+)
 def test_depth_anything_tiny_model(tiny_depth_anything: Path) -> None:
     estimator = DepthAnythingEstimator(tiny_depth_anything)
     rng = np.random.default_rng(0)
@@ -397,7 +402,8 @@ def test_depth_anything_tiny_model(tiny_depth_anything: Path) -> None:
     assert (depth == hi).any(), "max_depth 200 should push some pixels past the 80 m clip"
     assert float(depth.std()) > 0.1, "random weights should give a non-constant map"
     np.testing.assert_array_equal(estimator.estimate(image), depth)  # deterministic
-    # a fresh load of the same files gives the same map
+    # a fresh load of the same files gives the same map; exact: the same weights, image,
+    # process and thread count, so the same computation
     np.testing.assert_array_equal(
         DepthAnythingEstimator(str(tiny_depth_anything)).estimate(image), depth
     )

@@ -221,6 +221,8 @@ def test_grey_rgba_and_single_channel_inputs(detectors):
     for detector in detectors.values():
         from_grey = detector.detect(grey)
         assert best_iou(from_grey, "person", (19, 15, 362, 512)) >= 0.5
+        # exact: as_rgb turns each of these into the same contiguous uint8 RGB array, so the
+        # network runs the same computation on the same input
         assert detector.detect(grey[:, :, None]) == from_grey
         assert detector.detect(np.repeat(grey[:, :, None], 3, axis=2)) == from_grey
         rgba = np.concatenate([rgb, np.full((*rgb.shape[:2], 1), 7, np.uint8)], axis=2)

@@ -322,9 +322,9 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
     )
     run = tmp_path / "run"
     first = run_grounding(cfg, run, progress=False)
-    assert first[ELICIT].ok > 8 * 4
+    assert first.stages[ELICIT].ok > 8 * 4
     again = run_grounding(cfg, run, progress=False)  # resumes: nothing left to do
-    assert again[ELICIT].units == 0
+    assert again.stages[ELICIT].units == 0
     folder, analysis = build_grounding_report(run, n_boot=200)
     assert (folder / "grounding.md").is_file()
     assert (folder / "masking.png").is_file()

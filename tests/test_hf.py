@@ -151,6 +151,8 @@ def test_model_id_loads_from_a_local_hugging_face_cache(
     backend = load_backend("hf:clearsight-tests/tiny-llama", options)
     assert isinstance(backend, HfBackend)
     request = mcq("Which one?")
+    # exact: the same weights (copied files), the same single-request batch, the same process
+    # and thread count: one computation, and equality also proves the same weights loaded
     assert (
         backend.complete([request])[0].candidate_probs
         == llama.complete([request])[0].candidate_probs
@@ -282,6 +284,7 @@ def test_text_only_model_drops_images_and_computes_duplicates_once(
     requests = [mcq("Blind question?", _image(i)) for i in range(6)] + [mcq("Blind question?")]
     responses = llama.complete(requests)
     assert counter.prefill_rows == 1
+    # exact: one row was computed (prefill_rows == 1); every response carries its result
     assert all(r.candidate_probs == responses[0].candidate_probs for r in responses)
     assert [r.extra.get("images_dropped", 0) for r in responses] == [1] * 6 + [0]
 

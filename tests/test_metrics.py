@@ -54,6 +54,7 @@ def test_bin_edges_are_the_decimal_literals():
     assert edges.tolist() == [k / 10 for k in range(11)]
 
 
+@pytest.mark.exact_floats("bin accuracies are means of 0/1 values, exact in any order")
 def test_ece_mce_brier_hand_computed_with_edge_values():
     # 0 -> first bin (0, 0.1]; 0.3 -> (0.2, 0.3] (right-closed); 0.35 -> (0.3, 0.4];
     # 1.0 -> (0.9, 1.0].
@@ -393,6 +394,7 @@ def _clustered_data(rng, n_clusters, effect_sd=1.0):
     return values, labels
 
 
+@pytest.mark.exact_floats("the last line calls the same function twice with one seed (determinism)")
 def test_cluster_bootstrap_mean_equals_slow_resampling_loop():
     rng = np.random.default_rng(5)
     values, labels = _clustered_data(rng, 25)
@@ -443,13 +445,29 @@ def test_cluster_bootstrap_coverage_and_why_clusters_matter():
     assert hits_item / n_sets < 0.85  # resampling items ignores the image effects
 
 
+@pytest.mark.exact_floats(
+    "the replicates are one matrix product with one seed's weights on both sides"
+)
 def test_cluster_bootstrap_general_matches_mean_and_handles_vectors():
     rng = np.random.default_rng(8)
     values, labels = _clustered_data(rng, 30)
     cs = cluster_sums(values, labels)
     res = cluster_bootstrap(lambda W: (W @ cs.sums) / (W @ cs.counts), labels, 500, 0.9, 3)
     ref = cluster_bootstrap_mean(values, labels, n_boot=500, level=0.9, seed=3)
-    assert res.interval() == ref
+    got = res.interval()
+    # Two paths to the estimate: a (1, C) matrix product here, a direct mean there. OpenBLAS
+    # picks its kernels (and so its summation order) by CPU, so they agree to rounding only:
+    # rtol 1e-12 is ~4500 ulp, far above the ~C ulp error of a 30-term sum, far below any
+    # statistical difference. The replicates are the same (B, C) product with the same seed's
+    # weights on both sides, but the bounds may still be snapped onto the estimate by
+    # contain_estimate, so they get the same tolerance.
+    np.testing.assert_allclose(
+        [got.estimate, got.low, got.high], [ref.estimate, ref.low, ref.high], rtol=1e-12
+    )
+    assert (got.n_boot, got.level) == (ref.n_boot, ref.level)
+    # the replicates are one computation (the same product, the same seed's weights): exact
+    W = bootstrap_weights(30, 500, 3).astype(np.float64)
+    np.testing.assert_array_equal(res.replicates, (W @ cs.sums) / (W @ cs.counts))
     assert res.replicates.shape == (500,)
     assert res.n_undefined == 0
 
@@ -466,6 +484,7 @@ def test_cluster_bootstrap_general_matches_mean_and_handles_vectors():
         cluster_bootstrap(lambda W: W.sum(), 30, 50)
 
 
+@pytest.mark.exact_floats("sums and counts of small integers are exact in any order")
 def test_cluster_sums_per_column():
     values = [1, 0, 1, 1, 0, 1]
     images = ["b", "a", "b", "a", "b", "b"]
@@ -516,6 +535,7 @@ def test_two_stage_with_one_benchmark_equals_item_bootstrap():
     assert two.high == pytest.approx(one.high, abs=1e-12)
 
 
+@pytest.mark.exact_floats("0/1 values; the last line calls the same function twice with one seed")
 def test_two_stage_hand_case_benchmarks_weigh_equally():
     # benchmark a: ten 0s, b: two 1s. Estimate = mean of means = 0.5 (not 2/12).
     # Items within a benchmark are constant, so a replicate is (copies of b) / 2:
@@ -637,3 +657,47 @@ def test_jsd_matches_scipy_squared_distance():
 def test_jsd_rejects_bad_input(p, q, match):
     with pytest.raises(InputError, match=match):
         jsd_bits(p, q)
+
+
+# --------------------------------------------------------------------------------------------
+# An interval contains its own estimate: constant statistics and rounding-only gaps
+
+
+def test_a_constant_statistic_has_the_interval_of_its_estimate_exactly():
+    # 0.7 is not a binary fraction: per-cluster sums of 0.7s, reweighted, round differently
+    # in each replicate and in the estimate, so before contain_estimate the bounds missed the
+    # estimate by ~1e-16 (the 50-scene report crash).
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 50, 2000)
+    values = np.full(2000, 0.7)
+    mean = cluster_bootstrap_mean(values, labels, n_boot=400, seed=1)
+    assert mean.low == mean.estimate == mean.high
+    cs = cluster_sums(values, labels)
+    res = cluster_bootstrap(lambda W: (W @ cs.sums) / (W @ cs.counts), labels, 400, seed=1)
+    assert res.low == res.estimate == res.high
+    assert np.ptp(res.replicates) > 0  # the replicates themselves do differ by rounding
+    two = two_stage_bootstrap(values, labels % 5, n_boot=300, seed=2)
+    assert two.low == two.estimate == two.high
+
+
+@pytest.mark.exact_floats(
+    "contain_estimate returns its inputs or the estimate itself, no arithmetic"
+)
+def test_contain_estimate_moves_only_rounding_gaps():
+    est = np.array([0.5, 0.5, 0.5, 0.0, 0.5, np.nan])
+    low = np.array([0.5 + 1e-16, 0.4, 0.5 - 1e-16, -1e-17, 0.51, 0.1])
+    high = np.array([0.5 + 2e-16, 0.5 - 1e-16, 0.5 + 1e-16, 1e-17, 0.6, 0.2])
+    lo, hi = bootstrap_module.contain_estimate(est, low, high)
+    # a constant statistic collapses onto its estimate; a bound beyond it by rounding is
+    # moved onto it; a real gap (0.01, a biased statistic) and NaN estimates stay as they were
+    np.testing.assert_array_equal(lo, [0.5, 0.4, 0.5, 0.0, 0.51, 0.1])
+    np.testing.assert_array_equal(hi, [0.5, 0.5, 0.5, 0.0, 0.6, 0.2])
+    assert math.copysign(1.0, lo[3]) == 1.0  # the estimate itself, not -0.0
+
+
+@pytest.mark.exact_floats("both sides are the same subtractions of the same binary64 values")
+def test_error_bars_are_never_negative():
+    from clearsight.report.plots import error_bars
+
+    bars = error_bars([0.5, 0.5, 0.5], [0.5 + 1e-16, 0.4, np.nan], [0.6, 0.5 - 1e-16, 0.7])
+    np.testing.assert_array_equal(bars, [[0.0, 0.5 - 0.4, 0.0], [0.6 - 0.5, 0.0, 0.7 - 0.5]])

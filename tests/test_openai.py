@@ -418,6 +418,7 @@ def test_works_inside_a_running_event_loop(server):
         return [sync[0], native[0]]
 
     a, b = asyncio.run(main())
+    # exact: the same scripted reply parsed by the same code, only the calling side differs
     assert a.candidate_probs == b.candidate_probs
 
 

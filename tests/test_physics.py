@@ -58,8 +58,11 @@ def test_srgb_check_value_and_round_half_up():
     assert quantize8(np.array([-0.1, 1.2])).tolist() == [0, 255]
 
 
+@pytest.mark.exact_floats("the lookup table is built by the very expression it is compared with")
 def test_decode_table_is_the_formula_and_round_trips():
     codes = np.arange(256, dtype=np.uint8)
+    # exact: the table is built by this very expression (srgb._build_tables: the same float64
+    # codes / 255 through the same ufuncs, then rounded to float32), so it is one computation
     np.testing.assert_array_equal(
         decode_srgb8(codes), srgb_to_linear(codes / 255.0).astype(np.float32)
     )
@@ -77,6 +80,9 @@ def test_encode_equals_float64_formula_everywhere():
     # values straddling every code boundary by one float32 ulp
     b = srgb_to_linear((np.arange(1, 256) - 0.5) / 255.0).astype(np.float32)
     x = np.concatenate([x, b, np.nextafter(b, np.float32(0)), np.nextafter(b, np.float32(2))])
+    # exact on purpose, although the two paths differ (table lookup vs float64 pow): equality
+    # with the float64 formula for every float32 input is the codec's promise (srgb.py), and
+    # both sides are integer codes
     np.testing.assert_array_equal(encode_srgb8(x), quantize8(linear_to_srgb(x.astype(np.float64))))
 
 
@@ -122,7 +128,20 @@ def test_fog_levels_match_textbook_and_single_level(scene):
         # float32 arithmetic may land one code away exactly at a rounding boundary, rarely
         assert diff.max() <= 1
         assert (diff > 0).mean() < 1e-4
-        np.testing.assert_array_equal(fog(image, depth, v), stack[k])
+        single = fog(image, depth, v)
+        if k == 0:
+            # exact: a stack's first level calls exp afresh, as a single level does; the same
+            # compiled loop on the same inputs
+            np.testing.assert_array_equal(single, stack[k])
+        else:
+            # two paths: the stack squares the previous level's transmission k times where a
+            # single level calls exp (kernel.py), ~2**k float64 ulps apart before the one
+            # rounding to float32. A code can differ only where that rounding splits *and* the
+            # encoded value lies within a float32 ulp of a code boundary (expected count << 1
+            # here): allow one code at a handful of pixels, never a systematic difference
+            split = np.abs(single.astype(int) - stack[k])
+            assert split.max() <= 1
+            assert (split > 0).mean() < 1e-5
 
 
 def test_depth_scale_invariance(scene):
@@ -185,6 +204,8 @@ def test_underwater_red_goes_first():
 def test_underwater_wavelengths_and_tables():
     b_pf, _ = water_coefficients(10.0, wavelengths_nm=(600, 550, 450))
     b_sb, _ = water_coefficients(10.0, wavelengths_nm=(600, 550, 450), table="smith_baker_1981")
+    # exact between the tables: blue is the least absorbed channel in both, so its ratio is
+    # a_min / a_min = 1.0 exactly and beta_B = 3.912 / 10 * 1.0 is one computation in both
     assert b_pf[2] == b_sb[2] == pytest.approx(0.3912)
     assert b_pf[0] != b_sb[0]
     with pytest.raises(InputError, match="outside"):

@@ -283,7 +283,7 @@ def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
     args += ["--sensor", sensor, "--strategies", "direct,bp", "--judge", "exact", "--runs", "2"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "8 conversations written, 0 failed" in result.output
+    assert "8 records written, 0 failed" in result.output
     assert "Table 1" in result.output
     assert (out / "probe_report.html").is_file()
     judged = CliRunner().invoke(app, ["probe", "judges", str(out), "--a", "exact", "--b", "exact"])

@@ -1,5 +1,5 @@
-"""A local Ray instance started inside a ``ray_settings`` block serves every execution in it
-(a protocol with several stages starts Ray once) and ends with the block.
+"""A local Ray instance started by a run's first stage serves every later stage of the run
+(grounding's stages start Ray once) and is shut down when the run ends.
 
 Its own module: ``tests/test_ray.py`` keeps one Ray instance up for all its tests.
 """
@@ -7,13 +7,14 @@ Its own module: ``tests/test_ray.py`` keeps one Ray instance up for all its test
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clearsight.execute import execute, ray_settings
-from clearsight.ray_executor import RayConfig
+from clearsight.driver import Execution, Protocol, Stage, run
+from clearsight.execute import execute
 from clearsight.store import Record, RunStore
 
 pytestmark = pytest.mark.slow
@@ -34,23 +35,37 @@ def ok(unit: Unit) -> list[Record]:
     return [Record(key, "ok", None, {"i": spec["i"]}, {}, 0.0) for key, spec in unit.items]
 
 
-def test_one_local_instance_per_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _units(stage: int, pending: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Unit]:
+    return [Unit(stage)] if pending else []
+
+
+def _stages(config: dict[str, Any], plan: None, store: RunStore) -> Iterator[Stage]:
+    ray = sys.modules["ray"]
+    for stage in (0, 1, 2):
+        if stage:
+            assert ray.is_initialized()  # kept from the stage before
+        yield Stage(f"toy.{stage}", Unit(stage).items, lambda p, s=stage: _units(s, p), ok)
+
+
+TOY: Protocol[dict[str, Any], None] = Protocol(
+    "toy", lambda c: [], lambda c: None, lambda c, p: {"config": c}, _stages
+)
+
+
+def test_one_local_instance_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ray = pytest.importorskip("ray")
     assert not ray.is_initialized()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers can't import tests
     starts: list[Any] = []
     real_init = ray.init
     monkeypatch.setattr(ray, "init", lambda *a, **k: starts.append(k) or real_init(*a, **k))
+    summary = run(TOY, {"n": 1}, tmp_path / "run", Execution("ray", progress=False))
+    assert summary.ok == 6
+    assert len(summary.stages) == 3
+    assert not ray.is_initialized()  # the run's end shut it down
+    assert len(starts) == 1
+    # a bare execution starts and stops its own instance
     with RunStore.open(tmp_path / "run") as store:
-        store.add_items((k, "toy", s) for stage in (0, 1, 2) for k, s in Unit(stage).items)
-        with ray_settings(RayConfig()):
-            for stage in (0, 1, 2):
-                done = execute([Unit(stage)], ok, store, executor="ray", progress=False)
-                assert done.ok == 2
-                assert ray.is_initialized()  # kept for the next stage
-        assert not ray.is_initialized()  # the block's end shut it down
-        assert len(starts) == 1
-        # outside a block, an execution starts and stops its own instance
         store.add_items((k, "toy", s) for k, s in Unit(3).items)
         assert execute([Unit(3)], ok, store, executor="ray", progress=False).ok == 2
         assert not ray.is_initialized()

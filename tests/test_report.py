@@ -142,9 +142,12 @@ def test_same_seed_same_numbers(small_run: Path) -> None:
     a = analyse_sweep(data, n_boot=300, seed=7)
     b = analyse_sweep(data, n_boot=300, seed=7)
     c = analyse_sweep(data, n_boot=300, seed=8)
-    pd.testing.assert_frame_equal(a.crossings, b.crossings)
-    pd.testing.assert_frame_equal(a.curves, b.curves)
-    # another seed moves the intervals, never the point estimates
+    # exact: one function called twice on the same data with the same seed in one process
+    # (determinism); the default would compare floats to rtol 1e-5 only
+    pd.testing.assert_frame_equal(a.crossings, b.crossings, check_exact=True)
+    pd.testing.assert_frame_equal(a.curves, b.curves, check_exact=True)
+    # another seed moves the intervals, never the point estimates; exact: the estimate is the
+    # statistic at all-ones weights, the same computation whatever the seed
     assert (a.curves.estimate == c.curves.estimate).all()
     assert not np.allclose(a.curves.low, c.curves.low)
 
@@ -421,3 +424,80 @@ def test_sweep_table_order_and_values(small_run: Path) -> None:
     assert row["internal_conf"] == pytest.approx(cell.internal_conf.mean())
     assert row["abstain_rate"] == pytest.approx(cell.abstained.mean())
     assert row["n"] == len(cell)
+
+
+# --------------------------------------------------------------------------------------------
+# A COCO-format run of real size: 50 scenes, default configuration
+
+
+def _synthetic_coco(root: Path, n: int) -> tuple[Path, Path]:
+    """``n`` distinct 320 x 320 photos cut from the bundled skimage photos at different offsets,
+    each with one boxed vehicle annotation (categories in turn), as a COCO instances file."""
+    import json
+
+    from PIL import Image
+    from skimage import data as skdata
+
+    images = root / "images"
+    images.mkdir(parents=True)
+    photos = [skdata.astronaut(), skdata.coffee(), skdata.rocket(), skdata.stereo_motorcycle()[0]]
+    cats = [
+        {"id": 3, "name": "car", "supercategory": "vehicle"},
+        {"id": 4, "name": "motorcycle", "supercategory": "vehicle"},
+        {"id": 6, "name": "bus", "supercategory": "vehicle"},
+        {"id": 8, "name": "truck", "supercategory": "vehicle"},
+    ]
+    imgs, anns = [], []
+    for i in range(n):
+        photo = photos[i % len(photos)]
+        h, w = photo.shape[:2]
+        side = min(h, w) - 40
+        y, x = (7 * i) % (h - side), (11 * i) % (w - side)
+        crop = Image.fromarray(photo[y : y + side, x : x + side]).resize((320, 320))
+        crop.save(images / f"{i}.jpg", quality=90)
+        imgs.append({"id": i + 1, "file_name": f"{i}.jpg", "width": 320, "height": 320})
+        box = [40.0 + i % 20, 50.0, 160.0, 150.0]
+        anns.append(
+            {
+                "id": 1000 + i,
+                "image_id": i + 1,
+                "category_id": cats[i % len(cats)]["id"],
+                "bbox": box,
+                "area": box[2] * box[3],
+                "iscrowd": 0,
+            }
+        )
+    ann = root / "instances.json"
+    ann.write_text(json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
+    return ann, images
+
+
+@pytest.mark.slow
+def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> None:
+    """The default design on 50 scenes: the observer's verification confidence is 1.0 on every
+    clean and shuffled image, a constant statistic whose interval once missed its own estimate
+    by 1e-16 and made matplotlib refuse a negative error bar (``clearsight report`` exit 1)."""
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    ann, images = _synthetic_coco(tmp_path / "coco", 50)
+    run = tmp_path / "run"
+    args = ["sweep", "--scenes", "coco", "--coco-annotations", str(ann)]
+    args += ["--coco-images", str(images), "--n", "50", "--coco-depth", "assumed:40"]
+    args += ["--model", "observer", "--wordings", "mcq.reason", "--out", str(run)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = load_run_data(run)
+    assert data.manifest["config"]["coco_depth_model"] == "assumed:40"
+    assert data.records["scene"].nunique() == 50
+    curves = analyse_sweep(data).curves
+    assert ((curves["low"] <= curves["estimate"]) & (curves["estimate"] <= curves["high"])).all()
+    constant = curves[(curves["low"] == curves["high"])]
+    # exact: bounds that meet within rounding of the estimate are set to the estimate itself
+    # (contain_estimate), not recomputed, so they are the same number
+    assert len(constant) > 0
+    assert (constant["low"] == constant["estimate"]).all()
+    again = CliRunner().invoke(app, ["report", str(run)])
+    assert again.exit_code == 0, again.output
+    assert (run / "report.html").stat().st_size > 0

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import skimage.data
 from PIL import Image
@@ -20,6 +21,7 @@ from clearsight.config import SweepConfig, load_config
 from clearsight.protocols.sweep import plan_sweep, run_sweep
 from clearsight.store import ConfigMismatch, RunStore, load_run
 from clearsight.validate import InputError
+from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL
 
 SCENES = ("skimage-chelsea", "skimage-coffee", "mpl-grace-hopper")
 
@@ -113,7 +115,12 @@ def test_serial_and_process_pool_give_identical_records(tmp_path):
     assert a.failed == b.failed == 0
     left, right = readouts_by_key(tmp_path / "serial"), readouts_by_key(tmp_path / "pool")
     assert left.index.equals(right.index)
-    assert left.fillna(-1).equals(right.fillna(-1))
+    # answers, correctness, abstentions and statuses exactly; the confidences to the tolerance
+    # across executors (conftest: a pool worker runs one numba/BLAS thread, the serial run the
+    # library defaults, so the observer's float sums may round differently)
+    pd.testing.assert_frame_equal(
+        left, right, check_exact=False, rtol=EXECUTOR_RTOL, atol=EXECUTOR_ATOL
+    )
 
 
 def test_resume_fresh_and_config_mismatch(tmp_path):
@@ -192,6 +199,9 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert left.index.is_unique
     assert right.index.is_unique
     assert left.index.equals(right.index)
+    # exact: both runs use the serial executor with the same thread settings, and a SIGKILL
+    # loses whole units (records are committed per unit), so every unit is rendered and
+    # answered by the same code on the same inputs as in the uninterrupted run
     assert left.fillna(-1).equals(right.fillna(-1))
 
 

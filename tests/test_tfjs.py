@@ -162,6 +162,9 @@ def ref_maxpool(x, k, s, pads):
 # ----------------------------------------------------------------------------- weights
 
 
+@pytest.mark.exact_floats(
+    "dequantized values are exact binary fractions (fp16 codes, integer scales)"
+)
 def test_dequantize_hand_made_manifest(tmp_path):
     half = np.array([[0.5, -1.25], [3.0, 65504.0]], np.float16)
     codes = np.array([0, 1, 255], np.uint8)
@@ -727,6 +730,9 @@ def test_nanodet_graph_matches_tensorflow_js(model_dir, tfjs_node, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.exact_floats(
+    "column 5 holds class ids, integer-valued floats that any path gives exactly"
+)
 def test_centernet_graph_matches_tensorflow_js(model_dir, tfjs_node, tmp_path):
     import skimage.data
 

@@ -216,6 +216,7 @@ def test_flat_logprobs_container_is_read_like_a_list():
     plain = parse_request_output(out, req, VLLMOptions())
     out.outputs[0].logprobs = FlatLogprobs(out.outputs[0].logprobs)  # type: ignore[assignment]
     flat = parse_request_output(out, req, VLLMOptions())
+    # exact: the same parser over the same logprobs in the same order, only the container differs
     assert flat.candidate_probs == plain.candidate_probs
     assert flat.uncovered_mass == plain.uncovered_mass
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -10,7 +9,9 @@ import typer
 
 if TYPE_CHECKING:
     from clearsight.config import SweepConfig
+    from clearsight.driver import RunSummary
     from clearsight.execute import ExecutorName, Interrupted
+    from clearsight.ray_executor import RayConfig
 
 app = typer.Typer(
     help="Measure whether vision-language models know when they cannot see.",
@@ -34,18 +35,30 @@ def models_fetch(
 
 
 def _interrupted(exc: Interrupted) -> typer.Exit:
-    """Say how far an interrupted run got and how to resume it; exit code 130 (Ctrl-C)."""
+    """Say how far an interrupted run got and how to resume it; exit code 130 after Ctrl-C,
+    143 after SIGTERM."""
+    from clearsight.driver import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+    how = "terminated" if exc.terminated else "interrupted"
     typer.secho(
-        f"interrupted: {exc.summary.ok} records committed; rerun the same command to resume",
+        f"{how}: {exc.summary.ok} records committed; rerun the same command to resume",
         fg=typer.colors.YELLOW,
         err=True,
     )
-    return typer.Exit(code=130)
+    return typer.Exit(code=EXIT_TERMINATED if exc.terminated else EXIT_INTERRUPTED)
 
 
 def _fail(message: str) -> typer.Exit:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=2)
+
+
+def _finished(summary: RunSummary) -> None:
+    """Print what a run did; exit with its code when items failed (documented in the README:
+    0 all ok, 3 some items failed, 2 bad input, 130/143 interrupted)."""
+    typer.echo(summary.describe(), err=summary.failed > 0)
+    if summary.exit_code:
+        raise typer.Exit(code=summary.exit_code)
 
 
 # How a run executes: the same options on every command that runs a protocol (docs/scale.md).
@@ -80,15 +93,15 @@ AllowMismatch = Annotated[
 ]
 
 
-def _on_ray(
-    address: str | None, replicas: int | None, gpus: float, cpus: float
-) -> AbstractContextManager[None]:
-    """The Ray settings of ``--executor ray`` for every execution inside the block (other
-    executors ignore them)."""
-    from clearsight.execute import ray_settings
+def _ray(
+    executor: str, address: str | None, replicas: int | None, gpus: float, cpus: float
+) -> RayConfig | None:
+    """The Ray settings of ``--executor ray`` (None for the other executors)."""
+    if executor != "ray":
+        return None
     from clearsight.ray_executor import RayConfig
 
-    return ray_settings(RayConfig(address=address, replicas=replicas, num_gpus=gpus, num_cpus=cpus))
+    return RayConfig(address=address, replicas=replicas, num_gpus=gpus, num_cpus=cpus)
 
 
 @app.command()
@@ -173,6 +186,7 @@ def _run_and_report(
     *,
     executor: ExecutorName,
     workers: int,
+    ray: RayConfig | None = None,
     fresh: bool = False,
     allow_mismatch: bool = False,
 ) -> None:
@@ -192,14 +206,15 @@ def _run_and_report(
             allow_mismatch=allow_mismatch,
             executor=executor,
             workers=workers,
+            ray=ray,
         )
     except Interrupted as exc:
         raise _interrupted(exc) from None
-    typer.echo(f"{summary.ok} records written, {summary.failed} failed, in {out}")
     paths = build_report(out)
     with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
         typer.echo(summary_table(out).to_string(index=False))
     typer.echo(f"report: {paths.html}")
+    _finished(summary)
 
 
 @app.command()
@@ -213,6 +228,13 @@ def sweep(
     coco_annotations: Annotated[Path | None, typer.Option(help="COCO instances JSON.")] = None,
     coco_images: Annotated[Path | None, typer.Option(help="COCO image folder.")] = None,
     n: Annotated[int | None, typer.Option("--n", help="Number of COCO scenes.")] = None,
+    coco_depth: Annotated[
+        str | None,
+        typer.Option(
+            help="Depth of COCO scenes: a Depth Anything V2 metric model (local path or HF "
+            "cache) or 'assumed:<metres>'."
+        ),
+    ] = None,
     arms: Annotated[str | None, typer.Option(help="Comma-separated arms: fog,water.")] = None,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated: identify,verify.")] = None,
     wordings: Annotated[str | None, typer.Option(help="Comma-separated prompt wordings.")] = None,
@@ -237,6 +259,7 @@ def sweep(
         "coco_annotations": coco_annotations,
         "coco_images": coco_images,
         "coco_n": n,
+        "coco_depth_model": coco_depth,
         "arms": _csv(arms),
         "tasks": _csv(tasks),
         "wordings": _csv(wordings),
@@ -245,15 +268,15 @@ def sweep(
     }
     try:
         cfg = _sweep_config(config, overrides)
-        with _on_ray(ray_address, replicas, gpus_per_replica, cpus_per_replica):
-            _run_and_report(
-                cfg,
-                out,
-                fresh=fresh,
-                allow_mismatch=allow_mismatch,
-                executor=cast("ExecutorName", executor),  # checked by the executor
-                workers=workers,
-            )
+        _run_and_report(
+            cfg,
+            out,
+            fresh=fresh,
+            allow_mismatch=allow_mismatch,
+            executor=cast("ExecutorName", executor),  # checked by the executor
+            workers=workers,
+            ray=_ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica),
+        )
     except InputError as exc:
         raise _fail(str(exc)) from exc
 
@@ -465,23 +488,23 @@ def probe_run(
         base = load_probe_config(config).model_dump() if config is not None else {}
         base.update({key: v for key, v in overrides.items() if v is not None})
         cfg = ProbeConfig(**base)
-        with _on_ray(ray_address, replicas, gpus_per_replica, cpus_per_replica):
-            summary = run_probe(
-                cfg,
-                out,
-                fresh=fresh,
-                allow_mismatch=allow_mismatch,
-                executor=cast("ExecutorName", executor),
-                workers=workers,
-            )
+        summary = run_probe(
+            cfg,
+            out,
+            fresh=fresh,
+            allow_mismatch=allow_mismatch,
+            executor=cast("ExecutorName", executor),
+            workers=workers,
+            ray=_ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica),
+        )
     except ValidationError as exc:
         raise _fail(f"invalid probe configuration: {exc}") from exc
     except InputError as exc:
         raise _fail(str(exc)) from exc
     except Interrupted as exc:
         raise _interrupted(exc) from None
-    typer.echo(f"{summary.ok} conversations written, {summary.failed} failed, in {out}")
     _probe_report(out, build_probe_report, probe_tables)
+    _finished(summary)
 
 
 def _probe_report(run: Path, build: object, tables: object) -> None:
@@ -695,16 +718,16 @@ def grounding(
             judge=judge,
             n_boot=n_boot,
         )
-        with _on_ray(ray_address, replicas, gpus_per_replica, cpus_per_replica):
-            summaries = run_grounding(
-                cfg,
-                out,
-                fresh=fresh,
-                allow_mismatch=allow_mismatch,
-                executor=cast("ExecutorName", executor),
-                workers=workers,
-            )
-        for stage, s in summaries.items():
+        summary = run_grounding(
+            cfg,
+            out,
+            fresh=fresh,
+            allow_mismatch=allow_mismatch,
+            executor=cast("ExecutorName", executor),
+            workers=workers,
+            ray=_ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica),
+        )
+        for stage, s in summary.stages.items():
             typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
         folder, analysis = build_grounding_report(out, n_boot=n_boot, seed=seed)
     except InputError as exc:
@@ -713,6 +736,7 @@ def grounding(
         raise _interrupted(exc) from None
     typer.echo(tables(analysis).to_string(index=False))
     typer.echo(f"report: {folder / 'grounding.md'}")
+    _finished(summary)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -70,6 +70,13 @@ STATUSES: tuple[str, ...] = ("ok", "failed")
 # Manifest keys the store writes itself; a caller's manifest may not use them.
 _STORE_KEYS = frozenset({"schema_version", "created_at", "config_hash", "starts", "history"})
 
+# How each protocol's report is made, for the message that refuses a run of another protocol.
+_REPORT_COMMANDS = {
+    "sweep": "clearsight report {run}",
+    "probe": "clearsight probe report {run}",
+    "grounding": "clearsight grounding --out {run} (it writes the grounding report)",
+}
+
 # Columns of to_frame() that come from the records table, in order; "raw" is appended on request.
 FRAME_COLUMNS: tuple[str, ...] = (
     "key",
@@ -300,7 +307,19 @@ class RunStore:
 
     def manifest(self) -> dict[str, Any]:
         """All manifest entries, JSON-decoded."""
-        return _read_manifest(self.conn)
+        return _read_manifest(self.conn, self.path)
+
+    def expect_protocol(self, protocol: str) -> None:
+        """InputError naming the right command when this run was made by another protocol (a
+        run whose manifest names none, or with no manifest yet, passes)."""
+        made_by = self.manifest().get("protocol")
+        if made_by is None or made_by == protocol:
+            return
+        command = _REPORT_COMMANDS.get(str(made_by), "the command of that protocol")
+        run = self.path.parent
+        raise InputError(
+            f"{run} is a {made_by} run, not a {protocol} run: use {command.format(run=run)}"
+        )
 
     def begin_run(self, manifest: Mapping[str, Any], *, allow_mismatch: bool = False) -> None:
         """Record that a run (or a resume) starts with ``manifest``; check it matches the records.
@@ -327,7 +346,7 @@ class RunStore:
         new_hash = content_hash(entries["config"])
         now = _utc_now()
         with self._write() as conn:
-            stored = _read_manifest(conn)
+            stored = _read_manifest(conn, self.path)
             old_hash = stored.get("config_hash")
             history = list(stored.get("history", []))
             if old_hash is not None and old_hash != new_hash:
@@ -471,16 +490,21 @@ class RunStore:
         cursor = self.conn.execute(query + " ORDER BY i.rowid", params)
         while batch := cursor.fetchmany(1000):
             for key, st, error, raw, readouts, elapsed, finished, protocol, spec, attempt in batch:
+                raw_v, readouts_v, spec_v = _decode_row(
+                    self.path,
+                    key,
+                    {"records.raw": raw, "records.readouts": readouts, "items.spec": spec},
+                )
                 yield StoredRecord(
                     key=key,
                     status=st,
                     error=error,
-                    raw=json.loads(raw),
-                    readouts=json.loads(readouts),
+                    raw=raw_v,
+                    readouts=readouts_v,
                     elapsed_s=elapsed,
                     finished_at=finished,
                     protocol=protocol,
-                    spec=json.loads(spec),
+                    spec=spec_v,
                     attempt=attempt,
                 )
 
@@ -512,8 +536,13 @@ class RunStore:
         loads = json.loads
         for row in self.conn.execute(query):
             fixed.append(row[:7])
-            specs.append(_flatten(loads(row[7])))
-            readouts.append(_flatten(loads(row[8])))
+            try:
+                spec, readout = loads(row[7]), loads(row[8])
+            except ValueError:
+                columns = {"items.spec": row[7], "records.readouts": row[8]}
+                spec, readout = _decode_row(self.path, row[0], columns)
+            specs.append(_flatten(spec))
+            readouts.append(_flatten(readout))
             raws.append(row[9])
         reserved = {*FRAME_COLUMNS, "raw"}
         spec_frame = pd.DataFrame(specs, index=range(len(fixed)))
@@ -598,7 +627,7 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> bool:
         raise InputError(f"{path} is not a clearsight run database ({exc})") from exc
     if row is None:
         raise InputError(f"{path} is not a clearsight run database (no schema_version)")
-    version = json.loads(row[0])
+    version = _loads(row[0], path, "manifest", "schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(
             f"{path} has run-store schema version {version}; this clearsight reads version "
@@ -660,10 +689,30 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _read_manifest(conn: sqlite3.Connection) -> dict[str, Any]:
+def _read_manifest(conn: sqlite3.Connection, path: Path | None = None) -> dict[str, Any]:
     """The manifest table as a dict of JSON-decoded values."""
     rows = conn.execute("SELECT key, value FROM manifest")
-    return {key: json.loads(value) for key, value in rows}
+    return {key: _loads(value, path, "manifest", key) for key, value in rows}
+
+
+def _loads(text: str, path: Path | None, table: str, key: str, column: str = "value") -> Any:
+    """``json.loads``; corrupted stored JSON is an InputError naming the run, table and key."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        where = f"the run {path.parent}" if path is not None else "a run"
+        raise InputError(
+            f"corrupted JSON in {where}: table {table}, key {key}, column {column} ({exc})"
+        ) from None
+
+
+def _decode_row(path: Path, key: str, columns: Mapping[str, str]) -> list[Any]:
+    """Decode one row's JSON columns (``{table.column: text}``), naming the first bad one."""
+    out = []
+    for name, text in columns.items():
+        table, _, column = name.partition(".")
+        out.append(_loads(text, path, table, key, column))
+    return out
 
 
 def _item_row(item: tuple[str, str, Mapping[str, Any]]) -> tuple[str, str, str]:

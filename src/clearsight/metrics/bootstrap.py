@@ -43,6 +43,7 @@ __all__ = [
     "cluster_bootstrap",
     "cluster_bootstrap_mean",
     "cluster_sums",
+    "contain_estimate",
     "percentile_interval",
     "two_stage_bootstrap",
 ]
@@ -52,6 +53,15 @@ IntArray = npt.NDArray[np.int64]
 
 # Largest number of weight-matrix entries drawn at once in the two-stage bootstrap.
 _CHUNK_ELEMENTS = 1 << 22
+
+# Relative rounding width within which an interval bound and its estimate are "the same number".
+# The estimate and the replicates are sums over up to ~10^4 clusters computed along different
+# paths (a 1-row and a B-row matrix product, or a direct mean); their rounding error is bounded by
+# about n * 2**-53 ~ 1e-12 of the magnitude. Real bootstrap spread is many orders larger.
+_ROUNDING_RTOL = 1e-12
+# Absolute floor of that width, for statistics whose exact value is 0 (a difference of two equal
+# signals): rounding leaves them at +-1e-17, and no reported statistic is meaningful below 1e-15.
+_ROUNDING_ATOL = 1e-15
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,36 @@ def _percentile_bounds(samples: FloatArray, level: float) -> tuple[FloatArray, F
         warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice encountered"
         low, high = np.nanpercentile(samples, q, axis=0)
     return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+
+
+def contain_estimate(
+    estimate: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """Bounds moved onto the estimate where they miss it by rounding alone.
+
+    The estimate (all cluster weights 1) and the replicates are computed along different float
+    paths, so a statistic that is constant across clusters gives replicates a few ulps away
+    from its estimate and an interval that can exclude its own estimate by ~1e-16. With
+    ``tol = 1e-12 * max(|estimate|, |low|, |high|) + 1e-15`` (rounding of a sum over up to
+    ~10^4 clusters):
+
+    - ``high - low <= tol`` and the estimate within ``tol`` of both: the interval is ``[e, e]``
+      exactly (a constant statistic);
+    - otherwise a bound beyond the estimate by at most ``tol`` is set to the estimate.
+
+    A bound farther from the estimate is left alone: a percentile interval may exclude its
+    estimate for real (a skewed or biased statistic). NaN components are returned unchanged.
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    lo = np.array(low, dtype=np.float64, copy=True)
+    hi = np.array(high, dtype=np.float64, copy=True)
+    scale = np.maximum(np.maximum(np.abs(est), np.abs(lo)), np.abs(hi))
+    tol = _ROUNDING_RTOL * scale + _ROUNDING_ATOL
+    with np.errstate(invalid="ignore"):
+        flat = (hi - lo <= tol) & (np.abs(est - lo) <= tol) & (np.abs(hi - est) <= tol)
+        lo = np.where(flat | ((lo > est) & (lo - est <= tol)), est, lo)
+        hi = np.where(flat | ((hi < est) & (est - hi <= tol)), est, hi)
+    return lo, hi
 
 
 def percentile_interval(samples: npt.ArrayLike, level: float = 0.95) -> tuple[float, float]:
@@ -241,7 +281,7 @@ def cluster_bootstrap(
             f"stat must return shape ({b}, *k) for {b} weight rows, got {reps.shape} "
             f"(and {est.shape} for one row)"
         )
-    low, high = _percentile_bounds(reps, lv)
+    low, high = contain_estimate(est[0], *_percentile_bounds(reps, lv))
     return BootstrapResult(
         estimate=est[0],
         replicates=reps,
@@ -273,9 +313,10 @@ def cluster_bootstrap_mean(
     lv = check_level(level)
     W = _multinomial_weights(_rng(seed), cs.clusters.size, b).astype(np.float64)
     reps = (W @ cs.sums) / (W @ cs.counts)
-    low, high = _percentile_bounds(reps, lv)
+    estimate = float(cs.sums.sum() / cs.counts.sum())
+    low, high = contain_estimate(estimate, *_percentile_bounds(reps, lv))
     return Interval(
-        estimate=float(cs.sums.sum() / cs.counts.sum()),
+        estimate=estimate,
         low=float(low),
         high=float(high),
         n_boot=b,
@@ -329,5 +370,5 @@ def two_stage_bootstrap(
             copy_means = (item_w @ items) / m
             totals += np.bincount(rows, weights=copy_means, minlength=b)
     reps = totals / n_bench
-    low, high = _percentile_bounds(reps, lv)
+    low, high = contain_estimate(estimate, *_percentile_bounds(reps, lv))
     return Interval(estimate=estimate, low=float(low), high=float(high), n_boot=b, level=lv)

@@ -20,14 +20,16 @@ specs, so a rerun resumes at any stage. Items are grouped into units (one model,
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.execute import ExecutorName, Summary, check_execution, execute
+from clearsight import driver
+from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
+from clearsight.execute import ExecutorName
 from clearsight.grounding.bench import (
     AXES,
     bad_trajectory,
@@ -60,10 +62,14 @@ from clearsight.grounding.trajectories import (
 )
 from clearsight.grounding.variation import alternative, variation_variant
 from clearsight.models import Backend, shared_backend
+from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, derive_seed, rng_for
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.ray_executor import RayConfig
 
 TRAJECTORY = "grounding.trajectory"
 EDIT = "grounding.edit"
@@ -488,30 +494,79 @@ def plan_elicitations(
 # --------------------------------------------------------------------------------------------
 
 
-def _execute_stage(
-    store: RunStore,
-    protocol: str,
+def _stage(
+    kind: str,
     model: str,
     options: dict[str, Any],
     items: Sequence[tuple[str, dict[str, Any]]],
     config: GroundingConfig,
-    executor: ExecutorName,
-    workers: int,
-    progress: bool,
-) -> Summary:
-    store.add_items([(k, protocol, s) for k, s in items])
-    pending = set(store.pending_keys([k for k, _ in items]))
-    todo = [(k, s) for k, s in items if k in pending]
-    units = _units(protocol, model, options, todo, config.unit_size)
-    return execute(
-        units, run_unit, store, executor=executor, workers=workers, desc=protocol, progress=progress
-    )
+) -> Stage:
+    """One stage: its items for ``model``, pending ones in units of ``config.unit_size``."""
+
+    def units(pending: Sequence[tuple[str, Any]]) -> list[GroundingUnit]:
+        return _units(kind, model, options, pending, config.unit_size)
+
+    return Stage(kind, items, units, run_unit)
 
 
 def _ok_readouts(store: RunStore, protocol: str) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
     for rec in store.iter_records("ok"):
         if rec.protocol == protocol:
             yield rec.spec, dict(rec.readouts)
+
+
+def _models(config: GroundingConfig) -> list[ModelNeed]:
+    """The measured model must score candidates under a custom attention mask (TGS-self hides
+    the trajectory's spans); the generator and the judge must generate."""
+    opts = dict(config.model_options)
+    needs = [
+        ModelNeed(
+            config.model,
+            opts,
+            Capabilities(candidate_probs=True, attention_mask=True),
+            "trajectory grounding (confidence under masked attention)",
+        )
+    ]
+    if config.pairs and config.generator is not None:
+        needs.append(ModelNeed(config.generator, opts, Capabilities(), "the TGS-Bench generator"))
+    if config.judge is not None and config.pairs:
+        needs.append(ModelNeed(config.judge, opts, Capabilities(), "the judge"))
+    return needs
+
+
+def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any]:
+    return run_manifest(config.model_dump(mode="json"), "grounding", template=_template_id())
+
+
+def _stages(config: GroundingConfig, problems: list[Problem], store: RunStore) -> Iterator[Stage]:
+    """Trajectories, then the TGS-Bench edits, the judge pass, and the elicitations planned
+    from what the first two stages stored."""
+    by_id = {p.id: p for p in problems}
+    opts = config.model_options
+    yield _stage(TRAJECTORY, config.model, opts, plan_trajectories(config, problems), config)
+    if config.pairs:
+        gen_model = config.generator or config.model
+        yield _stage(EDIT, gen_model, opts, plan_edits(config, problems), config)
+    own = {
+        s["problem"]["id"]: r
+        for s, r in _ok_readouts(store, TRAJECTORY)
+        if s["problem"]["id"] in by_id and s["model"] == config.model
+    }
+    edits = {
+        (s["problem_id"], s["axis"]): str(r["edited"])
+        for s, r in _ok_readouts(store, EDIT)
+        if s["generator"] == config.generator
+    }
+    if config.judge is not None and config.pairs:
+        yield _stage(JUDGE, config.judge, opts, plan_judge(config, problems, edits), config)
+    items = plan_elicitations(config, problems, own, edits)
+    yield _stage(ELICIT, config.model, opts, items, config)
+
+
+#: Trajectory grounding as a value for :func:`clearsight.driver.run`.
+GROUNDING: Protocol[GroundingConfig, list[Problem]] = Protocol(
+    "grounding", _models, load_problems, _manifest, _stages
+)
 
 
 def run_grounding(
@@ -523,55 +578,18 @@ def run_grounding(
     executor: ExecutorName = "serial",
     workers: int = 1,
     progress: bool = True,
-) -> dict[str, Summary]:
-    """Plan and run the three stages; returns each stage's summary. Resumable."""
-    check_execution(executor, workers)
-    problems = load_problems(config)
-    by_id = {p.id: p for p in problems}
-    summaries: dict[str, Summary] = {}
-    with RunStore.open(run_dir, fresh=fresh) as store:
-        store.begin_run(
-            run_manifest(config.model_dump(mode="json"), "grounding", template=_template_id()),
-            allow_mismatch=allow_mismatch,
-        )
-        args = (config, executor, workers, progress)
-        summaries[TRAJECTORY] = _execute_stage(
-            store,
-            TRAJECTORY,
-            config.model,
-            config.model_options,
-            plan_trajectories(config, problems),
-            *args,
-        )
-        if config.pairs:
-            gen_model = config.generator or config.model
-            summaries[EDIT] = _execute_stage(
-                store, EDIT, gen_model, config.model_options, plan_edits(config, problems), *args
-            )
-        own = {
-            s["problem"]["id"]: r
-            for s, r in _ok_readouts(store, TRAJECTORY)
-            if s["problem"]["id"] in by_id and s["model"] == config.model
-        }
-        edits = {
-            (s["problem_id"], s["axis"]): str(r["edited"])
-            for s, r in _ok_readouts(store, EDIT)
-            if s["generator"] == config.generator
-        }
-        if config.judge is not None and config.pairs:
-            summaries[JUDGE] = _execute_stage(
-                store,
-                JUDGE,
-                config.judge,
-                config.model_options,
-                plan_judge(config, problems, edits),
-                *args,
-            )
-        items = plan_elicitations(config, problems, own, edits)
-        summaries[ELICIT] = _execute_stage(
-            store, ELICIT, config.model, config.model_options, items, *args
-        )
-    return summaries
+    ray: RayConfig | None = None,
+) -> RunSummary:
+    """Plan and run the stages (``summary.stages``: each stage's summary). Resumable. The
+    same as ``clearsight.driver.run(GROUNDING, config, run_dir, Execution(...))``."""
+    return driver.run(
+        GROUNDING,
+        config,
+        run_dir,
+        Execution(executor, workers, ray, progress),
+        fresh=fresh,
+        allow_mismatch=allow_mismatch,
+    )
 
 
 def elicitation_frame(run_dir: Path) -> tuple[Any, Any]:

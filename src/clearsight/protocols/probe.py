@@ -13,21 +13,28 @@ baseline: the sensor answers the multiple-choice question itself, one sample per
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.execute import ExecutorName, Summary
+from clearsight import driver
+from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
+from clearsight.execute import ExecutorName
+from clearsight.models.base import Capabilities
 from clearsight.probe.instances import Instance, bundled_instances, load_instances
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_key, transcript_record
+from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, rng_for
-from clearsight.store import Record
+from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.ray_executor import RayConfig
 
 Strategy = Literal["direct", "react", "uot", "bp"]
 SignalName = Literal["true", "none", "random"]
@@ -293,6 +300,54 @@ def run_probe_unit(
 # --------------------------------------------------------------------------------------------
 
 
+def _models(config: ProbeConfig) -> list[ModelNeed]:
+    """The sensor and every reasoner: each must load and generate text (a direct-only run
+    asks no reasoner)."""
+    needs = [ModelNeed(config.sensor, dict(config.sensor_options), Capabilities(), "the sensor")]
+    if any(s != "direct" for s in config.strategies):
+        needs += [
+            ModelNeed(r, dict(config.reasoner_options.get(r, {})), Capabilities(), "a reasoner")
+            for r in config.reasoners
+        ]
+    return needs
+
+
+def _manifest(config: ProbeConfig, units: list[ProbeUnit]) -> dict[str, Any]:
+    return run_manifest(
+        config.model_dump(mode="json"),
+        PROTOCOL,
+        prompt_hashes={s: prompt_hash(s) for s in config.strategies},
+    )
+
+
+def _stream_unit(unit: ProbeUnit, write: Callable[[list[Record]], None]) -> list[Record]:
+    """:func:`run_probe_unit` in the writer's process: every turn is stored as it happens (an
+    unfinished transcript is a 'failed' record that a rerun redoes)."""
+
+    def store_turn(partial: Transcript) -> None:
+        if partial.committed is None:
+            write([transcript_record(partial, unit.key, finished=False)])
+
+    return run_probe_unit(unit, store_turn)
+
+
+def _stages(config: ProbeConfig, units: list[ProbeUnit], store: RunStore) -> Iterator[Stage]:
+    by_key = {u.key: u for u in units}
+    yield Stage(
+        PROTOCOL,
+        [(u.key, u.spec) for u in units],
+        lambda pending: [by_key[key] for key, _ in pending],
+        run_probe_unit,
+        _stream_unit,
+    )
+
+
+#: Active reasoning through a noisy sensor as a value for :func:`clearsight.driver.run`.
+PROBE: Protocol[ProbeConfig, list[ProbeUnit]] = Protocol(
+    PROTOCOL, _models, plan_probe, _manifest, _stages
+)
+
+
 def run_probe(
     config: ProbeConfig,
     run_dir: Path,
@@ -302,50 +357,21 @@ def run_probe(
     executor: ExecutorName = "serial",
     workers: int = 1,
     progress: bool = True,
-) -> Summary:
+    ray: RayConfig | None = None,
+) -> RunSummary:
     """Plan the conversations, store the items, run what is not finished; an interrupted run
     resumes where it stopped. With one process, every turn is stored as it happens (an
     unfinished conversation is a failed record, redone by a rerun); a process pool stores each
     conversation when it ends. Either way a killed run loses only the conversations in
-    flight."""
-    from clearsight.execute import check_execution, execute, in_process
-    from clearsight.provenance import run_manifest
-    from clearsight.store import RunStore
-
-    check_execution(executor, workers)
-    units = plan_probe(config)
-    with RunStore.open(run_dir, fresh=fresh) as store:
-        store.begin_run(
-            run_manifest(
-                config.model_dump(mode="json"),
-                PROTOCOL,
-                prompt_hashes={s: prompt_hash(s) for s in config.strategies},
-            ),
-            allow_mismatch=allow_mismatch,
-        )
-        store.add_items((u.key, PROTOCOL, u.spec) for u in units)
-        pending = set(store.pending_keys())
-        todo = [u for u in units if u.key in pending]
-        run: Callable[[ProbeUnit], list[Record]] = run_probe_unit
-        if in_process(executor, workers):
-            # one process: the writer itself runs the conversations, so each turn is stored
-            # as it happens (an unfinished transcript is a 'failed' record a rerun redoes)
-            def run(unit: ProbeUnit) -> list[Record]:
-                def store_turn(partial: Transcript) -> None:
-                    if partial.committed is None:
-                        store.write_records([transcript_record(partial, unit.key, finished=False)])
-
-                return run_probe_unit(unit, store_turn)
-
-        return execute(
-            todo,
-            run,
-            store,
-            executor=executor,
-            workers=workers,
-            desc="probe",
-            progress=progress,
-        )
+    flight. The same as ``clearsight.driver.run(PROBE, config, run_dir, Execution(...))``."""
+    return driver.run(
+        PROBE,
+        config,
+        run_dir,
+        Execution(executor, workers, ray, progress),
+        fresh=fresh,
+        allow_mismatch=allow_mismatch,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -447,6 +473,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
     query_rows: list[dict[str, Any]] = []
     build_rows: list[dict[str, Any]] = []
     with RunStore.open(run_dir, read_only=True) as store:
+        store.expect_protocol(PROTOCOL)
         later = []
         for record in store.iter_records("ok"):
             if record.protocol == PROTOCOL and record.raw:

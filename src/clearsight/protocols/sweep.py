@@ -14,17 +14,20 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from clearsight import driver
 from clearsight.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
 from clearsight.config import SweepConfig
-from clearsight.execute import ExecutorName, Summary
+from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
+from clearsight.execute import ExecutorName
 from clearsight.models import (
     Backend,
     Decoding,
@@ -44,7 +47,7 @@ from clearsight.provenance import run_manifest
 from clearsight.readouts import letter_readout, parse_verbalized
 from clearsight.scenes.model import Scene
 from clearsight.seeding import content_hash, derive_seed, rng_for
-from clearsight.store import Record
+from clearsight.store import Record, RunStore
 from clearsight.tasks import (
     AbstainWording,
     DistractorScheme,
@@ -56,6 +59,9 @@ from clearsight.tasks import (
     verification_questions,
 )
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.ray_executor import RayConfig
 
 PROTOCOL = "sweep"
 VEQ_PROTOCOL = "sweep.veq"
@@ -635,6 +641,53 @@ def _run_veq(unit: SweepUnit, scene: Scene, started: float) -> list[Record]:
 # --------------------------------------------------------------------------------------------
 
 
+def _models(config: SweepConfig) -> list[ModelNeed]:
+    """Every model the sweep asks; it must load (no capability beyond answering is needed: the
+    read-outs use what a backend fills in, and the blind control is text-only on purpose)."""
+    return [
+        ModelNeed(m, dict(config.model_options.get(m, {})), purpose="the visibility sweep")
+        for m in config.models
+    ]
+
+
+def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage]:
+    """Questions to the models, then the model-free ImageNet-C equivalents."""
+    for kind in (PROTOCOL, VEQ_PROTOCOL):
+        units = [u for u in plan.units if u.protocol == kind]
+        if units:
+            yield Stage(
+                kind,
+                [item for u in units for item in u.items],
+                partial(_pending_units, units),
+                run_unit,
+            )
+
+
+def _pending_units(
+    units: Sequence[SweepUnit], pending: Sequence[tuple[str, Mapping[str, Any]]]
+) -> list[SweepUnit]:
+    """The planned units cut down to their pending items (units with none dropped)."""
+    keys = {key for key, _ in pending}
+    cut = (dataclasses.replace(u, items=tuple(i for i in u.items if i[0] in keys)) for u in units)
+    return [u for u in cut if u.items]
+
+
+def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, Any]:
+    return run_manifest(
+        config.model_dump(mode="json"),
+        PROTOCOL,
+        prompt_hashes=plan.prompt_hashes,
+        category_prior=plan.prior,
+        distractor_scheme=plan.distractor_scheme,
+    )
+
+
+#: The visibility sweep as a value for :func:`clearsight.driver.run`.
+SWEEP: Protocol[SweepConfig, SweepPlan] = Protocol(
+    PROTOCOL, _models, plan_sweep, _manifest, _stages
+)
+
+
 def run_sweep(
     config: SweepConfig,
     run_dir: Path,
@@ -644,40 +697,18 @@ def run_sweep(
     executor: ExecutorName = "serial",
     workers: int = 1,
     progress: bool = True,
-) -> Summary:
+    ray: RayConfig | None = None,
+) -> RunSummary:
     """Plan the sweep, store its items, run what is not finished, and return what ran.
 
-    A rerun of a finished run does nothing but check; an interrupted run resumes.
+    A rerun of a finished run does nothing but check; an interrupted run resumes. The same as
+    ``clearsight.driver.run(SWEEP, config, run_dir, Execution(...))``.
     """
-    from clearsight.execute import check_execution, execute
-    from clearsight.store import RunStore
-
-    check_execution(executor, workers)
-    plan = plan_sweep(config)
-    with RunStore.open(run_dir, fresh=fresh) as store:
-        store.begin_run(
-            run_manifest(
-                config.model_dump(mode="json"),
-                PROTOCOL,
-                prompt_hashes=plan.prompt_hashes,
-                category_prior=plan.prior,
-                distractor_scheme=plan.distractor_scheme,
-            ),
-            allow_mismatch=allow_mismatch,
-        )
-        store.add_items(plan.items)
-        pending = set(store.pending_keys())
-        units = []
-        for unit in plan.units:
-            todo = tuple((k, s) for k, s in unit.items if k in pending)
-            if todo:
-                units.append(dataclasses.replace(unit, items=todo))
-        return execute(
-            units,
-            run_unit,
-            store,
-            executor=executor,
-            workers=workers,
-            desc="sweep",
-            progress=progress,
-        )
+    return driver.run(
+        SWEEP,
+        config,
+        run_dir,
+        Execution(executor, workers, ray, progress),
+        fresh=fresh,
+        allow_mismatch=allow_mismatch,
+    )

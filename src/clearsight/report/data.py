@@ -193,6 +193,7 @@ def load_run_data(run_dir: Path) -> RunData:
     from clearsight.store import load_run
 
     with RunStore.open(run_dir, read_only=True) as store:
+        store.expect_protocol("sweep")
         manifest = store.manifest()
         counts = store.counts()
     frame = load_run(run_dir)

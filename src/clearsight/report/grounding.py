@@ -27,6 +27,7 @@ from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.protocols.grounding import elicitation_frame, failure_reasons, judge_accuracy
 from clearsight.report.output import md_table, write_atomic
 from clearsight.report.plots import _png, _pyplot
+from clearsight.store import RunStore
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -202,6 +203,8 @@ def build_grounding_report(
     over benchmark means of TGS-self and TGS-pair, and shown in the ECE-vs-TGS figure.
     """
     run = Path(run_dir)
+    with RunStore.open(run, read_only=True) as store:
+        store.expect_protocol("grounding")
     out = run / "report"
     out.mkdir(parents=True, exist_ok=True)
     analysis = analyse(run, n_boot, seed)

@@ -22,11 +22,12 @@ import pandas as pd
 
 from clearsight.metrics import ece, reliability_bins
 from clearsight.report.data import RunData, is_verbal, level_label, primary_wording
-from clearsight.report.tables import NO_VERBAL, SIGNAL_LABELS, SweepAnalysis
+from clearsight.report.tables import NO_VERBAL, SIGNAL_LABELS, FloatArray, SweepAnalysis
 
 __all__ = [
     "COLOURS",
     "curves_figure",
+    "error_bars",
     "imagenet_c_figure",
     "png_thumbnail",
     "reliability_figure",
@@ -47,6 +48,18 @@ STYLES: dict[str, tuple[str, str]] = {
     "abstain": ("-", "D"),
 }
 _DPI = 100
+
+
+def error_bars(estimate: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike) -> FloatArray:
+    """matplotlib's ``(2, n)`` error-bar lengths ``[estimate - low, high - estimate]``.
+
+    Never negative (matplotlib refuses negative lengths): a bound on the wrong side of its
+    estimate, or a missing one (NaN), draws no bar on that side instead of failing the figure.
+    """
+    est = np.atleast_1d(np.asarray(estimate, dtype=np.float64))
+    lo, hi = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    lengths = np.vstack([est - lo, hi - est])
+    return np.where(np.isfinite(lengths) & (lengths > 0), lengths, 0.0)
 
 
 def _pyplot() -> Any:
@@ -137,7 +150,7 @@ def _plot_curve(
     )
     if not clean.empty:
         est = float(clean["estimate"].iloc[0])
-        err = [[est - float(clean["low"].iloc[0])], [float(clean["high"].iloc[0]) - est]]
+        err = error_bars(est, clean["low"].iloc[:1], clean["high"].iloc[:1])
         # each signal's clean marker is nudged sideways so equal values do not hide each other
         nudge = 1.18 ** (list(STYLES).index(signal) - 1.5 + (0.5 if style == ":" else 0.0))
         ax.errorbar(
@@ -441,8 +454,8 @@ def imagenet_c_figure(
         sev = table[(table["model"] == model) & (table["wording"] == wording)].dropna(
             subset=["veq_median"]
         )
-        xerr = np.vstack([sev["veq_median"] - sev["veq_q25"], sev["veq_q75"] - sev["veq_median"]])
-        yerr = np.vstack([sev["accuracy"] - sev["acc_low"], sev["acc_high"] - sev["accuracy"]])
+        xerr = error_bars(sev["veq_median"], sev["veq_q25"], sev["veq_q75"])
+        yerr = error_bars(sev["accuracy"], sev["acc_low"], sev["acc_high"])
         ax.errorbar(
             sev["veq_median"],
             sev["accuracy"],

@@ -1,0 +1,401 @@
+"""One run driver for every protocol: check, lock, plan, skip what is done, execute, summarise.
+
+A protocol (the sweep, trajectory grounding, the probe) is a value, :class:`Protocol`: its name,
+the models it needs with the capabilities it needs of each, the manifest entries it adds, and
+its *stages* — each a set of items (key + spec), how pending items group into work units, and
+the function that runs a unit into records. :func:`run` does the rest the same way for all:
+
+1. refuse bad execution options, then load (or probe) every model the configuration names and
+   stop, before anything is created, when one cannot load or lacks a needed capability;
+2. take an exclusive lock on the run directory (:func:`run_lock`): a second writer is refused
+   with the holder's pid; the lock dies with its process, so a dead run's lock is taken over;
+3. open the store (``fresh`` deletes it under the lock), record the manifest (a changed
+   configuration is refused unless ``allow_mismatch``), then for each stage add its items, keep
+   the pending ones and execute them with the chosen executor;
+4. return a :class:`RunSummary` whose :attr:`~RunSummary.exit_code` tells the truth: 0 only
+   when every item executed succeeded, :data:`EXIT_FAILED_ITEMS` when some failed.
+
+SIGTERM is turned into the same clean stop as Ctrl-C while a run executes: workers are stopped,
+what finished is committed, and :class:`~clearsight.execute.Interrupted` says how far it got.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from clearsight.execute import (
+    ExecutorName,
+    Interrupted,
+    Summary,
+    Terminated,
+    Unit,
+    check_execution,
+    execute,
+    in_process,
+)
+from clearsight.models.base import Capabilities
+from clearsight.store import Record, RunStore
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.ray_executor import RayConfig
+
+__all__ = [
+    "EXIT_FAILED_ITEMS",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "Execution",
+    "ModelNeed",
+    "Protocol",
+    "RunLocked",
+    "RunSummary",
+    "Stage",
+    "check_models",
+    "run",
+    "run_lock",
+]
+
+#: Exit code of a run command when its input was bad (nothing was run or written).
+EXIT_INPUT = 2
+#: Exit code of a run command that finished with at least one failed item.
+EXIT_FAILED_ITEMS = 3
+#: Exit code after Ctrl-C (128 + SIGINT), and after SIGTERM (128 + SIGTERM).
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+LOCK_NAME = ".clearsight.lock"
+
+C = TypeVar("C")
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How a run executes: one explicit value, passed down (no global settings)."""
+
+    executor: ExecutorName = "serial"
+    """``serial`` (this process), ``process`` (a pool of ``workers``) or ``ray``."""
+    workers: int = 1
+    """Worker processes (Ray: CPUs of a local instance and the default replicas per model)."""
+    ray: RayConfig | None = None
+    """Cluster address, replicas, CPUs/GPUs per replica (``--executor ray`` only)."""
+    progress: bool = True
+    """Show a progress bar per stage."""
+
+
+@dataclass(frozen=True)
+class ModelNeed:
+    """A model a configuration names, the options it is loaded with, and what it must do."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    needs: Capabilities = field(default_factory=lambda: Capabilities(generate=False))
+    purpose: str = "this run"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One kind of item of a run and how it executes.
+
+    ``items``: ``(key, spec)`` pairs, stored under ``kind``. ``units``: groups the pending items
+    (in ``items`` order) into work units. ``run_unit``: a module-level (picklable) function
+    from a unit to its records. ``stream``: optionally, the same in the writer's own process
+    with a callback that stores partial records as they happen (the probe saves every turn).
+    """
+
+    kind: str
+    items: Sequence[tuple[str, Mapping[str, Any]]]
+    units: Callable[[Sequence[tuple[str, Mapping[str, Any]]]], Sequence[Unit]]
+    run_unit: Callable[[Any], list[Record]]
+    stream: Callable[[Any, Callable[[list[Record]], None]], list[Record]] | None = None
+
+
+@dataclass(frozen=True)
+class Protocol(Generic[C, P]):
+    """A protocol as a value: what :func:`run` needs to run it (see the module docstring).
+
+    ``plan(config)`` is computed once, before anything is created (a bad scene or instance
+    file stops the run there). ``manifest(config, plan)`` gives the run's manifest.
+    ``stages(config, plan, store)`` yields the stages in order; it may read the store between
+    them (grounding plans its elicitations from the trajectories its first stage wrote).
+    """
+
+    name: str
+    models: Callable[[C], Sequence[ModelNeed]]
+    plan: Callable[[C], P]
+    manifest: Callable[[C, P], Mapping[str, Any]]
+    stages: Callable[[C, P, RunStore], Iterator[Stage]]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run did: one :class:`~clearsight.execute.Summary` per stage, in order, and the
+    most common failure reasons of the items that failed."""
+
+    run_dir: Path
+    stages: dict[str, Summary]
+    reasons: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def units(self) -> int:
+        """Work units executed."""
+        return sum(s.units for s in self.stages.values())
+
+    @property
+    def ok(self) -> int:
+        """Records written with status ok."""
+        return sum(s.ok for s in self.stages.values())
+
+    @property
+    def failed(self) -> int:
+        """Records written with status failed."""
+        return sum(s.failed for s in self.stages.values())
+
+    @property
+    def exit_code(self) -> int:
+        """0 when no item failed, else :data:`EXIT_FAILED_ITEMS`."""
+        return EXIT_FAILED_ITEMS if self.failed else 0
+
+    def describe(self) -> str:
+        """One line (and the top reasons of failed items, one per line)."""
+        line = f"{self.ok} records written, {self.failed} failed, in {self.run_dir}"
+        shown = [f"  {n} x {reason}" for reason, n in self.reasons[:5]]
+        return "\n".join([line, *(["most common reasons:", *shown] if shown else [])])
+
+
+class RunLocked(InputError):  # noqa: N818 - reads as what happened: `except RunLocked`
+    """Another live process holds the run directory's lock."""
+
+
+# --------------------------------------------------------------------------------------------
+# Before anything is created: models
+
+
+def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
+    """Load every named model and check its capabilities; InputError on the first that fails.
+
+    With the serial executor (or a pool of one) the loaded backend stays in this process's
+    cache and serves the run. With a process pool it is dropped again after the check (the
+    workers load their own). On Ray only the name and options are checked here: a replica may
+    need a GPU this process does not have.
+    """
+    from clearsight.models import load_backend, shared_backend, split_model_spec
+
+    seen: set[tuple[str, str]] = set()
+    for need in needs:
+        key = (need.name, repr(sorted(need.options.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        split_model_spec(need.name)
+        if execution.executor == "ray":
+            continue
+        keep = in_process(execution.executor, execution.workers)
+        try:
+            backend = (shared_backend if keep else load_backend)(need.name, need.options)
+        except InputError as exc:
+            raise InputError(f"model {need.name!r} cannot be used: {exc}") from exc
+        except Exception as exc:  # a backend's own loader: name it, do not start the run
+            raise InputError(
+                f"model {need.name!r} could not be loaded: {type(exc).__name__}: {exc}"
+            ) from exc
+        missing = backend.capabilities.missing(need.needs)
+        if missing:
+            raise InputError(
+                f"model {need.name!r} cannot be used for {need.purpose}: "
+                f"it lacks {', '.join(missing)}"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# The run directory's lock
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``run_dir/.clearsight.lock`` for the block.
+
+    The lock file names the holder's pid. The kernel drops the lock when its process dies, so a
+    lock left by a killed run is simply taken over; a live holder makes this raise
+    :class:`RunLocked` naming its pid. Readers (reports, the web UI) take no lock.
+    """
+    import fcntl
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            raise RunLocked(
+                f"the run {run_dir} is being written by another clearsight process "
+                f"(pid {holder}); wait for it to finish or choose another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+# --------------------------------------------------------------------------------------------
+# SIGTERM as a clean stop
+
+
+@contextmanager
+def _sigterm_stops_cleanly() -> Iterator[None]:
+    """Raise :class:`Terminated` in the main thread on SIGTERM for the block (main thread only;
+    elsewhere the block runs with the default handler)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# --------------------------------------------------------------------------------------------
+# The driver
+
+
+def run(
+    protocol: Protocol[C, P],
+    config: C,
+    run_dir: Path | str,
+    execution: Execution | None = None,
+    *,
+    fresh: bool = False,
+    allow_mismatch: bool = False,
+) -> RunSummary:
+    """Run ``protocol`` with ``config`` into ``run_dir`` (resuming what is there).
+
+    Raises InputError (nothing created) for bad options or an unusable model,
+    :class:`RunLocked` when another process writes the run, and
+    :class:`~clearsight.execute.Interrupted` after Ctrl-C or SIGTERM (what finished is kept).
+    """
+    execution = execution or Execution()
+    run_dir = Path(run_dir)
+    check_execution(execution.executor, execution.workers)
+    _refuse_in_a_worker()
+    check_models(protocol.models(config), execution)
+    plan = protocol.plan(config)
+    stages: dict[str, Summary] = {}
+    reasons: Counter[str] = Counter()
+    with run_lock(run_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
+        store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
+        with _sigterm_stops_cleanly():
+            try:
+                for stage in protocol.stages(config, plan, store):
+                    stages[stage.kind] = _execute_stage(store, stage, execution, reasons)
+            except Interrupted as exc:
+                raise Interrupted(_total(stages, exc.summary), terminated=exc.terminated) from None
+            except KeyboardInterrupt as exc:  # between two stages' executions
+                terminated = isinstance(exc, Terminated)
+                raise Interrupted(_total(stages), terminated=terminated) from None
+    return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summary:
+    """The finished stages' summaries added up (and the interrupted one's, ``last``)."""
+    parts = [*stages.values(), *([last] if last is not None else [])]
+    return Summary(
+        sum(p.units for p in parts), sum(p.ok for p in parts), sum(p.failed for p in parts)
+    )
+
+
+def _execute_stage(
+    store: RunStore, stage: Stage, execution: Execution, reasons: Counter[str]
+) -> Summary:
+    """Store the stage's items, run its pending ones, count the reasons of its failures."""
+    store.add_items((key, stage.kind, spec) for key, spec in stage.items)
+    pending = set(store.pending_keys([key for key, _ in stage.items]))
+    units = stage.units([(k, s) for k, s in stage.items if k in pending])
+    run_unit = stage.run_unit
+    if stage.stream is not None and in_process(execution.executor, execution.workers):
+        stream = stage.stream
+
+        def write(records: list[Record]) -> None:
+            store.write_records(records)
+
+        def run_unit(unit: Any) -> list[Record]:
+            return stream(unit, write)
+
+    def counted(records: list[Record]) -> None:
+        reasons.update(_reason(r.error) for r in records if r.status == "failed")
+
+    return execute(
+        units,
+        run_unit,
+        store,
+        executor=execution.executor,
+        workers=execution.workers,
+        desc=stage.kind,
+        progress=execution.progress,
+        ray=execution.ray,
+        keep_ray=True,  # one local instance for every stage; _ray_block ends it with the run
+        on_commit=counted,
+    )
+
+
+def _reason(error: str | None) -> str:
+    """A failure's reason for the summary: its first line, at most 160 characters."""
+    first = (error or "(no message)").strip().splitlines()[0] if (error or "").strip() else ""
+    first = first or "(no message)"
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
+def _refuse_in_a_worker() -> None:
+    """A script without a ``__main__`` guard is re-imported by every spawned worker, which then
+    calls :func:`run` again: refuse that with the fix instead of a pool-bootstrap traceback."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None and _is_spawn_main_import():
+        raise InputError(
+            "clearsight.run was called while a worker process imported your script: put the "
+            'call under `if __name__ == "__main__":` (process workers re-import the main module)'
+        )
+
+
+def _is_spawn_main_import() -> bool:
+    """Whether this process is importing the parent's main script as ``__mp_main__``."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    return main is not None and getattr(main, "__name__", "") == "__mp_main__"
+
+
+@contextmanager
+def _ray_block(execution: Execution) -> Iterator[None]:
+    """Ray runs: a local instance started by the first stage serves the later ones and is shut
+    down when the run ends (other executors: nothing)."""
+    if execution.executor != "ray":
+        yield
+        return
+    from clearsight.ray_executor import shutdown_local
+
+    try:
+        yield
+    finally:
+        shutdown_local()

@@ -1,0 +1,327 @@
+"""The one run driver: checks before anything is created, the run directory's lock, exit codes
+that tell the truth, clean stops on SIGTERM and after ``kill -9``, and reads that refuse a run
+of another protocol or corrupted stored JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clearsight.cli import app
+from clearsight.config import SweepConfig
+from clearsight.driver import EXIT_FAILED_ITEMS, RunLocked, run_lock
+from clearsight.protocols.sweep import run_sweep
+from clearsight.store import RunStore, load_run
+from clearsight.validate import InputError
+
+runner = CliRunner()
+SCENE = "skimage-chelsea"
+
+
+def _small(**kw: object) -> SweepConfig:
+    args: dict[str, object] = {
+        "scene_ids": (SCENE,),
+        "arms": ("fog",),
+        "tasks": ("identify",),
+        "wordings": ("mcq.reason",),
+        "controls": ("clean", "blank"),
+    }
+    args.update(kw)
+    return SweepConfig(**args)  # type: ignore[arg-type]
+
+
+def _scripted(path: Path, n: int) -> Path:
+    """A scripted model with ``n`` ordered answers: the requests after them fail."""
+    line = json.dumps({"texts": ["A"], "candidate_probs": {"A": 0.7, "B": 0.1, "C": 0.1}})
+    path.write_text("\n".join([line] * n) + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# A model that cannot be used stops every run command before anything is created
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sweep", "--scene-ids", SCENE, "--arms", "fog", "--model", "hf:nonexistent/model"],
+        ["grounding", "--model", "hf:/no/such/dir", "--n", "2", "--no-variation"],
+        ["probe", "run", "--reasoner", "hf:/no/such/dir", "--strategies", "react", "--limit", "1"],
+        ["probe", "run", "--sensor", "scripted:/no/such.jsonl", "--limit", "1"],
+    ],
+    ids=["sweep", "grounding", "probe-reasoner", "probe-sensor"],
+)
+def test_a_model_that_cannot_load_stops_before_the_run_exists(
+    command: list[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, [*command, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "cannot be used" in result.output or "could not be loaded" in result.output
+    assert not out.exists()
+
+
+def test_a_model_lacking_a_needed_capability_is_named(tmp_path: Path) -> None:
+    # the scripted backend fills in what it is given but has no attention-mask hook
+    model = _scripted(tmp_path / "m.jsonl", 1)
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app, ["grounding", "--model", f"scripted:{model}", "--n", "2", "--out", str(out)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "lacks attention_mask" in result.output
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Exit codes
+
+
+def test_a_run_with_failed_items_exits_with_the_documented_code(tmp_path: Path) -> None:
+    # 10 answers: the first scene's unit (clean, 8 fog levels, blank) succeeds, the second fails
+    model = _scripted(tmp_path / "few.jsonl", 10)
+    cfg = _small(models=(f"scripted:{model}",), scene_ids=(SCENE, "skimage-coffee"))
+    summary = run_sweep(cfg, tmp_path / "api", progress=False)
+    assert summary.ok == 10
+    assert summary.failed > 0
+    assert summary.exit_code == EXIT_FAILED_ITEMS == 3
+    assert "no scripted output left" in summary.reasons[0][0]
+
+    out = tmp_path / "cli"
+    args = ["sweep", "--scene-ids", f"{SCENE},skimage-coffee", "--arms", "fog"]
+    args += ["--tasks", "identify", "--workers", "1"]
+    args += ["--wordings", "mcq.reason", "--model", f"scripted:{model}", "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == EXIT_FAILED_ITEMS, result.output
+    assert "10 records written" in result.output
+    assert "most common reasons" in result.output
+    assert "no scripted output left" in result.output
+
+
+def test_a_run_without_failures_exits_0(tmp_path: Path) -> None:
+    summary = run_sweep(_small(), tmp_path / "r", progress=False)
+    assert summary.failed == 0
+    assert summary.exit_code == 0
+    assert summary.ok > 0
+
+
+# --------------------------------------------------------------------------------------------
+# The run directory's lock
+
+
+def _hold_lock(run: Path) -> subprocess.Popen[bytes]:
+    """Another process holding the run's lock until killed."""
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from clearsight.driver import run_lock
+        with run_lock(Path({str(run)!r})):
+            print("locked", flush=True)
+            time.sleep(120)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == b"locked"
+    return proc
+
+
+def test_a_second_writer_is_refused_and_the_first_runs_records_are_intact(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    first = run_sweep(_small(), run, progress=False)
+    before = load_run(run)
+    holder = _hold_lock(run)
+    try:
+        with pytest.raises(RunLocked, match=rf"pid {holder.pid}"):
+            run_sweep(_small(seed=1), run, fresh=True, progress=False)
+        scenes = f"{SCENE},skimage-coffee"
+        result = runner.invoke(
+            app, ["sweep", "--scene-ids", scenes, "--fresh", "--seed", "1", "--out", str(run)]
+        )
+        assert result.exit_code == 2
+        assert f"pid {holder.pid}" in result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    after = load_run(run)
+    assert len(after) == len(before) == first.ok
+    assert after["key"].tolist() == before["key"].tolist()
+    # the holder is dead: its lock went with it, and the next writer takes it over
+    assert run_sweep(_small(), run, progress=False).units == 0
+
+
+def test_the_lock_is_exclusive_within_a_process_too(tmp_path: Path) -> None:
+    with run_lock(tmp_path), pytest.raises(RunLocked, match=str(os.getpid())):  # noqa: SIM117
+        with run_lock(tmp_path):
+            pass
+    with run_lock(tmp_path):  # released
+        pass
+
+
+# --------------------------------------------------------------------------------------------
+# Clean ends: SIGTERM and kill -9
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (Linux /proc)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        out += [int(c) for c in text.split()]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _sweep_process(run: Path) -> subprocess.Popen[bytes]:
+    args = [str(Path(sys.executable).parent / "clearsight"), "sweep", "--out", str(run)]
+    args += ["--workers", "2"]
+    args += ["--scene-ids", "skimage-chelsea,skimage-coffee,mpl-grace-hopper,skimage-astronaut"]
+    args += ["--tasks", "identify", "--wordings", "mcq.reason"]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait_for_records(run: Path, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    """Until the run has some records and two pool workers are up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        db = run / "run.sqlite"
+        if db.exists() and len(_children(proc.pid)) >= 2:
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                    if conn.execute("SELECT count(*) FROM records").fetchone()[0] > 0:
+                        return
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.2)
+    pytest.fail("the sweep wrote no record in time")
+
+
+def _wait_dead(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _readouts(run: Path) -> dict[str, str]:
+    with RunStore.open(run, read_only=True) as store:
+        return {r.key: json.dumps(r.readouts, sort_keys=True) for r in store.iter_records("ok")}
+
+
+@pytest.mark.slow
+def test_sigterm_stops_workers_and_the_run_resumes_to_the_same_records(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    proc = _sweep_process(run)
+    _wait_for_records(run, proc)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143
+    assert proc.stderr is not None
+    assert b"terminated" in proc.stderr.read()
+    assert _wait_dead(workers, 5) == []
+    # resumed, the records are those of an uninterrupted run (the same code, the same executor)
+    again = _sweep_process(run)
+    assert again.wait(timeout=300) == 0
+    whole = _sweep_process(tmp_path / "whole")
+    assert whole.wait(timeout=300) == 0
+    assert _readouts(run) == _readouts(tmp_path / "whole")
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_driver_leaves_no_worker(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    proc = _sweep_process(run)
+    _wait_for_records(run, proc)
+    workers = _children(proc.pid)
+    assert len(workers) >= 2
+    proc.kill()
+    proc.wait()
+    assert _wait_dead(workers, 10) == []
+
+
+# --------------------------------------------------------------------------------------------
+# The README's snippet, saved as a script
+
+
+def test_the_readme_snippet_runs_as_a_script(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    start = readme.index("```python\nfrom clearsight import SweepConfig")
+    snippet = readme[start + len("```python\n") : readme.index("```", start + 10)]
+    assert 'if __name__ == "__main__":' in snippet
+    snippet = snippet.replace('"runs/fog-only"', repr(str(tmp_path / "fog-only")))
+    # the bundled scenes of the snippet, cut to two so the test takes seconds
+    scenes = (SCENE, "skimage-coffee")
+    snippet = snippet.replace("SweepConfig(", f"SweepConfig(scene_ids={scenes!r}, ", 1)
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "fog-only" / "report.html").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# Reads: the wrong protocol, corrupted JSON
+
+
+def test_a_report_command_refuses_a_run_of_another_protocol(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    run_sweep(_small(), sweep, progress=False)
+    wrong = runner.invoke(app, ["probe", "report", str(sweep)])
+    assert wrong.exit_code == 2
+    assert "is a sweep run, not a probe run: use clearsight report" in wrong.output
+    assert not (sweep / "probe_report.html").exists()
+    with RunStore.open(sweep) as store:  # pretend it is a probe run
+        manifest = store.manifest()
+        store.begin_run({**manifest_entries(manifest), "protocol": "probe"}, allow_mismatch=True)
+    wrong = runner.invoke(app, ["report", str(sweep)])
+    assert wrong.exit_code == 2
+    assert "is a probe run, not a sweep run: use clearsight probe report" in wrong.output
+
+
+def manifest_entries(manifest: dict[str, object]) -> dict[str, object]:
+    """A manifest's caller entries (without those the store writes itself)."""
+    own = {"schema_version", "created_at", "config_hash", "starts", "history"}
+    return {k: v for k, v in manifest.items() if k not in own}
+
+
+def test_corrupted_stored_json_names_the_run_table_and_key(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    run_sweep(_small(), run, progress=False)
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        key = conn.execute("SELECT key FROM records LIMIT 1").fetchone()[0]
+        conn.execute("UPDATE records SET readouts = '{broken' WHERE key = ?", (key,))
+    with pytest.raises(InputError, match=rf"table records, key {key}, column readouts"):
+        load_run(run)
+    with (
+        RunStore.open(run, read_only=True) as store,
+        pytest.raises(InputError, match=rf"corrupted JSON in the run {run}"),
+    ):
+        list(store.iter_records())
+    result = runner.invoke(app, ["report", str(run)])
+    assert result.exit_code == 2
+    assert "corrupted JSON" in result.output
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        conn.execute("UPDATE manifest SET value = 'nope' WHERE key = 'config'")
+    with pytest.raises(InputError, match=r"table manifest, key config"):
+        RunStore.open(run, read_only=True).manifest()
