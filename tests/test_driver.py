@@ -325,3 +325,9 @@ def test_corrupted_stored_json_names_the_run_table_and_key(tmp_path: Path) -> No
         conn.execute("UPDATE manifest SET value = 'nope' WHERE key = 'config'")
     with pytest.raises(InputError, match=r"table manifest, key config"):
         RunStore.open(run, read_only=True).manifest()
+
+
+def test_a_run_named_by_its_database_file_locks_its_directory(tmp_path: Path) -> None:
+    run_sweep(_small(), tmp_path / "r" / "run.sqlite", progress=False)
+    assert (tmp_path / "r" / "run.sqlite").is_file()
+    assert (tmp_path / "r" / ".clearsight.lock").is_file()

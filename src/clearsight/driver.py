@@ -43,7 +43,7 @@ from clearsight.execute import (
     in_process,
 )
 from clearsight.models.base import Capabilities
-from clearsight.store import Record, RunStore
+from clearsight.store import DB_NAME, Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -303,7 +303,9 @@ def run(
     plan = protocol.plan(config)
     stages: dict[str, Summary] = {}
     reasons: Counter[str] = Counter()
-    with run_lock(run_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
+    # the lock sits beside the database (a run may be named by its run.sqlite file)
+    lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
+    with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
         store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
         with _sigterm_stops_cleanly():
             try:
