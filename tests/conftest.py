@@ -13,7 +13,7 @@ the same floats along different paths (``from conftest import assert_close``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +103,9 @@ _GUARD_MESSAGE = (
 
 
 @pytest.fixture(autouse=True)
-def _exact_floats_need_a_reason(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def _exact_floats_need_a_reason(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     marker = request.node.get_closest_marker("exact_floats")
     if marker is not None:
         if not (marker.args and isinstance(marker.args[0], str) and marker.args[0].strip()):

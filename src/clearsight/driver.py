@@ -363,8 +363,8 @@ def _execute_stage(
 
 def _reason(error: str | None) -> str:
     """A failure's reason for the summary: its first line, at most 160 characters."""
-    first = (error or "(no message)").strip().splitlines()[0] if (error or "").strip() else ""
-    first = first or "(no message)"
+    lines = (error or "").strip().splitlines()
+    first = lines[0] if lines else "(no message)"
     return first if len(first) <= 160 else first[:157] + "..."
 
 
