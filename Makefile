@@ -24,7 +24,7 @@ data:
 
 # idempotent: returns at once when the verified detector files are already in the cache
 models: venv
-	$(PY) -m clearsight.models.fetch
+	$(PY) -m clearsight.perceiver.fetch
 
 # Debian's headless chromium for the web UI's end-to-end test (idempotent)
 browser:

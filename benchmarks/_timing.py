@@ -1,10 +1,19 @@
-"""Timing helpers shared by the benchmark scripts: best-of-n wall time, printed as ratios."""
+"""Timing helpers shared by the benchmark scripts: best-of-n wall time, printed as ratios.
+
+Importing it also puts ``tests/`` on the path: the benchmarks share the tests' fixtures (the
+tiny models of ``fixtures.hf_tiny``, the detector evaluation of ``fixtures.detector_eval``),
+which are not shipped in the package.
+"""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def best_time(fn: Callable[[], Any], repeats: int = 7, warmup: int = 1) -> float:

@@ -30,8 +30,8 @@ from _timing import best_time, report
 from clearsight.models import Decoding, Message, Request
 from clearsight.models.hf import make_hf
 from clearsight.models.hf_backend import HfBackend
-from clearsight.models.hf_tiny import build_tiny
 from clearsight.validate import InputError
+from fixtures.hf_tiny import build_tiny
 
 LETTERS = ("A", "B", "C", "D", "E")
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from _timing import best_time, report
-from clearsight.models.detector import DETECTOR_NAMES, evaluate_on_bundled, load_detector
-from clearsight.models.fetch import fetch_models
+from clearsight.perceiver.detector import DETECTOR_NAMES, load_detector
+from clearsight.perceiver.fetch import fetch_models
 from clearsight.scenes.bundled import load_bundled_scene
+from fixtures.detector_eval import evaluate_on_bundled
 
 
 def main() -> None:

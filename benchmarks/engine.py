@@ -23,7 +23,7 @@ from typing import Any
 from _timing import report
 from clearsight.config import SweepConfig
 from clearsight.models.observer import ObserverBackend
-from clearsight.protocols.sweep import run_sweep
+from clearsight.sweep.protocol import run_sweep
 
 
 def _timed(fn: Any) -> tuple[Any, float]:

@@ -67,7 +67,7 @@ def _problem_rows(p: Problem) -> list[ElicitRequest]:
 
 
 def main() -> None:
-    from clearsight.models.hf_tiny import build_tiny
+    from fixtures.hf_tiny import build_tiny
 
     problems = bundled_problems(16)
     tmp = Path(tempfile.mkdtemp())

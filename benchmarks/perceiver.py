@@ -28,18 +28,18 @@ from functools import partial
 import numpy as np
 
 from _timing import best_time, report
-from clearsight.conditions import arm_stack
 from clearsight.models import Decoding, Message, Request, load_backend
-from clearsight.models.detector import load_detector
-from clearsight.models.perceiver import (
+from clearsight.perceiver import (
     DEFAULT_MODE,
     MODES,
     PerceiverBackend,
     PerceiverOptions,
     perceive,
 )
+from clearsight.perceiver.detector import load_detector
 from clearsight.physics import draw_box
 from clearsight.scenes.bundled import load_bundled_scene
+from clearsight.sweep.conditions import arm_stack
 from clearsight.tasks import category_prior, identification_question, verification_questions
 
 SCENES = (

@@ -41,8 +41,8 @@ from typing import Any
 from _timing import report
 from clearsight.config import SweepConfig
 from clearsight.execute import ExecutorName, execute
-from clearsight.protocols.sweep import SweepUnit, plan_sweep, run_sweep
 from clearsight.store import Record, RunStore
+from clearsight.sweep.protocol import SweepUnit, plan_sweep, run_sweep
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:

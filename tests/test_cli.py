@@ -7,10 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.equivalence_table import equivalence_table, summarise
-from clearsight.protocols.sweep import plan_sweep
 from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.bundled import load_bundled_scene
+from clearsight.sweep.equivalence import equivalence_table, summarise
+from clearsight.sweep.protocol import plan_sweep
 
 runner = CliRunner()
 

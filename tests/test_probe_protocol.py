@@ -22,8 +22,8 @@ from clearsight.probe.analysis import (
 )
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import agreement, make_judge, normalise
+from clearsight.probe.protocol import ProbeConfig, load_probe_results, plan_probe, run_probe
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
-from clearsight.protocols.probe import ProbeConfig, load_probe_results, plan_probe, run_probe
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 
@@ -246,7 +246,7 @@ def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
 def test_a_killed_serial_run_keeps_finished_turns_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.protocols.probe as probe
+    import clearsight.probe.protocol as probe
     from clearsight.execute import Interrupted
     from clearsight.models.scripted import ScriptedBackend
 

@@ -13,19 +13,20 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import fixtures.units
 from clearsight.config import SweepConfig
 from clearsight.execute import Interrupted, Summary, execute
-from clearsight.protocols.sweep import SweepUnit, plan_sweep, run_sweep, run_unit
-from clearsight.ray_executor import RayConfig
+from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
+from clearsight.sweep.protocol import SweepUnit, plan_sweep, run_sweep, run_unit
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL, VEQ_RTOL, assert_close
+from fixtures.units import ToyUnit
 
 pytestmark = pytest.mark.slow
 
@@ -52,9 +53,11 @@ def ray_local() -> Iterator[Any]:
     module; test helpers travel by value."""
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    for module in (sys.modules[__name__], fixtures.units):
+        ray.cloudpickle.register_pickle_by_value(module)
     yield ray
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    for module in (sys.modules[__name__], fixtures.units):
+        ray.cloudpickle.unregister_pickle_by_value(module)
     ray.shutdown()
 
 
@@ -138,18 +141,6 @@ def poisoned(
     return run(unit)
 
 
-@dataclass(frozen=True)
-class ToyUnit:
-    """A unit of a named model whose items only say where they ran."""
-
-    model: str
-    items: tuple[tuple[str, dict[str, Any]], ...]
-
-    @property
-    def size(self) -> int:
-        return len(self.items)
-
-
 def where_it_ran(rendezvous: Path, unit: ToyUnit) -> list[Record]:
     """Records saying which process and GPU ran ``unit``, once two replicas are up at the same
     time (each waits in ``rendezvous`` for the other, so one replica alone would time out)."""
@@ -170,7 +161,7 @@ def where_it_ran(rendezvous: Path, unit: ToyUnit) -> list[Record]:
 
 def test_units_run_on_their_models_replicas_sharing_a_gpu(ray_local: Any, tmp_path: Path) -> None:
     units = [
-        ToyUnit(model, tuple((f"{model}-{u}-{i}", {"i": i}) for i in range(3)))
+        ToyUnit(tuple((f"{model}-{u}-{i}", {"i": i}) for i in range(3)), model)
         for model in ("model-a", "model-b")
         for u in range(3)
     ]
@@ -336,7 +327,7 @@ def test_every_run_command_passes_its_replica_options_to_ray(
 
 def test_probe_on_ray_equals_serial(ray_local: Any, tmp_path: Path) -> None:
     """Conversations with scripted reasoner and sensor: the same transcripts either way."""
-    from clearsight.protocols.probe import run_probe
+    from clearsight.probe.protocol import run_probe
     from test_probe_protocol import _config
 
     cfg = _config(tmp_path)
@@ -367,7 +358,7 @@ def test_grounding_on_ray_equals_serial(
 ) -> None:
     """Every stage of a small grounding run (trajectories, edits, elicitations) on Ray replicas
     of a tiny Llama: the same records as the serial executor."""
-    from clearsight.protocols.grounding import GroundingConfig, run_grounding
+    from clearsight.grounding.protocol import GroundingConfig, run_grounding
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(

@@ -13,30 +13,26 @@ from typing import Any
 
 import pytest
 
+import fixtures.units
 from clearsight.driver import Execution, Protocol, Stage, run
 from clearsight.execute import execute
 from clearsight.store import Record, RunStore
+from fixtures.units import ToyUnit
 
 pytestmark = pytest.mark.slow
 
 
-class Unit:
+def toy_unit(stage: int) -> ToyUnit:
     """Two items of no model."""
-
-    def __init__(self, stage: int) -> None:
-        self.items = tuple((f"{stage}-{i}", {"i": i}) for i in range(2))
-
-    @property
-    def size(self) -> int:
-        return len(self.items)
+    return ToyUnit(tuple((f"{stage}-{i}", {"i": i}) for i in range(2)))
 
 
-def ok(unit: Unit) -> list[Record]:
+def ok(unit: ToyUnit) -> list[Record]:
     return [Record(key, "ok", None, {"i": spec["i"]}, {}, 0.0) for key, spec in unit.items]
 
 
-def _units(stage: int, pending: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Unit]:
-    return [Unit(stage)] if pending else []
+def _units(stage: int, pending: Sequence[tuple[str, Mapping[str, Any]]]) -> list[ToyUnit]:
+    return [toy_unit(stage)] if pending else []
 
 
 def _stages(config: dict[str, Any], plan: None, store: RunStore) -> Iterator[Stage]:
@@ -44,7 +40,7 @@ def _stages(config: dict[str, Any], plan: None, store: RunStore) -> Iterator[Sta
     for stage in (0, 1, 2):
         if stage:
             assert ray.is_initialized()  # kept from the stage before
-        yield Stage(f"toy.{stage}", Unit(stage).items, lambda p, s=stage: _units(s, p), ok)
+        yield Stage(f"toy.{stage}", toy_unit(stage).items, lambda p, s=stage: _units(s, p), ok)
 
 
 TOY: Protocol[dict[str, Any], None] = Protocol(
@@ -55,7 +51,8 @@ TOY: Protocol[dict[str, Any], None] = Protocol(
 def test_one_local_instance_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ray = pytest.importorskip("ray")
     assert not ray.is_initialized()
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers can't import tests
+    for module in (sys.modules[__name__], fixtures.units):  # workers can't import tests
+        ray.cloudpickle.register_pickle_by_value(module)
     starts: list[Any] = []
     real_init = ray.init
     monkeypatch.setattr(ray, "init", lambda *a, **k: starts.append(k) or real_init(*a, **k))
@@ -66,9 +63,10 @@ def test_one_local_instance_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert len(starts) == 1
     # a bare execution starts and stops its own instance
     with RunStore.open(tmp_path / "run") as store:
-        store.add_items((k, "toy", s) for k, s in Unit(3).items)
-        assert execute([Unit(3)], ok, store, executor="ray", progress=False).ok == 2
+        store.add_items((k, "toy", s) for k, s in toy_unit(3).items)
+        assert execute([toy_unit(3)], ok, store, executor="ray", progress=False).ok == 2
         assert not ray.is_initialized()
         assert len(starts) == 2
         assert sum(r.status == "ok" for r in store.iter_records()) == 8
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    for module in (sys.modules[__name__], fixtures.units):
+        ray.cloudpickle.unregister_pickle_by_value(module)

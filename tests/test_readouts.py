@@ -8,15 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from clearsight.readouts import (
-    NUMERALS,
-    candidate_probs_from_top_logprobs,
+from clearsight.grounding.numerals import NUMERALS, numeral_distribution
+from clearsight.models.logprobs import candidate_probs_from_top_logprobs, token_text
+from clearsight.sweep.readouts import (
     detect_abstention,
     letter_readout,
-    numeral_distribution,
     parse_confidence,
     parse_verbalized,
-    token_text,
 )
 from clearsight.validate import InputError
 

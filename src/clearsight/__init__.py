@@ -15,8 +15,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "SweepConfig": "clearsight.config",
     "load_config": "clearsight.config",
-    "run_sweep": "clearsight.protocols.sweep",
-    "plan_sweep": "clearsight.protocols.sweep",
+    "run_sweep": "clearsight.sweep.protocol",
+    "plan_sweep": "clearsight.sweep.protocol",
     "run": "clearsight.driver",
     "Execution": "clearsight.driver",
     "RunSummary": "clearsight.driver",

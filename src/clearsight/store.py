@@ -190,6 +190,16 @@ class Record:
     elapsed_s: float
     finished_at: str = field(default_factory=_utc_now)
 
+    @classmethod
+    def failed(
+        cls, key: str, reason: str | BaseException, elapsed_s: float = 0.0, raw: Any = None
+    ) -> Record:
+        """The one failed form of a record: ``reason`` says why (an exception reads
+        ``"Type: message"``); ``raw`` is whatever output exists, else None."""
+        if isinstance(reason, BaseException):
+            reason = f"{type(reason).__name__}: {reason}"
+        return cls(key, "failed", reason, raw, {}, elapsed_s)
+
     def __post_init__(self) -> None:
         """Reject a record the database would reject, with a message naming the key."""
         if not isinstance(self.key, str) or not self.key:

@@ -6,7 +6,7 @@ over the numerals 0..10 as whole sequences at that slot,
 
     p("k") = p(t1) p(t2 | t1) ... p(tm | t1..tm-1)   [ x p(end | "k") where "k" prefixes another ]
 
-renormalised over the 11 (:func:`clearsight.readouts.numeral_distribution`), and the expected
+renormalised over the 11 (:func:`clearsight.sweep.readouts.numeral_distribution`), and the expected
 confidence ``E = sum_k p_k k/10``.
 
 **One forward pass per request.** Numerals are tokenized *in context* (the tokens that
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from clearsight.grounding.numerals import NUMERALS, numeral_distribution
 from clearsight.models.base import Message, Request
-from clearsight.readouts import NUMERALS, numeral_distribution
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 
@@ -74,7 +74,7 @@ class ElicitRequest:
 @dataclass(frozen=True)
 class Elicited:
     """The read-out of one request: ``raw``/``mass``/``probs``/``expected`` as in
-    :class:`clearsight.readouts.NumeralReadout`, the numerals' in-context token sequences, how
+    :class:`clearsight.sweep.readouts.NumeralReadout`, the numerals' in-context token sequences, how
     many tokens were hidden, the prompt length, and the most likely tokens at the slot."""
 
     raw: tuple[float, ...]

@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from math import gcd
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -413,11 +414,26 @@ def render_image(ref: str) -> npt.NDArray[np.uint8]:
     raise InputError(f"unknown image reference kind {kind!r}")
 
 
+def load_image(ref: str) -> npt.NDArray[np.uint8]:
+    """The RGB pixels an image reference names: ``chart:<json>`` and ``scene:<json>`` are
+    drawn here (:func:`render_image`); anything else is a file path."""
+    if ref.startswith(("chart:", "scene:")):
+        return render_image(ref)
+    path = Path(ref)
+    if not path.is_file():
+        raise InputError(f"problem image {ref} does not exist")
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+
 __all__ = [
     "BENCHMARK_OF",
     "TEXT_FAMILIES",
     "VISUAL_FAMILIES",
     "bundled_problems",
     "generate",
+    "load_image",
     "render_image",
 ]

@@ -3,7 +3,8 @@
 A problem is the input of trajectory grounding: a question (options included in the text), an
 optional image, the gold answer and its type. Images are *references* (a file path, or
 ``chart:...`` / ``scene:...`` for the bundled generator's pictures, resolved by
-:func:`load_image`), so problems are small, JSON-able and picklable into work items.
+:func:`~clearsight.grounding.generator.load_image`), so problems are small, JSON-able and
+picklable into work items.
 
 The paper's ten benchmarks are read from local copies — clearsight never downloads — laid out as
 ``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of
@@ -22,9 +23,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
-
 from clearsight.validate import InputError
 
 AnswerType = Literal["letter", "number", "boolean", "text"]
@@ -41,9 +39,10 @@ class Problem:
 
     ``question`` is the full text shown to the model (options listed in it); ``options`` the
     option texts of a multiple-choice problem (answer type ``letter``: ``gold`` is a letter);
-    ``image`` a reference for :func:`load_image` or None; ``solution`` optional canonical
-    trajectory parts (``observation``, ``reasoning``, ``answer``) that the bundled generator
-    writes and TGS-Bench uses as the good trajectory; ``meta`` anything else worth keeping.
+    ``image`` a reference for :func:`~clearsight.grounding.generator.load_image` or None;
+    ``solution`` optional canonical trajectory parts (``observation``, ``reasoning``,
+    ``answer``) that the bundled generator writes and TGS-Bench uses as the good trajectory;
+    ``meta`` anything else worth keeping.
     """
 
     id: str
@@ -290,24 +289,3 @@ def load_jsonl(path: Path | str, benchmark: str | None = None) -> list[Problem]:
         p = _problem(rec, layout, name, path.parent, n)
         out.append(p)
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Images
-# --------------------------------------------------------------------------------------------
-
-
-def load_image(ref: str) -> npt.NDArray[np.uint8]:
-    """The RGB pixels an image reference names: ``chart:<json>`` and ``scene:<json>`` are
-    drawn by :mod:`clearsight.grounding.generator`; anything else is a file path."""
-    if ref.startswith(("chart:", "scene:")):
-        from clearsight.grounding.generator import render_image
-
-        return render_image(ref)
-    path = Path(ref)
-    if not path.is_file():
-        raise InputError(f"problem image {ref} does not exist")
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"), dtype=np.uint8)

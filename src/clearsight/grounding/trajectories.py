@@ -235,14 +235,6 @@ _REASON_CUE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Segmented:
-    """Sentences of a free text and their labels (``vision``/``reasoning``/``answer``)."""
-
-    sentences: tuple[str, ...]
-    labels: tuple[str, ...]
-
-
 def sentences(text: str) -> list[str]:
     """Sentences of ``text`` (split after . ! ? followed by space, and at newlines)."""
     return [s.strip() for s in _SENT.findall(text) if s.strip()]

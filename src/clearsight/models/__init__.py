@@ -35,7 +35,7 @@ _REGISTRY: dict[str, str] = {
     "hf": "clearsight.models.hf:make_hf",
     "openai": "clearsight.models.openai_api:make_openai",
     "vllm": "clearsight.models.vllm:make_vllm",
-    "perceiver": "clearsight.models.perceiver:make_perceiver",
+    "perceiver": "clearsight.perceiver:make_perceiver",
 }
 _INSTALL_HINT: dict[str, str] = {
     "hf": "install the extra: pip install 'clearsight[hf]'",

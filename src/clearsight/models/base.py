@@ -5,7 +5,7 @@ returning one :class:`Response` each. A request says what it needs — generated
 samples, top-k log-probabilities, the next-token probabilities of candidate strings at the
 answer position — and a backend fills what it can; its :class:`Capabilities` say which, so a
 protocol that needs one a backend lacks fails before the run starts (:func:`require`).
-Responses are raw model output, kept apart from how they are scored (``clearsight.readouts``),
+Responses are raw model output, kept apart from how they are scored (``clearsight.sweep.readouts``),
 and serialise to JSON for the run store.
 """
 

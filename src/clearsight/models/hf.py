@@ -15,80 +15,24 @@ drops images and records how many in ``Response.extra["images_dropped"]``. The c
 itself — batched candidate probabilities, generation with ``n`` samples sharing one prefill,
 the 4-D attention-mask hook — is in :mod:`clearsight.models.hf_backend`.
 
-This module imports neither torch nor transformers (:class:`HfOptions` validates a run's
-configuration cheaply); :func:`make_hf` imports them when a model is actually loaded.
+This module imports neither torch nor transformers (its options,
+:class:`~clearsight.models.hf_options.HfOptions`, validate a run's configuration cheaply);
+:func:`make_hf` imports them when a model is actually loaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from clearsight.models.hf_options import parse_options
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.models.hf_backend import HfBackend
 
 _HINT = "install the extra: pip install 'clearsight[hf]'"
-
-
-class HfOptions(BaseModel):
-    """Options of the ``hf`` backend (``model_options`` of a run)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    device: Literal["auto", "cpu", "cuda", "mps"] = Field(
-        "auto", description="Where to run: 'auto' takes CUDA, else MPS, else the CPU."
-    )
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto",
-        description="Weights and activations: 'auto' is bfloat16 on CUDA where supported "
-        "(float16 otherwise), float16 on MPS and float32 on the CPU.",
-    )
-    batch_size: int = Field(
-        8, ge=1, description="Requests per forward pass (prompts are left-padded together)."
-    )
-    max_image_side: int | None = Field(
-        None,
-        ge=1,
-        description="Shrink images (aspect kept, bicubic) so their longer side is at most this "
-        "many pixels before the processor sees them; None leaves them to the processor.",
-    )
-    trust_remote_code: bool = Field(
-        False, description="Allow model code shipped in the checkpoint (off: only built-ins)."
-    )
-    attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] = Field(
-        "eager",
-        description="Attention kernel. Custom 4-D masks (trajectory grounding) need 'eager' or "
-        "'sdpa'; 'flash_attention_2' disables the attention_mask capability.",
-    )
-    kind: Literal["auto", "vlm", "text"] = Field(
-        "auto",
-        description="Force the loader: 'vlm' (AutoModelForImageTextToText + AutoProcessor) or "
-        "'text' (AutoModelForCausalLM + AutoTokenizer); 'auto' decides from the config.",
-    )
-    revision: str | None = Field(
-        None, description="Revision of a Hugging Face id in the local cache (branch or commit)."
-    )
-    cache_dir: str | None = Field(
-        None,
-        description="Hugging Face cache to look a model id up in; None is the default cache "
-        "(HF_HUB_CACHE, or HF_HOME/hub).",
-    )
-
-
-def parse_options(options: Mapping[str, Any]) -> HfOptions:
-    """Validate backend options; an unknown or bad option is an InputError naming it."""
-    try:
-        return HfOptions(**dict(options))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"bad hf backend options: {problems}") from exc
 
 
 def resolve_source(arg: str) -> tuple[str, bool]:

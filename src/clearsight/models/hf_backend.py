@@ -58,7 +58,6 @@ from clearsight.models.base import (
     Response,
     TokenLogprob,
 )
-from clearsight.models.hf import HfOptions
 from clearsight.models.hf_inputs import (
     Batch,
     ChatInputs,
@@ -69,6 +68,7 @@ from clearsight.models.hf_inputs import (
     to_pil,
 )
 from clearsight.models.hf_mask import additive, check_ranges, continuation_mask, hiding_mask
+from clearsight.models.hf_options import HfOptions
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
 

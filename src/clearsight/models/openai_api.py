@@ -13,7 +13,7 @@ What a request becomes:
   request does not generate). A candidate's probability sums the tokens whose text equals it
   once whitespace is stripped (``"A"`` and ``" A"``); a candidate outside the top-k gets 0 and
   the mass the top-k does not cover, ``1 - sum(top-k)``, goes to ``Response.uncovered_mass``
-  — recorded, never invented (:func:`clearsight.readouts.candidate_probs_from_top_logprobs`).
+  — recorded, never invented (:func:`clearsight.sweep.readouts.candidate_probs_from_top_logprobs`).
   Only the first token is scored, so a candidate must be one token.
 * **Samples**: ``n`` per request through the ``n`` parameter, split into calls of at most
   ``max_n_per_call``; a server that returns fewer choices than asked gets further calls (seeds
@@ -80,7 +80,7 @@ from clearsight.models.base import (
     Response,
     TokenLogprob,
 )
-from clearsight.readouts import candidate_probs_from_top_logprobs
+from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.validate import InputError, check_image
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ generated token — the top-k plus the sampled token when it is not among them (
 distinct tokens). By default (``logprobs_mode="raw_logprobs"`` in the V1 engine) these are the
 log-softmax of the raw logits, before temperature and top-p. Candidate probabilities come from
 the first generated token of the first sample exactly as for the ``openai:`` backend
-(:func:`clearsight.readouts.candidate_probs_from_top_logprobs`): a candidate outside the
+(:func:`clearsight.sweep.readouts.candidate_probs_from_top_logprobs`): a candidate outside the
 returned tokens gets 0, and the mass they do not cover is ``Response.uncovered_mass``.
 
 vLLM caps ``logprobs`` at the engine's ``max_logprobs`` (20 by default); :class:`VLLMOptions`
@@ -39,8 +39,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
+from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.models.openai_api import chat_messages, logprobs_wanted
-from clearsight.readouts import candidate_probs_from_top_logprobs
 from clearsight.validate import InputError
 
 

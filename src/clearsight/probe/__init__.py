@@ -9,5 +9,5 @@ Modules: :mod:`~clearsight.probe.instances` (the questions), :mod:`~clearsight.p
 :mod:`~clearsight.probe.reasoner` (the strategies and the loop),
 :mod:`~clearsight.probe.analysis` (accuracy, cross-run ECE, bins, ablation, belief probe, query
 types) and :mod:`~clearsight.probe.build` (the two-stage benchmark filter). The protocol that
-plans and runs items is :mod:`clearsight.protocols.probe`.
+plans and runs items is :mod:`clearsight.probe.protocol`.
 """

@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 
 from clearsight.grounding.hesitation import stable_share
+from clearsight.grounding.protocol import elicitation_frame, failure_reasons, judge_accuracy
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.significance import wilcoxon_exact
-from clearsight.protocols.grounding import elicitation_frame, failure_reasons, judge_accuracy
 from clearsight.report.output import md_table, write_atomic
 from clearsight.report.plots import _png, _pyplot
 from clearsight.store import RunStore

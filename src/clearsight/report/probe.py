@@ -23,7 +23,7 @@ from clearsight.probe.analysis import (
     query_type_table,
     summary_table,
 )
-from clearsight.protocols.probe import ProbeResults, load_probe_results
+from clearsight.probe.protocol import ProbeResults, load_probe_results
 from clearsight.report.html import Col, details, esc, fmt_num, page, pre, table
 from clearsight.report.output import md_table, write_atomic
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from clearsight.conditions import IMAGENET_C_SEVERITIES, imagenet_c_seed
 from clearsight.physics import imagenet_c_equivalents
 from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.model import Scene
+from clearsight.sweep.conditions import IMAGENET_C_SEVERITIES, imagenet_c_seed
 
 
 def equivalence_table(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight import driver
-from clearsight.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
 from clearsight.config import SweepConfig
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
+from clearsight.execute.unit import KeyedItems
 from clearsight.models import (
     Backend,
     Decoding,
@@ -44,10 +44,11 @@ from clearsight.physics import (
     imagenet_c_equivalents,
 )
 from clearsight.provenance import run_manifest
-from clearsight.readouts import letter_readout, parse_verbalized
 from clearsight.scenes.model import Scene
 from clearsight.seeding import content_hash, derive_seed, rng_for
 from clearsight.store import Record, RunStore
+from clearsight.sweep.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
+from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.tasks import (
     AbstainWording,
     DistractorScheme,
@@ -61,7 +62,7 @@ from clearsight.tasks import (
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.ray_executor import RayConfig
+    from clearsight.execute.on_ray import RayConfig
 
 PROTOCOL = "sweep"
 VEQ_PROTOCOL = "sweep.veq"
@@ -251,7 +252,7 @@ def _questions(
 
 
 @dataclass(frozen=True)
-class SweepUnit:
+class SweepUnit(KeyedItems):
     """The work of one scene for one model: picklable, independent of every other unit."""
 
     protocol: str
@@ -261,10 +262,6 @@ class SweepUnit:
     depth_model: str
     items: tuple[tuple[str, dict[str, Any]], ...]
     max_new_tokens: int = 24
-
-    @property
-    def size(self) -> int:
-        return len(self.items)
 
     @property
     def cost(self) -> float:
@@ -534,12 +531,9 @@ def sweep_readouts(spec: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _failed(
-    items: Iterable[tuple[str, dict[str, Any]]], exc: BaseException, started: float
-) -> list[Record]:
-    error = f"{type(exc).__name__}: {exc}"
-    elapsed = time.perf_counter() - started
-    return [Record(key, "failed", error, {}, {}, elapsed) for key, _ in items]
+def _failed(unit: SweepUnit, exc: BaseException, started: float) -> list[Record]:
+    """Every item of ``unit`` failed with ``exc`` (a unit-level failure)."""
+    return [Record.failed(key, exc, time.perf_counter() - started) for key in unit.keys]
 
 
 def run_unit(unit: SweepUnit) -> list[Record]:
@@ -549,14 +543,14 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     try:
         scene = load_scene(unit.scene, unit.depth_model)
     except Exception as exc:  # recorded with its reason; the run goes on
-        return _failed(unit.items, exc, started)
+        return _failed(unit, exc, started)
     if unit.protocol == VEQ_PROTOCOL:
         return _run_veq(unit, scene, started)
     try:
         backend = shared_backend(unit.model, unit.model_options)
         images = _Images(scene, [s for _, s in unit.items])
     except Exception as exc:
-        return _failed(unit.items, exc, started)
+        return _failed(unit, exc, started)
     partners: dict[str, Scene | BaseException] = {}
     built: list[Request | BaseException] = []
     for key, spec in unit.items:
@@ -571,8 +565,7 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     records = []
     for (key, spec), response in zip(unit.items, responses, strict=True):
         if isinstance(response, BaseException):
-            error = f"{type(response).__name__}: {response}"
-            records.append(Record(key, "failed", error, {}, {}, elapsed))
+            records.append(Record.failed(key, response, elapsed))
             continue
         raw = response.to_json()
         records.append(Record(key, "ok", None, raw, sweep_readouts(spec, raw), elapsed))
@@ -628,7 +621,7 @@ def _run_veq(unit: SweepUnit, scene: Scene, started: float) -> list[Record]:
     try:
         v_eq = imagenet_c_equivalents(scene.image, scene.depth_m, seed, severities)
     except Exception as exc:
-        return _failed(unit.items, exc, started)
+        return _failed(unit, exc, started)
     elapsed = (time.perf_counter() - started) / len(severities)
     return [
         Record(key, "ok", None, {}, {"v_eq_m": v}, elapsed)

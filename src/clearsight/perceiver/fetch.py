@@ -215,5 +215,5 @@ def fetch_command(dest: Path | None = None, force: bool = False) -> int:
     return 0
 
 
-if __name__ == "__main__":  # `python -m clearsight.models.fetch`, used by `make models`
+if __name__ == "__main__":  # `python -m clearsight.perceiver.fetch`, used by `make models`
     raise SystemExit(fetch_command(force="--force" in sys.argv[1:]))

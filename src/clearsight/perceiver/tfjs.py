@@ -1,7 +1,7 @@
 """Read and run TensorFlow.js graph models (``model.json`` + weight shards) without TensorFlow.
 
 Real COCO detectors ship on the npm registry as TFJS graph models (see
-:mod:`clearsight.models.fetch`). This module is the project's own reader for that format:
+:mod:`clearsight.perceiver.fetch`). This module is the project's own reader for that format:
 
 1. :func:`read_graph_model` parses ``model.json`` (``modelTopology.node``: ``name``, ``op``,
    ``input``, ``attr`` in TensorFlow's proto-JSON; ``weightsManifest``: groups of ``paths`` and
@@ -868,7 +868,7 @@ def to_onnx(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> onnx.Mode
     model = onnx.helper.make_model(
         onnx_graph,
         opset_imports=[onnx.helper.make_opsetid("", OPSET)],
-        producer_name="clearsight.models.tfjs",
+        producer_name="clearsight.perceiver.tfjs",
     )
     model.ir_version = 8  # what opset 17 needs; newer IRs are not read by older runtimes
     # The graph outputs' shapes come from ONNX's own shape inference (strict: a type clash in

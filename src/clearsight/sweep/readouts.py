@@ -1,33 +1,26 @@
-"""Read-outs: what a raw model response says, computed from the stored raw output alone.
+"""The sweep's read-outs: what a raw model response says, computed from the stored raw output alone.
 
 Kept apart from the backends (lm-evaluation-harness style) so a run can be re-scored without
-calling a model again. METHODS.md §3 and §5:
+calling a model again (METHODS.md §3). An API backend's letter probabilities come from its
+top-k log-probabilities (:mod:`clearsight.models.logprobs`); trajectory grounding's numerals
+are read in :mod:`clearsight.grounding.numerals`.
 
 * **Letter probabilities** (:func:`letter_readout`). The next-token distribution at the answer
   position restricted to the offered letters: the raw probabilities and their total mass are
   kept; renormalised over every offered letter (abstain included) the argmax is the answer; the
   *internal confidence* is the largest probability renormalised over the content options only
   (the model's belief in its best answer, kept separate from the abstention signal).
-* **Candidates from top-k log-probabilities** (:func:`candidate_probs_from_top_logprobs`). What
-  an API backend can see of that distribution: the top-k tokens. Candidates are matched on the
-  token text with whitespace stripped (``"A"`` and ``" A"`` both count for ``A``); a candidate
-  outside the top-k gets 0 and the mass the top-k does not cover is *recorded* as
-  ``uncovered_mass``, never spread over the candidates.
 * **Verbalized confidence** (:func:`parse_verbalized`, :func:`parse_confidence`). ``Answer:
   <letter>`` and ``Confidence: <number>`` parsed from the reply; a reply without a number is
   stored as unparsed (None), never guessed. Scales: see :func:`parse_confidence`.
 * **Abstention from text** (:func:`detect_abstention`): the abstain letter as the answer, or
   the abstain option's own words in a reply that names no letter.
-* **Numerals 0..10** (:func:`numeral_distribution`): the 11-way confidence distribution of
-  trajectory grounding, with multi-token numerals scored as whole sequences, and its expected
-  confidence ``E = sum_k p_k k/10``.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clearsight.validate import InputError
@@ -69,57 +62,6 @@ def letter_readout(
     content = sum(raw[k] for k in letters)
     confidence = max(raw[k] for k in letters) / content if content > 0 else None
     return LetterReadout(raw, mass, renorm, answer, confidence)
-
-
-# ---------------------------------------------------------------------------------------------
-# Candidate probabilities from a top-k list
-
-#: Word-boundary markers some tokenizers leave in token strings (SentencePiece ``▁``, byte-level
-#: BPE ``Ġ``); servers normally decode them to a space, but a raw token list may still hold them.
-_TOKEN_MARKERS = "\u2581\u0120"
-#: How far above 1 a top-k list may sum before it is rejected as not one distribution's
-#: log-probabilities (float32 log-softmax rounding stays far below this).
-_MASS_SLACK = 1e-3
-
-
-def token_text(token: str) -> str:
-    """The text a token stands for when matched against a candidate: whitespace and
-    word-boundary markers stripped, case kept (``"a"`` the article is not option ``A``)."""
-    return token.strip().strip(_TOKEN_MARKERS).strip()
-
-
-def candidate_probs_from_top_logprobs(
-    top: Iterable[tuple[str, float]], candidates: Sequence[str]
-) -> tuple[dict[str, float], float]:
-    """``(candidate probabilities, uncovered mass)`` from one position's top-k log-probabilities.
-
-    ``top`` holds ``(token text, log-probability)`` for distinct tokens (the top-k, possibly
-    plus the sampled token). A candidate's probability is the sum of ``exp(logprob)`` over the
-    tokens whose :func:`token_text` equals the candidate's (so ``"A"`` and ``" A"`` add up);
-    a candidate among none of them gets 0. The uncovered mass ``1 - sum(exp(logprob))`` is the
-    probability of every token the list does not show — some of it may belong to a candidate,
-    so it is recorded for the analysis and never spread over the candidates. A candidate is
-    matched as one token: a candidate that spans several tokens is not scored here.
-    """
-    wanted = {c: token_text(c) for c in candidates}
-    probs = dict.fromkeys(candidates, 0.0)
-    covered = 0.0
-    for token, logprob in top:
-        lp = float(logprob)
-        if math.isnan(lp) or lp > 1e-6:
-            raise InputError(f"log-probability of token {token!r} must be <= 0, got {logprob!r}")
-        p = math.exp(lp)
-        covered += p
-        text = token_text(token)
-        for cand, cand_text in wanted.items():
-            if text == cand_text:
-                probs[cand] += p
-    if covered > 1 + _MASS_SLACK:
-        raise InputError(
-            f"top-k probabilities sum to {covered:.6f} > 1: not the log-probabilities of one "
-            "next-token distribution"
-        )
-    return probs, max(0.0, 1.0 - covered)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,83 +171,3 @@ def detect_abstention(
         return False
     needle = _words(abstain_text)
     return bool(needle) and f" {needle} " in f" {_words(text)} "
-
-
-# ---------------------------------------------------------------------------------------------
-# Numerals 0..10 (METHODS.md §5)
-
-#: The confidence numerals of trajectory grounding, in order: index k is the numeral k.
-NUMERALS: tuple[str, ...] = tuple(str(k) for k in range(11))
-
-
-@dataclass(frozen=True)
-class NumeralReadout:
-    """The 11-way confidence distribution over the numerals 0..10.
-
-    ``raw[k]``: the probability of numeral k as a whole (sequence times end probability),
-    before renormalisation; ``mass``: their sum (how much of the model's belief is on a
-    numeral at all); ``probs``: ``raw`` renormalised over the 11, and ``expected``
-    ``E = sum_k probs[k] k/10`` — both None when ``mass`` is 0.
-    """
-
-    raw: tuple[float, ...]
-    mass: float
-    probs: tuple[float, ...] | None
-    expected: float | None
-
-
-def _probability(value: object, what: str) -> float:
-    try:
-        p = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{what} must be a probability, got {value!r}") from exc
-    if not 0.0 <= p <= 1.0:  # also rejects NaN
-        raise InputError(f"{what} must be a probability in [0, 1], got {value!r}")
-    return p
-
-
-def numeral_distribution(
-    sequence_probs: Mapping[str, float],
-    end_probs: Mapping[str, float] | None = None,
-) -> NumeralReadout:
-    """The numerals 0..10 as an 11-way distribution (METHODS.md §5), from what a backend scores.
-
-    ``sequence_probs[s]``: the probability of the tokens of numeral ``s`` as a sequence at the
-    confidence slot, ``p(t1) p(t2 | t1) ...`` (``p("10") = p("1") p("0" | "1")`` in a tokenizer
-    that splits digits; one token's probability where ``s`` is one token). A numeral missing
-    from the mapping has probability 0 (e.g. outside a top-k list). Other keys are ignored, so a
-    backend's ``candidate_probs`` can be passed as they are.
-
-    ``end_probs[s]``: ``p(end | s)``, the probability that the numeral is complete after its
-    tokens (the next token does not extend it). It is **required** for every numeral that is a
-    string prefix of another numeral — ``"1"`` of ``"10"`` — since otherwise ``p("1")`` would
-    include the mass of ``"10"``: ``p("1") = p("1") p(end | "1")``. Where given for other
-    numerals it is applied too (``"7"`` not followed by a digit).
-
-    Example: ``p("1") = 0.5``, ``p("0" | "1") = 0.4`` so ``sequence_probs["10"] = 0.2`` and
-    ``end_probs["1"] = 0.6``; with ``p("9") = 0.2`` and nothing else the raw values are
-    ``p_1 = 0.3, p_9 = 0.2, p_10 = 0.2`` (mass 0.7) and ``E = (0.3 .1 + 0.2 .9 + 0.2 1)/0.7``.
-    """
-    ends = dict(end_probs or {})
-    unknown = sorted(set(ends) - set(NUMERALS))
-    if unknown:
-        raise InputError(f"end_probs has keys that are not numerals 0..10: {unknown}")
-    raw: list[float] = []
-    for s in NUMERALS:
-        p = _probability(sequence_probs.get(s, 0.0), f"sequence probability of {s!r}")
-        is_prefix = any(t != s and t.startswith(s) for t in NUMERALS)
-        if s in ends:
-            p *= _probability(ends[s], f"end probability of {s!r}")
-        elif is_prefix and p > 0:
-            longer = [t for t in NUMERALS if t != s and t.startswith(s)]
-            raise InputError(
-                f"numeral {s!r} is a prefix of {longer}: give end_probs[{s!r}] = p(end | {s!r}) "
-                "so its probability excludes the longer numerals (METHODS.md §5)"
-            )
-        raw.append(p)
-    mass = sum(raw)
-    if mass <= 0:
-        return NumeralReadout(tuple(raw), 0.0, None, None)
-    probs = tuple(p / mass for p in raw)
-    expected = sum(p * k / 10 for k, p in enumerate(probs))
-    return NumeralReadout(tuple(raw), mass, probs, expected)

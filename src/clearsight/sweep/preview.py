@@ -7,9 +7,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.conditions import IMAGENET_C_SEVERITIES, arm_stack, imagenet_c_stack, target_box
 from clearsight.physics import SWEEP_LEVELS_M, draw_box
 from clearsight.scenes.model import Scene
+from clearsight.sweep.conditions import (
+    IMAGENET_C_SEVERITIES,
+    arm_stack,
+    imagenet_c_stack,
+    target_box,
+)
 
 
 def level_label(visibility_m: float) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clearsight.execute.unit import Unit
 from clearsight.store import Record
 from clearsight.validate import InputError
 
@@ -102,9 +103,9 @@ class Replica:
     def __init__(self, run: bytes, threads: int) -> None:
         from ray import cloudpickle
 
-        from clearsight.execute import _limit_worker_threads
+        from clearsight.execute.pool import limit_worker_threads
 
-        _limit_worker_threads(threads)
+        limit_worker_threads(threads)
         self._run: Callable[[Any], list[Record]] = cloudpickle.loads(run)
 
     def ready(self) -> int:
@@ -125,33 +126,6 @@ class _Slot:
     ping: Any
     ready: bool = False
     inflight: deque[tuple[Any, int]] = field(default_factory=deque)
-
-
-def unit_keys(unit: Any) -> list[str]:
-    """The item keys of a unit: ``unit.items`` as ``(key, spec)`` pairs, or one ``unit.key``."""
-    items = getattr(unit, "items", None)
-    if items is not None:
-        return [key for key, _ in items]
-    key = getattr(unit, "key", None)
-    if isinstance(key, str):
-        return [key]
-    raise InputError(
-        f"{type(unit).__name__} has neither `items` nor `key`: the ray executor needs a unit's "
-        "item keys to record it as failed"
-    )
-
-
-def failed_records(unit: Any, reason: str) -> list[Record]:
-    """Every item of ``unit`` as a failed record with ``reason``."""
-    return [Record(key, "failed", reason, None, {}, 0.0) for key in unit_keys(unit)]
-
-
-def _group(unit: Any) -> str:
-    return str(getattr(unit, "model", "") or "")
-
-
-def _cost(unit: Any) -> float:
-    return float(getattr(unit, "cost", unit.size))
 
 
 def _reason(exc: BaseException) -> str:
@@ -224,7 +198,7 @@ class _Scheduler:
     def __init__(
         self,
         ray: Any,
-        units: Sequence[Any],
+        units: Sequence[Unit],
         run: Callable[[Any], list[Record]],
         commit: Callable[[list[Record]], None],
         config: RayConfig,
@@ -237,10 +211,10 @@ class _Scheduler:
         self.commit = commit
         self.config = config
         self.attempts = [0] * len(self.units)
-        order = sorted(range(len(self.units)), key=lambda i: -_cost(self.units[i]))
+        order = sorted(range(len(self.units)), key=lambda i: -self.units[i].cost)
         self.queues: dict[str, deque[int]] = {}
         for i in order:
-            self.queues.setdefault(_group(self.units[i]), deque()).append(i)
+            self.queues.setdefault(self.units[i].model, deque()).append(i)
         self.shared = self.queues.pop("", deque())  # units any replica can run
         self.actor_class = ray.remote(
             num_cpus=config.num_cpus,
@@ -269,7 +243,7 @@ class _Scheduler:
         candidates = [q for q in (own, self.shared) if q]
         if not candidates:
             return None
-        best = max(candidates, key=lambda q: _cost(self.units[q[0]]))
+        best = max(candidates, key=lambda q: self.units[q[0]].cost)
         return best.popleft()
 
     def _fill(self, slot: _Slot) -> None:
@@ -289,7 +263,7 @@ class _Scheduler:
         self.ray.kill(slot.handle, no_restart=True)
 
     def _requeue(self, i: int) -> None:
-        group = _group(self.units[i])
+        group = self.units[i].model
         (self.queues[group] if group else self.shared).appendleft(i)
 
     def _charge(self, i: int, exc: BaseException) -> None:
@@ -299,7 +273,7 @@ class _Scheduler:
             self._requeue(i)
             return
         reason = f"failed {self.attempts[i]} attempts on Ray; last: {_reason(exc)}"
-        self.commit(failed_records(self.units[i], reason))
+        self.commit([Record.failed(key, reason) for key in self.units[i].keys])
 
     def _lost(self, slot: _Slot, exc: BaseException) -> None:
         """Replace a dead replica; its running unit is charged, its queued ones go back."""
@@ -367,7 +341,7 @@ class _Scheduler:
 
 
 def run_on_ray(
-    units: Sequence[Any],
+    units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
     commit: Callable[[list[Record]], None],
     *,

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
+from clearsight.execute.unit import KeyedItems
 from clearsight.grounding.bench import (
     AXES,
     bad_trajectory,
@@ -38,13 +39,12 @@ from clearsight.grounding.bench import (
     perturb_answer,
 )
 from clearsight.grounding.elicit import ElicitFailure, ElicitRequest, elicit
-from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems
+from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, load_image
 from clearsight.grounding.hesitation import find_hesitation
 from clearsight.grounding.problems import (
     Problem,
     is_correct,
     load_benchmark,
-    load_image,
     load_jsonl,
     normalise_answer,
     problem_from_json,
@@ -69,7 +69,7 @@ from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.ray_executor import RayConfig
+    from clearsight.execute.on_ray import RayConfig
 
 TRAJECTORY = "grounding.trajectory"
 EDIT = "grounding.edit"
@@ -135,17 +135,13 @@ def load_problems(config: GroundingConfig) -> list[Problem]:
 
 
 @dataclass(frozen=True)
-class GroundingUnit:
+class GroundingUnit(KeyedItems):
     """Items of one kind for one model: picklable, independent."""
 
     protocol: str
     model: str
     model_options: dict[str, Any]
     items: tuple[tuple[str, dict[str, Any]], ...]
-
-    @property
-    def size(self) -> int:
-        return len(self.items)
 
 
 def _units(
@@ -171,10 +167,6 @@ def _image(problem: Problem, backend: Backend) -> Any:
     return load_image(problem.image)
 
 
-def _failed(key: str, reason: str, elapsed: float, raw: Any = None) -> Record:
-    return Record(key, "failed", reason, raw, {}, elapsed)
-
-
 def run_unit(unit: GroundingUnit) -> list[Record]:
     """Records of one unit; a unit-level failure fails its items with the reason."""
     started = time.perf_counter()
@@ -188,7 +180,7 @@ def run_unit(unit: GroundingUnit) -> list[Record]:
         return _run_elicit(unit, started)
     except Exception as exc:  # recorded with its reason; the run goes on
         elapsed = (time.perf_counter() - started) / max(unit.size, 1)
-        return [_failed(k, f"{type(exc).__name__}: {exc}", elapsed) for k, _ in unit.items]
+        return [Record.failed(k, exc, elapsed) for k in unit.keys]
 
 
 def _run_trajectories(unit: GroundingUnit, started: float) -> list[Record]:
@@ -204,7 +196,7 @@ def _run_trajectories(unit: GroundingUnit, started: float) -> list[Record]:
             slotted = split_at_slot(given)
             traj = parse_trajectory(slotted.body)
         except InputError as exc:
-            out[key] = _failed(key, f"skipped: {exc}", 0.0, {"text": given})
+            out[key] = Record.failed(key, f"skipped: {exc}", 0.0, {"text": given})
             continue
         out[key] = _trajectory_record(key, problem, given, traj, False, slotted.written, 0.0)
     if gen:
@@ -216,7 +208,7 @@ def _run_trajectories(unit: GroundingUnit, started: float) -> list[Record]:
         elapsed = (time.perf_counter() - started) / len(gen)
         for (key, problem), g in zip(gen, results, strict=True):
             if g.trajectory is None:
-                out[key] = _failed(key, f"skipped: {g.reason}", elapsed, {"text": g.text})
+                out[key] = Record.failed(key, f"skipped: {g.reason}", elapsed, {"text": g.text})
             else:
                 out[key] = _trajectory_record(
                     key, problem, g.text, g.trajectory, g.answer_forced, None, elapsed
@@ -255,7 +247,7 @@ def _run_edits(unit: GroundingUnit, started: float) -> list[Record]:
     records = []
     for (key, _), edit in zip(unit.items, edits, strict=True):
         if isinstance(edit, InputError):
-            records.append(_failed(key, f"skipped: {edit}", elapsed))
+            records.append(Record.failed(key, f"skipped: {edit}", elapsed))
         else:
             records.append(
                 Record(key, "ok", None, edit.to_json(), {"edited": edit.edited}, elapsed)
@@ -280,7 +272,7 @@ def _run_judge(unit: GroundingUnit, started: float) -> list[Record]:
         probs = r.candidate_probs or {}
         p1, p2 = float(probs.get("1", 0.0)), float(probs.get("2", 0.0))
         if p1 + p2 <= 0:
-            records.append(_failed(key, "the judge put no probability on 1 or 2", elapsed))
+            records.append(Record.failed(key, "the judge put no probability on 1 or 2", elapsed))
             continue
         p_bad = (p1 if spec["bad_first"] else p2) / (p1 + p2)
         readouts = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec["axis"]}
@@ -350,16 +342,18 @@ def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
     records = []
     for (key, _), req in zip(unit.items, requests, strict=True):
         if isinstance(req, str):
-            records.append(_failed(key, req, elapsed))
+            records.append(Record.failed(key, req, elapsed))
             continue
         res = next(results)
         if isinstance(res, ElicitFailure):
-            records.append(_failed(key, f"skipped: {res.reason}", elapsed))
+            records.append(Record.failed(key, f"skipped: {res.reason}", elapsed))
             continue
         raw = res.to_json()
         readouts = {"expected": res.expected, "probs": raw["probs"], "mass": res.mass}
         if res.expected is None:
-            records.append(_failed(key, "no probability mass on any numeral 0..10", elapsed, raw))
+            records.append(
+                Record.failed(key, "no probability mass on any numeral 0..10", elapsed, raw)
+            )
         else:
             records.append(Record(key, "ok", None, raw, readouts, elapsed))
     return records

@@ -1,0 +1,47 @@
+"""What an executor runs: a unit of independent items, the same four attributes for every
+protocol, so no executor guesses at a unit's shape."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Unit(Protocol):
+    """A picklable piece of work: the items it writes records for, and how to schedule it.
+
+    ``keys``: the item keys it writes (a unit that keeps failing is recorded as failed under
+    them); ``size``: its number of items (progress); ``cost``: relative run time (the costliest
+    start first); ``model``: the model spec whose replica runs it on Ray (empty: any replica).
+    """
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def cost(self) -> float: ...
+
+    @property
+    def model(self) -> str: ...
+
+
+class KeyedItems:
+    """Mix-in for a frozen dataclass unit that holds its items as ``(key, spec)`` pairs in an
+    ``items`` field: its keys, its size, and a cost of one per item (override where an item
+    costs more)."""
+
+    items: tuple[tuple[str, dict[str, Any]], ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key for key, _ in self.items)
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+    @property
+    def cost(self) -> float:
+        return float(len(self.items))
