@@ -332,3 +332,21 @@ def test_embedding_judge_is_calibrated_and_recomputes_u() -> None:
     reply = Sensor(backend, k=5, judge=judge).ask(_inst(), "colour?", np.random.default_rng(1))
     again = make_judge(reply.judge)  # the stored judge name rebuilds the same judge
     assert consistency(again, reply.reply, reply.samples, reply.query) == (reply.u, reply.same)
+
+
+@pytest.mark.slow
+def test_a_process_loads_smollm2_once_for_reasoner_sensor_and_judge() -> None:
+    """The default probe run's three users of SmolLM2 (the reasoner, the perceiver sensor's LLM
+    and an LLM judge) share one loaded model per process instead of loading it each."""
+    from clearsight.models import shared_backend
+    from clearsight.perceiver import PerceiverBackend
+    from clearsight.probe.judges import LLMJudge
+
+    reasoner = shared_backend("hf:smollm2-135m")
+    sensor = Sensor("perceiver:llm", judge="llm:hf:smollm2-135m")
+    perceiver = sensor.backend
+    assert isinstance(perceiver, PerceiverBackend)
+    assert perceiver.llm is reasoner
+    judge = sensor.judge
+    assert isinstance(judge, LLMJudge)
+    assert judge.backend is reasoner

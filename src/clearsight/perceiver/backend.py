@@ -127,11 +127,11 @@ class PerceiverBackend:
         self.llm: Backend | None = None
         if mode == "llm":
             if llm is None:
-                from clearsight.models import load_backend, split_model_spec
+                from clearsight.models import shared_backend, split_model_spec
 
                 if split_model_spec(options.llm)[0] == "perceiver":
                     raise InputError("the perceiver's llm cannot be a perceiver")
-                llm = load_backend(options.llm, options.llm_options)
+                llm = shared_backend(options.llm, options.llm_options)
             self.llm = llm
 
     # ---------------------------------------------------------------- perception

@@ -336,9 +336,9 @@ def make_judge(spec: str, options: dict[str, Any] | None = None) -> Judge:
             raise InputError(
                 "the LLM judge needs a model: llm:<model spec>, e.g. llm:hf:smollm2-135m"
             )
-        from clearsight.models import load_backend
+        from clearsight.models import shared_backend
 
-        return LLMJudge(load_backend(arg, options or {}), arg)
+        return LLMJudge(shared_backend(arg, options or {}), arg)
     raise InputError(f"unknown judge {spec!r}: use embedding, embedding:<t>, exact or llm:<model>")
 
 

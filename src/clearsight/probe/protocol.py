@@ -405,7 +405,7 @@ def run_probe_analysis(
     Returns how many results of each kind were written."""
     from tqdm import tqdm
 
-    from clearsight.models import load_backend
+    from clearsight.models import shared_backend
     from clearsight.probe.analysis import belief_probe, belief_summary, classify_queries
     from clearsight.probe.reasoner import prompts
     from clearsight.probe.transcript import iter_transcripts
@@ -436,7 +436,7 @@ def run_probe_analysis(
         store.add_items((k, kind, spec) for k, kind, spec, _ in todo)
         for k, kind, _, transcript in tqdm(todo, desc="probe analysis", disable=not progress):
             if backend is None:
-                backend = load_backend(judge_model, judge_options or {})
+                backend = shared_backend(judge_model, judge_options or {})
             started = time.perf_counter()
             try:
                 if kind == BELIEF_PROTOCOL:

@@ -128,11 +128,12 @@ class Sensor:
 
     @property
     def backend(self) -> Backend:
-        """The backend (loaded on first use)."""
+        """The backend (loaded on first use; one per process and spec, shared with whatever else
+        uses that model)."""
         if self._backend is None:
-            from clearsight.models import load_backend
+            from clearsight.models import shared_backend
 
-            self._backend = load_backend(self.spec, self.options)
+            self._backend = shared_backend(self.spec, self.options)
         return self._backend
 
     @property
