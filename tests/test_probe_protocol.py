@@ -344,3 +344,64 @@ def test_real_models_one_conversation() -> None:
     assert t.stop in ("committed", "budget")
     assert 1 <= t.rounds <= 2
     assert t.vlm_calls == 3 * t.queries
+
+
+def _judge(tmp_path: Path) -> str:
+    judge = tmp_path / "judge.jsonl"
+    lines = [
+        {"match": "give your probability for each option", "texts": ["A=0.2, B=0.8"]},
+        {"match": "Classify", "texts": ["Targeted"]},
+    ]
+    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return f"scripted:{judge}"
+
+
+def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
+    from clearsight.driver import EXIT_FAILED_ITEMS, Execution
+    from clearsight.probe.posthoc import (
+        BELIEF_PROTOCOL,
+        QTYPE_PROTOCOL,
+        AnalysisConfig,
+        run_probe_analysis,
+    )
+
+    run = tmp_path / "run"
+    run_probe(_config(tmp_path), run, progress=False)
+    with RunStore.open(run, read_only=True) as store:
+        manifest = store.manifest()
+    config = AnalysisConfig(judge_model=_judge(tmp_path))
+    summary = run_probe_analysis(run, config, Execution(progress=False))
+    # 4 bp conversations with queries: a belief trace and query types each; direct: none
+    assert {k: s.ok for k, s in summary.stages.items()} == {BELIEF_PROTOCOL: 4, QTYPE_PROTOCOL: 4}
+    assert summary.exit_code == 0
+    results = load_probe_results(run)
+    assert len(results.beliefs) == 4
+    assert len(results.queries) == 4
+    assert set(results.queries["type"]) == {"Targeted"}
+    with RunStore.open(run, read_only=True) as store:
+        assert store.manifest()["config_hash"] == manifest["config_hash"]  # still the probe's
+    again = run_probe_analysis(run, config, Execution(progress=False))
+    assert again.units == 0
+    # a judge that cannot answer fails every item: the summary says so with the right code
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("")
+    bad = run_probe_analysis(
+        run,
+        AnalysisConfig(judge_model=f"scripted:{broken}", belief=False),
+        Execution(progress=False),
+    )
+    assert bad.failed == 4
+    assert bad.exit_code == EXIT_FAILED_ITEMS
+
+
+def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
+    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+
+    config = AnalysisConfig(judge_model=_judge(tmp_path))
+    with pytest.raises(InputError, match="holds no probe run"):
+        run_probe_analysis(tmp_path / "nothing", config)
+    assert not (tmp_path / "nothing").exists()
+    with RunStore.open(tmp_path / "sweep") as store:
+        store.begin_run({"config": {"n": 1}, "protocol": "sweep"})
+    with pytest.raises(InputError, match="is a sweep run, not a probe run"):
+        run_probe_analysis(tmp_path / "sweep", config)

@@ -540,14 +540,17 @@ def probe_analyse(
     query_types: Annotated[bool, typer.Option(help="Classify the queries.")] = True,
 ) -> None:
     """Belief probe and query-type classification with an LLM judge, stored in the run."""
-    from clearsight.probe.protocol import run_probe_analysis
+    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
     from clearsight.validate import InputError
 
+    config = AnalysisConfig(judge_model=judge_model, belief=belief, query_types=query_types)
     try:
-        written = run_probe_analysis(run, judge_model, belief=belief, query_types=query_types)
+        summary = run_probe_analysis(run, config)
     except InputError as exc:
         raise _fail(str(exc)) from exc
-    typer.echo(", ".join(f"{v} {k} results written" for k, v in written.items()))
+    except Interrupted as exc:
+        raise _interrupted(exc) from None
+    _finished(summary)
 
 
 @probe_app.command("judges")

@@ -128,13 +128,24 @@ class Protocol(Generic[C, P]):
     file stops the run there). ``manifest(config, plan)`` gives the run's manifest.
     ``stages(config, plan, store)`` yields the stages in order; it may read the store between
     them (grounding plans its elicitations from the trajectories its first stage wrote).
+
+    A protocol that adds records to an existing run of another one (the probe's post-hoc
+    analyses) names that protocol in ``adds_to`` and has no manifest of its own (None): the run
+    must exist and be of that protocol, and its manifest is kept as it is.
     """
 
     name: str
     models: Callable[[C], Sequence[ModelNeed]]
     plan: Callable[[C], P]
-    manifest: Callable[[C, P], Mapping[str, Any]]
+    manifest: Callable[[C, P], Mapping[str, Any]] | None
     stages: Callable[[C, P, RunStore], Iterator[Stage]]
+    adds_to: str | None = None
+
+    def __post_init__(self) -> None:
+        """Exactly one of a manifest (a run of its own) and ``adds_to`` (records added to
+        another protocol's run)."""
+        if (self.manifest is None) == (self.adds_to is None):
+            raise ValueError(f"protocol {self.name!r}: give either a manifest or adds_to")
 
 
 @dataclass(frozen=True)
@@ -300,8 +311,13 @@ def run(
     reasons: Counter[str] = Counter()
     # the lock sits beside the database (a run may be named by its run.sqlite file)
     lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
+    if protocol.adds_to is not None:
+        _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
+        if protocol.manifest is None:
+            store.expect_protocol(str(protocol.adds_to))
+        else:
+            store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
         with _sigterm_stops_cleanly():
             try:
                 for stage in protocol.stages(config, plan, store):
@@ -312,6 +328,14 @@ def run(
                 terminated = isinstance(exc, Terminated)
                 raise Interrupted(_total(stages), terminated=terminated) from None
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> None:
+    """A protocol that adds to an existing run needs that run (and never deletes it)."""
+    if fresh:
+        raise InputError(f"{protocol.name} adds to an existing run: fresh would delete it")
+    if not (run_dir / DB_NAME).is_file():
+        raise InputError(f"{run_dir} holds no {protocol.adds_to} run for {protocol.name} to add to")
 
 
 def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summary:

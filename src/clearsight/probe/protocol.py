@@ -26,6 +26,7 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
 from clearsight.models.base import Capabilities
 from clearsight.probe.instances import Instance, bundled_instances, load_instances
+from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_key, transcript_record
 from clearsight.provenance import run_manifest
@@ -380,78 +381,6 @@ def run_probe(
         fresh=fresh,
         allow_mismatch=allow_mismatch,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Post-hoc analyses with an LLM judge (belief probe, query types), stored beside the transcripts
-# --------------------------------------------------------------------------------------------
-
-BELIEF_PROTOCOL = "probe.belief"
-QTYPE_PROTOCOL = "probe.qtype"
-
-
-def run_probe_analysis(
-    run_dir: Path,
-    judge_model: str,
-    judge_options: dict[str, Any] | None = None,
-    *,
-    belief: bool = True,
-    query_types: bool = True,
-    progress: bool = True,
-) -> dict[str, int]:
-    """Elicit beliefs (BP conversations, and people's) and classify queries (every
-    conversation with queries) with ``judge_model``; each result is a record keyed by the
-    transcript's key, the judge and the prompt, so a rerun only does what is missing.
-    Returns how many results of each kind were written."""
-    from tqdm import tqdm
-
-    from clearsight.models import shared_backend
-    from clearsight.probe.analysis import belief_probe, belief_summary, classify_queries
-    from clearsight.probe.reasoner import prompts
-    from clearsight.probe.transcript import iter_transcripts
-    from clearsight.store import RunStore
-
-    strategies = prompts()["strategies"]
-    hashes = {
-        BELIEF_PROTOCOL: content_hash(strategies["assess"]),
-        QTYPE_PROTOCOL: content_hash(strategies["query_type"]),
-    }
-    backend: Any = None
-    written = {BELIEF_PROTOCOL: 0, QTYPE_PROTOCOL: 0}
-    with RunStore.open(run_dir) as store:
-        todo = []
-        for key, transcript in iter_transcripts(store):
-            if transcript.strategy == "direct" or transcript.queries == 0:
-                continue
-            kinds = []
-            if belief and (transcript.strategy in ("bp", "human")):
-                kinds.append(BELIEF_PROTOCOL)
-            if query_types:
-                kinds.append(QTYPE_PROTOCOL)
-            for kind in kinds:
-                spec = {"transcript": key, "judge": judge_model, "prompt": hashes[kind]}
-                todo.append((content_hash([kind, spec]), kind, spec, transcript))
-        pending = set(store.pending_keys([k for k, *_ in todo]))
-        todo = [t for t in todo if t[0] in pending]
-        store.add_items((k, kind, spec) for k, kind, spec, _ in todo)
-        for k, kind, _, transcript in tqdm(todo, desc="probe analysis", disable=not progress):
-            if backend is None:
-                backend = shared_backend(judge_model, judge_options or {})
-            started = time.perf_counter()
-            try:
-                if kind == BELIEF_PROTOCOL:
-                    trace = belief_probe(transcript, backend)
-                    raw: Any = trace.to_json()
-                    readouts = belief_summary(transcript, trace)
-                else:
-                    raw = classify_queries(transcript, backend)
-                    readouts = {"types": [r["type"] for r in raw]}
-                record = Record(k, "ok", None, raw, readouts, time.perf_counter() - started)
-            except Exception as exc:
-                record = Record.failed(k, exc, time.perf_counter() - started)
-            store.write_records([record])
-            written[kind] += record.status == "ok"
-    return written
 
 
 @dataclass(frozen=True)

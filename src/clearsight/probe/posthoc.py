@@ -1,0 +1,171 @@
+"""The probe's post-hoc analyses with an LLM judge, as a protocol added to a probe run.
+
+Two kinds of item, each keyed by the transcript, the judge and the prompt's hash, so a rerun
+only does what is missing (METHODS.md §6, the paper's §5):
+
+* **belief probe** (``probe.belief``): for every finished conversation of the belief-state
+  strategy and of people (``human:<name>``), the judge's belief over the options after each
+  sensor reply (:func:`~clearsight.probe.analysis.belief_probe`);
+* **query types** (``probe.qtype``): for every conversation with queries, each query's type
+  (:func:`~clearsight.probe.analysis.classify_queries`).
+
+Direct answers and conversations without a query have nothing to analyse. The records join the
+transcripts in the same run; the run's manifest stays the probe's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from clearsight import driver
+from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
+from clearsight.execute.unit import KeyedItems
+from clearsight.models.base import Capabilities
+from clearsight.probe.transcript import PROTOCOL, Transcript
+from clearsight.seeding import content_hash
+from clearsight.store import Record, RunStore
+
+BELIEF_PROTOCOL: Final = "probe.belief"
+QTYPE_PROTOCOL: Final = "probe.qtype"
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Which analyses to run and the judge that runs them."""
+
+    judge_model: str = "hf:smollm2-135m"
+    """The LLM judge: any text backend that generates."""
+    judge_options: Mapping[str, Any] = field(default_factory=dict)
+    """Options of the judge's backend."""
+    belief: bool = True
+    """Run the belief probe (belief-state conversations and people's)."""
+    query_types: bool = True
+    """Classify every conversation's queries."""
+
+
+@dataclass(frozen=True)
+class AnalysisUnit(KeyedItems):
+    """One analysis of one transcript: picklable, so a process pool can run it."""
+
+    items: tuple[tuple[str, dict[str, Any]], ...]
+    kind: str
+    transcript: dict[str, Any]
+    judge_model: str
+    judge_options: dict[str, Any]
+
+    @property
+    def model(self) -> str:
+        return self.judge_model
+
+
+def _prompt_hashes() -> dict[str, str]:
+    """Each analysis's prompt hash: a changed prompt is a new item, not a stale record."""
+    from clearsight.probe.reasoner import prompts
+
+    strategies = prompts()["strategies"]
+    return {
+        BELIEF_PROTOCOL: content_hash(strategies["assess"]),
+        QTYPE_PROTOCOL: content_hash(strategies["query_type"]),
+    }
+
+
+def _kinds(config: AnalysisConfig, transcript: Transcript) -> list[str]:
+    """The analyses a transcript gets."""
+    if transcript.strategy == "direct" or transcript.queries == 0:
+        return []
+    kinds = []
+    if config.belief and transcript.strategy in ("bp", "human"):
+        kinds.append(BELIEF_PROTOCOL)
+    if config.query_types:
+        kinds.append(QTYPE_PROTOCOL)
+    return kinds
+
+
+def run_unit(unit: AnalysisUnit) -> list[Record]:
+    """The judge's analysis of one transcript as a record (failed with its reason)."""
+    from clearsight.models import shared_backend
+    from clearsight.probe.analysis import belief_probe, belief_summary, classify_queries
+
+    started = time.perf_counter()
+    ((key, _),) = unit.items
+    try:
+        backend = shared_backend(unit.judge_model, unit.judge_options)
+        transcript = Transcript.from_json(unit.transcript)
+        if unit.kind == BELIEF_PROTOCOL:
+            trace = belief_probe(transcript, backend)
+            raw: Any = trace.to_json()
+            readouts: dict[str, Any] = belief_summary(transcript, trace)
+        else:
+            raw = classify_queries(transcript, backend)
+            readouts = {"types": [r["type"] for r in raw]}
+    except Exception as exc:  # recorded with its reason; the run goes on
+        return [Record.failed(key, exc, time.perf_counter() - started)]
+    return [Record(key, "ok", None, raw, readouts, time.perf_counter() - started)]
+
+
+def _models(config: AnalysisConfig) -> list[ModelNeed]:
+    return [
+        ModelNeed(
+            config.judge_model,
+            config.judge_options,
+            Capabilities(generate=True),
+            "the probe's post-hoc analyses (the judge generates)",
+        )
+    ]
+
+
+def _stages(config: AnalysisConfig, hashes: dict[str, str], store: RunStore) -> Iterator[Stage]:
+    """One stage per analysis, over the run's finished transcripts."""
+    transcripts = [
+        (r.key, r.raw) for r in store.iter_records("ok") if r.protocol == PROTOCOL and r.raw
+    ]
+    for kind in (BELIEF_PROTOCOL, QTYPE_PROTOCOL):
+        items: list[tuple[str, dict[str, Any]]] = []
+        sources: dict[str, dict[str, Any]] = {}
+        for key, raw in transcripts:
+            if kind not in _kinds(config, Transcript.from_json(raw)):
+                continue
+            spec = {"transcript": key, "judge": config.judge_model, "prompt": hashes[kind]}
+            item_key = content_hash([kind, spec])
+            items.append((item_key, spec))
+            sources[item_key] = raw
+
+        def units(
+            pending: Sequence[tuple[str, Mapping[str, Any]]],
+            kind: str = kind,
+            sources: dict[str, dict[str, Any]] = sources,
+        ) -> list[AnalysisUnit]:
+            return [
+                AnalysisUnit(
+                    ((k, dict(s)),),
+                    kind,
+                    sources[k],
+                    config.judge_model,
+                    dict(config.judge_options),
+                )
+                for k, s in pending
+            ]
+
+        if items:
+            yield Stage(kind, items, units, run_unit)
+
+
+#: The post-hoc analyses as a value for :func:`clearsight.driver.run` (added to a probe run).
+ANALYSIS: Protocol[AnalysisConfig, dict[str, str]] = Protocol(
+    "probe.analysis", _models, lambda _: _prompt_hashes(), None, _stages, adds_to=PROTOCOL
+)
+
+
+def run_probe_analysis(
+    run_dir: Path,
+    config: AnalysisConfig | None = None,
+    execution: Execution | None = None,
+) -> RunSummary:
+    """Run the analyses ``config`` asks for on the probe run in ``run_dir`` (what is stored is
+    not redone); ``summary.stages[kind].ok`` counts each kind's new results. The same as
+    ``clearsight.driver.run(ANALYSIS, config, run_dir, execution)``."""
+    return driver.run(ANALYSIS, config or AnalysisConfig(), run_dir, execution)
