@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
@@ -103,6 +104,16 @@ def _image_key(image: npt.NDArray[np.uint8]) -> str:
     digest = hashlib.blake2b(np.ascontiguousarray(image).data, digest_size=16)
     digest.update(repr((image.shape, image.dtype.str)).encode())
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where a request's read-outs are among LLM mode's inner requests: the candidate scoring
+    (``score_at``), the generation (``gen_at``) and the cloze sentence of each option."""
+
+    score_at: int | None
+    gen_at: int | None
+    sentences: dict[str, str]
 
 
 class PerceiverBackend:
@@ -230,94 +241,111 @@ class PerceiverBackend:
         options, generation), all sent to the LLM in one batch."""
         assert self.llm is not None
         inner: list[Request] = []
-        plans: list[tuple[int | None, int | None, dict[str, str]]] = []
-        for request, (_, q, evidence, _) in zip(requests, prepared, strict=True):
-            score_at = gen_at = None
-            sentences: dict[str, str] = {}
-            if request.candidates:
-                score_at = len(inner)
-                if self.options.readout == "cloze" and q.letters:
-                    sentences = cloze_sentences(q)
-                    inner.append(
-                        Request(
-                            (Message.user(llm_prompt(evidence, cloze_question(q))),),
-                            Decoding(max_new_tokens=1, seed=request.decoding.seed),
-                            candidates=tuple(sentences.values()),
-                            generate=False,
-                        )
-                    )
-                elif request.generate:
-                    score_at = None  # scored together with the generation below
-                else:
-                    inner.append(
-                        Request(
-                            (Message.user(llm_prompt(evidence, q.text)),),
-                            Decoding(max_new_tokens=1, seed=request.decoding.seed),
-                            candidates=request.candidates,
-                            generate=False,
-                        )
-                    )
-            if request.generate:
-                gen_at = len(inner)
-                direct = request.candidates if score_at is None else ()
-                inner.append(
-                    Request(
-                        (Message.user(llm_prompt(evidence, q.text)),),
-                        request.decoding,
-                        n=request.n,
-                        candidates=direct,
-                    )
-                )
-                if direct:
-                    score_at = gen_at
-            plans.append((score_at, gen_at, sentences))
+        plans = [
+            self._plan(request, q, evidence, inner)
+            for request, (_, q, evidence, _) in zip(requests, prepared, strict=True)
+        ]
         t0 = time.perf_counter()
         answers = self.llm.complete(inner) if inner else []
         share = (time.perf_counter() - t0) / max(len(requests), 1)
-        out = []
-        for request, (p, q, evidence, spent), (score_at, gen_at, sentences) in zip(
-            requests, prepared, plans, strict=True
-        ):
-            extra: dict[str, Any] = {}
-            candidates = None
-            texts: tuple[str, ...] = ()
-            token_logprobs = None
-            usage: dict[str, int] = {}
-            for at in {score_at, gen_at} - {None}:
-                assert at is not None
-                extra.update(answers[at].extra)
-                for k, v in answers[at].usage.items():
-                    usage[k] = usage.get(k, 0) + int(v)
-            if score_at is not None:
-                raw = answers[score_at].candidate_probs or {}
-                if sentences:
-                    candidates = {
-                        c: float(raw.get(sentences.get(c.strip(), ""), 0.0))
-                        for c in request.candidates
-                    }
-                    extra["cloze"] = sentences
-                    extra["cloze_prompt"] = inner[score_at].messages[0].text
-                else:
-                    candidates = {c: float(raw.get(c, 0.0)) for c in request.candidates}
-                    extra["llm_prompt"] = inner[score_at].messages[0].text
-            if gen_at is not None:
-                texts = answers[gen_at].texts
-                token_logprobs = answers[gen_at].token_logprobs
-                extra["llm_prompt"] = inner[gen_at].messages[0].text
-            extra.update(self._extra(p, evidence, q))
-            extra["llm"] = self.options.llm
-            extra["readout"] = "cloze" if sentences else "direct"
-            out.append(
-                Response(
-                    texts=texts,
-                    token_logprobs=token_logprobs,
-                    candidate_probs=candidates,
-                    usage=usage,
-                    latency_s=spent + share,
-                    extra=extra,
+        return [
+            self._answer(request, x, plan, inner, answers, share)
+            for request, x, plan in zip(requests, prepared, plans, strict=True)
+        ]
+
+    def _plan(
+        self, request: Request, q: ParsedQuestion, evidence: str, inner: list[Request]
+    ) -> _Plan:
+        """Append the inner requests ``request`` needs to ``inner``; where their answers are."""
+        score_at = gen_at = None
+        sentences: dict[str, str] = {}
+        if request.candidates:
+            score_at = len(inner)
+            if self.options.readout == "cloze" and q.letters:
+                sentences = cloze_sentences(q)
+                inner.append(
+                    Request(
+                        (Message.user(llm_prompt(evidence, cloze_question(q))),),
+                        Decoding(max_new_tokens=1, seed=request.decoding.seed),
+                        candidates=tuple(sentences.values()),
+                        generate=False,
+                    )
+                )
+            elif request.generate:
+                score_at = None  # scored together with the generation below
+            else:
+                inner.append(
+                    Request(
+                        (Message.user(llm_prompt(evidence, q.text)),),
+                        Decoding(max_new_tokens=1, seed=request.decoding.seed),
+                        candidates=request.candidates,
+                        generate=False,
+                    )
+                )
+        if request.generate:
+            gen_at = len(inner)
+            direct = request.candidates if score_at is None else ()
+            inner.append(
+                Request(
+                    (Message.user(llm_prompt(evidence, q.text)),),
+                    request.decoding,
+                    n=request.n,
+                    candidates=direct,
                 )
             )
-        return out
+            if direct:
+                score_at = gen_at
+        return _Plan(score_at, gen_at, sentences)
+
+    def _answer(
+        self,
+        request: Request,
+        prepared: tuple[Perception, ParsedQuestion, str, float],
+        plan: _Plan,
+        inner: Sequence[Request],
+        answers: Sequence[Response],
+        share: float,
+    ) -> Response:
+        """The response to ``request`` from the LLM's answers to its inner requests."""
+        p, q, evidence, spent = prepared
+        extra: dict[str, Any] = {}
+        candidates = None
+        texts: tuple[str, ...] = ()
+        token_logprobs = None
+        usage: dict[str, int] = {}
+        for at in {plan.score_at, plan.gen_at} - {None}:
+            assert at is not None
+            extra.update(answers[at].extra)
+            for k, v in answers[at].usage.items():
+                usage[k] = usage.get(k, 0) + int(v)
+        if plan.score_at is not None:
+            raw = answers[plan.score_at].candidate_probs or {}
+            prompt = inner[plan.score_at].messages[0].text
+            if plan.sentences:
+                candidates = {
+                    c: float(raw.get(plan.sentences.get(c.strip(), ""), 0.0))
+                    for c in request.candidates
+                }
+                extra["cloze"] = plan.sentences
+                extra["cloze_prompt"] = prompt
+            else:
+                candidates = {c: float(raw.get(c, 0.0)) for c in request.candidates}
+                extra["llm_prompt"] = prompt
+        if plan.gen_at is not None:
+            texts = answers[plan.gen_at].texts
+            token_logprobs = answers[plan.gen_at].token_logprobs
+            extra["llm_prompt"] = inner[plan.gen_at].messages[0].text
+        extra.update(self._extra(p, evidence, q))
+        extra["llm"] = self.options.llm
+        extra["readout"] = "cloze" if plan.sentences else "direct"
+        return Response(
+            texts=texts,
+            token_logprobs=token_logprobs,
+            candidate_probs=candidates,
+            usage=usage,
+            latency_s=spent + share,
+            extra=extra,
+        )
 
 
 def make_perceiver(arg: str, options: Mapping[str, Any]) -> PerceiverBackend:

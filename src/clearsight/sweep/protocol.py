@@ -314,6 +314,24 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     refs = scene_refs(config)
     prior = category_prior([c for r in refs for c in r.categories])
     scheme = distractor_scheme(config, prior)
+    prompt_hashes: dict[str, str] = {}
+    # id() of question dicts that all stay alive in `per_scene` until planning ends
+    question_hashes: dict[int, str] = {}
+    per_scene = _scene_specs(config, refs, prior, scheme, prompt_hashes, question_hashes)
+    units = _model_units(config, refs, per_scene, question_hashes) + _veq_units(config, refs)
+    return SweepPlan(tuple(units), prompt_hashes, prior, scheme)
+
+
+def _scene_specs(
+    config: SweepConfig,
+    refs: Sequence[SceneRef],
+    prior: dict[str, float],
+    scheme: DistractorScheme,
+    prompt_hashes: dict[str, str],
+    question_hashes: dict[int, str],
+) -> list[list[dict[str, Any]]]:
+    """Per scene, the model-free item specs: targets x questions x conditions (recording each
+    template's hash in ``prompt_hashes`` and each question's in ``question_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None
     physics = {
         "airlight": config.airlight,
@@ -323,11 +341,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         "box_thickness_px": config.box_thickness_px,
     }
     conditions = _conditions(config)
-    prompt_hashes: dict[str, str] = {}
-    units: list[SweepUnit] = []
     per_scene: list[list[dict[str, Any]]] = []
-    # id() of question dicts that all stay alive in `per_scene` until planning ends
-    question_hashes: dict[int, str] = {}
     for i, ref in enumerate(refs):
         specs: list[dict[str, Any]] = []
         for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
@@ -366,6 +380,17 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                         spec["shown"] = shown_partner
                     specs.append(spec)
         per_scene.append(specs)
+    return per_scene
+
+
+def _model_units(
+    config: SweepConfig,
+    refs: Sequence[SceneRef],
+    per_scene: Sequence[Sequence[dict[str, Any]]],
+    question_hashes: Mapping[int, str],
+) -> list[SweepUnit]:
+    """One unit per model and scene: the scene's specs in the model's wordings and conditions."""
+    units: list[SweepUnit] = []
     for model in config.models:
         options = dict(config.model_options.get(model, {}))
         if model == "observer":
@@ -390,18 +415,23 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
                     config.max_new_tokens,
                 )
             )
-    if "imagenet_c" in config.controls:
-        for ref in refs:
-            items = []
-            for s in config.imagenet_c_severities:
-                spec = {"scene": ref.to_json(), "severity": s, "seed": config.seed}
-                items.append((content_hash([VEQ_PROTOCOL, spec]), spec))
-            units.append(
-                SweepUnit(
-                    VEQ_PROTOCOL, "", {}, ref.to_json(), config.coco_depth_model, tuple(items)
-                )
-            )
-    return SweepPlan(tuple(units), prompt_hashes, prior, scheme)
+    return units
+
+
+def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[SweepUnit]:
+    """The ImageNet-C control's equivalent-visibility units, one per scene (no model)."""
+    if "imagenet_c" not in config.controls:
+        return []
+    units = []
+    for ref in refs:
+        items = []
+        for s in config.imagenet_c_severities:
+            spec = {"scene": ref.to_json(), "severity": s, "seed": config.seed}
+            items.append((content_hash([VEQ_PROTOCOL, spec]), spec))
+        units.append(
+            SweepUnit(VEQ_PROTOCOL, "", {}, ref.to_json(), config.coco_depth_model, tuple(items))
+        )
+    return units
 
 
 # --------------------------------------------------------------------------------------------
