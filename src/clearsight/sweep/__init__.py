@@ -1,0 +1,1 @@
+"""The visibility sweep: physical fog and water on a metric depth map."""
