@@ -290,7 +290,7 @@ def test_a_report_command_refuses_a_run_of_another_protocol(tmp_path: Path) -> N
     wrong = runner.invoke(app, ["probe", "report", str(sweep)])
     assert wrong.exit_code == 2
     assert "is a sweep run, not a probe run: use clearsight report" in wrong.output
-    assert not (sweep / "probe_report.html").exists()
+    assert not (sweep / "report.html").exists()
     with RunStore.open(sweep) as store:  # pretend it is a probe run
         manifest = store.manifest()
         store.begin_run({**manifest_entries(manifest), "protocol": "probe"}, allow_mismatch=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -238,3 +239,90 @@ def test_tgs_scores_average_within_then_across_benchmarks() -> None:
 def test_canonical_trajectory_needs_a_solution() -> None:
     with pytest.raises(InputError, match="no canonical solution"):
         good_trajectory(Problem("a", "b", "Q?", "1", "number"))
+
+
+# ------------------------------------------------------------------------------ the report
+
+
+def _grounding_run(run: Path) -> None:
+    """A grounding run written by hand: six problems of two benchmarks with the masking curve,
+    pairs on every axis, own trajectories, judge verdicts and one failed elicitation."""
+    from clearsight.grounding.protocol import ELICIT, JUDGE, TRAJECTORY
+    from clearsight.store import Record, RunStore
+
+    items: list[tuple[str, str, dict[str, object]]] = []
+    records: list[Record] = []
+
+    def add(kind: str, spec: dict[str, object], readouts: dict[str, object]) -> None:
+        key = f"{kind}/{len(items)}"
+        items.append((key, kind, spec))
+        records.append(Record(key, "ok", None, {}, readouts, 0.1))
+
+    for row in _frame().itertuples(index=False):
+        r = float(str(row.variant)[6:]) if str(row.variant).startswith("self/r") else 0.0
+        spec = {
+            "problem": {"id": row.problem, "benchmark": row.benchmark},
+            "variant": row.variant,
+            "share": r,
+            "meta": {},
+        }
+        add(ELICIT, spec, {"expected": row.expected, "probs": [1 / 11] * 11, "mass": 1.0})
+    for i in range(6):
+        problem = {"id": f"p{i}", "benchmark": "b1" if i < 3 else "b2"}
+        for r in (0.25, 0.5, 0.75):
+            spec = {"problem": problem, "variant": self_variant(r), "share": r, "meta": {}}
+            add(ELICIT, spec, {"expected": 0.8 - 0.1 * r, "probs": [0.0] * 11, "mass": 1.0})
+        readouts = {"correct": i % 2 == 0, "answer": "1", "answer_forced": False}
+        add(TRAJECTORY, {"problem": problem}, readouts)
+        add(JUDGE, {"problem": problem}, {"axis": "answer", "picked_bad": i < 2})
+    with RunStore.open(run) as store:
+        store.begin_run({"config": {}, "protocol": "grounding"})
+        store.add_items([*items, ("bad", ELICIT, {"problem": {"id": "p9"}})])
+        store.write_records([*records, Record("bad", "failed", "RuntimeError: no slot", {}, {}, 0)])
+
+
+def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
+    from html import unescape
+
+    from clearsight.report.grounding import build_grounding_report, tables
+
+    run = tmp_path / "grounding"
+    _grounding_run(run)
+    paths, analysis = build_grounding_report(run, n_boot=100)
+    assert (paths.html, paths.summary_md, paths.summary_csv) == (
+        run / "report.html",
+        run / "summary.md",
+        run / "summary.csv",
+    )
+    assert not (run / "report").exists()
+    assert analysis["n_elicitations"] == 6 * 6 + 6 * 3
+    assert analysis["failures"] == {"grounding.elicit: RuntimeError: no slot": 1}
+    assert analysis["judge"] == {"answer": {"n": 6, "picked_bad": pytest.approx(2 / 6)}}
+    # summary.csv is the scores table, row for row as the page renders it
+    csv = pd.read_csv(paths.summary_csv, keep_default_na=False, na_values=[""], dtype=str)
+    pd.testing.assert_frame_equal(csv, tables(analysis))
+    assert list(csv.columns) == ["score", "overall", "b1", "b2"]
+    tgs_self = csv.set_index("score").loc["TGS-self"]
+    assert tgs_self["overall"].startswith("+0.1500 [")
+    assert tgs_self["b1"].startswith("+0.2000 [")
+    assert tgs_self["b2"].startswith("+0.1000 [")
+    html = paths.html.read_text(encoding="utf-8")
+    section = html.split("<h2>Scores</h2>", 1)[1].split("</table>", 1)[0]
+    cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
+    assert cells == [str(v) for row in csv.itertuples(index=False) for v in row]
+    # the figures the run has data for are inlined; nothing is loaded from elsewhere
+    assert html.count("src='data:image/png;base64,") == 2  # masking curve, ECE vs TGS
+    assert "no slot" in html
+    assert "Judge validation" in html
+    assert "Judge validation" in paths.summary_md.read_text(encoding="utf-8")
+
+
+def test_the_grounding_report_refuses_a_run_of_another_protocol(tmp_path: Path) -> None:
+    from clearsight.report.grounding import build_grounding_report
+    from clearsight.store import RunStore
+
+    with RunStore.open(tmp_path / "p") as store:
+        store.begin_run({"config": {}, "protocol": "probe"})
+    with pytest.raises(InputError, match="is a probe run, not a grounding run"):
+        build_grounding_report(tmp_path / "p")
+    assert not (tmp_path / "p" / "report.html").exists()

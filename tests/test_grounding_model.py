@@ -325,9 +325,9 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
     assert first.stages[ELICIT].ok > 8 * 4
     again = run_grounding(cfg, run, progress=False)  # resumes: nothing left to do
     assert again.stages[ELICIT].units == 0
-    folder, analysis = build_grounding_report(run, n_boot=200)
-    assert (folder / "grounding.md").is_file()
-    assert (folder / "masking.png").is_file()
+    paths, analysis = build_grounding_report(run, n_boot=200)
+    assert paths.summary_csv.is_file()
+    assert "alt='masking curve'" in paths.html.read_text()
     overall = analysis["overall"]
     assert math.isfinite(overall["tgs_pair_answer"]["estimate"])
     assert overall["tgs_pair_answer"]["n_items"] == 8
@@ -335,7 +335,7 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
     judge = analysis["judge"]
     assert judge["answer"]["n"] == 8
     assert 0.0 <= judge["answer"]["picked_bad"] <= 1.0
-    assert "Judge validation" in (folder / "grounding.md").read_text()
+    assert "Judge validation" in paths.summary_md.read_text()
 
 
 def test_shared_prefix_rows_equal_rows_run_alone(llama: HfBackend, calls: Calls) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,8 @@ from clearsight.probe.analysis import (
 )
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import agreement, make_judge, normalise
-from clearsight.probe.protocol import ProbeConfig, load_probe_results, plan_probe, run_probe
+from clearsight.probe.protocol import ProbeConfig, plan_probe, run_probe
+from clearsight.probe.results import load_probe_results
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
 from clearsight.store import RunStore
 from clearsight.validate import InputError
@@ -200,18 +203,36 @@ def test_judge_agreement_against_hand_values() -> None:
 
 
 def test_results_and_report(tmp_path: Path) -> None:
-    from clearsight.report.probe import build_probe_report
+    from clearsight.report.html import cell_text
+    from clearsight.report.probe import MAIN_TABLE, build_probe_report, probe_tables
 
-    run_probe(_config(tmp_path), tmp_path / "run", progress=False)
-    results = load_probe_results(tmp_path / "run")
+    run = tmp_path / "run"
+    run_probe(_config(tmp_path), run, progress=False)
+    results = load_probe_results(run)
     assert isinstance(results.transcripts, pd.DataFrame)
     assert len(results.transcripts) == 8
-    paths = build_probe_report(tmp_path / "run")
+    assert [t.strategy for t in results.conversations].count("bp") == 4
+    paths = build_probe_report(run)
+    assert (paths.html, paths.summary_md, paths.summary_csv) == (
+        run / "report.html",
+        run / "summary.md",
+        run / "summary.csv",
+    )
     html = paths.html.read_text()
     assert "Table 1" in html
     assert "Table 9" in html
     md = paths.summary_md.read_text()
     assert "| bp |" in md or "bp" in md
+    # summary.csv is Table 1, the table the page renders first
+    table1 = probe_tables(results)[MAIN_TABLE]
+    csv = pd.read_csv(paths.summary_csv, keep_default_na=False, na_values=[""])
+    assert list(csv.columns) == list(table1.columns)
+    assert sorted(csv["strategy"]) == ["bp", "direct"]
+    assert csv["runs"].tolist() == [2, 2]
+    pd.testing.assert_frame_equal(csv, table1, check_dtype=False)
+    section = html.split("<h2>Table 1", 1)[1].split("</table>", 1)[0]
+    cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
+    assert cells == [cell_text(v) for row in table1.itertuples(index=False) for v in row]
 
 
 def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
@@ -285,7 +306,8 @@ def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "8 records written, 0 failed" in result.output
     assert "Table 1" in result.output
-    assert (out / "probe_report.html").is_file()
+    assert (out / "report.html").is_file()
+    assert (out / "summary.csv").is_file()
     judged = CliRunner().invoke(app, ["probe", "judges", str(out), "--a", "exact", "--b", "exact"])
     assert judged.exit_code == 0, judged.output
     assert "exact: 1.000" in judged.output

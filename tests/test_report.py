@@ -21,11 +21,11 @@ import pytest
 from clearsight.config import SweepConfig
 from clearsight.metrics import bootstrap_weights, crossing_visibility, percentile_interval
 from clearsight.report import build_report, summary_table
-from clearsight.report.data import load_run_data
 from clearsight.report.html import Col, esc, table
 from clearsight.report.tables import analyse_sweep, crossing_label, w_label
 from clearsight.store import load_run
 from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.results import load_run_data
 
 SMALL_SCENES = ("skimage-chelsea", "skimage-astronaut", "skimage-coffee", "mpl-grace-hopper")
 # Photos shipped in wheels whose targets the observer loses within a sweep that continues

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import sqlite3
 import subprocess
@@ -19,11 +20,13 @@ import pytest
 from clearsight.seeding import content_hash
 from clearsight.store import (
     DB_NAME,
+    FRAME_COLUMNS,
     SCHEMA_VERSION,
     ConfigMismatch,
     Record,
     RunStore,
     StoredRecord,
+    compact_json,
     load_run,
 )
 from clearsight.validate import InputError
@@ -360,6 +363,150 @@ def _frame_store(store: RunStore) -> RunStore:
         ]
     )
     return store
+
+
+# ------------------------------------------------------------------------ reads by kind
+
+
+def _kinds_store(store: RunStore) -> RunStore:
+    """Three sweep items (one failed, retried), a V_eq item, two probe items (one failed), and
+    a probe.build item without a record, added in this order."""
+    store.add_items(
+        [
+            ("s1", "sweep", {"scene": "cat", "level": 1.5}),
+            ("v1", "sweep.veq", {"scene": "cat", "severity": 3}),
+            ("p1", "probe", {"instance": "ü", "run": 0}),
+            ("s2", "sweep", {"scene": "dog", "level": math.nan}),
+            ("p2", "probe", {"instance": "q", "run": 1}),
+            ("s3", "sweep", {"scene": "eel", "level": 3.0}),
+            ("b1", "probe.build", {"samples": 11}),
+        ]
+    )
+    store.write_records(
+        [
+            Record("s1", "ok", None, {"texts": ["A"]}, {"answer": "A"}, 0.5),
+            Record("v1", "ok", None, {}, {"v_eq_m": 62.5}, 0.25),
+            Record("p1", "failed", "RuntimeError: sensor", {"turns": [1]}, {"rounds": 1}, 0.1),
+            Record("s2", "failed", "ValueError: bad image", None, {}, 0.125),
+            Record("p2", "ok", None, {"turns": [1, 2]}, {"rounds": 2}, 1.0),
+            Record("s3", "ok", None, {"texts": ["C"]}, {"answer": "C"}, 0.75),
+        ]
+    )
+    store.write_records([Record("s2", "ok", None, {"texts": ["B"]}, {"answer": "B"}, 0.5)])
+    return store
+
+
+def test_item_kinds_and_records_per_kind(store: RunStore) -> None:
+    _kinds_store(store)
+    assert store.item_kinds() == ["probe", "probe.build", "sweep", "sweep.veq"]
+    assert store.records_per_kind() == {"probe": 2, "sweep": 3, "sweep.veq": 1}
+    assert store.count_records() == 6
+    assert store.count_records(status="failed") == 1
+    assert store.count_records(kind="sweep") == 3
+    assert store.count_records(status="ok", kind="probe") == 1
+    assert store.count_records(kind="probe.build") == 0
+    assert store.count_records(status="nope") == 0
+
+
+def test_iter_records_by_kind_and_without_raw(store: RunStore) -> None:
+    _kinds_store(store)
+    assert [r.key for r in store.iter_records(kind="sweep")] == ["s1", "s2", "s3"]
+    assert [r.key for r in store.iter_records("failed")] == ["p1"]
+    assert [r.key for r in store.iter_records("ok", kind="probe")] == ["p2"]
+    (p1,) = store.iter_records(kind="probe", status="failed", raw=False)
+    assert (p1.raw, p1.readouts, p1.spec, p1.error) == (
+        None,
+        {"rounds": 1},
+        {"instance": "ü", "run": 0},
+        "RuntimeError: sensor",
+    )
+    (p2,) = store.iter_records("ok", kind="probe")
+    assert p2.raw == {"turns": [1, 2]}
+
+
+def test_records_page_counts_from_an_offset_in_item_order(store: RunStore) -> None:
+    _kinds_store(store)
+    assert [r.key for r in store.records_page(0, 4)] == ["s1", "v1", "p1", "s2"]
+    assert [r.key for r in store.records_page(4, 4)] == ["p2", "s3"]
+    assert store.records_page(6, 4) == []
+    page = store.records_page(1, 5, kind="sweep")
+    assert [(r.key, r.status, r.attempt) for r in page] == [("s2", "ok", 2), ("s3", "ok", 1)]
+    assert all(r.raw is None for r in page)  # a page never reads raw outputs
+    assert math.isnan(page[0].spec["level"])
+    assert [r.key for r in store.records_page(0, 9, status="ok", kind="sweep")] == [
+        "s1",
+        "s2",
+        "s3",
+    ]
+
+
+def test_one_record_by_key_and_raw_outputs_of_keys(store: RunStore) -> None:
+    _kinds_store(store)
+    s2 = store.record("s2")
+    assert s2 is not None
+    assert (s2.protocol, s2.status, s2.error, s2.attempt, s2.elapsed_s) == (
+        "sweep",
+        "ok",
+        None,
+        2,
+        0.5,
+    )
+    assert (s2.raw, s2.readouts) == ({"texts": ["B"]}, {"answer": "B"})
+    assert store.record("b1") is None  # an item without a record
+    assert store.record("missing") is None
+    assert store.raw_outputs(["s3", "missing", "p1"]) == {
+        "s3": {"texts": ["C"]},
+        "p1": {"turns": [1]},
+    }
+    assert store.raw_outputs([]) == {}
+
+
+def test_to_frame_of_one_kind_has_that_kinds_columns(store: RunStore) -> None:
+    _kinds_store(store)
+    veq = store.to_frame(kind="sweep.veq")
+    assert list(veq["key"]) == ["v1"]
+    assert [c for c in veq.columns if c not in FRAME_COLUMNS] == ["scene", "severity", "v_eq_m"]
+    assert veq["v_eq_m"].tolist() == [62.5]
+    ok_sweep = store.to_frame(status="ok", kind="sweep", include_raw=True)
+    assert list(ok_sweep["key"]) == ["s1", "s2", "s3"]
+    assert list(ok_sweep["answer"]) == ["A", "B", "C"]
+    assert [json.loads(r) for r in ok_sweep["raw"]] == [{"texts": [t]} for t in "ABC"]
+    assert list(store.to_frame(status="failed")["key"]) == ["p1"]
+
+
+def test_compact_json_reproduces_the_stored_text(store: RunStore) -> None:
+    _kinds_store(store)
+    stored = dict(store.conn.execute("SELECT key, spec FROM items").fetchall())
+    for record in store.iter_records(raw=False):
+        assert compact_json(record.spec) == stored[record.key]
+    assert stored["s2"] == '{"scene":"dog","level":NaN}'
+
+
+def test_a_corrupted_raw_output_names_its_record(store: RunStore) -> None:
+    _kinds_store(store)
+    store.conn.execute("UPDATE records SET raw = '{oops' WHERE key = 's3'")
+    with pytest.raises(InputError, match="table records, key s3, column raw"):
+        store.record("s3")
+    with pytest.raises(InputError, match="table records, key s3, column raw"):
+        store.raw_outputs(["s3"])
+    assert [r.key for r in store.iter_records(kind="sweep", raw=False)] == ["s1", "s2", "s3"]
+
+
+def test_no_sql_outside_the_store() -> None:
+    """Only store.py talks to SQLite: everything else reads through RunStore's methods."""
+    src = Path(__file__).resolve().parents[1] / "src" / "clearsight"
+    sql = re.compile(
+        r"\bsqlite3\b|\.conn\b|\.execute(many)?\(|"
+        r"\b(SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+TABLE)\b"
+    )
+    found = [
+        f"{path.relative_to(src)}:{number}: {line.strip()}"
+        for path in sorted(src.rglob("*.py"))
+        if path.name != "store.py" or path.parent != src
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if sql.search(line)
+    ]
+    assert found == []
 
 
 def test_to_frame_flattens_spec_and_readouts(store):

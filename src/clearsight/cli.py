@@ -508,7 +508,7 @@ def probe_run(
 
 
 def _probe_report(run: Path, build: object, tables: object) -> None:
-    from clearsight.probe.protocol import load_probe_results
+    from clearsight.probe.results import load_probe_results
 
     paths = build(run)  # type: ignore[operator]
     for title, frame in tables(load_probe_results(run)).items():  # type: ignore[operator]
@@ -520,7 +520,7 @@ def _probe_report(run: Path, build: object, tables: object) -> None:
 
 @probe_app.command("report")
 def probe_report(run: Annotated[Path, typer.Argument(help="A probe run directory.")]) -> None:
-    """Write probe_report.html and probe_summary.md of a probe run and print its tables."""
+    """Write report.html, summary.md and summary.csv of a probe run and print its tables."""
     from clearsight.report.probe import build_probe_report, probe_tables
     from clearsight.validate import InputError
 
@@ -732,13 +732,13 @@ def grounding(
         )
         for stage, s in summary.stages.items():
             typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
-        folder, analysis = build_grounding_report(out, n_boot=n_boot, seed=seed)
+        paths, analysis = build_grounding_report(out, n_boot=n_boot, seed=seed)
     except InputError as exc:
         raise _fail(str(exc)) from exc
     except Interrupted as exc:
         raise _interrupted(exc) from None
     typer.echo(tables(analysis).to_string(index=False))
-    typer.echo(f"report: {folder / 'grounding.md'}")
+    typer.echo(f"report: {paths.html}")
     _finished(summary)
 
 

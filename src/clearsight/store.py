@@ -58,6 +58,7 @@ __all__ = [
     "RunStore",
     "Status",
     "StoredRecord",
+    "compact_json",
     "load_run",
 ]
 
@@ -127,6 +128,18 @@ ON CONFLICT (key) DO UPDATE SET
 WHERE records.status <> 'ok'
 """
 
+# Reads of records with their items. {raw} is r.raw or NULL (a caller that needs no raw output).
+_SELECT_RECORDS = (
+    "SELECT r.key, r.status, r.error, {raw}, r.readouts, r.elapsed_s, r.finished_at, "
+    "i.protocol, i.spec, r.attempt FROM records AS r JOIN items AS i ON i.key = r.key"
+)
+_ITEM_KINDS = "SELECT DISTINCT protocol FROM items ORDER BY protocol"
+_RECORDS_PER_KIND = (
+    "SELECT i.protocol, count(*) FROM records AS r JOIN items AS i ON i.key = r.key "
+    "GROUP BY i.protocol ORDER BY i.protocol"
+)
+_RAW_OF_KEYS = "SELECT r.key, r.raw FROM records AS r JOIN json_each(?) AS j ON j.value = r.key"
+
 
 class ConfigMismatch(InputError):  # noqa: N818 - the name the CLI and callers use
     """An existing run with records was started with a different configuration."""
@@ -164,10 +177,17 @@ def _json_default(obj: Any) -> Any:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default)
 
 
+def compact_json(value: Any) -> str:
+    """``value`` as JSON text the way the store writes its columns: compact, key order and
+    non-ASCII kept, NaN and infinities as tokens. A stored column decoded and encoded again
+    reads as it is stored, so a listing can preview the decoded values of a record."""
+    return _ENCODER.encode(value)
+
+
 def _dumps(obj: Any, what: str) -> str:
     """Compact JSON of ``obj`` (key order kept); ``what`` names it in the error if it fails."""
     try:
-        return _ENCODER.encode(obj)
+        return compact_json(obj)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{what} is not JSON-able: {exc}") from exc
 
@@ -292,8 +312,9 @@ class RunStore:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The open connection, for ad-hoc SQL reads (``PRAGMA integrity_check``, custom
-        queries); write through the methods, which keep the transactions and checks."""
+        """The open connection, for checks of the database itself (``PRAGMA integrity_check``).
+        Read and write through the methods: they keep the transactions and checks, and they
+        are the one place that knows the schema (nothing outside this module runs SQL)."""
         if self._conn is None:
             raise InputError(f"the run store {self.path} is closed")
         return self._conn
@@ -487,24 +508,74 @@ class RunStore:
         ).fetchone()
         return {"items": n_items, "ok": ok, "failed": failed, "pending": n_items - ok}
 
-    def iter_records(self, status: Status | None = None) -> Iterator[StoredRecord]:
-        """Every record (or those with ``status``) with its item, in the order items were added."""
-        query = (
-            "SELECT r.key, r.status, r.error, r.raw, r.readouts, r.elapsed_s, r.finished_at, "
-            "i.protocol, i.spec, r.attempt FROM records AS r JOIN items AS i ON i.key = r.key"
-        )
-        params: tuple[str, ...] = ()
-        if status is not None:
-            query += " WHERE r.status = ?"
-            params = (status,)
-        cursor = self.conn.execute(query + " ORDER BY i.rowid", params)
+    # ------------------------------------------------------------------------ reading by kind
+    #
+    # Every read a report, the UI or a protocol's results module needs, so that no SQL runs
+    # outside this module. An item's *kind* is its ``protocol`` column: a protocol's main items
+    # (``sweep``, ``probe``) and its secondary ones (``sweep.veq``, ``probe.belief``,
+    # ``grounding.elicit``...). ``status`` and ``kind`` filters left at None select everything.
+
+    def item_kinds(self) -> list[str]:
+        """The distinct kinds of the run's items, sorted (what a run holds, records or not)."""
+        return [kind for (kind,) in self.conn.execute(_ITEM_KINDS)]
+
+    def records_per_kind(self) -> dict[str, int]:
+        """How many records each item kind has, kinds sorted (kinds without records absent)."""
+        return dict(self.conn.execute(_RECORDS_PER_KIND).fetchall())
+
+    def count_records(self, *, status: str | None = None, kind: str | None = None) -> int:
+        """The number of records with ``status`` ('ok' or 'failed') of items of ``kind``."""
+        where, params = _filters(status, kind)
+        query = f"SELECT count(*) FROM records AS r JOIN items AS i ON i.key = r.key{where}"
+        return int(self.conn.execute(query, params).fetchone()[0])
+
+    def iter_records(
+        self, status: str | None = None, *, kind: str | None = None, raw: bool = True
+    ) -> Iterator[StoredRecord]:
+        """Every record (or those with ``status`` and of item ``kind``) with its item, in the
+        order items were added. ``raw=False`` leaves the raw outputs unread (``raw`` is None):
+        tables and listings rarely need them, and they are most of a run's bytes."""
+        where, params = _filters(status, kind)
+        return self._read_records(f"{where} ORDER BY i.rowid", params, raw=raw)
+
+    def records_page(
+        self, offset: int, limit: int, *, status: str | None = None, kind: str | None = None
+    ) -> list[StoredRecord]:
+        """At most ``limit`` records from the ``offset``-th on (0-based, in item order, filtered
+        as :meth:`iter_records` does), without raw outputs. One LIMIT/OFFSET query, so a page
+        costs the same in a run of a million records as in one of ten."""
+        where, params = _filters(status, kind)
+        tail = f"{where} ORDER BY i.rowid LIMIT ? OFFSET ?"
+        return list(self._read_records(tail, [*params, limit, offset], raw=False))
+
+    def record(self, key: str) -> StoredRecord | None:
+        """The record of ``key`` with its item and raw output, or None if it has no record."""
+        return next(self._read_records(" WHERE r.key = ?", [key], raw=True), None)
+
+    def raw_outputs(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The decoded raw outputs of the records of ``keys`` (keys without a record absent),
+        in one query: for the few examples a report shows of a run it does not load raw."""
+        wanted = list(keys)
+        if not wanted:
+            return {}
+        rows = self.conn.execute(_RAW_OF_KEYS, (json.dumps(wanted),)).fetchall()
+        return {key: _loads(raw, self.path, "records", key, "raw") for key, raw in rows}
+
+    def _read_records(
+        self, tail: str, params: Sequence[str | int], *, raw: bool
+    ) -> Iterator[StoredRecord]:
+        """The records a ``WHERE ... ORDER BY ...`` ``tail`` selects, decoded (raw on request),
+        fetched in batches so a large run is never held in memory at once."""
+        query = _SELECT_RECORDS.format(raw="r.raw" if raw else "NULL") + tail
+        cursor = self.conn.execute(query, params)
         while batch := cursor.fetchmany(1000):
-            for key, st, error, raw, readouts, elapsed, finished, protocol, spec, attempt in batch:
-                raw_v, readouts_v, spec_v = _decode_row(
-                    self.path,
-                    key,
-                    {"records.raw": raw, "records.readouts": readouts, "items.spec": spec},
-                )
+            for key, st, error, raw_text, readouts, elapsed, finished, kind, spec, attempt in batch:
+                columns = {"records.readouts": readouts, "items.spec": spec}
+                if raw:
+                    columns = {"records.raw": raw_text, **columns}
+                decoded = _decode_row(self.path, key, columns)
+                raw_v = decoded.pop(0) if raw else None
+                readouts_v, spec_v = decoded
                 yield StoredRecord(
                     key=key,
                     status=st,
@@ -513,15 +584,18 @@ class RunStore:
                     readouts=readouts_v,
                     elapsed_s=elapsed,
                     finished_at=finished,
-                    protocol=protocol,
+                    protocol=kind,
                     spec=spec_v,
                     attempt=attempt,
                 )
 
     # -------------------------------------------------------------------------------- export
 
-    def to_frame(self, *, include_raw: bool = False) -> pd.DataFrame:
-        """One row per record, joined with its item, in the order items were added.
+    def to_frame(
+        self, *, include_raw: bool = False, status: str | None = None, kind: str | None = None
+    ) -> pd.DataFrame:
+        """One row per record (or per record with ``status`` of items of ``kind``), joined with
+        its item, in the order items were added.
 
         Columns: ``key, protocol, status, error, elapsed_s, finished_at, attempt``, then the
         item's spec fields, then the read-outs, then ``raw`` (the raw output as a JSON string) if
@@ -530,21 +604,23 @@ class RunStore:
         become JSON strings so every cell is a scalar (Parquet and CSV round-trip). Name
         collisions are resolved by prefixing, only where they occur: a spec field named like a
         fixed column becomes ``spec.<name>``, a read-out named like a fixed column or a spec
-        field becomes ``readouts.<name>``. Items without a record are not rows.
+        field becomes ``readouts.<name>``. Items without a record are not rows. Collisions are
+        looked for among the selected rows only, so one kind's frame has that kind's names.
         """
         import pandas as pd
 
         fixed: list[tuple[Any, ...]] = []
         specs: list[dict[str, Any]] = []
         readouts: list[dict[str, Any]] = []
-        raws: list[str] = []
+        raws: list[str | None] = []
+        where, params = _filters(status, kind)
         query = (
             "SELECT r.key, i.protocol, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
-            "i.spec, r.readouts, r.raw FROM records AS r JOIN items AS i ON i.key = r.key "
-            "ORDER BY i.rowid"
+            f"i.spec, r.readouts, {'r.raw' if include_raw else 'NULL'} "
+            f"FROM records AS r JOIN items AS i ON i.key = r.key{where} ORDER BY i.rowid"
         )
         loads = json.loads
-        for row in self.conn.execute(query):
+        for row in self.conn.execute(query, params):
             fixed.append(row[:7])
             try:
                 spec, readout = loads(row[7]), loads(row[8])
@@ -723,6 +799,19 @@ def _decode_row(path: Path, key: str, columns: Mapping[str, str]) -> list[Any]:
         table, _, column = name.partition(".")
         out.append(_loads(text, path, table, key, column))
     return out
+
+
+def _filters(status: str | None, kind: str | None) -> tuple[str, list[str | int]]:
+    """The ``WHERE`` clause and its parameters selecting records by status and item kind."""
+    where: list[str] = []
+    params: list[str | int] = []
+    if status is not None:
+        where.append("r.status = ?")
+        params.append(status)
+    if kind is not None:
+        where.append("i.protocol = ?")
+        params.append(kind)
+    return (f" WHERE {' AND '.join(where)}" if where else ""), params
 
 
 def _item_row(item: tuple[str, str, Mapping[str, Any]]) -> tuple[str, str, str]:

@@ -586,65 +586,6 @@ def run_grounding(
     )
 
 
-def elicitation_frame(run_dir: Path) -> tuple[Any, Any]:
-    """``(elicitations, trajectories)`` DataFrames of a run's ok records: elicitations with
-    problem, benchmark, variant, expected, probs, mass, share, meta; trajectories with problem,
-    benchmark, correct, answer, answer_forced."""
-    import pandas as pd
-
-    rows, trajs = [], []
-    with RunStore.open(run_dir, read_only=True) as store:
-        for rec in store.iter_records("ok"):
-            if rec.protocol == ELICIT:
-                p = rec.spec["problem"]
-                rows.append(
-                    {
-                        "problem": p["id"],
-                        "benchmark": p["benchmark"],
-                        "variant": rec.spec["variant"],
-                        "expected": rec.readouts["expected"],
-                        "probs": rec.readouts["probs"],
-                        "mass": rec.readouts["mass"],
-                        "share": rec.spec["share"],
-                        "meta": rec.spec["meta"],
-                    }
-                )
-            elif rec.protocol == TRAJECTORY:
-                p = rec.spec["problem"]
-                trajs.append(
-                    {
-                        "problem": p["id"],
-                        "benchmark": p["benchmark"],
-                        "correct": bool(rec.readouts["correct"]),
-                        "answer": rec.readouts["answer"],
-                        "answer_forced": rec.readouts["answer_forced"],
-                    }
-                )
-    return pd.DataFrame(rows), pd.DataFrame(trajs)
-
-
-def judge_accuracy(run_dir: Path) -> dict[str, dict[str, float]]:
-    """Per axis: pairs judged, and the share where the judge picked the bad side."""
-    out: dict[str, list[bool]] = {}
-    with RunStore.open(run_dir, read_only=True) as store:
-        for rec in store.iter_records("ok"):
-            if rec.protocol == JUDGE:
-                out.setdefault(str(rec.readouts["axis"]), []).append(
-                    bool(rec.readouts["picked_bad"])
-                )
-    return {a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in out.items() if v}
-
-
-def failure_reasons(run_dir: Path) -> dict[str, int]:
-    """Failed records counted by protocol and reason (the reason's first 80 characters)."""
-    out: dict[str, int] = {}
-    with RunStore.open(run_dir, read_only=True) as store:
-        for rec in store.iter_records("failed"):
-            k = f"{rec.protocol}: {(rec.error or '')[:80]}"
-            out[k] = out.get(k, 0) + 1
-    return out
-
-
 __all__ = [
     "EDIT",
     "ELICIT",
@@ -652,9 +593,6 @@ __all__ = [
     "TRAJECTORY",
     "GroundingConfig",
     "GroundingUnit",
-    "elicitation_frame",
-    "failure_reasons",
-    "judge_accuracy",
     "load_problems",
     "run_grounding",
     "run_unit",

@@ -12,7 +12,7 @@
 
 Inputs are plain arrays or a :class:`pandas.DataFrame` of elicitation read-outs with columns
 ``problem``, ``benchmark``, ``variant`` and ``expected`` (see
-:func:`clearsight.grounding.protocol.elicitation_frame`).
+:class:`clearsight.grounding.results.GroundingResults`).
 """
 
 from __future__ import annotations

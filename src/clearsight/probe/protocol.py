@@ -26,7 +26,6 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
 from clearsight.models.base import Capabilities
 from clearsight.probe.instances import Instance, bundled_instances, load_instances
-from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_key, transcript_record
 from clearsight.provenance import run_manifest
@@ -380,64 +379,4 @@ def run_probe(
         Execution(executor, workers, ray, progress),
         fresh=fresh,
         allow_mismatch=allow_mismatch,
-    )
-
-
-@dataclass(frozen=True)
-class ProbeResults:
-    """What a probe run directory holds, as frames: one row per transcript, per belief-probed
-    conversation, per classified query and per stage-1 build question (sensor, instance_id, c
-    of n direct samples)."""
-
-    transcripts: Any
-    beliefs: Any
-    queries: Any
-    build: Any = None
-
-
-def load_probe_results(run_dir: Path | str) -> ProbeResults:
-    """Read transcripts and post-hoc analyses of a run (read-only)."""
-    import pandas as pd
-
-    from clearsight.probe.analysis import transcripts_frame
-    from clearsight.probe.build import BUILD_PROTOCOL
-    from clearsight.probe.transcript import Transcript
-    from clearsight.store import RunStore
-
-    transcripts: dict[str, Transcript] = {}
-    belief_rows: list[dict[str, Any]] = []
-    query_rows: list[dict[str, Any]] = []
-    build_rows: list[dict[str, Any]] = []
-    with RunStore.open(run_dir, read_only=True) as store:
-        store.expect_protocol(PROTOCOL)
-        later = []
-        for record in store.iter_records("ok"):
-            if record.protocol == PROTOCOL and record.raw:
-                transcripts[record.key] = Transcript.from_json(record.raw)
-            elif record.protocol in (BELIEF_PROTOCOL, QTYPE_PROTOCOL):
-                later.append(record)
-            elif record.protocol == BUILD_PROTOCOL:
-                build_rows.append(
-                    {
-                        "sensor": record.spec["sensor"],
-                        "instance_id": record.readouts["id"],
-                        "c": record.readouts["c"],
-                        "n": record.spec["samples"],
-                    }
-                )
-        for record in later:
-            t = transcripts.get(record.spec["transcript"])
-            if t is None:
-                continue
-            who = "human" if t.reasoner.startswith("human:") else t.reasoner
-            base = {"reasoner": who, "strategy": t.strategy, "dataset": t.dataset}
-            if record.protocol == BELIEF_PROTOCOL:
-                belief_rows.append({**base, **record.readouts})
-            else:
-                query_rows += [{**base, "round": q["round"], "type": q["type"]} for q in record.raw]
-    return ProbeResults(
-        transcripts_frame(transcripts.values()),
-        pd.DataFrame(belief_rows),
-        pd.DataFrame(query_rows),
-        pd.DataFrame(build_rows),
     )

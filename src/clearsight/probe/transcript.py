@@ -344,10 +344,9 @@ def iter_transcripts(
     store: RunStore, *, include_unfinished: bool = False
 ) -> Iterator[tuple[str, Transcript]]:
     """``(key, transcript)`` for every finished probe record (and unfinished ones on request)."""
-    for record in store.iter_records(None if include_unfinished else "ok"):
-        if record.protocol != PROTOCOL or not record.raw:
-            continue
-        yield record.key, Transcript.from_json(record.raw)
+    for record in store.iter_records(None if include_unfinished else "ok", kind=PROTOCOL):
+        if record.raw:
+            yield record.key, Transcript.from_json(record.raw)
 
 
 def load_transcripts(run: Path | str, *, include_unfinished: bool = False) -> list[Transcript]:

@@ -12,14 +12,12 @@ ImageNet-C severities on the physical axis (Fig. 7) and a few qualitative exampl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from clearsight.report.data import TASK_NAMES, RunData, load_run_data
 from clearsight.report.html import fmt_ci, fmt_num
-from clearsight.report.output import md_table, write_atomic
+from clearsight.report.output import ReportPaths, md_table, write_report
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.report.tables import (
     SweepAnalysis,
@@ -28,18 +26,9 @@ from clearsight.report.tables import (
     interval,
     interval_m,
 )
+from clearsight.sweep.results import TASK_NAMES, RunData, load_run_data
 
-__all__ = ["ReportPaths", "build_report", "summary_table"]
-
-
-@dataclass(frozen=True)
-class ReportPaths:
-    """Where :func:`build_report` wrote its files."""
-
-    out_dir: Path
-    html: Path
-    summary_md: Path
-    summary_csv: Path
+__all__ = ["build_report", "summary_table"]
 
 
 # The last analysis, so summary_table() right after build_report() (the CLI) does not redo it.
@@ -102,18 +91,12 @@ def build_report(
     analysis = analyse_sweep(data, n_boot=n_boot, seed=seed)
     _LAST.clear()
     _LAST[key] = analysis.crossings
-    out.mkdir(parents=True, exist_ok=True)
-    paths = ReportPaths(
-        out_dir=out,
-        html=out / "report.html",
-        summary_md=out / "summary.md",
-        summary_csv=out / "summary.csv",
+    return write_report(
+        out,
+        html=render_report(data, analysis, thumbnails=thumbnails),
+        summary_md=summary_markdown(data, analysis),
+        summary_csv=analysis.crossings.assign(n_boot=n_boot, seed=seed, ci_level=analysis.level),
     )
-    csv = analysis.crossings.assign(n_boot=n_boot, seed=seed, ci_level=analysis.level)
-    write_atomic(paths.summary_csv, csv.to_csv(index=False))
-    write_atomic(paths.summary_md, summary_markdown(data, analysis))
-    write_atomic(paths.html, render_report(data, analysis, thumbnails=thumbnails))
-    return paths
 
 
 # ------------------------------------------------------------------------------ summaries

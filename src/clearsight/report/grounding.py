@@ -5,13 +5,14 @@ two-stage bootstrap interval, 5000 draws by default; ECE and AUROC with an item 
 the pooled items), content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02),
 mean change), an exact Wilcoxon test of visible against masked confidence over benchmark means
 (and between models when the run directory list holds several), and four figures: JSD
-histograms, the masking curve, the pre/post hesitation scatter and ECE against TGS. Written to
-``<run>/report/``: ``grounding.md``, ``grounding.json`` and PNGs.
+histograms, the masking curve, the pre/post hesitation scatter and ECE against TGS. The run is
+read by :mod:`clearsight.grounding.results`; this module scores and renders it, in the layout
+every report shares (:mod:`clearsight.report.output`): ``report.html`` with the tables and the
+figures, ``summary.md`` and ``summary.csv`` with the scores table.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,13 +22,13 @@ import numpy as np
 import pandas as pd
 
 from clearsight.grounding.hesitation import stable_share
-from clearsight.grounding.protocol import elicitation_frame, failure_reasons, judge_accuracy
-from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences, scores
+from clearsight.grounding.results import GroundingResults, load_grounding_results
+from clearsight.grounding.tgs import AXES, MASK_RATIOS, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.significance import wilcoxon_exact
-from clearsight.report.output import md_table, write_atomic
+from clearsight.report.html import esc, frame_table, img, page
+from clearsight.report.output import ReportPaths, md_table, write_report
 from clearsight.report.plots import _png, _pyplot
-from clearsight.store import RunStore
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -40,19 +41,12 @@ ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _fmt(s: Score | None) -> str:
-    if s is None or math.isnan(s.interval.estimate):
-        return "n/a"
-    i = s.interval
-    return f"{i.estimate:+.4f} [{i.low:+.4f}, {i.high:+.4f}]"
-
-
-def analyse(run_dir: Path, n_boot: int = 5000, seed: int = 0) -> dict[str, Any]:
+def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dict[str, Any]:
     """Everything the report shows, as JSON-able data."""
-    elic, trajs = elicitation_frame(run_dir)
+    elic, trajs = results.elicitations, results.trajectories
     out: dict[str, Any] = {"n_elicitations": len(elic), "n_trajectories": len(trajs)}
     if elic.empty:
-        out["failures"] = failure_reasons(run_dir)
+        out["failures"] = results.failures
         return out
     overall = scores(elic, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
     out["overall"] = {k: v.to_json() for k, v in overall.items()}
@@ -93,8 +87,8 @@ def analyse(run_dir: Path, n_boot: int = 5000, seed: int = 0) -> dict[str, Any]:
         for r in MASK_RATIOS
         if f"E_r{r:.2f}" in overall
     }
-    out["judge"] = judge_accuracy(run_dir)
-    out["failures"] = failure_reasons(run_dir)
+    out["judge"] = results.judge
+    out["failures"] = results.failures
     return out
 
 
@@ -194,23 +188,140 @@ def ece_tgs_figure(analyses: Sequence[tuple[str, dict[str, Any]]]) -> bytes | No
     return _png(fig)
 
 
-def build_grounding_report(
-    run_dir: Path | str, n_boot: int = 5000, seed: int = 0, others: Sequence[Path] = ()
-) -> tuple[Path, dict[str, Any]]:
-    """Write ``<run>/report/grounding.{md,json}`` and figures; returns (directory, analysis).
+# ------------------------------------------------------------------------------------ page
 
-    ``others``: further grounding runs (other models or methods) compared by exact Wilcoxon
-    over benchmark means of TGS-self and TGS-pair, and shown in the ECE-vs-TGS figure.
-    """
-    run = Path(run_dir)
-    with RunStore.open(run, read_only=True) as store:
-        store.expect_protocol("grounding")
-    out = run / "report"
-    out.mkdir(parents=True, exist_ok=True)
-    analysis = analyse(run, n_boot, seed)
-    runs = [(run.name, analysis)] + [(Path(o).name, analyse(Path(o), n_boot, seed)) for o in others]
+
+def _num(value: Any, digits: int = 3) -> str:
+    """A number of the analysis with ``digits`` decimals ('n/a' when missing or NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def _variation_frame(analysis: dict[str, Any]) -> pd.DataFrame:
+    """Content variation per axis: items and the share with JSD <= 0.1."""
+    rows = [
+        {"axis": axis, "items": v["n"], "P(JSD <= 0.1)": _num(v["p_jsd_le_0.1"])}
+        for axis, v in analysis.get("variation", {}).items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def _hesitation_frame(analysis: dict[str, Any]) -> pd.DataFrame:
+    """Hesitation events, the share whose confidence moved by at most 0.02, the mean change."""
+    h = analysis.get("hesitation", {})
+    if not h:
+        return pd.DataFrame()
+    row = {
+        "events": h["n_events"],
+        "P(|c_pre - c_post| <= 0.02)": _num(h["p_abs_change_le_0.02"]),
+        "mean change": _num(h["mean_change"], 4),
+    }
+    return pd.DataFrame([row])
+
+
+def _tests_frame(analysis: dict[str, Any]) -> pd.DataFrame:
+    """The exact Wilcoxon tests: visible against masked, then this run against the others."""
+    rows = []
+    if (w := analysis.get("wilcoxon_visible_vs_masked")) is not None:
+        rows.append(
+            {
+                "test": "visible vs masked confidence, over benchmark means",
+                "T": _num(w["T"], 1),
+                "p": _num(w["p"], 4),
+                "benchmarks": w["n_benchmarks"],
+            }
+        )
+    for c in analysis.get("comparisons", []):
+        rows.append(
+            {
+                "test": f"{c['score']}: this run vs {c['other']}",
+                "T": _num(c["T"], 1),
+                "p": _num(c["p"], 4),
+                "benchmarks": c["n"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _judge_frame(analysis: dict[str, Any]) -> pd.DataFrame:
+    """Per axis: pairs judged and the share where the judge picked the bad side."""
+    rows = [
+        {"axis": axis, "pairs": v["n"], "picked the bad side": _num(v["picked_bad"])}
+        for axis, v in (analysis.get("judge") or {}).items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def _failures_frame(analysis: dict[str, Any]) -> pd.DataFrame:
+    """Failed or skipped items by kind and reason."""
+    rows = [
+        {"kind: reason": k, "items": n} for k, n in sorted(analysis.get("failures", {}).items())
+    ]
+    return pd.DataFrame(rows)
+
+
+#: Alt text and caption of each figure of the page, by the name build_grounding_report gives it.
+_FIGURES: dict[str, tuple[str, str]] = {
+    "masking": (
+        "masking curve",
+        "Mean expected confidence E against the share r of rationale tokens masked, with 95 % "
+        "intervals.",
+    ),
+    "jsd": (
+        "JSD histograms",
+        "JSD between the confidence distributions of a trajectory and its content variant, per "
+        "axis; dashed: the 0.1 threshold.",
+    ),
+    "hesitation": (
+        "hesitation scatter",
+        "Confidence before and after each hesitation marker; the diagonal is no change.",
+    ),
+    "ece_vs_tgs": ("ECE against TGS", "ECE against TGS-self and TGS-pair, one point per run."),
+}
+
+
+def _figure(figures: dict[str, bytes | None], name: str) -> str:
+    """The figure ``name`` inlined with its caption, or a note when the run lacks its data."""
+    alt, caption = _FIGURES[name]
+    return img(figures[name], alt, caption) or "<p class='note'>(no data in this run)</p>"
+
+
+def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | None]) -> str:
+    """The self-contained page: the scores table, the masking curve, variation, hesitation,
+    the tests, ECE against TGS, the judge and the failures, tables with their figures."""
+    sections = [
+        ("Scores", frame_table(tables(analysis))),
+        ("Masking curve", _figure(figures, "masking")),
+        ("Content variation", frame_table(_variation_frame(analysis)) + _figure(figures, "jsd")),
+        (
+            "Hesitation",
+            frame_table(_hesitation_frame(analysis)) + _figure(figures, "hesitation"),
+        ),
+        ("Tests", frame_table(_tests_frame(analysis))),
+        ("ECE against TGS", _figure(figures, "ece_vs_tgs")),
+    ]
+    if analysis.get("judge"):
+        sections.append(("Judge validation", frame_table(_judge_frame(analysis))))
+    sections.append(("Failed or skipped items", frame_table(_failures_frame(analysis))))
+    body = [
+        f"<h1>Trajectory grounding: {esc(name)}</h1>",
+        f"<p class='note'>Elicitations: {esc(analysis.get('n_elicitations'))}; own "
+        f"trajectories: {esc(analysis.get('n_trajectories'))}; accuracy of own answers: "
+        f"{esc(_num(analysis.get('accuracy')))}. Estimates with 95 % two-stage bootstrap "
+        "intervals (ECE/AUROC: item bootstrap).</p>",
+        *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
+    ]
+    return page(f"clearsight grounding: {name}", "\n".join(body))
+
+
+def _comparisons(
+    analysis: dict[str, Any], others: Sequence[tuple[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Exact Wilcoxon tests of TGS-self and TGS-pair of this run against each other run, over
+    the benchmarks both have a finite score for."""
     comparisons = []
-    for name, other in runs[1:]:
+    for name, other in others:
         for key in ("tgs_self", "tgs_pair"):
             a = {b: s[key]["estimate"] for b, s in analysis.get("per_benchmark", {}).items()}
             b_ = {b: s[key]["estimate"] for b, s in other.get("per_benchmark", {}).items()}
@@ -218,25 +329,42 @@ def build_grounding_report(
             if common:
                 t, p = wilcoxon_exact([a[k] for k in common], [b_[k] for k in common])
                 comparisons.append({"other": name, "score": key, "T": t, "p": p, "n": len(common)})
-    analysis["comparisons"] = comparisons
+    return comparisons
+
+
+def build_grounding_report(
+    run_dir: Path | str, n_boot: int = 5000, seed: int = 0, others: Sequence[Path] = ()
+) -> tuple[ReportPaths, dict[str, Any]]:
+    """Write ``report.html``, ``summary.md`` and ``summary.csv`` into the run directory;
+    returns where they are and the analysis.
+
+    ``others``: further grounding runs (other models or methods) compared by exact Wilcoxon
+    over benchmark means of TGS-self and TGS-pair, and shown in the ECE-vs-TGS figure.
+    """
+    run = Path(run_dir)
+    results = load_grounding_results(run)
+    analysis = analyse(results, n_boot, seed)
+    runs = [(results.name, analysis)]
+    for other in others:
+        other_results = load_grounding_results(other)
+        runs.append((other_results.name, analyse(other_results, n_boot, seed)))
+    analysis["comparisons"] = _comparisons(analysis, runs[1:])
     figures = {
-        "jsd.png": jsd_figure(analysis),
-        "masking.png": masking_figure(analysis),
-        "hesitation.png": hesitation_figure(analysis),
-        "ece_vs_tgs.png": ece_tgs_figure(runs),
+        "jsd": jsd_figure(analysis),
+        "masking": masking_figure(analysis),
+        "hesitation": hesitation_figure(analysis),
+        "ece_vs_tgs": ece_tgs_figure(runs),
     }
-    for name, png in figures.items():
-        if png is not None:
-            (out / name).write_bytes(png)
-    write_atomic(out / "grounding.json", json.dumps(analysis, indent=1, default=str))
-    write_atomic(
-        out / "grounding.md", summary_markdown(analysis, [k for k, v in figures.items() if v])
-    )
-    return out, analysis
+    return write_report(
+        run,
+        html=render_html(results.name, analysis, figures),
+        summary_md=summary_markdown(analysis),
+        summary_csv=tables(analysis),
+    ), analysis
 
 
-def summary_markdown(analysis: dict[str, Any], figures: Sequence[str] = ()) -> str:
-    """The Markdown summary: the table, variation, hesitation, tests, failures, figures."""
+def summary_markdown(analysis: dict[str, Any]) -> str:
+    """The Markdown summary: the table, variation, hesitation, tests, judge, failures."""
     lines = [
         "# Trajectory grounding",
         "",
@@ -275,8 +403,7 @@ def summary_markdown(analysis: dict[str, Any], figures: Sequence[str] = ()) -> s
         ]
     lines += ["", "## Failed or skipped items", ""]
     lines += [f"- {n} x {k}" for k, n in sorted(analysis.get("failures", {}).items())] or ["- none"]
-    lines += ["", *(f"![{f}]({f})" for f in figures)]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["analyse", "build_grounding_report", "summary_markdown", "tables"]
+__all__ = ["analyse", "build_grounding_report", "render_html", "summary_markdown", "tables"]

@@ -20,10 +20,12 @@ import pandas as pd
 
 __all__ = [
     "Col",
+    "cell_text",
     "details",
     "esc",
     "fmt_ci",
     "fmt_num",
+    "frame_table",
     "img",
     "page",
     "pre",
@@ -116,6 +118,29 @@ def table(rows: pd.DataFrame, cols: Sequence[Col], caption: str = "") -> str:
         parts.append(f"<tr>{cells}</tr>")
     parts.append("</table>")
     return "\n".join(parts)
+
+
+def cell_text(value: Any) -> str:
+    """A cell of a plain frame as text: floats with two decimals ('–' for NaN), None empty."""
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else fmt_num(value, 2)
+    return "" if value is None else str(value)
+
+
+def frame_table(frame: pd.DataFrame, caption: str = "") -> str:
+    """Every column of ``frame`` as a :func:`table` of :func:`cell_text` cells, text columns
+    left-aligned; a note instead when the frame is empty (the run lacks that data)."""
+    if frame.empty:
+        return "<p class='note'>(no data in this run)</p>"
+
+    def getter(i: int) -> Callable[[Any], str]:
+        return lambda row: cell_text(row[i])
+
+    cols = [
+        Col(str(name), getter(i), text=not pd.api.types.is_numeric_dtype(frame[name]))
+        for i, name in enumerate(frame.columns)
+    ]
+    return table(frame, cols, caption)
 
 
 def _cls(col: Col) -> str:

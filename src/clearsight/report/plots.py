@@ -21,8 +21,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics import ece, reliability_bins
-from clearsight.report.data import RunData, is_verbal, level_label, primary_wording
 from clearsight.report.tables import NO_VERBAL, SIGNAL_LABELS, FloatArray, SweepAnalysis
+from clearsight.sweep.results import RunData, is_verbal, level_label, primary_wording
 
 __all__ = [
     "COLOURS",
@@ -200,66 +200,21 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
     visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's end).
     """
     models, arms = data.models, data.arms
-    curves, crossings = analysis.curves, analysis.crossings
-    if not models or not arms or curves.empty:
+    if not models or not arms or analysis.curves.empty:
         return None
     n_options = data.records.loc[data.records["task"] == task, "n_options"].median()
     chance = 1.0 / float(n_options) if n_options and math.isfinite(n_options) else math.nan
+    wordings = data.wordings(task)
     plt = _pyplot()
     fig, axes = plt.subplots(
         len(models), len(arms), figsize=(5.6 * len(arms), 3.7 * len(models)), squeeze=False
     )
-    for r, model in enumerate(models):
-        wordings = data.wordings(task)
-        letter = primary_wording(wordings, verbal=False)
-        verbal = primary_wording(wordings, verbal=True)
-        main = letter or verbal
-        if main is None:
-            continue
-        for c, arm in enumerate(arms):
-            ax = axes[r][c]
-            levels = data.levels[arm]
-            clean_x = _clean_x(levels)
-            _visibility_axis(ax, levels)
-            plotted: list[tuple[str, str]] = []
-            lines: list[tuple[str | None, str, str | None, str]] = [
-                (main, "accuracy", None, f"accuracy ({main})"),
-                (letter, "internal_conf", None, f"internal confidence ({letter})"),
-                (verbal, "verbal_conf", None, f"verbalized confidence ({verbal})"),
-            ]
-            abstain_wordings = [w for w in wordings if w.startswith("mcq")] or [main]
-            for w in abstain_wordings:
-                dotted = ":" if w == "mcq.generic" else None
-                lines.append((w, "abstain", dotted, f"abstain rate ({w})"))
-            for wording, signal, style, label in lines:
-                if wording is None:
-                    continue
-                rows, clean = _series(curves, model, task, wording, signal, arm)
-                _plot_curve(ax, rows, clean, clean_x, signal, label, style)
-                if not rows.empty:
-                    plotted.append((wording, signal))
-            if task == "verify":
-                _asked_split(ax, data.records, model, main, arm)
-            _reference_lines(ax, curves, model, task, main, chance)
-            sub = crossings[
-                (crossings["model"] == model)
-                & (crossings["task"] == task)
-                & (crossings["arm"] == arm)
-            ]
-            _crossing_ticks(ax, sub, plotted)
-            if verbal is not None and (NO_VERBAL in set(sub["note"])):
-                ax.text(
-                    0.98,
-                    0.5,
-                    NO_VERBAL,
-                    transform=ax.transAxes,
-                    ha="right",
-                    fontsize=8,
-                    color=COLOURS["verbal_conf"],
-                )
-            ax.set_title(f"{model} — {arm}", fontsize=10)
-            if c == 0:
-                ax.set_ylabel("share / confidence", fontsize=9)
+    if primary_wording(wordings, verbal=False) or primary_wording(wordings, verbal=True):
+        for r, model in enumerate(models):
+            for c, arm in enumerate(arms):
+                _curves_panel(axes[r][c], data, analysis, task, model, arm, wordings, chance)
+                if c == 0:
+                    axes[r][c].set_ylabel("share / confidence", fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(
@@ -272,6 +227,61 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
         bbox_to_anchor=(0.5, 1.0),
     )
     return _png(fig)
+
+
+def _curves_panel(
+    ax: Any,
+    data: RunData,
+    analysis: SweepAnalysis,
+    task: str,
+    model: str,
+    arm: str,
+    wordings: list[str],
+    chance: float,
+) -> None:
+    """One panel of Fig. 3 (``model`` in ``arm``): its signals' curves with bands and clean
+    markers, the verification split, the floor lines and the crossing ticks."""
+    curves, crossings = analysis.curves, analysis.crossings
+    letter = primary_wording(wordings, verbal=False)
+    verbal = primary_wording(wordings, verbal=True)
+    main = letter or verbal
+    assert main is not None  # the caller draws no panel without a wording
+    levels = data.levels[arm]
+    clean_x = _clean_x(levels)
+    _visibility_axis(ax, levels)
+    lines: list[tuple[str | None, str, str | None, str]] = [
+        (main, "accuracy", None, f"accuracy ({main})"),
+        (letter, "internal_conf", None, f"internal confidence ({letter})"),
+        (verbal, "verbal_conf", None, f"verbalized confidence ({verbal})"),
+    ]
+    for w in [w for w in wordings if w.startswith("mcq")] or [main]:
+        lines.append((w, "abstain", ":" if w == "mcq.generic" else None, f"abstain rate ({w})"))
+    plotted: list[tuple[str, str]] = []
+    for wording, signal, style, label in lines:
+        if wording is None:
+            continue
+        rows, clean = _series(curves, model, task, wording, signal, arm)
+        _plot_curve(ax, rows, clean, clean_x, signal, label, style)
+        if not rows.empty:
+            plotted.append((wording, signal))
+    if task == "verify":
+        _asked_split(ax, data.records, model, main, arm)
+    _reference_lines(ax, curves, model, task, main, chance)
+    sub = crossings[
+        (crossings["model"] == model) & (crossings["task"] == task) & (crossings["arm"] == arm)
+    ]
+    _crossing_ticks(ax, sub, plotted)
+    if verbal is not None and (NO_VERBAL in set(sub["note"])):
+        ax.text(
+            0.98,
+            0.5,
+            NO_VERBAL,
+            transform=ax.transAxes,
+            ha="right",
+            fontsize=8,
+            color=COLOURS["verbal_conf"],
+        )
+    ax.set_title(f"{model} — {arm}", fontsize=10)
 
 
 def _asked_split(ax: Any, records: pd.DataFrame, model: str, wording: str, arm: str) -> None:

@@ -1,17 +1,15 @@
 """The probe protocol's report: analogues of the paper's Tables 1, 3, 7 and 9, Figures 2-3.
 
-Everything comes from the run directory's records (:func:`load_probe_results`): transcripts of
-models and people, and the stored belief-probe and query-type results. Written as a
-self-contained ``probe_report.html`` (every model output escaped) and ``probe_summary.md``.
+Everything comes from the run's records as :mod:`clearsight.probe.results` reads them:
+transcripts of models and people, and the stored belief-probe and query-type results. Written
+in the layout every report shares (:mod:`clearsight.report.output`): a self-contained
+``report.html`` (every model output escaped), ``summary.md`` with every table and
+``summary.csv`` with Table 1, the main one.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -23,19 +21,14 @@ from clearsight.probe.analysis import (
     query_type_table,
     summary_table,
 )
-from clearsight.probe.protocol import ProbeResults, load_probe_results
-from clearsight.report.html import Col, details, esc, fmt_num, page, pre, table
-from clearsight.report.output import md_table, write_atomic
+from clearsight.probe.results import ProbeResults, load_probe_results
+from clearsight.report.html import cell_text, details, esc, frame_table, page, pre
+from clearsight.report.output import ReportPaths, md_table, write_report
 
-__all__ = ["ProbeReportPaths", "build_probe_report", "probe_tables"]
+__all__ = ["MAIN_TABLE", "build_probe_report", "probe_tables"]
 
-
-@dataclass(frozen=True)
-class ProbeReportPaths:
-    """Where :func:`build_probe_report` wrote its files."""
-
-    html: Path
-    summary_md: Path
+#: The title of the main table, the one summary.csv holds.
+MAIN_TABLE = "Table 1: accuracy (mean ± std over runs, %) and cross-run ECE by domain"
 
 
 def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
@@ -43,16 +36,15 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
     frame = results.transcripts
     if frame.empty:
         return {}
-    table1 = summary_table(frame, by=("domain",))
     consistency = None
     source = "the run's direct answers, rescaled to 11"
-    if results.build is not None and not results.build.empty:
+    if not results.build.empty:
         consistency = results.build.assign(
             c11=(11 * results.build["c"] / results.build["n"]).round().astype(int)
         )
         source = "stage-1 build samples"
     return {
-        "Table 1: accuracy (mean ± std over runs, %) and cross-run ECE by domain": table1,
+        MAIN_TABLE: summary_table(frame, by=("domain",)),
         "Accuracy and ECE by dataset": summary_table(frame, by=("dataset",)),
         f"Fig. 2: accuracy (%) by the sensor's direct consistency c of 11 ({source})": (
             consistency_bins(frame, consistency)
@@ -66,35 +58,10 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
     }
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "–" if math.isnan(value) else fmt_num(value, 2)
-    return "" if value is None else str(value)
-
-
-def _html_table(frame: pd.DataFrame, caption: str) -> str:
-    if frame.empty:
-        return "<p class='note'>(no data in this run)</p>"
-
-    def getter(i: int) -> Callable[[Any], str]:
-        return lambda row: _cell(row[i])
-
-    cols = [
-        Col(str(name), getter(i), text=frame[name].dtype == object)
-        for i, name in enumerate(frame.columns)
-    ]
-    return table(frame, cols, caption)
-
-
-def _examples(results: ProbeResults, run_dir: Path, limit: int = 6) -> str:
-    from clearsight.probe.transcript import load_transcripts
-
+def _examples(results: ProbeResults, limit: int = 6) -> str:
+    """The first ``limit`` conversations that asked the sensor, turn by turn, collapsed."""
     parts = []
-    shown = 0
-    for t in load_transcripts(run_dir):
-        if t.strategy == "direct" or shown >= limit:
-            continue
-        shown += 1
+    for t in [t for t in results.conversations if t.strategy != "direct"][:limit]:
         lines = [
             f"Q: {t.question}",
             *(f"({k}) {o}" for k, o in zip("ABCDEFGHIJ", t.options, strict=False)),
@@ -112,8 +79,8 @@ def _examples(results: ProbeResults, run_dir: Path, limit: int = 6) -> str:
     return "".join(parts)
 
 
-def build_probe_report(run_dir: Path | str) -> ProbeReportPaths:
-    """Write ``probe_report.html`` and ``probe_summary.md`` into the run directory."""
+def build_probe_report(run_dir: Path | str) -> ReportPaths:
+    """Write ``report.html``, ``summary.md`` and ``summary.csv`` into the probe run directory."""
     run = Path(run_dir)
     results = load_probe_results(run)
     tables = probe_tables(results)
@@ -127,12 +94,14 @@ def build_probe_report(run_dir: Path | str) -> ProbeReportPaths:
     md = [f"# Probe report: {run.name}\n", f"{n} conversations.\n"]
     for title, frame in tables.items():
         body.append(f"<h2>{esc(title)}</h2>")
-        body.append(_html_table(frame, ""))
+        body.append(frame_table(frame))
         md.append(f"\n## {title}\n\n")
-        md.append(md_table(frame.map(_cell) if not frame.empty else frame))
+        md.append(md_table(frame.map(cell_text) if not frame.empty else frame))
     body.append("<h2>Example conversations</h2>")
-    body.append(_examples(results, run))
-    paths = ProbeReportPaths(run / "probe_report.html", run / "probe_summary.md")
-    write_atomic(paths.html, page(f"clearsight probe: {run.name}", "\n".join(body)))
-    write_atomic(paths.summary_md, "".join(md))
-    return paths
+    body.append(_examples(results))
+    return write_report(
+        run,
+        html=page(f"clearsight probe: {run.name}", "\n".join(body)),
+        summary_md="".join(md),
+        summary_csv=tables.get(MAIN_TABLE, pd.DataFrame()),
+    )

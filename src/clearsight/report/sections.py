@@ -16,14 +16,6 @@ import numpy as np
 import pandas as pd
 
 from clearsight.report import plots
-from clearsight.report.data import (
-    TASK_NAMES,
-    RunData,
-    fetch_raw,
-    is_verbal,
-    level_label,
-    primary_wording,
-)
 from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, img, page, pre, table
 from clearsight.report.tables import (
     SIGNAL_LABELS,
@@ -35,6 +27,13 @@ from clearsight.report.tables import (
     interval_m,
     monotone_veq_share,
     sweep_table,
+)
+from clearsight.sweep.results import (
+    TASK_NAMES,
+    RunData,
+    is_verbal,
+    level_label,
+    primary_wording,
 )
 
 __all__ = ["DEPTH_NOTE", "render_report"]
@@ -567,7 +566,7 @@ def _examples_section(data: RunData, task: str, thumbnails: bool) -> str:
     rows, arm, picks = _example_rows(data, task)
     if rows.empty:
         return head + "<p class='note'>No records to show.</p>"
-    raws = fetch_raw(data.run_dir, [str(k) for k in rows["key"]])
+    raws = data.raw_outputs([str(k) for k in rows["key"]])
     first = rows.iloc[0]
     parts = [
         head,

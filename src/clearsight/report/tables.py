@@ -48,7 +48,7 @@ from clearsight.metrics import (
     ece,
     mce,
 )
-from clearsight.report.data import CONTROLS, RunData, is_verbal, level_label
+from clearsight.sweep.results import CONTROLS, RunData, is_verbal, level_label
 
 __all__ = [
     "SIGNALS",
@@ -85,6 +85,8 @@ NO_VERBAL = "no parseable verbalized confidence"
 
 # A condition column of the bootstrap: (condition, x), x the level (m), severity, or 0.
 Column = tuple[str, float]
+# A signal group of the bootstrap: (model, task, wording, signal).
+Group = tuple[str, str, str, str]
 
 
 def signals_for(wording: str) -> tuple[str, ...]:
@@ -141,7 +143,7 @@ class _Grid:
 class _Design:
     """Per-scene sums of every (group, column) cell and what to compute from them."""
 
-    groups: list[tuple[str, str, str, str]]  # (model, task, wording, signal)
+    groups: list[Group]
     columns: list[Column]
     sums: FloatArray  # (C, G*K)
     counts: FloatArray  # (C, G*K)
@@ -152,7 +154,7 @@ class _Design:
 
 
 def _cell_sums(
-    records: pd.DataFrame, groups: list[tuple[str, str, str, str]], columns: list[Column]
+    records: pd.DataFrame, groups: list[Group], columns: list[Column]
 ) -> tuple[FloatArray, FloatArray, int]:
     """Scatter every signal value into its (scene, group × column) cell: sums and counts."""
     scenes = np.unique(records["scene"].astype(str).to_numpy())
@@ -183,24 +185,38 @@ def _cell_sums(
     return sums, counts, int(scenes.size)
 
 
-def _design(data: RunData) -> _Design | None:
-    """Groups, columns, per-scene sums and the crossing/W specification of a run."""
-    rec = data.records
-    if rec.empty:
-        return None
-    groups: list[tuple[str, str, str, str]] = []
+# One crossing of a level grid: (crossing, group, clean column or -1, constant floor or NaN,
+# accuracy group of its blank floor, the columns of its levels).
+_GridRow = tuple[int, int, int, float, int, list[int]]
+
+
+def _groups(rec: pd.DataFrame) -> tuple[list[Group], dict[tuple[str, str, str], float]]:
+    """Every (model, task, wording, signal) group of the records in order of appearance, and
+    the chance level 1/k of each (model, task, wording), k the median number of options."""
+    groups: list[Group] = []
     chance: dict[tuple[str, str, str], float] = {}
     for (model, task, wording), sub in rec.groupby(["model", "task", "wording"], sort=False):
         key = (str(model), str(task), str(wording))
         groups += [(*key, s) for s in signals_for(key[2])]
         k = float(sub["n_options"].median()) if sub["n_options"].notna().any() else math.nan
         chance[key] = 1.0 / k if k > 0 else math.nan
-    columns = _ordered_columns(set(_column_codes(rec)), data.levels)
-    sums, counts, _ = _cell_sums(rec, groups, columns)
+    return groups, chance
+
+
+def _crossing_rows(
+    data: RunData,
+    groups: list[Group],
+    chance: dict[tuple[str, str, str], float],
+    columns: list[Column],
+    totals: FloatArray,
+) -> tuple[list[dict[str, Any]], list[tuple[int, int]], dict[tuple[float, ...], list[_GridRow]]]:
+    """What to compute for every arm × group the config asked: each crossing's descriptive
+    fields with its floor (accuracy: the blank accuracy, else chance; confidences: 1/k;
+    abstain rate: 1.0) and clean reference, the (accuracy, awareness) pairs whose widths W are
+    wanted, and the crossings grouped by level grid."""
     n_k = len(columns)
     g_index = {grp: i for i, grp in enumerate(groups)}
     col_index = {c: i for i, c in enumerate(columns)}
-    totals = counts.sum(axis=0)
 
     def has(g: int, col: Column) -> bool:
         return col in col_index and totals[g * n_k + col_index[col]] > 0
@@ -208,7 +224,7 @@ def _design(data: RunData) -> _Design | None:
     crossings: list[dict[str, Any]] = []
     pairs: list[tuple[int, int]] = []
     acc_x: dict[tuple[str, int], int] = {}
-    grid_rows: dict[tuple[float, ...], list[tuple[int, int, int, float, int, list[int]]]] = {}
+    grid_rows: dict[tuple[float, ...], list[_GridRow]] = {}
     for arm, levels in data.levels.items():
         for g, (model, task, wording, signal) in enumerate(groups):
             if not data.asked(model, arm):
@@ -243,7 +259,11 @@ def _design(data: RunData) -> _Design | None:
                 acc_x[(arm, acc_g)] = x
             else:
                 pairs.append((acc_x[(arm, acc_g)], x))
-    blank_col = col_index.get(("blank", 0.0), -1)
+    return crossings, pairs, grid_rows
+
+
+def _grids(grid_rows: dict[tuple[float, ...], list[_GridRow]], blank_col: int) -> list[_Grid]:
+    """The crossings of each level grid as the arrays of one batch call."""
     grids = []
     for levels, rows in grid_rows.items():
         arr = np.array([r[:3] for r in rows], dtype=np.intp)
@@ -259,6 +279,19 @@ def _design(data: RunData) -> _Design | None:
                 blank_col=blank_col,
             )
         )
+    return grids
+
+
+def _design(data: RunData) -> _Design | None:
+    """Groups, columns, per-scene sums and the crossing/W specification of a run."""
+    rec = data.records
+    if rec.empty:
+        return None
+    groups, chance = _groups(rec)
+    columns = _ordered_columns(set(_column_codes(rec)), data.levels)
+    sums, counts, _ = _cell_sums(rec, groups, columns)
+    crossings, pairs, grid_rows = _crossing_rows(data, groups, chance, columns, counts.sum(axis=0))
+    blank_col = columns.index(("blank", 0.0)) if ("blank", 0.0) in columns else -1
     return _Design(
         groups=groups,
         columns=columns,
@@ -266,7 +299,7 @@ def _design(data: RunData) -> _Design | None:
         counts=counts,
         scene_counts=(counts > 0).sum(axis=0).astype(np.float64),
         crossings=crossings,
-        grids=grids,
+        grids=_grids(grid_rows, blank_col),
         pairs=pairs,
     )
 

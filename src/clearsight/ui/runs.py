@@ -8,14 +8,13 @@ anything that does not lie inside the run directory, so no URL reaches a file ou
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clearsight.store import DB_NAME, RunStore
+from clearsight.store import DB_NAME, RunStore, StoredRecord, compact_json
 from clearsight.validate import InputError
 
 __all__ = [
@@ -87,13 +86,7 @@ def run_summary(run_dir: Path) -> RunSummary:
     if not _has_run(run_dir):
         return RunSummary(False, {"items": 0, "ok": 0, "failed": 0, "pending": 0}, {}, {})
     with RunStore.open(run_dir, read_only=True) as store:
-        protocols = dict(
-            store.conn.execute(
-                "SELECT i.protocol, count(*) FROM records AS r JOIN items AS i ON i.key = r.key "
-                "GROUP BY i.protocol ORDER BY i.protocol"
-            ).fetchall()
-        )
-        return RunSummary(True, store.counts(), protocols, store.manifest())
+        return RunSummary(True, store.counts(), store.records_per_kind(), store.manifest())
 
 
 #: What stands in for an unfinished human session's raw output and read-outs on the pages.
@@ -112,7 +105,7 @@ def _hidden(protocol: str, status: str, readouts: Any) -> bool:
 
 
 def _preview(text: str, width: int = 160) -> str:
-    """Stored compact JSON cut to ``width`` characters (the page escapes it)."""
+    """Compact JSON cut to ``width`` characters (the page escapes it)."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -133,43 +126,25 @@ def record_page(
         raise InputError(f"per_page must be in 1..{MAX_PER_PAGE}, got {per_page}")
     if not _has_run(run_dir):
         return RecordPage([], page, per_page, 0)
-    where: list[str] = []
-    params: list[str | int] = []
-    if status:
-        where.append("r.status = ?")
-        params.append(status)
-    if protocol:
-        where.append("i.protocol = ?")
-        params.append(protocol)
-    clause = f" WHERE {' AND '.join(where)}" if where else ""
-    join = "FROM records AS r JOIN items AS i ON i.key = r.key"
     with RunStore.open(run_dir, read_only=True) as store:
-        total = store.conn.execute(f"SELECT count(*) {join}{clause}", params).fetchone()[0]
-        rows = store.conn.execute(
-            "SELECT r.key, i.protocol, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
-            f"i.spec, r.readouts {join}{clause} ORDER BY i.rowid LIMIT ? OFFSET ?",
-            [*params, per_page, (page - 1) * per_page],
-        ).fetchall()
-    return RecordPage(
-        [
-            RecordRow(
-                key=key,
-                protocol=proto,
-                status=st,
-                error=error,
-                elapsed_s=float(elapsed),
-                finished_at=finished,
-                attempt=int(attempt),
-                spec_preview=_preview(spec),
-                readouts_preview=HIDDEN
-                if _hidden(proto, st, json.loads(readouts))
-                else _preview(readouts),
-            )
-            for key, proto, st, error, elapsed, finished, attempt, spec, readouts in rows
-        ],
-        page,
-        per_page,
-        int(total),
+        total = store.count_records(status=status, kind=protocol)
+        records = store.records_page((page - 1) * per_page, per_page, status=status, kind=protocol)
+    return RecordPage([_row(record) for record in records], page, per_page, total)
+
+
+def _row(record: StoredRecord) -> RecordRow:
+    """The records-page line of ``record``: its columns and compact JSON previews."""
+    hidden = _hidden(record.protocol, record.status, record.readouts)
+    return RecordRow(
+        key=record.key,
+        protocol=record.protocol,
+        status=record.status,
+        error=record.error,
+        elapsed_s=float(record.elapsed_s),
+        finished_at=record.finished_at,
+        attempt=int(record.attempt),
+        spec_preview=_preview(compact_json(record.spec)),
+        readouts_preview=HIDDEN if hidden else _preview(compact_json(record.readouts)),
     )
 
 
@@ -179,19 +154,21 @@ def read_record(run_dir: Path, key: str) -> dict[str, Any] | None:
     if not _has_run(run_dir):
         return None
     with RunStore.open(run_dir, read_only=True) as store:
-        row = store.conn.execute(
-            "SELECT r.key, i.protocol, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
-            "i.spec, r.readouts, r.raw FROM records AS r JOIN items AS i ON i.key = r.key "
-            "WHERE r.key = ?",
-            (key,),
-        ).fetchone()
-    if row is None:
+        record = store.record(key)
+    if record is None:
         return None
-    names = ("key", "protocol", "status", "error", "elapsed_s", "finished_at", "attempt")
-    out: dict[str, Any] = dict(zip(names, row[:7], strict=True))
-    for name, text in zip(("spec", "readouts", "raw"), row[7:], strict=True):
-        out[name] = json.loads(text)
-    return out
+    return {
+        "key": record.key,
+        "protocol": record.protocol,
+        "status": record.status,
+        "error": record.error,
+        "elapsed_s": record.elapsed_s,
+        "finished_at": record.finished_at,
+        "attempt": record.attempt,
+        "spec": record.spec,
+        "readouts": record.readouts,
+        "raw": record.raw,
+    }
 
 
 def public_record(record: dict[str, Any]) -> dict[str, Any]:

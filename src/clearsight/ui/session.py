@@ -17,7 +17,6 @@ time reach the store and the sensor (a session can start while the sensor is sti
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Sequence
@@ -302,13 +301,10 @@ class HumanPlay:
         """Why sessions cannot be played in this run (it holds another protocol's records, or
         the instance set does not load), or None."""
         if (self.run_dir / DB_NAME).is_file():
+            from clearsight.probe.transcript import PROTOCOL
+
             with RunStore.open(self.run_dir, read_only=True) as store:
-                others = [
-                    p
-                    for (p,) in store.conn.execute(
-                        "SELECT DISTINCT protocol FROM items WHERE protocol <> 'probe'"
-                    )
-                ]
+                others = [kind for kind in store.item_kinds() if kind != PROTOCOL]
             if others:
                 return (
                     f"this run holds {', '.join(sorted(others))} items; human sessions are "
@@ -347,16 +343,16 @@ class HumanPlay:
         """Every human session of the run, in the order they were started."""
         if not (self.run_dir / DB_NAME).is_file():
             return []
+        from clearsight.probe.transcript import PROTOCOL
+
         with RunStore.open(self.run_dir, read_only=True) as store:
-            rows = store.conn.execute(
-                "SELECT r.key, r.status, r.readouts FROM records AS r "
-                "JOIN items AS i ON i.key = r.key WHERE i.protocol = 'probe' "
-                "AND json_extract(r.readouts, '$.reasoner') LIKE 'human:%' ORDER BY i.rowid"
-            ).fetchall()
+            records = list(store.iter_records(kind=PROTOCOL, raw=False))
         out = []
-        for key, status, readouts_text in rows:
-            readouts = json.loads(readouts_text)
-            if status != "ok":
+        for record in records:
+            readouts = record.readouts
+            if not str(readouts.get("reasoner", "")).startswith("human:"):
+                continue  # a model's conversation
+            if record.status != "ok":
                 state = "in progress"
             elif readouts.get("committed"):
                 verdict = "correct" if readouts.get("correct") else "wrong"
@@ -365,7 +361,7 @@ class HumanPlay:
                 state = f"ended: {readouts.get('stop')}"
             out.append(
                 SessionRow(
-                    key=key,
+                    key=record.key,
                     human=str(readouts.get("reasoner", "")),
                     instance_id=str(readouts.get("instance_id", "")),
                     turns=int(readouts.get("rounds", 0)),

@@ -1,16 +1,18 @@
-"""Load a sweep run for reporting: the ok records as a tidy frame, V_eq rows, manifest, failures.
+"""A sweep run read back for its report: ok records as a tidy frame, V_eq rows, manifest, failures.
 
 The report never trusts that every piece of a run exists (a partial run, a run without the
 water arm, without controls, without verbal wordings, with failed records), so this module turns
-whatever :func:`clearsight.store.load_run` returns into one frame with a fixed set of columns
-(missing ones filled with NaN) and typed values: ``correct`` and ``abstained`` as 0.0/1.0 floats,
-confidences as floats with NaN for "no value" (a letter wording has no verbal confidence, an
-unparsed verbal reply has none either).
+the records of the sweep's two item kinds (:data:`~clearsight.sweep.protocol.PROTOCOL`, one
+question to one model; :data:`~clearsight.sweep.protocol.VEQ_PROTOCOL`, the ImageNet-C
+equivalents) into one frame with a fixed set of columns (missing ones filled with NaN) and
+typed values: ``correct`` and ``abstained`` as 0.0/1.0 floats, confidences as floats with NaN
+for "no value" (a letter wording has no verbal confidence, an unparsed verbal reply has none
+either). It reads through :class:`~clearsight.store.RunStore`'s reads by kind; the report in
+:mod:`clearsight.report` only renders what it returns.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.store import RunStore
+from clearsight.sweep.protocol import PROTOCOL, VEQ_PROTOCOL
 
 __all__ = [
     "ARMS",
@@ -26,7 +29,6 @@ __all__ = [
     "LETTER_WORDINGS",
     "VERBAL_WORDINGS",
     "RunData",
-    "fetch_raw",
     "is_verbal",
     "level_label",
     "load_run_data",
@@ -100,10 +102,11 @@ def primary_wording(wordings: list[str], verbal: bool) -> str | None:
 class RunData:
     """Everything the report reads from one run directory.
 
-    ``records``: ok ``sweep`` records, one row each, columns as in the module docstring.
-    ``veq``: ok ``sweep.veq`` rows (``scene``, ``severity``, ``v_eq_m``). ``counts``: the store's
-    item/ok/failed/pending counts. ``failures``: error message → number of failed records,
-    most frequent first. ``levels``: arm → its visibility levels in the records, clearest first.
+    ``records``: ok sweep records (kind ``PROTOCOL``), one row each, columns as in the module
+    docstring. ``veq``: ok V_eq rows (kind ``VEQ_PROTOCOL``: ``scene``, ``severity``,
+    ``v_eq_m``). ``counts``: the store's item/ok/failed/pending counts. ``failures``: error
+    message → number of failed records, most frequent first. ``levels``: arm → its visibility
+    levels in the records, clearest first.
     """
 
     run_dir: Path
@@ -152,6 +155,12 @@ class RunData:
         """Physical arms with records, fog first."""
         return [a for a in ARMS if a in self.levels]
 
+    def raw_outputs(self, keys: list[str]) -> dict[str, Any]:
+        """The decoded raw outputs of the records ``keys``, read from the run when asked: the
+        report shows a handful (qualitative examples), so the frame never holds them all."""
+        with RunStore.open(self.run_dir, read_only=True) as store:
+            return store.raw_outputs(keys)
+
 
 def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
     """The ok sweep records with the report's columns and dtypes (see the module docstring)."""
@@ -189,21 +198,16 @@ def _numeric(frame: pd.DataFrame, col: str) -> pd.Series:
 
 
 def load_run_data(run_dir: Path) -> RunData:
-    """Read a run directory (read-only) into :class:`RunData`."""
-    from clearsight.store import load_run
-
+    """Read a sweep run directory (read-only) into :class:`RunData`; InputError naming the
+    right command for a run of another protocol."""
     with RunStore.open(run_dir, read_only=True) as store:
-        store.expect_protocol("sweep")
+        store.expect_protocol(PROTOCOL)
         manifest = store.manifest()
         counts = store.counts()
-    frame = load_run(run_dir)
-    status = frame["status"] if "status" in frame else pd.Series(dtype=object)
-    protocol = frame["protocol"] if "protocol" in frame else pd.Series(dtype=object)
-    ok = status == "ok"
-    errors = frame.loc[status == "failed", "error"] if "error" in frame else pd.Series()
-    failures = errors.fillna("(no message)").astype(str).value_counts()
-    records = _typed_records(frame[ok & (protocol == "sweep")])
-    veq_rows = frame[ok & (protocol == "sweep.veq")]
+        records = _typed_records(store.to_frame(status="ok", kind=PROTOCOL))
+        veq_rows = store.to_frame(status="ok", kind=VEQ_PROTOCOL)
+        errors = [record.error for record in store.iter_records("failed", raw=False)]
+    failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
     veq = pd.DataFrame(
         {
             "scene": veq_rows["scene.id"].astype(object) if "scene.id" in veq_rows else [],
@@ -220,19 +224,3 @@ def load_run_data(run_dir: Path) -> RunData:
         failures=failures,
         levels=_levels(records),
     )
-
-
-def fetch_raw(run_dir: Path, keys: list[str]) -> dict[str, Any]:
-    """The decoded raw outputs of the records ``keys`` (one query; for qualitative examples).
-
-    :func:`clearsight.store.load_run` can include every raw output, which is wasteful for a
-    large run when the report shows a handful, so this reads just those rows.
-    """
-    if not keys:
-        return {}
-    with RunStore.open(run_dir, read_only=True) as store:
-        rows = store.conn.execute(
-            "SELECT r.key, r.raw FROM records AS r JOIN json_each(?) AS j ON j.value = r.key",
-            (json.dumps(keys),),
-        ).fetchall()
-    return {str(key): json.loads(raw) for key, raw in rows}

@@ -1,0 +1,86 @@
+"""A grounding run read back for its report: elicitations, own trajectories, judge, failures.
+
+A grounding run holds records of four item kinds, named once in
+:mod:`clearsight.grounding.protocol`: the measured model's own trajectories
+(:data:`~clearsight.grounding.protocol.TRAJECTORY`), the TGS-Bench edits (``EDIT``), the
+judge's verdicts on pairs (``JUDGE``) and the elicited confidence distributions (``ELICIT``).
+:func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
+into :class:`GroundingResults`; :mod:`clearsight.report.grounding` scores and renders them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY
+from clearsight.store import RunStore
+
+__all__ = ["GroundingResults", "load_grounding_results"]
+
+
+@dataclass(frozen=True)
+class GroundingResults:
+    """What a grounding run directory holds.
+
+    ``elicitations``: one row per ok elicitation (problem, benchmark, variant, expected, probs,
+    mass, share, meta), the input of :mod:`clearsight.grounding.tgs`. ``trajectories``: one
+    row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
+    ``judge``: per axis, pairs judged (``n``) and the share where the judge picked the bad side
+    (``picked_bad``). ``failures``: failed records counted by ``"<kind>: <reason>"`` (the
+    reason's first 80 characters). ``name``: the run directory's name.
+    """
+
+    name: str
+    elicitations: pd.DataFrame
+    trajectories: pd.DataFrame
+    judge: dict[str, dict[str, float]]
+    failures: dict[str, int]
+
+
+def load_grounding_results(run_dir: Path | str) -> GroundingResults:
+    """Read a grounding run (read-only); InputError naming the right command for a run of
+    another protocol."""
+    with RunStore.open(run_dir, read_only=True) as store:
+        store.expect_protocol(GROUNDING.name)
+        elicitations = [
+            {
+                "problem": rec.spec["problem"]["id"],
+                "benchmark": rec.spec["problem"]["benchmark"],
+                "variant": rec.spec["variant"],
+                "expected": rec.readouts["expected"],
+                "probs": rec.readouts["probs"],
+                "mass": rec.readouts["mass"],
+                "share": rec.spec["share"],
+                "meta": rec.spec["meta"],
+            }
+            for rec in store.iter_records("ok", kind=ELICIT, raw=False)
+        ]
+        trajectories = [
+            {
+                "problem": rec.spec["problem"]["id"],
+                "benchmark": rec.spec["problem"]["benchmark"],
+                "correct": bool(rec.readouts["correct"]),
+                "answer": rec.readouts["answer"],
+                "answer_forced": rec.readouts["answer_forced"],
+            }
+            for rec in store.iter_records("ok", kind=TRAJECTORY, raw=False)
+        ]
+        verdicts: dict[str, list[bool]] = {}
+        for rec in store.iter_records("ok", kind=JUDGE, raw=False):
+            verdicts.setdefault(str(rec.readouts["axis"]), []).append(
+                bool(rec.readouts["picked_bad"])
+            )
+        failures: dict[str, int] = {}
+        for rec in store.iter_records("failed", raw=False):
+            reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
+            failures[reason] = failures.get(reason, 0) + 1
+    return GroundingResults(
+        name=Path(run_dir).name,
+        elicitations=pd.DataFrame(elicitations),
+        trajectories=pd.DataFrame(trajectories),
+        judge={a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v},
+        failures=failures,
+    )
