@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.validate import InputError
+from clearsight.models import install_hint
+from clearsight.validate import InputError, invalid_options
 
 if TYPE_CHECKING:
     from clearsight.models.hf_backend import HfBackend
-
-_HINT = "install the extra: pip install 'clearsight[hf]'"
 
 
 class HfOptions(BaseModel):
@@ -85,10 +84,7 @@ def parse_options(options: Mapping[str, Any]) -> HfOptions:
     try:
         return HfOptions(**dict(options))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"bad hf backend options: {problems}") from exc
+        raise invalid_options(exc, "hf backend options") from exc
 
 
 def resolve_source(arg: str) -> tuple[str, bool]:
@@ -125,5 +121,5 @@ def make_hf(arg: str, options: Mapping[str, Any]) -> HfBackend:
         from clearsight.models.hf_backend import load_hf
     except ImportError as exc:
         needs = exc.name or "torch/transformers"
-        raise InputError(f"model 'hf:{arg}' needs {needs}: {_HINT}") from exc
+        raise InputError(f"model 'hf:{arg}' needs {needs}: {install_hint('hf')}") from exc
     return load_hf(source, name=f"hf:{arg}", options=opts, local_dir=local)
