@@ -366,7 +366,7 @@ def test_factory_and_options():
         make_perceiver("vision", {})
     with pytest.raises(InputError, match="crop_factor"):
         make_perceiver("detector", {"crop_factor": 0.5})
-    with pytest.raises(InputError, match="bad perceiver options"):
+    with pytest.raises(InputError, match=r"^invalid perceiver options: colour: unknown field$"):
         make_perceiver("detector", {"colour": "red"})
     assert DEFAULT_MODE in ("llm", "detector")
 

@@ -1,14 +1,18 @@
 """Run configurations as data: pydantic models, loadable from YAML, mirrored by the CLI flags.
 
+:class:`SweepConfig` is the visibility sweep's; :func:`load_config` reads any protocol's
+configuration model from YAML with flags laid over it, the one loader of every ``--config``.
 The resolved configuration is written to every run's manifest, and its content hash guards a
 run directory against records of a different configuration.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, TypeVar, overload
 
 import yaml
 from pydantic import (
@@ -22,7 +26,7 @@ from pydantic import (
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
-from clearsight.validate import InputError
+from clearsight.validate import InputError, invalid, invalid_options
 
 Control = Literal["clean", "blank", "shuffled", "imagenet_c"]
 Wording = Literal["mcq.reason", "mcq.generic", "verbal.plain", "verbal.percent", "verbal.scale"]
@@ -171,19 +175,87 @@ class SweepConfig(BaseModel):
         return self.model_conditions.get(model, (*self.arms, *self.controls))
 
 
-def load_config(path: Path) -> SweepConfig:
-    """A :class:`SweepConfig` from a YAML file, with errors that name the file and the field."""
+class _Null(enum.Enum):
+    NULL = "null"
+
+
+NULL: Final = _Null.NULL
+"""An override that sets its field to None (``--generator none``); a None override is a flag
+the user did not give, which leaves the field as it is."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@overload
+def load_config(path: Path | None) -> SweepConfig: ...
+
+
+@overload
+def load_config(
+    path: Path | None, model: type[M], overrides: Mapping[str, object] | None = None
+) -> M: ...
+
+
+def load_config(
+    path: Path | None,
+    model: type[BaseModel] = SweepConfig,
+    overrides: Mapping[str, object] | None = None,
+) -> BaseModel:
+    """A ``model`` (by default a :class:`SweepConfig`) from the YAML file at ``path`` of its
+    fields (None: no file), with ``overrides`` laid over the file: the one way every command
+    reads ``--config`` and its flags.
+
+    An override of None is a flag the user did not give: the file's value stands, else the
+    model's default; :data:`NULL` sets a field to None; a mapping over a mapping sets only its
+    keys (``--batch-size`` over the file's ``model_options``). Everything wrong (an unreadable
+    file, bad YAML, a key the model does not know, a bad value from the file or a flag) is one
+    :class:`InputError` line naming the file and each bad field (:func:`invalid_options`).
+    """
+    what = f"{model.__name__.removesuffix('Config').lower()} config"
+    data = _read_yaml(path, what) if path is not None else {}
+    try:
+        return model.model_validate(_overlay(data, overrides or {}))
+    except ValidationError as exc:
+        raise invalid_options(exc, what, path) from exc
+
+
+def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+    """The mapping of fields in the YAML file ``path`` (empty for an empty file)."""
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise InputError(f"cannot read config file {path}: {exc}") from exc
+        raise invalid(what, f"cannot read the file: {exc.strerror or exc}", path) from exc
     except yaml.YAMLError as exc:
-        raise InputError(f"config file {path} is not valid YAML: {exc}") from exc
+        raise invalid(what, f"not valid YAML: {_yaml_problem(exc)}", path) from exc
+    if data is None:
+        return {}
     if not isinstance(data, dict):
-        raise InputError(
-            f"config file {path} must hold a mapping of fields, got {type(data).__name__}"
+        raise invalid(
+            what, f"the file must hold a mapping of fields, got {type(data).__name__}", path
         )
-    try:
-        return SweepConfig(**data)
-    except ValidationError as exc:
-        raise InputError(f"config file {path}: {exc}") from exc
+    return data
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where in the file and what: PyYAML's own message spreads over several lines."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(exc)
+
+
+def _overlay(base: Mapping[str, Any], overrides: Mapping[str, object]) -> dict[str, Any]:
+    """``base`` with the given ``overrides`` laid over it (see :func:`load_config`)."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        below = merged.get(key)
+        if value is NULL:
+            merged[key] = None
+        elif isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = _overlay(below, value)
+        else:
+            merged[key] = value
+    return merged

@@ -1,20 +1,61 @@
-"""Input checks shared by physics, scenes and tasks.
+"""Input checks shared by physics, scenes, tasks and every set of options.
 
 Every public entry point that takes pixels, depth or a visibility checks them here, so a user
 gets an error naming the problem (dtype, shape, NaN, sign) instead of a broadcasting failure
-deep inside numpy.
+deep inside numpy. Invalid options (a run's configuration, a backend's options, the flags of a
+command) become one :class:`InputError` line of one form, :func:`invalid`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+    from pydantic_core import ErrorDetails
+
+#: Longest rendering of an offending value in an options error (a YAML list can be long).
+_MAX_VALUE_CHARS = 60
+
 
 class InputError(ValueError):
     """Bad input given to clearsight: the message names the problem and the offending value."""
+
+
+def invalid(what: str, problem: str, source: object = None) -> InputError:
+    """The one form of an invalid-options error, ``invalid WHAT (SOURCE): PROBLEM`` on one line
+    (``invalid sweep config (sweep.yaml): arms.0: ...``): ``source`` says where the options came
+    from (a file, a backend spec), when there is one to name."""
+    where = f" ({source})" if source is not None else ""
+    return InputError(" ".join(f"invalid {what}{where}: {problem}".split()))
+
+
+def invalid_options(exc: ValidationError, what: str, source: object = None) -> InputError:
+    """A pydantic :class:`~pydantic.ValidationError` as :func:`invalid`: every error pydantic
+    found, ``field.path: message (got value)``, joined by ``; ``, so one try shows the user all
+    that is wrong wherever the options came from. A key the model does not know is
+    ``key: unknown field`` (the options models forbid extra fields)."""
+    return invalid(what, "; ".join(_problem(e) for e in exc.errors(include_url=False)), source)
+
+
+def _problem(error: ErrorDetails) -> str:
+    """One pydantic error: its field path, its message and, where it helps, the value given."""
+    field = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{field}: unknown field"
+    message = error["msg"].removeprefix("Value error, ")
+    if not field:  # a check across fields: its message names them
+        return message
+    if error["type"] != "missing":  # a missing field has no value to show
+        value = repr(error["input"])
+        if len(value) > _MAX_VALUE_CHARS:
+            value = value[: _MAX_VALUE_CHARS - 3] + "..."
+        message += f" (got {value})"
+    return f"{field}: {message}"
 
 
 def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:

@@ -33,10 +33,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.execute.unit import Unit
+from clearsight.models import install_hint
 from clearsight.store import Record
 from clearsight.validate import InputError
-
-INSTALL_HINT = "pip install 'clearsight[ray]'"
 
 
 class RayConfig(BaseModel):
@@ -88,7 +87,7 @@ def import_ray() -> Any:
         import ray
     except ImportError as exc:
         raise InputError(
-            f"the ray executor needs Ray, which is not installed: {INSTALL_HINT}"
+            f"the ray executor needs Ray, which is not installed: {install_hint('ray')}"
         ) from exc
     return ray
 

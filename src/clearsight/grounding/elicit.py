@@ -6,8 +6,8 @@ over the numerals 0..10 as whole sequences at that slot,
 
     p("k") = p(t1) p(t2 | t1) ... p(tm | t1..tm-1)   [ x p(end | "k") where "k" prefixes another ]
 
-renormalised over the 11 (:func:`clearsight.sweep.readouts.numeral_distribution`), and the expected
-confidence ``E = sum_k p_k k/10``.
+renormalised over the 11 (:func:`clearsight.grounding.numerals.numeral_distribution`), and the
+expected confidence ``E = sum_k p_k k/10``.
 
 **One forward pass per request.** Numerals are tokenized *in context* (the tokens that
 ``prompt + "k"`` adds to ``prompt``), so whatever the tokenizer does with the space before a

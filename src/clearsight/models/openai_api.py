@@ -13,7 +13,7 @@ What a request becomes:
   request does not generate). A candidate's probability sums the tokens whose text equals it
   once whitespace is stripped (``"A"`` and ``" A"``); a candidate outside the top-k gets 0 and
   the mass the top-k does not cover, ``1 - sum(top-k)``, goes to ``Response.uncovered_mass``
-  — recorded, never invented (:func:`clearsight.sweep.readouts.candidate_probs_from_top_logprobs`).
+  — recorded, never invented (:func:`clearsight.models.logprobs.candidate_probs_from_top_logprobs`).
   Only the first token is scored, so a candidate must be one token.
 * **Samples**: ``n`` per request through the ``n`` parameter, split into calls of at most
   ``max_n_per_call``; a server that returns fewer choices than asked gets further calls (seeds
@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clearsight.models import install_hint
 from clearsight.models.base import (
     Capabilities,
     ImagePart,
@@ -81,7 +82,7 @@ from clearsight.models.base import (
     TokenLogprob,
 )
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs
-from clearsight.validate import InputError, check_image
+from clearsight.validate import InputError, check_image, invalid_options
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -556,9 +557,10 @@ def make_openai(arg: str, options: Mapping[str, Any]) -> OpenAIBackend:
     try:
         opts = OpenAIOptions.model_validate(dict(options))
     except ValidationError as exc:
-        raise InputError(f"bad options for openai backend {arg!r}: {exc}") from exc
+        raise invalid_options(exc, "openai backend options", f"openai:{arg}") from exc
     try:
         import openai  # noqa: F401  (fail now, with the install hint, not mid-run)
     except ImportError as exc:
-        raise InputError("the openai backend needs the openai client: pip install openai") from exc
+        hint = install_hint("openai")
+        raise InputError(f"the openai backend needs the openai client: {hint}") from exc
     return OpenAIBackend(base_url, model, opts)

@@ -20,7 +20,7 @@ generated token — the top-k plus the sampled token when it is not among them (
 distinct tokens). By default (``logprobs_mode="raw_logprobs"`` in the V1 engine) these are the
 log-softmax of the raw logits, before temperature and top-p. Candidate probabilities come from
 the first generated token of the first sample exactly as for the ``openai:`` backend
-(:func:`clearsight.sweep.readouts.candidate_probs_from_top_logprobs`): a candidate outside the
+(:func:`clearsight.models.logprobs.candidate_probs_from_top_logprobs`): a candidate outside the
 returned tokens gets 0, and the mass they do not cover is ``Response.uncovered_mass``.
 
 vLLM caps ``logprobs`` at the engine's ``max_logprobs`` (20 by default); :class:`VLLMOptions`
@@ -38,10 +38,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clearsight.models import install_hint
 from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.models.openai_api import chat_messages, logprobs_wanted
-from clearsight.validate import InputError
+from clearsight.validate import InputError, invalid_options
 
 
 class VLLMOptions(BaseModel):
@@ -225,10 +226,7 @@ class VLLMBackend:
             try:
                 vllm = importlib.import_module("vllm")
             except ImportError as exc:
-                raise InputError(
-                    f"model {self.name!r} needs vLLM, on a machine with a GPU: "
-                    "pip install 'clearsight[vllm]'"
-                ) from exc
+                raise InputError(f"model {self.name!r} needs vLLM: {install_hint('vllm')}") from exc
             if self._llm is None:
                 self._llm = vllm.LLM(**self.options.llm_kwargs(self.model))
             if self._sampling_params is None:
@@ -261,10 +259,7 @@ def make_vllm(arg: str, options: Mapping[str, Any]) -> VLLMBackend:
     try:
         opts = VLLMOptions.model_validate(dict(options))
     except ValidationError as exc:
-        raise InputError(f"bad options for vllm backend {arg!r}: {exc}") from exc
+        raise invalid_options(exc, "vllm backend options", f"vllm:{arg}") from exc
     if importlib.util.find_spec("vllm") is None:  # fail before the run, not on its first batch
-        raise InputError(
-            f"model 'vllm:{arg}' needs vLLM, on a machine with a GPU: "
-            "pip install 'clearsight[vllm]'"
-        )
+        raise InputError(f"model 'vllm:{arg}' needs vLLM: {install_hint('vllm')}")
     return VLLMBackend(arg, opts)

@@ -7,7 +7,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.validate import InputError
+from clearsight.validate import invalid_options
 
 #: Images with a side shorter than this are not given to the detector.
 MIN_SIDE_PX: Final = 32
@@ -70,7 +70,4 @@ def parse_options(options: Mapping[str, Any]) -> PerceiverOptions:
     try:
         return PerceiverOptions(**dict(options))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"bad perceiver options: {problems}") from exc
+        raise invalid_options(exc, "perceiver options") from exc

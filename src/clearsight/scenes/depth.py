@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
+from clearsight.models import install_hint
 from clearsight.physics.medium import DEPTH_CLIP_M, clip_depth
 from clearsight.scenes.model import Box, DepthProvenance
 from clearsight.validate import InputError, check_image
@@ -438,8 +439,7 @@ class DepthAnythingEstimator:
             from transformers import AutoImageProcessor, AutoModelForDepthEstimation
         except ImportError as exc:
             raise InputError(
-                f"DepthAnythingEstimator needs torch and transformers ({exc}); install the "
-                "'hf' extra: pip install 'clearsight[hf]'"
+                f"DepthAnythingEstimator needs torch and transformers ({exc}); {install_hint('hf')}"
             ) from None
         self.model_id = str(model)
         self.device = device

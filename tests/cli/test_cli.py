@@ -58,7 +58,7 @@ def test_monotone_share():
 
 
 def test_demo_says_how_to_start_over_when_its_models_changed(tmp_path, monkeypatch):
-    import clearsight.cli as cli
+    from clearsight.cli import demo
     from clearsight.config import SweepConfig
 
     small = {
@@ -73,12 +73,12 @@ def test_demo_says_how_to_start_over_when_its_models_changed(tmp_path, monkeypat
     args = ["demo", "--out", str(out), "--workers", "1"]
     before = SweepConfig(**small)
     after = SweepConfig(**small, models=("observer", "perceiver:detector"))
-    monkeypatch.setattr(cli, "demo_config", lambda: before)
+    monkeypatch.setattr(demo, "demo_config", lambda: before)
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     assert f"{len(plan_sweep(before).items)} records written, 0 failed" in first.output
     # the machine gained a model (say `make models` ran): the demo's config changed
-    monkeypatch.setattr(cli, "demo_config", lambda: after)
+    monkeypatch.setattr(demo, "demo_config", lambda: after)
     refused = runner.invoke(app, args)
     assert refused.exit_code == 2
     assert "--fresh" in refused.output

@@ -1,0 +1,38 @@
+"""The ``clearsight`` command line: one typer app, one module per command group.
+
+:mod:`~clearsight.cli._options` holds what every run command shares (the run options, how a
+run starts and ends); each run command reads its protocol's configuration from ``--config``
+YAML with its flags laid over it (:func:`clearsight.config.load_config`). Heavy imports happen
+inside commands, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from clearsight.cli import build, demo, grounding, models, probe, scenes, serve, sweep
+from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
+
+__all__ = ["PERCEIVERS", "app", "demo_config", "demo_models", "main"]
+
+app = typer.Typer(
+    help="Measure whether vision-language models know when they cannot see.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(models.app, name="models")
+app.command()(scenes.scenes)
+app.command()(scenes.preview)
+app.command()(scenes.equivalence)
+app.command()(sweep.sweep)
+app.command()(sweep.report)
+app.command()(demo.demo)
+app.command()(serve.serve)
+app.command()(build.build)
+app.command()(grounding.grounding)
+app.add_typer(probe.app, name="probe")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    """Run the command line (the ``clearsight`` console script)."""
+    app()

@@ -1,0 +1,92 @@
+"""``clearsight build``: the probe benchmark's two-stage filter, run from a
+:class:`~clearsight.probe.build.BuildConfig` (YAML and flags)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clearsight.cli._options import _csv, _fail
+
+if TYPE_CHECKING:
+    from clearsight.probe.build import BuildConfig
+    from clearsight.probe.instances import Instance
+
+
+def build(
+    out: Annotated[Path, typer.Option(help="JSONL of the kept instances.")],
+    config: Annotated[Path | None, typer.Option(help="YAML file of BuildConfig fields.")] = None,
+    stage: Annotated[
+        int | None, typer.Option(help="1: sensor consistency filter; 2: human-solved.")
+    ] = None,
+    instances: Annotated[
+        str | None, typer.Option(help="bundled, a JSONL file or a dataset directory.")
+    ] = None,
+    dataset: Annotated[str | None, typer.Option(help="Loader name, or jsonl.")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
+    sensor: Annotated[str | None, typer.Option(help="Sensor model (stage 1).")] = None,
+    samples: Annotated[
+        int | None, typer.Option(help="Direct samples per question (stage 1).")
+    ] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Run directory keeping stage 1's samples (a probe run's: Fig. 2)."),
+    ] = None,
+    sessions: Annotated[
+        list[Path] | None, typer.Option(help="Run directory with human sessions (stage 2).")
+    ] = None,
+) -> None:
+    """Build a benchmark: stage 1 keeps questions whose sensor is right in 1..5 of 11 direct
+    answers; stage 2 keeps those a blind person solved (sessions of `clearsight serve`)."""
+    from clearsight.config import load_config
+    from clearsight.probe.build import BuildConfig, build_stage2, write_instances
+    from clearsight.probe.protocol import ProbeConfig, select_instances
+    from clearsight.validate import InputError
+
+    flags: dict[str, object] = {
+        "stage": stage,
+        "instances": instances,
+        "dataset": dataset,
+        "instance_ids": _csv(ids),
+        "sensor": sensor,
+        "samples": samples,
+        "sessions": tuple(sessions) if sessions else None,
+    }
+    try:
+        cfg = load_config(config, BuildConfig, flags)
+        selection = ProbeConfig(
+            instances=cfg.instances, dataset=cfg.dataset, instance_ids=cfg.instance_ids
+        )
+        items = select_instances(selection)
+        if cfg.stage == 1:
+            kept = _stage1(cfg, items, store)
+        elif not cfg.sessions:
+            raise InputError("stage 2 needs --sessions RUN (human sessions)")
+        else:
+            kept = build_stage2(items, cfg.sessions)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    write_instances(kept, out)
+    typer.echo(f"kept {len(kept)} of {len(items)} questions: {out}")
+
+
+def _stage1(cfg: BuildConfig, items: list[Instance], store: Path | None) -> list[Instance]:
+    """Stage 1 on ``items``, each question's count printed; its samples kept in the run
+    directory ``store`` when given (a new store begins a build run, else adds to the run)."""
+    from clearsight.probe.build import build_stage1
+    from clearsight.probe.sensor import Sensor
+    from clearsight.store import RunStore
+
+    sensor = Sensor(cfg.sensor, k=cfg.samples, judge="exact")
+    if store is not None:
+        with RunStore.open(store) as st:
+            if "config" not in st.manifest():
+                st.begin_run({"config": {"build": 1, "sensor": cfg.sensor}})
+            results = build_stage1(items, sensor, samples=cfg.samples, store=st)
+    else:
+        results = build_stage1(items, sensor, samples=cfg.samples)
+    for r in results:
+        typer.echo(f"{r.instance.id:36s} c={r.c:2d}/{cfg.samples} {'kept' if r.kept else ''}")
+    return [r.instance for r in results if r.kept]

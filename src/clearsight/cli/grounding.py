@@ -1,0 +1,115 @@
+"""``clearsight grounding``: the trajectory-grounding protocol, run from a
+:class:`~clearsight.grounding.protocol.GroundingConfig` (YAML and flags), then its report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clearsight.cli._options import (
+    AllowMismatch,
+    CpusPerReplica,
+    Executor,
+    Fresh,
+    GpusPerReplica,
+    RayAddress,
+    Replicas,
+    Workers,
+    _csv,
+    _fail,
+    _finished,
+    _ray,
+    _run_options,
+)
+
+if TYPE_CHECKING:
+    from clearsight.driver import RunSummary
+    from clearsight.grounding.protocol import GroundingConfig
+
+
+def grounding(
+    config: Annotated[
+        Path | None, typer.Option(help="YAML file of GroundingConfig fields.")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory.")] = Path(
+        "runs/grounding"
+    ),
+    model: Annotated[str | None, typer.Option(help="Model whose confidence is measured.")] = None,
+    generator: Annotated[
+        str | None, typer.Option(help="Model injecting TGS-Bench errors; 'none': rule only.")
+    ] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Bundled problems.")] = None,
+    families: Annotated[
+        str | None, typer.Option(help="Comma-separated bundled families (default: text ones).")
+    ] = None,
+    datasets: Annotated[
+        Path | None, typer.Option(help="Directory with local benchmark copies.")
+    ] = None,
+    benchmarks: Annotated[
+        str | None, typer.Option(help="Comma-separated benchmarks to load from --datasets.")
+    ] = None,
+    jsonl: Annotated[list[Path] | None, typer.Option(help="JSONL file of problems.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Problems per benchmark at most.")] = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="Trajectory length limit.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Sequences per forward pass.")] = None,
+    variation: Annotated[bool | None, typer.Option(help="Score content variation.")] = None,
+    hesitation: Annotated[bool | None, typer.Option(help="Score hesitation events.")] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="Model judging which pair side holds the error.")
+    ] = None,
+    n_boot: Annotated[int | None, typer.Option(help="Bootstrap draws.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
+    workers: Workers = 1,
+    executor: Executor = "serial",
+    ray_address: RayAddress = None,
+    replicas: Replicas = None,
+    gpus_per_replica: GpusPerReplica = 0.0,
+    cpus_per_replica: CpusPerReplica = 1.0,
+    fresh: Fresh = False,
+    allow_mismatch: AllowMismatch = False,
+) -> None:
+    """Trajectory grounding: TGS-self (masking), TGS-pair, ECE/AUROC, variation, hesitation.
+    Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md)."""
+    from clearsight.config import NULL, load_config
+    from clearsight.grounding.protocol import GroundingConfig, run_grounding
+    from clearsight.validate import InputError
+
+    flags: dict[str, object] = {
+        "model": model,
+        "model_options": {"batch_size": batch_size} if batch_size is not None else None,
+        "generator": NULL if generator == "none" else generator,
+        "n_problems": n,
+        "families": _csv(families) or None,  # an empty list: the default families
+        "seed": seed,
+        "datasets_dir": str(datasets) if datasets else None,
+        "benchmarks": _csv(benchmarks),
+        "jsonl": tuple(str(p) for p in jsonl) if jsonl else None,
+        "limit": limit,
+        "max_new_tokens": max_new_tokens,
+        "variation": variation,
+        "hesitation": hesitation,
+        "judge": judge,
+        "n_boot": n_boot,
+    }
+    ray = _ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica)
+    run = _run_options(executor, workers, ray, fresh, allow_mismatch)
+    try:
+        cfg = load_config(config, GroundingConfig, flags)
+        summary = run.start(run_grounding, cfg, out)
+        _grounding_report(cfg, out, summary)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    _finished(summary)
+
+
+def _grounding_report(cfg: GroundingConfig, out: Path, summary: RunSummary) -> None:
+    """Print each stage's counts, write the run's report and print its score table."""
+    from clearsight.report.grounding import build_grounding_report, tables
+
+    for stage, s in summary.stages.items():
+        typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
+    paths, analysis = build_grounding_report(out, n_boot=cfg.n_boot, seed=cfg.seed)
+    typer.echo(tables(analysis).to_string(index=False))
+    typer.echo(f"report: {paths.html}")

@@ -1,0 +1,200 @@
+"""``clearsight probe``: the active-reasoning protocol through a noisy VLM sensor, run from a
+:class:`~clearsight.probe.protocol.ProbeConfig` (YAML and flags), with its report, LLM-judge
+analyses, judge agreement and instance listing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clearsight.cli._options import (
+    AllowMismatch,
+    CpusPerReplica,
+    Executor,
+    Fresh,
+    GpusPerReplica,
+    RayAddress,
+    Replicas,
+    Workers,
+    _csv,
+    _fail,
+    _finished,
+    _interrupted,
+    _ray,
+    _run_options,
+)
+
+app = typer.Typer(
+    help="Active reasoning through a noisy VLM sensor (METHODS.md section 6).",
+    no_args_is_help=True,
+)
+
+
+@app.command("run")
+def probe_run(
+    config: Annotated[Path | None, typer.Option(help="YAML file of ProbeConfig fields.")] = None,
+    out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/probe"),
+    instances: Annotated[
+        str | None, typer.Option(help="bundled, a JSONL file or a dataset directory.")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="Loader: bundled, seedbench, figureqa, mmstar, cvqa, ...")
+    ] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
+    categories: Annotated[str | None, typer.Option(help="Comma-separated categories.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many instances.")] = None,
+    reasoner: Annotated[list[str] | None, typer.Option(help="Reasoner model (repeatable).")] = None,
+    strategies: Annotated[
+        str | None, typer.Option(help="Comma-separated: direct,react,uot,bp.")
+    ] = None,
+    sensor: Annotated[str | None, typer.Option(help="Sensor model, e.g. perceiver.")] = None,
+    k: Annotated[int | None, typer.Option("--k", help="Samples K per query.")] = None,
+    judge: Annotated[str | None, typer.Option(help="embedding, exact or llm:<model>.")] = None,
+    runs: Annotated[int | None, typer.Option(help="Runs R per instance.")] = None,
+    budget: Annotated[int | None, typer.Option(help="Budget T (turns).")] = None,
+    signals: Annotated[str | None, typer.Option(help="Comma-separated: true,none,random.")] = None,
+    max_new_tokens: Annotated[int | None, typer.Option(help="Tokens per reasoner turn.")] = None,
+    sensor_max_new_tokens: Annotated[
+        int | None, typer.Option(help="Tokens per sensor sample.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed.")] = None,
+    workers: Workers = 1,
+    executor: Executor = "serial",
+    ray_address: RayAddress = None,
+    replicas: Replicas = None,
+    gpus_per_replica: GpusPerReplica = 0.0,
+    cpus_per_replica: CpusPerReplica = 1.0,
+    fresh: Fresh = False,
+    allow_mismatch: AllowMismatch = False,
+) -> None:
+    """Run the probe protocol (resumes an interrupted run), then write its report. With one
+    process (the default) every turn is stored as it happens; `--executor ray` runs the
+    conversations on Ray (docs/scale.md)."""
+    from clearsight.config import load_config
+    from clearsight.probe.protocol import ProbeConfig, run_probe
+    from clearsight.validate import InputError
+
+    flags: dict[str, object] = {
+        "instances": instances,
+        "dataset": dataset,
+        "instance_ids": _csv(ids),
+        "categories": _csv(categories),
+        "limit": limit,
+        "reasoners": tuple(reasoner) if reasoner else None,
+        "strategies": _csv(strategies),
+        "sensor": sensor,
+        "k": k,
+        "judge": judge,
+        "runs": runs,
+        "budget": budget,
+        "signals": _csv(signals),
+        "max_new_tokens": max_new_tokens,
+        "sensor_max_new_tokens": sensor_max_new_tokens,
+        "seed": seed,
+    }
+    ray = _ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica)
+    run = _run_options(executor, workers, ray, fresh, allow_mismatch)
+    try:
+        summary = run.start(run_probe, load_config(config, ProbeConfig, flags), out)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    _probe_report(out)
+    _finished(summary)
+
+
+def _probe_report(run: Path) -> None:
+    """Write the probe report of ``run`` and print its tables (those with rows)."""
+    import pandas as pd
+
+    from clearsight.probe.results import load_probe_results
+    from clearsight.report.probe import build_probe_report, probe_tables
+
+    paths = build_probe_report(run)
+    for title, frame in probe_tables(load_probe_results(run)).items():
+        if not frame.empty:
+            typer.echo(f"\n{title}")
+            with pd.option_context("display.width", 200, "display.max_columns", 30):
+                typer.echo(frame.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    typer.echo(f"\nreport: {paths.html}")
+
+
+@app.command("report")
+def probe_report(run: Annotated[Path, typer.Argument(help="A probe run directory.")]) -> None:
+    """Write report.html, summary.md and summary.csv of a probe run and print its tables."""
+    from clearsight.validate import InputError
+
+    try:
+        _probe_report(run)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+
+
+@app.command("analyse")
+def probe_analyse(
+    run: Annotated[Path, typer.Argument(help="A probe run directory.")],
+    judge_model: Annotated[
+        str, typer.Option(help="The LLM judge (any text backend).")
+    ] = "hf:smollm2-135m",
+    belief: Annotated[bool, typer.Option(help="Run the belief probe (BP, humans).")] = True,
+    query_types: Annotated[bool, typer.Option(help="Classify the queries.")] = True,
+) -> None:
+    """Belief probe and query-type classification with an LLM judge, stored in the run."""
+    from clearsight.execute import Interrupted
+    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.validate import InputError
+
+    config = AnalysisConfig(judge_model=judge_model, belief=belief, query_types=query_types)
+    try:
+        summary = run_probe_analysis(run, config)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    except Interrupted as exc:
+        raise _interrupted(exc) from None
+    _finished(summary)
+
+
+@app.command("judges")
+def probe_judges(
+    run: Annotated[Path, typer.Argument(help="A probe run directory with sensor replies.")],
+    a: Annotated[str, typer.Option(help="First judge.")] = "embedding",
+    b: Annotated[str, typer.Option(help="Second judge.")] = "llm:hf:smollm2-135m",
+    limit: Annotated[int | None, typer.Option(help="At most this many replies.")] = None,
+) -> None:
+    """Agreement of two semantic-equivalence judges on the run's stored sensor replies:
+    exact and within-1 agreement of u, MAE, quadratic-weighted kappa, Pearson."""
+    from clearsight.probe.judges import judge_agreement, make_judge
+    from clearsight.probe.transcript import load_transcripts
+    from clearsight.validate import InputError
+
+    try:
+        replies = [
+            turn.reply for t in load_transcripts(run) for turn in t.turns if turn.reply is not None
+        ]
+        result, seconds = judge_agreement(replies, make_judge(a), make_judge(b), limit=limit)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"judges: {a} vs {b}")
+    for name, value in result.to_json().items():
+        typer.echo(f"{name}: {value:.3f}" if name != "n" else f"n: {int(value)}")
+    typer.echo(f"seconds: {a} {seconds[0]:.2f}, {b} {seconds[1]:.2f}")
+
+
+@app.command("instances")
+def probe_instances(
+    instances: Annotated[str, typer.Option(help="bundled, a JSONL file or a directory.")] = (
+        "bundled"
+    ),
+    dataset: Annotated[str, typer.Option(help="Loader name (see docs/probe.md).")] = "bundled",
+) -> None:
+    """List instances: id, category, gold, question."""
+    from clearsight.probe.protocol import ProbeConfig, select_instances
+    from clearsight.validate import InputError
+
+    try:
+        items = select_instances(ProbeConfig(instances=instances, dataset=dataset))
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    for inst in items:
+        typer.echo(f"{inst.id:36s} {inst.category:10s} {inst.gold}  {inst.question}")

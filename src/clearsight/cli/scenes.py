@@ -1,0 +1,67 @@
+"""``clearsight scenes``, ``preview`` and ``equivalence``: look at the bundled scenes and their
+degradations before running anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clearsight.cli._options import _fail
+
+
+def scenes(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also list scenes whose photo is missing.")
+    ] = False,
+) -> None:
+    """List the bundled scenes: id, size, depth provenance and targets."""
+    from clearsight.scenes.bundled import bundled_specs, photo_missing
+
+    for spec in bundled_specs().values():
+        missing = photo_missing(spec)
+        if missing and not all_:
+            continue
+        targets = ", ".join(t.category for t in spec.targets)
+        depth = "measured" if spec.depth.get("kind") == "stereo" else "assumed"
+        status = "  (photo missing: run `make data`)" if missing else ""
+        typer.echo(f"{spec.id:28s} depth {depth:8s} targets: {targets}{status}")
+
+
+def preview(
+    scene_id: Annotated[str, typer.Argument(help="A bundled scene id (see `clearsight scenes`).")],
+    out: Annotated[
+        Path | None, typer.Option(help="PNG to write; default preview-SCENE.png")
+    ] = None,
+    target: Annotated[int, typer.Option(help="Index of the boxed target.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the ImageNet-C plasma.")] = 0,
+) -> None:
+    """Write a contact sheet of a scene: clean, fog and water at the eight levels, ImageNet-C
+    severities 1-5 and the depth map with its provenance."""
+    from clearsight.scenes.bundled import load_bundled_scene
+    from clearsight.sweep.preview import contact_sheet
+    from clearsight.validate import InputError
+
+    try:
+        scene = load_bundled_scene(scene_id)
+        path = contact_sheet(scene, out or Path(f"preview-{scene_id}.png"), target, seed)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"wrote {path}")
+
+
+def equivalence(
+    seed: Annotated[int, typer.Option(help="Run seed of the ImageNet-C plasma.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Also write the per-scene table as CSV.")] = None,
+) -> None:
+    """Place ImageNet-C fog severities 1-5 on the physical fog axis (gain-matched V_eq) for the
+    bundled scenes: median and IQR per severity, and the share of scenes whose V_eq falls
+    monotonically."""
+    from clearsight.sweep.equivalence import equivalence_table, summarise
+
+    table = equivalence_table(seed=seed)
+    if out is not None:
+        table.to_csv(out, index=False)
+        typer.echo(f"wrote {out}")
+    typer.echo(summarise(table))

@@ -1,0 +1,54 @@
+"""``clearsight serve``: the web page where a person plays the probe's blind reasoner, and a
+browser of a run's records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clearsight.cli._options import _fail
+
+
+def serve(
+    run: Annotated[Path, typer.Argument(help="Run directory: human sessions are stored here.")],
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    sensor: Annotated[str, typer.Option(help="Sensor backend name.")] = "perceiver",
+    judge: Annotated[
+        str, typer.Option(help="Judge of u: embedding, embedding:<t>, exact, llm:<model>.")
+    ] = "embedding",
+    k: Annotated[int, typer.Option("--k", help="Samples K per sensor query.")] = 5,
+    budget: Annotated[int, typer.Option(help="Budget T: turns per session.")] = 100,
+    instances: Annotated[
+        str, typer.Option(help="Instance set: bundled, DATASET:PATH or a JSONL file.")
+    ] = "bundled",
+    seed: Annotated[int, typer.Option(help="Run seed of the sensor draws.")] = 0,
+) -> None:
+    """Web page where a person plays the blind reasoner through the sensor, and a browser of
+    the run's records (any protocol). Sessions are stored as transcripts in RUN's store."""
+    from pydantic import ValidationError
+
+    from clearsight.ui import ServeSettings, serve_forever
+    from clearsight.validate import InputError, invalid_options
+
+    try:
+        settings = ServeSettings(
+            host=host,
+            port=port,
+            sensor=sensor,
+            judge=judge,
+            k=k,
+            budget=budget,
+            instances=instances,
+            seed=seed,
+        )
+    except ValidationError as exc:
+        raise _fail(str(invalid_options(exc, "serve options"))) from exc
+    try:
+        serve_forever(run, settings)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
