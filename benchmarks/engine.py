@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from _timing import report
-from clearsight.config import SweepConfig
 from clearsight.models.observer import ObserverBackend
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep
 
 

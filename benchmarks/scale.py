@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from _timing import report
-from clearsight.config import SweepConfig
 from clearsight.execute import ExecutorName, execute
 from clearsight.store import Record, RunStore
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import SweepUnit, plan_sweep, run_sweep
 
 

@@ -46,7 +46,7 @@ FOG_LOW_M = 1.953125
 
 def run(run_dir: Path, models: tuple[str, ...], workers: int, executor: str) -> None:
     """Run (or resume) the evaluation sweep into ``run_dir``."""
-    from clearsight.config import SweepConfig
+    from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
 
     config = SweepConfig(

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.config import SweepConfig
 from clearsight.driver import EXIT_FAILED_ITEMS, RunLocked, run_lock
 from clearsight.store import RunStore, load_run
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep
 from clearsight.validate import InputError
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 import fixtures.units
-from clearsight.config import SweepConfig
 from clearsight.execute import Interrupted, Summary, execute
 from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import SweepUnit, plan_sweep, run_sweep, run_unit
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL, VEQ_RTOL, assert_close

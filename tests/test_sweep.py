@@ -17,8 +17,9 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from clearsight.config import SweepConfig, load_config
+from clearsight.config import load_config
 from clearsight.store import ConfigMismatch, RunStore, load_run
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import plan_sweep, run_sweep
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL
@@ -156,7 +157,7 @@ KILL_SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from clearsight.config import SweepConfig
+    from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
     cfg = SweepConfig.model_validate_json(sys.argv[2])
     run_sweep(cfg, Path(sys.argv[1]), executor="serial", progress=False)

@@ -13,7 +13,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "SweepConfig": "clearsight.config",
+    "SweepConfig": "clearsight.sweep.config",
     "load_config": "clearsight.config",
     "run_sweep": "clearsight.sweep.protocol",
     "plan_sweep": "clearsight.sweep.protocol",

@@ -1,7 +1,8 @@
 """Run configurations as data: pydantic models, loadable from YAML, mirrored by the CLI flags.
 
-:class:`SweepConfig` is the visibility sweep's; :func:`load_config` reads any protocol's
-configuration model from YAML with flags laid over it, the one loader of every ``--config``.
+:func:`load_config` reads any protocol's configuration model (the sweep's
+:class:`~clearsight.sweep.config.SweepConfig`, grounding's, the probe's, the build's) from YAML
+with flags laid over it, the one loader of every ``--config``.
 The resolved configuration is written to every run's manifest, and its content hash guards a
 run directory against records of a different configuration.
 """
@@ -9,170 +10,18 @@ run directory against records of a different configuration.
 from __future__ import annotations
 
 import enum
-import itertools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import Any, Final, TypeVar, overload
 
 import yaml
 from pydantic import (
     BaseModel,
-    ConfigDict,
-    Field,
     ValidationError,
-    field_validator,
-    model_validator,
 )
 
-from clearsight.models.observer import ObserverConfig
-from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
-from clearsight.validate import InputError, invalid, invalid_options
-
-Control = Literal["clean", "blank", "shuffled", "imagenet_c"]
-Wording = Literal["mcq.reason", "mcq.generic", "verbal.plain", "verbal.percent", "verbal.scale"]
-ALL_WORDINGS: tuple[Wording, ...] = (
-    "mcq.reason",
-    "mcq.generic",
-    "verbal.plain",
-    "verbal.percent",
-    "verbal.scale",
-)
-
-
-class SweepConfig(BaseModel):
-    """Everything that determines a visibility sweep's records (METHODS.md §1-3)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    scenes: Literal["bundled", "coco"] = Field(
-        "bundled", description="Scene source: the bundled photos or a local COCO copy."
-    )
-    scene_ids: tuple[str, ...] | None = Field(
-        None, description="Bundled scene ids to use (default: every scene whose photo is present)."
-    )
-    coco_annotations: Path | None = Field(
-        None, description="COCO instances JSON (scenes='coco'), e.g. instances_val2017.json."
-    )
-    coco_images: Path | None = Field(None, description="Folder of the COCO images (scenes='coco').")
-    coco_n: int = Field(1000, ge=1, description="Number of COCO scenes drawn (frequency-balanced).")
-    coco_depth_model: str = Field(
-        "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
-        description="Depth of COCO scenes: a Depth Anything V2 metric model (local path or "
-        "Hugging Face cache), or 'assumed:<metres>' for a stated constant depth.",
-    )
-    all_targets: bool = Field(
-        True, description="Ask about every annotated target of a scene (False: the first only)."
-    )
-    arms: tuple[Literal["fog", "water"], ...] = Field(
-        ("fog", "water"), description="Physical degradation arms."
-    )
-    levels_m: tuple[float, ...] = Field(
-        SWEEP_LEVELS_M, description="Visibility levels in metres, clearest first."
-    )
-    controls: tuple[Control, ...] = Field(
-        ("clean", "blank", "shuffled", "imagenet_c"), description="Control conditions."
-    )
-    imagenet_c_severities: tuple[int, ...] = Field(
-        (1, 2, 3, 4, 5), description="ImageNet-C fog severities of the nominal control."
-    )
-    tasks: tuple[Literal["identify", "verify"], ...] = Field(
-        ("identify", "verify"), description="t2 identification and t3 verification."
-    )
-    wordings: tuple[Wording, ...] = Field(
-        ALL_WORDINGS,
-        description="Prompt variants: letter read-out with the reason-naming or generic abstain "
-        "option, and three verbalized-confidence wordings (each with the reason-naming option).",
-    )
-    distractors: Literal["auto", "exchangeable", "proportional"] = Field(
-        "auto",
-        description="How distractors follow the category prior: 'exchangeable' makes guessing "
-        "from the prior score exactly chance (METHODS.md §3) but exists only when no category "
-        "exceeds 1/4 of the targets; 'auto' uses it where it exists, else 'proportional'.",
-    )
-    models: tuple[str, ...] = Field(("observer",), description="Backends by name.")
-    model_options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Options per model name, passed to its backend."
-    )
-    model_wordings: dict[str, tuple[Wording, ...]] = Field(
-        default_factory=dict,
-        description="Per model name, the subset of `wordings` it is asked (default: all of "
-        "them), so a costly model can skip the generated (verbalized) wordings.",
-    )
-    model_conditions: dict[str, tuple[Literal["fog", "water"] | Control, ...]] = Field(
-        default_factory=dict,
-        description="Per model name, the conditions it is shown, by arm or control name "
-        "(default: every arm and control of the run), so a costly model can skip some.",
-    )
-    observer: ObserverConfig = Field(
-        default_factory=ObserverConfig, description="The reference observer's psychometrics."
-    )
-    seed: int = Field(0, description="Run seed: option orders, shuffled pairing, plasma.")
-    airlight: float = Field(0.8, ge=0, le=1, description="Fog veiling light (linear).")
-    wavelengths_nm: tuple[float, float, float] = Field(
-        DEFAULT_WAVELENGTHS_NM, description="Underwater channel wavelengths R, G, B."
-    )
-    water_table: str = Field("pope_fry_1997", description="Pure-water absorption table.")
-    veil: Literal["absorption_limited", "grey"] = Field(
-        "absorption_limited", description="Underwater veiling light."
-    )
-    box_thickness_px: int = Field(8, ge=1, description="Red box thickness in pixels.")
-    max_new_tokens: int = Field(24, ge=1, description="Generation budget of verbalized replies.")
-
-    @field_validator("levels_m")
-    @classmethod
-    def _levels_decrease(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if not v or any(x <= 0 for x in v) or any(b >= a for a, b in itertools.pairwise(v)):
-            raise ValueError("levels_m must be positive and strictly decreasing (clearest first)")
-        return v
-
-    @field_validator("water_table")
-    @classmethod
-    def _known_table(cls, v: str) -> str:
-        if v not in WATER_TABLES:
-            raise ValueError(f"unknown water table {v!r}; known: {WATER_TABLES}")
-        return v
-
-    @field_validator("models")
-    @classmethod
-    def _known_models(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        from clearsight.models import split_model_spec
-
-        if not v:
-            raise ValueError("at least one model is needed")
-        for spec in v:
-            try:
-                split_model_spec(spec)
-            except InputError as exc:
-                raise ValueError(str(exc)) from None
-        return v
-
-    @model_validator(mode="after")
-    def _model_wordings_known(self) -> SweepConfig:
-        for model, subset in self.model_wordings.items():
-            if model not in self.models:
-                raise ValueError(f"model_wordings names {model!r}, which is not in models")
-            if not subset or not set(subset) <= set(self.wordings):
-                raise ValueError(
-                    f"model_wordings[{model!r}] must be a non-empty subset of wordings "
-                    f"{list(self.wordings)}, got {list(subset)}"
-                )
-        for model, conditions in self.model_conditions.items():
-            if model not in self.models:
-                raise ValueError(f"model_conditions names {model!r}, which is not in models")
-            if not conditions or not set(conditions) <= set(self.arms) | set(self.controls):
-                raise ValueError(
-                    f"model_conditions[{model!r}] must be a non-empty subset of the arms and "
-                    f"controls {[*self.arms, *self.controls]}, got {list(conditions)}"
-                )
-        return self
-
-    def wordings_of(self, model: str) -> tuple[Wording, ...]:
-        """The wordings asked of ``model``."""
-        return self.model_wordings.get(model, self.wordings)
-
-    def conditions_of(self, model: str) -> tuple[str, ...]:
-        """The arms and controls shown to ``model``."""
-        return self.model_conditions.get(model, (*self.arms, *self.controls))
+from clearsight.sweep.config import SweepConfig
+from clearsight.validate import invalid, invalid_options
 
 
 class _Null(enum.Enum):

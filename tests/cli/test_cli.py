@@ -59,7 +59,7 @@ def test_monotone_share():
 
 def test_demo_says_how_to_start_over_when_its_models_changed(tmp_path, monkeypatch):
     from clearsight.cli import demo
-    from clearsight.config import SweepConfig
+    from clearsight.sweep.config import SweepConfig
 
     small = {
         "scene_ids": ("skimage-chelsea", "skimage-coffee"),

@@ -14,9 +14,9 @@ import yaml
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.config import SweepConfig
 from clearsight.grounding.protocol import GroundingConfig
 from clearsight.store import RunStore
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import plan_sweep
 from clearsight.validate import InputError
 from test_probe_protocol import IDS, _scripts

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from clearsight.config import NULL, SweepConfig, load_config
+from clearsight.config import NULL, load_config
 from clearsight.grounding.protocol import GroundingConfig
+from clearsight.sweep.config import SweepConfig
 from clearsight.validate import InputError
 
 

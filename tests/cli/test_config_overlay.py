@@ -14,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from clearsight.config import SweepConfig, load_config
+from clearsight.config import load_config
 from clearsight.grounding.protocol import GroundingConfig
 from clearsight.probe.build import BuildConfig
 from clearsight.probe.protocol import ProbeConfig
+from clearsight.sweep.config import SweepConfig
 from clearsight.validate import InputError
 
 

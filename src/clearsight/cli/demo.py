@@ -1,5 +1,5 @@
 """``clearsight demo``: the whole visibility-sweep method on this machine's embedded models in a
-few minutes, with the demo's fixed :class:`~clearsight.config.SweepConfig`."""
+few minutes, with the demo's fixed :class:`~clearsight.sweep.config.SweepConfig`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from clearsight.cli._options import _fail, _Run
 from clearsight.cli.sweep import BLIND_CONTROL, _run_and_report
 
 if TYPE_CHECKING:
-    from clearsight.config import SweepConfig
+    from clearsight.sweep.config import SweepConfig
 
 #: The perceiver modes (a real COCO detector, with and without SmolLM2 reading its evidence).
 PERCEIVERS = ("perceiver:llm", "perceiver:detector")
@@ -38,7 +38,7 @@ def demo_config() -> SweepConfig:
     task (t2) with three of the five wordings, minutes on two cores (`clearsight sweep` runs it
     all); the perceivers (a tenth of a second per question, not microseconds) answer the main
     wording on the clean images, the fog arm and the blank control only."""
-    from clearsight.config import SweepConfig
+    from clearsight.sweep.config import SweepConfig
 
     models = demo_models()
     return SweepConfig(

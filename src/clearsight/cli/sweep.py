@@ -1,5 +1,5 @@
 """``clearsight sweep`` and ``clearsight report``: run the visibility sweep from a
-:class:`~clearsight.config.SweepConfig` (YAML and flags) and write its report."""
+:class:`~clearsight.sweep.config.SweepConfig` (YAML and flags) and write its report."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from clearsight.cli._options import (
 )
 
 if TYPE_CHECKING:
-    from clearsight.config import SweepConfig
+    from clearsight.sweep.config import SweepConfig
 
 #: The blind control: a text-only model asked the same questions without the image.
 BLIND_CONTROL = "hf:smollm2-135m"
@@ -82,7 +82,8 @@ def sweep(
 ) -> None:
     """Run the visibility sweep (resumes an interrupted run), then write its report.
     `--executor ray` runs it on Ray (docs/scale.md)."""
-    from clearsight.config import SweepConfig, load_config
+    from clearsight.config import load_config
+    from clearsight.sweep.config import SweepConfig
     from clearsight.validate import InputError
 
     flags: dict[str, object] = {

@@ -24,7 +24,6 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight import driver
-from clearsight.config import SweepConfig
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
 from clearsight.execute.unit import KeyedItems
@@ -48,6 +47,7 @@ from clearsight.scenes.model import Scene
 from clearsight.seeding import content_hash, derive_seed, rng_for
 from clearsight.store import Record, RunStore
 from clearsight.sweep.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
+from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.tasks import (
     AbstainWording,
