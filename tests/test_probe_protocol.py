@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from html import unescape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -235,33 +236,62 @@ def test_results_and_report(tmp_path: Path) -> None:
     assert cells == [cell_text(v) for row in table1.itertuples(index=False) for v in row]
 
 
-def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
-    from clearsight.models.scripted import ScriptedBackend
-    from clearsight.probe.build import build_stage1, build_stage2
-    from clearsight.probe.sensor import Sensor
+def _build_config(tmp_path: Path, **kw: object) -> Any:
+    from clearsight.probe.build import BuildConfig
 
     a = Instance("bundled/a", "bundled:skimage-coffee", "Q1?", ("x", "y"), "A", "bundled", "c")
     b = Instance("bundled/b", "bundled:skimage-coffee", "Q2?", ("x", "y"), "A", "bundled", "c")
-    backend = ScriptedBackend(
-        matched=[
-            ("Q1?", Response(texts=("A",) * 3 + ("B",) * 8)),  # c = 3: kept
-            ("Q2?", Response(texts=("A",) * 11)),  # c = 11: the sensor is reliable, dropped
-        ]
-    )
-    with RunStore.open(tmp_path / "b") as store:
-        store.begin_run({"config": {}})
-        results = build_stage1([a, b], Sensor(backend, k=11, judge="exact"), store=store)
-        assert [r.c for r in results] == [3, 11]
-        assert [r.kept for r in results] == [True, False]
-        assert store.counts()["ok"] == 2
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps(i.to_json()) + "\n" for i in (a, b)))
+    sensor = tmp_path / "build-sensor.jsonl"
+    lines = [
+        {"match": "Q1?", "texts": ["A"] * 3 + ["B"] * 8},  # c = 3: kept
+        {"match": "Q2?", "texts": ["A"] * 11},  # c = 11: the sensor is reliable, dropped
+    ]
+    sensor.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    fields: dict[str, Any] = {"instances": str(instances), "dataset": "jsonl"}
+    fields.update({"sensor": f"scripted:{sensor}", "samples": 11, **kw})
+    return BuildConfig(**fields), (a, b)
+
+
+def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
+    from clearsight.driver import Execution
+    from clearsight.probe.build import build_stage1, build_stage2
+
+    config, (a, b) = _build_config(tmp_path)
+    summary, results = build_stage1(config, tmp_path / "b", Execution(progress=False))
+    assert (summary.ok, summary.failed, summary.exit_code) == (2, 0, 0)
+    assert [r.c for r in results] == [3, 11]
+    assert [r.kept for r in results] == [True, False]
     build = load_probe_results(tmp_path / "b").build
     assert sorted(build["c"]) == [3, 11]
     assert set(build["n"]) == {11}
+    again, same = build_stage1(config, tmp_path / "b", Execution(progress=False))
+    assert again.units == 0  # nothing asked twice
+    assert same == results
     t = Transcript.start(a, reasoner="human:ann", strategy="human", sensor="s")
     with RunStore.open(tmp_path / "h") as store:
         store.begin_run({"config": {}})
         store_transcript(store, t.with_turn(Turn(1, "(A)", commit="A")))
     assert build_stage2([a, b], [tmp_path / "h"]) == [a]
+
+
+def test_build_stage1_adds_to_a_probe_run_and_says_what_failed(tmp_path: Path) -> None:
+    from clearsight.driver import EXIT_FAILED_ITEMS, Execution
+    from clearsight.probe.build import build_stage1
+
+    run = tmp_path / "run"
+    run_probe(_config(tmp_path), run, progress=False)
+    with RunStore.open(run, read_only=True) as store:
+        manifest = store.manifest()
+    config, _ = _build_config(tmp_path, samples=12)  # the script has 11: every question fails
+    summary, results = build_stage1(config, run, Execution(progress=False))
+    assert results == []
+    assert (summary.failed, summary.exit_code) == (2, EXIT_FAILED_ITEMS)
+    with RunStore.open(run, read_only=True) as store:
+        assert store.manifest()["config_hash"] == manifest["config_hash"]  # still the probe's
+    with pytest.raises(InputError, match="keep range"):
+        build_stage1(_build_config(tmp_path, keep=(3, 20))[0], run)
 
 
 def test_a_killed_serial_run_keeps_finished_turns_and_resumes(

@@ -129,9 +129,10 @@ class Protocol(Generic[C, P]):
     ``stages(config, plan, store)`` yields the stages in order; it may read the store between
     them (grounding plans its elicitations from the trajectories its first stage wrote).
 
-    A protocol that adds records to an existing run of another one (the probe's post-hoc
-    analyses) names that protocol in ``adds_to`` and has no manifest of its own (None): the run
-    must exist and be of that protocol, and its manifest is kept as it is.
+    A protocol may add records to an existing run: ``adds_to`` names the protocols whose runs
+    it adds to, keeping their manifest (the probe's post-hoc analyses add to a probe run; build
+    stage 1 to a probe run or to an earlier build). A directory without a run begins one with
+    ``manifest``; a protocol without a manifest (None) only adds, so its run must exist.
     """
 
     name: str
@@ -139,13 +140,12 @@ class Protocol(Generic[C, P]):
     plan: Callable[[C], P]
     manifest: Callable[[C, P], Mapping[str, Any]] | None
     stages: Callable[[C, P, RunStore], Iterator[Stage]]
-    adds_to: str | None = None
+    adds_to: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        """Exactly one of a manifest (a run of its own) and ``adds_to`` (records added to
-        another protocol's run)."""
-        if (self.manifest is None) == (self.adds_to is None):
-            raise ValueError(f"protocol {self.name!r}: give either a manifest or adds_to")
+        """A protocol begins runs of its own (a manifest), adds to others' or both."""
+        if self.manifest is None and not self.adds_to:
+            raise ValueError(f"protocol {self.name!r}: give a manifest, adds_to or both")
 
 
 @dataclass(frozen=True)
@@ -311,13 +311,10 @@ def run(
     reasons: Counter[str] = Counter()
     # the lock sits beside the database (a run may be named by its run.sqlite file)
     lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
-    if protocol.adds_to is not None:
+    if protocol.manifest is None:
         _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        if protocol.manifest is None:
-            store.expect_protocol(str(protocol.adds_to))
-        else:
-            store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
+        _begin(protocol, config, plan, store, allow_mismatch)
         with _sigterm_stops_cleanly():
             try:
                 for stage in protocol.stages(config, plan, store):
@@ -331,11 +328,23 @@ def run(
 
 
 def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> None:
-    """A protocol that adds to an existing run needs that run (and never deletes it)."""
+    """A protocol that only adds to an existing run needs that run (and never deletes it)."""
     if fresh:
         raise InputError(f"{protocol.name} adds to an existing run: fresh would delete it")
     if not (run_dir / DB_NAME).is_file():
-        raise InputError(f"{run_dir} holds no {protocol.adds_to} run for {protocol.name} to add to")
+        runs = " or ".join(protocol.adds_to)
+        raise InputError(f"{run_dir} holds no {runs} run for {protocol.name} to add to")
+
+
+def _begin(
+    protocol: Protocol[C, P], config: C, plan: P, store: RunStore, allow_mismatch: bool
+) -> None:
+    """Begin (or resume) the protocol's own run, or check the run it adds to."""
+    made_by = store.manifest().get("protocol")
+    if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
+        store.expect_protocol(*protocol.adds_to)
+        return
+    store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
 
 
 def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summary:

@@ -75,6 +75,7 @@ _STORE_KEYS = frozenset({"schema_version", "created_at", "config_hash", "starts"
 _REPORT_COMMANDS = {
     "sweep": "clearsight report {run}",
     "probe": "clearsight probe report {run}",
+    "probe.build": "clearsight probe report {run}",
     "grounding": "clearsight grounding --out {run} (it writes the grounding report)",
 }
 
@@ -340,16 +341,17 @@ class RunStore:
         """All manifest entries, JSON-decoded."""
         return _read_manifest(self.conn, self.path)
 
-    def expect_protocol(self, protocol: str) -> None:
-        """InputError naming the right command when this run was made by another protocol (a
-        run whose manifest names none, or with no manifest yet, passes)."""
+    def expect_protocol(self, *protocols: str) -> None:
+        """InputError naming the right command when this run was made by a protocol other than
+        ``protocols`` (a run whose manifest names none, or with no manifest yet, passes)."""
         made_by = self.manifest().get("protocol")
-        if made_by is None or made_by == protocol:
+        if made_by is None or made_by in protocols:
             return
         command = _REPORT_COMMANDS.get(str(made_by), "the command of that protocol")
         run = self.path.parent
+        wanted = " or ".join(protocols)
         raise InputError(
-            f"{run} is a {made_by} run, not a {protocol} run: use {command.format(run=run)}"
+            f"{run} is a {made_by} run, not a {wanted} run: use {command.format(run=run)}"
         )
 
     def begin_run(self, manifest: Mapping[str, Any], *, allow_mismatch: bool = False) -> None:

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import _csv, _fail
+from clearsight.cli._options import _csv, _fail, _finished, _interrupted
+from clearsight.execute import Interrupted
 
 if TYPE_CHECKING:
+    from clearsight.driver import RunSummary
     from clearsight.probe.build import BuildConfig
     from clearsight.probe.instances import Instance
 
@@ -54,6 +56,7 @@ def build(
         "samples": samples,
         "sessions": tuple(sessions) if sessions else None,
     }
+    summary = None
     try:
         cfg = load_config(config, BuildConfig, flags)
         selection = ProbeConfig(
@@ -61,32 +64,32 @@ def build(
         )
         items = select_instances(selection)
         if cfg.stage == 1:
-            kept = _stage1(cfg, items, store)
+            kept, summary = _stage1(cfg, store)
         elif not cfg.sessions:
             raise InputError("stage 2 needs --sessions RUN (human sessions)")
         else:
             kept = build_stage2(items, cfg.sessions)
     except InputError as exc:
         raise _fail(str(exc)) from exc
+    except Interrupted as exc:
+        raise _interrupted(exc) from None
     write_instances(kept, out)
     typer.echo(f"kept {len(kept)} of {len(items)} questions: {out}")
+    if summary is not None and summary.failed:
+        _finished(summary)  # the failed questions' count and reasons, and the exit code
 
 
-def _stage1(cfg: BuildConfig, items: list[Instance], store: Path | None) -> list[Instance]:
-    """Stage 1 on ``items``, each question's count printed; its samples kept in the run
-    directory ``store`` when given (a new store begins a build run, else adds to the run)."""
+def _stage1(cfg: BuildConfig, store: Path | None) -> tuple[list[Instance], RunSummary]:
+    """Stage 1, each question's count printed; its samples kept in the run directory ``store``
+    when given (a new one begins a build run, a probe run or an earlier build is added to),
+    else in a temporary one."""
+    import tempfile
+
+    from clearsight.driver import Execution
     from clearsight.probe.build import build_stage1
-    from clearsight.probe.sensor import Sensor
-    from clearsight.store import RunStore
 
-    sensor = Sensor(cfg.sensor, k=cfg.samples, judge="exact")
-    if store is not None:
-        with RunStore.open(store) as st:
-            if "config" not in st.manifest():
-                st.begin_run({"config": {"build": 1, "sensor": cfg.sensor}})
-            results = build_stage1(items, sensor, samples=cfg.samples, store=st)
-    else:
-        results = build_stage1(items, sensor, samples=cfg.samples)
+    with tempfile.TemporaryDirectory(prefix="clearsight-build-") as tmp:
+        summary, results = build_stage1(cfg, store or Path(tmp), Execution())
     for r in results:
         typer.echo(f"{r.instance.id:36s} c={r.c:2d}/{cfg.samples} {'kept' if r.kept else ''}")
-    return [r.instance for r in results if r.kept]
+    return [r.instance for r in results if r.kept], summary

@@ -18,17 +18,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from clearsight import driver
+from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
+from clearsight.execute.unit import KeyedItems
+from clearsight.models.base import Capabilities
 from clearsight.probe.instances import Instance
 from clearsight.probe.reasoner import fill_prompt, parse_letter, prompts
 from clearsight.probe.sensor import Sensor
-from clearsight.probe.transcript import load_transcripts
+from clearsight.probe.transcript import PROTOCOL, load_transcripts
+from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, derive_seed
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
@@ -52,7 +57,15 @@ class BuildConfig(BaseModel):
         None, description="Only these instance ids (default: all)."
     )
     sensor: str = Field("perceiver", description="Sensor model (stage 1).")
+    sensor_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options of the sensor's backend (stage 1)."
+    )
     samples: int = Field(SAMPLES, ge=1, description="Direct samples per question (stage 1).")
+    keep: tuple[int, int] = Field(
+        KEEP, description="Stage 1 keeps a question when keep[0] <= c <= keep[1]."
+    )
+    temperature: float = Field(1.0, ge=0.0, description="The sensor's sampling temperature.")
+    seed: int = Field(0, description="Seed of the sampling (each question's derived from it).")
     sessions: tuple[Path, ...] = Field(
         (), description="Run directories with human sessions (stage 2)."
     )
@@ -75,61 +88,129 @@ def consistency_count(letters: Sequence[str | None], gold: str) -> int:
     return sum(letter == gold for letter in letters)
 
 
-def build_stage1(
-    instances: Sequence[Instance],
-    sensor: Sensor,
-    *,
-    samples: int = SAMPLES,
-    keep: tuple[int, int] = KEEP,
-    seed: int = 0,
-    store: RunStore | None = None,
-    progress: bool = True,
-) -> list[Stage1Result]:
-    """Stage 1 for every instance (see the module docstring); with ``store``, each result is
-    a record and questions already stored are not asked again."""
-    from tqdm import tqdm
+@dataclass(frozen=True)
+class BuildUnit(KeyedItems):
+    """One question for one sensor: picklable, so a process pool can run it."""
 
-    lo, hi = keep
-    if not 0 <= lo <= hi <= samples:
-        raise InputError(f"keep range {keep} must lie within 0..{samples}")
+    items: tuple[tuple[str, dict[str, Any]], ...]
+
+    @property
+    def model(self) -> str:
+        return str(self.items[0][1]["sensor"])
+
+
+def _spec(instance: Instance, config: BuildConfig, template_hash: str) -> dict[str, Any]:
+    """A stage-1 item: the question, the sensor and how it is sampled (the key's content)."""
+    return {
+        "instance": instance.to_json(),
+        "sensor": config.sensor,
+        "sensor_options": dict(config.sensor_options),
+        "samples": config.samples,
+        "temperature": config.temperature,
+        "prompt": template_hash,
+        "seed": config.seed,
+    }
+
+
+def run_unit(unit: BuildUnit) -> list[Record]:
+    """The sensor's direct answers to each question of ``unit`` and their count ``c``."""
     template = prompts()["common"]["direct"]
-    done: dict[str, Any] = {}
-    keys = {}
-    for inst in instances:
-        spec = {
-            "instance": inst.to_json(),
-            "sensor": sensor.name,
-            "sensor_options": sensor.options,
-            "samples": samples,
-            "temperature": sensor.temperature,
-            "prompt": content_hash(template),
-            "seed": seed,
-        }
-        keys[inst.id] = (content_hash([BUILD_PROTOCOL, spec]), spec)
-    if store is not None:
-        store.add_items((k, BUILD_PROTOCOL, s) for k, s in keys.values())
-        wanted = {k for k, _ in keys.values()}
-        done = {r.key: r.raw for r in store.iter_records("ok") if r.key in wanted}
-    out = []
-    for inst in tqdm(instances, desc="build stage 1", disable=not progress):
-        key, _ = keys[inst.id]
+    records = []
+    for key, spec in unit.items:
         started = time.perf_counter()
-        if key in done:
-            texts = tuple(done[key]["samples"])
-        else:
-            prompt = fill_prompt(template, inst, 1, 1)
-            texts, _ = sensor.sample(inst, prompt, samples, derive_seed(key), max_new_tokens=8)
-        letters = tuple(parse_letter(t, inst.letters, inst.options) for t in texts)
-        c = consistency_count(letters, inst.gold)
-        result = Stage1Result(inst, sensor.name, texts, letters, c, lo <= c <= hi)
-        out.append(result)
-        if store is not None and key not in done:
-            raw = {"samples": list(texts)}
-            readouts = {"letters": list(letters), "c": c, "kept": result.kept, "id": inst.id}
-            store.write_records(
-                [Record(key, "ok", None, raw, readouts, time.perf_counter() - started)]
+        try:
+            inst = Instance.from_json(spec["instance"])
+            sensor = Sensor(
+                spec["sensor"],
+                spec["sensor_options"],
+                k=spec["samples"],
+                judge="exact",
+                temperature=spec["temperature"],
             )
-    return out
+            prompt = fill_prompt(template, inst, 1, 1)
+            texts, _ = sensor.sample(
+                inst, prompt, spec["samples"], derive_seed(key), max_new_tokens=8
+            )
+        except Exception as exc:  # recorded with its reason; the build goes on
+            records.append(Record.failed(key, exc, time.perf_counter() - started))
+            continue
+        letters = [parse_letter(t, inst.letters, inst.options) for t in texts]
+        readouts = {"letters": letters, "c": consistency_count(letters, inst.gold), "id": inst.id}
+        raw = {"samples": list(texts)}
+        records.append(Record(key, "ok", None, raw, readouts, time.perf_counter() - started))
+    return records
+
+
+def _models(config: BuildConfig) -> list[ModelNeed]:
+    return [ModelNeed(config.sensor, dict(config.sensor_options), Capabilities(), "build's sensor")]
+
+
+def _plan(config: BuildConfig) -> list[tuple[str, dict[str, Any]]]:
+    """Every stage-1 item: one per question of the selection."""
+    from clearsight.probe.protocol import ProbeConfig, select_instances
+
+    selection = ProbeConfig(
+        instances=config.instances, dataset=config.dataset, instance_ids=config.instance_ids
+    )
+    template_hash = content_hash(prompts()["common"]["direct"])
+    items = []
+    for inst in select_instances(selection):
+        spec = _spec(inst, config, template_hash)
+        items.append((content_hash([BUILD_PROTOCOL, spec]), spec))
+    return items
+
+
+def _manifest(config: BuildConfig, items: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    return run_manifest(config.model_dump(mode="json"), BUILD_PROTOCOL)
+
+
+def _stages(
+    config: BuildConfig, items: list[tuple[str, dict[str, Any]]], store: RunStore
+) -> Iterator[Stage]:
+    def units(pending: Sequence[tuple[str, Mapping[str, Any]]]) -> list[BuildUnit]:
+        return [BuildUnit(((k, dict(s)),)) for k, s in pending]
+
+    yield Stage(BUILD_PROTOCOL, items, units, run_unit)
+
+
+#: Build stage 1 as a value for :func:`clearsight.driver.run`: a run of its own, or records
+#: added to a probe run (its consistency counts then feed the run's Fig. 2).
+BUILD: Protocol[BuildConfig, list[tuple[str, dict[str, Any]]]] = Protocol(
+    BUILD_PROTOCOL, _models, _plan, _manifest, _stages, adds_to=(PROTOCOL, BUILD_PROTOCOL)
+)
+
+
+def build_stage1(
+    config: BuildConfig, run_dir: Path, execution: Execution | None = None
+) -> tuple[RunSummary, list[Stage1Result]]:
+    """Stage 1 (see the module docstring) into ``run_dir`` through the driver (what is stored
+    is not asked again), then every question's result, in the selection's order, with
+    ``kept`` for ``keep[0] <= c <= keep[1]``. A question whose sampling failed is absent from
+    the results and counted in the summary."""
+    lo, hi = config.keep
+    if not 0 <= lo <= hi <= config.samples:
+        raise InputError(f"keep range {config.keep} must lie within 0..{config.samples}")
+    summary = driver.run(BUILD, config, run_dir, execution)
+    items = _plan(config)
+    with RunStore.open(run_dir, read_only=True) as store:
+        done = {r.key: r for r in store.iter_records("ok", kind=BUILD_PROTOCOL)}
+    results = []
+    for key, spec in items:
+        if key not in done:
+            continue
+        r = done[key]
+        c = int(r.readouts["c"])
+        results.append(
+            Stage1Result(
+                Instance.from_json(spec["instance"]),
+                config.sensor,
+                tuple(r.raw["samples"]),
+                tuple(r.readouts["letters"]),
+                c,
+                lo <= c <= hi,
+            )
+        )
+    return summary, results
 
 
 def build_stage2(instances: Iterable[Instance], runs: Sequence[Path]) -> list[Instance]:

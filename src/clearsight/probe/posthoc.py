@@ -156,7 +156,7 @@ def _stages(config: AnalysisConfig, hashes: dict[str, str], store: RunStore) -> 
 
 #: The post-hoc analyses as a value for :func:`clearsight.driver.run` (added to a probe run).
 ANALYSIS: Protocol[AnalysisConfig, dict[str, str]] = Protocol(
-    "probe.analysis", _models, lambda _: _prompt_hashes(), None, _stages, adds_to=PROTOCOL
+    "probe.analysis", _models, lambda _: _prompt_hashes(), None, _stages, adds_to=(PROTOCOL,)
 )
 
 

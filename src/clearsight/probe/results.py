@@ -56,7 +56,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
     belief_rows: list[dict[str, Any]] = []
     query_rows: list[dict[str, Any]] = []
     with RunStore.open(run_dir, read_only=True) as store:
-        store.expect_protocol(PROTOCOL)
+        store.expect_protocol(PROTOCOL, BUILD_PROTOCOL)
         transcripts = dict(iter_transcripts(store))
         for record in store.iter_records("ok", kind=BELIEF_PROTOCOL, raw=False):
             if (base := _setting(transcripts, record)) is not None:
