@@ -22,6 +22,7 @@ from clearsight.ui.app import PAGE_CSP, create_app
 from clearsight.ui.runs import list_files, record_page, safe_file
 from clearsight.ui.session import HumanPlay
 from clearsight.ui.settings import ServeSettings
+from clearsight.validate import InputError
 
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -477,3 +478,57 @@ def test_a_new_run_gets_a_manifest_and_a_model_run_keeps_its_own(tmp_path: Path)
     with RunStore.open(model_run, read_only=True) as store:
         assert store.manifest()["config"] == {"strategies": ["bp"]}
         assert store.counts()["failed"] == 1  # the human session, in progress
+
+
+def test_a_served_run_holds_the_writer_lock_and_a_written_one_is_browse_only(
+    tmp_path: Path,
+) -> None:
+    """Serving takes the run's writer lock: a probe run started on a served directory is
+    refused, and a server on a run another process writes refuses sessions with that pid."""
+    import subprocess
+    import sys
+
+    from clearsight.driver import RunLocked, run_lock
+
+    run = tmp_path / "humans"
+    cfg = ServeSettings.model_validate({"sensor": "scripted:test", "judge": "exact"})
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+    with play.writing():
+        assert play.blocked_reason() is None
+        with pytest.raises(RunLocked), run_lock(run):
+            pass
+    # another process holds the lock (a run writing it): sessions are refused, naming its pid
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from clearsight.driver import run_lock\n"
+            "with run_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
+            str(run),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        other = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+        with other.writing():
+            reason = other.blocked_reason()
+            assert reason is not None
+            assert f"pid {holder.pid}" in reason
+            with pytest.raises(InputError, match=f"pid {holder.pid}"):
+                other.start("ana", "test/car-colour")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_play_goes_on_in_a_probe_run_with_analyses(tmp_path: Path) -> None:
+    run = tmp_path / "probe"
+    with RunStore.open(run) as store:
+        store.begin_run({"config": {}, "protocol": "probe"})
+        store.add_items([("b1", "probe.belief", {"transcript": "t"}), ("q1", "probe.qtype", {})])
+    client, token = _play_client(run, tmp_path)
+    assert "human sessions are stored only in probe runs" not in client.get("/play").text
+    assert _start(client, token)

@@ -26,8 +26,9 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
     The sensor loads in a background thread, so browsing starts at once (a query made before
-    it is ready waits for it); a run directory that does not exist yet is created by the first
-    session.
+    it is ready waits for it). The server holds the run directory's writer lock while it runs
+    (created if it does not exist yet): a run another process writes is served for browsing
+    only, and no run starts writing into a served one.
     """
     import uvicorn
 
@@ -41,14 +42,17 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
         raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
     play = HumanPlay(run_dir, settings)
     app = create_app(run_dir, settings, play)
-    if play.blocked_reason() is None:
-        import threading
-
-        threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
     if settings.host not in LOOPBACK_HOSTS:
         print(
             f"warning: serving on {settings.host}: anyone who can reach this machine can read "
             "the run's records and add sessions to it"
         )
-    print(f"clearsight serve: http://{settings.host}:{settings.port}/  (run {run_dir})")
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    with play.writing():
+        if play.blocked_reason() is None:
+            import threading
+
+            threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
+        else:
+            print(f"clearsight serve: browsing only: {play.blocked_reason()}")
+        print(f"clearsight serve: http://{settings.host}:{settings.port}/  (run {run_dir})")
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")

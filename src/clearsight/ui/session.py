@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -256,6 +257,22 @@ class HumanPlay:
         self._sensor = sensor
         self._lock = threading.Lock()  # one turn at a time reaches the store
         self._sensor_lock = threading.Lock()  # and the sensor (loading it included)
+        self._writer: str | None = None  # why another process's run keeps sessions out
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the run directory's writer lock (:func:`clearsight.driver.run_lock`) while
+        serving, so no ``probe run`` or second server writes the run under the sessions. When
+        another process holds it, sessions are refused (browsing goes on) with its pid."""
+        from clearsight.driver import RunLocked, run_lock
+
+        held = ExitStack()
+        try:
+            held.enter_context(run_lock(self.run_dir))
+        except RunLocked as exc:
+            self._writer = str(exc)
+        with held:
+            yield
 
     # ------------------------------------------------------------------------------ parts
 
@@ -299,12 +316,16 @@ class HumanPlay:
 
     def blocked_reason(self) -> str | None:
         """Why sessions cannot be played in this run (it holds another protocol's records, or
-        the instance set does not load), or None."""
+        the instance set does not load, or another process writes it), or None. A probe run's
+        analyses and build samples (kinds ``probe.*``) are the probe's own."""
+        if self._writer is not None:
+            return self._writer
         if (self.run_dir / DB_NAME).is_file():
             from clearsight.probe.transcript import PROTOCOL
 
             with RunStore.open(self.run_dir, read_only=True) as store:
-                others = [kind for kind in store.item_kinds() if kind != PROTOCOL]
+                kinds = store.item_kinds()
+            others = [k for k in kinds if k != PROTOCOL and not k.startswith(f"{PROTOCOL}.")]
             if others:
                 return (
                     f"this run holds {', '.join(sorted(others))} items; human sessions are "
