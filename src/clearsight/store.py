@@ -343,15 +343,15 @@ class RunStore:
 
     def expect_protocol(self, *protocols: str) -> None:
         """InputError naming the right command when this run was made by a protocol other than
-        ``protocols`` (a run whose manifest names none, or with no manifest yet, passes)."""
+        ``protocols`` (a run whose manifest names none, or with no manifest yet, passes); the
+        message names the first, the protocol the caller reads."""
         made_by = self.manifest().get("protocol")
         if made_by is None or made_by in protocols:
             return
         command = _REPORT_COMMANDS.get(str(made_by), "the command of that protocol")
         run = self.path.parent
-        wanted = " or ".join(protocols)
         raise InputError(
-            f"{run} is a {made_by} run, not a {wanted} run: use {command.format(run=run)}"
+            f"{run} is a {made_by} run, not a {protocols[0]} run: use {command.format(run=run)}"
         )
 
     def begin_run(self, manifest: Mapping[str, Any], *, allow_mismatch: bool = False) -> None:

@@ -7,9 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.bundled import load_bundled_scene
-from clearsight.sweep.equivalence import equivalence_table, summarise
+from clearsight.sweep.equivalence import equivalence_table, monotone_veq_share, summarise
 from clearsight.sweep.protocol import plan_sweep
 
 runner = CliRunner()

@@ -19,7 +19,7 @@ from clearsight.store import RunStore
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import plan_sweep
 from clearsight.validate import InputError
-from test_probe_protocol import IDS, _scripts
+from fixtures.probe_runs import IDS, scripts
 
 runner = CliRunner()
 
@@ -58,7 +58,7 @@ def test_sweep_reads_its_config_file_and_a_given_flag_wins(tmp_path: Path) -> No
 
 
 def test_probe_run_reads_its_config_file_and_a_given_flag_wins(tmp_path: Path) -> None:
-    sensor, reasoner = _scripts(tmp_path)
+    sensor, reasoner = scripts(tmp_path)
     fields = {
         "instance_ids": list(IDS),
         "reasoners": [reasoner],

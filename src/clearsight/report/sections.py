@@ -25,9 +25,9 @@ from clearsight.report.tables import (
     imagenet_c_table,
     interval,
     interval_m,
-    monotone_veq_share,
     sweep_table,
 )
+from clearsight.sweep.equivalence import monotone_veq_share
 from clearsight.sweep.results import (
     TASK_NAMES,
     RunData,

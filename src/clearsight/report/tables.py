@@ -62,7 +62,6 @@ __all__ = [
     "interval",
     "interval_m",
     "metres",
-    "monotone_veq_share",
     "signals_for",
     "signed",
     "sweep_table",
@@ -751,23 +750,6 @@ def veq_summary(veq: pd.DataFrame) -> pd.DataFrame:
             "n_scenes": grouped.size(),
         }
     ).reset_index()
-
-
-def monotone_veq_share(veq: pd.DataFrame) -> tuple[float, int]:
-    """Share of scenes whose V_eq decreases monotonically over the severities, and how many.
-
-    Monotone means non-increasing from each severity to the next (all severities present);
-    scenes missing a severity are left out of the count.
-    """
-    if veq.empty:
-        return math.nan, 0
-    wide = veq.pivot_table(index="scene", columns="severity", values="v_eq_m", aggfunc="first")
-    wide = wide.sort_index(axis=1).dropna()
-    if wide.empty:
-        return math.nan, 0
-    steps = np.diff(wide.to_numpy(dtype=float), axis=1)
-    monotone = (steps <= 0).all(axis=1)
-    return float(monotone.mean()), int(monotone.size)
 
 
 def imagenet_c_table(data: RunData, analysis: SweepAnalysis, task: str) -> pd.DataFrame:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from clearsight.physics import imagenet_c_equivalents
-from clearsight.report.tables import monotone_veq_share
 from clearsight.scenes.model import Scene
 from clearsight.sweep.conditions import IMAGENET_C_SEVERITIES, imagenet_c_seed
 
@@ -44,3 +44,20 @@ def summarise(table: pd.DataFrame) -> str:
     share, n = monotone_veq_share(table)
     lines.append(f"V_eq decreases monotonically over severities 1-5 in {share:.0%} of {n} scenes")
     return "\n".join(lines)
+
+
+def monotone_veq_share(veq: pd.DataFrame) -> tuple[float, int]:
+    """Share of scenes whose V_eq decreases monotonically over the severities, and how many.
+
+    Monotone means non-increasing from each severity to the next (all severities present);
+    scenes missing a severity are left out of the count.
+    """
+    if veq.empty:
+        return math.nan, 0
+    wide = veq.pivot_table(index="scene", columns="severity", values="v_eq_m", aggfunc="first")
+    wide = wide.sort_index(axis=1).dropna()
+    if wide.empty:
+        return math.nan, 0
+    steps = np.diff(wide.to_numpy(dtype=float), axis=1)
+    monotone = (steps <= 0).all(axis=1)
+    return float(monotone.mean()), int(monotone.size)

@@ -328,9 +328,9 @@ def test_every_run_command_passes_its_replica_options_to_ray(
 def test_probe_on_ray_equals_serial(ray_local: Any, tmp_path: Path) -> None:
     """Conversations with scripted reasoner and sensor: the same transcripts either way."""
     from clearsight.probe.protocol import run_probe
-    from test_probe_protocol import _config
+    from fixtures.probe_runs import probe_config
 
-    cfg = _config(tmp_path)
+    cfg = probe_config(tmp_path)
     serial = run_probe(cfg, tmp_path / "serial", progress=False)
     want = records(tmp_path / "serial")
     for workers in (2, 1):  # one replica too: never the in-process runner that holds the store

@@ -243,7 +243,8 @@ def test_curve_bands_match_an_explicit_scene_bootstrap(deep_run: Path) -> None:
 def test_imagenet_c_and_controls(small_run: Path) -> None:
     data = load_run_data(small_run)
     analysis = analyse_sweep(data, n_boot=N_BOOT)
-    from clearsight.report.tables import controls_table, imagenet_c_table, monotone_veq_share
+    from clearsight.report.tables import controls_table, imagenet_c_table
+    from clearsight.sweep.equivalence import monotone_veq_share
 
     tab = imagenet_c_table(data, analysis, "identify")
     assert sorted(tab.severity.unique()) == [1, 2, 3, 4, 5]

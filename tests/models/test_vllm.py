@@ -28,7 +28,7 @@ from clearsight.models.vllm import (
 )
 from clearsight.validate import InputError
 
-DATA = Path(__file__).parent / "data" / "vllm"
+DATA = Path(__file__).parents[1] / "data" / "vllm"
 
 
 # -- vLLM's output classes, field for field (vllm/outputs.py, vllm/logprobs.py; see README) ---

@@ -25,54 +25,16 @@ from clearsight.probe.analysis import (
 )
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import agreement, make_judge, normalise
-from clearsight.probe.protocol import ProbeConfig, plan_probe, run_probe
+from clearsight.probe.protocol import plan_probe, run_probe
 from clearsight.probe.results import load_probe_results
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
 from clearsight.store import RunStore
 from clearsight.validate import InputError
-
-IDS = ("bundled/coffee-drink", "bundled/coffee-cup-count")
-
-
-def _scripts(tmp_path: Path) -> tuple[str, str]:
-    sensor = tmp_path / "sensor.jsonl"
-    lines = [
-        {"match": "Answer with the letter", "texts": ["B"]},
-        {
-            "match": "What is in the cup?",
-            "texts": ["coffee", "Coffee.", "tea", "coffee", "a drink"],
-        },
-    ]
-    sensor.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    reasoner = tmp_path / "reasoner.jsonl"
-    lines = [
-        {"match": "Visual assistant:", "texts": ["Belief: B=0.9\nThe answer is: (B)"]},
-        {
-            "match": "Question:",
-            "texts": ['Belief: A=0.5, B=0.5\nMy question is: "What is in the cup?"'],
-        },
-    ]
-    reasoner.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return f"scripted:{sensor}", f"scripted:{reasoner}"
-
-
-def _config(tmp_path: Path, **kw: object) -> ProbeConfig:
-    sensor, reasoner = _scripts(tmp_path)
-    base: dict[str, object] = {
-        "instance_ids": IDS,
-        "reasoners": (reasoner,),
-        "sensor": sensor,
-        "strategies": ("direct", "bp"),
-        "judge": "exact",
-        "runs": 2,
-        "budget": 4,
-    }
-    base.update(kw)
-    return ProbeConfig(**base)
+from fixtures.probe_runs import IDS, probe_config, scripts
 
 
 def test_plan_has_one_item_per_conversation(tmp_path: Path) -> None:
-    units = plan_probe(_config(tmp_path, signals=("true", "none")))
+    units = plan_probe(probe_config(tmp_path, signals=("true", "none")))
     # 2 instances x 2 runs x (direct + bp x 2 signals)
     assert len(units) == 2 * 2 * 3
     assert len({u.key for u in units}) == len(units)
@@ -80,7 +42,7 @@ def test_plan_has_one_item_per_conversation(tmp_path: Path) -> None:
 
 
 def test_run_stores_transcripts_and_resumes(tmp_path: Path) -> None:
-    cfg = _config(tmp_path)
+    cfg = probe_config(tmp_path)
     summary = run_probe(cfg, tmp_path / "run", progress=False)
     assert (summary.ok, summary.failed) == (8, 0)
     again = run_probe(cfg, tmp_path / "run", progress=False)
@@ -103,7 +65,7 @@ def test_run_stores_transcripts_and_resumes(tmp_path: Path) -> None:
 
 def test_stored_u_is_recomputed_from_the_stored_samples(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    cfg = _config(tmp_path, judge="embedding", strategies=("bp",), runs=3)
+    cfg = probe_config(tmp_path, judge="embedding", strategies=("bp",), runs=3)
     run_probe(cfg, tmp_path / "run", progress=False)
     replies = [
         turn.reply
@@ -208,7 +170,7 @@ def test_results_and_report(tmp_path: Path) -> None:
     from clearsight.report.probe import MAIN_TABLE, build_probe_report, probe_tables
 
     run = tmp_path / "run"
-    run_probe(_config(tmp_path), run, progress=False)
+    run_probe(probe_config(tmp_path), run, progress=False)
     results = load_probe_results(run)
     assert isinstance(results.transcripts, pd.DataFrame)
     assert len(results.transcripts) == 8
@@ -281,7 +243,7 @@ def test_build_stage1_adds_to_a_probe_run_and_says_what_failed(tmp_path: Path) -
     from clearsight.probe.build import build_stage1
 
     run = tmp_path / "run"
-    run_probe(_config(tmp_path), run, progress=False)
+    run_probe(probe_config(tmp_path), run, progress=False)
     with RunStore.open(run, read_only=True) as store:
         manifest = store.manifest()
     config, _ = _build_config(tmp_path, samples=12)  # the script has 11: every question fails
@@ -307,7 +269,7 @@ def test_a_killed_serial_run_keeps_finished_turns_and_resumes(
                 raise KeyboardInterrupt  # the user pressed Ctrl-C while turn 2 was generated
             return [Response(texts=('My question is: "What is in the cup?"',))]
 
-    cfg = _config(tmp_path, instance_ids=IDS[:1], strategies=("bp",), runs=1)
+    cfg = probe_config(tmp_path, instance_ids=IDS[:1], strategies=("bp",), runs=1)
     monkeypatch.setattr(probe, "_reasoner", lambda spec: KilledOnSecondTurn())
     with pytest.raises(Interrupted):
         run_probe(cfg, tmp_path / "run", progress=False)
@@ -328,7 +290,7 @@ def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
 
     from clearsight.cli import app
 
-    sensor, reasoner = _scripts(tmp_path)
+    sensor, reasoner = scripts(tmp_path)
     out = tmp_path / "run"
     args = ["probe", "run", "--out", str(out), "--ids", ",".join(IDS), "--reasoner", reasoner]
     args += ["--sensor", sensor, "--strategies", "direct,bp", "--judge", "exact", "--runs", "2"]
@@ -418,7 +380,7 @@ def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     )
 
     run = tmp_path / "run"
-    run_probe(_config(tmp_path), run, progress=False)
+    run_probe(probe_config(tmp_path), run, progress=False)
     with RunStore.open(run, read_only=True) as store:
         manifest = store.manifest()
     config = AnalysisConfig(judge_model=_judge(tmp_path))
