@@ -28,7 +28,7 @@ from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_be
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, write_report
-from clearsight.report.plots import _png, _pyplot
+from clearsight.report.plots import png, pyplot
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -117,7 +117,7 @@ def jsd_figure(analysis: dict[str, Any]) -> bytes | None:
     var = analysis.get("variation", {})
     if not any(v["n"] for v in var.values()):
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(AXES), figsize=(9, 2.6), sharey=True)
     for ax, axis in zip(axes, AXES, strict=True):
         j = var.get(axis, {}).get("jsd", [])
@@ -126,7 +126,7 @@ def jsd_figure(analysis: dict[str, Any]) -> bytes | None:
         ax.set_title(f"{axis}: P(JSD<=0.1)={share_below(j):.2f}", fontsize=9)
         ax.set_xlabel("JSD (bits)")
     axes[0].set_ylabel("items")
-    return _png(fig)
+    return png(fig)
 
 
 def masking_figure(analysis: dict[str, Any]) -> bytes | None:
@@ -134,7 +134,7 @@ def masking_figure(analysis: dict[str, Any]) -> bytes | None:
     curve = analysis.get("curve", {})
     if not curve:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4, 3))
     r = [float(k) for k in curve]
     est = [curve[k]["estimate"] for k in curve]
@@ -144,7 +144,7 @@ def masking_figure(analysis: dict[str, Any]) -> bytes | None:
     ax.plot(r, est, marker="o", color="#0072B2")
     ax.set_xlabel("share of rationale tokens masked (r)")
     ax.set_ylabel("expected confidence E")
-    return _png(fig)
+    return png(fig)
 
 
 def hesitation_figure(analysis: dict[str, Any]) -> bytes | None:
@@ -152,14 +152,14 @@ def hesitation_figure(analysis: dict[str, Any]) -> bytes | None:
     h = analysis.get("hesitation", {})
     if not h.get("n_events"):
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(3.4, 3.4))
     ax.scatter(h["pre"], h["post"], s=12, color="#D55E00")
     ax.plot([0, 1], [0, 1], color="k", linewidth=0.8)
     ax.set_xlabel("c_pre")
     ax.set_ylabel("c_post")
     ax.set_title(f"P(|dc|<=.02)={h['p_abs_change_le_0.02']:.2f}, n={h['n_events']}", fontsize=9)
-    return _png(fig)
+    return png(fig)
 
 
 def ece_tgs_figure(analyses: Sequence[tuple[str, dict[str, Any]]]) -> bytes | None:
@@ -176,7 +176,7 @@ def ece_tgs_figure(analyses: Sequence[tuple[str, dict[str, Any]]]) -> bytes | No
     ]
     if not pts:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(7, 3))
     for ax, idx, label in ((axes[0], 2, "TGS-self"), (axes[1], 3, "TGS-pair")):
         for p in pts:
@@ -185,7 +185,7 @@ def ece_tgs_figure(analyses: Sequence[tuple[str, dict[str, Any]]]) -> bytes | No
         ax.set_xlabel("ECE")
         ax.set_ylabel(label)
         ax.axhline(0, color="k", linewidth=0.5)
-    return _png(fig)
+    return png(fig)
 
 
 # ------------------------------------------------------------------------------------ page

@@ -62,7 +62,7 @@ def error_bars(estimate: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike)
     return np.where(np.isfinite(lengths) & (lengths > 0), lengths, 0.0)
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """matplotlib.pyplot on the headless Agg backend."""
     import matplotlib
 
@@ -72,11 +72,11 @@ def _pyplot() -> Any:
     return plt
 
 
-def _png(fig: Any) -> bytes:
+def png(fig: Any) -> bytes:
     """Save ``fig`` as PNG bytes and close it."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return buf.getvalue()
 
 
@@ -205,7 +205,7 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
     n_options = data.records.loc[data.records["task"] == task, "n_options"].median()
     chance = 1.0 / float(n_options) if n_options and math.isfinite(n_options) else math.nan
     wordings = data.wordings(task)
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(
         len(models), len(arms), figsize=(5.6 * len(arms), 3.7 * len(models)), squeeze=False
     )
@@ -226,7 +226,7 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
         frameon=False,
         bbox_to_anchor=(0.5, 1.0),
     )
-    return _png(fig)
+    return png(fig)
 
 
 def _curves_panel(
@@ -404,7 +404,7 @@ def reliability_figure(data: RunData, task: str) -> bytes | None:
     panels = [(m, a) for m in data.models for a in data.arms]
     if not cols or not panels:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(
         len(panels), len(cols), figsize=(3.5 * len(cols), 3.4 * len(panels)), squeeze=False
     )
@@ -433,7 +433,7 @@ def reliability_figure(data: RunData, task: str) -> bytes | None:
                 )
                 ax.set_axis_off()
     fig.tight_layout()
-    return _png(fig)
+    return png(fig)
 
 
 def imagenet_c_figure(
@@ -453,7 +453,7 @@ def imagenet_c_figure(
     models = [m for m in data.models if (table["model"] == m).any()]
     if wording is None or not models:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(models), figsize=(5.6 * len(models), 3.8), squeeze=False)
     levels = data.levels["fog"]
     for c, model in enumerate(models):
@@ -494,7 +494,7 @@ def imagenet_c_figure(
         ax.set_ylabel("accuracy", fontsize=9)
         ax.legend(fontsize=7, loc="lower left", frameon=False)
     fig.tight_layout()
-    return _png(fig)
+    return png(fig)
 
 
 def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
