@@ -532,3 +532,16 @@ def test_play_goes_on_in_a_probe_run_with_analyses(tmp_path: Path) -> None:
     client, token = _play_client(run, tmp_path)
     assert "human sessions are stored only in probe runs" not in client.get("/play").text
     assert _start(client, token)
+
+
+def test_browsing_a_sweep_run_keeps_no_writer_out(tmp_path: Path) -> None:
+    from clearsight.driver import run_lock
+
+    run = tmp_path / "demo"
+    _sweep_run(run)
+    cfg = ServeSettings.model_validate({"sensor": "scripted:test", "judge": "exact"})
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+    with play.writing():
+        assert play.blocked_reason() is not None  # a sweep run: browse only
+        with run_lock(run):  # a sweep resuming into it is not refused
+            pass

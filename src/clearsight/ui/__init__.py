@@ -26,9 +26,9 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
     The sensor loads in a background thread, so browsing starts at once (a query made before
-    it is ready waits for it). The server holds the run directory's writer lock while it runs
-    (created if it does not exist yet): a run another process writes is served for browsing
-    only, and no run starts writing into a served one.
+    it is ready waits for it). Where sessions can be played the server holds the run directory's
+    writer lock while it runs (created if it does not exist yet): a run another process writes is
+    served for browsing only, and no run starts writing into a served one.
     """
     import uvicorn
 

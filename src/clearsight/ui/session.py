@@ -262,15 +262,18 @@ class HumanPlay:
     @contextmanager
     def writing(self) -> Iterator[None]:
         """Hold the run directory's writer lock (:func:`clearsight.driver.run_lock`) while
-        serving, so no ``probe run`` or second server writes the run under the sessions. When
-        another process holds it, sessions are refused (browsing goes on) with its pid."""
+        serving a run where sessions can be played, so no ``probe run`` or second server writes
+        it under the sessions. When another process holds it, sessions are refused (browsing
+        goes on) with its pid. A run where play is refused anyway (a sweep's, say) is only
+        browsed: no lock is taken, and its writer is not kept out."""
         from clearsight.driver import RunLocked, run_lock
 
         held = ExitStack()
-        try:
-            held.enter_context(run_lock(self.run_dir))
-        except RunLocked as exc:
-            self._writer = str(exc)
+        if self.blocked_reason() is None:
+            try:
+                held.enter_context(run_lock(self.run_dir))
+            except RunLocked as exc:
+                self._writer = str(exc)
         with held:
             yield
 
