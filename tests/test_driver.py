@@ -331,3 +331,30 @@ def test_a_run_named_by_its_database_file_locks_its_directory(tmp_path: Path) ->
     run_sweep(_small(), tmp_path / "r" / "run.sqlite", progress=False)
     assert (tmp_path / "r" / "run.sqlite").is_file()
     assert (tmp_path / "r" / ".clearsight.lock").is_file()
+
+
+@pytest.mark.slow
+def test_a_pool_run_checks_its_models_in_a_process_of_their_own() -> None:
+    """With a process pool the driver checks the models in a spawned process, so it never
+    holds a model (nor torch, nor a GPU context) that each worker loads again; a model that
+    cannot be used is still one clear error."""
+    code = (
+        "import sys\n"
+        "from clearsight.driver import Execution, ModelNeed, check_models\n"
+        "from clearsight.validate import InputError\n"
+        "if __name__ == '__main__':\n"
+        "    check_models([ModelNeed('hf:smollm2-135m')], Execution('process', 2))\n"
+        "    print('pool', 'torch' in sys.modules)\n"
+        "    try:\n"
+        "        check_models([ModelNeed('hf:/nonexistent/model')], Execution('process', 2))\n"
+        "    except InputError as exc:\n"
+        "        print('error', exc)\n"
+        "    check_models([ModelNeed('hf:smollm2-135m')], Execution('serial', 1))\n"
+        "    print('serial', 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    ).stdout.splitlines()
+    assert out[0] == "pool False"
+    assert out[1].startswith("error model 'hf:/nonexistent/model' cannot be used:")
+    assert out[2] == "serial True"

@@ -195,32 +195,58 @@ class RunLocked(InputError):  # noqa: N818 - reads as what happened: `except Run
 def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
     """Load every named model and check its capabilities; InputError on the first that fails.
 
-    With the serial executor (or a pool of one) the loaded backend stays in this process's
-    cache and serves the run. With a process pool it is dropped again after the check (the
-    workers load their own). On Ray only the name and options are checked here: a replica may
-    need a GPU this process does not have.
+    With the serial executor (or a pool of one) the models load in this process and stay in its
+    cache to serve the run. With a process pool they load in one spawned process that exits
+    after the check, so the driver never holds a model (nor a GPU context) its workers load
+    again. On Ray only the names are checked here: a replica may need a GPU this process lacks.
     """
-    from clearsight.models import load_backend, require, shared_backend, split_model_spec
+    from clearsight.models import split_model_spec
 
-    seen: set[tuple[str, str]] = set()
+    unique: dict[tuple[str, str], ModelNeed] = {}
     for need in needs:
-        key = (need.name, repr(sorted(need.options.items())))
-        if key in seen:
-            continue
-        seen.add(key)
         split_model_spec(need.name)
-        if execution.executor == "ray":
-            continue
-        keep = in_process(execution.executor, execution.workers)
+        unique.setdefault((need.name, repr(sorted(need.options.items()))), need)
+    if execution.executor == "ray" or not unique:
+        return
+    if in_process(execution.executor, execution.workers):
+        _check_loaded(list(unique.values()), keep=True)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    from clearsight.execute.pool import worker_died
+
+    try:
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as checker:
+            problem = checker.submit(_check_loaded, list(unique.values()), False).result()
+    except BrokenProcessPool as exc:
+        raise InputError(worker_died(exc)) from None
+    if problem is not None:
+        raise InputError(problem)
+
+
+def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
+    """Load each model (kept in this process's cache with ``keep``) and check what it can do;
+    raise the first problem (in this process) or return it (from the checking process)."""
+    from clearsight.models import load_backend, require, shared_backend
+
+    for need in needs:
         try:
             backend = (shared_backend if keep else load_backend)(need.name, need.options)
+            require(backend, need.needs, need.purpose)
         except InputError as exc:
-            raise InputError(f"model {need.name!r} cannot be used: {exc}") from exc
+            problem = str(exc)
+            if not problem.startswith(f"model {need.name!r}"):
+                problem = f"model {need.name!r} cannot be used: {problem}"
         except Exception as exc:  # a backend's own loader: name it, do not start the run
-            raise InputError(
-                f"model {need.name!r} could not be loaded: {type(exc).__name__}: {exc}"
-            ) from exc
-        require(backend, need.needs, need.purpose)
+            problem = f"model {need.name!r} could not be loaded: {type(exc).__name__}: {exc}"
+        else:
+            continue
+        if keep:
+            raise InputError(problem)
+        return problem
+    return None
 
 
 # --------------------------------------------------------------------------------------------

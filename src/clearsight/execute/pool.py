@@ -45,6 +45,16 @@ def _init_worker(parent: int) -> None:
     _watch_parent(parent)
 
 
+def worker_died(exc: BaseException) -> str:
+    """What to tell the user when a spawned process died (the usual cause: a script without a
+    ``__main__`` guard, which every spawned process re-imports)."""
+    return (
+        f"a worker process died ({exc}); if clearsight runs from your own script, put the "
+        'call under `if __name__ == "__main__":` (process workers re-import the main '
+        "module); otherwise see the system log (out of memory?) and rerun to resume"
+    )
+
+
 def run_pool(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
@@ -75,11 +85,7 @@ def run_pool(
                     pending.add(pool.submit(run, nxt))
     except BrokenProcessPool as exc:
         stop_pool(pool)
-        raise InputError(
-            f"a worker process died ({exc}); if clearsight runs from your own script, put the "
-            'call under `if __name__ == "__main__":` (process workers re-import the main '
-            "module); otherwise see the system log (out of memory?) and rerun to resume"
-        ) from None
+        raise InputError(worker_died(exc)) from None
     except BaseException:
         stop_pool(pool)
         raise
