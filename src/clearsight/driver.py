@@ -209,8 +209,15 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
     if execution.executor == "ray" or not unique:
         return
     if in_process(execution.executor, execution.workers):
-        _check_loaded(list(unique.values()), keep=True)
-        return
+        problem = _check_loaded(list(unique.values()), keep=True)
+    else:
+        problem = _check_in_a_process(list(unique.values()))
+    if problem is not None:
+        raise InputError(problem)
+
+
+def _check_in_a_process(needs: Sequence[ModelNeed]) -> str | None:
+    """:func:`_check_loaded` in one spawned process that exits afterwards (with its models)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
@@ -219,16 +226,14 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
 
     try:
         with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as checker:
-            problem = checker.submit(_check_loaded, list(unique.values()), False).result()
+            return checker.submit(_check_loaded, needs, False).result()
     except BrokenProcessPool as exc:
         raise InputError(worker_died(exc)) from None
-    if problem is not None:
-        raise InputError(problem)
 
 
 def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
-    """Load each model (kept in this process's cache with ``keep``) and check what it can do;
-    raise the first problem (in this process) or return it (from the checking process)."""
+    """Load each model (kept in this process's cache with ``keep``) and check what it can do:
+    the first problem as one line, or None."""
     from clearsight.models import load_backend, require, shared_backend
 
     for need in needs:
@@ -243,8 +248,6 @@ def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
             problem = f"model {need.name!r} could not be loaded: {type(exc).__name__}: {exc}"
         else:
             continue
-        if keep:
-            raise InputError(problem)
         return problem
     return None
 

@@ -121,13 +121,15 @@ def _models(config: AnalysisConfig) -> list[ModelNeed]:
 def _stages(config: AnalysisConfig, hashes: dict[str, str], store: RunStore) -> Iterator[Stage]:
     """One stage per analysis, over the run's finished transcripts."""
     transcripts = [
-        (r.key, r.raw) for r in store.iter_records("ok") if r.protocol == PROTOCOL and r.raw
+        (r.key, r.raw, _kinds(config, Transcript.from_json(r.raw)))
+        for r in store.iter_records("ok", kind=PROTOCOL)
+        if r.raw
     ]
     for kind in (BELIEF_PROTOCOL, QTYPE_PROTOCOL):
         items: list[tuple[str, dict[str, Any]]] = []
         sources: dict[str, dict[str, Any]] = {}
-        for key, raw in transcripts:
-            if kind not in _kinds(config, Transcript.from_json(raw)):
+        for key, raw, kinds in transcripts:
+            if kind not in kinds:
                 continue
             spec = {"transcript": key, "judge": config.judge_model, "prompt": hashes[kind]}
             item_key = content_hash([kind, spec])

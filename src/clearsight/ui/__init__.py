@@ -48,11 +48,11 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
             "the run's records and add sessions to it"
         )
     with play.writing():
-        if play.blocked_reason() is None:
+        if (blocked := play.blocked_reason()) is None:
             import threading
 
             threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
         else:
-            print(f"clearsight serve: browsing only: {play.blocked_reason()}")
+            print(f"clearsight serve: browsing only: {blocked}")
         print(f"clearsight serve: http://{settings.host}:{settings.port}/  (run {run_dir})")
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
