@@ -2,7 +2,8 @@
 
 A protocol (the sweep, trajectory grounding, the probe) is a value, :class:`Protocol`: its name,
 the models it needs with the capabilities it needs of each, the manifest entries it adds, and
-its *stages* — each a set of items (key + spec), how pending items group into work units, and
+its *stages* — each a set of items (typed :class:`~clearsight.specs.Spec` values, keyed by their
+content), how pending items group into work units, and
 the function that runs a unit into records. :func:`run` does the rest the same way for all:
 
 1. refuse bad execution options, then load (or probe) every model the configuration names and
@@ -43,6 +44,7 @@ from clearsight.execute import (
     in_process,
 )
 from clearsight.models.base import Capabilities
+from clearsight.specs import Spec
 from clearsight.store import DB_NAME, Record, RunStore
 from clearsight.validate import InputError
 
@@ -107,15 +109,16 @@ class ModelNeed:
 class Stage:
     """One kind of item of a run and how it executes.
 
-    ``items``: ``(key, spec)`` pairs, stored under ``kind``. ``units``: groups the pending items
-    (in ``items`` order) into work units. ``run_unit``: a module-level (picklable) function
-    from a unit to its records. ``stream``: optionally, the same in the writer's own process
-    with a callback that stores partial records as they happen (the probe saves every turn).
+    ``items``: typed specs of kind ``kind`` (stored as their JSON form under their key).
+    ``units``: groups the pending items (in ``items`` order) into work units. ``run_unit``: a
+    module-level (picklable) function from a unit to its records. ``stream``: optionally, the
+    same in the writer's own process with a callback that stores partial records as they happen
+    (the probe saves every turn).
     """
 
     kind: str
-    items: Sequence[tuple[str, Mapping[str, Any]]]
-    units: Callable[[Sequence[tuple[str, Mapping[str, Any]]]], Sequence[Unit]]
+    items: Sequence[Spec]
+    units: Callable[[Sequence[Spec]], Sequence[Unit]]
     run_unit: Callable[[Any], list[Record]]
     stream: Callable[[Any, Callable[[list[Record]], None]], list[Record]] | None = None
 
@@ -388,9 +391,12 @@ def _execute_stage(
     store: RunStore, stage: Stage, execution: Execution, reasons: Counter[str]
 ) -> Summary:
     """Store the stage's items, run its pending ones, count the reasons of its failures."""
-    store.add_items((key, stage.kind, spec) for key, spec in stage.items)
-    pending = set(store.pending_keys([key for key, _ in stage.items]))
-    units = stage.units([(k, s) for k, s in stage.items if k in pending])
+    wrong = {s.kind for s in stage.items} - {stage.kind}
+    if wrong:
+        raise TypeError(f"stage {stage.kind!r} holds items of kind {sorted(wrong)}")
+    store.add_items((s.key, s.kind, s.to_json()) for s in stage.items)
+    pending = set(store.pending_keys([s.key for s in stage.items]))
+    units = stage.units([s for s in stage.items if s.key in pending])
     run_unit = stage.run_unit
     if stage.stream is not None and in_process(execution.executor, execution.workers):
         stream = stage.stream

@@ -45,6 +45,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from clearsight.seeding import content_hash
+from clearsight.specs import json_key
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -63,7 +64,9 @@ __all__ = [
 ]
 
 DB_NAME = "run.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this clearsight reads; the writer migrates an older one (see _rekey_v1).
+_READABLE_VERSIONS = (1, 2)
 
 Status = Literal["ok", "failed"]
 STATUSES: tuple[str, ...] = ("ok", "failed")
@@ -700,28 +703,59 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA busy_timeout = 10000")
 
 
-def _check_schema(conn: sqlite3.Connection, path: Path) -> bool:
-    """True if ``path`` is a clearsight run of this schema, False if it is an empty database.
+def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
+    """The schema version of the clearsight run at ``path``, 0 if it is an empty database.
 
     Raises InputError for anything else: not SQLite, another application's database, or a run
-    written by a clearsight with another schema version.
+    written by a clearsight with a schema version this one cannot read.
     """
     try:
         n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if n_tables == 0:
-            return False
+            return 0
         row = conn.execute("SELECT value FROM manifest WHERE key = 'schema_version'").fetchone()
     except sqlite3.DatabaseError as exc:
         raise InputError(f"{path} is not a clearsight run database ({exc})") from exc
     if row is None:
         raise InputError(f"{path} is not a clearsight run database (no schema_version)")
     version = _loads(row[0], path, "manifest", "schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in _READABLE_VERSIONS:
         raise InputError(
-            f"{path} has run-store schema version {version}; this clearsight reads version "
-            f"{SCHEMA_VERSION}. Use a matching clearsight, or start over with --fresh."
+            f"{path} has run-store schema version {version}; this clearsight reads versions "
+            f"{', '.join(map(str, _READABLE_VERSIONS))}. Use a matching clearsight, or start "
+            "over with --fresh."
         )
-    return True
+    return int(version)
+
+
+def _rekey_v1(conn: sqlite3.Connection, path: Path) -> None:
+    """Migrate schema 1 to 2 in one transaction: every item keyed by the one recipe.
+
+    Schema 1 keyed a sweep item by ``content_hash`` of its spec with the question replaced by
+    its hash and a grounding item by ``content_hash(spec)``; schema 2 keys every item by
+    :func:`clearsight.specs.json_key` (``content_hash([kind, payload])``). Each item's key is
+    recomputed from its stored spec and its record moves with it. Probe items were already keyed
+    ``content_hash([kind, spec])``, so their keys — the only keys another spec refers to (a
+    probe analysis names its transcript) — stay as they are.
+    """
+    rows = conn.execute("SELECT key, protocol, spec FROM items").fetchall()
+    changed = []
+    for key, kind, text in rows:
+        new = json_key(kind, _loads(text, path, "items", key, "spec"))
+        if new != key:
+            changed.append((new, key))
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+        conn.executemany("UPDATE records SET key = ? WHERE key = ?", changed)
+        conn.executemany("UPDATE items SET key = ? WHERE key = ?", changed)
+        conn.execute(
+            "UPDATE manifest SET value = ? WHERE key = 'schema_version'", (json.dumps(2),)
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _connect_writer(path: Path) -> sqlite3.Connection:
@@ -729,7 +763,7 @@ def _connect_writer(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         _configure(conn)
-        exists = _check_schema(conn, path)
+        version = _check_schema(conn, path)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal":
             raise InputError(
@@ -737,8 +771,10 @@ def _connect_writer(path: Path) -> sqlite3.Connection:
                 "directory on a local file system"
             )
         conn.execute("PRAGMA synchronous = NORMAL")
-        if not exists:
+        if version == 0:
             _create_schema(conn, path)
+        elif version == 1:
+            _rekey_v1(conn, path)
     except BaseException:
         conn.close()
         raise

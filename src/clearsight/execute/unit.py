@@ -3,7 +3,9 @@ protocol, so no executor guesses at a unit's shape."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
+
+from clearsight.specs import Spec
 
 
 class Unit(Protocol):
@@ -28,15 +30,15 @@ class Unit(Protocol):
 
 
 class KeyedItems:
-    """Mix-in for a frozen dataclass unit that holds its items as ``(key, spec)`` pairs in an
-    ``items`` field: its keys, its size, and a cost of one per item (override where an item
-    costs more)."""
+    """Mix-in for a frozen dataclass unit that holds its items as typed specs in an ``items``
+    field: their keys, its size, and a cost of one per item (override where an item costs
+    more)."""
 
-    items: tuple[tuple[str, dict[str, Any]], ...]
+    items: tuple[Spec, ...]
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(key for key, _ in self.items)
+        return tuple(spec.key for spec in self.items)
 
     @property
     def size(self) -> int:

@@ -1,0 +1,137 @@
+"""Typed item specs and the one recipe for their keys.
+
+Every item a protocol plans is a :class:`Spec`: a frozen dataclass whose class names the item
+kind (``kind``). Workers get the typed value; the store keeps its JSON form, :meth:`Spec.to_json`
+(fields by name; nested dataclasses as their fields, tuples as lists; a field marked
+:data:`OMIT_NONE` left out while it is None). Every item of every protocol is keyed the same way:
+
+.. math::
+
+    \\mathrm{key} = \\mathrm{sha256}\\big(\\mathrm{json}([\\,kind,\\ payload\\,])\\big)
+
+where ``json`` is the canonical form of :func:`clearsight.seeding.content_hash` and *payload* is
+the JSON form except that each field named in the class's ``parts`` — a value many items share,
+such as a sweep question asked under every condition by every model — contributes the part's own
+content hash. A key therefore depends on everything an item is made of, while a shared part is
+encoded once per plan instead of once per item. :func:`json_key` computes the same key from a
+stored spec, which is how a store written before this recipe is re-keyed.
+
+The spec classes of the protocols are registered by kind as their modules are imported;
+:func:`spec_class` imports the protocols' spec modules (:data:`SPEC_MODULES`) when asked for a
+kind no imported module has registered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any, ClassVar
+
+from clearsight.seeding import content_hash
+
+__all__ = ["OMIT_NONE", "SPEC_MODULES", "Part", "Spec", "json_key", "spec_class", "to_plain"]
+
+#: Field metadata: leave the field out of the JSON form (and the key) while it is None.
+OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
+
+#: The modules that define the protocols' spec classes (imported by :func:`spec_class`).
+SPEC_MODULES = ("clearsight.sweep.specs", "clearsight.grounding.specs", "clearsight.probe.specs")
+
+_REGISTRY: dict[str, type[Spec]] = {}
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` as plain JSON data: specs by :meth:`Spec.to_json`, other dataclasses field by
+    field, tuples and lists as lists, mappings with their values converted."""
+    if isinstance(value, Spec):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: to_plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+class Spec:
+    """Base of a typed item spec (subclasses are frozen dataclasses).
+
+    ``kind``: the item kind the spec is stored under (a subclass that sets it is registered for
+    :func:`spec_class`). ``parts``: names of fields holding a :class:`Part`, which enter the key
+    by their content hash (see the module docstring).
+    """
+
+    kind: ClassVar[str]
+    parts: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if isinstance(kind, str):
+            known = _REGISTRY.get(kind)
+            if known is not None and known.__qualname__ != cls.__qualname__:
+                raise TypeError(f"item kind {kind!r} is already the spec of {known.__qualname__}")
+            _REGISTRY[kind] = cls
+
+    def _fields(self) -> dict[str, Any]:
+        """Field name -> value, without the OMIT_NONE fields that are None."""
+        return {
+            f.name: value
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+            if (value := getattr(self, f.name)) is not None or not f.metadata.get("omit_none")
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: plain JSON data (see the module docstring)."""
+        return {name: to_plain(value) for name, value in self._fields().items()}
+
+    @cached_property
+    def key(self) -> str:
+        """The item's key: ``content_hash([kind, payload])``, parts by their content hash."""
+        payload = {}
+        for name, value in self._fields().items():
+            if name in self.parts:
+                if not isinstance(value, Part):
+                    raise TypeError(f"{type(self).__name__}.{name} is a part but holds {value!r}")
+                payload[name] = value.digest
+            else:
+                payload[name] = to_plain(value)
+        return content_hash([self.kind, payload])
+
+
+class Part(Spec):
+    """A value many items share (a frozen dataclass): its JSON form and content hash are
+    computed once and kept on the object."""
+
+    @cached_property
+    def json(self) -> dict[str, Any]:
+        """The JSON form, computed once (treat as read-only: every item shares it)."""
+        return super().to_json()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.json
+
+    @cached_property
+    def digest(self) -> str:
+        """``content_hash`` of the JSON form."""
+        return content_hash(self.json)
+
+
+def spec_class(kind: str) -> type[Spec] | None:
+    """The spec class of an item kind (None: a kind no protocol defines)."""
+    if kind not in _REGISTRY:
+        for module in SPEC_MODULES:
+            importlib.import_module(module)
+    return _REGISTRY.get(kind)
+
+
+def json_key(kind: str, spec: Mapping[str, Any]) -> str:
+    """The key of a stored spec of ``kind``, by the recipe of :attr:`Spec.key` (a kind no
+    protocol defines has no parts)."""
+    cls = spec_class(kind)
+    parts = cls.parts if cls is not None else ()
+    payload = {name: content_hash(v) if name in parts else v for name, v in spec.items()}
+    return content_hash([kind, payload])
