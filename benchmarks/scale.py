@@ -53,7 +53,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def look_up(records: Mapping[str, Record], unit: SweepUnit) -> list[Record]:
     """A unit's finished records, without doing its work."""
-    return [records[key] for key, _ in unit.items]
+    return [records[key] for key in unit.keys]
 
 
 def replay(
@@ -63,7 +63,7 @@ def replay(
     plan = plan_sweep(cfg)
     with RunStore.open(run) as store:
         store.begin_run({"config": cfg.model_dump(mode="json")})
-        store.add_items(plan.items)
+        store.add_items((i.key, i.kind, i.to_json()) for i in plan.items)
         fn = functools.partial(look_up, records)
         _, elapsed = _timed(
             lambda: execute(

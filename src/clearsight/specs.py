@@ -27,6 +27,7 @@ import dataclasses
 import importlib
 from collections.abc import Mapping
 from functools import cached_property
+from pathlib import PurePath
 from typing import Any, ClassVar
 
 from clearsight.seeding import content_hash
@@ -44,13 +45,15 @@ _REGISTRY: dict[str, type[Spec]] = {}
 
 def to_plain(value: Any) -> Any:
     """``value`` as plain JSON data: specs by :meth:`Spec.to_json`, other dataclasses field by
-    field, tuples and lists as lists, mappings with their values converted."""
+    field, tuples and lists as lists, mappings with their values converted, paths as strings."""
     if isinstance(value, Spec):
         return value.to_json()
     if isinstance(value, list | tuple):
         return [to_plain(v) for v in value]
     if isinstance(value, Mapping):
         return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
@@ -77,7 +80,8 @@ class Spec:
             _REGISTRY[kind] = cls
 
     def _fields(self) -> dict[str, Any]:
-        """Field name -> value, without the OMIT_NONE fields that are None."""
+        """Field name -> value of the JSON form: every field but the OMIT_NONE ones that are
+        None (a subclass whose stored form is a subset of its fields overrides this)."""
         return {
             f.name: value
             for f in dataclasses.fields(self)  # type: ignore[arg-type]

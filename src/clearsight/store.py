@@ -749,9 +749,7 @@ def _rekey_v1(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA defer_foreign_keys = ON")
         conn.executemany("UPDATE records SET key = ? WHERE key = ?", changed)
         conn.executemany("UPDATE items SET key = ? WHERE key = ?", changed)
-        conn.execute(
-            "UPDATE manifest SET value = ? WHERE key = 'schema_version'", (json.dumps(2),)
-        )
+        conn.execute("UPDATE manifest SET value = ? WHERE key = 'schema_version'", (json.dumps(2),))
     except BaseException:
         conn.execute("ROLLBACK")
         raise

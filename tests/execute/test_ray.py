@@ -23,10 +23,17 @@ from clearsight.execute import Interrupted, Summary, execute
 from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import SweepUnit, plan_sweep, run_sweep, run_unit
+from clearsight.sweep.protocol import (
+    SweepUnit,
+    VeqUnit,
+    plan_sweep,
+    run_sweep,
+    run_unit,
+    run_veq_unit,
+)
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL, VEQ_RTOL, assert_close
-from fixtures.units import ToyUnit
+from fixtures.units import ToyItem, ToyUnit
 
 pytestmark = pytest.mark.slow
 
@@ -93,23 +100,35 @@ def sweep_on_ray(
     plan = plan_sweep(cfg)
     with RunStore.open(run) as store:
         store.begin_run({"config": cfg.model_dump(mode="json")})
-        store.add_items(plan.items)
+        store.add_items((i.key, i.kind, i.to_json()) for i in plan.items)
         return execute(
-            list(plan.units), fn, store, executor="ray", workers=2, progress=False, ray=ray
+            [*plan.units, *plan.veq_units],
+            fn,
+            store,
+            executor="ray",
+            workers=2,
+            progress=False,
+            ray=ray,
         )
 
 
-def unit_name(unit: SweepUnit) -> tuple[str, str, str]:
-    return (unit.protocol, unit.model, unit.scene["id"])
+def unit_name(unit: SweepUnit | VeqUnit) -> tuple[str, str]:
+    return (unit.model, unit.scene.id)
 
 
-def dispatch_order(cfg: SweepConfig) -> list[SweepUnit]:
+def dispatch_order(cfg: SweepConfig) -> list[SweepUnit | VeqUnit]:
     """Units in the order executors start them: costliest first (a stable sort)."""
-    return sorted(plan_sweep(cfg).units, key=lambda u: -u.cost)
+    plan = plan_sweep(cfg)
+    return sorted([*plan.units, *plan.veq_units], key=lambda u: -u.cost)
+
+
+def run_any(unit: SweepUnit | VeqUnit) -> list[Record]:
+    """The sweep's own run function of ``unit``'s kind (questions or ImageNet-C equivalents)."""
+    return run_veq_unit(unit) if isinstance(unit, VeqUnit) else run_unit(unit)
 
 
 def kill_once(
-    marker: Path, victim: tuple[str, str, str], run: Callable[[Any], list[Record]], unit: Any
+    marker: Path, victim: tuple[str, str], run: Callable[[Any], list[Record]], unit: Any
 ) -> list[Record]:
     """Run ``unit``, except that the first attempt at ``victim`` SIGKILLs its own process."""
     if unit_name(unit) == victim:
@@ -124,8 +143,8 @@ def kill_once(
 
 def poisoned(
     log: Path,
-    raises: tuple[str, str, str],
-    kills: tuple[str, str, str],
+    raises: tuple[str, str],
+    kills: tuple[str, str],
     run: Callable[[Any], list[Record]],
     unit: Any,
 ) -> list[Record]:
@@ -133,9 +152,9 @@ def poisoned(
     name = unit_name(unit)
     if name in (raises, kills):
         with log.open("a") as f:
-            f.write(f"{name[2]}\n")
+            f.write(f"{name[1]}\n")
     if name == raises:
-        raise RuntimeError(f"poisoned scene {name[2]}")
+        raise RuntimeError(f"poisoned scene {name[1]}")
     if name == kills:
         os.kill(os.getpid(), signal.SIGKILL)
     return run(unit)
@@ -156,19 +175,20 @@ def where_it_ran(rendezvous: Path, unit: ToyUnit) -> list[Record]:
         "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
         "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
-    return [Record(key, "ok", None, raw, {}, 0.0) for key, _ in unit.items]
+    return [Record(key, "ok", None, raw, {}, 0.0) for key in unit.keys]
 
 
 def test_units_run_on_their_models_replicas_sharing_a_gpu(ray_local: Any, tmp_path: Path) -> None:
     units = [
-        ToyUnit(tuple((f"{model}-{u}-{i}", {"i": i}) for i in range(3)), model)
+        ToyUnit(tuple(ToyItem(f"{model}-{u}", i) for i in range(3)), model)
         for model in ("model-a", "model-b")
         for u in range(3)
     ]
+    model_of = {key: u.model for u in units for key in u.keys}
     rendezvous = tmp_path / "rendezvous"
     rendezvous.mkdir()
     with RunStore.open(tmp_path / "run") as store:
-        store.add_items((k, "toy", s) for u in units for k, s in u.items)
+        store.add_items((i.key, i.kind, i.to_json()) for u in units for i in u.items)
         summary = execute(
             units,
             functools.partial(where_it_ran, rendezvous),
@@ -180,7 +200,7 @@ def test_units_run_on_their_models_replicas_sharing_a_gpu(ray_local: Any, tmp_pa
         )
         raw = {r.key: r.raw for r in store.iter_records()}
     assert (summary.units, summary.ok) == (6, 18)
-    pids = {m: {raw[k]["pid"] for k in raw if k.startswith(m)} for m in ("model-a", "model-b")}
+    pids = {m: {raw[k]["pid"] for k in raw if model_of[k] == m} for m in ("model-a", "model-b")}
     assert all(len(p) == 1 for p in pids.values())  # one replica per model ...
     assert pids["model-a"] != pids["model-b"]  # ... of its own
     assert all(r["peers"] == 2 for r in raw.values())  # both up at once on one GPU
@@ -225,7 +245,7 @@ def test_worker_killed_mid_run_every_record_exactly_once(
 
     monkeypatch.setattr(RunStore, "write_records", spy)
     summary = sweep_on_ray(
-        cfg, tmp_path / "ray", functools.partial(kill_once, marker, victim, run_unit)
+        cfg, tmp_path / "ray", functools.partial(kill_once, marker, victim, run_any)
     )
     assert not marker.exists(), "the victim unit never ran, so no worker was killed"
     assert (summary.ok, summary.failed) == (len(serial_records), 0)
@@ -240,22 +260,22 @@ def test_unit_that_keeps_failing_is_recorded_with_its_reason(
     names = [unit_name(u) for u in plan_sweep(cfg).units]
     raises, kills = names[0], names[1]
     log = tmp_path / "attempts.log"
-    fn = functools.partial(poisoned, log, raises, kills, run_unit)
+    fn = functools.partial(poisoned, log, raises, kills, run_any)
     summary = sweep_on_ray(cfg, tmp_path / "ray", fn, RayConfig(max_attempts=2))
-    assert Counter(log.read_text().split()) == {raises[2]: 2, kills[2]: 2}
+    assert Counter(log.read_text().split()) == {raises[1]: 2, kills[1]: 2}
     plan = plan_sweep(cfg)
-    by_scene = {u.scene["id"]: {k for k, _ in u.items} for u in plan.units}
+    by_scene = {u.scene.id: set(u.keys) for u in plan.units}
     with RunStore.open(tmp_path / "ray", read_only=True) as store:
         failed = {r.key: r.error for r in store.iter_records(status="failed")}
         ok = {r.key for r in store.iter_records(status="ok")}
-    assert set(failed) == by_scene[raises[2]] | by_scene[kills[2]]
-    assert ok == {k for k, _, _ in plan.items} - set(failed)
+    assert set(failed) == by_scene[raises[1]] | by_scene[kills[1]]
+    assert ok == {i.key for i in plan.items} - set(failed)
     assert (summary.ok, summary.failed) == (len(ok), len(failed))
-    for key in by_scene[raises[2]]:
+    for key in by_scene[raises[1]]:
         assert failed[key] == (
-            f"failed 2 attempts on Ray; last: RuntimeError: poisoned scene {raises[2]}"
+            f"failed 2 attempts on Ray; last: RuntimeError: poisoned scene {raises[1]}"
         )
-    for key in by_scene[kills[2]]:
+    for key in by_scene[kills[1]]:
         assert failed[key] is not None
         assert failed[key].startswith("failed 2 attempts on Ray; last: ActorDiedError")
 

@@ -7,7 +7,7 @@ Its own module: ``tests/test_ray.py`` keeps one Ray instance up for all its test
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,22 +16,26 @@ import pytest
 import fixtures.units
 from clearsight.driver import Execution, Protocol, Stage, run
 from clearsight.execute import execute
+from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
-from fixtures.units import ToyUnit
+from fixtures.units import Toy0, Toy1, Toy2, ToyItem, ToyUnit
 
 pytestmark = pytest.mark.slow
 
 
+STAGE_ITEMS: dict[int, type[ToyItem]] = {0: Toy0, 1: Toy1, 2: Toy2, 3: ToyItem}
+
+
 def toy_unit(stage: int) -> ToyUnit:
     """Two items of no model."""
-    return ToyUnit(tuple((f"{stage}-{i}", {"i": i}) for i in range(2)))
+    return ToyUnit(tuple(STAGE_ITEMS[stage](f"{stage}-{i}", i) for i in range(2)))
 
 
 def ok(unit: ToyUnit) -> list[Record]:
-    return [Record(key, "ok", None, {"i": spec["i"]}, {}, 0.0) for key, spec in unit.items]
+    return [Record(item.key, "ok", None, {"i": item.i}, {}, 0.0) for item in unit.items]
 
 
-def _units(stage: int, pending: Sequence[tuple[str, Mapping[str, Any]]]) -> list[ToyUnit]:
+def _units(stage: int, pending: Sequence[Spec]) -> list[ToyUnit]:
     return [toy_unit(stage)] if pending else []
 
 
@@ -63,7 +67,7 @@ def test_one_local_instance_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert len(starts) == 1
     # a bare execution starts and stops its own instance
     with RunStore.open(tmp_path / "run") as store:
-        store.add_items((k, "toy", s) for k, s in toy_unit(3).items)
+        store.add_items((i.key, i.kind, i.to_json()) for i in toy_unit(3).items)
         assert execute([toy_unit(3)], ok, store, executor="ray", progress=False).ok == 2
         assert not ray.is_initialized()
         assert len(starts) == 2

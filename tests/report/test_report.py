@@ -9,6 +9,7 @@ of a run's SQLite database, which is much faster than sweeping again.
 from __future__ import annotations
 
 import base64
+import math
 import re
 import shutil
 import sqlite3
@@ -200,15 +201,21 @@ def test_observer_blind_spot_is_about_zero(deep_run: Path, tmp_path: Path) -> No
     """
     build_report(deep_run, tmp_path, n_boot=1000, thumbnails=False)
     csv = _read_csv(tmp_path / "summary.csv").set_index(["arm", "wording", "signal"])
+    # "about zero": within half a level step of the sweep (its resolution: the observer draws
+    # its answers from seeds of the item keys, so W moves by that much between seedings), with
+    # zero inside the scene-bootstrap interval
+    half_step = math.log10(2) / 2 + 1e-12
     for wording in ("mcq.reason", "mcq.generic"):
         row = csv.loc[("fog", wording, "internal_conf")]
         assert row["w_bound"] == "exact"
-        assert abs(row["w"]) <= 0.15, (wording, row["w"])
+        assert abs(row["w"]) <= half_step, (wording, row["w"])
         assert row["w_low"] <= row["w"] <= row["w_high"]
+        assert row["w_low"] <= 0 <= row["w_high"]
     # the reason-naming abstain option tracks accuracy; the generic one never fires
     reason = csv.loc[("fog", "mcq.reason", "abstain")]
     assert reason["w_bound"] == "exact"
-    assert abs(reason["w"]) <= 0.15
+    assert abs(reason["w"]) <= half_step
+    assert reason["w_low"] <= 0 <= reason["w_high"]
     generic = csv.loc[("fog", "mcq.generic", "abstain")]
     assert generic["censored"] == "below"
     assert generic["w_bound"] == "lower"

@@ -52,22 +52,26 @@ def test_plan_size_keys_and_shared_questions():
     conditions = 1 + 8 + 2
     per_target_question = 1 + 2  # identify + verify (true, distractor)
     assert len(plan.items) == targets * conditions * per_target_question * 2
-    keys = [k for k, _, _ in plan.items]
+    keys = [i.key for i in plan.items]
     assert len(set(keys)) == len(keys)
-    assert [k for k, _, _ in plan_sweep(cfg).items] == keys  # deterministic
+    assert [i.key for i in plan_sweep(cfg).items] == keys  # deterministic
     # one question per target and task: the same options in every condition and wording
     options = {}
-    for _, _, spec in plan.items:
-        ident = (spec["scene"]["id"], spec["target"], spec["task"], spec["asked"])
-        opts = tuple(
-            spec["question"]["options"][: spec["question"]["letters"].index("E")]
-            if "E" in spec["question"]["letters"]
-            else spec["question"]["options"]
-        )
+    for item in plan.items:
+        ident = (item.scene.id, item.target, item.task, item.asked)
+        q = item.question
+        opts = q.options[: q.letters.index("E")] if "E" in q.letters else q.options
         options.setdefault(ident, set()).add(opts[:4])
     assert all(len(v) == 1 for v in options.values())
-    shuffled = [s for _, _, s in plan.items if s["condition"] == "shuffled"]
-    assert all(s["shown"]["scene"]["id"] != s["scene"]["id"] for s in shuffled)
+    # ... one question object per target, task and wording, shared by every condition
+    shared = {(i.scene.id, i.target, i.task, i.asked, i.wording): i.question for i in plan.items}
+    assert all(
+        i.question is shared[i.scene.id, i.target, i.task, i.asked, i.wording] for i in plan.items
+    )
+    shuffled = [i for i in plan.items if i.condition == "shuffled"]
+    assert shuffled
+    assert all(i.shown.scene.id != i.scene.id for i in shuffled)
+    assert all(i.shown is None for i in plan.items if i.condition != "shuffled")
 
 
 def test_model_wordings_restrict_a_model_and_keep_the_others_keys():
@@ -75,16 +79,16 @@ def test_model_wordings_restrict_a_model_and_keep_the_others_keys():
     restricted = small_config(
         models=("observer", "scripted"), model_wordings={"scripted": ("mcq.reason",)}
     )
-    full = {k: s for k, _, s in plan_sweep(both).items}
-    part = {k: s for k, _, s in plan_sweep(restricted).items}
-    scripted = [s for s in part.values() if s["model"] == "scripted"]
+    full = {i.key: i for i in plan_sweep(both).items}
+    part = {i.key: i for i in plan_sweep(restricted).items}
+    scripted = [i for i in part.values() if i.model == "scripted"]
     assert scripted
-    assert {s["wording"] for s in scripted} == {"mcq.reason"}
-    observer = {k for k, s in part.items() if s["model"] == "observer"}
-    assert observer == {k for k, s in full.items() if s["model"] == "observer"}
+    assert {i.wording for i in scripted} == {"mcq.reason"}
+    observer = {k for k, i in part.items() if i.model == "observer"}
+    assert observer == {k for k, i in full.items() if i.model == "observer"}
     # the restricted model's items are exactly the full plan's items of that wording
-    assert {k for k, s in part.items() if s["model"] == "scripted"} == {
-        k for k, s in full.items() if s["model"] == "scripted" and s["wording"] == "mcq.reason"
+    assert {k for k, i in part.items() if i.model == "scripted"} == {
+        k for k, i in full.items() if i.model == "scripted" and i.wording == "mcq.reason"
     }
     with pytest.raises(ValueError, match="not in models"):
         small_config(model_wordings={"scripted": ("mcq.reason",)})
@@ -96,9 +100,9 @@ def test_model_conditions_restrict_what_a_model_is_shown():
     cfg = small_config(
         models=("observer", "scripted"), model_conditions={"scripted": ("clean", "blank")}
     )
-    specs = [s for _, _, s in plan_sweep(cfg).items]
-    assert {s["condition"] for s in specs if s["model"] == "scripted"} == {"clean", "blank"}
-    assert {s["condition"] for s in specs if s["model"] == "observer"} == {
+    items = plan_sweep(cfg).items
+    assert {i.condition for i in items if i.model == "scripted"} == {"clean", "blank"}
+    assert {i.condition for i in items if i.model == "observer"} == {
         "clean",
         "fog",
         "blank",

@@ -2,11 +2,12 @@
 
 A sweep item is one question about one boxed target of one scene under one condition — clean,
 fog or water at a visibility level, blank, shuffled, or ImageNet-C fog at a severity — asked of
-one model with one prompt wording. Its spec holds everything that determines its output (scene
-reference, box, question with options and answer key, physics parameters, model, seed) and its
-key is the spec's content hash. Items are grouped into units of one scene and one model, so a
-worker decodes the scene once and renders each degraded image once for all the questions that
-use it; pixels never reach the store.
+one model with one prompt wording. Its typed spec (:class:`~clearsight.sweep.specs.SweepItem`)
+holds everything that determines its output (scene reference, box, question with options and
+answer key, physics parameters, model, seed) and its key is the spec's content hash
+(:mod:`clearsight.specs`). Items are grouped into units of one scene and one model, so a worker
+decodes the scene once and renders each degraded image once for all the questions that use it;
+pixels never reach the store.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -44,16 +45,25 @@ from clearsight.physics import (
 )
 from clearsight.provenance import run_manifest
 from clearsight.scenes.model import Scene
-from clearsight.seeding import content_hash, derive_seed, rng_for
+from clearsight.seeding import derive_seed, rng_for
+from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 from clearsight.sweep.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import letter_readout, parse_verbalized
+from clearsight.sweep.specs import (
+    PROTOCOL,
+    VEQ_PROTOCOL,
+    Physics,
+    SceneRef,
+    Shown,
+    SweepItem,
+    VeqItem,
+)
 from clearsight.tasks import (
     AbstainWording,
     DistractorScheme,
     Question,
-    TemplateRef,
     category_prior,
     identification_question,
     verbalized_question,
@@ -64,8 +74,6 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.execute.on_ray import RayConfig
 
-PROTOCOL = "sweep"
-VEQ_PROTOCOL = "sweep.veq"
 _VERBAL_TEMPLATE = {
     "verbal.plain": "verbal.plain.v1",
     "verbal.percent": "verbal.percent.v1",
@@ -76,20 +84,6 @@ _VERBAL_TEMPLATE = {
 # --------------------------------------------------------------------------------------------
 # Scenes as references a worker can load
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SceneRef:
-    """How to load a scene in any process: its source, id and (for COCO) the selected target."""
-
-    source: str
-    id: str
-    categories: tuple[str, ...]
-    boxes: tuple[tuple[int, int, int, int], ...]
-    coco: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "id": self.id, "coco": self.coco}
 
 
 def scene_refs(config: SweepConfig) -> list[SceneRef]:
@@ -127,7 +121,7 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
                 t.scene_id,
                 (t.category,),
                 (t.box,),
-                coco={f.name: _jsonable(getattr(t, f.name)) for f in dataclasses.fields(t)},
+                coco=t,
             )
             for t in targets
         ]
@@ -142,32 +136,23 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
     return refs
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, tuple):
-        return list(value)
-    return value
+_SCENE_CACHE: dict[tuple[str, str], Scene] = {}
 
 
-_SCENE_CACHE: dict[str, Scene] = {}
-
-
-def load_scene(ref: dict[str, Any], depth_model: str) -> Scene:
+def load_scene(ref: SceneRef, depth_model: str) -> Scene:
     """Decode a scene from its reference (bundled: cached per process)."""
-    if ref["source"] == "bundled":
+    if ref.source == "bundled":
         from clearsight.scenes.bundled import load_bundled_scene
 
-        return load_bundled_scene(ref["id"])
-    from clearsight.scenes.coco import CocoTarget, load_coco_scene
+        return load_bundled_scene(ref.id)
+    from clearsight.scenes.coco import load_coco_scene
 
-    key = content_hash([ref, depth_model])
+    if ref.coco is None:
+        raise InputError(f"COCO scene {ref.id!r} has no target to load")
+    key = (ref.digest, depth_model)
     if key not in _SCENE_CACHE:
-        fields = dict(ref["coco"])
-        fields["file"] = Path(fields["file"])
-        fields["box"] = tuple(fields["box"])
         _SCENE_CACHE.clear()  # keep one COCO scene: units are per scene
-        _SCENE_CACHE[key] = load_coco_scene(CocoTarget(**fields), _depth_estimator(depth_model))
+        _SCENE_CACHE[key] = load_coco_scene(ref.coco, _depth_estimator(depth_model))
     return _SCENE_CACHE[key]
 
 
@@ -194,20 +179,6 @@ def _depth_estimator(model: str) -> Any:
 # --------------------------------------------------------------------------------------------
 # Planning
 # --------------------------------------------------------------------------------------------
-
-
-def question_to_json(q: Question) -> dict[str, Any]:
-    return dataclasses.asdict(q)
-
-
-def question_from_json(d: dict[str, Any]) -> Question:
-    fields = dict(d)
-    for name in ("question_template", "instruction_template", "abstain_template"):
-        if fields.get(name) is not None:
-            fields[name] = TemplateRef(**fields[name])
-    for name in ("letters", "options"):
-        fields[name] = tuple(fields[name])
-    return Question(**fields)
 
 
 def distractor_scheme(config: SweepConfig, prior: dict[str, float]) -> DistractorScheme:
@@ -253,21 +224,30 @@ def _questions(
 
 @dataclass(frozen=True)
 class SweepUnit(KeyedItems):
-    """The work of one scene for one model: picklable, independent of every other unit."""
+    """The questions of one scene for one model: picklable, independent of every other unit."""
 
-    protocol: str
     model: str
     model_options: dict[str, Any]
-    scene: dict[str, Any]
+    scene: SceneRef
     depth_model: str
-    items: tuple[tuple[str, dict[str, Any]], ...]
+    items: tuple[SweepItem, ...]
     max_new_tokens: int = 24
+
+
+@dataclass(frozen=True)
+class VeqUnit(KeyedItems):
+    """The ImageNet-C equivalent visibilities of one scene (no model)."""
+
+    scene: SceneRef
+    depth_model: str
+    items: tuple[VeqItem, ...]
+    model: str = ""
 
     @property
     def cost(self) -> float:
         """Relative run time, so executors start the longest units first: an equivalent
         visibility costs seconds, a question milliseconds."""
-        return len(self.items) * (500.0 if self.protocol == VEQ_PROTOCOL else 1.0)
+        return len(self.items) * 500.0
 
 
 @dataclass(frozen=True)
@@ -275,24 +255,16 @@ class SweepPlan:
     """All items of a sweep and their grouping into units."""
 
     units: tuple[SweepUnit, ...]
+    veq_units: tuple[VeqUnit, ...]
     prompt_hashes: dict[str, str]
     prior: dict[str, float]
     distractor_scheme: str
 
     @property
-    def items(self) -> list[tuple[str, str, dict[str, Any]]]:
-        return [(k, u.protocol, s) for u in self.units for k, s in u.items]
-
-
-def item_key(spec: dict[str, Any], question_hash: str | None = None) -> str:
-    """The content hash of a sweep item's spec.
-
-    The question (the bulk of a spec, shared by every condition of a target) enters through its
-    own content hash, so a key is still a hash of everything in the spec but costs one small
-    encode per item; planners pass ``question_hash`` computed once per question.
-    """
-    qh = question_hash if question_hash is not None else content_hash(spec["question"])
-    return content_hash({**spec, "question": qh})
+    def items(self) -> list[SweepItem | VeqItem]:
+        """Every item, the questions first."""
+        questions: list[SweepItem | VeqItem] = [i for u in self.units for i in u.items]
+        return questions + [i for u in self.veq_units for i in u.items]
 
 
 def _conditions(config: SweepConfig) -> list[tuple[str, float | None, int | None]]:
@@ -315,11 +287,9 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     prior = category_prior([c for r in refs for c in r.categories])
     scheme = distractor_scheme(config, prior)
     prompt_hashes: dict[str, str] = {}
-    # id() of question dicts that all stay alive in `per_scene` until planning ends
-    question_hashes: dict[int, str] = {}
-    per_scene = _scene_specs(config, refs, prior, scheme, prompt_hashes, question_hashes)
-    units = _model_units(config, refs, per_scene, question_hashes) + _veq_units(config, refs)
-    return SweepPlan(tuple(units), prompt_hashes, prior, scheme)
+    per_scene = _scene_specs(config, refs, prior, scheme, prompt_hashes)
+    units = _model_units(config, refs, per_scene)
+    return SweepPlan(tuple(units), tuple(_veq_units(config, refs)), prompt_hashes, prior, scheme)
 
 
 def _scene_specs(
@@ -328,68 +298,60 @@ def _scene_specs(
     prior: dict[str, float],
     scheme: DistractorScheme,
     prompt_hashes: dict[str, str],
-    question_hashes: dict[int, str],
-) -> list[list[dict[str, Any]]]:
-    """Per scene, the model-free item specs: targets x questions x conditions (recording each
-    template's hash in ``prompt_hashes`` and each question's in ``question_hashes``)."""
+) -> list[list[SweepItem]]:
+    """Per scene, its items for no model yet (``model`` empty): targets x questions x
+    conditions (recording each template's hash in ``prompt_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None
-    physics = {
-        "airlight": config.airlight,
-        "wavelengths_nm": list(config.wavelengths_nm),
-        "water_table": config.water_table,
-        "veil": config.veil,
-        "box_thickness_px": config.box_thickness_px,
-    }
+    physics = Physics(
+        config.airlight,
+        tuple(config.wavelengths_nm),
+        config.water_table,
+        config.veil,
+        config.box_thickness_px,
+    )
     conditions = _conditions(config)
-    per_scene: list[list[dict[str, Any]]] = []
+    per_scene: list[list[SweepItem]] = []
     for i, ref in enumerate(refs):
-        specs: list[dict[str, Any]] = []
+        specs: list[SweepItem] = []
         for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
             shown_partner = None
             if partner is not None:
                 other = refs[int(partner[i])]
-                shown_partner = {
-                    "scene": other.to_json(),
-                    "box": list(other.boxes[0]),
-                    "category": other.categories[0],
-                }
+                shown_partner = Shown(other, other.boxes[0], other.categories[0])
             for task, asked, wording, q in _questions(
                 category, prior, config, scheme, (config.seed, ref.id, t)
             ):
                 for tref in q.templates:
                     prompt_hashes[tref.id] = tref.sha256
-                question = question_to_json(q)
-                question_hashes[id(question)] = content_hash(question)
                 for condition, level, severity in conditions:
-                    spec: dict[str, Any] = {
-                        "scene": ref.to_json(),
-                        "target": t,
-                        "box": list(box),
-                        "category": category,
-                        "condition": condition,
-                        "level_m": level,
-                        "severity": severity,
-                        "task": task,
-                        "asked": asked,
-                        "wording": wording,
-                        "question": question,
-                        "physics": physics,
-                        "seed": config.seed,
-                    }
-                    if condition == "shuffled":
-                        spec["shown"] = shown_partner
-                    specs.append(spec)
+                    specs.append(
+                        SweepItem(
+                            ref,
+                            t,
+                            box,
+                            category,
+                            condition,
+                            level,
+                            severity,
+                            task,
+                            asked,
+                            wording,
+                            q,
+                            physics,
+                            config.seed,
+                            model="",
+                            model_options={},
+                            shown=shown_partner if condition == "shuffled" else None,
+                        )
+                    )
         per_scene.append(specs)
     return per_scene
 
 
 def _model_units(
-    config: SweepConfig,
-    refs: Sequence[SceneRef],
-    per_scene: Sequence[Sequence[dict[str, Any]]],
-    question_hashes: Mapping[int, str],
+    config: SweepConfig, refs: Sequence[SceneRef], per_scene: Sequence[Sequence[SweepItem]]
 ) -> list[SweepUnit]:
-    """One unit per model and scene: the scene's specs in the model's wordings and conditions."""
+    """One unit per model and scene: the scene's items in the model's wordings and conditions."""
     units: list[SweepUnit] = []
     for model in config.models:
         options = dict(config.model_options.get(model, {}))
@@ -398,40 +360,31 @@ def _model_units(
         wordings = set(config.wordings_of(model))
         shown = set(config.conditions_of(model))
         for ref, specs in zip(refs, per_scene, strict=True):
-            items = []
-            for spec in specs:
-                if spec["wording"] not in wordings or spec["condition"] not in shown:
-                    continue
-                full = {**spec, "model": model, "model_options": options}
-                items.append((item_key(full, question_hashes[id(spec["question"])]), full))
+            items = tuple(
+                dataclasses.replace(item, model=model, model_options=options)
+                for item in specs
+                if item.wording in wordings and item.condition in shown
+            )
             units.append(
                 SweepUnit(
-                    PROTOCOL,
-                    model,
-                    options,
-                    ref.to_json(),
-                    config.coco_depth_model,
-                    tuple(items),
-                    config.max_new_tokens,
+                    model, options, ref, config.coco_depth_model, items, config.max_new_tokens
                 )
             )
     return units
 
 
-def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[SweepUnit]:
+def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:
     """The ImageNet-C control's equivalent-visibility units, one per scene (no model)."""
     if "imagenet_c" not in config.controls:
         return []
-    units = []
-    for ref in refs:
-        items = []
-        for s in config.imagenet_c_severities:
-            spec = {"scene": ref.to_json(), "severity": s, "seed": config.seed}
-            items.append((content_hash([VEQ_PROTOCOL, spec]), spec))
-        units.append(
-            SweepUnit(VEQ_PROTOCOL, "", {}, ref.to_json(), config.coco_depth_model, tuple(items))
+    return [
+        VeqUnit(
+            ref,
+            config.coco_depth_model,
+            tuple(VeqItem(ref, s, config.seed) for s in config.imagenet_c_severities),
         )
-    return units
+        for ref in refs
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,24 +395,24 @@ def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[SweepUnit]
 class _Images:
     """Degraded images of one scene, each rendered once, boxes drawn per target on copies."""
 
-    def __init__(self, scene: Scene, items: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, scene: Scene, items: Sequence[SweepItem]) -> None:
         self.scene = scene
-        physics = items[0]["physics"]
-        self.thickness = int(physics["box_thickness_px"])
+        physics = items[0].physics
+        self.thickness = physics.box_thickness_px
         self._stacks: dict[str, dict[Any, npt.NDArray[np.uint8]]] = {}
         levels: dict[str, set[float]] = defaultdict(set)
         severities: set[int] = set()
         for it in items:
-            if it["condition"] in ("fog", "water"):
-                levels[it["condition"]].add(float(it["level_m"]))
-            elif it["condition"] == "imagenet_c":
-                severities.add(int(it["severity"]))
+            if it.condition in ("fog", "water") and it.level_m is not None:
+                levels[it.condition].add(it.level_m)
+            elif it.condition == "imagenet_c" and it.severity is not None:
+                severities.add(it.severity)
         arm_physics: dict[str, dict[str, Any]] = {
-            "fog": {"airlight": physics["airlight"]},
+            "fog": {"airlight": physics.airlight},
             "water": {
-                "wavelengths_nm": tuple(physics["wavelengths_nm"]),
-                "table": physics["water_table"],
-                "veil": physics["veil"],
+                "wavelengths_nm": physics.wavelengths_nm,
+                "table": physics.water_table,
+                "veil": physics.veil,
             },
         }
         for arm, lv in levels.items():
@@ -468,23 +421,25 @@ class _Images:
             self._stacks[arm] = dict(zip(ordered, stack, strict=True))
         if severities:
             ordered_sev = sorted(severities)
-            nominal = imagenet_c_stack(scene, ordered_sev, items[0]["seed"])
+            nominal = imagenet_c_stack(scene, ordered_sev, items[0].seed)
             self._stacks["imagenet_c"] = dict(zip(ordered_sev, nominal, strict=True))
         self._boxed: dict[tuple[Any, ...], npt.NDArray[np.uint8]] = {}
 
-    def get(self, spec: dict[str, Any], shown: Scene | None) -> npt.NDArray[np.uint8]:
-        cond = spec["condition"]
-        box = tuple(spec["box"])
+    def get(self, item: SweepItem, shown: Scene | None) -> npt.NDArray[np.uint8]:
+        cond = item.condition
+        box = item.box
         if cond == "shuffled":
             assert shown is not None
-            key: tuple[Any, ...] = ("shuffled", tuple(spec["shown"]["box"]), shown.id)
-            base, box = shown.image, tuple(spec["shown"]["box"])
+            assert item.shown is not None
+            box = item.shown.box
+            key: tuple[Any, ...] = ("shuffled", box, shown.id)
+            base = shown.image
         elif cond == "clean":
             key, base = ("clean", box), self.scene.image
         elif cond == "blank":
             key, base = ("blank", box), blank_like(self.scene.image)
         else:
-            level = spec["level_m"] if cond in ("fog", "water") else spec["severity"]
+            level = item.level_m if cond in ("fog", "water") else item.severity
             key, base = (cond, level, box), self._stacks[cond][level]
         if key not in self._boxed:
             self._boxed[key] = draw_box(base.copy(), box, self.thickness)
@@ -504,29 +459,21 @@ def _shown_letter(q: Question, category: str | None) -> str | None:
 
 
 def _request(
-    key: str,
-    spec: dict[str, Any],
-    q: Question,
-    image: npt.NDArray[np.uint8],
-    clean: Scene | None,
-    max_new_tokens: int,
+    item: SweepItem, image: npt.NDArray[np.uint8], clean: Scene | None, max_new_tokens: int
 ) -> Request:
-    cond = spec["condition"]
-    shown_category = (
-        None
-        if cond == "blank"
-        else (spec["shown"]["category"] if cond == "shuffled" else spec["category"])
-    )
-    box = tuple(spec["shown"]["box"] if cond == "shuffled" else spec["box"])
+    q = item.question
+    cond = item.condition
+    shown = item.shown if cond == "shuffled" else None
+    shown_category = item.category if shown is None else shown.category
     reference = ObserverReference(
         clean=None if clean is None else clean.image,
-        box=box,
+        box=item.box if shown is None else shown.box,
         letters=q.answer_letters,
-        shown_letter=_shown_letter(q, shown_category),
+        shown_letter=None if cond == "blank" else _shown_letter(q, shown_category),
         abstain_letter=q.abstain,
-        abstain_names_reason=spec["wording"] != "mcq.generic",
+        abstain_names_reason=item.wording != "mcq.generic",
     )
-    seed = derive_seed(key)
+    seed = derive_seed(item.key)
     messages = (Message.user(image, q.prompt),)
     if q.readout == "verbalized":
         return Request(
@@ -541,9 +488,8 @@ def _request(
     )
 
 
-def sweep_readouts(spec: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
-    """Answer, correctness, abstention and confidences of one sweep record, from raw output."""
-    q = question_from_json(spec["question"])
+def sweep_readouts(q: Question, raw: dict[str, Any]) -> dict[str, Any]:
+    """Answer, correctness, abstention and confidences of one answer to ``q``, from raw output."""
     out: dict[str, Any] = {"chance": q.chance, "n_options": len(q.answer_letters)}
     if q.readout == "verbalized":
         texts = raw.get("texts") or [""]
@@ -561,7 +507,7 @@ def sweep_readouts(spec: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _failed(unit: SweepUnit, exc: BaseException, started: float) -> list[Record]:
+def _failed(unit: KeyedItems, exc: BaseException, started: float) -> list[Record]:
     """Every item of ``unit`` failed with ``exc`` (a unit-level failure)."""
     return [Record.failed(key, exc, time.perf_counter() - started) for key in unit.keys]
 
@@ -572,20 +518,15 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     started = time.perf_counter()
     try:
         scene = load_scene(unit.scene, unit.depth_model)
-    except Exception as exc:  # recorded with its reason; the run goes on
-        return _failed(unit, exc, started)
-    if unit.protocol == VEQ_PROTOCOL:
-        return _run_veq(unit, scene, started)
-    try:
         backend = shared_backend(unit.model, unit.model_options)
-        images = _Images(scene, [s for _, s in unit.items])
-    except Exception as exc:
+        images = _Images(scene, unit.items)
+    except Exception as exc:  # recorded with its reason; the run goes on
         return _failed(unit, exc, started)
     partners: dict[str, Scene | BaseException] = {}
     built: list[Request | BaseException] = []
-    for key, spec in unit.items:
+    for item in unit.items:
         try:
-            built.append(_build(key, spec, scene, images, partners, unit))
+            built.append(_build(item, scene, images, partners, unit))
         except Exception as exc:  # this item fails alone, with its reason
             built.append(exc)
     requests = [r for r in built if isinstance(r, Request)]
@@ -593,18 +534,18 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     responses = [r if isinstance(r, BaseException) else next(answers) for r in built]
     elapsed = (time.perf_counter() - started) / max(len(responses), 1)
     records = []
-    for (key, spec), response in zip(unit.items, responses, strict=True):
+    for item, response in zip(unit.items, responses, strict=True):
         if isinstance(response, BaseException):
-            records.append(Record.failed(key, response, elapsed))
+            records.append(Record.failed(item.key, response, elapsed))
             continue
         raw = response.to_json()
-        records.append(Record(key, "ok", None, raw, sweep_readouts(spec, raw), elapsed))
+        readouts = sweep_readouts(item.question, raw)
+        records.append(Record(item.key, "ok", None, raw, readouts, elapsed))
     return records
 
 
 def _build(
-    key: str,
-    spec: dict[str, Any],
+    item: SweepItem,
     scene: Scene,
     images: _Images,
     partners: dict[str, Scene | BaseException],
@@ -612,20 +553,19 @@ def _build(
 ) -> Request:
     """The request of one item; a shuffled item loads (once) the scene whose pixels it shows."""
     shown = None
-    if spec["condition"] == "shuffled":
-        ref = spec["shown"]["scene"]
-        if ref["id"] not in partners:
+    if item.shown is not None:
+        ref = item.shown.scene
+        if ref.id not in partners:
             try:
-                partners[ref["id"]] = load_scene(ref, unit.depth_model)
+                partners[ref.id] = load_scene(ref, unit.depth_model)
             except Exception as exc:
-                partners[ref["id"]] = exc
-        partner = partners[ref["id"]]
+                partners[ref.id] = exc
+        partner = partners[ref.id]
         if isinstance(partner, BaseException):
             raise partner
         shown = partner
-    clean = None if spec["condition"] == "blank" else (shown or scene)
-    q = question_from_json(spec["question"])
-    return _request(key, spec, q, images.get(spec, shown), clean, unit.max_new_tokens)
+    clean = None if item.condition == "blank" else (shown or scene)
+    return _request(item, images.get(item, shown), clean, unit.max_new_tokens)
 
 
 def _complete(backend: Backend, requests: list[Request]) -> list[Any]:
@@ -645,17 +585,20 @@ def _complete(backend: Backend, requests: list[Request]) -> list[Any]:
         return out
 
 
-def _run_veq(unit: SweepUnit, scene: Scene, started: float) -> list[Record]:
-    severities = [int(s["severity"]) for _, s in unit.items]
-    seed = imagenet_c_seed(scene.id, unit.items[0][1]["seed"])
+def run_veq_unit(unit: VeqUnit) -> list[Record]:
+    """The equivalent visibilities of one scene's ImageNet-C severities (one record each)."""
+    started = time.perf_counter()
+    severities = [item.severity for item in unit.items]
     try:
+        scene = load_scene(unit.scene, unit.depth_model)
+        seed = imagenet_c_seed(scene.id, unit.items[0].seed)
         v_eq = imagenet_c_equivalents(scene.image, scene.depth_m, seed, severities)
     except Exception as exc:
         return _failed(unit, exc, started)
     elapsed = (time.perf_counter() - started) / len(severities)
     return [
-        Record(key, "ok", None, {}, {"v_eq_m": v}, elapsed)
-        for (key, _), v in zip(unit.items, v_eq, strict=True)
+        Record(item.key, "ok", None, {}, {"v_eq_m": v}, elapsed)
+        for item, v in zip(unit.items, v_eq, strict=True)
     ]
 
 
@@ -675,23 +618,21 @@ def _models(config: SweepConfig) -> list[ModelNeed]:
 
 def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage]:
     """Questions to the models, then the model-free ImageNet-C equivalents."""
-    for kind in (PROTOCOL, VEQ_PROTOCOL):
-        units = [u for u in plan.units if u.protocol == kind]
-        if units:
-            yield Stage(
-                kind,
-                [item for u in units for item in u.items],
-                partial(_pending_units, units),
-                run_unit,
-            )
+    if plan.units:
+        items = [item for u in plan.units for item in u.items]
+        yield Stage(PROTOCOL, items, partial(_pending_units, plan.units), run_unit)
+    if plan.veq_units:
+        veq = [item for u in plan.veq_units for item in u.items]
+        yield Stage(VEQ_PROTOCOL, veq, partial(_pending_units, plan.veq_units), run_veq_unit)
 
 
-def _pending_units(
-    units: Sequence[SweepUnit], pending: Sequence[tuple[str, Mapping[str, Any]]]
-) -> list[SweepUnit]:
+U = TypeVar("U", SweepUnit, VeqUnit)
+
+
+def _pending_units(units: Sequence[U], pending: Sequence[Spec]) -> list[U]:
     """The planned units cut down to their pending items (units with none dropped)."""
-    keys = {key for key, _ in pending}
-    cut = (dataclasses.replace(u, items=tuple(i for i in u.items if i[0] in keys)) for u in units)
+    keys = {item.key for item in pending}
+    cut = (dataclasses.replace(u, items=tuple(i for i in u.items if i.key in keys)) for u in units)
     return [u for u in cut if u.items]
 
 

@@ -2,8 +2,8 @@
 
 The report never trusts that every piece of a run exists (a partial run, a run without the
 water arm, without controls, without verbal wordings, with failed records), so this module turns
-the records of the sweep's two item kinds (:data:`~clearsight.sweep.protocol.PROTOCOL`, one
-question to one model; :data:`~clearsight.sweep.protocol.VEQ_PROTOCOL`, the ImageNet-C
+the records of the sweep's two item kinds (:data:`~clearsight.sweep.specs.PROTOCOL`, one
+question to one model; :data:`~clearsight.sweep.specs.VEQ_PROTOCOL`, the ImageNet-C
 equivalents) into one frame with a fixed set of columns (missing ones filled with NaN) and
 typed values: ``correct`` and ``abstained`` as 0.0/1.0 floats, confidences as floats with NaN
 for "no value" (a letter wording has no verbal confidence, an unparsed verbal reply has none
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.store import RunStore
-from clearsight.sweep.protocol import PROTOCOL, VEQ_PROTOCOL
+from clearsight.sweep.specs import PROTOCOL, VEQ_PROTOCOL
 
 __all__ = [
     "ARMS",

@@ -14,6 +14,7 @@ import string
 from dataclasses import dataclass, replace
 from typing import Final, Literal, get_args
 
+from clearsight.specs import Part
 from clearsight.tasks.templates import Template, get_template
 from clearsight.validate import InputError
 
@@ -51,7 +52,7 @@ class TemplateRef:
 
 
 @dataclass(frozen=True)
-class Question:
+class Question(Part):
     """One rendered boxed-object question and its answer key.
 
     ``letters``/``options`` are aligned and include the abstain option last when there is one;

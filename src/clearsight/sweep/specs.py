@@ -1,0 +1,102 @@
+"""What a sweep item is made of: typed specs keyed by :mod:`clearsight.specs`' one recipe.
+
+A sweep item (:class:`SweepItem`) is one question about one boxed target of one scene under one
+condition, asked of one model in one wording; an ImageNet-C equivalent (:class:`VeqItem`) is one
+severity of one scene, with no model. The scene reference, the question and the physics settings
+are :class:`~clearsight.specs.Part` values shared by many items (a question is asked under every
+condition by every model), so each enters a key by its content hash, computed once per plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from clearsight.scenes.coco import CocoTarget
+from clearsight.specs import OMIT_NONE, Part, Spec
+from clearsight.tasks import Question
+
+__all__ = ["PROTOCOL", "VEQ_PROTOCOL", "Physics", "SceneRef", "Shown", "SweepItem", "VeqItem"]
+
+PROTOCOL = "sweep"
+VEQ_PROTOCOL = "sweep.veq"
+
+
+@dataclass(frozen=True)
+class SceneRef(Part):
+    """How to load a scene in any process: its source, id and (COCO) the selected target.
+
+    ``categories``/``boxes`` are the scene's targets, used while planning; the stored form is
+    ``{source, id, coco}``, which is all a worker needs to load the scene.
+    """
+
+    source: str
+    id: str
+    categories: tuple[str, ...]
+    boxes: tuple[tuple[int, int, int, int], ...]
+    coco: CocoTarget | None = None
+
+    def _fields(self) -> dict[str, Any]:
+        return {"source": self.source, "id": self.id, "coco": self.coco}
+
+
+@dataclass(frozen=True)
+class Physics(Part):
+    """The degradation settings every item of a sweep shares (see :class:`SweepConfig`)."""
+
+    airlight: float
+    wavelengths_nm: tuple[float, ...]
+    water_table: str
+    veil: str
+    box_thickness_px: int
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a shuffled-control item shows instead of its own scene: another scene's first
+    target (its pixels and box, and the category that box holds)."""
+
+    scene: SceneRef
+    box: tuple[int, int, int, int]
+    category: str
+
+
+@dataclass(frozen=True)
+class SweepItem(Spec):
+    """One question to one model about one boxed target under one condition.
+
+    ``condition`` is ``clean``, ``fog``/``water`` at visibility ``level_m``, ``blank``,
+    ``shuffled`` (showing ``shown``) or ``imagenet_c`` at ``severity``; ``asked`` is
+    ``true``/``distractor`` for verification (None for identification).
+    """
+
+    kind: ClassVar[str] = PROTOCOL
+    parts: ClassVar[tuple[str, ...]] = ("scene", "question", "physics")
+
+    scene: SceneRef
+    target: int
+    box: tuple[int, int, int, int]
+    category: str
+    condition: str
+    level_m: float | None
+    severity: int | None
+    task: str
+    asked: str | None
+    wording: str
+    question: Question
+    physics: Physics
+    seed: int
+    model: str
+    model_options: dict[str, Any]
+    shown: Shown | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class VeqItem(Spec):
+    """The gain-matched equivalent visibility of one scene at one ImageNet-C fog severity."""
+
+    kind: ClassVar[str] = VEQ_PROTOCOL
+
+    scene: SceneRef
+    severity: int
+    seed: int

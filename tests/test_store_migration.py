@@ -1,0 +1,142 @@
+"""Runs written before typed specs (run-store schema 1) still load, report and resume.
+
+The fixtures in ``tests/fixtures/schema1`` are SQL dumps of runs made by clearsight at commit
+3540399 (the last schema-1 version; how: ``tests/fixtures/schema1/README.md``): a sweep of two
+bundled scenes with every control, a probe run with both post-hoc analyses, and a grounding
+run of a tiny Llama.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from clearsight.specs import json_key
+from clearsight.store import SCHEMA_VERSION, RunStore
+from clearsight.validate import InputError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "schema1"
+
+
+def restore(name: str, run: Path) -> Path:
+    """The schema-1 run ``name`` restored from its dump into ``run``."""
+    run.mkdir(parents=True)
+    conn = sqlite3.connect(run / "run.sqlite")
+    conn.executescript(gzip.decompress((FIXTURES / f"{name}.sql.gz").read_bytes()).decode())
+    conn.close()
+    return run
+
+
+def rows(run: Path) -> dict[str, tuple[str, Any, Any, Any]]:
+    """key -> (kind, spec, raw, readouts) of every item and its record, read with plain SQL."""
+    conn = sqlite3.connect(run / "run.sqlite")
+    got = {
+        key: (kind, json.loads(spec), json.loads(raw), json.loads(readouts))
+        for key, kind, spec, raw, readouts in conn.execute(
+            "SELECT i.key, i.protocol, i.spec, r.raw, r.readouts FROM items AS i "
+            "JOIN records AS r ON r.key = i.key"
+        )
+    }
+    conn.close()
+    return got
+
+
+def version(run: Path) -> int:
+    conn = sqlite3.connect(run / "run.sqlite")
+    (value,) = conn.execute("SELECT value FROM manifest WHERE key = 'schema_version'").fetchone()
+    conn.close()
+    return int(json.loads(value))
+
+
+def rekeyed(before: dict[str, Any]) -> dict[str, Any]:
+    """``before`` under the keys of the one recipe."""
+    return {json_key(kind, spec): (kind, spec, *rest) for kind, spec, *rest in before.values()}
+
+
+def test_a_schema_1_sweep_reports_then_resumes_with_nothing_to_do(tmp_path: Path) -> None:
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.protocol import plan_sweep, run_sweep
+    from clearsight.sweep.results import load_run_data
+
+    run = restore("sweep", tmp_path / "sweep")
+    before = rows(run)
+    read = load_run_data(run)  # read-only: no migration needed to read
+    assert version(run) == 1
+    assert len(read.records) == sum(kind == "sweep" for kind, *_ in before.values())
+    config = SweepConfig(**yaml.safe_load((FIXTURES / "sweep.yaml").read_text()))
+    summary = run_sweep(config, run, progress=False)
+    assert summary.units == 0  # every planned item is found done under its new key
+    assert version(run) == SCHEMA_VERSION == 2
+    after = rows(run)
+    assert after == rekeyed(before)
+    assert set(after).isdisjoint(before)  # sweep keys now include their kind
+    assert set(after) == {item.key for item in plan_sweep(config).items}
+    again = load_run_data(run)
+    ident = ["scene.id", "target", "condition", "level_m", "severity", "task", "asked", "wording"]
+    cols = [*ident, "answer", "correct", "abstained", "internal_conf", "verbal_conf"]
+    old = read.records.sort_values(ident)[cols].reset_index(drop=True)
+    new = again.records.sort_values(ident)[cols].reset_index(drop=True)
+    assert old.equals(new)
+
+
+def test_a_schema_1_probe_run_keeps_its_keys_and_references(tmp_path: Path) -> None:
+    from clearsight.probe.results import load_probe_results
+
+    run = restore("probe", tmp_path / "probe")
+    before = rows(run)
+    results = load_probe_results(run)
+    with RunStore.open(run):  # the writer migrates
+        pass
+    assert version(run) == 2
+    after = rows(run)
+    assert after == before  # probe kinds were keyed content_hash([kind, spec]) already
+    transcripts = {k for k, (kind, *_) in after.items() if kind == "probe"}
+    named = {spec["transcript"] for kind, spec, *_ in after.values() if kind != "probe"}
+    assert named and named <= transcripts
+    again = load_probe_results(run)
+    assert again.beliefs.equals(results.beliefs)
+    assert again.queries.equals(results.queries)
+
+
+def test_a_schema_1_grounding_run_is_rekeyed_with_its_records(tmp_path: Path) -> None:
+    from clearsight.grounding.results import load_grounding_results
+
+    run = restore("grounding", tmp_path / "grounding")
+    before = rows(run)
+    results = load_grounding_results(run)
+    with RunStore.open(run):
+        pass
+    after = rows(run)
+    assert after == rekeyed(before)
+    assert set(after).isdisjoint(before)
+    again = load_grounding_results(run)
+    assert again.elicitations.equals(results.elicitations)
+    assert again.trajectories.equals(results.trajectories)
+    assert again.judge == results.judge
+
+
+def test_a_migration_that_fails_changes_nothing(tmp_path: Path) -> None:
+    run = restore("sweep", tmp_path / "sweep")
+    conn = sqlite3.connect(run / "run.sqlite")
+    (key,) = conn.execute("SELECT key FROM items LIMIT 1 OFFSET 7").fetchone()
+    conn.execute("UPDATE items SET spec = '{not json' WHERE key = ?", (key,))
+    conn.commit()
+    conn.close()
+    before = rows_without(run, key)
+    with pytest.raises(InputError, match=f"table items, key {key}, column spec"):
+        RunStore.open(run)
+    assert version(run) == 1
+    assert rows_without(run, key) == before
+
+
+def rows_without(run: Path, key: str) -> dict[str, Any]:
+    conn = sqlite3.connect(run / "run.sqlite")
+    got = dict(conn.execute("SELECT key, spec FROM items WHERE key <> ?", (key,)).fetchall())
+    conn.close()
+    return got
