@@ -98,7 +98,8 @@ def test_a_schema_1_probe_run_keeps_its_keys_and_references(tmp_path: Path) -> N
     assert after == before  # probe kinds were keyed content_hash([kind, spec]) already
     transcripts = {k for k, (kind, *_) in after.items() if kind == "probe"}
     named = {spec["transcript"] for kind, spec, *_ in after.values() if kind != "probe"}
-    assert named and named <= transcripts
+    assert named
+    assert named <= transcripts
     again = load_probe_results(run)
     assert again.beliefs.equals(results.beliefs)
     assert again.queries.equals(results.queries)
