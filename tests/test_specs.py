@@ -138,3 +138,19 @@ def test_stored_json_gives_back_the_key(text: str, level: float | None, options:
     item = asked(shared=Shared(text, ("A",)), level=level, options={"o": options})
     stored = json.loads(json.dumps(item.to_json()))
     assert json_key(item.kind, stored) == item.key
+
+
+def test_shared_options_are_stored_as_the_mapping_and_keyed_by_its_hash() -> None:
+    from clearsight.specs import Options
+
+    @dataclass(frozen=True)
+    class WithOptions(Spec):
+        kind: ClassVar[str] = "test.options"
+        parts: ClassVar[tuple[str, ...]] = ("options",)
+        options: Options
+
+    options = Options({"temperature": 0.5, "stop": ("\n",)})
+    item = WithOptions(options)
+    assert item.to_json() == {"options": {"temperature": 0.5, "stop": ["\n"]}}
+    assert item.key == sha(["test.options", {"options": sha({"temperature": 0.5, "stop": ["\n"]})}])
+    assert json_key("test.options", item.to_json()) == item.key

@@ -394,7 +394,7 @@ def _execute_stage(
     wrong = {s.kind for s in stage.items} - {stage.kind}
     if wrong:
         raise TypeError(f"stage {stage.kind!r} holds items of kind {sorted(wrong)}")
-    store.add_items((s.key, s.kind, s.to_json()) for s in stage.items)
+    store.add_items(s.row() for s in stage.items)
     pending = set(store.pending_keys([s.key for s in stage.items]))
     units = stage.units([s for s in stage.items if s.key in pending])
     run_unit = stage.run_unit

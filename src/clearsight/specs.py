@@ -26,13 +26,23 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePath
 from typing import Any, ClassVar
 
 from clearsight.seeding import content_hash
 
-__all__ = ["OMIT_NONE", "SPEC_MODULES", "Part", "Spec", "json_key", "spec_class", "to_plain"]
+__all__ = [
+    "OMIT_NONE",
+    "SPEC_MODULES",
+    "Options",
+    "Part",
+    "Spec",
+    "json_key",
+    "spec_class",
+    "to_plain",
+]
 
 #: Field metadata: leave the field out of the JSON form (and the key) while it is None.
 OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
@@ -41,21 +51,31 @@ OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
 SPEC_MODULES = ("clearsight.sweep.specs", "clearsight.grounding.specs", "clearsight.probe.specs")
 
 _REGISTRY: dict[str, type[Spec]] = {}
+# Per spec class: its fields as (name, omitted while None), read once.
+_FIELD_NAMES: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def to_plain(value: Any) -> Any:
     """``value`` as plain JSON data: specs by :meth:`Spec.to_json`, other dataclasses field by
     field, tuples and lists as lists, mappings with their values converted, paths as strings."""
+    kind = type(value)
+    if kind in _SCALARS:  # the common case first: planning converts millions of fields
+        return value
+    if kind is tuple or kind is list:
+        return [v if type(v) in _SCALARS else to_plain(v) for v in value]
+    if kind is dict or isinstance(value, Mapping):
+        return {k: v if type(v) in _SCALARS else to_plain(v) for k, v in value.items()}
     if isinstance(value, Spec):
         return value.to_json()
-    if isinstance(value, list | tuple):
-        return [to_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: to_plain(v) for k, v in value.items()}
     if isinstance(value, PurePath):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
     return value
 
 
@@ -82,27 +102,45 @@ class Spec:
     def _fields(self) -> dict[str, Any]:
         """Field name -> value of the JSON form: every field but the OMIT_NONE ones that are
         None (a subclass whose stored form is a subset of its fields overrides this)."""
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            fields = dataclasses.fields(self)  # type: ignore[arg-type]
+            names = _FIELD_NAMES[type(self)] = tuple(
+                (f.name, bool(f.metadata.get("omit_none"))) for f in fields
+            )
         return {
-            f.name: value
-            for f in dataclasses.fields(self)  # type: ignore[arg-type]
-            if (value := getattr(self, f.name)) is not None or not f.metadata.get("omit_none")
+            name: value
+            for name, omit in names
+            if (value := getattr(self, name)) is not None or not omit
         }
 
     def to_json(self) -> dict[str, Any]:
         """The stored form: plain JSON data (see the module docstring)."""
-        return {name: to_plain(value) for name, value in self._fields().items()}
+        return {
+            name: value if type(value) in _SCALARS else to_plain(value)
+            for name, value in self._fields().items()
+        }
 
     @cached_property
     def key(self) -> str:
         """The item's key: ``content_hash([kind, payload])``, parts by their content hash."""
-        payload = {}
-        for name, value in self._fields().items():
-            if name in self.parts:
+        return self._key_of(self.to_json())
+
+    def row(self) -> tuple[str, str, dict[str, Any]]:
+        """``(key, kind, JSON form)`` as the store adds an item, the JSON form computed once."""
+        stored = self.to_json()
+        if "key" not in self.__dict__:
+            self.__dict__["key"] = self._key_of(stored)
+        return self.key, self.kind, stored
+
+    def _key_of(self, stored: dict[str, Any]) -> str:
+        payload = dict(stored)
+        for name in self.parts:
+            if name in payload:
+                value = getattr(self, name)
                 if not isinstance(value, Part):
                     raise TypeError(f"{type(self).__name__}.{name} is a part but holds {value!r}")
                 payload[name] = value.digest
-            else:
-                payload[name] = to_plain(value)
         return content_hash([self.kind, payload])
 
 
@@ -122,6 +160,17 @@ class Part(Spec):
     def digest(self) -> str:
         """``content_hash`` of the JSON form."""
         return content_hash(self.json)
+
+
+@dataclass(frozen=True)
+class Options(Part):
+    """A mapping many items share (say, a model's options), stored as the mapping itself."""
+
+    values: Mapping[str, Any]
+
+    @cached_property
+    def json(self) -> dict[str, Any]:
+        return {k: to_plain(v) for k, v in self.values.items()}
 
 
 def spec_class(kind: str) -> type[Spec] | None:

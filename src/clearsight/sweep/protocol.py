@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,7 @@ from clearsight.physics import (
 from clearsight.provenance import run_manifest
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
-from clearsight.specs import Spec
+from clearsight.specs import Options, Spec
 from clearsight.store import Record, RunStore
 from clearsight.sweep.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
 from clearsight.sweep.config import SweepConfig
@@ -292,14 +292,33 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     return SweepPlan(tuple(units), tuple(_veq_units(config, refs)), prompt_hashes, prior, scheme)
 
 
+class _Asked(NamedTuple):
+    """A sweep item's fields before its model: :class:`SweepItem`'s first fields, in order."""
+
+    scene: SceneRef
+    target: int
+    box: tuple[int, int, int, int]
+    category: str
+    condition: str
+    level_m: float | None
+    severity: int | None
+    task: str
+    asked: str | None
+    wording: str
+    question: Question
+    physics: Physics
+    seed: int
+    shown: Shown | None
+
+
 def _scene_specs(
     config: SweepConfig,
     refs: Sequence[SceneRef],
     prior: dict[str, float],
     scheme: DistractorScheme,
     prompt_hashes: dict[str, str],
-) -> list[list[SweepItem]]:
-    """Per scene, its items for no model yet (``model`` empty): targets x questions x
+) -> list[list[_Asked]]:
+    """Per scene, what its items ask before a model is chosen: targets x questions x
     conditions (recording each template's hash in ``prompt_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None
     physics = Physics(
@@ -310,9 +329,9 @@ def _scene_specs(
         config.box_thickness_px,
     )
     conditions = _conditions(config)
-    per_scene: list[list[SweepItem]] = []
+    per_scene: list[list[_Asked]] = []
     for i, ref in enumerate(refs):
-        specs: list[SweepItem] = []
+        specs: list[_Asked] = []
         for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
             shown_partner = None
             if partner is not None:
@@ -324,8 +343,9 @@ def _scene_specs(
                 for tref in q.templates:
                     prompt_hashes[tref.id] = tref.sha256
                 for condition, level, severity in conditions:
+                    shows = shown_partner if condition == "shuffled" else None
                     specs.append(
-                        SweepItem(
+                        _Asked(
                             ref,
                             t,
                             box,
@@ -339,9 +359,7 @@ def _scene_specs(
                             q,
                             physics,
                             config.seed,
-                            model="",
-                            model_options={},
-                            shown=shown_partner if condition == "shuffled" else None,
+                            shows,
                         )
                     )
         per_scene.append(specs)
@@ -349,7 +367,7 @@ def _scene_specs(
 
 
 def _model_units(
-    config: SweepConfig, refs: Sequence[SceneRef], per_scene: Sequence[Sequence[SweepItem]]
+    config: SweepConfig, refs: Sequence[SceneRef], per_scene: Sequence[Sequence[_Asked]]
 ) -> list[SweepUnit]:
     """One unit per model and scene: the scene's items in the model's wordings and conditions."""
     units: list[SweepUnit] = []
@@ -359,11 +377,12 @@ def _model_units(
             options = {**config.observer.model_dump(), **options}
         wordings = set(config.wordings_of(model))
         shown = set(config.conditions_of(model))
+        shared = Options(options)  # one JSON form and hash for all the model's items
         for ref, specs in zip(refs, per_scene, strict=True):
             items = tuple(
-                dataclasses.replace(item, model=model, model_options=options)
-                for item in specs
-                if item.wording in wordings and item.condition in shown
+                SweepItem(*fields, model, shared)
+                for fields in specs
+                if fields.wording in wordings and fields.condition in shown
             )
             units.append(
                 SweepUnit(

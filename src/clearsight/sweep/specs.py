@@ -3,8 +3,9 @@
 A sweep item (:class:`SweepItem`) is one question about one boxed target of one scene under one
 condition, asked of one model in one wording; an ImageNet-C equivalent (:class:`VeqItem`) is one
 severity of one scene, with no model. The scene reference, the question and the physics settings
-are :class:`~clearsight.specs.Part` values shared by many items (a question is asked under every
-condition by every model), so each enters a key by its content hash, computed once per plan.
+and a model's options are :class:`~clearsight.specs.Part` values shared by many items (a question
+is asked under every condition by every model), so each enters a key by its content hash,
+computed once per plan.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from clearsight.scenes.coco import CocoTarget
-from clearsight.specs import OMIT_NONE, Part, Spec
+from clearsight.specs import OMIT_NONE, Options, Part, Spec
 from clearsight.tasks import Question
 
 __all__ = ["PROTOCOL", "VEQ_PROTOCOL", "Physics", "SceneRef", "Shown", "SweepItem", "VeqItem"]
@@ -71,7 +72,7 @@ class SweepItem(Spec):
     """
 
     kind: ClassVar[str] = PROTOCOL
-    parts: ClassVar[tuple[str, ...]] = ("scene", "question", "physics")
+    parts: ClassVar[tuple[str, ...]] = ("scene", "question", "physics", "model_options")
 
     scene: SceneRef
     target: int
@@ -86,9 +87,9 @@ class SweepItem(Spec):
     question: Question
     physics: Physics
     seed: int
+    shown: Shown | None = field(metadata=OMIT_NONE)
     model: str
-    model_options: dict[str, Any]
-    shown: Shown | None = field(default=None, metadata=OMIT_NONE)
+    model_options: Options
 
 
 @dataclass(frozen=True)
