@@ -288,7 +288,7 @@ def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path:
     ]
     items = plan_trajectories(cfg, problems)
     recs = {r.key: r for r in run_unit(GroundingUnit(TRAJECTORY, model, {}, tuple(items)))}
-    by_id = {s["problem"]["id"]: recs[k] for k, s in items}
+    by_id = {s.problem.id: recs[s.key] for s in items}
     assert by_id["noslot"].status == "failed"
     assert "no confidence slot" in (by_id["noslot"].error or "")
     assert by_id["big"].status == "failed"
@@ -298,7 +298,7 @@ def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path:
     own = {k: dict(by_id[k].readouts) for k in ("empty", "fine")}
     plan = plan_elicitations(cfg, problems, own, {})
     out = {r.key: r for r in run_unit(GroundingUnit(ELICIT, model, {}, tuple(plan)))}
-    status = {(s["problem"]["id"], s["variant"]): out[k] for k, s in plan}
+    status = {(s.problem.id, s.variant): out[s.key] for s in plan}
     empty_masked = status[("empty", "self/r1.00")]
     assert empty_masked.status == "failed"
     assert "empty rationale" in (empty_masked.error or "")

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from clearsight.specs import Part
 from clearsight.validate import InputError
 
 AnswerType = Literal["letter", "number", "boolean", "text"]
@@ -34,7 +35,7 @@ _BOOL = {"yes": True, "no": False, "true": True, "false": False}
 
 
 @dataclass(frozen=True)
-class Problem:
+class Problem(Part):
     """One verifiable problem.
 
     ``question`` is the full text shown to the model (options listed in it); ``options`` the
@@ -42,7 +43,11 @@ class Problem:
     ``image`` a reference for :func:`~clearsight.grounding.generator.load_image` or None;
     ``solution`` optional canonical trajectory parts (``observation``, ``reasoning``,
     ``answer``) that the bundled generator writes and TGS-Bench uses as the good trajectory;
-    ``meta`` anything else worth keeping.
+    ``meta`` anything else worth keeping (an empty ``solution`` or ``meta`` is None).
+
+    A problem is shared by every item planned for it, so it is a
+    :class:`~clearsight.specs.Part`: :meth:`to_json` (its fields, options as a list) is
+    computed once.
     """
 
     id: str
@@ -69,29 +74,9 @@ class Problem:
                     f"problem {self.id}: letter answer {self.gold!r} is not one of its "
                     f"{len(self.options)} options"
                 )
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (the inverse of :func:`problem_from_json`)."""
-        d = asdict(self)
-        d["options"] = list(self.options)
-        d["solution"] = dict(self.solution) if self.solution else None
-        d["meta"] = dict(self.meta) if self.meta else None
-        return d
-
-
-def problem_from_json(d: Mapping[str, Any]) -> Problem:
-    """The :class:`Problem` a :meth:`Problem.to_json` dict describes."""
-    return Problem(
-        id=str(d["id"]),
-        benchmark=str(d["benchmark"]),
-        question=str(d["question"]),
-        gold=str(d["gold"]),
-        answer_type=d["answer_type"],
-        image=d.get("image"),
-        options=tuple(d.get("options") or ()),
-        solution=d.get("solution"),
-        meta=d.get("meta"),
-    )
+        for name in ("solution", "meta"):
+            if not getattr(self, name):
+                object.__setattr__(self, name, None)  # one stored form for "none"
 
 
 # --------------------------------------------------------------------------------------------

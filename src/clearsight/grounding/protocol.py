@@ -1,29 +1,35 @@
 """Trajectory grounding (papers/trajectory-grounding.txt): plan items, run them, keep records.
 
-Three kinds of items, each a pure function of its spec (key = content hash of the spec):
+Four kinds of items, each a typed spec of :mod:`clearsight.grounding.specs` (keyed by
+:attr:`~clearsight.specs.Spec.key`) that the worker is handed as it is; a record is a pure
+function of its spec:
 
-1. ``grounding.trajectory`` — (problem, model, template, decoding): the model's own greedy
-   trajectory, segmented; or, for a problem that brings a given trajectory text, that text cut
-   at its confidence slot. Unparseable output fails the item with the reason.
-2. ``grounding.edit`` — (problem, axis, span, generator): TGS-Bench's vision / reasoning error
-   injection on the canonical trajectory (model edit, checked; rule fallback).
-3. ``grounding.elicit`` — (problem, variant, trajectory text, hidden spans, share, model): one
-   11-way confidence read-out. Variants: ``self/rX`` (own trajectory with share X of the
-   rationale masked), ``bench/good``, ``bench/<axis>/bad``, ``variation/<axis>/alt``,
-   ``hesitation/pre`` and ``hesitation/post``.
+1. ``grounding.trajectory`` (:class:`~clearsight.grounding.specs.TrajectorySpec`) — (problem,
+   model, template, decoding): the model's own greedy trajectory, segmented; or, for a problem
+   that brings a given trajectory text, that text cut at its confidence slot. Unparseable
+   output fails the item with the reason.
+2. ``grounding.edit`` (:class:`~clearsight.grounding.specs.EditSpec`) — (problem, axis, span,
+   generator): TGS-Bench's vision / reasoning error injection on the canonical trajectory
+   (model edit, checked; rule fallback).
+3. ``grounding.judge`` (:class:`~clearsight.grounding.specs.JudgeSpec`, when a judge is
+   configured) — (problem, pair, order, judge): which side of a TGS-Bench pair holds the error.
+4. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
+   trajectory, share, model): one 11-way confidence read-out. Variants: ``self/rX`` (own
+   trajectory with share X of the rationale masked), ``bench/good``, ``bench/<axis>/bad``,
+   ``variation/<axis>/alt``, ``hesitation/pre`` and ``hesitation/post``.
 
-Stage 3 is planned from the records of stages 1 and 2, with the trajectory texts inside its
-specs, so a rerun resumes at any stage. Items are grouped into units (one model, up to
-``unit_size`` items) so a worker batches their forward passes.
+The judge and elicitation stages are planned from the stored records of stages 1 and 2, with
+the trajectories inside their specs, so a rerun resumes at any stage. Items are grouped into
+units (one model, up to ``unit_size`` items) so a worker batches their forward passes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,12 +53,21 @@ from clearsight.grounding.problems import (
     load_benchmark,
     load_jsonl,
     normalise_answer,
-    problem_from_json,
+)
+from clearsight.grounding.specs import (
+    EDIT,
+    ELICIT,
+    JUDGE,
+    TRAJECTORY,
+    EditSpec,
+    ElicitSpec,
+    JudgeSpec,
+    TrajectorySpec,
+    template_ref,
 )
 from clearsight.grounding.tgs import MASK_RATIOS, bench_variant, self_variant
 from clearsight.grounding.trajectories import (
     Trajectory,
-    default_template,
     elicit_messages,
     generate_trajectories,
     good_trajectory,
@@ -64,17 +79,13 @@ from clearsight.grounding.variation import alternative, variation_variant
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest
-from clearsight.seeding import content_hash, derive_seed, rng_for
+from clearsight.seeding import derive_seed, rng_for
+from clearsight.specs import Spec, to_plain
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.execute.on_ray import RayConfig
-
-TRAJECTORY = "grounding.trajectory"
-EDIT = "grounding.edit"
-ELICIT = "grounding.elicit"
-JUDGE = "grounding.judge"
 
 
 class GroundingConfig(BaseModel):
@@ -133,32 +144,17 @@ def load_problems(config: GroundingConfig) -> list[Problem]:
 # Units
 # --------------------------------------------------------------------------------------------
 
+S = TypeVar("S", bound=Spec)
+
 
 @dataclass(frozen=True)
-class GroundingUnit(KeyedItems):
+class GroundingUnit(KeyedItems, Generic[S]):
     """Items of one kind for one model: picklable, independent."""
 
-    protocol: str
+    kind: str
     model: str
-    model_options: dict[str, Any]
-    items: tuple[tuple[str, dict[str, Any]], ...]
-
-
-def _units(
-    protocol: str,
-    model: str,
-    options: dict[str, Any],
-    items: Sequence[tuple[str, dict[str, Any]]],
-    size: int,
-) -> list[GroundingUnit]:
-    return [
-        GroundingUnit(protocol, model, options, tuple(items[i : i + size]))
-        for i in range(0, len(items), size)
-    ]
-
-
-def _key(spec: dict[str, Any]) -> str:
-    return content_hash(spec)
+    model_options: Mapping[str, Any]
+    items: tuple[S, ...]
 
 
 def _image(problem: Problem, backend: Backend) -> Any:
@@ -167,15 +163,15 @@ def _image(problem: Problem, backend: Backend) -> Any:
     return load_image(problem.image)
 
 
-def run_unit(unit: GroundingUnit) -> list[Record]:
+def run_unit(unit: GroundingUnit[Any]) -> list[Record]:
     """Records of one unit; a unit-level failure fails its items with the reason."""
     started = time.perf_counter()
     try:
-        if unit.protocol == TRAJECTORY:
+        if unit.kind == TRAJECTORY:
             return _run_trajectories(unit, started)
-        if unit.protocol == EDIT:
+        if unit.kind == EDIT:
             return _run_edits(unit, started)
-        if unit.protocol == JUDGE:
+        if unit.kind == JUDGE:
             return _run_judge(unit, started)
         return _run_elicit(unit, started)
     except Exception as exc:  # recorded with its reason; the run goes on
@@ -183,42 +179,42 @@ def run_unit(unit: GroundingUnit) -> list[Record]:
         return [Record.failed(k, exc, elapsed) for k in unit.keys]
 
 
-def _run_trajectories(unit: GroundingUnit, started: float) -> list[Record]:
+def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> list[Record]:
     out: dict[str, Record] = {}
-    gen: list[tuple[str, Problem]] = []
-    for key, spec in unit.items:
-        problem = problem_from_json(spec["problem"])
-        given = spec.get("given")
-        if given is None:
-            gen.append((key, problem))
+    gen: list[TrajectorySpec] = []
+    for spec in unit.items:
+        if spec.given is None:
+            gen.append(spec)
             continue
         try:
-            slotted = split_at_slot(given)
+            slotted = split_at_slot(spec.given)
             traj = parse_trajectory(slotted.body)
         except InputError as exc:
-            out[key] = Record.failed(key, f"skipped: {exc}", 0.0, {"text": given})
+            out[spec.key] = Record.failed(spec.key, f"skipped: {exc}", 0.0, {"text": spec.given})
             continue
-        out[key] = _trajectory_record(key, problem, given, traj, False, slotted.written, 0.0)
+        out[spec.key] = _trajectory_record(spec, spec.given, traj, False, slotted.written, 0.0)
     if gen:
         backend = shared_backend(unit.model, unit.model_options)
-        images = [_image(p, backend) for _, p in gen]
+        problems = [s.problem for s in gen]
+        images = [_image(p, backend) for p in problems]
         results = generate_trajectories(
-            backend, [p for _, p in gen], images, max_new_tokens=unit.items[0][1]["max_new_tokens"]
+            backend, problems, images, max_new_tokens=gen[0].max_new_tokens
         )
         elapsed = (time.perf_counter() - started) / len(gen)
-        for (key, problem), g in zip(gen, results, strict=True):
+        for spec, g in zip(gen, results, strict=True):
             if g.trajectory is None:
-                out[key] = Record.failed(key, f"skipped: {g.reason}", elapsed, {"text": g.text})
-            else:
-                out[key] = _trajectory_record(
-                    key, problem, g.text, g.trajectory, g.answer_forced, None, elapsed
+                out[spec.key] = Record.failed(
+                    spec.key, f"skipped: {g.reason}", elapsed, {"text": g.text}
                 )
-    return [out[k] for k, _ in unit.items]
+            else:
+                out[spec.key] = _trajectory_record(
+                    spec, g.text, g.trajectory, g.answer_forced, None, elapsed
+                )
+    return [out[s.key] for s in unit.items]
 
 
 def _trajectory_record(
-    key: str,
-    problem: Problem,
+    spec: TrajectorySpec,
     text: str,
     traj: Trajectory,
     forced: bool,
@@ -227,99 +223,65 @@ def _trajectory_record(
 ) -> Record:
     readouts = {
         "trajectory": traj.to_json(),
-        "answer": normalise_answer(traj.answer, problem.answer_type),
-        "correct": is_correct(traj.answer, problem),
+        "answer": normalise_answer(traj.answer, spec.problem.answer_type),
+        "correct": is_correct(traj.answer, spec.problem),
         "written_confidence": written,
         "answer_forced": forced,
     }
-    return Record(key, "ok", None, {"text": text}, readouts, elapsed)
+    return Record(spec.key, "ok", None, {"text": text}, readouts, elapsed)
 
 
-def _run_edits(unit: GroundingUnit, started: float) -> list[Record]:
-    specs = [s for _, s in unit.items]
+def _run_edits(unit: GroundingUnit[EditSpec], started: float) -> list[Record]:
+    first = unit.items[0]
     generator = None
-    if specs[0]["generator"] is not None:
-        generator = shared_backend(specs[0]["generator"], specs[0]["generator_options"])
+    if first.generator is not None:
+        generator = shared_backend(first.generator, first.generator_options)
     edits = inject_errors(
-        generator, [(s["axis"], s["span"]) for s in specs], [s["seed"] for s in specs]
+        generator, [(s.axis, s.span) for s in unit.items], [s.seed for s in unit.items]
     )
-    elapsed = (time.perf_counter() - started) / len(specs)
+    elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for (key, _), edit in zip(unit.items, edits, strict=True):
+    for spec, edit in zip(unit.items, edits, strict=True):
         if isinstance(edit, InputError):
-            records.append(Record.failed(key, f"skipped: {edit}", elapsed))
+            records.append(Record.failed(spec.key, f"skipped: {edit}", elapsed))
         else:
-            records.append(
-                Record(key, "ok", None, edit.to_json(), {"edited": edit.edited}, elapsed)
-            )
+            readouts = {"edited": edit.edited}
+            records.append(Record(spec.key, "ok", None, edit.to_json(), readouts, elapsed))
     return records
 
 
-def _run_judge(unit: GroundingUnit, started: float) -> list[Record]:
+def _run_judge(unit: GroundingUnit[JudgeSpec], started: float) -> list[Record]:
     """The judge's probability that each pair's bad side (shown first or second, by seed) is
     the one with the error."""
     backend = shared_backend(unit.model, unit.model_options)
     requests = []
-    for _, spec in unit.items:
-        problem = problem_from_json(spec["problem"])
-        good, bad = trajectory_from_json(spec["good"]), trajectory_from_json(spec["bad"])
-        first, second = (bad, good) if spec["bad_first"] else (good, bad)
-        requests.append(judge_request(problem, first, second))
+    for spec in unit.items:
+        first, second = (spec.bad, spec.good) if spec.bad_first else (spec.good, spec.bad)
+        requests.append(judge_request(spec.problem, first, second))
     responses = backend.complete(requests)
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for (key, spec), r in zip(unit.items, responses, strict=True):
+    for spec, r in zip(unit.items, responses, strict=True):
         probs = r.candidate_probs or {}
         p1, p2 = float(probs.get("1", 0.0)), float(probs.get("2", 0.0))
         if p1 + p2 <= 0:
-            records.append(Record.failed(key, "the judge put no probability on 1 or 2", elapsed))
+            records.append(
+                Record.failed(spec.key, "the judge put no probability on 1 or 2", elapsed)
+            )
             continue
-        p_bad = (p1 if spec["bad_first"] else p2) / (p1 + p2)
-        readouts = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec["axis"]}
-        records.append(Record(key, "ok", None, r.to_json(), readouts, elapsed))
+        p_bad = (p1 if spec.bad_first else p2) / (p1 + p2)
+        readouts = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec.axis}
+        records.append(Record(spec.key, "ok", None, r.to_json(), readouts, elapsed))
     return records
 
 
-def plan_judge(
-    config: GroundingConfig, problems: Sequence[Problem], edits: dict[tuple[str, str], str]
-) -> list[tuple[str, dict[str, Any]]]:
-    """One judge item per TGS-Bench pair (the bad side's position balanced by seed)."""
-    items = []
-    for p in problems:
-        if not p.solution:
-            continue
-        good = good_trajectory(p)
-        for axis in AXES:
-            try:
-                if axis == "answer":
-                    rng = rng_for("grounding.bench.answer", config.seed, p.id)
-                    text = perturb_answer(good.answer, p, rng)[0]
-                elif (p.id, axis) in edits:
-                    text = edits[(p.id, axis)]
-                else:
-                    continue
-            except InputError:
-                continue
-            spec = {
-                "problem": p.to_json(),
-                "axis": axis,
-                "good": good.to_json(),
-                "bad": bad_trajectory(good, axis, text).to_json(),
-                "bad_first": derive_seed(config.seed, p.id, axis, "judge") % 2 == 0,
-                "judge": config.judge,
-            }
-            items.append((_key(spec), spec))
-    return items
-
-
-def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
+def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]:
     backend = shared_backend(unit.model, unit.model_options)
     requests: list[ElicitRequest | str] = []
     images: dict[str, Any] = {}
-    for _, spec in unit.items:
-        problem = problem_from_json(spec["problem"])
-        traj = trajectory_from_json(spec["trajectory"])
-        if spec["share"] > 0 and not traj.rationale_spans():
+    for spec in unit.items:
+        problem, traj = spec.problem, spec.trajectory
+        if spec.share > 0 and not traj.rationale_spans():
             requests.append("skipped: empty rationale: there is nothing to mask")
             continue
         if problem.id not in images:
@@ -328,10 +290,7 @@ def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
         hide = tuple(spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0])
         requests.append(
             ElicitRequest(
-                messages,
-                hide=hide if spec["share"] > 0 else (),
-                share=spec["share"],
-                seed=spec["seed"],
+                messages, hide=hide if spec.share > 0 else (), share=spec.share, seed=spec.seed
             )
         )
     real = [r for r in requests if isinstance(r, ElicitRequest)]
@@ -340,22 +299,22 @@ def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
     results = iter(elicit(backend, real) if real else [])  # type: ignore[arg-type]
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for (key, _), req in zip(unit.items, requests, strict=True):
+    for spec, req in zip(unit.items, requests, strict=True):
         if isinstance(req, str):
-            records.append(Record.failed(key, req, elapsed))
+            records.append(Record.failed(spec.key, req, elapsed))
             continue
         res = next(results)
         if isinstance(res, ElicitFailure):
-            records.append(Record.failed(key, f"skipped: {res.reason}", elapsed))
+            records.append(Record.failed(spec.key, f"skipped: {res.reason}", elapsed))
             continue
         raw = res.to_json()
         readouts = {"expected": res.expected, "probs": raw["probs"], "mass": res.mass}
         if res.expected is None:
             records.append(
-                Record.failed(key, "no probability mass on any numeral 0..10", elapsed, raw)
+                Record.failed(spec.key, "no probability mass on any numeral 0..10", elapsed, raw)
             )
         else:
-            records.append(Record(key, "ok", None, raw, readouts, elapsed))
+            records.append(Record(spec.key, "ok", None, raw, readouts, elapsed))
     return records
 
 
@@ -364,33 +323,22 @@ def _run_elicit(unit: GroundingUnit, started: float) -> list[Record]:
 # --------------------------------------------------------------------------------------------
 
 
-def _template_id() -> dict[str, str]:
-    t = default_template()
-    return {"id": t.id, "hash": t.hash}
-
-
-def plan_trajectories(
-    config: GroundingConfig, problems: Sequence[Problem]
-) -> list[tuple[str, dict[str, Any]]]:
+def plan_trajectories(config: GroundingConfig, problems: Sequence[Problem]) -> list[TrajectorySpec]:
     """Stage 1 items: one own trajectory per problem (or the given one)."""
-    items = []
-    for p in problems:
-        spec: dict[str, Any] = {
-            "problem": p.to_json(),
-            "model": config.model,
-            "model_options": config.model_options,
-            "template": _template_id(),
-            "max_new_tokens": config.max_new_tokens,
-        }
-        if p.meta and "trajectory" in p.meta:
-            spec["given"] = str(p.meta["trajectory"])
-        items.append((_key(spec), spec))
-    return items
+    return [
+        TrajectorySpec(
+            problem=p,
+            model=config.model,
+            model_options=config.model_options,
+            template=template_ref(),
+            max_new_tokens=config.max_new_tokens,
+            given=str(p.meta["trajectory"]) if p.meta and "trajectory" in p.meta else None,
+        )
+        for p in problems
+    ]
 
 
-def plan_edits(
-    config: GroundingConfig, problems: Sequence[Problem]
-) -> list[tuple[str, dict[str, Any]]]:
+def plan_edits(config: GroundingConfig, problems: Sequence[Problem]) -> list[EditSpec]:
     """Stage 2 items: a vision and a reasoning error per problem with a canonical solution."""
     items = []
     for p in problems:
@@ -398,15 +346,62 @@ def plan_edits(
             continue
         good = good_trajectory(p)
         for axis, span in (("vision", good.vision), ("reasoning", good.reasoning)):
-            spec = {
-                "problem_id": p.id,
-                "axis": axis,
-                "span": span,
-                "generator": config.generator,
-                "generator_options": config.model_options if config.generator else {},
-                "seed": derive_seed(config.seed, p.id, axis),
-            }
-            items.append((_key(spec), spec))
+            items.append(
+                EditSpec(
+                    problem_id=p.id,
+                    axis=axis,
+                    span=span,
+                    generator=config.generator,
+                    generator_options=config.model_options if config.generator else {},
+                    seed=derive_seed(config.seed, p.id, axis),
+                )
+            )
+    return items
+
+
+def _bad_sides(
+    config: GroundingConfig, p: Problem, good: Trajectory, edits: dict[tuple[str, str], str]
+) -> Iterator[tuple[str, Trajectory, dict[str, str]]]:
+    """The TGS-Bench pairs of a problem with a solution: per axis with a bad trajectory, the
+    axis, that trajectory and what made it (the answer rule)."""
+    for axis in AXES:
+        try:
+            if axis == "answer":
+                rng = rng_for("grounding.bench.answer", config.seed, p.id)
+                text, rule = perturb_answer(good.answer, p, rng)
+                meta = {"rule": rule}
+            elif (p.id, axis) in edits:
+                text, meta = edits[(p.id, axis)], {}
+            else:
+                continue
+        except InputError:
+            continue
+        yield axis, bad_trajectory(good, axis, text), meta
+
+
+def plan_judge(
+    config: GroundingConfig, problems: Sequence[Problem], edits: dict[tuple[str, str], str]
+) -> list[JudgeSpec]:
+    """One judge item per TGS-Bench pair (the bad side's position balanced by seed); none
+    without a judge."""
+    if config.judge is None:
+        return []
+    items = []
+    for p in problems:
+        if not p.solution:
+            continue
+        good = good_trajectory(p)
+        for axis, bad, _ in _bad_sides(config, p, good, edits):
+            items.append(
+                JudgeSpec(
+                    problem=p,
+                    axis=axis,
+                    good=good,
+                    bad=bad,
+                    bad_first=derive_seed(config.seed, p.id, axis, "judge") % 2 == 0,
+                    judge=config.judge,
+                )
+            )
     return items
 
 
@@ -416,20 +411,19 @@ def _elicit_spec(
     variant: str,
     traj: Trajectory,
     share: float,
-    meta: dict[str, Any],
-) -> tuple[str, dict[str, Any]]:
-    spec = {
-        "problem": p.to_json(),
-        "variant": variant,
-        "trajectory": traj.to_json(),
-        "share": share,
-        "seed": derive_seed(config.seed, p.id, variant),
-        "model": config.model,
-        "model_options": config.model_options,
-        "template": _template_id(),
-        "meta": meta,
-    }
-    return _key(spec), spec
+    meta: dict[str, str],
+) -> ElicitSpec:
+    return ElicitSpec(
+        problem=p,
+        variant=variant,
+        trajectory=traj,
+        share=share,
+        seed=derive_seed(config.seed, p.id, variant),
+        model=config.model,
+        model_options=config.model_options,
+        template=template_ref(),
+        meta=meta,
+    )
 
 
 def plan_elicitations(
@@ -437,9 +431,9 @@ def plan_elicitations(
     problems: Sequence[Problem],
     own: dict[str, dict[str, Any]],
     edits: dict[tuple[str, str], str],
-) -> list[tuple[str, dict[str, Any]]]:
-    """Stage 3 items from the own trajectories (``own[problem id]`` = trajectory read-outs)
-    and the edits (``edits[(problem id, axis)]`` = edited span)."""
+) -> list[ElicitSpec]:
+    """Stage 3 items from the own trajectories (``own[problem id]`` = the read-outs of its
+    stored trajectory record) and the edits (``edits[(problem id, axis)]`` = edited span)."""
     items = []
     for p in problems:
         if p.id in own:
@@ -459,19 +453,7 @@ def plan_elicitations(
         good = good_trajectory(p)
         if config.pairs:
             items.append(_elicit_spec(config, p, bench_variant(None), good, 0.0, {}))
-            for axis in AXES:
-                try:
-                    if axis == "answer":
-                        rng = rng_for("grounding.bench.answer", config.seed, p.id)
-                        text, rule = perturb_answer(good.answer, p, rng)
-                        meta = {"rule": rule}
-                    elif (p.id, axis) in edits:
-                        text, meta = edits[(p.id, axis)], {}
-                    else:
-                        continue
-                except InputError:
-                    continue
-                bad = bad_trajectory(good, axis, text)
+            for axis, bad, meta in _bad_sides(config, p, good, edits):
                 items.append(_elicit_spec(config, p, bench_variant(axis), bad, 0.0, meta))
         if config.variation:
             for axis in AXES:
@@ -491,22 +473,27 @@ def plan_elicitations(
 def _stage(
     kind: str,
     model: str,
-    options: dict[str, Any],
-    items: Sequence[tuple[str, dict[str, Any]]],
+    options: Mapping[str, Any],
+    items: Sequence[Spec],
     config: GroundingConfig,
 ) -> Stage:
     """One stage: its items for ``model``, pending ones in units of ``config.unit_size``."""
+    size = config.unit_size
 
-    def units(pending: Sequence[tuple[str, Any]]) -> list[GroundingUnit]:
-        return _units(kind, model, options, pending, config.unit_size)
+    def units(pending: Sequence[Spec]) -> list[GroundingUnit[Spec]]:
+        return [
+            GroundingUnit(kind, model, options, tuple(pending[i : i + size]))
+            for i in range(0, len(pending), size)
+        ]
 
     return Stage(kind, items, units, run_unit)
 
 
-def _ok_readouts(store: RunStore, protocol: str) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
-    for rec in store.iter_records("ok"):
-        if rec.protocol == protocol:
-            yield rec.spec, dict(rec.readouts)
+def _ok_readouts(store: RunStore, kind: str) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
+    """The stored spec and read-outs of each ok record of ``kind`` (stored JSON: the record of
+    an earlier stage or an earlier run)."""
+    for rec in store.iter_records("ok", kind=kind, raw=False):
+        yield rec.spec, dict(rec.readouts)
 
 
 def _models(config: GroundingConfig) -> list[ModelNeed]:
@@ -529,7 +516,8 @@ def _models(config: GroundingConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any]:
-    return run_manifest(config.model_dump(mode="json"), "grounding", template=_template_id())
+    template = to_plain(template_ref())
+    return run_manifest(config.model_dump(mode="json"), "grounding", template=template)
 
 
 def _stages(config: GroundingConfig, problems: list[Problem], store: RunStore) -> Iterator[Stage]:

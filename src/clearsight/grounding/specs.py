@@ -1,0 +1,126 @@
+"""The items of trajectory grounding as typed specs (one class per item kind).
+
+Each class is what a worker gets and what the store keeps (:meth:`~clearsight.specs.Spec.to_json`,
+keyed by :attr:`~clearsight.specs.Spec.key`); :mod:`clearsight.grounding.protocol` plans and
+runs them. A :class:`~clearsight.grounding.problems.Problem` is stored as its
+:meth:`~clearsight.grounding.problems.Problem.to_json`, a
+:class:`~clearsight.grounding.trajectories.Trajectory` as its three texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from clearsight.grounding.problems import Problem
+from clearsight.grounding.trajectories import Trajectory, default_template
+from clearsight.specs import OMIT_NONE, Spec
+
+__all__ = [
+    "EDIT",
+    "ELICIT",
+    "JUDGE",
+    "TRAJECTORY",
+    "EditSpec",
+    "ElicitSpec",
+    "JudgeSpec",
+    "TemplateRef",
+    "TrajectorySpec",
+    "template_ref",
+]
+
+TRAJECTORY = "grounding.trajectory"
+EDIT = "grounding.edit"
+ELICIT = "grounding.elicit"
+JUDGE = "grounding.judge"
+
+
+@dataclass(frozen=True)
+class TemplateRef:
+    """The trajectory template an item is planned with, by id and content hash (an edited
+    template makes new items)."""
+
+    id: str
+    hash: str
+
+
+@lru_cache(maxsize=1)
+def template_ref() -> TemplateRef:
+    """The bundled template's reference."""
+    t = default_template()
+    return TemplateRef(t.id, t.hash)
+
+
+@dataclass(frozen=True)
+class TrajectorySpec(Spec):
+    """The measured model's own greedy trajectory for a problem, segmented; or, for a problem
+    that brings one (``given``), that text cut at its confidence slot."""
+
+    kind: ClassVar[str] = TRAJECTORY
+
+    problem: Problem
+    model: str
+    model_options: Mapping[str, Any]
+    template: TemplateRef
+    max_new_tokens: int
+    given: str | None = field(default=None, metadata=OMIT_NONE)
+    """The problem's own trajectory text (``meta["trajectory"]``), read instead of generated."""
+
+
+@dataclass(frozen=True)
+class EditSpec(Spec):
+    """One TGS-Bench error injected into a canonical trajectory's vision or reasoning span (the
+    generator's edit, checked; the rule's where it fails)."""
+
+    kind: ClassVar[str] = EDIT
+
+    problem_id: str
+    axis: str
+    """``vision`` or ``reasoning``."""
+    span: str
+    """The canonical text of that span."""
+    generator: str | None
+    """The model that edits (None: the rule only)."""
+    generator_options: Mapping[str, Any]
+    seed: int
+
+
+@dataclass(frozen=True)
+class JudgeSpec(Spec):
+    """A judge's verdict on one TGS-Bench pair: which of the two trajectories holds the
+    error."""
+
+    kind: ClassVar[str] = JUDGE
+
+    problem: Problem
+    axis: str
+    """The axis on which ``bad`` differs from ``good``."""
+    good: Trajectory
+    bad: Trajectory
+    bad_first: bool
+    """Whether the bad trajectory is shown as solution 1 (balanced by seed)."""
+    judge: str
+
+
+@dataclass(frozen=True)
+class ElicitSpec(Spec):
+    """One 11-way confidence read-out at the confidence slot after ``trajectory``, with share
+    ``share`` of its rationale tokens hidden from the slot."""
+
+    kind: ClassVar[str] = ELICIT
+
+    problem: Problem
+    variant: str
+    """``self/rX``, ``bench/good``, ``bench/<axis>/bad``, ``variation/<axis>/alt``,
+    ``hesitation/pre`` or ``hesitation/post``."""
+    trajectory: Trajectory
+    share: float
+    seed: int
+    """Seed of the masked subset of rationale tokens."""
+    model: str
+    model_options: Mapping[str, Any]
+    template: TemplateRef
+    meta: Mapping[str, str]
+    """What the report needs about the variant (the answer rule, the hesitation marker)."""
