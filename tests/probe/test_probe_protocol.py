@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from html import unescape
 from pathlib import Path
@@ -28,17 +30,17 @@ from clearsight.probe.judges import agreement, make_judge, normalise
 from clearsight.probe.protocol import plan_probe, run_probe
 from clearsight.probe.results import load_probe_results
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
-from clearsight.store import RunStore
+from clearsight.store import DB_NAME, RunStore
 from clearsight.validate import InputError
 from fixtures.probe_runs import IDS, probe_config, scripts
 
 
 def test_plan_has_one_item_per_conversation(tmp_path: Path) -> None:
-    units = plan_probe(probe_config(tmp_path, signals=("true", "none")))
+    specs = plan_probe(probe_config(tmp_path, signals=("true", "none")))
     # 2 instances x 2 runs x (direct + bp x 2 signals)
-    assert len(units) == 2 * 2 * 3
-    assert len({u.key for u in units}) == len(units)
-    assert {u.spec["strategy"] for u in units} == {"direct", "bp"}
+    assert len(specs) == 2 * 2 * 3
+    assert len({s.key for s in specs}) == len(specs)
+    assert {s.strategy for s in specs} == {"direct", "bp"}
 
 
 def test_run_stores_transcripts_and_resumes(tmp_path: Path) -> None:
@@ -406,6 +408,54 @@ def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     )
     assert bad.failed == 4
     assert bad.exit_code == EXIT_FAILED_ITEMS
+
+
+def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
+    """Conversations, analyses and build samples in one run: each item's key is the recipe
+    every probe kind always used, over the JSON stored for it (so a run from before the typed
+    specs resumes with nothing pending)."""
+    from clearsight.driver import Execution
+    from clearsight.probe.build import build_stage1
+    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.seeding import content_hash
+    from clearsight.specs import json_key
+
+    run = tmp_path / "run"
+    config = probe_config(tmp_path)
+    run_probe(config, run, progress=False)
+    analyses = AnalysisConfig(judge_model=_judge(tmp_path))
+    run_probe_analysis(run, analyses, Execution(progress=False))
+    build_stage1(_build_config(tmp_path)[0], run, Execution(progress=False))
+    with RunStore.open(run, read_only=True) as store:
+        records = list(store.iter_records(raw=False))
+    assert Counter(r.protocol for r in records) == {
+        "probe": 8,
+        "probe.belief": 4,
+        "probe.qtype": 4,
+        "probe.build": 2,
+    }
+    for r in records:
+        assert r.status == "ok"
+        assert r.key == content_hash([r.protocol, r.spec]) == json_key(r.protocol, r.spec)
+    conversations = {r.key: r.spec for r in records if r.protocol == "probe"}
+    assert conversations == {s.key: s.to_json() for s in plan_probe(config)}
+    bp = {k for k, spec in conversations.items() if spec["strategy"] == "bp"}
+    for kind in ("probe.belief", "probe.qtype"):
+        analysed = [r.spec for r in records if r.protocol == kind]
+        assert {spec["transcript"] for spec in analysed} == bp
+        assert {spec["judge"] for spec in analysed} == {analyses.judge_model}
+    # as a schema-1 run (before the typed specs) it is re-keyed on open: nothing moves
+    with sqlite3.connect(run / DB_NAME) as conn:
+        conn.execute("UPDATE manifest SET value = '1' WHERE key = 'schema_version'")
+    conn.close()
+    assert run_probe(config, run, progress=False).units == 0
+    assert run_probe_analysis(run, analyses, Execution(progress=False)).units == 0
+    assert build_stage1(_build_config(tmp_path)[0], run, Execution(progress=False))[0].units == 0
+    with RunStore.open(run, read_only=True) as store:
+        assert store.manifest()["schema_version"] == 2
+        assert [(r.key, r.spec) for r in store.iter_records(raw=False)] == [
+            (r.key, r.spec) for r in records
+        ]
 
 
 def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:

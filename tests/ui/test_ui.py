@@ -334,6 +334,42 @@ def test_session_survives_a_restart_and_resumes(tmp_path: Path) -> None:
     assert runs == [0, 1]
 
 
+def test_a_session_is_one_item_under_its_spec_and_only_its_settings_continue_it(
+    tmp_path: Path,
+) -> None:
+    from clearsight.probe.specs import TranscriptSpec
+    from clearsight.seeding import content_hash
+
+    run = tmp_path / "humans"
+    cfg = ServeSettings(sensor="scripted:test", judge="exact", seed=3)
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+    key = play.start("ana", "test/car-colour")
+    play.ask(key, "What colour is the car?")
+    reseeded = HumanPlay(
+        run, cfg.model_copy(update={"seed": 4}), instances=[_instance(tmp_path)], sensor=_sensor()
+    )
+    with pytest.raises(InputError, match=r"started with seed 3 \(server: 4\)"):
+        reseeded.commit(key, "B")
+    play.commit(key, "B")
+    with RunStore.open(run, read_only=True) as store:
+        (record,) = list(store.iter_records())  # every turn went to the session's one item
+    spec = {
+        "instance_id": "test/car-colour",
+        "reasoner": "human:ana",
+        "strategy": "human",
+        "sensor": "scripted:test",
+        "run": 0,
+        "k": 5,
+        "budget": 100,
+        "signal": "true",
+        "seed": 3,
+        "judge": "exact",
+    }
+    assert (record.key, record.protocol, record.spec, record.status) == (key, "probe", spec, "ok")
+    assert key == content_hash(["probe", spec]) == TranscriptSpec.from_json(spec).key
+    assert record.readouts["rounds"] == 2
+
+
 def test_budget_bad_input_and_rng_are_recorded(tmp_path: Path) -> None:
     run = tmp_path / "humans"
     client, token = _play_client(run, tmp_path, budget=2)

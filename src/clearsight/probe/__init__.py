@@ -9,5 +9,6 @@ Modules: :mod:`~clearsight.probe.instances` (the questions), :mod:`~clearsight.p
 :mod:`~clearsight.probe.reasoner` (the strategies and the loop),
 :mod:`~clearsight.probe.analysis` (accuracy, cross-run ECE, bins, ablation, belief probe, query
 types) and :mod:`~clearsight.probe.build` (the two-stage benchmark filter). The protocol that
-plans and runs items is :mod:`clearsight.probe.protocol`.
+plans and runs items is :mod:`clearsight.probe.protocol`; every item's typed spec is in
+:mod:`~clearsight.probe.specs`.
 """

@@ -4,8 +4,8 @@
   the multiple-choice question (one request with ``n = 11`` where the backend supports it),
   count ``c`` = answers naming the gold option, keep ``1 <= c <= 5``: the sensor is sometimes
   right but unreliable. Every question's samples, parsed letters and ``c`` are stored as a
-  record (protocol ``probe.build``) so the filter is recomputable; ``c`` also feeds the
-  accuracy-by-consistency analysis (Fig. 2).
+  record (protocol ``probe.build``, item :class:`~clearsight.probe.specs.BuildSpec`) so the
+  filter is recomputable; ``c`` also feeds the accuracy-by-consistency analysis (Fig. 2).
 * **Stage 2** (:func:`build_stage2`): keep the stage-1 questions that at least one blind person
   solved through the same interface (``clearsight serve`` sessions, stored as transcripts with
   reasoner ``human:<name>``).
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,15 +30,17 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
 from clearsight.probe.instances import Instance
-from clearsight.probe.reasoner import fill_prompt, parse_letter, prompts
+from clearsight.probe.reasoner import fill_prompt, parse_letter, prompt_hash, prompts
 from clearsight.probe.sensor import Sensor
+from clearsight.probe.specs import BUILD_PROTOCOL as BUILD_PROTOCOL
+from clearsight.probe.specs import BuildSpec
 from clearsight.probe.transcript import PROTOCOL, load_transcripts
 from clearsight.provenance import run_manifest
-from clearsight.seeding import content_hash, derive_seed
+from clearsight.seeding import derive_seed
+from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
-BUILD_PROTOCOL: Final = "probe.build"
 SAMPLES: Final = 11
 KEEP: Final = (1, 5)
 
@@ -92,45 +94,43 @@ def consistency_count(letters: Sequence[str | None], gold: str) -> int:
 class BuildUnit(KeyedItems):
     """One question for one sensor: picklable, so a process pool can run it."""
 
-    items: tuple[tuple[str, dict[str, Any]], ...]
+    items: tuple[BuildSpec, ...]
 
     @property
     def model(self) -> str:
-        return str(self.items[0][1]["sensor"])
+        return self.items[0].sensor
 
 
-def _spec(instance: Instance, config: BuildConfig, template_hash: str) -> dict[str, Any]:
-    """A stage-1 item: the question, the sensor and how it is sampled (the key's content)."""
-    return {
-        "instance": instance.to_json(),
-        "sensor": config.sensor,
-        "sensor_options": dict(config.sensor_options),
-        "samples": config.samples,
-        "temperature": config.temperature,
-        "prompt": template_hash,
-        "seed": config.seed,
-    }
+def _spec(instance: Instance, config: BuildConfig, template_hash: str) -> BuildSpec:
+    """A stage-1 item: the question, the sensor and how it is sampled."""
+    return BuildSpec(
+        instance=instance,
+        sensor=config.sensor,
+        sensor_options=dict(config.sensor_options),
+        samples=config.samples,
+        temperature=config.temperature,
+        prompt=template_hash,
+        seed=config.seed,
+    )
 
 
 def run_unit(unit: BuildUnit) -> list[Record]:
     """The sensor's direct answers to each question of ``unit`` and their count ``c``."""
     template = prompts()["common"]["direct"]
     records = []
-    for key, spec in unit.items:
+    for spec in unit.items:
+        key, inst = spec.key, spec.instance
         started = time.perf_counter()
         try:
-            inst = Instance.from_json(spec["instance"])
             sensor = Sensor(
-                spec["sensor"],
-                spec["sensor_options"],
-                k=spec["samples"],
+                spec.sensor,
+                spec.sensor_options,
+                k=spec.samples,
                 judge="exact",
-                temperature=spec["temperature"],
+                temperature=spec.temperature,
             )
             prompt = fill_prompt(template, inst, 1, 1)
-            texts, _ = sensor.sample(
-                inst, prompt, spec["samples"], derive_seed(key), max_new_tokens=8
-            )
+            texts, _ = sensor.sample(inst, prompt, spec.samples, derive_seed(key), max_new_tokens=8)
         except Exception as exc:  # recorded with its reason; the build goes on
             records.append(Record.failed(key, exc, time.perf_counter() - started))
             continue
@@ -145,37 +145,33 @@ def _models(config: BuildConfig) -> list[ModelNeed]:
     return [ModelNeed(config.sensor, dict(config.sensor_options), Capabilities(), "build's sensor")]
 
 
-def _plan(config: BuildConfig) -> list[tuple[str, dict[str, Any]]]:
+def _plan(config: BuildConfig) -> list[BuildSpec]:
     """Every stage-1 item: one per question of the selection."""
     from clearsight.probe.protocol import ProbeConfig, select_instances
 
     selection = ProbeConfig(
         instances=config.instances, dataset=config.dataset, instance_ids=config.instance_ids
     )
-    template_hash = content_hash(prompts()["common"]["direct"])
-    items = []
-    for inst in select_instances(selection):
-        spec = _spec(inst, config, template_hash)
-        items.append((content_hash([BUILD_PROTOCOL, spec]), spec))
-    return items
+    template_hash = prompt_hash("direct")
+    return [_spec(inst, config, template_hash) for inst in select_instances(selection)]
 
 
-def _manifest(config: BuildConfig, items: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def _manifest(config: BuildConfig, items: list[BuildSpec]) -> dict[str, Any]:
     return run_manifest(config.model_dump(mode="json"), BUILD_PROTOCOL)
 
 
-def _stages(
-    config: BuildConfig, items: list[tuple[str, dict[str, Any]]], store: RunStore
-) -> Iterator[Stage]:
-    def units(pending: Sequence[tuple[str, Mapping[str, Any]]]) -> list[BuildUnit]:
-        return [BuildUnit(((k, dict(s)),)) for k, s in pending]
+def _units(pending: Sequence[Spec]) -> list[BuildUnit]:
+    """One unit per pending question (the driver hands back the stage's planned specs)."""
+    return [BuildUnit((spec,)) for spec in cast(Sequence[BuildSpec], pending)]
 
-    yield Stage(BUILD_PROTOCOL, items, units, run_unit)
+
+def _stages(config: BuildConfig, items: list[BuildSpec], store: RunStore) -> Iterator[Stage]:
+    yield Stage(BUILD_PROTOCOL, items, _units, run_unit)
 
 
 #: Build stage 1 as a value for :func:`clearsight.driver.run`: a run of its own, or records
 #: added to a probe run (its consistency counts then feed the run's Fig. 2).
-BUILD: Protocol[BuildConfig, list[tuple[str, dict[str, Any]]]] = Protocol(
+BUILD: Protocol[BuildConfig, list[BuildSpec]] = Protocol(
     BUILD_PROTOCOL, _models, _plan, _manifest, _stages, adds_to=(PROTOCOL, BUILD_PROTOCOL)
 )
 
@@ -195,14 +191,14 @@ def build_stage1(
     with RunStore.open(run_dir, read_only=True) as store:
         done = {r.key: r for r in store.iter_records("ok", kind=BUILD_PROTOCOL)}
     results = []
-    for key, spec in items:
-        if key not in done:
+    for spec in items:
+        if spec.key not in done:
             continue
-        r = done[key]
+        r = done[spec.key]
         c = int(r.readouts["c"])
         results.append(
             Stage1Result(
-                Instance.from_json(spec["instance"]),
+                spec.instance,
                 config.sensor,
                 tuple(r.raw["samples"]),
                 tuple(r.readouts["letters"]),

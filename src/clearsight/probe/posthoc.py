@@ -1,7 +1,8 @@
 """The probe's post-hoc analyses with an LLM judge, as a protocol added to a probe run.
 
-Two kinds of item, each keyed by the transcript, the judge and the prompt's hash, so a rerun
-only does what is missing (METHODS.md §6, the paper's §5):
+Two kinds of item (:class:`~clearsight.probe.specs.BeliefSpec`,
+:class:`~clearsight.probe.specs.QueryTypeSpec`), each keyed by the transcript, the judge and the
+prompt's hash, so a rerun only does what is missing (METHODS.md §6, the paper's §5):
 
 * **belief probe** (``probe.belief``): for every finished conversation of the belief-state
   strategy and of people (``human:<name>``), the judge's belief over the options after each
@@ -19,18 +20,22 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, cast
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
+from clearsight.probe.specs import BELIEF_PROTOCOL as BELIEF_PROTOCOL
+from clearsight.probe.specs import QTYPE_PROTOCOL as QTYPE_PROTOCOL
+from clearsight.probe.specs import AnalysisSpec, BeliefSpec, QueryTypeSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript
 from clearsight.seeding import content_hash
+from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 
-BELIEF_PROTOCOL: Final = "probe.belief"
-QTYPE_PROTOCOL: Final = "probe.qtype"
+#: The analyses, in the order their stages run.
+ANALYSES: tuple[type[AnalysisSpec], ...] = (BeliefSpec, QueryTypeSpec)
 
 
 @dataclass(frozen=True)
@@ -49,17 +54,16 @@ class AnalysisConfig:
 
 @dataclass(frozen=True)
 class AnalysisUnit(KeyedItems):
-    """One analysis of one transcript: picklable, so a process pool can run it."""
+    """One analysis of one transcript (``transcript``: its finished record, parsed): picklable,
+    so a process pool can run it."""
 
-    items: tuple[tuple[str, dict[str, Any]], ...]
-    kind: str
-    transcript: dict[str, Any]
-    judge_model: str
+    items: tuple[AnalysisSpec, ...]
+    transcript: Transcript
     judge_options: dict[str, Any]
 
     @property
     def model(self) -> str:
-        return self.judge_model
+        return self.items[0].judge
 
 
 def _prompt_hashes() -> dict[str, str]:
@@ -91,11 +95,11 @@ def run_unit(unit: AnalysisUnit) -> list[Record]:
     from clearsight.probe.analysis import belief_probe, belief_summary, classify_queries
 
     started = time.perf_counter()
-    ((key, _),) = unit.items
+    (spec,) = unit.items
+    key, transcript = spec.key, unit.transcript
     try:
-        backend = shared_backend(unit.judge_model, unit.judge_options)
-        transcript = Transcript.from_json(unit.transcript)
-        if unit.kind == BELIEF_PROTOCOL:
+        backend = shared_backend(spec.judge, unit.judge_options)
+        if isinstance(spec, BeliefSpec):
             trace = belief_probe(transcript, backend)
             raw: Any = trace.to_json()
             readouts: dict[str, Any] = belief_summary(transcript, trace)
@@ -119,41 +123,25 @@ def _models(config: AnalysisConfig) -> list[ModelNeed]:
 
 
 def _stages(config: AnalysisConfig, hashes: dict[str, str], store: RunStore) -> Iterator[Stage]:
-    """One stage per analysis, over the run's finished transcripts."""
-    transcripts = [
-        (r.key, r.raw, _kinds(config, Transcript.from_json(r.raw)))
-        for r in store.iter_records("ok", kind=PROTOCOL)
-        if r.raw
-    ]
-    for kind in (BELIEF_PROTOCOL, QTYPE_PROTOCOL):
-        items: list[tuple[str, dict[str, Any]]] = []
-        sources: dict[str, dict[str, Any]] = {}
-        for key, raw, kinds in transcripts:
-            if kind not in kinds:
-                continue
-            spec = {"transcript": key, "judge": config.judge_model, "prompt": hashes[kind]}
-            item_key = content_hash([kind, spec])
-            items.append((item_key, spec))
-            sources[item_key] = raw
+    """One stage per analysis, over the run's finished transcripts (each parsed once)."""
+    finished = {
+        r.key: Transcript.from_json(r.raw) for r in store.iter_records("ok", kind=PROTOCOL) if r.raw
+    }
 
-        def units(
-            pending: Sequence[tuple[str, Mapping[str, Any]]],
-            kind: str = kind,
-            sources: dict[str, dict[str, Any]] = sources,
-        ) -> list[AnalysisUnit]:
-            return [
-                AnalysisUnit(
-                    ((k, dict(s)),),
-                    kind,
-                    sources[k],
-                    config.judge_model,
-                    dict(config.judge_options),
-                )
-                for k, s in pending
-            ]
+    def units(pending: Sequence[Spec]) -> list[AnalysisUnit]:
+        return [
+            AnalysisUnit((spec,), finished[spec.transcript], dict(config.judge_options))
+            for spec in cast(Sequence[AnalysisSpec], pending)  # this stage's own specs
+        ]
 
+    for cls in ANALYSES:
+        items = [
+            cls(transcript=key, judge=config.judge_model, prompt=hashes[cls.kind])
+            for key, transcript in finished.items()
+            if cls.kind in _kinds(config, transcript)
+        ]
         if items:
-            yield Stage(kind, items, units, run_unit)
+            yield Stage(cls.kind, items, units, run_unit)
 
 
 #: The post-hoc analyses as a value for :func:`clearsight.driver.run` (added to a probe run).

@@ -2,12 +2,14 @@
 the transcripts.
 
 A probe item is one conversation: (instance, strategy, reasoner, sensor, consistency signal,
-run). Its spec holds everything that determines it (the instance itself, the models and their
-options, K, the judge, the budget T, decoding, the strategy prompt's content hash) and its key
-is the spec's content hash, so a rerun skips finished conversations. Each item is its own unit:
-a run killed at any moment loses only the conversations in flight. Workers keep the reasoner and
-the sensor loaded between units (one copy per process). Strategy ``direct`` is the VLM-direct
-baseline: the sensor answers the multiple-choice question itself, one sample per run.
+run). Its spec (:class:`~clearsight.probe.specs.ConversationSpec`, or
+:class:`~clearsight.probe.specs.DirectSpec` for the baseline) holds everything that determines
+it (the instance itself, the models and their options, K, the judge, the budget T, decoding,
+the strategy prompt's content hash) and its key is the spec's content hash, so a rerun skips
+finished conversations. Each item is its own unit: a run killed at any moment loses only the
+conversations in flight. Workers keep the reasoner and the sensor loaded between units (one copy
+per process). Strategy ``direct`` is the VLM-direct baseline: the sensor answers the
+multiple-choice question itself, one sample per run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,9 +28,11 @@ from clearsight.execute import ExecutorName
 from clearsight.models.base import Capabilities
 from clearsight.probe.instances import Instance, bundled_instances, load_instances
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
-from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_key, transcript_record
+from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
+from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_record
 from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, rng_for
+from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -129,12 +133,16 @@ def select_instances(config: ProbeConfig) -> list[Instance]:
 class ProbeUnit:
     """One conversation to run: picklable, independent of every other unit."""
 
-    key: str
-    spec: dict[str, Any]
+    spec: PlannedSpec
+
+    @property
+    def key(self) -> str:
+        """The conversation's key (its records' key, and the seed of its random streams)."""
+        return self.spec.key
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return (self.key,)
+        return (self.spec.key,)
 
     @property
     def size(self) -> int:
@@ -148,61 +156,58 @@ class ProbeUnit:
     @property
     def cost(self) -> float:
         """Direct answers are one call; conversations many."""
-        return 1.0 if self.spec["strategy"] == "direct" else float(self.spec["budget"])
+        return float(self.spec.budget) if isinstance(self.spec, ConversationSpec) else 1.0
 
 
-def plan_probe(config: ProbeConfig) -> list[ProbeUnit]:
-    """Every conversation: instances x strategies x reasoners x signals x runs (direct: one
+def plan_probe(config: ProbeConfig) -> list[PlannedSpec]:
+    """Every conversation: instances x strategies x runs x reasoners x signals (direct: one
     per instance and run)."""
     instances = select_instances(config)
     for s in config.strategies:
         if s not in STRATEGIES:
             raise InputError(f"unknown strategy {s!r}")
-    sensor = {
-        "sensor": config.sensor,
-        "sensor_options": dict(config.sensor_options),
-        "sensor_max_new_tokens": config.sensor_max_new_tokens,
-        "temperature": config.temperature,
-        "seed": config.seed,
-    }
-    units: list[ProbeUnit] = []
+    specs: list[PlannedSpec] = []
     for inst in instances:
-        base = {"instance": inst.to_json(), **sensor}
         for strategy in config.strategies:
             for run in range(config.runs):
                 if strategy == "direct":
-                    specs = [
-                        {
-                            **base,
-                            "strategy": "direct",
-                            "reasoner": "vlm",
-                            "k": 1,
-                            "signal": "none",
-                            "run": run,
-                            "prompt": prompt_hash("direct"),
-                        }
-                    ]
-                else:
-                    specs = [
-                        {
-                            **base,
-                            "strategy": strategy,
-                            "reasoner": reasoner,
-                            "reasoner_options": dict(config.reasoner_options.get(reasoner, {})),
-                            "k": config.k,
-                            "judge": config.judge,
-                            "budget": config.budget,
-                            "signal": signal,
-                            "run": run,
-                            "max_new_tokens": config.max_new_tokens,
-                            "context_chars": config.context_chars,
-                            "prompt": prompt_hash(strategy),
-                        }
-                        for reasoner in config.reasoners
-                        for signal in config.signals
-                    ]
-                units += [ProbeUnit(transcript_key(spec), spec) for spec in specs]
-    return units
+                    specs.append(
+                        DirectSpec(
+                            instance=inst,
+                            sensor=config.sensor,
+                            sensor_options=dict(config.sensor_options),
+                            sensor_max_new_tokens=config.sensor_max_new_tokens,
+                            temperature=config.temperature,
+                            seed=config.seed,
+                            run=run,
+                            prompt=prompt_hash("direct"),
+                        )
+                    )
+                    continue
+                specs += [
+                    ConversationSpec(
+                        instance=inst,
+                        sensor=config.sensor,
+                        sensor_options=dict(config.sensor_options),
+                        sensor_max_new_tokens=config.sensor_max_new_tokens,
+                        temperature=config.temperature,
+                        seed=config.seed,
+                        strategy=strategy,
+                        reasoner=reasoner,
+                        reasoner_options=dict(config.reasoner_options.get(reasoner, {})),
+                        k=config.k,
+                        judge=config.judge,
+                        budget=config.budget,
+                        signal=signal,
+                        run=run,
+                        max_new_tokens=config.max_new_tokens,
+                        context_chars=config.context_chars,
+                        prompt=prompt_hash(strategy),
+                    )
+                    for reasoner in config.reasoners
+                    for signal in config.signals
+                ]
+    return specs
 
 
 # --------------------------------------------------------------------------------------------
@@ -219,35 +224,37 @@ def _cached(kind: str, parts: Sequence[Any], make: Any) -> Any:
     return _CACHE[key]
 
 
-def _sensor(spec: dict[str, Any]) -> Any:
+def _sensor(spec: PlannedSpec) -> Any:
+    """The spec's sensor, one per process and settings (a direct answer judges exactly)."""
     from clearsight.probe.sensor import Sensor
 
+    judge = spec.judge if isinstance(spec, ConversationSpec) else "exact"
     parts = [
-        spec["sensor"],
-        spec["sensor_options"],
-        spec["k"],
-        spec.get("judge", "exact"),
-        spec["temperature"],
-        spec["sensor_max_new_tokens"],
+        spec.sensor,
+        spec.sensor_options,
+        spec.k,
+        judge,
+        spec.temperature,
+        spec.sensor_max_new_tokens,
     ]
     return _cached(
         "sensor",
         parts,
         lambda: Sensor(
-            spec["sensor"],
-            spec["sensor_options"],
-            spec["k"],
-            judge=spec.get("judge", "exact"),
-            temperature=spec["temperature"],
-            max_new_tokens=spec["sensor_max_new_tokens"],
+            spec.sensor,
+            spec.sensor_options,
+            spec.k,
+            judge=judge,
+            temperature=spec.temperature,
+            max_new_tokens=spec.sensor_max_new_tokens,
         ),
     )
 
 
-def _reasoner(spec: dict[str, Any]) -> Any:
+def _reasoner(spec: ConversationSpec) -> Any:
     from clearsight.models import shared_backend
 
-    return shared_backend(spec["reasoner"], spec["reasoner_options"])
+    return shared_backend(spec.reasoner, spec.reasoner_options)
 
 
 def run_probe_unit(
@@ -261,32 +268,31 @@ def run_probe_unit(
     started = time.perf_counter()
     spec = unit.spec
     try:
-        instance = Instance.from_json(spec["instance"])
         sensor = _sensor(spec)
         rng = rng_for(unit.key)
         meta = {"key": unit.key}
-        if spec["strategy"] == "direct":
-            transcript = run_direct(instance, sensor, rng=rng, run=spec["run"], meta=meta)
-        else:
+        if isinstance(spec, ConversationSpec):
             settings = LoopSettings(
-                spec["strategy"],
-                budget=spec["budget"],
-                signal=spec["signal"],
-                temperature=spec["temperature"],
-                max_new_tokens=spec["max_new_tokens"],
-                context_chars=spec["context_chars"],
+                spec.strategy,
+                budget=spec.budget,
+                signal=spec.signal,
+                temperature=spec.temperature,
+                max_new_tokens=spec.max_new_tokens,
+                context_chars=spec.context_chars,
             )
             transcript = run_conversation(
-                instance,
+                spec.instance,
                 _reasoner(spec),
                 sensor,
                 settings,
                 rng=rng,
-                reasoner_name=spec["reasoner"],
-                run=spec["run"],
+                reasoner_name=spec.reasoner,
+                run=spec.run,
                 meta=meta,
                 on_turn=on_turn,
             )
+        else:  # the direct baseline
+            transcript = run_direct(spec.instance, sensor, rng=rng, run=spec.run, meta=meta)
     except Exception as exc:  # recorded with its reason; the run goes on
         return [Record.failed(unit.key, exc, time.perf_counter() - started)]
     elapsed = time.perf_counter() - started
@@ -310,7 +316,7 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
     return needs
 
 
-def _manifest(config: ProbeConfig, units: list[ProbeUnit]) -> dict[str, Any]:
+def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, Any]:
     return run_manifest(
         config.model_dump(mode="json"),
         PROTOCOL,
@@ -329,19 +335,17 @@ def _stream_unit(unit: ProbeUnit, write: Callable[[list[Record]], None]) -> list
     return run_probe_unit(unit, store_turn)
 
 
-def _stages(config: ProbeConfig, units: list[ProbeUnit], store: RunStore) -> Iterator[Stage]:
-    by_key = {u.key: u for u in units}
-    yield Stage(
-        PROTOCOL,
-        [(u.key, u.spec) for u in units],
-        lambda pending: [by_key[key] for key, _ in pending],
-        run_probe_unit,
-        _stream_unit,
-    )
+def _units(pending: Sequence[Spec]) -> list[ProbeUnit]:
+    """One unit per pending conversation (the driver hands back the stage's planned specs)."""
+    return [ProbeUnit(spec) for spec in cast(Sequence[PlannedSpec], pending)]
+
+
+def _stages(config: ProbeConfig, specs: list[PlannedSpec], store: RunStore) -> Iterator[Stage]:
+    yield Stage(PROTOCOL, specs, _units, run_probe_unit, _stream_unit)
 
 
 #: Active reasoning through a noisy sensor as a value for :func:`clearsight.driver.run`.
-PROBE: Protocol[ProbeConfig, list[ProbeUnit]] = Protocol(
+PROBE: Protocol[ProbeConfig, list[PlannedSpec]] = Protocol(
     PROTOCOL, _models, plan_probe, _manifest, _stages
 )
 

@@ -8,8 +8,9 @@ run, every :class:`Turn` with the reasoner's raw text, its query and the
 stopped (:data:`STOP_REASONS`). Models and humans are stored the same way, in the same
 :class:`~clearsight.store.RunStore`, so one report covers both.
 
-A transcript is stored as one record of protocol ``probe`` under the content hash of its spec
-(:func:`transcript_spec`: everything that determines it). The record's ``raw`` is
+A transcript is stored as one record of protocol ``probe`` under the key of its item spec (a
+:class:`~clearsight.probe.specs.ProbeSpec`: the planned one, or by default its identifying
+fields, :class:`~clearsight.probe.specs.TranscriptSpec`). The record's ``raw`` is
 :meth:`Transcript.to_json` (so everything is recomputable from it) and its ``readouts`` the
 summary :meth:`Transcript.readouts`. An unfinished conversation may be stored too
 (``finished=False``): it is a ``failed`` record saying how far it got, which a finished one
@@ -25,11 +26,11 @@ from typing import Any, Final
 
 from clearsight.probe.instances import DOMAIN, Instance
 from clearsight.probe.sensor import SensorReply
-from clearsight.seeding import content_hash
+from clearsight.probe.specs import PROTOCOL as PROTOCOL
+from clearsight.probe.specs import ProbeSpec, TranscriptSpec
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
-PROTOCOL: Final = "probe"
 #: Why a conversation ended.
 STOP_REASONS: Final[tuple[str, ...]] = (
     "committed",  # the reasoner committed a parsable answer
@@ -281,30 +282,6 @@ class Transcript:
 # --------------------------------------------------------------------------------------------
 
 
-def transcript_spec(transcript: Transcript) -> dict[str, Any]:
-    """The item spec a transcript is stored under when the caller has none: its identifying
-    fields (instance, reasoner, strategy, sensor, run, K, budget, signal) and its meta's
-    ``session`` (a UI session id) if any."""
-    spec: dict[str, Any] = {
-        "instance_id": transcript.instance_id,
-        "reasoner": transcript.reasoner,
-        "strategy": transcript.strategy,
-        "sensor": transcript.sensor,
-        "run": transcript.run,
-        "k": transcript.k,
-        "budget": transcript.budget,
-        "signal": transcript.signal,
-    }
-    if "session" in transcript.meta:
-        spec["session"] = transcript.meta["session"]
-    return spec
-
-
-def transcript_key(spec: Mapping[str, Any]) -> str:
-    """The record key of a probe item: the content hash of its spec."""
-    return content_hash([PROTOCOL, dict(spec)])
-
-
 def transcript_record(
     transcript: Transcript, key: str, *, finished: bool = True, elapsed_s: float = 0.0
 ) -> Record:
@@ -325,19 +302,19 @@ def transcript_record(
 def store_transcript(
     store: RunStore,
     transcript: Transcript,
-    spec: Mapping[str, Any] | None = None,
+    spec: ProbeSpec | None = None,
     *,
     finished: bool = True,
     elapsed_s: float = 0.0,
 ) -> str:
-    """Add the transcript's item (if new) and write its record; return the key."""
-    item_spec = dict(spec) if spec is not None else transcript_spec(transcript)
-    key = transcript_key(item_spec)
-    store.add_items([(key, PROTOCOL, item_spec)])
+    """Add the transcript's item (``spec``; by default :meth:`TranscriptSpec.of` the
+    transcript) if new and write its record; return the key."""
+    item = TranscriptSpec.of(transcript) if spec is None else spec
+    store.add_items([(item.key, item.kind, item.to_json())])
     store.write_records(
-        [transcript_record(transcript, key, finished=finished, elapsed_s=elapsed_s)]
+        [transcript_record(transcript, item.key, finished=finished, elapsed_s=elapsed_s)]
     )
-    return key
+    return item.key
 
 
 def iter_transcripts(

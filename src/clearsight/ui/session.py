@@ -34,6 +34,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.probe.instances import Instance
     from clearsight.probe.sensor import Sensor
+    from clearsight.probe.specs import TranscriptSpec
     from clearsight.probe.transcript import Transcript, Turn
 
 __all__ = [
@@ -150,13 +151,13 @@ def load_instance_set(source: str) -> list[Instance]:
     return inst.instances_from_jsonl(source)
 
 
-def session_spec(transcript: Transcript, settings: ServeSettings) -> dict[str, Any]:
+def session_spec(transcript: Transcript, settings: ServeSettings) -> TranscriptSpec:
     """The item spec of a human session: the transcript's identifying fields (instance,
     reasoner, strategy, sensor, run, K, budget, signal) plus the run seed and the judge, which
     with the person's queries determine every reply."""
-    from clearsight.probe.transcript import transcript_spec
+    from clearsight.probe.specs import TranscriptSpec
 
-    return {**transcript_spec(transcript), "seed": settings.seed, "judge": settings.judge}
+    return TranscriptSpec.of(transcript, seed=settings.seed, judge=settings.judge)
 
 
 def _turn_views(turn: Turn) -> list[TurnView]:
@@ -344,7 +345,8 @@ class HumanPlay:
     # ------------------------------------------------------------------------------ reading
 
     def _load(self, key: str) -> tuple[Transcript, dict[str, Any], bool] | None:
-        """The stored human session ``key``: transcript, spec, finished; None if not one."""
+        """The stored human session ``key``: transcript, stored spec, finished; None if not
+        one."""
         from clearsight.probe.transcript import PROTOCOL, Transcript
 
         record = read_record(self.run_dir, key)
@@ -396,7 +398,7 @@ class HumanPlay:
 
     # ------------------------------------------------------------------------------ writing
 
-    def _store(self, transcript: Transcript, spec: dict[str, Any], finished: bool) -> str:
+    def _store(self, transcript: Transcript, spec: TranscriptSpec, finished: bool) -> str:
         """Write the session's record (and item, and the run's manifest if it is new)."""
         from clearsight.probe.transcript import store_transcript
 
@@ -456,23 +458,27 @@ class HumanPlay:
             spec = session_spec(transcript, self.settings)
             return self._store(transcript, spec, finished=False)
 
-    def _open(self, key: str) -> tuple[Transcript, dict[str, Any], Instance]:
-        """The unfinished session ``key`` this server can continue (KeyError if none)."""
+    def _open(self, key: str) -> tuple[Transcript, TranscriptSpec, Instance]:
+        """The unfinished session ``key`` this server can continue (KeyError if none), with the
+        spec its turns are stored under."""
+        from clearsight.probe.specs import TranscriptSpec
+
         loaded = self._load(key)
         if loaded is None:
             raise KeyError(key)
-        transcript, spec, finished = loaded
+        transcript, stored, finished = loaded
         if finished:
             raise InputError("this session has ended; start a new one from the play page")
+        spec = TranscriptSpec.from_json(stored)
         mismatch = {
-            field: (spec.get(field), want)
-            for field, want in (
-                ("sensor", self.settings.sensor),
-                ("k", self.settings.k),
-                ("budget", self.settings.budget),
-                ("seed", self.settings.seed),
+            field: (have, want)
+            for field, have, want in (
+                ("sensor", spec.sensor, self.settings.sensor),
+                ("k", spec.k, self.settings.k),
+                ("budget", spec.budget, self.settings.budget),
+                ("seed", spec.seed, self.settings.seed),
             )
-            if spec.get(field) != want
+            if have != want
         }
         if mismatch:
             detail = ", ".join(

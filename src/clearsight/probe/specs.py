@@ -1,0 +1,193 @@
+"""The probe's item specs: what each kind of item is made of, typed (see :mod:`clearsight.specs`).
+
+Kind ``probe`` is one conversation. A probe run plans two shapes of it — the VLM-direct
+baseline (:class:`DirectSpec`) and a model reasoner's conversation (:class:`ConversationSpec`),
+both holding the instance itself and everything that determines the transcript — while a
+transcript stored without a planned spec (a person's session at ``clearsight serve``, say) is
+keyed by its identifying fields (:class:`TranscriptSpec`). All three are :class:`ProbeSpec`, the
+class registered for the kind. The post-hoc analyses (:class:`BeliefSpec`,
+:class:`QueryTypeSpec`) name the transcript they analyse by its key, and build stage 1
+(:class:`BuildSpec`) one question sampled from one sensor.
+
+The JSON forms are the specs these items were always stored under, so their keys are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from clearsight.probe.instances import Instance
+from clearsight.specs import OMIT_NONE, Spec
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.probe.reasoner import Signal
+    from clearsight.probe.transcript import Transcript
+
+__all__ = [
+    "BELIEF_PROTOCOL",
+    "BUILD_PROTOCOL",
+    "PROTOCOL",
+    "QTYPE_PROTOCOL",
+    "AnalysisSpec",
+    "BeliefSpec",
+    "BuildSpec",
+    "ConversationSpec",
+    "DirectSpec",
+    "PlannedSpec",
+    "ProbeSpec",
+    "QueryTypeSpec",
+    "TranscriptSpec",
+]
+
+#: The item kinds: a conversation, its two post-hoc analyses, a build stage-1 question.
+PROTOCOL: Final = "probe"
+BELIEF_PROTOCOL: Final = "probe.belief"
+QTYPE_PROTOCOL: Final = "probe.qtype"
+BUILD_PROTOCOL: Final = "probe.build"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeSpec(Spec):
+    """A probe item: one conversation of a reasoner with the sensor about one instance (the
+    fields every probe item has; the subclasses are its shapes)."""
+
+    kind: ClassVar[str] = PROTOCOL
+
+    sensor: str
+    strategy: str
+    reasoner: str
+    """A model spec, ``vlm`` (the sensor answers directly) or ``human:<name>``."""
+    k: int
+    """K, sensor samples per query."""
+    signal: str
+    """The consistency shown to the reasoner: ``true`` u, ``none`` or ``random``."""
+    run: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedSpec(ProbeSpec):
+    """A conversation a probe run plans: the instance itself and how the sensor samples."""
+
+    instance: Instance
+    sensor_options: Mapping[str, Any] = field(default_factory=dict)
+    sensor_max_new_tokens: int
+    temperature: float
+    """The decoding temperature of both models."""
+    seed: int
+    """The run seed."""
+    prompt: str
+    """The content hash of the strategy's prompt (a changed prompt is a new item)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectSpec(PlannedSpec):
+    """The VLM-direct baseline: the sensor answers the multiple-choice question itself, one
+    sample, no reasoner and no signal."""
+
+    strategy: str = field(default="direct", init=False)
+    reasoner: str = field(default="vlm", init=False)
+    k: int = field(default=1, init=False)
+    signal: str = field(default="none", init=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationSpec(PlannedSpec):
+    """A model reasoner's conversation with the sensor (strategy react, uot or bp)."""
+
+    signal: Signal
+    reasoner_options: Mapping[str, Any] = field(default_factory=dict)
+    judge: str
+    """The semantic-equivalence judge behind u."""
+    budget: int
+    """T, the most turns."""
+    max_new_tokens: int
+    """The most tokens of a reasoner turn."""
+    context_chars: int
+    """The most characters of a reasoner prompt."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TranscriptSpec(ProbeSpec):
+    """A conversation stored from its transcript: its identifying fields, and for a person's
+    session at ``clearsight serve`` the run seed and the judge, which with the person's queries
+    determine every reply."""
+
+    instance_id: str
+    budget: int
+    seed: int | None = field(default=None, metadata=OMIT_NONE)
+    judge: str | None = field(default=None, metadata=OMIT_NONE)
+    session: str | None = field(default=None, metadata=OMIT_NONE)
+    """The transcript's ``meta["session"]``, where it has one."""
+
+    @classmethod
+    def of(
+        cls, transcript: Transcript, *, seed: int | None = None, judge: str | None = None
+    ) -> TranscriptSpec:
+        """The spec of ``transcript`` (``seed`` and ``judge``: a serve session's)."""
+        return cls(
+            instance_id=transcript.instance_id,
+            reasoner=transcript.reasoner,
+            strategy=transcript.strategy,
+            sensor=transcript.sensor,
+            run=transcript.run,
+            k=transcript.k,
+            budget=transcript.budget,
+            signal=transcript.signal,
+            seed=seed,
+            judge=judge,
+            session=transcript.meta.get("session"),
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TranscriptSpec:
+        """The spec whose :meth:`to_json` is ``data`` (a stored session's)."""
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise InputError(f"not the spec of a stored transcript: {dict(data)} ({exc})") from exc
+
+
+@dataclass(frozen=True)
+class AnalysisSpec(Spec):
+    """A post-hoc analysis of one finished conversation by an LLM judge."""
+
+    transcript: str
+    """The key of the transcript's record."""
+    judge: str
+    """The judge model's spec."""
+    prompt: str
+    """The content hash of the analysis prompt (a changed prompt is a new item)."""
+
+
+@dataclass(frozen=True)
+class BeliefSpec(AnalysisSpec):
+    """The belief probe: the judge's belief over the options after each sensor reply."""
+
+    kind: ClassVar[str] = BELIEF_PROTOCOL
+
+
+@dataclass(frozen=True)
+class QueryTypeSpec(AnalysisSpec):
+    """The type of each query of a conversation."""
+
+    kind: ClassVar[str] = QTYPE_PROTOCOL
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildSpec(Spec):
+    """A build stage-1 item: one question answered directly by one sensor ``samples`` times."""
+
+    kind: ClassVar[str] = BUILD_PROTOCOL
+
+    instance: Instance
+    sensor: str
+    sensor_options: Mapping[str, Any] = field(default_factory=dict)
+    samples: int
+    temperature: float
+    prompt: str
+    """The content hash of the direct-answer prompt."""
+    seed: int
+    """The build seed (each question's sampling seed derives from the item's key)."""
