@@ -67,7 +67,12 @@ def replay(
         fn = functools.partial(look_up, records)
         _, elapsed = _timed(
             lambda: execute(
-                [*plan.units, *plan.veq_units], fn, store, executor=executor, workers=2, progress=False
+                [*plan.units, *plan.veq_units],
+                fn,
+                store,
+                executor=executor,
+                workers=2,
+                progress=False,
             )
         )
     return elapsed

@@ -79,6 +79,7 @@ LOCK_NAME = ".clearsight.lock"
 
 C = TypeVar("C")
 P = TypeVar("P")
+S = TypeVar("S", bound=Spec)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class ModelNeed:
 
 
 @dataclass(frozen=True)
-class Stage:
+class Stage(Generic[S]):
     """One kind of item of a run and how it executes.
 
     ``items``: typed specs of kind ``kind`` (stored as their JSON form under their key).
@@ -117,8 +118,8 @@ class Stage:
     """
 
     kind: str
-    items: Sequence[Spec]
-    units: Callable[[Sequence[Spec]], Sequence[Unit]]
+    items: Sequence[S]
+    units: Callable[[Sequence[S]], Sequence[Unit]]
     run_unit: Callable[[Any], list[Record]]
     stream: Callable[[Any, Callable[[list[Record]], None]], list[Record]] | None = None
 
@@ -142,7 +143,7 @@ class Protocol(Generic[C, P]):
     models: Callable[[C], Sequence[ModelNeed]]
     plan: Callable[[C], P]
     manifest: Callable[[C, P], Mapping[str, Any]] | None
-    stages: Callable[[C, P, RunStore], Iterator[Stage]]
+    stages: Callable[[C, P, RunStore], Iterator[Stage[Any]]]
     adds_to: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -388,7 +389,7 @@ def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summar
 
 
 def _execute_stage(
-    store: RunStore, stage: Stage, execution: Execution, reasons: Counter[str]
+    store: RunStore, stage: Stage[Any], execution: Execution, reasons: Counter[str]
 ) -> Summary:
     """Store the stage's items, run its pending ones, count the reasons of its failures."""
     wrong = {s.kind for s in stage.items} - {stage.kind}

@@ -39,7 +39,7 @@ def _units(stage: int, pending: Sequence[Spec]) -> list[ToyUnit]:
     return [toy_unit(stage)] if pending else []
 
 
-def _stages(config: dict[str, Any], plan: None, store: RunStore) -> Iterator[Stage]:
+def _stages(config: dict[str, Any], plan: None, store: RunStore) -> Iterator[Stage[Any]]:
     ray = sys.modules["ray"]
     for stage in (0, 1, 2):
         if stage:

@@ -476,7 +476,7 @@ def _stage(
     options: Mapping[str, Any],
     items: Sequence[Spec],
     config: GroundingConfig,
-) -> Stage:
+) -> Stage[Spec]:
     """One stage: its items for ``model``, pending ones in units of ``config.unit_size``."""
     size = config.unit_size
 
@@ -520,7 +520,9 @@ def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any
     return run_manifest(config.model_dump(mode="json"), "grounding", template=template)
 
 
-def _stages(config: GroundingConfig, problems: list[Problem], store: RunStore) -> Iterator[Stage]:
+def _stages(
+    config: GroundingConfig, problems: list[Problem], store: RunStore
+) -> Iterator[Stage[Any]]:
     """Trajectories, then the TGS-Bench edits, the judge pass, and the elicitations planned
     from what the first two stages stored."""
     by_id = {p.id: p for p in problems}

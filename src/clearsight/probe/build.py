@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +37,6 @@ from clearsight.probe.specs import BuildSpec
 from clearsight.probe.transcript import PROTOCOL, load_transcripts
 from clearsight.provenance import run_manifest
 from clearsight.seeding import derive_seed
-from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -160,12 +159,12 @@ def _manifest(config: BuildConfig, items: list[BuildSpec]) -> dict[str, Any]:
     return run_manifest(config.model_dump(mode="json"), BUILD_PROTOCOL)
 
 
-def _units(pending: Sequence[Spec]) -> list[BuildUnit]:
-    """One unit per pending question (the driver hands back the stage's planned specs)."""
-    return [BuildUnit((spec,)) for spec in cast(Sequence[BuildSpec], pending)]
+def _units(pending: Sequence[BuildSpec]) -> list[BuildUnit]:
+    """One unit per pending question."""
+    return [BuildUnit((spec,)) for spec in pending]
 
 
-def _stages(config: BuildConfig, items: list[BuildSpec], store: RunStore) -> Iterator[Stage]:
+def _stages(config: BuildConfig, items: list[BuildSpec], store: RunStore) -> Iterator[Stage[Any]]:
     yield Stage(BUILD_PROTOCOL, items, _units, run_unit)
 
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -31,7 +31,6 @@ from clearsight.probe.specs import QTYPE_PROTOCOL as QTYPE_PROTOCOL
 from clearsight.probe.specs import AnalysisSpec, BeliefSpec, QueryTypeSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript
 from clearsight.seeding import content_hash
-from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 
 #: The analyses, in the order their stages run.
@@ -122,16 +121,18 @@ def _models(config: AnalysisConfig) -> list[ModelNeed]:
     ]
 
 
-def _stages(config: AnalysisConfig, hashes: dict[str, str], store: RunStore) -> Iterator[Stage]:
+def _stages(
+    config: AnalysisConfig, hashes: dict[str, str], store: RunStore
+) -> Iterator[Stage[Any]]:
     """One stage per analysis, over the run's finished transcripts (each parsed once)."""
     finished = {
         r.key: Transcript.from_json(r.raw) for r in store.iter_records("ok", kind=PROTOCOL) if r.raw
     }
 
-    def units(pending: Sequence[Spec]) -> list[AnalysisUnit]:
+    def units(pending: Sequence[AnalysisSpec]) -> list[AnalysisUnit]:
         return [
             AnalysisUnit((spec,), finished[spec.transcript], dict(config.judge_options))
-            for spec in cast(Sequence[AnalysisSpec], pending)  # this stage's own specs
+            for spec in pending
         ]
 
     for cls in ANALYSES:

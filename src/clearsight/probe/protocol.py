@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,7 +32,6 @@ from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_record
 from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, rng_for
-from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -335,12 +334,12 @@ def _stream_unit(unit: ProbeUnit, write: Callable[[list[Record]], None]) -> list
     return run_probe_unit(unit, store_turn)
 
 
-def _units(pending: Sequence[Spec]) -> list[ProbeUnit]:
-    """One unit per pending conversation (the driver hands back the stage's planned specs)."""
-    return [ProbeUnit(spec) for spec in cast(Sequence[PlannedSpec], pending)]
+def _units(pending: Sequence[PlannedSpec]) -> list[ProbeUnit]:
+    """One unit per pending conversation."""
+    return [ProbeUnit(spec) for spec in pending]
 
 
-def _stages(config: ProbeConfig, specs: list[PlannedSpec], store: RunStore) -> Iterator[Stage]:
+def _stages(config: ProbeConfig, specs: list[PlannedSpec], store: RunStore) -> Iterator[Stage[Any]]:
     yield Stage(PROTOCOL, specs, _units, run_probe_unit, _stream_unit)
 
 

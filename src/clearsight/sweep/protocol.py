@@ -635,7 +635,7 @@ def _models(config: SweepConfig) -> list[ModelNeed]:
     ]
 
 
-def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage]:
+def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage[Any]]:
     """Questions to the models, then the model-free ImageNet-C equivalents."""
     if plan.units:
         items = [item for u in plan.units for item in u.items]
