@@ -64,12 +64,12 @@ def to_plain(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:  # the common case first: planning converts millions of fields
         return value
+    if isinstance(value, Spec):  # before Mapping: an ABC check costs more
+        return value.to_json()
     if kind is tuple or kind is list:
         return [v if type(v) in _SCALARS else to_plain(v) for v in value]
     if kind is dict or isinstance(value, Mapping):
         return {k: v if type(v) in _SCALARS else to_plain(v) for k, v in value.items()}
-    if isinstance(value, Spec):
-        return value.to_json()
     if isinstance(value, PurePath):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -84,11 +84,13 @@ class Spec:
 
     ``kind``: the item kind the spec is stored under (a subclass that sets it is registered for
     :func:`spec_class`). ``parts``: names of fields holding a :class:`Part`, which enter the key
-    by their content hash (see the module docstring).
+    by their content hash (see the module docstring). ``stored``: the fields of the JSON form
+    where it is not every field (the others only serve planning).
     """
 
     kind: ClassVar[str]
     parts: ClassVar[tuple[str, ...]] = ()
+    stored: ClassVar[tuple[str, ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -99,27 +101,35 @@ class Spec:
                 raise TypeError(f"item kind {kind!r} is already the spec of {known.__qualname__}")
             _REGISTRY[kind] = cls
 
-    def _fields(self) -> dict[str, Any]:
-        """Field name -> value of the JSON form: every field but the OMIT_NONE ones that are
-        None (a subclass whose stored form is a subset of its fields overrides this)."""
-        names = _FIELD_NAMES.get(type(self))
+    @classmethod
+    def _stored_fields(cls) -> tuple[tuple[str, bool], ...]:
+        """(name, left out while None) of each field of the JSON form, computed once per class:
+        every field, or those ``stored`` names."""
+        names = _FIELD_NAMES.get(cls)
         if names is None:
-            fields = dataclasses.fields(self)  # type: ignore[arg-type]
-            names = _FIELD_NAMES[type(self)] = tuple(
-                (f.name, bool(f.metadata.get("omit_none"))) for f in fields
+            fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+            names = tuple(
+                (f.name, bool(f.metadata.get("omit_none")))
+                for f in fields
+                if cls.stored is None or f.name in cls.stored
             )
-        return {
-            name: value
-            for name, omit in names
-            if (value := getattr(self, name)) is not None or not omit
-        }
+            _FIELD_NAMES[cls] = names
+        return names
 
     def to_json(self) -> dict[str, Any]:
         """The stored form: plain JSON data (see the module docstring)."""
-        return {
-            name: value if type(value) in _SCALARS else to_plain(value)
-            for name, value in self._fields().items()
-        }
+        out: dict[str, Any] = {}
+        for name, omit in self._stored_fields():  # a loop, not to_plain: it runs per item
+            value = getattr(self, name)
+            if type(value) in _SCALARS:
+                if value is None and omit:
+                    continue
+                out[name] = value
+            elif isinstance(value, Part):
+                out[name] = value.json
+            else:
+                out[name] = to_plain(value)
+        return out
 
     @cached_property
     def key(self) -> str:

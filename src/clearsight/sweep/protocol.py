@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -287,39 +287,56 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     prior = category_prior([c for r in refs for c in r.categories])
     scheme = distractor_scheme(config, prior)
     prompt_hashes: dict[str, str] = {}
-    per_scene = _scene_specs(config, refs, prior, scheme, prompt_hashes)
-    units = _model_units(config, refs, per_scene)
+    models = [_ModelPlan.of(config, m) for m in config.models]
+    per_scene = _scene_items(config, refs, prior, scheme, models, prompt_hashes)
+    units = [
+        SweepUnit(
+            m.name,
+            dict(m.options.values),
+            ref,
+            config.coco_depth_model,
+            items[m.name],
+            config.max_new_tokens,
+        )
+        for m in models
+        for ref, items in zip(refs, per_scene, strict=True)
+    ]
     return SweepPlan(tuple(units), tuple(_veq_units(config, refs)), prompt_hashes, prior, scheme)
 
 
-class _Asked(NamedTuple):
-    """A sweep item's fields before its model: :class:`SweepItem`'s first fields, in order."""
+@dataclass(frozen=True)
+class _ModelPlan:
+    """What the plan needs of one model: its options (one shared part for all its items) and
+    the wordings and conditions it is asked in."""
 
-    scene: SceneRef
-    target: int
-    box: tuple[int, int, int, int]
-    category: str
-    condition: str
-    level_m: float | None
-    severity: int | None
-    task: str
-    asked: str | None
-    wording: str
-    question: Question
-    physics: Physics
-    seed: int
-    shown: Shown | None
+    name: str
+    options: Options
+    wordings: frozenset[str]
+    conditions: frozenset[str]
+
+    @classmethod
+    def of(cls, config: SweepConfig, model: str) -> _ModelPlan:
+        options = dict(config.model_options.get(model, {}))
+        if model == "observer":
+            options = {**config.observer.model_dump(), **options}
+        return cls(
+            model,
+            Options(options),
+            frozenset(config.wordings_of(model)),
+            frozenset(config.conditions_of(model)),
+        )
 
 
-def _scene_specs(
+def _scene_items(
     config: SweepConfig,
     refs: Sequence[SceneRef],
     prior: dict[str, float],
     scheme: DistractorScheme,
+    models: Sequence[_ModelPlan],
     prompt_hashes: dict[str, str],
-) -> list[list[_Asked]]:
-    """Per scene, what its items ask before a model is chosen: targets x questions x
-    conditions (recording each template's hash in ``prompt_hashes``)."""
+) -> list[dict[str, tuple[SweepItem, ...]]]:
+    """Per scene and model, its items: targets x questions x conditions, in the model's
+    wordings and conditions (recording each template's hash in ``prompt_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None
     physics = Physics(
         config.airlight,
@@ -329,9 +346,9 @@ def _scene_specs(
         config.box_thickness_px,
     )
     conditions = _conditions(config)
-    per_scene: list[list[_Asked]] = []
+    per_scene: list[dict[str, tuple[SweepItem, ...]]] = []
     for i, ref in enumerate(refs):
-        specs: list[_Asked] = []
+        items: dict[str, list[SweepItem]] = {m.name: [] for m in models}
         for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
             shown_partner = None
             if partner is not None:
@@ -342,54 +359,33 @@ def _scene_specs(
             ):
                 for tref in q.templates:
                     prompt_hashes[tref.id] = tref.sha256
+                asked_by = [m for m in models if wording in m.wordings]
                 for condition, level, severity in conditions:
-                    shows = shown_partner if condition == "shuffled" else None
-                    specs.append(
-                        _Asked(
-                            ref,
-                            t,
-                            box,
-                            category,
-                            condition,
-                            level,
-                            severity,
-                            task,
-                            asked,
-                            wording,
-                            q,
-                            physics,
-                            config.seed,
-                            shows,
-                        )
-                    )
-        per_scene.append(specs)
+                    shown = shown_partner if condition == "shuffled" else None
+                    for m in asked_by:
+                        if condition in m.conditions:
+                            items[m.name].append(
+                                SweepItem(
+                                    ref,
+                                    t,
+                                    box,
+                                    category,
+                                    condition,
+                                    level,
+                                    severity,
+                                    task,
+                                    asked,
+                                    wording,
+                                    q,
+                                    physics,
+                                    config.seed,
+                                    shown,
+                                    m.name,
+                                    m.options,
+                                )
+                            )
+        per_scene.append({name: tuple(its) for name, its in items.items()})
     return per_scene
-
-
-def _model_units(
-    config: SweepConfig, refs: Sequence[SceneRef], per_scene: Sequence[Sequence[_Asked]]
-) -> list[SweepUnit]:
-    """One unit per model and scene: the scene's items in the model's wordings and conditions."""
-    units: list[SweepUnit] = []
-    for model in config.models:
-        options = dict(config.model_options.get(model, {}))
-        if model == "observer":
-            options = {**config.observer.model_dump(), **options}
-        wordings = set(config.wordings_of(model))
-        shown = set(config.conditions_of(model))
-        shared = Options(options)  # one JSON form and hash for all the model's items
-        for ref, specs in zip(refs, per_scene, strict=True):
-            items = tuple(
-                SweepItem(*fields, model, shared)
-                for fields in specs
-                if fields.wording in wordings and fields.condition in shown
-            )
-            units.append(
-                SweepUnit(
-                    model, options, ref, config.coco_depth_model, items, config.max_new_tokens
-                )
-            )
-    return units
 
 
 def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:

@@ -37,8 +37,7 @@ class SceneRef(Part):
     boxes: tuple[tuple[int, int, int, int], ...]
     coco: CocoTarget | None = None
 
-    def _fields(self) -> dict[str, Any]:
-        return {"source": self.source, "id": self.id, "coco": self.coco}
+    stored: ClassVar[tuple[str, ...] | None] = ("source", "id", "coco")
 
 
 @dataclass(frozen=True)
