@@ -11,7 +11,7 @@ computed once per plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from clearsight.scenes.coco import CocoTarget
 from clearsight.specs import OMIT_NONE, Options, Part, Spec
