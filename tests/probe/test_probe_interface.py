@@ -27,12 +27,12 @@ from clearsight.probe.judges import (
     parse_yes_no,
 )
 from clearsight.probe.sensor import Sensor, SensorReply
-from clearsight.probe.specs import TranscriptSpec
 from clearsight.probe.transcript import (
     Transcript,
     Turn,
     load_transcripts,
     store_transcript,
+    transcript_spec,
 )
 from clearsight.store import RunStore
 from clearsight.validate import InputError
@@ -310,7 +310,7 @@ def test_transcripts_in_the_store(tmp_path: Path) -> None:
         assert store.counts() == {"items": 2, "ok": 1, "failed": 1, "pending": 1}
         assert store_transcript(store, done) == key  # same spec, same key
         finished = partial.with_turn(Turn(1, "(A)", commit="A"))
-        assert store_transcript(store, finished, TranscriptSpec.of(partial)) == key2
+        assert store_transcript(store, finished, transcript_spec(partial)) == key2
     loaded = load_transcripts(tmp_path / "run")
     assert loaded == [done, finished]
     assert not loaded[1].correct

@@ -26,7 +26,7 @@ from clearsight.probe.specs import (
     QueryTypeSpec,
     TranscriptSpec,
 )
-from clearsight.probe.transcript import Transcript
+from clearsight.probe.transcript import Transcript, transcript_spec
 from clearsight.seeding import content_hash
 from clearsight.specs import Spec, json_key, spec_class
 from clearsight.validate import InputError
@@ -162,9 +162,9 @@ def test_a_transcript_spec_is_its_identifying_fields() -> None:
         "budget": 7,
         "signal": "true",
     }
-    plain = TranscriptSpec.of(t)
+    plain = transcript_spec(t)
     assert plain.to_json() == identity  # no seed, judge or session: absent, not null
-    session = TranscriptSpec.of(
+    session = transcript_spec(
         Transcript.start(
             inst,
             reasoner="human:bo",
@@ -182,7 +182,7 @@ def test_a_transcript_spec_is_its_identifying_fields() -> None:
         "strategy": "human",
         "session": "abc",
     }
-    served = TranscriptSpec.of(t, seed=4, judge="exact")
+    served = transcript_spec(t, seed=4, judge="exact")
     assert served.to_json() == {**identity, "seed": 4, "judge": "exact"}
     keys = set()
     for spec in (plain, session, served):

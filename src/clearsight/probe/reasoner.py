@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import numpy as np
 import yaml
@@ -38,6 +38,7 @@ import yaml
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import normalise
 from clearsight.probe.sensor import Sensor, SensorReply
+from clearsight.probe.specs import Signal
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
@@ -46,8 +47,7 @@ if TYPE_CHECKING:
     from clearsight.models.base import Backend, Message
 
 STRATEGIES: Final[tuple[str, ...]] = ("direct", "react", "uot", "bp")
-SIGNALS: Final[tuple[str, ...]] = ("true", "none", "random")
-Signal = Literal["true", "none", "random"]
+SIGNALS: Final[tuple[str, ...]] = get_args(Signal)
 
 
 @functools.cache

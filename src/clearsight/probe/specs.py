@@ -16,15 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Literal
 
 from clearsight.probe.instances import Instance
 from clearsight.specs import OMIT_NONE, Spec
 from clearsight.validate import InputError
-
-if TYPE_CHECKING:
-    from clearsight.probe.reasoner import Signal
-    from clearsight.probe.transcript import Transcript
 
 __all__ = [
     "BELIEF_PROTOCOL",
@@ -39,6 +35,7 @@ __all__ = [
     "PlannedSpec",
     "ProbeSpec",
     "QueryTypeSpec",
+    "Signal",
     "TranscriptSpec",
 ]
 
@@ -47,6 +44,9 @@ PROTOCOL: Final = "probe"
 BELIEF_PROTOCOL: Final = "probe.belief"
 QTYPE_PROTOCOL: Final = "probe.qtype"
 BUILD_PROTOCOL: Final = "probe.build"
+
+#: The consistency signal shown to a reasoner: the true u, none, or a random one (the ablation).
+Signal = Literal["true", "none", "random"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,25 +121,6 @@ class TranscriptSpec(ProbeSpec):
     judge: str | None = field(default=None, metadata=OMIT_NONE)
     session: str | None = field(default=None, metadata=OMIT_NONE)
     """The transcript's ``meta["session"]``, where it has one."""
-
-    @classmethod
-    def of(
-        cls, transcript: Transcript, *, seed: int | None = None, judge: str | None = None
-    ) -> TranscriptSpec:
-        """The spec of ``transcript`` (``seed`` and ``judge``: a serve session's)."""
-        return cls(
-            instance_id=transcript.instance_id,
-            reasoner=transcript.reasoner,
-            strategy=transcript.strategy,
-            sensor=transcript.sensor,
-            run=transcript.run,
-            k=transcript.k,
-            budget=transcript.budget,
-            signal=transcript.signal,
-            seed=seed,
-            judge=judge,
-            session=transcript.meta.get("session"),
-        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TranscriptSpec:

@@ -299,6 +299,26 @@ def transcript_record(
     )
 
 
+def transcript_spec(
+    transcript: Transcript, *, seed: int | None = None, judge: str | None = None
+) -> TranscriptSpec:
+    """The item spec of a transcript stored without a planned one (``seed`` and ``judge``: a
+    serve session's, which with the person's queries determine every reply)."""
+    return TranscriptSpec(
+        instance_id=transcript.instance_id,
+        reasoner=transcript.reasoner,
+        strategy=transcript.strategy,
+        sensor=transcript.sensor,
+        run=transcript.run,
+        k=transcript.k,
+        budget=transcript.budget,
+        signal=transcript.signal,
+        seed=seed,
+        judge=judge,
+        session=transcript.meta.get("session"),
+    )
+
+
 def store_transcript(
     store: RunStore,
     transcript: Transcript,
@@ -307,9 +327,9 @@ def store_transcript(
     finished: bool = True,
     elapsed_s: float = 0.0,
 ) -> str:
-    """Add the transcript's item (``spec``; by default :meth:`TranscriptSpec.of` the
+    """Add the transcript's item (``spec``; by default :func:`transcript_spec` the
     transcript) if new and write its record; return the key."""
-    item = TranscriptSpec.of(transcript) if spec is None else spec
+    item = transcript_spec(transcript) if spec is None else spec
     store.add_items([(item.key, item.kind, item.to_json())])
     store.write_records(
         [transcript_record(transcript, item.key, finished=finished, elapsed_s=elapsed_s)]

@@ -155,9 +155,9 @@ def session_spec(transcript: Transcript, settings: ServeSettings) -> TranscriptS
     """The item spec of a human session: the transcript's identifying fields (instance,
     reasoner, strategy, sensor, run, K, budget, signal) plus the run seed and the judge, which
     with the person's queries determine every reply."""
-    from clearsight.probe.specs import TranscriptSpec
+    from clearsight.probe.transcript import transcript_spec
 
-    return TranscriptSpec.of(transcript, seed=settings.seed, judge=settings.judge)
+    return transcript_spec(transcript, seed=settings.seed, judge=settings.judge)
 
 
 def _turn_views(turn: Turn) -> list[TurnView]:
