@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -619,6 +620,51 @@ def test_wilcoxon_drops_zero_differences():
         wilcoxon_exact([1.0, 2.0], [1.0])
     with pytest.raises(InputError, match="NaN"):
         wilcoxon_exact([1.0, np.nan], [1.0, 2.0])
+
+
+def _tied_brute_force(d: list[Fraction]) -> tuple[Fraction, Fraction]:
+    """(T, p) by enumerating all 2**n sign patterns of the mid-ranks, in exact rationals."""
+    mags = sorted(abs(v) for v in d)
+    rank = {}
+    for m in set(mags):
+        first = mags.index(m) + 1
+        rank[m] = Fraction(2 * first + mags.count(m) - 1, 2)  # mid-rank of the tie group
+    ranks = [rank[abs(v)] for v in d]
+    t_plus = sum(r for r, v in zip(ranks, d, strict=True) if v > 0)
+    null = [
+        sum(r for r, e in zip(ranks, signs, strict=True) if e)
+        for signs in itertools.product((0, 1), repeat=len(d))
+    ]
+    below = Fraction(sum(s <= t_plus for s in null), len(null))
+    above = Fraction(sum(s >= t_plus for s in null), len(null))
+    return min(t_plus, sum(ranks) - t_plus), min(Fraction(1), 2 * min(below, above))
+
+
+def test_wilcoxon_is_exact_with_ties():
+    d = [Fraction(k, 8) for k in (1, 1, -1, 2, 3, 3, 4, -4, 5, 6)]
+    stat, p = wilcoxon_exact([float(v) for v in d], [0.0] * len(d))
+    want_t, want_p = _tied_brute_force(d)
+    assert (stat, p) == (float(want_t), float(want_p))  # dyadic: exact in float64
+    assert p == 0.078125  # the issue's example; scipy's no-ties table gives 0.0840
+    assert wilcoxon(np.array(d, dtype=float), method="exact").pvalue == pytest.approx(0.083984375)
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 5, 9, 12):
+        for _ in range(5):
+            ints = rng.integers(-4, 5, n)  # many ties, some zeros (dropped)
+            if not ints.any():
+                continue
+            stat, p = wilcoxon_exact(ints / 4, np.zeros(n))
+            want_t, want_p = _tied_brute_force([Fraction(int(v), 4) for v in ints if v])
+            assert (stat, p) == (float(want_t), float(want_p)), ints
+
+
+def test_wilcoxon_large_n_stays_a_probability():
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.1, 1, 80).round(1)  # n > 53: floating point, with ties
+    stat, p = wilcoxon_exact(x, np.zeros(80))
+    assert 0.0 < p <= 1.0
+    # symmetric null: swapping the sides gives the same test
+    assert wilcoxon_exact(np.zeros(80), x) == pytest.approx((stat, p), rel=1e-12)
 
 
 # ---------------------------------------------------------------- Jensen–Shannon
