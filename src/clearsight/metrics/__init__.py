@@ -1,6 +1,7 @@
 """Metrics as pure array functions: calibration, crossing visibility and blind-spot width,
-seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, and the exact
-Wilcoxon test (METHODS.md §4–5). Each function states its formula in its docstring."""
+seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, selective
+prediction (risk-coverage, AURC) and the exact Wilcoxon test (METHODS.md §4–5). Each function
+states its formula in its docstring."""
 
 from clearsight.metrics.bootstrap import (
     BootstrapResult,
@@ -33,6 +34,7 @@ from clearsight.metrics.crossing import (
     crossing_visibility_batch,
 )
 from clearsight.metrics.divergence import jsd_bits, jsd_bits_batch
+from clearsight.metrics.selective import RiskCoverage, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "CrossingBatch",
     "Interval",
     "ReliabilityBins",
+    "RiskCoverage",
     "auroc",
     "bin_edges",
     "blind_spot_width",
@@ -61,6 +64,7 @@ __all__ = [
     "mce",
     "percentile_interval",
     "reliability_bins",
+    "risk_coverage",
     "two_stage_bootstrap",
     "wilcoxon_exact",
 ]
