@@ -49,11 +49,21 @@ def test_equivalence_table_and_summary():
     assert "of 2 scenes" in text
 
 
-def test_monotone_share():
-    rows = [("a", s, v) for s, v in zip(range(1, 6), [50, 40, 30, 20, 10], strict=True)]
-    rows += [("b", s, v) for s, v in zip(range(1, 6), [50, 40, 45, 20, 10], strict=True)]
+def test_monotone_share_strict_and_not():
+    series = {
+        "a": [50, 40, 30, 20, 10],  # strictly decreasing
+        "b": [50, 40, 45, 20, 10],  # one step up
+        "c": [50, 40, 40, 20, 10],  # a tie: non-increasing, not strictly decreasing
+        "d": [50, 40, 30, 20],  # severity 5 missing: left out
+    }
+    rows = [(k, s, v) for k, vs in series.items() for s, v in enumerate(vs, start=1)]
     table = pd.DataFrame(rows, columns=["scene", "severity", "v_eq_m"])
-    assert monotone_veq_share(table) == (0.5, 2)
+    share = monotone_veq_share(table)
+    assert (share.strict, share.n) == (1 / 3, 3)
+    assert share.non_strict == 2 / 3
+    assert "strictly over severities 1-5 in 33% of 3 scenes (non-increasing: 67%)" in summarise(
+        table
+    )
 
 
 def test_demo_says_how_to_start_over_when_its_models_changed(tmp_path, monkeypatch):

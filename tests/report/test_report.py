@@ -259,10 +259,17 @@ def test_imagenet_c_and_controls(small_run: Path) -> None:
         row = tab[(tab.severity == sev)].iloc[0]
         assert row["veq_median"] == pytest.approx(sub.v_eq_m.median())
         assert row["veq_q25"] <= row["veq_median"] <= row["veq_q75"]
-    share, n = monotone_veq_share(data.veq)
+        v = np.sort(sub.v_eq_m.to_numpy())
+        assert row["veq_p10"] <= row["veq_q25"]
+        assert row["veq_q75"] <= row["veq_p90"]
+        assert v[0] <= row["veq_p10"] <= row["veq_p90"] <= v[-1]
+        assert row["veq_p90_p10"] == pytest.approx(row["veq_p90"] / row["veq_p10"], rel=1e-12)
+    share = monotone_veq_share(data.veq)
     wide = data.veq.pivot(index="scene", columns="severity", values="v_eq_m").sort_index(axis=1)
-    assert n == len(SMALL_SCENES)
-    assert share == pytest.approx((np.diff(wide.to_numpy(), axis=1) <= 0).all(axis=1).mean())
+    steps = np.diff(wide.to_numpy(), axis=1)
+    assert share.n == len(SMALL_SCENES)
+    assert share.strict == pytest.approx((steps < 0).all(axis=1).mean(), abs=1e-15)
+    assert share.non_strict == pytest.approx((steps <= 0).all(axis=1).mean(), abs=1e-15)
     controls = controls_table(data, analysis, "identify")
     assert set(controls.condition) == {"clean", "blank", "shuffled"}
     assert (controls.chance == 0.25).all()
@@ -509,3 +516,17 @@ def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> No
     again = CliRunner().invoke(app, ["report", str(run)])
     assert again.exit_code == 0, again.output
     assert (run / "report.html").stat().st_size > 0
+
+
+def test_veq_summary_hand_computed() -> None:
+    from clearsight.report.tables import veq_summary
+
+    veq = pd.DataFrame(
+        {"scene": list("abcde"), "severity": [1] * 5, "v_eq_m": [10.0, 20.0, 30.0, 40.0, 50.0]}
+    )
+    row = veq_summary(veq).iloc[0]
+    # numpy's linear interpolation on 5 points: P10 = 10 + 0.4 * 10, P90 = 40 + 0.6 * 10
+    assert (row["veq_median"], row["veq_q25"], row["veq_q75"]) == pytest.approx((30, 20, 40))
+    assert (row["veq_p10"], row["veq_p90"]) == pytest.approx((14.0, 46.0))
+    assert row["veq_p90_p10"] == pytest.approx(46 / 14)
+    assert row["n_scenes"] == 5

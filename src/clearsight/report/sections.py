@@ -392,7 +392,7 @@ def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
     name = esc(TASK_NAMES.get(task, task))
     head = f"<h2 id='imagenet-c'>ImageNet-C fog on the physical axis — {name}</h2>"
     tab = imagenet_c_table(data, analysis, task)
-    share, n_mono = monotone_veq_share(data.veq)
+    share = monotone_veq_share(data.veq)
     if tab.empty and data.veq.empty:
         return head + "<p class='note'>No ImageNet-C records in this run.</p>"
     parts = [head]
@@ -412,10 +412,11 @@ def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
             "accuracy curve.",
         )
     )
-    if not math.isnan(share):
+    if share.n:
         parts.append(
-            f"<p>V_eq decreases monotonically (non-increasing) over the severities for "
-            f"{esc(f'{100 * share:.0f}')} % of {esc(n_mono)} scenes.</p>"
+            f"<p>V_eq decreases strictly over the severities for "
+            f"{esc(f'{100 * share.strict:.0f}')} % of {esc(share.n)} scenes "
+            f"(non-increasing, ties allowed: {esc(f'{100 * share.non_strict:.0f}')} %).</p>"
         )
     if not tab.empty:
         parts.append(_imagenet_wide(data, tab, task))
@@ -431,6 +432,7 @@ def _imagenet_cols() -> list[Col]:
         Col("severity", lambda r: fmt_num(r.severity, 0)),
         Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1)),
         Col("V_eq IQR (m)", lambda r: f"{fmt_num(r.veq_q25, 1)}–{fmt_num(r.veq_q75, 1)}"),
+        Col("V_eq P90/P10", lambda r: fmt_num(r.veq_p90_p10, 2)),
         Col("scenes", lambda r: fmt_num(r.n_scenes, 0)),
         Col("n", lambda r: fmt_num(r.n, 0)),
         Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),

@@ -737,27 +737,32 @@ def calibration_table(data: RunData, task: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+_VEQ_COLUMNS = ["severity", "veq_median", "veq_q25", "veq_q75", "veq_p10", "veq_p90"]
+
+
 def veq_summary(veq: pd.DataFrame) -> pd.DataFrame:
-    """Per ImageNet-C severity: median, quartiles and count of the scenes' V_eq (m)."""
+    """Per ImageNet-C severity, over the scenes' V_eq (m): median, quartiles, 10th and 90th
+    percentiles, their spread ``veq_p90_p10`` = P90 / P10 (the paper's spread), and the count.
+
+    Percentiles are numpy's linear interpolation (``method="linear"``).
+    """
     if veq.empty:
-        return pd.DataFrame(columns=["severity", "veq_median", "veq_q25", "veq_q75", "n_scenes"])
-    grouped = veq.groupby("severity")["v_eq_m"]
-    return pd.DataFrame(
-        {
-            "veq_median": grouped.median(),
-            "veq_q25": grouped.quantile(0.25),
-            "veq_q75": grouped.quantile(0.75),
-            "n_scenes": grouped.size(),
-        }
-    ).reset_index()
+        return pd.DataFrame(columns=[*_VEQ_COLUMNS, "veq_p90_p10", "n_scenes"])
+    rows = []
+    for severity, group in veq.groupby("severity"):
+        v = group["v_eq_m"].to_numpy(dtype=float)
+        p10, q25, med, q75, p90 = np.percentile(v, [10, 25, 50, 75, 90])
+        rows.append([severity, med, q25, q75, p10, p90, p90 / p10, v.size])
+    return pd.DataFrame(rows, columns=[*_VEQ_COLUMNS, "veq_p90_p10", "n_scenes"])
 
 
 def imagenet_c_table(data: RunData, analysis: SweepAnalysis, task: str) -> pd.DataFrame:
     """Severity → median / IQR of V_eq and each model's accuracy (interval) per wording.
 
     Columns: ``model``, ``wording``, ``severity``, ``veq_median``, ``veq_q25``, ``veq_q75``,
-    ``n_scenes`` (V_eq), ``n`` (items), ``accuracy``, ``acc_low``, ``acc_high``,
-    ``clean_accuracy``, ``delta_pp`` (accuracy − clean, percentage points).
+    ``veq_p10``, ``veq_p90``, ``veq_p90_p10``, ``n_scenes`` (V_eq, :func:`veq_summary`), ``n``
+    (items), ``accuracy``, ``acc_low``, ``acc_high``, ``clean_accuracy``, ``delta_pp`` (accuracy
+    − clean, percentage points).
     """
     curves = analysis.curves
     acc = curves[(curves["signal"] == "accuracy") & (curves["task"] == task)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -36,28 +37,43 @@ def equivalence_table(
 
 
 def summarise(table: pd.DataFrame) -> str:
-    """Median and IQR of V_eq per severity, and the monotone share, as a small text table."""
+    """Median and IQR of V_eq per severity, and the monotone shares, as a small text table."""
     lines = ["severity  V_eq median   IQR (m)"]
     for sev, group in table.groupby("severity"):
         q1, med, q3 = np.percentile(group["v_eq_m"], [25, 50, 75])
         lines.append(f"{sev:>8}  {med:9.1f} m   {q1:.1f}-{q3:.1f}")
-    share, n = monotone_veq_share(table)
-    lines.append(f"V_eq decreases monotonically over severities 1-5 in {share:.0%} of {n} scenes")
+    share = monotone_veq_share(table)
+    lines.append(
+        f"V_eq decreases strictly over severities 1-5 in {share.strict:.0%} of {share.n} scenes "
+        f"(non-increasing: {share.non_strict:.0%})"
+    )
     return "\n".join(lines)
 
 
-def monotone_veq_share(veq: pd.DataFrame) -> tuple[float, int]:
-    """Share of scenes whose V_eq decreases monotonically over the severities, and how many.
+@dataclass(frozen=True)
+class MonotoneShare:
+    """How many scenes' V_eq decreases over the severities: ``strict`` (every step down, the
+    paper's "decreases monotonically"), ``non_strict`` (no step up), of ``n`` scenes."""
 
-    Monotone means non-increasing from each severity to the next (all severities present);
-    scenes missing a severity are left out of the count.
+    strict: float
+    non_strict: float
+    n: int
+
+
+def monotone_veq_share(veq: pd.DataFrame) -> MonotoneShare:
+    r"""Shares of scenes whose V_eq decreases over the severities, strictly and non-strictly.
+
+    Over scenes with every severity present (others are left out of ``n``), with
+    :math:`V_s` the scene's V_eq at severity s in increasing order: strict means
+    :math:`V_{s+1} < V_s` at every step, non-strict :math:`V_{s+1} \le V_s`.
     """
     if veq.empty:
-        return math.nan, 0
+        return MonotoneShare(math.nan, math.nan, 0)
     wide = veq.pivot_table(index="scene", columns="severity", values="v_eq_m", aggfunc="first")
     wide = wide.sort_index(axis=1).dropna()
     if wide.empty:
-        return math.nan, 0
+        return MonotoneShare(math.nan, math.nan, 0)
     steps = np.diff(wide.to_numpy(dtype=float), axis=1)
-    monotone = (steps <= 0).all(axis=1)
-    return float(monotone.mean()), int(monotone.size)
+    strict = (steps < 0).all(axis=1)
+    non_strict = (steps <= 0).all(axis=1)
+    return MonotoneShare(float(strict.mean()), float(non_strict.mean()), int(strict.size))
