@@ -15,10 +15,12 @@ from clearsight.metrics.bootstrap import (
     two_stage_bootstrap,
 )
 from clearsight.metrics.calibration import (
+    CALIBRATION_STATS,
     ReliabilityBins,
     auroc,
     bin_edges,
     brier,
+    calibration_statistic,
     ece,
     mce,
     reliability_bins,
@@ -38,6 +40,7 @@ from clearsight.metrics.selective import RiskCoverage, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
 
 __all__ = [
+    "CALIBRATION_STATS",
     "BlindSpot",
     "BlindSpotBatch",
     "BootstrapResult",
@@ -53,6 +56,7 @@ __all__ = [
     "blind_spot_width_batch",
     "bootstrap_weights",
     "brier",
+    "calibration_statistic",
     "cluster_bootstrap",
     "cluster_bootstrap_mean",
     "cluster_sums",

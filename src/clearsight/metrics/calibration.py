@@ -22,6 +22,7 @@ Away from the edges all three agree; the tests compare with torchmetrics on such
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,10 +39,12 @@ from clearsight.metrics._checks import (
 from clearsight.validate import InputError
 
 __all__ = [
+    "CALIBRATION_STATS",
     "ReliabilityBins",
     "auroc",
     "bin_edges",
     "brier",
+    "calibration_statistic",
     "ece",
     "mce",
     "reliability_bins",
@@ -192,3 +195,68 @@ def auroc(confidence: npt.ArrayLike, correct: npt.ArrayLike) -> float:
     ranks = rankdata(conf, method="average")
     u = float(ranks[pos].sum()) - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
+
+
+#: The statistics of :func:`calibration_statistic`, in its column order.
+CALIBRATION_STATS = ("ece", "mce", "brier", "auroc")
+
+
+def calibration_statistic(
+    confidence: npt.ArrayLike,
+    correct: npt.ArrayLike,
+    clusters: npt.ArrayLike,
+    n_bins: int = 10,
+) -> Callable[[FloatArray], FloatArray]:
+    r"""ECE, MCE, Brier and AUROC as one statistic of cluster weights, for
+    :func:`~clearsight.metrics.cluster_bootstrap` (the scene bootstrap of every calibration
+    number).
+
+    Returns ``stat(W)``: for a ``(rows, C)`` matrix of cluster weights (cluster c in the sorted
+    order of the distinct ``clusters`` labels) the ``(rows, 4)`` values of
+    :data:`CALIBRATION_STATS` on the sample in which every item of cluster c appears
+    ``W[r, c]`` times. With item weights :math:`w_i` and the bins of :func:`ece`,
+
+    .. math::
+
+        \mathrm{ECE} = \frac{\sum_b |\sum_{i \in b} w_i y_i - \sum_{i \in b} w_i c_i|}
+                            {\sum_i w_i}, \qquad
+        \mathrm{MCE} = \max_{b:\, W_b > 0} \frac{|\sum_{i \in b} w_i (y_i - c_i)|}{W_b},
+
+    :math:`\mathrm{Brier} = \sum_i w_i (c_i - y_i)^2 / \sum_i w_i`, and AUROC the weighted
+    Mann–Whitney form :math:`\sum_{i+, j-} w_i w_j ([c_i > c_j] + [c_i = c_j]/2) / (W_+ W_-)`
+    (NaN where a sample has no correct or no wrong item). ``W`` = all ones gives exactly the
+    quantities of :func:`ece`, :func:`mce`, :func:`brier` and :func:`auroc`.
+    """
+    conf, corr = _check_pair(confidence, correct)
+    labels = np.asarray(clusters)
+    if labels.shape != conf.shape:
+        raise InputError(f"clusters must have one label per item, got shape {labels.shape}")
+    _, cluster = np.unique(labels, return_inverse=True)
+    bins = _bin_index(conf, check_positive_int(n_bins, "n_bins"))
+    levels, level = np.unique(conf, return_inverse=True)  # AUROC: ascending confidence groups
+
+    def per_group(group: npt.NDArray[np.intp], n_groups: int, values: FloatArray) -> FloatArray:
+        """(C, n_groups) sums of ``values`` by cluster and group."""
+        out = np.zeros((cluster.max() + 1, n_groups))
+        np.add.at(out, (cluster, group), values)
+        return out
+
+    n_b = per_group(bins, n_bins, np.ones_like(conf))
+    gap_b = per_group(bins, n_bins, corr - conf)
+    sq = per_group(np.zeros_like(bins), 1, (conf - corr) ** 2)[:, 0]
+    pos_g = per_group(level, levels.size, corr)
+    neg_g = per_group(level, levels.size, 1.0 - corr)
+
+    def stat(weights: FloatArray) -> FloatArray:
+        counts, gaps = weights @ n_b, weights @ gap_b
+        total = counts.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ece_ = np.abs(gaps).sum(axis=1) / total
+            mce_ = np.where(counts > 0, np.abs(gaps) / counts, -np.inf).max(axis=1)
+            pos, neg = weights @ pos_g, weights @ neg_g
+            below = np.cumsum(neg, axis=1) - neg
+            pairs = pos.sum(axis=1) * neg.sum(axis=1)
+            auroc_ = np.where(pairs > 0, (pos * (below + neg / 2)).sum(axis=1) / pairs, np.nan)
+        return np.column_stack([ece_, mce_, (weights @ sq) / total, auroc_])
+
+    return stat
