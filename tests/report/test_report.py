@@ -530,3 +530,36 @@ def test_veq_summary_hand_computed() -> None:
     assert (row["veq_p10"], row["veq_p90"]) == pytest.approx((14.0, 46.0))
     assert row["veq_p90_p10"] == pytest.approx(46 / 14)
     assert row["n_scenes"] == 5
+
+
+def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> None:
+    from clearsight.metrics import auroc, brier, ece, mce
+    from clearsight.report.tables import calibration_table
+
+    data = load_run_data(small_run)
+    analysis = analyse_sweep(data, n_boot=N_BOOT)
+    cal = calibration_table(data, "identify", analysis)
+    assert not cal.empty
+    for name in ("ece", "mce", "brier", "auroc"):
+        done = cal[cal[name].notna()]
+        assert (done[f"{name}_low"] <= done[name] + 1e-12).all()
+        assert (done[name] <= done[f"{name}_high"] + 1e-12).all()
+    # the estimate is the plain metric of the cell's answered items
+    row = cal[(cal.level == "pooled") & (cal.arm == "fog") & (cal.signal == "internal_conf")].iloc[
+        0
+    ]
+    rec = data.records
+    cell = rec[
+        (rec.task == "identify")
+        & (rec.model == row.model)
+        & (rec.wording == row.wording)
+        & rec.condition.isin(["clean", "fog"])
+        & (rec.answered == 1.0)
+        & rec.internal_conf.notna()
+    ]
+    c, y = cell.internal_conf.to_numpy(float), cell.correct.to_numpy(float)
+    assert row.n_scored == len(cell)
+    want = (ece(c, y), mce(c, y), brier(c, y), auroc(c, y))
+    got = (row.ece, row.mce, row.brier, row.auroc)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, equal_nan=True)
+    assert (cal.ece_high > cal.ece_low).any()  # scenes differ: the intervals have width

@@ -177,7 +177,7 @@ def _task_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
     )
     parts.append(_crossings_html(data, analysis, task))
     # reliability diagrams for the main task only: the verification table says the same
-    parts.append(_calibration_html(data, task, figure=task == data.tasks[0]))
+    parts.append(_calibration_html(data, analysis, task, figure=task == data.tasks[0]))
     parts.append(_sweep_html(data, analysis, task))
     parts.append(_controls_html(data, analysis, task))
     return "\n".join(parts)
@@ -272,10 +272,12 @@ def _crossings_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
     )
 
 
-def _calibration_html(data: RunData, task: str, figure: bool = True) -> str:
-    """Reliability diagrams (if ``figure``) and the ECE/MCE/Brier/AUROC table."""
+def _calibration_html(
+    data: RunData, analysis: SweepAnalysis, task: str, figure: bool = True
+) -> str:
+    """Reliability diagrams (if ``figure``) and the ECE/MCE/Brier/AUROC table with intervals."""
     fig = plots.reliability_figure(data, task) if figure else None
-    cal = calibration_table(data, task)
+    cal = calibration_table(data, task, analysis)
     parts = ["<h3>Calibration</h3>"]
     parts.append(
         img(
@@ -298,15 +300,16 @@ def _calibration_html(data: RunData, task: str, figure: bool = True) -> str:
         Col("n scored", lambda r: fmt_num(r.n_scored, 0)),
         Col("mean conf", lambda r: fmt_num(r.mean_conf)),
         Col("accuracy", lambda r: fmt_num(r.accuracy)),
-        Col("ECE", lambda r: fmt_num(r.ece, 3)),
-        Col("MCE", lambda r: fmt_num(r.mce, 3)),
-        Col("Brier", lambda r: fmt_num(r.brier, 3)),
-        Col("AUROC", lambda r: fmt_num(r.auroc, 3)),
+        Col("ECE [95% CI]", lambda r: fmt_ci(r.ece, r.ece_low, r.ece_high, 3)),
+        Col("MCE [95% CI]", lambda r: fmt_ci(r.mce, r.mce_low, r.mce_high, 3)),
+        Col("Brier [95% CI]", lambda r: fmt_ci(r.brier, r.brier_low, r.brier_high, 3)),
+        Col("AUROC [95% CI]", lambda r: fmt_ci(r.auroc, r.auroc_low, r.auroc_high, 3)),
     ]
     pooled = cal[cal["level"].isin(["pooled"]) | cal["level"].str.startswith("murkiest")]
     parts.append(
         "<p class='note'>Scored on answered items (an abstention has no chosen option to be "
-        "right about); AUROC '–' where every scored answer is right or every one wrong.</p>"
+        "right about); AUROC '–' where every scored answer is right or every one wrong. "
+        "Brackets: 95 % percentile bootstrap intervals over scenes.</p>"
     )
     parts.append(table(pooled, cols))
     parts.append(details("ECE, MCE, Brier and AUROC at every level", table(cal, cols)))

@@ -37,16 +37,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics import (
+    CALIBRATION_STATS,
     BootstrapResult,
     CrossingBatch,
-    auroc,
     blind_spot_width_batch,
-    brier,
+    calibration_statistic,
     cluster_bootstrap,
     cluster_sums,
     crossing_visibility_batch,
-    ece,
-    mce,
 )
 from clearsight.sweep.results import CONTROLS, RunData, is_verbal, level_label
 
@@ -679,28 +677,38 @@ def controls_table(data: RunData, analysis: SweepAnalysis, task: str) -> pd.Data
     return _sort(table, data, task).drop(columns="x")
 
 
-def _calibration_row(sub: pd.DataFrame, signal: str) -> dict[str, float]:
-    """ECE, MCE, Brier, AUROC of one confidence signal on the answered items of ``sub``."""
+_CAL_COLUMNS = ["mean_conf", "accuracy", *CALIBRATION_STATS]
+
+
+def _calibration_row(sub: pd.DataFrame, signal: str, analysis: SweepAnalysis) -> dict[str, float]:
+    """ECE, MCE, Brier, AUROC of one confidence signal on the answered items of ``sub``, each
+    with its scene-bootstrap interval (``<stat>_low`` / ``<stat>_high``; the analysis's draws,
+    level and seed)."""
     conf = sub[signal].to_numpy(dtype=float)
     keep = np.isfinite(conf) & (sub["answered"].to_numpy() == 1.0)
     c, y = conf[keep], sub["correct"].to_numpy(dtype=float)[keep]
     row = {"n": float(len(sub)), "n_scored": float(c.size)}
     if c.size == 0:
-        return row | dict.fromkeys(
-            ["mean_conf", "accuracy", "ece", "mce", "brier", "auroc"], math.nan
-        )
-    return row | {
-        "mean_conf": float(c.mean()),
-        "accuracy": float(y.mean()),
-        "ece": ece(c, y),
-        "mce": mce(c, y),
-        "brier": brier(c, y),
-        "auroc": auroc(c, y),
-    }
+        bounds = [f"{k}_{end}" for k in CALIBRATION_STATS for end in ("low", "high")]
+        return row | dict.fromkeys([*_CAL_COLUMNS, *bounds], math.nan)
+    scenes = sub["scene"].to_numpy()[keep]
+    boot = cluster_bootstrap(
+        calibration_statistic(c, y, scenes),
+        scenes,
+        n_boot=analysis.n_boot,
+        level=analysis.level,
+        seed=analysis.seed,
+    )
+    row |= {"mean_conf": float(c.mean()), "accuracy": float(y.mean())}
+    for k, name in enumerate(CALIBRATION_STATS):
+        row[name] = float(boot.estimate[k])
+        row[f"{name}_low"], row[f"{name}_high"] = float(boot.low[k]), float(boot.high[k])
+    return row
 
 
-def calibration_table(data: RunData, task: str) -> pd.DataFrame:
-    """ECE, MCE, Brier and AUROC per model × arm × wording × level (and pooled), for ``task``.
+def calibration_table(data: RunData, task: str, analysis: SweepAnalysis) -> pd.DataFrame:
+    """ECE, MCE, Brier and AUROC per model × arm × wording × level (and pooled), for ``task``,
+    each with a scene-bootstrap interval.
 
     Scored on *answered* items (abstentions have no content answer to be right or wrong about;
     ``n_scored`` says how many items that leaves): the confidence is the belief in the chosen
@@ -732,7 +740,7 @@ def calibration_table(data: RunData, task: str) -> pd.DataFrame:
                     rows.append(
                         {"model": model, "arm": arm, "wording": wording, "signal": signal}
                         | {"level": name, "level_m": v}
-                        | _calibration_row(sub, signal)
+                        | _calibration_row(sub, signal, analysis)
                     )
     return pd.DataFrame(rows)
 
