@@ -353,3 +353,29 @@ def test_a_bad_executor_or_worker_count_leaves_no_run_behind(tmp_path, options, 
     with pytest.raises(InputError, match=message):
         run_sweep(small_config(), tmp_path / "run", progress=False, **options)
     assert not (tmp_path / "run").exists()
+
+
+def test_wording_scenes_asks_a_wording_on_the_first_scenes_only(tmp_path: Path) -> None:
+    full = small_config()
+    limited = small_config(wording_scenes={"verbal.plain": 1})
+    everything = {i.key: i for i in plan_sweep(full).items if i.kind == "sweep"}
+    part = {i.key: i for i in plan_sweep(limited).items if i.kind == "sweep"}
+    assert {i.scene.id for i in part.values() if i.wording == "verbal.plain"} == {SCENES[0]}
+    assert {i.scene.id for i in part.values() if i.wording == "mcq.reason"} == set(SCENES)
+    # the limited plan is exactly the full plan without the later scenes' verbal items
+    assert set(part) == {
+        k for k, i in everything.items() if i.wording != "verbal.plain" or i.scene.id == SCENES[0]
+    }
+    with pytest.raises(ValueError, match="not in wordings"):
+        small_config(wording_scenes={"verbal.scale": 2})
+    with pytest.raises(ValueError, match="greater than 0"):
+        small_config(wording_scenes={"verbal.plain": 0})
+    run = tmp_path / "run"
+    summary = run_sweep(limited, run, progress=False)
+    assert summary.ok == len(plan_sweep(limited).items)
+    with RunStore.open(run, read_only=True) as store:
+        assert store.manifest()["config"]["wording_scenes"] == {"verbal.plain": 1}
+    from clearsight.report import build_report
+
+    build_report(run, tmp_path / "report", n_boot=50, thumbnails=False)
+    assert (tmp_path / "report" / "report.html").is_file()

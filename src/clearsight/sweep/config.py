@@ -7,7 +7,16 @@ import itertools
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
@@ -22,6 +31,10 @@ ALL_WORDINGS: tuple[Wording, ...] = (
     "verbal.percent",
     "verbal.scale",
 )
+
+
+# Fields added after runs were stored, left out of a dump while empty (their default).
+_ADDED_LATER = ("wording_scenes",)
 
 
 class SweepConfig(BaseModel):
@@ -88,6 +101,12 @@ class SweepConfig(BaseModel):
         description="Per model name, the conditions it is shown, by arm or control name "
         "(default: every arm and control of the run), so a costly model can skip some.",
     )
+    wording_scenes: dict[Wording, PositiveInt] = Field(
+        default_factory=dict,
+        description="Per wording, ask it on the first N scenes only (in the scene set's order; "
+        "the paper asked its three verbalized wordings on the first 300 of 1000 images, "
+        "Table VI); default: every scene.",
+    )
     observer: ObserverConfig = Field(
         default_factory=ObserverConfig, description="The reference observer's psychometrics."
     )
@@ -141,6 +160,9 @@ class SweepConfig(BaseModel):
                     f"model_wordings[{model!r}] must be a non-empty subset of wordings "
                     f"{list(self.wordings)}, got {list(subset)}"
                 )
+        unknown = sorted(set(self.wording_scenes) - set(self.wordings))
+        if unknown:
+            raise ValueError(f"wording_scenes names {unknown}, not in wordings")
         for model, conditions in self.model_conditions.items():
             if model not in self.models:
                 raise ValueError(f"model_conditions names {model!r}, which is not in models")
@@ -151,9 +173,26 @@ class SweepConfig(BaseModel):
                 )
         return self
 
+    @model_serializer(mode="wrap")
+    def _without_later_fields_at_default(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The dump, without a field added after runs were stored while it is at its default:
+        a run's manifest holds its configuration as dumped, and a resume compares it with the
+        new dump, so an earlier run resumes unchanged (``_ADDED_LATER``)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in _ADDED_LATER:
+                if not getattr(self, name):
+                    data.pop(name, None)
+        return data
+
     def wordings_of(self, model: str) -> tuple[Wording, ...]:
         """The wordings asked of ``model``."""
         return self.model_wordings.get(model, self.wordings)
+
+    def asks_on_scene(self, wording: str, index: int) -> bool:
+        """Whether ``wording`` is asked on the scene at ``index`` (0-based) of the scene set."""
+        limit = {str(w): n for w, n in self.wording_scenes.items()}.get(wording)
+        return limit is None or index < limit
 
     def conditions_of(self, model: str) -> tuple[str, ...]:
         """The arms and controls shown to ``model``."""

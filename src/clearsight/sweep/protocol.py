@@ -359,6 +359,8 @@ def _scene_items(
             ):
                 for tref in q.templates:
                     prompt_hashes[tref.id] = tref.sha256
+                if not config.asks_on_scene(wording, i):
+                    continue  # a wording limited to the first scenes (wording_scenes)
                 asked_by = [m for m in models if wording in m.wordings]
                 for condition, level, severity in conditions:
                     shown = shown_partner if condition == "shuffled" else None
