@@ -80,3 +80,23 @@ def test_bad_input_is_one_clear_error():
         risk_coverage([0.1, 0.2], [1, 2])
     with pytest.raises(InputError, match="empty"):
         risk_coverage([], [])
+
+
+def test_aurc_statistic_equals_risk_coverage_on_each_resample():
+    from clearsight.metrics import aurc_statistic, bootstrap_weights
+
+    rng = np.random.default_rng(7)
+    conf = rng.integers(0, 11, 50) / 10  # ties
+    correct = rng.random(50) < conf
+    scenes = rng.choice(["b", "a", "d", "c"], 50)
+    labels = np.unique(scenes)
+    stat = aurc_statistic(conf, correct, scenes)
+    plain = risk_coverage(conf, correct)
+    np.testing.assert_allclose(stat(np.ones((1, 4)))[0], [plain.aurc, plain.e_aurc], rtol=1e-12)
+    weights = bootstrap_weights(labels.size, 20, seed=2).astype(float)
+    for row, w in zip(stat(weights), weights, strict=True):
+        times = w[np.searchsorted(labels, scenes)].astype(int)
+        want = risk_coverage(np.repeat(conf, times), np.repeat(correct, times))
+        np.testing.assert_allclose(row, [want.aurc, want.e_aurc], rtol=1e-12, atol=1e-15)
+    with pytest.raises(InputError, match="one label per item"):
+        aurc_statistic([0.5, 0.6], [1, 0], ["a"])

@@ -36,7 +36,7 @@ from clearsight.metrics.crossing import (
     crossing_visibility_batch,
 )
 from clearsight.metrics.divergence import jsd_bits, jsd_bits_batch
-from clearsight.metrics.selective import RiskCoverage, risk_coverage
+from clearsight.metrics.selective import RiskCoverage, aurc_statistic, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "Interval",
     "ReliabilityBins",
     "RiskCoverage",
+    "aurc_statistic",
     "auroc",
     "bin_edges",
     "blind_spot_width",

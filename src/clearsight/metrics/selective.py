@@ -7,14 +7,23 @@ standard summary of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy.special import digamma
 
-from clearsight.metrics._checks import as_binary, as_float_array, check_finite, check_same_length
+from clearsight.metrics._checks import (
+    FloatArray,
+    as_binary,
+    as_float_array,
+    check_finite,
+    check_same_length,
+)
+from clearsight.validate import InputError
 
-__all__ = ["RiskCoverage", "risk_coverage"]
+__all__ = ["RiskCoverage", "aurc_statistic", "risk_coverage"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +77,49 @@ def risk_coverage(confidence: npt.ArrayLike, correct: npt.ArrayLike) -> RiskCove
     top = np.arange(n_correct + 1, n + 1, dtype=np.float64)
     best = float(np.sum((top - n_correct) / top) / n)
     return RiskCoverage(s_sorted[last], coverage, risk, aurc, aurc - best)
+
+
+def aurc_statistic(
+    confidence: npt.ArrayLike, correct: npt.ArrayLike, clusters: npt.ArrayLike
+) -> Callable[[FloatArray], FloatArray]:
+    r"""AURC and E-AURC as a statistic of cluster weights, for
+    :func:`~clearsight.metrics.cluster_bootstrap` (scene-bootstrap intervals).
+
+    Returns ``stat(W)``: for a ``(rows, C)`` matrix of cluster weights (cluster c in the sorted
+    order of the distinct ``clusters`` labels) the ``(rows, 2)`` values (AURC, E-AURC) of
+    :func:`risk_coverage` on the sample in which every item of cluster c appears ``W[r, c]``
+    times. Over the distinct confidences in decreasing order, with :math:`N_k` and
+    :math:`E_k` the weighted counts of items and errors at or above the k-th, AURC =
+    :math:`\sum_k (N_k - N_{k-1}) E_k / (N N_k)`; the best ordering of a sample with :math:`N`
+    items, :math:`a` of them correct, has
+    :math:`\mathrm{AURC}^* = \big((N - a) - a (H_N - H_a)\big) / N` (:math:`H` the harmonic
+    numbers, via the digamma function), the closed form of :func:`risk_coverage`'s sum.
+    ``W`` = all ones gives :func:`risk_coverage`'s ``aurc`` and ``e_aurc``.
+    """
+    s = check_finite(as_float_array(confidence, "confidence"), "confidence")
+    wrong = 1.0 - as_binary(correct, "correct")
+    check_same_length(s, wrong, "confidence", "correct")
+    labels = np.asarray(clusters)
+    if labels.shape != s.shape:
+        raise InputError(f"clusters must have one label per item, got shape {labels.shape}")
+    _, cluster = np.unique(labels, return_inverse=True)
+    levels, level = np.unique(-s, return_inverse=True)  # group 0: the highest confidence
+    items = np.zeros((cluster.max() + 1, levels.size))
+    errors = np.zeros_like(items)
+    np.add.at(items, (cluster, level), 1.0)
+    np.add.at(errors, (cluster, level), wrong)
+
+    def stat(weights: FloatArray) -> FloatArray:
+        accepted = np.cumsum(weights @ items, axis=1)
+        errs = np.cumsum(weights @ errors, axis=1)
+        total = accepted[:, -1]
+        step = np.diff(accepted, axis=1, prepend=0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            risk = np.where(accepted > 0, errs / accepted, 0.0)
+        aurc = (step * risk).sum(axis=1) / total
+        right = total - errs[:, -1]
+        harmonic = digamma(total + 1) - digamma(right + 1)  # H_N - H_a
+        best = ((total - right) - right * harmonic) / total
+        return np.column_stack([aurc, aurc - best])
+
+    return stat
