@@ -563,3 +563,37 @@ def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> Non
     got = (row.ece, row.mce, row.brier, row.auroc)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, equal_nan=True)
     assert (cal.ece_high > cal.ece_low).any()  # scenes differ: the intervals have width
+
+
+def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) -> None:
+    from clearsight.metrics import risk_coverage
+    from clearsight.report.tables import selective_table
+
+    data = load_run_data(small_run)
+    analysis = analyse_sweep(data, n_boot=N_BOOT)
+    sel = selective_table(data, "identify", analysis)
+    row = sel[(sel.level == "pooled") & (sel.arm == "fog") & (sel.signal == "internal_conf")].iloc[
+        0
+    ]
+    rec = data.records
+    cell = rec[
+        (rec.task == "identify")
+        & (rec.model == row.model)
+        & (rec.wording == row.wording)
+        & rec.condition.isin(["clean", "fog"])
+        & (rec.answered == 1.0)
+        & rec.internal_conf.notna()
+    ]
+    want = risk_coverage(cell.internal_conf.to_numpy(float), cell.correct.to_numpy(bool))
+    assert (row.aurc, row.e_aurc) == (
+        pytest.approx(want.aurc, rel=1e-12),
+        pytest.approx(want.e_aurc, rel=1e-12, abs=1e-15),
+    )
+    done = sel[sel.aurc.notna()]
+    assert (done.aurc_low <= done.aurc + 1e-12).all()
+    assert (done.aurc <= done.aurc_high + 1e-12).all()
+    assert (done.e_aurc >= -1e-12).all()
+    build_report(small_run, tmp_path, n_boot=N_BOOT, thumbnails=False)
+    html = (tmp_path / "report.html").read_text()
+    assert "Selective prediction" in html
+    assert "E-AURC [95% CI]" in html

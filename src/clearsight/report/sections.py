@@ -25,6 +25,7 @@ from clearsight.report.tables import (
     imagenet_c_table,
     interval,
     interval_m,
+    selective_table,
     sweep_table,
 )
 from clearsight.sweep.equivalence import monotone_veq_share
@@ -178,6 +179,7 @@ def _task_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
     parts.append(_crossings_html(data, analysis, task))
     # reliability diagrams for the main task only: the verification table says the same
     parts.append(_calibration_html(data, analysis, task, figure=task == data.tasks[0]))
+    parts.append(_selective_html(data, analysis, task))
     parts.append(_sweep_html(data, analysis, task))
     parts.append(_controls_html(data, analysis, task))
     return "\n".join(parts)
@@ -291,13 +293,7 @@ def _calibration_html(
     if cal.empty:
         return "\n".join(parts)
     cols = [
-        Col("model", lambda r: r.model, text=True),
-        Col("arm", lambda r: r.arm, text=True),
-        Col("wording", lambda r: r.wording, text=True),
-        Col("signal", lambda r: SIGNAL_LABELS.get(r.signal, r.signal), text=True),
-        Col("level", lambda r: r.level, text=True),
-        Col("n", lambda r: fmt_num(r.n, 0)),
-        Col("n scored", lambda r: fmt_num(r.n_scored, 0)),
+        *_cell_cols(),
         Col("mean conf", lambda r: fmt_num(r.mean_conf)),
         Col("accuracy", lambda r: fmt_num(r.accuracy)),
         Col("ECE [95% CI]", lambda r: fmt_ci(r.ece, r.ece_low, r.ece_high, 3)),
@@ -314,6 +310,44 @@ def _calibration_html(
     parts.append(table(pooled, cols))
     parts.append(details("ECE, MCE, Brier and AUROC at every level", table(cal, cols)))
     return "\n".join(parts)
+
+
+def _cell_cols() -> list[Col]:
+    """The columns that name a cell of a confidence table and its item counts."""
+    return [
+        Col("model", lambda r: r.model, text=True),
+        Col("arm", lambda r: r.arm, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("signal", lambda r: SIGNAL_LABELS.get(r.signal, r.signal), text=True),
+        Col("level", lambda r: r.level, text=True),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("n scored", lambda r: fmt_num(r.n_scored, 0)),
+    ]
+
+
+def _selective_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+    """AURC and E-AURC of each confidence signal gating the answers, per level."""
+    sel = selective_table(data, task, analysis)
+    if sel.empty:
+        return ""
+    cols = [
+        *_cell_cols(),
+        Col("AURC [95% CI]", lambda r: fmt_ci(r.aurc, r.aurc_low, r.aurc_high, 3)),
+        Col("E-AURC [95% CI]", lambda r: fmt_ci(r.e_aurc, r.e_aurc_low, r.e_aurc_high, 3)),
+    ]
+    pooled = sel[sel["level"].isin(["pooled"]) | sel["level"].str.startswith("murkiest")]
+    return "\n".join(
+        [
+            "<h3>Selective prediction</h3>",
+            "<p class='note'>Accepting the answered items whose confidence is at least a "
+            "threshold, at every threshold: AURC is the area under the risk (error share of "
+            "the accepted) against coverage (share accepted) curve, E-AURC its excess over the "
+            "best ordering of the same answers (0: every right answer above every wrong one). "
+            "Lower is better. Brackets: 95 % percentile bootstrap intervals over scenes.</p>",
+            table(pooled, cols),
+            details("AURC and E-AURC at every level", table(sel, cols)),
+        ]
+    )
 
 
 def _sweep_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:

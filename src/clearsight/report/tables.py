@@ -29,6 +29,7 @@ products, and all crossings of all replicates that share a level grid are one
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,7 @@ from clearsight.metrics import (
     CALIBRATION_STATS,
     BootstrapResult,
     CrossingBatch,
+    aurc_statistic,
     blind_spot_width_batch,
     calibration_statistic,
     cluster_bootstrap,
@@ -60,6 +62,7 @@ __all__ = [
     "interval",
     "interval_m",
     "metres",
+    "selective_table",
     "signals_for",
     "signed",
     "sweep_table",
@@ -678,45 +681,67 @@ def controls_table(data: RunData, analysis: SweepAnalysis, task: str) -> pd.Data
 
 
 _CAL_COLUMNS = ["mean_conf", "accuracy", *CALIBRATION_STATS]
+_SELECTIVE_STATS = ("aurc", "e_aurc")
 
 
-def _calibration_row(sub: pd.DataFrame, signal: str, analysis: SweepAnalysis) -> dict[str, float]:
-    """ECE, MCE, Brier, AUROC of one confidence signal on the answered items of ``sub``, each
-    with its scene-bootstrap interval (``<stat>_low`` / ``<stat>_high``; the analysis's draws,
-    level and seed)."""
+def _scored(sub: pd.DataFrame, signal: str) -> tuple[FloatArray, FloatArray, npt.NDArray[Any]]:
+    """Confidence, correctness and scene of the answered items of ``sub`` with a finite
+    ``signal`` (an abstention has no chosen option to be right or wrong about)."""
     conf = sub[signal].to_numpy(dtype=float)
     keep = np.isfinite(conf) & (sub["answered"].to_numpy() == 1.0)
-    c, y = conf[keep], sub["correct"].to_numpy(dtype=float)[keep]
-    row = {"n": float(len(sub)), "n_scored": float(c.size)}
-    if c.size == 0:
-        bounds = [f"{k}_{end}" for k in CALIBRATION_STATS for end in ("low", "high")]
-        return row | dict.fromkeys([*_CAL_COLUMNS, *bounds], math.nan)
-    scenes = sub["scene"].to_numpy()[keep]
+    return conf[keep], sub["correct"].to_numpy(dtype=float)[keep], sub["scene"].to_numpy()[keep]
+
+
+def _with_intervals(
+    names: Sequence[str], stat: Any, scenes: npt.NDArray[Any], analysis: SweepAnalysis
+) -> dict[str, float]:
+    """Each statistic of ``stat`` with its scene-bootstrap interval (``<name>_low/_high``;
+    the analysis's draws, level and seed)."""
     boot = cluster_bootstrap(
-        calibration_statistic(c, y, scenes),
-        scenes,
-        n_boot=analysis.n_boot,
-        level=analysis.level,
-        seed=analysis.seed,
+        stat, scenes, n_boot=analysis.n_boot, level=analysis.level, seed=analysis.seed
     )
-    row |= {"mean_conf": float(c.mean()), "accuracy": float(y.mean())}
-    for k, name in enumerate(CALIBRATION_STATS):
+    row: dict[str, float] = {}
+    for k, name in enumerate(names):
         row[name] = float(boot.estimate[k])
         row[f"{name}_low"], row[f"{name}_high"] = float(boot.low[k]), float(boot.high[k])
     return row
 
 
-def calibration_table(data: RunData, task: str, analysis: SweepAnalysis) -> pd.DataFrame:
-    """ECE, MCE, Brier and AUROC per model × arm × wording × level (and pooled), for ``task``,
-    each with a scene-bootstrap interval.
+def _nan_row(names: Sequence[str], extra: Sequence[str] = ()) -> dict[str, float]:
+    bounds = [f"{k}_{end}" for k in names for end in ("low", "high")]
+    return dict.fromkeys([*extra, *names, *bounds], math.nan)
 
-    Scored on *answered* items (abstentions have no content answer to be right or wrong about;
-    ``n_scored`` says how many items that leaves): the confidence is the belief in the chosen
-    option and ``correct`` whether that option is right. Levels: clean, each sweep level,
-    ``pooled`` (clean + every level of the arm) and ``murkiest`` (the two murkiest levels).
-    """
+
+def _calibration_row(sub: pd.DataFrame, signal: str, analysis: SweepAnalysis) -> dict[str, float]:
+    """ECE, MCE, Brier, AUROC of one confidence signal on the answered items of ``sub``, each
+    with its scene-bootstrap interval."""
+    c, y, scenes = _scored(sub, signal)
+    row = {"n": float(len(sub)), "n_scored": float(c.size)}
+    if c.size == 0:
+        return row | _nan_row(CALIBRATION_STATS, ("mean_conf", "accuracy"))
+    row |= {"mean_conf": float(c.mean()), "accuracy": float(y.mean())}
+    stat = calibration_statistic(c, y, scenes)
+    return row | _with_intervals(CALIBRATION_STATS, stat, scenes, analysis)
+
+
+def _selective_row(sub: pd.DataFrame, signal: str, analysis: SweepAnalysis) -> dict[str, float]:
+    """AURC and E-AURC of one confidence signal gating the answered items of ``sub``, with
+    scene-bootstrap intervals."""
+    c, y, scenes = _scored(sub, signal)
+    row = {"n": float(len(sub)), "n_scored": float(c.size)}
+    if c.size == 0:
+        return row | _nan_row(_SELECTIVE_STATS)
+    stat = aurc_statistic(c, y, scenes)
+    return row | _with_intervals(_SELECTIVE_STATS, stat, scenes, analysis)
+
+
+def _confidence_cells(
+    data: RunData, task: str
+) -> Iterator[tuple[dict[str, Any], str, pd.DataFrame]]:
+    """(labels, signal, records) of each cell a confidence table reports: model × wording ×
+    arm × level — clean, each sweep level, ``pooled`` (clean + every level of the arm) and
+    ``murkiest`` (the two murkiest levels) — with the wording's confidence signal."""
     rec = data.records[data.records["task"] == task]
-    rows = []
     for model in data.models:
         for wording in data.wordings(task):
             signal = signals_for(wording)[1]
@@ -734,14 +759,36 @@ def calibration_table(data: RunData, task: str, analysis: SweepAnalysis) -> pd.D
                 murky = arm_rows[arm_rows["level_m"].isin(levels[-2:])]
                 label = "murkiest (" + " + ".join(level_label(v) for v in levels[-2:]) + " m)"
                 cells.append((label, math.nan, murky))
+                labels = {"model": model, "arm": arm, "wording": wording, "signal": signal}
                 for name, v, sub in cells:
-                    if sub.empty:
-                        continue
-                    rows.append(
-                        {"model": model, "arm": arm, "wording": wording, "signal": signal}
-                        | {"level": name, "level_m": v}
-                        | _calibration_row(sub, signal, analysis)
-                    )
+                    if not sub.empty:
+                        yield labels | {"level": name, "level_m": v}, signal, sub
+
+
+def calibration_table(data: RunData, task: str, analysis: SweepAnalysis) -> pd.DataFrame:
+    """ECE, MCE, Brier and AUROC per model × arm × wording × level (and pooled), for ``task``,
+    each with a scene-bootstrap interval (cells: :func:`_confidence_cells`).
+
+    Scored on *answered* items (abstentions have no content answer to be right or wrong about;
+    ``n_scored`` says how many items that leaves): the confidence is the belief in the chosen
+    option and ``correct`` whether that option is right.
+    """
+    rows = [
+        labels | _calibration_row(sub, signal, analysis)
+        for labels, signal, sub in _confidence_cells(data, task)
+    ]
+    return pd.DataFrame(rows)
+
+
+def selective_table(data: RunData, task: str, analysis: SweepAnalysis) -> pd.DataFrame:
+    """Selective prediction per model × arm × wording × level (and pooled), for ``task``: AURC
+    and E-AURC (:func:`~clearsight.metrics.risk_coverage`) of the wording's confidence gating
+    its answered items, each with a scene-bootstrap interval. Lower is better; E-AURC is 0 for
+    a confidence that ranks every right answer above every wrong one."""
+    rows = [
+        labels | _selective_row(sub, signal, analysis)
+        for labels, signal, sub in _confidence_cells(data, task)
+    ]
     return pd.DataFrame(rows)
 
 
