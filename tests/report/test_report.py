@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -532,6 +533,20 @@ def test_veq_summary_hand_computed() -> None:
     assert row["n_scenes"] == 5
 
 
+def _pooled_fog_cell(data: Any, row: Any) -> pd.DataFrame:
+    """The answered identification items with an internal confidence behind a table's pooled
+    fog cell of ``row``'s model and wording (clean + every fog level)."""
+    rec = data.records
+    return rec[
+        (rec.task == "identify")
+        & (rec.model == row.model)
+        & (rec.wording == row.wording)
+        & rec.condition.isin(["clean", "fog"])
+        & (rec.answered == 1.0)
+        & rec.internal_conf.notna()
+    ]
+
+
 def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> None:
     from clearsight.metrics import auroc, brier, ece, mce
     from clearsight.report.tables import calibration_table
@@ -548,15 +563,7 @@ def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> Non
     row = cal[(cal.level == "pooled") & (cal.arm == "fog") & (cal.signal == "internal_conf")].iloc[
         0
     ]
-    rec = data.records
-    cell = rec[
-        (rec.task == "identify")
-        & (rec.model == row.model)
-        & (rec.wording == row.wording)
-        & rec.condition.isin(["clean", "fog"])
-        & (rec.answered == 1.0)
-        & rec.internal_conf.notna()
-    ]
+    cell = _pooled_fog_cell(data, row)
     c, y = cell.internal_conf.to_numpy(float), cell.correct.to_numpy(float)
     assert row.n_scored == len(cell)
     want = (ece(c, y), mce(c, y), brier(c, y), auroc(c, y))
@@ -575,15 +582,7 @@ def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) 
     row = sel[(sel.level == "pooled") & (sel.arm == "fog") & (sel.signal == "internal_conf")].iloc[
         0
     ]
-    rec = data.records
-    cell = rec[
-        (rec.task == "identify")
-        & (rec.model == row.model)
-        & (rec.wording == row.wording)
-        & rec.condition.isin(["clean", "fog"])
-        & (rec.answered == 1.0)
-        & rec.internal_conf.notna()
-    ]
+    cell = _pooled_fog_cell(data, row)
     want = risk_coverage(cell.internal_conf.to_numpy(float), cell.correct.to_numpy(bool))
     assert (row.aurc, row.e_aurc) == (
         pytest.approx(want.aurc, rel=1e-12),
