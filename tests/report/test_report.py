@@ -596,3 +596,29 @@ def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) 
     html = (tmp_path / "report.html").read_text()
     assert "Selective prediction" in html
     assert "E-AURC [95% CI]" in html
+
+
+def test_dynamic_ranges_hand_computed() -> None:
+    from clearsight.report.tables import dynamic_ranges
+
+    rows = [
+        # fog: 250 m all right, 1.95 m half right (two models pooled); ImageNet-C: 0.75 vs 0.5
+        ("a", "fog", 250.0, None, 1.0),
+        ("b", "fog", 250.0, None, 1.0),
+        ("a", "fog", 1.95, None, 1.0),
+        ("b", "fog", 1.95, None, 0.0),
+        ("a", "imagenet_c", None, 1, 1.0),
+        ("b", "imagenet_c", None, 1, 0.5),
+        ("a", "imagenet_c", None, 5, 0.5),
+        ("b", "imagenet_c", None, 5, 0.5),
+        ("a", "clean", None, None, 0.0),  # not part of either range
+    ]
+    rec = pd.DataFrame(rows, columns=["model", "condition", "level_m", "severity", "correct"])
+    ranges = dynamic_ranges(rec)
+    assert ranges.physical_pp == pytest.approx(50.0)
+    assert ranges.nominal_pp == pytest.approx(25.0)
+    only_a = dynamic_ranges(rec, ["a"])
+    assert (only_a.physical_pp, only_a.nominal_pp) == (pytest.approx(0.0), pytest.approx(50.0))
+    none = dynamic_ranges(rec[rec.condition == "clean"])
+    assert math.isnan(none.nominal_pp)
+    assert math.isnan(none.physical_pp)

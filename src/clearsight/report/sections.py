@@ -22,6 +22,7 @@ from clearsight.report.tables import (
     SweepAnalysis,
     calibration_table,
     controls_table,
+    dynamic_ranges,
     imagenet_c_table,
     interval,
     interval_m,
@@ -454,6 +455,14 @@ def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
             f"<p>V_eq decreases strictly over the severities for "
             f"{esc(f'{100 * share.strict:.0f}')} % of {esc(share.n)} scenes "
             f"(non-increasing, ties allowed: {esc(f'{100 * share.non_strict:.0f}')} %).</p>"
+        )
+    ranges = dynamic_ranges(data.records)
+    if not math.isnan(ranges.nominal_pp):
+        parts.append(
+            f"<p>Accuracy dynamic range, pooled across models, tasks and wordings: "
+            f"{esc(f'{ranges.nominal_pp:.1f}')} percentage points over the ImageNet-C "
+            f"severities against {esc(fmt_num(ranges.physical_pp, 1))} over the physical fog "
+            f"levels (largest minus smallest accuracy).</p>"
         )
     if not tab.empty:
         parts.append(_imagenet_wide(data, tab, task))

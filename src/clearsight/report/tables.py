@@ -53,11 +53,13 @@ from clearsight.sweep.results import CONTROLS, RunData, is_verbal, level_label
 __all__ = [
     "SIGNALS",
     "SIGNAL_LABELS",
+    "DynamicRanges",
     "SweepAnalysis",
     "analyse_sweep",
     "calibration_table",
     "controls_table",
     "crossing_label",
+    "dynamic_ranges",
     "imagenet_c_table",
     "interval",
     "interval_m",
@@ -834,3 +836,33 @@ def imagenet_c_table(data: RunData, analysis: SweepAnalysis, task: str) -> pd.Da
     summary = veq_summary(data.veq)
     table = table.merge(summary, on="severity", how="left")
     return table.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class DynamicRanges:
+    """Accuracy dynamic ranges in percentage points (paper §IV-E): over the ImageNet-C
+    severities (``nominal``) and over the physical fog levels (``physical``), each the largest
+    minus the smallest per-step accuracy of the items pooled across models, tasks and
+    wordings. NaN where a run has no items of that kind."""
+
+    nominal_pp: float
+    physical_pp: float
+
+
+def dynamic_ranges(records: pd.DataFrame, models: Sequence[str] | None = None) -> DynamicRanges:
+    r"""The nominal and physical accuracy dynamic ranges of ``records`` (optionally only
+    ``models``' items): with :math:`a_s` the accuracy of all pooled items at severity s and
+    :math:`a_v` at fog level v, :math:`100 (\max_s a_s - \min_s a_s)` and
+    :math:`100 (\max_v a_v - \min_v a_v)`."""
+    rec = records if models is None else records[records["model"].isin(list(models))]
+
+    def spread(sub: pd.DataFrame, by: str) -> float:
+        if sub.empty:
+            return math.nan
+        acc = sub.groupby(by)["correct"].mean()
+        return float(100.0 * (acc.max() - acc.min()))
+
+    return DynamicRanges(
+        spread(rec[rec["condition"] == "imagenet_c"], "severity"),
+        spread(rec[rec["condition"] == "fog"], "level_m"),
+    )
