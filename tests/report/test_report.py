@@ -126,6 +126,16 @@ def test_files_self_contained_and_rows(small_run: Path, tmp_path: Path) -> None:
     assert "Crossings and blind-spot width W" in md
     assert "Controls" in md
     assert "| observer |" in md
+    # the ImageNet-C severities on the metre axis, as the report states them
+    from clearsight.report.tables import dynamic_ranges
+    from clearsight.sweep.equivalence import monotone_veq_share
+
+    data = load_run_data(small_run)
+    share = monotone_veq_share(data.veq)
+    assert "## ImageNet-C fog on the physical axis" in md
+    assert f"strictly over the severities for {100 * share.strict:.0f} % of {share.n} scenes" in md
+    assert f"{dynamic_ranges(data.records).physical_pp:.1f} pp over the physical fog levels" in md
+    assert "| P90/P10 |" in md
 
 
 def test_default_out_dir_and_summary_table(small_run: Path, tmp_path: Path) -> None:
