@@ -36,6 +36,7 @@ from clearsight.metrics._checks import (
     check_positive_int,
     check_same_length,
 )
+from clearsight.metrics.bootstrap import cluster_sums
 from clearsight.validate import InputError
 
 __all__ = [
@@ -231,21 +232,12 @@ def calibration_statistic(
     labels = np.asarray(clusters)
     if labels.shape != conf.shape:
         raise InputError(f"clusters must have one label per item, got shape {labels.shape}")
-    _, cluster = np.unique(labels, return_inverse=True)
     bins = _bin_index(conf, check_positive_int(n_bins, "n_bins"))
-    levels, level = np.unique(conf, return_inverse=True)  # AUROC: ascending confidence groups
-
-    def per_group(group: npt.NDArray[np.intp], n_groups: int, values: FloatArray) -> FloatArray:
-        """(C, n_groups) sums of ``values`` by cluster and group."""
-        out = np.zeros((cluster.max() + 1, n_groups))
-        np.add.at(out, (cluster, group), values)
-        return out
-
-    n_b = per_group(bins, n_bins, np.ones_like(conf))
-    gap_b = per_group(bins, n_bins, corr - conf)
-    sq = per_group(np.zeros_like(bins), 1, (conf - corr) ** 2)[:, 0]
-    pos_g = per_group(level, levels.size, corr)
-    neg_g = per_group(level, levels.size, 1.0 - corr)
+    by_bin = cluster_sums(corr - conf, labels, columns=bins)  # the filled bins only
+    n_b, gap_b = by_bin.counts, by_bin.sums
+    sq = cluster_sums((conf - corr) ** 2, labels).sums
+    by_level = cluster_sums(corr, labels, columns=conf)  # AUROC: ascending confidence groups
+    pos_g, neg_g = by_level.sums, by_level.counts - by_level.sums
 
     def stat(weights: FloatArray) -> FloatArray:
         counts, gaps = weights @ n_b, weights @ gap_b

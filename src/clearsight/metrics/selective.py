@@ -21,6 +21,7 @@ from clearsight.metrics._checks import (
     check_finite,
     check_same_length,
 )
+from clearsight.metrics.bootstrap import cluster_sums
 from clearsight.validate import InputError
 
 __all__ = ["RiskCoverage", "aurc_statistic", "risk_coverage"]
@@ -102,12 +103,8 @@ def aurc_statistic(
     labels = np.asarray(clusters)
     if labels.shape != s.shape:
         raise InputError(f"clusters must have one label per item, got shape {labels.shape}")
-    _, cluster = np.unique(labels, return_inverse=True)
-    levels, level = np.unique(-s, return_inverse=True)  # group 0: the highest confidence
-    items = np.zeros((cluster.max() + 1, levels.size))
-    errors = np.zeros_like(items)
-    np.add.at(items, (cluster, level), 1.0)
-    np.add.at(errors, (cluster, level), wrong)
+    by_level = cluster_sums(wrong, labels, columns=-s)  # column 0: the highest confidence
+    items, errors = by_level.counts, by_level.sums
 
     def stat(weights: FloatArray) -> FloatArray:
         accepted = np.cumsum(weights @ items, axis=1)
