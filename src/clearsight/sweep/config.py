@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -191,7 +191,7 @@ class SweepConfig(BaseModel):
 
     def asks_on_scene(self, wording: str, index: int) -> bool:
         """Whether ``wording`` is asked on the scene at ``index`` (0-based) of the scene set."""
-        limit = {str(w): n for w, n in self.wording_scenes.items()}.get(wording)
+        limit = self.wording_scenes.get(cast(Wording, wording))
         return limit is None or index < limit
 
     def conditions_of(self, model: str) -> tuple[str, ...]:
