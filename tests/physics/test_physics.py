@@ -10,6 +10,7 @@ import pytest
 import skimage.data
 
 from clearsight.physics import (
+    FOG_SEVERITY_PARAMS,
     SWEEP_LEVELS_M,
     blank_like,
     decode_srgb8,
@@ -20,6 +21,7 @@ from clearsight.physics import (
     fog,
     fog_levels,
     fog_linear,
+    imagenet_c_equivalents,
     imagenet_c_fog,
     linear_to_srgb,
     quantize8,
@@ -28,6 +30,7 @@ from clearsight.physics import (
     underwater_levels,
     water_coefficients,
 )
+from clearsight.physics.equivalence import FogGainCurve
 from clearsight.validate import InputError
 
 
@@ -265,6 +268,23 @@ def test_equivalent_visibility_bounds():
     assert equivalent_visibility(blank_like(image), image, depth) == 0.0
     # detail anti-correlated with the original: no fog matches it
     assert equivalent_visibility(255 - image, image, depth) == 0.0
+
+
+def test_imagenet_c_equivalents_report_the_gain_they_match():
+    image = skimage.data.chelsea()[::2, ::2].copy()
+    depth = np.full(image.shape[:2], 10.0)
+    found = imagenet_c_equivalents(image, depth, seed=3, severities=(1, 5))
+    curve = FogGainCurve(image, depth)
+    for severity, eq in zip((1, 5), found, strict=True):
+        fogged = imagenet_c_fog(image, severity, np.random.RandomState(3))
+        assert eq.gain == pytest.approx(curve.gain_of(fogged), rel=1e-12)
+        assert eq.v_eq_m == pytest.approx(curve.equivalent(eq.gain), rel=1e-12)
+        # the fog scales detail by peak / (peak + c0) and adds smooth plasma: gain ~ that ratio
+        c0 = FOG_SEVERITY_PARAMS[severity - 1][0]
+        peak = image.max() / 255.0
+        assert eq.gain == pytest.approx(peak / (peak + c0), abs=0.02)
+    assert found[1].gain < found[0].gain
+    assert found[1].v_eq_m < found[0].v_eq_m
 
 
 # --- controls and the box -----------------------------------------------------------------

@@ -275,6 +275,8 @@ def test_imagenet_c_and_controls(small_run: Path) -> None:
         assert row["veq_q75"] <= row["veq_p90"]
         assert v[0] <= row["veq_p10"] <= row["veq_p90"] <= v[-1]
         assert row["veq_p90_p10"] == pytest.approx(row["veq_p90"] / row["veq_p10"], rel=1e-12)
+        assert row["gain_median"] == pytest.approx(sub.gain.median())
+        assert row["gain_q25"] <= row["gain_median"] <= row["gain_q75"]
     share = monotone_veq_share(data.veq)
     wide = data.veq.pivot(index="scene", columns="severity", values="v_eq_m").sort_index(axis=1)
     steps = np.diff(wide.to_numpy(), axis=1)
@@ -541,6 +543,30 @@ def test_veq_summary_hand_computed() -> None:
     assert (row["veq_p10"], row["veq_p90"]) == pytest.approx((14.0, 46.0))
     assert row["veq_p90_p10"] == pytest.approx(46 / 14)
     assert row["n_scenes"] == 5
+    assert np.isnan(row["gain_median"])  # a run made before gains were stored
+
+
+def test_veq_summary_of_gains_hand_computed() -> None:
+    from clearsight.report.tables import veq_summary
+
+    veq = pd.DataFrame(
+        {
+            "scene": list("abcdeabcde"),
+            "severity": [1] * 5 + [2] * 5,
+            "v_eq_m": [10.0, 20.0, 30.0, 40.0, 50.0, 0.0, 1.0, 2.0, 3.0, 4.0],
+            "gain": [0.1, 0.2, 0.3, 0.4, 0.5, 0.0, 0.1, 0.2, 0.3, np.nan],
+        }
+    )
+    one, two = (r for _, r in veq_summary(veq).iterrows())
+    assert (one["gain_median"], one["gain_q25"], one["gain_q75"]) == pytest.approx((0.3, 0.2, 0.4))
+    assert (one["gain_p10"], one["gain_p90"]) == pytest.approx((0.14, 0.46))
+    assert one["gain_p90_p10"] == pytest.approx(0.46 / 0.14)
+    # severity 2: the missing gain is left out (4 values), and a P10 of 0 has no spread
+    assert two["gain_median"] == pytest.approx(0.15)
+    assert (two["gain_p10"], two["gain_p90"]) == pytest.approx((0.03, 0.27))
+    assert two["veq_p10"] == pytest.approx(0.4)
+    assert np.isnan(veq_summary(veq.assign(gain=0.0)).iloc[0]["gain_p90_p10"])
+    assert two["n_scenes"] == 5
 
 
 def _pooled_fog_cell(data: Any, row: Any) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from clearsight.physics.controls import (
     draw_box,
 )
 from clearsight.physics.equivalence import (
+    Equivalence,
     equivalent_visibility,
     imagenet_c_equivalents,
     retained_gain,
@@ -49,6 +50,7 @@ __all__ = [
     "SWEEP_LEVELS_M",
     "VISIBILITY_CONSTANT",
     "WATER_TABLES",
+    "Equivalence",
     "absorption",
     "blank_like",
     "decode_srgb8",

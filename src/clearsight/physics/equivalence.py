@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -149,15 +149,23 @@ def equivalent_visibility(
     return curve.equivalent(curve.gain_of(corrupted), rtol)
 
 
+class Equivalence(NamedTuple):
+    """Where one corrupted image sits on the fog axis: its retained gain ``g`` and the
+    gain-matched ``V_eq`` (metres) of that gain."""
+
+    v_eq_m: float
+    gain: float
+
+
 def imagenet_c_equivalents(
     image: npt.NDArray[np.uint8],
     depth_m: npt.NDArray[np.floating],
     seed: int,
     severities: Sequence[int] = (1, 2, 3, 4, 5),
-) -> list[float]:
-    """V_eq of ImageNet-C fog at each severity, the plasma drawn from ``RandomState(seed)``."""
+) -> list[Equivalence]:
+    """Retained gain and V_eq of ImageNet-C fog at each severity, the plasma drawn from
+    ``RandomState(seed)`` afresh for each severity (as the original code seeds per call)."""
     curve = FogGainCurve(image, depth_m)
-    return [
-        curve.equivalent(curve.gain_of(imagenet_c_fog(image, s, np.random.RandomState(seed))))
-        for s in severities
-    ]
+    fogged = (imagenet_c_fog(image, s, np.random.RandomState(seed)) for s in severities)
+    gains = [curve.gain_of(f) for f in fogged]
+    return [Equivalence(curve.equivalent(g), g) for g in gains]

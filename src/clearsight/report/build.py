@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from clearsight.report.html import fmt_ci, fmt_num
+from clearsight.report.html import fmt_ci, fmt_num, fmt_range
 from clearsight.report.output import ReportPaths, md_table, write_report
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.report.tables import (
@@ -183,9 +183,15 @@ def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
     return "\n".join(lines)
 
 
+def _ranges(low: pd.Series, high: pd.Series, digits: int) -> list[str]:
+    """Each row's 'low–high' (:func:`fmt_range`)."""
+    return [fmt_range(a, b, digits) for a, b in zip(low, high, strict=True)]
+
+
 def _imagenet_markdown(data: RunData) -> list[str]:
-    """V_eq per severity (median, IQR, P10/P90 and their spread), the monotone shares and the
-    accuracy dynamic ranges — what the report's ImageNet-C section states."""
+    """V_eq and the retained gain per severity (median, IQR, P10/P90 and the spread), the
+    monotone shares and the accuracy dynamic ranges — what the report's ImageNet-C section
+    states."""
     if data.veq.empty:
         return []
     veq = veq_summary(data.veq)
@@ -193,15 +199,12 @@ def _imagenet_markdown(data: RunData) -> list[str]:
         {
             "severity": veq["severity"].map(lambda v: fmt_num(v, 0)),
             "median V_eq (m)": veq["veq_median"].map(lambda v: fmt_num(v, 1)),
-            "IQR (m)": [
-                f"{fmt_num(a, 1)}–{fmt_num(b, 1)}"
-                for a, b in zip(veq["veq_q25"], veq["veq_q75"], strict=True)
-            ],
-            "P10–P90 (m)": [
-                f"{fmt_num(a, 1)}–{fmt_num(b, 1)}"
-                for a, b in zip(veq["veq_p10"], veq["veq_p90"], strict=True)
-            ],
+            "IQR (m)": _ranges(veq["veq_q25"], veq["veq_q75"], 1),
+            "P10–P90 (m)": _ranges(veq["veq_p10"], veq["veq_p90"], 1),
             "P90/P10": veq["veq_p90_p10"].map(lambda v: fmt_num(v, 2)),
+            "median gain": veq["gain_median"].map(lambda v: fmt_num(v, 3)),
+            "gain IQR": _ranges(veq["gain_q25"], veq["gain_q75"], 3),
+            "gain P90/P10": veq["gain_p90_p10"].map(lambda v: fmt_num(v, 2)),
             "scenes": veq["n_scenes"].map(lambda v: fmt_num(v, 0)),
         }
     )

@@ -79,6 +79,11 @@ def fmt_num(value: Any, digits: int = 2) -> str:
     return f"{v:.{digits}f}"
 
 
+def fmt_range(low: Any, high: Any, digits: int = 2) -> str:
+    """'2.4–14.5': a range such as an IQR ('–' for each missing end)."""
+    return f"{fmt_num(low, digits)}–{fmt_num(high, digits)}"
+
+
 def fmt_ci(estimate: Any, low: Any, high: Any, digits: int = 2) -> str:
     """'0.93 [0.88, 0.97]' (the interval omitted when it is missing)."""
     est = fmt_num(estimate, digits)

@@ -16,7 +16,18 @@ import numpy as np
 import pandas as pd
 
 from clearsight.report import plots
-from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, img, page, pre, table
+from clearsight.report.html import (
+    Col,
+    details,
+    esc,
+    fmt_ci,
+    fmt_num,
+    fmt_range,
+    img,
+    page,
+    pre,
+    table,
+)
 from clearsight.report.tables import (
     SIGNAL_LABELS,
     SweepAnalysis,
@@ -477,8 +488,11 @@ def _imagenet_cols() -> list[Col]:
         Col("wording", lambda r: r.wording, text=True),
         Col("severity", lambda r: fmt_num(r.severity, 0)),
         Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1)),
-        Col("V_eq IQR (m)", lambda r: f"{fmt_num(r.veq_q25, 1)}–{fmt_num(r.veq_q75, 1)}"),
+        Col("V_eq IQR (m)", lambda r: fmt_range(r.veq_q25, r.veq_q75, 1)),
         Col("V_eq P90/P10", lambda r: fmt_num(r.veq_p90_p10, 2)),
+        Col("median gain", lambda r: fmt_num(r.gain_median, 3)),
+        Col("gain IQR", lambda r: fmt_range(r.gain_q25, r.gain_q75, 3)),
+        Col("gain P90/P10", lambda r: fmt_num(r.gain_p90_p10, 2)),
         Col("scenes", lambda r: fmt_num(r.n_scenes, 0)),
         Col("n", lambda r: fmt_num(r.n, 0)),
         Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),
@@ -497,11 +511,8 @@ def _imagenet_wide(data: RunData, tab: pd.DataFrame, task: str) -> str:
     cols = [
         Col("severity", lambda r: fmt_num(r.severity, 0)),
         Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1), group="equivalent visibility"),
-        Col(
-            "IQR (m)",
-            lambda r: f"{fmt_num(r.veq_q25, 1)}–{fmt_num(r.veq_q75, 1)}",
-            group="equivalent visibility",
-        ),
+        Col("IQR (m)", lambda r: fmt_range(r.veq_q25, r.veq_q75, 1), group="equivalent visibility"),
+        Col("median gain", lambda r: fmt_num(r.gain_median, 3), group="equivalent visibility"),
         Col("scenes", lambda r: fmt_num(r.n_scenes, 0), group="equivalent visibility"),
     ]
     idx = main.set_index(["model", "severity"])

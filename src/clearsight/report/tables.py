@@ -794,30 +794,49 @@ def selective_table(data: RunData, task: str, analysis: SweepAnalysis) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-_VEQ_COLUMNS = ["severity", "veq_median", "veq_q25", "veq_q75", "veq_p10", "veq_p90"]
+_SPREAD_STATS = ("median", "q25", "q75", "p10", "p90", "p90_p10")
+
+
+def _spread(values: pd.Series, prefix: str) -> dict[str, float]:
+    """Median, quartiles, P10, P90 and P90 / P10 of ``values`` as ``{prefix}_{stat}``; NaN
+    where there are no values, and the ratio NaN where P10 is not positive."""
+    v = values.dropna().to_numpy(dtype=np.float64)
+    if v.size == 0:
+        return {f"{prefix}_{k}": math.nan for k in _SPREAD_STATS}
+    p10, q25, med, q75, p90 = (float(x) for x in np.percentile(v, [10, 25, 50, 75, 90]))
+    ratio = p90 / p10 if p10 > 0 else math.nan
+    names = (f"{prefix}_{k}" for k in _SPREAD_STATS)
+    return dict(zip(names, (med, q25, q75, p10, p90, ratio), strict=True))
 
 
 def veq_summary(veq: pd.DataFrame) -> pd.DataFrame:
-    """Per ImageNet-C severity, over the scenes' V_eq (m): median, quartiles, 10th and 90th
-    percentiles, their spread ``veq_p90_p10`` = P90 / P10 (the paper's spread), and the count.
+    """Per ImageNet-C severity, over the scenes: the median, quartiles, 10th and 90th
+    percentiles and the spread P90 / P10 (the paper's image summaries) of the gain-matched
+    V_eq in metres (``veq_*``) and of the retained contrast gain (``gain_*``; NaN for a run
+    made before gains were stored), and ``n_scenes``.
 
-    Percentiles are numpy's linear interpolation (``method="linear"``).
+    Percentiles are numpy's linear interpolation (``method="linear"``); a spread is NaN where
+    P10 is not positive (a V_eq of 0: no retained detail).
     """
+    columns = ["severity", *(f"{p}_{k}" for p in ("veq", "gain") for k in _SPREAD_STATS)]
     if veq.empty:
-        return pd.DataFrame(columns=[*_VEQ_COLUMNS, "veq_p90_p10", "n_scenes"])
-    rows = []
-    for severity, group in veq.groupby("severity"):
-        v = group["v_eq_m"].to_numpy(dtype=float)
-        p10, q25, med, q75, p90 = np.percentile(v, [10, 25, 50, 75, 90])
-        rows.append([severity, med, q25, q75, p10, p90, p90 / p10, v.size])
-    return pd.DataFrame(rows, columns=[*_VEQ_COLUMNS, "veq_p90_p10", "n_scenes"])
+        return pd.DataFrame(columns=[*columns, "n_scenes"])
+    gains = veq["gain"] if "gain" in veq else pd.Series(math.nan, index=veq.index)
+    rows = [
+        {"severity": severity}
+        | _spread(group["v_eq_m"], "veq")
+        | _spread(gains[group.index], "gain")
+        | {"n_scenes": len(group)}
+        for severity, group in veq.groupby("severity")
+    ]
+    return pd.DataFrame(rows, columns=[*columns, "n_scenes"])
 
 
 def imagenet_c_table(data: RunData, analysis: SweepAnalysis, task: str) -> pd.DataFrame:
     """Severity → median / IQR of V_eq and each model's accuracy (interval) per wording.
 
-    Columns: ``model``, ``wording``, ``severity``, ``veq_median``, ``veq_q25``, ``veq_q75``,
-    ``veq_p10``, ``veq_p90``, ``veq_p90_p10``, ``n_scenes`` (V_eq, :func:`veq_summary`), ``n``
+    Columns: ``model``, ``wording``, ``severity``, ``veq_*`` and ``gain_*`` (median, q25, q75,
+    p10, p90, p90_p10) and ``n_scenes`` (:func:`veq_summary`), ``n``
     (items), ``accuracy``, ``acc_low``, ``acc_high``, ``clean_accuracy``, ``delta_pp`` (accuracy
     − clean, percentage points).
     """

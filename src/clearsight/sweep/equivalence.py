@@ -17,7 +17,8 @@ from clearsight.sweep.conditions import IMAGENET_C_SEVERITIES, imagenet_c_seed
 def equivalence_table(
     scenes: Sequence[Scene] | None = None, seed: int = 0, progress: bool = True
 ) -> pd.DataFrame:
-    """One row per scene and severity: ``scene``, ``severity``, ``v_eq_m`` (gain-matched V_eq)."""
+    """One row per scene and severity: ``scene``, ``severity``, ``v_eq_m`` (gain-matched V_eq)
+    and ``gain`` (the retained contrast gain it matches)."""
     from tqdm import tqdm
 
     if scenes is None:
@@ -26,22 +27,28 @@ def equivalence_table(
         scenes = [load_bundled_scene(i) for i in bundled_scene_ids()]
     rows = []
     for scene in tqdm(scenes, desc="V_eq", unit="scene", disable=not progress):
-        v_eq = imagenet_c_equivalents(
+        found = imagenet_c_equivalents(
             scene.image, scene.depth_m, imagenet_c_seed(scene.id, seed), IMAGENET_C_SEVERITIES
         )
         rows += [
-            {"scene": scene.id, "severity": s, "v_eq_m": v}
-            for s, v in zip(IMAGENET_C_SEVERITIES, v_eq, strict=True)
+            {"scene": scene.id, "severity": s, "v_eq_m": eq.v_eq_m, "gain": eq.gain}
+            for s, eq in zip(IMAGENET_C_SEVERITIES, found, strict=True)
         ]
     return pd.DataFrame(rows)
 
 
 def summarise(table: pd.DataFrame) -> str:
-    """Median and IQR of V_eq per severity, and the monotone shares, as a small text table."""
-    lines = ["severity  V_eq median   IQR (m)"]
+    """Median and IQR of V_eq (and of the retained gain, where the table has it) per
+    severity, and the monotone shares, as a small text table."""
+    gains = "gain" in table
+    lines = ["severity  V_eq median   IQR (m)" + ("        gain median   IQR" if gains else "")]
     for sev, group in table.groupby("severity"):
         q1, med, q3 = np.percentile(group["v_eq_m"], [25, 50, 75])
-        lines.append(f"{sev:>8}  {med:9.1f} m   {q1:.1f}-{q3:.1f}")
+        line = f"{sev:>8}  {med:9.1f} m   {q1:.1f}-{q3:.1f}"
+        if gains:
+            g1, gmed, g3 = np.percentile(group["gain"], [25, 50, 75])
+            line = f"{line:<38}{gmed:9.3f}     {g1:.3f}-{g3:.3f}"
+        lines.append(line)
     share = monotone_veq_share(table)
     lines.append(
         f"V_eq decreases strictly over severities 1-5 in {share.strict:.0%} of {share.n} scenes "

@@ -603,19 +603,20 @@ def _complete(backend: Backend, requests: list[Request]) -> list[Any]:
 
 
 def run_veq_unit(unit: VeqUnit) -> list[Record]:
-    """The equivalent visibilities of one scene's ImageNet-C severities (one record each)."""
+    """The retained gain and equivalent visibility of each of one scene's ImageNet-C
+    severities (one record each)."""
     started = time.perf_counter()
     severities = [item.severity for item in unit.items]
     try:
         scene = load_scene(unit.scene, unit.depth_model)
         seed = imagenet_c_seed(scene.id, unit.items[0].seed)
-        v_eq = imagenet_c_equivalents(scene.image, scene.depth_m, seed, severities)
+        found = imagenet_c_equivalents(scene.image, scene.depth_m, seed, severities)
     except Exception as exc:
         return _failed(unit, exc, started)
     elapsed = (time.perf_counter() - started) / len(severities)
     return [
-        Record(item.key, "ok", None, {}, {"v_eq_m": v}, elapsed)
-        for item, v in zip(unit.items, v_eq, strict=True)
+        Record(item.key, "ok", None, {}, {"v_eq_m": eq.v_eq_m, "gain": eq.gain}, elapsed)
+        for item, eq in zip(unit.items, found, strict=True)
     ]
 
 

@@ -104,9 +104,10 @@ class RunData:
 
     ``records``: ok sweep records (kind ``PROTOCOL``), one row each, columns as in the module
     docstring. ``veq``: ok V_eq rows (kind ``VEQ_PROTOCOL``: ``scene``, ``severity``,
-    ``v_eq_m``). ``counts``: the store's item/ok/failed/pending counts. ``failures``: error
-    message → number of failed records, most frequent first. ``levels``: arm → its visibility
-    levels in the records, clearest first.
+    ``v_eq_m``, ``gain`` — the retained gain, NaN in runs made before it was stored).
+    ``counts``: the store's item/ok/failed/pending counts. ``failures``: error message →
+    number of failed records, most frequent first. ``levels``: arm → its visibility levels in
+    the records, clearest first.
     """
 
     run_dir: Path
@@ -213,8 +214,9 @@ def load_run_data(run_dir: Path) -> RunData:
             "scene": veq_rows["scene.id"].astype(object) if "scene.id" in veq_rows else [],
             "severity": _numeric(veq_rows, "severity"),
             "v_eq_m": _numeric(veq_rows, "v_eq_m"),
+            "gain": _numeric(veq_rows, "gain"),  # NaN in runs made before gains were stored
         }
-    ).dropna()
+    ).dropna(subset=["scene", "severity", "v_eq_m"])
     return RunData(
         run_dir=Path(run_dir),
         manifest=manifest,
