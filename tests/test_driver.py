@@ -92,7 +92,8 @@ def test_a_run_with_failed_items_exits_with_the_documented_code(tmp_path: Path) 
     model = _scripted(tmp_path / "few.jsonl", 10)
     cfg = _small(models=(f"scripted:{model}",), scene_ids=(SCENE, "skimage-coffee"))
     summary = run_sweep(cfg, tmp_path / "api", progress=False)
-    assert summary.ok == 10
+    assert summary.stages["sweep"].ok == 10
+    assert summary.ok == 10 + 2  # and both scenes' model-free depth profiles
     assert summary.failed > 0
     assert summary.exit_code == EXIT_FAILED_ITEMS == 3
     assert "no scripted output left" in summary.reasons[0][0]
@@ -103,7 +104,7 @@ def test_a_run_with_failed_items_exits_with_the_documented_code(tmp_path: Path) 
     args += ["--wordings", "mcq.reason", "--model", f"scripted:{model}", "--out", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == EXIT_FAILED_ITEMS, result.output
-    assert "10 records written" in result.output
+    assert "12 records written" in result.output
     assert "most common reasons" in result.output
     assert "no scripted output left" in result.output
 

@@ -24,9 +24,11 @@ from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import (
+    DepthUnit,
     SweepUnit,
     VeqUnit,
     plan_sweep,
+    run_depth_unit,
     run_sweep,
     run_unit,
     run_veq_unit,
@@ -102,7 +104,7 @@ def sweep_on_ray(
         store.begin_run({"config": cfg.model_dump(mode="json")})
         store.add_items((i.key, i.kind, i.to_json()) for i in plan.items)
         return execute(
-            [*plan.units, *plan.veq_units],
+            [*plan.units, *plan.veq_units, *plan.depth_units],
             fn,
             store,
             executor="ray",
@@ -112,18 +114,21 @@ def sweep_on_ray(
         )
 
 
-def unit_name(unit: SweepUnit | VeqUnit) -> tuple[str, str]:
+def unit_name(unit: SweepUnit | VeqUnit | DepthUnit) -> tuple[str, str]:
     return (unit.model, unit.scene.id)
 
 
-def dispatch_order(cfg: SweepConfig) -> list[SweepUnit | VeqUnit]:
+def dispatch_order(cfg: SweepConfig) -> list[SweepUnit | VeqUnit | DepthUnit]:
     """Units in the order executors start them: costliest first (a stable sort)."""
     plan = plan_sweep(cfg)
-    return sorted([*plan.units, *plan.veq_units], key=lambda u: -u.cost)
+    return sorted([*plan.units, *plan.veq_units, *plan.depth_units], key=lambda u: -u.cost)
 
 
-def run_any(unit: SweepUnit | VeqUnit) -> list[Record]:
-    """The sweep's own run function of ``unit``'s kind (questions or ImageNet-C equivalents)."""
+def run_any(unit: SweepUnit | VeqUnit | DepthUnit) -> list[Record]:
+    """The sweep's own run function of ``unit``'s kind (questions, ImageNet-C equivalents or
+    depth profiles)."""
+    if isinstance(unit, DepthUnit):
+        return run_depth_unit(unit)
     return run_veq_unit(unit) if isinstance(unit, VeqUnit) else run_unit(unit)
 
 

@@ -658,3 +658,50 @@ def test_dynamic_ranges_hand_computed() -> None:
     none = dynamic_ranges(rec[rec.condition == "clean"])
     assert math.isnan(none.nominal_pp)
     assert math.isnan(none.physical_pp)
+
+
+def test_depth_summary_hand_computed() -> None:
+    from clearsight.report.tables import depth_summary
+
+    depth = pd.DataFrame(
+        {
+            "scene": list("abcd"),
+            "median_m": [2.0, 4.0, 8.0, 30.0],
+            "q25_m": [1.0] * 4,
+            "q75_m": [40.0] * 4,
+            "near_share": [0.0, 0.1, 0.0, 0.1],
+            "far_share": [0.0, 0.0, 0.2, 0.6],
+        }
+    )
+    got = depth_summary(depth)
+    # the median over scenes of their medians, quartiles by linear interpolation (4 points)
+    assert (got.median_m, got.q25_m, got.q75_m) == pytest.approx((6.0, 3.5, 13.5))
+    assert (got.near_share, got.far_share, got.n_scenes) == pytest.approx((0.05, 0.2, 4))
+    assert got.describe() == (
+        "median of per-image median depths 6.0 m (IQR 3.5–13.5 m over 4 scenes); "
+        "pixels at the clip bounds: 5.0 % ≤ 0.5 m, 20.0 % ≥ 80 m"
+    )
+    empty = depth_summary(depth.iloc[:0])
+    assert empty.n_scenes == 0
+    assert np.isnan(empty.median_m)
+    assert "no depth profile stored" in empty.describe()
+
+
+def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
+    small_run: Path, tmp_path: Path
+) -> None:
+    from clearsight.report.tables import depth_summary
+    from clearsight.scenes.bundled import load_bundled_scene
+    from clearsight.scenes.depth import depth_profile
+
+    data = load_run_data(small_run)
+    assert sorted(data.depth.scene) == sorted(SMALL_SCENES)
+    for row in data.depth.itertuples():
+        want = depth_profile(load_bundled_scene(row.scene).depth_m)
+        got = (row.median_m, row.q25_m, row.q75_m, row.near_share, row.far_share)
+        assert got == pytest.approx(tuple(want), rel=1e-12)
+    line = depth_summary(data.depth).describe()
+    assert f"over {len(SMALL_SCENES)} scenes" in line
+    paths = build_report(small_run, tmp_path, n_boot=N_BOOT, thumbnails=False)
+    assert esc(line) in paths.html.read_text(encoding="utf-8")
+    assert f"Depth: {line}." in paths.summary_md.read_text(encoding="utf-8")

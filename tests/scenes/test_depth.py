@@ -433,3 +433,19 @@ def test_depth_anything_rejects_a_relative_depth_model(tmp_path: Path) -> None:
     path = _save_tiny_depth_anything(tmp_path / "relative", depth_estimation_type="relative")
     with pytest.raises(InputError, match="relative depth"):
         DepthAnythingEstimator(path)
+
+
+def test_depth_profile_hand_computed() -> None:
+    from clearsight.scenes.depth import depth_profile
+
+    # 8 pixels: two at the near bound, one at the far bound
+    depth = np.array([[0.5, 0.5, 1.0, 2.0], [3.0, 4.0, 10.0, 80.0]], dtype=np.float32)
+    got = depth_profile(depth)
+    # numpy's linear percentiles of the sorted 8 values: P25 at index 1.75, P75 at 5.25
+    assert got.median_m == pytest.approx(2.5)
+    assert (got.q25_m, got.q75_m) == pytest.approx((0.875, 5.5))
+    assert (got.near_share, got.far_share) == pytest.approx((0.25, 0.125))
+    with pytest.raises(InputError, match="finite"):
+        depth_profile(np.array([[1.0, np.nan]]))
+    with pytest.raises(InputError, match="non-empty"):
+        depth_profile(np.zeros((0, 3)))

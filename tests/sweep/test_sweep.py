@@ -51,27 +51,30 @@ def test_plan_size_keys_and_shared_questions():
     targets = 1 + 2 + 1  # chelsea: cat; coffee: cup, spoon; grace hopper: person
     conditions = 1 + 8 + 2
     per_target_question = 1 + 2  # identify + verify (true, distractor)
-    assert len(plan.items) == targets * conditions * per_target_question * 2
-    keys = [i.key for i in plan.items]
+    assert len(plan.questions) == targets * conditions * per_target_question * 2
+    keys = [i.key for i in plan.questions]
     assert len(set(keys)) == len(keys)
-    assert [i.key for i in plan_sweep(cfg).items] == keys  # deterministic
+    assert [i.key for i in plan_sweep(cfg).questions] == keys  # deterministic
     # one question per target and task: the same options in every condition and wording
     options = {}
-    for item in plan.items:
+    for item in plan.questions:
         ident = (item.scene.id, item.target, item.task, item.asked)
         q = item.question
         opts = q.options[: q.letters.index("E")] if "E" in q.letters else q.options
         options.setdefault(ident, set()).add(opts[:4])
     assert all(len(v) == 1 for v in options.values())
     # ... one question object per target, task and wording, shared by every condition
-    shared = {(i.scene.id, i.target, i.task, i.asked, i.wording): i.question for i in plan.items}
+    shared = {
+        (i.scene.id, i.target, i.task, i.asked, i.wording): i.question for i in plan.questions
+    }
     assert all(
-        i.question is shared[i.scene.id, i.target, i.task, i.asked, i.wording] for i in plan.items
+        i.question is shared[i.scene.id, i.target, i.task, i.asked, i.wording]
+        for i in plan.questions
     )
-    shuffled = [i for i in plan.items if i.condition == "shuffled"]
+    shuffled = [i for i in plan.questions if i.condition == "shuffled"]
     assert shuffled
     assert all(i.shown.scene.id != i.scene.id for i in shuffled)
-    assert all(i.shown is None for i in plan.items if i.condition != "shuffled")
+    assert all(i.shown is None for i in plan.questions if i.condition != "shuffled")
 
 
 def test_model_wordings_restrict_a_model_and_keep_the_others_keys():
@@ -79,8 +82,8 @@ def test_model_wordings_restrict_a_model_and_keep_the_others_keys():
     restricted = small_config(
         models=("observer", "scripted"), model_wordings={"scripted": ("mcq.reason",)}
     )
-    full = {i.key: i for i in plan_sweep(both).items}
-    part = {i.key: i for i in plan_sweep(restricted).items}
+    full = {i.key: i for i in plan_sweep(both).questions}
+    part = {i.key: i for i in plan_sweep(restricted).questions}
     scripted = [i for i in part.values() if i.model == "scripted"]
     assert scripted
     assert {i.wording for i in scripted} == {"mcq.reason"}
@@ -100,7 +103,7 @@ def test_model_conditions_restrict_what_a_model_is_shown():
     cfg = small_config(
         models=("observer", "scripted"), model_conditions={"scripted": ("clean", "blank")}
     )
-    items = plan_sweep(cfg).items
+    items = plan_sweep(cfg).questions
     assert {i.condition for i in items if i.model == "scripted"} == {"clean", "blank"}
     assert {i.condition for i in items if i.model == "observer"} == {
         "clean",
@@ -303,8 +306,11 @@ def test_corrupt_coco_image_is_a_failed_item_and_the_run_goes_on(tmp_path):
     frame = load_run(tmp_path / "r")
     sweep = frame[frame.protocol == "sweep"]
     failed = sweep[sweep.status == "failed"]
-    assert summary.failed == len(failed) > 0
+    assert summary.stages["sweep"].failed == len(failed) > 0
     assert failed.error.str.contains("3.jpg").all()
+    depth = frame[frame.protocol == "sweep.depth"].set_index("scene.id")
+    assert summary.stages["sweep.depth"].failed == 1  # the corrupt scene has no depth profile
+    assert depth.status.to_dict() == {"coco-1": "ok", "coco-2": "ok", "coco-3": "failed"}
     # every item of the corrupt scene fails, and elsewhere only the shuffled control that
     # would have shown its pixels
     own = sweep["scene.id"] == "coco-3"
@@ -332,6 +338,7 @@ def test_tiny_transformers_models_run_a_real_sweep(family, request, tmp_path):
     assert summary.failed == 0
     assert summary.ok == len(plan_sweep(cfg).items)
     frame = load_run(tmp_path / "r", include_raw=True)
+    frame = frame[frame.protocol == "sweep"]
     letters = frame[frame.wording == "mcq.reason"]
     assert ((letters.internal_conf >= 0.25 - 1e-9) & (letters.internal_conf <= 1)).all()
     assert (letters.letter_mass > 0).all()

@@ -23,6 +23,7 @@ from clearsight.report.tables import (
     SweepAnalysis,
     analyse_sweep,
     controls_table,
+    depth_summary,
     dynamic_ranges,
     interval,
     interval_m,
@@ -163,6 +164,8 @@ def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
         f"Models: {', '.join(data.models) or '(none)'}. Scenes: {analysis.n_scenes}. "
         f"Bootstrap: {analysis.n_boot} resamples of scenes, seed {analysis.seed}, "
         f"{round(100 * analysis.level)} % percentile intervals.",
+        "",
+        f"Depth: {depth_summary(data.depth).describe()}.",
         "",
         DEPTH_NOTE,
         "",

@@ -33,6 +33,7 @@ from clearsight.report.tables import (
     SweepAnalysis,
     calibration_table,
     controls_table,
+    depth_summary,
     dynamic_ranges,
     imagenet_c_table,
     interval,
@@ -120,7 +121,7 @@ def _header(data: RunData, analysis: SweepAnalysis) -> str:
         ("created", m.get("created_at", "?")),
         ("models", ", ".join(data.models) or "(none)"),
         ("scenes", f"{config.get('scenes', '?')}: {analysis.n_scenes} scenes, {n_targets} targets"),
-        ("depth", _depth_provenance(data)),
+        ("depth", f"{_depth_provenance(data)}; {depth_summary(data.depth).describe()}"),
         (
             "arms and levels",
             "; ".join(

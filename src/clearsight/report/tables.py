@@ -48,6 +48,7 @@ from clearsight.metrics import (
     cluster_sums,
     crossing_visibility_batch,
 )
+from clearsight.report.html import fmt_num, fmt_range
 from clearsight.sweep.results import CONTROLS, RunData, is_verbal, level_label
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "calibration_table",
     "controls_table",
     "crossing_label",
+    "depth_summary",
     "dynamic_ranges",
     "imagenet_c_table",
     "interval",
@@ -885,3 +887,42 @@ def dynamic_ranges(records: pd.DataFrame, models: Sequence[str] | None = None) -
         spread(rec[rec["condition"] == "imagenet_c"], "severity"),
         spread(rec[rec["condition"] == "fog"], "level_m"),
     )
+
+
+@dataclass(frozen=True)
+class DepthSummary:
+    """The depth of a run's scene set (paper §IV-A: "the median of per-image median depths"):
+    the median and quartiles over scenes of each scene's median depth (m), the mean over
+    scenes of each scene's share of pixels at the clip bounds (at or below 0.5 m, at or
+    beyond 80 m), and the number of scenes. NaN with ``n_scenes`` 0 where no profile is
+    stored."""
+
+    median_m: float
+    q25_m: float
+    q75_m: float
+    near_share: float
+    far_share: float
+    n_scenes: int
+
+    def describe(self) -> str:
+        """One line for the report header, e.g. 'median of per-image median depths 7.3 m
+        (IQR 2.4–14.5 m over 22 scenes); pixels at the clip bounds: 0.1 % ≤ 0.5 m, 9.8 %
+        ≥ 80 m'."""
+        if self.n_scenes == 0:
+            return "no depth profile stored (a run made before profiles were)"
+        return (
+            f"median of per-image median depths {fmt_num(self.median_m, 1)} m "
+            f"(IQR {fmt_range(self.q25_m, self.q75_m, 1)} m over {self.n_scenes} scenes); "
+            f"pixels at the clip bounds: {fmt_num(100 * self.near_share, 1)} % ≤ 0.5 m, "
+            f"{fmt_num(100 * self.far_share, 1)} % ≥ 80 m"
+        )
+
+
+def depth_summary(depth: pd.DataFrame) -> DepthSummary:
+    """The :class:`DepthSummary` of per-scene depth profiles (``RunData.depth``; numpy's
+    linear percentiles over the scenes' medians)."""
+    if depth.empty:
+        return DepthSummary(math.nan, math.nan, math.nan, math.nan, math.nan, 0)
+    q25, med, q75 = np.percentile(depth["median_m"].to_numpy(dtype=float), [25, 50, 75])
+    near, far = (float(depth[c].mean()) for c in ("near_share", "far_share"))
+    return DepthSummary(float(med), float(q25), float(q75), near, far, len(depth))

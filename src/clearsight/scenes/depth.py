@@ -60,6 +60,29 @@ class DepthProvider(Protocol):
 # --------------------------------------------------------------------------------------------
 
 
+class DepthProfile(NamedTuple):
+    """What one scene's depth map says about its metres: the median and quartiles of its
+    pixels' depth, and the shares of pixels at the clip bounds (:data:`DEPTH_CLIP_M`: at or
+    below 0.5 m, at or beyond 80 m — where the physics no longer sees the true depth)."""
+
+    median_m: float
+    q25_m: float
+    q75_m: float
+    near_share: float
+    far_share: float
+
+
+def depth_profile(depth_m: npt.NDArray[np.floating]) -> DepthProfile:
+    """The :class:`DepthProfile` of a depth map in metres (numpy's linear percentiles over
+    every pixel)."""
+    z = np.asarray(depth_m, dtype=np.float64).ravel()
+    if z.size == 0 or not np.isfinite(z).all():
+        raise InputError("a depth map must be non-empty and finite to be summarised")
+    q25, med, q75 = (float(q) for q in np.percentile(z, [25, 50, 75]))
+    near, far = DEPTH_CLIP_M
+    return DepthProfile(med, q25, q75, float((z <= near).mean()), float((z >= far).mean()))
+
+
 def fill_nearest(
     values: npt.NDArray[np.floating], valid: npt.NDArray[np.bool_]
 ) -> npt.NDArray[Any]:

@@ -7,7 +7,9 @@ holds everything that determines its output (scene reference, box, question with
 answer key, physics parameters, model, seed) and its key is the spec's content hash
 (:mod:`clearsight.specs`). Items are grouped into units of one scene and one model, so a worker
 decodes the scene once and renders each degraded image once for all the questions that use it;
-pixels never reach the store.
+pixels never reach the store. Two model-free stages follow, one unit per scene: the ImageNet-C
+severities' retained gain and equivalent visibility, and the scene's depth profile (what the
+run's metres mean).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from clearsight.physics import (
     imagenet_c_equivalents,
 )
 from clearsight.provenance import run_manifest
+from clearsight.scenes.depth import depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.specs import Options, Spec
@@ -52,8 +55,10 @@ from clearsight.sweep.conditions import arm_stack, imagenet_c_seed, imagenet_c_s
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.sweep.specs import (
+    DEPTH_PROTOCOL,
     PROTOCOL,
     VEQ_PROTOCOL,
+    DepthItem,
     Physics,
     SceneRef,
     Shown,
@@ -251,20 +256,36 @@ class VeqUnit(KeyedItems):
 
 
 @dataclass(frozen=True)
+class DepthUnit(KeyedItems):
+    """The depth profile of one scene (no model)."""
+
+    scene: SceneRef
+    depth_model: str
+    items: tuple[DepthItem, ...]
+    model: str = ""
+
+
+@dataclass(frozen=True)
 class SweepPlan:
     """All items of a sweep and their grouping into units."""
 
     units: tuple[SweepUnit, ...]
     veq_units: tuple[VeqUnit, ...]
+    depth_units: tuple[DepthUnit, ...]
     prompt_hashes: dict[str, str]
     prior: dict[str, float]
     distractor_scheme: str
 
     @property
-    def items(self) -> list[SweepItem | VeqItem]:
+    def questions(self) -> list[SweepItem]:
+        """The questions to the models (no model-free item)."""
+        return [i for u in self.units for i in u.items]
+
+    @property
+    def items(self) -> list[SweepItem | VeqItem | DepthItem]:
         """Every item, the questions first."""
-        questions: list[SweepItem | VeqItem] = [i for u in self.units for i in u.items]
-        return questions + [i for u in self.veq_units for i in u.items]
+        veq = [i for u in self.veq_units for i in u.items]
+        return [*self.questions, *veq, *(i for u in self.depth_units for i in u.items)]
 
 
 def _conditions(config: SweepConfig) -> list[tuple[str, float | None, int | None]]:
@@ -301,7 +322,9 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         for m in models
         for ref, items in zip(refs, per_scene, strict=True)
     ]
-    return SweepPlan(tuple(units), tuple(_veq_units(config, refs)), prompt_hashes, prior, scheme)
+    depth = tuple(DepthUnit(ref, config.coco_depth_model, (DepthItem(ref),)) for ref in refs)
+    veq = tuple(_veq_units(config, refs))
+    return SweepPlan(tuple(units), veq, depth, prompt_hashes, prior, scheme)
 
 
 @dataclass(frozen=True)
@@ -620,6 +643,17 @@ def run_veq_unit(unit: VeqUnit) -> list[Record]:
     ]
 
 
+def run_depth_unit(unit: DepthUnit) -> list[Record]:
+    """The depth profile of one scene's depth map as the run loads it (one record)."""
+    started = time.perf_counter()
+    try:
+        profile = depth_profile(load_scene(unit.scene, unit.depth_model).depth_m)
+    except Exception as exc:
+        return _failed(unit, exc, started)
+    elapsed = time.perf_counter() - started
+    return [Record(item.key, "ok", None, {}, profile._asdict(), elapsed) for item in unit.items]
+
+
 # --------------------------------------------------------------------------------------------
 # A whole run
 # --------------------------------------------------------------------------------------------
@@ -635,16 +669,21 @@ def _models(config: SweepConfig) -> list[ModelNeed]:
 
 
 def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage[Any]]:
-    """Questions to the models, then the model-free ImageNet-C equivalents."""
+    """Questions to the models, then the model-free ImageNet-C equivalents and depth
+    profiles."""
     if plan.units:
         items = [item for u in plan.units for item in u.items]
         yield Stage(PROTOCOL, items, partial(_pending_units, plan.units), run_unit)
     if plan.veq_units:
         veq = [item for u in plan.veq_units for item in u.items]
         yield Stage(VEQ_PROTOCOL, veq, partial(_pending_units, plan.veq_units), run_veq_unit)
+    if plan.depth_units:
+        depth = [item for u in plan.depth_units for item in u.items]
+        units = partial(_pending_units, plan.depth_units)
+        yield Stage(DEPTH_PROTOCOL, depth, units, run_depth_unit)
 
 
-U = TypeVar("U", SweepUnit, VeqUnit)
+U = TypeVar("U", SweepUnit, VeqUnit, DepthUnit)
 
 
 def _pending_units(units: Sequence[U], pending: Sequence[Spec]) -> list[U]:

@@ -2,9 +2,10 @@
 
 The report never trusts that every piece of a run exists (a partial run, a run without the
 water arm, without controls, without verbal wordings, with failed records), so this module turns
-the records of the sweep's two item kinds (:data:`~clearsight.sweep.specs.PROTOCOL`, one
+the records of the sweep's item kinds (:data:`~clearsight.sweep.specs.PROTOCOL`, one
 question to one model; :data:`~clearsight.sweep.specs.VEQ_PROTOCOL`, the ImageNet-C
-equivalents) into one frame with a fixed set of columns (missing ones filled with NaN) and
+equivalents; :data:`~clearsight.sweep.specs.DEPTH_PROTOCOL`, each scene's depth profile) into
+frames with a fixed set of columns (missing ones filled with NaN) and
 typed values: ``correct`` and ``abstained`` as 0.0/1.0 floats, confidences as floats with NaN
 for "no value" (a letter wording has no verbal confidence, an unparsed verbal reply has none
 either). It reads through :class:`~clearsight.store.RunStore`'s reads by kind; the report in
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.store import RunStore
-from clearsight.sweep.specs import PROTOCOL, VEQ_PROTOCOL
+from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
 
 __all__ = [
     "ARMS",
@@ -105,9 +106,11 @@ class RunData:
     ``records``: ok sweep records (kind ``PROTOCOL``), one row each, columns as in the module
     docstring. ``veq``: ok V_eq rows (kind ``VEQ_PROTOCOL``: ``scene``, ``severity``,
     ``v_eq_m``, ``gain`` — the retained gain, NaN in runs made before it was stored).
-    ``counts``: the store's item/ok/failed/pending counts. ``failures``: error message →
-    number of failed records, most frequent first. ``levels``: arm → its visibility levels in
-    the records, clearest first.
+    ``depth``: one row per scene with a stored depth profile (``scene``, ``median_m``,
+    ``q25_m``, ``q75_m``, ``near_share``, ``far_share``; empty for a run made before
+    profiles were stored). ``counts``: the store's item/ok/failed/pending counts.
+    ``failures``: error message → number of failed records, most frequent first. ``levels``:
+    arm → its visibility levels in the records, clearest first.
     """
 
     run_dir: Path
@@ -117,6 +120,7 @@ class RunData:
     veq: pd.DataFrame
     failures: pd.Series
     levels: dict[str, tuple[float, ...]]
+    depth: pd.DataFrame
 
     @property
     def name(self) -> str:
@@ -207,6 +211,7 @@ def load_run_data(run_dir: Path) -> RunData:
         counts = store.counts()
         records = _typed_records(store.to_frame(status="ok", kind=PROTOCOL))
         veq_rows = store.to_frame(status="ok", kind=VEQ_PROTOCOL)
+        depth_rows = store.to_frame(status="ok", kind=DEPTH_PROTOCOL)
         errors = [record.error for record in store.iter_records("failed", raw=False)]
     failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
     veq = pd.DataFrame(
@@ -225,4 +230,15 @@ def load_run_data(run_dir: Path) -> RunData:
         veq=veq.reset_index(drop=True),
         failures=failures,
         levels=_levels(records),
+        depth=_depth_profiles(depth_rows),
     )
+
+
+_DEPTH_COLUMNS = ("median_m", "q25_m", "q75_m", "near_share", "far_share")
+
+
+def _depth_profiles(rows: pd.DataFrame) -> pd.DataFrame:
+    """The stored depth profiles, one row per scene (columns as in :class:`RunData`)."""
+    scenes = rows["scene.id"].astype(object) if "scene.id" in rows else pd.Series(dtype=object)
+    frame = pd.DataFrame({"scene": scenes} | {c: _numeric(rows, c) for c in _DEPTH_COLUMNS})
+    return frame.dropna().reset_index(drop=True)

@@ -2,10 +2,10 @@
 
 A sweep item (:class:`SweepItem`) is one question about one boxed target of one scene under one
 condition, asked of one model in one wording; an ImageNet-C equivalent (:class:`VeqItem`) is one
-severity of one scene, with no model. The scene reference, the question and the physics settings
-and a model's options are :class:`~clearsight.specs.Part` values shared by many items (a question
-is asked under every condition by every model), so each enters a key by its content hash,
-computed once per plan.
+severity of one scene, with no model; a depth profile (:class:`DepthItem`) summarises one scene's
+depth map. The scene reference, the question and the physics settings and a model's options are
+:class:`~clearsight.specs.Part` values shared by many items (a question is asked under every
+condition by every model), so each enters a key by its content hash, computed once per plan.
 """
 
 from __future__ import annotations
@@ -17,10 +17,21 @@ from clearsight.scenes.coco import CocoTarget
 from clearsight.specs import OMIT_NONE, Options, Part, Spec
 from clearsight.tasks import Question
 
-__all__ = ["PROTOCOL", "VEQ_PROTOCOL", "Physics", "SceneRef", "Shown", "SweepItem", "VeqItem"]
+__all__ = [
+    "DEPTH_PROTOCOL",
+    "PROTOCOL",
+    "VEQ_PROTOCOL",
+    "DepthItem",
+    "Physics",
+    "SceneRef",
+    "Shown",
+    "SweepItem",
+    "VeqItem",
+]
 
 PROTOCOL = "sweep"
 VEQ_PROTOCOL = "sweep.veq"
+DEPTH_PROTOCOL = "sweep.depth"
 
 
 @dataclass(frozen=True)
@@ -100,3 +111,13 @@ class VeqItem(Spec):
     scene: SceneRef
     severity: int
     seed: int
+
+
+@dataclass(frozen=True)
+class DepthItem(Spec):
+    """The depth profile of one scene as the run loaded it (median, quartiles, shares at the
+    clip bounds): what sets the meaning of the run's metres, summarised in the report."""
+
+    kind: ClassVar[str] = DEPTH_PROTOCOL
+
+    scene: SceneRef
