@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from clearsight.metrics import bootstrap_weights, crossing_visibility, percentile_interval
 from clearsight.report import build_report, summary_table
@@ -705,3 +706,22 @@ def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
     paths = build_report(small_run, tmp_path, n_boot=N_BOOT, thumbnails=False)
     assert esc(line) in paths.html.read_text(encoding="utf-8")
     assert f"Depth: {line}." in paths.summary_md.read_text(encoding="utf-8")
+
+
+def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:
+    from io import BytesIO
+
+    from clearsight.report.plots import selective_figure
+    from clearsight.report.tables import selective_table
+
+    data = load_run_data(small_run)
+    analysis = analyse_sweep(data, n_boot=N_BOOT)
+    sel = selective_table(data, "identify", analysis)
+    png = selective_figure(data, "identify", sel)
+    assert png is not None
+    width, height = Image.open(BytesIO(png)).size
+    # one row per model × arm; internal, verbalized and the AURC panel side by side
+    rows = len(data.models) * len(data.arms)
+    assert height > 250 * rows
+    assert width > 3 * 300
+    assert selective_figure(data, "identify", sel.iloc[:0]) is None

@@ -1,5 +1,6 @@
-"""The report's figures as PNG bytes: sweep curves (Fig. 3), reliability diagrams, ImageNet-C
-severities on the physical axis (Fig. 7), and image thumbnails.
+"""The report's figures as PNG bytes: sweep curves (Fig. 3), reliability diagrams, risk-coverage
+curves with AURC against visibility, ImageNet-C severities on the physical axis (Fig. 7), and
+image thumbnails.
 
 Every function takes the DataFrames of :mod:`clearsight.report.tables` and returns PNG bytes
 (or None when there is nothing to draw), so the HTML page can inline them as data URIs and a
@@ -20,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from clearsight.metrics import ece, reliability_bins
+from clearsight.metrics import ece, reliability_bins, risk_coverage
 from clearsight.report.tables import NO_VERBAL, SIGNAL_LABELS, FloatArray, SweepAnalysis
 from clearsight.sweep.results import RunData, is_verbal, level_label, primary_wording
 
@@ -31,6 +32,7 @@ __all__ = [
     "imagenet_c_figure",
     "png_thumbnail",
     "reliability_figure",
+    "selective_figure",
 ]
 
 #: One colour per signal, the same in every figure (colour-blind-safe Okabe–Ito hues).
@@ -506,3 +508,124 @@ def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
     buf = io.BytesIO()
     im.save(buf, format="PNG", optimize=True)
     return buf.getvalue()
+
+
+def _confidence_columns(wordings: list[str]) -> list[tuple[str, str]]:
+    """(wording, signal) of the internal confidence of the main letter wording and the
+    verbalized confidence of the main verbal wording (those present)."""
+    letter = primary_wording(wordings, verbal=False)
+    verbal = primary_wording(wordings, verbal=True)
+    cols = [(letter, "internal_conf")] if letter is not None else []
+    return cols + ([(verbal, "verbal_conf")] if verbal is not None else [])
+
+
+def _risk_coverage_panel(
+    ax: Any, cuts: Sequence[tuple[str, pd.DataFrame]], signal: str, title: str
+) -> None:
+    """Risk against coverage of ``signal`` on the answered items of each cut."""
+    for (label, sub), colour in zip(cuts, ("0.15", "#CC79A7", "#D55E00"), strict=False):
+        answered = sub[(sub["answered"] == 1.0) & sub[signal].notna()]
+        if answered.empty:
+            continue
+        rc = risk_coverage(answered[signal].to_numpy(float), answered["correct"].to_numpy(float))
+        ax.step(
+            np.r_[0.0, rc.coverage],
+            np.r_[rc.risk[0], rc.risk],
+            where="pre",
+            color=colour,
+            lw=1.2,
+            label=f"{label}: n={len(answered)}, AURC {rc.aurc:.3f}",
+        )
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("coverage (share of answers accepted)", fontsize=8)
+    ax.set_ylabel("risk (error share accepted)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.25, lw=0.5)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+
+
+def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str) -> None:
+    """AURC (95 % interval) of each signal at every level, and at the clean images as a
+    separate marker, against visibility."""
+    _visibility_axis(ax, levels)
+    for signal, sub in rows.groupby("signal"):
+        line, marker = STYLES[str(signal)]
+        colour = COLOURS[str(signal)]
+        swept = sub[np.isfinite(sub["level_m"].to_numpy(float))].sort_values("level_m")
+        clean = sub[sub["level_m"] == math.inf]
+        for part, x, ls, label in (
+            (
+                swept,
+                swept["level_m"],
+                line,
+                f"{SIGNAL_LABELS[str(signal)]} ({sub['wording'].iloc[0]})",
+            ),
+            (clean, [_clean_x(levels)] * len(clean), "none", None),
+        ):
+            ax.errorbar(
+                x,
+                part["aurc"],
+                yerr=error_bars(part["aurc"], part["aurc_low"], part["aurc_high"]),
+                ls=ls,
+                marker=marker,
+                ms=4,
+                lw=1.2,
+                capsize=2,
+                color=colour,
+                label=label,
+            )
+    ax.set_ylim(-0.02, max(0.1, float(np.nanmax(rows["aurc_high"].to_numpy(float))) * 1.1))
+    ax.set_ylabel("AURC (lower is better)", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+
+
+def selective_figure(data: RunData, task: str, table: pd.DataFrame) -> bytes | None:
+    """Selective prediction per model and arm: risk-coverage curves of the internal and the
+    verbalized confidence at the clean images, the middle level and the murkiest level, and
+    each signal's AURC (with its scene-bootstrap 95 % interval) against visibility.
+
+    ``table`` is :func:`~clearsight.report.tables.selective_table` for ``task``. Answered items
+    only, as in the table.
+    """
+    cols = _confidence_columns(data.wordings(task))
+    panels = [(m, a) for m in data.models for a in data.arms]
+    if not cols or not panels or table.empty:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(
+        len(panels),
+        len(cols) + 1,
+        figsize=(3.6 * (len(cols) + 1), 3.3 * len(panels)),
+        squeeze=False,
+    )
+    rec = data.records[data.records["task"] == task]
+    for r, (model, arm) in enumerate(panels):
+        levels = data.levels[arm]
+        mine = rec[rec["model"] == model]
+        shown = [levels[len(levels) // 2], levels[-1]]
+        for c, (wording, signal) in enumerate(cols):
+            sub = mine[mine["wording"] == wording]
+            cuts = [("clean", sub[sub["condition"] == "clean"])]
+            cuts += [
+                (f"{level_label(v)} m", sub[(sub["condition"] == arm) & (sub["level_m"] == v)])
+                for v in shown
+            ]
+            title = f"{model} — {arm}\n{SIGNAL_LABELS[signal]} ({wording})"
+            _risk_coverage_panel(axes[r][c], cuts, signal, title)
+        keep = (
+            (table["model"] == model)
+            & (table["arm"] == arm)
+            & table["wording"].isin([w for w, _ in cols])
+            & table["level_m"].notna()  # clean (inf) and every level, not the pooled cells
+            & table["aurc"].notna()
+        )
+        ax = axes[r][len(cols)]
+        if keep.any():
+            _aurc_panel(ax, table[keep], levels, f"{model} — {arm}: AURC against V")
+        else:
+            ax.set_axis_off()
+    fig.tight_layout()
+    return png(fig)

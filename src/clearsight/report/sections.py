@@ -192,7 +192,7 @@ def _task_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
     parts.append(_crossings_html(data, analysis, task))
     # reliability diagrams for the main task only: the verification table says the same
     parts.append(_calibration_html(data, analysis, task, figure=task == data.tasks[0]))
-    parts.append(_selective_html(data, analysis, task))
+    parts.append(_selective_html(data, analysis, task, figure=task == data.tasks[0]))
     parts.append(_sweep_html(data, analysis, task))
     parts.append(_controls_html(data, analysis, task))
     return "\n".join(parts)
@@ -338,11 +338,13 @@ def _cell_cols() -> list[Col]:
     ]
 
 
-def _selective_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
-    """AURC and E-AURC of each confidence signal gating the answers, per level."""
+def _selective_html(data: RunData, analysis: SweepAnalysis, task: str, figure: bool = True) -> str:
+    """Risk-coverage curves and AURC against visibility (if ``figure``), and AURC and E-AURC
+    of each confidence signal gating the answers, per level."""
     sel = selective_table(data, task, analysis)
     if sel.empty:
         return ""
+    fig = plots.selective_figure(data, task, sel) if figure else None
     cols = [
         *_cell_cols(),
         Col("AURC [95% CI]", lambda r: fmt_ci(r.aurc, r.aurc_low, r.aurc_high, 3)),
@@ -357,6 +359,15 @@ def _selective_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
             "the accepted) against coverage (share accepted) curve, E-AURC its excess over the "
             "best ordering of the same answers (0: every right answer above every wrong one). "
             "Lower is better. Brackets: 95 % percentile bootstrap intervals over scenes.</p>",
+            img(
+                fig,
+                f"risk-coverage curves and AURC against visibility, {task}",
+                "Risk (error share of the accepted answers) against coverage for the main "
+                "letter wording's internal confidence and the main verbal wording's verbalized "
+                "confidence, at the clean images, the middle level and the murkiest level; "
+                "right: each signal's AURC at every level with its 95 % scene-bootstrap "
+                "interval.",
+            ),
             table(pooled, cols),
             details("AURC and E-AURC at every level", table(sel, cols)),
         ]
