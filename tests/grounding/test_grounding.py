@@ -230,6 +230,11 @@ def test_tgs_scores_average_within_then_across_benchmarks() -> None:
     assert s["tgs_self"].interval.low <= 0.15 <= s["tgs_self"].interval.high
     assert s["ECE"].interval.estimate == pytest.approx(abs(0.8 - 0.5))
     assert s["AUROC"].interval.estimate == pytest.approx(0.5)
+    # one tied confidence: one threshold, accepting all 6 answers, 3 of them wrong; the best
+    # ordering of 3 right and 3 wrong has AURC (1/6)(1/4 + 2/5 + 3/6)
+    assert s["AURC"].interval.estimate == pytest.approx(0.5)
+    assert s["E_AURC"].interval.estimate == pytest.approx(0.5 - (1 / 4 + 2 / 5 + 3 / 6) / 6)
+    assert s["AURC"].interval.low <= 0.5 <= s["AURC"].interval.high
     # unequal benchmark sizes: each benchmark counts equally
     two = two_stage_score("x", [1.0, 1.0, 1.0, 0.0], ["a", "a", "a", "b"], n_boot=100)
     assert two.interval.estimate == pytest.approx(0.5)
@@ -311,7 +316,11 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
     assert cells == [str(v) for row in csv.itertuples(index=False) for v in row]
     # the figures the run has data for are inlined; nothing is loaded from elsewhere
-    assert html.count("src='data:image/png;base64,") == 2  # masking curve, ECE vs TGS
+    # masking curve, ECE vs TGS, risk-coverage curves
+    assert html.count("src='data:image/png;base64,") == 3
+    assert "risk-coverage curves" in html
+    assert len(analysis["selective"]["confidence"]) == len(analysis["selective"]["correct"]) > 0
+    assert "AURC (visible self confidence gating answers)" in set(csv["score"])
     assert "no slot" in html
     assert "Judge validation" in html
     assert "Judge validation" in paths.summary_md.read_text(encoding="utf-8")

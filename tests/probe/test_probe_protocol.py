@@ -110,6 +110,10 @@ def test_cross_run_ece_is_recomputable_from_stored_commits(tmp_path: Path) -> No
     # i1: A with 2/3, correct; i2: C with 3/3, wrong; i3: tie A/B -> B (earlier), 1/3, wrong
     expected_ece = (abs(1 - 2 / 3) + abs(0 - 1) + abs(0 - 1 / 3)) / 3
     assert row["ece"] == pytest.approx(expected_ece)
+    # gated by that confidence: 1 (wrong), 2/3 (right), 1/3 (wrong); the best order of one
+    # right and two wrong: right first
+    assert row["aurc"] == pytest.approx((1 / 1 + 1 / 2 + 2 / 3) / 3)
+    assert row["e_aurc"] == pytest.approx((1 / 1 + 1 / 2 + 2 / 3) / 3 - (1 / 2 + 2 / 3) / 3)
     assert row["cross_acc"] == pytest.approx(100 / 3)
     assert row["acc"] == pytest.approx(100 / 3)
     assert row["acc_std"] == pytest.approx(0.0)
@@ -198,6 +202,11 @@ def test_results_and_report(tmp_path: Path) -> None:
     section = html.split("<h2>Table 1", 1)[1].split("</table>", 1)[0]
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
     assert cells == [cell_text(v) for row in table1.itertuples(index=False) for v in row]
+    # two runs per instance: the cross-run confidence gates predictions, drawn and scored
+    assert {"aurc", "e_aurc"} <= set(table1.columns)
+    assert ((table1.aurc >= table1.e_aurc - 1e-12) & (table1.e_aurc >= -1e-12)).all()
+    assert "Selective prediction (cross-run confidence)" in html
+    assert html.count("src='data:image/png;base64,") == 1
 
 
 def _build_config(tmp_path: Path, **kw: object) -> Any:

@@ -8,7 +8,8 @@
   the averaged TGS-pair is the mean over axes.
 * Aggregation: within each benchmark, then across benchmarks (each counts equally), with
   two-stage percentile bootstrap intervals (:func:`clearsight.metrics.two_stage_bootstrap`,
-  5000 draws by default); ECE and AUROC of the same confidences with an item bootstrap.
+  5000 draws by default); ECE, AUROC, AURC and E-AURC of the same confidences with an item
+  bootstrap.
 
 Inputs are plain arrays or a :class:`pandas.DataFrame` of elicitation read-outs with columns
 ``problem``, ``benchmark``, ``variant`` and ``expected`` (see
@@ -26,6 +27,7 @@ import numpy.typing as npt
 
 from clearsight.metrics.bootstrap import Interval, cluster_bootstrap, two_stage_bootstrap
 from clearsight.metrics.calibration import auroc, ece
+from clearsight.metrics.selective import risk_coverage
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -93,32 +95,38 @@ def two_stage_score(
     return Score(name, interval, int(v.size), len(set(b.tolist())))
 
 
+#: The confidence read-outs :func:`calibration_scores` gives, in order.
+CALIBRATION_SCORES = ("ECE", "AUROC", "AURC", "E_AURC")
+
+
 def calibration_scores(
     confidence: npt.ArrayLike, correct: npt.ArrayLike, n_boot: int = 5000, seed: int = 0
-) -> tuple[Score, Score]:
-    """ECE (10 right-closed bins) and AUROC of ``confidence`` for ``correct``, each with a
-    percentile item bootstrap (NaN replicates, e.g. AUROC of a draw with one class, ignored)."""
+) -> dict[str, Score]:
+    """ECE (10 right-closed bins), AUROC, and the selective-prediction AURC and E-AURC
+    (:func:`~clearsight.metrics.risk_coverage`) of ``confidence`` for ``correct``, each with a
+    percentile item bootstrap (NaN replicates, e.g. AUROC of a draw with one class, ignored);
+    keyed by :data:`CALIBRATION_SCORES`."""
     c = np.asarray(confidence, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
     keep = np.isfinite(c)
     c, y = c[keep], y[keep]
     if c.size == 0:
-        return Score("ECE", _nan_interval(n_boot), 0, 0), Score(
-            "AUROC", _nan_interval(n_boot), 0, 0
-        )
+        return {k: Score(k, _nan_interval(n_boot), 0, 0) for k in CALIBRATION_SCORES}
 
     def stat(w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        out = np.empty((w.shape[0], 2))
+        out = np.empty((w.shape[0], len(CALIBRATION_SCORES)))
         for r, row in enumerate(w):
             reps = row.astype(np.int64)
             cc, yy = np.repeat(c, reps), np.repeat(y, reps)
+            rc = risk_coverage(cc, yy)
             out[r, 0] = ece(cc, yy)
             out[r, 1] = auroc(cc, yy) if 0 < yy.sum() < yy.size else np.nan
+            out[r, 2:] = rc.aurc, rc.e_aurc
         return out
 
     res = cluster_bootstrap(stat, c.size, n_boot=n_boot, seed=seed)
     n = int(c.size)
-    return Score("ECE", res.interval(0), n, 1), Score("AUROC", res.interval(1), n, 1)
+    return {k: Score(k, res.interval(i), n, 1) for i, k in enumerate(CALIBRATION_SCORES)}
 
 
 def _wide(frame: pd.DataFrame) -> pd.DataFrame:
@@ -159,8 +167,8 @@ def scores(
     seed: int = 0,
 ) -> dict[str, Score]:
     """TGS-self, TGS-pair per axis and averaged, the masking curve (mean E per r), and — when
-    ``correct`` (columns ``problem``, ``correct``) is given — ECE and AUROC of the visible
-    self confidences, all with bootstrap intervals."""
+    ``correct`` (columns ``problem``, ``correct``) is given — ECE, AUROC, AURC and E-AURC of
+    the visible self confidences (:func:`calibration_scores`), all with bootstrap intervals."""
     d = item_differences(frame)
     bench = d["benchmark"].astype(str).tolist()
     out: dict[str, Score] = {}
@@ -170,11 +178,10 @@ def scores(
         out[name] = two_stage_score(name, d[name].to_numpy(float), bench, n_boot, seed)
     if correct is not None and len(correct):
         merged = d.merge(correct[["problem", "correct"]], on="problem")
-        e, a = calibration_scores(
+        out |= calibration_scores(
             merged[f"E_r{0:.2f}"].to_numpy(float),
             merged["correct"].to_numpy(float),
             n_boot,
             seed,
         )
-        out["ECE"], out["AUROC"] = e, a
     return out

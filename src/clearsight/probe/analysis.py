@@ -8,7 +8,8 @@ anything the run kept aside:
   runs that committed nothing do not vote), confidence = share of the R runs that committed
   that option, correct = prediction equals gold. :func:`summary_table` adds accuracy mean and
   standard deviation over runs, cross-run ECE (``clearsight.metrics.ece``, 10 right-closed
-  bins), rounds and VLM calls per instance (Table 1, Table 9).
+  bins), the AURC and E-AURC of that confidence gating the predictions
+  (``clearsight.metrics.risk_coverage``), rounds and VLM calls per instance (Table 1, Table 9).
 * :func:`sensor_consistency` / :func:`consistency_bins` — accuracy by the sensor's own
   consistency c on the instance (how many direct answers were right; Fig. 2).
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.metrics.calibration import ece
+from clearsight.metrics.selective import risk_coverage
 from clearsight.probe.transcript import Transcript
 from clearsight.validate import InputError
 
@@ -102,15 +104,22 @@ def cross_run(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ece_or_nan(sub: pd.DataFrame) -> float:
+def _cross_run_scores(sub: pd.DataFrame) -> dict[str, float]:
+    """Cross-run ECE, and AURC and E-AURC of the cross-run confidence gating the predictions
+    (:func:`~clearsight.metrics.risk_coverage`; an instance no run committed has confidence
+    0 and counts as wrong, as in the ECE). NaN with one run per instance: no cross-run
+    confidence."""
     if sub.empty or (sub["runs"] < 2).all():
-        return float("nan")  # one run per instance carries no cross-run confidence
-    return ece(sub["confidence"].to_numpy(float), sub["correct"].to_numpy(bool))
+        return dict.fromkeys(("ece", "aurc", "e_aurc"), float("nan"))
+    conf, correct = sub["confidence"].to_numpy(float), sub["correct"].to_numpy(bool)
+    rc = risk_coverage(conf, correct)
+    return {"ece": ece(conf, correct), "aurc": rc.aurc, "e_aurc": rc.e_aurc}
 
 
 def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("domain",)) -> pd.DataFrame:
     """Table 1 / Table 9 analogue per setting and ``by`` (e.g. domain or dataset): instances,
-    runs, accuracy mean and std over runs (percent), cross-run accuracy and ECE, mean rounds,
+    runs, accuracy mean and std over runs (percent), cross-run accuracy, ECE, AURC and E-AURC
+    (:func:`_cross_run_scores`), mean rounds,
     queries and VLM calls per conversation, the share that committed, and stop reasons."""
     if frame.empty:
         return pd.DataFrame()
@@ -132,7 +141,7 @@ def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("domain",)) -> pd.Da
                 "acc": float(by_run.mean()),
                 "acc_std": float(by_run.std(ddof=1)) if len(by_run) > 1 else float("nan"),
                 "cross_acc": float(inst["correct"].mean() * 100),
-                "ece": _ece_or_nan(inst),
+                **_cross_run_scores(inst),
                 "rounds": float(group["rounds"].mean()),
                 "queries": float(group["queries"].mean()),
                 "vlm_calls": float(group["vlm_calls"].mean()),

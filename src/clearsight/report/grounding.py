@@ -1,14 +1,17 @@
-"""The grounding report: TGS-self, TGS-pair per axis and averaged, ECE and AUROC beside them.
+"""The grounding report: TGS-self, TGS-pair per axis and averaged, ECE, AUROC, AURC and E-AURC
+beside them.
 
 Tables per benchmark and overall (overall = mean over benchmarks of per-benchmark means, with a
-two-stage bootstrap interval, 5000 draws by default; ECE and AUROC with an item bootstrap over
-the pooled items), content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02),
-mean change), an exact Wilcoxon test of visible against masked confidence over benchmark means
-(and between models when the run directory list holds several), and four figures: JSD
-histograms, the masking curve, the pre/post hesitation scatter and ECE against TGS. The run is
-read by :mod:`clearsight.grounding.results`; this module scores and renders it, in the layout
-every report shares (:mod:`clearsight.report.output`): ``report.html`` with the tables and the
-figures, ``summary.md`` and ``summary.csv`` with the scores table.
+two-stage bootstrap interval, 5000 draws by default; ECE, AUROC, AURC and E-AURC of the visible
+self confidence for the own answers' correctness with an item bootstrap over the pooled items),
+content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02), mean change), an exact
+Wilcoxon test of visible against masked confidence over benchmark means (and between models when
+the run directory list holds several), and five figures: JSD histograms, the masking curve, the
+pre/post hesitation scatter, ECE against TGS and the risk-coverage curves of the confidence
+gating the answers. The run is read by :mod:`clearsight.grounding.results`; this module scores
+and renders it, in the layout every report shares (:mod:`clearsight.report.output`):
+``report.html`` with the tables and the figures, ``summary.md`` and ``summary.csv`` with the
+scores table.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_be
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, write_report
-from clearsight.report.plots import png, pyplot
+from clearsight.report.plots import png, pyplot, risk_coverage_figure
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -38,6 +41,8 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_pair", "TGS-pair (mean of axes)"),
     ("ECE", "ECE (visible self confidence)"),
     ("AUROC", "AUROC (visible self confidence)"),
+    ("AURC", "AURC (visible self confidence gating answers)"),
+    ("E_AURC", "E-AURC (visible self confidence gating answers)"),
 )
 
 
@@ -56,6 +61,7 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
         per[str(bench)] = {k: v.to_json() for k, v in scores(sub, t, n_boot, seed).items()}
     out["per_benchmark"] = per
     out["accuracy"] = float(trajs["correct"].mean()) if len(trajs) else None
+    out["selective"] = _gated_answers(elic, trajs)
     # content variation
     out["variation"] = {}
     for axis in AXES:
@@ -90,6 +96,20 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
     out["judge"] = results.judge
     out["failures"] = results.failures
     return out
+
+
+def _gated_answers(elic: pd.DataFrame, trajs: pd.DataFrame) -> dict[str, list[Any]]:
+    """Each own answer's visible self confidence and correctness, with its benchmark: what a
+    risk-coverage curve of the confidence gating the answers needs."""
+    if trajs.empty:
+        return {"benchmark": [], "confidence": [], "correct": []}
+    d = item_differences(elic).merge(trajs[["problem", "correct"]], on="problem")
+    d = d[np.isfinite(d["E_r0.00"].to_numpy(float))]
+    return {
+        "benchmark": d["benchmark"].astype(str).tolist(),
+        "confidence": d["E_r0.00"].astype(float).tolist(),
+        "correct": d["correct"].astype(float).tolist(),
+    }
 
 
 def tables(analysis: dict[str, Any]) -> pd.DataFrame:
@@ -160,6 +180,18 @@ def hesitation_figure(analysis: dict[str, Any]) -> bytes | None:
     ax.set_ylabel("c_post")
     ax.set_title(f"P(|dc|<=.02)={h['p_abs_change_le_0.02']:.2f}, n={h['n_events']}", fontsize=9)
     return png(fig)
+
+
+def selective_figure(analysis: dict[str, Any]) -> bytes | None:
+    """Risk-coverage curves of the visible self confidence gating the model's own answers:
+    every answer, and each benchmark's."""
+    sel = analysis.get("selective", {})
+    conf = np.asarray(sel.get("confidence", []), dtype=float)
+    correct = np.asarray(sel.get("correct", []), dtype=float)
+    bench = np.asarray(sel.get("benchmark", []), dtype=object)
+    cuts = [("all benchmarks", conf, correct)]
+    cuts += [(str(b), conf[bench == b], correct[bench == b]) for b in sorted(set(bench.tolist()))]
+    return risk_coverage_figure([("visible self confidence gating answers", cuts)])
 
 
 def ece_tgs_figure(analyses: Sequence[tuple[str, dict[str, Any]]]) -> bytes | None:
@@ -278,6 +310,12 @@ _FIGURES: dict[str, tuple[str, str]] = {
         "Confidence before and after each hesitation marker; the diagonal is no change.",
     ),
     "ece_vs_tgs": ("ECE against TGS", "ECE against TGS-self and TGS-pair, one point per run."),
+    "selective": (
+        "risk-coverage curves",
+        "Risk (error share of the accepted answers) against coverage, accepting the own "
+        "answers whose visible self confidence is at least a threshold; AURC and E-AURC with "
+        "item-bootstrap intervals in the scores table.",
+    ),
 }
 
 
@@ -300,6 +338,7 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
         ),
         ("Tests", frame_table(_tests_frame(analysis))),
         ("ECE against TGS", _figure(figures, "ece_vs_tgs")),
+        ("Selective prediction", _figure(figures, "selective")),
     ]
     if analysis.get("judge"):
         sections.append(("Judge validation", frame_table(_judge_frame(analysis))))
@@ -354,6 +393,7 @@ def build_grounding_report(
         "masking": masking_figure(analysis),
         "hesitation": hesitation_figure(analysis),
         "ece_vs_tgs": ece_tgs_figure(runs),
+        "selective": selective_figure(analysis),
     }
     return write_report(
         run,

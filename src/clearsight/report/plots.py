@@ -27,11 +27,13 @@ from clearsight.sweep.results import RunData, is_verbal, level_label, primary_wo
 
 __all__ = [
     "COLOURS",
+    "Cut",
     "curves_figure",
     "error_bars",
     "imagenet_c_figure",
     "png_thumbnail",
     "reliability_figure",
+    "risk_coverage_figure",
     "selective_figure",
 ]
 
@@ -519,23 +521,28 @@ def _confidence_columns(wordings: list[str]) -> list[tuple[str, str]]:
     return cols + ([(verbal, "verbal_conf")] if verbal is not None else [])
 
 
-def _risk_coverage_panel(
-    ax: Any, cuts: Sequence[tuple[str, pd.DataFrame]], signal: str, title: str
-) -> None:
-    """Risk against coverage of ``signal`` on the answered items of each cut."""
-    for (label, sub), colour in zip(cuts, ("0.15", "#CC79A7", "#D55E00"), strict=False):
-        answered = sub[(sub["answered"] == 1.0) & sub[signal].notna()]
-        if answered.empty:
+#: A risk-coverage curve to draw: its label, the confidences and whether each answer is right.
+Cut = tuple[str, FloatArray, FloatArray]
+_CUT_COLOURS = ("0.15", "#CC79A7", "#D55E00", "#0072B2", "#009E73")
+
+
+def _risk_coverage_panel(ax: Any, cuts: Sequence[Cut], title: str) -> None:
+    """Risk against coverage of each cut (:func:`~clearsight.metrics.risk_coverage`)."""
+    drawn = 0
+    for k, (label, conf, correct) in enumerate(cuts):
+        colour = _CUT_COLOURS[k % len(_CUT_COLOURS)]
+        if conf.size == 0:
             continue
-        rc = risk_coverage(answered[signal].to_numpy(float), answered["correct"].to_numpy(float))
+        rc = risk_coverage(conf, correct)
         ax.step(
             np.r_[0.0, rc.coverage],
             np.r_[rc.risk[0], rc.risk],
             where="pre",
             color=colour,
             lw=1.2,
-            label=f"{label}: n={len(answered)}, AURC {rc.aurc:.3f}",
+            label=f"{label}: n={conf.size}, AURC {rc.aurc:.3f}",
         )
+        drawn += 1
     ax.set_xlim(0, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("coverage (share of answers accepted)", fontsize=8)
@@ -543,7 +550,33 @@ def _risk_coverage_panel(
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.25, lw=0.5)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+    if drawn:
+        ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no scored answer", ha="center", va="center", transform=ax.transAxes)
+
+
+def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Cut]]]) -> bytes | None:
+    """Risk-coverage curves, one panel per (title, cuts), three panels to a row (None when no
+    panel has a scored answer)."""
+    if not any(conf.size for _, cuts in panels for _, conf, _ in cuts):
+        return None
+    n_cols = min(3, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    plt = pyplot()
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.8 * n_cols, 3.4 * n_rows), squeeze=False)
+    for k, (title, cuts) in enumerate(panels):
+        _risk_coverage_panel(axes[k // n_cols][k % n_cols], cuts, title)
+    for k in range(len(panels), n_rows * n_cols):
+        axes[k // n_cols][k % n_cols].set_axis_off()
+    fig.tight_layout()
+    return png(fig)
+
+
+def _answered(sub: pd.DataFrame, signal: str, label: str) -> Cut:
+    """The cut of the answered items of ``sub`` with a ``signal`` confidence."""
+    scored = sub[(sub["answered"] == 1.0) & sub[signal].notna()]
+    return label, scored[signal].to_numpy(float), scored["correct"].to_numpy(float)
 
 
 def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str) -> None:
@@ -608,13 +641,17 @@ def selective_figure(data: RunData, task: str, table: pd.DataFrame) -> bytes | N
         shown = [levels[len(levels) // 2], levels[-1]]
         for c, (wording, signal) in enumerate(cols):
             sub = mine[mine["wording"] == wording]
-            cuts = [("clean", sub[sub["condition"] == "clean"])]
+            cuts = [_answered(sub[sub["condition"] == "clean"], signal, "clean")]
             cuts += [
-                (f"{level_label(v)} m", sub[(sub["condition"] == arm) & (sub["level_m"] == v)])
+                _answered(
+                    sub[(sub["condition"] == arm) & (sub["level_m"] == v)],
+                    signal,
+                    f"{level_label(v)} m",
+                )
                 for v in shown
             ]
             title = f"{model} — {arm}\n{SIGNAL_LABELS[signal]} ({wording})"
-            _risk_coverage_panel(axes[r][c], cuts, signal, title)
+            _risk_coverage_panel(axes[r][c], cuts, title)
         keep = (
             (table["model"] == model)
             & (table["arm"] == arm)

@@ -18,14 +18,16 @@ from clearsight.probe.analysis import (
     belief_table,
     calls_table,
     consistency_bins,
+    cross_run,
     query_type_table,
     summary_table,
 )
 from clearsight.probe.results import ProbeResults, load_probe_results
-from clearsight.report.html import cell_text, details, esc, frame_table, page, pre
+from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, write_report
+from clearsight.report.plots import Cut, risk_coverage_figure
 
-__all__ = ["MAIN_TABLE", "build_probe_report", "probe_tables"]
+__all__ = ["MAIN_TABLE", "build_probe_report", "probe_tables", "selective_figure"]
 
 #: The title of the main table, the one summary.csv holds.
 MAIN_TABLE = "Table 1: accuracy (mean ± std over runs, %) and cross-run ECE by domain"
@@ -56,6 +58,29 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
         ),
         "Table 9: VLM calls per question": calls_table(frame),
     }
+
+
+def selective_figure(frame: pd.DataFrame) -> bytes | None:
+    """Risk-coverage curves of the cross-run confidence gating the cross-run predictions: one
+    panel per reasoner and sensor, one curve per strategy and signal (settings with at least
+    two runs per instance; an instance no run committed is a wrong prediction at confidence
+    0, as in the ECE)."""
+    if frame.empty:
+        return None
+    per = cross_run(frame)
+    per = per[per["runs"] >= 2]
+    panels: list[tuple[str, list[Cut]]] = []
+    for (reasoner, sensor), group in per.groupby(["reasoner", "sensor"], sort=True):
+        cuts: list[Cut] = [
+            (
+                f"{strategy}, signal {signal}",
+                sub["confidence"].to_numpy(float),
+                sub["correct"].to_numpy(float),
+            )
+            for (strategy, signal), sub in group.groupby(["strategy", "signal"], sort=True)
+        ]
+        panels.append((f"{reasoner} with sensor {sensor}", cuts))
+    return risk_coverage_figure(panels) if panels else None
 
 
 def _examples(results: ProbeResults, limit: int = 6) -> str:
@@ -97,6 +122,17 @@ def build_probe_report(run_dir: Path | str) -> ReportPaths:
         body.append(frame_table(frame))
         md.append(f"\n## {title}\n\n")
         md.append(md_table(frame.map(cell_text) if not frame.empty else frame))
+    body.append("<h2>Selective prediction (cross-run confidence)</h2>")
+    body.append(
+        img(
+            selective_figure(results.transcripts),
+            "risk-coverage curves of the cross-run confidence",
+            "Risk (error share of the accepted predictions) against coverage, accepting the "
+            "instances whose cross-run confidence is at least a threshold; AURC and E-AURC "
+            "per setting in Table 1 (aurc, e_aurc).",
+        )
+        or "<p class='note'>(no setting with two or more runs per instance)</p>"
+    )
     body.append("<h2>Example conversations</h2>")
     body.append(_examples(results))
     return write_report(
