@@ -272,11 +272,15 @@ def test_the_session_page_needs_the_browser_that_started_it(tmp_path: Path) -> N
 
 
 def _stored(run: Path) -> list[tuple[object, ...]]:
-    """Everything the store holds of its records, to tell that a refused post wrote nothing."""
+    """What the store holds (its counts, manifest and every record), to tell that a refused
+    post wrote nothing."""
     with RunStore.open(run, read_only=True) as store:
         return [
-            (r.key, r.status, r.error, r.attempt, r.finished_at, r.raw, r.readouts)
-            for r in store.iter_records()
+            (store.counts(), store.manifest()),
+            *(
+                (r.key, r.status, r.error, r.attempt, r.finished_at, r.raw, r.readouts)
+                for r in store.iter_records()
+            ),
         ]
 
 
