@@ -118,27 +118,33 @@ def test_no_template_marks_data_safe() -> None:
         assert "autoescape false" not in text, name
 
 
-def test_files_inside_served_and_traversal_refused(tmp_path: Path) -> None:
+def test_report_files_served_and_everything_else_refused(tmp_path: Path) -> None:
     run = tmp_path / "demo"
     _sweep_run(run)
     (run / "report.html").write_text("<p>report</p>")
     (run / "sub").mkdir()
-    (run / "sub" / "a.csv").write_text("x\n1\n")
+    (run / "sub" / "summary.csv").write_text("x\n1\n")
+    (run / "sub" / "a.csv").write_text("instance,gold\n")
+    (run / "dog.jpg").write_bytes(b"\xff\xd8\xff")
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET")
     (run / "link").symlink_to(secret)
+    (run / "summary.md").symlink_to(run / "run.sqlite")  # a report name leading to the store
     client = _client(run)
-    ok = client.get("/files/sub/a.csv")
+    ok = client.get("/files/sub/summary.csv")
     assert ok.status_code == 200
     assert ok.text == "x\n1\n"
     report = client.get("/files/report.html")
     assert report.text == "<p>report</p>"
     assert report.headers["content-security-policy"].startswith("sandbox")
     listing = client.get("/files").text
-    assert "sub/a.csv" in listing
-    assert "report.html" in listing
-    assert "/files/link" not in listing
+    assert re.findall(r'href="/files/([^"]+)"', listing) == ["report.html", "sub/summary.csv"]
     for url in (
+        "/files/run.sqlite",
+        "/files/summary.md",
+        "/files/sub/a.csv",
+        "/files/dog.jpg",
+        "/files/.clearsight.lock",
         "/files/%2e%2e/secret.txt",
         "/files/%2e%2e%2fsecret.txt",
         "/files/sub/%2e%2e/%2e%2e/secret.txt",
@@ -159,13 +165,15 @@ def test_safe_file_resolves_inside_only(tmp_path: Path) -> None:
     run = tmp_path / "run"
     (run / "d").mkdir(parents=True)
     (run / "d" / "f.txt").write_text("f")
-    (tmp_path / "outside.txt").write_text("o")
-    assert safe_file(run, "d/f.txt") == (run / "d" / "f.txt").resolve()
-    assert safe_file(run, "d/../d/f.txt") == (run / "d" / "f.txt").resolve()
-    for bad in ("../outside.txt", "d/../../outside.txt", str(tmp_path / "outside.txt"), "d", ""):
+    (run / "d" / "report.html").write_text("f")
+    (tmp_path / "report.html").write_text("o")
+    assert safe_file(run, "d/report.html") == (run / "d" / "report.html").resolve()
+    assert safe_file(run, "d/../d/report.html") == (run / "d" / "report.html").resolve()
+    for bad in ("../report.html", "d/../../report.html", str(tmp_path / "report.html"), "d", ""):
         assert safe_file(run, bad) is None, bad
-    assert safe_file(run, "d/f.txt\x00") is None
-    assert list_files(run) == [("d/f.txt", 1)]
+    assert safe_file(run, "d/report.html\x00") is None
+    assert safe_file(run, "d/f.txt") is None  # inside, but not a report file
+    assert list_files(run) == [("d/report.html", 1)]
 
 
 def test_host_header_and_missing_run(tmp_path: Path) -> None:
@@ -266,12 +274,15 @@ def test_human_session_over_http_stores_transcript(tmp_path: Path) -> None:
         (partial,) = list(store.iter_records())
     assert partial.status == "failed"
     assert partial.error == "unfinished: 1 turns so far"
-    hidden = client.get(f"/records/{key}").text
+    assert client.get(f"/records/{key}").status_code == 404  # no record page for the player
+    # the operator's browser of the same run (another server) hides the session in progress
+    operator = _client(run)
+    hidden = operator.get(f"/records/{key}").text
     assert "blue" not in hidden
     assert "hidden while the session is in progress" in hidden
-    assert "blue" not in client.get(f"/records/{key}/raw.json").text
-    assert "hidden while the session is in progress" in client.get("/records").text
-    assert '"gold"' not in client.get("/records").text.replace("&#34;", '"')
+    assert "blue" not in operator.get(f"/records/{key}/raw.json").text
+    assert "hidden while the session is in progress" in operator.get("/records").text
+    assert '"gold"' not in operator.get("/records").text.replace("&#34;", '"')
     assert _post(client, token, key, "query", query="Is there a script on it?") == 303
     assert _post(client, token, key, "query", query="How big is it?") == 303  # no scripted reply
     page = client.get(f"/session/{key}").text
@@ -304,9 +315,12 @@ def test_human_session_over_http_stores_transcript(tmp_path: Path) -> None:
     assert transcript.vlm_calls == 15
     page = client.get(f"/session/{key}").text
     assert f"({first.u}/5)" in page
-    assert "Committed (B): correct" in page
+    assert "Committed (B)" in page
+    assert "correct" not in page  # the player never learns the gold or the verdict
+    assert "gold" not in page
     assert 'id="ask"' not in page  # no more queries
-    record_page_text = client.get(f"/records/{key}").text
+    record_page_text = operator.get(f"/records/{key}").text
+    assert "Committed (B): correct" in record_page_text  # the operator sees the verdict
     assert ESCAPED in record_page_text
     assert SCRIPT not in record_page_text
     assert _post(client, token, key, "query", query="more?") == 400
@@ -319,8 +333,9 @@ def test_session_survives_a_restart_and_resumes(tmp_path: Path) -> None:
     assert _post(client, token, key, "query", query="What colour is the car?") == 303
     # a new server process (new form token) picks the session up from the store
     client2, token2 = _play_client(run, tmp_path)
-    assert _post(client2, token, key, "commit", letter="A") == 403  # the old token is stale
+    assert _post(client2, token2, key, "commit", letter="A") == 404  # not this browser's yet
     assert _start(client2, token2) == key  # an unfinished session is resumed, not restarted
+    assert _post(client2, token, key, "commit", letter="A") == 403  # the old token is stale
     assert "What colour is the car?" in client2.get(f"/session/{key}").text
     assert _post(client2, token2, key, "commit", letter="(a)") == 303
     (transcript,) = load_transcripts(run)

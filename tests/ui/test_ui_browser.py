@@ -156,15 +156,40 @@ def test_browser_plays_a_whole_session(served: tuple[str, Path], tmp_path: Path)
             assert "9 of 10 turns left" not in page.inner_text("#budget")
             assert page.inner_text("#budget") == "8 of 10 turns left"
 
+            # another site's page posting into the session (even knowing the form token) is
+            # refused by the origin check, and changes nothing (the session is committed below)
+            token = page.get_attribute('meta[name="csrf-token"]', "content")
+            attack = (
+                f'<form method="post" action="{base}/session/{key}/abandon">'
+                f'<input name="csrf" value="{token}"><button id="go">go</button></form>'
+            )
+            page.route(
+                "http://attacker.test/**",
+                lambda route: route.fulfill(body=attack, content_type="text/html"),
+            )
+            page.goto("http://attacker.test/page.html")
+            assert problems == []
+            with page.expect_navigation():
+                page.click("#go")
+            assert "refused" in page.inner_text("body")
+            (refused,) = problems  # the browser logs the 403 of the refused post
+            assert "403" in refused
+            problems.clear()
+            page.goto(f"{base}/session/{key}")
+            assert page.inner_text("#budget") == "8 of 10 turns left"  # the post did nothing
+
             page.check("#letter-B")
             with page.expect_navigation():
                 page.click("#commit-button")
-            assert "Committed (B): correct" in page.inner_text("#outcome")
+            outcome = page.inner_text("#outcome")
+            assert "Committed (B)" in outcome
+            assert "correct" not in outcome  # the player never learns the verdict or the gold
+            assert "gold" not in outcome
             assert page.locator("#ask").count() == 0
 
-            # the finished session's record page shows the conversation, escaped
-            page.goto(f"{base}/records/{key}")
-            assert SCRIPT in page.inner_text("#turns")
+            # a player reaches no record and no file of the run
+            for path in (f"/records/{key}", f"/records/{key}/raw.json", "/files", "/files/x"):
+                assert _raw_get(base, path)[0] == 404, path
             # ../ in a URL reaches no file (the browser itself would normalise it away)
             for path in (
                 "/files/../secret.txt",

@@ -1,5 +1,5 @@
-"""``clearsight serve``: the web page where a person plays the probe's blind reasoner, and a
-browser of a run's records."""
+"""``clearsight serve``: the web page where a person plays the probe's blind reasoner, or
+(``--operator``) a browser of a run's records."""
 
 from __future__ import annotations
 
@@ -27,9 +27,17 @@ def serve(
         str, typer.Option(help="Instance set: bundled, DATASET:PATH or a JSONL file.")
     ] = "bundled",
     seed: Annotated[int, typer.Option(help="Run seed of the sensor draws.")] = 0,
+    operator: Annotated[
+        bool,
+        typer.Option(
+            "--operator",
+            help="Browse RUN's records and report files instead of hosting human sessions.",
+        ),
+    ] = False,
 ) -> None:
-    """Web page where a person plays the blind reasoner through the sensor, and a browser of
-    the run's records (any protocol). Sessions are stored as transcripts in RUN's store."""
+    """Web page where a person plays the blind reasoner through the sensor (sessions are stored
+    as transcripts in RUN's store; the page serves nothing else of the run), or with
+    --operator a browser of the run's records (any protocol) that hosts no session."""
     from pydantic import ValidationError
 
     from clearsight.ui import ServeSettings, serve_forever
@@ -45,6 +53,7 @@ def serve(
             budget=budget,
             instances=instances,
             seed=seed,
+            operator=operator,
         )
     except ValidationError as exc:
         raise _fail(str(invalid_options(exc, "serve options"))) from exc

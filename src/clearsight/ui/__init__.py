@@ -1,12 +1,13 @@
 """``clearsight serve``: a web page where a person plays the blind reasoner of the probe
-protocol, and a browser of any run's records.
+protocol, or (``--operator``) a browser of any run's records.
 
 The person sees the question and its options, never the image; types queries; reads the
 sensor's reply with its consistency (u/K); commits an answer or runs out of budget. Each
 session is stored turn by turn as a probe transcript in the run's store (reasoner
-``human:<name>``), so humans and models appear in one report. The same server lists a run's
-records of any protocol, shows one record's raw JSON and read-outs, and serves the run's own
-files (and nothing outside the run directory). See ``docs/serve.md``.
+``human:<name>``), so humans and models appear in one report. Such a server serves nothing
+else of the run. In operator mode (a server that hosts no session) it lists a run's records
+of any protocol, shows one record's raw JSON and read-outs, and serves the run's report files
+(nothing else, and nothing outside the run directory). See ``docs/serve.md``.
 
 Modules: :mod:`~clearsight.ui.settings` (the options), :mod:`~clearsight.ui.runs` (read-only
 views of a run, the path check), :mod:`~clearsight.ui.session` (human sessions),
@@ -25,10 +26,11 @@ __all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
 def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
-    The sensor loads in a background thread, so browsing starts at once (a query made before
-    it is ready waits for it). Where sessions can be played the server holds the run directory's
-    writer lock while it runs (created if it does not exist yet): a run another process writes is
-    served for browsing only, and no run starts writing into a served one.
+    In operator mode the run is only browsed: no sensor, no lock. Otherwise the sensor loads
+    in a background thread, so the page is up at once (a query made before it is ready waits
+    for it), and where sessions can be played the server holds the run directory's writer lock
+    while it runs (created if it does not exist yet): no run starts writing into a served one.
+    A run another process writes, or one of another protocol, has its sessions refused.
     """
     import uvicorn
 
@@ -40,19 +42,22 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
         from clearsight.validate import InputError
 
         raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
-    play = HumanPlay(run_dir, settings)
+    play = None if settings.operator else HumanPlay(run_dir, settings)
     app = create_app(run_dir, settings, play)
     if settings.host not in LOOPBACK_HOSTS:
-        print(
-            f"warning: serving on {settings.host}: anyone who can reach this machine can read "
-            "the run's records and add sessions to it"
-        )
+        what = "read the run's records" if play is None else "add sessions to the run"
+        print(f"warning: serving on {settings.host}: anyone who can reach this machine can {what}")
+    address = f"http://{settings.host}:{settings.port}/  (run {run_dir})"
+    if play is None:
+        print(f"clearsight serve: operator mode (records and reports, no sessions): {address}")
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+        return
     with play.writing():
         if (blocked := play.blocked_reason()) is None:
             import threading
 
             threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
         else:
-            print(f"clearsight serve: browsing only: {blocked}")
-        print(f"clearsight serve: http://{settings.host}:{settings.port}/  (run {run_dir})")
+            print(f"clearsight serve: sessions refused: {blocked}")
+        print(f"clearsight serve: human sessions: {address}")
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")

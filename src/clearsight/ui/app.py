@@ -1,29 +1,41 @@
-"""The Starlette app of ``clearsight serve``: play the blind reasoner, browse a run's records.
+"""The Starlette app of ``clearsight serve``: a person plays the blind reasoner, or (operator
+mode) the run's records and reports are browsed — never both from one server.
+
+**The experiment stays blind.** A server that hosts human sessions serves the play page, a
+session's own page and its actions, and two static assets: no record page, no raw JSON, no
+file of the run (the store, instance files, images, reports), and no gold letter or verdict
+even after a commit. A session's page and actions need the pass cookie the browser that
+started (or resumed) it was given, so a key alone (another player's, say) opens nothing. The
+records and the run's report files are the operator's (``--operator``), a server that hosts
+no session.
 
 Pages are rendered on the server from Jinja2 templates with autoescaping on for every template,
 so model output (sensor replies, raw records, errors) always reaches the page as text; no
 template marks run data ``|safe``. Further defences, each cheap:
 
 * **Content-Security-Policy** ``script-src 'self'`` on every page: even if some text slipped
-  through unescaped, an injected inline ``<script>`` would not run. Files of the run are served
+  through unescaped, an injected inline ``<script>`` would not run. Report files are served
   with ``sandbox`` (an HTML report opens in an opaque origin, without scripts).
-* **Files**: one route serves files, through :func:`clearsight.ui.runs.safe_file`, which
-  resolves the path and refuses anything outside the run directory (``../``, its
-  percent-encoded forms, absolute paths, symlinks out) with 404.
-* **Forms** carry a per-process random token (a page of another site cannot post a query or a
-  commit into a session), and a **Host check** refuses requests for names other than the
-  loopback ones when bound to loopback (DNS rebinding).
+* **Files** (operator mode): one route serves files, through
+  :func:`clearsight.ui.runs.safe_file`, which resolves the path and refuses (404) anything
+  outside the run directory (``../``, its percent-encoded forms, absolute paths, symlinks out)
+  and anything that is not a report file (the store, instances, images).
+* **Forms** carry a per-process random token, every state-changing request must come from the
+  app's own origin (``Origin``, else ``Referer``), and a **Host check** refuses requests for
+  names other than the loopback ones when bound to loopback (DNS rebinding).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
@@ -32,7 +44,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -52,7 +70,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.ui.session import HumanPlay
 
-__all__ = ["PAGE_CSP", "create_app"]
+__all__ = ["PAGE_CSP", "PASS_COOKIE", "create_app"]
 
 #: Policy of every page the app renders: its own script and style only, nothing inline.
 PAGE_CSP = (
@@ -66,6 +84,11 @@ FILE_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data
 MAX_FORM_BYTES = 64 * 1024
 #: Characters of a record's raw JSON shown on its page (the raw.json link has it all).
 RAW_LIMIT = 200_000
+
+#: The cookie holding a session's pass (one per session, scoped to the session's paths).
+PASS_COOKIE = "clearsight-pass"
+#: Methods that change nothing; any other request must come from the app's own pages.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 _STATIC = {"app.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8"}
 
@@ -88,7 +111,7 @@ class _SecurityHeaders:
                 for name, value in (
                     (b"content-security-policy", PAGE_CSP.encode()),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    (b"referrer-policy", b"same-origin"),
                     (b"x-frame-options", b"DENY"),
                     (b"cache-control", b"no-store"),
                 ):
@@ -98,6 +121,45 @@ class _SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _origin_of(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an http(s) URL, the port defaulted from the scheme; None
+    for anything else (``null``, a bad port, another scheme)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+class _SameOrigin:
+    """ASGI middleware refusing (403, nothing done) a state-changing request that another
+    site's page sent: its ``Origin`` header, or without one its ``Referer``, must name the
+    app's own origin (the scheme and Host the request was sent to); ``Origin: null`` (a
+    sandboxed or opaque page) is refused too. A request with neither header (a script) goes on
+    to the form token check; every current browser sends ``Origin`` with a POST."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] not in SAFE_METHODS:
+            request = Request(scope)
+            sent = request.headers.get("origin") or request.headers.get("referer")
+            own = str(request.base_url).rstrip("/")
+            if sent is not None and _origin_of(sent) != _origin_of(own):
+                refusal = PlainTextResponse(
+                    f"refused: a {scope['method']} from {sent[:200]!r}, not from this app's "
+                    f"own pages ({own})",
+                    status_code=403,
+                )
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _environment() -> jinja2.Environment:
@@ -132,35 +194,29 @@ _Action = Callable[["HumanPlay", str, Mapping[str, str]], None]
 
 
 class _Pages:
-    """The app's endpoints over one run directory, grouped by what they serve: the run's
-    records and files, and the human sessions. Every page goes through :meth:`render` (the
-    base context), every posted form through :meth:`form` (the token check)."""
+    """What both modes share: the template rendering (:meth:`render`, the base context), the
+    posted-form check (:meth:`form`, the token), the error page and the static assets."""
+
+    #: Which pages the navigation bar offers (each mode its own).
+    operator = False
 
     def __init__(
-        self,
-        run_dir: Path,
-        settings: ServeSettings,
-        play: HumanPlay | None,
-        env: jinja2.Environment,
-        token: str,
+        self, run_dir: Path, settings: ServeSettings, env: jinja2.Environment, token: str
     ) -> None:
-        """Serve ``run_dir``; ``play`` runs the human sessions (None: browsing only)."""
         self.run_dir = run_dir
         self.settings = settings
-        self.play = play
         self.env = env
         self.token = token
-
-    # ----------------------------------------------------------------------------- helpers
 
     def render(
         self, request: Request, name: str, *, http_status: int = 200, **context: Any
     ) -> HTMLResponse:
-        """The template ``name`` with the base context (run name, settings, form token)."""
+        """The template ``name`` with the base context (run name, settings, form token, mode)."""
         base = {
             "run_name": self.run_dir.name or str(self.run_dir),
             "settings": self.settings,
             "csrf": self.token,
+            "operator": self.operator,
             "request": request,
         }
         return HTMLResponse(self.env.get_template(name).render({**base, **context}), http_status)
@@ -182,22 +238,29 @@ class _Pages:
             raise HTTPException(403, "stale or missing form token: reload the page and retry")
         return fields
 
-    def need_play(self) -> HumanPlay:
-        """The session runner, or 404 when the server only browses."""
-        if self.play is None:
-            raise HTTPException(404, "this server browses records only (no sensor configured)")
-        return self.play
-
     async def http_error(self, request: Request, exc: Exception) -> Response:
         """Every HTTP error as the error page, with its status."""
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
         return self.render(request, "error.html", http_status=status, status=status, message=detail)
 
-    # ------------------------------------------------------------------- records and files
+    async def static(self, request: Request) -> Response:
+        """The app's own script and style sheet (fixed names only)."""
+        name = request.path_params["name"]
+        if name not in _STATIC:
+            raise HTTPException(404, "no such asset")
+        text = resources.files("clearsight.ui").joinpath("static", name).read_text("utf-8")
+        return Response(text, media_type=_STATIC[name])
 
-    def browse_routes(self) -> list[Route]:
-        """The run's pages: home, records (a page, one, its raw JSON), files, static assets."""
+
+class _RunPages(_Pages):
+    """The operator's browser of the run (``clearsight serve --operator``): home, records (a
+    page, one, its raw JSON) and the run's report files. It hosts no human sessions."""
+
+    operator = True
+
+    def routes(self) -> list[Route]:
+        """Home, records (a page, one, its raw JSON), report files, static assets."""
         return [
             Route("/", self.index),
             Route("/records", self.records),
@@ -209,15 +272,10 @@ class _Pages:
         ]
 
     async def index(self, request: Request) -> Response:
-        """The home page: counts, records per kind, the manifest, whether play is possible."""
+        """The home page: counts, records per kind, the manifest."""
         summary = run_summary(self.run_dir)
-        blocked = self.play.blocked_reason() if self.play is not None else "no sensor configured"
         return self.render(
-            request,
-            "index.html",
-            summary=summary,
-            manifest_json=_pretty(summary.manifest),
-            play_blocked=blocked,
+            request, "index.html", summary=summary, manifest_json=_pretty(summary.manifest)
         )
 
     async def records(self, request: Request) -> Response:
@@ -291,71 +349,113 @@ class _Pages:
             raise HTTPException(404, "no such file in the run directory")
         return FileResponse(path, headers={"content-security-policy": FILE_CSP})
 
-    async def static(self, request: Request) -> Response:
-        """The app's own script and style sheet (fixed names only)."""
-        name = request.path_params["name"]
-        if name not in _STATIC:
-            raise HTTPException(404, "no such asset")
-        text = resources.files("clearsight.ui").joinpath("static", name).read_text("utf-8")
-        return Response(text, media_type=_STATIC[name])
 
-    # ---------------------------------------------------------------------- human sessions
+class _PlayPages(_Pages):
+    """The human sessions (the default mode): the play page, starting one, its page and its
+    three actions. Nothing of the run beyond a session's own question, options and replies is
+    served: no record, no file, no gold. A session's page and actions need the pass cookie
+    that the browser which started (or resumed) it was given (:meth:`grant`)."""
 
-    def play_routes(self) -> list[Route]:
-        """The human sessions: the play page, starting one, its page and its three actions."""
+    def __init__(
+        self,
+        run_dir: Path,
+        settings: ServeSettings,
+        env: jinja2.Environment,
+        token: str,
+        play: HumanPlay,
+    ) -> None:
+        super().__init__(run_dir, settings, env, token)
+        self.play = play
+        self._pass_secret = secrets.token_bytes(32)
+
+    def routes(self) -> list[Route]:
+        """Home (the play page), starting a session, its page, its three actions, assets."""
         return [
+            Route("/", self.home),
             Route("/play", self.play_page),
             Route("/play", self.start, methods=["POST"]),
             Route("/session/{key}", self.session),
             Route("/session/{key}/query", self.turn_route(_do_ask), methods=["POST"]),
             Route("/session/{key}/commit", self.turn_route(_do_commit), methods=["POST"]),
             Route("/session/{key}/abandon", self.turn_route(_do_abandon), methods=["POST"]),
+            Route("/static/{name}", self.static),
         ]
 
+    def session_pass(self, key: str) -> str:
+        """The pass of session ``key``: an HMAC of the key under this process's secret."""
+        return hmac.new(self._pass_secret, key.encode(), hashlib.sha256).hexdigest()
+
+    def grant(self, response: Response, key: str) -> Response:
+        """Give the browser the pass of session ``key``: a cookie scoped to the session's own
+        paths, HttpOnly and SameSite=Strict (another site's page never sends it)."""
+        response.set_cookie(
+            PASS_COOKIE,
+            self.session_pass(key),
+            path=f"/session/{key}",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    def own_key(self, request: Request) -> str:
+        """The session key the URL names, if this browser holds its pass (404 otherwise, the
+        answer for a key that names no session: a key alone reveals nothing)."""
+        key = str(request.path_params["key"])
+        held = request.cookies.get(PASS_COOKIE, "")
+        if not secrets.compare_digest(held, self.session_pass(key)):
+            raise HTTPException(
+                404,
+                "no session of yours with this key: start it from the play page (the same name "
+                "on the same instance resumes an unfinished session)",
+            )
+        return key
+
+    async def home(self, request: Request) -> Response:
+        """The play page is the home page of a server that hosts sessions."""
+        return RedirectResponse("/play", status_code=303)
+
     async def play_page(self, request: Request) -> Response:
-        """The instances to play and the sessions so far (or why play is blocked)."""
-        p = self.need_play()
-        name = request.query_params.get("name", "")
+        """The instances to play and the player's own sessions (or why play is blocked)."""
+        name = request.query_params.get("name", "").strip()
+        mine = [row for row in self.play.sessions() if row.human == f"human:{name}"]
         return self.render(
             request,
             "play.html",
-            blocked=p.blocked_reason(),
-            instances=p.instances(),
-            sessions=p.sessions(),
+            blocked=self.play.blocked_reason(),
+            instances=self.play.instances(),
+            sessions=mine if name else [],
             player=name,
         )
 
     async def start(self, request: Request) -> Response:
-        """Start a session for the posted name and instance, then go to its page."""
-        p = self.need_play()
+        """Start (or resume) a session for the posted name and instance, give this browser its
+        pass, then go to its page."""
         fields = await self.form(request)
         try:
             key = await run_in_threadpool(
-                p.start, fields.get("name", ""), fields.get("instance", "")
+                self.play.start, fields.get("name", ""), fields.get("instance", "")
             )
         except InputError as exc:
             raise HTTPException(400, str(exc)) from None
-        return RedirectResponse(f"/session/{key}", status_code=303)
+        return self.grant(RedirectResponse(f"/session/{key}", status_code=303), key)
 
     async def session(self, request: Request) -> Response:
-        """The page of one human session (404 if the key is not one)."""
-        p = self.need_play()
-        view = p.view(request.path_params["key"])
+        """The page of the player's own session (404 without its pass)."""
+        view = self.play.view(self.own_key(request))
         if view is None:
             raise HTTPException(404, "no human session with this key")
         return self.render(request, "session.html", view=view)
 
     def turn_route(self, action: _Action) -> Callable[[Request], Awaitable[Response]]:
-        """The endpoint that applies ``action`` to the session the URL names, with the posted
-        form, and goes back to the session's end."""
+        """The endpoint that applies ``action`` to the player's own session the URL names,
+        with the posted form, and goes back to the session's end."""
 
         async def endpoint(request: Request) -> Response:
-            p = self.need_play()
-            key = request.path_params["key"]
+            key = self.own_key(request)
             fields = await self.form(request)
             try:
                 # the sensor may take seconds: keep the event loop free for other pages
-                await run_in_threadpool(action, p, key, fields)
+                await run_in_threadpool(action, self.play, key, fields)
             except KeyError:
                 raise HTTPException(404, "no human session with this key") from None
             except InputError as exc:
@@ -387,21 +487,29 @@ def create_app(
     *,
     allowed_hosts: list[str] | None = None,
 ) -> Starlette:
-    """The web app for ``run_dir``.
+    """The web app for ``run_dir``, in one of two modes that never mix.
 
-    ``play`` runs the human sessions (None: browsing only, the play pages say so).
+    With ``play`` (the default of ``clearsight serve``) it hosts human sessions and serves
+    nothing else of the run: no record, no file, no gold. Without it (``--operator``) it is
+    the operator's browser of the run's records and report files, and hosts no session.
     ``allowed_hosts`` are the Host header names accepted; by default the loopback names when
     ``settings.host`` is a loopback address, else any (the user chose to expose the app).
     """
     settings = settings or ServeSettings()
     if allowed_hosts is None:
         allowed_hosts = sorted(LOOPBACK_HOSTS) if settings.host in LOOPBACK_HOSTS else ["*"]
-    pages = _Pages(Path(run_dir), settings, play, _environment(), secrets.token_urlsafe(32))
+    env, token = _environment(), secrets.token_urlsafe(32)
+    pages: _RunPages | _PlayPages = (
+        _RunPages(Path(run_dir), settings, env, token)
+        if play is None
+        else _PlayPages(Path(run_dir), settings, env, token, play)
+    )
     return Starlette(
-        routes=[*pages.browse_routes(), *pages.play_routes()],
+        routes=pages.routes(),
         middleware=[
             Middleware(_SecurityHeaders),
             Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts),
+            Middleware(_SameOrigin),
         ],
         exception_handlers={HTTPException: pages.http_error},
     )

@@ -1,9 +1,11 @@
-"""Read-only views of a run directory for the web UI: pages of records, one record, its files.
+"""Read-only views of a run directory for the operator's browser: pages of records, one
+record, its report files.
 
 Everything here reads through :class:`clearsight.store.RunStore` opened read-only (safe while a
 run or a human session is writing) or through :func:`safe_file`, the one place that turns a
 path taken from a URL into a file: it resolves the path (symlinks included) and refuses
-anything that does not lie inside the run directory, so no URL reaches a file outside it.
+anything that does not lie inside the run directory or is not a report file
+(:data:`REPORT_FILES`), so no URL reaches the store, an instance file or an image.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from clearsight.validate import InputError
 
 __all__ = [
     "MAX_PER_PAGE",
+    "REPORT_FILES",
     "RecordPage",
     "RecordRow",
     "RunSummary",
@@ -34,6 +37,10 @@ __all__ = [
 MAX_PER_PAGE = 200
 #: Files listed at most by :func:`list_files` (a run directory holds a handful).
 MAX_FILES = 500
+#: The only files served (by name, at any depth): what every report writes
+#: (:func:`clearsight.report.output.write_report`). The store, instance files, images and
+#: anything else a run directory holds are neither listed nor served.
+REPORT_FILES = frozenset({"report.html", "summary.md", "summary.csv"})
 
 
 @dataclass(frozen=True)
@@ -180,12 +187,14 @@ def public_record(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def safe_file(run_dir: Path, relative: str) -> Path | None:
-    """The regular file ``relative`` names inside ``run_dir``, or None.
+    """The report file ``relative`` names inside ``run_dir``, or None.
 
     ``relative`` comes from a URL, already percent-decoded (so ``%2e%2e%2f`` arrives as
     ``../``). The joined path is resolved — ``..`` segments and symlinks followed — and must
-    still lie inside the resolved run directory; absolute paths, NUL bytes, directories and
-    missing files give None. The caller answers None with 404, revealing nothing.
+    still lie inside the resolved run directory and be a regular file named in
+    :data:`REPORT_FILES`; absolute paths, NUL bytes, directories, missing files and any other
+    file (the store, an instance file, an image) give None. The caller answers None with 404,
+    revealing nothing.
     """
     if not relative or "\x00" in relative:
         return None
@@ -196,29 +205,26 @@ def safe_file(run_dir: Path, relative: str) -> Path | None:
         return None
     if candidate == root or not candidate.is_relative_to(root) or not candidate.is_file():
         return None
-    return candidate
+    return candidate if candidate.name in REPORT_FILES else None
 
 
 def _walk(root: Path, base: Path, depth: int) -> Iterator[Path]:
-    """Regular files under ``base`` (sorted, ``depth`` levels at most), never leaving ``root``:
-    symlinks are listed only if they resolve to a file inside it and are never descended."""
+    """Report files under ``base`` (sorted, ``depth`` levels at most), never leaving ``root``:
+    symlinks are listed only if :func:`safe_file` would serve them and are never descended."""
     try:
         entries = sorted(base.iterdir())
     except OSError:
         return
     for entry in entries:
-        if entry.is_symlink():
-            target = entry.resolve()
-            if target.is_relative_to(root) and target.is_file():
+        if entry.is_symlink() or entry.is_file():
+            if safe_file(root, entry.relative_to(root).as_posix()) is not None:
                 yield entry
-        elif entry.is_file():
-            yield entry
         elif entry.is_dir() and depth > 1:
             yield from _walk(root, entry, depth - 1)
 
 
 def list_files(run_dir: Path, depth: int = 3) -> list[tuple[str, int]]:
-    """``(relative path, size in bytes)`` of the files in the run directory (at most
+    """``(relative path, size in bytes)`` of the report files in the run directory (at most
     :data:`MAX_FILES`, ``depth`` directory levels), for the files page."""
     if not run_dir.is_dir():
         return []

@@ -80,7 +80,9 @@ class TurnView:
 class SessionView:
     """A conversation as a page shows it (a human session, or any stored probe transcript).
 
-    ``gold`` is empty while the conversation is unfinished, so the page cannot give it away.
+    ``gold`` is empty and ``correct`` None while the conversation is unfinished, and always on
+    a person's own session page (:meth:`HumanPlay.view`): the player never learns the gold,
+    so no later session on the instance knows it either.
     """
 
     key: str
@@ -93,7 +95,7 @@ class SessionView:
     turns: list[TurnView]
     finished: bool
     committed: str | None
-    correct: bool
+    correct: bool | None
     stop_reason: str
     gold: str
     budget: int
@@ -196,8 +198,13 @@ def _turn_views(turn: Turn) -> list[TurnView]:
     return out
 
 
-def transcript_view(key: str, transcript: Transcript, finished: bool) -> SessionView:
-    """The page's view of a stored transcript (a model's or a person's)."""
+def transcript_view(
+    key: str, transcript: Transcript, finished: bool, *, scored: bool = True
+) -> SessionView:
+    """The page's view of a stored transcript (a model's or a person's); ``scored``: whether
+    a finished one shows its gold and verdict (the operator's record page) or not (the
+    player's own session page)."""
+    reveal = finished and scored
     turns = [view for t in transcript.turns for view in _turn_views(t)]
     from clearsight.probe.instances import LETTERS
 
@@ -213,9 +220,9 @@ def transcript_view(key: str, transcript: Transcript, finished: bool) -> Session
         turns=turns,
         finished=finished,
         committed=transcript.committed,
-        correct=transcript.correct,
+        correct=transcript.correct if reveal else None,
         stop_reason=transcript.stop if finished else "",
-        gold=transcript.gold if finished else "",
+        gold=transcript.gold if reveal else "",
         budget=transcript.budget,
         turns_left=max(0, transcript.budget - transcript.rounds),
         sensor=transcript.sensor,
@@ -358,15 +365,17 @@ class HumanPlay:
         return transcript, record["spec"], record["status"] == "ok"
 
     def view(self, key: str) -> SessionView | None:
-        """The page of session ``key``, or None if there is no such human session."""
+        """The page of session ``key`` as its player sees it (never the gold or the verdict),
+        or None if there is no such human session."""
         loaded = self._load(key)
         if loaded is None:
             return None
         transcript, _, finished = loaded
-        return transcript_view(key, transcript, finished)
+        return transcript_view(key, transcript, finished, scored=False)
 
     def sessions(self) -> list[SessionRow]:
-        """Every human session of the run, in the order they were started."""
+        """Every human session of the run, in the order they were started; the state says
+        whether it goes on or how it ended, never the letter or the verdict."""
         if not (self.run_dir / DB_NAME).is_file():
             return []
         from clearsight.probe.transcript import PROTOCOL
@@ -378,13 +387,7 @@ class HumanPlay:
             readouts = record.readouts
             if not str(readouts.get("reasoner", "")).startswith("human:"):
                 continue  # a model's conversation
-            if record.status != "ok":
-                state = "in progress"
-            elif readouts.get("committed"):
-                verdict = "correct" if readouts.get("correct") else "wrong"
-                state = f"committed ({readouts['committed']}): {verdict}"
-            else:
-                state = f"ended: {readouts.get('stop')}"
+            state = "in progress" if record.status != "ok" else f"ended: {readouts.get('stop')}"
             out.append(
                 SessionRow(
                     key=record.key,

@@ -1,4 +1,5 @@
-"""Settings of ``clearsight serve``: where it listens and how the human sessions it runs are set up.
+"""Settings of ``clearsight serve``: where it listens, its mode (human sessions, or the
+operator's browser of the run) and how the human sessions it runs are set up.
 
 The session fields (sensor, K, budget, instance set, seed) enter every human session's item
 spec, so a session is a pure function of its spec like any model transcript; the CLI flags of
@@ -54,3 +55,8 @@ class ServeSettings(BaseModel):
         "clearsight) or a source the probe's instance loader accepts.",
     )
     seed: int = Field(0, description="Run seed; each turn's sensor draw is seeded from it.")
+    operator: bool = Field(
+        False,
+        description="Operator mode: browse the run's records and report files instead of "
+        "hosting human sessions (a server never does both, so a player cannot reach them).",
+    )
