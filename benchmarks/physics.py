@@ -9,6 +9,8 @@ machines are not stable):
   (what computing all levels from one decode in one pass buys on its own).
 * ``fog_levels_vs_copy_floor`` — ``fog_levels`` over copying a float32 array of the eight
   linear-light images it produces (the least any float pipeline must touch).
+* ``turbid_levels_vs_copy_floor`` — the same for the eight turbid-water levels (absorption
+  and scattering per channel; goal <= 6, as fog).
 * ``imagenet_c_fog_speedup_vs_original`` — ``imagecorruptions.corrupt(..., 'fog')`` over
   ``imagenet_c_fog`` for severities 1-5, same seeds, identical outputs.
 """
@@ -23,7 +25,11 @@ import skimage.data
 import skimage.transform
 
 from _timing import best_time, report
-from clearsight.physics import SWEEP_LEVELS_M, fog, fog_levels, imagenet_c_fog
+from clearsight.physics import SWEEP_LEVELS_M, fog, fog_levels, imagenet_c_fog, turbid_levels
+
+#: An illustrative coastal water (1/m at 650 / 525 / 450 nm): what the turbid arm's cost
+#: depends on is the image size and the level count, not the coefficients.
+TURBID_WATER = ((0.45, 0.12, 0.10), (0.35, 0.40, 0.45))
 
 
 def _per_level_loop(
@@ -56,6 +62,8 @@ def main() -> None:
     report("fog_levels_vectorized_speedup", t_loop / t_vec)
     report("fog_levels_vs_per_level_calls", t_calls / t_vec)
     report("fog_levels_vs_copy_floor", t_vec / t_copy)
+    t_turbid = best_time(lambda: turbid_levels(image, depth, *TURBID_WATER), warmup=2)
+    report("turbid_levels_vs_copy_floor", t_turbid / t_copy)
 
     setattr(np, "float_", np.float64)  # noqa: B010 - the reference predates NumPy 2
     with warnings.catch_warnings():

@@ -150,7 +150,7 @@ COMMANDS: dict[str, tuple[list[str], str, str, str, list[str], str]] = {
         "coco_n: 0",
         "coco_n: Input should be greater than or equal to 1 (got 0)",
         ["--arms", "smoke"],
-        "arms.0: Input should be 'fog' or 'water' (got 'smoke')",
+        "arms.0: Input should be 'fog', 'water' or 'turbid' (got 'smoke')",
     ),
     "probe": (
         ["probe", "run"],

@@ -26,6 +26,9 @@ from clearsight.physics import (
     linear_to_srgb,
     quantize8,
     srgb_to_linear,
+    turbid,
+    turbid_coefficients,
+    turbid_levels,
     underwater,
     underwater_levels,
     water_coefficients,
@@ -215,6 +218,50 @@ def test_underwater_wavelengths_and_tables():
         water_coefficients(10.0, wavelengths_nm=(900, 550, 450))
     with pytest.raises(InputError, match="table"):
         water_coefficients(10.0, table="jerlov")
+
+
+# --- turbid water --------------------------------------------------------------------------
+
+COASTAL = ((0.45, 0.12, 0.10), (0.35, 0.40, 0.45))  # illustrative a, b in 1/m (R, G, B)
+
+
+def test_turbid_coefficients_hand_computed():
+    beta, veil = turbid_coefficients(31.25, *COASTAL)
+    # c = a + b = (0.80, 0.52, 0.55): green attenuates least and defines V
+    b = 3.912 / 31.25
+    np.testing.assert_allclose(beta, [b * 0.80 / 0.52, b, b * 0.55 / 0.52], rtol=1e-12)
+    # albedo b / c = (0.4375, 0.7692, 0.8182): the veil is brightest (0.8) in blue
+    albedo = np.array([0.35 / 0.80, 0.40 / 0.52, 0.45 / 0.55])
+    np.testing.assert_allclose(veil, 0.8 * albedo / albedo.max(), rtol=1e-12)
+    # a black target at distance V keeps 2 % contrast in the least-attenuated channel
+    assert math.exp(-beta.min() * 31.25) == pytest.approx(1 / 50, rel=1e-3)
+    # only the ratios matter: the same water ten times denser gives the same image
+    denser = tuple(tuple(10 * x for x in v) for v in COASTAL)
+    np.testing.assert_allclose(turbid_coefficients(31.25, *denser)[0], beta, rtol=1e-12)
+
+
+def test_turbid_water_matches_textbook_and_grey_scattering_is_fog(scene):
+    image, depth = scene
+    stack = turbid_levels(image, depth, *COASTAL)
+    for k, v in enumerate(SWEEP_LEVELS_M):
+        beta, veil = turbid_coefficients(v, *COASTAL)
+        diff = np.abs(stack[k].astype(int) - textbook_degrade(image, depth, beta, veil))
+        assert diff.max() <= 1
+        assert (diff > 0).mean() < 1e-4
+    # water that only scatters, equally in every channel, is Koschmieder fog
+    grey = ((0.0, 0.0, 0.0), (0.3, 0.3, 0.3))
+    np.testing.assert_array_equal(turbid(image, depth, 15.625, *grey), fog(image, depth, 15.625))
+
+
+def test_turbid_water_refuses_bad_coefficients():
+    with pytest.raises(InputError, match="three non-negative"):
+        turbid_coefficients(10.0, (0.1, 0.2), (0.1, 0.1, 0.1))
+    with pytest.raises(InputError, match="three non-negative"):
+        turbid_coefficients(10.0, (0.1, -0.2, 0.1), (0.1, 0.1, 0.1))
+    with pytest.raises(InputError, match="pure-water arm"):
+        turbid_coefficients(10.0, (0.1, 0.2, 0.3), (0.0, 0.0, 0.0))
+    with pytest.raises(InputError, match="positive attenuation"):
+        turbid_coefficients(10.0, (0.0, 0.2, 0.3), (0.0, 0.1, 0.1))
 
 
 # --- ImageNet-C fog -----------------------------------------------------------------------

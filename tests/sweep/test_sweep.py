@@ -386,3 +386,59 @@ def test_wording_scenes_asks_a_wording_on_the_first_scenes_only(tmp_path: Path) 
 
     build_report(run, tmp_path / "report", n_boot=50, thumbnails=False)
     assert (tmp_path / "report" / "report.html").is_file()
+
+
+TURBID = {
+    "turbid_absorption_per_m": (0.45, 0.12, 0.10),
+    "turbid_scattering_per_m": (0.35, 0.4, 0.45),
+}
+
+
+def test_the_turbid_arm_needs_its_water_and_leaves_other_keys_alone():
+    with pytest.raises(ValueError, match="needs the water's"):
+        small_config(arms=("fog", "turbid"))
+    with pytest.raises(ValueError, match="need 'turbid' in arms"):
+        small_config(**TURBID)
+    with pytest.raises(ValueError, match="pure-water arm"):
+        small_config(
+            arms=("turbid",),
+            turbid_absorption_per_m=(0.1, 0.1, 0.1),
+            turbid_scattering_per_m=(0.0, 0.0, 0.0),
+        )
+    plain = small_config()
+    assert "turbid_absorption_per_m" not in plain.model_dump(mode="json")
+    turbid = small_config(arms=("fog", "turbid"), **TURBID)
+    fog_keys = {i.key for i in plan_sweep(plain).questions if i.condition != "turbid"}
+    with_turbid = plan_sweep(turbid).questions
+    # the water's coefficients are part of every item's physics once the arm is on
+    assert fog_keys.isdisjoint(i.key for i in with_turbid)
+    assert {i.condition for i in with_turbid} == {"clean", "fog", "turbid", "blank", "shuffled"}
+
+
+def test_a_turbid_sweep_runs_reports_and_states_its_visibility_channel(tmp_path):
+    from clearsight.report import build_report
+    from clearsight.sweep.results import load_run_data
+
+    cfg = small_config(
+        arms=("water", "turbid"), tasks=("identify",), wordings=("mcq.reason",), **TURBID
+    )
+    summary = run_sweep(cfg, tmp_path / "r", progress=False)
+    assert summary.failed == 0
+    data = load_run_data(tmp_path / "r")
+    assert data.arms == ["water", "turbid"]
+    assert data.manifest["turbid_water"] == {
+        "visibility_channel": "G",
+        "attenuation_ratio_rgb": [round(0.80 / 0.52, 6), 1.0, round(0.55 / 0.52, 6)],
+        "veil_rgb": [
+            round(0.8 * (0.35 / 0.80) / (0.45 / 0.55), 6),
+            round(0.8 * (0.40 / 0.52) / (0.45 / 0.55), 6),
+            0.8,
+        ],
+    }
+    turbid = data.records[data.records.condition == "turbid"]
+    assert sorted(turbid.level_m.unique(), reverse=True) == list(cfg.levels_m)
+    # the observer loses the target as the turbid water thickens
+    by_level = turbid.groupby("level_m")["correct"].mean()
+    assert by_level[cfg.levels_m[0]] >= by_level[cfg.levels_m[-1]]
+    html = build_report(tmp_path / "r", n_boot=50, thumbnails=False).html.read_text()
+    assert "turbid" in html

@@ -36,19 +36,49 @@ def preview(
     ] = None,
     target: Annotated[int, typer.Option(help="Index of the boxed target.")] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the ImageNet-C plasma.")] = 0,
+    turbid_absorption: Annotated[
+        str | None,
+        typer.Option(help="Add a turbid-water row: the water's absorption a (1/m) as R,G,B."),
+    ] = None,
+    turbid_scattering: Annotated[
+        str | None, typer.Option(help="The turbid water's scattering b (1/m) as R,G,B.")
+    ] = None,
 ) -> None:
-    """Write a contact sheet of a scene: clean, fog and water at the eight levels, ImageNet-C
-    severities 1-5 and the depth map with its provenance."""
+    """Write a contact sheet of a scene: clean, fog and pure water (and, with the turbid
+    water's coefficients, turbid water) at the eight levels, ImageNet-C severities 1-5 and the
+    depth map with its provenance."""
     from clearsight.scenes.bundled import load_bundled_scene
     from clearsight.sweep.preview import contact_sheet
     from clearsight.validate import InputError
 
     try:
+        turbid = _turbid_water(turbid_absorption, turbid_scattering)
         scene = load_bundled_scene(scene_id)
-        path = contact_sheet(scene, out or Path(f"preview-{scene_id}.png"), target, seed)
+        path = contact_sheet(scene, out or Path(f"preview-{scene_id}.png"), target, seed, turbid)
     except InputError as exc:
         raise _fail(str(exc)) from exc
     typer.echo(f"wrote {path}")
+
+
+def _turbid_water(
+    absorption: str | None, scattering: str | None
+) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The turbid water's (absorption, scattering) from the two flags (both or neither)."""
+    from clearsight.validate import InputError
+
+    if absorption is None and scattering is None:
+        return None
+    if absorption is None or scattering is None:
+        raise InputError("--turbid-absorption and --turbid-scattering go together")
+    try:
+        return tuple(float(v) for v in absorption.split(",")), tuple(
+            float(v) for v in scattering.split(",")
+        )
+    except ValueError:
+        raise InputError(
+            f"turbid coefficients must be numbers R,G,B in 1/m, got {absorption!r} and "
+            f"{scattering!r}"
+        ) from None
 
 
 def equivalence(

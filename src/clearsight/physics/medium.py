@@ -1,4 +1,4 @@
-"""Koschmieder fog and pure-water absorption: the two physical arms of the visibility sweep.
+"""Koschmieder fog, pure-water absorption and turbid water: the physical arms of the sweep.
 
 Both follow ``I = J t + A (1 - t)`` with ``t = exp(-beta z)`` in linear RGB (METHODS.md §1):
 
@@ -9,6 +9,11 @@ Both follow ``I = J t + A (1 - t)`` with ``t = exp(-beta z)`` in linear RGB (MET
   ``beta_c = (3.912 / V) a(lambda_c) / min_c a(lambda_c)``, so the least-attenuated channel
   (blue for the default 650/525/450 nm) defines V. Veiling light either absorption-limited,
   ``A_c = 0.8 min(beta) / beta_c`` (the colour of deep clear water), or grey ``A = 0.8``.
+* **turbid water** — absorption and scattering: per channel the beam attenuation
+  ``c_k = a_k + b_k`` (the water's own coefficients, see :func:`turbid_coefficients`),
+  ``beta_k = (3.912 / V) c_k / min_k c_k`` (the least-attenuated channel defines V), and the
+  backscattered veil ``B_k = 0.8 w_k / max_k w_k`` with the single-scattering albedo
+  ``w_k = b_k / c_k``.
 
 Depth is clipped to [0.5, 80] m. Only ``beta z`` enters, so scaling depth and V by the same
 factor gives the same image (depth-scale invariance; tested). All levels of one scene are made
@@ -155,6 +160,88 @@ def underwater(
     two arms define V on different channels.
     """
     return underwater_levels(image, depth_m, (visibility_m,), wavelengths_nm, table, veil)[0]
+
+
+def turbid_coefficients(
+    visibility_m: float,
+    absorption_per_m: Sequence[float],
+    scattering_per_m: Sequence[float],
+    airlight: float = DEFAULT_AIRLIGHT,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    r"""Per-channel extinction (1/m) and backscattered veil of turbid water at visibility V.
+
+    The water is given by its absorption :math:`a_k` and scattering :math:`b_k` coefficients
+    at the R, G, B channel wavelengths (inherent optical properties, 1/m, e.g. of a Jerlov
+    water type). With beam attenuation :math:`c_k = a_k + b_k` and single-scattering albedo
+    :math:`w_k = b_k / c_k`, the image is :math:`I_k = J_k t_k + B_k (1 - t_k)`,
+    :math:`t_k = e^{-eta_k z}` (the underwater image formation model of Schechner & Karpel
+    2005 / Akkaynak & Treibitz 2018 with one attenuation coefficient per channel), where
+
+    .. math::
+
+        eta_k = rac{3.912}{V} rac{c_k}{\min_j c_j}, \qquad
+        B_k = A rac{w_k}{\max_j w_j}.
+
+    So V is the visibility of the least-attenuated channel (as in the pure-water arm), the
+    water's spectral shape is kept at every V (the same water, denser or thinner: only the
+    ratios of the coefficients matter), and the veil — light scattered back by the water
+    column, :math:`B_\infty \propto b / c` under white ambient light and a backscatter
+    fraction equal across channels — is brightest, at ``airlight``, in the most scattering
+    channel.
+    """
+    a = _channel_coefficients(absorption_per_m, "absorption")
+    b = _channel_coefficients(scattering_per_m, "scattering")
+    c = a + b
+    if not (c > 0).all() or not (b > 0).any():
+        raise InputError(
+            "turbid water needs a positive attenuation a + b in every channel and some "
+            "scattering (without scattering, use the pure-water arm)"
+        )
+    albedo = b / c
+    beta = extinction(visibility_m) * c / c.min()
+    return beta, _check_airlight(airlight) * albedo / albedo.max()
+
+
+def _channel_coefficients(values: Sequence[float], name: str) -> npt.NDArray[np.float64]:
+    """Three finite, non-negative coefficients (R, G, B) in 1/m."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (3,) or not np.isfinite(v).all() or (v < 0).any():
+        raise InputError(
+            f"turbid water {name} must be three non-negative numbers in 1/m (R, G, B), "
+            f"got {list(values)!r}"
+        )
+    return v
+
+
+def turbid_levels(
+    image: npt.NDArray[np.uint8],
+    depth_m: npt.NDArray[np.floating],
+    absorption_per_m: Sequence[float],
+    scattering_per_m: Sequence[float],
+    visibilities_m: Sequence[float] = SWEEP_LEVELS_M,
+    airlight: float = DEFAULT_AIRLIGHT,
+) -> npt.NDArray[np.uint8]:
+    """Turbid water (:func:`turbid_coefficients`) at several visibilities from one decode:
+    (L, H, W, 3) uint8."""
+    levels = _levels(visibilities_m)
+    _, veil = turbid_coefficients(levels[0], absorption_per_m, scattering_per_m, airlight)
+    beta = np.stack(
+        [turbid_coefficients(v, absorption_per_m, scattering_per_m, airlight)[0] for v in levels]
+    )
+    return _degrade(image, depth_m, beta, veil)
+
+
+def turbid(
+    image: npt.NDArray[np.uint8],
+    depth_m: npt.NDArray[np.floating],
+    visibility_m: float,
+    absorption_per_m: Sequence[float],
+    scattering_per_m: Sequence[float],
+    airlight: float = DEFAULT_AIRLIGHT,
+) -> npt.NDArray[np.uint8]:
+    """Turbid water at one visibility (metres): uint8 HxWx3 sRGB, see :func:`turbid_levels`."""
+    levels = (visibility_m,)
+    return turbid_levels(image, depth_m, absorption_per_m, scattering_per_m, levels, airlight)[0]
 
 
 def fog_linear(

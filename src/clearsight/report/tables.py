@@ -49,7 +49,7 @@ from clearsight.metrics import (
     crossing_visibility_batch,
 )
 from clearsight.report.html import fmt_num, fmt_range
-from clearsight.sweep.results import CONTROLS, RunData, is_verbal, level_label
+from clearsight.sweep.results import ARMS, CONTROLS, RunData, is_verbal, level_label
 
 __all__ = [
     "SIGNALS",
@@ -108,7 +108,7 @@ def _column_codes(records: pd.DataFrame) -> pd.Series:
     """Each record's condition column as a (condition, x) tuple (see :data:`Column`)."""
     cond = records["condition"].astype(str)
     x = np.where(
-        cond.isin(["fog", "water"]),
+        cond.isin(list(ARMS)),
         records["level_m"].to_numpy(dtype=float),
         np.where(cond == "imagenet_c", records["severity"].to_numpy(dtype=float), 0.0),
     )

@@ -17,14 +17,15 @@ from clearsight.physics import (
     SWEEP_LEVELS_M,
     fog_levels,
     imagenet_c_fog,
+    turbid_levels,
     underwater_levels,
 )
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed
 from clearsight.validate import InputError
 
-Arm = Literal["fog", "water"]
-ARMS: Final[tuple[Arm, ...]] = ("fog", "water")
+Arm = Literal["fog", "water", "turbid"]
+ARMS: Final[tuple[Arm, ...]] = ("fog", "water", "turbid")
 IMAGENET_C_SEVERITIES: Final[tuple[int, ...]] = (1, 2, 3, 4, 5)
 
 
@@ -43,12 +44,15 @@ def arm_stack(
 ) -> npt.NDArray[np.uint8]:
     """All levels of a physical arm, (L, H, W, 3), without a box.
 
-    ``physics`` takes ``airlight`` (fog) or ``wavelengths_nm``, ``table``, ``veil`` (water).
+    ``physics`` takes ``airlight`` (fog), ``wavelengths_nm``, ``table``, ``veil`` (water) or
+    ``absorption_per_m``, ``scattering_per_m``, ``airlight`` (turbid).
     """
     if arm == "fog":
         return fog_levels(scene.image, scene.depth_m, levels, **physics)
     if arm == "water":
         return underwater_levels(scene.image, scene.depth_m, levels, **physics)
+    if arm == "turbid":
+        return turbid_levels(scene.image, scene.depth_m, visibilities_m=levels, **physics)
     raise InputError(f"unknown arm {arm!r}; known: {ARMS}")
 
 

@@ -20,6 +20,7 @@ from pydantic import (
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
+from clearsight.sweep.conditions import Arm
 from clearsight.validate import InputError
 
 Control = Literal["clean", "blank", "shuffled", "imagenet_c"]
@@ -34,7 +35,7 @@ ALL_WORDINGS: tuple[Wording, ...] = (
 
 
 # Fields added after runs were stored, left out of a dump while empty (their default).
-_ADDED_LATER = ("wording_scenes",)
+_ADDED_LATER = ("wording_scenes", "turbid_absorption_per_m", "turbid_scattering_per_m")
 
 
 class SweepConfig(BaseModel):
@@ -61,8 +62,10 @@ class SweepConfig(BaseModel):
     all_targets: bool = Field(
         True, description="Ask about every annotated target of a scene (False: the first only)."
     )
-    arms: tuple[Literal["fog", "water"], ...] = Field(
-        ("fog", "water"), description="Physical degradation arms."
+    arms: tuple[Arm, ...] = Field(
+        ("fog", "water"),
+        description="Physical degradation arms: fog, pure water ('water') and turbid water "
+        "('turbid', which needs turbid_absorption_per_m and turbid_scattering_per_m).",
     )
     levels_m: tuple[float, ...] = Field(
         SWEEP_LEVELS_M, description="Visibility levels in metres, clearest first."
@@ -96,7 +99,7 @@ class SweepConfig(BaseModel):
         description="Per model name, the subset of `wordings` it is asked (default: all of "
         "them), so a costly model can skip the generated (verbalized) wordings.",
     )
-    model_conditions: dict[str, tuple[Literal["fog", "water"] | Control, ...]] = Field(
+    model_conditions: dict[str, tuple[Arm | Control, ...]] = Field(
         default_factory=dict,
         description="Per model name, the conditions it is shown, by arm or control name "
         "(default: every arm and control of the run), so a costly model can skip some.",
@@ -118,6 +121,15 @@ class SweepConfig(BaseModel):
     water_table: str = Field("pope_fry_1997", description="Pure-water absorption table.")
     veil: Literal["absorption_limited", "grey"] = Field(
         "absorption_limited", description="Underwater veiling light."
+    )
+    turbid_absorption_per_m: tuple[float, float, float] | None = Field(
+        None,
+        description="Turbid arm: the water's absorption coefficients a (1/m) at the R, G, B "
+        "channel wavelengths (e.g. of a Jerlov water type); only their ratios to the "
+        "scattering and to each other matter (clearsight.physics.turbid_coefficients).",
+    )
+    turbid_scattering_per_m: tuple[float, float, float] | None = Field(
+        None, description="Turbid arm: the water's scattering coefficients b (1/m), R, G, B."
     )
     box_thickness_px: int = Field(8, ge=1, description="Red box thickness in pixels.")
     max_new_tokens: int = Field(24, ge=1, description="Generation budget of verbalized replies.")
@@ -171,6 +183,29 @@ class SweepConfig(BaseModel):
                     f"model_conditions[{model!r}] must be a non-empty subset of the arms and "
                     f"controls {[*self.arms, *self.controls]}, got {list(conditions)}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _turbid_water_given(self) -> SweepConfig:
+        """The turbid arm needs the water's coefficients, and they mean nothing without it."""
+        given = (self.turbid_absorption_per_m, self.turbid_scattering_per_m)
+        if "turbid" not in self.arms:
+            if any(v is not None for v in given):
+                raise ValueError(
+                    "turbid_absorption_per_m / turbid_scattering_per_m need 'turbid' in arms"
+                )
+            return self
+        if any(v is None for v in given):
+            raise ValueError(
+                "the turbid arm needs the water's turbid_absorption_per_m and "
+                "turbid_scattering_per_m (1/m at the R, G, B wavelengths, e.g. a Jerlov water type)"
+            )
+        from clearsight.physics import turbid_coefficients
+
+        try:
+            turbid_coefficients(1.0, *given)  # type: ignore[arg-type]
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
         return self
 
     @model_serializer(mode="wrap")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -11,6 +13,7 @@ from clearsight.physics import SWEEP_LEVELS_M, draw_box
 from clearsight.scenes.model import Scene
 from clearsight.sweep.conditions import (
     IMAGENET_C_SEVERITIES,
+    Arm,
     arm_stack,
     imagenet_c_stack,
     target_box,
@@ -22,11 +25,19 @@ def level_label(visibility_m: float) -> str:
     return f"{visibility_m:.3g} m"
 
 
-def contact_sheet(scene: Scene, out: Path, target: int = 0, seed: int = 0) -> Path:
+def contact_sheet(
+    scene: Scene,
+    out: Path,
+    target: int = 0,
+    seed: int = 0,
+    turbid: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> Path:
     """Write a PNG contact sheet of ``scene`` and return its path.
 
-    Rows: fog (clean + eight levels), water (clean + eight levels), ImageNet-C fog severities
-    1-5 and the depth map with a colour bar, its provenance in the title.
+    Rows: fog (clean + eight levels), pure water (clean + eight levels), with ``turbid`` —
+    the water's (absorption, scattering) per channel in 1/m — turbid water right below pure
+    water, then ImageNet-C fog severities 1-5 and the depth map with a colour bar, its
+    provenance in the title.
     """
     import matplotlib
 
@@ -36,8 +47,11 @@ def contact_sheet(scene: Scene, out: Path, target: int = 0, seed: int = 0) -> Pa
     box = target_box(scene, target)
     clean = draw_box(scene.image.copy(), box)
     rows: list[list[tuple[str, npt.NDArray[np.uint8]]]] = []
-    for arm in ("fog", "water"):
-        stack = draw_box(arm_stack(scene, arm, SWEEP_LEVELS_M), box)
+    arms: list[tuple[Arm, dict[str, Any]]] = [("fog", {}), ("water", {})]
+    if turbid is not None:
+        arms.append(("turbid", {"absorption_per_m": turbid[0], "scattering_per_m": turbid[1]}))
+    for arm, physics in arms:
+        stack = draw_box(arm_stack(scene, arm, SWEEP_LEVELS_M, **physics), box)
         rows.append(
             [("clean", clean)]
             + [(f"{arm} {level_label(v)}", im) for v, im in zip(SWEEP_LEVELS_M, stack, strict=True)]
@@ -50,7 +64,7 @@ def contact_sheet(scene: Scene, out: Path, target: int = 0, seed: int = 0) -> Pa
     cols = len(rows[0])
     aspect = scene.height / scene.width
     fig, axes = plt.subplots(
-        3, cols, figsize=(1.8 * cols, 3 * (1.8 * aspect + 0.3) + 0.5), squeeze=False
+        len(rows), cols, figsize=(1.8 * cols, 3 * (1.8 * aspect + 0.3) + 0.5), squeeze=False
     )
     for r, row in enumerate(rows):
         for c in range(cols):
@@ -60,7 +74,7 @@ def contact_sheet(scene: Scene, out: Path, target: int = 0, seed: int = 0) -> Pa
                 title, im = row[c]
                 ax.imshow(im)
                 ax.set_title(title, fontsize=8)
-    depth_ax = axes[2][len(rows[2])]
+    depth_ax = axes[-1][len(rows[-1])]
     shown = depth_ax.imshow(scene.depth_m, cmap="magma_r")
     depth_ax.set_title(f"depth ({scene.depth_provenance})", fontsize=8)
     bar = fig.colorbar(shown, ax=depth_ax, fraction=0.06, pad=0.03)

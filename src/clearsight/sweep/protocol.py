@@ -40,10 +40,12 @@ from clearsight.models import (
     shared_backend,
 )
 from clearsight.physics import (
+    VISIBILITY_CONSTANT,
     blank_like,
     derangement,
     draw_box,
     imagenet_c_equivalents,
+    turbid_coefficients,
 )
 from clearsight.provenance import run_manifest
 from clearsight.scenes.depth import depth_profile
@@ -51,7 +53,7 @@ from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.specs import Options, Spec
 from clearsight.store import Record, RunStore
-from clearsight.sweep.conditions import arm_stack, imagenet_c_seed, imagenet_c_stack
+from clearsight.sweep.conditions import ARMS, arm_stack, imagenet_c_seed, imagenet_c_stack
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.sweep.specs import (
@@ -367,6 +369,8 @@ def _scene_items(
         config.water_table,
         config.veil,
         config.box_thickness_px,
+        config.turbid_absorption_per_m,
+        config.turbid_scattering_per_m,
     )
     conditions = _conditions(config)
     per_scene: list[dict[str, tuple[SweepItem, ...]]] = []
@@ -443,7 +447,7 @@ class _Images:
         levels: dict[str, set[float]] = defaultdict(set)
         severities: set[int] = set()
         for it in items:
-            if it.condition in ("fog", "water") and it.level_m is not None:
+            if it.condition in ARMS and it.level_m is not None:
                 levels[it.condition].add(it.level_m)
             elif it.condition == "imagenet_c" and it.severity is not None:
                 severities.add(it.severity)
@@ -453,6 +457,11 @@ class _Images:
                 "wavelengths_nm": physics.wavelengths_nm,
                 "table": physics.water_table,
                 "veil": physics.veil,
+            },
+            "turbid": {
+                "absorption_per_m": physics.turbid_absorption_per_m,
+                "scattering_per_m": physics.turbid_scattering_per_m,
+                "airlight": physics.airlight,
             },
         }
         for arm, lv in levels.items():
@@ -479,7 +488,7 @@ class _Images:
         elif cond == "blank":
             key, base = ("blank", box), blank_like(self.scene.image)
         else:
-            level = item.level_m if cond in ("fog", "water") else item.severity
+            level = item.level_m if cond in ARMS else item.severity
             key, base = (cond, level, box), self._stacks[cond][level]
         if key not in self._boxed:
             self._boxed[key] = draw_box(base.copy(), box, self.thickness)
@@ -700,7 +709,24 @@ def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, Any]:
         prompt_hashes=plan.prompt_hashes,
         category_prior=plan.prior,
         distractor_scheme=plan.distractor_scheme,
+        **_turbid_manifest(config),
     )
+
+
+def _turbid_manifest(config: SweepConfig) -> dict[str, Any]:
+    """With the turbid arm: which channel defines its V, the per-channel attenuation ratios
+    and the veil its coefficients give (:func:`~clearsight.physics.turbid_coefficients`)."""
+    a, b = config.turbid_absorption_per_m, config.turbid_scattering_per_m
+    if "turbid" not in config.arms or a is None or b is None:
+        return {}
+    beta, veil = turbid_coefficients(VISIBILITY_CONSTANT, a, b, config.airlight)
+    return {
+        "turbid_water": {
+            "visibility_channel": "RGB"[int(np.argmin(beta))],
+            "attenuation_ratio_rgb": [round(float(x), 6) for x in beta],
+            "veil_rgb": [round(float(x), 6) for x in veil],
+        }
+    }
 
 
 #: The visibility sweep as a value for :func:`clearsight.driver.run`.

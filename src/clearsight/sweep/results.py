@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Physical arms in display order.
-ARMS: tuple[str, ...] = ("fog", "water")
+ARMS: tuple[str, ...] = ("fog", "water", "turbid")
 #: Control conditions of the controls table, in display order.
 CONTROLS: tuple[str, ...] = ("clean", "blank", "shuffled")
 #: Letter read-out wordings, the main one (reason-naming abstain option) first.

@@ -53,13 +53,17 @@ class SceneRef(Part):
 
 @dataclass(frozen=True)
 class Physics(Part):
-    """The degradation settings every item of a sweep shares (see :class:`SweepConfig`)."""
+    """The degradation settings every item of a sweep shares (see :class:`SweepConfig`); the
+    turbid water's coefficients only in a sweep with the turbid arm (left out of the JSON, and
+    so of every key, otherwise)."""
 
     airlight: float
     wavelengths_nm: tuple[float, ...]
     water_table: str
     veil: str
     box_thickness_px: int
+    turbid_absorption_per_m: tuple[float, ...] | None = field(default=None, metadata=OMIT_NONE)
+    turbid_scattering_per_m: tuple[float, ...] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
