@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clearsight.metrics import cross_run_ece, cross_run_prediction
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.probe.analysis import (
     belief_probe,
     belief_summary,
     classify_queries,
-    cross_run_prediction,
     parse_distribution,
     summary_table,
     transcripts_frame,
@@ -119,6 +119,66 @@ def test_cross_run_ece_is_recomputable_from_stored_commits(tmp_path: Path) -> No
     assert row["acc_std"] == pytest.approx(0.0)
     assert cross_run_prediction(["B", "A", "A", "B"]) == ("B", 0.5)
     assert cross_run_prediction([None, None]) == (None, 0.0)
+    # the same from the pure function, on the commits alone
+    runs = [r for _, r in commits.values()]
+    assert cross_run_ece(runs, [g for g, _ in commits.values()]) == pytest.approx(expected_ece)
+
+
+def test_cross_run_ece_hand_computed() -> None:
+    # i1: A, A, B -> A at 2/3 (bin (0.6, 0.7]), right; i2: never committed -> 0 (first bin),
+    # wrong; i3: B, A -> tie to the earlier B at 1/2 (bin (0.4, 0.5]), wrong; i4: C x3 at 1
+    commits = [["A", "A", "B"], [None, None, None], ["B", "A"], ["C", "C", "C"]]
+    gold = ["A", "A", "A", "C"]
+    assert cross_run_ece(commits, gold) == pytest.approx(
+        (abs(1 - 2 / 3) + abs(0 - 0) + abs(0 - 1 / 2) + abs(1 - 1)) / 4
+    )
+    # a run that never commits still counts in R: A once of three runs is 1/3, not 1
+    assert cross_run_ece([["A", None, None]], ["A"]) == pytest.approx(1 - 1 / 3)
+    # one bin: every confidence pools, |sum correct - sum conf| / N
+    assert cross_run_ece(commits, gold, n_bins=1) == pytest.approx(
+        abs(2 - (2 / 3 + 0 + 1 / 2 + 1)) / 4
+    )
+    with pytest.raises(InputError, match="gold"):
+        cross_run_ece(commits, gold[:2])
+    with pytest.raises(InputError, match="at least one"):
+        cross_run_ece([], [])
+
+
+def test_table_1_macro_averages_the_datasets_of_a_domain() -> None:
+    from clearsight.probe.analysis import domain_table
+
+    rows = []
+    # knowledge: mmstar has 4 instances (all right), cvqa 1 (wrong); two runs
+    for run in (0, 1):
+        for i in range(4):
+            rows.append(("mmstar", f"m{i}", run, True))
+        rows.append(("cvqa", "c0", run, run == 1))
+    frame = pd.DataFrame(
+        [
+            {
+                "reasoner": "r",
+                "strategy": "bp",
+                "sensor": "s",
+                "signal": "true",
+                "dataset": d,
+                "domain": "knowledge",
+                "category": "x",
+                "instance_id": i,
+                "run": run,
+                "gold": "A",
+                "committed": "A" if ok else "B",
+                "correct": ok,
+            }
+            for d, i, run, ok in rows
+        ]
+    )
+    (row,) = domain_table(frame).to_dict("records")
+    # run 0: (100 + 0) / 2 = 50; run 1: (100 + 100) / 2 = 100 (pooled would be 80 and 100)
+    assert row["acc"] == pytest.approx(75.0)
+    assert row["acc_std"] == pytest.approx(np.std([50.0, 100.0], ddof=1))
+    assert (row["datasets"], row["instances"], row["runs"]) == (2, 5, 2)
+    # mmstar: A at 2/2, right -> 0; cvqa: tie B/A -> B (run 0) at 1/2, wrong -> 0.5
+    assert row["ece"] == pytest.approx((0.0 + 0.5) / 2)
 
 
 class _Scorer:
@@ -203,8 +263,9 @@ def test_results_and_report(tmp_path: Path) -> None:
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
     assert cells == [cell_text(v) for row in table1.itertuples(index=False) for v in row]
     # two runs per instance: the cross-run confidence gates predictions, drawn and scored
-    assert {"aurc", "e_aurc"} <= set(table1.columns)
-    assert ((table1.aurc >= table1.e_aurc - 1e-12) & (table1.e_aurc >= -1e-12)).all()
+    by_dataset = next(t for title, t in probe_tables(results).items() if "Table 11" in title)
+    assert {"aurc", "e_aurc"} <= set(by_dataset.columns)
+    assert ((by_dataset.aurc >= by_dataset.e_aurc - 1e-12) & (by_dataset.e_aurc >= -1e-12)).all()
     assert "Selective prediction (cross-run confidence)" in html
     assert html.count("src='data:image/png;base64,") == 1
 

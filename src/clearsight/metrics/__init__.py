@@ -1,7 +1,7 @@
 """Metrics as pure array functions: calibration, crossing visibility and blind-spot width,
 seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, selective
-prediction (risk-coverage, AURC) and the exact Wilcoxon test (METHODS.md §4–5). Each function
-states its formula in its docstring."""
+prediction (risk-coverage, AURC), cross-run calibration and the exact Wilcoxon test (METHODS.md
+§4–6). Each function states its formula in its docstring."""
 
 from clearsight.metrics.bootstrap import (
     BootstrapResult,
@@ -35,6 +35,7 @@ from clearsight.metrics.crossing import (
     crossing_visibility,
     crossing_visibility_batch,
 )
+from clearsight.metrics.crossrun import cross_run_ece, cross_run_prediction
 from clearsight.metrics.divergence import jsd_bits, jsd_bits_batch
 from clearsight.metrics.selective import RiskCoverage, aurc_statistic, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
@@ -61,6 +62,8 @@ __all__ = [
     "cluster_bootstrap",
     "cluster_bootstrap_mean",
     "cluster_sums",
+    "cross_run_ece",
+    "cross_run_prediction",
     "crossing_visibility",
     "crossing_visibility_batch",
     "ece",

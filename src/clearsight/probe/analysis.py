@@ -9,7 +9,8 @@ anything the run kept aside:
   that option, correct = prediction equals gold. :func:`summary_table` adds accuracy mean and
   standard deviation over runs, cross-run ECE (``clearsight.metrics.ece``, 10 right-closed
   bins), the AURC and E-AURC of that confidence gating the predictions
-  (``clearsight.metrics.risk_coverage``), rounds and VLM calls per instance (Table 1, Table 9).
+  (``clearsight.metrics.risk_coverage``), rounds and VLM calls per instance (Table 9, Table
+  11); :func:`domain_table` is Table 1: each domain the macro-average of its datasets.
 * :func:`sensor_consistency` / :func:`consistency_bins` — accuracy by the sensor's own
   consistency c on the instance (how many direct answers were right; Fig. 2).
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
@@ -32,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.metrics.calibration import ece
+from clearsight.metrics.crossrun import cross_run_prediction
 from clearsight.metrics.selective import risk_coverage
 from clearsight.probe.transcript import Transcript
 from clearsight.validate import InputError
@@ -60,23 +62,6 @@ def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
         return frame
     frame["reasoner"] = frame["reasoner"].map(lambda r: "human" if r.startswith("human:") else r)
     return frame
-
-
-def cross_run_prediction(commits: Sequence[str | None]) -> tuple[str | None, float]:
-    """``(prediction, confidence)`` from the commits of the R runs of one instance, in run
-    order: the most common committed letter (ties: the one committed earliest) and the share
-    of all runs that committed it; ``(None, 0.0)`` when no run committed."""
-    if not commits:
-        raise InputError("cross-run prediction needs at least one run")
-    votes = [c for c in commits if c is not None]
-    if not votes:
-        return None, 0.0
-    counts: dict[str, int] = {}
-    for c in votes:
-        counts[c] = counts.get(c, 0) + 1
-    best = max(counts.values())
-    prediction = next(c for c in votes if counts[c] == best)
-    return prediction, best / len(commits)
 
 
 def cross_run(frame: pd.DataFrame) -> pd.DataFrame:
@@ -119,8 +104,9 @@ def _cross_run_scores(sub: pd.DataFrame) -> dict[str, float]:
 def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("domain",)) -> pd.DataFrame:
     """Table 1 / Table 9 analogue per setting and ``by`` (e.g. domain or dataset): instances,
     runs, accuracy mean and std over runs (percent), cross-run accuracy, ECE, AURC and E-AURC
-    (:func:`_cross_run_scores`), mean rounds,
-    queries and VLM calls per conversation, the share that committed, and stop reasons."""
+    (:func:`_cross_run_scores`), mean rounds, queries and VLM calls per conversation, the share
+    that committed, and stop reasons. Pooled over the instances of each group (by dataset, the
+    paper's Table 11; :func:`domain_table` is Table 1's macro-average)."""
     if frame.empty:
         return pd.DataFrame()
     per_instance = cross_run(frame)
@@ -147,6 +133,42 @@ def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("domain",)) -> pd.Da
                 "vlm_calls": float(group["vlm_calls"].mean()),
                 "committed": float(group["committed"].notna().mean() * 100),
                 "stops": ", ".join(f"{k} {v}" for k, v in stops.items()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def domain_table(frame: pd.DataFrame) -> pd.DataFrame:
+    r"""The paper's Table 1 per setting and domain (perception, charts, knowledge): each domain
+    the **macro-average of its datasets** (knowledge: MMStar, CVQA, ReasonVQA count equally
+    whatever their sizes).
+
+    With :math:`a_{d,r}` the accuracy (percent) of dataset d of the domain in run r, the
+    domain's accuracy in run r is :math:`ar a_r = rac{1}{|D_r|} \sum_{d \in D_r} a_{d,r}`;
+    ``acc`` and ``acc_std`` are the mean and the sample SD (ddof 1) of :math:`ar a_r` over
+    the runs (the paper's SD across trials, Table 10); ``ece`` the mean over the datasets of
+    their cross-run ECE (:func:`~clearsight.metrics.cross_run_ece`). Also ``datasets`` (how
+    many were averaged), ``instances`` and ``runs``.
+    """
+    if frame.empty:
+        return pd.DataFrame()
+    per_instance = cross_run(frame)
+    rows = []
+    for key, group in frame.groupby([*SETTING, "domain"], sort=True):
+        by_run = group.groupby(["run", "dataset"])["correct"].mean().mul(100).groupby("run").mean()
+        where = np.ones(len(per_instance), dtype=bool)
+        for col, value in zip([*SETTING, "domain"], key, strict=True):
+            where &= (per_instance[col] == value).to_numpy()
+        eces = [_cross_run_scores(sub)["ece"] for _, sub in per_instance[where].groupby("dataset")]
+        rows.append(
+            {
+                **dict(zip([*SETTING, "domain"], key, strict=True)),
+                "datasets": int(group["dataset"].nunique()),
+                "instances": int(group["instance_id"].nunique()),
+                "runs": int(group["run"].nunique()),
+                "acc": float(by_run.mean()),
+                "acc_std": float(by_run.std(ddof=1)) if len(by_run) > 1 else float("nan"),
+                "ece": float(np.mean(eces)),
             }
         )
     return pd.DataFrame(rows)
