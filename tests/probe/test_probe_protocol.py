@@ -539,3 +539,25 @@ def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
         store.begin_run({"config": {"n": 1}, "protocol": "sweep"})
     with pytest.raises(InputError, match="is a sweep run, not a probe run"):
         run_probe_analysis(tmp_path / "sweep", config)
+
+
+def test_table_9_counts_answered_calls_and_shows_failed_ones_apart() -> None:
+    from clearsight.probe.analysis import calls_table
+
+    frame = pd.DataFrame(
+        {
+            "dataset": ["seedbench"] * 4,
+            "strategy": ["bp", "bp", "react", "react"],
+            "reasoner": ["r"] * 4,
+            "vlm_calls": [6, 9, 3, 3],
+            "failed_calls": [3, 0, 0, 0],
+        }
+    )
+    row = calls_table(frame).set_index("dataset").loc["seedbench"]
+    assert (row["bp / r"], row["react / r"], row["bp / r (failed)"]) == (7.5, 3.0, 1.5)
+    assert "react / r (failed)" not in row.index  # no failed call, no column
+    assert list(calls_table(frame.assign(failed_calls=0)).columns) == [
+        "dataset",
+        "bp / r",
+        "react / r",
+    ]

@@ -175,6 +175,9 @@ def test_a_sensor_error_mid_conversation_is_recorded_and_the_run_goes_on() -> No
     assert t.stop == "committed"
     assert t.committed == "B"
     assert t.sensor_errors == 1
+    # three queries of K = 3: the failed one is not a VLM call the reasoner received
+    assert (t.vlm_calls, t.failed_calls) == (6, 3)
+    assert t.readouts()["failed_calls"] == 3
     failed = t.turns[1].reply
     assert failed is not None
     assert failed.error is not None

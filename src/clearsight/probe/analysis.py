@@ -215,14 +215,22 @@ def ablation_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean VLM calls per question by dataset (rows) and strategy x sensor x reasoner
-    (columns), Table 9 (direct: one call)."""
+    """Mean VLM calls per question by dataset (rows) and strategy / reasoner (columns), Table 9
+    (direct: one call; only answered calls count, see
+    :attr:`~clearsight.probe.transcript.Transcript.vlm_calls`), and beside each setting that
+    had any, its mean failed calls per question (``<setting> (failed)``)."""
     if frame.empty:
         return pd.DataFrame()
     frame = frame.assign(setting=frame["strategy"] + " / " + frame["reasoner"])
     table = frame.pivot_table(
         index="dataset", columns="setting", values="vlm_calls", aggfunc="mean"
     )
+    if "failed_calls" in frame and frame["failed_calls"].fillna(0).gt(0).any():
+        failed = frame.pivot_table(
+            index="dataset", columns="setting", values="failed_calls", aggfunc="mean"
+        )
+        failed = failed.loc[:, failed.fillna(0).gt(0).any()]
+        table = table.join(failed.add_suffix(" (failed)"))
     return table.reset_index()
 
 

@@ -139,8 +139,18 @@ class Transcript:
 
     @property
     def vlm_calls(self) -> int:
-        """VLM samples drawn: K per query (= K x (rounds - 1) for a committed conversation)."""
-        return sum(t.reply.k for t in self.turns if t.reply is not None)
+        """VLM samples the reasoner received, as the paper counts them: K per answered query
+        (K x (rounds - 1) for a committed conversation whose every earlier turn asked and was
+        answered; a turn that asked nothing, or whose call failed, adds none: see
+        :attr:`failed_calls`)."""
+        return sum(t.reply.k for t in self.turns if t.reply is not None and t.reply.error is None)
+
+    @property
+    def failed_calls(self) -> int:
+        """VLM samples asked for by queries whose sensor call failed (reported apart)."""
+        return sum(
+            t.reply.k for t in self.turns if t.reply is not None and t.reply.error is not None
+        )
 
     @property
     def sensor_errors(self) -> int:
@@ -167,6 +177,7 @@ class Transcript:
             "rounds": self.rounds,
             "queries": self.queries,
             "vlm_calls": self.vlm_calls,
+            "failed_calls": self.failed_calls,
             "sensor_errors": self.sensor_errors,
             "mean_u": sum(us) / len(us) if us else None,
             "k": self.k,
