@@ -267,7 +267,13 @@ def test_results_and_report(tmp_path: Path) -> None:
     assert {"aurc", "e_aurc"} <= set(by_dataset.columns)
     assert ((by_dataset.aurc >= by_dataset.e_aurc - 1e-12) & (by_dataset.e_aurc >= -1e-12)).all()
     assert "Selective prediction (cross-run confidence)" in html
-    assert html.count("src='data:image/png;base64,") == 1
+    from clearsight.report.probe import FIG5, probe_figures
+
+    figures = probe_figures(results, probe_tables(results))
+    # Fig. 2 (direct runs give the consistency), Fig. 3 (a signal setting), Fig. 5 (queries)
+    assert sum(title.startswith(("Fig. 2", "Fig. 3")) for title in figures) == 2
+    assert FIG5 in figures
+    assert html.count("src='data:image/png;base64,") == len(figures) + 1  # + risk-coverage
 
 
 def _build_config(tmp_path: Path, **kw: object) -> Any:
@@ -561,3 +567,19 @@ def test_table_9_counts_answered_calls_and_shows_failed_ones_apart() -> None:
         "bp / r",
         "react / r",
     ]
+
+
+def test_belief_figure_draws_one_trace_per_conversation() -> None:
+    from io import BytesIO
+
+    from PIL import Image
+
+    from clearsight.report.probe import belief_figure
+
+    beliefs = pd.DataFrame(
+        {"p_correct": [[1 / 3, 0.5, 0.8], [1 / 3, 0.2]], "correct": [True, False]}
+    )
+    png = belief_figure(beliefs)
+    assert png is not None
+    assert Image.open(BytesIO(png)).size[0] > 300
+    assert belief_figure(beliefs.iloc[:0]) is None

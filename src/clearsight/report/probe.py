@@ -1,4 +1,5 @@
-"""The probe protocol's report: analogues of the paper's Tables 1, 3, 7 and 9, Figures 2-3.
+"""The probe protocol's report: analogues of the paper's Tables 1, 3, 7, 9 and 11, Figures 2-5
+(as plots beside their tables) and risk-coverage curves of the cross-run confidence.
 
 Everything comes from the run's records as :mod:`clearsight.probe.results` reads them:
 transcripts of models and people, and the stored belief-probe and query-type results. Written
@@ -26,10 +27,19 @@ from clearsight.probe.analysis import (
 from clearsight.probe.results import ProbeResults, load_probe_results
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, write_report
-from clearsight.report.plots import Cut, risk_coverage_figure
+from clearsight.report.plots import Cut, png, pyplot, risk_coverage_figure
 
-__all__ = ["MAIN_TABLE", "build_probe_report", "probe_tables", "selective_figure"]
+__all__ = [
+    "FIG5",
+    "MAIN_TABLE",
+    "build_probe_report",
+    "probe_figures",
+    "probe_tables",
+    "selective_figure",
+]
 
+#: The title of Fig. 5, which has no table of its own.
+FIG5 = "Fig. 5: queries per conversation by strategy and dataset"
 #: The title of the main table, the one summary.csv holds.
 MAIN_TABLE = (
     "Table 1: accuracy (mean ± SD over runs, %) and cross-run ECE by domain, each domain the "
@@ -64,6 +74,93 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
         ),
         "Table 9: VLM calls per question": calls_table(frame),
     }
+
+
+def _setting(frame: pd.DataFrame) -> pd.Series:
+    """A short label of each row's setting: strategy / reasoner (signal when not the true u)."""
+    label = frame["strategy"].astype(str) + " / " + frame["reasoner"].astype(str)
+    if "signal" in frame:
+        other = frame["signal"].astype(str) != "true"
+        label = label.where(~other, label + " (" + frame["signal"].astype(str) + " u)")
+    return label
+
+
+def consistency_figure(table: pd.DataFrame) -> bytes | None:
+    """Fig. 2: accuracy (%) against the sensor's direct consistency c (of 11), one line per
+    setting (:func:`~clearsight.probe.analysis.consistency_bins`)."""
+    if table.empty:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for label, sub in table.assign(label=_setting(table)).groupby("label", sort=True):
+        sub = sub.sort_values("c11")
+        ax.plot(sub["c11"], sub["accuracy"], marker="o", ms=4, lw=1.2, label=str(label))
+    ax.set_xlim(-0.5, 11.5)
+    ax.set_ylim(-3, 103)
+    ax.set_xlabel("sensor consistency c (direct answers right, of 11)", fontsize=8)
+    ax.set_ylabel("accuracy (%)", fontsize=8)
+    ax.grid(alpha=0.25, lw=0.5)
+    ax.legend(fontsize=6.5, frameon=False)
+    return png(fig)
+
+
+def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) -> bytes | None:
+    """One horizontal bar per row of ``table`` (its setting), ``value`` with ``error`` as the
+    whisker: Fig. 3 (accuracy by the signal shown) and Fig. 5 (queries per conversation)."""
+    if table.empty or value not in table:
+        return None
+    names = _setting(table)
+    if "dataset" in table:
+        names = names + " — " + table["dataset"].astype(str)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.6, 0.35 * len(table) + 1.0))
+    err = None if error is None else table[error].fillna(0).to_numpy(float)
+    ax.barh(range(len(table)), table[value].to_numpy(float), xerr=err, color="#0072B2")
+    ax.set_yticks(range(len(table)))
+    ax.set_yticklabels(names.tolist(), fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(label, fontsize=8)
+    ax.grid(axis="x", alpha=0.25, lw=0.5)
+    return png(fig)
+
+
+def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
+    """Fig. 4: the belief in the gold option p_correct(t) after each sensor reply (b_0
+    uniform), one thin line per probed conversation, coloured by its final correctness."""
+    if beliefs.empty or "p_correct" not in beliefs:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for trace, right in zip(beliefs["p_correct"], beliefs["correct"], strict=True):
+        colour = "#009E73" if right else "#D55E00"
+        trace = list(trace)
+        ax.plot(range(len(trace)), trace, color=colour, lw=0.8, alpha=0.6)
+    ax.axhline(0.7, color="0.5", ls=":", lw=0.8)
+    ax.set_xlabel("sensor replies so far (t)", fontsize=8)
+    ax.set_ylabel("p_correct(t)", fontsize=8)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("green: committed right; orange: wrong; dotted: max b = 0.7", fontsize=8)
+    ax.grid(alpha=0.25, lw=0.5)
+    return png(fig)
+
+
+def probe_figures(results: ProbeResults, tables: dict[str, pd.DataFrame]) -> dict[str, bytes]:
+    """Figs. 2-5 by the title of the table each belongs under (only those with data)."""
+    out: dict[str, bytes | None] = {}
+    for title, frame in tables.items():
+        if title.startswith("Fig. 2"):
+            out[title] = consistency_figure(frame)
+        elif title.startswith("Fig. 3"):
+            out[title] = bars_figure(frame, "acc", "acc_std", "accuracy (%, ± SD over runs)")
+        elif title.startswith("Table 7"):
+            out[title] = belief_figure(results.beliefs)
+    talk = results.transcripts
+    if not talk.empty and "queries" in talk:
+        talk = talk[talk["strategy"] != "direct"]
+        keys = ["strategy", "reasoner", "dataset"]
+        per = talk.groupby(keys)["queries"].mean().reset_index()
+        out[FIG5] = bars_figure(per, "queries", None, "queries per conversation")
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def selective_figure(frame: pd.DataFrame) -> bytes | None:
@@ -115,19 +212,25 @@ def build_probe_report(run_dir: Path | str) -> ReportPaths:
     run = Path(run_dir)
     results = load_probe_results(run)
     tables = probe_tables(results)
+    figures = probe_figures(results, tables)
     n = len(results.transcripts)
     body = [
         f"<h1>Probe report: {esc(run.name)}</h1>",
         f"<p class='note'>{n} conversations. Accuracy is per run, averaged over runs; "
         "ECE is cross-run (confidence = share of the R runs agreeing with the most common "
-        "committed option); rounds include the committing turn; VLM calls = K per query.</p>",
+        "committed option); rounds include the committing turn; VLM calls = K per answered "
+        "query.</p>",
     ]
     md = [f"# Probe report: {run.name}\n", f"{n} conversations.\n"]
     for title, frame in tables.items():
         body.append(f"<h2>{esc(title)}</h2>")
         body.append(frame_table(frame))
+        if title in figures:
+            body.append(img(figures[title], title, title))
         md.append(f"\n## {title}\n\n")
         md.append(md_table(frame.map(cell_text) if not frame.empty else frame))
+    if FIG5 in figures:
+        body += [f"<h2>{esc(FIG5)}</h2>", img(figures[FIG5], FIG5, FIG5)]
     body.append("<h2>Selective prediction (cross-run confidence)</h2>")
     body.append(
         img(
