@@ -12,7 +12,13 @@ import pytest
 
 from clearsight.grounding.bench import check_edit, inject_rule, perturb_answer, similarity
 from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, generate, render_image
-from clearsight.grounding.hesitation import find_hesitation, stable_share
+from clearsight.grounding.hesitation import (
+    event_pairs,
+    find_hesitations,
+    hesitation_variant,
+    parse_hesitation_variant,
+    stable_share,
+)
 from clearsight.grounding.problems import (
     Problem,
     is_correct,
@@ -189,14 +195,44 @@ def test_segmenter_agrees_with_the_hand_labels() -> None:
 
 def test_hesitation_events_truncate_before_and_after_the_marker() -> None:
     t = Trajectory("There are 4 cats.", "4 + 2 = 6. Wait, let me re-check the sum. It is 6.", "6")
-    h = find_hesitation(t)
-    assert h is not None
+    (h,) = find_hesitations(t)
     assert h.marker in ("wait", "let me re-check")
     assert h.pre.reasoning == "4 + 2 = 6."
     assert h.post.reasoning.endswith("re-check the sum.")
     assert h.pre.answer == h.post.answer == "6"
-    assert find_hesitation(Trajectory("a", "b", "c")) is None
+    assert find_hesitations(Trajectory("a", "b", "c")) == []
     assert stable_share([0.5, 0.5], [0.51, 0.6]) == 0.5
+
+
+def test_every_hesitation_event_is_scored_and_paired() -> None:
+    t = Trajectory(
+        "Hmm, the bars look equal.",
+        "First 3 + 4 = 7. Wait, that is the wrong bar. Actually it is 3 + 5 = 8.",
+        "8",
+    )
+    events = find_hesitations(t)
+    assert [e.marker for e in events] == ["hmm", "wait", "actually"]
+    # each event truncates just before and just after its own sentence
+    assert (events[0].pre.vision, events[0].post.vision) == ("", "Hmm, the bars look equal.")
+    assert events[2].pre.reasoning == "First 3 + 4 = 7. Wait, that is the wrong bar."
+    assert events[2].post.reasoning.endswith("3 + 5 = 8.")
+    # the first event keeps the names runs had when only it was scored
+    names = [hesitation_variant(k, s) for k in range(3) for s in ("pre", "post")]
+    assert names[:2] == ["hesitation/pre", "hesitation/post"]
+    assert names[4:] == ["hesitation/2/pre", "hesitation/2/post"]
+    assert [parse_hesitation_variant(n) for n in names[2:4]] == [(1, "pre"), (1, "post")]
+    assert parse_hesitation_variant("self/r0.00") is None
+    elic = pd.DataFrame(
+        {
+            "problem": ["p"] * 6 + ["q"],
+            "benchmark": ["b"] * 7,
+            "variant": [*names, "hesitation/pre"],  # q's post is missing: no pair
+            "expected": [0.8, 0.8, 0.7, 0.5, 0.6, 0.65, 0.9],
+        }
+    )
+    pairs = event_pairs(elic)
+    assert pairs[["problem", "event"]].values.tolist() == [["p", 0], ["p", 1], ["p", 2]]
+    np.testing.assert_allclose(pairs["post"] - pairs["pre"], [0.0, -0.2, 0.05])
 
 
 def _frame() -> pd.DataFrame:

@@ -16,7 +16,8 @@ function of its spec:
 4. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
    trajectory, share, model): one 11-way confidence read-out. Variants: ``self/rX`` (own
    trajectory with share X of the rationale masked), ``bench/good``, ``bench/<axis>/bad``,
-   ``variation/<axis>/alt``, ``hesitation/pre`` and ``hesitation/post``.
+   ``variation/<axis>/alt``, ``hesitation/pre`` and ``hesitation/post`` (the first hesitation
+   event; event k >= 1: ``hesitation/<k>/pre`` and ``.../post``).
 
 The judge and elicitation stages are planned from the stored records of stages 1 and 2, with
 the trajectories inside their specs, so a rerun resumes at any stage. Items are grouped into
@@ -46,7 +47,7 @@ from clearsight.grounding.bench import (
 )
 from clearsight.grounding.elicit import ElicitFailure, ElicitRequest, elicit
 from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, load_image
-from clearsight.grounding.hesitation import find_hesitation
+from clearsight.grounding.hesitation import find_hesitations, hesitation_variant
 from clearsight.grounding.problems import (
     Problem,
     is_correct,
@@ -440,14 +441,11 @@ def plan_elicitations(
             traj = trajectory_from_json(own[p.id]["trajectory"])
             for r in config.mask_ratios:
                 items.append(_elicit_spec(config, p, self_variant(r), traj, r, {}))
-            hes = find_hesitation(traj) if config.hesitation else None
-            if hes is not None:
+            events = find_hesitations(traj) if config.hesitation else []
+            for k, hes in enumerate(events):
                 for side, t in (("pre", hes.pre), ("post", hes.post)):
-                    items.append(
-                        _elicit_spec(
-                            config, p, f"hesitation/{side}", t, 0.0, {"marker": hes.marker}
-                        )
-                    )
+                    variant = hesitation_variant(k, side)
+                    items.append(_elicit_spec(config, p, variant, t, 0.0, {"marker": hes.marker}))
         if not p.solution:
             continue
         good = good_trajectory(p)

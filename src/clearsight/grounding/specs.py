@@ -114,7 +114,7 @@ class ElicitSpec(Spec):
     problem: Problem
     variant: str
     """``self/rX``, ``bench/good``, ``bench/<axis>/bad``, ``variation/<axis>/alt``,
-    ``hesitation/pre`` or ``hesitation/post``."""
+    ``hesitation/pre`` or ``hesitation/post`` (event k >= 1: ``hesitation/<k>/pre``, ...)."""
     trajectory: Trajectory
     share: float
     seed: int

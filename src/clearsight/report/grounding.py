@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clearsight.grounding.hesitation import stable_share
+from clearsight.grounding.hesitation import event_pairs, stable_share
 from clearsight.grounding.results import GroundingResults, load_grounding_results
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
@@ -71,17 +71,7 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
             "p_jsd_le_0.1": share_below(j, JSD_THRESHOLD),
             "jsd": j.tolist(),
         }
-    # hesitation
-    pre = elic[elic["variant"] == "hesitation/pre"].set_index("problem")["expected"]
-    post = elic[elic["variant"] == "hesitation/post"].set_index("problem")["expected"]
-    both = pre.index.intersection(post.index)
-    out["hesitation"] = {
-        "n_events": len(both),
-        "p_abs_change_le_0.02": stable_share(pre[both], post[both]),
-        "mean_change": float((post[both] - pre[both]).mean()) if len(both) else float("nan"),
-        "pre": pre[both].tolist(),
-        "post": post[both].tolist(),
-    }
+    out["hesitation"] = _hesitation(elic)
     # visible vs masked over benchmark means (exact Wilcoxon)
     d = item_differences(elic)
     means = d.groupby("benchmark")[["E_r0.00", "E_r1.00"]].mean().dropna()
@@ -96,6 +86,22 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
     out["judge"] = results.judge
     out["failures"] = results.failures
     return out
+
+
+def _hesitation(elic: pd.DataFrame) -> dict[str, Any]:
+    """Every scored hesitation event: counts, P(|c_pre - c_post| <= 0.02), the mean change
+    and the per-event confidences (the scatter's points)."""
+    events = event_pairs(elic)
+    change = events["post"] - events["pre"]
+    return {
+        "n_events": len(events),
+        "n_trajectories": int(events["problem"].nunique()),
+        "max_events_per_trajectory": int(events["event"].max() + 1) if len(events) else 0,
+        "p_abs_change_le_0.02": stable_share(events["pre"], events["post"]),
+        "mean_change": float(change.mean()) if len(events) else float("nan"),
+        "pre": events["pre"].tolist(),
+        "post": events["post"].tolist(),
+    }
 
 
 def _gated_answers(elic: pd.DataFrame, trajs: pd.DataFrame) -> dict[str, list[Any]]:
@@ -246,6 +252,8 @@ def _hesitation_frame(analysis: dict[str, Any]) -> pd.DataFrame:
         return pd.DataFrame()
     row = {
         "events": h["n_events"],
+        "trajectories with an event": h.get("n_trajectories", "n/a"),
+        "most events in one trajectory": h.get("max_events_per_trajectory", "n/a"),
         "P(|c_pre - c_post| <= 0.02)": _num(h["p_abs_change_le_0.02"]),
         "mean change": _num(h["mean_change"], 4),
     }
@@ -307,7 +315,8 @@ _FIGURES: dict[str, tuple[str, str]] = {
     ),
     "hesitation": (
         "hesitation scatter",
-        "Confidence before and after each hesitation marker; the diagonal is no change.",
+        "Confidence before and after every hesitation event (one point each, the answer held "
+        "fixed); the diagonal is no change.",
     ),
     "ece_vs_tgs": ("ECE against TGS", "ECE against TGS-self and TGS-pair, one point per run."),
     "selective": (
@@ -425,7 +434,8 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
         "",
         "## Hesitation",
         "",
-        f"- events: {h.get('n_events')}; P(|c_pre - c_post| <= 0.02) = "
+        f"- events: {h.get('n_events')} in {h.get('n_trajectories')} trajectories (at most "
+        f"{h.get('max_events_per_trajectory')} in one); P(|c_pre - c_post| <= 0.02) = "
         f"{h.get('p_abs_change_le_0.02')}; mean change = {h.get('mean_change')}",
         "",
         "## Tests",
