@@ -3,9 +3,12 @@
 * **TGS-self** = mean over items of ``E(rationale visible) - E(rationale masked)``, the rationale
   (vision + reasoning) hidden from every later position by attention masking, the answer kept
   visible. Positive: confidence reads the trajectory; ~0: blind; negative: masking raises it.
-* **Masking curve**: mean ``E`` at masked shares r in {0, .25, .5, .75, 1} of rationale tokens.
-* **TGS-pair** per axis = mean of ``E(good) - E(bad)`` over pairs differing on that axis;
-  the averaged TGS-pair is the mean over axes.
+* **Masking curve**: mean ``E`` at masked shares r in {0, .25, .5, .75, 1} of rationale tokens,
+  and its change from r = 0, on the items valid at every share (:func:`masking_curve`).
+* **TGS-pair** per axis = mean of ``E(good) - E(bad)`` over pairs differing on that axis
+  (within each benchmark, then over the benchmarks that have the axis); the averaged TGS-pair is
+  the mean over the axes of those (:func:`clearsight.metrics.tgs_pair`), never a mean over
+  axes inside each item.
 * Aggregation: within each benchmark, then across benchmarks (each counts equally), with
   two-stage percentile bootstrap intervals (:func:`clearsight.metrics.two_stage_bootstrap`,
   5000 draws by default); ECE, AUROC, AURC and E-AURC of the same confidences with an item
@@ -25,9 +28,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.metrics.bootstrap import Interval, cluster_bootstrap, two_stage_bootstrap
+from clearsight.metrics.bootstrap import (
+    Interval,
+    cluster_bootstrap,
+    contain_estimate,
+    percentile_interval,
+    two_stage_bootstrap,
+    two_stage_replicates,
+)
 from clearsight.metrics.calibration import auroc, ece
 from clearsight.metrics.selective import risk_coverage
+from clearsight.metrics.tgs import benchmark_means, tgs_pair
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -56,6 +67,8 @@ class Score:
     interval: Interval
     n_items: int
     n_benchmarks: int
+    sd_benchmarks: float = float("nan")
+    """The SD (ddof 1) of the per-benchmark values the estimate averages (NaN with one)."""
 
     def to_json(self) -> dict[str, Any]:
         i = self.interval
@@ -68,6 +81,7 @@ class Score:
             "level": i.level,
             "n_items": self.n_items,
             "n_benchmarks": self.n_benchmarks,
+            "sd_benchmarks": self.sd_benchmarks,
         }
 
 
@@ -82,7 +96,8 @@ def two_stage_score(
     n_boot: int = 5000,
     seed: int = 0,
 ) -> Score:
-    """Mean over benchmarks of per-benchmark means of ``values``, two-stage bootstrap CI."""
+    """Mean over benchmarks of per-benchmark means of ``values``, two-stage bootstrap CI, and
+    the SD across the benchmark means."""
     v = np.asarray(values, dtype=np.float64)
     keep = np.isfinite(v)
     b = np.asarray(list(benchmarks), dtype=object)
@@ -92,7 +107,37 @@ def two_stage_score(
     if v.size == 0:
         return Score(name, _nan_interval(n_boot), 0, 0)
     interval = two_stage_bootstrap(v, b.astype(str), n_boot=n_boot, seed=seed)
-    return Score(name, interval, int(v.size), len(set(b.tolist())))
+    sd = _sd(list(benchmark_means(b.astype(str), v).values()))
+    return Score(name, interval, int(v.size), len(set(b.tolist())), sd)
+
+
+def _sd(values: Sequence[float]) -> float:
+    """Sample SD (ddof 1), NaN for fewer than two values."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+
+
+def pair_score(d: pd.DataFrame, n_boot: int = 5000, seed: int = 0) -> Score:
+    """TGS-pair as the paper averages it (:func:`clearsight.metrics.tgs_pair`: per benchmark
+    and axis, per axis over benchmarks, then over the axes), from the per-axis columns of
+    :func:`item_differences`; its interval from the per-axis two-stage replicates averaged
+    over the axes (the same seed: the axes share the benchmark draw of each replicate when
+    they cover the same benchmarks, else their draws are independent)."""
+    cols = [f"tgs_pair_{a}" for a in AXES]
+    long = d.melt(id_vars=["benchmark"], value_vars=cols, var_name="axis", value_name="diff")
+    long = long[np.isfinite(long["diff"].to_numpy(float))]
+    if long.empty:
+        return Score("tgs_pair", _nan_interval(n_boot), 0, 0)
+    zeros = np.zeros(len(long))
+    pair = tgs_pair(long["benchmark"], long["axis"], long["diff"].to_numpy(float), zeros)
+    reps = [
+        two_stage_replicates(sub["diff"], sub["benchmark"].astype(str), n_boot, seed)[1]
+        for _, sub in long.groupby("axis", sort=True)
+    ]
+    low, high = contain_estimate(pair.value, *percentile_interval(np.mean(reps, axis=0)))
+    interval = Interval(pair.value, float(low), float(high), n_boot, 0.95)
+    # each benchmark's own TGS-pair: the mean over its axes of its per-axis means
+    per_bench = long.groupby(["benchmark", "axis"])["diff"].mean().groupby("benchmark").mean()
+    return Score("tgs_pair", interval, len(long), len(per_bench), _sd(per_bench.tolist()))
 
 
 #: The confidence read-outs :func:`calibration_scores` gives, in order.
@@ -154,9 +199,25 @@ def item_differences(frame: pd.DataFrame) -> pd.DataFrame:
     out["tgs_self"] = col(self_variant(0.0)) - col(self_variant(1.0))
     for axis in AXES:
         out[f"tgs_pair_{axis}"] = col(bench_variant(None)) - col(bench_variant(axis))
-    out["tgs_pair"] = out[[f"tgs_pair_{a}" for a in AXES]].mean(axis=1, skipna=True)
     for r in MASK_RATIOS:
         out[f"E_r{r:.2f}"] = col(self_variant(r))
+    return out
+
+
+def masking_curve(d: pd.DataFrame, n_boot: int = 5000, seed: int = 0) -> dict[str, Score]:
+    """The masking curve on one **common-valid population** (the items with an expected
+    confidence at every masked share, so each share averages the same items; the paper's
+    n = 729 / 904): ``E_r<r>`` the mean E at share r and ``dE_r<r>`` the mean change
+    ``E(r) - E(0)``, each within then across benchmarks with its two-stage interval."""
+    cols = [f"E_r{r:.2f}" for r in MASK_RATIOS]
+    common = d[np.isfinite(d[cols].to_numpy(float)).all(axis=1)]
+    bench = common["benchmark"].astype(str).tolist()
+    base = common[cols[0]].to_numpy(float)
+    out: dict[str, Score] = {}
+    for col in cols:
+        e = common[col].to_numpy(float)
+        out[col] = two_stage_score(col, e, bench, n_boot, seed)
+        out[f"d{col}"] = two_stage_score(f"d{col}", e - base, bench, n_boot, seed)
     return out
 
 
@@ -172,10 +233,10 @@ def scores(
     d = item_differences(frame)
     bench = d["benchmark"].astype(str).tolist()
     out: dict[str, Score] = {}
-    names = ["tgs_self", *(f"tgs_pair_{a}" for a in AXES), "tgs_pair"]
-    names += [f"E_r{r:.2f}" for r in MASK_RATIOS]
-    for name in names:
+    for name in ["tgs_self", *(f"tgs_pair_{a}" for a in AXES)]:
         out[name] = two_stage_score(name, d[name].to_numpy(float), bench, n_boot, seed)
+    out["tgs_pair"] = pair_score(d, n_boot, seed)
+    out |= masking_curve(d, n_boot, seed)
     if correct is not None and len(correct):
         merged = d.merge(correct[["problem", "correct"]], on="problem")
         out |= calibration_scores(

@@ -1,7 +1,7 @@
 """Metrics as pure array functions: calibration, crossing visibility and blind-spot width,
 seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, selective
-prediction (risk-coverage, AURC), cross-run calibration and the exact Wilcoxon test (METHODS.md
-§4–6). Each function states its formula in its docstring."""
+prediction (risk-coverage, AURC), cross-run calibration, trajectory-grounding scores and the
+exact Wilcoxon test (METHODS.md §4–6). Each function states its formula in its docstring."""
 
 from clearsight.metrics.bootstrap import (
     BootstrapResult,
@@ -13,6 +13,7 @@ from clearsight.metrics.bootstrap import (
     cluster_sums,
     percentile_interval,
     two_stage_bootstrap,
+    two_stage_replicates,
 )
 from clearsight.metrics.calibration import (
     CALIBRATION_STATS,
@@ -39,6 +40,7 @@ from clearsight.metrics.crossrun import cross_run_ece, cross_run_prediction
 from clearsight.metrics.divergence import jsd_bits, jsd_bits_batch
 from clearsight.metrics.selective import RiskCoverage, aurc_statistic, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
+from clearsight.metrics.tgs import TgsPair, benchmark_means, tgs_pair, tgs_self
 
 __all__ = [
     "CALIBRATION_STATS",
@@ -51,8 +53,10 @@ __all__ = [
     "Interval",
     "ReliabilityBins",
     "RiskCoverage",
+    "TgsPair",
     "aurc_statistic",
     "auroc",
+    "benchmark_means",
     "bin_edges",
     "blind_spot_width",
     "blind_spot_width_batch",
@@ -73,6 +77,9 @@ __all__ = [
     "percentile_interval",
     "reliability_bins",
     "risk_coverage",
+    "tgs_pair",
+    "tgs_self",
     "two_stage_bootstrap",
+    "two_stage_replicates",
     "wilcoxon_exact",
 ]

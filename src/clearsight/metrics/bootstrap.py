@@ -347,11 +347,23 @@ def two_stage_bootstrap(
     label order; with a single benchmark this equals :func:`cluster_bootstrap_mean` with
     every item its own cluster and the same seed.
     """
+    lv = check_level(level)
+    estimate, reps = two_stage_replicates(values, benchmarks, n_boot, seed)
+    low, high = contain_estimate(estimate, *_percentile_bounds(reps, lv))
+    return Interval(estimate=estimate, low=float(low), high=float(high), n_boot=reps.size, level=lv)
+
+
+def two_stage_replicates(
+    values: npt.ArrayLike, benchmarks: npt.ArrayLike, n_boot: int = 5000, seed: Seed = 0
+) -> tuple[float, FloatArray]:
+    """The estimate and the ``n_boot`` replicates of :func:`two_stage_bootstrap` (same draws
+    for the same seed). Two calls with the same seed over the same set of benchmark labels
+    draw the same benchmarks in every replicate (the benchmark counts come first from the
+    generator), so averaging their replicates gives replicates of the averaged statistic."""
     vals = check_finite(as_float_array(values, "values"), "values")
     codes = as_labels(benchmarks, "benchmarks")
     check_same_length(vals, codes.astype(np.float64), "values", "benchmarks")
     b = check_positive_int(n_boot, "n_boot")
-    lv = check_level(level)
     rng = _rng(seed)
     n_bench = int(codes.max()) + 1
     order = np.argsort(codes, kind="stable")
@@ -369,6 +381,4 @@ def two_stage_bootstrap(
             item_w = _multinomial_weights(rng, m, rows.size).astype(np.float64)
             copy_means = (item_w @ items) / m
             totals += np.bincount(rows, weights=copy_means, minlength=b)
-    reps = totals / n_bench
-    low, high = contain_estimate(estimate, *_percentile_bounds(reps, lv))
-    return Interval(estimate=estimate, low=float(low), high=float(high), n_boot=b, level=lv)
+    return estimate, totals / n_bench

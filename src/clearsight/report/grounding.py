@@ -81,7 +81,10 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
     out["curve"] = {
         f"{r:.2f}": overall[f"E_r{r:.2f}"].to_json()
         for r in MASK_RATIOS
-        if f"E_r{r:.2f}" in overall
+        if overall[f"E_r{r:.2f}"].n_items
+    }
+    out["curve_change"] = {
+        f"{r:.2f}": overall[f"dE_r{r:.2f}"].to_json() for r in MASK_RATIOS if out["curve"]
     }
     out["judge"] = results.judge
     out["failures"] = results.failures
@@ -124,7 +127,11 @@ def tables(analysis: dict[str, Any]) -> pd.DataFrame:
     def fmt(d: dict[str, Any] | None) -> str:
         if not d or d["estimate"] is None or math.isnan(d["estimate"]):
             return "n/a"
-        return f"{d['estimate']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (n={d['n_items']})"
+        sd = d.get("sd_benchmarks")
+        spread = "" if sd is None or math.isnan(sd) else f", SD across benchmarks {sd:.4f}"
+        return (
+            f"{d['estimate']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (n={d['n_items']}{spread})"
+        )
 
     rows = []
     for key, label in ROWS:
@@ -156,20 +163,33 @@ def jsd_figure(analysis: dict[str, Any]) -> bytes | None:
 
 
 def masking_figure(analysis: dict[str, Any]) -> bytes | None:
-    """Mean expected confidence against the masked share r, with intervals."""
+    """The masking curve on the common-valid items: mean expected confidence E against the
+    masked share r (left) and its change from r = 0 (right), with two-stage intervals."""
     curve = analysis.get("curve", {})
     if not curve:
         return None
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(4, 3))
-    r = [float(k) for k in curve]
-    est = [curve[k]["estimate"] for k in curve]
-    lo = [curve[k]["low"] for k in curve]
-    hi = [curve[k]["high"] for k in curve]
-    ax.fill_between(r, lo, hi, alpha=0.25, color="#0072B2")
-    ax.plot(r, est, marker="o", color="#0072B2")
-    ax.set_xlabel("share of rationale tokens masked (r)")
-    ax.set_ylabel("expected confidence E")
+    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3))
+    panels = (
+        (axes[0], curve, "expected confidence E"),
+        (axes[1], analysis["curve_change"], "ΔE = E(r) - E(0)"),
+    )
+    for ax, points, label in panels:
+        r = [float(k) for k in points]
+        ax.fill_between(
+            r,
+            [p["low"] for p in points.values()],
+            [p["high"] for p in points.values()],
+            alpha=0.25,
+            color="#0072B2",
+        )
+        ax.plot(r, [p["estimate"] for p in points.values()], marker="o", color="#0072B2")
+        ax.set_xlabel("share of rationale tokens masked (r)")
+        ax.set_ylabel(label)
+    axes[1].axhline(0, color="k", lw=0.5)
+    n = next(iter(curve.values()))["n_items"]
+    fig.suptitle(f"the same {n} items at every r (valid at all five shares)", fontsize=9)
+    fig.tight_layout()
     return png(fig)
 
 
@@ -305,7 +325,8 @@ def _failures_frame(analysis: dict[str, Any]) -> pd.DataFrame:
 _FIGURES: dict[str, tuple[str, str]] = {
     "masking": (
         "masking curve",
-        "Mean expected confidence E against the share r of rationale tokens masked, with 95 % "
+        "Mean expected confidence E (left) and its change from r = 0 (right) against the share "
+        "r of rationale tokens masked, on the items valid at every share, with 95 % two-stage "
         "intervals.",
     ),
     "jsd": (
