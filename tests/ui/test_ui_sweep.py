@@ -14,7 +14,7 @@ import itertools
 import re
 import shutil
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -516,3 +516,125 @@ def test_the_serve_command_checks_the_sweep_options(
     unasked = runner.invoke(app, ["serve", str(run), "--sweep", "--wording", "mcq.generic"])
     assert unasked.exit_code == 2
     assert "asks no 'mcq.generic'" in unasked.output
+
+
+# ------------------------------------------------------------------------------ the browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture
+def served(run: Path) -> Iterator[tuple[str, HumanSweep]]:
+    """A uvicorn server of ``run`` in sweep mode in a thread on a free loopback port."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    sweep = HumanSweep(run, SWEEP)
+    app = create_app(run, SWEEP, sweep=sweep)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    with sweep.writing():
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}", sweep
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+            sock.close()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium: run `make browser`")
+def test_browser_a_person_answers_a_short_session(
+    served: tuple[str, HumanSweep], run: Path
+) -> None:
+    """Chromium plays a person answering six questions (reloading and coming back in a new
+    browser half-way): the records land, the report shows the person, and no page, address or
+    cookie of the session names a level, an arm or a marked answer."""
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    from clearsight.report import build_report
+
+    base, sweep = served
+    order = sweep.order("tester")
+    pages: list[tuple[str, SweepItem | None]] = []  # (the page's HTML, the item it showed)
+    urls: list[str] = []
+    problems: list[str] = []
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            for visit in range(2):  # a second browser (no cookie) comes back half-way
+                context = browser.new_context()
+                page = context.new_page()
+                page.set_default_timeout(15_000)
+                page.on("request", lambda request: urls.append(request.url))
+                page.on("pageerror", lambda exc: problems.append(str(exc)))
+                page.on(
+                    "console",
+                    lambda msg: problems.append(msg.text) if msg.type == "error" else None,
+                )
+                page.goto(f"{base}/")
+                pages.append((page.content(), None))
+                page.fill("#name", "tester")
+                with page.expect_navigation():
+                    page.click("#start-button")
+                assert page.url == f"{base}/sweep/tester"
+                for i in range(3 * visit, 3 * visit + 3):
+                    item = order[i]
+                    assert page.inner_text("#progress") == f"{i} of 27 answered"
+                    if i == 1:  # a reload shows the same question
+                        page.reload()
+                    assert page.evaluate("document.getElementById('photo').naturalWidth") > 0
+                    assert page.inner_text("#prompt") == item.question.prompt
+                    pages.append((page.content(), item))
+                    letter, conf = _person(item)
+                    page.check(f"#letter-{letter}")
+                    page.eval_on_selector(
+                        "#confidence",
+                        f"el => {{ el.value = '{conf}'; el.dispatchEvent(new Event('input')); }}",
+                    )
+                    assert page.inner_text("#confidence-value") == str(conf)  # the script ran
+                    with page.expect_navigation():
+                        page.click("#answer-button")
+                for cookie in context.cookies():
+                    assert cookie["httpOnly"]
+                    assert cookie["path"] == "/sweep/tester"
+                    assert _leaks(f"{cookie['name']}={cookie['value']}", order[0]) == []
+                context.close()
+        finally:
+            browser.close()
+    assert problems == []  # no script error, no CSP violation
+    assert len(pages) == 8
+    for html, item in pages:
+        assert _leaks(html, item or order[0]) == [], html
+    allowed = re.compile(
+        r"/(|sweep|sweep/tester|sweep/tester/answer|sweep/tester/image/[0-9a-f]{32}|"
+        r"static/app\.(css|js))"
+    )
+    for url in urls:
+        assert allowed.fullmatch(url.removeprefix(base)), url
+    with RunStore.open(run, read_only=True) as store:
+        stored = [store.record(item.key) for item in order[:7]]
+    for item, record in zip(order[:6], stored, strict=False):
+        assert record is not None
+        assert record.spec["model"] == "human:tester"
+        letter, conf = _person(item)
+        assert record.readouts["answer"] == letter
+        assert record.readouts["verbal_conf"] == pytest.approx(conf / 100)
+    assert stored[6] is None  # the seventh is still to come
+    paths = build_report(run, n_boot=20, thumbnails=False)
+    html = paths.html.read_text(encoding="utf-8")
+    arms = {item.condition for item in order[:6]} & {"fog", "water"}
+    assert arms
+    for arm in arms:
+        assert f"<h4>human:tester — {arm}</h4>" in html
