@@ -1,5 +1,6 @@
 """Human sweep sessions (``clearsight serve RUN --sweep``): a person's items, order, records,
-images and pages, and the report that draws them beside the models.
+images and pages (over HTTP, and a short session in Chromium), and the report that draws them
+beside the models.
 
 The run is a real observer sweep on two photos that ship inside installed wheels (both arms at
 three levels, the clean, blank and shuffled controls, a letter and a verbal wording); each test
@@ -16,6 +17,7 @@ import shutil
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -553,11 +555,60 @@ def served(run: Path) -> Iterator[tuple[str, HumanSweep]]:
             sock.close()
 
 
+@dataclasses.dataclass
+class _Seen:
+    """What a browser met: each page's HTML with the item it showed, every address it asked
+    for, and every script error or console error."""
+
+    pages: list[tuple[str, SweepItem | None]] = dataclasses.field(default_factory=list)
+    urls: list[str] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+def _visit(browser: Any, base: str, order: list[SweepItem], first: int, seen: _Seen) -> None:
+    """A fresh browser context (no cookie) starts as ``tester`` and answers ``order[first]``
+    and the next two as :func:`_person` would, reloading the page before the second answer."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.on("request", lambda request: seen.urls.append(request.url))
+    page.on("pageerror", lambda exc: seen.problems.append(str(exc)))
+    page.on("console", lambda msg: seen.problems.append(msg.text) if msg.type == "error" else None)
+    page.goto(f"{base}/")
+    seen.pages.append((page.content(), None))
+    page.fill("#name", "tester")
+    with page.expect_navigation():
+        page.click("#start-button")
+    assert page.url == f"{base}/sweep/tester"
+    for i in range(first, first + 3):
+        item = order[i]
+        assert page.inner_text("#progress") == f"{i} of 27 answered"
+        if i == first + 1:  # a reload shows the same question
+            page.reload()
+        assert page.evaluate("document.getElementById('photo').naturalWidth") > 0
+        assert page.inner_text("#prompt") == item.question.prompt
+        seen.pages.append((page.content(), item))
+        letter, conf = _person(item)
+        page.check(f"#letter-{letter}")
+        page.eval_on_selector(
+            "#confidence",
+            f"el => {{ el.value = '{conf}'; el.dispatchEvent(new Event('input')); }}",
+        )
+        assert page.inner_text("#confidence-value") == str(conf)  # the script ran
+        with page.expect_navigation():
+            page.click("#answer-button")
+    for cookie in context.cookies():
+        assert cookie["httpOnly"]
+        assert cookie["path"] == "/sweep/tester"
+        assert _leaks(f"{cookie['name']}={cookie['value']}", order[0]) == []
+    context.close()
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium: run `make browser`")
 def test_browser_a_person_answers_a_short_session(
     served: tuple[str, HumanSweep], run: Path
 ) -> None:
-    """Chromium plays a person answering six questions (reloading and coming back in a new
+    """Chromium plays a person answering six questions (reloading, and coming back in a new
     browser half-way): the records land, the report shows the person, and no page, address or
     cookie of the session names a level, an arm or a marked answer."""
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
@@ -565,54 +616,17 @@ def test_browser_a_person_answers_a_short_session(
 
     base, sweep = served
     order = sweep.order("tester")
-    pages: list[tuple[str, SweepItem | None]] = []  # (the page's HTML, the item it showed)
-    urls: list[str] = []
-    problems: list[str] = []
+    seen = _Seen()
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
         )
         try:
-            for visit in range(2):  # a second browser (no cookie) comes back half-way
-                context = browser.new_context()
-                page = context.new_page()
-                page.set_default_timeout(15_000)
-                page.on("request", lambda request: urls.append(request.url))
-                page.on("pageerror", lambda exc: problems.append(str(exc)))
-                page.on(
-                    "console",
-                    lambda msg: problems.append(msg.text) if msg.type == "error" else None,
-                )
-                page.goto(f"{base}/")
-                pages.append((page.content(), None))
-                page.fill("#name", "tester")
-                with page.expect_navigation():
-                    page.click("#start-button")
-                assert page.url == f"{base}/sweep/tester"
-                for i in range(3 * visit, 3 * visit + 3):
-                    item = order[i]
-                    assert page.inner_text("#progress") == f"{i} of 27 answered"
-                    if i == 1:  # a reload shows the same question
-                        page.reload()
-                    assert page.evaluate("document.getElementById('photo').naturalWidth") > 0
-                    assert page.inner_text("#prompt") == item.question.prompt
-                    pages.append((page.content(), item))
-                    letter, conf = _person(item)
-                    page.check(f"#letter-{letter}")
-                    page.eval_on_selector(
-                        "#confidence",
-                        f"el => {{ el.value = '{conf}'; el.dispatchEvent(new Event('input')); }}",
-                    )
-                    assert page.inner_text("#confidence-value") == str(conf)  # the script ran
-                    with page.expect_navigation():
-                        page.click("#answer-button")
-                for cookie in context.cookies():
-                    assert cookie["httpOnly"]
-                    assert cookie["path"] == "/sweep/tester"
-                    assert _leaks(f"{cookie['name']}={cookie['value']}", order[0]) == []
-                context.close()
+            _visit(browser, base, order, 0, seen)
+            _visit(browser, base, order, 3, seen)  # comes back in another browser
         finally:
             browser.close()
+    problems, pages, urls = seen.problems, seen.pages, seen.urls
     assert problems == []  # no script error, no CSP violation
     assert len(pages) == 8
     for html, item in pages:
