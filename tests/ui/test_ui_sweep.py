@@ -378,6 +378,8 @@ def _leaks(text: str, item: SweepItem) -> list[str]:
 
 def test_pages_reveal_nothing_but_the_question_and_its_pixels(run: Path) -> None:
     client, sweep, csrf = _client(run)
+    probe = sweep.order("ann")[0]  # the check itself finds what it looks for
+    assert _leaks("<p>water at 3.9 m</p><input checked>", probe) == ["water", "checked", "3.9"]
     started = client.post("/sweep", data={"csrf": csrf, "name": "ann"})
     assert started.status_code == 303
     assert started.headers["location"] == "/sweep/ann"
@@ -464,6 +466,12 @@ def test_sweep_mode_refuses_what_is_not_a_sweep_run(tmp_path: Path) -> None:
     client, _, csrf = _client(probe)
     assert "is not a sweep run" in client.get("/sweep").text
     assert client.post("/sweep", data={"csrf": csrf, "name": "ann"}).status_code == 400
+    broken = tmp_path / "broken"
+    with RunStore.open(broken) as store:
+        store.begin_run({"config": {"levels_m": [1.0, 2.0]}, "protocol": "sweep"})
+    reason = str(HumanSweep(broken, SWEEP).blocked_reason())
+    assert "the run's stored sweep config" in reason
+    assert "levels_m" in reason
     with pytest.raises(InputError, match="not both"):
         create_app(probe, SWEEP, object(), sweep=HumanSweep(probe, SWEEP))  # type: ignore[arg-type]
 

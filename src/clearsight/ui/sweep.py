@@ -27,6 +27,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from clearsight.store import DB_NAME, RunStore
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.human import (
@@ -39,7 +41,7 @@ from clearsight.sweep.human import (
 )
 from clearsight.sweep.specs import PROTOCOL, SweepItem
 from clearsight.ui.settings import ServeSettings
-from clearsight.validate import InputError
+from clearsight.validate import InputError, invalid_options
 
 __all__ = ["HumanSweep", "SweepView"]
 
@@ -122,7 +124,10 @@ class HumanSweep:
                     f"{self.run_dir} is not a sweep run (protocol "
                     f"{manifest.get('protocol')!r}): serve a sweep run directory with --sweep"
                 )
-            config = SweepConfig.model_validate(manifest["config"])
+            try:
+                config = SweepConfig.model_validate(manifest["config"])
+            except ValidationError as exc:
+                raise invalid_options(exc, "the run's stored sweep config", self.run_dir) from exc
             wording = human_wording(config, self.settings.wording)
             questions = tuple(q for q in plan_sweep(config).questions if q.wording == wording)
             if not questions:
