@@ -34,10 +34,24 @@ def serve(
             help="Browse RUN's records and report files instead of hosting human sessions.",
         ),
     ] = False,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep",
+            help="Sweep mode: people answer the sweep run RUN's boxed-object questions on its "
+            "degraded images, stored as human:<name> sweep records the report draws.",
+        ),
+    ] = False,
+    wording: Annotated[
+        str | None,
+        typer.Option(help="Sweep mode: the wording answered (default: the main letter one)."),
+    ] = None,
 ) -> None:
     """Web page where a person plays the blind reasoner through the sensor (sessions are stored
-    as transcripts in RUN's store; the page serves nothing else of the run), or with
-    --operator a browser of the run's records (any protocol) that hosts no session."""
+    as transcripts in RUN's store; the page serves nothing else of the run), with --sweep a
+    page where people answer a sweep run's questions on its images (stored as human:<name>
+    sweep records), or with --operator a browser of the run's records (any protocol) that
+    hosts no session."""
     from pydantic import ValidationError
 
     from clearsight.ui import ServeSettings, serve_forever
@@ -54,6 +68,8 @@ def serve(
             instances=instances,
             seed=seed,
             operator=operator,
+            sweep=sweep,
+            wording=wording,
         )
     except ValidationError as exc:
         raise _fail(str(invalid_options(exc, "serve options"))) from exc

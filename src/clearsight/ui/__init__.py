@@ -1,5 +1,6 @@
 """``clearsight serve``: a web page where a person plays the blind reasoner of the probe
-protocol, or (``--operator``) a browser of any run's records.
+protocol, or (``--sweep``) answers a sweep run's questions on its degraded images as one more
+observer, or (``--operator``) a browser of any run's records.
 
 The person sees the question and its options, never the image; types queries; reads the
 sensor's reply with its consistency (u/K); commits an answer or runs out of budget. Each
@@ -10,8 +11,9 @@ of any protocol, shows one record's raw JSON and read-outs, and serves the run's
 (nothing else, and nothing outside the run directory). See ``docs/serve.md``.
 
 Modules: :mod:`~clearsight.ui.settings` (the options), :mod:`~clearsight.ui.runs` (read-only
-views of a run, the path check), :mod:`~clearsight.ui.session` (human sessions),
-:mod:`~clearsight.ui.app` (the Starlette app and its security headers).
+views of a run, the path check), :mod:`~clearsight.ui.session` (human probe sessions),
+:mod:`~clearsight.ui.sweep` (human sweep sessions), :mod:`~clearsight.ui.app` (the Starlette
+app and its security headers).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ __all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
 def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
-    In operator mode the run is only browsed: no sensor, no lock. Otherwise the sensor loads
-    in a background thread, so the page is up at once (a query made before it is ready waits
+    In operator mode the run is only browsed: no sensor, no lock. In sweep mode people answer
+    the sweep run's questions (:func:`_serve_sweep`). Otherwise the sensor loads in a
+    background thread, so the page is up at once (a query made before it is ready waits
     for it), and where sessions can be played the server holds the run directory's writer lock
     while it runs (created if it does not exist yet): no run starts writing into a served one.
     A run another process writes, or one of another protocol, has its sessions refused.
@@ -42,6 +45,9 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
         from clearsight.validate import InputError
 
         raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
+    if settings.sweep:
+        _serve_sweep(run_dir, settings)
+        return
     play = None if settings.operator else HumanPlay(run_dir, settings)
     app = create_app(run_dir, settings, play)
     if settings.host not in LOOPBACK_HOSTS:
@@ -60,4 +66,29 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
         else:
             print(f"clearsight serve: sessions refused: {blocked}")
         print(f"clearsight serve: human sessions: {address}")
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+
+
+def _serve_sweep(run_dir: Path, settings: ServeSettings) -> None:
+    """Serve the sweep run ``run_dir`` to people answering its questions, holding the run's
+    writer lock while it runs (sessions are refused, with the reason on the page, when the
+    directory is not a sweep run or another process writes it)."""
+    import uvicorn
+
+    from clearsight.ui.app import create_app
+    from clearsight.ui.sweep import HumanSweep
+
+    sweep = HumanSweep(run_dir, settings)
+    sweep.design()  # not a sweep run, or a wording it does not ask: a bad input, said at once
+    app = create_app(run_dir, settings, sweep=sweep)
+    if settings.host not in LOOPBACK_HOSTS:
+        print(
+            f"warning: serving on {settings.host}: anyone who can reach this machine can "
+            "add answers to the run"
+        )
+    with sweep.writing():
+        if (blocked := sweep.blocked_reason()) is not None:
+            print(f"clearsight serve: sessions refused: {blocked}")
+        address = f"http://{settings.host}:{settings.port}/  (run {run_dir})"
+        print(f"clearsight serve: human sweep sessions: {address}")
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")

@@ -1,5 +1,6 @@
-"""The Starlette app of ``clearsight serve``: a person plays the blind reasoner, or (operator
-mode) the run's records and reports are browsed — never both from one server.
+"""The Starlette app of ``clearsight serve``: a person plays the blind reasoner, or (sweep
+mode) answers a sweep run's questions on its images, or (operator mode) the run's records and
+reports are browsed — one of the three per server.
 
 **The experiment stays blind.** A server that hosts human sessions serves the play page, a
 session's own page and its actions, and two static assets: no record page, no raw JSON, no
@@ -7,7 +8,9 @@ file of the run (the store, instance files, images, reports), and no gold letter
 even after a commit. A session's page and actions need the pass cookie the browser that
 started (or resumed) it was given, so a key alone (another player's, say) opens nothing. The
 records and the run's report files are the operator's (``--operator``), a server that hosts
-no session.
+no session. A sweep-mode server (``--sweep``) serves a person only their current question:
+its prompt, options and image, the image by an opaque token and rendered at request time as
+PNG bytes; no page, URL, form field or cookie names the condition, the level or the answer.
 
 Pages are rendered on the server from Jinja2 templates with autoescaping on for every template,
 so model output (sensor replies, raw records, errors) always reaches the page as text; no
@@ -69,6 +72,7 @@ from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.ui.session import HumanPlay
+    from clearsight.ui.sweep import HumanSweep
 
 __all__ = ["PAGE_CSP", "PASS_COOKIE", "create_app"]
 
@@ -199,6 +203,8 @@ class _Pages:
 
     #: Which pages the navigation bar offers (each mode its own).
     operator = False
+    #: The mode's home page, linked from the navigation bar outside operator mode.
+    home_path = "/play"
 
     def __init__(
         self, run_dir: Path, settings: ServeSettings, env: jinja2.Environment, token: str
@@ -217,6 +223,7 @@ class _Pages:
             "settings": self.settings,
             "csrf": self.token,
             "operator": self.operator,
+            "home_path": self.home_path,
             "request": request,
         }
         return HTMLResponse(self.env.get_template(name).render({**base, **context}), http_status)
@@ -350,11 +357,60 @@ class _RunPages(_Pages):
         return FileResponse(path, headers={"content-security-policy": FILE_CSP})
 
 
-class _PlayPages(_Pages):
+class _PassPages(_Pages):
+    """A mode that hosts people's sessions: a session's page and actions (the paths under
+    ``{scope}/{key}``) need the pass cookie the browser that started (or resumed) the session
+    was given (:meth:`grant`), so a key alone (another person's, say) opens nothing."""
+
+    #: The path prefix of a session's pages (its cookie is scoped to ``{scope}/{key}``).
+    scope = "/session"
+    #: Why a page of a session this browser holds no pass for is 404.
+    no_pass = "no session of yours with this key"
+
+    def __init__(
+        self, run_dir: Path, settings: ServeSettings, env: jinja2.Environment, token: str
+    ) -> None:
+        super().__init__(run_dir, settings, env, token)
+        self._pass_secret = secrets.token_bytes(32)
+
+    def session_pass(self, key: str) -> str:
+        """The pass of session ``key``: an HMAC of the scope and key under this process's
+        secret."""
+        message = f"{self.scope}/{key}".encode()
+        return hmac.new(self._pass_secret, message, hashlib.sha256).hexdigest()
+
+    def grant(self, response: Response, key: str) -> Response:
+        """Give the browser the pass of session ``key``: a cookie scoped to the session's own
+        paths, HttpOnly and SameSite=Strict (another site's page never sends it)."""
+        response.set_cookie(
+            PASS_COOKIE,
+            self.session_pass(key),
+            path=f"{self.scope}/{key}",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    def own_key(self, request: Request) -> str:
+        """The session key the URL names, if this browser holds its pass (404 otherwise, the
+        answer for a key that names no session: a key alone reveals nothing)."""
+        key = str(request.path_params["key"])
+        held = request.cookies.get(PASS_COOKIE, "")
+        if not secrets.compare_digest(held, self.session_pass(key)):
+            raise HTTPException(404, self.no_pass)
+        return key
+
+
+class _PlayPages(_PassPages):
     """The human sessions (the default mode): the play page, starting one, its page and its
     three actions. Nothing of the run beyond a session's own question, options and replies is
     served: no record, no file, no gold. A session's page and actions need the pass cookie
     that the browser which started (or resumed) it was given (:meth:`grant`)."""
+
+    no_pass = (
+        "no session of yours with this key: start it from the play page (the same name on the "
+        "same instance resumes an unfinished session)"
+    )
 
     def __init__(
         self,
@@ -366,7 +422,6 @@ class _PlayPages(_Pages):
     ) -> None:
         super().__init__(run_dir, settings, env, token)
         self.play = play
-        self._pass_secret = secrets.token_bytes(32)
 
     def routes(self) -> list[Route]:
         """Home (the play page), starting a session, its page, its three actions, assets."""
@@ -380,35 +435,6 @@ class _PlayPages(_Pages):
             Route("/session/{key}/abandon", self.turn_route(_do_abandon), methods=["POST"]),
             Route("/static/{name}", self.static),
         ]
-
-    def session_pass(self, key: str) -> str:
-        """The pass of session ``key``: an HMAC of the key under this process's secret."""
-        return hmac.new(self._pass_secret, key.encode(), hashlib.sha256).hexdigest()
-
-    def grant(self, response: Response, key: str) -> Response:
-        """Give the browser the pass of session ``key``: a cookie scoped to the session's own
-        paths, HttpOnly and SameSite=Strict (another site's page never sends it)."""
-        response.set_cookie(
-            PASS_COOKIE,
-            self.session_pass(key),
-            path=f"/session/{key}",
-            httponly=True,
-            samesite="strict",
-        )
-        return response
-
-    def own_key(self, request: Request) -> str:
-        """The session key the URL names, if this browser holds its pass (404 otherwise, the
-        answer for a key that names no session: a key alone reveals nothing)."""
-        key = str(request.path_params["key"])
-        held = request.cookies.get(PASS_COOKIE, "")
-        if not secrets.compare_digest(held, self.session_pass(key)):
-            raise HTTPException(
-                404,
-                "no session of yours with this key: start it from the play page (the same name "
-                "on the same instance resumes an unfinished session)",
-            )
-        return key
 
     async def home(self, request: Request) -> Response:
         """The play page is the home page of a server that hosts sessions."""
@@ -480,18 +506,106 @@ def _do_abandon(p: HumanPlay, key: str, fields: Mapping[str, str]) -> None:
     p.abandon(key)
 
 
+class _SweepPages(_PassPages):
+    """The human sweep sessions (``--sweep``): the start page, a person's page (the current
+    question), its image and its answer. Nothing of the run beyond the current question's
+    prompt, options and pixels is served; the image is named by an opaque token, and a
+    person's pages need the pass the browser that started (or resumed) them was given."""
+
+    scope = "/sweep"
+    home_path = "/sweep"
+    no_pass = (
+        "no session of yours with this name: start it from the start page (the same name "
+        "resumes where it stopped)"
+    )
+
+    def __init__(
+        self,
+        run_dir: Path,
+        settings: ServeSettings,
+        env: jinja2.Environment,
+        token: str,
+        sweep: HumanSweep,
+    ) -> None:
+        super().__init__(run_dir, settings, env, token)
+        self.sweep = sweep
+
+    def routes(self) -> list[Route]:
+        """Home (the start page), starting, a person's page, its image and answer, assets."""
+        return [
+            Route("/", self.home),
+            Route("/sweep", self.start_page),
+            Route("/sweep", self.start, methods=["POST"]),
+            Route("/sweep/{key}", self.page),
+            Route("/sweep/{key}/image/{token}", self.image),
+            Route("/sweep/{key}/answer", self.answer, methods=["POST"]),
+            Route("/static/{name}", self.static),
+        ]
+
+    async def home(self, request: Request) -> Response:
+        """The start page is the home page of a server that hosts sweep sessions."""
+        return RedirectResponse("/sweep", status_code=303)
+
+    async def start_page(self, request: Request) -> Response:
+        """The name form (or why sessions are refused)."""
+        return self.render(request, "sweep_start.html", blocked=self.sweep.blocked_reason())
+
+    async def start(self, request: Request) -> Response:
+        """Start (or resume) the posted name's session, give this browser its pass, then go to
+        its page."""
+        fields = await self.form(request)
+        try:
+            name = await run_in_threadpool(self.sweep.start, fields.get("name", ""))
+        except InputError as exc:
+            raise HTTPException(400, str(exc)) from None
+        return self.grant(RedirectResponse(f"/sweep/{name}", status_code=303), name)
+
+    async def page(self, request: Request) -> Response:
+        """The person's current question, or the end of their session."""
+        name = self.own_key(request)
+        view = await run_in_threadpool(self.sweep.view, name)
+        return self.render(request, "sweep_item.html", view=view)
+
+    async def image(self, request: Request) -> Response:
+        """The PNG of the person's current question (404 for any other token)."""
+        name = self.own_key(request)
+        png = await run_in_threadpool(self.sweep.image, name, request.path_params["token"])
+        if png is None:
+            raise HTTPException(404, "no such image")
+        return Response(png, media_type="image/png")
+
+    async def answer(self, request: Request) -> Response:
+        """Store the posted answer to the current question, then show the next one."""
+        name = self.own_key(request)
+        fields = await self.form(request)
+        try:
+            await run_in_threadpool(
+                self.sweep.answer,
+                name,
+                fields.get("item", ""),
+                fields.get("letter", ""),
+                fields.get("confidence", ""),
+            )
+        except InputError as exc:
+            raise HTTPException(400, str(exc)) from None
+        return RedirectResponse(f"/sweep/{name}", status_code=303)
+
+
 def create_app(
     run_dir: Path,
     settings: ServeSettings | None = None,
     play: HumanPlay | None = None,
     *,
+    sweep: HumanSweep | None = None,
     allowed_hosts: list[str] | None = None,
 ) -> Starlette:
     """The web app for ``run_dir``, in one of two modes that never mix.
 
-    With ``play`` (the default of ``clearsight serve``) it hosts human sessions and serves
-    nothing else of the run: no record, no file, no gold. Without it (``--operator``) it is
-    the operator's browser of the run's records and report files, and hosts no session.
+    With ``play`` (the default of ``clearsight serve``) it hosts human probe sessions and
+    serves nothing else of the run: no record, no file, no gold. With ``sweep`` (``--sweep``)
+    it hosts human sweep sessions of a sweep run, serving only each person's current question
+    and its image. With neither (``--operator``) it is the operator's browser of the run's
+    records and report files, and hosts no session.
     ``allowed_hosts`` are the Host header names accepted; by default the loopback names when
     ``settings.host`` is a loopback address, else any (the user chose to expose the app).
     """
@@ -499,11 +613,15 @@ def create_app(
     if allowed_hosts is None:
         allowed_hosts = sorted(LOOPBACK_HOSTS) if settings.host in LOOPBACK_HOSTS else ["*"]
     env, token = _environment(), secrets.token_urlsafe(32)
-    pages: _RunPages | _PlayPages = (
-        _RunPages(Path(run_dir), settings, env, token)
-        if play is None
-        else _PlayPages(Path(run_dir), settings, env, token, play)
-    )
+    if play is not None and sweep is not None:
+        raise InputError("a server hosts probe sessions or sweep sessions, not both")
+    pages: _RunPages | _PlayPages | _SweepPages
+    if sweep is not None:
+        pages = _SweepPages(Path(run_dir), settings, env, token, sweep)
+    elif play is not None:
+        pages = _PlayPages(Path(run_dir), settings, env, token, play)
+    else:
+        pages = _RunPages(Path(run_dir), settings, env, token)
     return Starlette(
         routes=pages.routes(),
         middleware=[

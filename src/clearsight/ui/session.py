@@ -17,7 +17,6 @@ time reach the store and the sensor (a session can start while the sensor is sti
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from clearsight.seeding import rng_for
 from clearsight.store import DB_NAME, RunStore
+from clearsight.sweep.human import human_model
 from clearsight.ui.runs import read_record
 from clearsight.ui.settings import ServeSettings
 from clearsight.validate import InputError
@@ -54,7 +54,6 @@ __all__ = [
 STRATEGY: Final = "human"
 #: Longest query accepted (the sensor sees it verbatim).
 MAX_QUERY_CHARS: Final = 2000
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 
 
 @dataclass(frozen=True)
@@ -429,16 +428,10 @@ class HumanPlay:
         """
         from clearsight.probe.transcript import Transcript
 
-        name = name.strip()
-        if not _NAME.fullmatch(name):
-            raise InputError(
-                "a name is 1-40 letters, digits, '.', '_' or '-', starting with a letter or "
-                f"digit; got {name!r}"
-            )
+        reasoner = human_model(name.strip())
         if (reason := self.blocked_reason()) is not None:
             raise InputError(reason)
         instance = self._instance(instance_id)
-        reasoner = f"human:{name}"
         with self._lock:
             mine = [
                 row

@@ -1,5 +1,5 @@
-"""Settings of ``clearsight serve``: where it listens, its mode (human sessions, or the
-operator's browser of the run) and how the human sessions it runs are set up.
+"""Settings of ``clearsight serve``: where it listens, its mode (human probe sessions, human
+sweep sessions, or the operator's browser of the run) and how the sessions it runs are set up.
 
 The session fields (sensor, K, budget, instance set, seed) enter every human session's item
 spec, so a session is a pure function of its spec like any model transcript; the CLI flags of
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["LOOPBACK_HOSTS", "ServeSettings"]
 
@@ -60,3 +60,21 @@ class ServeSettings(BaseModel):
         description="Operator mode: browse the run's records and report files instead of "
         "hosting human sessions (a server never does both, so a player cannot reach them).",
     )
+    sweep: bool = Field(
+        False,
+        description="Sweep mode: people answer the sweep run's boxed-object questions on its "
+        "degraded images, stored as human:<name> sweep records (instead of probe sessions).",
+    )
+    wording: str | None = Field(
+        None,
+        description="Sweep mode: the wording whose questions people answer (default: the "
+        "run's main letter wording).",
+    )
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> ServeSettings:
+        if self.operator and self.sweep:
+            raise ValueError("operator and sweep are two modes: choose one")
+        if self.wording is not None and not self.sweep:
+            raise ValueError("wording applies to sweep mode only")
+        return self

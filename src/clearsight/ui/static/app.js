@@ -5,6 +5,14 @@ document.addEventListener("DOMContentLoaded", function () {
   if (query) {
     query.focus();
   }
+  // The confidence slider shows its number as it moves (the form posts it either way).
+  var slider = document.getElementById("confidence");
+  var shown = document.getElementById("confidence-value");
+  if (slider && shown) {
+    slider.addEventListener("input", function () {
+      shown.textContent = slider.value;
+    });
+  }
   // While the sensor is sampling (seconds for a real VLM), say so and stop double submits.
   document.querySelectorAll("form[data-busy]").forEach(function (form) {
     form.addEventListener("submit", function () {
