@@ -354,9 +354,10 @@ def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
     raise InputError(f"answer {answer!r} is neither a letter, an index nor one of the options")
 
 
-def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> str:
-    """A path for the row's image: a path as given (relative to ``base``), or embedded bytes
-    written once to the data cache under their content hash."""
+def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> tuple[str, bytes | None]:
+    """A path for the row's image and the bytes to write there: a path as given (relative to
+    ``base``, nothing to write), or embedded bytes, kept in the data cache under their content
+    hash (:func:`_cache_image` writes them once the row is known to be valid)."""
     if isinstance(value, list) and value:  # SeedBench rows hold a list of frames
         value = value[0]
     data: bytes | None = None
@@ -369,19 +370,22 @@ def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> str:
         data = bytes(value)
     if data is not None:
         digest = hashlib.sha256(data).hexdigest()[:24]
-        path = cache_dir() / "probe-images" / dataset / f"{digest}.img"
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        return str(path)
-    if value is None:
-        raise InputError(f"{dataset} row {key}: no image")
+        return str(cache_dir() / "probe-images" / dataset / f"{digest}.img"), data
+    if value is None or isinstance(value, Mapping | list):
+        raise InputError(f"missing image in {dataset} row {key}: no path or bytes")
     path = Path(str(value))
     if not path.is_absolute() and base is not None:
         path = base / path
-    return str(path)
+    return str(path), None
+
+
+def _cache_image(path: Path, data: bytes) -> None:
+    """Write an embedded image to its cache path (once: the name is its content hash)."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
 
 
 def _row_options(raw: Any, dataset: str, key: str) -> tuple[str, ...]:
@@ -427,9 +431,9 @@ def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None)
     if answer is None:
         raise InputError(f"{dataset} row {key}: no answer")
     gold = _gold_letter(answer, options, layout.yes_no)
-    image = _image_ref(_first(row, (*layout.image, "image")), dataset, key, base)
+    image, data = _image_ref(_first(row, (*layout.image, "image")), dataset, key, base)
     category = _first(row, layout.category)
-    return Instance(
+    inst = Instance(
         id=f"{dataset}/{key}",
         image=image,
         question=question.strip(),
@@ -438,6 +442,9 @@ def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None)
         dataset=dataset,
         category="" if category is None else str(category),
     )
+    if data is not None:  # only a valid row leaves its image in the cache
+        _cache_image(Path(image), data)
+    return inst
 
 
 #: The file formats :func:`source_format` recognises, by suffix; other files by their bytes.
