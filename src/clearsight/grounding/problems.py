@@ -197,7 +197,7 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
     them (a file without the ``.jsonl`` suffix is read as JSON, or as JSONL when it holds one
     object per line); anything else is an InputError naming the file."""
     if not path.is_file():
-        raise InputError(f"no problems in {path}: there is no such file (see docs/grounding.md)")
+        raise InputError(f"no problems in {path}: the file does not exist (see docs/grounding.md)")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -11,7 +11,7 @@
   reasoner ``human:<name>``).
 
 Both stages write the kept instances as JSONL in :meth:`Instance.to_json` form, which
-``clearsight probe run --dataset jsonl --instances FILE`` reads back.
+``clearsight probe run --instances FILE`` reads back (its loader inferred).
 """
 
 from __future__ import annotations
