@@ -136,8 +136,8 @@ def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
     path = Path(arg)
     if not arg or not path.is_file():
         raise InputError(
-            f"missing script in scripted:{arg}: the backend needs a JSONL, JSON or YAML file "
-            "of responses"
+            f"missing script in scripted:{arg}: the backend needs a JSONL file of responses "
+            "(or a JSON or YAML file of a list of them)"
         )
     ordered: list[Response] = []
     matched: list[tuple[str, Response]] = []
