@@ -20,6 +20,7 @@ from pydantic import (
     ValidationError,
 )
 
+from clearsight.credentials import refuse_credentials
 from clearsight.sweep.config import SweepConfig
 from clearsight.validate import invalid, invalid_options
 
@@ -58,12 +59,15 @@ def load_config(
     model's default; :data:`NULL` sets a field to None; a mapping over a mapping sets only its
     keys (``--batch-size`` over the file's ``model_options``). Everything wrong (an unreadable
     file, bad YAML, a key the model does not know, a bad value from the file or a flag) is one
-    :class:`InputError` line naming the file and each bad field (:func:`invalid_options`).
+    :class:`InputError` line naming the file and each bad field (:func:`invalid_options`); a
+    key naming a credential anywhere in it is refused first, its value never quoted
+    (:func:`~clearsight.credentials.refuse_credentials`).
     """
     what = f"{model.__name__.removesuffix('Config').lower()} config"
-    data = _read_yaml(path, what) if path is not None else {}
+    data = _overlay(_read_yaml(path, what) if path is not None else {}, overrides or {})
+    refuse_credentials(data, what, path)
     try:
-        return model.model_validate(_overlay(data, overrides or {}))
+        return model.model_validate(data)
     except ValidationError as exc:
         raise invalid_options(exc, what, path) from exc
 

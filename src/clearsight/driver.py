@@ -197,17 +197,20 @@ class RunLocked(InputError):  # noqa: N818 - reads as what happened: `except Run
 
 
 def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
-    """Load every named model and check its capabilities; InputError on the first that fails.
+    """Load every named model and check its capabilities; InputError on the first that fails
+    (first of all on options that hold a credential: :func:`refuse_credentials`).
 
     With the serial executor (or a pool of one) the models load in this process and stay in its
     cache to serve the run. With a process pool they load in one spawned process that exits
     after the check, so the driver never holds a model (nor a GPU context) its workers load
     again. On Ray only the names are checked here: a replica may need a GPU this process lacks.
     """
+    from clearsight.credentials import refuse_credentials
     from clearsight.models import split_model_spec
 
     unique: dict[tuple[str, str], ModelNeed] = {}
     for need in needs:
+        refuse_credentials(need.options, f"the options of {need.purpose}", need.name)
         split_model_spec(need.name)
         unique.setdefault((need.name, repr(sorted(need.options.items()))), need)
     if execution.executor == "ray" or not unique:

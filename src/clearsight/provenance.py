@@ -3,6 +3,8 @@ the versions of the packages that compute them and the git revision of clearsigh
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +61,16 @@ def git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def source_digest(path: Path, suffixes: Sequence[str]) -> str:
+    """The sha256 of a run's input source: of a file's bytes (what ``sha256sum`` prints), or of
+    the files under a directory whose suffix is one of ``suffixes`` (their relative paths and
+    bytes, in sorted order), so the manifest says exactly what the run read."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for file in sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in suffixes):
+        digest.update(str(file.relative_to(path)).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()

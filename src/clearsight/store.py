@@ -44,6 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
+from clearsight.credentials import redact, redact_value, secret_values
 from clearsight.seeding import content_hash
 from clearsight.specs import json_key
 from clearsight.validate import InputError
@@ -189,9 +190,13 @@ def compact_json(value: Any) -> str:
 
 
 def _dumps(obj: Any, what: str) -> str:
-    """Compact JSON of ``obj`` (key order kept); ``what`` names it in the error if it fails."""
+    """Compact JSON of ``obj`` (key order kept), with the value of every key variable
+    redacted (:func:`~clearsight.credentials.redact`: nothing the store writes holds a key);
+    ``what`` names it in the error if it fails."""
     try:
-        return compact_json(obj)
+        text = compact_json(obj)
+        secrets = [s for s in secret_values() if s in text or _ENCODER.encode(s)[1:-1] in text]
+        return compact_json(redact_value(obj, secrets)) if secrets else text
     except (TypeError, ValueError) as exc:
         raise InputError(f"{what} is not JSON-able: {exc}") from exc
 
@@ -890,7 +895,7 @@ def _record_row(record: Record) -> tuple[str, str, str | None, str, str, float, 
     return (
         record.key,
         record.status,
-        record.error,
+        None if record.error is None else redact(record.error),
         _dumps(record.raw, f"raw output of record {record.key}"),
         _dumps(dict(record.readouts), f"readouts of record {record.key}"),
         float(record.elapsed_s),

@@ -27,10 +27,11 @@ class InputError(ValueError):
 
 
 def invalid(what: str, problem: str, source: object = None) -> InputError:
-    """The one form of an invalid-options error, ``invalid WHAT (SOURCE): PROBLEM`` on one line
-    (``invalid sweep config (sweep.yaml): arms.0: ...``): ``source`` says where the options came
-    from (a file, a backend spec), when there is one to name."""
-    where = f" ({source})" if source is not None else ""
+    """The one form of an invalid-options error, ``invalid WHAT in SOURCE: PROBLEM`` on one
+    line (``invalid sweep config in sweep.yaml: arms.0: ...``, what the command line prints
+    after ``error:``): ``source`` says where the options came from (a file, a backend spec),
+    when there is one to name."""
+    where = f" in {source}" if source is not None else ""
     return InputError(" ".join(f"invalid {what}{where}: {problem}".split()))
 
 
@@ -51,11 +52,15 @@ def _problem(error: ErrorDetails) -> str:
     if not field:  # a check across fields: its message names them
         return message
     if error["type"] != "missing":  # a missing field has no value to show
-        value = repr(error["input"])
-        if len(value) > _MAX_VALUE_CHARS:
-            value = value[: _MAX_VALUE_CHARS - 3] + "..."
-        message += f" (got {value})"
+        message += f" (got {short_repr(error['input'])})"
     return f"{field}: {message}"
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)`` cut to :data:`_MAX_VALUE_CHARS` characters: how an error quotes an
+    offending value (a YAML list or a bad row can be long)."""
+    text = repr(value)
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
 
 
 def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:

@@ -210,7 +210,7 @@ def test_a_bad_config_file_is_one_line_and_writes_nothing(
     config.write_text(text)
     output, code = _invoke(name, tmp_path, ["--config", str(config)])
     assert code == 2, output
-    assert output == f"error: invalid {COMMANDS[name][1]} ({config}): {problem}\n"
+    assert output == f"error: invalid {COMMANDS[name][1]} in {config}: {problem}\n"
     _nothing_written(tmp_path)
 
 
@@ -221,7 +221,7 @@ def test_a_bad_value_in_the_file_is_named_with_the_file(tmp_path: Path, name: st
     config.write_text(f"{field}\nalso_unknown: 1\n")
     output, code = _invoke(name, tmp_path, ["--config", str(config)])
     assert code == 2, output
-    assert output == f"error: invalid {what} ({config}): {problem}; also_unknown: unknown field\n"
+    assert output == f"error: invalid {what} in {config}: {problem}; also_unknown: unknown field\n"
     _nothing_written(tmp_path)
 
 

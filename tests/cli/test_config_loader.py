@@ -43,5 +43,5 @@ def test_a_check_across_fields_keeps_its_own_message(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_config(path)
     assert str(info.value) == (
-        f"invalid sweep config ({path}): model_wordings names 'hf:x', which is not in models"
+        f"invalid sweep config in {path}: model_wordings names 'hf:x', which is not in models"
     )

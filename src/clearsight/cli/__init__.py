@@ -8,18 +8,35 @@ inside commands, so ``--help`` is fast.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from clearsight.cli import build, demo, grounding, models, probe, scenes, serve, sweep
+from clearsight.cli._options import DEBUG_KEY, Group
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 
 __all__ = ["PERCEIVERS", "app", "demo_config", "demo_models", "main"]
 
 app = typer.Typer(
+    cls=Group,
     help="Measure whether vision-language models know when they cannot see.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of an error, after its line.")
+    ] = False,
+) -> None:
+    """Measure whether vision-language models know when they cannot see."""
+    ctx.meta[DEBUG_KEY] = debug
+
+
 app.add_typer(models.app, name="models")
 app.command()(scenes.scenes)
 app.command()(scenes.preview)

@@ -4,11 +4,20 @@ summary and exit code). Heavy imports happen inside functions, so ``--help`` sta
 
 from __future__ import annotations
 
+import sys
+import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, cast
 
 import typer
+from pydantic import ValidationError
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendors click
+from typer._click.globals import get_current_context
+from typer.core import TyperGroup
+
+from clearsight.validate import InputError, invalid_options
 
 if TYPE_CHECKING:
     from clearsight.driver import RunSummary
@@ -19,10 +28,68 @@ C = TypeVar("C")
 C_contra = TypeVar("C_contra", contravariant=True)
 
 
+#: Where the global ``--debug`` flag is kept (a context's ``meta`` is shared by a command's
+#: contexts).
+DEBUG_KEY = "clearsight.debug"
+
+
+def _debugging() -> bool:
+    """Whether the command line asked for ``--debug`` (tracebacks of errors)."""
+    ctx = get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(DEBUG_KEY))
+
+
+def _error_line(message: str) -> None:
+    """``error: MESSAGE`` on one line of stderr, any key variable's value redacted."""
+    from clearsight.credentials import redact
+
+    typer.secho(f"error: {redact(' '.join(message.split()))}", fg=typer.colors.RED, err=True)
+
+
 def _fail(message: str) -> typer.Exit:
-    """The exit of bad input: ``error: MESSAGE`` on stderr, exit code 2."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    """The exit of bad input: one line ``error: MESSAGE`` on stderr (with ``--debug``, the
+    traceback of the exception being handled first), exit code 2."""
+    if _debugging() and sys.exc_info()[0] is not None:
+        traceback.print_exc()
+    _error_line(message)
     return typer.Exit(code=2)
+
+
+class Group(TyperGroup):
+    """The root command group: every bad command line (an unknown option, a bad value) and
+    every bad input a command leaves uncaught ends as one ``error:`` line and exit code 2, in
+    place of click's usage box and a traceback (``--debug`` shows the traceback)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line (see the class docstring); exit codes as the README says."""
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args, **extra)
+        except NoArgsIsHelpError as exc:
+            exc.show()
+            code = 2
+        except UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else prog_name or "clearsight"
+            _error_line(f"invalid command line in {where}: {exc.format_message()} (see --help)")
+            code = 2
+        except (InputError, ValidationError) as exc:
+            if "--debug" in argv:
+                traceback.print_exc()
+            if isinstance(exc, ValidationError):  # its own text ends with a URL, over lines
+                exc = invalid_options(exc, f"{exc.title} options")
+            _error_line(str(exc))
+            code = 2
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 def _interrupted(exc: Interrupted) -> typer.Exit:
@@ -42,7 +109,9 @@ def _interrupted(exc: Interrupted) -> typer.Exit:
 def _finished(summary: RunSummary) -> None:
     """Print what a run did; exit with its code when items failed (documented in the README:
     0 all ok, 3 some items failed, 2 bad input, 130/143 interrupted)."""
-    typer.echo(summary.describe(), err=summary.failed > 0)
+    from clearsight.credentials import redact
+
+    typer.echo(redact(summary.describe()), err=summary.failed > 0)
     if summary.exit_code:
         raise typer.Exit(code=summary.exit_code)
 
@@ -50,6 +119,17 @@ def _finished(summary: RunSummary) -> None:
 def _csv(value: str | None) -> tuple[str, ...] | None:
     """A comma-separated flag as a tuple (None: the flag was not given)."""
     return None if value is None else tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+# Where a run's questions come from: the same two options on every command that takes them.
+INSTANCES_HELP = (
+    "bundled (the bundled questions), or a JSONL, JSON, Parquet or Arrow file or a directory "
+    "of them (the format read from the file)."
+)
+DATASET_HELP = (
+    "Loader of the file: jsonl (clearsight's own rows), seedbench, figureqa, mmstar, cvqa, "
+    "reasonvqa (default: inferred from the file's rows, or an error saying it cannot)."
+)
 
 
 # How a run executes: the same options on every command that runs a protocol (docs/scale.md).

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import _csv, _fail, _finished, _interrupted
+from clearsight.cli._options import (
+    DATASET_HELP,
+    INSTANCES_HELP,
+    _csv,
+    _fail,
+    _finished,
+    _interrupted,
+)
 from clearsight.execute import Interrupted
 
 if TYPE_CHECKING:
@@ -23,10 +30,8 @@ def build(
     stage: Annotated[
         int | None, typer.Option(help="1: sensor consistency filter; 2: human-solved.")
     ] = None,
-    instances: Annotated[
-        str | None, typer.Option(help="bundled, a JSONL file or a dataset directory.")
-    ] = None,
-    dataset: Annotated[str | None, typer.Option(help="Loader name, or jsonl.")] = None,
+    instances: Annotated[str | None, typer.Option(help=INSTANCES_HELP)] = None,
+    dataset: Annotated[str | None, typer.Option(help=DATASET_HELP)] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
     sensor: Annotated[str | None, typer.Option(help="Sensor model (stage 1).")] = None,
     samples: Annotated[
@@ -69,6 +74,9 @@ def build(
             raise InputError("stage 2 needs --sessions RUN (human sessions)")
         else:
             kept = build_stage2(items, cfg.sessions)
+        if summary is not None and summary.failed and not summary.ok:
+            reason = summary.reasons[0][0] if summary.reasons else "see the run's records"
+            raise InputError(f"failed build stage 1 in {store or 'a temporary run'}: {reason}")
     except InputError as exc:
         raise _fail(str(exc)) from exc
     except Interrupted as exc:

@@ -50,7 +50,13 @@ def grounding(
     benchmarks: Annotated[
         str | None, typer.Option(help="Comma-separated benchmarks to load from --datasets.")
     ] = None,
-    jsonl: Annotated[list[Path] | None, typer.Option(help="JSONL file of problems.")] = None,
+    instances: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Problems: bundled, or a JSONL or JSON file of them (repeatable); given, only "
+            "the named sources run (bundled ones only when 'bundled' is among them)."
+        ),
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Problems per benchmark at most.")] = None,
     max_new_tokens: Annotated[int | None, typer.Option(help="Trajectory length limit.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sequences per forward pass.")] = None,
@@ -76,6 +82,9 @@ def grounding(
     from clearsight.grounding.protocol import GroundingConfig, run_grounding
     from clearsight.validate import InputError
 
+    files = tuple(i for i in instances or () if i != "bundled")
+    if instances and "bundled" not in instances and n is None:
+        n = 0  # the named files are what runs: the bundled problems never join them unasked
     flags: dict[str, object] = {
         "model": model,
         "model_options": {"batch_size": batch_size} if batch_size is not None else None,
@@ -85,7 +94,7 @@ def grounding(
         "seed": seed,
         "datasets_dir": str(datasets) if datasets else None,
         "benchmarks": _csv(benchmarks),
-        "jsonl": tuple(str(p) for p in jsonl) if jsonl else None,
+        "jsonl": files or None,
         "limit": limit,
         "max_new_tokens": max_new_tokens,
         "variation": variation,

@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 
 from clearsight.cli._options import (
+    DATASET_HELP,
+    INSTANCES_HELP,
     AllowMismatch,
     CpusPerReplica,
     Executor,
@@ -36,12 +38,8 @@ app = typer.Typer(
 def probe_run(
     config: Annotated[Path | None, typer.Option(help="YAML file of ProbeConfig fields.")] = None,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/probe"),
-    instances: Annotated[
-        str | None, typer.Option(help="bundled, a JSONL file or a dataset directory.")
-    ] = None,
-    dataset: Annotated[
-        str | None, typer.Option(help="Loader: bundled, seedbench, figureqa, mmstar, cvqa, ...")
-    ] = None,
+    instances: Annotated[str | None, typer.Option(help=INSTANCES_HELP)] = None,
+    dataset: Annotated[str | None, typer.Option(help=DATASET_HELP)] = None,
     ids: Annotated[str | None, typer.Option(help="Comma-separated instance ids.")] = None,
     categories: Annotated[str | None, typer.Option(help="Comma-separated categories.")] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many instances.")] = None,
@@ -183,17 +181,17 @@ def probe_judges(
 
 @app.command("instances")
 def probe_instances(
-    instances: Annotated[str, typer.Option(help="bundled, a JSONL file or a directory.")] = (
-        "bundled"
-    ),
-    dataset: Annotated[str, typer.Option(help="Loader name (see docs/probe.md).")] = "bundled",
+    instances: Annotated[str, typer.Option(help=INSTANCES_HELP)] = "bundled",
+    dataset: Annotated[str | None, typer.Option(help=DATASET_HELP)] = None,
 ) -> None:
     """List instances: id, category, gold, question."""
+    from clearsight.config import load_config
     from clearsight.probe.protocol import ProbeConfig, select_instances
     from clearsight.validate import InputError
 
+    flags: dict[str, object] = {"instances": instances, "dataset": dataset}
     try:
-        items = select_instances(ProbeConfig(instances=instances, dataset=dataset))
+        items = select_instances(load_config(None, ProbeConfig, flags))
     except InputError as exc:
         raise _fail(str(exc)) from exc
     for inst in items:

@@ -67,6 +67,12 @@ def sweep(
         ),
     ] = None,
     arms: Annotated[str | None, typer.Option(help="Comma-separated arms: fog,water.")] = None,
+    controls: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated controls: clean,blank,shuffled,imagenet_c; 'none': none."
+        ),
+    ] = None,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated: identify,verify.")] = None,
     wordings: Annotated[str | None, typer.Option(help="Comma-separated prompt wordings.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Model by name (repeatable).")] = None,
@@ -94,6 +100,7 @@ def sweep(
         "coco_n": n,
         "coco_depth_model": coco_depth,
         "arms": _csv(arms),
+        "controls": () if controls == "none" else _csv(controls),
         "tasks": _csv(tasks),
         "wordings": _csv(wordings),
         "models": tuple(model) if model else None,
@@ -102,9 +109,31 @@ def sweep(
     ray = _ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica)
     run = _run_options(executor, workers, ray, fresh, allow_mismatch)
     try:
-        _run_and_report(load_config(config, SweepConfig, flags), out, run)
+        _run_and_report(_without_lone_shuffle(load_config(config, SweepConfig, flags)), out, run)
     except InputError as exc:
         raise _fail(str(exc)) from exc
+
+
+def _without_lone_shuffle(cfg: SweepConfig) -> SweepConfig:
+    """``cfg`` without its shuffled control when the sweep has one scene (the control shows
+    each scene another scene's pixels, so it needs two), said in a note: a one-scene sweep
+    runs its other conditions rather than stopping."""
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.protocol import scene_refs
+
+    if "shuffled" not in cfg.controls or len(scene_refs(cfg)) >= 2:
+        return cfg
+    typer.secho(
+        "note: the shuffled control is skipped: it needs at least 2 scenes, the sweep has 1",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
+    data = cfg.model_dump(mode="json")
+    data["controls"] = [c for c in cfg.controls if c != "shuffled"]
+    data["model_conditions"] = {
+        m: [c for c in conds if c != "shuffled"] for m, conds in cfg.model_conditions.items()
+    }
+    return SweepConfig.model_validate(data)
 
 
 def report(

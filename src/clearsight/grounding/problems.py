@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clearsight.specs import Part
-from clearsight.validate import InputError
+from clearsight.validate import InputError, short_repr
 
 AnswerType = Literal["letter", "number", "boolean", "text"]
 ANSWER_TYPES: tuple[str, ...] = ("letter", "number", "boolean", "text")
@@ -193,27 +193,40 @@ LAYOUTS: dict[str, Layout] = {
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSONL file, or of a JSON file holding a list or an id-keyed dict."""
+    """Records of a JSONL file, or of a JSON file holding a list or an id-keyed mapping of
+    them (a file without the ``.jsonl`` suffix is read as JSON, or as JSONL when it holds one
+    object per line); anything else is an InputError naming the file."""
     if not path.is_file():
-        raise InputError(f"benchmark file {path} does not exist (see docs/grounding.md)")
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
+        raise InputError(f"no problems in {path}: the file does not exist (see docs/grounding.md)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"unreadable problems in {path}: {exc}") from exc
+    data: Any = None
+    if path.suffix != ".jsonl":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if not exc.msg.startswith("Extra data"):
+                raise InputError(f"invalid JSON in {path}: {exc}") from exc
+        except RecursionError as exc:
+            raise InputError(f"invalid JSON in {path}: nested too deeply") from exc
+    if data is None:
+        data = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{n}: not JSON: {exc}") from exc
-        return
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON: {exc}") from exc
-    if isinstance(data, dict):
-        for key, rec in data.items():
-            yield {"id": key, **rec}
-    else:
-        yield from data
+                    data.append(json.loads(line))
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    raise InputError(f"invalid JSON in {path}:{n}: {exc}") from exc
+    if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+        data = [{"id": key, **rec} for key, rec in data.items()]
+    if not isinstance(data, list) or not all(isinstance(rec, dict) for rec in data):
+        raise InputError(
+            f"invalid problems in {path}: a file holds JSON objects, one per line, in a list "
+            "or in an id-keyed mapping"
+        )
+    yield from data
 
 
 def _with_options(question: str, options: Sequence[str]) -> str:
@@ -227,10 +240,25 @@ def _problem(rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: i
     for field in (layout.question, layout.answer):
         if field not in rec:
             raise InputError(f"{name} record {n}: missing field {field!r}")
-    options = tuple(str(o) for o in (rec.get(layout.choices) or ())) if layout.choices else ()
+    choices = rec.get(layout.choices) if layout.choices else None
+    texts = isinstance(choices, list) and all(
+        isinstance(o, str | int | float) and not isinstance(o, bool) for o in choices
+    )
+    if choices and not (texts and len(choices) <= len(LETTERS)):
+        raise InputError(
+            f"invalid {layout.choices} in {name} record {n}: a list of at most {len(LETTERS)} "
+            f"texts, got {short_repr(choices)}"
+        )
+    options = tuple(str(o) for o in choices or ())
     answer = rec[layout.answer]
     if layout.answer_index:
-        answer = LETTERS[int(answer)]
+        index = int(answer) if isinstance(answer, str) and answer.isdecimal() else answer
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(options):
+            raise InputError(
+                f"invalid {layout.answer} in {name} record {n}: an index of its "
+                f"{len(options)} choices, got {short_repr(answer)}"
+            )
+        answer = LETTERS[index]
     answer = str(answer).strip()
     if options and answer in options and not (len(answer) == 1 and answer in LETTERS):
         answer = LETTERS[options.index(answer)]  # answer given as the option text

@@ -79,7 +79,7 @@ from clearsight.grounding.trajectories import (
 from clearsight.grounding.variation import alternative, variation_variant
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Capabilities
-from clearsight.provenance import run_manifest
+from clearsight.provenance import run_manifest, source_digest
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.specs import Spec, to_plain
 from clearsight.store import Record, RunStore
@@ -515,7 +515,18 @@ def _models(config: GroundingConfig) -> list[ModelNeed]:
 
 def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any]:
     template = to_plain(template_ref())
-    return run_manifest(config.model_dump(mode="json"), "grounding", template=template)
+    files = [
+        {
+            "source": str(Path(path).resolve()),
+            "sha256": source_digest(Path(path), (".jsonl", ".json")),
+            "count": len(load_jsonl(path)[: config.limit]),
+        }
+        for path in config.jsonl
+    ]
+    sources = {"bundled": config.n_problems, "files": files, "count": len(problems)}
+    return run_manifest(
+        config.model_dump(mode="json"), "grounding", template=template, problems=sources
+    )
 
 
 def _stages(

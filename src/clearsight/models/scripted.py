@@ -1,6 +1,7 @@
 """A backend that replays given outputs: for tests and for re-scoring recorded runs.
 
-Each scripted output is a :class:`Response` (or its JSON form, one per line of a JSONL file).
+Each scripted output is a :class:`Response` (or its JSON form: one per line of a JSONL file,
+or a list of them in a JSON or YAML file).
 An output with a ``match`` string answers every request whose text contains it; outputs
 without one are replayed in order for the requests no ``match`` claims, and running out of
 them is an error rather than a silent repeat.
@@ -14,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
-from clearsight.validate import InputError
+from clearsight.validate import InputError, short_repr
 
 
 def response_from_json(data: Mapping[str, Any]) -> Response:
@@ -82,23 +85,66 @@ class ScriptedBackend:
         return [self._one(r) for r in requests]
 
 
+def _script_entries(path: Path) -> list[Any]:
+    """The entries of a script file: one JSON object a line (``.jsonl``), or a list of them in
+    a JSON (``.json``) or YAML (``.yaml``, ``.yml``) file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"unreadable script in {path}: {exc}") from exc
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        try:
+            data = yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise InputError(f"invalid YAML in {path}: {' '.join(str(exc).split())}") from exc
+    elif suffix == ".json":
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise InputError(f"invalid JSON in {path}: {exc}") from exc
+    else:
+        data = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    data.append(json.loads(line))
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    raise InputError(f"invalid JSON in {path}:{i}: {exc}") from exc
+    if not isinstance(data, list):
+        raise InputError(f"invalid script in {path}: it holds a list of responses")
+    return data
+
+
+def _entry_response(data: Any, where: str) -> tuple[str | None, Response]:
+    """One script entry as its ``match`` text (None: replayed in order) and its response."""
+    if not isinstance(data, dict):
+        raise InputError(f"invalid response in {where}: a mapping, got {short_repr(data)}")
+    texts = data.get("texts", ())
+    if not isinstance(texts, list | tuple) or not all(isinstance(t, str) for t in texts):
+        raise InputError(f"invalid texts in {where}: a list of strings, got {short_repr(texts)}")
+    try:
+        response = response_from_json(data)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise InputError(f"invalid response in {where}: {exc}") from exc
+    return (str(data["match"]) if "match" in data else None), response
+
+
 def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
-    """``scripted:<file.jsonl>``: one JSON response per line, optionally with a ``match`` key."""
+    """``scripted:<file>``: the responses of a JSONL file (one a line), or of a JSON or YAML
+    file holding a list of them; each optionally with a ``match`` key."""
     path = Path(arg)
     if not arg or not path.is_file():
-        raise InputError(f"scripted backend needs a JSONL file of responses; {arg!r} not found")
+        raise InputError(
+            f"missing script in scripted:{arg}: the backend needs a JSONL file of responses "
+            "(or a JSON or YAML file of a list of them)"
+        )
     ordered: list[Response] = []
     matched: list[tuple[str, Response]] = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{i}: not valid JSON: {exc}") from exc
-        response = response_from_json(data)
-        if "match" in data:
-            matched.append((str(data["match"]), response))
-        else:
+    for i, data in enumerate(_script_entries(path), 1):
+        match, response = _entry_response(data, f"{path} entry {i}")
+        if match is None:
             ordered.append(response)
+        else:
+            matched.append((match, response))
     return ScriptedBackend(ordered, matched, name=f"scripted:{path.name}")

@@ -11,7 +11,7 @@
   reasoner ``human:<name>``).
 
 Both stages write the kept instances as JSONL in :meth:`Instance.to_json` form, which
-``clearsight probe run --dataset jsonl --instances FILE`` reads back.
+``clearsight probe run --instances FILE`` reads back (its loader inferred).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
-from clearsight.probe.instances import Instance
+from clearsight.probe.instances import Instance, resolve_source, source_manifest
 from clearsight.probe.reasoner import fill_prompt, parse_letter, prompt_hash, prompts
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.specs import BUILD_PROTOCOL as BUILD_PROTOCOL
@@ -52,8 +52,12 @@ class BuildConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     stage: Literal[1, 2] = Field(1, description="1: sensor consistency filter; 2: human-solved.")
-    instances: str = Field("bundled", description="bundled, a JSONL file or a dataset directory.")
-    dataset: str = Field("bundled", description="Loader name, or jsonl.")
+    instances: str = Field(
+        "bundled", description="bundled, or a JSONL, JSON, Parquet or Arrow file or directory."
+    )
+    dataset: str = Field(
+        "bundled", description="Loader name, or jsonl; left out: inferred as for a probe run."
+    )
     instance_ids: tuple[str, ...] | None = Field(
         None, description="Only these instance ids (default: all)."
     )
@@ -70,6 +74,12 @@ class BuildConfig(BaseModel):
     sessions: tuple[Path, ...] = Field(
         (), description="Run directories with human sessions (stage 2)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_source(cls, data: Any) -> Any:
+        """The dataset resolved from the source (:func:`resolve_source`)."""
+        return resolve_source(data)
 
 
 @dataclass(frozen=True)
@@ -156,7 +166,8 @@ def _plan(config: BuildConfig) -> list[BuildSpec]:
 
 
 def _manifest(config: BuildConfig, items: list[BuildSpec]) -> dict[str, Any]:
-    return run_manifest(config.model_dump(mode="json"), BUILD_PROTOCOL)
+    source = source_manifest(config.instances, config.dataset, len(items))
+    return run_manifest(config.model_dump(mode="json"), BUILD_PROTOCOL, instances=source)
 
 
 def _units(pending: Sequence[BuildSpec]) -> list[BuildUnit]:

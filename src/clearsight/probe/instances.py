@@ -35,7 +35,8 @@ import numpy.typing as npt
 import yaml
 
 from clearsight.paths import cache_dir
-from clearsight.validate import InputError
+from clearsight.provenance import source_digest
+from clearsight.validate import InputError, short_repr
 
 #: The five benchmark sources of the paper plus the bundled set.
 DATASETS: Final[tuple[str, ...]] = (
@@ -56,6 +57,8 @@ DOMAIN: Final[Mapping[str, str]] = {
     "reasonvqa": "knowledge",
 }
 LETTERS: Final[str] = "ABCDEFGHIJ"
+#: The fields of an instance in clearsight's own JSON form (:meth:`Instance.to_json`).
+OWN_FIELDS: Final[tuple[str, ...]] = ("id", "image", "question", "options", "gold")
 
 
 @dataclass(frozen=True)
@@ -124,19 +127,41 @@ class Instance:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Instance:
-        """The instance :meth:`to_json` wrote (extra keys ignored)."""
-        try:
-            return Instance(
-                id=str(data["id"]),
-                image=str(data["image"]),
-                question=str(data["question"]),
-                options=tuple(str(o) for o in (data.get("options") or ())),
-                gold=str(data["gold"]),
-                dataset=str(data.get("dataset", "")),
-                category=str(data.get("category", "")),
+        """The instance :meth:`to_json` wrote (extra keys ignored). ``options`` must be a list
+        of texts: a string is refused, never split into one option per character."""
+        missing = [name for name in OWN_FIELDS if name not in data]
+        if missing:
+            raise InputError(
+                f"missing field {missing[0]!r} in instance {short_repr(data.get('id', '?'))}: "
+                f"an instance needs {', '.join(OWN_FIELDS)}"
             )
-        except KeyError as exc:
-            raise InputError(f"an instance needs the field {exc.args[0]!r}: {dict(data)}") from exc
+        key = short_repr(data["id"])
+        options = data["options"]
+        if not isinstance(options, list | tuple) or not all(map(_is_text, options)):
+            raise InputError(
+                f"invalid options in instance {key}: options must be a list of texts, "
+                f"got {short_repr(options)}"
+            )
+        for name in ("id", "image", "question", "gold"):
+            if not _is_text(data[name]):
+                raise InputError(
+                    f"invalid {name} in instance {key}: it must be a text, "
+                    f"got {short_repr(data[name])}"
+                )
+        return Instance(
+            id=str(data["id"]),
+            image=str(data["image"]),
+            question=str(data["question"]),
+            options=tuple(str(o) for o in options),
+            gold=str(data["gold"]),
+            dataset=str(data.get("dataset") or ""),
+            category=str(data.get("category") or ""),
+        )
+
+
+def _is_text(value: object) -> bool:
+    """Whether a field's value reads as a text: a string, or a number (an id, an option)."""
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,7 +346,7 @@ def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
     bare = text.strip("()").rstrip(".:")
     if len(bare) == 1 and bare.upper() in LETTERS[: len(options)]:
         return bare.upper()
-    if text.isdigit() and 0 <= int(text) < len(options):
+    if text.isdecimal() and 0 <= int(text) < len(options):
         return LETTERS[int(text)]
     for i, option in enumerate(options):
         if option.strip().lower() == text.lower():
@@ -329,14 +354,15 @@ def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
     raise InputError(f"answer {answer!r} is neither a letter, an index nor one of the options")
 
 
-def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> str:
-    """A path for the row's image: a path as given (relative to ``base``), or embedded bytes
-    written once to the data cache under their content hash."""
+def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> tuple[str, bytes | None]:
+    """A path for the row's image and the bytes to write there: a path as given (relative to
+    ``base``, nothing to write), or embedded bytes, kept in the data cache under their content
+    hash (:func:`_cache_image` writes them once the row is known to be valid)."""
     if isinstance(value, list) and value:  # SeedBench rows hold a list of frames
         value = value[0]
     data: bytes | None = None
     if isinstance(value, Mapping):
-        if value.get("bytes"):
+        if isinstance(value.get("bytes"), bytes | bytearray) and value["bytes"]:
             data = bytes(value["bytes"])
         elif value.get("path"):
             value = value["path"]
@@ -344,19 +370,39 @@ def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> str:
         data = bytes(value)
     if data is not None:
         digest = hashlib.sha256(data).hexdigest()[:24]
-        path = cache_dir() / "probe-images" / dataset / f"{digest}.img"
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        return str(path)
-    if value is None:
-        raise InputError(f"{dataset} row {key}: no image")
+        return str(cache_dir() / "probe-images" / dataset / f"{digest}.img"), data
+    if value is None or isinstance(value, Mapping | list):
+        raise InputError(f"missing image in {dataset} row {key}: no path or bytes")
     path = Path(str(value))
     if not path.is_absolute() and base is not None:
         path = base / path
-    return str(path)
+    return str(path), None
+
+
+def _cache_image(path: Path, data: bytes) -> None:
+    """Write an embedded image to its cache path (once: the name is its content hash)."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+
+def _row_options(raw: Any, dataset: str, key: str) -> tuple[str, ...]:
+    """A row's options: a list of texts, or a string holding a JSON list of them (as some
+    Parquet exports store it); any other string is refused, not split into characters."""
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
+            raw = None
+    if isinstance(raw, np.ndarray):
+        raw = raw.tolist()
+    if not isinstance(raw, list | tuple) or not all(map(_is_text, raw)):
+        raise InputError(f"invalid options in {dataset} row {key}: options must be a list of texts")
+    return tuple(str(o) for o in raw)
 
 
 def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None) -> Instance:
@@ -373,13 +419,7 @@ def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None)
     elif layout.option_columns and _first(row, layout.option_columns) is not None:
         options = tuple(str(row[c]) for c in layout.option_columns if row.get(c) not in (None, ""))
     else:
-        raw = _first(row, layout.options)
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
-                raw = [raw]
-        options = tuple(str(o) for o in raw) if raw is not None else ()
+        options = _row_options(_first(row, layout.options), dataset, key)
         if not options and layout.options_in_question:
             question, options = split_options(question)
     if not options:
@@ -391,9 +431,9 @@ def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None)
     if answer is None:
         raise InputError(f"{dataset} row {key}: no answer")
     gold = _gold_letter(answer, options, layout.yes_no)
-    image = _image_ref(_first(row, (*layout.image, "image")), dataset, key, base)
+    image, data = _image_ref(_first(row, (*layout.image, "image")), dataset, key, base)
     category = _first(row, layout.category)
-    return Instance(
+    inst = Instance(
         id=f"{dataset}/{key}",
         image=image,
         question=question.strip(),
@@ -402,53 +442,197 @@ def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None)
         dataset=dataset,
         category="" if category is None else str(category),
     )
+    if data is not None:  # only a valid row leaves its image in the cache
+        _cache_image(Path(image), data)
+    return inst
 
 
-def _rows(source: Path) -> Iterator[tuple[dict[str, Any], Path]]:
-    """Rows of a JSONL file, or of every Parquet / Arrow file under a directory (sorted)."""
-    if source.is_file() and source.suffix in (".jsonl", ".json"):
-        for i, line in enumerate(source.read_text().splitlines(), 1):
+#: The file formats :func:`source_format` recognises, by suffix; other files by their bytes.
+_SUFFIX_FORMATS: Final[Mapping[str, str]] = {
+    ".jsonl": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+}
+
+
+def source_format(source: Path) -> str:
+    """The format of an instance source: ``jsonl``, ``json`` (an array of rows), ``parquet``,
+    ``arrow`` or ``directory`` (a ``data.jsonl``, or Parquet / Arrow files under it), read from
+    the suffix or else the file's first bytes; an InputError says when it cannot tell."""
+    if source.is_dir():
+        return "directory"
+    if not source.is_file():
+        raise InputError(f"no instances in {source}: there is no such file or directory")
+    try:
+        with source.open("rb") as f:
+            head = f.read(8)
+    except OSError as exc:
+        raise InputError(f"no instances in {source}: cannot read it: {exc.strerror}") from exc
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"ARROW1") or head.startswith(b"\xff\xff\xff\xff"):
+        return "arrow"
+    if source.suffix.lower() in _SUFFIX_FORMATS:
+        return _SUFFIX_FORMATS[source.suffix.lower()]
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "json" if head.lstrip()[:1] == b"[" else "jsonl"
+    raise InputError(
+        f"unknown format in {source}: it is not JSONL, a JSON array, Parquet or Arrow "
+        "(see docs/probe.md)"
+    )
+
+
+def _json_rows(source: Path, fmt: str) -> Iterator[dict[str, Any]]:
+    """The rows of a JSONL file, or of a JSON file holding an array of rows (or JSONL)."""
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"unreadable instances in {source}: {exc}") from exc
+    if fmt == "json" and text.lstrip().startswith("["):
+        try:
+            rows = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise InputError(f"invalid JSON in {source}: {exc}") from exc
+        lines = [(i, row) for i, row in enumerate(rows, 1)]
+    else:
+        lines = []
+        for i, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    yield json.loads(line), source.parent
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{source}:{i}: not valid JSON: {exc}") from exc
-        return
-    if source.is_dir() and (source / "data.jsonl").is_file():
-        yield from _rows(source / "data.jsonl")
-        return
-    if not source.exists():
-        raise InputError(f"no dataset at {source}")
-    files = (
-        [source]
-        if source.is_file()
-        else sorted([*source.rglob("*.parquet"), *source.rglob("*.arrow")])
-    )
-    if not files:
-        raise InputError(
-            f"{source} holds no data.jsonl, .parquet or .arrow files (see docs/probe.md)"
-        )
+                    lines.append((i, json.loads(line)))
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    raise InputError(f"invalid JSON in {source}:{i}: {exc}") from exc
+    for i, row in lines:
+        if not isinstance(row, dict):
+            raise InputError(
+                f"invalid row in {source}:{i}: a row is a JSON object, got {type(row).__name__}"
+            )
+        yield row
+
+
+def _table_rows(files: Sequence[Path]) -> Iterator[tuple[dict[str, Any], Path]]:
+    """The rows of Parquet / Arrow files, in order."""
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     for file in files:
-        if file.suffix == ".parquet":
-            table = pq.read_table(file)
-        else:
-            with pa.memory_map(str(file)) as mm:
-                try:
-                    table = pa.ipc.open_stream(mm).read_all()
-                except pa.ArrowInvalid:
-                    table = pa.ipc.open_file(mm).read_all()
+        try:
+            if source_format(file) == "parquet":
+                table = pq.read_table(file)
+            else:
+                with pa.memory_map(str(file)) as mm:
+                    try:
+                        table = pa.ipc.open_stream(mm).read_all()
+                    except pa.ArrowInvalid:
+                        table = pa.ipc.open_file(mm).read_all()
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"unreadable table in {file}: {exc}") from exc
         for batch in table.to_batches(1000):
             for row in batch.to_pylist():
                 yield row, file.parent
+
+
+def _rows(source: Path) -> Iterator[tuple[dict[str, Any], Path]]:
+    """Rows of an instance source (:func:`source_format`): a JSONL or JSON file, a Parquet or
+    Arrow file, or a directory with ``data.jsonl`` or Parquet / Arrow files (sorted); each
+    with the folder relative image paths are read from."""
+    fmt = source_format(source)
+    if fmt == "directory" and (source / "data.jsonl").is_file():
+        yield from _rows(source / "data.jsonl")
+    elif fmt in ("jsonl", "json"):
+        yield from ((row, source.parent) for row in _json_rows(source, fmt))
+    elif fmt == "directory":
+        files = sorted([*source.rglob("*.parquet"), *source.rglob("*.arrow")])
+        if not files:
+            raise InputError(
+                f"no instances in {source}: it holds no data.jsonl, .parquet or .arrow files "
+                "(see docs/probe.md)"
+            )
+        yield from _table_rows(files)
+    else:
+        yield from _table_rows([source])
+
+
+def infer_dataset(source: Path | str) -> str:
+    """The loader that reads ``source``: ``jsonl`` when its first row has clearsight's own
+    fields (:data:`OWN_FIELDS`, what ``clearsight build`` writes); else an InputError saying
+    the loader cannot be told from the file and naming the ones to choose from."""
+    first = next(_rows(Path(source)), None)
+    if first is None:
+        raise InputError(f"no instances in {source}: the file holds no rows")
+    row = first[0]
+    if all(name in row for name in OWN_FIELDS):
+        return "jsonl"
+    fields = ", ".join(sorted(map(str, row))[:8])
+    raise InputError(
+        f"unknown loader for {source}: its rows ({fields}) are not clearsight's own "
+        f"({', '.join(OWN_FIELDS)}); name the dataset they come from with --dataset "
+        f"({', '.join(LAYOUTS)})"
+    )
+
+
+def bundled_is_a_name(source: object) -> str:
+    """The refusal of the bundled loader for a file: ``bundled`` names the bundled set and
+    never stands in for a file the user named."""
+    return (
+        f"invalid dataset 'bundled' for {source}: 'bundled' is the bundled question set "
+        "(instances: bundled), not a loader of files; leave the dataset out to have it "
+        f"inferred from the file, or name one ({', '.join(('jsonl', *LAYOUTS))})"
+    )
+
+
+def source_manifest(source: str, dataset: str, count: int) -> dict[str, Any]:
+    """What a run's manifest records of its instance source: the resolved path (or
+    ``bundled``), its format, the loader, its sha256 (of the file, of a directory's data files
+    (:func:`~clearsight.provenance.source_digest`), or of the bundled question file) and how
+    many instances the run asks about."""
+    if source == "bundled":
+        data = resources.files("clearsight.probe").joinpath("data/bundled.yaml").read_bytes()
+        where, fmt, digest = "bundled", "bundled", hashlib.sha256(data).hexdigest()
+    else:
+        path = Path(source)
+        where, fmt = str(path.resolve()), source_format(path)
+        digest = source_digest(path, tuple(_SUFFIX_FORMATS))
+    return {"source": where, "format": fmt, "dataset": dataset, "sha256": digest, "count": count}
+
+
+def resolve_source(data: Any) -> Any:
+    """The ``instances`` / ``dataset`` fields of a configuration (``ProbeConfig``,
+    ``BuildConfig``) before validation, with the dataset resolved: ``bundled`` for the bundled
+    set, :func:`infer_dataset` of a file when it is left out. A loader named for the bundled
+    set, or ``bundled`` named for a file, is an InputError: the bundled set never stands in for
+    a file, nor a file for it. Other fields and bad types are left to the field checks."""
+    if not isinstance(data, Mapping):
+        return data
+    source, dataset = data.get("instances", "bundled"), data.get("dataset")
+    if not isinstance(source, str) or not (dataset is None or isinstance(dataset, str)):
+        return data
+    if source == "bundled":
+        if dataset not in (None, "bundled"):
+            raise InputError(
+                f"invalid dataset {dataset!r} for instances 'bundled': a loader reads a local "
+                "copy; name its file or directory with --instances PATH"
+            )
+        return {**data, "dataset": "bundled"}
+    if dataset == "bundled":
+        raise InputError(bundled_is_a_name(source))
+    if dataset is None:
+        return {**data, "dataset": infer_dataset(source)}
+    if dataset != "jsonl" and dataset not in LAYOUTS:
+        raise InputError(
+            f"unknown dataset {dataset!r} for {source}: the loaders are "
+            f"{', '.join(('jsonl', *LAYOUTS))}"
+        )
+    return data
 
 
 def load_instances(source: Path | str, dataset: str, limit: int | None = None) -> list[Instance]:
     """Instances of ``dataset`` from a local copy at ``source`` (see the module docstring),
     at most ``limit`` of them, in file order; rows without options are an InputError."""
     if dataset == "bundled":
+        if str(source) != "bundled":
+            raise InputError(bundled_is_a_name(source))
         return bundled_instances()[:limit]
     out: list[Instance] = []
     for row, base in _rows(Path(source)):

@@ -20,13 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
 from clearsight.models.base import Capabilities
-from clearsight.probe.instances import Instance, bundled_instances, load_instances
+from clearsight.probe.instances import (
+    Instance,
+    load_instances,
+    resolve_source,
+    source_manifest,
+)
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_record
@@ -50,12 +55,14 @@ class ProbeConfig(BaseModel):
     instances: str = Field(
         "bundled",
         description="'bundled' (the questions on the bundled photos), or a local dataset copy: "
-        "a JSONL file or a directory of Parquet/Arrow files (see docs/probe.md).",
+        "a JSONL, JSON, Parquet or Arrow file or a directory of them (see docs/probe.md).",
     )
     dataset: str = Field(
         "bundled",
-        description="Which loader reads `instances`: bundled, seedbench, figureqa, mmstar, "
-        "cvqa, reasonvqa, or 'jsonl' for instances already in clearsight's own JSON form.",
+        description="Which loader reads `instances`: seedbench, figureqa, mmstar, cvqa, "
+        "reasonvqa, or 'jsonl' for instances in clearsight's own JSON form; left out, it is "
+        "'bundled' for the bundled set and inferred from the file otherwise (jsonl when its "
+        "rows are clearsight's own, else an error asking for it).",
     )
     instance_ids: tuple[str, ...] | None = Field(
         None, description="Only these instance ids (default: all)."
@@ -97,13 +104,19 @@ class ProbeConfig(BaseModel):
     )
     seed: int = Field(0, description="Run seed (mixed into every item's random streams).")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_source(cls, data: Any) -> Any:
+        """The dataset resolved from the source (:func:`resolve_source`)."""
+        return resolve_source(data)
+
 
 def select_instances(config: ProbeConfig) -> list[Instance]:
     """The instances of a run, filtered by ids and categories, at most ``limit``."""
     from clearsight.probe.instances import instances_from_jsonl
 
-    if config.instances == "bundled":
-        items = bundled_instances()
+    if config.dataset == "bundled":
+        items = load_instances(config.instances, "bundled")
     elif config.dataset == "jsonl":
         items = instances_from_jsonl(config.instances)
     else:
@@ -316,10 +329,12 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, Any]:
+    count = len({s.instance.id for s in specs})
     return run_manifest(
         config.model_dump(mode="json"),
         PROTOCOL,
         prompt_hashes={s: prompt_hash(s) for s in config.strategies},
+        instances=source_manifest(config.instances, config.dataset, count),
     )
 
 

@@ -186,7 +186,10 @@ class Sensor:
                 raise RuntimeError(str(bad)) from exc
         texts = tuple(t.strip() for r in responses for t in r.texts)
         if len(texts) != n:
-            raise RuntimeError(f"the sensor returned {len(texts)} samples, {n} were asked for")
+            raise InputError(
+                f"too few samples from the sensor: {len(texts)} of the {n} asked for "
+                f"(give {self.spec} {n} texts a reply, or ask for fewer)"
+            )
         return texts, len(calls)
 
     def ask(self, instance: Instance, query: str, rng: np.random.Generator) -> SensorReply:

@@ -29,9 +29,12 @@ class ReportPaths:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file."""
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file;
+    the value of any key variable in it is redacted (:func:`clearsight.credentials.redact`)."""
+    from clearsight.credentials import redact
+
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(redact(text), encoding="utf-8")
     os.replace(tmp, path)
 
 
