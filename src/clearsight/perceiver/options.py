@@ -61,7 +61,10 @@ class PerceiverOptions(BaseModel):
         "the letters (SmolLM2-135M then answers 'A' whatever the evidence).",
     )
     detector_threads: int = Field(
-        0, ge=0, description="onnxruntime threads of the detector (0: one per core)."
+        0,
+        ge=0,
+        description="onnxruntime threads of the detector (0: OMP_NUM_THREADS where set, as in "
+        "a pool worker, else one per core).",
     )
 
 
