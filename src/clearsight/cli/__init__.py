@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from clearsight.cli import build, demo, grounding, models, probe, scenes, serve, sweep
+from clearsight.cli import build, demo, grounding, guard, models, probe, scenes, serve, sweep
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 
 __all__ = ["PERCEIVERS", "app", "demo_config", "demo_models", "main"]
@@ -31,6 +31,7 @@ app.command()(serve.serve)
 app.command()(build.build)
 app.command()(grounding.grounding)
 app.add_typer(probe.app, name="probe")
+app.add_typer(guard.app, name="guard")
 
 
 def main() -> None:  # pragma: no cover - console entry point

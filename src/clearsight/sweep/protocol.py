@@ -512,6 +512,7 @@ def _request(
         shown_letter=None if cond == "blank" else _shown_letter(q, shown_category),
         abstain_letter=q.abstain,
         abstain_names_reason=item.wording != "mcq.generic",
+        depth_m=None if clean is None else clean.depth_m,
     )
     seed = derive_seed(item.key)
     messages = (Message.user(image, q.prompt),)
