@@ -11,6 +11,9 @@ machines are not stable):
   linear-light images it produces (the least any float pipeline must touch).
 * ``imagenet_c_fog_speedup_vs_original`` — ``imagecorruptions.corrupt(..., 'fog')`` over
   ``imagenet_c_fog`` for severities 1-5, same seeds, identical outputs.
+* ``guard_ms_per_image`` — the visibility guard's estimate of one 640x480 fogged image with its
+  depth map (dark channel, airlight, V_hat), in milliseconds: the one absolute time here, what
+  the guard adds to each shown image of a sweep.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import skimage.data
 import skimage.transform
 
 from _timing import best_time, report
+from clearsight.guard.estimate import estimate_visibility
 from clearsight.physics import SWEEP_LEVELS_M, fog, fog_levels, imagenet_c_fog
 
 
@@ -56,6 +60,8 @@ def main() -> None:
     report("fog_levels_vectorized_speedup", t_loop / t_vec)
     report("fog_levels_vs_per_level_calls", t_calls / t_vec)
     report("fog_levels_vs_copy_floor", t_vec / t_copy)
+    foggy = fog(image, depth, 31.25)
+    report("guard_ms_per_image", 1000 * best_time(lambda: estimate_visibility(foggy, depth)))
 
     setattr(np, "float_", np.float64)  # noqa: B010 - the reference predates NumPy 2
     with warnings.catch_warnings():

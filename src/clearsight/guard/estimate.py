@@ -106,13 +106,25 @@ def dark_channel_transmission(
         raise InputError(f"known_airlight must be a linear value in (0, 1], got {known_airlight}")
     linear = decode_srgb8(image)
     if known_airlight is None:
-        dark = minimum_filter(linear.min(axis=2), size=patch_px, mode="nearest")
+        dark = minimum_filter(_channel_min(linear), size=patch_px, mode="nearest")
         a = airlight(linear, dark)
     else:
         a = np.full(3, float(known_airlight))
-    normalised = (linear / a.astype(np.float32)).min(axis=2)
+    normalised = _channel_min(linear, (1.0 / a).astype(np.float32))
     t = 1.0 - np.float32(omega) * minimum_filter(normalised, size=patch_px, mode="nearest")
-    return np.clip(t, 0.0, 1.0).astype(np.float32), a
+    return np.clip(t, 0.0, 1.0, out=t), a
+
+
+def _channel_min(
+    linear: npt.NDArray[np.float32], scale: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float32]:
+    """``min_c linear_c * scale_c`` per pixel, channel by channel (several times faster than
+    a reduction over the interleaved last axis)."""
+    s = np.ones(3, np.float32) if scale is None else scale
+    out = linear[..., 0] * s[0]
+    np.minimum(out, linear[..., 1] * s[1], out=out)
+    np.minimum(out, linear[..., 2] * s[2], out=out)
+    return out
 
 
 def visibility_from_transmission(

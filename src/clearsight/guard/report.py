@@ -87,3 +87,23 @@ def guard_estimate_table(data: RunData) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=_TABLE_COLUMNS)
+
+
+def guard_section_html(data: RunData) -> str:
+    """The report's guard section: the estimate-error table with what its columns mean; empty
+    for a run without guarded models (so the report can always call it)."""
+    from clearsight.report.html import esc, frame_table
+
+    tab = guard_estimate_table(data)
+    if tab.empty:
+        return ""
+    note = (
+        "The guard's visibility estimate V̂ (dark channel prior with the scene's depth, "
+        "docs/guard.md) against the true V of each shown fog/water image: its error "
+        "log10(V̂ / V) in decades, median and quartiles over the images with a finite V̂ "
+        "(n_finite of n_images), and the share of images it abstained on."
+    )
+    return (
+        "<h2 id='guard'>The visibility guard's estimate</h2>\n"
+        f"<p class='note'>{esc(note)}</p>\n{frame_table(tab)}"
+    )
