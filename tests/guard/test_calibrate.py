@@ -27,11 +27,14 @@ from clearsight.guard.calibrate import (
     load_calibration,
     split_scenes,
 )
+from clearsight.guard.estimate import estimate_visibility
 from clearsight.guard.report import guard_estimate_table, guard_estimates, guard_section_html
 from clearsight.models import load_backend
 from clearsight.physics import VISIBILITY_CONSTANT
 from clearsight.report.tables import analyse_sweep
+from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.store import load_run
+from clearsight.sweep.conditions import arm_stack
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import plan_sweep, run_sweep
 from clearsight.sweep.results import load_run_data
@@ -110,8 +113,9 @@ def test_calibration_is_deterministic_from_the_run_and_the_seed(run):
     assert len(other) > 1  # another seed, another split
 
 
-def test_threshold_is_the_largest_accuracy_crossing_on_the_calibration_scenes(run):
-    cal = calibrate(run, "observer", split_seed=1)
+def test_true_scale_threshold_is_the_largest_accuracy_crossing(run):
+    cal = calibrate(run, "observer", split_seed=1, scale="true")
+    assert cal.scale == "true"
     data = load_run_data(run)
     recs = data.records
     only_cal = recs[(recs["model"] == "observer") & recs["scene"].isin(cal.calibration_scenes)]
@@ -130,6 +134,27 @@ def test_threshold_is_the_largest_accuracy_crossing_on_the_calibration_scenes(ru
     )
     assert cal.median_depth_m == pytest.approx(z, rel=1e-12)
     assert cal.threshold_t == pytest.approx(math.exp(-VISIBILITY_CONSTANT * z / cal.threshold_m))
+
+
+def test_estimate_scale_threshold_is_what_the_guard_reads_at_the_crossing(run):
+    cal = calibrate(run, "observer", split_seed=1)
+    assert cal.scale == "estimate"
+    true = calibrate(run, "observer", split_seed=1, scale="true")
+    assert cal.crossings == true.crossings
+    want_m, want_t = [], []
+    for arm in ("fog", "water"):
+        v = max(c.v_star_m for c in cal.crossings if c.arm == arm)
+        est = []
+        for scene_id in cal.calibration_scenes:
+            scene = load_bundled_scene(scene_id)
+            image = arm_stack(scene, arm, [v])[0]  # the run used the default physics
+            est.append(estimate_visibility(image, scene.depth_m))
+        want_m.append(np.median([e.visibility_m for e in est]))
+        want_t.append(np.median([e.transmission for e in est]))
+    assert cal.threshold_m == pytest.approx(max(want_m), rel=1e-9)
+    assert cal.threshold_t == pytest.approx(max(want_t), rel=1e-6)
+    # the estimate reads low (water, bright scenes): the guard's threshold is below V*
+    assert cal.threshold_m < true.threshold_m
 
 
 def test_calibration_file_round_trip_and_versions(run, tmp_path):
@@ -182,6 +207,28 @@ def test_cli_calibrate(run, tmp_path):
     assert result.exit_code == 0, result.output
     cal = load_calibration(out)
     assert cal == calibrate(run, "observer", split_seed=2)
+    true = runner.invoke(
+        app,
+        [
+            "guard",
+            "calibrate",
+            str(run),
+            "--model",
+            "observer",
+            "--scale",
+            "true",
+            "--out",
+            str(out),
+        ],
+    )
+    assert true.exit_code == 0, true.output
+    assert load_calibration(out) == calibrate(run, "observer", scale="true")
+    assert "(scale: true)" in true.output
+    wrong = runner.invoke(
+        app, ["guard", "calibrate", str(run), "--model", "observer", "--scale", "x"]
+    )
+    assert wrong.exit_code == 2
+    assert "--scale must be estimate or true" in wrong.output
     assert f"--scene-ids): {','.join(cal.held_out_scenes)}" in result.output
     bad = runner.invoke(app, ["guard", "calibrate", str(run), "--model", "nope"])
     assert bad.exit_code == 2

@@ -24,6 +24,13 @@ def guard_calibrate(
     calibration_share: Annotated[
         float, typer.Option(help="Share of the scenes to calibrate on.")
     ] = 0.5,
+    scale: Annotated[
+        str,
+        typer.Option(
+            help="estimate: the threshold as the guard's estimate reads M's crossing on the "
+            "calibration scenes (bundled scenes); true: the crossing V* itself."
+        ),
+    ] = "estimate",
     out: Annotated[
         Path | None, typer.Option(help="Calibration file (default RUN/guard-<model>.json).")
     ] = None,
@@ -33,13 +40,15 @@ def guard_calibrate(
     from clearsight.guard.calibrate import calibrate
     from clearsight.validate import InputError
 
+    if scale not in ("estimate", "true"):
+        raise _fail(f"--scale must be estimate or true, got {scale!r}")
     try:
-        cal = calibrate(run, model, split_seed, calibration_share)
+        cal = calibrate(run, model, split_seed, calibration_share, scale)  # type: ignore[arg-type]
     except InputError as exc:
         raise _fail(str(exc)) from exc
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model)
     path = cal.write(out or run / f"guard-{safe}.json")
     t = "" if cal.threshold_t is None else f", threshold_t {cal.threshold_t:.4f}"
     typer.echo(f"calibration: {path}")
-    typer.echo(f"threshold_m {cal.threshold_m:.3g} m{t}")
+    typer.echo(f"threshold_m {cal.threshold_m:.3g} m{t} (scale: {cal.scale})")
     typer.echo(f"held-out scenes (--scene-ids): {','.join(cal.held_out_scenes)}")

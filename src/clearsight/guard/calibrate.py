@@ -6,10 +6,18 @@ scenes and seed give the same split, whatever the order they are stored in), and
 calibration scenes alone takes M's accuracy crossing V* (the sweep's own crossing,
 :func:`clearsight.report.tables.analyse_sweep`, METHODS.md §4) in every arm, task and letter or
 verbal wording the run has. The guard must abstain wherever M can no longer answer, and it
-cannot tell the arm from the image, so the threshold is the **largest** of those crossings:
-below it M's accuracy has gone in at least one arm. The depth-free threshold is the
-transmission a target at the calibration scenes' median depth ``z`` keeps at that
-visibility, ``t* = exp(-3.912 z / V*)``, used where a request carries no depth map.
+cannot tell the arm from the image, so the threshold comes from the **largest** of those
+crossings: below it M's accuracy has gone in at least one arm.
+
+On which scale (``scale``): ``"estimate"`` (the default) puts the threshold on the guard's own
+scale — each calibration scene is rendered in each arm at that arm's V* (the run's physics,
+:func:`~clearsight.sweep.conditions.arm_stack`), the guard's estimate is taken on it, and the
+threshold is the largest over arms of the median V_hat (and the depth-free one likewise of the
+median transmission). This carries the estimator's biases into the threshold — V_hat reads low
+under water and saturates on clear images, whose own dark channel is not zero — so the guard
+abstains where its reading says M's crossing is, not where the true V is. ``"true"`` uses V*
+itself and ``t* = exp(-3.912 z / V*)`` at the calibration scenes' median depth ``z``; it needs
+no scene pixels (so it also serves COCO runs, whose depth model the calibration does not load).
 
 The file (:class:`GuardCalibration`, JSON, ``format_version`` :data:`FORMAT_VERSION`) records
 the model, thresholds, estimator, split seed and share, both scene lists, every crossing it
@@ -24,14 +32,19 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.physics import VISIBILITY_CONSTANT
+from clearsight.guard.estimate import estimate_visibility
+from clearsight.physics import DEFAULT_AIRLIGHT, DEFAULT_WAVELENGTHS_NM, VISIBILITY_CONSTANT
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError, invalid_options
+
+if TYPE_CHECKING:
+    from clearsight.sweep.conditions import Arm
+    from clearsight.sweep.results import RunData
 
 #: Version of the calibration file's format; a file of another version is refused.
 FORMAT_VERSION: Final = 1
@@ -64,6 +77,7 @@ class GuardCalibration(BaseModel):
     threshold_m: float = Field(gt=0)
     threshold_t: float | None = Field(None, gt=0, lt=1)
     median_depth_m: float | None = None
+    scale: Literal["estimate", "true"] = "estimate"
     rule: str = "max over arms, tasks and wordings of the accuracy crossing V*"
     crossings: tuple[Crossing, ...]
     split_seed: int
@@ -119,12 +133,53 @@ def split_scenes(
     return tuple(cal), tuple(held)
 
 
+def _on_estimate_scale(
+    data: RunData, scenes: Sequence[str], crossings: Sequence[Crossing]
+) -> tuple[float, float]:
+    """``(threshold_m, threshold_t)`` on the guard's scale: per arm, the median V_hat and
+    median transmission of the calibration scenes rendered at the arm's largest V*; the
+    largest of each over arms (module docstring)."""
+    from clearsight.scenes.bundled import load_bundled_scene
+    from clearsight.sweep.conditions import arm_stack
+
+    sources = set(data.records.loc[data.records["scene"].isin(scenes), "scene.source"])
+    if sources != {"bundled"}:
+        raise InputError("scale 'estimate' renders bundled scenes only; use scale 'true'")
+    cfg = data.manifest.get("config", {})
+    physics = {
+        "fog": {"airlight": cfg.get("airlight", DEFAULT_AIRLIGHT)},
+        "water": {
+            "wavelengths_nm": tuple(cfg.get("wavelengths_nm", DEFAULT_WAVELENGTHS_NM)),
+            "table": cfg.get("water_table", "pope_fry_1997"),
+            "veil": cfg.get("veil", "absorption_limited"),
+        },
+    }
+    v_star = {c.arm: max(x.v_star_m for x in crossings if x.arm == c.arm) for c in crossings}
+    loaded = [load_bundled_scene(s) for s in scenes]
+    per_arm_m, per_arm_t = [], []
+    for arm, v in v_star.items():
+        found = [
+            estimate_visibility(
+                arm_stack(scene, cast("Arm", arm), [v], **physics[arm])[0], scene.depth_m
+            )
+            for scene in loaded
+        ]
+        v_hat = [math.nan if e.visibility_m is None else e.visibility_m for e in found]
+        per_arm_m.append(float(np.median(v_hat)))
+        per_arm_t.append(float(np.median([e.transmission for e in found])))
+    return max(per_arm_m), max(per_arm_t)
+
+
 def calibrate(
-    run_dir: Path, model: str, split_seed: int = 0, share: float = 0.5
+    run_dir: Path,
+    model: str,
+    split_seed: int = 0,
+    share: float = 0.5,
+    scale: Literal["estimate", "true"] = "estimate",
 ) -> GuardCalibration:
     """Fit the guard's thresholds for ``model`` on a calibration split of the sweep in
-    ``run_dir`` (module docstring); InputError when the run has no records of ``model`` or
-    no accuracy crossing on the calibration scenes."""
+    ``run_dir`` on the ``scale`` of the module docstring; InputError when the run has no
+    records of ``model`` or no accuracy crossing on the calibration scenes."""
     from clearsight.report.tables import analyse_sweep
     from clearsight.sweep.results import load_run_data
 
@@ -151,14 +206,19 @@ def calibrate(
             f"model {model!r} has no accuracy crossing on the {len(cal)} calibration scenes "
             "(its accuracy never falls, or the run has no fog/water levels)"
         )
-    threshold = max(c.v_star_m for c in crossings)
     depth = float(np.median(sub.depth["median_m"])) if not sub.depth.empty else None
-    t_star = None if depth is None else math.exp(-VISIBILITY_CONSTANT * depth / threshold)
+    t_star: float | None
+    if scale == "estimate":
+        threshold, t_star = _on_estimate_scale(data, cal, crossings)
+    else:
+        threshold = max(c.v_star_m for c in crossings)
+        t_star = None if depth is None else math.exp(-VISIBILITY_CONSTANT * depth / threshold)
     return GuardCalibration(
         model=model,
         threshold_m=threshold,
         threshold_t=t_star,
         median_depth_m=depth,
+        scale=scale,
         crossings=crossings,
         split_seed=split_seed,
         calibration_share=share,
