@@ -23,6 +23,7 @@ from clearsight.cli import app
 from clearsight.guard.calibrate import (
     FORMAT_VERSION,
     GuardCalibration,
+    _on_estimate_scale,
     calibrate,
     load_calibration,
     split_scenes,
@@ -155,6 +156,14 @@ def test_estimate_scale_threshold_is_what_the_guard_reads_at_the_crossing(run):
     assert cal.threshold_t == pytest.approx(max(want_t), rel=1e-6)
     # the estimate reads low (water, bright scenes): the guard's threshold is below V*
     assert cal.threshold_m < true.threshold_m
+
+
+def test_estimate_scale_needs_bundled_scenes(run):
+    data = load_run_data(run)
+    coco = dataclasses.replace(data, records=data.records.assign(**{"scene.source": "coco"}))
+    cal = calibrate(run, "observer")
+    with pytest.raises(InputError, match="use scale 'true'"):
+        _on_estimate_scale(coco, cal.calibration_scenes, cal.crossings)
 
 
 def test_calibration_file_round_trip_and_versions(run, tmp_path):
