@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli import build, demo, grounding, models, probe, scenes, serve, sweep
+from clearsight.cli import build, demo, grounding, guard, models, probe, scenes, serve, sweep
 from clearsight.cli._options import DEBUG_KEY, Group
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 
@@ -48,6 +48,7 @@ app.command()(serve.serve)
 app.command()(build.build)
 app.command()(grounding.grounding)
 app.add_typer(probe.app, name="probe")
+app.add_typer(guard.app, name="guard")
 
 
 def main() -> None:  # pragma: no cover - console entry point

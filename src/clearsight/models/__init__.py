@@ -2,7 +2,8 @@
 
 Names: ``observer`` (the reference observer, no weights), ``scripted:<file.jsonl>`` (replays
 recorded outputs, for tests), and the real backends added by their modules' registration
-(``hf:<id-or-path>``, ``vllm:<id>``, ``openai:<base_url>#<model>``).
+(``hf:<id-or-path>``, ``vllm:<id>``, ``openai:<base_url>#<model>``), and ``guard:<model>``,
+any of them behind the visibility guard (:mod:`clearsight.guard`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ _REGISTRY: dict[str, str] = {
     "openai": "clearsight.models.openai_api:make_openai",
     "vllm": "clearsight.models.vllm:make_vllm",
     "perceiver": "clearsight.perceiver:make_perceiver",
+    "guard": "clearsight.guard.backend:make_guard",
 }
 #: What to install for an optional part that is missing, by the part's name (a backend prefix
 #: names its own): the one place clearsight writes a ``pip install``.

@@ -90,7 +90,9 @@ class ObserverReference:
     ``clean`` is the undegraded image the shown box was drawn on (the contrast reference),
     ``box`` the shown target's box, ``shown_letter`` the option that names the object actually
     in the box (None when no option does, e.g. a shuffled control), ``letters`` the content
-    options and ``abstain_letter`` the abstain option if offered.
+    options and ``abstain_letter`` the abstain option if offered. ``depth_m`` is the shown
+    scene's depth map in metres (None for the blank control), read by the ``guard`` wrapper's
+    visibility estimate (:mod:`clearsight.guard`) and ignored by every other backend.
     """
 
     clean: npt.NDArray[np.uint8] | None
@@ -99,6 +101,7 @@ class ObserverReference:
     shown_letter: str | None
     abstain_letter: str | None
     abstain_names_reason: bool
+    depth_m: npt.NDArray[np.float32] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clearsight.guard.report import guard_section_html
 from clearsight.report import plots
 from clearsight.report.html import (
     Col,
@@ -72,6 +73,7 @@ def render_report(data: RunData, analysis: SweepAnalysis, *, thumbnails: bool = 
         task = "identify" if "identify" in data.tasks else data.tasks[0]
         sections.append(_imagenet_section(data, analysis, task))
         sections.append(_examples_section(data, task, thumbnails))
+    sections.append(guard_section_html(data))  # empty without a guarded model
     sections.append(_methods_note())
     return page(f"clearsight sweep report — {data.name}", "\n".join(sections))
 

@@ -7,13 +7,15 @@ never degraded. The preview and the sweep render through these same functions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from clearsight.physics import (
+    DEFAULT_AIRLIGHT,
+    DEFAULT_WAVELENGTHS_NM,
     SWEEP_LEVELS_M,
     fog_levels,
     imagenet_c_fog,
@@ -54,6 +56,30 @@ def arm_stack(
     if arm == "turbid":
         return turbid_levels(scene.image, scene.depth_m, visibilities_m=levels, **physics)
     raise InputError(f"unknown arm {arm!r}; known: {ARMS}")
+
+
+def arm_physics(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each arm's :func:`arm_stack` keyword arguments from a sweep's physics settings, named as
+    the config's fields (``airlight``, ``wavelengths_nm``, ``water_table``, ``veil``,
+    ``turbid_absorption_per_m``, ``turbid_scattering_per_m``; a missing one takes its default;
+    the turbid arm only where its coefficients are given)."""
+    out: dict[str, dict[str, Any]] = {
+        "fog": {"airlight": settings.get("airlight", DEFAULT_AIRLIGHT)},
+        "water": {
+            "wavelengths_nm": tuple(settings.get("wavelengths_nm", DEFAULT_WAVELENGTHS_NM)),
+            "table": settings.get("water_table", "pope_fry_1997"),
+            "veil": settings.get("veil", "absorption_limited"),
+        },
+    }
+    absorption = settings.get("turbid_absorption_per_m")
+    scattering = settings.get("turbid_scattering_per_m")
+    if absorption is not None and scattering is not None:
+        out["turbid"] = {
+            "absorption_per_m": tuple(absorption),
+            "scattering_per_m": tuple(scattering),
+            "airlight": settings.get("airlight", DEFAULT_AIRLIGHT),
+        }
+    return out
 
 
 def imagenet_c_seed(scene_id: str, seed: int) -> int:

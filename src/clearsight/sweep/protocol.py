@@ -53,7 +53,13 @@ from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.specs import Options, Spec
 from clearsight.store import Record, RunStore
-from clearsight.sweep.conditions import ARMS, arm_stack, imagenet_c_seed, imagenet_c_stack
+from clearsight.sweep.conditions import (
+    ARMS,
+    arm_physics,
+    arm_stack,
+    imagenet_c_seed,
+    imagenet_c_stack,
+)
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.sweep.specs import (
@@ -451,22 +457,10 @@ class _Images:
                 levels[it.condition].add(it.level_m)
             elif it.condition == "imagenet_c" and it.severity is not None:
                 severities.add(it.severity)
-        arm_physics: dict[str, dict[str, Any]] = {
-            "fog": {"airlight": physics.airlight},
-            "water": {
-                "wavelengths_nm": physics.wavelengths_nm,
-                "table": physics.water_table,
-                "veil": physics.veil,
-            },
-            "turbid": {
-                "absorption_per_m": physics.turbid_absorption_per_m,
-                "scattering_per_m": physics.turbid_scattering_per_m,
-                "airlight": physics.airlight,
-            },
-        }
+        physics_of = arm_physics(physics.json)
         for arm, lv in levels.items():
             ordered = sorted(lv, reverse=True)
-            stack = arm_stack(scene, arm, ordered, **arm_physics[arm])  # type: ignore[arg-type]
+            stack = arm_stack(scene, arm, ordered, **physics_of[arm])  # type: ignore[arg-type]
             self._stacks[arm] = dict(zip(ordered, stack, strict=True))
         if severities:
             ordered_sev = sorted(severities)
@@ -521,6 +515,7 @@ def _request(
         shown_letter=None if cond == "blank" else _shown_letter(q, shown_category),
         abstain_letter=q.abstain,
         abstain_names_reason=item.wording != "mcq.generic",
+        depth_m=None if clean is None else clean.depth_m,
     )
     seed = derive_seed(item.key)
     messages = (Message.user(image, q.prompt),)
