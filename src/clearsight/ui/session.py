@@ -243,6 +243,24 @@ def record_conversation(record: dict[str, Any]) -> SessionView | None:
     return transcript_view(record["key"], transcript, record["status"] == "ok")
 
 
+@contextmanager
+def serving_lock(run_dir: Path, playable: bool) -> Iterator[str | None]:
+    """While a server hosts people on a run where they can play, hold the run's writer lock
+    (:func:`clearsight.driver.run_lock`) so no run or second server writes it under them;
+    yields why sessions are refused when another process holds it (its pid), else None."""
+    from clearsight.driver import RunLocked, run_lock
+
+    held = ExitStack()
+    writer = None
+    if playable:
+        try:
+            held.enter_context(run_lock(run_dir))
+        except RunLocked as exc:
+            writer = str(exc)
+    with held:
+        yield writer
+
+
 class HumanPlay:
     """Runs human sessions in ``run_dir`` with the sensor and instances of ``settings``.
 
@@ -273,15 +291,8 @@ class HumanPlay:
         it under the sessions. When another process holds it, sessions are refused (browsing
         goes on) with its pid. A run where play is refused anyway (a sweep's, say) is only
         browsed: no lock is taken, and its writer is not kept out."""
-        from clearsight.driver import RunLocked, run_lock
-
-        held = ExitStack()
-        if self.blocked_reason() is None:
-            try:
-                held.enter_context(run_lock(self.run_dir))
-            except RunLocked as exc:
-                self._writer = str(exc)
-        with held:
+        with serving_lock(self.run_dir, self.blocked_reason() is None) as writer:
+            self._writer = writer
             yield
 
     # ------------------------------------------------------------------------------ parts

@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from clearsight.sweep.human import (
     session_order,
 )
 from clearsight.sweep.specs import PROTOCOL, SweepItem
+from clearsight.ui.session import serving_lock
 from clearsight.ui.settings import ServeSettings
 from clearsight.validate import InputError, invalid_options
 
@@ -95,15 +96,8 @@ class HumanSweep:
         """Hold the run directory's writer lock while serving (as the probe's sessions do), so
         no ``clearsight sweep`` writes the run under the people answering; when another process
         holds it, sessions are refused with its pid."""
-        from clearsight.driver import RunLocked, run_lock
-
-        held = ExitStack()
-        if self.blocked_reason() is None:
-            try:
-                held.enter_context(run_lock(self.run_dir))
-            except RunLocked as exc:
-                self._writer = str(exc)
-        with held:
+        with serving_lock(self.run_dir, self.blocked_reason() is None) as writer:
+            self._writer = writer
             yield
 
     def design(self) -> _Design:
