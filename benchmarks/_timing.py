@@ -28,6 +28,24 @@ def best_time(fn: Callable[[], Any], repeats: int = 7, warmup: int = 1) -> float
     return best
 
 
+def best_times(
+    fns: dict[str, Callable[[], Any]], repeats: int = 7, warmup: int = 1
+) -> dict[str, float]:
+    """Best wall time of each function, the functions run in turn within every repeat, so a
+    ratio of two of them sees the same machine state (a slow spell of a shared machine hits
+    both, not the one measured during it)."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
 def report(name: str, value: float, digits: int = 3) -> None:
     """Print one ``name: value`` line, the format every benchmark script uses."""
     print(f"{name}: {value:.{digits}f}", flush=True)

@@ -725,3 +725,14 @@ def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:
     assert height > 250 * rows
     assert width > 3 * 300
     assert selective_figure(data, "identify", sel.iloc[:0]) is None
+    # a model not shown an arm gets no row for it
+    import dataclasses
+
+    first = data.models[0]
+    rec = data.records
+    fewer = dataclasses.replace(
+        data, records=rec[~((rec.model == first) & (rec.condition == data.arms[-1]))]
+    )
+    smaller = selective_figure(fewer, "identify", sel)
+    assert smaller is not None
+    assert Image.open(BytesIO(smaller)).size[1] < height - 200

@@ -526,8 +526,11 @@ Cut = tuple[str, FloatArray, FloatArray]
 _CUT_COLOURS = ("0.15", "#CC79A7", "#D55E00", "#0072B2", "#009E73")
 
 
-def _risk_coverage_panel(ax: Any, cuts: Sequence[Cut], title: str) -> None:
-    """Risk against coverage of each cut (:func:`~clearsight.metrics.risk_coverage`)."""
+def _risk_coverage_panel(
+    ax: Any, cuts: Sequence[Cut], title: str, empty: str = "no scored answer"
+) -> None:
+    """Risk against coverage of each cut (:func:`~clearsight.metrics.risk_coverage`);
+    ``empty`` says why when no cut has a scored answer."""
     drawn = 0
     for k, (label, conf, correct) in enumerate(cuts):
         colour = _CUT_COLOURS[k % len(_CUT_COLOURS)]
@@ -553,7 +556,7 @@ def _risk_coverage_panel(ax: Any, cuts: Sequence[Cut], title: str) -> None:
     if drawn:
         ax.legend(fontsize=6.5, loc="upper left", frameon=False)
     else:
-        ax.text(0.5, 0.5, "no scored answer", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
 
 
 def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Cut]]]) -> bytes | None:
@@ -616,15 +619,18 @@ def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str
 
 
 def selective_figure(data: RunData, task: str, table: pd.DataFrame) -> bytes | None:
-    """Selective prediction per model and arm: risk-coverage curves of the internal and the
-    verbalized confidence at the clean images, the middle level and the murkiest level, and
-    each signal's AURC (with its scene-bootstrap 95 % interval) against visibility.
+    """Selective prediction per model and arm it was shown: risk-coverage curves of the
+    internal and the verbalized confidence at the clean images, the middle level and the
+    murkiest level, and each signal's AURC (with its scene-bootstrap 95 % interval) against
+    visibility.
 
     ``table`` is :func:`~clearsight.report.tables.selective_table` for ``task``. Answered items
     only, as in the table.
     """
     cols = _confidence_columns(data.wordings(task))
-    panels = [(m, a) for m in data.models for a in data.arms]
+    rec = data.records[data.records["task"] == task]
+    shown = set(zip(rec["model"], rec["condition"], strict=True))
+    panels = [(m, a) for m in data.models for a in data.arms if (m, a) in shown]
     if not cols or not panels or table.empty:
         return None
     plt = pyplot()
@@ -634,11 +640,10 @@ def selective_figure(data: RunData, task: str, table: pd.DataFrame) -> bytes | N
         figsize=(3.6 * (len(cols) + 1), 3.3 * len(panels)),
         squeeze=False,
     )
-    rec = data.records[data.records["task"] == task]
     for r, (model, arm) in enumerate(panels):
         levels = data.levels[arm]
         mine = rec[rec["model"] == model]
-        shown = [levels[len(levels) // 2], levels[-1]]
+        picked = [levels[len(levels) // 2], levels[-1]]
         for c, (wording, signal) in enumerate(cols):
             sub = mine[mine["wording"] == wording]
             cuts = [_answered(sub[sub["condition"] == "clean"], signal, "clean")]
@@ -648,10 +653,11 @@ def selective_figure(data: RunData, task: str, table: pd.DataFrame) -> bytes | N
                     signal,
                     f"{level_label(v)} m",
                 )
-                for v in shown
+                for v in picked
             ]
             title = f"{model} — {arm}\n{SIGNAL_LABELS[signal]} ({wording})"
-            _risk_coverage_panel(axes[r][c], cuts, title)
+            empty = "not asked" if sub.empty else "no scored answer (unparsed or abstained)"
+            _risk_coverage_panel(axes[r][c], cuts, title, empty)
         keep = (
             (table["model"] == model)
             & (table["arm"] == arm)
