@@ -142,11 +142,9 @@ def item_png(item: SweepItem, depth_model: str) -> bytes:
     the target's red box drawn last) as PNG bytes with no metadata chunk."""
     from PIL import Image
 
-    from clearsight.sweep.protocol import _Images, load_scene
+    from clearsight.sweep.protocol import item_image
 
-    scene = load_scene(item.scene, depth_model)
-    shown = None if item.shown is None else load_scene(item.shown.scene, depth_model)
-    pixels = _Images(scene, [item]).get(item, shown)
+    pixels = item_image(item, depth_model)
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
     return buffer.getvalue()

@@ -501,6 +501,15 @@ def _shown_letter(q: Question, category: str | None) -> str | None:
     return None
 
 
+def item_image(item: SweepItem, depth_model: str) -> npt.NDArray[np.uint8]:
+    """The image the sweep shows a model for ``item``: its condition rendered from the scene
+    (a shuffled item's from the scene it shows), the target's red box drawn last — the same
+    pixels :func:`run_unit` sends (a person answering in ``serve --sweep`` sees these)."""
+    scene = load_scene(item.scene, depth_model)
+    shown = None if item.shown is None else load_scene(item.shown.scene, depth_model)
+    return _Images(scene, [item]).get(item, shown)
+
+
 def _request(
     item: SweepItem, image: npt.NDArray[np.uint8], clean: Scene | None, max_new_tokens: int
 ) -> Request:
