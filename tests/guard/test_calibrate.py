@@ -29,9 +29,9 @@ from clearsight.guard.calibrate import (
     split_scenes,
 )
 from clearsight.guard.estimate import estimate_visibility
-from clearsight.guard.report import guard_estimate_table, guard_estimates, guard_section_html
 from clearsight.models import load_backend
 from clearsight.physics import VISIBILITY_CONSTANT
+from clearsight.report.guard import guard_estimate_table, guard_estimates, guard_section_html
 from clearsight.report.tables import analyse_sweep
 from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.store import load_run

@@ -3,21 +3,19 @@ image-only visibility estimate says the model can no longer see, its calibration
 sweep, and its estimate's error against the sweep's true visibility (docs/guard.md).
 
 :mod:`.estimate` measures (dark channel prior, visibility in metres with depth),
-:mod:`.backend` wraps a model, :mod:`.calibrate` fits and stores the threshold, :mod:`.report`
-compares the estimate with the true V.
+:mod:`.backend` wraps a model, :mod:`.calibrate` fits and stores the threshold;
+:mod:`clearsight.report.guard` (the sweep report's guard section) compares the estimate with the
+true V.
 """
 
 from clearsight.guard.calibrate import GuardCalibration, calibrate, load_calibration, split_scenes
 from clearsight.guard.estimate import VisibilityEstimate, estimate_visibility
-from clearsight.guard.report import guard_estimate_table, guard_estimates
 
 __all__ = [
     "GuardCalibration",
     "VisibilityEstimate",
     "calibrate",
     "estimate_visibility",
-    "guard_estimate_table",
-    "guard_estimates",
     "load_calibration",
     "split_scenes",
 ]

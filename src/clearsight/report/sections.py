@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clearsight.guard.report import guard_section_html
 from clearsight.report import plots
+from clearsight.report.guard import guard_section_html
 from clearsight.report.html import (
     Col,
     details,

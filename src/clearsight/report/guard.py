@@ -1,4 +1,5 @@
-"""The guard's visibility estimate against the true visibility of a sweep, per model and arm.
+"""The sweep report's guard section: the visibility guard's estimate against the true
+visibility of a sweep, per model and arm.
 
 A guarded model is one more model of a sweep, so the report's own tables already show its
 accuracy, crossings, W and selective risk beside the bare model's. What they lack is the guard's
