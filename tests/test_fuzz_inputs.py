@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -156,6 +156,8 @@ PARQUET_ROW = st.fixed_dictionaries(
 
 @SETTINGS
 @given(PARQUET_ROW, st.sampled_from(sorted(LAYOUTS)))
+# found by this property: eleven options and an index answer had no letter (IndexError)
+@example({"id": None, "question": None, "options": [""] * 11, "answer": 10}, "cvqa")
 def test_any_parquet_row_loads_or_is_refused_leaving_no_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: dict[str, Any], dataset: str
 ) -> None:

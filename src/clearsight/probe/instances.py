@@ -337,6 +337,8 @@ def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
         raise InputError(f"a yes/no answer must be 1/0 or yes/no, got {answer!r}")
     if isinstance(answer, bool):
         raise InputError(f"the answer must be a letter, index or option text, got {answer!r}")
+    if len(options) > len(LETTERS):  # before any letter is looked up: options beyond J have none
+        raise InputError(f"{len(options)} options, at most {len(LETTERS)}")
     if isinstance(answer, int | np.integer):
         index = int(answer)
         if not 0 <= index < len(options):
