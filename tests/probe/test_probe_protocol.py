@@ -210,8 +210,10 @@ def test_belief_probe_and_query_types() -> None:
     summary = belief_summary(t, trace)
     assert summary["steps_to_threshold"] == 1
     assert summary["p_chosen"] == pytest.approx(0.6 / 0.7)
-    types = classify_queries(t, _Scorer())
+    types = classify_queries(t, _Scorer(), "scores")
     assert [q["type"] for q in types] == ["Targeted"]
+    with pytest.raises(InputError, match="read-out"):
+        classify_queries(t, _Scorer(), "vibes")  # type: ignore[arg-type]
     assert parse_distribution("A=0.2, B: 60%", ("A", "B")) == pytest.approx({"A": 0.25, "B": 0.75})
 
 
@@ -583,3 +585,50 @@ def test_belief_figure_draws_one_trace_per_conversation() -> None:
     assert png is not None
     assert Image.open(BytesIO(png)).size[0] > 300
     assert belief_figure(beliefs.iloc[:0]) is None
+
+
+class _Judge:
+    """A generating judge that answers as the paper's: a rationale, then the JSON label."""
+
+    name = "fake-judge"
+    capabilities = Capabilities(generate=True)
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def complete(self, requests: Sequence[Request]) -> list[Response]:
+        self.prompts += [r.messages[-1].text for r in requests]
+        reply = 'It asks about one attribute.\n{"type": "targeted", "confidence": 0.85}'
+        return [Response(texts=(reply,)) for _ in requests]
+
+
+def test_query_types_judged_with_a_rationale_and_a_json_label() -> None:
+    from clearsight.probe.analysis import parse_query_judgement
+    from clearsight.probe.sensor import SensorReply
+
+    i = Instance("q", "x.png", "Which colour?", ("red", "blue"), "B", "seedbench", "scene")
+    reply = SensorReply("What colour?", ("blue", "blue"), 0, "blue", 2, 2)
+    t = Transcript.start(i, reasoner="r", strategy="bp", sensor="s", k=2)
+    t = t.with_turn(Turn(1, "q1", query="Describe the image", reply=reply, shown_u=2))
+    t = t.with_turn(Turn(2, "q2", query="What colour is it?", reply=reply, shown_u=2))
+    judge = _Judge()
+    first, second = classify_queries(t, judge)
+    assert (first["type"], first["parsed"]) == ("Targeted", "json")  # the fake's one answer
+    assert (second["type"], second["confidence"], second["parsed"]) == ("Targeted", 0.85, "json")
+    assert second["rationale"] == "It asks about one attribute."
+    # the judge sees the question, the query, its round and the earlier queries
+    assert "Round 2 question: What colour is it?" in judge.prompts[1]
+    assert "Earlier questions: Describe the image" in judge.prompts[1]
+    assert "Which colour?" in judge.prompts[0]
+    # forgiving but never guessing
+    assert parse_query_judgement('{"type": "Comparative", "confidence": 70}')["confidence"] == 0.7
+    assert parse_query_judgement('x {"type": "Comparative", "confidence": "high"}') == {
+        "type": "Comparative",
+        "confidence": None,
+        "rationale": "x",
+        "parsed": "json",
+    }
+    named = parse_query_judgement("This is Confirmatory, I think {not json}")
+    assert (named["type"], named["parsed"]) == ("Confirmatory", "name")
+    nothing = parse_query_judgement('{"type": "Rhetorical"} and no name')
+    assert (nothing["type"], nothing["parsed"]) == (None, None)

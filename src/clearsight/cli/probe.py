@@ -137,14 +137,26 @@ def probe_analyse(
     ] = "hf:smollm2-135m",
     belief: Annotated[bool, typer.Option(help="Run the belief probe (BP, humans).")] = True,
     query_types: Annotated[bool, typer.Option(help="Classify the queries.")] = True,
+    query_type_readout: Annotated[
+        str,
+        typer.Option(
+            help="judge: a rationale and a JSON label with a confidence (the paper's); "
+            "scores: the type names' probabilities (cheap)."
+        ),
+    ] = "judge",
 ) -> None:
     """Belief probe and query-type classification with an LLM judge, stored in the run."""
     from clearsight.execute import Interrupted
     from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
     from clearsight.validate import InputError
 
-    config = AnalysisConfig(judge_model=judge_model, belief=belief, query_types=query_types)
     try:
+        config = AnalysisConfig(
+            judge_model=judge_model,
+            belief=belief,
+            query_types=query_types,
+            query_type_readout=query_type_readout,  # type: ignore[arg-type]
+        )
         summary = run_probe_analysis(run, config)
     except InputError as exc:
         raise _fail(str(exc)) from exc

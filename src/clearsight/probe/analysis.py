@@ -18,16 +18,18 @@ anything the run kept aside:
   reasoner's distribution over the options after each sensor reply (b_0 uniform): p_correct(t),
   p_chosen at the end, steps to max b >= 0.7 and the reach rate (Fig. 4, Table 7).
 * :func:`classify_queries` / :func:`query_type_table` — each query's type (Descriptive,
-  Targeted, Contrastive, Confirmatory, Comparative) from an LLM judge; shares in round 1 and
-  rounds 2+ (Table 3).
+  Targeted, Contrastive, Confirmatory, Comparative) from an LLM judge (a rationale and a JSON
+  label with a confidence, as the paper's App. H; the type names' scores as the cheap option);
+  shares in round 1 and rounds 2+ (Table 3).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 import pandas as pd
@@ -389,15 +391,67 @@ def parse_query_type(text: str) -> str | None:
     return min(found)[1] if found else None
 
 
-def classify_queries(transcript: Transcript, backend: Backend) -> list[dict[str, Any]]:
-    """Each query of the conversation with its round, the type the LLM judge assigns (by the
-    highest candidate probability of the five names where the backend scores candidates, else
-    the first name in its generated text; unparsed: None) and the judge's scores."""
+#: How the judge's query types are read: ``judge`` (the paper's: a one-sentence rationale and a
+#: JSON label with a confidence, generated) or ``scores`` (the cheap option: the five type
+#: names' candidate probabilities where the backend scores candidates).
+QueryReadout = Literal["judge", "scores"]
+QUERY_READOUTS: Final[tuple[str, ...]] = ("judge", "scores")
+_JSON_OBJECT = re.compile(r"\{[^{}]*\}")
+
+
+def parse_query_judgement(text: str) -> dict[str, Any]:
+    """The judge's reply read forgivingly: the last JSON object holding a ``type`` that names one
+    of :data:`QUERY_TYPES` (any case) gives ``type`` and ``confidence`` (a number in [0, 1], or a
+    percentage above 1 divided by 100; None when absent or unusable) and ``parsed = "json"``,
+    the text before it the ``rationale``; without one, the first type named anywhere
+    (``parsed = "name"``, no confidence); else ``type`` None (``parsed`` None: recorded, not
+    guessed)."""
+    for match in reversed(list(_JSON_OBJECT.finditer(text))):
+        try:
+            obj = json.loads(match.group(0))
+        except ValueError:
+            continue
+        kind = str(obj.get("type")).lower() if isinstance(obj, dict) else ""
+        named = next((t for t in QUERY_TYPES if kind == t.lower()), None)
+        if named is None:
+            continue
+        return {
+            "type": named,
+            "confidence": _confidence(obj.get("confidence")),
+            "rationale": text[: match.start()].strip() or None,
+            "parsed": "json",
+        }
+    named_only = parse_query_type(text)
+    parsed = None if named_only is None else "name"
+    return {"type": named_only, "confidence": None, "rationale": None, "parsed": parsed}
+
+
+def _confidence(value: Any) -> float | None:
+    """A stated confidence as a probability (None when it is not a finite number in [0, 100])."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        return None
+    v = float(value)
+    v = v / 100.0 if 1.0 < v <= 100.0 else v
+    return v if 0.0 <= v <= 1.0 else None
+
+
+def classify_queries(
+    transcript: Transcript, backend: Backend, readout: QueryReadout = "judge"
+) -> list[dict[str, Any]]:
+    """Each query of the conversation with its round and the type the LLM judge assigns, given
+    the MCQ question, the query, its round and the earlier queries (the paper's App. H).
+    ``judge``: the judge writes a rationale and a JSON label with its confidence
+    (:func:`parse_query_judgement`; the reply kept as ``text``); ``scores``: the highest
+    candidate probability of the five names where the backend scores candidates (``scores``
+    kept), else the first name in its generated text."""
     from clearsight.models.base import Decoding, Message, Request, TextPart
     from clearsight.probe.reasoner import prompts
 
-    qt = prompts()["strategies"]["query_type"]
-    scored = backend.capabilities.candidate_probs
+    if readout not in QUERY_READOUTS:
+        raise InputError(f"query-type read-out {readout!r}: one of {', '.join(QUERY_READOUTS)}")
+    judged = readout == "judge"
+    qt = prompts()["strategies"]["query_type_judge" if judged else "query_type"]
+    scored = not judged and backend.capabilities.candidate_probs
     queries = [(t.index, t.query) for t in transcript.turns if t.query is not None]
     requests = []
     for n, (rnd, query) in enumerate(queries):
@@ -408,7 +462,7 @@ def classify_queries(transcript: Transcript, backend: Backend) -> list[dict[str,
         requests.append(
             Request(
                 (Message("system", (TextPart(qt["system"]),)), Message.user(text)),
-                Decoding(max_new_tokens=6),
+                Decoding(max_new_tokens=96 if judged else 6),
                 candidates=QUERY_TYPES if scored else (),
                 generate=not scored,
             )
@@ -416,11 +470,16 @@ def classify_queries(transcript: Transcript, backend: Backend) -> list[dict[str,
     out = []
     responses = backend.complete(requests) if requests else []
     for (rnd, query), response in zip(queries, responses, strict=True):
+        reply = response.texts[0] if response.texts else ""
+        if judged:
+            judgement = parse_query_judgement(reply)
+            out.append({"round": rnd, "query": query, **judgement, "text": reply})
+            continue
         scores = {k: float(v) for k, v in (response.candidate_probs or {}).items()}
         if scores:
             kind: str | None = max(QUERY_TYPES, key=lambda t: scores.get(t, 0.0))
         else:
-            kind = parse_query_type(response.texts[0] if response.texts else "")
+            kind = parse_query_type(reply)
         out.append({"round": rnd, "query": query, "type": kind, "scores": scores})
     return out
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -32,6 +32,10 @@ from clearsight.probe.specs import AnalysisSpec, BeliefSpec, QueryTypeSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript
 from clearsight.seeding import content_hash
 from clearsight.store import Record, RunStore
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.probe.analysis import QueryReadout
 
 #: The analyses, in the order their stages run.
 ANALYSES: tuple[type[AnalysisSpec], ...] = (BeliefSpec, QueryTypeSpec)
@@ -49,6 +53,15 @@ class AnalysisConfig:
     """Run the belief probe (belief-state conversations and people's)."""
     query_types: bool = True
     """Classify every conversation's queries."""
+    query_type_readout: QueryReadout = "judge"
+    """``judge``: the paper's judge, a rationale and a JSON label with a confidence;
+    ``scores``: the cheap option, the type names' candidate probabilities."""
+
+    def __post_init__(self) -> None:
+        if self.query_type_readout not in ("judge", "scores"):
+            raise InputError(
+                f"query-type read-out {self.query_type_readout!r}: one of judge, scores"
+            )
 
 
 @dataclass(frozen=True)
@@ -65,14 +78,15 @@ class AnalysisUnit(KeyedItems):
         return self.items[0].judge
 
 
-def _prompt_hashes() -> dict[str, str]:
+def _prompt_hashes(config: AnalysisConfig) -> dict[str, str]:
     """Each analysis's prompt hash: a changed prompt is a new item, not a stale record."""
     from clearsight.probe.reasoner import prompts
 
     strategies = prompts()["strategies"]
+    judged = config.query_type_readout == "judge"
     return {
         BELIEF_PROTOCOL: content_hash(strategies["assess"]),
-        QTYPE_PROTOCOL: content_hash(strategies["query_type"]),
+        QTYPE_PROTOCOL: content_hash(strategies["query_type_judge" if judged else "query_type"]),
     }
 
 
@@ -103,7 +117,8 @@ def run_unit(unit: AnalysisUnit) -> list[Record]:
             raw: Any = trace.to_json()
             readouts: dict[str, Any] = belief_summary(transcript, trace)
         else:
-            raw = classify_queries(transcript, backend)
+            judged = isinstance(spec, QueryTypeSpec) and spec.readout == "judge"
+            raw = classify_queries(transcript, backend, "judge" if judged else "scores")
             readouts = {"types": [r["type"] for r in raw]}
     except Exception as exc:  # recorded with its reason; the run goes on
         return [Record.failed(key, exc, time.perf_counter() - started)]
@@ -135,9 +150,11 @@ def _stages(
             for spec in pending
         ]
 
+    judged = config.query_type_readout == "judge"
     for cls in ANALYSES:
+        extra = {"readout": "judge"} if cls is QueryTypeSpec and judged else {}
         items = [
-            cls(transcript=key, judge=config.judge_model, prompt=hashes[cls.kind])
+            cls(transcript=key, judge=config.judge_model, prompt=hashes[cls.kind], **extra)
             for key, transcript in finished.items()
             if cls.kind in _kinds(config, transcript)
         ]
@@ -147,7 +164,7 @@ def _stages(
 
 #: The post-hoc analyses as a value for :func:`clearsight.driver.run` (added to a probe run).
 ANALYSIS: Protocol[AnalysisConfig, dict[str, str]] = Protocol(
-    "probe.analysis", _models, lambda _: _prompt_hashes(), None, _stages, adds_to=(PROTOCOL,)
+    "probe.analysis", _models, _prompt_hashes, None, _stages, adds_to=(PROTOCOL,)
 )
 
 

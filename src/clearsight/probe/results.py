@@ -63,7 +63,10 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
                 belief_rows.append({**base, **record.readouts})
         for record in store.iter_records("ok", kind=QTYPE_PROTOCOL):
             if (base := _setting(transcripts, record)) is not None:
-                query_rows += [{**base, "round": q["round"], "type": q["type"]} for q in record.raw]
+                query_rows += [
+                    base | {k: q.get(k) for k in ("round", "type", "confidence")}
+                    for q in record.raw
+                ]
         build_rows = [
             {
                 "sensor": record.spec["sensor"],

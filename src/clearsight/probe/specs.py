@@ -156,6 +156,10 @@ class QueryTypeSpec(AnalysisSpec):
 
     kind: ClassVar[str] = QTYPE_PROTOCOL
 
+    readout: str | None = field(default=None, metadata=OMIT_NONE)
+    """``judge`` (rationale and JSON label) or None: the type names' scores, the only read-out
+    of runs made before the judge's (left out of their JSON, so their keys stay)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class BuildSpec(Spec):
