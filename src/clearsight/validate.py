@@ -3,13 +3,15 @@
 Every public entry point that takes pixels, depth or a visibility checks them here, so a user
 gets an error naming the problem (dtype, shape, NaN, sign) instead of a broadcasting failure
 deep inside numpy. Invalid options (a run's configuration, a backend's options, the flags of a
-command) become one :class:`InputError` line of one form, :func:`invalid`.
+command) become one :class:`InputError` line of one form, :func:`invalid`; a JSONL file's lines
+are read by :func:`jsonl_values`.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +63,19 @@ def short_repr(value: object) -> str:
     offending value (a YAML list or a bad row can be long)."""
     text = repr(value)
     return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+def jsonl_values(text: str, source: object) -> list[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line of JSONL ``text``; a line that is not
+    JSON (or nests too deeply) is an InputError naming ``source`` and the line."""
+    values = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                values.append((i, json.loads(line)))
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise InputError(f"invalid JSON in {source}:{i}: {exc}") from exc
+    return values
 
 
 def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clearsight.specs import Part
-from clearsight.validate import InputError, short_repr
+from clearsight.validate import InputError, jsonl_values, short_repr
 
 AnswerType = Literal["letter", "number", "boolean", "text"]
 ANSWER_TYPES: tuple[str, ...] = ("letter", "number", "boolean", "text")
@@ -212,13 +212,7 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
         except RecursionError as exc:
             raise InputError(f"invalid JSON in {path}: nested too deeply") from exc
     if data is None:
-        data = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    data.append(json.loads(line))
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    raise InputError(f"invalid JSON in {path}:{n}: {exc}") from exc
+        data = [value for _, value in jsonl_values(text, path)]
     if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
         data = [{"id": key, **rec} for key, rec in data.items()]
     if not isinstance(data, list) or not all(isinstance(rec, dict) for rec in data):

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
-from clearsight.validate import InputError, short_repr
+from clearsight.validate import InputError, jsonl_values, short_repr
 
 
 def response_from_json(data: Mapping[str, Any]) -> Response:
@@ -104,13 +104,7 @@ def _script_entries(path: Path) -> list[Any]:
         except (json.JSONDecodeError, RecursionError) as exc:
             raise InputError(f"invalid JSON in {path}: {exc}") from exc
     else:
-        data = []
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    data.append(json.loads(line))
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    raise InputError(f"invalid JSON in {path}:{i}: {exc}") from exc
+        data = [value for _, value in jsonl_values(text, path)]
     if not isinstance(data, list):
         raise InputError(f"invalid script in {path}: it holds a list of responses")
     return data

@@ -36,7 +36,7 @@ import yaml
 
 from clearsight.paths import cache_dir
 from clearsight.provenance import source_digest
-from clearsight.validate import InputError, short_repr
+from clearsight.validate import InputError, jsonl_values, short_repr
 
 #: The five benchmark sources of the paper plus the bundled set.
 DATASETS: Final[tuple[str, ...]] = (
@@ -498,13 +498,7 @@ def _json_rows(source: Path, fmt: str) -> Iterator[dict[str, Any]]:
             raise InputError(f"invalid JSON in {source}: {exc}") from exc
         lines = [(i, row) for i, row in enumerate(rows, 1)]
     else:
-        lines = []
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    lines.append((i, json.loads(line)))
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    raise InputError(f"invalid JSON in {source}:{i}: {exc}") from exc
+        lines = jsonl_values(text, source)
     for i, row in lines:
         if not isinstance(row, dict):
             raise InputError(
