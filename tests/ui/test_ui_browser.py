@@ -11,9 +11,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from clearsight.probe.transcript import load_transcripts
 from clearsight.ui.app import create_app
 from clearsight.ui.session import HumanPlay
 from clearsight.ui.settings import ServeSettings
+from fixtures.live_server import live_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCRIPT = "<script>alert(1)</script>"
@@ -40,8 +38,6 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A uvicorn server in a thread on a free loopback port; yields its URL and run dir."""
-    import uvicorn
-
     image = tmp_path / "car.png"
     Image.fromarray(np.full((32, 48, 3), 90, np.uint8)).save(image)
     instance = {
@@ -67,23 +63,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         budget=10,
         instances=str(tmp_path / "instances.jsonl"),
     )
-    app = create_app(run, settings, HumanPlay(run, settings))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", run
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with live_server(create_app(run, settings, HumanPlay(run, settings))) as url:
+        yield url, run
 
 
 def _raw_get(base: str, path: str) -> tuple[int, str]:

@@ -536,31 +536,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 @pytest.fixture
 def served(run: Path) -> Iterator[tuple[str, HumanSweep]]:
     """A uvicorn server of ``run`` in sweep mode in a thread on a free loopback port."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
+    from fixtures.live_server import live_server
 
     sweep = HumanSweep(run, SWEEP)
-    app = create_app(run, SWEEP, sweep=sweep)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    with sweep.writing():
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}", sweep
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
-            sock.close()
+    with sweep.writing(), live_server(create_app(run, SWEEP, sweep=sweep)) as url:
+        yield url, sweep
 
 
 @dataclasses.dataclass
