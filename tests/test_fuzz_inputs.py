@@ -289,3 +289,14 @@ def test_the_numeral_distribution_parses_or_refuses(
     sequence: dict[str, Any], ends: dict[str, Any] | None
 ) -> None:
     parses_or_refuses(numeral_distribution, sequence, ends)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=6), st.text(max_size=12), max_size=3), max_size=4))
+@example([{"q": "a\u2028b\x85c\u2029"}])  # line separators JSON allows raw inside a string
+def test_jsonl_lines_round_trip_whatever_their_characters(rows: list[dict[str, str]]) -> None:
+    """A JSONL file written without ASCII escapes reads back as its rows, line numbers kept."""
+    from clearsight.validate import jsonl_values
+
+    text = "\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n"
+    assert jsonl_values(text, "f.jsonl") == list(enumerate(rows, 1))

@@ -67,9 +67,13 @@ def short_repr(value: object) -> str:
 
 def jsonl_values(text: str, source: object) -> list[tuple[int, Any]]:
     """``(line number, value)`` of every non-blank line of JSONL ``text``; a line that is not
-    JSON (or nests too deeply) is an InputError naming ``source`` and the line."""
+    JSON (or nests too deeply) is an InputError naming ``source`` and the line.
+
+    Lines end at ``\n`` only (a ``\r`` before it is JSON whitespace): ``str.splitlines`` would
+    also break at U+0085, U+2028 and U+2029, which JSON allows raw inside a string, so a file
+    written with ``ensure_ascii=False`` would not load."""
     values = []
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in enumerate(text.split("\n"), 1):
         if line.strip():
             try:
                 values.append((i, json.loads(line)))
