@@ -332,10 +332,13 @@ def test_the_parser_refuses_any_malformed_item_with_an_input_error(
 
 
 def test_the_retention_table_states_kept_over_attempted() -> None:
-    manifest = {"counts": {"ext": {"attempted": 4, "good": 3, "vision": 2, "reasoning": 3}}}
+    counts = {"attempted": 4, "good": 3, "vision": 2, "reasoning": 3}
+    manifest = {"counts": {"all": counts, "ext": counts, "b": {"attempted": 0}}}
     table = retention_table(manifest)
+    assert list(table["benchmark"]) == ["b", "ext", "all"]
     row = table.set_index("benchmark").loc["ext"]
     assert (row["good"], row["vision"], row["answer"]) == ("3 (0.750)", "2 (0.500)", "0 (0.000)")
+    assert table.set_index("benchmark").loc["b", "good"] == "0 (n/a)"
     assert list(table.columns) == [
         "benchmark",
         "attempted",

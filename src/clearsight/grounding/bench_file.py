@@ -299,13 +299,14 @@ def bench_edits(bench: TgsBench) -> dict[tuple[str, str], str]:
 
 
 def retention_table(manifest: Mapping[str, Any]) -> pd.DataFrame:
-    """Retention of a build per benchmark (and ``all``): one row each with the problems
+    """Retention of a build per benchmark (and ``all``, last): one row each with the problems
     attempted, the good trajectories kept and the pairs kept per axis, and the retention
     rates ``good = kept good / attempted`` and ``<axis> = pairs kept on axis / attempted``
     (the paper's 97.6 % / 93.4 % are the ``good`` rate of its 32B / 7B generators)."""
     counts: Mapping[str, Mapping[str, int]] = manifest.get("counts") or {}
     rows = []
-    for bench, c in counts.items():
+    for bench in sorted(counts, key=lambda b: (b == "all", b)):  # "all" last
+        c = counts[bench]
         attempted = int(c.get("attempted", 0))
         row: dict[str, Any] = {"benchmark": bench, "attempted": attempted}
         for k in ("good", *AXES):
