@@ -411,7 +411,11 @@ def _bench_retention(run: Path) -> list[dict[str, Any]]:
     run's), as records; none for a run that built its pairs itself."""
     with RunStore.open(run, read_only=True) as store:
         manifest = store.manifest().get("tgs_bench")
-    return [] if not manifest else retention_table(manifest).to_dict("records")
+    if not manifest:
+        return []
+    return [
+        {str(k): v for k, v in row.items()} for row in retention_table(manifest).to_dict("records")
+    ]
 
 
 def build_grounding_report(
