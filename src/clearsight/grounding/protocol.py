@@ -10,7 +10,8 @@ function of its spec:
    output fails the item with the reason.
 2. ``grounding.edit`` (:class:`~clearsight.grounding.specs.EditSpec`) — (problem, axis, span,
    generator): TGS-Bench's vision / reasoning error injection on the canonical trajectory
-   (model edit, checked; rule fallback).
+   (model edit, checked; rule fallback). The problems of a TGS-Bench file
+   (``GroundingConfig.bench``, :mod:`clearsight.grounding.bench_file`) bring their pairs.
 3. ``grounding.judge`` (:class:`~clearsight.grounding.specs.JudgeSpec`, when a judge is
    configured) — (problem, pair, order, judge): which side of a TGS-Bench pair holds the error.
 4. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
