@@ -410,3 +410,33 @@ def test_build_bench_on_the_command_line(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["build-bench", "--out", str(out), "--instances", "none.jsonl"])
     assert bad.exit_code == 2
     assert "error: no problems in none.jsonl" in bad.output
+
+
+def test_grounding_takes_a_bench_file_alone_unless_other_sources_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import clearsight.grounding.protocol as protocol
+    from clearsight.cli import app
+    from clearsight.grounding.protocol import GroundingConfig, load_problems
+
+    seen: list[GroundingConfig] = []
+
+    def run_grounding(config: GroundingConfig, run_dir: Path, **_: object) -> None:
+        seen.append(config)
+        raise InputError(f"stopped before the run with {len(load_problems(config))} problems")
+
+    monkeypatch.setattr(protocol, "run_grounding", run_grounding)
+    path = _hand_written(tmp_path, [json.dumps(ITEM)])
+    runner = CliRunner()
+    alone = runner.invoke(app, ["grounding", "--bench", str(path), "--out", str(tmp_path / "r")])
+    assert "stopped before the run with 1 problems" in alone.output
+    both = ["grounding", "--bench", str(path), "--n", "2", "--out", str(tmp_path / "r")]
+    assert "stopped before the run with 3 problems" in runner.invoke(app, both).output
+    assert [(c.bench, c.n_problems) for c in seen] == [(str(path), 0), (str(path), 2)]
+    manifest_path(path).unlink()
+    bad = runner.invoke(app, ["grounding", "--bench", str(path), "--out", str(tmp_path / "r")])
+    assert bad.exit_code == 2
+    assert f"error: invalid TGS-Bench file {path}: its manifest" in bad.output
+    assert not (tmp_path / "r").exists()
