@@ -13,6 +13,11 @@ Prints ``name: value`` lines:
 * ``shared_prefix_forward_calls_per_problem`` — calls for one problem's six elicitations of a
   grounding run (visible, masked, good, three bad sides) batched together: the conversation
   prefix once, then all rows (goal 2).
+* ``bench_build_items_per_s`` — problems per second through a whole TGS-Bench build (the four
+  stages of ``clearsight build-bench`` with their store, then the pool read back) on 64
+  bundled problems, the generator a scripted backend replaying each problem's canonical
+  solution (every answer right, so every stage runs on every problem; the model edits are
+  refused and the rule steps in): clearsight's own cost per item, model time excluded.
 * ``smollm2_elicitations_per_s`` — elicitations per second of the real SmolLM2-135M on this
   machine's CPU, six per problem as in a run (shared machine: a rough figure).
 
@@ -66,6 +71,29 @@ def _problem_rows(p: Problem) -> list[ElicitRequest]:
     return rows
 
 
+def _build_items_per_s(tmp: Path) -> float:
+    """Problems per second through a TGS-Bench build with a scripted generator."""
+    import json
+
+    from clearsight.grounding.build import BuildBenchConfig, read_bench, run_build_bench
+
+    problems = bundled_problems(64)
+    entries = [{"match": "Here is a", "texts": ["Nothing like the span at all."]}]
+    for p in problems:
+        s = p.solution or {}
+        text = f" {s['observation']}\nReasoning: {s['reasoning']}\nAnswer: {s['answer']}"
+        entries.append({"match": p.question, "texts": [text]})
+    script = tmp / "generator.jsonl"
+    script.write_text("\n".join(json.dumps(e) for e in entries) + "\n", encoding="utf-8")
+    cfg = BuildBenchConfig(generator=f"scripted:{script}", generator_options={}, n_problems=64)
+    t0 = time.perf_counter()
+    run_build_bench(cfg, tmp / "build", progress=False)
+    bench = read_bench(cfg, tmp / "build")
+    elapsed = time.perf_counter() - t0
+    assert bench.manifest["counts"]["all"]["good"] == len(problems)
+    return len(problems) / elapsed
+
+
 def main() -> None:
     from fixtures.hf_tiny import build_tiny
 
@@ -96,6 +124,7 @@ def main() -> None:
         start = calls.n
         elicit(backend, _problem_rows(p), batch_size=16)
         report("shared_prefix_forward_calls_per_problem", calls.n - start, 0)
+        report("bench_build_items_per_s", _build_items_per_s(tmp), 1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     try:

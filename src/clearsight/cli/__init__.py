@@ -12,7 +12,18 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli import build, demo, grounding, guard, models, probe, scenes, serve, sweep
+from clearsight.cli import (
+    build,
+    demo,
+    grounding,
+    guard,
+    models,
+    probe,
+    scenes,
+    serve,
+    sweep,
+    tgs_bench,
+)
 from clearsight.cli._options import DEBUG_KEY, Group
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 
@@ -47,6 +58,7 @@ app.command()(demo.demo)
 app.command()(serve.serve)
 app.command()(build.build)
 app.command()(grounding.grounding)
+app.command()(tgs_bench.build_bench)
 app.add_typer(probe.app, name="probe")
 app.add_typer(guard.app, name="guard")
 

@@ -58,6 +58,10 @@ def grounding(
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Problems per benchmark at most.")] = None,
+    bench: Annotated[
+        Path | None,
+        typer.Option(help="TGS-Bench file (clearsight build-bench) whose pairs are scored."),
+    ] = None,
     max_new_tokens: Annotated[int | None, typer.Option(help="Trajectory length limit.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sequences per forward pass.")] = None,
     variation: Annotated[bool | None, typer.Option(help="Score content variation.")] = None,
@@ -85,6 +89,8 @@ def grounding(
     files = tuple(i for i in instances or () if i != "bundled")
     if instances and "bundled" not in instances and n is None:
         n = 0  # the named files are what runs: the bundled problems never join them unasked
+    if bench is not None and not instances and n is None:
+        n = 0  # likewise the bench's problems
     flags: dict[str, object] = {
         "model": model,
         "model_options": {"batch_size": batch_size} if batch_size is not None else None,
@@ -96,6 +102,7 @@ def grounding(
         "benchmarks": _csv(benchmarks),
         "jsonl": files or None,
         "limit": limit,
+        "bench": str(bench) if bench else None,
         "max_new_tokens": max_new_tokens,
         "variation": variation,
         "hesitation": hesitation,

@@ -10,7 +10,8 @@ function of its spec:
    output fails the item with the reason.
 2. ``grounding.edit`` (:class:`~clearsight.grounding.specs.EditSpec`) — (problem, axis, span,
    generator): TGS-Bench's vision / reasoning error injection on the canonical trajectory
-   (model edit, checked; rule fallback).
+   (model edit, checked; rule fallback). The problems of a TGS-Bench file
+   (``GroundingConfig.bench``, :mod:`clearsight.grounding.bench_file`) bring their pairs.
 3. ``grounding.judge`` (:class:`~clearsight.grounding.specs.JudgeSpec`, when a judge is
    configured) — (problem, pair, order, judge): which side of a TGS-Bench pair holds the error.
 4. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
@@ -45,6 +46,7 @@ from clearsight.grounding.bench import (
     judge_request,
     perturb_answer,
 )
+from clearsight.grounding.bench_file import bench_edits, bench_problems, load_bench
 from clearsight.grounding.elicit import ElicitFailure, ElicitRequest, elicit
 from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, load_image
 from clearsight.grounding.hesitation import find_hesitations, hesitation_variant
@@ -112,6 +114,11 @@ class GroundingConfig(BaseModel):
     benchmarks: tuple[str, ...] = Field((), description="Benchmarks to load from datasets_dir.")
     jsonl: tuple[str, ...] = Field((), description="JSONL files of normalised problems.")
     limit: int | None = Field(None, ge=1, description="Problems per loaded benchmark at most.")
+    bench: str | None = Field(
+        None,
+        description="A TGS-Bench file (clearsight build-bench): its problems join the run and "
+        "its pairs are scored instead of pairs built from the problems' solutions.",
+    )
     max_new_tokens: int = Field(96, ge=1, description="Tokens a trajectory may generate.")
     mask_ratios: tuple[float, ...] = Field(MASK_RATIOS, description="Masking-curve shares r.")
     pairs: bool = Field(True, description="Build and score TGS-Bench pairs.")
@@ -135,6 +142,8 @@ def load_problems(config: GroundingConfig) -> list[Problem]:
         problems += load_benchmark(name, config.datasets_dir, config.limit)
     for path in config.jsonl:
         problems += load_jsonl(path)[: config.limit]
+    if config.bench is not None:
+        problems += bench_problems(load_bench(config.bench))
     ids = [p.id for p in problems]
     if len(set(ids)) != len(ids):
         raise InputError("problem ids are not unique across the run's sources")
@@ -367,12 +376,12 @@ def _bad_sides(
     axis, that trajectory and what made it (the answer rule)."""
     for axis in AXES:
         try:
-            if axis == "answer":
+            if (p.id, axis) in edits:  # made by the edit stage or given by a TGS-Bench file
+                text, meta = edits[(p.id, axis)], {}
+            elif axis == "answer":
                 rng = rng_for("grounding.bench.answer", config.seed, p.id)
                 text, rule = perturb_answer(good.answer, p, rng)
                 meta = {"rule": rule}
-            elif (p.id, axis) in edits:
-                text, meta = edits[(p.id, axis)], {}
             else:
                 continue
         except InputError:
@@ -524,8 +533,13 @@ def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any
         for path in config.jsonl
     ]
     sources = {"bundled": config.n_problems, "files": files, "count": len(problems)}
+    bench = None if config.bench is None else dict(load_bench(config.bench).manifest)
     return run_manifest(
-        config.model_dump(mode="json"), "grounding", template=template, problems=sources
+        config.model_dump(mode="json"),
+        "grounding",
+        template=template,
+        problems=sources,
+        tgs_bench=bench,
     )
 
 
@@ -536,10 +550,13 @@ def _stages(
     from what the first two stages stored."""
     by_id = {p.id: p for p in problems}
     opts = config.model_options
+    given = {} if config.bench is None else bench_edits(load_bench(config.bench))
     yield _stage(TRAJECTORY, config.model, opts, plan_trajectories(config, problems), config)
     if config.pairs:
         gen_model = config.generator or config.model
-        yield _stage(EDIT, gen_model, opts, plan_edits(config, problems), config)
+        benched = {pid for pid, _ in given}  # a TGS-Bench file's problems bring their pairs
+        to_edit = [p for p in problems if p.id not in benched]
+        yield _stage(EDIT, gen_model, opts, plan_edits(config, to_edit), config)
     own = {
         s["problem"]["id"]: r
         for s, r in _ok_readouts(store, TRAJECTORY)
@@ -549,7 +566,7 @@ def _stages(
         (s["problem_id"], s["axis"]): str(r["edited"])
         for s, r in _ok_readouts(store, EDIT)
         if s["generator"] == config.generator
-    }
+    } | given
     if config.judge is not None and config.pairs:
         yield _stage(JUDGE, config.judge, opts, plan_judge(config, problems, edits), config)
     items = plan_elicitations(config, problems, own, edits)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clearsight.grounding.bench_file import retention_table
 from clearsight.grounding.hesitation import event_pairs, stable_share
 from clearsight.grounding.results import GroundingResults, load_grounding_results
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, item_differences, scores
@@ -32,6 +33,7 @@ from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, write_report
 from clearsight.report.plots import png, pyplot, risk_coverage_figure
+from clearsight.store import RunStore
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -372,6 +374,9 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
     ]
     if analysis.get("judge"):
         sections.append(("Judge validation", frame_table(_judge_frame(analysis))))
+    if analysis.get("tgs_bench_retention"):
+        retention = frame_table(pd.DataFrame(analysis["tgs_bench_retention"]))
+        sections.append(("TGS-Bench retention (kept / attempted)", retention))
     sections.append(("Failed or skipped items", frame_table(_failures_frame(analysis))))
     body = [
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
@@ -401,6 +406,18 @@ def _comparisons(
     return comparisons
 
 
+def _bench_retention(run: Path) -> list[dict[str, Any]]:
+    """The retention table of the TGS-Bench file a run scored (its manifest is kept in the
+    run's), as records; none for a run that built its pairs itself."""
+    with RunStore.open(run, read_only=True) as store:
+        manifest = store.manifest().get("tgs_bench")
+    if not manifest:
+        return []
+    return [
+        {str(k): v for k, v in row.items()} for row in retention_table(manifest).to_dict("records")
+    ]
+
+
 def build_grounding_report(
     run_dir: Path | str, n_boot: int = 5000, seed: int = 0, others: Sequence[Path] = ()
 ) -> tuple[ReportPaths, dict[str, Any]]:
@@ -418,6 +435,7 @@ def build_grounding_report(
         other_results = load_grounding_results(other)
         runs.append((other_results.name, analyse(other_results, n_boot, seed)))
     analysis["comparisons"] = _comparisons(analysis, runs[1:])
+    analysis["tgs_bench_retention"] = _bench_retention(run)
     figures = {
         "jsd": jsd_figure(analysis),
         "masking": masking_figure(analysis),
@@ -472,6 +490,9 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
             f"- {axis}: judge picked the bad side in {v['picked_bad']:.3f} of {v['n']} pairs"
             for axis, v in judge.items()
         ]
+    if analysis.get("tgs_bench_retention"):
+        retention = pd.DataFrame(analysis["tgs_bench_retention"])
+        lines += ["", "## TGS-Bench retention (kept / attempted)", "", md_table(retention)]
     lines += ["", "## Failed or skipped items", ""]
     lines += [f"- {n} x {k}" for k, n in sorted(analysis.get("failures", {}).items())] or ["- none"]
     return "\n".join(lines) + "\n"
