@@ -11,7 +11,7 @@ Prints ``name: value`` lines:
 * ``harness_share_outside_model_perceiver_llm`` and
   ``harness_share_outside_model_perceiver_detector`` — the same share against the real
   perceiver models (``perceiver:llm``: detector plus SmolLM2-135M; ``perceiver:detector``) on a
-  smaller sweep (two scenes, fog and the three controls, identification, one wording: 22
+  smaller sweep (two scenes, fog and the three controls, identification, one wording: 35
   items), after a warm-up sweep that loads the models (a model loads once per process; its
   load is not the harness's per-item cost). Goal <= 0.05 for ``perceiver:llm``.
   ``perceiver_items`` is the sweep's size and ``perceiver_<mode>_model_s_per_item`` the model's
