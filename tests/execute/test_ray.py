@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import fixtures.latency
 import fixtures.units
 from clearsight.execute import Interrupted, Summary, execute
 from clearsight.execute.on_ray import RayConfig
@@ -62,10 +63,10 @@ def ray_local() -> Iterator[Any]:
     module; test helpers travel by value."""
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
-    for module in (sys.modules[__name__], fixtures.units):
+    for module in (sys.modules[__name__], fixtures.units, fixtures.latency):
         ray.cloudpickle.register_pickle_by_value(module)
     yield ray
-    for module in (sys.modules[__name__], fixtures.units):
+    for module in (sys.modules[__name__], fixtures.units, fixtures.latency):
         ray.cloudpickle.unregister_pickle_by_value(module)
     ray.shutdown()
 
@@ -210,6 +211,40 @@ def test_units_run_on_their_models_replicas_sharing_a_gpu(ray_local: Any, tmp_pa
     assert pids["model-a"] != pids["model-b"]  # ... of its own
     assert all(r["peers"] == 2 for r in raw.values())  # both up at once on one GPU
     assert all(r["gpu_ids"] == ["0"] and r["cuda_visible"] == "0" for r in raw.values())
+
+
+@pytest.mark.parametrize(("replicas", "at_least"), [(2, 1.6), (4, 2.8)])
+def test_replicas_of_a_latency_bound_model_run_at_once(
+    ray_local: Any, tmp_path: Path, replicas: int, at_least: float
+) -> None:
+    """A model whose calls take 0.05 s without CPU: n replicas finish the units about n times
+    faster than one call after the other would (start-up left out by the rendezvous)."""
+    latency, per_replica = 0.05, 6
+    units = fixtures.latency.latency_units(
+        fixtures.latency.script(tmp_path), per_replica * replicas, 5
+    )
+    rendezvous = tmp_path / "rendezvous"
+    rendezvous.mkdir()
+    with RunStore.open(tmp_path / "run") as store:
+        store.add_items((i.key, i.kind, i.to_json()) for u in units for i in u.items)
+        summary = execute(
+            units,
+            functools.partial(fixtures.latency.ask, rendezvous, replicas, latency),
+            store,
+            executor="ray",
+            workers=2,
+            progress=False,
+            ray=RayConfig(replicas=replicas, num_cpus=2 / replicas),
+        )
+        raws = [r.raw for r in store.iter_records()]
+    assert (summary.units, summary.ok) == (len(units), 5 * len(units))
+    assert {r["text"] for r in raws} == {"yes"}
+    assert len({r["pid"] for r in raws}) == replicas
+    calls = {(r["start"], r["end"]) for r in raws}
+    assert len(calls) == len(units)
+    assert all(end - start >= latency for start, end in calls)  # each call slept its latency
+    speedup = len(units) * latency / fixtures.latency.busy_span(raws)
+    assert at_least <= speedup <= replicas * 1.0001
 
 
 def test_ray_records_equal_the_serial_executors(

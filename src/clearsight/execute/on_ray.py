@@ -116,7 +116,7 @@ class Replica:
         return self._run(unit)
 
 
-@dataclass
+@dataclass(eq=False)  # a slot is itself: compared by identity
 class _Slot:
     """A live actor of a model group, and the units it has in flight (oldest first)."""
 
@@ -291,6 +291,8 @@ class _Scheduler:
             self._start(slot.group)
 
     def run(self) -> None:
+        """Until every unit is done: wait for what finishes (every answer already in, not just
+        the first: replicas of one model tend to finish together), handle it, refill."""
         ray = self.ray
         while self.slots:
             for slot in [s for s in self.slots if not s.ready and not self._has_work(s)]:
@@ -305,33 +307,41 @@ class _Scheduler:
                 for slot in list(self.slots):
                     self._retire(slot)
                 break
-            done, _ = ray.wait(list(index), num_returns=1)
-            ref = done[0]
-            slot = index[ref]
-            if not slot.ready and ref == slot.ping:
-                try:
-                    ray.get(ref)
-                except ray.exceptions.RayError as exc:
-                    self._lost(slot, exc)
-                    continue
-                slot.ready = True
-                self._fill(slot)
-                continue
-            position = next(n for n, (r, _) in enumerate(slot.inflight) if r == ref)
+            refs = list(index)
+            ray.wait(refs, num_returns=1)
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            for ref in done:
+                slot = index[ref]
+                if any(s is slot for s in self.slots):  # not lost earlier in this round
+                    self._handle(ref, slot)
+
+    def _handle(self, ref: Any, slot: _Slot) -> None:
+        """A finished reference of ``slot``: its start-up ping or one of its units."""
+        ray = self.ray
+        if not slot.ready and ref == slot.ping:
             try:
-                records = ray.get(ref)
-            except ray.exceptions.RayTaskError as exc:  # `run` raised: the replica lives on
-                _, i = slot.inflight[position]
-                del slot.inflight[position]
-                self._charge(i, exc)
-                self._fill(slot)
-                continue
-            except ray.exceptions.RayError as exc:  # the replica is gone
+                ray.get(ref)
+            except ray.exceptions.RayError as exc:
                 self._lost(slot, exc)
-                continue
-            del slot.inflight[position]
-            self.commit(records)
+                return
+            slot.ready = True
             self._fill(slot)
+            return
+        position = next(n for n, (r, _) in enumerate(slot.inflight) if r == ref)
+        try:
+            records = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # `run` raised: the replica lives on
+            _, i = slot.inflight[position]
+            del slot.inflight[position]
+            self._charge(i, exc)
+            self._fill(slot)
+            return
+        except ray.exceptions.RayError as exc:  # the replica is gone
+            self._lost(slot, exc)
+            return
+        del slot.inflight[position]
+        self.commit(records)
+        self._fill(slot)
 
     def shutdown(self) -> None:
         for slot in self.slots:

@@ -5,12 +5,19 @@ or a list of them in a JSON or YAML file).
 An output with a ``match`` string answers every request whose text contains it; outputs
 without one are replayed in order for the requests no ``match`` claims, and running out of
 them is an error rather than a silent repeat.
+
+The ``latency_s`` option makes every ``complete`` call (one batch, as a GPU server answers a
+batch) take that many seconds of wall time without using the CPU (the calling thread sleeps):
+a stand-in for a model whose cost is elsewhere, for measuring how an executor keeps replicas
+busy (``benchmarks/scale.py``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,8 +67,10 @@ class ScriptedBackend:
         ordered: Sequence[Response] = (),
         matched: Sequence[tuple[str, Response]] = (),
         name: str = "scripted",
+        latency_s: float = 0.0,
     ) -> None:
         self.name = name
+        self.latency_s = latency_s
         self._ordered = list(ordered)
         self._matched = list(matched)
         self._next = 0
@@ -82,7 +91,10 @@ class ScriptedBackend:
             return self._ordered[self._next - 1]
 
     def complete(self, requests: Sequence[Request]) -> list[Response]:
-        return [self._one(r) for r in requests]
+        responses = [self._one(r) for r in requests]
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)  # wall time, no CPU: the model's cost is elsewhere
+        return responses
 
 
 def _script_entries(path: Path) -> list[Any]:
@@ -124,9 +136,24 @@ def _entry_response(data: Any, where: str) -> tuple[str | None, Response]:
     return (str(data["match"]) if "match" in data else None), response
 
 
+def _latency(options: Mapping[str, Any]) -> float:
+    """The ``latency_s`` option (seconds per call, default 0); any other option is refused."""
+    unknown = sorted(set(options) - {"latency_s"})
+    if unknown:
+        raise InputError(f"unknown scripted option(s) {', '.join(unknown)}; known: latency_s")
+    latency = options.get("latency_s", 0.0)
+    if isinstance(latency, bool) or not isinstance(latency, int | float):
+        raise InputError(f"latency_s must be a number of seconds, got {short_repr(latency)}")
+    if not (math.isfinite(latency) and latency >= 0):
+        raise InputError(f"latency_s must be finite and >= 0, got {latency!r}")
+    return float(latency)
+
+
 def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
     """``scripted:<file>``: the responses of a JSONL file (one a line), or of a JSON or YAML
-    file holding a list of them; each optionally with a ``match`` key."""
+    file holding a list of them; each optionally with a ``match`` key. Option ``latency_s``:
+    seconds each call sleeps."""
+    latency = _latency(options)
     path = Path(arg)
     if not arg or not path.is_file():
         raise InputError(
@@ -141,4 +168,4 @@ def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
             ordered.append(response)
         else:
             matched.append((match, response))
-    return ScriptedBackend(ordered, matched, name=f"scripted:{path.name}")
+    return ScriptedBackend(ordered, matched, name=f"scripted:{path.name}", latency_s=latency)

@@ -14,18 +14,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-
-@numba.njit(inline="always", cache=True)
-def _encode(
-    linear: np.float32,
-    scale: np.float32,
-    code_at_cell: npt.NDArray[np.uint8],
-    boundary: npt.NDArray[np.float32],
-) -> np.uint8:  # pragma: no cover - compiled
-    """Exact 8-bit sRGB code of one linear value (see :mod:`clearsight.physics.srgb`)."""
-    s = min(max(linear * scale, np.float32(0.0)), scale)
-    cell = int(s)
-    return code_at_cell[cell] + np.uint8(s >= boundary[cell])
+from clearsight.physics.srgb import CODE_SHIFT, KEY_SHIFT, LOW_MASK
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -34,39 +23,65 @@ def attenuate_encode(  # pragma: no cover - compiled; checked against the textbo
     depth: npt.NDArray[np.float32],
     neg_beta: npt.NDArray[np.float64],
     squarings: npt.NDArray[np.int64],
+    grey: bool,
     veil: npt.NDArray[np.float32],
     decode: npt.NDArray[np.float32],
-    scale: np.float32,
-    code_at_cell: npt.NDArray[np.uint8],
-    boundary: npt.NDArray[np.float32],
+    first_key: int,
+    table: npt.NDArray[np.int32],
     out: npt.NDArray[np.uint8],
 ) -> None:
-    """``out[l] = encode(A + (decode(J) - A) t_l)`` for every level ``l``, one pass over pixels
-    (the arguments as :func:`clearsight.physics.kernel.attenuate_encode` prepares them)."""
+    """``out[l] = encode(A + (decode(J) - A) t_l)`` for every level ``l``, a row at a time.
+
+    ``image`` is (H, 3W) (the channels interleaved along the row), ``out`` (L, H, 3W), the
+    other arguments as :func:`clearsight.physics.kernel.attenuate_encode` prepares them;
+    ``grey``: every level has one coefficient for R, G and B, so one ``exp`` serves a pixel.
+    The encode is :func:`clearsight.physics.srgb.encode_srgb8`'s, on the values' bits. Each
+    row keeps its decoded values and transmissions in small buffers and runs, per level, short
+    loops over them that the compiler vectorises (squaring, attenuation, table keys, codes);
+    only the table look-up itself stays scalar.
+    """
     levels = neg_beta.shape[0]
-    height, width = depth.shape
-    a0, a1, a2 = veil[0], veil[1], veil[2]
+    height, n = image.shape
+    m = n // 3 if grey else n  # transmissions per row: one a pixel, or one a value
+    last = table.shape[0] - 1
+    low_bits = (1 << KEY_SHIFT) - 1
     for y in numba.prange(height):
-        for x in range(width):
-            z = np.float64(depth[y, x])
-            d0 = decode[image[y, x, 0]] - a0
-            d1 = decode[image[y, x, 1]] - a1
-            d2 = decode[image[y, x, 2]] - a2
-            t0 = t1 = t2 = 1.0
-            for lvl in range(levels):
-                k = squarings[lvl]
-                if k < 0:
-                    t0 = np.exp(neg_beta[lvl, 0] * z)
-                    t1 = np.exp(neg_beta[lvl, 1] * z)
-                    t2 = np.exp(neg_beta[lvl, 2] * z)
-                else:
-                    for _ in range(k):
-                        t0 *= t0
-                        t1 *= t1
-                        t2 *= t2
-                out[lvl, y, x, 0] = _encode(a0 + d0 * np.float32(t0), scale, code_at_cell, boundary)
-                out[lvl, y, x, 1] = _encode(a1 + d1 * np.float32(t1), scale, code_at_cell, boundary)
-                out[lvl, y, x, 2] = _encode(a2 + d2 * np.float32(t2), scale, code_at_cell, boundary)
+        a = np.empty(n, np.float32)
+        d = np.empty(n, np.float32)
+        t = np.empty(m, np.float64)
+        t32 = np.empty(n, np.float32)
+        v = np.empty(n, np.float32)
+        bits = v.view(np.int32)
+        cell = np.empty(n, np.int32)
+        entry = np.empty(n, np.int32)
+        for i in range(n):
+            a[i] = veil[i % 3]
+            d[i] = decode[image[y, i]] - a[i]
+        for lvl in range(levels):
+            k = squarings[lvl]
+            if k < 0:
+                for j in range(m):  # j: the pixel (grey), else the value
+                    x, c = (j, 0) if grey else (j // 3, j % 3)
+                    t[j] = np.exp(neg_beta[lvl, c] * np.float64(depth[y, x]))
+            for _ in range(max(k, 0)):
+                for j in range(m):
+                    t[j] *= t[j]
+            if grey:
+                for x in range(m):
+                    t32[3 * x] = t32[3 * x + 1] = t32[3 * x + 2] = np.float32(t[x])
+            else:
+                for i in range(n):
+                    t32[i] = np.float32(t[i])
+            for i in range(n):
+                v[i] = a[i] + d[i] * t32[i]
+            for i in range(n):
+                cell[i] = min(max((bits[i] >> KEY_SHIFT) - first_key, 0), last)
+            for i in range(n):
+                entry[i] = table[cell[i]]
+            row = out[lvl, y]
+            for i in range(n):
+                bump = (bits[i] & low_bits) >= (entry[i] & LOW_MASK)
+                row[i] = np.uint8((entry[i] >> CODE_SHIFT) + bump)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
