@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY
+from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.store import RunStore
 
 __all__ = ["GroundingResults", "load_grounding_results"]
@@ -26,7 +27,8 @@ class GroundingResults:
     """What a grounding run directory holds.
 
     ``elicitations``: one row per ok elicitation (problem, benchmark, variant, expected, probs,
-    mass, share, meta), the input of :mod:`clearsight.grounding.tgs`. ``trajectories``: one
+    mass, readout, distributions (per slot), coverage, share, meta), the input of
+    :mod:`clearsight.grounding.tgs`. ``trajectories``: one
     row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
     ``judge``: per axis, pairs judged (``n``) and the share where the judge picked the bad side
     (``picked_bad``). ``failures``: failed records counted by ``"<kind>: <reason>"`` (the
@@ -53,6 +55,10 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
                 "expected": rec.readouts["expected"],
                 "probs": rec.readouts["probs"],
                 "mass": rec.readouts["mass"],
+                "readout": (rec.spec.get("readout") or {}).get("name", DEFAULT_READOUT),
+                "distributions": rec.readouts.get("distributions")
+                or {"confidence": rec.readouts["probs"]},
+                "coverage": rec.readouts.get("coverage", rec.readouts["mass"]),
                 "share": rec.spec["share"],
                 "meta": rec.spec["meta"],
             }

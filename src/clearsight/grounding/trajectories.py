@@ -352,7 +352,7 @@ def generate_trajectories(
         for p, im in zip(problems, images, strict=True)
     ]
     texts = [t.vision_tag + r.texts[0] for r in backend.complete(first)]
-    texts = [_cut_after_answer(_cut_at_slot(x), t) for x in texts]
+    texts = [finish_generation(x, t) for x in texts]
     need = [i for i, x in enumerate(texts) if t.answer_tag.lower() not in x.lower()]
     forced = set(need)
     if need:
@@ -377,6 +377,13 @@ def generate_trajectories(
         except InputError as exc:
             out.append(Generated(text, None, str(exc), i in forced))
     return out
+
+
+def finish_generation(text: str, template: Template | None = None) -> str:
+    """A generated trajectory text cut where the model starts writing its own confidence and
+    after the end of its answer line."""
+    t = template or default_template()
+    return _cut_after_answer(_cut_at_slot(text), t)
 
 
 def _cut_after_answer(text: str, t: Template) -> str:
