@@ -11,10 +11,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from clearsight.grounding.elicit import ElicitFailure, Elicited, elicit  # noqa: E402
-from clearsight.grounding.generator import bundled_problems  # noqa: E402
-from clearsight.grounding.numerals import numeral_distribution  # noqa: E402
-from clearsight.grounding.readouts import (  # noqa: E402
+from test_grounding_model import Calls, one_thread  # noqa: F401  (one thread: faster)
+
+from clearsight.grounding.elicit import Elicited, ElicitFailure, elicit
+from clearsight.grounding.generator import bundled_problems
+from clearsight.grounding.numerals import numeral_distribution
+from clearsight.grounding.readouts import (
     aggregate,
     bundled_readouts,
     combine,
@@ -25,10 +27,9 @@ from clearsight.grounding.readouts import (  # noqa: E402
     slot_messages,
     steerconf_confidence,
 )
-from clearsight.grounding.trajectories import elicit_messages, good_trajectory  # noqa: E402
-from clearsight.models.hf import make_hf  # noqa: E402
-from clearsight.validate import InputError  # noqa: E402
-from test_grounding_model import Calls, one_thread  # noqa: E402, F401  (one thread: faster)
+from clearsight.grounding.trajectories import elicit_messages, good_trajectory
+from clearsight.models.hf import make_hf
+from clearsight.validate import InputError
 
 TOL = 1e-9
 PROBLEM = bundled_problems(1)[0]

@@ -259,7 +259,11 @@ def _chunks(
         if len(g) < MIN_SHARED_ROWS:
             plain += g
             continue
-        out += [(g[s : s + size], True) for s in range(0, len(g), size)]
+        # a chunk of fewer rows (batch_size 1, the remainder) is cheaper as one plain call
+        out += [
+            (c, len(c) >= MIN_SHARED_ROWS)
+            for c in (g[s : s + size] for s in range(0, len(g), size))
+        ]
     out += [(plain[s : s + size], False) for s in range(0, len(plain), size)]
     return out
 

@@ -17,7 +17,7 @@ function of its spec:
 4. ``grounding.variation`` (:class:`~clearsight.grounding.specs.VariationSpec`, sampled
    content variation) — (problem, axis, k, own trajectory, model, sampling, seed): alternative
    k of one axis, sampled by the model (:mod:`clearsight.grounding.variation`); a rejected
-   sample fails with the reason.
+   sample is kept with its reason (``accepted`` false) and not scored.
 5. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
    trajectory, share, model, read-out): one confidence read-out
    (:mod:`clearsight.grounding.readouts`; one forward pass per slot). Variants: ``self/rX``
@@ -324,19 +324,21 @@ def _run_judge(unit: GroundingUnit[JudgeSpec], started: float) -> list[Record]:
 
 
 def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[Record]:
-    """Sampled content-variation alternatives; a rejected sample fails with its reason and
-    keeps its text."""
+    """Sampled content-variation alternatives, each stored with its text; a rejected sample
+    is an ok record too (``accepted`` false, the reason kept): the same seed samples the same
+    text, so a rerun does not sample it again."""
     backend = shared_backend(unit.model, unit.model_options)
     images = [_image(s.problem, backend) for s in unit.items]
     results = sample_alternatives(backend, unit.items, images)
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
     for spec, (text, alt) in zip(unit.items, results, strict=True):
+        readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
         if isinstance(alt, InputError):
-            records.append(Record.failed(spec.key, f"skipped: {alt}", elapsed, {"text": text}))
+            readouts |= {"accepted": False, "reason": str(alt), "alternative": None}
         else:
-            readouts = {"alternative": alt.to_json(), "axis": spec.axis, "sample": spec.sample}
-            records.append(Record(spec.key, "ok", None, {"text": text}, readouts, elapsed))
+            readouts |= {"accepted": True, "reason": None, "alternative": alt.to_json()}
+        records.append(Record(spec.key, "ok", None, {"text": text}, readouts, elapsed))
     return records
 
 
@@ -678,7 +680,8 @@ def _stages(
     alternatives = {
         (s["problem"]["id"], s["axis"], int(s["sample"])): trajectory_from_json(r["alternative"])
         for s, r in _ok_readouts(store, VARIATION)
-        if s["model"] == config.model
+        if r["accepted"]
+        and s["model"] == config.model
         and s["problem"]["id"] in by_id
         and s["seed"]
         == derive_seed(config.seed, s["problem"]["id"], s["axis"], s["sample"], "variation")

@@ -1,21 +1,23 @@
 """A grounding run read back for its report: elicitations, own trajectories, judge, failures.
 
-A grounding run holds records of four item kinds, named once in
+A grounding run holds records of five item kinds, named once in
 :mod:`clearsight.grounding.protocol`: the measured model's own trajectories
 (:data:`~clearsight.grounding.protocol.TRAJECTORY`), the TGS-Bench edits (``EDIT``), the
-judge's verdicts on pairs (``JUDGE``) and the elicited confidence distributions (``ELICIT``).
+judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternatives
+(``VARIATION``) and the elicited confidence distributions (``ELICIT``).
 :func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
 into :class:`GroundingResults`; :mod:`clearsight.report.grounding` scores and renders them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY
+from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY, VARIATION
 from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.store import RunStore
 
@@ -40,6 +42,9 @@ class GroundingResults:
     trajectories: pd.DataFrame
     judge: dict[str, dict[str, float]]
     failures: dict[str, int]
+    variation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Sampled content variation per axis: alternatives ``sampled``, ``accepted``, and the
+    rejection ``reasons`` counted (the first 60 characters of each)."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
@@ -79,6 +84,16 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
             verdicts.setdefault(str(rec.readouts["axis"]), []).append(
                 bool(rec.readouts["picked_bad"])
             )
+        variation: dict[str, dict[str, Any]] = {}
+        for rec in store.iter_records("ok", kind=VARIATION, raw=False):
+            v = variation.setdefault(
+                str(rec.readouts["axis"]), {"sampled": 0, "accepted": 0, "reasons": {}}
+            )
+            v["sampled"] += 1
+            v["accepted"] += bool(rec.readouts["accepted"])
+            if not rec.readouts["accepted"]:
+                why = str(rec.readouts["reason"])[:60]
+                v["reasons"][why] = v["reasons"].get(why, 0) + 1
         failures: dict[str, int] = {}
         for rec in store.iter_records("failed", raw=False):
             reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
@@ -89,4 +104,5 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
         trajectories=pd.DataFrame(trajectories),
         judge={a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v},
         failures=failures,
+        variation=variation,
     )

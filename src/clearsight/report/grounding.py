@@ -113,6 +113,7 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
     out["accuracy"] = float(trajs["correct"].mean()) if len(trajs) else None
     out["selective"] = _gated_answers(elic, trajs)
     out["variation"] = _variation(elic)
+    out["variation_sampling"] = results.variation
     out["hesitation"] = _hesitation(elic)
     # visible vs masked over benchmark means (exact Wilcoxon)
     d = item_differences(elic)
@@ -299,11 +300,20 @@ def _num(value: Any, digits: int = 3) -> str:
 
 
 def _variation_frame(analysis: dict[str, Any]) -> pd.DataFrame:
-    """Content variation per axis: items and the share with JSD <= 0.1."""
-    rows = [
-        {"axis": axis, "items": v["n"], "P(JSD <= 0.1)": _num(v["p_jsd_le_0.1"])}
-        for axis, v in analysis.get("variation", {}).items()
-    ]
+    """Content variation per axis: alternatives scored, the share with JSD <= 0.1, and for
+    sampled alternatives how many were sampled and accepted, and the main rejection
+    reasons."""
+    sampling = analysis.get("variation_sampling") or {}
+    rows = []
+    for axis, v in analysis.get("variation", {}).items():
+        row: dict[str, Any] = {"axis": axis, "alternatives": v["n"]}
+        row["P(JSD <= 0.1)"] = _num(v["p_jsd_le_0.1"])
+        if axis in sampling:
+            s = sampling[axis]
+            row["sampled / accepted"] = f"{s['sampled']} / {s['accepted']}"
+            top = sorted(s["reasons"].items(), key=lambda kv: -kv[1])[:2]
+            row["rejected because"] = "; ".join(f"{n} x {why}" for why, n in top)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -537,6 +547,10 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
     ]
     for axis, v in analysis.get("variation", {}).items():
         lines.append(f"- {axis}: P(JSD <= 0.1) = {v['p_jsd_le_0.1']:.3f} (n = {v['n']})")
+    for axis, s in (analysis.get("variation_sampling") or {}).items():
+        lines.append(
+            f"- {axis}: {s['sampled']} sampled, {s['accepted']} accepted; rejected: {s['reasons']}"
+        )
     h = analysis.get("hesitation", {})
     lines += [
         "",
