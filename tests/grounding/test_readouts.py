@@ -208,3 +208,25 @@ def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_pat
     assert "Calibration read-outs (Table 2)" in paths.summary_md.read_text()
     with pytest.raises(ValueError, match="unknown read-out"):
         GroundingConfig(readouts=("verbalize", "nope"))
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--readout", "ptrue", "--readouts", "ptrue,vlcal"], "not both"),
+        (["--readouts", "verbalize,nope"], "unknown read-out 'nope'"),
+        (["--variation-mode", "random"], "sampled or handwritten"),
+    ],
+)
+def test_bad_readout_flags_stop_before_the_run_exists(
+    flags: list[str], message: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["grounding", "--n", "1", *flags, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not out.exists()

@@ -74,7 +74,8 @@ def numeral_distribution(
     ends = dict(end_probs or {})
     unknown = sorted(set(ends) - set(candidates))
     if unknown:
-        raise InputError(f"end_probs has keys that are not candidates: {unknown}")
+        what = "numerals 0..10" if tuple(candidates) == NUMERALS else "candidates"
+        raise InputError(f"end_probs has keys that are not {what}: {unknown}")
     raw: list[float] = []
     for s in candidates:
         p = _probability(sequence_probs.get(s, 0.0), f"sequence probability of {s!r}")

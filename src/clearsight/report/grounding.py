@@ -430,10 +430,7 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
     """The self-contained page: the scores table, the masking curve, variation, hesitation,
     the tests, ECE against TGS, the judge and the failures, tables with their figures."""
     sections = [
-        (
-            f"Scores (read-out: {analysis.get('readout', DEFAULT_READOUT)})",
-            frame_table(tables(analysis)),
-        ),
+        ("Scores", frame_table(tables(analysis))),
         ("Calibration read-outs (Table 2)", frame_table(readouts_frame(analysis))),
         ("Masking curve", _figure(figures, "masking")),
         ("Content variation", frame_table(_variation_frame(analysis)) + _figure(figures, "jsd")),
@@ -455,7 +452,8 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
         f"<p class='note'>Elicitations: {esc(analysis.get('n_elicitations'))}; own "
         f"trajectories: {esc(analysis.get('n_trajectories'))}; accuracy of own answers: "
-        f"{esc(_num(analysis.get('accuracy')))}. Estimates with 95 % two-stage bootstrap "
+        f"{esc(_num(analysis.get('accuracy')))}; scores of the read-out "
+        f"{esc(analysis.get('readout', DEFAULT_READOUT))}. Estimates with 95 % two-stage bootstrap "
         "intervals (ECE/AUROC: item bootstrap).</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
