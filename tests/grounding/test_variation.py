@@ -79,6 +79,7 @@ def test_samples_are_seeded_per_problem_axis_and_k() -> None:
     assert [s.seed for s in plan_variations(CONFIG, [PROBLEM], own)] == [s.seed for s in plan]
     reqs = sample_requests(plan, [None] * len(plan))
     assert {r.decoding.temperature for r in reqs} == {1.0}
+    assert [r.decoding.max_new_tokens for r in reqs] == [96] * 4 + [16] * 2  # answer: one line
     assert [r.decoding.seed for r in reqs] == [s.seed for s in plan]
     hand = CONFIG.model_copy(update={"variation_mode": "handwritten"})
     assert plan_variations(hand, [PROBLEM], own) == []
@@ -127,8 +128,12 @@ def test_sampled_alternatives_are_reproducible_and_cost_one_pass_each(
     plan = plan_variations(CONFIG.model_copy(update={"max_new_tokens": 12}), [problem], own)
     first = sample_alternatives(backend, plan, [None] * len(plan))
     again = sample_alternatives(backend, plan[::-1], [None] * len(plan))[::-1]
-    assert [t for t, _ in first] == [t for t, _ in again]  # seeded per spec, not per batch
-    assert len({t for t, _ in first}) > 1
+    assert [t for t, _, _ in first] == [t for t, _, _ in again]  # seeded per spec, not batch
+    assert len({t for t, _, _ in first}) > 1
+    for spec, (text, _, forced) in zip(plan, first, strict=True):
+        # 12 tokens rarely reach an answer: those are continued from the answer tag
+        assert not forced or (spec.axis != "answer" and "\nAnswer:" in text)
+    assert any(f for _, _, f in first)
     verbalize = get_readout("verbalize")
     reqs = [readout_requests(verbalize, problem, OWN, 0.0, k)[0] for k in range(5)]
     calls = Calls(backend.model)

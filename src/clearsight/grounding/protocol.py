@@ -88,6 +88,7 @@ from clearsight.grounding.trajectories import (
     trajectory_from_json,
 )
 from clearsight.grounding.variation import (
+    ANSWER_TOKENS,
     TEMPERATURE,
     TOP_P,
     alternative,
@@ -332,8 +333,9 @@ def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[
     results = sample_alternatives(backend, unit.items, images)
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for spec, (text, alt) in zip(unit.items, results, strict=True):
+    for spec, (text, alt, forced) in zip(unit.items, results, strict=True):
         readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
+        readouts["answer_forced"] = forced
         if isinstance(alt, InputError):
             readouts |= {"accepted": False, "reason": str(alt), "alternative": None}
         else:
@@ -492,6 +494,7 @@ def plan_variations(
                         model_options=config.model_options,
                         template=template_ref(),
                         max_new_tokens=config.max_new_tokens,
+                        answer_tokens=ANSWER_TOKENS,
                         temperature=TEMPERATURE,
                         top_p=TOP_P,
                         seed=derive_seed(config.seed, p.id, axis, k, "variation"),

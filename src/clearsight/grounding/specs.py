@@ -146,7 +146,8 @@ class ElicitSpec(Spec):
 class VariationSpec(Spec):
     """Sampled alternative ``sample`` of one axis of the model's own ``trajectory`` (paper
     App. A.1.3): the text from that axis's tag on, sampled with ``temperature`` / ``top_p``
-    from a generator seeded by ``seed``."""
+    from a generator seeded by ``seed`` (a vision or reasoning sample without an answer is
+    continued greedily from the answer tag)."""
 
     kind: ClassVar[str] = VARIATION
 
@@ -158,6 +159,9 @@ class VariationSpec(Spec):
     model_options: Mapping[str, Any]
     template: TemplateRef
     max_new_tokens: int
+    answer_tokens: int
+    """Tokens of an answer alternative, and of the greedy answer continuing a vision or
+    reasoning sample that reached no answer."""
     temperature: float
     top_p: float
     seed: int

@@ -358,7 +358,7 @@ def generate_trajectories(
     if need:
         second = []
         for i in need:
-            body = _last_sentence_end(texts[i]).rstrip() + "\n" + t.answer_tag
+            body = last_sentence_end(texts[i]).rstrip() + "\n" + t.answer_tag
             texts[i] = body
             msgs = (
                 user_message(problems[i], t, images[i]),
@@ -403,7 +403,7 @@ def _cut_at_slot(text: str) -> str:
     return text if m is None else text[: m.start()]
 
 
-def _last_sentence_end(text: str) -> str:
+def last_sentence_end(text: str) -> str:
     """``text`` cut after its last complete sentence (a generation stopped mid-sentence)."""
     m = list(re.finditer(r"[.!?](?=\s|$)|\n", text))
     return text[: m[-1].end()] if m else text

@@ -12,7 +12,9 @@ reports P(JSD <= 0.1) per axis. Two modes:
   vision alternative from ``Observation:`` on, the reasoning one from ``Reasoning:`` on after
   the original observation, the answer one from ``Answer:`` on. Only the axis's new text is
   kept, the other components copied. A vision or reasoning alternative must keep the answer
-  (the sample's own answer is compared with the original's); an answer alternative must
+  (the sample's own answer is compared with the original's; a sample that reaches no answer
+  within its tokens is cut after its last full sentence and continued greedily from
+  ``Answer:``, as an own trajectory is, and marked ``answer_forced``); an answer alternative must
   replace it; the others are rejected, the reason recorded. The original is the own
   trajectory's visible read-out (``self/r0.00``); the alternatives are ``variation/<axis>/s<k>``.
 * **handwritten** (deterministic): one alternative per axis of the canonical solution (the
@@ -35,6 +37,7 @@ from clearsight.grounding.trajectories import (
     default_template,
     finish_generation,
     good_trajectory,
+    last_sentence_end,
     parse_trajectory,
     user_message,
 )
@@ -53,7 +56,7 @@ JSD_THRESHOLD = 0.1
 #: Sampling of the alternatives ("diverse sampling", App. A.1.3).
 TEMPERATURE = 1.0
 TOP_P = 0.95
-#: Tokens an answer alternative may generate (the answer line only).
+#: Tokens an answer alternative may generate (the answer line only), and a forced answer.
 ANSWER_TOKENS = 16
 
 
@@ -132,7 +135,7 @@ def sample_requests(specs: Sequence[VariationSpec], images: Sequence[Any]) -> li
     out = []
     for spec, image in zip(specs, images, strict=True):
         prefix = axis_prefix(spec.trajectory, spec.axis)
-        tokens = ANSWER_TOKENS if spec.axis == "answer" else spec.max_new_tokens
+        tokens = spec.answer_tokens if spec.axis == "answer" else spec.max_new_tokens
         out.append(
             Request(
                 (
@@ -150,18 +153,56 @@ def sample_requests(specs: Sequence[VariationSpec], images: Sequence[Any]) -> li
     return out
 
 
+def _force_answers(
+    backend: Backend, specs: Sequence[VariationSpec], images: Sequence[Any], texts: list[str]
+) -> set[int]:
+    """Vision and reasoning samples that reach no answer within their tokens are cut after
+    their last full sentence and continued greedily from the answer tag for their
+    ``answer_tokens`` (as an own trajectory is), so that whether they keep the
+    answer can be read; ``texts`` is updated in place, the indices continued returned."""
+    tag = default_template().answer_tag
+    need = [
+        i
+        for i, (spec, text) in enumerate(zip(specs, texts, strict=True))
+        if spec.axis != "answer" and tag.lower() not in finish_generation(text).lower()
+    ]
+    if not need:
+        return set()
+    for i in need:
+        texts[i] = last_sentence_end(texts[i]).rstrip() + "\n" + tag
+    requests = [
+        Request(
+            (
+                user_message(specs[i].problem, None, images[i]),
+                Message(
+                    "assistant",
+                    (TextPart(axis_prefix(specs[i].trajectory, specs[i].axis) + texts[i]),),
+                ),
+            ),
+            Decoding(max_new_tokens=specs[i].answer_tokens),
+        )
+        for i in need
+    ]
+    for i, r in zip(need, backend.complete(requests), strict=True):
+        texts[i] += r.texts[0]
+    return set(need)
+
+
 def sample_alternatives(
     backend: Backend, specs: Sequence[VariationSpec], images: Sequence[Any]
-) -> list[tuple[str, Trajectory | InputError]]:
-    """Per spec the sampled text and the alternative it makes (or why it was rejected)."""
+) -> list[tuple[str, Trajectory | InputError, bool]]:
+    """Per spec the sampled text, the alternative it makes (or why it was rejected) and
+    whether its answer had to be forced (:func:`_force_answers`)."""
     responses = backend.complete(sample_requests(specs, images))
-    out: list[tuple[str, Trajectory | InputError]] = []
-    for spec, r in zip(specs, responses, strict=True):
-        text = r.texts[0]
+    texts = [r.texts[0] for r in responses]
+    forced = _force_answers(backend, specs, images, texts)
+    out: list[tuple[str, Trajectory | InputError, bool]] = []
+    for i, (spec, text) in enumerate(zip(specs, texts, strict=True)):
         try:
-            out.append((text, sampled_alternative(spec.problem, spec.trajectory, spec.axis, text)))
+            alt = sampled_alternative(spec.problem, spec.trajectory, spec.axis, text)
+            out.append((text, alt, i in forced))
         except InputError as exc:
-            out.append((text, exc))
+            out.append((text, exc, i in forced))
     return out
 
 
