@@ -1,6 +1,7 @@
-"""Calibration read-outs: the data file, each method's aggregate on hand-made values, failures
-recorded not guessed, one forward pass per slot on a tiny model, and the Table-2 comparison of a
-small run."""
+"""Calibration read-outs of trajectory grounding: the data file, each method's aggregate on
+hand-made values, failures recorded not guessed, one forward pass per slot on a tiny model, and
+the Table-2 comparison of a small run. (Named apart from ``tests/sweep/test_readouts.py``: the
+suite imports test modules by their basename.)"""
 
 from __future__ import annotations
 
