@@ -18,6 +18,10 @@ Prints ``name: value`` lines:
   bundled problems, the generator a scripted backend replaying each problem's canonical
   solution (every answer right, so every stage runs on every problem; the model edits are
   refused and the rule steps in): clearsight's own cost per item, model time excluded.
+* ``forward_passes_per_variation_item`` — forward calls per content-variation alternative: K = 5
+  alternatives of one axis of one trajectory, scored with the verbalize read-out in one
+  ``elicit`` call at batch size 1: they share the conversation prefix, which no longer costs
+  a second call per row (goal 1 per alternative).
 * ``smollm2_elicitations_per_s`` — elicitations per second of the real SmolLM2-135M on this
   machine's CPU, six per problem as in a run (shared machine: a rough figure).
 
@@ -38,6 +42,7 @@ from clearsight.grounding.bench import bad_trajectory, perturb_answer
 from clearsight.grounding.elicit import ElicitRequest, elicit
 from clearsight.grounding.generator import bundled_problems
 from clearsight.grounding.problems import Problem
+from clearsight.grounding.readouts import get_readout, readout_requests
 from clearsight.grounding.trajectories import Trajectory, elicit_messages, good_trajectory
 from clearsight.models.hf import make_hf
 from clearsight.seeding import rng_for
@@ -125,6 +130,11 @@ def main() -> None:
         elicit(backend, _problem_rows(p), batch_size=16)
         report("shared_prefix_forward_calls_per_problem", calls.n - start, 0)
         report("bench_build_items_per_s", _build_items_per_s(tmp), 1)
+        alts = [bad_trajectory(good, "vision", f"{good.vision} (reading {k})") for k in range(5)]
+        start = calls.n
+        verbalize = get_readout("verbalize")
+        elicit(backend, [r for a in alts for r in readout_requests(verbalize, p, a, 0.0, 0)], 1)
+        report("forward_passes_per_variation_item", (calls.n - start) / len(alts))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     try:

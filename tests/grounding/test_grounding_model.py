@@ -319,6 +319,7 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
         max_new_tokens=6,
         unit_size=16,
         n_boot=200,
+        variation_mode="handwritten",
     )
     run = tmp_path / "run"
     first = run_grounding(cfg, run, progress=False)

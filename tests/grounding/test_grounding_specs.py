@@ -51,7 +51,14 @@ PROBLEM_JSON = {
     "meta": None,
 }
 GIVEN = "Observation: two and two.\nReasoning: 2 + 2 = 4.\nAnswer: 4\nConfidence (0-10): 9"
-CONFIG = GroundingConfig(model="hf:m", generator="hf:g", judge="hf:j", n_problems=0, seed=5)
+CONFIG = GroundingConfig(
+    model="hf:m",
+    generator="hf:g",
+    judge="hf:j",
+    n_problems=0,
+    seed=5,
+    variation_mode="handwritten",
+)
 OWN = {"p1": {"trajectory": {"vision": "I see 2 and 2.", "reasoning": "2 + 2 = 4.", "answer": "4"}}}
 
 

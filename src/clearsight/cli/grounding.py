@@ -65,6 +65,27 @@ def grounding(
     max_new_tokens: Annotated[int | None, typer.Option(help="Trajectory length limit.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sequences per forward pass.")] = None,
     variation: Annotated[bool | None, typer.Option(help="Score content variation.")] = None,
+    variation_mode: Annotated[
+        str | None,
+        typer.Option(
+            help="sampled: K alternatives per axis sampled from the own trajectory (default); "
+            "handwritten: the canonical solution's one alternative."
+        ),
+    ] = None,
+    variation_samples: Annotated[
+        int | None, typer.Option(help="Sampled alternatives per axis (K, default 5).")
+    ] = None,
+    readout: Annotated[
+        str | None,
+        typer.Option(
+            help="Calibration read-out: verbalize (default), ptrue, steerconf, conftuner, "
+            "rlcr, vlcal."
+        ),
+    ] = None,
+    readouts: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated read-outs scored side by side (the first is main)."),
+    ] = None,
     hesitation: Annotated[bool | None, typer.Option(help="Score hesitation events.")] = None,
     judge: Annotated[
         str | None, typer.Option(help="Model judging which pair side holds the error.")
@@ -86,6 +107,10 @@ def grounding(
     from clearsight.grounding.protocol import GroundingConfig, run_grounding
     from clearsight.validate import InputError
 
+    if readout is not None and readouts is not None:
+        raise _fail("give --readout or --readouts, not both")
+    if variation_mode not in (None, "sampled", "handwritten"):
+        raise _fail(f"--variation-mode must be sampled or handwritten, got {variation_mode!r}")
     files = tuple(i for i in instances or () if i != "bundled")
     if instances and "bundled" not in instances and n is None:
         n = 0  # the named files are what runs: the bundled problems never join them unasked
@@ -105,6 +130,9 @@ def grounding(
         "bench": str(bench) if bench else None,
         "max_new_tokens": max_new_tokens,
         "variation": variation,
+        "variation_mode": variation_mode,
+        "variation_samples": variation_samples,
+        "readouts": (readout,) if readout is not None else _csv(readouts),
         "hesitation": hesitation,
         "judge": judge,
         "n_boot": n_boot,

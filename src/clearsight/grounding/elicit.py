@@ -63,6 +63,10 @@ class ElicitRequest:
     hide: tuple[tuple[int, int], ...] = ()
     share: float = 1.0
     seed: int = 0
+    candidates: tuple[str, ...] = NUMERALS
+    """The strings scored at the slot (a calibration read-out's own: 0-9, True/False, ...)."""
+    values: tuple[float, ...] | None = None
+    """The confidence each candidate stands for (default k/10 for the numerals 0..10)."""
 
     def __post_init__(self) -> None:
         if not self.messages or self.messages[-1].role != "assistant":
@@ -75,7 +79,8 @@ class ElicitRequest:
 class Elicited:
     """The read-out of one request: ``raw``/``mass``/``probs``/``expected`` as in
     :class:`clearsight.sweep.readouts.NumeralReadout`, the numerals' in-context token sequences, how
-    many tokens were hidden, the prompt length, and the most likely tokens at the slot."""
+    many tokens were hidden, the prompt length, and the most likely tokens at the slot. ``raw``
+    and ``probs`` are over the request's candidates, in its order."""
 
     raw: tuple[float, ...]
     mass: float
@@ -110,21 +115,25 @@ class ElicitFailure:
 @dataclass
 class _Prepared:
     request: Request
+    values: tuple[float, ...] | None
     seqs: tuple[Seq, ...]
     path: Seq
     hidden: list[tuple[int, int]] = field(default_factory=list)
     n_hidden: int = 0
 
 
-def numeral_sequences(backend: HfBackend, prompt: str) -> tuple[Seq, ...]:
-    """The token sequence each numeral 0..10 adds to ``prompt`` (in context).
+def numeral_sequences(
+    backend: HfBackend, prompt: str, candidates: Sequence[str] = NUMERALS
+) -> tuple[Seq, ...]:
+    """The token sequence each numeral 0..10 (or each of ``candidates``) adds to ``prompt``
+    (in context).
 
     Raises InputError when a numeral merges with the end of the prompt, adds no token, or two
     numerals tokenize alike (a tokenizer that cannot spell the numerals apart).
     """
     base, _ = backend.inputs.plain_tokens(prompt)
     seqs: list[Seq] = []
-    for k in NUMERALS:
+    for k in candidates:
         ids, _ = backend.inputs.plain_tokens(prompt + k)
         if ids[: len(base)] != base:
             raise InputError(
@@ -135,10 +144,11 @@ def numeral_sequences(backend: HfBackend, prompt: str) -> tuple[Seq, ...]:
             raise InputError(f"numeral {k!r} adds no token at the confidence slot")
         seqs.append(seq)
     if len(set(seqs)) < len(seqs):
+        n = len(seqs)
         same = [
-            (NUMERALS[i], NUMERALS[j])
-            for i in range(11)
-            for j in range(i + 1, 11)
+            (candidates[i], candidates[j])
+            for i in range(n)
+            for j in range(i + 1, n)
             if seqs[i] == seqs[j]
         ]
         raise InputError(f"the tokenizer spells numerals alike at the slot: {same[:3]}")
@@ -169,7 +179,7 @@ def shared_path(seqs: Sequence[Seq]) -> Seq:
 
 
 def _prepare(backend: HfBackend, er: ElicitRequest) -> _Prepared:
-    request = Request(er.messages, candidates=NUMERALS, generate=False)
+    request = Request(er.messages, candidates=er.candidates, generate=False)
     prompt = backend.prompt_text(request)
     content = er.messages[-1].text
     if prompt.endswith(content):
@@ -178,9 +188,9 @@ def _prepare(backend: HfBackend, er: ElicitRequest) -> _Prepared:
         offset = len(prompt) - len(content.rstrip())
     else:
         raise InputError("the chat template does not end the prompt with the trajectory message")
-    seqs = numeral_sequences(backend, prompt)
+    seqs = numeral_sequences(backend, prompt, er.candidates)
     path = shared_path(seqs)
-    prep = _Prepared(request, seqs, path)
+    prep = _Prepared(request, er.values, seqs, path)
     ranges = [(s + offset, min(e + offset, len(prompt))) for s, e in er.hide if e > s]
     if ranges and er.share > 0:
         tok_ranges = backend.hidden_token_ranges(request, ranges)
@@ -249,7 +259,11 @@ def _chunks(
         if len(g) < MIN_SHARED_ROWS:
             plain += g
             continue
-        out += [(g[s : s + size], True) for s in range(0, len(g), size)]
+        # a chunk of fewer rows (batch_size 1, the remainder) is cheaper as one plain call
+        out += [
+            (c, len(c) >= MIN_SHARED_ROWS)
+            for c in (g[s : s + size] for s in range(0, len(g), size))
+        ]
     out += [(plain[s : s + size], False) for s in range(0, len(plain), size)]
     return out
 
@@ -369,15 +383,16 @@ def _readout(
     token of its appended path (row j after j tokens)."""
     seq_p: dict[str, float] = {}
     end_p: dict[str, float] = {}
-    for k, s in zip(NUMERALS, p.seqs, strict=True):
+    cands = p.request.candidates
+    for k, s in zip(cands, p.seqs, strict=True):
         lp = sum(float(logp[j, t]) for j, t in enumerate(s))
         seq_p[k] = float(np.exp(lp))
         nexts = sorted({o[len(s)] for o in p.seqs if len(o) > len(s) and o[: len(s)] == s})
         if nexts:
             end_p[k] = max(0.0, 1.0 - float(np.exp(logp[len(s), nexts]).sum()))
-        elif any(o != k and o.startswith(k) for o in NUMERALS):
+        elif any(o != k and o.startswith(k) for o in cands):
             end_p[k] = 1.0  # "10" is its own token here: "1" followed by it is not "10"
-    r = numeral_distribution(seq_p, end_p)
+    r = numeral_distribution(seq_p, end_p, cands, p.values)
     top = np.argsort(-logp[0])[:5]
     tops = tuple((str(backend.tokenizer.decode([int(t)])), float(np.exp(logp[0, t]))) for t in top)
     return Elicited(

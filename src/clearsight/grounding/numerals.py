@@ -4,7 +4,7 @@ multi-token numerals scored as whole sequences, and the expected confidence
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from clearsight.validate import InputError
@@ -42,6 +42,8 @@ def _probability(value: object, what: str) -> float:
 def numeral_distribution(
     sequence_probs: Mapping[str, float],
     end_probs: Mapping[str, float] | None = None,
+    candidates: Sequence[str] = NUMERALS,
+    values: Sequence[float] | None = None,
 ) -> NumeralReadout:
     """The numerals 0..10 as an 11-way distribution (METHODS.md §5), from what a backend scores.
 
@@ -60,19 +62,28 @@ def numeral_distribution(
     Example: ``p("1") = 0.5``, ``p("0" | "1") = 0.4`` so ``sequence_probs["10"] = 0.2`` and
     ``end_probs["1"] = 0.6``; with ``p("9") = 0.2`` and nothing else the raw values are
     ``p_1 = 0.3, p_9 = 0.2, p_10 = 0.2`` (mass 0.7) and ``E = (0.3 .1 + 0.2 .9 + 0.2 1)/0.7``.
+
+    ``candidates`` / ``values``: another read-out's strings and the confidence each stands for
+    (the calibration read-outs of :mod:`clearsight.grounding.readouts`: ConfTuner's 0-9,
+    RLCR's decimals, True/False), the same rules applied; ``E = sum_k p_k values[k]``
+    (default: the numerals 0..10 at k/10).
     """
+    vals = [k / 10 for k in range(len(candidates))] if values is None else list(values)
+    if len(vals) != len(candidates):
+        raise InputError(f"{len(vals)} values for {len(candidates)} candidates")
     ends = dict(end_probs or {})
-    unknown = sorted(set(ends) - set(NUMERALS))
+    unknown = sorted(set(ends) - set(candidates))
     if unknown:
-        raise InputError(f"end_probs has keys that are not numerals 0..10: {unknown}")
+        what = "numerals 0..10" if tuple(candidates) == NUMERALS else "candidates"
+        raise InputError(f"end_probs has keys that are not {what}: {unknown}")
     raw: list[float] = []
-    for s in NUMERALS:
+    for s in candidates:
         p = _probability(sequence_probs.get(s, 0.0), f"sequence probability of {s!r}")
-        is_prefix = any(t != s and t.startswith(s) for t in NUMERALS)
+        is_prefix = any(t != s and t.startswith(s) for t in candidates)
         if s in ends:
             p *= _probability(ends[s], f"end probability of {s!r}")
         elif is_prefix and p > 0:
-            longer = [t for t in NUMERALS if t != s and t.startswith(s)]
+            longer = [t for t in candidates if t != s and t.startswith(s)]
             raise InputError(
                 f"numeral {s!r} is a prefix of {longer}: give end_probs[{s!r}] = p(end | {s!r}) "
                 "so its probability excludes the longer numerals (METHODS.md §5)"
@@ -82,5 +93,5 @@ def numeral_distribution(
     if mass <= 0:
         return NumeralReadout(tuple(raw), 0.0, None, None)
     probs = tuple(p / mass for p in raw)
-    expected = sum(p * k / 10 for k, p in enumerate(probs))
+    expected = sum(p * v for p, v in zip(probs, vals, strict=True))
     return NumeralReadout(tuple(raw), mass, probs, expected)

@@ -14,13 +14,19 @@ function of its spec:
    (``GroundingConfig.bench``, :mod:`clearsight.grounding.bench_file`) bring their pairs.
 3. ``grounding.judge`` (:class:`~clearsight.grounding.specs.JudgeSpec`, when a judge is
    configured) — (problem, pair, order, judge): which side of a TGS-Bench pair holds the error.
-4. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
-   trajectory, share, model): one 11-way confidence read-out. Variants: ``self/rX`` (own
-   trajectory with share X of the rationale masked), ``bench/good``, ``bench/<axis>/bad``,
-   ``variation/<axis>/alt``, ``hesitation/pre`` and ``hesitation/post`` (the first hesitation
-   event; event k >= 1: ``hesitation/<k>/pre`` and ``.../post``).
+4. ``grounding.variation`` (:class:`~clearsight.grounding.specs.VariationSpec`, sampled
+   content variation) — (problem, axis, k, own trajectory, model, sampling, seed): alternative
+   k of one axis, sampled by the model (:mod:`clearsight.grounding.variation`); a rejected
+   sample is kept with its reason (``accepted`` false) and not scored.
+5. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
+   trajectory, share, model, read-out): one confidence read-out
+   (:mod:`clearsight.grounding.readouts`; one forward pass per slot). Variants: ``self/rX``
+   (own trajectory with share X of the rationale masked), ``bench/good``, ``bench/<axis>/bad``,
+   ``variation/<axis>/s<k>`` (sampled) or ``variation/<axis>/alt`` (hand-written),
+   ``hesitation/pre`` and ``hesitation/post`` (the first hesitation event; event k >= 1:
+   ``hesitation/<k>/pre`` and ``.../post``).
 
-The judge and elicitation stages are planned from the stored records of stages 1 and 2, with
+The later stages are planned from the stored records of the earlier ones, with
 the trajectories inside their specs, so a rerun resumes at any stage. Items are grouped into
 units (one model, up to ``unit_size`` items) so a worker batches their forward passes.
 """
@@ -31,9 +37,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -47,7 +53,7 @@ from clearsight.grounding.bench import (
     perturb_answer,
 )
 from clearsight.grounding.bench_file import bench_edits, bench_problems, load_bench
-from clearsight.grounding.elicit import ElicitFailure, ElicitRequest, elicit
+from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
 from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, load_image
 from clearsight.grounding.hesitation import find_hesitations, hesitation_variant
 from clearsight.grounding.problems import (
@@ -57,28 +63,38 @@ from clearsight.grounding.problems import (
     load_jsonl,
     normalise_answer,
 )
+from clearsight.grounding.readouts import DEFAULT_READOUT, combine, get_readout, readout_requests
 from clearsight.grounding.specs import (
     EDIT,
     ELICIT,
     JUDGE,
     TRAJECTORY,
+    VARIATION,
     EditSpec,
     ElicitSpec,
     JudgeSpec,
+    ReadoutRef,
     TrajectorySpec,
+    VariationSpec,
     template_ref,
 )
 from clearsight.grounding.tgs import MASK_RATIOS, bench_variant, self_variant
 from clearsight.grounding.trajectories import (
     Trajectory,
-    elicit_messages,
     generate_trajectories,
     good_trajectory,
     parse_trajectory,
     split_at_slot,
     trajectory_from_json,
 )
-from clearsight.grounding.variation import alternative, variation_variant
+from clearsight.grounding.variation import (
+    ANSWER_TOKENS,
+    TEMPERATURE,
+    TOP_P,
+    alternative,
+    sample_alternatives,
+    variation_variant,
+)
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest, source_digest
@@ -123,6 +139,18 @@ class GroundingConfig(BaseModel):
     mask_ratios: tuple[float, ...] = Field(MASK_RATIOS, description="Masking-curve shares r.")
     pairs: bool = Field(True, description="Build and score TGS-Bench pairs.")
     variation: bool = Field(True, description="Score content-variation alternatives.")
+    variation_mode: Literal["sampled", "handwritten"] = Field(
+        "sampled",
+        description="sampled: K alternatives per axis sampled from the model's own trajectory "
+        "(the paper); handwritten: the canonical solution's one alternative (deterministic).",
+    )
+    variation_samples: int = Field(5, ge=1, description="Sampled alternatives per axis (K).")
+    readouts: tuple[str, ...] = Field(
+        (DEFAULT_READOUT,),
+        min_length=1,
+        description="Calibration read-outs scored side by side (data/readouts.yaml): "
+        "verbalize, ptrue, steerconf, conftuner, rlcr, vlcal; the first is the report's main.",
+    )
     hesitation: bool = Field(True, description="Score hesitation events in own trajectories.")
     judge: str | None = Field(
         None,
@@ -131,6 +159,15 @@ class GroundingConfig(BaseModel):
     )
     unit_size: int = Field(32, ge=1, description="Items per work unit (batched together).")
     n_boot: int = Field(5000, ge=100, description="Bootstrap draws of the report's intervals.")
+
+    @field_validator("readouts")
+    @classmethod
+    def _known_readouts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            get_readout(name)
+        if len(set(v)) != len(v):
+            raise InputError(f"a read-out is named twice in {list(v)}")
+        return v
 
 
 def load_problems(config: GroundingConfig) -> list[Problem]:
@@ -183,6 +220,8 @@ def run_unit(unit: GroundingUnit[Any]) -> list[Record]:
             return _run_edits(unit, started)
         if unit.kind == JUDGE:
             return _run_judge(unit, started)
+        if unit.kind == VARIATION:
+            return _run_variations(unit, started)
         return _run_elicit(unit, started)
     except Exception as exc:  # recorded with its reason; the run goes on
         elapsed = (time.perf_counter() - started) / max(unit.size, 1)
@@ -285,46 +324,62 @@ def _run_judge(unit: GroundingUnit[JudgeSpec], started: float) -> list[Record]:
     return records
 
 
-def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]:
+def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[Record]:
+    """Sampled content-variation alternatives, each stored with its text; a rejected sample
+    is an ok record too (``accepted`` false, the reason kept): the same seed samples the same
+    text, so a rerun does not sample it again."""
     backend = shared_backend(unit.model, unit.model_options)
-    requests: list[ElicitRequest | str] = []
+    images = [_image(s.problem, backend) for s in unit.items]
+    results = sample_alternatives(backend, unit.items, images)
+    elapsed = (time.perf_counter() - started) / unit.size
+    records = []
+    for spec, (text, alt, forced) in zip(unit.items, results, strict=True):
+        readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
+        readouts["answer_forced"] = forced
+        if isinstance(alt, InputError):
+            readouts |= {"accepted": False, "reason": str(alt), "alternative": None}
+        else:
+            readouts |= {"accepted": True, "reason": None, "alternative": alt.to_json()}
+        records.append(Record(spec.key, "ok", None, {"text": text}, readouts, elapsed))
+    return records
+
+
+def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]:
+    """Each item's read-out: one elicitation per slot of its read-out, all of the unit's
+    batched together, combined per item (:func:`clearsight.grounding.readouts.combine`)."""
+    backend = shared_backend(unit.model, unit.model_options)
+    planned: list[tuple[int, int] | str] = []  # per item: its requests' range, or why none
+    requests: list[ElicitRequest] = []
     images: dict[str, Any] = {}
     for spec in unit.items:
         problem, traj = spec.problem, spec.trajectory
         if spec.share > 0 and not traj.rationale_spans():
-            requests.append("skipped: empty rationale: there is nothing to mask")
+            planned.append("skipped: empty rationale: there is nothing to mask")
             continue
         if problem.id not in images:
             images[problem.id] = _image(problem, backend)
-        messages, spans = elicit_messages(problem, traj, image=images[problem.id])
-        hide = tuple(spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0])
-        requests.append(
-            ElicitRequest(
-                messages, hide=hide if spec.share > 0 else (), share=spec.share, seed=spec.seed
-            )
-        )
-    real = [r for r in requests if isinstance(r, ElicitRequest)]
-    if real and not hasattr(backend, "forward_with_mask"):
+        readout = get_readout(spec.readout.name if spec.readout else DEFAULT_READOUT)
+        reqs = readout_requests(readout, problem, traj, spec.share, spec.seed, images[problem.id])
+        planned.append((len(requests), len(requests) + len(reqs)))
+        requests += reqs
+    if requests and not hasattr(backend, "forward_with_mask"):
         raise InputError(f"{unit.model}: confidence elicitation needs the hf backend's mask hook")
-    results = iter(elicit(backend, real) if real else [])  # type: ignore[arg-type]
+    results = elicit(backend, requests) if requests else []  # type: ignore[arg-type]
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for spec, req in zip(unit.items, requests, strict=True):
-        if isinstance(req, str):
-            records.append(Record.failed(spec.key, req, elapsed))
+    for spec, plan in zip(unit.items, planned, strict=True):
+        if isinstance(plan, str):
+            records.append(Record.failed(spec.key, plan, elapsed))
             continue
-        res = next(results)
-        if isinstance(res, ElicitFailure):
-            records.append(Record.failed(spec.key, f"skipped: {res.reason}", elapsed))
-            continue
-        raw = res.to_json()
-        readouts = {"expected": res.expected, "probs": raw["probs"], "mass": res.mass}
-        if res.expected is None:
-            records.append(
-                Record.failed(spec.key, "no probability mass on any numeral 0..10", elapsed, raw)
-            )
+        readout = get_readout(spec.readout.name if spec.readout else DEFAULT_READOUT)
+        got = results[plan[0] : plan[1]]
+        slots = [r.to_json() if isinstance(r, Elicited) else {"failed": r.reason} for r in got]
+        raw = slots[0] if len(slots) == 1 else {"slots": slots}  # one slot: stored as before
+        res = combine(readout, got)
+        if isinstance(res, str):
+            records.append(Record.failed(spec.key, res, elapsed, raw))
         else:
-            records.append(Record(spec.key, "ok", None, raw, readouts, elapsed))
+            records.append(Record(spec.key, "ok", None, raw, res.to_readouts(), elapsed))
     return records
 
 
@@ -415,6 +470,48 @@ def plan_judge(
     return items
 
 
+def plan_variations(
+    config: GroundingConfig, problems: Sequence[Problem], own: dict[str, dict[str, Any]]
+) -> list[VariationSpec]:
+    """Sampled content variation: K alternatives per axis of each own trajectory, seeded per
+    problem, axis and k (none in hand-written mode)."""
+    if not config.variation or config.variation_mode != "sampled":
+        return []
+    items = []
+    for p in problems:
+        if p.id not in own:
+            continue
+        traj = trajectory_from_json(own[p.id]["trajectory"])
+        for axis in AXES:
+            for k in range(config.variation_samples):
+                items.append(
+                    VariationSpec(
+                        problem=p,
+                        axis=axis,
+                        sample=k,
+                        trajectory=traj,
+                        model=config.model,
+                        model_options=config.model_options,
+                        template=template_ref(),
+                        max_new_tokens=config.max_new_tokens,
+                        answer_tokens=ANSWER_TOKENS,
+                        temperature=TEMPERATURE,
+                        top_p=TOP_P,
+                        seed=derive_seed(config.seed, p.id, axis, k, "variation"),
+                    )
+                )
+    return items
+
+
+def _readout_refs(config: GroundingConfig) -> list[ReadoutRef | None]:
+    """The run's read-outs as spec fields (``verbalize``: None, the key it always had)."""
+    out: list[ReadoutRef | None] = []
+    for name in config.readouts:
+        r = get_readout(name)
+        out.append(None if name == DEFAULT_READOUT else ReadoutRef(name, r.hash))
+    return out
+
+
 def _elicit_spec(
     config: GroundingConfig,
     p: Problem,
@@ -422,18 +519,22 @@ def _elicit_spec(
     traj: Trajectory,
     share: float,
     meta: dict[str, str],
-) -> ElicitSpec:
-    return ElicitSpec(
-        problem=p,
-        variant=variant,
-        trajectory=traj,
-        share=share,
-        seed=derive_seed(config.seed, p.id, variant),
-        model=config.model,
-        model_options=config.model_options,
-        template=template_ref(),
-        meta=meta,
-    )
+) -> Iterator[ElicitSpec]:
+    """The item of ``variant`` under each of the run's read-outs (one masked subset: the
+    seed does not depend on the read-out)."""
+    for ref in _readout_refs(config):
+        yield ElicitSpec(
+            problem=p,
+            variant=variant,
+            trajectory=traj,
+            share=share,
+            seed=derive_seed(config.seed, p.id, variant),
+            model=config.model,
+            model_options=config.model_options,
+            template=template_ref(),
+            meta=meta,
+            readout=ref,
+        )
 
 
 def plan_elicitations(
@@ -441,34 +542,41 @@ def plan_elicitations(
     problems: Sequence[Problem],
     own: dict[str, dict[str, Any]],
     edits: dict[tuple[str, str], str],
+    alternatives: Mapping[tuple[str, str, int], Trajectory] | None = None,
 ) -> list[ElicitSpec]:
-    """Stage 3 items from the own trajectories (``own[problem id]`` = the read-outs of its
-    stored trajectory record) and the edits (``edits[(problem id, axis)]`` = edited span)."""
-    items = []
+    """Elicitation items from the own trajectories (``own[problem id]`` = the read-outs of its
+    stored trajectory record), the edits (``edits[(problem id, axis)]`` = edited span) and the
+    sampled alternatives (``alternatives[(problem id, axis, k)]``), each under every read-out."""
+    items: list[ElicitSpec] = []
+    sampled = config.variation and config.variation_mode == "sampled"
     for p in problems:
         if p.id in own:
             traj = trajectory_from_json(own[p.id]["trajectory"])
             for r in config.mask_ratios:
-                items.append(_elicit_spec(config, p, self_variant(r), traj, r, {}))
+                items += _elicit_spec(config, p, self_variant(r), traj, r, {})
             events = find_hesitations(traj) if config.hesitation else []
             for k, hes in enumerate(events):
                 for side, t in (("pre", hes.pre), ("post", hes.post)):
                     variant = hesitation_variant(k, side)
-                    items.append(_elicit_spec(config, p, variant, t, 0.0, {"marker": hes.marker}))
+                    items += _elicit_spec(config, p, variant, t, 0.0, {"marker": hes.marker})
+            for axis in AXES if sampled else ():
+                for k in range(config.variation_samples):
+                    if (alt := (alternatives or {}).get((p.id, axis, k))) is not None:
+                        items += _elicit_spec(config, p, variation_variant(axis, k), alt, 0.0, {})
         if not p.solution:
             continue
         good = good_trajectory(p)
         if config.pairs:
-            items.append(_elicit_spec(config, p, bench_variant(None), good, 0.0, {}))
+            items += _elicit_spec(config, p, bench_variant(None), good, 0.0, {})
             for axis, bad, meta in _bad_sides(config, p, good, edits):
-                items.append(_elicit_spec(config, p, bench_variant(axis), bad, 0.0, meta))
-        if config.variation:
+                items += _elicit_spec(config, p, bench_variant(axis), bad, 0.0, meta)
+        if config.variation and not sampled:
             for axis in AXES:
                 try:
                     alt = alternative(p, axis)
                 except InputError:
                     continue
-                items.append(_elicit_spec(config, p, variation_variant(axis), alt, 0.0, {}))
+                items += _elicit_spec(config, p, variation_variant(axis), alt, 0.0, {})
     return items
 
 
@@ -569,7 +677,19 @@ def _stages(
     } | given
     if config.judge is not None and config.pairs:
         yield _stage(JUDGE, config.judge, opts, plan_judge(config, problems, edits), config)
-    items = plan_elicitations(config, problems, own, edits)
+    variations = plan_variations(config, problems, own)
+    if variations:
+        yield _stage(VARIATION, config.model, opts, variations, config)
+    alternatives = {
+        (s["problem"]["id"], s["axis"], int(s["sample"])): trajectory_from_json(r["alternative"])
+        for s, r in _ok_readouts(store, VARIATION)
+        if r["accepted"]
+        and s["model"] == config.model
+        and s["problem"]["id"] in by_id
+        and s["seed"]
+        == derive_seed(config.seed, s["problem"]["id"], s["axis"], s["sample"], "variation")
+    }
+    items = plan_elicitations(config, problems, own, edits, alternatives)
     yield _stage(ELICIT, config.model, opts, items, config)
 
 
@@ -607,6 +727,7 @@ __all__ = [
     "ELICIT",
     "JUDGE",
     "TRAJECTORY",
+    "VARIATION",
     "GroundingConfig",
     "GroundingUnit",
     "load_problems",

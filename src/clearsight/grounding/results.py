@@ -1,21 +1,24 @@
 """A grounding run read back for its report: elicitations, own trajectories, judge, failures.
 
-A grounding run holds records of four item kinds, named once in
+A grounding run holds records of five item kinds, named once in
 :mod:`clearsight.grounding.protocol`: the measured model's own trajectories
 (:data:`~clearsight.grounding.protocol.TRAJECTORY`), the TGS-Bench edits (``EDIT``), the
-judge's verdicts on pairs (``JUDGE``) and the elicited confidence distributions (``ELICIT``).
+judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternatives
+(``VARIATION``) and the elicited confidence distributions (``ELICIT``).
 :func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
 into :class:`GroundingResults`; :mod:`clearsight.report.grounding` scores and renders them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY
+from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY, VARIATION
+from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.store import RunStore
 
 __all__ = ["GroundingResults", "load_grounding_results"]
@@ -26,7 +29,8 @@ class GroundingResults:
     """What a grounding run directory holds.
 
     ``elicitations``: one row per ok elicitation (problem, benchmark, variant, expected, probs,
-    mass, share, meta), the input of :mod:`clearsight.grounding.tgs`. ``trajectories``: one
+    mass, readout, distributions (per slot), coverage, share, meta), the input of
+    :mod:`clearsight.grounding.tgs`. ``trajectories``: one
     row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
     ``judge``: per axis, pairs judged (``n``) and the share where the judge picked the bad side
     (``picked_bad``). ``failures``: failed records counted by ``"<kind>: <reason>"`` (the
@@ -38,6 +42,9 @@ class GroundingResults:
     trajectories: pd.DataFrame
     judge: dict[str, dict[str, float]]
     failures: dict[str, int]
+    variation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Sampled content variation per axis: alternatives ``sampled``, ``accepted``, and the
+    rejection ``reasons`` counted (the first 60 characters of each)."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
@@ -53,6 +60,10 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
                 "expected": rec.readouts["expected"],
                 "probs": rec.readouts["probs"],
                 "mass": rec.readouts["mass"],
+                "readout": (rec.spec.get("readout") or {}).get("name", DEFAULT_READOUT),
+                "distributions": rec.readouts.get("distributions")
+                or {"confidence": rec.readouts["probs"]},
+                "coverage": rec.readouts.get("coverage", rec.readouts["mass"]),
                 "share": rec.spec["share"],
                 "meta": rec.spec["meta"],
             }
@@ -73,6 +84,16 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
             verdicts.setdefault(str(rec.readouts["axis"]), []).append(
                 bool(rec.readouts["picked_bad"])
             )
+        variation: dict[str, dict[str, Any]] = {}
+        for rec in store.iter_records("ok", kind=VARIATION, raw=False):
+            v = variation.setdefault(
+                str(rec.readouts["axis"]), {"sampled": 0, "accepted": 0, "reasons": {}}
+            )
+            v["sampled"] += 1
+            v["accepted"] += bool(rec.readouts["accepted"])
+            if not rec.readouts["accepted"]:
+                why = str(rec.readouts["reason"])[:60]
+                v["reasons"][why] = v["reasons"].get(why, 0) + 1
         failures: dict[str, int] = {}
         for rec in store.iter_records("failed", raw=False):
             reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
@@ -83,4 +104,5 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
         trajectories=pd.DataFrame(trajectories),
         judge={a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v},
         failures=failures,
+        variation=variation,
     )

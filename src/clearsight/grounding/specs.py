@@ -23,11 +23,14 @@ __all__ = [
     "ELICIT",
     "JUDGE",
     "TRAJECTORY",
+    "VARIATION",
     "EditSpec",
     "ElicitSpec",
     "JudgeSpec",
+    "ReadoutRef",
     "TemplateRef",
     "TrajectorySpec",
+    "VariationSpec",
     "template_ref",
 ]
 
@@ -35,6 +38,7 @@ TRAJECTORY = "grounding.trajectory"
 EDIT = "grounding.edit"
 ELICIT = "grounding.elicit"
 JUDGE = "grounding.judge"
+VARIATION = "grounding.variation"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,15 @@ def template_ref() -> TemplateRef:
     """The bundled template's reference."""
     t = default_template()
     return TemplateRef(t.id, t.hash)
+
+
+@dataclass(frozen=True)
+class ReadoutRef:
+    """The calibration read-out an elicitation is scored with, by name and content hash
+    (:mod:`clearsight.grounding.readouts`; an edited read-out makes new items)."""
+
+    name: str
+    hash: str
 
 
 @dataclass(frozen=True)
@@ -124,3 +137,31 @@ class ElicitSpec(Spec):
     template: TemplateRef
     meta: Mapping[str, str]
     """What the report needs about the variant (the answer rule, the hesitation marker)."""
+    readout: ReadoutRef | None = field(default=None, metadata=OMIT_NONE)
+    """The read-out; None: ``verbalize``, the template's own slot (the items of runs made
+    before read-outs were selectable keep their keys)."""
+
+
+@dataclass(frozen=True)
+class VariationSpec(Spec):
+    """Sampled alternative ``sample`` of one axis of the model's own ``trajectory`` (paper
+    App. A.1.3): the text from that axis's tag on, sampled with ``temperature`` / ``top_p``
+    from a generator seeded by ``seed`` (a vision or reasoning sample without an answer is
+    continued greedily from the answer tag)."""
+
+    kind: ClassVar[str] = VARIATION
+
+    problem: Problem
+    axis: str
+    sample: int
+    trajectory: Trajectory
+    model: str
+    model_options: Mapping[str, Any]
+    template: TemplateRef
+    max_new_tokens: int
+    answer_tokens: int
+    """Tokens of an answer alternative, and of the greedy answer continuing a vision or
+    reasoning sample that reached no answer."""
+    temperature: float
+    top_p: float
+    seed: int

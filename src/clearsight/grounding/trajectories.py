@@ -352,13 +352,13 @@ def generate_trajectories(
         for p, im in zip(problems, images, strict=True)
     ]
     texts = [t.vision_tag + r.texts[0] for r in backend.complete(first)]
-    texts = [_cut_after_answer(_cut_at_slot(x), t) for x in texts]
+    texts = [finish_generation(x, t) for x in texts]
     need = [i for i, x in enumerate(texts) if t.answer_tag.lower() not in x.lower()]
     forced = set(need)
     if need:
         second = []
         for i in need:
-            body = _last_sentence_end(texts[i]).rstrip() + "\n" + t.answer_tag
+            body = last_sentence_end(texts[i]).rstrip() + "\n" + t.answer_tag
             texts[i] = body
             msgs = (
                 user_message(problems[i], t, images[i]),
@@ -379,6 +379,13 @@ def generate_trajectories(
     return out
 
 
+def finish_generation(text: str, template: Template | None = None) -> str:
+    """A generated trajectory text cut where the model starts writing its own confidence and
+    after the end of its answer line."""
+    t = template or default_template()
+    return _cut_after_answer(_cut_at_slot(text), t)
+
+
 def _cut_after_answer(text: str, t: Template) -> str:
     """The text up to the end of the answer line (later text, e.g. a written confidence or a
     new question, is dropped)."""
@@ -396,7 +403,7 @@ def _cut_at_slot(text: str) -> str:
     return text if m is None else text[: m.start()]
 
 
-def _last_sentence_end(text: str) -> str:
+def last_sentence_end(text: str) -> str:
     """``text`` cut after its last complete sentence (a generation stopped mid-sentence)."""
     m = list(re.finditer(r"[.!?](?=\s|$)|\n", text))
     return text[: m[-1].end()] if m else text

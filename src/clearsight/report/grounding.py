@@ -1,6 +1,9 @@
 """The grounding report: TGS-self, TGS-pair per axis and averaged, ECE, AUROC, AURC and E-AURC
 beside them.
 
+The scores are those of the run's main read-out (``verbalize`` when scored); a run that scored
+several calibration read-outs (:mod:`clearsight.grounding.readouts`) also gets them side by
+side, the paper's Table 2 (ECE, AUROC, TGS-self, TGS-pair, coverage, P(JSD <= 0.1) per axis).
 Tables per benchmark and overall (overall = mean over benchmarks of per-benchmark means, with a
 two-stage bootstrap interval, 5000 draws by default; ECE, AUROC, AURC and E-AURC of the visible
 self confidence for the own answers' correctness with an item bootstrap over the pooled items),
@@ -26,6 +29,7 @@ import pandas as pd
 
 from clearsight.grounding.bench_file import retention_table
 from clearsight.grounding.hesitation import event_pairs, stable_share
+from clearsight.grounding.readouts import DEFAULT_READOUT, bundled_readouts
 from clearsight.grounding.results import GroundingResults, load_grounding_results
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
@@ -47,14 +51,58 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("E_AURC", "E-AURC (visible self confidence gating answers)"),
 )
 
+#: The scores of the read-out comparison (the paper's Table 2), in its column order.
+TABLE2: tuple[str, ...] = ("ECE", "AUROC", "tgs_self", "tgs_pair")
+
+
+def readout_order(elic: pd.DataFrame) -> list[str]:
+    """The read-outs a run scored, ``verbalize`` first, then in the data file's order."""
+    present = set(elic["readout"]) if "readout" in elic else {DEFAULT_READOUT}
+    known = [DEFAULT_READOUT, *(n for n in bundled_readouts() if n != DEFAULT_READOUT)]
+    return [n for n in known if n in present] + sorted(present - set(known))
+
+
+def _variation(elic: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per axis: alternatives with a JSD, P(JSD <= 0.1) and the JSDs (one read-out's rows)."""
+    out = {}
+    for axis in AXES:
+        j = jsd_per_item(elic, axis)
+        out[axis] = {"n": int(j.size), "p_jsd_le_0.1": share_below(j, JSD_THRESHOLD)}
+        out[axis]["jsd"] = j.tolist()
+    return out
+
+
+def compare_readouts(
+    elic: pd.DataFrame, trajs: pd.DataFrame, n_boot: int = 5000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """The paper's Table 2 over the run's read-outs: per read-out ECE, AUROC, TGS-self and
+    TGS-pair (each with its interval, as in the scores table), the mean coverage (mass on the
+    read-out's candidates; ConfTuner's coverage) and P(JSD <= 0.1) per axis."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in readout_order(elic):
+        sub = elic[elic["readout"] == name] if "readout" in elic else elic
+        sc = scores(sub, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
+        row: dict[str, Any] = {k: sc[k].to_json() for k in TABLE2 if k in sc}
+        row["coverage"] = float(sub["coverage"].mean()) if "coverage" in sub else None
+        row["variation"] = {a: v["p_jsd_le_0.1"] for a, v in _variation(sub).items()}
+        row["variation_n"] = {a: v["n"] for a, v in _variation(sub).items()}
+        out[name] = row
+    return out
+
 
 def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dict[str, Any]:
-    """Everything the report shows, as JSON-able data."""
-    elic, trajs = results.elicitations, results.trajectories
-    out: dict[str, Any] = {"n_elicitations": len(elic), "n_trajectories": len(trajs)}
-    if elic.empty:
+    """Everything the report shows, as JSON-able data: the scores of the main read-out (the
+    first of :func:`readout_order`) and the read-outs side by side."""
+    elic_all, trajs = results.elicitations, results.trajectories
+    out: dict[str, Any] = {"n_elicitations": len(elic_all), "n_trajectories": len(trajs)}
+    if elic_all.empty:
         out["failures"] = results.failures
         return out
+    names = readout_order(elic_all)
+    out["readout"] = names[0]
+    elic = elic_all[elic_all["readout"] == names[0]] if "readout" in elic_all else elic_all
+    if len(names) > 1:
+        out["readouts"] = compare_readouts(elic_all, trajs, n_boot, seed)
     overall = scores(elic, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
     out["overall"] = {k: v.to_json() for k, v in overall.items()}
     per: dict[str, dict[str, Any]] = {}
@@ -64,15 +112,8 @@ def analyse(results: GroundingResults, n_boot: int = 5000, seed: int = 0) -> dic
     out["per_benchmark"] = per
     out["accuracy"] = float(trajs["correct"].mean()) if len(trajs) else None
     out["selective"] = _gated_answers(elic, trajs)
-    # content variation
-    out["variation"] = {}
-    for axis in AXES:
-        j = jsd_per_item(elic, axis)
-        out["variation"][axis] = {
-            "n": int(j.size),
-            "p_jsd_le_0.1": share_below(j, JSD_THRESHOLD),
-            "jsd": j.tolist(),
-        }
+    out["variation"] = _variation(elic)
+    out["variation_sampling"] = results.variation
     out["hesitation"] = _hesitation(elic)
     # visible vs masked over benchmark means (exact Wilcoxon)
     d = item_differences(elic)
@@ -259,11 +300,39 @@ def _num(value: Any, digits: int = 3) -> str:
 
 
 def _variation_frame(analysis: dict[str, Any]) -> pd.DataFrame:
-    """Content variation per axis: items and the share with JSD <= 0.1."""
-    rows = [
-        {"axis": axis, "items": v["n"], "P(JSD <= 0.1)": _num(v["p_jsd_le_0.1"])}
-        for axis, v in analysis.get("variation", {}).items()
-    ]
+    """Content variation per axis: alternatives scored, the share with JSD <= 0.1, and for
+    sampled alternatives how many were sampled and accepted, and the main rejection
+    reasons."""
+    sampling = analysis.get("variation_sampling") or {}
+    rows = []
+    for axis, v in analysis.get("variation", {}).items():
+        row: dict[str, Any] = {"axis": axis, "alternatives": v["n"]}
+        row["P(JSD <= 0.1)"] = _num(v["p_jsd_le_0.1"])
+        if axis in sampling:
+            s = sampling[axis]
+            row["sampled / accepted"] = f"{s['sampled']} / {s['accepted']}"
+            top = sorted(s["reasons"].items(), key=lambda kv: -kv[1])[:2]
+            row["rejected because"] = "; ".join(f"{n} x {why}" for why, n in top)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def readouts_frame(analysis: dict[str, Any]) -> pd.DataFrame:
+    """The read-outs side by side (the paper's Table 2): per read-out ECE, AUROC, TGS-self,
+    TGS-pair (estimate [95 % interval]), coverage and P(JSD <= 0.1) per axis."""
+    rows = []
+    for name, r in (analysis.get("readouts") or {}).items():
+        row: dict[str, Any] = {"read-out": name}
+        for key in TABLE2:
+            d = r.get(key)
+            ok = d and d["estimate"] is not None and not math.isnan(d["estimate"])
+            row[key] = f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" if ok else "n/a"
+        row["coverage"] = _num(r.get("coverage"))
+        for axis in AXES:
+            row[f"P(JSD<=0.1) {axis}"] = (
+                f"{_num(r['variation'][axis])} (n={r['variation_n'][axis]})"
+            )
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -362,6 +431,7 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
     the tests, ECE against TGS, the judge and the failures, tables with their figures."""
     sections = [
         ("Scores", frame_table(tables(analysis))),
+        ("Calibration read-outs (Table 2)", frame_table(readouts_frame(analysis))),
         ("Masking curve", _figure(figures, "masking")),
         ("Content variation", frame_table(_variation_frame(analysis)) + _figure(figures, "jsd")),
         (
@@ -382,7 +452,8 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
         f"<p class='note'>Elicitations: {esc(analysis.get('n_elicitations'))}; own "
         f"trajectories: {esc(analysis.get('n_trajectories'))}; accuracy of own answers: "
-        f"{esc(_num(analysis.get('accuracy')))}. Estimates with 95 % two-stage bootstrap "
+        f"{esc(_num(analysis.get('accuracy')))}; scores of the read-out "
+        f"{esc(analysis.get('readout', DEFAULT_READOUT))}. Estimates with 95 % two-stage bootstrap "
         "intervals (ECE/AUROC: item bootstrap).</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
@@ -462,12 +533,22 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
         "",
         "Estimates with 95 % two-stage bootstrap intervals (ECE/AUROC: item bootstrap).",
         "",
+        f"Main read-out: {analysis.get('readout', DEFAULT_READOUT)}",
+        "",
         md_table(tables(analysis)),
+    ]
+    if analysis.get("readouts"):
+        lines += ["## Calibration read-outs (Table 2)", "", md_table(readouts_frame(analysis))]
+    lines += [
         "## Content variation",
         "",
     ]
     for axis, v in analysis.get("variation", {}).items():
         lines.append(f"- {axis}: P(JSD <= 0.1) = {v['p_jsd_le_0.1']:.3f} (n = {v['n']})")
+    for axis, s in (analysis.get("variation_sampling") or {}).items():
+        lines.append(
+            f"- {axis}: {s['sampled']} sampled, {s['accepted']} accepted; rejected: {s['reasons']}"
+        )
     h = analysis.get("hesitation", {})
     lines += [
         "",
@@ -498,4 +579,13 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["analyse", "build_grounding_report", "render_html", "summary_markdown", "tables"]
+__all__ = [
+    "analyse",
+    "build_grounding_report",
+    "compare_readouts",
+    "readout_order",
+    "readouts_frame",
+    "render_html",
+    "summary_markdown",
+    "tables",
+]
