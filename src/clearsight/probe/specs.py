@@ -107,6 +107,9 @@ class ConversationSpec(PlannedSpec):
     """The most tokens of a reasoner turn."""
     context_chars: int
     """The most characters of a reasoner prompt."""
+    search: Mapping[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    """The UoT search's settings (strategy ``uot`` only; left out of the other strategies' JSON,
+    so their keys are unchanged)."""
 
 
 @dataclass(frozen=True, kw_only=True)
