@@ -317,3 +317,48 @@ def test_uot_runs_as_a_probe_strategy_with_its_settings_in_the_key(tmp_path: Pat
     assert "search" not in by["uot_prompt"].to_json()
     default = plan_probe(ProbeConfig(strategies=("uot",), limit=1, runs=1))
     assert default[0].key != by["uot"].key
+
+
+def test_cli_runs_the_search_with_its_flags(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+    from clearsight.store import RunStore
+    from fixtures.probe_runs import IDS, scripts
+
+    sensor, _ = scripts(tmp_path)
+    reasoner = tmp_path / "uot.jsonl"
+    lines = [
+        {"match": "You are solving", "texts": ['My question is: "What is in the cup?"']},
+        {"match": "You imagine", "texts": ["coffee"]},
+        {"match": "You decide", "texts": ["Possible: B"]},
+    ]
+    reasoner.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "run"
+    args = [
+        "probe",
+        "run",
+        "--out",
+        str(out),
+        "--ids",
+        IDS[0],
+        "--reasoner",
+        f"scripted:{reasoner}",
+    ]
+    args += ["--sensor", sensor, "--strategies", "uot", "--judge", "exact", "--runs", "1"]
+    result = CliRunner().invoke(app, [*args, "--uot-candidates", "1", "--uot-replies", "1"])
+    assert result.exit_code == 0, result.output
+    with RunStore.open(out, read_only=True) as store:
+        (record,) = store.iter_records("ok", kind="probe")
+    assert record.spec["search"]["candidates"] == 1
+    assert record.spec["search"]["replies"] == 1
+    first = record.raw["turns"][0]
+    assert first["query"] == "What is in the cup?"
+    assert first["search"]["calls"] == 1 + 2 * 1 * 1 + 1
+    assert record.raw["committed"] == "B"
+    bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), "--uot-depth", "9"])
+    assert bad.exit_code == 2
+    assert "uot.depth" in bad.output
+    assert not (tmp_path / "bad").exists()
