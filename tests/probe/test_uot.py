@@ -358,6 +358,9 @@ def test_cli_runs_the_search_with_its_flags(tmp_path: Path) -> None:
     assert first["query"] == "What is in the cup?"
     assert first["search"]["calls"] == 1 + 2 * 1 * 1 + 1
     assert record.raw["committed"] == "B"
+    report = (out / "report.html").read_text()
+    assert "search: options" in report  # the example conversations show the tree in brief
+    assert "R_e" in report
     bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), "--uot-depth", "9"])
     assert bad.exit_code == 2
     assert "uot.depth" in bad.output

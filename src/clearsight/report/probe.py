@@ -10,7 +10,9 @@ in the layout every report shares (:mod:`clearsight.report.output`): a self-cont
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -208,6 +210,23 @@ def selective_figure(frame: pd.DataFrame) -> bytes | None:
     return risk_coverage_figure(panels) if panels else None
 
 
+def _search_lines(search: Mapping[str, Any] | None) -> list[str]:
+    """The UoT tree of a turn in brief (:mod:`clearsight.probe.uot`): the options possible
+    before and after, and each root candidate with its IG, R_u and R_e (the asked one marked)."""
+    if not search or "candidates" not in search:
+        return []
+    before = ",".join(search.get("possible_before", []))
+    after = ",".join(search.get("possible_after", []))
+    lines = [f"    search: options {before} -> {after}, {search.get('calls', 0)} LLM calls"]
+    for i, c in enumerate(search["candidates"]):
+        mark = "*" if i == search.get("chosen") else " "
+        lines.append(
+            f"    {mark} IG {c['gain']:.2f} R_u {c['reward']:.2f} R_e {c['expected']:.2f}: "
+            f"{c['question']}"
+        )
+    return lines
+
+
 def _examples(results: ProbeResults, limit: int = 6) -> str:
     """The first ``limit`` conversations that asked the sensor, turn by turn, collapsed."""
     parts = []
@@ -218,6 +237,7 @@ def _examples(results: ProbeResults, limit: int = 6) -> str:
         ]
         for turn in t.turns:
             lines.append(f"[{turn.index}] reasoner: {turn.raw}")
+            lines += _search_lines(turn.search)
             if turn.reply is not None:
                 u = "–" if turn.shown_u is None else turn.shown_u
                 lines.append(
