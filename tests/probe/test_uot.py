@@ -139,6 +139,8 @@ def test_parse_possible_is_forgiving_and_says_when_it_found_nothing() -> None:
     assert parse_possible("Possible: A, C", abc) == ("A", "C")
     assert parse_possible("possible options are (B) and (C).", abc) == ("B", "C")
     assert parse_possible("B", abc) == ("B",)
+    assert parse_possible("A is still possible.", abc) == ("A",)  # SmolLM2-135M's phrasing
+    assert parse_possible("A and C are possible", abc) == ("A", "C")
     assert parse_possible("Possible: none", abc) == ()
     assert parse_possible("A dog is what it shows", abc) is None
     assert parse_possible("Possible: D", abc) is None  # not among the possible options

@@ -270,7 +270,8 @@ def score_candidate(
 # --------------------------------------------------------------------------------------------
 
 _LETTER = re.compile(
-    r"\(([A-J])\)|\b([A-J])\b(?=\s*(?:$|[,.;:)\]\n]|and\b|or\b|&|/|[A-J]\b))", re.MULTILINE
+    r"\(([A-J])\)|\b([A-J])\b(?=\s*(?:$|[,.;:)\]\n]|and\b|or\b|is\b|are\b|&|/|[A-J]\b))",
+    re.MULTILINE,
 )
 _MARKER = re.compile(r"possible\s*(?:options?)?\s*(?:are|is)?\s*[:=\-]", re.I)
 _NONE = re.compile(r"^\s*(?:none|no options?|nothing)\b", re.I)
@@ -279,8 +280,9 @@ _NONE = re.compile(r"^\s*(?:none|no options?|nothing)\b", re.I)
 def parse_possible(text: str, possible: Sequence[str]) -> tuple[str, ...] | None:
     """The options of ``possible`` that a partition answer names, read forgivingly: after a
     ``Possible:`` marker when there is one, letters in parentheses or standing alone as a list
-    (``A, C``, ``(B) and (D)``; a capital ``A`` starting a sentence, as in "A dog", is not a
-    letter); ``none`` there is the empty set. None when nothing usable is found."""
+    (``A, C``, ``(B) and (D)``, ``A is still possible``; a capital ``A`` starting a sentence,
+    as in "A dog", is not a letter); ``none`` there is the empty set. None when nothing usable
+    is found."""
     marker = _MARKER.search(text)
     body = text[marker.end() :] if marker else text
     if _NONE.match(body):
