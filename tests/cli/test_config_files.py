@@ -158,7 +158,8 @@ COMMANDS: dict[str, tuple[list[str], str, str, str, list[str], str]] = {
         "k: 0",
         "k: Input should be greater than or equal to 1 (got 0)",
         ["--strategies", "guess"],
-        "strategies.0: Input should be 'direct', 'react', 'uot' or 'bp' (got 'guess')",
+        "strategies.0: Input should be 'direct', 'react', 'uot', 'uot_prompt' or 'bp' "
+        "(got 'guess')",
     ),
     "grounding": (
         ["grounding"],

@@ -203,7 +203,7 @@ def test_belief_probe_and_query_types() -> None:
     t = Transcript.start(i, reasoner="r", strategy="bp", sensor="s", k=2)
     t = t.with_turn(Turn(1, 'My question is: "What?"', query="What?", reply=reply, shown_u=2))
     t = t.with_turn(Turn(2, "The answer is: (B)", commit="B"))
-    trace = belief_probe(t, _Scorer())
+    trace = belief_probe(t, _Scorer(), readout="letters")
     assert trace.beliefs[0] == {"A": 0.5, "B": 0.5}
     assert trace.beliefs[1]["B"] == pytest.approx(0.6 / 0.7)
     assert trace.methods == ("uniform", "letter-probs")
@@ -501,7 +501,7 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
     run = tmp_path / "run"
     config = probe_config(tmp_path)
     run_probe(config, run, progress=False)
-    analyses = AnalysisConfig(judge_model=_judge(tmp_path))
+    analyses = AnalysisConfig(judge_model=_judge(tmp_path), belief_readout="letters")
     run_probe_analysis(run, analyses, Execution(progress=False))
     build_stage1(_build_config(tmp_path)[0], run, Execution(progress=False))
     with RunStore.open(run, read_only=True) as store:

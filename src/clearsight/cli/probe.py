@@ -45,7 +45,16 @@ def probe_run(
     limit: Annotated[int | None, typer.Option(help="At most this many instances.")] = None,
     reasoner: Annotated[list[str] | None, typer.Option(help="Reasoner model (repeatable).")] = None,
     strategies: Annotated[
-        str | None, typer.Option(help="Comma-separated: direct,react,uot,bp.")
+        str | None, typer.Option(help="Comma-separated: direct,react,uot,uot_prompt,bp.")
+    ] = None,
+    uot_depth: Annotated[
+        int | None, typer.Option(help="UoT search: look-ahead depth (question levels).")
+    ] = None,
+    uot_candidates: Annotated[
+        int | None, typer.Option(help="UoT search: candidate questions per node.")
+    ] = None,
+    uot_replies: Annotated[
+        int | None, typer.Option(help="UoT search: simulated replies per candidate.")
     ] = None,
     sensor: Annotated[str | None, typer.Option(help="Sensor model, e.g. perceiver.")] = None,
     k: Annotated[int | None, typer.Option("--k", help="Samples K per query.")] = None,
@@ -91,6 +100,7 @@ def probe_run(
         "max_new_tokens": max_new_tokens,
         "sensor_max_new_tokens": sensor_max_new_tokens,
         "seed": seed,
+        "uot": _uot_flags(uot_depth, uot_candidates, uot_replies),
     }
     ray = _ray(executor, ray_address, replicas, gpus_per_replica, cpus_per_replica)
     run = _run_options(executor, workers, ray, fresh, allow_mismatch)
@@ -100,6 +110,12 @@ def probe_run(
         raise _fail(str(exc)) from exc
     _probe_report(out)
     _finished(summary)
+
+
+def _uot_flags(depth: int | None, candidates: int | None, replies: int | None) -> object:
+    """The UoT search flags given, as a mapping over the file's ``uot`` (None: none given)."""
+    given = {"depth": depth, "candidates": candidates, "replies": replies}
+    return {k: v for k, v in given.items() if v is not None} or None
 
 
 def _probe_report(run: Path) -> None:
@@ -136,6 +152,14 @@ def probe_analyse(
         str, typer.Option(help="The LLM judge (any text backend).")
     ] = "hf:smollm2-135m",
     belief: Annotated[bool, typer.Option(help="Run the belief probe (BP, humans).")] = True,
+    belief_readout: Annotated[
+        str,
+        typer.Option(
+            help="stated: each conversation replayed by its own reasoner, its next reasoning "
+            "step in context, the distribution it writes parsed (the paper's); letters: "
+            "--judge-model's letter probabilities (cheap, for scoring backends)."
+        ),
+    ] = "stated",
     query_types: Annotated[bool, typer.Option(help="Classify the queries.")] = True,
     query_type_readout: Annotated[
         str,
@@ -154,6 +178,7 @@ def probe_analyse(
         config = AnalysisConfig(
             judge_model=judge_model,
             belief=belief,
+            belief_readout=belief_readout,  # type: ignore[arg-type]
             query_types=query_types,
             query_type_readout=query_type_readout,  # type: ignore[arg-type]
         )

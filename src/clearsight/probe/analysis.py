@@ -257,30 +257,40 @@ def parse_distribution(text: str, letters: Sequence[str]) -> dict[str, float] | 
     return {k: found.get(k, 0.0) / total for k in letters}
 
 
+#: How the belief probe reads b_t: ``stated`` (the paper's App. I: the conversation's own
+#: reasoner, its next reasoning step in context, writes the distribution, parsed forgivingly) or
+#: ``letters`` (the cheap option of earlier runs: a judge's next-token probabilities of the
+#: option letters where its backend scores candidates, the context ending at the reply).
+BeliefReadout = Literal["stated", "letters"]
+BELIEF_READOUTS: Final[tuple[str, ...]] = ("stated", "letters")
+
+
 @dataclass(frozen=True)
 class BeliefTrace:
     """The beliefs b_0..b_n of one conversation (b_0 uniform; b_t after the t-th sensor
-    reply) and how each was obtained (``parsed`` text, ``letter-probs`` or ``uniform``)."""
+    reply), how each was obtained (``uniform`` for b_0, ``parsed`` text, ``letter-probs``,
+    ``uniform`` fallback of the letter read-out, or ``unparsed``: no distribution found, b_t
+    None, recorded rather than guessed), the text each step generated and the index of the
+    turn whose reply it follows (0 for b_0)."""
 
-    beliefs: tuple[Mapping[str, float], ...]
+    beliefs: tuple[Mapping[str, float] | None, ...]
     methods: tuple[str, ...]
+    texts: tuple[str, ...] = ()
+    turns: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """JSON-able dict."""
-        return {"beliefs": [dict(b) for b in self.beliefs], "methods": list(self.methods)}
+        return {
+            "beliefs": [None if b is None else dict(b) for b in self.beliefs],
+            "methods": list(self.methods),
+            "texts": list(self.texts),
+            "turns": list(self.turns),
+        }
 
 
-def belief_probe(
-    transcript: Transcript, backend: Backend, *, max_new_tokens: int = 40
-) -> BeliefTrace:
-    """Replay ``transcript`` with the assessment prompt and ask ``backend`` for its belief
-    after each sensor reply. Where the backend scores candidates, b_t is the normalised
-    probability of each option letter as the answer's next token (cheap, and meaningful even
-    for a small model that does not write distributions); otherwise it is parsed from the
-    generated text (``A=0.4, B=0.3, ...``); failing both, uniform."""
-    from clearsight.models.base import Decoding, Message, Request
+def _replay_instance(transcript: Transcript) -> tuple[Any, tuple[str, ...]]:
+    """The instance a transcript was about (without its image) and its option letters."""
     from clearsight.probe.instances import Instance
-    from clearsight.probe.reasoner import LoopSettings, conversation_messages, prompts
 
     letters = tuple("ABCDEFGHIJ"[: len(transcript.options)])
     if not letters:
@@ -294,20 +304,60 @@ def belief_probe(
         transcript.dataset,
         transcript.category,
     )
+    return instance, letters
+
+
+def next_reasoning_step(transcript: Transcript, i: int) -> str | None:
+    """The reasoner's chain of thought after the reply of turn ``i`` (0-based): the next
+    turn's thought, the text before its action (its whole text when it wrote nothing before
+    the action); None when no turn follows."""
+    if i + 1 >= len(transcript.turns):
+        return None
+    after = transcript.turns[i + 1]
+    return after.thought or after.raw
+
+
+def belief_probe(
+    transcript: Transcript,
+    backend: Backend,
+    *,
+    readout: BeliefReadout = "stated",
+    max_new_tokens: int = 60,
+) -> BeliefTrace:
+    r"""Replay ``transcript`` with the assessment prompt in place of the strategy's system
+    prompt and elicit the belief b_t after each sensor reply; b_0 is uniform.
+
+    ``stated`` (the paper's App. I, Eq. 4): ``backend`` is the conversation's own reasoner;
+    the context of step t is :math:`[p_{assess}, h_1, h_2, h_3, \dots, h_{2t}, h_{2t+1}]`,
+    the question, the exchanges up to the t-th reply and the reasoner's next chain of thought
+    (:func:`next_reasoning_step`; none after the last reply when no turn follows), then the
+    request for a distribution; the generated ``A=0.4, B: 30%, ...`` is parsed by
+    :func:`parse_distribution`, and a step with none is ``unparsed`` (b_t None).
+    ``letters``: the earlier cheap read-out — the context ends at the reply, and where the
+    backend scores candidates b_t is the normalised next-token probability of each letter,
+    else parsed from the text, else uniform."""
+    from clearsight.models.base import Decoding, Message, Request, TextPart
+    from clearsight.probe.reasoner import LoopSettings, conversation_messages, prompts
+
+    if readout not in BELIEF_READOUTS:
+        raise InputError(f"belief read-out {readout!r}: one of {', '.join(BELIEF_READOUTS)}")
+    instance, letters = _replay_instance(transcript)
     assess = prompts()["strategies"]["assess"]
     settings = LoopSettings("bp", budget=max(transcript.budget, len(transcript.turns) + 2))
-    uniform = {k: 1 / len(letters) for k in letters}
-    beliefs: list[Mapping[str, float]] = [uniform]
-    methods = ["uniform"]
     steps = [i for i, t in enumerate(transcript.turns) if t.reply is not None]
-    scored = backend.capabilities.candidate_probs
+    scored = readout == "letters" and backend.capabilities.candidate_probs
+    ask = Message.user(assess["ask"].format(letters=", ".join(letters)))
     requests = []
     for i in steps:
         messages = conversation_messages(
             instance, transcript.turns[: i + 1], settings, transcript.k, system=assess["system"]
         )
-        ask = assess["ask"].format(letters=", ".join(letters))
-        messages[-1] = Message.user(messages[-1].text + "\n" + ask)
+        thought = next_reasoning_step(transcript, i) if readout == "stated" else None
+        if thought is not None:
+            messages.append(Message("assistant", (TextPart(thought),)))
+            messages.append(ask)
+        else:
+            messages[-1] = Message.user(messages[-1].text + "\n" + ask.text)
         requests.append(
             Request(
                 tuple(messages),
@@ -317,32 +367,52 @@ def belief_probe(
             )
         )
     responses = backend.complete(requests) if requests else []
+    uniform = {k: 1 / len(letters) for k in letters}
+    beliefs: list[Mapping[str, float] | None] = [uniform]
+    methods, texts = ["uniform"], [""]
     for response in responses:
         text = response.texts[0] if response.texts else ""
-        parsed = parse_distribution(text, letters)
-        if parsed is not None:
-            beliefs.append(parsed)
-            methods.append("parsed")
-            continue
-        probs = response.candidate_probs or {}
-        total = sum(float(probs.get(k, 0.0)) for k in letters)
-        if total > 0:
-            beliefs.append({k: float(probs.get(k, 0.0)) / total for k in letters})
-            methods.append("letter-probs")
-        else:
-            beliefs.append(uniform)
-            methods.append("uniform")
-    return BeliefTrace(tuple(beliefs), tuple(methods))
+        texts.append(text)
+        belief, method = _read_belief(text, response.candidate_probs, letters, readout)
+        beliefs.append(belief)
+        methods.append(method)
+    turns = (0, *(transcript.turns[i].index for i in steps))
+    return BeliefTrace(tuple(beliefs), tuple(methods), tuple(texts), turns)
+
+
+def _read_belief(
+    text: str,
+    probs: Mapping[str, float] | None,
+    letters: Sequence[str],
+    readout: BeliefReadout,
+) -> tuple[Mapping[str, float] | None, str]:
+    """One step's belief and how it was read (see :func:`belief_probe`)."""
+    parsed = parse_distribution(text, letters)
+    if parsed is not None:
+        return parsed, "parsed"
+    if readout == "stated":
+        return None, "unparsed"
+    total = sum(float((probs or {}).get(k, 0.0)) for k in letters)
+    if probs and total > 0:
+        return {k: float(probs.get(k, 0.0)) / total for k in letters}, "letter-probs"
+    return {k: 1 / len(letters) for k in letters}, "uniform"
 
 
 def belief_summary(transcript: Transcript, trace: BeliefTrace) -> dict[str, Any]:
-    """p_correct(t) for every t, p_chosen at the end (None without a commit), the first step
-    t >= 1 with max b_t >= 0.7 (None if never) and whether it was reached."""
-    p_correct = [float(b.get(transcript.gold, 0.0)) for b in trace.beliefs]
+    """The paper's Fig. 4 numbers of one conversation: p_correct(t) = b_t[gold] for every t
+    (None where b_t is unparsed), p_chosen = b_T[committed] at the last step (None without a
+    commit or when that step is unparsed), the first step t >= 1 with max b_t >= 0.7 (None if
+    never), whether it was reached, and how many steps were unparsed."""
+    p_correct = [None if b is None else float(b.get(transcript.gold, 0.0)) for b in trace.beliefs]
     last = trace.beliefs[-1]
-    p_chosen = None if transcript.committed is None else float(last.get(transcript.committed, 0))
+    chosen = transcript.committed
+    p_chosen = None if chosen is None or last is None else float(last.get(chosen, 0.0))
     reach = next(
-        (t for t, b in enumerate(trace.beliefs) if t >= 1 and max(b.values()) >= BELIEF_THRESHOLD),
+        (
+            t
+            for t, b in enumerate(trace.beliefs)
+            if t >= 1 and b is not None and max(b.values()) >= BELIEF_THRESHOLD
+        ),
         None,
     )
     return {
@@ -351,6 +421,7 @@ def belief_summary(transcript: Transcript, trace: BeliefTrace) -> dict[str, Any]
         "steps_to_threshold": reach,
         "reached": reach is not None,
         "correct": transcript.correct,
+        "unparsed": sum(b is None for b in trace.beliefs),
     }
 
 
@@ -363,7 +434,9 @@ def belief_table(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = rows.assign(
         outcome=np.where(rows["correct"], "correct", "wrong"),
-        final_p_correct=rows["p_correct"].map(lambda p: p[-1]),
+        final_p_correct=rows["p_correct"].map(lambda p: np.nan if p[-1] is None else p[-1]),
+        p_chosen=pd.to_numeric(rows["p_chosen"], errors="coerce"),
+        steps_to_threshold=pd.to_numeric(rows["steps_to_threshold"], errors="coerce"),
     )
     table = (
         rows.groupby(["reasoner", "dataset", "outcome"])

@@ -5,8 +5,14 @@ Two kinds of item (:class:`~clearsight.probe.specs.BeliefSpec`,
 prompt's hash, so a rerun only does what is missing (METHODS.md §6, the paper's §5):
 
 * **belief probe** (``probe.belief``): for every finished conversation of the belief-state
-  strategy and of people (``human:<name>``), the judge's belief over the options after each
-  sensor reply (:func:`~clearsight.probe.analysis.belief_probe`);
+  strategy and of people (``human:<name>``), the belief over the options after each sensor
+  reply (:func:`~clearsight.probe.analysis.belief_probe`). The paper's read-out (``stated``,
+  App. I) replays a model's conversation with **its own reasoner** (the conversation's spec and
+  backend options), its next reasoning step in context; a person cannot be replayed, so
+  people's conversations are read by ``judge_model``. The item names who replayed it
+  (``judge``) and the read-out; ``letters`` is the cheap read-out of earlier runs (``judge_model``
+  for every conversation, letter probabilities where it scores candidates), whose items keep
+  their keys;
 * **query types** (``probe.qtype``): for every conversation with queries, each query's type
   (:func:`~clearsight.probe.analysis.classify_queries`).
 
@@ -35,7 +41,7 @@ from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.probe.analysis import QueryReadout
+    from clearsight.probe.analysis import BeliefReadout, QueryReadout
 
 #: The analyses, in the order their stages run.
 ANALYSES: tuple[type[AnalysisSpec], ...] = (BeliefSpec, QueryTypeSpec)
@@ -51,6 +57,10 @@ class AnalysisConfig:
     """Options of the judge's backend."""
     belief: bool = True
     """Run the belief probe (belief-state conversations and people's)."""
+    belief_readout: BeliefReadout = "stated"
+    """``stated``: the paper's, each model conversation replayed by its own reasoner, the
+    distribution it writes parsed; ``letters``: ``judge_model`` for all, its letter
+    probabilities where it scores candidates (the cheap read-out of earlier runs)."""
     query_types: bool = True
     """Classify every conversation's queries."""
     query_type_readout: QueryReadout = "judge"
@@ -58,6 +68,8 @@ class AnalysisConfig:
     ``scores``: the cheap option, the type names' candidate probabilities."""
 
     def __post_init__(self) -> None:
+        if self.belief_readout not in ("stated", "letters"):
+            raise InputError(f"belief read-out {self.belief_readout!r}: one of stated, letters")
         if self.query_type_readout not in ("judge", "scores"):
             raise InputError(
                 f"query-type read-out {self.query_type_readout!r}: one of judge, scores"
@@ -113,7 +125,8 @@ def run_unit(unit: AnalysisUnit) -> list[Record]:
     try:
         backend = shared_backend(spec.judge, unit.judge_options)
         if isinstance(spec, BeliefSpec):
-            trace = belief_probe(transcript, backend)
+            stated = spec.readout == "stated"
+            trace = belief_probe(transcript, backend, readout="stated" if stated else "letters")
             raw: Any = trace.to_json()
             readouts: dict[str, Any] = belief_summary(transcript, trace)
         else:
@@ -136,28 +149,50 @@ def _models(config: AnalysisConfig) -> list[ModelNeed]:
     ]
 
 
+def _belief_judge(
+    config: AnalysisConfig, transcript: Transcript, conversation: Mapping[str, Any]
+) -> tuple[str, dict[str, Any], str | None]:
+    """Who replays a conversation for the belief probe, with which backend options, and the
+    item's read-out field: with ``stated`` the conversation's own reasoner (its options from
+    the conversation's spec; a person's conversation goes to ``judge_model``), with
+    ``letters`` ``judge_model`` and no field (the items of earlier runs)."""
+    if config.belief_readout == "letters":
+        return config.judge_model, dict(config.judge_options), None
+    if transcript.reasoner.startswith("human:"):
+        return config.judge_model, dict(config.judge_options), "stated"
+    return transcript.reasoner, dict(conversation.get("reasoner_options") or {}), "stated"
+
+
 def _stages(
     config: AnalysisConfig, hashes: dict[str, str], store: RunStore
 ) -> Iterator[Stage[Any]]:
     """One stage per analysis, over the run's finished transcripts (each parsed once)."""
-    finished = {
-        r.key: Transcript.from_json(r.raw) for r in store.iter_records("ok", kind=PROTOCOL) if r.raw
-    }
+    records = {r.key: r for r in store.iter_records("ok", kind=PROTOCOL) if r.raw}
+    finished = {key: Transcript.from_json(r.raw) for key, r in records.items()}
+    options: dict[str, dict[str, Any]] = {}
 
     def units(pending: Sequence[AnalysisSpec]) -> list[AnalysisUnit]:
         return [
-            AnalysisUnit((spec,), finished[spec.transcript], dict(config.judge_options))
-            for spec in pending
+            AnalysisUnit((spec,), finished[spec.transcript], options[spec.key]) for spec in pending
         ]
 
     judged = config.query_type_readout == "judge"
     for cls in ANALYSES:
-        extra = {"readout": "judge"} if cls is QueryTypeSpec and judged else {}
-        items = [
-            cls(transcript=key, judge=config.judge_model, prompt=hashes[cls.kind], **extra)
-            for key, transcript in finished.items()
-            if cls.kind in _kinds(config, transcript)
-        ]
+        items: list[AnalysisSpec] = []
+        for key, transcript in finished.items():
+            if cls.kind not in _kinds(config, transcript):
+                continue
+            if cls is BeliefSpec:
+                judge, opts, readout = _belief_judge(config, transcript, records[key].spec)
+                item: AnalysisSpec = BeliefSpec(
+                    transcript=key, judge=judge, prompt=hashes[cls.kind], readout=readout
+                )
+            else:
+                extra = {"readout": "judge"} if judged else {}
+                judge, opts = config.judge_model, dict(config.judge_options)
+                item = cls(transcript=key, judge=judge, prompt=hashes[cls.kind], **extra)
+            options[item.key] = opts
+            items.append(item)
         if items:
             yield Stage(cls.kind, items, units, run_unit)
 

@@ -35,6 +35,7 @@ from clearsight.probe.instances import (
 from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_record
+from clearsight.probe.uot import UOT, SearchSettings
 from clearsight.provenance import run_manifest
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import Record, RunStore
@@ -43,7 +44,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.execute.on_ray import RayConfig
 
-Strategy = Literal["direct", "react", "uot", "bp"]
+Strategy = Literal["direct", "react", "uot", "uot_prompt", "bp"]
 SignalName = Literal["true", "none", "random"]
 
 
@@ -78,7 +79,14 @@ class ProbeConfig(BaseModel):
         default_factory=dict, description="Backend options per reasoner spec."
     )
     strategies: tuple[Strategy, ...] = Field(
-        ("direct", "react", "bp"), description="Strategies: direct (VLM only), react, uot, bp."
+        ("direct", "react", "bp"),
+        description="Strategies: direct (VLM only), react, uot (the Uncertainty-of-Thoughts "
+        "search), uot_prompt (UoT as a system prompt only), bp.",
+    )
+    uot: SearchSettings | None = Field(
+        None,
+        description="The UoT search: depth, candidates, replies, sharpness, max_new_tokens "
+        "(left out: depth 1, 3 candidates, 2 simulated replies each, lambda 0.4).",
     )
     sensor: str = Field("perceiver", description="The sensor VLM by spec (any image backend).")
     sensor_options: dict[str, Any] = Field(
@@ -179,6 +187,7 @@ def plan_probe(config: ProbeConfig) -> list[PlannedSpec]:
         if s not in STRATEGIES:
             raise InputError(f"unknown strategy {s!r}")
     specs: list[PlannedSpec] = []
+    search = (config.uot or SearchSettings()).model_dump()
     for inst in instances:
         for strategy in config.strategies:
             for run in range(config.runs):
@@ -215,6 +224,7 @@ def plan_probe(config: ProbeConfig) -> list[PlannedSpec]:
                         max_new_tokens=config.max_new_tokens,
                         context_chars=config.context_chars,
                         prompt=prompt_hash(strategy),
+                        search=search if strategy == UOT else None,
                     )
                     for reasoner in config.reasoners
                     for signal in config.signals
@@ -291,6 +301,7 @@ def run_probe_unit(
                 temperature=spec.temperature,
                 max_new_tokens=spec.max_new_tokens,
                 context_chars=spec.context_chars,
+                search=None if spec.search is None else SearchSettings(**spec.search),
             )
             transcript = run_conversation(
                 spec.instance,
@@ -330,8 +341,10 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, Any]:
     count = len({s.instance.id for s in specs})
+    # a run without UoT search settings keeps the config hash it had before they existed
+    dumped = config.model_dump(mode="json", exclude={"uot"} if config.uot is None else None)
     return run_manifest(
-        config.model_dump(mode="json"),
+        dumped,
         PROTOCOL,
         prompt_hashes={s: prompt_hash(s) for s in config.strategies},
         instances=source_manifest(config.instances, config.dataset, count),

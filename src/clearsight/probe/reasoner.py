@@ -44,9 +44,14 @@ from clearsight.seeding import content_hash
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.models.base import Backend, Message
+    from clearsight.models.base import Backend, Message, Request, Response
+    from clearsight.probe.uot import SearchSettings
 
-STRATEGIES: Final[tuple[str, ...]] = ("direct", "react", "uot", "bp")
+STRATEGIES: Final[tuple[str, ...]] = ("direct", "react", "uot", "uot_prompt", "bp")
+#: The entry of ``prompts/strategies.yaml`` a strategy reads where it is not its own name:
+#: ``uot_prompt``, the paper's prompt-only UoT, is the entry ``uot`` that strategy ``uot`` read
+#: before it became a search (:mod:`clearsight.probe.uot`), so its prompt hash is unchanged.
+_PROMPT_ENTRY: Final[Mapping[str, str]] = {"uot_prompt": "uot"}
 SIGNALS: Final[tuple[str, ...]] = get_args(Signal)
 
 
@@ -59,14 +64,20 @@ def prompts() -> dict[str, Any]:
 
 
 def prompt_hash(strategy: str) -> str:
-    """Content hash of everything a strategy's reasoner reads (its texts and the shared ones),
-    recorded in each item so an edited prompt makes new items."""
+    """Content hash of everything a strategy's reasoner reads (its texts and the shared ones;
+    for the UoT search, ``prompts/uot.yaml``), recorded in each item so an edited prompt makes
+    new items."""
+    from clearsight.probe.uot import UOT, uot_prompts
+
     doc = prompts()
     if strategy == "direct":
         return content_hash(doc["common"]["direct"])
-    if strategy not in doc["strategies"]:
+    if strategy == UOT:
+        return content_hash([doc["common"], uot_prompts()])
+    entry = _PROMPT_ENTRY.get(strategy, strategy)
+    if strategy not in STRATEGIES or entry not in doc["strategies"]:
         raise InputError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
-    return content_hash([doc["common"], doc["strategies"][strategy]])
+    return content_hash([doc["common"], doc["strategies"][entry]])
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,7 +200,8 @@ def parse_letter(text: str, letters: Sequence[str], options: Sequence[str] = ())
 @dataclass(frozen=True)
 class LoopSettings:
     """How one conversation runs: strategy, budget T, consistency signal shown, decoding of
-    the reasoner and the context limit (characters of the whole prompt)."""
+    the reasoner, the context limit (characters of the whole prompt) and, for the UoT search,
+    its settings (None: the defaults)."""
 
     strategy: str = "bp"
     budget: int = 100
@@ -197,13 +209,13 @@ class LoopSettings:
     temperature: float = 1.0
     max_new_tokens: int = 128
     context_chars: int = 24_000
+    search: SearchSettings | None = None
 
     def __post_init__(self) -> None:
         """Reject settings the loop cannot run."""
         if self.strategy not in STRATEGIES or self.strategy == "direct":
-            raise InputError(
-                f"reasoner strategy must be one of react, uot, bp, got {self.strategy!r}"
-            )
+            talk = ", ".join(s for s in STRATEGIES if s != "direct")
+            raise InputError(f"reasoner strategy must be one of {talk}, got {self.strategy!r}")
         if self.budget < 1:
             raise InputError(f"the budget T must be >= 1, got {self.budget}")
         if self.signal not in SIGNALS:
@@ -258,7 +270,8 @@ def conversation_messages(
 
     doc = prompts()
     common = doc["common"]
-    sys_text = system if system is not None else doc["strategies"][settings.strategy]["system"]
+    entry = _PROMPT_ENTRY.get(settings.strategy, settings.strategy)
+    sys_text = system if system is not None else doc["strategies"][entry]["system"]
     messages = [
         Message("system", (TextPart(fill_prompt(sys_text, instance, k, settings.budget)),)),
         Message.user(fill_prompt(common["first"], instance, k, settings.budget)),
@@ -293,6 +306,77 @@ def _chars(messages: Sequence[Message]) -> int:
 _CONTEXT_ERROR = re.compile(r"context|too long|maximum.*length|max_position|sequence length", re.I)
 
 
+class _ReasonerFailedError(Exception):
+    """The reasoner's own call failed: the conversation ends (``error``, or ``context`` when
+    the backend rejected the prompt as too long)."""
+
+
+class _Guarded:
+    """The reasoner backend, its failures raised as :class:`_ReasonerFailedError` (a sensor
+    failure, by contrast, is part of the history)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.capabilities = backend.capabilities
+
+    def complete(self, requests: Sequence[Request]) -> list[Response]:
+        try:
+            return self.backend.complete(requests)
+        except Exception as exc:
+            raise _ReasonerFailedError(f"{type(exc).__name__}: {exc}") from exc
+
+
+Streams = tuple[np.random.Generator, np.random.Generator, np.random.Generator]
+
+
+def _prompted_turn(
+    instance: Instance,
+    transcript: Transcript,
+    reasoner: Backend,
+    sensor: Sensor,
+    settings: LoopSettings,
+    rngs: Streams,
+) -> Turn | None:
+    """The next turn of a prompted strategy: one reasoner call, its action parsed, a query
+    sent to the sensor; None when the history no longer fits ``context_chars``."""
+    from clearsight.models.base import Decoding, Request
+
+    r_rng, s_rng, u_rng = rngs
+    turns, index = transcript.turns, len(transcript.turns) + 1
+    messages = conversation_messages(instance, turns, settings, sensor.k)
+    if _chars(messages) > settings.context_chars:
+        messages = conversation_messages(instance, turns, settings, sensor.k, compact=True)
+        if _chars(messages) > settings.context_chars:
+            return None
+    request = Request(
+        tuple(messages),
+        Decoding(
+            max_new_tokens=settings.max_new_tokens,
+            temperature=settings.temperature,
+            seed=int(r_rng.integers(0, 2**31 - 1)),
+        ),
+    )
+    response = reasoner.complete([request])[0]
+    raw = response.texts[0] if response.texts else ""
+    action = parse_action(raw, instance.letters, instance.options)
+    if action.kind == "commit":
+        return Turn(index, raw, commit=action.letter, thought=action.thought, note=action.note)
+    if action.kind == "query":
+        assert action.query is not None
+        reply = sensor.ask(instance, action.query, s_rng)
+        return Turn(
+            index,
+            raw,
+            query=action.query,
+            reply=reply,
+            shown_u=shown_consistency(reply, settings.signal, u_rng),
+            thought=action.thought,
+            note=action.note,
+        )
+    return Turn(index, raw, thought=action.thought, note=action.note)
+
+
 def run_conversation(
     instance: Instance,
     reasoner: Backend,
@@ -306,11 +390,13 @@ def run_conversation(
     on_turn: Callable[[Transcript], None] | None = None,
 ) -> Transcript:
     """One whole conversation; ``on_turn`` sees the transcript after every turn (to store it
-    turn by turn). Randomness: three generators spawned from ``rng`` (reasoner decoding,
-    sensor, random signal), so the sensor's draws do not depend on the reasoner's."""
-    from clearsight.models.base import Decoding, Request
+    turn by turn). Each turn is a prompted strategy's one reasoner call, or for ``uot`` the
+    search of :func:`clearsight.probe.uot.search_turn`. Randomness: three generators spawned
+    from ``rng`` (reasoner decoding, sensor, random signal), so the sensor's draws do not
+    depend on the reasoner's."""
+    from clearsight.probe.uot import UOT, search_turn
 
-    r_rng, s_rng, u_rng = rng.spawn(3)
+    rngs: Streams = tuple(rng.spawn(3))  # type: ignore[assignment]
     transcript = Transcript.start(
         instance,
         reasoner=reasoner_name or reasoner.name,
@@ -322,45 +408,19 @@ def run_conversation(
         signal=settings.signal,
         meta=meta,
     )
-    for index in range(1, settings.budget + 1):
-        turns = transcript.turns
-        messages = conversation_messages(instance, turns, settings, sensor.k)
-        if _chars(messages) > settings.context_chars:
-            messages = conversation_messages(instance, turns, settings, sensor.k, compact=True)
-            if _chars(messages) > settings.context_chars:
-                return transcript.finish(None, "context")
-        request = Request(
-            tuple(messages),
-            Decoding(
-                max_new_tokens=settings.max_new_tokens,
-                temperature=settings.temperature,
-                seed=int(r_rng.integers(0, 2**31 - 1)),
-            ),
-        )
+    guarded = _Guarded(reasoner)
+    next_turn: Callable[..., Turn | None] = (
+        search_turn if settings.strategy == UOT else _prompted_turn
+    )
+    for _ in range(settings.budget):
         try:
-            response = reasoner.complete([request])[0]
-        except Exception as exc:  # the reasoner failed: recorded, the item still ends
+            turn = next_turn(instance, transcript, guarded, sensor, settings, rngs)
+        except _ReasonerFailedError as exc:  # recorded, the item still ends
             stop = "context" if _CONTEXT_ERROR.search(str(exc)) else "error"
-            meta_err = {**transcript.meta, "reasoner_error": f"{type(exc).__name__}: {exc}"}
+            meta_err = {**transcript.meta, "reasoner_error": str(exc)}
             return replace(transcript, meta=meta_err).finish(None, stop)
-        raw = response.texts[0] if response.texts else ""
-        action = parse_action(raw, instance.letters, instance.options)
-        if action.kind == "commit":
-            turn = Turn(index, raw, commit=action.letter, thought=action.thought, note=action.note)
-        elif action.kind == "query":
-            assert action.query is not None
-            reply = sensor.ask(instance, action.query, s_rng)
-            turn = Turn(
-                index,
-                raw,
-                query=action.query,
-                reply=reply,
-                shown_u=shown_consistency(reply, settings.signal, u_rng),
-                thought=action.thought,
-                note=action.note,
-            )
-        else:
-            turn = Turn(index, raw, thought=action.thought, note=action.note)
+        if turn is None:
+            return transcript.finish(None, "context")
         transcript = transcript.with_turn(turn)
         if on_turn is not None:
             on_turn(transcript)

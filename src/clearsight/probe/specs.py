@@ -107,6 +107,9 @@ class ConversationSpec(PlannedSpec):
     """The most tokens of a reasoner turn."""
     context_chars: int
     """The most characters of a reasoner prompt."""
+    search: Mapping[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    """The UoT search's settings (strategy ``uot`` only; left out of the other strategies' JSON,
+    so their keys are unchanged)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,9 +148,15 @@ class AnalysisSpec(Spec):
 
 @dataclass(frozen=True)
 class BeliefSpec(AnalysisSpec):
-    """The belief probe: the judge's belief over the options after each sensor reply."""
+    """The belief probe: the belief over the options after each sensor reply, elicited from
+    ``judge`` (with the ``stated`` read-out, the conversation's own reasoner)."""
 
     kind: ClassVar[str] = BELIEF_PROTOCOL
+
+    readout: str | None = field(default=None, metadata=OMIT_NONE)
+    """``stated`` (the paper's: the distribution the replaying reasoner writes) or None: the
+    letter read-out, the only one of runs made before (left out of their JSON, so their keys
+    stay)."""
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,10 @@ STOP_REASONS: Final[tuple[str, ...]] = (
 class Turn:
     """One round: what the reasoner wrote, the query it sent or the answer it committed, and
     the sensor's reply. ``shown_u`` is the consistency the reasoner was shown (None when the
-    signal was withheld); ``note`` records a parsing repair such as "no query found"."""
+    signal was withheld); ``note`` records a parsing repair such as "no query found";
+    ``search`` is the tree a searching strategy considered before the turn (UoT's candidates,
+    simulated replies, partitions and scores, :mod:`clearsight.probe.uot`), None for the
+    others."""
 
     index: int
     raw: str
@@ -57,10 +60,11 @@ class Turn:
     shown_u: int | None = None
     thought: str = ""
     note: str = ""
+    search: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-able dict."""
-        return {
+        """JSON-able dict (``search`` only where there is one)."""
+        out = {
             "index": self.index,
             "raw": self.raw,
             "thought": self.thought,
@@ -70,6 +74,9 @@ class Turn:
             "commit": self.commit,
             "note": self.note,
         }
+        if self.search is not None:
+            out["search"] = dict(self.search)
+        return out
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Turn:
@@ -84,6 +91,7 @@ class Turn:
             shown_u=data.get("shown_u"),
             thought=str(data.get("thought", "")),
             note=str(data.get("note", "")),
+            search=data.get("search"),
         )
 
 

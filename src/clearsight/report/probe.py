@@ -10,8 +10,11 @@ in the layout every report shares (:mod:`clearsight.report.output`): a self-cont
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from clearsight.probe.analysis import (
@@ -126,21 +129,42 @@ def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) 
 
 def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
     """Fig. 4: the belief in the gold option p_correct(t) after each sensor reply (b_0
-    uniform), one thin line per probed conversation, coloured by its final correctness."""
+    uniform), one thin line per probed conversation coloured by its final correctness (gaps at
+    unparsed steps), the mean p_correct(t) per reasoner as a thick line (over the conversations
+    with a parsed b_t), and p_chosen, the belief in the committed option at the last step, as a
+    marker at the end of each conversation."""
     if beliefs.empty or "p_correct" not in beliefs:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for trace, right in zip(beliefs["p_correct"], beliefs["correct"], strict=True):
-        colour = "#009E73" if right else "#D55E00"
-        trace = list(trace)
-        ax.plot(range(len(trace)), trace, color=colour, lw=0.8, alpha=0.6)
+    colours = {True: "#009E73", False: "#D55E00"}
+    traces = [[np.nan if v is None else float(v) for v in p] for p in beliefs["p_correct"]]
+    chosen = beliefs["p_chosen"] if "p_chosen" in beliefs else pd.Series([None] * len(beliefs))
+    for trace, right, p_chosen in zip(traces, beliefs["correct"], chosen, strict=True):
+        ax.plot(range(len(trace)), trace, color=colours[bool(right)], lw=0.7, alpha=0.45)
+        if p_chosen is not None and not pd.isna(p_chosen):
+            ax.plot(len(trace) - 1, float(p_chosen), "^", color=colours[bool(right)], ms=4)
+    who = beliefs["reasoner"] if "reasoner" in beliefs else pd.Series(["all"] * len(beliefs))
+    for name in sorted(set(who)):
+        rows = [t for t, w in zip(traces, who, strict=True) if w == name]
+        width = max(len(t) for t in rows)
+        grid = np.full((len(rows), width), np.nan)
+        for r, t in enumerate(rows):
+            grid[r, : len(t)] = t
+        counts = np.sum(~np.isnan(grid), axis=0)
+        mean = np.nansum(grid, axis=0) / np.maximum(counts, 1)
+        mean[counts == 0] = np.nan
+        ax.plot(range(width), mean, lw=2.2, label=f"mean p_correct(t): {name}")
     ax.axhline(0.7, color="0.5", ls=":", lw=0.8)
     ax.set_xlabel("sensor replies so far (t)", fontsize=8)
     ax.set_ylabel("p_correct(t)", fontsize=8)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("green: committed right; orange: wrong; dotted: max b = 0.7", fontsize=8)
+    ax.set_title(
+        "green: committed right; orange: wrong; triangles: p_chosen; dotted: max b = 0.7",
+        fontsize=7,
+    )
     ax.grid(alpha=0.25, lw=0.5)
+    ax.legend(fontsize=6.5, frameon=False)
     return png(fig)
 
 
@@ -186,6 +210,23 @@ def selective_figure(frame: pd.DataFrame) -> bytes | None:
     return risk_coverage_figure(panels) if panels else None
 
 
+def _search_lines(search: Mapping[str, Any] | None) -> list[str]:
+    """The UoT tree of a turn in brief (:mod:`clearsight.probe.uot`): the options possible
+    before and after, and each root candidate with its IG, R_u and R_e (the asked one marked)."""
+    if not search or "candidates" not in search:
+        return []
+    before = ",".join(search.get("possible_before", []))
+    after = ",".join(search.get("possible_after", []))
+    lines = [f"    search: options {before} -> {after}, {search.get('calls', 0)} LLM calls"]
+    for i, c in enumerate(search["candidates"]):
+        mark = "*" if i == search.get("chosen") else " "
+        lines.append(
+            f"    {mark} IG {c['gain']:.2f} R_u {c['reward']:.2f} R_e {c['expected']:.2f}: "
+            f"{c['question']}"
+        )
+    return lines
+
+
 def _examples(results: ProbeResults, limit: int = 6) -> str:
     """The first ``limit`` conversations that asked the sensor, turn by turn, collapsed."""
     parts = []
@@ -196,6 +237,7 @@ def _examples(results: ProbeResults, limit: int = 6) -> str:
         ]
         for turn in t.turns:
             lines.append(f"[{turn.index}] reasoner: {turn.raw}")
+            lines += _search_lines(turn.search)
             if turn.reply is not None:
                 u = "–" if turn.shown_u is None else turn.shown_u
                 lines.append(
