@@ -6,7 +6,32 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+
+
+class RunConfig(BaseModel):
+    """A protocol's run configuration whose dump stays the same for runs stored before a field
+    was added: a run's manifest holds its configuration as dumped and a resume compares that
+    with the new dump (:meth:`clearsight.store.RunStore.begin_run`), so a field added later is
+    left out of the dump while it holds its default — which must be what runs made before it
+    did; a dump read back gives the same configuration.
+
+    Subclasses name those fields in :attr:`added_later`."""
+
+    added_later: ClassVar[tuple[str, ...]] = ()
+    """Fields added after runs were stored whose default does what those runs did."""
+
+    @model_serializer(mode="wrap")
+    def _without_later_fields_at_default(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            fields = type(self).model_fields
+            for name in self.added_later:
+                if getattr(self, name) == fields[name].get_default(call_default_factory=True):
+                    data.pop(name, None)
+        return data
 
 
 def run_manifest(config: dict[str, Any], protocol: str, **extra: Any) -> dict[str, Any]:

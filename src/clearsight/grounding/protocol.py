@@ -37,9 +37,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -97,7 +97,7 @@ from clearsight.grounding.variation import (
 )
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Capabilities
-from clearsight.provenance import run_manifest, source_digest
+from clearsight.provenance import RunConfig, run_manifest, source_digest
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.specs import Spec, to_plain
 from clearsight.store import Record, RunStore
@@ -107,10 +107,12 @@ if TYPE_CHECKING:
     from clearsight.execute.on_ray import RayConfig
 
 
-class GroundingConfig(BaseModel):
+class GroundingConfig(RunConfig):
     """A grounding run: which problems, which model, which analyses."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    # variation_mode is not here: its default changed to the paper's sampled alternatives
+    added_later: ClassVar[tuple[str, ...]] = ("bench", "variation_samples", "readouts")
 
     model: str = Field("hf:smollm2-135m", description="Model whose confidence is measured.")
     model_options: dict[str, Any] = Field(

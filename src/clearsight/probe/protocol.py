@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -36,7 +36,7 @@ from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_record
 from clearsight.probe.uot import UOT, SearchSettings
-from clearsight.provenance import run_manifest
+from clearsight.provenance import RunConfig, run_manifest
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
@@ -48,10 +48,11 @@ Strategy = Literal["direct", "react", "uot", "uot_prompt", "bp"]
 SignalName = Literal["true", "none", "random"]
 
 
-class ProbeConfig(BaseModel):
+class ProbeConfig(RunConfig):
     """Everything that determines a probe run's transcripts (METHODS.md section 6)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    added_later: ClassVar[tuple[str, ...]] = ("uot",)
 
     instances: str = Field(
         "bundled",
@@ -341,10 +342,8 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, Any]:
     count = len({s.instance.id for s in specs})
-    # a run without UoT search settings keeps the config hash it had before they existed
-    dumped = config.model_dump(mode="json", exclude={"uot"} if config.uot is None else None)
     return run_manifest(
-        dumped,
+        config.model_dump(mode="json"),
         PROTOCOL,
         prompt_hashes={s: prompt_hash(s) for s in config.strategies},
         instances=source_manifest(config.instances, config.dataset, count),

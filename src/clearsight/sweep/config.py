@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PositiveInt,
-    SerializerFunctionWrapHandler,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
+from clearsight.provenance import RunConfig
 from clearsight.sweep.conditions import Arm
 from clearsight.validate import InputError
 
@@ -34,12 +32,14 @@ ALL_WORDINGS: tuple[Wording, ...] = (
 )
 
 
-# Fields added after runs were stored, left out of a dump while empty (their default).
-_ADDED_LATER = ("wording_scenes", "turbid_absorption_per_m", "turbid_scattering_per_m")
-
-
-class SweepConfig(BaseModel):
+class SweepConfig(RunConfig):
     """Everything that determines a visibility sweep's records (METHODS.md §1-3)."""
+
+    added_later: ClassVar[tuple[str, ...]] = (
+        "wording_scenes",
+        "turbid_absorption_per_m",
+        "turbid_scattering_per_m",
+    )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -207,18 +207,6 @@ class SweepConfig(BaseModel):
         except InputError as exc:
             raise ValueError(str(exc)) from None
         return self
-
-    @model_serializer(mode="wrap")
-    def _without_later_fields_at_default(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """The dump, without a field added after runs were stored while it is at its default:
-        a run's manifest holds its configuration as dumped, and a resume compares it with the
-        new dump, so an earlier run resumes unchanged (``_ADDED_LATER``)."""
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in _ADDED_LATER:
-                if not getattr(self, name):
-                    data.pop(name, None)
-        return data
 
     def wordings_of(self, model: str) -> tuple[Wording, ...]:
         """The wordings asked of ``model``."""
