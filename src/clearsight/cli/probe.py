@@ -171,13 +171,25 @@ def probe_judges(
     a: Annotated[str, typer.Option(help="First judge.")] = "embedding",
     b: Annotated[str, typer.Option(help="Second judge.")] = "llm:hf:smollm2-135m",
     limit: Annotated[int | None, typer.Option(help="At most this many replies.")] = None,
+    human_labels: Annotated[
+        Path | None,
+        typer.Option(
+            help="JSONL of sensor replies with people's u (docs/probe.md): validate both "
+            "judges against the people instead, stored in RUN for the report's Table 5."
+        ),
+    ] = None,
 ) -> None:
-    """Agreement of two semantic-equivalence judges on the run's stored sensor replies:
-    exact and within-1 agreement of u, MAE, quadratic-weighted kappa, Pearson."""
-    from clearsight.probe.judges import judge_agreement, make_judge
+    """Agreement of two semantic-equivalence judges on the run's stored sensor replies, or
+    (--human-labels) of each judge with people's labels of u: exact and within-1 agreement of
+    u, MAE, Cohen's kappa (plain and quadratic-weighted), Pearson."""
+    from clearsight.probe.agreement import judge_agreement
+    from clearsight.probe.judges import make_judge
     from clearsight.probe.transcript import load_transcripts
     from clearsight.validate import InputError
 
+    if human_labels is not None:
+        _validate_judges(run, human_labels, (a, b), limit)
+        return
     try:
         replies = [
             turn.reply for t in load_transcripts(run) for turn in t.turns if turn.reply is not None
@@ -186,9 +198,38 @@ def probe_judges(
     except InputError as exc:
         raise _fail(str(exc)) from exc
     typer.echo(f"judges: {a} vs {b}")
-    for name, value in result.to_json().items():
-        typer.echo(f"{name}: {value:.3f}" if name != "n" else f"n: {int(value)}")
+    _echo_agreement(result.to_json())
     typer.echo(f"seconds: {a} {seconds[0]:.2f}, {b} {seconds[1]:.2f}")
+
+
+def _echo_agreement(values: dict[str, float]) -> None:
+    """``name: value`` lines of an agreement (n as an integer)."""
+    for name, value in values.items():
+        typer.echo(f"{name}: {value:.3f}" if name != "n" else f"n: {int(value)}")
+
+
+def _validate_judges(
+    run: Path, labels_file: Path, judges: tuple[str, ...], limit: int | None
+) -> None:
+    """Each judge against the people's labels of ``labels_file``, printed and stored in
+    ``run`` (Table 5)."""
+    from clearsight.probe.agreement import human_agreement, read_human_labels, store_validation
+    from clearsight.probe.judges import make_judge
+    from clearsight.store import DB_NAME
+    from clearsight.validate import InputError
+
+    try:
+        if not (run / DB_NAME).is_file():
+            raise InputError(f"{run} is not a probe run directory (no {DB_NAME})")
+        labels = read_human_labels(labels_file)[:limit]
+        results = human_agreement(labels, [make_judge(j) for j in dict.fromkeys(judges)])
+        store_validation(run, labels, results)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    for name, (result, seconds) in results.items():
+        typer.echo(f"judge: {name} vs people ({labels_file})")
+        _echo_agreement(result.to_json())
+        typer.echo(f"seconds: {seconds:.2f}")
 
 
 @app.command("instances")

@@ -1,4 +1,4 @@
-"""The probe protocol's report: analogues of the paper's Tables 1, 3, 7, 9 and 11, Figures 2-5
+"""The probe protocol's report: analogues of the paper's Tables 1, 3, 5, 7, 9 and 11, Figures 2-5
 (as plots beside their tables) and risk-coverage curves of the cross-run confidence.
 
 Everything comes from the run's records as :mod:`clearsight.probe.results` reads them:
@@ -73,6 +73,10 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
             results.beliefs
         ),
         "Table 9: VLM calls per question": calls_table(frame),
+        "Table 5: semantic-equivalence judges against people's labels of u (exact and "
+        "within-1 agreement %, MAE, Cohen's kappa, quadratic kappa, Pearson)": (
+            results.validations
+        ),
     }
 
 
