@@ -1,6 +1,7 @@
 """``clearsight probe``: the active-reasoning protocol through a noisy VLM sensor, run from a
 :class:`~clearsight.probe.protocol.ProbeConfig` (YAML and flags), with its report, LLM-judge
-analyses, judge agreement and instance listing."""
+analyses, judge agreement (with each other or with people), self-distillation and instance
+listing."""
 
 from __future__ import annotations
 
@@ -230,6 +231,74 @@ def _validate_judges(
         typer.echo(f"judge: {name} vs people ({labels_file})")
         _echo_agreement(result.to_json())
         typer.echo(f"seconds: {seconds:.2f}")
+
+
+@app.command("distill")
+def probe_distill(
+    run: Annotated[Path, typer.Argument(help="A probe run with successful BP conversations.")],
+    out: Annotated[Path, typer.Option(help="Directory for the LoRA adapter and its manifest.")],
+    config: Annotated[Path | None, typer.Option(help="YAML file of DistillConfig fields.")] = None,
+    reasoner: Annotated[
+        str | None, typer.Option(help="The hf reasoner to distil (default: the run's only one).")
+    ] = None,
+    rank: Annotated[int | None, typer.Option(help="LoRA rank (16).")] = None,
+    alpha: Annotated[int | None, typer.Option(help="LoRA alpha (32).")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs (7).")] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="AdamW learning rate.")] = None,
+    validation: Annotated[
+        float | None, typer.Option(help="Share held out to choose the epoch (0.1).")
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Longest conversation (tokens).")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many trajectories.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of split, order and init.")] = None,
+) -> None:
+    """Self-distillation (Table 2): LoRA-fine-tune an hf reasoner on its own successful BP
+    conversations of RUN (its turns in the loss, the rest masked), keeping the epoch with the
+    lowest validation loss; then `probe run --reasoner hf:<base> --reasoner hf:<OUT>` on
+    held-out instances compares before and after."""
+    from clearsight.config import load_config
+    from clearsight.probe.distill import DistillConfig, distill
+    from clearsight.validate import InputError
+
+    flags: dict[str, object] = {
+        "reasoner": reasoner,
+        "rank": rank,
+        "alpha": alpha,
+        "epochs": epochs,
+        "learning_rate": learning_rate,
+        "validation": validation,
+        "max_tokens": max_tokens,
+        "limit": limit,
+        "seed": seed,
+    }
+    try:
+        result = distill(run, out, load_config(config, DistillConfig, flags))
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    manifest = result.manifest
+    typer.echo(f"base: {manifest['base']}")
+    typer.echo(
+        f"trajectories: {manifest['trajectories']} (train {len(manifest['train'])}, "
+        f"validation {len(manifest['validation'])}), labelled tokens "
+        f"{manifest['labelled_tokens']}"
+    )
+    before = manifest["before"]
+    typer.echo(
+        f"epoch 0: train_loss {_loss_text(before['train_loss'])}, "
+        f"val_loss {_loss_text(before['val_loss'])}"
+    )
+    for row in manifest["history"]:
+        typer.echo(
+            f"epoch {row['epoch']}: train_loss {_loss_text(row['train_loss'])}, "
+            f"val_loss {_loss_text(row['val_loss'])} ({row['seconds']:.1f} s)"
+        )
+    typer.echo(f"chosen epoch: {manifest['chosen_epoch']} ({manifest['chosen_by']})")
+    typer.echo(f"adapter: {result.out} (use as --reasoner hf:{result.out})")
+
+
+def _loss_text(value: float | None) -> str:
+    """A loss for the terminal (``-`` for none)."""
+    return "-" if value is None else f"{value:.4f}"
 
 
 @app.command("instances")
