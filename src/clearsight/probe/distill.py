@@ -13,7 +13,8 @@ than ``max_tokens`` is cut there.
 
 **Training.** LoRA adapters (``peft``; rank, alpha, dropout and target modules configurable;
 the paper's rank 16, alpha 32, 7 epochs are the defaults) on the frozen base, AdamW, one
-conversation per step, token-level cross-entropy over the labelled tokens. A seeded
+conversation per step, token-level cross-entropy over the labelled tokens, float32 weights on
+the CPU by default (``device``). A seeded
 ``validation`` share of the conversations (at least one when there are two or more) is held
 out; after each epoch the mean loss on the training and validation conversations is recorded,
 and the adapter of the epoch with the lowest validation loss is the one saved (the last epoch
@@ -35,7 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -93,6 +94,9 @@ class DistillConfig(BaseModel):
     max_tokens: int = Field(1024, ge=16, description="Longest conversation (tokens); cut beyond.")
     limit: int | None = Field(None, ge=1, description="At most this many trajectories.")
     seed: int = Field(0, description="Seed of the split, the order and the adapter's init.")
+    device: Literal["auto", "cpu", "cuda", "mps"] = Field(
+        "cpu", description="Where to train (the hf backend's device option); float32 weights."
+    )
 
 
 @dataclass(frozen=True)
@@ -303,7 +307,7 @@ def distill(
     if adapter_manifest(reasoner.removeprefix("hf:")) is not None:
         raise InputError(f"{reasoner} is itself an adapter; distil from its base model's run")
     chosen = chosen[: config.limit]
-    backend = load_backend(reasoner, {"device": "cpu", "dtype": "float32"})
+    backend = load_backend(reasoner, {"device": config.device, "dtype": "float32"})
     if not isinstance(backend, HfBackend) or backend.capabilities.images:
         raise InputError(f"{reasoner}: self-distillation trains a text-only hf reasoner")
     examples = [sft_example(backend, k, t, config.max_tokens) for k, t in chosen]
