@@ -17,6 +17,7 @@ import pytest
 
 from clearsight.metrics import cross_run_ece, cross_run_prediction
 from clearsight.models.base import Capabilities, Request, Response
+from clearsight.probe.agreement import agreement
 from clearsight.probe.analysis import (
     belief_probe,
     belief_summary,
@@ -26,7 +27,7 @@ from clearsight.probe.analysis import (
     transcripts_frame,
 )
 from clearsight.probe.instances import Instance
-from clearsight.probe.judges import agreement, make_judge, normalise
+from clearsight.probe.judges import make_judge, normalise
 from clearsight.probe.protocol import plan_probe, run_probe
 from clearsight.probe.results import load_probe_results
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript

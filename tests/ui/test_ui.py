@@ -596,3 +596,90 @@ def test_browsing_a_sweep_run_keeps_no_writer_out(tmp_path: Path) -> None:
         assert play.blocked_reason() is not None  # a sweep run: browse only
         with run_lock(run):  # a sweep resuming into it is not refused
             pass
+
+
+# ------------------------------------------------------------------------------ the signal shown
+
+U_SPAN = re.compile(r'<span class="u"[^>]*>\((\d+)/5\)</span>')
+
+
+@pytest.mark.parametrize("signal", ["true", "none", "random"])
+def test_the_signal_a_person_is_shown_is_stored_like_a_models(tmp_path: Path, signal: str) -> None:
+    run = tmp_path / "humans"
+    client, token = _play_client(run, tmp_path, signal=signal)
+    key = _start(client, token)
+    for query in ("What colour is the car?", "Which colour is the car?"):
+        assert _post(client, token, key, "query", query=query) == 303
+    page = client.get(f"/session/{key}").text
+    assert _post(client, token, key, "commit", letter="B") == 303
+    (transcript,) = load_transcripts(run)
+    assert transcript.signal == signal
+    with RunStore.open(run, read_only=True) as store:
+        (record,) = list(store.iter_records())
+    assert record.spec["signal"] == signal
+    assert record.readouts["signal"] == signal
+    replies = [t for t in transcript.turns if t.reply is not None]
+    true_u = [t.reply.u for t in replies if t.reply is not None]
+    assert true_u == [CAR_SAMPLES.count(t.reply.reply) for t in replies if t.reply is not None]
+    if signal == "true":
+        expected: list[int | None] = list(true_u)
+    elif signal == "none":
+        expected = [None, None]
+    else:  # drawn uniformly from 1..K with the generator of (session key, turn index)
+        expected = [int(rng_for("serve", "signal", key, t.index).integers(1, 6)) for t in replies]
+    assert [t.shown_u for t in replies] == expected
+    # the person's page shows what they were shown, and never names the signal
+    assert [int(u) for u in U_SPAN.findall(page)] == [u for u in expected if u is not None]
+    assert "random" not in page.lower()
+    assert "shown to the reasoner" not in page
+    assert ('id="no-signal"' in page) == (signal == "none")
+    # the operator's record page shows the true u, and the u shown where it differs
+    record_page_text = _client(run).get(f"/records/{key}").text
+    assert [int(u) for u in U_SPAN.findall(record_page_text)] == true_u
+    differs = [u for u, t in zip(expected, true_u, strict=True) if u != t]
+    shown = re.findall(r"shown to the reasoner: (\w+)", record_page_text)
+    assert shown == ["none" if u is None else str(u) for u in differs]
+
+
+def test_balanced_sessions_cycle_through_the_three_signals(tmp_path: Path) -> None:
+    from clearsight.probe.analysis import ablation_table, transcripts_frame
+
+    run = tmp_path / "humans"
+    cfg = ServeSettings(sensor="scripted:test", judge="exact", signal="balanced", seed=5)
+    play = HumanPlay(run, cfg, instances=[_instance(tmp_path)], sensor=_sensor())
+    signals = {}
+    for name in ("ana", "bo"):
+        for _ in range(4):
+            key = play.start(name, "test/car-colour")
+            play.ask(key, "What colour is the car?")
+            play.commit(key, "B")
+        runs = [t for t in load_transcripts(run) if t.reasoner == f"human:{name}"]
+        signals[name] = [t.signal for t in runs]
+        assert sorted(signals[name][:3]) == ["none", "random", "true"]  # three in a row: all
+        assert signals[name][3] == signals[name][0]  # then the cycle starts again
+        order = [play.session_signal(f"human:{name}", n) for n in range(4)]
+        assert signals[name] == order  # the seeded rule
+    assert play.session_signal("human:ana", 0) == play.session_signal("human:ana", 3)
+    # the seed changes the order for some person (the rule draws it; it is not fixed)
+    reseeded = [
+        HumanPlay(run, cfg.model_copy(update={"seed": s})).session_signal("human:ana", 0)
+        for s in range(12)
+    ]
+    assert len(set(reseeded)) == 3
+    # people stand beside the models in the ablation table, one row per signal
+    table = ablation_table(transcripts_frame(load_transcripts(run)))
+    human = table[table["reasoner"] == "human"]
+    assert sorted(human["signal"]) == ["none", "random", "true"]
+    assert human.set_index("signal")["acc"].tolist() == [100.0, 100.0, 100.0]
+    assert human["instances"].tolist() == [1, 1, 1]
+
+
+def test_serve_refuses_an_unknown_signal(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    out = CliRunner().invoke(app, ["serve", str(tmp_path / "run"), "--signal", "loud"])
+    assert out.exit_code == 2
+    assert "signal" in out.output
+    assert not (tmp_path / "run").exists()

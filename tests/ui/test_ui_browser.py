@@ -38,6 +38,14 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A uvicorn server in a thread on a free loopback port; yields its URL and run dir."""
+    run = tmp_path / "humans"
+    settings = _settings(tmp_path)
+    with live_server(create_app(run, settings, HumanPlay(run, settings))) as url:
+        yield url, run
+
+
+def _settings(tmp_path: Path, **more: Any) -> ServeSettings:
+    """Serve settings over an instance file and a scripted sensor written into ``tmp_path``."""
     image = tmp_path / "car.png"
     Image.fromarray(np.full((32, 48, 3), 90, np.uint8)).save(image)
     instance = {
@@ -55,16 +63,14 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         {"match": "script", "texts": [SCRIPT] * 5},
     ]
     (tmp_path / "sensor.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
-    run = tmp_path / "humans"
-    settings = ServeSettings(
+    return ServeSettings(
         sensor=f"scripted:{tmp_path / 'sensor.jsonl'}",
         judge="exact",
         k=5,
         budget=10,
         instances=str(tmp_path / "instances.jsonl"),
+        **more,
     )
-    with live_server(create_app(run, settings, HumanPlay(run, settings))) as url:
-        yield url, run
 
 
 def _raw_get(base: str, path: str) -> tuple[int, str]:
@@ -204,3 +210,62 @@ def test_browser_plays_a_whole_session(served: tuple[str, Path], tmp_path: Path)
     assert transcript.committed == "B"
     assert transcript.correct is True
     assert transcript.stop == "committed"
+
+
+def test_browser_plays_a_session_under_each_signal(tmp_path: Path) -> None:
+    """With --signal balanced one person's three sessions get the true, no and random signal;
+    each page shows what its session's signal shows, and never names the signal."""
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    run = tmp_path / "humans"
+    settings = _settings(tmp_path, signal="balanced")
+    pages = []
+    with (
+        live_server(create_app(run, settings, HumanPlay(run, settings))) as base,
+        playwright_api.sync_playwright() as pw,
+    ):
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+            for _ in range(3):
+                page.goto(f"{base}/play")
+                page.fill("#name", "tester")
+                with page.expect_navigation():
+                    page.click("#start-button")
+                for query in ("What colour is the car?", "Which colour is the car?"):
+                    page.fill("#query", query)
+                    with page.expect_navigation():
+                        page.click("#ask-button")
+                pages.append(
+                    (
+                        [
+                            page.locator(".turn .u").nth(i).inner_text()
+                            for i in range(page.locator(".turn .u").count())
+                        ],
+                        page.inner_text("body"),
+                        page.locator("#no-signal").count(),
+                    )
+                )
+                page.check("#letter-B")
+                with page.expect_navigation():
+                    page.click("#commit-button")
+        finally:
+            browser.close()
+    transcripts = load_transcripts(run)
+    assert sorted(t.signal for t in transcripts) == ["none", "random", "true"]
+    for t, (shown, body, note) in zip(transcripts, pages, strict=True):
+        stored = [turn.shown_u for turn in t.turns if turn.reply is not None]
+        if t.signal == "none":
+            assert stored == [None, None]
+            assert shown == []
+            assert note == 1
+        else:
+            assert all(u is not None for u in stored)
+            assert shown == [f"({u}/5)" for u in stored]
+            assert note == 0
+        if t.signal == "true":
+            assert stored == [turn.reply.u for turn in t.turns if turn.reply is not None]
+        assert "random" not in body.lower()
+        assert "signal" not in body.lower()

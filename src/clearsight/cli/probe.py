@@ -1,6 +1,7 @@
 """``clearsight probe``: the active-reasoning protocol through a noisy VLM sensor, run from a
 :class:`~clearsight.probe.protocol.ProbeConfig` (YAML and flags), with its report, LLM-judge
-analyses, judge agreement and instance listing."""
+analyses, judge agreement (with each other or with people), self-distillation and instance
+listing."""
 
 from __future__ import annotations
 
@@ -196,13 +197,25 @@ def probe_judges(
     a: Annotated[str, typer.Option(help="First judge.")] = "embedding",
     b: Annotated[str, typer.Option(help="Second judge.")] = "llm:hf:smollm2-135m",
     limit: Annotated[int | None, typer.Option(help="At most this many replies.")] = None,
+    human_labels: Annotated[
+        Path | None,
+        typer.Option(
+            help="JSONL of sensor replies with people's u (docs/probe.md): validate both "
+            "judges against the people instead, stored in RUN for the report's Table 5."
+        ),
+    ] = None,
 ) -> None:
-    """Agreement of two semantic-equivalence judges on the run's stored sensor replies:
-    exact and within-1 agreement of u, MAE, quadratic-weighted kappa, Pearson."""
-    from clearsight.probe.judges import judge_agreement, make_judge
+    """Agreement of two semantic-equivalence judges on the run's stored sensor replies, or
+    (--human-labels) of each judge with people's labels of u: exact and within-1 agreement of
+    u, MAE, Cohen's kappa (plain and quadratic-weighted), Pearson."""
+    from clearsight.probe.agreement import judge_agreement
+    from clearsight.probe.judges import make_judge
     from clearsight.probe.transcript import load_transcripts
     from clearsight.validate import InputError
 
+    if human_labels is not None:
+        _validate_judges(run, human_labels, (a, b), limit)
+        return
     try:
         replies = [
             turn.reply for t in load_transcripts(run) for turn in t.turns if turn.reply is not None
@@ -211,9 +224,106 @@ def probe_judges(
     except InputError as exc:
         raise _fail(str(exc)) from exc
     typer.echo(f"judges: {a} vs {b}")
-    for name, value in result.to_json().items():
-        typer.echo(f"{name}: {value:.3f}" if name != "n" else f"n: {int(value)}")
+    _echo_agreement(result.to_json())
     typer.echo(f"seconds: {a} {seconds[0]:.2f}, {b} {seconds[1]:.2f}")
+
+
+def _echo_agreement(values: dict[str, float]) -> None:
+    """``name: value`` lines of an agreement (n as an integer)."""
+    for name, value in values.items():
+        typer.echo(f"{name}: {value:.3f}" if name != "n" else f"n: {int(value)}")
+
+
+def _validate_judges(
+    run: Path, labels_file: Path, judges: tuple[str, ...], limit: int | None
+) -> None:
+    """Each judge against the people's labels of ``labels_file``, printed and stored in
+    ``run`` (Table 5)."""
+    from clearsight.probe.agreement import human_agreement, read_human_labels, store_validation
+    from clearsight.probe.judges import make_judge
+    from clearsight.store import DB_NAME
+    from clearsight.validate import InputError
+
+    try:
+        if not (run / DB_NAME).is_file():
+            raise InputError(f"{run} is not a probe run directory (no {DB_NAME})")
+        labels = read_human_labels(labels_file)[:limit]
+        results = human_agreement(labels, [make_judge(j) for j in dict.fromkeys(judges)])
+        store_validation(run, labels, results)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    for name, (result, seconds) in results.items():
+        typer.echo(f"judge: {name} vs people ({labels_file})")
+        _echo_agreement(result.to_json())
+        typer.echo(f"seconds: {seconds:.2f}")
+
+
+@app.command("distill")
+def probe_distill(
+    run: Annotated[Path, typer.Argument(help="A probe run with successful BP conversations.")],
+    out: Annotated[Path, typer.Option(help="Directory for the LoRA adapter and its manifest.")],
+    config: Annotated[Path | None, typer.Option(help="YAML file of DistillConfig fields.")] = None,
+    reasoner: Annotated[
+        str | None, typer.Option(help="The hf reasoner to distil (default: the run's only one).")
+    ] = None,
+    rank: Annotated[int | None, typer.Option(help="LoRA rank (16).")] = None,
+    alpha: Annotated[int | None, typer.Option(help="LoRA alpha (32).")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs (7).")] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="AdamW learning rate.")] = None,
+    validation: Annotated[
+        float | None, typer.Option(help="Share held out to choose the epoch (0.1).")
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Longest conversation (tokens).")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many trajectories.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of split, order and init.")] = None,
+) -> None:
+    """Self-distillation (Table 2): LoRA-fine-tune an hf reasoner on its own successful BP
+    conversations of RUN (its turns in the loss, the rest masked), keeping the epoch with the
+    lowest validation loss; then `probe run --reasoner hf:<base> --reasoner hf:<OUT>` on
+    held-out instances compares before and after."""
+    from clearsight.config import load_config
+    from clearsight.probe.distill import DistillConfig, distill
+    from clearsight.validate import InputError
+
+    flags: dict[str, object] = {
+        "reasoner": reasoner,
+        "rank": rank,
+        "alpha": alpha,
+        "epochs": epochs,
+        "learning_rate": learning_rate,
+        "validation": validation,
+        "max_tokens": max_tokens,
+        "limit": limit,
+        "seed": seed,
+    }
+    try:
+        result = distill(run, out, load_config(config, DistillConfig, flags))
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    manifest = result.manifest
+    typer.echo(f"base: {manifest['base']}")
+    typer.echo(
+        f"trajectories: {manifest['trajectories']} (train {len(manifest['train'])}, "
+        f"validation {len(manifest['validation'])}), labelled tokens "
+        f"{manifest['labelled_tokens']}"
+    )
+    before = manifest["before"]
+    typer.echo(
+        f"epoch 0: train_loss {_loss_text(before['train_loss'])}, "
+        f"val_loss {_loss_text(before['val_loss'])}"
+    )
+    for row in manifest["history"]:
+        typer.echo(
+            f"epoch {row['epoch']}: train_loss {_loss_text(row['train_loss'])}, "
+            f"val_loss {_loss_text(row['val_loss'])} ({row['seconds']:.1f} s)"
+        )
+    typer.echo(f"chosen epoch: {manifest['chosen_epoch']} ({manifest['chosen_by']})")
+    typer.echo(f"adapter: {result.out} (use as --reasoner hf:{result.out})")
+
+
+def _loss_text(value: float | None) -> str:
+    """A loss for the terminal (``-`` for none)."""
+    return "-" if value is None else f"{value:.4f}"
 
 
 @app.command("instances")

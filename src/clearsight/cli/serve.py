@@ -27,6 +27,14 @@ def serve(
         str, typer.Option(help="Instance set: bundled, DATASET:PATH or a JSONL file.")
     ] = "bundled",
     seed: Annotated[int, typer.Option(help="Run seed of the sensor draws.")] = 0,
+    signal: Annotated[
+        str,
+        typer.Option(
+            help="Consistency signal shown with each reply (Fig. 3's ablation): true, none, "
+            "random, or balanced (each person's sessions cycle through the three, in a seeded "
+            "order). Stored with each session; the person's pages never name it."
+        ),
+    ] = "true",
     operator: Annotated[
         bool,
         typer.Option(
@@ -67,6 +75,7 @@ def serve(
             budget=budget,
             instances=instances,
             seed=seed,
+            signal=signal,
             operator=operator,
             sweep=sweep,
             wording=wording,

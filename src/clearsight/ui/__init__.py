@@ -3,7 +3,8 @@ protocol, or (``--sweep``) answers a sweep run's questions on its degraded image
 observer, or (``--operator``) a browser of any run's records.
 
 The person sees the question and its options, never the image; types queries; reads the
-sensor's reply with its consistency (u/K); commits an answer or runs out of budget. Each
+sensor's reply with its consistency (u/K: the true u, none or a random one, the session's
+signal, which the page never names); commits an answer or runs out of budget. Each
 session is stored turn by turn as a probe transcript in the run's store (reasoner
 ``human:<name>``), so humans and models appear in one report. Such a server serves nothing
 else of the run. In operator mode (a server that hosts no session) it lists a run's records

@@ -10,9 +10,21 @@ turn in flight, and the session carries on from its stored turns.
 
 Each query is asked of the :class:`~clearsight.probe.sensor.Sensor` with a generator seeded from
 the session's key and the turn index (no global random state): the same session replayed with
-the same queries draws the same replies. All state lives in the store; this object holds only
-the settings, the instances and the (lazily loaded) sensor, and locks that let one turn at a
-time reach the store and the sensor (a session can start while the sensor is still loading).
+the same queries draws the same replies.
+
+**The signal ablation** (the paper's Fig. 3). Each session has the consistency signal of a model
+conversation (``Transcript.signal``: ``true``, ``none`` or ``random``), fixed when it starts
+(:meth:`HumanPlay.session_signal`: the server's ``signal``, or with ``balanced`` the person's
+n-th session takes entry ``n mod 3`` of an order of the three seeded by the run seed and their
+name) and stored, with the u shown in each turn (``Turn.shown_u``), exactly as the probe loop
+stores a model's (:func:`~clearsight.probe.reasoner.shown_consistency`; the random u of turn i
+drawn from a generator seeded by the session key and i), so the report's ablation table puts
+people beside models. The person's pages show the shown u (none at all under ``none``) and
+never name the signal: a random u looks like a true one.
+
+All state lives in the store; this object holds only the settings, the instances and the
+(lazily loaded) sensor, and locks that let one turn at a time reach the store and the sensor
+(a session can start while the sensor is still loading).
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.probe.instances import Instance
     from clearsight.probe.sensor import Sensor
-    from clearsight.probe.specs import TranscriptSpec
+    from clearsight.probe.specs import Signal, TranscriptSpec
     from clearsight.probe.transcript import Transcript, Turn
 
 __all__ = [
@@ -61,13 +73,14 @@ class TurnView:
     """One turn as a page shows it: a query with the realised reply and u/K (or the sensor's
     error), or a commit. ``thought``: a model reasoner's own text when it differs from its
     query (empty for a person); ``shown``: the consistency the reasoner was shown when it was
-    not the true u (``none`` or the random value of the signal ablation), else empty."""
+    not the true u (``none`` or the random value of the signal ablation), else empty. On a
+    person's own page ``u`` is the u they were shown (None: no signal) and ``shown`` empty."""
 
     index: int
     kind: str
     query: str
     reply: str
-    u: int
+    u: int | None
     k: int
     error: str | None
     letter: str
@@ -101,6 +114,9 @@ class SessionView:
     turns_left: int
     sensor: str
     k: int
+    signal: str = "true"
+    """The conversation's consistency signal (true, none, random); on a person's own page only
+    ``none`` or ``shown`` (a random u looks like a true one)."""
 
     @property
     def human_name(self) -> str:
@@ -161,16 +177,17 @@ def session_spec(transcript: Transcript, settings: ServeSettings) -> TranscriptS
     return transcript_spec(transcript, seed=settings.seed, judge=settings.judge)
 
 
-def _turn_views(turn: Turn) -> list[TurnView]:
+def _turn_views(turn: Turn, player: bool = False) -> list[TurnView]:
     """The views of one stored turn: its query and reply (if it sent one), then its commit (if
-    it made one); a Direct turn does both, a turn that did neither shows its parse note."""
+    it made one); a Direct turn does both, a turn that did neither shows its parse note.
+    ``player``: the person's own page, which shows the u they were shown and nothing else."""
     out = []
     reply = turn.reply
     said = turn.raw.strip()
     if reply is not None:
         shown = (
             ""
-            if turn.shown_u == reply.u
+            if player or turn.shown_u == reply.u
             else ("none" if turn.shown_u is None else str(turn.shown_u))
         )
         query = turn.query or reply.query
@@ -180,7 +197,7 @@ def _turn_views(turn: Turn) -> list[TurnView]:
                 kind="query",
                 query=query,
                 reply=reply.reply,
-                u=reply.u,
+                u=turn.shown_u if player else reply.u,
                 k=reply.k,
                 error=reply.error,
                 letter="",
@@ -202,9 +219,10 @@ def transcript_view(
 ) -> SessionView:
     """The page's view of a stored transcript (a model's or a person's); ``scored``: whether
     a finished one shows its gold and verdict (the operator's record page) or not (the
-    player's own session page)."""
+    player's own session page, which shows only the u the player was shown and never names
+    the signal)."""
     reveal = finished and scored
-    turns = [view for t in transcript.turns for view in _turn_views(t)]
+    turns = [view for t in transcript.turns for view in _turn_views(t, player=not scored)]
     from clearsight.probe.instances import LETTERS
 
     letters = LETTERS[: len(transcript.options)]
@@ -226,7 +244,14 @@ def transcript_view(
         turns_left=max(0, transcript.budget - transcript.rounds),
         sensor=transcript.sensor,
         k=transcript.k,
+        signal=transcript.signal if scored else _player_signal(transcript.signal),
     )
+
+
+def _player_signal(signal: str) -> str:
+    """What a person's own page may know of the signal: ``none``, or ``shown`` (true or
+    random, which look the same)."""
+    return "none" if signal == "none" else "shown"
 
 
 def record_conversation(record: dict[str, Any]) -> SessionView | None:
@@ -424,18 +449,32 @@ class HumanPlay:
 
     def _config(self) -> dict[str, Any]:
         """The manifest config of a run that human sessions start: the session settings."""
-        fields = ("sensor", "sensor_options", "k", "budget", "instances", "seed", "judge")
+        fields = ("sensor", "sensor_options", "k", "budget", "instances", "seed", "judge", "signal")
         return {
             "protocol": "probe",
             "reasoner": "human",
             **self.settings.model_dump(include=set(fields)),
         }
 
+    def session_signal(self, reasoner: str, started: int) -> Signal:
+        """The signal of the session ``reasoner`` (``human:<name>``) starts after ``started``
+        sessions of theirs in the run: the server's, or with ``balanced`` entry
+        ``started mod 3`` of an order of true, none and random drawn from the run seed and the
+        name (so any three sessions in a row cover all three, in an order of their own)."""
+        from clearsight.probe.reasoner import SIGNALS
+
+        if self.settings.signal != "balanced":
+            return self.settings.signal
+        order = rng_for("serve", "signal order", self.settings.seed, reasoner).permutation(3)
+        chosen: Signal = SIGNALS[int(order[started % 3])]  # type: ignore[assignment]
+        return chosen
+
     def start(self, name: str, instance_id: str) -> str:
         """Start (or resume) ``name``'s session on the instance; return its key.
 
-        The person's unfinished session on the same instance is resumed; otherwise a new one
-        starts with the next run index (the number of their sessions on that instance).
+        The person's unfinished session on the same instance is resumed (with the signal it
+        started with); otherwise a new one starts with the next run index (the number of their
+        sessions on that instance) and its signal (:meth:`session_signal`).
         """
         from clearsight.probe.transcript import Transcript
 
@@ -444,11 +483,8 @@ class HumanPlay:
             raise InputError(reason)
         instance = self._instance(instance_id)
         with self._lock:
-            mine = [
-                row
-                for row in self.sessions()
-                if row.human == reasoner and row.instance_id == instance.id
-            ]
+            theirs = [row for row in self.sessions() if row.human == reasoner]
+            mine = [row for row in theirs if row.instance_id == instance.id]
             for row in mine:
                 if row.state == "in progress":
                     return row.key
@@ -460,6 +496,7 @@ class HumanPlay:
                 run=len(mine),
                 k=self.settings.k,
                 budget=self.settings.budget,
+                signal=self.session_signal(reasoner, len(theirs)),
                 meta={"source": "clearsight serve"},
             )
             spec = session_spec(transcript, self.settings)
@@ -498,8 +535,10 @@ class HumanPlay:
         return transcript, spec, self._instance(transcript.instance_id)
 
     def ask(self, key: str, query: str) -> None:
-        """Send the person's query to the sensor and store the turn (the session ends with stop
-        reason ``budget`` when this was the last turn)."""
+        """Send the person's query to the sensor and store the turn with the u the person is
+        shown under the session's signal (the session ends with stop reason ``budget`` when
+        this was the last turn)."""
+        from clearsight.probe.reasoner import shown_consistency
         from clearsight.probe.transcript import Turn
 
         query = query.strip()
@@ -512,7 +551,9 @@ class HumanPlay:
             index = transcript.rounds + 1
             with self._sensor_lock:
                 reply = self.sensor.ask(instance, query, rng_for("serve", key, index))
-            turn = Turn(index=index, raw=query, query=query, reply=reply, shown_u=reply.u)
+            signal_rng = rng_for("serve", "signal", key, index)
+            shown = shown_consistency(reply, transcript.signal, signal_rng)
+            turn = Turn(index=index, raw=query, query=query, reply=reply, shown_u=shown)
             transcript = transcript.with_turn(turn)
             finished = transcript.rounds >= transcript.budget
             if finished:

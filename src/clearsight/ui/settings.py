@@ -1,21 +1,25 @@
 """Settings of ``clearsight serve``: where it listens, its mode (human probe sessions, human
 sweep sessions, or the operator's browser of the run) and how the sessions it runs are set up.
 
-The session fields (sensor, K, budget, instance set, seed) enter every human session's item
-spec, so a session is a pure function of its spec like any model transcript; the CLI flags of
-``clearsight serve`` mirror these fields one to one.
+The session fields (sensor, K, budget, instance set, seed, the signal a session is assigned)
+enter every human session's item spec, so a session is a pure function of its spec like any
+model transcript; the CLI flags of ``clearsight serve`` mirror these fields one to one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LOOPBACK_HOSTS", "ServeSettings"]
+__all__ = ["LOOPBACK_HOSTS", "ServeSettings", "ServeSignal"]
 
 #: Host names that only this machine can reach; binding elsewhere is the user's explicit choice.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+#: The consistency signal a person is shown: one of the probe's three for every session, or
+#: ``balanced``: assigned per session so each person's sessions cycle through all three.
+ServeSignal = Literal["true", "none", "random", "balanced"]
 
 
 class ServeSettings(BaseModel):
@@ -55,6 +59,13 @@ class ServeSettings(BaseModel):
         "clearsight) or a source the probe's instance loader accepts.",
     )
     seed: int = Field(0, description="Run seed; each turn's sensor draw is seeded from it.")
+    signal: ServeSignal = Field(
+        "true",
+        description="Consistency signal shown with each reply (the ablation of the paper's "
+        "Fig. 3): true u, none, a random u drawn uniformly from 1..K, or balanced: each "
+        "person's sessions cycle through the three in an order seeded by the run seed and "
+        "their name. Stored with each session; never named on the person's pages.",
+    )
     operator: bool = Field(
         False,
         description="Operator mode: browse the run's records and report files instead of "
