@@ -12,7 +12,19 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli import build, demo, grounding, guard, models, probe, scenes, serve, sweep
+from clearsight.cli import (
+    build,
+    card,
+    demo,
+    fetch,
+    grounding,
+    guard,
+    models,
+    probe,
+    scenes,
+    serve,
+    sweep,
+)
 from clearsight.cli._options import DEBUG_KEY, Group
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 
@@ -44,6 +56,9 @@ app.command()(scenes.equivalence)
 app.command()(sweep.sweep)
 app.command()(sweep.report)
 app.command()(demo.demo)
+app.command()(card.card)
+app.command()(card.board)
+app.command()(fetch.fetch)
 app.command()(serve.serve)
 app.command()(build.build)
 app.command()(grounding.grounding)

