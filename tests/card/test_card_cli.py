@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
@@ -48,3 +49,23 @@ def test_board_refuses_too_few_cards_and_a_folder_without_one(tmp_path: Path) ->
 
 def test_fetch_refuses_an_unknown_step() -> None:
     assert "unknown fetch step 'maps'" in _error(["fetch", "--steps", "photos,maps"])
+
+
+def test_the_demo_says_what_it_skips_and_what_fetches_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clearsight.card import parts
+    from clearsight.cli import demo
+
+    monkeypatch.setattr(parts, "missing_embedded", lambda: "needs SmolLM2: run `clearsight fetch`")
+    monkeypatch.setattr(parts, "missing_detectors", lambda: None)
+    assert demo.demo_models() == ("observer", "perceiver:detector")
+    assert demo.demo_skipped() == {
+        "hf:smollm2-135m": "needs SmolLM2: run `clearsight fetch`",
+        "perceiver:llm": "needs SmolLM2: run `clearsight fetch`",
+    }
+    printed: list[str] = []
+    monkeypatch.setattr(demo.typer, "secho", lambda text, **_: printed.append(text))
+    monkeypatch.setattr(demo.typer, "echo", lambda text, **_: printed.append(text))
+    demo._say_what_runs(demo.demo_config(("skimage-chelsea",)))
+    assert printed[0] == "demo: 1 scenes, models: observer, perceiver:detector"
+    assert "note: hf:smollm2-135m skipped: needs SmolLM2: run `clearsight fetch`" in printed
+    assert printed[-1].startswith("note: `clearsight fetch` fetches what is missing")

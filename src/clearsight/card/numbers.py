@@ -67,12 +67,14 @@ class Number:
 
 
 def _plain(value: Any) -> Any:
+    """A JSON value: a float that is not finite becomes null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 
 
 def _f(value: Any) -> float:
+    """A float, NaN for what is none (a missing crossing, an empty cell)."""
     try:
         out = float(value)
     except (TypeError, ValueError):
@@ -87,6 +89,7 @@ def _ci_number(key: str, est: Any, low: Any, high: Any, n: int, digits: int = 3)
 
 
 def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
+    """V* of a crossings row, shown as the report shows it ('≤ 1.95 m [1.95, 2.63] m')."""
     v, lo, hi = _f(row["v_star_m"]), _f(row["v_low_m"]), _f(row["v_high_m"])
     censored = str(row["censored"] or "")
     text = " ".join(s for s in (crossing_label(v, censored, levels), interval_m(lo, hi)) if s)
@@ -94,6 +97,7 @@ def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
 
 
 def _w_number(key: str, row: Any) -> Number:
+    """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]')."""
     w, lo, hi = _f(row["w"]), _f(row["w_low"]), _f(row["w_high"])
     bound = str(row["w_bound"] or "")
     text = " ".join(s for s in (w_label(w, bound) or "n/a", interval(lo, hi)) if s)

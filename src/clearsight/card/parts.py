@@ -19,6 +19,8 @@ from typing import Any
 from clearsight.card.config import BLIND_CONTROL, CardConfig
 from clearsight.validate import InputError
 
+#: The probe role of an image model: the sensor, answering the questions itself.
+SENSOR_ROLE = "sensor answering directly (strategy direct)"
 #: The command that sets up what a pip install lacks (photos, detectors, embedded models).
 FETCH_COMMAND = "clearsight fetch"
 
@@ -119,7 +121,7 @@ def probe_part(model: str, config: CardConfig) -> Part:
         problem = _free_question_problem(model, config)
         if problem is not None:
             return Part("probe", False, note=f"cannot be the probe's sensor: {problem}")
-        return Part("probe", True, "sensor answering directly (strategy direct)")
+        return Part("probe", True, SENSOR_ROLE)
     sensor = config.probe_sensor
     if (why := missing_model(sensor)) is not None:
         return Part("probe", False, note=f"the sensor {sensor} {why}")

@@ -27,7 +27,7 @@ from clearsight.card.numbers import (
     sweep_numbers,
 )
 from clearsight.card.page import bars_figure, render_card, sweep_figure
-from clearsight.card.parts import Part, plan_parts
+from clearsight.card.parts import SENSOR_ROLE, Part, plan_parts
 from clearsight.report.output import write_atomic
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class CardResult:
 
 
 def _role(name: str, model: str) -> str:
+    """What a model of the card's sweep is there as: the card's model or an anchor."""
     if name == model:
         return "card model"
     return "reference observer" if name == OBSERVER else "blind control"
@@ -108,7 +109,7 @@ def run_card(
         cfg = config.grounding(model)
         result.summaries["grounding"] = run_grounding(cfg, out / "grounding", **opts)
     if "probe" in runs:
-        sensor = "sensor" in next(p.role for p in parts if p.name == "probe")
+        sensor = next(p.role for p in parts if p.name == "probe") == SENSOR_ROLE
         cfg_p = config.probe(model, sensor=sensor)
         result.summaries["probe"] = run_probe(cfg_p, out / "probe", **opts)
     for name, summary in result.summaries.items():
