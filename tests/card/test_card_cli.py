@@ -69,3 +69,17 @@ def test_the_demo_says_what_it_skips_and_what_fetches_it(monkeypatch: pytest.Mon
     assert printed[0] == "demo: 1 scenes, models: observer, perceiver:detector"
     assert "note: hf:smollm2-135m skipped: needs SmolLM2: run `clearsight fetch`" in printed
     assert printed[-1].startswith("note: `clearsight fetch` fetches what is missing")
+
+
+def test_a_stopped_card_says_how_to_resume(monkeypatch: pytest.MonkeyPatch) -> None:
+    import clearsight.card
+    from clearsight.execute import Interrupted, Summary
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise Interrupted(Summary(units=1, ok=20, failed=0), terminated=True)
+
+    monkeypatch.setattr(clearsight.card, "run_card", stopped)
+    result = runner.invoke(app, ["card", "observer", "--out", "unused"])
+    assert result.exit_code == 143
+    assert "terminated: 20 records committed; rerun the same command to resume" in result.output
+    assert "Traceback" not in result.output

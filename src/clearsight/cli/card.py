@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli._options import Fresh, _fail
+from clearsight.cli._options import Fresh, _fail, _interrupted
 
 
 def card(
@@ -26,6 +26,7 @@ def card(
     blind control, what was skipped and why, links to the full reports."""
     from clearsight.card import CardConfig, run_card
     from clearsight.config import load_config
+    from clearsight.execute import Interrupted
     from clearsight.validate import InputError
 
     target = out if out is not None else Path("cards") / model.replace(":", "-").replace("/", "-")
@@ -41,6 +42,8 @@ def card(
         )
     except InputError as exc:
         raise _fail(str(exc)) from exc
+    except Interrupted as exc:  # Ctrl-C or SIGTERM: what finished is committed
+        raise _interrupted(exc) from None
     if any(not p.runs for p in result.parts):
         from clearsight.card.parts import FETCH_COMMAND
 
