@@ -65,7 +65,7 @@ def test_the_demo_says_what_it_skips_and_what_fetches_it(monkeypatch: pytest.Mon
     printed: list[str] = []
     monkeypatch.setattr(demo.typer, "secho", lambda text, **_: printed.append(text))
     monkeypatch.setattr(demo.typer, "echo", lambda text, **_: printed.append(text))
-    demo._say_what_runs(demo.demo_config(("skimage-chelsea",)))
+    demo._say_what_runs(demo._only_scenes(demo.demo_config(), ("skimage-chelsea",)))
     assert printed[0] == "demo: 1 scenes, models: observer, perceiver:detector"
     assert "note: hf:smollm2-135m skipped: needs SmolLM2: run `clearsight fetch`" in printed
     assert printed[-1].startswith("note: `clearsight fetch` fetches what is missing")

@@ -34,7 +34,7 @@ def demo_models() -> tuple[str, ...]:
     return ("observer", *(m for m in (BLIND_CONTROL, *PERCEIVERS) if m not in skipped))
 
 
-def demo_config(scene_ids: tuple[str, ...] | None = None) -> SweepConfig:
+def demo_config() -> SweepConfig:
     """The demo's sweep: every bundled scene, both arms and all controls on the paper's main
     task (t2) with three of the five wordings, minutes on two cores (`clearsight sweep` runs it
     all); the perceivers (a tenth of a second per question, not microseconds) answer the main
@@ -43,7 +43,6 @@ def demo_config(scene_ids: tuple[str, ...] | None = None) -> SweepConfig:
 
     models = demo_models()
     return SweepConfig(
-        scene_ids=scene_ids,
         models=models,
         tasks=("identify",),
         wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
@@ -72,11 +71,20 @@ def demo(
     from clearsight.validate import InputError
 
     try:
-        cfg = demo_config(_csv(scenes))
+        cfg = _only_scenes(demo_config(), _csv(scenes))
         _say_what_runs(cfg)
         _run_and_report(cfg, out, _Run("process", workers, fresh=fresh))
     except InputError as exc:
         raise _fail(str(exc)) from exc
+
+
+def _only_scenes(cfg: SweepConfig, scene_ids: tuple[str, ...] | None) -> SweepConfig:
+    """``cfg`` on the bundled scenes ``scene_ids`` only (None: ``cfg`` as it is)."""
+    if scene_ids is None:
+        return cfg
+    from clearsight.sweep.config import SweepConfig
+
+    return SweepConfig.model_validate(cfg.model_dump(mode="json") | {"scene_ids": scene_ids})
 
 
 def _say_what_runs(cfg: SweepConfig) -> None:
