@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Where this kind of machine keeps the CPU build of torch that constraints/cpu.txt pins.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
-.PHONY: venv data models browser demo test lint bench clean
+.PHONY: venv data models browser demo test wheel lint bench clean
 
 $(STAMP): pyproject.toml constraints/cpu.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,13 +18,14 @@ $(STAMP): pyproject.toml constraints/cpu.txt Makefile
 
 venv: $(STAMP)
 
-# idempotent: returns at once when the photos are already in the cache
-data:
-	scripts/fetch-darknet-photos.sh $(CLEARSIGHT_CACHE)/photos/darknet
+# `clearsight fetch` steps (src/clearsight/fetch.py): idempotent and checksummed, each returns
+# at once when its verified files are already in the cache, and skips with a note where its
+# tool (apt, npm) is missing
+data: venv
+	$(VENV)/bin/clearsight fetch --steps photos
 
-# idempotent: returns at once when the verified detector files are already in the cache
 models: venv
-	$(PY) -m clearsight.perceiver.fetch
+	$(VENV)/bin/clearsight fetch --steps detectors
 
 # Debian's headless chromium for the web UI's end-to-end test (idempotent)
 browser:
@@ -38,8 +39,13 @@ lint: venv
 	$(PY) -m ruff format --check src tests benchmarks
 	$(PY) -m mypy
 
-test: venv data models browser lint
+test: venv data models browser lint wheel
 	$(PY) -m pytest
+
+# the wheel as users get it: built, installed into a fresh venv outside the checkout, then
+# `clearsight fetch` and a small `clearsight demo` run from there (.ci/wheel)
+wheel: venv
+	.ci/wheel
 
 bench: venv data models
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -14,7 +14,9 @@ import typer
 
 from clearsight.cli import (
     build,
+    card,
     demo,
+    fetch,
     grounding,
     guard,
     models,
@@ -55,6 +57,9 @@ app.command()(scenes.equivalence)
 app.command()(sweep.sweep)
 app.command()(sweep.report)
 app.command()(demo.demo)
+app.command()(card.card)
+app.command()(card.board)
+app.command()(fetch.fetch)
 app.command()(serve.serve)
 app.command()(build.build)
 app.command()(grounding.grounding)

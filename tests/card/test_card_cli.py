@@ -1,0 +1,85 @@
+"""``clearsight card``, ``board`` and ``fetch`` on bad input: one ``error:`` line, exit code 2,
+nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clearsight.cli import app
+
+runner = CliRunner()
+
+
+def _error(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_card_refuses_an_unknown_model_and_a_bad_config(tmp_path: Path) -> None:
+    out = tmp_path / "card"
+    assert "nosuch" in _error(["card", "nosuch:model", "--out", str(out)])
+    config = tmp_path / "card.yaml"
+    config.write_text("probe_runs: 1\ncolour: red\n")
+    line = _error(["card", "observer", "--out", str(out), "--config", str(config)])
+    assert line.startswith(f"error: invalid card config in {config}: ")
+    assert "probe_runs" in line
+    assert "colour: unknown field" in line
+    assert not out.exists()
+
+
+def test_board_refuses_too_few_cards_and_a_folder_without_one(tmp_path: Path) -> None:
+    out = tmp_path / "board"
+    assert "needs two or more card directories, got 1" in _error(["board", str(tmp_path)])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = _error(["board", str(empty), str(empty), "--out", str(out)])
+    assert f"{empty} holds no card.json" in line
+    (empty / "card.json").write_text("[1]")
+    assert "is not a clearsight card" in _error(["board", str(empty), str(empty)])
+    assert not out.exists()
+
+
+def test_fetch_refuses_an_unknown_step() -> None:
+    assert "unknown fetch step 'maps'" in _error(["fetch", "--steps", "photos,maps"])
+
+
+def test_the_demo_says_what_it_skips_and_what_fetches_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from clearsight.card import parts
+    from clearsight.cli import demo
+
+    monkeypatch.setattr(parts, "missing_embedded", lambda: "needs SmolLM2: run `clearsight fetch`")
+    monkeypatch.setattr(parts, "missing_detectors", lambda: None)
+    assert demo.demo_models() == ("observer", "perceiver:detector")
+    assert demo.demo_skipped() == {
+        "hf:smollm2-135m": "needs SmolLM2: run `clearsight fetch`",
+        "perceiver:llm": "needs SmolLM2: run `clearsight fetch`",
+    }
+    printed: list[str] = []
+    monkeypatch.setattr(demo.typer, "secho", lambda text, **_: printed.append(text))
+    monkeypatch.setattr(demo.typer, "echo", lambda text, **_: printed.append(text))
+    demo._say_what_runs(demo._only_scenes(demo.demo_config(), ("skimage-chelsea",)))
+    assert printed[0] == "demo: 1 scenes, models: observer, perceiver:detector"
+    assert "note: hf:smollm2-135m skipped: needs SmolLM2: run `clearsight fetch`" in printed
+    assert printed[-1].startswith("note: `clearsight fetch` fetches what is missing")
+
+
+def test_a_stopped_card_says_how_to_resume(monkeypatch: pytest.MonkeyPatch) -> None:
+    import clearsight.card
+    from clearsight.execute import Interrupted, Summary
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise Interrupted(Summary(units=1, ok=20, failed=0), terminated=True)
+
+    monkeypatch.setattr(clearsight.card, "run_card", stopped)
+    result = runner.invoke(app, ["card", "observer", "--out", "unused"])
+    assert result.exit_code == 143
+    assert "terminated: 20 records committed; rerun the same command to resume" in result.output
+    assert "Traceback" not in result.output
