@@ -17,12 +17,12 @@ What runs, and what is measured (every figure in this process unless said):
 2. The full design through the one driver (:func:`clearsight.driver.run`) with every unit's
    work replaced by a look-up of the fraction's record of the same model, condition, level,
    question and wording (the store, the driver and the report do not depend on the answers):
-   ``plan_and_store_us_per_item`` is the time from the run's start to its first unit (loading
-   the models, planning, the manifest, storing every item, finding the pending keys) per
-   question item, at 10 scenes (18,000 questions) and at the full size;
-   ``driver_records_per_s`` is the records the driver commits per second while units
-   only look their records up; ``store_bytes_per_item`` the database (with its WAL) over the
-   items it holds.
+   ``plan_and_store_us_per_item_<n>`` is the driver's planning (``plan_sweep``) and storing
+   (``RunStore.add_items`` of every stage) per item, at 10 scenes (18,030 items) and at the
+   full size; ``to_first_unit_s`` the time from the run's start to its first unit (also the
+   models' check, the manifest, the pending keys); ``driver_records_per_s`` the records the
+   driver commits per second while units only look their records up;
+   ``store_bytes_per_item`` the database (with its WAL) over the items it holds.
 3. ``resume_s_finished_run``: ``run_sweep`` of the same config on the finished run (it finds
    the plan's fingerprint and returns without planning).
 4. ``report_peak_rss_mb``: peak RSS of ``clearsight report`` on the full run, in a child
@@ -39,7 +39,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,16 +49,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _timing import report
 from PIL import Image
 
+from _timing import report
 from clearsight import driver
 from clearsight.driver import Execution
 from clearsight.scenes.categories import COCO_CATEGORIES
 from clearsight.store import DB_NAME, Record, RunStore
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import SWEEP, run_sweep
-from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
+from clearsight.sweep.specs import PROTOCOL
 
 # The bundled photos the synthetic set is cut from (every one in the wheels of installed packages).
 _PHOTOS = ("skimage-chelsea", "skimage-coffee", "skimage-astronaut", "mpl-grace-hopper")
@@ -81,7 +80,9 @@ def synthetic_coco(root: Path, n: int = 1000) -> tuple[Path, Path]:
 
     images.mkdir(parents=True, exist_ok=True)
     photos = [load_bundled_scene(i).image for i in _PHOTOS]
-    chosen = [(cid, name, sup) for cid, name, sup in COCO_CATEGORIES if sup in ("vehicle", "outdoor")]
+    chosen = [
+        (cid, name, sup) for cid, name, sup in COCO_CATEGORIES if sup in ("vehicle", "outdoor")
+    ]
     rng = np.random.default_rng(0)
     entries, anns = [], []
     for i in range(n):
@@ -102,8 +103,14 @@ def synthetic_coco(root: Path, n: int = 1000) -> tuple[Path, Path]:
         cid = chosen[i % len(chosen)][0]
         entries.append({"id": i + 1, "file_name": f"{i:06d}.jpg", "width": width, "height": height})
         anns.append(
-            {"id": i + 1, "image_id": i + 1, "category_id": cid, "bbox": [bx, by, bw, bh],
-             "area": bw * bh, "iscrowd": 0}
+            {
+                "id": i + 1,
+                "image_id": i + 1,
+                "category_id": cid,
+                "bbox": [bx, by, bw, bh],
+                "area": bw * bh,
+                "iscrowd": 0,
+            }
         )
     categories = [{"id": c, "name": name, "supercategory": sup} for c, name, sup in COCO_CATEGORIES]
     data = {"images": entries, "annotations": anns, "categories": categories}
@@ -171,17 +178,43 @@ def _replay_stages(config: SweepConfig, plan: Any, store: RunStore) -> Iterator[
 _REPLAY = dataclasses.replace(SWEEP, stages=_replay_stages)
 
 
-def replay_run(config: SweepConfig, run: Path) -> tuple[float, float, int]:
-    """The full design through the driver with look-up units: (seconds to the first unit,
-    seconds of the units and their commits, question items)."""
+_SPENT: dict[str, float] = {}
+
+
+def _timed(name: str, fn: Any) -> Any:
+    """``fn`` adding its wall time to ``_SPENT[name]``."""
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _SPENT[name] = _SPENT.get(name, 0.0) + time.perf_counter() - start
+
+    return timed
+
+
+def replay_run(config: SweepConfig, run: Path) -> dict[str, float]:
+    """The design through the driver with look-up units, timed: ``to_first_unit_s``,
+    ``units_s`` (the units and their commits), ``plan_and_store_s`` (plan_sweep and every
+    add_items call)."""
     _FIRST_UNIT.clear()
-    start = time.perf_counter()
-    summary = driver.run(_REPLAY, config, run, Execution(progress=False))
-    end = time.perf_counter()
-    with RunStore.open(run, read_only=True) as store:
-        n_questions = store.count_items(PROTOCOL)
+    _SPENT.clear()
+    protocol = dataclasses.replace(_REPLAY, plan=_timed("plan", SWEEP.plan))
+    add_items = RunStore.add_items
+    RunStore.add_items = _timed("add", add_items)  # type: ignore[method-assign]
+    try:
+        start = time.perf_counter()
+        summary = driver.run(protocol, config, run, Execution(progress=False))
+        end = time.perf_counter()
+    finally:
+        RunStore.add_items = add_items  # type: ignore[method-assign]
     assert summary.failed == 0, summary.describe()
-    return _FIRST_UNIT[0] - start, end - _FIRST_UNIT[0], n_questions
+    return {
+        "to_first_unit_s": _FIRST_UNIT[0] - start,
+        "units_s": end - _FIRST_UNIT[0],
+        "plan_and_store_s": _SPENT["plan"] + _SPENT["add"],
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,6 +222,7 @@ def replay_run(config: SweepConfig, run: Path) -> tuple[float, float, int]:
 
 _LOAD_CHILD = """
 import resource, sys
+import pandas, pyarrow
 from clearsight.store import load_run
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 frame = load_run(sys.argv[1])
@@ -207,7 +241,10 @@ def _child(args: Sequence[str]) -> tuple[str, float]:
     )
     out = subprocess.run(
         [sys.executable, "-c", code, sys.executable, *args],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     *body, peak = out.stdout.strip().splitlines()
     return "\n".join(body), int(peak) / 1024
@@ -233,19 +270,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         figures["fraction_items_per_s"] = fraction.ok / (time.perf_counter() - start)
         _learn(work / "fraction")
         # 2. plan and store at 10 scenes, then at full size
-        small = min(10, n)
-        to_first, _, questions = replay_run(design(root, small), work / "small")
-        figures[f"plan_and_store_us_per_item_{questions}"] = to_first / questions * 1e6
-        config = design(root, n)
-        run = work / "full"
-        to_first, units_s, questions = replay_run(config, run)
-        with RunStore.open(run, read_only=True) as store:
-            counts = store.counts()
+        for size in dict.fromkeys((min(10, n), n)):
+            run = work / f"scenes_{size}"
+            config = design(root, size)
+            times = replay_run(config, run)
+            with RunStore.open(run, read_only=True) as store:
+                counts = store.counts()
+            per_item = times["plan_and_store_s"] / counts["items"] * 1e6
+            figures[f"plan_and_store_us_per_item_{counts['items']}"] = per_item
         figures["items"] = counts["items"]
-        figures[f"plan_and_store_us_per_item_{questions}"] = to_first / questions * 1e6
-        figures["driver_records_per_s"] = counts["ok"] / units_s
+        figures["to_first_unit_s"] = times["to_first_unit_s"]
+        figures["driver_records_per_s"] = counts["ok"] / times["units_s"]
         db = run / DB_NAME
-        size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal") if Path(f"{db}{s}").exists())
+        size = sum(
+            Path(f"{db}{s}").stat().st_size for s in ("", "-wal") if Path(f"{db}{s}").exists()
+        )
         figures["store_bytes_per_item"] = size / counts["items"]
         # 3. resume
         start = time.perf_counter()
@@ -259,7 +298,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         text, _ = _child(["-c", _LOAD_CHILD, str(run)])
         rows, before, after = (int(x) for x in text.split())
         figures["load_run_bytes_per_row"] = (after - before) * 1024 / rows
-        shutil.rmtree(work / "small", ignore_errors=True)
     for name, value in figures.items():
         report(name, value, 0 if name == "items" else 3)
     return figures

@@ -329,9 +329,7 @@ def test_reader_reads_while_writer_holds_a_transaction(store):
     store.write_records([_ok("k00000")])
     with RunStore.open(store.path, read_only=True) as reader:
         with store._write() as conn:  # the writer is mid-transaction
-            conn.execute(
-                "INSERT INTO records VALUES (2, 'ok', NULL, '[0]', '[0]', 0, 'now', 1)"
-            )
+            conn.execute("INSERT INTO records VALUES (2, 'ok', NULL, '[0]', '[0]', 0, 'now', 1)")
             assert reader.counts()["ok"] == 1  # readers see the last commit, without waiting
         assert reader.counts()["ok"] == 2
         assert reader.pending_keys() == ["k00002"]
@@ -483,9 +481,7 @@ def test_compact_json_reproduces_the_stored_values(store: RunStore) -> None:
     assert by_key["s2"] == '{"scene":"dog","level":NaN}'
     assert by_key["p1"] == '{"instance":"ü","run":0}'
     # what is stored is packed: the key names live once in the shapes table
-    (text,) = store.conn.execute(
-        "SELECT spec FROM items WHERE key = 's2'"
-    ).fetchone()
+    (text,) = store.conn.execute("SELECT spec FROM items WHERE key = 's2'").fetchone()
     assert "scene" not in text
 
 

@@ -75,7 +75,7 @@ def test_a_schema_1_sweep_reports_then_resumes_with_nothing_to_do(tmp_path: Path
 
     run = restore("sweep", tmp_path / "sweep")
     before = rows(run)
-    with pytest.raises(InputError, match="older clearsight .run-store schema 1.; rerun the"):
+    with pytest.raises(InputError, match=r"older clearsight \(run-store schema 1\); rerun the"):
         load_run_data(run)  # a reader does not migrate: it says how to
     assert version(run) == 1
     with RunStore.open(run):  # the writer migrates

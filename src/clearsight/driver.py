@@ -352,8 +352,9 @@ def run(
     # the lock sits beside the database (a run may be named by its run.sqlite file)
     lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
     fingerprint = _fingerprint(protocol, config)
-    if fingerprint is not None and not fresh:
-        done = _finished(lock_dir, fingerprint)
+    if fingerprint is not None and not fresh and (lock_dir / DB_NAME).is_file():
+        with run_lock(lock_dir):  # a live writer is refused here too
+            done = _finished(lock_dir, fingerprint)
         if done is not None:
             return RunSummary(run_dir, done)
     check_models(protocol.models(config), execution)
@@ -391,8 +392,6 @@ def _fingerprint(protocol: Protocol[C, Any], config: C) -> str | None:
 def _finished(run_dir: Path, fingerprint: str) -> dict[str, Summary] | None:
     """Zero-work summaries of the stages of a finished run planned with ``fingerprint`` (every
     planned item stored, none pending), or None when the run must be planned."""
-    if not (run_dir / DB_NAME).is_file():
-        return None
     try:
         with RunStore.open(run_dir, read_only=True) as store:
             entry = store.manifest().get("plan")

@@ -169,9 +169,11 @@ class RunData:
 
 # What the report reads of a sweep record, and nothing else (the frame of 1.8 million records
 # stays a few hundred bytes a row): the columns above, the scene by its id, the two flags.
-_READ_COLUMNS = tuple(
-    "scene.id" if c == "scene" else c for c in (*_TEXT_COLUMNS, *_FLOAT_COLUMNS)
-) + ("correct", "abstained")
+_READ_COLUMNS = (
+    *("scene.id" if c == "scene" else c for c in (*_TEXT_COLUMNS, *_FLOAT_COLUMNS)),
+    "correct",
+    "abstained",
+)
 
 
 def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
@@ -215,9 +217,7 @@ def load_run_data(run_dir: Path) -> RunData:
         store.expect_protocol(PROTOCOL)
         manifest = store.manifest()
         counts = store.counts()
-        records = _typed_records(
-            store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS)
-        )
+        records = _typed_records(store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS))
         veq_rows = store.to_frame(status="ok", kind=VEQ_PROTOCOL)
         depth_rows = store.to_frame(status="ok", kind=DEPTH_PROTOCOL)
         errors = [record.error for record in store.iter_records("failed", raw=False)]
