@@ -256,6 +256,24 @@ def _child(args: Sequence[str]) -> tuple[str, float]:
     return "\n".join(body), int(peak) / 1024
 
 
+def _plan_only(root: Path, n: int, figures: dict[str, float]) -> dict[str, float]:
+    """``plan_and_store[_cpu]_us_per_item_<n>`` alone: ``SWEEP.plan`` and ``add_items`` of
+    every stage's items into a fresh store, as the driver calls them, at 10 and ``n`` scenes."""
+    for size in dict.fromkeys((min(10, n), n)):
+        config = design(root, size)
+        with tempfile.TemporaryDirectory(prefix="paper_scale_") as tmp:
+            start, cpu = time.perf_counter(), time.process_time()
+            plan = SWEEP.plan(config)
+            with RunStore.open(Path(tmp)) as store:
+                for stage in SWEEP.stages(config, plan, store):
+                    store.add_items(stage.items)
+                items = store.counts()["items"]
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        figures[f"plan_and_store_us_per_item_{items}"] = wall / items * 1e6
+        figures[f"plan_and_store_cpu_us_per_item_{items}"] = cpu / items * 1e6
+    return dict(figures)
+
+
 class _Figures(dict[str, float]):
     """The figures, each printed as soon as it is measured (a long run says what it has)."""
 
@@ -270,12 +288,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--scenes", type=int, default=1000)
     parser.add_argument("--run-scenes", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="5 scenes, 2 of them run")
+    parser.add_argument(
+        "--plan-only", action="store_true", help="only plan and store, at 10 scenes and in full"
+    )
     args = parser.parse_args(argv)
     n, n_run = (5, 2) if args.quick else (args.scenes, args.run_scenes)
     cache = Path(os.environ.get("CLEARSIGHT_CACHE", Path.home() / ".cache" / "clearsight"))
     root = cache / "paper_scale"
     root.mkdir(parents=True, exist_ok=True)
     figures = _Figures()
+    if args.plan_only:
+        return _plan_only(root, n, figures)
     with tempfile.TemporaryDirectory(prefix="paper_scale_") as tmp:
         work = Path(tmp)
         # 1. the real fraction
