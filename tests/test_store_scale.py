@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from clearsight import driver, store as store_module
+from clearsight import driver
+from clearsight import store as store_module
 from clearsight.driver import Execution
 from clearsight.store import Record, RunStore, load_run
 from clearsight.sweep.config import SweepConfig
