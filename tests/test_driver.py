@@ -302,7 +302,7 @@ def test_a_report_command_refuses_a_run_of_another_protocol(tmp_path: Path) -> N
 
 def manifest_entries(manifest: dict[str, object]) -> dict[str, object]:
     """A manifest's caller entries (without those the store writes itself)."""
-    own = {"schema_version", "created_at", "config_hash", "starts", "history"}
+    own = {"schema_version", "created_at", "config_hash", "starts", "history", "plan"}
     return {k: v for k, v in manifest.items() if k not in own}
 
 
@@ -310,8 +310,11 @@ def test_corrupted_stored_json_names_the_run_table_and_key(tmp_path: Path) -> No
     run = tmp_path / "r"
     run_sweep(_small(), run, progress=False)
     with sqlite3.connect(run / "run.sqlite") as conn:
-        key = conn.execute("SELECT key FROM records LIMIT 1").fetchone()[0]
-        conn.execute("UPDATE records SET readouts = '{broken' WHERE key = ?", (key,))
+        stored, id_ = conn.execute(
+            "SELECT i.key, r.id FROM records AS r JOIN items AS i ON i.id = r.id LIMIT 1"
+        ).fetchone()
+        key = stored.hex()
+        conn.execute("UPDATE records SET readouts = '{broken' WHERE id = ?", (id_,))
     with pytest.raises(InputError, match=rf"table records, key {key}, column readouts"):
         load_run(run)
     with (

@@ -137,6 +137,13 @@ class Protocol(Generic[C, P]):
     it adds to, keeping their manifest (the probe's post-hoc analyses add to a probe run; build
     stage 1 to a probe run or to an earlier build). A directory without a run begins one with
     ``manifest``; a protocol without a manifest (None) only adds, so its run must exist.
+
+    ``fingerprint(config)``, where given, is JSON data that determines the plan (the config
+    and the protocol's plan version): a rerun whose fingerprint — with the protocol's name and
+    clearsight's version — matches the one a finished run recorded, and whose store holds
+    every item it planned with an ``ok`` record, returns at once without planning or loading
+    a model; a partly finished one plans again (the typed items make its units) but does not
+    store the stages whose items are all stored already. Without it every rerun plans.
     """
 
     name: str
@@ -145,6 +152,7 @@ class Protocol(Generic[C, P]):
     manifest: Callable[[C, P], Mapping[str, Any]] | None
     stages: Callable[[C, P, RunStore], Iterator[Stage[Any]]]
     adds_to: tuple[str, ...] = ()
+    fingerprint: Callable[[C], Any] | None = None
 
     def __post_init__(self) -> None:
         """A protocol begins runs of its own (a manifest), adds to others' or both."""
@@ -341,26 +349,97 @@ def run(
     run_dir = Path(run_dir)
     check_execution(execution.executor, execution.workers)
     _refuse_in_a_worker()
+    # the lock sits beside the database (a run may be named by its run.sqlite file)
+    lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
+    fingerprint = _fingerprint(protocol, config)
+    if fingerprint is not None and not fresh and (lock_dir / DB_NAME).is_file():
+        with run_lock(lock_dir):  # a live writer is refused here too
+            done = _finished(lock_dir, fingerprint)
+        if done is not None:
+            return RunSummary(run_dir, done)
     check_models(protocol.models(config), execution)
     plan = protocol.plan(config)
     stages: dict[str, Summary] = {}
     reasons: Counter[str] = Counter()
-    # the lock sits beside the database (a run may be named by its run.sqlite file)
-    lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
     if protocol.manifest is None:
         _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
         _begin(protocol, config, plan, store, allow_mismatch)
+        planned = _Planned(store, fingerprint)
         with _sigterm_stops_cleanly():
             try:
                 for stage in protocol.stages(config, plan, store):
-                    stages[stage.kind] = _execute_stage(store, stage, execution, reasons)
+                    stages[stage.kind] = _execute_stage(store, stage, execution, reasons, planned)
             except Interrupted as exc:
                 raise Interrupted(_total(stages, exc.summary), terminated=exc.terminated) from None
             except KeyboardInterrupt as exc:  # between two stages' executions
                 terminated = isinstance(exc, Terminated)
                 raise Interrupted(_total(stages), terminated=terminated) from None
+        planned.complete()
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+def _fingerprint(protocol: Protocol[C, Any], config: C) -> str | None:
+    """The plan fingerprint of ``config`` (None: the protocol plans on every run)."""
+    if protocol.fingerprint is None:
+        return None
+    from clearsight import __version__
+    from clearsight.seeding import content_hash
+
+    return content_hash([protocol.name, __version__, protocol.fingerprint(config)])
+
+
+def _finished(run_dir: Path, fingerprint: str) -> dict[str, Summary] | None:
+    """Zero-work summaries of the stages of a finished run planned with ``fingerprint`` (every
+    planned item stored, none pending), or None when the run must be planned."""
+    try:
+        with RunStore.open(run_dir, read_only=True) as store:
+            entry = store.manifest().get("plan")
+            if not isinstance(entry, dict) or entry.get("fingerprint") != fingerprint:
+                return None
+            kinds = entry.get("stages", {})
+            counts = store.counts()
+    except InputError:  # an old schema (the writer migrates it) or not a run: plan as usual
+        return None
+    if not entry.get("complete") or counts["pending"] or counts["items"] != sum(kinds.values()):
+        return None
+    return {kind: Summary(0, 0, 0) for kind in kinds}
+
+
+class _Planned:
+    """The manifest's ``plan`` entry as a run stores its stages: the fingerprint, the items
+    stored per kind, and whether every stage was planned (see :class:`Protocol`)."""
+
+    def __init__(self, store: RunStore, fingerprint: str | None) -> None:
+        self.store = store
+        self.fingerprint = fingerprint
+        entry = store.manifest().get("plan")
+        same = isinstance(entry, dict) and entry.get("fingerprint") == fingerprint
+        self.before: dict[str, int] = dict(entry["stages"]) if same and entry else {}
+        self.stages: dict[str, int] = {}
+
+    def stored(self, kind: str, n_items: int) -> bool:
+        """Whether the ``n_items`` items of stage ``kind`` are stored already under this
+        fingerprint (and so need not be encoded again)."""
+        return (
+            self.fingerprint is not None
+            and self.before.get(kind) == n_items
+            and self.store.count_items(kind) == n_items
+        )
+
+    def add(self, kind: str, n_items: int) -> None:
+        """Stage ``kind``'s items are stored."""
+        self.stages[kind] = n_items
+        self._save(complete=False)
+
+    def complete(self) -> None:
+        """Every stage was planned and stored."""
+        self._save(complete=True)
+
+    def _save(self, complete: bool) -> None:
+        if self.fingerprint is not None:
+            entry = {"fingerprint": self.fingerprint, "stages": self.stages, "complete": complete}
+            self.store.record_plan(entry)
 
 
 def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> None:
@@ -392,13 +471,20 @@ def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summar
 
 
 def _execute_stage(
-    store: RunStore, stage: Stage[Any], execution: Execution, reasons: Counter[str]
+    store: RunStore,
+    stage: Stage[Any],
+    execution: Execution,
+    reasons: Counter[str],
+    planned: _Planned,
 ) -> Summary:
-    """Store the stage's items, run its pending ones, count the reasons of its failures."""
+    """Store the stage's items (unless stored under the same fingerprint), run its pending
+    ones, count the reasons of its failures."""
     wrong = {s.kind for s in stage.items} - {stage.kind}
     if wrong:
         raise TypeError(f"stage {stage.kind!r} holds items of kind {sorted(wrong)}")
-    store.add_items(s.row() for s in stage.items)
+    if not planned.stored(stage.kind, len(stage.items)):
+        store.add_items(stage.items)
+    planned.add(stage.kind, len(stage.items))
     pending = set(store.pending_keys([s.key for s in stage.items]))
     units = stage.units([s for s in stage.items if s.key in pending])
     run_unit = stage.run_unit

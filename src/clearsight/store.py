@@ -8,15 +8,29 @@ computed from it) to this store. The store is what makes a run resumable: a reru
 Layout: ``runs/NAME/run.sqlite`` in WAL mode. Schema (version :data:`SCHEMA_VERSION`)::
 
     manifest(key TEXT PRIMARY KEY, value TEXT NOT NULL)            -- value is JSON
-    items(key TEXT PRIMARY KEY, protocol TEXT NOT NULL, spec TEXT NOT NULL)   -- spec: JSON
-    records(key TEXT PRIMARY KEY REFERENCES items(key),
+    shapes(id INTEGER PRIMARY KEY, keys TEXT NOT NULL UNIQUE)       -- key tuples of packed JSON
+    kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+          parts TEXT NOT NULL)                 -- JSON list: the spec fields held in parts
+    parts(id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE,
+          value TEXT NOT NULL)                 -- a value many items share, as JSON
+    items(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE,
+          kind INTEGER NOT NULL REFERENCES kinds(id), spec TEXT NOT NULL)   -- spec: packed
+    records(id INTEGER PRIMARY KEY REFERENCES items(id),
             status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
             error TEXT,                          -- NULL exactly when status = 'ok'
-            raw TEXT NOT NULL,                   -- JSON: the backend's raw output, always kept
-            readouts TEXT NOT NULL,              -- JSON object of read-outs computed from raw
+            raw TEXT NOT NULL,                   -- packed JSON: the backend's raw output
+            readouts TEXT NOT NULL,              -- packed JSON object of read-outs from raw
             elapsed_s REAL NOT NULL CHECK (elapsed_s >= 0),
             finished_at TEXT NOT NULL,           -- ISO-8601 UTC
             attempt INTEGER NOT NULL CHECK (attempt >= 1))
+
+Sized for the paper's 1.8 million items: what repeats is stored once. A spec field its kind
+declares a part (a sweep question, scene reference, physics settings, model options:
+:class:`clearsight.specs.Part`) holds the id of a ``parts`` row, the part's value stored once
+under its content hash; the key names of every JSON object are stored once in ``shapes``
+(:mod:`clearsight.packed_json`); an item key that is a SHA-256 hex digest (every protocol's
+key) is stored as its 32 bytes, and records refer to items by integer id. The public key of an
+item is unchanged: the hex text :mod:`clearsight.specs` computes.
 
 JSON columns are declared ``TEXT`` on purpose: a declared type ``JSON`` gets SQLite's NUMERIC
 affinity, which would silently turn a raw output such as ``"42"`` into the integer 42. Values are
@@ -45,8 +59,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from clearsight.credentials import redact, redact_value, secret_values
+from clearsight.frame_chunks import compact, join_chunks
+from clearsight.packed_json import Shapes, pack, unpack
 from clearsight.seeding import content_hash
-from clearsight.specs import json_key
+from clearsight.specs import Part, Spec, json_key, spec_class
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -65,15 +81,18 @@ __all__ = [
 ]
 
 DB_NAME = "run.sqlite"
-SCHEMA_VERSION = 2
-# Versions this clearsight reads; the writer migrates an older one (see _rekey_v1).
-_READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+# Versions a writer migrates on open (schema 1 re-keyed by _rekey_v1, then repacked by
+# RunStore._repack); a reader refuses them with the command that migrates.
+_MIGRATED_VERSIONS = (1, 2)
 
 Status = Literal["ok", "failed"]
 STATUSES: tuple[str, ...] = ("ok", "failed")
 
 # Manifest keys the store writes itself; a caller's manifest may not use them.
-_STORE_KEYS = frozenset({"schema_version", "created_at", "config_hash", "starts", "history"})
+_STORE_KEYS = frozenset(
+    {"schema_version", "created_at", "config_hash", "starts", "history", "plan"}
+)
 
 # How each protocol's report is made, for the message that refuses a run of another protocol.
 _REPORT_COMMANDS = {
@@ -94,18 +113,37 @@ FRAME_COLUMNS: tuple[str, ...] = (
     "attempt",
 )
 
+# Items are added, and frames read, this many at a time: one transaction (and a bounded WAL)
+# per chunk of items; one chunk of Python values at a time while a frame is built.
+CHUNK = 20_000
+
 _SCHEMA = """
 CREATE TABLE manifest (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE shapes (
+    id   INTEGER PRIMARY KEY,
+    keys TEXT NOT NULL UNIQUE
+);
+CREATE TABLE kinds (
+    id    INTEGER PRIMARY KEY,
+    name  TEXT NOT NULL UNIQUE,
+    parts TEXT NOT NULL
+);
+CREATE TABLE parts (
+    id     INTEGER PRIMARY KEY,
+    digest BLOB NOT NULL UNIQUE,
+    value  TEXT NOT NULL
+);
 CREATE TABLE items (
-    key      TEXT PRIMARY KEY,
-    protocol TEXT NOT NULL,
-    spec     TEXT NOT NULL
+    id   INTEGER PRIMARY KEY,
+    key  BLOB NOT NULL UNIQUE,
+    kind INTEGER NOT NULL REFERENCES kinds(id),
+    spec TEXT NOT NULL
 );
 CREATE TABLE records (
-    key         TEXT PRIMARY KEY REFERENCES items(key),
+    id          INTEGER PRIMARY KEY REFERENCES items(id),
     status      TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
     error       TEXT,
     raw         TEXT NOT NULL,
@@ -114,15 +152,15 @@ CREATE TABLE records (
     finished_at TEXT NOT NULL,
     attempt     INTEGER NOT NULL CHECK (attempt >= 1),
     CHECK ((status = 'ok') = (error IS NULL))
-);
+)
 """
 
 # A record for a key whose stored record is 'ok' is ignored (the first success is final: an item
 # is a pure function of its spec); a record for a failed key replaces it and counts an attempt.
 _UPSERT_RECORD = """
-INSERT INTO records (key, status, error, raw, readouts, elapsed_s, finished_at, attempt)
+INSERT INTO records (id, status, error, raw, readouts, elapsed_s, finished_at, attempt)
 VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-ON CONFLICT (key) DO UPDATE SET
+ON CONFLICT (id) DO UPDATE SET
     status = excluded.status,
     error = excluded.error,
     raw = excluded.raw,
@@ -135,15 +173,18 @@ WHERE records.status <> 'ok'
 
 # Reads of records with their items. {raw} is r.raw or NULL (a caller that needs no raw output).
 _SELECT_RECORDS = (
-    "SELECT r.key, r.status, r.error, {raw}, r.readouts, r.elapsed_s, r.finished_at, "
-    "i.protocol, i.spec, r.attempt FROM records AS r JOIN items AS i ON i.key = r.key"
+    "SELECT i.key, r.status, r.error, {raw}, r.readouts, r.elapsed_s, r.finished_at, "
+    "i.kind, i.spec, r.attempt FROM records AS r JOIN items AS i ON i.id = r.id"
 )
-_ITEM_KINDS = "SELECT DISTINCT protocol FROM items ORDER BY protocol"
+_ITEM_KINDS = (
+    "SELECT name FROM kinds WHERE EXISTS (SELECT 1 FROM items WHERE kind = kinds.id) ORDER BY name"
+)
 _RECORDS_PER_KIND = (
-    "SELECT i.protocol, count(*) FROM records AS r JOIN items AS i ON i.key = r.key "
-    "GROUP BY i.protocol ORDER BY i.protocol"
+    "SELECT k.name, count(*) FROM records AS r JOIN items AS i ON i.id = r.id "
+    "JOIN kinds AS k ON k.id = i.kind GROUP BY k.name ORDER BY k.name"
 )
-_RAW_OF_KEYS = "SELECT r.key, r.raw FROM records AS r JOIN json_each(?) AS j ON j.value = r.key"
+# The keys a call asks about, staged in a temporary table (a key list may hold 1.8M keys).
+_WANTED = "CREATE TEMP TABLE IF NOT EXISTS wanted (pos INTEGER PRIMARY KEY, key NOT NULL)"
 
 
 class ConfigMismatch(InputError):  # noqa: N818 - the name the CLI and callers use
@@ -284,6 +325,8 @@ class RunStore:
         self.path = path
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = conn
+        self._tables = _Tables()
+        self._tables.load(conn)
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -294,6 +337,8 @@ class RunStore:
         The writer (default) creates the directory and the database if needed; ``fresh=True``
         first deletes an existing database with its ``-wal``/``-shm`` files. ``read_only=True``
         opens an existing run for reading while a writer may be running; it never creates one.
+        A run of an older schema (1 or 2) is migrated by the writer on open, in one transaction
+        per step; a reader refuses it, naming how to migrate it.
         """
         path = _db_path(Path(run))
         if read_only:
@@ -304,7 +349,17 @@ class RunStore:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return cls(path, _connect_writer(path), read_only=False)
+        conn, version = _connect_writer(path)
+        try:
+            if version == 1:
+                _rekey_v1(conn, path)
+            store = cls(path, conn, read_only=False)
+            if version in _MIGRATED_VERSIONS:
+                store._repack_v2()
+        except BaseException:
+            conn.close()
+            raise
+        return store
 
     def close(self) -> None:
         """Close the connection (idempotent); the last close checkpoints and removes the WAL."""
@@ -336,7 +391,8 @@ class RunStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back."""
+        """A ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back
+        (with the shapes, kinds and parts it had added to the caches)."""
         if self.read_only:
             raise InputError(f"the run store {self.path} was opened read-only")
         conn = self.conn
@@ -347,7 +403,84 @@ class RunStore:
         except BaseException:
             if conn.in_transaction:  # a failed COMMIT (disk full, say) may leave it open
                 conn.execute("ROLLBACK")
+            self._tables.forget_new()
             raise
+        self._tables.saved()
+
+    @contextmanager
+    def _wanted(self, keys: Iterable[str]) -> Iterator[sqlite3.Connection]:
+        """``keys`` staged in ``temp.wanted`` (column ``pos`` their order, ``key`` as stored),
+        inside a transaction: the caller's, or one that ends with the block."""
+        conn = self.conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            conn.execute(_WANTED)
+            conn.executemany(
+                "INSERT INTO temp.wanted (key) VALUES (?)", ((_stored_key(k),) for k in keys)
+            )
+            yield conn
+        finally:
+            conn.execute("DELETE FROM temp.wanted")
+            if own:
+                conn.execute("COMMIT")
+
+    def _repack_v2(self) -> None:
+        """Migrate schema 2 to 3 in one transaction: every item and record re-encoded in the
+        compact layout (parts, shapes, 32-byte keys, integer ids), keys and values unchanged."""
+        with self._write() as conn:
+            conn.execute("ALTER TABLE records RENAME TO old_records")
+            conn.execute("ALTER TABLE items RENAME TO old_items")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip() and "TABLE manifest" not in statement:
+                    conn.execute(statement)
+            secrets = secret_values()
+            old = conn.execute("SELECT key, protocol, spec FROM old_items ORDER BY rowid")
+            while batch := old.fetchmany(CHUNK):
+                rows = [
+                    self._tables.item_row(
+                        key, kind, _loads(spec, self.path, "items", key, "spec"), None, secrets
+                    )
+                    for key, kind, spec in batch
+                ]
+                self._tables.save(conn)
+                self._tables.saved()
+                conn.executemany("INSERT INTO items (key, kind, spec) VALUES (?, ?, ?)", rows)
+            old = conn.execute(
+                "SELECT key, status, error, raw, readouts, elapsed_s, finished_at, attempt "
+                "FROM old_records ORDER BY rowid"
+            )
+            while batch := old.fetchmany(CHUNK):
+                ids = self._item_ids(row[0] for row in batch)
+                records = [
+                    (
+                        ids[key],
+                        status,
+                        error,
+                        *(
+                            self._tables.encode(
+                                _loads(text, self.path, "records", key, column), column, secrets
+                            )
+                            for column, text in (("raw", raw), ("readouts", readouts))
+                        ),
+                        *rest,
+                    )
+                    for key, status, error, raw, readouts, *rest in batch
+                ]
+                self._tables.save(conn)
+                self._tables.saved()
+                conn.executemany(
+                    "INSERT INTO records (id, status, error, raw, readouts, elapsed_s, "
+                    "finished_at, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    records,
+                )
+            conn.execute("DROP TABLE old_records")
+            conn.execute("DROP TABLE old_items")
+            conn.execute(
+                "UPDATE manifest SET value = ? WHERE key = 'schema_version'",
+                (json.dumps(SCHEMA_VERSION),),
+            )
 
     # ------------------------------------------------------------------------------ manifest
 
@@ -421,69 +554,103 @@ class RunStore:
                 "INSERT OR REPLACE INTO manifest (key, value) VALUES (?, ?)", encoded.items()
             )
 
+    def record_plan(self, plan: Mapping[str, Any]) -> None:
+        """Record what the driver planned (manifest entry ``plan``: the plan's fingerprint and
+        the items it stored per kind), so a rerun with the same fingerprint need not plan."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO manifest (key, value) VALUES ('plan', ?)",
+                (_dumps(dict(plan), "the plan entry"),),
+            )
+
     # --------------------------------------------------------------------------------- items
 
-    def add_items(self, items: Iterable[tuple[str, str, Mapping[str, Any]]]) -> int:
-        """Add ``(key, protocol, spec)`` work items in one transaction; return how many were new.
+    def add_items(self, items: Iterable[Spec | tuple[str, str, Mapping[str, Any]]]) -> int:
+        """Add work items — typed :class:`~clearsight.specs.Spec` values or ``(key, protocol,
+        spec)`` triples — and return how many were new.
 
-        Items whose key is already stored are skipped without being encoded again, so planning a
-        resumed run again is cheap: a key is the content hash of its spec (principle 1), so the
-        same key means the same item. A new row whose key collides with a stored key of a
-        different protocol or spec (a broken key function) raises InputError.
+        Items go in chunks of :data:`CHUNK`, one transaction each, so the cost is linear and the
+        WAL stays bounded; a crash loses at most the chunk in flight (the rest is simply added
+        again by the rerun). Items whose key is already stored are skipped without being encoded
+        again: a key is the content hash of its spec (principle 1), so the same key means the
+        same item. Two items of one chunk with one key and different specs raise InputError.
         """
-        items = list(items)
-        stored = self._stored_keys([item[0] for item in items if isinstance(item, tuple)])
+        added = 0
+        chunk: list[Spec | tuple[str, str, Mapping[str, Any]]] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == CHUNK:
+                added += self._add_chunk(chunk)
+                chunk = []
+        return added + (self._add_chunk(chunk) if chunk else 0)
+
+    def _add_chunk(self, items: Sequence[Spec | tuple[str, str, Mapping[str, Any]]]) -> int:
+        """Add one chunk of items in one transaction (see :meth:`add_items`)."""
+        triples = [_item_triple(item) for item in items]
+        stored = self._stored_keys([t[0] for t in triples])
         secrets = secret_values()
-        rows = [
-            _item_row(item, secrets)
-            for item in items
-            if not (isinstance(item, tuple) and item[0] in stored)
-        ]
+        rows: dict[str, tuple[str | bytes, int, str]] = {}
+        specs: dict[str, tuple[str, Mapping[str, Any]]] = {}
+        for key, kind, spec, item in triples:
+            if key in stored:
+                continue
+            if specs.setdefault(key, (kind, spec)) == (kind, spec):
+                rows.setdefault(key, self._tables.item_row(key, kind, spec, item, secrets))
+            else:
+                raise InputError(
+                    f"item {key} is already stored with another spec or protocol "
+                    f"({kind}: {compact_json(spec)[:200]}); a key must identify its spec"
+                )
         if not rows:
             return 0
         with self._write() as conn:
-            conn.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS new_items (key TEXT, protocol TEXT, spec TEXT)"
+            self._tables.save(conn)
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO items (key, kind, spec) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                rows.values(),
             )
-            try:
-                conn.executemany("INSERT INTO temp.new_items VALUES (?, ?, ?)", rows)
-                before = conn.total_changes
-                conn.execute(
-                    "INSERT OR IGNORE INTO items (key, protocol, spec) "
-                    "SELECT key, protocol, spec FROM temp.new_items ORDER BY rowid"
-                )
-                added = conn.total_changes - before
-                _check_item_conflicts(conn)
-            finally:
-                conn.execute("DELETE FROM temp.new_items")
-        return added
+            return conn.total_changes - before
 
     def _stored_keys(self, keys: list[str]) -> set[str]:
         """The subset of ``keys`` already stored as items (one query)."""
         if not keys:
             return set()
-        query = "SELECT j.value FROM json_each(?) AS j JOIN items AS i ON i.key = j.value"
-        return {key for (key,) in self.conn.execute(query, (json.dumps(keys),))}
+        with self._wanted(keys) as conn:
+            query = "SELECT i.key FROM temp.wanted AS w JOIN items AS i ON i.key = w.key"
+            return {_public_key(key) for (key,) in conn.execute(query)}
 
-    def pending_keys(self, keys: Iterable[str] | None = None) -> list[str]:
-        """Keys without an ``ok`` record (failed ones are retried), of ``keys`` or of all items.
+    def pending_keys(
+        self, keys: Iterable[str] | None = None, *, kind: str | None = None
+    ) -> list[str]:
+        """Keys without an ``ok`` record (failed ones are retried), of ``keys`` or of all items
+        (of item ``kind``, when given).
 
         With ``keys`` the result keeps their order (duplicates dropped) and includes keys that are
         not items at all; without, it lists items in the order they were added. One query either
-        way: the given keys are joined in as a JSON array through ``json_each``.
+        way: the given keys are staged in a temporary table.
         """
         if keys is None:
+            where, params = ("", []) if kind is None else _filters(None, kind)
+            where = where.replace(" WHERE ", " AND ")
             query = (
                 "SELECT i.key FROM items AS i LEFT JOIN records AS r "
-                "ON r.key = i.key AND r.status = 'ok' WHERE r.key IS NULL ORDER BY i.rowid"
+                f"ON r.id = i.id AND r.status = 'ok' WHERE r.id IS NULL{where} ORDER BY i.id"
             )
-            return [key for (key,) in self.conn.execute(query)]
-        wanted = json.dumps(list(dict.fromkeys(keys)))
-        query = (
-            "SELECT j.value FROM json_each(?) AS j LEFT JOIN records AS r "
-            "ON r.key = j.value AND r.status = 'ok' WHERE r.key IS NULL ORDER BY j.key"
-        )
-        return [key for (key,) in self.conn.execute(query, (wanted,))]
+            return [_public_key(key) for (key,) in self.conn.execute(query, params)]
+        with self._wanted(dict.fromkeys(keys)) as conn:
+            query = (
+                "SELECT w.key FROM temp.wanted AS w LEFT JOIN items AS i ON i.key = w.key "
+                "LEFT JOIN records AS r ON r.id = i.id AND r.status = 'ok' "
+                "WHERE r.id IS NULL ORDER BY w.pos"
+            )
+            return [_public_key(key) for (key,) in conn.execute(query)]
+
+    def _item_ids(self, keys: Iterable[str]) -> dict[str, int]:
+        """Item id of each of ``keys`` that is an item."""
+        with self._wanted(keys) as conn:
+            query = "SELECT w.key, i.id FROM temp.wanted AS w JOIN items AS i ON i.key = w.key"
+            return {_public_key(key): id_ for key, id_ in conn.execute(query)}
 
     # ------------------------------------------------------------------------------- records
 
@@ -495,28 +662,22 @@ class RunStore:
         an at-least-once executor may deliver a result twice). Keys must be items already.
         """
         secrets = secret_values()
-        rows = [_record_row(record, secrets) for record in records]
-        try:
-            with self._write() as conn:
-                before = conn.total_changes
-                conn.executemany(_UPSERT_RECORD, rows)
-                return conn.total_changes - before
-        except sqlite3.IntegrityError as exc:
-            missing = self._missing_items([row[0] for row in rows])
-            if not missing:
-                raise
+        for record in records:
+            if not isinstance(record, Record):
+                raise InputError(f"write_records takes Record objects, got {type(record).__name__}")
+        ids = self._item_ids(r.key for r in records)
+        missing = list(dict.fromkeys(r.key for r in records if r.key not in ids))
+        if missing:
             raise InputError(
                 f"{len(missing)} records have keys that are not items (e.g. {missing[:3]}); "
                 "add_items() before writing their records"
-            ) from exc
-
-    def _missing_items(self, keys: list[str]) -> list[str]:
-        """The keys among ``keys`` that are not in the items table."""
-        query = (
-            "SELECT j.value FROM json_each(?) AS j LEFT JOIN items AS i ON i.key = j.value "
-            "WHERE i.key IS NULL ORDER BY j.key"
-        )
-        return [key for (key,) in self.conn.execute(query, (json.dumps(keys),))]
+            )
+        rows = [self._tables.record_row(ids[r.key], r, secrets) for r in records]
+        with self._write() as conn:
+            self._tables.save(conn)
+            before = conn.total_changes
+            conn.executemany(_UPSERT_RECORD, rows)
+            return conn.total_changes - before
 
     def counts(self) -> dict[str, int]:
         """``items``, ``ok``, ``failed`` and ``pending`` (items without an ok record) counts."""
@@ -528,10 +689,15 @@ class RunStore:
         ).fetchone()
         return {"items": n_items, "ok": ok, "failed": failed, "pending": n_items - ok}
 
+    def count_items(self, kind: str) -> int:
+        """The number of items of ``kind``."""
+        query = "SELECT count(*) FROM items AS i JOIN kinds AS k ON k.id = i.kind WHERE k.name = ?"
+        return int(self.conn.execute(query, (kind,)).fetchone()[0])
+
     # ------------------------------------------------------------------------ reading by kind
     #
     # Every read a report, the UI or a protocol's results module needs, so that no SQL runs
-    # outside this module. An item's *kind* is its ``protocol`` column: a protocol's main items
+    # outside this module. An item's *kind* is its ``protocol``: a protocol's main items
     # (``sweep``, ``probe``) and its secondary ones (``sweep.veq``, ``probe.belief``,
     # ``grounding.elicit``...). ``status`` and ``kind`` filters left at None select everything.
 
@@ -546,7 +712,7 @@ class RunStore:
     def count_records(self, *, status: str | None = None, kind: str | None = None) -> int:
         """The number of records with ``status`` ('ok' or 'failed') of items of ``kind``."""
         where, params = _filters(status, kind)
-        query = f"SELECT count(*) FROM records AS r JOIN items AS i ON i.key = r.key{where}"
+        query = f"SELECT count(*) FROM records AS r JOIN items AS i ON i.id = r.id{where}"
         return int(self.conn.execute(query, params).fetchone()[0])
 
     def iter_records(
@@ -556,7 +722,7 @@ class RunStore:
         order items were added. ``raw=False`` leaves the raw outputs unread (``raw`` is None):
         tables and listings rarely need them, and they are most of a run's bytes."""
         where, params = _filters(status, kind)
-        return self._read_records(f"{where} ORDER BY i.rowid", params, raw=raw)
+        return self._read_records(f"{where} ORDER BY i.id", params, raw=raw)
 
     def records_page(
         self, offset: int, limit: int, *, status: str | None = None, kind: str | None = None
@@ -565,12 +731,12 @@ class RunStore:
         as :meth:`iter_records` does), without raw outputs. One LIMIT/OFFSET query, so a page
         costs the same in a run of a million records as in one of ten."""
         where, params = _filters(status, kind)
-        tail = f"{where} ORDER BY i.rowid LIMIT ? OFFSET ?"
+        tail = f"{where} ORDER BY i.id LIMIT ? OFFSET ?"
         return list(self._read_records(tail, [*params, limit, offset], raw=False))
 
     def record(self, key: str) -> StoredRecord | None:
         """The record of ``key`` with its item and raw output, or None if it has no record."""
-        return next(self._read_records(" WHERE r.key = ?", [key], raw=True), None)
+        return next(self._read_records(" WHERE i.key = ?", [_stored_key(key)], raw=True), None)
 
     def raw_outputs(self, keys: Iterable[str]) -> dict[str, Any]:
         """The decoded raw outputs of the records of ``keys`` (keys without a record absent),
@@ -578,41 +744,52 @@ class RunStore:
         wanted = list(keys)
         if not wanted:
             return {}
-        rows = self.conn.execute(_RAW_OF_KEYS, (json.dumps(wanted),)).fetchall()
-        return {key: _loads(raw, self.path, "records", key, "raw") for key, raw in rows}
+        query = (
+            "SELECT i.key, r.raw FROM temp.wanted AS w JOIN items AS i ON i.key = w.key "
+            "JOIN records AS r ON r.id = i.id"
+        )
+        with self._wanted(wanted) as conn:
+            rows = conn.execute(query).fetchall()
+        decode = self._tables.decode
+        return {
+            (key := _public_key(stored)): decode(raw, self.path, "records", key, "raw")
+            for stored, raw in rows
+        }
 
     def _read_records(
-        self, tail: str, params: Sequence[str | int], *, raw: bool
+        self, tail: str, params: Sequence[str | int | bytes], *, raw: bool
     ) -> Iterator[StoredRecord]:
         """The records a ``WHERE ... ORDER BY ...`` ``tail`` selects, decoded (raw on request),
         fetched in batches so a large run is never held in memory at once."""
         query = _SELECT_RECORDS.format(raw="r.raw" if raw else "NULL") + tail
         cursor = self.conn.execute(query, params)
+        tables, path = self._tables, self.path
         while batch := cursor.fetchmany(1000):
-            for key, st, error, raw_text, readouts, elapsed, finished, kind, spec, attempt in batch:
-                columns = {"records.readouts": readouts, "items.spec": spec}
-                if raw:
-                    columns = {"records.raw": raw_text, **columns}
-                decoded = _decode_row(self.path, key, columns)
-                raw_v = decoded.pop(0) if raw else None
-                readouts_v, spec_v = decoded
+            for stored, st, error, raw_text, readouts, elapsed, finished, kind, spec, n in batch:
+                key = _public_key(stored)
                 yield StoredRecord(
                     key=key,
                     status=st,
                     error=error,
-                    raw=raw_v,
-                    readouts=readouts_v,
+                    raw=tables.decode(raw_text, path, "records", key, "raw") if raw else None,
+                    readouts=tables.decode(readouts, path, "records", key, "readouts"),
                     elapsed_s=elapsed,
                     finished_at=finished,
-                    protocol=kind,
-                    spec=spec_v,
-                    attempt=attempt,
+                    protocol=tables.kind_name(kind, self.conn),
+                    spec=tables.spec(kind, spec, self.conn, path, key),
+                    attempt=n,
                 )
 
     # -------------------------------------------------------------------------------- export
 
     def to_frame(
-        self, *, include_raw: bool = False, status: str | None = None, kind: str | None = None
+        self,
+        *,
+        include_raw: bool = False,
+        status: str | None = None,
+        kind: str | None = None,
+        columns: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> pd.DataFrame:
         """One row per record (or per record with ``status`` of items of ``kind``), joined with
         its item, in the order items were added.
@@ -626,40 +803,42 @@ class RunStore:
         fixed column becomes ``spec.<name>``, a read-out named like a fixed column or a spec
         field becomes ``readouts.<name>``. Items without a record are not rows. Collisions are
         looked for among the selected rows only, so one kind's frame has that kind's names.
-        """
-        import pandas as pd
 
-        fixed: list[tuple[Any, ...]] = []
-        specs: list[dict[str, Any]] = []
-        readouts: list[dict[str, Any]] = []
-        raws: list[str | None] = []
-        where, params = _filters(status, kind)
+        ``columns``: only these columns, in this order (a name no selected row has is left
+        out). ``where``: only the rows whose column equals the value, or is one of the values
+        of a list, tuple or set, for each ``column: value`` (``status`` and ``protocol`` are
+        selected in SQL, the others a chunk at a time). Rows are read :data:`CHUNK` at a time
+        and text columns whose values repeat are categoricals, so memory is the frame and one
+        chunk, never a Python object per cell.
+        """
+        reader = _FrameReader(columns, where, include_raw)
+        status = _take_scalar(reader.where, "status", status)
+        sql_where, params = _filters(status, _take_scalar(reader.where, "protocol", kind))
         query = (
-            "SELECT r.key, i.protocol, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
+            "SELECT i.key, i.kind, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
             f"i.spec, r.readouts, {'r.raw' if include_raw else 'NULL'} "
-            f"FROM records AS r JOIN items AS i ON i.key = r.key{where} ORDER BY i.rowid"
+            f"FROM records AS r JOIN items AS i ON i.id = r.id{sql_where} ORDER BY i.id"
         )
-        loads = json.loads
-        for row in self.conn.execute(query, params):
-            fixed.append(row[:7])
-            try:
-                spec, readout = loads(row[7]), loads(row[8])
-            except ValueError:
-                columns = {"items.spec": row[7], "records.readouts": row[8]}
-                spec, readout = _decode_row(self.path, row[0], columns)
-            specs.append(_flatten(spec))
-            readouts.append(_flatten(readout))
-            raws.append(row[9])
-        reserved = {*FRAME_COLUMNS, "raw"}
-        spec_frame = pd.DataFrame(specs, index=range(len(fixed)))
-        spec_frame = spec_frame.rename(columns=lambda c: f"spec.{c}" if c in reserved else c)
-        taken = reserved | set(spec_frame.columns)
-        readout_frame = pd.DataFrame(readouts, index=range(len(fixed)))
-        readout_frame = readout_frame.rename(columns=lambda c: f"readouts.{c}" if c in taken else c)
-        parts = [pd.DataFrame(fixed, columns=list(FRAME_COLUMNS)), spec_frame, readout_frame]
-        if include_raw:
-            parts.append(pd.DataFrame({"raw": raws}))
-        return pd.concat(parts, axis=1)
+        cursor = self.conn.execute(query, params)
+        while batch := cursor.fetchmany(CHUNK):
+            reader.add(self._frame_rows(batch))
+        return reader.frame()
+
+    def _frame_rows(
+        self, batch: Sequence[tuple[Any, ...]]
+    ) -> tuple[list[tuple[Any, ...]], list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
+        """One chunk of to_frame's query decoded: fixed values, flat spec, flat read-outs, raw."""
+        tables, conn, path = self._tables, self.conn, self.path
+        fixed, specs, readouts, raws = [], [], [], []
+        for stored, kind, *rest, spec, readout, raw in batch:
+            key = _public_key(stored)
+            fixed.append((key, tables.kind_name(kind, conn), *rest))
+            specs.append(_flatten(tables.spec(kind, spec, conn, path, key, shared=True)))
+            readouts.append(_flatten(tables.decode(readout, path, "records", key, "readouts")))
+            if raw is not None:
+                raw = compact_json(tables.decode(raw, path, "records", key, "raw"))
+            raws.append(raw)
+        return fixed, specs, readouts, raws
 
     def export(
         self,
@@ -691,14 +870,126 @@ class RunStore:
         return path
 
 
-def load_run(path: Path | str, *, include_raw: bool = False) -> pd.DataFrame:
-    """The records of a run as a DataFrame (see :meth:`RunStore.to_frame` for the columns).
+def load_run(
+    path: Path | str,
+    *,
+    include_raw: bool = False,
+    columns: Sequence[str] | None = None,
+    where: Mapping[str, Any] | None = None,
+    status: str | None = None,
+    kind: str | None = None,
+) -> pd.DataFrame:
+    """The records of a run as a DataFrame (see :meth:`RunStore.to_frame` for the columns and
+    for ``columns``/``where``, which select only what is asked for, in bounded memory).
 
     ``path`` is the run directory or its ``run.sqlite``. Opens read-only, so it is safe while the
     run is still being written. Raises InputError if there is no clearsight run there.
     """
     with RunStore.open(path, read_only=True) as store:
-        return store.to_frame(include_raw=include_raw)
+        return store.to_frame(
+            include_raw=include_raw, status=status, kind=kind, columns=columns, where=where
+        )
+
+
+class _FrameReader:
+    """Builds :meth:`RunStore.to_frame`'s frame a chunk at a time (see its docstring)."""
+
+    def __init__(
+        self, columns: Sequence[str] | None, where: Mapping[str, Any] | None, include_raw: bool
+    ) -> None:
+        self.columns = None if columns is None else list(dict.fromkeys(columns))
+        self.where = dict(where or {})
+        self.include_raw = include_raw
+        self.need = None if self.columns is None else {*self.columns, *self.where}
+        self.chunks: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
+        self.spec_names: dict[str, None] = {}  # every flat spec name seen (for collisions)
+        self.readout_names: dict[str, None] = {}
+
+    def add(
+        self,
+        rows: tuple[list[tuple[Any, ...]], list[dict[str, Any]], list[dict[str, Any]], list[Any]],
+    ) -> None:
+        """Turn one decoded chunk into typed frames, keeping the wanted columns and rows."""
+        import pandas as pd
+
+        fixed_rows, specs, readouts, raws = rows
+        index = range(len(fixed_rows))
+        fixed = pd.DataFrame(fixed_rows, columns=list(FRAME_COLUMNS), index=index)
+        if self.include_raw:
+            fixed["raw"] = raws
+        spec = pd.DataFrame(specs, index=index)
+        readout = pd.DataFrame(readouts, index=index)
+        self.spec_names.update(dict.fromkeys(spec.columns))
+        self.readout_names.update(dict.fromkeys(readout.columns))
+        if self.need is not None:
+            need = self.need
+            fixed = fixed[[c for c in fixed.columns if c in need]]
+            spec = spec[[c for c in spec.columns if c in need or f"spec.{c}" in need]]
+            readout = readout[[c for c in readout.columns if c in need or f"readouts.{c}" in need]]
+        if self.where:
+            keep = self._mask(fixed, spec, readout)
+            fixed, spec, readout = fixed[keep], spec[keep], readout[keep]
+        self.chunks.append((compact(fixed), compact(spec), compact(readout)))
+
+    def _mask(self, fixed: pd.DataFrame, spec: pd.DataFrame, readout: pd.DataFrame) -> Any:
+        """The rows of one chunk that ``where`` keeps."""
+        import numpy as np
+
+        keep = np.ones(len(fixed), dtype=bool)
+        for name, wanted in self.where.items():
+            column = _where_column(name, fixed, spec, readout)
+            values = (
+                list(wanted) if isinstance(wanted, list | tuple | set | frozenset) else [wanted]
+            )
+            keep &= column.isin(values).to_numpy() if column is not None else False
+        return keep
+
+    def frame(self) -> pd.DataFrame:
+        """The chunks joined, collisions prefixed, the asked-for columns in order."""
+        import pandas as pd
+
+        reserved = {*FRAME_COLUMNS, "raw"}
+        spec_name = {c: f"spec.{c}" if c in reserved else c for c in self.spec_names}
+        taken = reserved | set(spec_name.values())
+        readout_name = {c: f"readouts.{c}" if c in taken else c for c in self.readout_names}
+        fixed = list(FRAME_COLUMNS) + (["raw"] if self.include_raw else [])
+        parts = []
+        for index, names in enumerate((fixed, list(spec_name), list(readout_name))):
+            chunks = [chunk[index] for chunk in self.chunks]
+            present = [n for n in names if any(n in c.columns for c in chunks)]
+            parts.append(join_chunks(chunks, present if self.chunks else names))
+        parts[1] = parts[1].rename(columns=spec_name)
+        parts[2] = parts[2].rename(columns=readout_name)
+        if self.include_raw:  # the raw output is the last column
+            parts.append(parts[0].pop("raw").to_frame())
+        out = pd.concat(parts, axis=1)
+        if self.columns is not None:
+            out = out[[c for c in self.columns if c in out.columns]]
+        return out
+
+
+def _where_column(
+    name: str, fixed: pd.DataFrame, spec: pd.DataFrame, readout: pd.DataFrame
+) -> pd.Series | None:
+    """The column ``where`` names in one chunk (prefixed or plain, as in the frame)."""
+    if name in fixed.columns:
+        return fixed[name]
+    for prefix, frame in (("spec.", spec), ("readouts.", readout)):
+        if name.startswith(prefix) and name[len(prefix) :] in frame.columns:
+            return frame[name[len(prefix) :]]
+    if name in spec.columns and name not in FRAME_COLUMNS:
+        return spec[name]
+    return readout[name] if name in readout.columns else None
+
+
+def _take_scalar(where: dict[str, Any], name: str, given: str | None) -> str | None:
+    """A ``where`` entry on ``name`` holding one string, taken out to be selected in SQL (when
+    the caller's own filter ``given`` is not set)."""
+    value = where.get(name)
+    if given is None and isinstance(value, str):
+        del where[name]
+        return value
+    return given
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -734,10 +1025,11 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
     if row is None:
         raise InputError(f"{path} is not a clearsight run database (no schema_version)")
     version = _loads(row[0], path, "manifest", "schema_version")
-    if version not in _READABLE_VERSIONS:
+    if version != SCHEMA_VERSION and version not in _MIGRATED_VERSIONS:
         raise InputError(
-            f"{path} has run-store schema version {version}; this clearsight reads versions "
-            f"{', '.join(map(str, _READABLE_VERSIONS))}. Use a matching clearsight, or start "
+            f"{path} has run-store schema version {version}; this clearsight reads version "
+            f"{SCHEMA_VERSION} and migrates versions "
+            f"{', '.join(map(str, _MIGRATED_VERSIONS))}. Use a matching clearsight, or start "
             "over with --fresh."
         )
     return int(version)
@@ -771,8 +1063,9 @@ def _rekey_v1(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("COMMIT")
 
 
-def _connect_writer(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the database for the single writer: WAL, synchronous=NORMAL."""
+def _connect_writer(path: Path) -> tuple[sqlite3.Connection, int]:
+    """Open (creating if needed) the database for the single writer: WAL, synchronous=NORMAL,
+    a bounded WAL (checkpointed every 1000 pages); with the schema version it was found in."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         _configure(conn)
@@ -784,14 +1077,17 @@ def _connect_writer(path: Path) -> sqlite3.Connection:
                 "directory on a local file system"
             )
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 1000")
+        # up to 256 MiB of page cache: the key index of 1.8M items (~80 MB) stays in memory,
+        # where SQLite's default 2 MiB made every insert of a random key a page miss
+        conn.execute("PRAGMA cache_size = -262144")
+        conn.execute("PRAGMA journal_size_limit = 67108864")  # truncate the WAL back to 64 MiB
         if version == 0:
             _create_schema(conn, path)
-        elif version == 1:
-            _rekey_v1(conn, path)
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, version
 
 
 def _create_schema(conn: sqlite3.Connection, path: Path) -> None:
@@ -818,8 +1114,15 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
         _configure(conn)
-        if not _check_schema(conn, path):
+        version = _check_schema(conn, path)
+        if not version:
             raise InputError(f"{path} is an empty database, not a clearsight run")
+        if version in _MIGRATED_VERSIONS:
+            raise InputError(
+                f"{path.parent} was written by an older clearsight (run-store schema {version}); "
+                "rerun the command that made it to migrate it in place (or open it with "
+                f"clearsight.store.RunStore.open), then read it (schema {SCHEMA_VERSION})"
+            )
     except BaseException:
         conn.close()
         raise
@@ -843,32 +1146,43 @@ def _loads(text: str, path: Path | None, table: str, key: str, column: str = "va
         ) from None
 
 
-def _decode_row(path: Path, key: str, columns: Mapping[str, str]) -> list[Any]:
-    """Decode one row's JSON columns (``{table.column: text}``), naming the first bad one."""
-    out = []
-    for name, text in columns.items():
-        table, _, column = name.partition(".")
-        out.append(_loads(text, path, table, key, column))
-    return out
-
-
-def _filters(status: str | None, kind: str | None) -> tuple[str, list[str | int]]:
+def _filters(status: str | None, kind: str | None) -> tuple[str, list[str | int | bytes]]:
     """The ``WHERE`` clause and its parameters selecting records by status and item kind."""
     where: list[str] = []
-    params: list[str | int] = []
+    params: list[str | int | bytes] = []
     if status is not None:
         where.append("r.status = ?")
         params.append(status)
     if kind is not None:
-        where.append("i.protocol = ?")
+        where.append("i.kind = (SELECT id FROM kinds WHERE name = ?)")
         params.append(kind)
     return (f" WHERE {' AND '.join(where)}" if where else ""), params
 
 
-def _item_row(
-    item: tuple[str, str, Mapping[str, Any]], secrets: Sequence[str]
-) -> tuple[str, str, str]:
-    """Validate one ``(key, protocol, spec)`` item and encode it as a table row."""
+def _stored_key(key: str) -> str | bytes:
+    """An item key as stored: a lower-case SHA-256 hex digest as its 32 bytes, else the text."""
+    if len(key) == 64:
+        try:
+            raw = bytes.fromhex(key)
+        except ValueError:
+            return key
+        if raw.hex() == key:
+            return raw
+    return key
+
+
+def _public_key(stored: str | bytes) -> str:
+    """The key text of a stored key (the inverse of :func:`_stored_key`)."""
+    return stored.hex() if type(stored) is bytes else str(stored)
+
+
+def _item_triple(
+    item: Spec | tuple[str, str, Mapping[str, Any]],
+) -> tuple[str, str, Mapping[str, Any], Spec | None]:
+    """``(key, kind, JSON form, typed spec or None)`` of an item, validated."""
+    if isinstance(item, Spec):
+        key, kind, stored = item.row()
+        return key, kind, stored, item
     try:
         key, protocol, spec = item
     except (TypeError, ValueError) as exc:
@@ -879,42 +1193,194 @@ def _item_row(
         raise InputError(f"item {key}: protocol must be a non-empty string, got {protocol!r}")
     if not isinstance(spec, Mapping):
         raise InputError(f"item {key}: spec must be a mapping, got {type(spec).__name__}")
-    return key, protocol, _dumps(spec, f"spec of item {key}", secrets)
+    return key, protocol, spec, None
 
 
-def _check_item_conflicts(conn: sqlite3.Connection) -> None:
-    """Raise InputError if a staged item's key is stored with another protocol or spec.
+class _Tables:
+    """The store's small tables in memory — shapes, kinds and parts — and the encoding and
+    decoding of rows through them. What a write adds is inserted by :meth:`save` inside its
+    transaction and forgotten if that is rolled back."""
 
-    SQL finds rows whose text differs; Python then compares the decoded specs, so the same spec
-    written with another key order is not a conflict.
-    """
-    candidates = conn.execute(
-        "SELECT n.key, n.protocol, n.spec, i.protocol, i.spec FROM temp.new_items AS n "
-        "JOIN items AS i ON i.key = n.key WHERE n.spec <> i.spec OR n.protocol <> i.protocol"
-    ).fetchall()
-    for key, new_protocol, new_spec, old_protocol, old_spec in candidates:
-        if new_protocol != old_protocol or json.loads(new_spec) != json.loads(old_spec):
+    def __init__(self) -> None:
+        self.shapes = Shapes()
+        self.kinds: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self.kind_ids: dict[int, tuple[str, tuple[str, ...]]] = {}
+        self.part_ids: dict[str, int] = {}
+        self.part_texts: dict[int, str] = {}
+        self.part_values: dict[int, Any] = {}
+        self.new_kinds: list[tuple[int, str, str]] = []
+        self.new_parts: list[tuple[int, bytes, str]] = []
+        self.next_part = 1
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        """Read the small tables (nothing in an empty or an old-schema database)."""
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if "shapes" not in names:
+            return
+        self.shapes.add_rows(conn.execute("SELECT id, keys FROM shapes"))
+        for id_, name, parts in conn.execute("SELECT id, name, parts FROM kinds"):
+            self.kinds[name] = (id_, tuple(json.loads(parts)))
+            self.kind_ids[id_] = (name, self.kinds[name][1])
+        for id_, digest in conn.execute("SELECT id, digest FROM parts"):
+            self.part_ids[digest.hex()] = id_
+        self.next_part = max(self.part_ids.values(), default=0) + 1
+
+    def save(self, conn: sqlite3.Connection) -> None:
+        """Insert the shapes, kinds and parts added since the last save (in a transaction)."""
+        conn.executemany("INSERT INTO shapes (id, keys) VALUES (?, ?)", self.shapes.new)
+        conn.executemany("INSERT INTO kinds (id, name, parts) VALUES (?, ?, ?)", self.new_kinds)
+        conn.executemany("INSERT INTO parts (id, digest, value) VALUES (?, ?, ?)", self.new_parts)
+
+    def saved(self) -> None:
+        """The last save was committed."""
+        self.shapes.new.clear()
+        self.new_kinds.clear()
+        self.new_parts.clear()
+
+    def forget_new(self) -> None:
+        """The last save was rolled back: forget what it added."""
+        self.shapes.forget_new()
+        for id_, name, _ in self.new_kinds:
+            del self.kinds[name], self.kind_ids[id_]
+        for id_, digest, _ in self.new_parts:
+            del self.part_ids[digest.hex()]
+            self.part_texts.pop(id_, None)
+        self.next_part = max(self.part_ids.values(), default=0) + 1
+        self.new_kinds.clear()
+        self.new_parts.clear()
+
+    def _kind(self, name: str) -> tuple[int, tuple[str, ...]]:
+        """Id and part fields of kind ``name`` (a new kind takes its spec class's parts)."""
+        found = self.kinds.get(name)
+        if found is None:
+            cls = spec_class(name)
+            found = (len(self.kinds) + 1, tuple(cls.parts) if cls is not None else ())
+            while found[0] in self.kind_ids:
+                found = (found[0] + 1, found[1])
+            self.kinds[name] = found
+            self.kind_ids[found[0]] = (name, found[1])
+            self.new_kinds.append((found[0], name, json.dumps(list(found[1]))))
+        return found
+
+    def _part(self, digest: str, value: Any, secrets: Sequence[str]) -> int:
+        """The id of the part ``value`` with content hash ``digest`` (added if new)."""
+        found = self.part_ids.get(digest)
+        if found is None:
+            found = self.next_part
+            self.next_part += 1
+            text = _dumps(value, f"part {digest}", secrets)
+            self.part_ids[digest] = found
+            self.part_texts[found] = text
+            self.new_parts.append((found, bytes.fromhex(digest), text))
+        return found
+
+    def encode(self, value: Any, what: str, secrets: Sequence[str]) -> str:
+        """Packed JSON text of ``value`` with key variables redacted (see :func:`_dumps`)."""
+        try:
+            text = compact_json(pack(value, self.shapes))
+            found = [s for s in secrets if s in text or compact_json(s)[1:-1] in text]
+            return compact_json(pack(redact_value(value, found), self.shapes)) if found else text
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{what} is not JSON-able: {exc}") from exc
+
+    def item_row(
+        self,
+        key: str,
+        kind: str,
+        spec: Mapping[str, Any],
+        item: Spec | None,
+        secrets: Sequence[str],
+    ) -> tuple[str | bytes, int, str]:
+        """``(stored key, kind id, packed spec)`` of an item, its parts replaced by their ids."""
+        kind_id, parts = self._kind(kind)
+        if parts:
+            spec = dict(spec)
+            for name in parts:
+                if name in spec:
+                    value = getattr(item, name, None)
+                    digest = value.digest if isinstance(value, Part) else content_hash(spec[name])
+                    spec[name] = self._part(digest, spec[name], secrets)
+        return _stored_key(key), kind_id, self.encode(spec, f"spec of item {key}", secrets)
+
+    def record_row(
+        self, item_id: int, record: Record, secrets: Sequence[str]
+    ) -> tuple[int, str, str | None, str, str, float, str]:
+        """Encode one record as the parameters of :data:`_UPSERT_RECORD`."""
+        return (
+            item_id,
+            record.status,
+            None if record.error is None else redact(record.error, secrets),
+            self.encode(record.raw, f"raw output of record {record.key}", secrets),
+            self.encode(dict(record.readouts), f"readouts of record {record.key}", secrets),
+            float(record.elapsed_s),
+            record.finished_at,
+        )
+
+    def decode(self, text: str, path: Path, table: str, key: str, column: str) -> Any:
+        """A packed column decoded; InputError naming the row if it is not packed JSON."""
+        packed = _loads(text, path, table, key, column)
+        try:
+            return unpack(packed, self.shapes)
+        except (KeyError, IndexError, TypeError, ValueError):
             raise InputError(
-                f"item {key} is already stored with another spec or protocol "
-                f"({old_protocol}: {old_spec[:200]}); a key must identify its spec"
-            )
+                f"corrupted packed JSON in the run {path.parent}: table {table}, key {key}, "
+                f"column {column}"
+            ) from None
 
+    def kind_name(self, kind_id: int, conn: sqlite3.Connection) -> str:
+        """The name of kind ``kind_id`` (read again if a writer added it since)."""
+        if kind_id not in self.kind_ids:
+            self.refresh(conn)
+        return self.kind_ids[kind_id][0]
 
-def _record_row(
-    record: Record, secrets: Sequence[str]
-) -> tuple[str, str, str | None, str, str, float, str]:
-    """Encode one record as the parameters of :data:`_UPSERT_RECORD`."""
-    if not isinstance(record, Record):
-        raise InputError(f"write_records takes Record objects, got {type(record).__name__}")
-    return (
-        record.key,
-        record.status,
-        None if record.error is None else redact(record.error, secrets),
-        _dumps(record.raw, f"raw output of record {record.key}", secrets),
-        _dumps(dict(record.readouts), f"readouts of record {record.key}", secrets),
-        float(record.elapsed_s),
-        record.finished_at,
-    )
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Catch up with what a writer added (a reader's caches)."""
+        known = set(self.shapes.keys)
+        self.shapes.add_rows(
+            r for r in conn.execute("SELECT id, keys FROM shapes") if r[0] not in known
+        )
+        for id_, name, parts in conn.execute("SELECT id, name, parts FROM kinds"):
+            self.kinds[name] = (id_, tuple(json.loads(parts)))
+            self.kind_ids[id_] = (name, self.kinds[name][1])
+
+    def spec(
+        self,
+        kind_id: int,
+        text: str,
+        conn: sqlite3.Connection,
+        path: Path,
+        key: str,
+        *,
+        shared: bool = False,
+    ) -> dict[str, Any]:
+        """The JSON form of a stored spec, its parts filled in (``shared``: the parts are the
+        cached values, not to be modified; else fresh copies)."""
+        try:
+            spec = self.decode(text, path, "items", key, "spec")
+        except InputError:
+            self.refresh(conn)  # a shape a writer added since this reader loaded
+            spec = self.decode(text, path, "items", key, "spec")
+        if kind_id not in self.kind_ids:
+            self.refresh(conn)
+        for name in self.kind_ids[kind_id][1]:
+            if name in spec:  # every part field holds a part id (see item_row)
+                spec[name] = self._part_value(spec[name], conn, path, shared)
+        return spec
+
+    def _part_value(self, part_id: int, conn: sqlite3.Connection, path: Path, shared: bool) -> Any:
+        """The value of part ``part_id``."""
+        text = self.part_texts.get(part_id)
+        if text is None:
+            row = conn.execute("SELECT value FROM parts WHERE id = ?", (part_id,)).fetchone()
+            if row is None:
+                raise InputError(f"the run {path.parent} has no part {part_id}")
+            text = self.part_texts[part_id] = row[0]
+        if not shared:
+            return _loads(text, path, "parts", str(part_id))
+        value = self.part_values.get(part_id)
+        if value is None:
+            value = self.part_values[part_id] = _loads(text, path, "parts", str(part_id))
+        return value
 
 
 def _config_diff(old: Any, new: Any, limit: int = 8) -> list[str]:

@@ -9,10 +9,12 @@ of a run's SQLite database, which is much faster than sweeping again.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 import re
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from clearsight.metrics import bootstrap_weights, crossing_visibility, percentil
 from clearsight.report import build_report, summary_table
 from clearsight.report.html import Col, esc, table
 from clearsight.report.tables import analyse_sweep, crossing_label, w_label
-from clearsight.store import load_run
+from clearsight.store import Record, RunStore, StoredRecord, load_run
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
@@ -77,6 +79,39 @@ def _edit(run: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
     with sqlite3.connect(run / "run.sqlite") as conn:
         for sql, params in statements:
             conn.execute(sql, params)
+
+
+def _rewrite(run: Path, change: Callable[[StoredRecord], Record | None]) -> None:
+    """Replace (or, where ``change`` gives None, keep) each record of a run: the old record is
+    deleted and the new one written through the store, which packs what it stores."""
+    with RunStore.open(run) as store:
+        new = [n for r in store.iter_records() if (n := change(r)) is not None]
+        store.conn.executemany(
+            "DELETE FROM records WHERE id = (SELECT id FROM items WHERE key = ?)",
+            [(bytes.fromhex(n.key),) for n in new],
+        )
+        store.write_records(new)
+
+
+def load_run_records(run: Path) -> list[StoredRecord]:
+    """Every record of a run, without raw outputs."""
+    with RunStore.open(run, read_only=True) as store:
+        return list(store.iter_records(raw=False))
+
+
+def _drop(run: Path, gone: Callable[[StoredRecord], bool]) -> None:
+    """Delete the records ``gone`` selects."""
+    with RunStore.open(run) as store:
+        keys = [(bytes.fromhex(r.key),) for r in store.iter_records(raw=False) if gone(r)]
+        store.conn.executemany(
+            "DELETE FROM records WHERE id = (SELECT id FROM items WHERE key = ?)", keys
+        )
+
+
+def _plain(record: StoredRecord, **changes: Any) -> Record:
+    """``record`` as a plain Record, with ``changes``."""
+    fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(Record)}
+    return Record(**(fields | changes))
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
@@ -298,22 +333,28 @@ def test_imagenet_c_and_controls(small_run: Path) -> None:
 def test_model_output_and_errors_are_escaped(small_run: Path, tmp_path: Path) -> None:
     run = _copy_run(small_run, tmp_path / "hostile")
     hostile_error = '<img src=x onerror="alert(2)">'
-    _edit(
+    reply = f"Answer: C {SCRIPT} Confidence: 80"
+    _rewrite(
+        run,
+        lambda r: (
+            _plain(r, raw={**r.raw, "texts": [reply]}) if (r.raw or {}).get("texts") else None
+        ),
+    )
+    failing = sorted(r.key for r in load_run_records(run) if r.status == "ok")[:3]
+    _rewrite(
+        run,
+        lambda r: (
+            _plain(r, status="failed", error=hostile_error, readouts={})
+            if r.key in failing
+            else None
+        ),
+    )
+    _edit(  # the verbal questions are parts, stored once as JSON
         run,
         (
-            "UPDATE records SET raw = json_set(raw, '$.texts', json_array(?)) "
-            "WHERE json_array_length(json_extract(raw, '$.texts')) > 0",
-            (f"Answer: C {SCRIPT} Confidence: 80",),
-        ),
-        (
-            "UPDATE items SET spec = json_set(spec, '$.question.prompt', ?) "
-            "WHERE json_extract(spec, '$.wording') = 'verbal.plain'",
+            "UPDATE parts SET value = json_set(value, '$.prompt', ?) "
+            "WHERE json_extract(value, '$.readout') = 'verbalized'",
             (f"Which object? {SCRIPT}",),
-        ),
-        (
-            "UPDATE records SET status = 'failed', error = ? WHERE key IN "
-            "(SELECT key FROM records WHERE status = 'ok' ORDER BY key LIMIT 3)",
-            (hostile_error,),
         ),
     )
     html = build_report(run, n_boot=N_BOOT, thumbnails=False).html.read_text(encoding="utf-8")
@@ -389,13 +430,12 @@ def test_a_model_not_shown_an_arm_has_no_rows_for_it(tmp_path: Path) -> None:
 def test_unparsed_verbal_replies(small_run: Path, tmp_path: Path) -> None:
     """A model whose verbal replies never carry a number (as the paper reports for SmolVLM2)."""
     run = _copy_run(small_run, tmp_path / "unparsed")
-    _edit(
+    _rewrite(
         run,
-        (
-            "UPDATE records SET readouts = json_set(readouts, '$.verbal_conf', json('null'), "
-            "'$.verbal_parsed', json('false')) WHERE key IN (SELECT key FROM items "
-            "WHERE json_extract(spec, '$.wording') = 'verbal.plain')",
-            (),
+        lambda r: (
+            _plain(r, readouts={**r.readouts, "verbal_conf": None, "verbal_parsed": False})
+            if r.protocol == "sweep" and r.spec["wording"] == "verbal.plain"
+            else None
         ),
     )
     paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
@@ -413,10 +453,8 @@ def test_unparsed_verbal_replies(small_run: Path, tmp_path: Path) -> None:
 
 def test_no_controls_and_no_veq(small_run: Path, tmp_path: Path) -> None:
     run = _copy_run(small_run, tmp_path / "bare")
-    gone = "SELECT key FROM items WHERE json_extract(spec, '$.condition') IN " + (
-        "('clean', 'blank', 'shuffled', 'imagenet_c') OR protocol = 'sweep.veq'"
-    )
-    _edit(run, (f"DELETE FROM records WHERE key IN ({gone})", ()))
+    controls = ("clean", "blank", "shuffled", "imagenet_c")
+    _drop(run, lambda r: r.protocol == "sweep.veq" or r.spec.get("condition") in controls)
     paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
     csv = _read_csv(paths.summary_csv)
     acc = csv[csv.signal == "accuracy"]

@@ -733,9 +733,22 @@ def _turbid_manifest(config: SweepConfig) -> dict[str, Any]:
     }
 
 
+#: Version of the sweep's planner: raise it when the same config plans other items.
+PLAN_VERSION = 1
+
+
+def _fingerprint(config: SweepConfig) -> list[Any]:
+    """What the plan is a function of: the planner's version, the config and (COCO scenes)
+    the annotation file's size and modification time."""
+    annotations = config.coco_annotations
+    stat = annotations.stat() if config.scenes == "coco" and annotations is not None else None
+    file = None if stat is None else [stat.st_size, stat.st_mtime_ns]
+    return [PLAN_VERSION, config.model_dump(mode="json"), file]
+
+
 #: The visibility sweep as a value for :func:`clearsight.driver.run`.
 SWEEP: Protocol[SweepConfig, SweepPlan] = Protocol(
-    PROTOCOL, _models, plan_sweep, _manifest, _stages
+    PROTOCOL, _models, plan_sweep, _manifest, _stages, fingerprint=_fingerprint
 )
 
 
