@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+#: Fixtures kept in their own modules (a conftest.py below tests/ would shadow this one as the
+#: module ``conftest`` that test files import their tolerances from).
+pytest_plugins = ("fixtures.cards",)
+
 if TYPE_CHECKING:
     from fixtures.hf_tiny import TinyKind
 
