@@ -43,3 +43,10 @@ def test_bad_latency_options_are_refused(
 ) -> None:
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_backend(script(tmp_path), options)
+
+
+def test_a_batch_size_given_to_every_backend_is_accepted(tmp_path: Path) -> None:
+    """A run's default ``batch_size`` (grounding gives it every model) does not refuse a scripted
+    stand-in; it answers a batch at once whatever the size."""
+    backend = load_backend(script(tmp_path), {"batch_size": 16, "latency_s": 0})
+    assert backend.latency_s == 0

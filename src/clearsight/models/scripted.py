@@ -136,9 +136,15 @@ def _entry_response(data: Any, where: str) -> tuple[str | None, Response]:
     return (str(data["match"]) if "match" in data else None), response
 
 
+#: Options a run passes every backend that a scripted model has no use for (it answers a whole
+#: batch at once), accepted and ignored so that a scripted model stands in for any model.
+_IGNORED_OPTIONS = frozenset({"batch_size"})
+
+
 def _latency(options: Mapping[str, Any]) -> float:
-    """The ``latency_s`` option (seconds per call, default 0); any other option is refused."""
-    unknown = sorted(set(options) - {"latency_s"})
+    """The ``latency_s`` option (seconds per call, default 0); any other option than those in
+    :data:`_IGNORED_OPTIONS` is refused."""
+    unknown = sorted(set(options) - {"latency_s"} - _IGNORED_OPTIONS)
     if unknown:
         raise InputError(f"unknown scripted option(s) {', '.join(unknown)}; known: latency_s")
     latency = options.get("latency_s", 0.0)
