@@ -102,3 +102,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
+    # A worker stopped while it was sending its result leaves the pool's manager thread
+    # reading the rest of that message forever (this process holds the pipe's write end, so no
+    # end of file comes), and interpreter exit joins that thread: the run hung after SIGTERM.
+    # With the workers gone, closing this end gives the reader its end of file.
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
