@@ -62,6 +62,7 @@ from clearsight.credentials import redact, redact_value, secret_values
 from clearsight.frame_chunks import compact, join_chunks
 from clearsight.packed_json import Shapes, pack, unpack
 from clearsight.seeding import content_hash
+from clearsight.spec_rows import RowEncoder
 from clearsight.specs import Part, Spec, json_key, spec_class
 from clearsight.validate import InputError
 
@@ -439,7 +440,7 @@ class RunStore:
             old = conn.execute("SELECT key, protocol, spec FROM old_items ORDER BY rowid")
             while batch := old.fetchmany(CHUNK):
                 rows = [
-                    self._tables.item_row(
+                    self._tables.spec_row(
                         key, kind, _loads(spec, self.path, "items", key, "spec"), None, secrets
                     )
                     for key, kind, spec in batch
@@ -571,9 +572,10 @@ class RunStore:
 
         Items go in chunks of :data:`CHUNK`, one transaction each, so the cost is linear and the
         WAL stays bounded; a crash loses at most the chunk in flight (the rest is simply added
-        again by the rerun). Items whose key is already stored are skipped without being encoded
-        again: a key is the content hash of its spec (principle 1), so the same key means the
-        same item. Two items of one chunk with one key and different specs raise InputError.
+        again by the rerun). An item whose key is already stored is left as it is: a key is the
+        content hash of its spec (principle 1), so the same key means the same item. Two items
+        of one chunk with one key and different specs raise InputError. A typed spec is encoded
+        by its class's :class:`~clearsight.spec_rows.RowEncoder` (key and row in one pass).
         """
         added = 0
         chunk: list[Spec | tuple[str, str, Mapping[str, Any]]] = []
@@ -586,23 +588,16 @@ class RunStore:
 
     def _add_chunk(self, items: Sequence[Spec | tuple[str, str, Mapping[str, Any]]]) -> int:
         """Add one chunk of items in one transaction (see :meth:`add_items`)."""
-        triples = [_item_triple(item) for item in items]
-        stored = self._stored_keys([t[0] for t in triples])
-        secrets = secret_values()
+        self._tables.secrets = secret_values()
         rows: dict[str, tuple[str | bytes, int, str]] = {}
-        specs: dict[str, tuple[str, Mapping[str, Any]]] = {}
-        for key, kind, spec, item in triples:
-            if key in stored:
-                continue
-            if specs.setdefault(key, (kind, spec)) == (kind, spec):
-                rows.setdefault(key, self._tables.item_row(key, kind, spec, item, secrets))
-            else:
+        for item in items:
+            key, row = self._tables.item_row(item)
+            if rows.setdefault(key, row) != row:
                 raise InputError(
-                    f"item {key} is already stored with another spec or protocol "
-                    f"({kind}: {compact_json(spec)[:200]}); a key must identify its spec"
+                    f"item {key} is given twice with different specs or protocols "
+                    f"({self._tables.kind_ids[row[1]][0]}: {row[2][:200]}); "
+                    "a key must identify its spec"
                 )
-        if not rows:
-            return 0
         with self._write() as conn:
             self._tables.save(conn)
             before = conn.total_changes
@@ -611,14 +606,6 @@ class RunStore:
                 rows.values(),
             )
             return conn.total_changes - before
-
-    def _stored_keys(self, keys: list[str]) -> set[str]:
-        """The subset of ``keys`` already stored as items (one query)."""
-        if not keys:
-            return set()
-        with self._wanted(keys) as conn:
-            query = "SELECT i.key FROM temp.wanted AS w JOIN items AS i ON i.key = w.key"
-            return {_public_key(key) for (key,) in conn.execute(query)}
 
     def pending_keys(
         self, keys: Iterable[str] | None = None, *, kind: str | None = None
@@ -1211,6 +1198,9 @@ class _Tables:
         self.new_kinds: list[tuple[int, str, str]] = []
         self.new_parts: list[tuple[int, bytes, str]] = []
         self.next_part = 1
+        self.encoders: dict[type[Spec], RowEncoder] = {}
+        #: The key variables' values to redact from what the current write encodes.
+        self.secrets: Sequence[str] = ()
 
     def load(self, conn: sqlite3.Connection) -> None:
         """Read the small tables (nothing in an empty or an old-schema database)."""
@@ -1248,6 +1238,7 @@ class _Tables:
         self.next_part = max(self.part_ids.values(), default=0) + 1
         self.new_kinds.clear()
         self.new_parts.clear()
+        self.encoders.clear()  # their cached pieces may name the forgotten parts and shapes
 
     def _kind(self, name: str) -> tuple[int, tuple[str, ...]]:
         """Id and part fields of kind ``name`` (a new kind takes its spec class's parts)."""
@@ -1284,6 +1275,30 @@ class _Tables:
             raise InputError(f"{what} is not JSON-able: {exc}") from exc
 
     def item_row(
+        self, item: Spec | tuple[str, str, Mapping[str, Any]]
+    ) -> tuple[str, tuple[str | bytes, int, str]]:
+        """``(key, (stored key, kind id, packed spec))`` of an item: a typed spec by its class's
+        :class:`RowEncoder`, unless its text holds a secret to redact (then, like a triple, by
+        :meth:`spec_row`)."""
+        if isinstance(item, Spec):
+            encoder = self.encoders.get(type(item))
+            if encoder is None:
+                encoder = self.encoders[type(item)] = RowEncoder(
+                    type(item),
+                    self.shapes,
+                    lambda digest, value: self._part(digest, value, self.secrets),
+                    compact_json,
+                )
+            key, raw, text = encoder.row(item)
+            if not self.secrets or not any(
+                s in text or compact_json(s)[1:-1] in text for s in self.secrets
+            ):
+                item.__dict__.setdefault("key", key)
+                return key, (raw, self._kind(item.kind)[0], text)
+        key, kind, spec, typed = _item_triple(item)
+        return key, self.spec_row(key, kind, spec, typed, self.secrets)
+
+    def spec_row(
         self,
         key: str,
         kind: str,
@@ -1416,8 +1431,8 @@ def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         kind = type(value)
         if kind is dict and value:
             out.update(_flatten(value, f"{prefix}{key}."))
-        elif kind is dict or kind is list:
-            out[prefix + key] = _dumps(value, key)
+        elif kind is dict or kind is list:  # read back: redacted when it was written
+            out[prefix + key] = compact_json(value)
         else:
             out[prefix + key] = value
     return out
