@@ -43,7 +43,8 @@ def compact(frame: pd.DataFrame) -> pd.DataFrame:
 def join_chunks(chunks: Sequence[pd.DataFrame], columns: Sequence[str]) -> pd.DataFrame:
     """The chunks one under the other (index 0..n-1), with ``columns`` in that order; a column
     missing from a chunk is missing values there; categoricals are joined on the union of their
-    categories (sorted) without turning into objects."""
+    categories (sorted) without turning into objects; any other column gets the dtype one frame
+    of all its rows would have (numbers with gaps as floats, text as strings)."""
     sizes = [len(c) for c in chunks]
     total = sum(sizes)
     out: dict[str, pd.Series | np.ndarray | pd.Categorical] = {}
@@ -60,7 +61,9 @@ def join_chunks(chunks: Sequence[pd.DataFrame], columns: Sequence[str]) -> pd.Da
         if any(isinstance(p.dtype, pd.CategoricalDtype) for p in filled):
             filled = [p.astype(object) for p in filled]
         joined = pd.concat(filled, ignore_index=True) if filled else pd.Series([], dtype=object)
-        out[name] = compact(joined.to_frame())[name] if len(chunks) > 1 else joined
+        if joined.dtype == object:  # numbers or text beside a chunk's missing values: as a
+            joined = joined.infer_objects()  # frame of all the rows would type them
+        out[name] = compact(joined.to_frame(name))[name] if len(chunks) > 1 else joined
     return pd.DataFrame(out, index=range(total), columns=list(columns))
 
 
