@@ -55,7 +55,7 @@ def test_a_chunked_add_stores_what_a_one_shot_add_stores(
     with RunStore.open(tmp_path / "one") as store:
         assert store.add_items(items) == len(items)
         _fill(store)
-    monkeypatch.setattr(store_module, "CHUNK", 7)  # many chunks, one a partial one
+    monkeypatch.setattr(store_module, "ADD_CHUNK", 7)  # many chunks, one a partial one
     with RunStore.open(tmp_path / "chunked") as store:
         assert store.add_items(items) == len(items)
         assert store.add_items(items) == 0  # all stored: nothing new, chunk by chunk

@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from clearsight.bulk import collector_paused
 from clearsight.execute import (
     ExecutorName,
     Interrupted,
@@ -358,7 +359,8 @@ def run(
         if done is not None:
             return RunSummary(run_dir, done)
     check_models(protocol.models(config), execution)
-    plan = protocol.plan(config)
+    with collector_paused():  # a plan's items all stay alive (clearsight.bulk)
+        plan = protocol.plan(config)
     stages: dict[str, Summary] = {}
     reasons: Counter[str] = Counter()
     if protocol.manifest is None:
