@@ -212,3 +212,14 @@ def test_a_secret_in_a_spec_is_redacted_by_the_generic_path() -> None:
     assert key == item.key
     assert secret not in text
     assert "***" in text
+
+
+def test_one_key_with_two_specs_in_one_add_is_refused_with_nothing_written(tmp_path: Path) -> None:
+    from clearsight.validate import InputError
+
+    key = "ab" * 32
+    with RunStore.open(tmp_path / "run") as store:
+        with pytest.raises(InputError, match="given twice with different specs"):
+            store.add_items([(key, "test.kind", {"a": 1}), (key, "test.kind", {"a": 2})])
+        assert store.counts()["items"] == 0
+        assert store.add_items([(key, "test.kind", {"a": 1}), (key, "test.kind", {"a": 1})]) == 1
