@@ -261,3 +261,14 @@ def test_a_unit_holds_its_typed_spec(tmp_path: Path) -> None:
     assert [u.cost for u in units] == [1.0, 9.0]
     back = pickle.loads(pickle.dumps(units[1]))
     assert (back.spec, back.key) == (bp, bp.key)
+
+
+def test_an_unquoted_yaml_true_is_the_true_signal(tmp_path: Path) -> None:
+    import yaml
+
+    path = tmp_path / "abl.yaml"
+    path.write_text("signals: [true, none, random]\nlimit: 2\n")
+    assert yaml.safe_load(path.read_text())["signals"][0] is True  # what YAML gives
+    assert ProbeConfig(**yaml.safe_load(path.read_text())).signals == ("true", "none", "random")
+    with pytest.raises(ValueError, match="signals"):
+        ProbeConfig(signals=[False])

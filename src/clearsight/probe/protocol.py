@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -112,6 +112,14 @@ class ProbeConfig(RunConfig):
         24_000, ge=200, description="Most characters of a reasoner prompt (context overflow)."
     )
     seed: int = Field(0, description="Run seed (mixed into every item's random streams).")
+
+    @field_validator("signals", mode="before")
+    @classmethod
+    def _yaml_true(cls, value: Any) -> Any:
+        """``true`` as YAML writes it unquoted (a boolean) is the signal ``"true"``."""
+        if isinstance(value, list | tuple):
+            return [("true" if v is True else v) for v in value]
+        return value
 
     @model_validator(mode="before")
     @classmethod
