@@ -191,6 +191,12 @@ def test_each_conversation_is_replayed_by_its_own_reasoner(tmp_path: Path) -> No
         assert sum(belief.values()) == pytest.approx(1.0)
         assert r.raw["methods"] == ["uniform", "parsed"]
         assert r.readouts["p_chosen"] == pytest.approx(1.0)
+    # the report draws Fig. 4 above Table 7's numbers
+    from clearsight.probe.results import load_probe_results
+    from clearsight.report.probe import FIG4, probe_figures, probe_tables
+
+    results = load_probe_results(run)
+    assert FIG4 in probe_figures(results, probe_tables(results))
     # the letter read-out: judge B for every conversation, new items beside the stated ones
     letters = AnalysisConfig(judge_model=f"scripted:{judge}", belief_readout="letters")
     again = run_probe_analysis(run, letters, Execution(progress=False))

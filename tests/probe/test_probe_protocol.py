@@ -269,12 +269,13 @@ def test_results_and_report(tmp_path: Path) -> None:
     assert {"aurc", "e_aurc"} <= set(by_dataset.columns)
     assert ((by_dataset.aurc >= by_dataset.e_aurc - 1e-12) & (by_dataset.e_aurc >= -1e-12)).all()
     assert "Selective prediction (cross-run confidence)" in html
-    from clearsight.report.probe import FIG5, probe_figures
+    from clearsight.report.probe import FIG4, FIG5, probe_figures
 
     figures = probe_figures(results, probe_tables(results))
     # Fig. 2 (direct runs give the consistency), Fig. 3 (a signal setting), Fig. 5 (queries)
     assert sum(title.startswith(("Fig. 2", "Fig. 3")) for title in figures) == 2
     assert FIG5 in figures
+    assert FIG4 not in figures  # no belief probe was run
     assert html.count("src='data:image/png;base64,") == len(figures) + 1  # + risk-coverage
 
 

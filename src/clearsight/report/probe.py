@@ -43,6 +43,11 @@ __all__ = [
     "selective_figure",
 ]
 
+#: The title of Fig. 4 (belief trajectories), drawn above Table 7's convergence numbers.
+FIG4 = (
+    "Fig. 4 and Table 7: belief in the gold option p_correct(t) per probed conversation, and "
+    "convergence (steps to max b >= 0.7, reach rate %)"
+)
 #: The title of Fig. 5, which has no table of its own.
 FIG5 = "Fig. 5: queries per conversation by strategy and dataset"
 #: The title of the main table, the one summary.csv holds.
@@ -74,7 +79,7 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
         ),
         "Fig. 3: consistency-signal ablation (true, none, random u)": ablation_table(frame),
         "Table 3: query types (%) by round": query_type_table(results.queries),
-        "Table 7: belief convergence (steps to max b >= 0.7, reach rate %)": belief_table(
+        FIG4: belief_table(
             results.beliefs
         ),
         "Table 9: VLM calls per question": calls_table(frame),
@@ -185,7 +190,7 @@ def probe_figures(results: ProbeResults, tables: dict[str, pd.DataFrame]) -> dic
             out[title] = consistency_figure(frame)
         elif title.startswith("Fig. 3"):
             out[title] = bars_figure(frame, "acc", "acc_std", "accuracy (%, ± SD over runs)")
-        elif title.startswith("Table 7"):
+        elif title == FIG4:
             out[title] = belief_figure(results.beliefs)
     talk = results.transcripts
     if not talk.empty and "queries" in talk:
