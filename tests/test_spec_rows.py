@@ -223,3 +223,27 @@ def test_one_key_with_two_specs_in_one_add_is_refused_with_nothing_written(tmp_p
             store.add_items([(key, "test.kind", {"a": 1}), (key, "test.kind", {"a": 2})])
         assert store.counts()["items"] == 0
         assert store.add_items([(key, "test.kind", {"a": 1}), (key, "test.kind", {"a": 1})]) == 1
+
+
+def test_a_part_field_without_a_part_is_refused_as_the_generic_path_refuses_it() -> None:
+    item = Row(None, "w", 1, True, (), None, Options({}), {}, None, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="is a part but holds"):
+        item._key_of(item.to_json())
+    with pytest.raises(TypeError, match="is a part but holds"):
+        fast(_Tables(), item)
+
+
+def test_the_caches_stay_bounded_and_rows_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    import clearsight.spec_rows as spec_rows
+
+    monkeypatch.setattr(spec_rows, "CACHE_LIMIT", 8)
+    tables = _Tables()
+    shared = Shared("p", (1.0,))
+    for n in range(40):  # fresh strings and tuples every item
+        item = Row(shared, f"w{n}", n, False, (n, f"b{n}"), None, Options({}), {}, None, None)
+        key, _, text = fast(tables, item)
+        assert key == item._key_of(item.to_json())
+        assert decoded(tables, text) == decoded(tables, generic(tables, item)[2])
+    (encoder,) = tables.encoders.values()
+    assert len(encoder._strings) <= 8
+    assert len(encoder._objects) <= 8

@@ -30,6 +30,9 @@ __all__ = ["RowEncoder"]
 
 _SCALAR_TYPES = (str, int, float, bool, type(None))
 
+#: Most strings, and most tuples and parts, an encoder remembers before it starts again.
+CACHE_LIMIT = 1 << 16
+
 
 def _key_json(value: Any) -> str:
     """The canonical JSON of one plain value, as :func:`clearsight.seeding.content_hash`."""
@@ -81,12 +84,14 @@ class RowEncoder:
             "sha": hashlib.sha256,
             "P": json.dumps(cls.kind, ensure_ascii=False),
         }
-        exec(_row_source(fields), namespace)  # our own code, from identifiers
+        exec(_row_source(fields, self._parts), namespace)  # our own code, from identifiers
         self.row = cast(Callable[[Spec], tuple[str, bytes, str]], namespace["row"])
         """``(key, its 32 bytes, packed stored spec)`` of an item of the class."""
 
     def _string(self, value: str) -> str:
-        """JSON of a string not seen before (remembered)."""
+        """JSON of a string not seen before (remembered; the cache starts again when full)."""
+        if len(self._strings) >= CACHE_LIMIT:
+            self._strings.clear()
         piece = self._strings[value] = json.dumps(value, ensure_ascii=False)
         return piece
 
@@ -101,6 +106,8 @@ class RowEncoder:
     def _pieces(self, name: str, value: Any) -> tuple[str, str]:
         """(key JSON, stored JSON) of one field's value."""
         kind = type(value)
+        if name in self._parts and not isinstance(value, Part):
+            raise TypeError(f"{name} is a part but holds {value!r}")
         if kind is str:
             piece = self._strings.get(value)
             if piece is None:
@@ -116,8 +123,6 @@ class RowEncoder:
         if cached is not None and cached[0] is value:
             return cached[1], cached[2]
         if name in self._parts:
-            if not isinstance(value, Part):
-                raise TypeError(f"{name} is a part but holds {value!r}")
             pieces = (f'"{value.digest}"', str(self._part_id(value.digest, value.json)))
         elif kind is tuple and all(type(v) in _SCALAR_TYPES for v in value):
             items = [self._pieces(name, v) for v in value]
@@ -126,20 +131,37 @@ class RowEncoder:
         else:  # nested values: the generic encoding, this field alone, never cached
             plain = to_plain(value)
             return _key_json(plain), self._stored_json(pack(plain, self._shapes))
-        if kind is tuple or isinstance(value, Part):
-            self._objects[id(value)] = (value, *pieces)
+        if len(self._objects) >= CACHE_LIMIT:  # tuples made afresh per item would pile up
+            self._objects.clear()
+        self._objects[id(value)] = (value, *pieces)
         return pieces
 
 
-def _row_source(fields: tuple[tuple[str, bool], ...]) -> str:
+def _row_source(fields: tuple[tuple[str, bool], ...], parts: frozenset[str]) -> str:
     """Source of ``row(item)`` for a spec class with stored ``fields`` ((name, omitted while
-    None); names are identifiers; ``P`` is the JSON of the kind): each field's two pieces
+    None); names are identifiers; ``P`` is the JSON of the kind; ``parts`` the fields holding
+    a part): each field's two pieces
     (strings and shared objects from the caches, numbers by ``repr``, the rest by
     :meth:`RowEncoder._pieces`), then the key text in sorted field order and the stored text
     in field order, one f-string each per pattern of omitted fields."""
     lines = ["def row(item):"]
     omittable = [i for i, (_, omit) in enumerate(fields) if omit]
     for i, (name, omit) in enumerate(fields):
+        if name in parts:  # a part: its cached pieces, or slow (which refuses a non-part)
+            lookup = [
+                "c = O.get(id(x))",
+                "if c is not None and c[0] is x:",
+                f"    k{i} = c[1]",
+                f"    s{i} = c[2]",
+                "else:",
+                f"    k{i}, s{i} = slow({name!r}, x)",
+            ]
+            pad = "        " if omit else "    "
+            lines.append(f"    x = item.{name}")
+            if omit:
+                lines += ["    if x is None:", f"        k{i} = s{i} = None", "    else:"]
+            lines += [pad + line for line in lookup]
+            continue
         lines += [
             f"    x = item.{name}",
             "    if type(x) is str:",
