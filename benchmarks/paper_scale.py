@@ -55,6 +55,7 @@ from PIL import Image
 
 from _timing import report
 from clearsight import driver
+from clearsight.bulk import collector_paused
 from clearsight.driver import Execution
 from clearsight.scenes.categories import COCO_CATEGORIES
 from clearsight.store import DB_NAME, Record, RunStore
@@ -263,7 +264,8 @@ def _plan_only(root: Path, n: int, figures: dict[str, float]) -> dict[str, float
         config = design(root, size)
         with tempfile.TemporaryDirectory(prefix="paper_scale_") as tmp:
             start, cpu = time.perf_counter(), time.process_time()
-            plan = SWEEP.plan(config)
+            with collector_paused():  # as the driver plans
+                plan = SWEEP.plan(config)
             with RunStore.open(Path(tmp)) as store:
                 for stage in SWEEP.stages(config, plan, store):
                     store.add_items(stage.items)
