@@ -630,3 +630,37 @@ def test_query_types_judged_with_a_rationale_and_a_json_label() -> None:
     assert (named["type"], named["parsed"]) == ("Confirmatory", "name")
     nothing = parse_query_judgement('{"type": "Rhetorical"} and no name')
     assert (nothing["type"], nothing["parsed"]) == (None, None)
+
+
+def test_a_finished_probe_run_resumes_without_planning_or_loading_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe's plan fingerprint: a rerun of a finished run returns before its models load;
+    a changed instance file or prompt plans again."""
+    import dataclasses
+
+    from clearsight import driver
+    from clearsight.driver import Execution
+    from clearsight.probe import protocol
+
+    calls: list[int] = []
+
+    def plan(config: Any) -> Any:
+        calls.append(1)
+        return plan_probe(config)
+
+    counting = dataclasses.replace(protocol.PROBE, plan=plan)
+    run, config = tmp_path / "run", probe_config(tmp_path)
+    first = driver.run(counting, config, run, Execution(progress=False))
+    assert first.ok > 0
+    assert calls == [1]
+    monkeypatch.setattr(driver, "check_models", _refuse)  # nothing may load a model now
+    again = driver.run(counting, config, run, Execution(progress=False))
+    assert (again.units, calls) == (0, [1])
+    monkeypatch.setattr(protocol, "prompt_hash", lambda s: f"edited {s}")
+    with pytest.raises(AssertionError, match="checked the models"):
+        driver.run(counting, config, run, Execution(progress=False))
+
+
+def _refuse(*_: Any) -> None:
+    raise AssertionError("checked the models")
