@@ -150,6 +150,7 @@ def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
     if beliefs.empty or "p_correct" not in beliefs:
         return None
     plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     colours = {True: "#009E73", False: "#D55E00"}
     traces = [[np.nan if v is None else float(v) for v in p] for p in beliefs["p_correct"]]
@@ -170,6 +171,7 @@ def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
         mean[counts == 0] = np.nan
         ax.plot(range(width), mean, lw=2.2, label=f"mean p_correct(t): {name}")
     ax.axhline(0.7, color="0.5", ls=":", lw=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # t counts replies
     ax.set_xlabel("sensor replies so far (t)", fontsize=8)
     ax.set_ylabel("p_correct(t)", fontsize=8)
     ax.set_ylim(-0.02, 1.02)
