@@ -79,9 +79,7 @@ def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
         ),
         "Fig. 3: consistency-signal ablation (true, none, random u)": ablation_table(frame),
         "Table 3: query types (%) by round": query_type_table(results.queries),
-        FIG4: belief_table(
-            results.beliefs
-        ),
+        FIG4: belief_table(results.beliefs),
         "Table 9: VLM calls per question": calls_table(frame),
         "Table 2: BP accuracy (%) by dataset before and after self-distillation": distill_table(
             frame, adapter_bases(sorted(frame["reasoner"].unique()))
@@ -151,6 +149,7 @@ def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
         return None
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     colours = {True: "#009E73", False: "#D55E00"}
     traces = [[np.nan if v is None else float(v) for v in p] for p in beliefs["p_correct"]]
