@@ -166,3 +166,22 @@ def test_the_paper_scale_benchmark_runs_at_five_scenes(tmp_path: Path) -> None:
     assert float(figures["store_bytes_per_item"]) < 2000
     assert float(figures["resume_s_finished_run"]) < 5
     assert (tmp_path / "paper_scale" / "instances.json").is_file()
+
+
+def test_parts_flattened_once_give_the_frame_flattened_per_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """to_frame flattens a shared part (question, scene, physics, model options) once per
+    chunk: the frame is the one flattening every row gives."""
+    run = tmp_path / "run"
+    driver.run(SWEEP, _config(), run, Execution(progress=False))
+    monkeypatch.setattr(store_module, "CHUNK", 5)  # several chunks, a memo each
+    once = load_run(run)
+    assert "question.chance" in once.columns  # a part's field, flattened from the memo
+    flatten = store_module._flatten
+
+    def per_row(obj: dict[str, Any], prefix: str = "", **_: Any) -> dict[str, Any]:
+        return flatten(obj, prefix)
+
+    monkeypatch.setattr(store_module, "_flatten", per_row)
+    pd.testing.assert_frame_equal(load_run(run), once)

@@ -825,10 +825,12 @@ class RunStore:
         """One chunk of to_frame's query decoded: fixed values, flat spec, flat read-outs, raw."""
         tables, conn, path = self._tables, self.conn, self.path
         fixed, specs, readouts, raws = [], [], [], []
+        memo: dict[tuple[int, str], tuple[Any, dict[str, Any]]] = {}  # parts flattened once
         for stored, kind, *rest, spec, readout, raw in batch:
             key = _public_key(stored)
             fixed.append((key, tables.kind_name(kind, conn), *rest))
-            specs.append(_flatten(tables.spec(kind, spec, conn, path, key, shared=True)))
+            value = tables.spec(kind, spec, conn, path, key, shared=True)
+            specs.append(_flatten(value, parts=tables.kind_ids[kind][1], memo=memo))
             readouts.append(_flatten(tables.decode(readout, path, "records", key, "readouts")))
             if raw is not None:
                 raw = compact_json(tables.decode(raw, path, "records", key, "raw"))
@@ -1429,15 +1431,29 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flatten(
+    obj: dict[str, Any],
+    prefix: str = "",
+    *,
+    parts: Sequence[str] = (),
+    memo: dict[tuple[int, str], tuple[Any, dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """Flatten decoded JSON: nested dicts into ``a.b`` keys, lists and empty dicts to JSON text.
 
     ``obj`` comes from :func:`json.loads`, so containers are exactly ``dict`` and ``list``.
+    ``parts``: the fields of ``obj`` holding a shared part value (the same object for every
+    item of the part), flattened once into ``memo`` (which holds the object, so its id is not
+    reused while the memo lives) instead of once a row.
     """
     out: dict[str, Any] = {}
     for key, value in obj.items():
         kind = type(value)
-        if kind is dict and value:
+        if kind is dict and value and memo is not None and key in parts:
+            found = memo.get((id(value), key))
+            if found is None or found[0] is not value:
+                found = memo[(id(value), key)] = (value, _flatten(value, f"{prefix}{key}."))
+            out.update(found[1])
+        elif kind is dict and value:
             out.update(_flatten(value, f"{prefix}{key}."))
         elif kind is dict or kind is list:  # read back: redacted when it was written
             out[prefix + key] = compact_json(value)
