@@ -9,8 +9,9 @@ model name, a scene's box, a shared part), so :class:`RowEncoder` writes each va
 pieces once, keeps them, and joins the pieces of an item in key order and in stored order.
 
 The result is the generic encoding exactly: the same key (``sha256`` of the same text) and a
-stored text that unpacks to the same value (``tests/test_spec_rows.py`` checks both on every
-spec kind, on random values). A field whose value is not a scalar, a tuple of scalars or a part
+stored text that unpacks to the same value (``tests/test_spec_rows.py`` checks both on random
+values of a test spec and on every item of a sweep; the protocols' own tests read back what
+their kinds store). A field whose value is not a scalar, a tuple of scalars or a part
 (a nested dataclass such as a shuffled control's ``shown``) is encoded by the generic functions
 for that field alone.
 """
