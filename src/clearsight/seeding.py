@@ -14,10 +14,15 @@ from typing import Any
 import numpy as np
 
 
+def canonical_json(obj: Any) -> str:
+    """The canonical JSON text of ``obj``: sorted keys, no spaces, non-ASCII kept, anything
+    else by ``str`` (what :func:`content_hash` hashes)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def content_hash(obj: Any) -> str:
-    """SHA-256 hex digest of the canonical JSON form of ``obj`` (sorted keys, no spaces)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """SHA-256 hex digest of the canonical JSON form of ``obj`` (:func:`canonical_json`)."""
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
 
 
 def derive_seed(*parts: Any) -> int:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from clearsight.packed_json import Shapes, pack
+from clearsight.seeding import canonical_json
 from clearsight.specs import Part, Spec, to_plain
 
 __all__ = ["RowEncoder"]
@@ -33,11 +34,6 @@ _SCALAR_TYPES = (str, int, float, bool, type(None))
 
 #: Most strings, and most tuples and parts, an encoder remembers before it starts again.
 CACHE_LIMIT = 1 << 16
-
-
-def _key_json(value: Any) -> str:
-    """The canonical JSON of one plain value, as :func:`clearsight.seeding.content_hash`."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _number(value: int | float) -> str:
@@ -55,7 +51,7 @@ class RowEncoder:
     ``part_id(digest, json)``: the store's id of a part (added if new); ``stored_json(value)``:
     the store's packed JSON text of a plain value. Pieces are remembered by value for strings
     and by identity for tuples and parts (the same object is shared by many items; the cache
-    holds it, so its id is not reused).
+    holds it, so its id is not reused), up to :data:`CACHE_LIMIT` of each.
     """
 
     def __init__(
@@ -131,7 +127,7 @@ class RowEncoder:
             pieces = (f"[{keyed}]", f"[0,{','.join(s for _, s in items)}]" if items else "[0]")
         else:  # nested values: the generic encoding, this field alone, never cached
             plain = to_plain(value)
-            return _key_json(plain), self._stored_json(pack(plain, self._shapes))
+            return canonical_json(plain), self._stored_json(pack(plain, self._shapes))
         if len(self._objects) >= CACHE_LIMIT:  # tuples made afresh per item would pile up
             self._objects.clear()
         self._objects[id(value)] = (value, *pieces)

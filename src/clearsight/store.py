@@ -246,14 +246,15 @@ def _dumps(obj: Any, what: str, secrets: Sequence[str] | None = None) -> str:
     encoding a record)."""
     try:
         text = compact_json(obj)
-        found = [
-            s
-            for s in (secret_values() if secrets is None else secrets)
-            if s in text or _ENCODER.encode(s)[1:-1] in text
-        ]
+        found = _secrets_in(text, secret_values() if secrets is None else secrets)
         return compact_json(redact_value(obj, found)) if found else text
     except (TypeError, ValueError) as exc:
         raise InputError(f"{what} is not JSON-able: {exc}") from exc
+
+
+def _secrets_in(text: str, secrets: Sequence[str]) -> list[str]:
+    """The ``secrets`` that JSON ``text`` holds, as they are or as JSON escapes them."""
+    return [s for s in secrets if s in text or _ENCODER.encode(s)[1:-1] in text]
 
 
 @dataclass(frozen=True)
@@ -1217,10 +1218,7 @@ class _Tables:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         if "shapes" not in names:
             return
-        self.shapes.add_rows(conn.execute("SELECT id, keys FROM shapes"))
-        for id_, name, parts in conn.execute("SELECT id, name, parts FROM kinds"):
-            self.kinds[name] = (id_, tuple(json.loads(parts)))
-            self.kind_ids[id_] = (name, self.kinds[name][1])
+        self.refresh(conn)  # shapes and kinds
         for id_, digest in conn.execute("SELECT id, digest FROM parts"):
             self.part_ids[digest.hex()] = id_
         self.next_part = max(self.part_ids.values(), default=0) + 1
@@ -1279,7 +1277,7 @@ class _Tables:
         """Packed JSON text of ``value`` with key variables redacted (see :func:`_dumps`)."""
         try:
             text = compact_json(pack(value, self.shapes))
-            found = [s for s in secrets if s in text or compact_json(s)[1:-1] in text]
+            found = _secrets_in(text, secrets)
             return compact_json(pack(redact_value(value, found), self.shapes)) if found else text
         except (TypeError, ValueError) as exc:
             raise InputError(f"{what} is not JSON-able: {exc}") from exc
@@ -1300,9 +1298,7 @@ class _Tables:
                     compact_json,
                 )
             key, raw, text = encoder.row(item)
-            if not self.secrets or not any(
-                s in text or compact_json(s)[1:-1] in text for s in self.secrets
-            ):
+            if not self.secrets or not _secrets_in(text, self.secrets):
                 item.__dict__.setdefault("key", key)
                 return key, (raw, self._kind(item.kind)[0], text)
         key, kind, spec, typed = _item_triple(item)
