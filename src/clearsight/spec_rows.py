@@ -19,16 +19,21 @@ for that field alone.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from clearsight.packed_json import Shapes, pack
 from clearsight.seeding import canonical_json
 from clearsight.specs import Part, Spec, to_plain
 
-__all__ = ["RowEncoder"]
+if TYPE_CHECKING:
+    from clearsight.spec_grid import SpecGrid
+
+__all__ = ["RowEncoder", "key_encoder"]
 
 _SCALAR_TYPES = (str, int, float, bool, type(None))
 
@@ -62,7 +67,9 @@ class RowEncoder:
         stored_json: Callable[[Any], str],
     ) -> None:
         fields = cls._stored_fields()
+        self._fields = fields
         self._names = tuple(name for name, _ in fields)
+        self._head = f"[{json.dumps(cls.kind, ensure_ascii=False)},{{"
         self._parts = frozenset(cls.parts)
         self._shapes = shapes
         self._shape_ids: dict[tuple[bool, ...], int] = {}
@@ -70,6 +77,9 @@ class RowEncoder:
         self._stored_json = stored_json
         self._strings: dict[str, str] = {}
         self._objects: dict[int, tuple[Any, str, str]] = {}
+        self._entries: dict[int, tuple[Mapping[str, Any], dict[str, tuple[str, str, int]]]] = {}
+        self._layouts: dict[tuple[tuple[str, ...], ...], _Layout] = {}
+        self._mask_shapes: dict[int, str] = {}
         namespace = {
             "S": self._strings,
             "new_str": self._string,
@@ -132,6 +142,137 @@ class RowEncoder:
             self._objects.clear()
         self._objects[id(value)] = (value, *pieces)
         return pieces
+
+    # ------------------------------------------------------------------------ grids of items
+
+    def grid_rows(self, grid: SpecGrid[Any]) -> Iterator[tuple[bytes, str]]:
+        """``(digest, packed stored text)`` of every item of ``grid``'s product, in order.
+
+        The fields of the last group ("inner") and of the others ("outer") alternate in runs,
+        in the key's sorted order and in the stored order alike; each outer combination's runs
+        and each inner entry's runs are joined once, so an item costs the join of its runs and
+        one SHA-256. The shape of the stored object follows from the fields left out (None
+        where :data:`~clearsight.specs.OMIT_NONE`), one bit per field.
+        """
+        names = grid.names if not grid.defaults else (tuple(grid.defaults), *grid.names)
+        groups = grid.groups if not grid.defaults else ((grid.defaults,), *grid.groups)
+        layout = self._layouts.get(names)
+        if layout is None:
+            layout = self._layouts[names] = _Layout.of(self._fields, frozenset(names[-1]))
+        inner = [layout.join(self._entry_pieces(entry)) for entry in groups[-1]]
+        keyed, stored = [""] * layout.key_slots, [""] * layout.stored_slots
+        head, sha, shape_of = self._head, hashlib.sha256, self._mask_shape
+        for combo in itertools.product(*groups[:-1]):
+            pieces: dict[str, tuple[str, str, int]] = {}
+            for entry in combo:
+                pieces.update(self._entry_pieces(entry))
+            outer_keys, outer_stored, outer_mask = layout.join(pieces, outer=True)
+            keyed[layout.key_outer] = outer_keys
+            stored[layout.stored_outer] = outer_stored
+            for inner_keys, inner_stored, inner_mask in inner:
+                keyed[layout.key_inner] = inner_keys
+                stored[layout.stored_inner] = inner_stored
+                body = "".join(keyed)
+                digest = sha(f"{head}{body[1:]}}}]".encode()).digest()
+                yield digest, f"[{shape_of(outer_mask | inner_mask)}{''.join(stored)}]"
+
+    def _entry_pieces(self, entry: Mapping[str, Any]) -> dict[str, tuple[str, str, int]]:
+        """Per stored field of a grid entry: its key piece (``,"name":json``), its stored
+        piece (``,json``) and its bit when left out (then both pieces are empty); kept per
+        entry object while the entry is alive in the cache."""
+        cached = self._entries.get(id(entry))
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        out: dict[str, tuple[str, str, int]] = {}
+        for i, (name, omit) in enumerate(self._fields):
+            if name not in entry:
+                continue
+            value = entry[name]
+            if value is None and omit:
+                out[name] = ("", "", 1 << i)
+            else:
+                key, stored = self._pieces(name, value)
+                out[name] = (f',"{name}":{key}', f",{stored}", 0)
+        if len(self._entries) >= CACHE_LIMIT:
+            self._entries.clear()
+        self._entries[id(entry)] = (entry, out)
+        return out
+
+    def _mask_shape(self, mask: int) -> str:
+        """Shape id (as text) of the stored object whose left-out fields are the bits of
+        ``mask``."""
+        found = self._mask_shapes.get(mask)
+        if found is None:
+            present = tuple(not mask >> i & 1 for i in range(len(self._fields)))
+            found = self._mask_shapes[mask] = str(self._shape(present))
+        return found
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a grid's inner and outer fields sit: their runs in the key's sorted order and in
+    the stored order, and the slots (every other one) each side's joined runs fill."""
+
+    key_runs: tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]
+    stored_runs: tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]
+    key_outer: slice
+    key_inner: slice
+    key_slots: int
+    stored_outer: slice
+    stored_inner: slice
+    stored_slots: int
+
+    @classmethod
+    def of(cls, fields: Sequence[tuple[str, bool]], inner: frozenset[str]) -> _Layout:
+        """The layout of a spec class's stored ``fields`` with ``inner`` the last group's."""
+        names = [name for name, _ in fields]
+        key = _runs(sorted(names), inner)
+        stored = _runs(names, inner)
+        return cls(key[0], stored[0], *key[1], *stored[1])
+
+    def join(
+        self, pieces: Mapping[str, tuple[str, str, int]], *, outer: bool = False
+    ) -> tuple[list[str], list[str], int]:
+        """One side's joined key runs, joined stored runs and left-out bits, from the pieces
+        of its fields."""
+        side = 0 if outer else 1
+        keys = ["".join(pieces[n][0] for n in run) for run in self.key_runs[side]]
+        stored = ["".join(pieces[n][1] for n in run) for run in self.stored_runs[side]]
+        mask = 0
+        for run in self.stored_runs[side]:
+            for n in run:
+                mask |= pieces[n][2]
+        return keys, stored, mask
+
+
+def _runs(
+    order: Sequence[str], inner: frozenset[str]
+) -> tuple[
+    tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]], tuple[slice, slice, int]
+]:
+    """The outer and inner runs of ``order`` (maximal stretches of one side's fields) and the
+    slots they take: (outer slice, inner slice, number of slots)."""
+    runs = [tuple(run) for _, run in itertools.groupby(order, key=lambda n: n in inner)]
+    first_inner = bool(order) and order[0] in inner
+    outer_runs, inner_runs = (runs[1::2], runs[0::2]) if first_inner else (runs[0::2], runs[1::2])
+    slots = (
+        (slice(1, None, 2), slice(0, None, 2))
+        if first_inner
+        else (slice(0, None, 2), slice(1, None, 2))
+    )
+    return (tuple(outer_runs), tuple(inner_runs)), (*slots, len(runs))
+
+
+_KEY_ENCODERS: dict[type[Spec], RowEncoder] = {}
+
+
+def key_encoder(cls: type[Spec]) -> RowEncoder:
+    """An encoder of ``cls`` for keys alone, outside any store (its stored texts name no real
+    part or shape ids); one per class, its caches bounded as every encoder's."""
+    found = _KEY_ENCODERS.get(cls)
+    if found is None:
+        found = _KEY_ENCODERS[cls] = RowEncoder(cls, Shapes(), lambda digest, value: 0, json.dumps)
+    return found
 
 
 def _row_source(fields: tuple[tuple[str, bool], ...], parts: frozenset[str]) -> str:

@@ -46,6 +46,7 @@ power cut may additionally lose the last few committed transactions, never consi
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -63,6 +64,7 @@ from clearsight.credentials import redact, redact_value, secret_values
 from clearsight.frame_chunks import compact, join_chunks
 from clearsight.packed_json import Shapes, pack, unpack
 from clearsight.seeding import content_hash
+from clearsight.spec_grid import SpecGrid, SpecGrids
 from clearsight.spec_rows import RowEncoder
 from clearsight.specs import Part, Spec, json_key, spec_class
 from clearsight.validate import InputError
@@ -583,28 +585,32 @@ class RunStore:
         again by the rerun). An item whose key is already stored is left as it is: a key is the
         content hash of its spec (principle 1), so the same key means the same item. Two items
         of one chunk with one key and different specs raise InputError. A typed spec is encoded
-        by its class's :class:`~clearsight.spec_rows.RowEncoder` (key and row in one pass).
+        by its class's :class:`~clearsight.spec_rows.RowEncoder` (key and row in one pass); a
+        :class:`~clearsight.spec_grid.SpecGrid` (or several) straight from its groups, without
+        building its items, learning its keys on the way.
         """
+        tables = self._tables
+        tables.secrets = secret_values()
+        if isinstance(items, SpecGrid):
+            items = SpecGrids([items])
+        if isinstance(items, SpecGrids):  # straight from the groups (clearsight.spec_grid)
+            rows = (row for grid in items.grids for row in tables.grid_rows(grid))
+        else:
+            rows = (tables.item_row(item)[1] for item in items)
         added = 0
-        chunk: list[Spec | tuple[str, str, Mapping[str, Any]]] = []
         with collector_paused():  # a chunk's rows are all alive until its commit
-            for item in items:
-                chunk.append(item)
-                if len(chunk) == ADD_CHUNK:
-                    added += self._add_chunk(chunk)
-                    chunk = []
-            return added + (self._add_chunk(chunk) if chunk else 0)
+            while chunk := list(itertools.islice(rows, ADD_CHUNK)):
+                added += self._add_chunk(chunk)
+        return added
 
-    def _add_chunk(self, items: Sequence[Spec | tuple[str, str, Mapping[str, Any]]]) -> int:
-        """Add one chunk of items in one transaction (see :meth:`add_items`)."""
-        self._tables.secrets = secret_values()
-        rows: dict[str, tuple[str | bytes, int, str]] = {}
-        for item in items:
-            key, row = self._tables.item_row(item)
-            if rows.setdefault(key, row) != row:
+    def _add_chunk(self, chunk: Sequence[tuple[str | bytes, int, str]]) -> int:
+        """Add one chunk of rows in one transaction (see :meth:`add_items`)."""
+        rows: dict[str | bytes, tuple[str | bytes, int, str]] = {}
+        for row in chunk:
+            if rows.setdefault(row[0], row) != row:
                 raise InputError(
-                    f"item {key} is given twice with different specs or protocols "
-                    f"({self._tables.kind_ids[row[1]][0]}: {row[2][:200]}); "
+                    f"item {_public_key(row[0])} is given twice with different specs or "
+                    f"protocols ({self._tables.kind_ids[row[1]][0]}: {row[2][:200]}); "
                     "a key must identify its spec"
                 )
         with self._write() as conn:
@@ -1289,20 +1295,36 @@ class _Tables:
         :class:`RowEncoder`, unless its text holds a secret to redact (then, like a triple, by
         :meth:`spec_row`)."""
         if isinstance(item, Spec):
-            encoder = self.encoders.get(type(item))
-            if encoder is None:
-                encoder = self.encoders[type(item)] = RowEncoder(
-                    type(item),
-                    self.shapes,
-                    lambda digest, value: self._part(digest, value, self.secrets),
-                    compact_json,
-                )
-            key, raw, text = encoder.row(item)
+            key, raw, text = self._encoder(type(item)).row(item)
             if not self.secrets or not _secrets_in(text, self.secrets):
                 item.__dict__.setdefault("key", key)
                 return key, (raw, self._kind(item.kind)[0], text)
         key, kind, spec, typed = _item_triple(item)
         return key, self.spec_row(key, kind, spec, typed, self.secrets)
+
+    def _encoder(self, cls: type[Spec]) -> RowEncoder:
+        """The row encoder of spec class ``cls`` (made on first use; parts added to this
+        store, secrets redacted by the current write's :attr:`secrets`)."""
+        encoder = self.encoders.get(cls)
+        if encoder is None:
+            encoder = self.encoders[cls] = RowEncoder(
+                cls,
+                self.shapes,
+                lambda digest, value: self._part(digest, value, self.secrets),
+                compact_json,
+            )
+        return encoder
+
+    def grid_rows(self, grid: SpecGrid[Any]) -> Iterator[tuple[bytes | str, int, str]]:
+        """``(stored key, kind id, packed spec)`` of each item of a grid, from its groups
+        (:meth:`RowEncoder.grid_rows`); an item whose text holds a secret is built and goes
+        the way of :meth:`item_row`."""
+        kind_id = self._kind(grid.kind)[0]
+        for position, digest, text in grid.rows(self._encoder(grid.cls)):
+            if self.secrets and _secrets_in(text, self.secrets):
+                yield self.item_row(grid.at(position))[1]
+            else:
+                yield digest, kind_id, text
 
     def spec_row(
         self,

@@ -3,8 +3,10 @@ protocol, so no executor guesses at a unit's shape."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
+from clearsight.spec_grid import keys_of
 from clearsight.specs import Spec
 
 
@@ -31,14 +33,14 @@ class Unit(Protocol):
 
 class KeyedItems:
     """Mix-in for a frozen dataclass unit that holds its items as typed specs in an ``items``
-    field: their keys, its size, and a cost of one per item (override where an item costs
-    more)."""
+    field (a tuple, or a :class:`~clearsight.spec_grid.SpecGrid`): their keys, its size, and a
+    cost of one per item (override where an item costs more)."""
 
-    items: tuple[Spec, ...]
+    items: Sequence[Spec]
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(spec.key for spec in self.items)
+        return tuple(keys_of(self.items))
 
     @property
     def size(self) -> int:

@@ -51,6 +51,7 @@ from clearsight.provenance import run_manifest
 from clearsight.scenes.depth import depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
+from clearsight.spec_grid import SpecGrid, SpecGrids, keys_of, select
 from clearsight.specs import Options, Spec
 from clearsight.store import Record, RunStore
 from clearsight.sweep.conditions import (
@@ -243,7 +244,7 @@ class SweepUnit(KeyedItems):
     model_options: dict[str, Any]
     scene: SceneRef
     depth_model: str
-    items: tuple[SweepItem, ...]
+    items: SpecGrid[SweepItem]
     max_new_tokens: int = 24
 
 
@@ -365,9 +366,10 @@ def _scene_items(
     scheme: DistractorScheme,
     models: Sequence[_ModelPlan],
     prompt_hashes: dict[str, str],
-) -> list[dict[str, tuple[SweepItem, ...]]]:
-    """Per scene and model, its items: targets x questions x conditions, in the model's
-    wordings and conditions (recording each template's hash in ``prompt_hashes``)."""
+) -> list[dict[str, SpecGrid[SweepItem]]]:
+    """Per scene and model, its items as a grid (:mod:`clearsight.spec_grid`): the unit's
+    fixed fields x the targets' questions in the model's wordings x the model's conditions,
+    conditions varying fastest (recording each template's hash in ``prompt_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None
     physics = Physics(
         config.airlight,
@@ -378,49 +380,68 @@ def _scene_items(
         config.turbid_absorption_per_m,
         config.turbid_scattering_per_m,
     )
-    conditions = _conditions(config)
-    per_scene: list[dict[str, tuple[SweepItem, ...]]] = []
+    # one entry object per condition, shared by every scene and model (a shuffled one per
+    # scene), so the store encodes each once
+    conditions = [
+        {"condition": c, "level_m": level, "severity": severity, "shown": None}
+        for c, level, severity in _conditions(config)
+    ]
+    per_scene: list[dict[str, SpecGrid[SweepItem]]] = []
     for i, ref in enumerate(refs):
-        items: dict[str, list[SweepItem]] = {m.name: [] for m in models}
-        for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
-            shown_partner = None
-            if partner is not None:
-                other = refs[int(partner[i])]
-                shown_partner = Shown(other, other.boxes[0], other.categories[0])
-            for task, asked, wording, q in _questions(
-                category, prior, config, scheme, (config.seed, ref.id, t)
-            ):
-                for tref in q.templates:
-                    prompt_hashes[tref.id] = tref.sha256
-                if not config.asks_on_scene(wording, i):
-                    continue  # a wording limited to the first scenes (wording_scenes)
-                asked_by = [m for m in models if wording in m.wordings]
-                for condition, level, severity in conditions:
-                    shown = shown_partner if condition == "shuffled" else None
-                    for m in asked_by:
-                        if condition in m.conditions:
-                            items[m.name].append(
-                                SweepItem(
-                                    ref,
-                                    t,
-                                    box,
-                                    category,
-                                    condition,
-                                    level,
-                                    severity,
-                                    task,
-                                    asked,
-                                    wording,
-                                    q,
-                                    physics,
-                                    config.seed,
-                                    shown,
-                                    m.name,
-                                    m.options,
-                                )
-                            )
-        per_scene.append({name: tuple(its) for name, its in items.items()})
+        shown = None
+        if partner is not None:
+            other = refs[int(partner[i])]
+            shown = Shown(other, other.boxes[0], other.categories[0])
+        scene_conditions = [
+            {**c, "shown": shown} if c["condition"] == "shuffled" else c for c in conditions
+        ]
+        questions = _question_entries(config, ref, i, prior, scheme, prompt_hashes)
+        grids: dict[str, SpecGrid[SweepItem]] = {}
+        for m in models:
+            fixed = {
+                "scene": ref,
+                "physics": physics,
+                "seed": config.seed,
+                "model": m.name,
+                "model_options": m.options,
+            }
+            asked = [q for q in questions if q["wording"] in m.wordings]
+            under = [c for c in scene_conditions if c["condition"] in m.conditions]
+            grids[m.name] = SpecGrid(SweepItem, [(fixed,), asked, under])
+        per_scene.append(grids)
     return per_scene
+
+
+def _question_entries(
+    config: SweepConfig,
+    ref: SceneRef,
+    index: int,
+    prior: dict[str, float],
+    scheme: DistractorScheme,
+    prompt_hashes: dict[str, str],
+) -> list[dict[str, Any]]:
+    """The question fields of every target of scene ``ref`` (the ``index``-th), in every
+    wording asked on it (a wording may be limited to the first scenes: ``wording_scenes``)."""
+    entries: list[dict[str, Any]] = []
+    for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
+        for task, asked, wording, q in _questions(
+            category, prior, config, scheme, (config.seed, ref.id, t)
+        ):
+            for tref in q.templates:
+                prompt_hashes[tref.id] = tref.sha256
+            if config.asks_on_scene(wording, index):
+                entries.append(
+                    {
+                        "target": t,
+                        "box": box,
+                        "category": category,
+                        "task": task,
+                        "asked": asked,
+                        "wording": wording,
+                        "question": q,
+                    }
+                )
+    return entries
 
 
 def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:
@@ -569,15 +590,16 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     """Records of one unit. A unit-level failure (an unreadable image, say) fails its items with
     the reason; a failing request fails only its own item."""
     started = time.perf_counter()
+    items = tuple(unit.items)  # a grid builds its items when iterated: once here
     try:
         scene = load_scene(unit.scene, unit.depth_model)
         backend = shared_backend(unit.model, unit.model_options)
-        images = _Images(scene, unit.items)
+        images = _Images(scene, items)
     except Exception as exc:  # recorded with its reason; the run goes on
         return _failed(unit, exc, started)
     partners: dict[str, Scene | BaseException] = {}
     built: list[Request | BaseException] = []
-    for item in unit.items:
+    for item in items:
         try:
             built.append(_build(item, scene, images, partners, unit))
         except Exception as exc:  # this item fails alone, with its reason
@@ -587,7 +609,7 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     responses = [r if isinstance(r, BaseException) else next(answers) for r in built]
     elapsed = (time.perf_counter() - started) / max(len(responses), 1)
     records = []
-    for item, response in zip(unit.items, responses, strict=True):
+    for item, response in zip(items, responses, strict=True):
         if isinstance(response, BaseException):
             records.append(Record.failed(item.key, response, elapsed))
             continue
@@ -685,7 +707,7 @@ def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[S
     """Questions to the models, then the model-free ImageNet-C equivalents and depth
     profiles."""
     if plan.units:
-        items = [item for u in plan.units for item in u.items]
+        items = SpecGrids([u.items for u in plan.units])
         yield Stage(PROTOCOL, items, partial(_pending_units, plan.units), run_unit)
     if plan.veq_units:
         veq = [item for u in plan.veq_units for item in u.items]
@@ -700,10 +722,19 @@ U = TypeVar("U", SweepUnit, VeqUnit, DepthUnit)
 
 
 def _pending_units(units: Sequence[U], pending: Sequence[Spec]) -> list[U]:
-    """The planned units cut down to their pending items (units with none dropped)."""
-    keys = {item.key for item in pending}
-    cut = (dataclasses.replace(u, items=tuple(i for i in u.items if i.key in keys)) for u in units)
+    """The planned units cut down to their pending items (units with none dropped; all of
+    them as planned when every item is pending)."""
+    if len(pending) == sum(len(u.items) for u in units):
+        return [u for u in units if u.items]
+    keys = set(keys_of(pending))
+    cut = (dataclasses.replace(u, items=_kept(u.items, keys)) for u in units)
     return [u for u in cut if u.items]
+
+
+def _kept(items: Sequence[Spec], keys: set[str]) -> Any:
+    """``items`` (a unit's grid or tuple) cut down to ``keys``, of the same type."""
+    kept = select(items, keys)
+    return kept if isinstance(kept, SpecGrid) else tuple(kept)
 
 
 def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, Any]:
