@@ -1,12 +1,15 @@
-"""Runs written before typed specs (run-store schema 1) still load, report and resume.
+"""Runs of older run-store schemas still load, report and resume: those written before typed
+specs (schema 1) and those whose items table declared its key unique inline (schema 3).
 
-A writer migrates them on open (schema 1 re-keyed, then repacked into schema 3's compact
-layout); a reader refuses them with one line that says how to migrate.
+A writer migrates them on open (schema 1 re-keyed, then repacked into the compact layout;
+schema 3's items table rebuilt with a named key index); a reader refuses them with one line
+that says how to migrate.
 
 The fixtures in ``tests/fixtures/schema1`` are SQL dumps of runs made by clearsight at commit
 3540399 (the last schema-1 version; how: ``tests/fixtures/schema1/README.md``): a sweep of two
 bundled scenes with every control, a probe run with both post-hoc analyses, and a grounding
-run of a tiny Llama.
+run of a tiny Llama. ``tests/fixtures/schema3`` holds a sweep made at commit 317fd74 (how: its
+README).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from clearsight.store import SCHEMA_VERSION, RunStore
 from clearsight.validate import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schema1"
+SCHEMA3 = FIXTURES.parent / "schema3"
 
 
-def restore(name: str, run: Path) -> Path:
-    """The schema-1 run ``name`` restored from its dump into ``run``."""
+def restore(name: str, run: Path, fixtures: Path = FIXTURES) -> Path:
+    """The run ``name`` (of schema 1, or of the schema of ``fixtures``) restored from its dump
+    into ``run``."""
     run.mkdir(parents=True)
     conn = sqlite3.connect(run / "run.sqlite")
-    conn.executescript(gzip.decompress((FIXTURES / f"{name}.sql.gz").read_bytes()).decode())
+    conn.executescript(gzip.decompress((fixtures / f"{name}.sql.gz").read_bytes()).decode())
     conn.close()
     return run
 
@@ -91,7 +96,7 @@ def test_a_schema_1_sweep_reports_then_resumes_with_nothing_to_do(tmp_path: Path
         "sweep.veq": 0,
     }
     assert summary.stages["sweep.depth"].ok == summary.ok == read.records["scene"].nunique()
-    assert version(run) == SCHEMA_VERSION == 3
+    assert version(run) == SCHEMA_VERSION == 4
     after = {k: row for k, row in rows(run).items() if row[0] != "sweep.depth"}
     assert after == rekeyed(before)
     # question keys now include their kind and parts; ImageNet-C ones were [kind, spec] already
@@ -164,3 +169,36 @@ def rows_without(run: Path, key: str) -> dict[str, Any]:
     got = dict(conn.execute("SELECT key, spec FROM items WHERE key <> ?", (key,)).fetchall())
     conn.close()
     return got
+
+
+def test_a_schema_3_sweep_keeps_every_row_and_resumes_with_nothing_to_do(tmp_path: Path) -> None:
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.protocol import run_sweep
+    from clearsight.sweep.results import load_run_data
+
+    run = restore("sweep", tmp_path / "sweep", SCHEMA3)
+
+    def table(name: str) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(run / "run.sqlite")
+        got = conn.execute(f"SELECT * FROM {name} ORDER BY id").fetchall()
+        conn.close()
+        return got
+
+    items, records = table("items"), table("records")
+    assert version(run) == 3
+    assert len(records) == 204
+    with pytest.raises(InputError, match=r"run-store schema 3"):
+        load_run_data(run)  # a reader does not migrate
+    with RunStore.open(run) as store:
+        index = store.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items'"
+        ).fetchall()
+        assert store.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert index == [("CREATE UNIQUE INDEX items_key ON items (key)",)]
+    assert version(run) == SCHEMA_VERSION
+    assert (table("items"), table("records")) == (items, records)  # ids, keys, specs, records
+    assert len(load_run_data(run).records) == sum(1 for i in items if i[2] == 1)
+    config = SweepConfig(**yaml.safe_load((FIXTURES / "sweep.yaml").read_text()))
+    summary = run_sweep(config, run, progress=False)
+    assert {kind: s.units for kind, s in summary.stages.items()} == dict.fromkeys(summary.stages, 0)
+    assert table("items") == items

@@ -47,8 +47,9 @@ def _fill(store: RunStore) -> None:
     store.write_records([Record(k, "ok", None, {"k": k[:6]}, {"n": len(k)}, 0.0) for k in keys])
 
 
+@pytest.mark.parametrize("bulk", [False, True])
 def test_a_chunked_add_stores_what_a_one_shot_add_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bulk: bool
 ) -> None:
     items = plan_sweep(_config()).items
     assert len(items) == 25  # 4 conditions x 3 questions x 2 wordings, and a depth item
@@ -56,6 +57,7 @@ def test_a_chunked_add_stores_what_a_one_shot_add_stores(
         assert store.add_items(items) == len(items)
         _fill(store)
     monkeypatch.setattr(store_module, "ADD_CHUNK", 7)  # many chunks, one a partial one
+    monkeypatch.setattr(store_module, "BULK_ADD", 20 if bulk else 10**9)
     with RunStore.open(tmp_path / "chunked") as store:
         assert store.add_items(items) == len(items)
         assert store.add_items(items) == 0  # all stored: nothing new, chunk by chunk
@@ -64,6 +66,68 @@ def test_a_chunked_add_stores_what_a_one_shot_add_stores(
     assert chunked == one
     assert [row[0] for row in one] == [item.key for item in items]  # keys as specs compute
     assert [row[2] for row in one] == [item.to_json() for item in items]
+
+
+def test_a_bulk_add_builds_the_key_index_after_its_rows_and_keeps_a_keys_first_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = plan_sweep(_config()).items
+    monkeypatch.setattr(store_module, "ADD_CHUNK", 4)
+    monkeypatch.setattr(store_module, "BULK_ADD", 20)
+    seen: list[tuple[bool, int]] = []
+    add_rows = RunStore._add_rows
+
+    def spy(self: RunStore, rows: Any, indexed: bool) -> int:
+        (checks_kinds,) = self.conn.execute("PRAGMA foreign_keys").fetchone()
+        seen.append((store_module._has_key_index(self.conn), checks_kinds))
+        return add_rows(self, rows, indexed)
+
+    monkeypatch.setattr(RunStore, "_add_rows", spy)
+    twice = [*items[:6], items[1], *items[6:], items[0]]  # repeated in other chunks
+    with RunStore.open(tmp_path / "run") as store:
+        assert store.add_items(twice) == len(items)
+        assert store_module._has_key_index(store.conn)
+        assert store.add_items(items) == 0  # into a run with items: the index skips them
+        assert store.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    # the bulk add went in without the index and the per-row check of kinds; the next with both
+    assert seen == [(False, 0), (True, 1)]
+    with RunStore.open(tmp_path / "run", read_only=True) as store:
+        keys = [_key for (_key,) in store.conn.execute("SELECT key FROM items ORDER BY id")]
+    assert [k.hex() for k in keys] == [item.key for item in items]  # first rows, in order
+
+
+def test_a_bulk_add_cut_short_leaves_a_run_the_next_writer_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = plan_sweep(_config()).items
+    monkeypatch.setattr(store_module, "ADD_CHUNK", 4)
+    monkeypatch.setattr(store_module, "BULK_ADD", 20)
+
+    def stopped() -> Any:
+        yield from items[:9]
+        raise KeyboardInterrupt
+
+    class Sized(list[Any]):
+        def __iter__(self) -> Any:
+            return stopped()
+
+    run = tmp_path / "run"
+    with RunStore.open(run) as store, pytest.raises(KeyboardInterrupt):
+        store.add_items(Sized(items))
+    with RunStore.open(run, read_only=True) as store:  # the index was built on the way out
+        assert store_module._has_key_index(store.conn)
+        assert store.counts()["items"] == 8  # the chunk in flight was lost
+    # a writer killed before that: no index, and a key stored twice by two chunks
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        conn.execute("DROP INDEX items_key")
+        conn.execute("INSERT INTO items (key, kind, spec) SELECT key, kind, spec FROM items")
+    conn.close()
+    with RunStore.open(run, read_only=True) as store:
+        assert store.counts()["items"] == 16  # a reader reads it as it is
+    with RunStore.open(run) as store:
+        assert store_module._has_key_index(store.conn)
+        assert store.counts()["items"] == 8
+        assert store.add_items(items) == len(items) - 8
 
 
 def _counting(calls: list[int]) -> Any:

@@ -22,12 +22,9 @@ import itertools
 import math
 from abc import abstractmethod
 from collections.abc import Container, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from clearsight.specs import Spec
-
-if TYPE_CHECKING:
-    from clearsight.spec_rows import RowEncoder
 
 __all__ = ["SpecGrid", "SpecGrids", "keys_of", "kinds_of", "select"]
 
@@ -140,7 +137,7 @@ class SpecGrid(_Items[S]):
         if self._digests is None:
             from clearsight.spec_rows import key_encoder
 
-            self.learn(b"".join(digest for digest, _ in key_encoder(self.cls).grid_rows(self)))
+            self.learn(b"".join(key_encoder(self.cls).grid_rows(self)[0]))
         assert self._digests is not None
         return self._digests
 
@@ -165,18 +162,6 @@ class SpecGrid(_Items[S]):
         if len(kept) == len(self):
             return self
         return SpecGrid(self.cls, self.groups, kept, digests=d)
-
-    def rows(self, encoder: RowEncoder) -> Iterator[tuple[int, bytes, str]]:
-        """``(position, digest, packed stored text)`` of each item, by ``encoder`` (one of the
-        store's, for ``cls``), learning the digests of the whole product on the way."""
-        wanted = None if self.positions is None else set(self.positions)
-        digests: list[bytes] = []
-        for at, (digest, text) in enumerate(encoder.grid_rows(self)):
-            digests.append(digest)
-            if wanted is None or at in wanted:
-                yield at, digest, text
-        if self._digests is None:
-            self.learn(b"".join(digests))
 
 
 def _rebuild(

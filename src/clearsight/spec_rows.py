@@ -22,7 +22,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -145,8 +145,9 @@ class RowEncoder:
 
     # ------------------------------------------------------------------------ grids of items
 
-    def grid_rows(self, grid: SpecGrid[Any]) -> Iterator[tuple[bytes, str]]:
-        """``(digest, packed stored text)`` of every item of ``grid``'s product, in order.
+    def grid_rows(self, grid: SpecGrid[Any]) -> tuple[list[bytes], list[str]]:
+        """The key digests and the packed stored texts of every item of ``grid``'s product,
+        in order.
 
         The fields of the last group ("inner") and of the others ("outer") alternate in runs,
         in the key's sorted order and in the stored order alike; each outer combination's runs
@@ -160,8 +161,12 @@ class RowEncoder:
         if layout is None:
             layout = self._layouts[names] = _Layout.of(self._fields, frozenset(names[-1]))
         inner = [layout.join(self._entry_pieces(entry)) for entry in groups[-1]]
-        keyed, stored = [""] * layout.key_slots, [""] * layout.stored_slots
-        head, sha, shape_of = self._head, hashlib.sha256, self._mask_shape
+        # stored: "[<shape id>", the runs, "]"; the key: the runs, each piece led by a comma
+        keyed, stored = [""] * layout.key_slots, ["", *[""] * layout.stored_slots, "]"]
+        head, sha, key_inner, stored_inner = self._head, hashlib.sha256, *layout.inner_slots
+        digests: list[bytes] = []
+        texts: list[str] = []
+        shaped: dict[int, list[tuple[list[str], list[str], str]]] = {}
         for combo in itertools.product(*groups[:-1]):
             pieces: dict[str, tuple[str, str, int]] = {}
             for entry in combo:
@@ -169,12 +174,19 @@ class RowEncoder:
             outer_keys, outer_stored, outer_mask = layout.join(pieces, outer=True)
             keyed[layout.key_outer] = outer_keys
             stored[layout.stored_outer] = outer_stored
-            for inner_keys, inner_stored, inner_mask in inner:
-                keyed[layout.key_inner] = inner_keys
-                stored[layout.stored_inner] = inner_stored
+            with_shapes = shaped.get(outer_mask)
+            if with_shapes is None:  # each inner entry's runs, and the shape it gives here
+                with_shapes = shaped[outer_mask] = [
+                    (k, s, self._mask_shape(outer_mask | m)) for k, s, m in inner
+                ]
+            for inner_keys, inner_stored, shape in with_shapes:
+                keyed[key_inner] = inner_keys
+                stored[stored_inner] = inner_stored
+                stored[0] = shape
                 body = "".join(keyed)
-                digest = sha(f"{head}{body[1:]}}}]".encode()).digest()
-                yield digest, f"[{shape_of(outer_mask | inner_mask)}{''.join(stored)}]"
+                digests.append(sha(f"{head}{body[1:]}}}]".encode()).digest())
+                texts.append("".join(stored))
+        return digests, texts
 
     def _entry_pieces(self, entry: Mapping[str, Any]) -> dict[str, tuple[str, str, int]]:
         """Per stored field of a grid entry: its key piece (``,"name":json``), its stored
@@ -199,12 +211,12 @@ class RowEncoder:
         return out
 
     def _mask_shape(self, mask: int) -> str:
-        """Shape id (as text) of the stored object whose left-out fields are the bits of
-        ``mask``."""
+        """``[`` and the shape id of the stored object whose left-out fields are the bits of
+        ``mask``: the start of its stored text."""
         found = self._mask_shapes.get(mask)
         if found is None:
             present = tuple(not mask >> i & 1 for i in range(len(self._fields)))
-            found = self._mask_shapes[mask] = str(self._shape(present))
+            found = self._mask_shapes[mask] = f"[{self._shape(present)}"
         return found
 
 
@@ -226,9 +238,14 @@ class _Layout:
     def of(cls, fields: Sequence[tuple[str, bool]], inner: frozenset[str]) -> _Layout:
         """The layout of a spec class's stored ``fields`` with ``inner`` the last group's."""
         names = [name for name, _ in fields]
-        key = _runs(sorted(names), inner)
-        stored = _runs(names, inner)
+        key = _runs(sorted(names), inner, 0)
+        stored = _runs(names, inner, 1)  # after the shape
         return cls(key[0], stored[0], *key[1], *stored[1])
+
+    @property
+    def inner_slots(self) -> tuple[slice, slice]:
+        """The slots of the inner runs: in the key, in the stored text."""
+        return self.key_inner, self.stored_inner
 
     def join(
         self, pieces: Mapping[str, tuple[str, str, int]], *, outer: bool = False
@@ -246,20 +263,18 @@ class _Layout:
 
 
 def _runs(
-    order: Sequence[str], inner: frozenset[str]
+    order: Sequence[str], inner: frozenset[str], start: int
 ) -> tuple[
     tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]], tuple[slice, slice, int]
 ]:
     """The outer and inner runs of ``order`` (maximal stretches of one side's fields) and the
-    slots they take: (outer slice, inner slice, number of slots)."""
+    slots they take from index ``start`` on: (outer slice, inner slice, number of slots)."""
     runs = [tuple(run) for _, run in itertools.groupby(order, key=lambda n: n in inner)]
     first_inner = bool(order) and order[0] in inner
     outer_runs, inner_runs = (runs[1::2], runs[0::2]) if first_inner else (runs[0::2], runs[1::2])
-    slots = (
-        (slice(1, None, 2), slice(0, None, 2))
-        if first_inner
-        else (slice(0, None, 2), slice(1, None, 2))
-    )
+    stop = start + len(runs)
+    outer, other = slice(start, stop, 2), slice(start + 1, stop, 2)
+    slots = (other, outer) if first_inner else (outer, other)
     return (tuple(outer_runs), tuple(inner_runs)), (*slots, len(runs))
 
 

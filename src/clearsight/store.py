@@ -13,8 +13,9 @@ Layout: ``runs/NAME/run.sqlite`` in WAL mode. Schema (version :data:`SCHEMA_VERS
           parts TEXT NOT NULL)                 -- JSON list: the spec fields held in parts
     parts(id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE,
           value TEXT NOT NULL)                 -- a value many items share, as JSON
-    items(id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE,
+    items(id INTEGER PRIMARY KEY, key BLOB NOT NULL,
           kind INTEGER NOT NULL REFERENCES kinds(id), spec TEXT NOT NULL)   -- spec: packed
+    UNIQUE INDEX items_key ON items(key)       -- named: a bulk add builds it after the rows
     records(id INTEGER PRIMARY KEY REFERENCES items(id),
             status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
             error TEXT,                          -- NULL exactly when status = 'ok'
@@ -51,7 +52,7 @@ import json
 import math
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -85,10 +86,11 @@ __all__ = [
 ]
 
 DB_NAME = "run.sqlite"
-SCHEMA_VERSION = 3
-# Versions a writer migrates on open (schema 1 re-keyed by _rekey_v1, then repacked by
-# RunStore._repack); a reader refuses them with the command that migrates.
-_MIGRATED_VERSIONS = (1, 2)
+SCHEMA_VERSION = 4
+# Versions a writer migrates on open (schema 1 re-keyed by _rekey_v1, then it and schema 2
+# repacked by RunStore._repack_v2; schema 3's items table rebuilt by _name_key_index_v3); a
+# reader refuses them with the command that migrates.
+_MIGRATED_VERSIONS = (1, 2, 3)
 
 Status = Literal["ok", "failed"]
 STATUSES: tuple[str, ...] = ("ok", "failed")
@@ -120,14 +122,26 @@ FRAME_COLUMNS: tuple[str, ...] = (
 # Rows read at a time: one chunk of Python values at a time while a frame is built (or a run
 # is migrated).
 CHUNK = 20_000
-# Items added per transaction. Each commit rewrites every page of the key index its items
-# touched, and random keys touch most of them once the index is large: 100,000 a commit costs
-# 6.3 µs an item in SQLite over 1.8M random 32-byte keys where 20,000 cost 10.9. The WAL (the
-# chunk's rows and the touched index pages) peaked at 107 MB there; it is truncated back to
-# 64 MiB after each checkpoint.
+# Items added per transaction. Into a run that holds items, each commit rewrites every page of
+# the key index its items touched, and random keys touch most of them once the index is large:
+# 100,000 a commit costs 6.3 µs an item in SQLite over 1.8M random 32-byte keys where 20,000
+# cost 10.9. The WAL (the chunk's rows and the touched index pages) peaked at 107 MB there; it
+# is truncated back to 64 MiB after each checkpoint. (Into an empty run, a bulk add leaves the
+# index out until its rows are in: RunStore.add_items.)
 ADD_CHUNK = 100_000
+# An add of at least this many items into a run without items goes in before its key index is
+# built and its kinds are checked (RunStore.add_items).
+BULK_ADD = 10_000
 
-_SCHEMA = """
+_ITEMS = """CREATE TABLE items (
+    id   INTEGER PRIMARY KEY,
+    key  BLOB NOT NULL,
+    kind INTEGER NOT NULL REFERENCES kinds(id),
+    spec TEXT NOT NULL
+)"""
+_KEY_INDEX = "CREATE UNIQUE INDEX items_key ON items (key)"
+
+_SCHEMA = f"""
 CREATE TABLE manifest (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -146,12 +160,8 @@ CREATE TABLE parts (
     digest BLOB NOT NULL UNIQUE,
     value  TEXT NOT NULL
 );
-CREATE TABLE items (
-    id   INTEGER PRIMARY KEY,
-    key  BLOB NOT NULL UNIQUE,
-    kind INTEGER NOT NULL REFERENCES kinds(id),
-    spec TEXT NOT NULL
-);
+{_ITEMS};
+{_KEY_INDEX};
 CREATE TABLE records (
     id          INTEGER PRIMARY KEY REFERENCES items(id),
     status      TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
@@ -365,8 +375,14 @@ class RunStore:
             if version == 1:
                 _rekey_v1(conn, path)
             store = cls(path, conn, read_only=False)
-            if version in _MIGRATED_VERSIONS:
+            if version in (1, 2):
                 store._repack_v2()
+            elif version == 3:
+                _name_key_index_v3(conn)
+            elif version == SCHEMA_VERSION and not _has_key_index(conn):
+                conn.execute("BEGIN IMMEDIATE")  # a bulk add was cut short: finish it
+                _build_key_index(conn)
+                conn.execute("COMMIT")
         except BaseException:
             conn.close()
             raise
@@ -438,7 +454,7 @@ class RunStore:
                 conn.execute("COMMIT")
 
     def _repack_v2(self) -> None:
-        """Migrate schema 2 to 3 in one transaction: every item and record re-encoded in the
+        """Migrate schema 2 to 4 in one transaction: every item and record re-encoded in the
         compact layout (parts, shapes, 32-byte keys, integer ids), keys and values unchanged."""
         with self._write() as conn:
             conn.execute("ALTER TABLE records RENAME TO old_records")
@@ -588,22 +604,63 @@ class RunStore:
         by its class's :class:`~clearsight.spec_rows.RowEncoder` (key and row in one pass); a
         :class:`~clearsight.spec_grid.SpecGrid` (or several) straight from its groups, without
         building its items, learning its keys on the way.
+
+        Into a run without items, at least :data:`BULK_ADD` items go in without the key index,
+        which is built once they are all in (inserting 1.8M random keys into the index one by
+        one cost 12 µs an item, against 4 for the rows and 2 for building it: measured in
+        SQLite alone), and with each item's kind checked once at the end instead of per row
+        (1.3 µs an item). The chunks still commit one by one; a key given in two chunks keeps
+        its first row, as with the index. A writer that finds the index missing (the add was
+        killed half-way) builds it when it opens the run; a reader meanwhile reads the rows as
+        they are, looking keys up without the index.
         """
         tables = self._tables
         tables.secrets = secret_values()
         if isinstance(items, SpecGrid):
             items = SpecGrids([items])
+        rows: Iterator[tuple[str | bytes, int, str]]
         if isinstance(items, SpecGrids):  # straight from the groups (clearsight.spec_grid)
-            rows = (row for grid in items.grids for row in tables.grid_rows(grid))
+            rows = itertools.chain.from_iterable(map(tables.grid_rows, items.grids))
         else:
             rows = (tables.item_row(item)[1] for item in items)
-        added = 0
+        bulk = isinstance(items, Sized) and len(items) >= BULK_ADD and self._no_items()
         with collector_paused():  # a chunk's rows are all alive until its commit
-            while chunk := list(itertools.islice(rows, ADD_CHUNK)):
-                added += self._add_chunk(chunk)
+            return self._bulk_add(rows) if bulk else self._add_rows(rows, indexed=True)
+
+    def _bulk_add(self, rows: Iterator[tuple[str | bytes, int, str]]) -> int:
+        """Add ``rows`` to a run without items: without the key index and the check of each
+        item's kind while they go in, then the index built and every kind checked once (see
+        :meth:`add_items`)."""
+        conn = self.conn
+        conn.execute("PRAGMA foreign_keys = OFF")  # outside a transaction, as SQLite needs
+        try:
+            with self._write() as write:
+                write.execute("DROP INDEX items_key")
+            try:
+                added = self._add_rows(rows, indexed=False)
+            finally:  # also when the add stops half-way (else the next writer's open does it)
+                with self._write() as write:
+                    repeated = _build_key_index(write)
+                    if write.execute("PRAGMA foreign_key_check(items)").fetchone() is not None:
+                        raise RuntimeError("an item names a kind the store did not save")
+        finally:
+            conn.execute("PRAGMA foreign_keys = ON")
+        return added - repeated
+
+    def _no_items(self) -> bool:
+        """Whether the run holds no item yet."""
+        return self.conn.execute("SELECT 1 FROM items LIMIT 1").fetchone() is None
+
+    def _add_rows(self, rows: Iterator[tuple[str | bytes, int, str]], indexed: bool) -> int:
+        """Add ``rows`` in chunks of :data:`ADD_CHUNK`, one transaction each; how many were
+        new (``indexed``: the key index is there to skip a stored key; else every row goes
+        in, and the index built afterwards drops a key's later copies)."""
+        added = 0
+        while chunk := list(itertools.islice(rows, ADD_CHUNK)):
+            added += self._add_chunk(chunk, indexed)
         return added
 
-    def _add_chunk(self, chunk: Sequence[tuple[str | bytes, int, str]]) -> int:
+    def _add_chunk(self, chunk: Sequence[tuple[str | bytes, int, str]], indexed: bool) -> int:
         """Add one chunk of rows in one transaction (see :meth:`add_items`)."""
         rows: dict[str | bytes, tuple[str | bytes, int, str]] = {}
         for row in chunk:
@@ -616,9 +673,9 @@ class RunStore:
         with self._write() as conn:
             self._tables.save(conn)
             before = conn.total_changes
+            conflict = " ON CONFLICT (key) DO NOTHING" if indexed else ""
             conn.executemany(
-                "INSERT INTO items (key, kind, spec) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
-                rows.values(),
+                f"INSERT INTO items (key, kind, spec) VALUES (?, ?, ?){conflict}", rows.values()
             )
             return conn.total_changes - before
 
@@ -1067,6 +1124,54 @@ def _rekey_v1(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("COMMIT")
 
 
+def _name_key_index_v3(conn: sqlite3.Connection) -> None:
+    """Migrate schema 3 to 4 in one transaction: the items table rebuilt with its key index
+    named (``items_key``) instead of declared inline, every row and id unchanged (SQLite's
+    way to change a constraint: a new table, the rows copied, the old one dropped, with the
+    foreign keys that refer to it checked after)."""
+    conn.execute("PRAGMA foreign_keys = OFF")  # the records' table refers to the one replaced
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_ITEMS.replace("TABLE items", "TABLE new_items"))
+            conn.execute("INSERT INTO new_items SELECT id, key, kind, spec FROM items")
+            conn.execute("DROP TABLE items")
+            conn.execute("ALTER TABLE new_items RENAME TO items")
+            _build_key_index(conn)
+            if conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                raise RuntimeError("a record refers to no item after rebuilding the items table")
+            conn.execute(
+                "UPDATE manifest SET value = ? WHERE key = 'schema_version'", (json.dumps(4),)
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _has_key_index(conn: sqlite3.Connection) -> bool:
+    """Whether the items' key index is there (a bulk add drops it while it adds)."""
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'items_key'"
+    return conn.execute(query).fetchone() is not None
+
+
+def _build_key_index(conn: sqlite3.Connection) -> int:
+    """Build the items' unique key index (in the caller's transaction); a key stored twice
+    (given in two chunks of one bulk add) keeps its first row, as the index would have kept
+    it. Returns how many later rows were dropped."""
+    try:
+        conn.execute(_KEY_INDEX)
+        return 0
+    except sqlite3.IntegrityError:  # the statement alone is undone
+        dropped = conn.execute(
+            "DELETE FROM items WHERE id NOT IN (SELECT min(id) FROM items GROUP BY key)"
+        ).rowcount
+        conn.execute(_KEY_INDEX)
+        return int(dropped)
+
+
 def _connect_writer(path: Path) -> tuple[sqlite3.Connection, int]:
     """Open (creating if needed) the database for the single writer: WAL, synchronous=NORMAL,
     a bounded WAL (checkpointed every 1000 pages); with the schema version it was found in."""
@@ -1315,16 +1420,20 @@ class _Tables:
             )
         return encoder
 
-    def grid_rows(self, grid: SpecGrid[Any]) -> Iterator[tuple[bytes | str, int, str]]:
+    def grid_rows(self, grid: SpecGrid[Any]) -> list[tuple[bytes | str, int, str]]:
         """``(stored key, kind id, packed spec)`` of each item of a grid, from its groups
-        (:meth:`RowEncoder.grid_rows`); an item whose text holds a secret is built and goes
-        the way of :meth:`item_row`."""
-        kind_id = self._kind(grid.kind)[0]
-        for position, digest, text in grid.rows(self._encoder(grid.cls)):
-            if self.secrets and _secrets_in(text, self.secrets):
-                yield self.item_row(grid.at(position))[1]
-            else:
-                yield digest, kind_id, text
+        (:meth:`RowEncoder.grid_rows`; the grid learns its digests); an item whose text holds
+        a secret is built and goes the way of :meth:`item_row`."""
+        digests, texts = self._encoder(grid.cls).grid_rows(grid)
+        grid.learn(b"".join(digests))
+        rows: list[tuple[bytes | str, int, str]]
+        kind = itertools.repeat(self._kind(grid.kind)[0], len(digests))
+        rows = list(zip(digests, kind, texts, strict=True))
+        if self.secrets:
+            for position, text in enumerate(texts):
+                if _secrets_in(text, self.secrets):
+                    rows[position] = self.item_row(grid.at(position))[1]
+        return rows if grid.positions is None else [rows[p] for p in grid.positions]
 
     def spec_row(
         self,
