@@ -68,12 +68,18 @@ def test_a_chunked_add_stores_what_a_one_shot_add_stores(
     assert [row[2] for row in one] == [item.to_json() for item in items]
 
 
-def test_a_bulk_add_builds_the_key_index_after_its_rows_and_keeps_a_keys_first_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    items = plan_sweep(_config()).items
+@pytest.fixture
+def small_bulk(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The 25 items of the small sweep, with adds of 20 or more in bulk, 4 a chunk."""
     monkeypatch.setattr(store_module, "ADD_CHUNK", 4)
     monkeypatch.setattr(store_module, "BULK_ADD", 20)
+    return list(plan_sweep(_config()).items)
+
+
+def test_a_bulk_add_builds_the_key_index_after_its_rows_and_keeps_a_keys_first_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_bulk: list[Any]
+) -> None:
+    items = small_bulk
     seen: list[tuple[bool, int]] = []
     add_rows = RunStore._add_rows
 
@@ -97,11 +103,9 @@ def test_a_bulk_add_builds_the_key_index_after_its_rows_and_keeps_a_keys_first_r
 
 
 def test_a_bulk_add_cut_short_leaves_a_run_the_next_writer_indexes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_bulk: list[Any]
 ) -> None:
-    items = plan_sweep(_config()).items
-    monkeypatch.setattr(store_module, "ADD_CHUNK", 4)
-    monkeypatch.setattr(store_module, "BULK_ADD", 20)
+    items = small_bulk
 
     def stopped() -> Any:
         yield from items[:9]

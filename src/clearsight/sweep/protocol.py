@@ -7,9 +7,11 @@ holds everything that determines its output (scene reference, box, question with
 answer key, physics parameters, model, seed) and its key is the spec's content hash
 (:mod:`clearsight.specs`). Items are grouped into units of one scene and one model, so a worker
 decodes the scene once and renders each degraded image once for all the questions that use it;
-pixels never reach the store. Two model-free stages follow, one unit per scene: the ImageNet-C
-severities' retained gain and equivalent visibility, and the scene's depth profile (what the
-run's metres mean).
+pixels never reach the store. A unit's items are a grid (:mod:`clearsight.spec_grid`): its
+fixed fields x its questions x its conditions, stored from those groups and built as typed items
+only when the unit runs (the paper's 1.8 million are never all objects at once). Two model-free
+stages follow, one unit per scene: the ImageNet-C severities' retained gain and equivalent
+visibility, and the scene's depth profile (what the run's metres mean).
 """
 
 from __future__ import annotations
