@@ -151,6 +151,7 @@ def test_a_pickled_grid_keeps_its_items_and_keys() -> None:
         ([[{"nope": 1}]], "has no field 'nope'"),
         ([[{"fixed": "x"}]], "has no field 'fixed'"),  # init=False: a class default only
         ([[{"word": "a"}]], "no group gives"),
+        ([], "at least one group"),
     ],
 )
 def test_a_grid_that_cannot_make_its_items_is_refused(

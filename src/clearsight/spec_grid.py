@@ -177,6 +177,8 @@ def _group_names(
     cls: type[Spec], groups: tuple[tuple[Mapping[str, Any], ...], ...]
 ) -> tuple[tuple[str, ...], ...]:
     """The field names of each group, checked (see :class:`SpecGrid`)."""
+    if not groups:
+        raise ValueError("a grid needs at least one group of entries")
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     names: list[tuple[str, ...]] = []
     seen: set[str] = set()
