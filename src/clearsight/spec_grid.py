@@ -67,7 +67,9 @@ class SpecGrid(_Items[S]):
 
     Every entry of a group names the same fields, no field is in two groups, and the groups name
     every field of ``cls`` without a default (ValueError otherwise). A stored field left out
-    takes the class's default, in the key as in the item.
+    takes the class's default, in the key as in the item. Entries are read as they are: share
+    one entry object among grids (the store encodes it once, by identity) but do not change it
+    once a grid holds it.
     """
 
     __slots__ = ("_digests", "cls", "defaults", "groups", "names", "positions", "size")
