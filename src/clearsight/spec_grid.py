@@ -153,17 +153,18 @@ class SpecGrid(_Items[S]):
     def keys(self) -> tuple[str, ...]:
         """The items' keys, in order."""
         d = self.digests
-        at = range(self.size) if self.positions is None else self.positions
-        return tuple(d[i * DIGEST : (i + 1) * DIGEST].hex() for i in at)
+        return tuple(d[i * DIGEST : (i + 1) * DIGEST].hex() for i in self._kept())
 
     def only(self, keys: Container[str]) -> SpecGrid[S]:
         """The items whose key is in ``keys`` (the same grid when that is all of them)."""
-        d = self.digests
-        at = range(self.size) if self.positions is None else self.positions
-        kept = [i for i in at if d[i * DIGEST : (i + 1) * DIGEST].hex() in keys]
+        kept = [i for i, key in zip(self._kept(), self.keys, strict=True) if key in keys]
         if len(kept) == len(self):
             return self
-        return SpecGrid(self.cls, self.groups, kept, digests=d)
+        return SpecGrid(self.cls, self.groups, kept, digests=self.digests)
+
+    def _kept(self) -> Sequence[int]:
+        """The product positions of the grid's items, in order."""
+        return range(self.size) if self.positions is None else self.positions
 
 
 def _rebuild(
@@ -175,13 +176,25 @@ def _rebuild(
     return SpecGrid(cls, groups, positions, digests=digests)
 
 
+_FIELDS: dict[type[Spec], dict[str, dataclasses.Field[Any]]] = {}
+
+
+def _fields_of(cls: type[Spec]) -> dict[str, dataclasses.Field[Any]]:
+    """The dataclass fields of a spec class by name, read once per class (a sweep makes a grid
+    per unit)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return found
+
+
 def _group_names(
     cls: type[Spec], groups: tuple[tuple[Mapping[str, Any], ...], ...]
 ) -> tuple[tuple[str, ...], ...]:
     """The field names of each group, checked (see :class:`SpecGrid`)."""
     if not groups:
         raise ValueError("a grid needs at least one group of entries")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = _fields_of(cls)
     names: list[tuple[str, ...]] = []
     seen: set[str] = set()
     for g, group in enumerate(groups):
@@ -212,7 +225,7 @@ def _group_names(
 def _defaults(cls: type[Spec], given: set[str]) -> dict[str, Any]:
     """The class defaults of the stored fields no group gives (what an item holds there)."""
     out: dict[str, Any] = {}
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = _fields_of(cls)
     for name, _ in cls._stored_fields():
         if name in given:
             continue

@@ -163,7 +163,8 @@ class RowEncoder:
         inner = [layout.join(self._entry_pieces(entry)) for entry in groups[-1]]
         # stored: "[<shape id>", the runs, "]"; the key: the runs, each piece led by a comma
         keyed, stored = [""] * layout.key_slots, ["", *[""] * layout.stored_slots, "]"]
-        head, sha, key_inner, stored_inner = self._head, hashlib.sha256, *layout.inner_slots
+        head, sha = self._head, hashlib.sha256
+        key_inner, stored_inner = layout.key_inner, layout.stored_inner
         digests: list[bytes] = []
         texts: list[str] = []
         shaped: dict[int, list[tuple[list[str], list[str], str]]] = {}
@@ -241,11 +242,6 @@ class _Layout:
         key = _runs(sorted(names), inner, 0)
         stored = _runs(names, inner, 1)  # after the shape
         return cls(key[0], stored[0], *key[1], *stored[1])
-
-    @property
-    def inner_slots(self) -> tuple[slice, slice]:
-        """The slots of the inner runs: in the key, in the stored text."""
-        return self.key_inner, self.stored_inner
 
     def join(
         self, pieces: Mapping[str, tuple[str, str, int]], *, outer: bool = False
