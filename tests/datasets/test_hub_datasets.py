@@ -283,3 +283,89 @@ def test_rendered_options_parse_back(options: list[str], form: str, sep: str) ->
     stem, got = lettered_options(text)
     assert stem == "Which one?"
     assert got == tuple(options)
+
+
+# what the drawn columns of a row may hold, by the mapping's forms
+_TEXT = st.none() | st.text(max_size=12)
+_DRAWN: dict[str, dict[str, Any]] = {
+    "cvqa": {
+        "Label": st.integers(-3, 12),
+        "Translated Options": st.none() | st.lists(st.text(max_size=5), max_size=12),
+    },
+    "mmstar": {"question": _TEXT, "answer": _TEXT},
+    "MathVista": {
+        "choices": st.none() | st.lists(st.text(max_size=4), max_size=12),
+        "answer": _TEXT,
+    },
+    "MMMU-Pro": {"options": _TEXT, "answer": _TEXT},
+    "LogicVista": {"question": _TEXT, "answer": _TEXT},
+    "figureqa": {
+        "qa": st.lists(st.fixed_dictionaries({"question": _TEXT, "answer": _TEXT}), max_size=3)
+    },
+}
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_any_row_of_a_schema_loads_or_is_refused_by_id_leaving_no_image(data: Any) -> None:
+    import tempfile
+
+    name = data.draw(st.sampled_from(sorted(_DRAWN)))
+    drawn = {col: [data.draw(strategy)] for col, strategy in _DRAWN[name].items()}
+    columns = {col: values[:1] for col, values in FIXTURES[name].columns.items()} | drawn
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "clearsight"
+        os.environ["CLEARSIGHT_CACHE"] = str(cache)  # the autouse fixture restores it
+        root = build_snapshot(name, Path(tmp) / "datasets" / name, columns)
+        records: list[Instance] | list[Problem] = []
+        error = ""
+        try:
+            records = _load(name, root)
+        except InputError as exc:
+            error = str(exc)
+        if error:
+            assert f"{name} row " in error or "problem " in error
+            assert "\n" not in error
+            assert not cache.exists()  # a refused row writes no image
+        for record in records:
+            assert record.gold
+            assert Path(str(record.image)).is_file()
+
+
+def test_a_runs_manifest_records_the_hub_split_it_read(tmp_path: Path) -> None:
+    import hashlib
+
+    from clearsight.grounding.hub import benchmark_record
+    from clearsight.probe.instances import source_manifest
+
+    root = build_snapshot("mmstar", tmp_path / "mmstar")
+    data = (root / "mmstar.parquet").read_bytes()
+    record = source_manifest(str(root), "mmstar", 2)
+    assert record == {
+        "source": str(root.resolve()),
+        "format": "hub snapshot",
+        "hub_id": "Lin-Chen/MMStar",
+        "config": "val",
+        "split": "val",
+        "revision": HUB_SPECS["mmstar"].revision,
+        "files": 1,
+        "sha256": hashlib.sha256(b"mmstar.parquet" + data).hexdigest(),
+        "dataset": "mmstar",
+        "count": 2,
+    }
+    datasets = tmp_path / "datasets"
+    build_snapshot("A-OKVQA", datasets / "A-OKVQA")
+    entry = benchmark_record("A-OKVQA", datasets)
+    assert entry["origin"] == str((datasets / "A-OKVQA").resolve())
+    assert (entry["hub_id"], entry["split"], entry["format"]) == (
+        "HuggingFaceM4/A-OKVQA",
+        "validation",
+        "hub snapshot",
+    )
+    (datasets / "MathVista").mkdir()
+    (datasets / "MathVista" / "testmini.jsonl").write_text('{"pid": "1"}\n')
+    jsonl = benchmark_record("MathVista", datasets)  # the JSONL layout, as before
+    assert jsonl == {
+        "origin": str((datasets / "MathVista" / "testmini.jsonl").resolve()),
+        "file_sha256": hashlib.sha256(b'{"pid": "1"}\n').hexdigest(),
+    }

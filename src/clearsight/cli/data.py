@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import DATASET_HELP, INSTANCES_HELP, _csv, _fail
+from clearsight.cli._options import DATASET_HELP, DATASETS_HELP, INSTANCES_HELP, _csv, _fail
 
 if TYPE_CHECKING:
     from clearsight.grounding.problems import Problem
@@ -88,10 +88,7 @@ def _probe_listing(
 def instances(
     instances: Annotated[
         str,
-        typer.Option(
-            help=INSTANCES_HELP
-            + " Also a hub snapshot or cache folder, or hf:[OWNER/NAME] (the Hugging Face caches)."
-        ),
+        typer.Option(help=INSTANCES_HELP),
     ] = "bundled",
     dataset: Annotated[str | None, typer.Option(help=DATASET_HELP)] = None,
     show: Show = 5,
@@ -154,10 +151,7 @@ def _benchmark_listing(
 def problems(
     datasets: Annotated[
         str | None,
-        typer.Option(
-            help="Folder of benchmark copies (<datasets>/<Name>/: a JSONL file or a hub "
-            "snapshot, e.g. $CLEARSIGHT_CACHE/datasets), or hf: for the Hugging Face caches."
-        ),
+        typer.Option(help=DATASETS_HELP),
     ] = None,
     benchmarks: Annotated[
         str | None, typer.Option(help="Comma-separated benchmarks to check in --datasets.")

@@ -37,6 +37,8 @@ Protocol = Literal["probe", "grounding"]
 
 #: The lmms-eval revision whose task files (``lmms_eval/tasks/<name>/``) were read.
 LMMS_EVAL: Final = "lmms-eval@75571cf"
+#: The VLMEvalKit revision whose dataset code (``vlmeval/dataset/``) was read.
+VLMEVALKIT: Final = "VLMEvalKit@e8e78f0"
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,8 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             split="test",
             files=("data/test-*.parquet",),
             revision="74c4ea0",
-            source=f"card; {LMMS_EVAL} tasks/seedbench/seedbench.yaml, utils.py",
+            source=f"{LMMS_EVAL} tasks/seedbench/seedbench.yaml, utils.py (the columns read); "
+            "types as lmms-lab/SEED-Bench-2's card",
             id="question_id",
             question="question",
             answer="answer",
@@ -228,7 +231,8 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             split="testmini",
             files=("testmini.parquet",),
             revision="268dfc55b62296be3bdf6406d6dea07bd06a7d64",
-            source=f"card; {LMMS_EVAL} tasks/mathverse/mathverse_testmini.yaml, utils.py",
+            source=f"card (configs); {LMMS_EVAL} tasks/mathverse/utils.py (the columns read, "
+            "of its copy CaraJ/MathVerse-lmmseval)",
             id="sample_index",
             question="question",
             answer="answer",
@@ -247,7 +251,7 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             split="sample_variant1",
             files=("data/sample1-*.parquet",),
             revision="5370736ee16d5de6a315b9b36fe793ea101aef34",
-            source=f"card; {LMMS_EVAL} tasks/dynamath/reasoning/utils.py; VLMEvalKit "
+            source=f"card; {LMMS_EVAL} tasks/dynamath/reasoning/utils.py; {VLMEVALKIT} "
             "dataset/dynamath.py (answer_type)",
             id="id",
             question="question",
@@ -267,8 +271,8 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             split="test",
             files=("data/test-*.parquet",),
             revision="37e4933",
-            source=f"card; {LMMS_EVAL} tasks/geometry3k/utils.py (images, problem, choices, "
-            "ground_truth)",
+            source=f"card; {LMMS_EVAL} tasks/geometry3k/utils.py (the columns it reads: images, "
+            "problem, choices, ground_truth)",
             id="id",
             question="problem",
             answer="ground_truth",
@@ -324,7 +328,8 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             files=("data/test-*.parquet",),
             revision="main",
             source=f"{LMMS_EVAL} tasks/logicvista/reasoning/utils.py (question, image, "
-            "answer); VLMEvalKit dataset/utils/logicvista.py (answers 'A, C'); no card read",
+            f"answer); {VLMEVALKIT} dataset/utils/logicvista.py (answers 'A, C'); public "
+            "loaders (id); no card read",
             id="id",
             question="question",
             answer="answer",

@@ -203,26 +203,26 @@ def _image(value: Any, root: Path, spec: HubSpec, key: str) -> bytes | str | Non
     path = Path(str(value))
     path = path if path.is_absolute() else root / path
     if not path.is_file():
-        raise InputError(f"{spec.name} row {key}: its image has no bytes and {path} does not exist")
+        raise InputError(
+            f"{spec.name} row {key} refused: its image has no bytes and {path} does not exist"
+        )
     return str(path)
 
 
-def _row(
-    row: Mapping[str, Any], spec: HubSpec, key: str, root: Path
-) -> HubRow:  # one question of the split
+def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path) -> HubRow:
+    """One question of the split (module docstring)."""
     options, stem = _options(row, spec, key)
     choice = _is_choice(row, spec, options)
     answer = row.get(spec.answer)
     if choice:
         gold, kind = _gold(answer, options, spec, key)
     else:
-        gold, kind, options, stem = _text(answer), "value", (), stem
+        gold, kind, options = _text(answer), "value", ()
         if not gold:
             raise InputError(f"{spec.name} row {key} refused: {spec.answer} is empty")
-    question = _question(row, spec)
     return HubRow(
         id=key,
-        question=question,
+        question=_question(row, spec),
         stem=stem,
         options=options,
         options_in_text=spec.options_form == "text" and spec.options[0] == spec.question,

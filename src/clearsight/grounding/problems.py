@@ -9,9 +9,10 @@ picklable into work items.
 The paper's ten benchmarks are read from local copies — clearsight never downloads — laid out as
 ``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of
 records). :data:`LAYOUTS` names, per benchmark, the file and the fields read (docs/grounding.md
-shows each layout). Any other JSONL with the normalised fields (``id``, ``question``,
-``answer``, optional ``choices``, ``image``, ``answer_type``, ``benchmark``) loads with
-:func:`load_jsonl`.
+shows each layout); a folder without that file is read as a snapshot of the benchmark's hub
+repository (:mod:`clearsight.grounding.hub`). Any other JSONL with the normalised fields
+(``id``, ``question``, ``answer``, optional ``choices``, ``image``, ``answer_type``,
+``benchmark``) loads with :func:`load_jsonl`.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ to the sensor, the gold letter only to the scorer. Two sources:
   packages carry (``clearsight scenes``), stored in ``data/bundled.yaml``, each gold answer
   checked by a person looking at the photo. It runs on every machine.
 * **local copies** of SeedBench, FigureQA, MMStar, CVQA and ReasonVQA (:func:`load_instances`):
-  a JSONL file, or a directory of Parquet / Arrow files as the Hugging Face hub or
-  ``datasets.save_to_disk`` leave them. The field names each loader reads are in
-  :data:`LAYOUTS` and documented in ``docs/probe.md``; images embedded in a table are written
-  once to the data cache and referenced by path.
+  a JSONL file, or a directory of Parquet / Arrow files. The field names each loader reads are
+  in :data:`LAYOUTS` and documented in ``docs/probe.md``; images embedded in a table are
+  written once to the data cache and referenced by path. A hub snapshot or cache folder, or
+  ``hf:``, is read with the published schema instead (:mod:`clearsight.probe.hub`).
 
 An image reference is ``bundled:<scene id>`` (the scene's image, cropped as the scene is, with
 no box drawn) or a file path. Instances are frozen and JSON-able (:meth:`Instance.to_json`), so
