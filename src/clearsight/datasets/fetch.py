@@ -219,8 +219,8 @@ def fetch_coco(
         from urllib.request import urlopen
 
         opener = urlopen
-    dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="clearsight-coco-", dir=dest) as tmp:
+    dest.parent.mkdir(parents=True, exist_ok=True)  # the archives wait beside dest, not in it
+    with tempfile.TemporaryDirectory(prefix=".clearsight-coco-", dir=dest.parent) as tmp:
         for archive in archives:
             path = Path(tmp) / archive.url.rsplit("/", 1)[1]
             try:

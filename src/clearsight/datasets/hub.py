@@ -117,7 +117,6 @@ def _mmmu_pro(
         options_form="python_list",
         options=("options",),
         image=image,
-        category="subject",
     )
 
 
@@ -373,7 +372,6 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             options_form="text",
             options=("question",),
             image="image",
-            category="subject",
         ),
         _mmmu_pro(
             "MMMU-Pro", "standard (10 options)", "mmmu_pro_standard", "question", "", "image_1"

@@ -305,8 +305,9 @@ def provenance(spec: HubSpec) -> dict[str, str]:
         "options": options,
         "gold": f"{spec.answer}{inner} ({spec.gold}{free})",
         "image": f"{spec.image} (embedded bytes or a path)" if spec.image else "none",
-        "category": spec.category or "none",
     }
+    if spec.protocol == "probe":
+        out["category"] = spec.category or "none"
     if spec.keep:
         out["rows kept"] = ", ".join(f"{c} == {v!r}" for c, v in spec.keep)
     if spec.choice_when:
