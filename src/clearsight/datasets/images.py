@@ -28,13 +28,6 @@ def write_image(path: Path, data: bytes) -> None:
         tmp.replace(path)
 
 
-def stored_image(data: bytes, folder: str) -> str:
-    """The path of ``data`` kept under ``folder``, written if it is not there yet."""
-    path = image_path(data, folder)
-    write_image(path, data)
-    return str(path)
-
-
 def pending_image(image: bytes | str | None, folder: str) -> tuple[str | None, bytes | None]:
     """A row's image reference and the bytes still to write there: embedded bytes get their
     cache path under ``folder`` (written by :func:`write_image` once the row is valid), a

@@ -9,7 +9,7 @@ read in the spec's form only: a letter, an index or an option's text that does n
 of the row's options is **refused** with the row's id, never matched loosely or guessed.
 
 Nothing here writes: embedded image bytes stay in the row (:attr:`HubRow.image`) until a
-protocol stores them (:func:`clearsight.datasets.images.stored_image`).
+protocol writes them once the row is valid (:func:`clearsight.datasets.images.pending_image`).
 """
 
 from __future__ import annotations
