@@ -15,6 +15,7 @@ import typer
 from clearsight.cli import (
     build,
     card,
+    data,
     demo,
     fetch,
     grounding,
@@ -60,6 +61,8 @@ app.command()(demo.demo)
 app.command()(card.card)
 app.command()(card.board)
 app.command()(fetch.fetch)
+app.command()(data.instances)
+app.command()(data.problems)
 app.command()(serve.serve)
 app.command()(build.build)
 app.command()(grounding.grounding)

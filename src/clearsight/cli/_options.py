@@ -123,8 +123,14 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 # Where a run's questions come from: the same two options on every command that takes them.
 INSTANCES_HELP = (
-    "bundled (the bundled questions), or a JSONL, JSON, Parquet or Arrow file or a directory "
-    "of them (the format read from the file)."
+    "bundled (the bundled questions), a JSONL, JSON, Parquet or Arrow file or a directory "
+    "of them (the format read from the file), a hub snapshot or cache folder, or "
+    "hf:[OWNER/NAME] (the Hugging Face caches; docs/probe.md)."
+)
+DATASETS_HELP = (
+    "Folder of benchmark copies, <datasets>/<Name>/ each holding its JSONL file or a hub "
+    "snapshot ($CLEARSIGHT_CACHE/datasets after clearsight fetch --dataset), or hf: (the "
+    "Hugging Face caches; docs/grounding.md)."
 )
 DATASET_HELP = (
     "Loader of the file: jsonl (clearsight's own rows), seedbench, figureqa, mmstar, cvqa, "

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clearsight.cli._options import (
+    DATASETS_HELP,
     AllowMismatch,
     CpusPerReplica,
     Executor,
@@ -49,9 +50,7 @@ def build_bench(
     families: Annotated[
         str | None, typer.Option(help="Comma-separated bundled families (default: text ones).")
     ] = None,
-    datasets: Annotated[
-        Path | None, typer.Option(help="Directory with local benchmark copies.")
-    ] = None,
+    datasets: Annotated[Path | None, typer.Option(help=DATASETS_HELP)] = None,
     benchmarks: Annotated[
         str | None, typer.Option(help="Comma-separated benchmarks to load from --datasets.")
     ] = None,

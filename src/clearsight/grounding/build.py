@@ -60,7 +60,8 @@ from clearsight.grounding.bench import (
 )
 from clearsight.grounding.bench_file import BenchItem, BenchPair, TgsBench
 from clearsight.grounding.generator import TEXT_FAMILIES
-from clearsight.grounding.problems import LAYOUTS, Problem, is_correct, normalise_answer
+from clearsight.grounding.hub import benchmark_record
+from clearsight.grounding.problems import Problem, is_correct, normalise_answer
 from clearsight.grounding.protocol import GroundingConfig, GroundingUnit, _image, load_problems
 from clearsight.grounding.specs import TemplateRef
 from clearsight.grounding.trajectories import (
@@ -510,18 +511,18 @@ def source_entries(config: BuildBenchConfig, problems: Sequence[Problem]) -> lis
     """Each source benchmark of the build: its name, where it came from, the sha256 of the
     file read (bundled: none, the generator's parameters say it) and of its problems' JSON
     forms, and its count."""
-    files_of: dict[str, Path] = {}
-    for name in config.benchmarks:
-        files_of[name] = Path(config.datasets_dir or ".") / name / LAYOUTS[name].file
+    read = {name: benchmark_record(name, config.datasets_dir or ".") for name in config.benchmarks}
     by_bench: dict[str, list[Problem]] = {}
     for p in problems:
         by_bench.setdefault(p.benchmark, []).append(p)
     jsonl_of = {p.id: path for path in config.jsonl for p in load_problems(_only_file(path))}
     out = []
     for bench, ps in by_bench.items():
-        source = files_of.get(bench) or jsonl_of.get(ps[0].id)
+        source = jsonl_of.get(ps[0].id)
         entry: dict[str, Any] = {"benchmark": bench, "count": len(ps)}
-        if source is None:
+        if bench in read:
+            entry.update(read[bench])
+        elif source is None:
             entry["origin"] = f"bundled (n={config.n_problems}, seed={config.seed})"
         else:
             entry["origin"] = str(Path(source).resolve())

@@ -9,9 +9,10 @@ picklable into work items.
 The paper's ten benchmarks are read from local copies — clearsight never downloads — laid out as
 ``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of
 records). :data:`LAYOUTS` names, per benchmark, the file and the fields read (docs/grounding.md
-shows each layout). Any other JSONL with the normalised fields (``id``, ``question``,
-``answer``, optional ``choices``, ``image``, ``answer_type``, ``benchmark``) loads with
-:func:`load_jsonl`.
+shows each layout); a folder without that file is read as a snapshot of the benchmark's hub
+repository (:mod:`clearsight.grounding.hub`). Any other JSONL with the normalised fields
+(``id``, ``question``, ``answer``, optional ``choices``, ``image``, ``answer_type``,
+``benchmark``) loads with :func:`load_jsonl`.
 """
 
 from __future__ import annotations
@@ -271,10 +272,20 @@ def _problem(rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: i
 
 
 def load_benchmark(name: str, datasets_dir: Path | str, limit: int | None = None) -> list[Problem]:
-    """Problems of benchmark ``name`` from ``<datasets_dir>/<name>/`` (layout in
-    :data:`LAYOUTS`); ``limit`` keeps the first ``limit``."""
+    """Problems of benchmark ``name`` from ``<datasets_dir>/<name>/``: its JSONL file (layout in
+    :data:`LAYOUTS`) when there is one, else a hub snapshot or cache folder, or the caches
+    when ``datasets_dir`` is ``hf:`` (:func:`clearsight.grounding.hub.hub_problems`);
+    ``limit`` keeps the first ``limit``."""
+    from clearsight.datasets.hub import HUB_SPECS
+    from clearsight.grounding.hub import hub_problems, is_hub_benchmark
+
+    if is_hub_benchmark(name, datasets_dir):
+        return hub_problems(name, datasets_dir, limit)
     if name not in LAYOUTS:
-        raise InputError(f"unknown benchmark {name!r}; known: {', '.join(LAYOUTS)}")
+        known = dict.fromkeys(
+            [*LAYOUTS, *(s.name for s in HUB_SPECS.values() if s.protocol == "grounding")]
+        )
+        raise InputError(f"unknown benchmark {name!r}; known: {', '.join(known)}")
     layout = LAYOUTS[name]
     root = Path(datasets_dir) / name
     out: list[Problem] = []

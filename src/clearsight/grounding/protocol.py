@@ -56,6 +56,7 @@ from clearsight.grounding.bench_file import bench_edits, bench_problems, load_be
 from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
 from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, load_image
 from clearsight.grounding.hesitation import find_hesitations, hesitation_variant
+from clearsight.grounding.hub import benchmark_record
 from clearsight.grounding.problems import (
     Problem,
     is_correct,
@@ -642,7 +643,13 @@ def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any
         }
         for path in config.jsonl
     ]
+    benchmarks = [
+        {"benchmark": name, **benchmark_record(name, config.datasets_dir or ".")}
+        for name in config.benchmarks
+    ]
     sources = {"bundled": config.n_problems, "files": files, "count": len(problems)}
+    if benchmarks:  # runs without benchmarks keep the manifest they always had
+        sources["benchmarks"] = benchmarks
     bench = None if config.bench is None else dict(load_bench(config.bench).manifest)
     return run_manifest(
         config.model_dump(mode="json"),

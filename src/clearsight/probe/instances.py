@@ -8,10 +8,10 @@ to the sensor, the gold letter only to the scorer. Two sources:
   packages carry (``clearsight scenes``), stored in ``data/bundled.yaml``, each gold answer
   checked by a person looking at the photo. It runs on every machine.
 * **local copies** of SeedBench, FigureQA, MMStar, CVQA and ReasonVQA (:func:`load_instances`):
-  a JSONL file, or a directory of Parquet / Arrow files as the Hugging Face hub or
-  ``datasets.save_to_disk`` leave them. The field names each loader reads are in
-  :data:`LAYOUTS` and documented in ``docs/probe.md``; images embedded in a table are written
-  once to the data cache and referenced by path.
+  a JSONL file, or a directory of Parquet / Arrow files. The field names each loader reads are
+  in :data:`LAYOUTS` and documented in ``docs/probe.md``; images embedded in a table are
+  written once to the data cache and referenced by path. A hub snapshot or cache folder, or
+  ``hf:``, is read with the published schema instead (:mod:`clearsight.probe.hub`).
 
 An image reference is ``bundled:<scene id>`` (the scene's image, cropped as the scene is, with
 no box drawn) or a file path. Instances are frozen and JSON-able (:meth:`Instance.to_json`), so
@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -34,7 +33,10 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
-from clearsight.paths import cache_dir
+from clearsight.datasets.hub import HUB_SPECS
+from clearsight.datasets.images import image_path, write_image
+from clearsight.datasets.rows import lettered_options
+from clearsight.datasets.snapshot import is_hub_source
 from clearsight.provenance import source_digest
 from clearsight.validate import InputError, jsonl_values, short_repr
 
@@ -296,10 +298,6 @@ LAYOUTS: Final[Mapping[str, Layout]] = {
     ),
 }
 
-_OPTION_IN_TEXT = re.compile(
-    r"(?:^|\s|\n)\(?([A-J])[:.)]\s*(.+?)(?=(?:\s|\n)\(?[A-J][:.)]\s|$)", re.S
-)
-
 
 def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
     for name in names:
@@ -309,21 +307,9 @@ def _first(row: Mapping[str, Any], names: Sequence[str]) -> Any:
 
 
 def split_options(question: str) -> tuple[str, tuple[str, ...]]:
-    """Split MMStar-style text ``"... Options: A: x, B: y, C: z"`` into stem and options."""
-    stem, sep, rest = question.partition("Options:")
-    if not sep:
-        match = re.search(r"(?:^|\n)\(?A[:.)]\s", question)
-        if match is None:
-            return question.strip(), ()
-        stem, rest = question[: match.start()], question[match.start() :]
-    found = [
-        (m.group(1), m.group(2).strip().rstrip(",;").strip())
-        for m in _OPTION_IN_TEXT.finditer(rest)
-    ]
-    letters = [f[0] for f in found]
-    if letters != list(LETTERS[: len(letters)]):
-        return question.strip(), ()
-    return stem.strip(), tuple(f[1] for f in found)
+    """Split MMStar-style text ``"... Options: A: x, B: y, C: z"`` into stem and options
+    (:func:`~clearsight.datasets.rows.lettered_options`)."""
+    return lettered_options(question)
 
 
 def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
@@ -359,7 +345,7 @@ def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
 def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> tuple[str, bytes | None]:
     """A path for the row's image and the bytes to write there: a path as given (relative to
     ``base``, nothing to write), or embedded bytes, kept in the data cache under their content
-    hash (:func:`_cache_image` writes them once the row is known to be valid)."""
+    hash (:func:`~clearsight.datasets.images.write_image` writes them once the row is valid)."""
     if isinstance(value, list) and value:  # SeedBench rows hold a list of frames
         value = value[0]
     data: bytes | None = None
@@ -371,23 +357,13 @@ def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> tuple[s
     elif isinstance(value, bytes | bytearray):
         data = bytes(value)
     if data is not None:
-        digest = hashlib.sha256(data).hexdigest()[:24]
-        return str(cache_dir() / "probe-images" / dataset / f"{digest}.img"), data
+        return str(image_path(data, f"probe-images/{dataset}")), data
     if value is None or isinstance(value, Mapping | list):
         raise InputError(f"missing image in {dataset} row {key}: no path or bytes")
     path = Path(str(value))
     if not path.is_absolute() and base is not None:
         path = base / path
     return str(path), None
-
-
-def _cache_image(path: Path, data: bytes) -> None:
-    """Write an embedded image to its cache path (once: the name is its content hash)."""
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
 
 
 def _row_options(raw: Any, dataset: str, key: str) -> tuple[str, ...]:
@@ -407,9 +383,12 @@ def _row_options(raw: Any, dataset: str, key: str) -> tuple[str, ...]:
     return tuple(str(o) for o in raw)
 
 
-def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None) -> Instance:
+def row_instance(
+    row: Mapping[str, Any], dataset: str, base: Path | None = None, write: bool = True
+) -> Instance:
     """One dataset row as an :class:`Instance`, read with the dataset's :data:`LAYOUTS` entry
-    (a row may also use the generic fields id, image, question, options, answer)."""
+    (a row may also use the generic fields id, image, question, options, answer); ``write``
+    False leaves an embedded image unwritten."""
     if dataset not in LAYOUTS:
         raise InputError(f"unknown dataset {dataset!r}; loaders exist for {', '.join(LAYOUTS)}")
     layout = LAYOUTS[dataset]
@@ -444,8 +423,8 @@ def row_instance(row: Mapping[str, Any], dataset: str, base: Path | None = None)
         dataset=dataset,
         category="" if category is None else str(category),
     )
-    if data is not None:  # only a valid row leaves its image in the cache
-        _cache_image(Path(image), data)
+    if data is not None and write:  # only a valid row leaves its image in the cache
+        write_image(Path(image), data)
     return inst
 
 
@@ -586,6 +565,10 @@ def source_manifest(source: str, dataset: str, count: int) -> dict[str, Any]:
     if source == "bundled":
         data = resources.files("clearsight.probe").joinpath("data/bundled.yaml").read_bytes()
         where, fmt, digest = "bundled", "bundled", hashlib.sha256(data).hexdigest()
+    elif dataset in HUB_SPECS and is_hub_source(source):
+        from clearsight.probe.hub import hub_record
+
+        return {**hub_record(dataset, source), "dataset": dataset, "count": count}
     else:
         path = Path(source)
         where, fmt = str(path.resolve()), source_format(path)
@@ -614,7 +597,9 @@ def resolve_source(data: Any) -> Any:
     if dataset == "bundled":
         raise InputError(bundled_is_a_name(source))
     if dataset is None:
-        return {**data, "dataset": infer_dataset(source)}
+        from clearsight.probe.hub import hub_dataset
+
+        return {**data, "dataset": hub_dataset(source) or infer_dataset(source)}
     if dataset != "jsonl" and dataset not in LAYOUTS:
         raise InputError(
             f"unknown dataset {dataset!r} for {source}: the loaders are "
@@ -623,16 +608,24 @@ def resolve_source(data: Any) -> Any:
     return data
 
 
-def load_instances(source: Path | str, dataset: str, limit: int | None = None) -> list[Instance]:
-    """Instances of ``dataset`` from a local copy at ``source`` (see the module docstring),
-    at most ``limit`` of them, in file order; rows without options are an InputError."""
+def load_instances(
+    source: Path | str, dataset: str, limit: int | None = None, write: bool = True
+) -> list[Instance]:
+    """Instances of ``dataset`` from a local copy at ``source`` (see the module docstring; a
+    hub snapshot or cache: :func:`clearsight.probe.hub.hub_instances`), at most ``limit`` of
+    them, in file order; rows without options are an InputError. ``write`` False leaves
+    embedded images unwritten (a listing that only checks)."""
     if dataset == "bundled":
         if str(source) != "bundled":
             raise InputError(bundled_is_a_name(source))
         return bundled_instances()[:limit]
+    if dataset in HUB_SPECS and is_hub_source(source):
+        from clearsight.probe.hub import hub_instances
+
+        return hub_instances(dataset, source, limit, write)
     out: list[Instance] = []
     for row, base in _rows(Path(source)):
-        out.append(row_instance(row, dataset, base))
+        out.append(row_instance(row, dataset, base, write))
         if limit is not None and len(out) >= limit:
             break
     return out

@@ -1,0 +1,190 @@
+"""``clearsight instances`` / ``clearsight problems``: what a source would load, checked before a
+run — the count, the column each field comes from, the first rows, and every refused row.
+Nothing is written (embedded images stay unwritten)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from clearsight.cli._options import DATASET_HELP, DATASETS_HELP, INSTANCES_HELP, _csv, _fail
+
+if TYPE_CHECKING:
+    from clearsight.grounding.problems import Problem
+    from clearsight.probe.instances import Instance
+
+Show = Annotated[int, typer.Option(min=0, help="How many of the first rows to print.")]
+
+
+def _echo_fields(fields: dict[str, str]) -> None:
+    typer.echo("fields:")
+    for field, column in fields.items():
+        typer.echo(f"  {field:<22} <- {column}")
+
+
+def _echo_refused(refused: list[str]) -> None:
+    if refused:
+        typer.echo(f"refused: {len(refused)} row(s)")
+        for line in refused[:10]:
+            typer.echo(f"  {line}")
+
+
+def _instance_line(inst: Instance) -> str:
+    options = "  ".join(f"({k}) {v}" for k, v in zip(inst.letters, inst.options, strict=True))
+    return f"  {inst.id} [{inst.category}] gold {inst.gold}: {inst.question} | {options}"
+
+
+def _probe_listing(
+    source: str, dataset: str
+) -> tuple[str, dict[str, str], list[Instance], list[str]]:
+    """Where the rows come from, the fields' columns, the instances and the refused rows."""
+    from clearsight.datasets.hub import HUB_SPECS
+    from clearsight.datasets.rows import provenance
+    from clearsight.datasets.snapshot import is_hub_source, locate
+    from clearsight.probe.hub import hub_instances
+    from clearsight.probe.instances import (
+        LAYOUTS,
+        OWN_FIELDS,
+        instances_from_jsonl,
+        load_instances,
+    )
+
+    own = {name: name for name in OWN_FIELDS}
+    if dataset == "bundled":
+        return (
+            "bundled questions (probe/data/bundled.yaml)",
+            own,
+            load_instances(source, dataset),
+            [],
+        )
+    if dataset == "jsonl":
+        return f"{source} (clearsight's own rows)", own, instances_from_jsonl(source), []
+    if dataset in HUB_SPECS and is_hub_source(source):
+        spec, refused = HUB_SPECS[dataset], list[str]()
+        where = locate(spec, source).describe()
+        items = hub_instances(dataset, source, write=False, refused=refused)
+        return where, provenance(spec), items, refused
+    layout = LAYOUTS[dataset]
+    options = ", ".join(layout.option_columns) or ", ".join(layout.options)
+    fields = {
+        "id": ", ".join(layout.id),
+        "question": ", ".join(layout.question),
+        "options": "Yes, No" if layout.yes_no else options,
+        "gold": ", ".join(layout.answer) + " (a letter, an index or an option's text)",
+        "image": ", ".join(layout.image),
+        "category": ", ".join(layout.category),
+    }
+    fields = {k: f"{v} (first present)" for k, v in fields.items()}
+    return (
+        f"{source} (rows read with the {dataset} aliases)",
+        fields,
+        load_instances(source, dataset, write=False),
+        [],
+    )
+
+
+def instances(
+    instances: Annotated[
+        str,
+        typer.Option(help=INSTANCES_HELP),
+    ] = "bundled",
+    dataset: Annotated[str | None, typer.Option(help=DATASET_HELP)] = None,
+    show: Show = 5,
+) -> None:
+    """What a probe source would load, checked before a run: the count, the column each field
+    comes from, the first rows and every refused row (nothing is written)."""
+    from clearsight.probe.instances import resolve_source
+    from clearsight.validate import InputError
+
+    try:
+        name = resolve_source({"instances": instances, "dataset": dataset})["dataset"]
+        where, fields, items, refused = _probe_listing(instances, name)
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"source: {where}")
+    typer.echo(f"loader: {name}")
+    typer.echo(f"instances: {len(items)}")
+    _echo_refused(refused)
+    _echo_fields(fields)
+    if items and show:
+        typer.echo(f"first {min(show, len(items))}:")
+        for inst in items[:show]:
+            typer.echo(_instance_line(inst))
+
+
+def _problem_line(p: Problem) -> str:
+    question = " ".join(p.question.split())
+    image = "no image" if p.image is None else "image"
+    return f"  {p.id} [{p.answer_type}, {image}] gold {p.gold}: {question[:160]}"
+
+
+def _benchmark_listing(
+    name: str, datasets_dir: str
+) -> tuple[str, dict[str, str], list[Problem], list[str]]:
+    """Where benchmark ``name``'s rows come from, the fields' columns, its problems and the
+    refused rows."""
+    from clearsight.datasets.hub import hub_spec
+    from clearsight.datasets.rows import provenance
+    from clearsight.datasets.snapshot import locate
+    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark
+    from clearsight.grounding.problems import LAYOUTS, load_benchmark
+
+    if is_hub_benchmark(name, datasets_dir):
+        spec, refused = hub_spec(name, "grounding"), list[str]()
+        where = locate(spec, hub_source(name, datasets_dir)).describe()
+        items = hub_problems(name, datasets_dir, write=False, refused=refused)
+        return where, provenance(spec), items, refused
+    layout = LAYOUTS[name]
+    fields = {
+        "id": layout.id,
+        "question": layout.question,
+        "options": layout.choices or "none (listed in the question, if any)",
+        "gold": layout.answer + (" (an index)" if layout.answer_index else ""),
+        "image": layout.image or "none",
+    }
+    path = Path(datasets_dir) / name / layout.file
+    return f"{path} (JSONL layout)", fields, load_benchmark(name, datasets_dir), []
+
+
+def problems(
+    datasets: Annotated[
+        str | None,
+        typer.Option(help=DATASETS_HELP),
+    ] = None,
+    benchmarks: Annotated[
+        str | None, typer.Option(help="Comma-separated benchmarks to check in --datasets.")
+    ] = None,
+    instances: Annotated[
+        list[str] | None, typer.Option(help="A JSONL or JSON file of problems (repeatable).")
+    ] = None,
+    show: Show = 5,
+) -> None:
+    """What grounding sources would load, checked before a run: per benchmark or file the
+    count, the column each field comes from, the first rows and every refused row (nothing is
+    written)."""
+    from clearsight.grounding.problems import load_jsonl
+    from clearsight.validate import InputError
+
+    names = _csv(benchmarks) or ()
+    if names and datasets is None:
+        raise _fail("--benchmarks needs --datasets (a folder of copies, or hf:)")
+    if not names and not instances:
+        raise _fail("name what to check: --datasets DIR --benchmarks A,B, or --instances FILE")
+    listings = []
+    try:
+        for name in names:
+            listings.append((name, *_benchmark_listing(name, str(datasets))))
+        for path in instances or ():
+            own = {f: f for f in ("id", "question", "answer", "choices", "image")}
+            listings.append((path, f"{path} (normalised rows)", own, load_jsonl(path), []))
+    except InputError as exc:
+        raise _fail(str(exc)) from exc
+    for name, where, fields, items, refused in listings:
+        typer.echo(f"{name}: {where}")
+        typer.echo(f"problems: {len(items)}")
+        _echo_refused(refused)
+        _echo_fields(fields)
+        for p in items[:show]:
+            typer.echo(_problem_line(p))

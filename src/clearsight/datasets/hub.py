@@ -1,0 +1,412 @@
+"""The registry of the papers' datasets on the Hugging Face hub: one :class:`HubSpec` each.
+
+A spec names the hub repository, the config and split the protocol reads, the split's files as
+the repository lays them out (globs relative to its root), the revision whose card and files
+the mapping was written from, and the harness code whose column reading it was checked
+against (``source``). Its mapping is a small vocabulary read by one function
+(:func:`clearsight.datasets.rows.hub_rows`), not a branch per dataset:
+
+* ``options_form``: ``list`` (a list column), ``columns`` (one column per option),
+  ``python_list`` (a string holding a Python list literal, as MMMU-Pro stores them), ``text``
+  (lettered options inside a text column: ``A. x`` / ``A: x`` / ``(A) x``), ``yes_no`` (always
+  Yes, No) or ``none``;
+* ``gold``: how the answer column names the correct option when the row has options:
+  ``letter``, ``letters`` (one or more, ``"A, C"``), ``index`` (0-based), ``text`` (the
+  option's text) or ``yes_no``. A row without options (a list column null or empty, no
+  lettered options in its text, or ``choice_when`` not met) has a free answer instead;
+* ``keep``: rows kept (``column == value``); ``explode``: a list column whose items are one
+  question each (their ``question`` / ``answer`` fields read in place of the row's);
+  ``choice_when``: ``(column, value)`` marking the multiple-choice rows of a mixed split.
+
+The revisions are those of the cards read while writing the mappings (a short hash where only
+that was shown); ``clearsight fetch --dataset`` downloads a full-hash revision exactly and
+``main`` otherwise, and verifies the schema either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from clearsight.validate import InputError
+
+OptionsForm = Literal["list", "columns", "python_list", "text", "yes_no", "none"]
+GoldForm = Literal["letter", "letters", "index", "text", "yes_no"]
+Protocol = Literal["probe", "grounding"]
+
+#: The lmms-eval revision whose task files (``lmms_eval/tasks/<name>/``) were read.
+LMMS_EVAL: Final = "lmms-eval@75571cf"
+#: The VLMEvalKit revision whose dataset code (``vlmeval/dataset/``) was read.
+VLMEVALKIT: Final = "VLMEvalKit@e8e78f0"
+
+
+@dataclass(frozen=True)
+class HubSpec:
+    """Where one dataset's split lives on the hub and how its columns map (module docstring)."""
+
+    name: str
+    protocol: Protocol
+    hub_id: str
+    config: str
+    split: str
+    files: tuple[str, ...]
+    revision: str
+    source: str
+    answer: str
+    gold: GoldForm
+    options_form: OptionsForm
+    options: tuple[str, ...] = ()
+    id: str | None = None
+    question: str | None = None
+    stem: str = ""
+    image: str | None = None
+    category: str | None = None
+    keep: tuple[tuple[str, str], ...] = ()
+    explode: str | None = None
+    choice_when: tuple[str, str] | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The top-level columns the mapping reads (a schema without one is refused)."""
+        inner = (self.question, self.answer) if self.explode else ()
+        names = [
+            self.id,
+            self.explode,
+            self.question,
+            self.answer,
+            *self.options,
+            self.image,
+            self.category,
+            *(column for column, _ in self.keep),
+            self.choice_when[0] if self.choice_when else None,
+        ]
+        return tuple(dict.fromkeys(n for n in names if n is not None and n not in inner))
+
+    @property
+    def pinned(self) -> bool:
+        """Whether :attr:`revision` is a full commit hash (fetched exactly, not ``main``)."""
+        return len(self.revision) == 40 and all(c in "0123456789abcdef" for c in self.revision)
+
+    def where(self) -> str:
+        """``hub id (config, split) at revision R`` for messages."""
+        config = "" if self.config == "default" else f"{self.config}, "
+        return f"{self.hub_id} ({config}split {self.split}) at revision {self.revision[:12]}"
+
+
+def _mmmu_pro(
+    name: str, config: str, task: str, question: str | None, stem: str, image: str
+) -> HubSpec:
+    """An MMMU-Pro config: MMMU/MMMU_Pro at b037bbe, its config's folder holds the test
+    split; options are a Python list literal, the answer a letter (lmms-eval's ``mmmu_pro``
+    reads the options with ``ast.literal_eval``)."""
+    return HubSpec(
+        name=name,
+        protocol="grounding",
+        hub_id="MMMU/MMMU_Pro",
+        config=config,
+        split="test",
+        files=(f"{config}/test-*.parquet",),
+        revision="b037bbe72fe851ae9c9a792c7b34722542d4dc78",
+        source=f"card; {LMMS_EVAL} tasks/mmmu_pro/{task}.yaml, utils.py",
+        id="id",
+        question=question,
+        stem=stem,
+        answer="answer",
+        gold="letter",
+        options_form="python_list",
+        options=("options",),
+        image=image,
+    )
+
+
+#: Every dataset the papers use, by loader name (probe: lower case; grounding: as the paper).
+HUB_SPECS: Final[Mapping[str, HubSpec]] = {
+    s.name: s
+    for s in (
+        # ---------------------------------------------------------------- probe (paper 3)
+        HubSpec(
+            # data_type "video" rows hold 8 frames of a clip: only image questions are kept
+            name="seedbench",
+            protocol="probe",
+            hub_id="lmms-lab/SEED-Bench",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="74c4ea0",
+            source=f"{LMMS_EVAL} tasks/seedbench/seedbench.yaml, utils.py (the columns read); "
+            "types as lmms-lab/SEED-Bench-2's card",
+            id="question_id",
+            question="question",
+            answer="answer",
+            gold="letter",
+            options_form="columns",
+            options=("choice_a", "choice_b", "choice_c", "choice_d"),
+            image="image",
+            category="question_type_id",
+            keep=(("data_type", "image"),),
+        ),
+        HubSpec(
+            # one row per chart, a list of question/answer pairs each; no id column: row/k
+            name="figureqa",
+            protocol="probe",
+            hub_id="vikhyatk/figureqa",
+            config="default",
+            split="train",
+            files=("data/train-*.parquet",),
+            revision="1afe559",
+            source="card (image, qa: list of {question, answer}); no harness reads FigureQA",
+            question="question",
+            answer="answer",
+            gold="yes_no",
+            options_form="yes_no",
+            image="image",
+            explode="qa",
+        ),
+        HubSpec(
+            # options inside the question: "... Options: A: x, B: y, C: z, D: w"
+            name="mmstar",
+            protocol="probe",
+            hub_id="Lin-Chen/MMStar",
+            config="val",
+            split="val",
+            files=("mmstar.parquet",),
+            revision="bc98d668301da7b14f648724866e57302778ab27",
+            source=f"card; {LMMS_EVAL} tasks/mmstar/mmstar.yaml, utils.py",
+            id="index",
+            question="question",
+            answer="answer",
+            gold="letter",
+            options_form="text",
+            options=("question",),
+            image="image",
+            category="category",
+        ),
+        HubSpec(
+            # the English translation of question and options; Label indexes the options
+            name="cvqa",
+            protocol="probe",
+            hub_id="afaji/cvqa",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="e9e152ea75246029e57bbca7d0b1d156b900be17",
+            source="card (ID, Translated Question, Translated Options, Label, Category)",
+            id="ID",
+            question="Translated Question",
+            answer="Label",
+            gold="index",
+            options_form="list",
+            options=("Translated Options",),
+            image="image",
+            category="Category",
+        ),
+        # ------------------------------------------------------------ grounding (paper 2)
+        HubSpec(
+            # choices null: a free-form question (its answer a value)
+            name="MathVista",
+            protocol="grounding",
+            hub_id="AI4Math/MathVista",
+            config="default",
+            split="testmini",
+            files=("data/testmini-*.parquet",),
+            revision="2b6ad69445fbb5695c9b165475e8decdbeb97747",
+            source=f"card; {LMMS_EVAL} tasks/mathvista/mathvista_testmini_cot.yaml, utils.py",
+            id="pid",
+            question="question",
+            answer="answer",
+            gold="text",
+            options_form="list",
+            options=("choices",),
+            image="decoded_image",
+        ),
+        HubSpec(
+            # options in the question text ("Choices:\nA:..."), or drawn in the diagram with
+            # the whole question (vision-only rows have an empty question)
+            name="MathVerse",
+            protocol="grounding",
+            hub_id="AI4Math/MathVerse",
+            config="testmini",
+            split="testmini",
+            files=("testmini.parquet",),
+            revision="268dfc55b62296be3bdf6406d6dea07bd06a7d64",
+            source=f"card (configs); {LMMS_EVAL} tasks/mathverse/utils.py (the columns read, "
+            "of its copy CaraJ/MathVerse-lmmseval)",
+            id="sample_index",
+            question="question",
+            answer="answer",
+            gold="letter",
+            options_form="text",
+            options=("question",),
+            stem="Answer the question shown in the image.",
+            image="image",
+            choice_when=("question_type", "multi-choice"),
+        ),
+        HubSpec(
+            name="DynaMath",
+            protocol="grounding",
+            hub_id="DynaMath/DynaMath_Sample",
+            config="default",
+            split="sample_variant1",
+            files=("data/sample1-*.parquet",),
+            revision="5370736ee16d5de6a315b9b36fe793ea101aef34",
+            source=f"card; {LMMS_EVAL} tasks/dynamath/reasoning/utils.py; {VLMEVALKIT} "
+            "dataset/dynamath.py (answer_type)",
+            id="id",
+            question="question",
+            answer="ground_truth",
+            gold="letter",
+            options_form="text",
+            options=("question",),
+            image="decoded_image",
+            choice_when=("answer_type", "multiple choice"),
+        ),
+        HubSpec(
+            # InterGPS's Geometry3K: four choices, ground_truth the letter; images a list
+            name="Geo3K",
+            protocol="grounding",
+            hub_id="hiyouga/geometry3k",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="37e4933",
+            source=f"card; {LMMS_EVAL} tasks/geometry3k/utils.py (the columns it reads: images, "
+            "problem, choices, ground_truth)",
+            id="id",
+            question="problem",
+            answer="ground_truth",
+            gold="letter",
+            options_form="list",
+            options=("choices",),
+            image="images",
+        ),
+        HubSpec(
+            # the options are their own text column "A. x; B. y"; the image column is named
+            # image_path but holds the Image feature
+            name="WeMath",
+            protocol="grounding",
+            hub_id="We-Math/We-Math",
+            config="default",
+            split="testmini",
+            files=("data/testmini-*.parquet",),
+            revision="527c44d",
+            source=f"card; {LMMS_EVAL} tasks/wemath/reasoning/utils.py",
+            id="ID",
+            question="question",
+            answer="answer",
+            gold="letter",
+            options_form="text",
+            options=("option",),
+            image="image_path",
+        ),
+        HubSpec(
+            # options empty: a free-form question
+            name="MATH-Vision",
+            protocol="grounding",
+            hub_id="MathLLMs/MathVision",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="b223f3c02d8fb946c7bb9e498084fd6e4a148550",
+            source=f"card; {LMMS_EVAL} tasks/mathvision/mathvision_test.yaml, utils.py",
+            id="id",
+            question="question",
+            answer="answer",
+            gold="letter",
+            options_form="list",
+            options=("options",),
+            image="decoded_image",
+        ),
+        HubSpec(
+            # answers are one or more letters ("A, C"); options in the text or the figure
+            name="LogicVista",
+            protocol="grounding",
+            hub_id="lscpku/LogicVista",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="main",
+            source=f"{LMMS_EVAL} tasks/logicvista/reasoning/utils.py (question, image, "
+            f"answer); {VLMEVALKIT} dataset/utils/logicvista.py (answers 'A, C'); public "
+            "loaders (id); no card read",
+            id="id",
+            question="question",
+            answer="answer",
+            gold="letters",
+            options_form="text",
+            options=("question",),
+            image="image",
+        ),
+        HubSpec(
+            name="A-OKVQA",
+            protocol="grounding",
+            hub_id="HuggingFaceM4/A-OKVQA",
+            config="default",
+            split="validation",
+            files=("data/validation-*.parquet",),
+            revision="d1b0efa",
+            source="card (image, question_id, question, choices, correct_choice_idx)",
+            id="question_id",
+            question="question",
+            answer="correct_choice_idx",
+            gold="index",
+            options_form="list",
+            options=("choices",),
+            image="image",
+        ),
+        HubSpec(
+            # lettered options in the question make a row multiple choice
+            name="MMK12",
+            protocol="grounding",
+            hub_id="FanqingM/MMK12",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="main",
+            source="public loaders of FanqingM/MMK12 split test (id, subject, image, "
+            "question, answer); no card read",
+            id="id",
+            question="question",
+            answer="answer",
+            gold="letter",
+            options_form="text",
+            options=("question",),
+            image="image",
+        ),
+        _mmmu_pro(
+            "MMMU-Pro", "standard (10 options)", "mmmu_pro_standard", "question", "", "image_1"
+        ),
+        # the question and its options are rendered in the image (the options column lists
+        # them too)
+        _mmmu_pro(
+            "MMMU-Pro-vision",
+            "vision",
+            "mmmu_pro_vision",
+            None,
+            "Answer the question shown in the image.",
+            "image",
+        ),
+    )
+}
+
+#: Datasets the papers use with no hub snapshot whose schema could be followed here.
+UNMAPPED: Final[Mapping[str, str]] = {
+    "reasonvqa": "duongtr/ReasonVQA publishes no Parquet schema (no viewer, no dataset_info); "
+    "read a local copy with the column aliases (docs/probe.md)",
+}
+
+
+def hub_spec(name: str, protocol: Protocol | None = None) -> HubSpec:
+    """The spec of ``name`` (of ``protocol``, when given); InputError naming the known ones."""
+    spec = HUB_SPECS.get(name)
+    if spec is None or (protocol is not None and spec.protocol != protocol):
+        known = [s.name for s in HUB_SPECS.values() if protocol in (None, s.protocol)]
+        why = f" ({UNMAPPED[name]})" if name in UNMAPPED else ""
+        raise InputError(f"no hub loader for {name!r}{why}; hub loaders: {', '.join(known)}")
+    return spec
+
+
+def spec_for_hub_id(hub_id: str, protocol: Protocol) -> HubSpec | None:
+    """The one spec of ``protocol`` reading repository ``hub_id`` (None: none or several)."""
+    found = [s for s in HUB_SPECS.values() if s.hub_id == hub_id and s.protocol == protocol]
+    return found[0] if len(found) == 1 else None

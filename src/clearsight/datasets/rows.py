@@ -1,0 +1,315 @@
+"""A hub split's rows read through its spec's mapping into :class:`HubRow` s.
+
+One function, :func:`hub_rows`, reads every dataset: the spec says which column holds what and
+in which form (:mod:`clearsight.datasets.hub`). A row is **multiple choice** when its options
+are known (a non-empty list, the option columns, lettered options in its text) or, where the
+options may be drawn in the image, when ``choice_when`` marks it or its answer is in the gold
+form (a letter); otherwise its answer is a free value. The gold of a multiple-choice row is
+read in the spec's form only: a letter, an index or an option's text that does not name one
+of the row's options is **refused** with the row's id, never matched loosely or guessed.
+
+Nothing here writes: embedded image bytes stay in the row (:attr:`HubRow.image`) until a
+protocol writes them once the row is valid (:func:`clearsight.datasets.images.pending_image`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar
+
+from clearsight.datasets.hub import HubSpec
+from clearsight.datasets.snapshot import Located, check_schema, table_rows
+from clearsight.validate import InputError, short_repr
+
+LETTERS: Final = "ABCDEFGHIJ"
+T = TypeVar("T")
+Kind = Literal["choice", "choices", "value"]
+
+# an option marker: "(A)", "A.", "A:", "A)", full-width forms, at the start or after a space
+# or a separator
+_MARKER = re.compile(r"(?:^|(?<=[\s;,，；]))(?:\(([A-J])\)|（([A-J])）|([A-J])[.．:：)])")
+_LABEL = re.compile(r"(?:options?|choices?)\s*[:：]?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class HubRow:
+    """One question of a hub split, normalised.
+
+    ``question``: the text as the dataset gives it (lettered options included where they are
+    part of it); ``stem``: the question without those options; ``options``: the option texts
+    (empty for a free answer, or where the options are only drawn in the image);
+    ``options_in_text``: whether ``question`` lists them itself; ``gold``: the correct letter,
+    letters (``"A, C"``) or free value; ``kind``: ``choice``, ``choices`` or ``value``;
+    ``image``: embedded bytes, a file path, or None.
+    """
+
+    id: str
+    question: str
+    stem: str
+    options: tuple[str, ...]
+    options_in_text: bool
+    gold: str
+    kind: Kind
+    image: bytes | str | None
+    category: str
+
+
+def lettered_options(text: str) -> tuple[str, tuple[str, ...]]:
+    """``(stem, options)`` of a text ending in lettered options (``Options: A: x, B: y``,
+    ``A. x; B. y``, ``Choices:\\nA:1\\nB:2``, ``(A) x (B) y``): the last run of markers A, B,
+    C, ... in order, at least two; ``(text, ())`` when there is none."""
+    marks = [(m.start(), m.end(), next(g for g in m.groups() if g)) for m in _MARKER.finditer(text)]
+    best: list[tuple[int, int, str]] = []
+    for i, mark in enumerate(marks):
+        if mark[2] != "A":
+            continue
+        run = [mark]
+        for nxt in marks[i + 1 :]:
+            if nxt[2] != LETTERS[len(run)]:
+                break
+            run.append(nxt)
+        if len(run) >= 2:
+            best = run
+    if not best:
+        return text.strip(), ()
+    ends = [m[0] for m in best[1:]] + [len(text)]
+    options = tuple(
+        text[m[1] : end].strip().rstrip(",;，；").strip() for m, end in zip(best, ends, strict=True)
+    )
+    stem = _LABEL.sub("", text[: best[0][0]]).strip()
+    return stem, options
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _question(row: Mapping[str, Any], spec: HubSpec) -> str:
+    """The row's question text; the spec's ``stem`` where it has none (MMMU-Pro vision,
+    MathVerse's vision-only rows: the question is in the image)."""
+    return (_text(row.get(spec.question)) if spec.question else "") or spec.stem
+
+
+def _list_options(raw: Any, form: str, key: str, spec: HubSpec) -> tuple[str, ...]:
+    """Options held in a list column, or a Python list literal in a string column."""
+    if form == "python_list" and isinstance(raw, str):
+        try:
+            raw = ast.literal_eval(raw) if raw.strip() else []
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            raw = None
+    if raw is None:
+        return ()
+    if not isinstance(raw, list | tuple) or not all(isinstance(o, str | int | float) for o in raw):
+        raise InputError(
+            f"{spec.name} row {key} refused: options {short_repr(raw)} are not a list of texts"
+        )
+    return tuple(str(o).strip() for o in raw)
+
+
+def _options(row: Mapping[str, Any], spec: HubSpec, key: str) -> tuple[tuple[str, ...], str]:
+    """The row's options and its stem (the question without lettered options in its text)."""
+    question = _question(row, spec)
+    form = spec.options_form
+    if form == "yes_no":
+        return ("Yes", "No"), question
+    if form == "columns":
+        return tuple(_text(row[c]) for c in spec.options if _text(row.get(c))), question
+    if form in ("list", "python_list"):
+        return _list_options(row.get(spec.options[0]), form, key, spec), question
+    if form == "text":
+        stem, options = lettered_options(_text(row.get(spec.options[0])))
+        return options, (stem or spec.stem) if spec.options[0] == spec.question else question
+    return (), question
+
+
+def _letters(answer: Any) -> list[str] | None:
+    """The letters an answer names (``A``, ``(B)``, ``C.``, ``A, C``), or None."""
+    if not isinstance(answer, str):
+        return None
+    parts = [p.strip().strip("()").rstrip(".:").strip() for p in re.split(r"[,，;\s]+", answer)]
+    parts = [p for p in parts if p]
+    if not parts or not all(len(p) == 1 and p in LETTERS for p in parts):
+        return None
+    return parts
+
+
+def _gold(answer: Any, options: Sequence[str], spec: HubSpec, key: str) -> tuple[str, Kind]:
+    """The gold of a multiple-choice row in the spec's form (module docstring)."""
+
+    def refuse(why: str) -> InputError:
+        shown = ", ".join(f"{LETTERS[i]}={short_repr(o)}" for i, o in enumerate(options[:10]))
+        return InputError(
+            f"{spec.name} row {key} refused: {spec.answer} {short_repr(answer)} {why} "
+            f"(options: {shown or 'none listed'})"
+        )
+
+    if len(options) > len(LETTERS):
+        raise refuse(f"has {len(options)} options, at most {len(LETTERS)} are lettered")
+    form = spec.gold
+    if form == "yes_no":
+        text = _text(answer).lower().rstrip(".")
+        if text in ("yes", "1", "true") or answer is True:
+            return "A", "choice"
+        if text in ("no", "0", "false") or answer is False:
+            return "B", "choice"
+        raise refuse("is not yes or no")
+    if form == "index":
+        if isinstance(answer, bool) or not isinstance(answer, int):
+            raise refuse("is not an option index")
+        if not 0 <= answer < len(options):
+            raise refuse(f"is not the index of one of its {len(options)} options")
+        return LETTERS[answer], "choice"
+    if form == "text":
+        hits = [i for i, o in enumerate(options) if o == _text(answer)]
+        if len(hits) != 1:
+            raise refuse("is not the text of exactly one option")
+        return LETTERS[hits[0]], "choice"
+    letters = _letters(answer)
+    if letters is None or (form == "letter" and len(letters) != 1):
+        raise refuse("is not " + ("a letter" if form == "letter" else "one or more letters"))
+    outside = [x for x in letters if options and LETTERS.index(x) >= len(options)]
+    if outside or len(set(letters)) != len(letters):
+        raise refuse(f"names {', '.join(outside) or 'an option twice'}, not among its options")
+    gold = ", ".join(sorted(letters))
+    return gold, "choice" if len(letters) == 1 else "choices"
+
+
+def _is_choice(row: Mapping[str, Any], spec: HubSpec, options: Sequence[str]) -> bool:
+    """Whether a row is multiple choice (module docstring)."""
+    if spec.options_form == "yes_no":
+        return True
+    if spec.choice_when is not None:
+        column, value = spec.choice_when
+        return _text(row.get(column)) == value
+    if spec.options_form == "text" and spec.gold in ("letter", "letters"):
+        return bool(options) or _letters(row.get(spec.answer)) is not None
+    return bool(options)
+
+
+def _image(value: Any, root: Path, spec: HubSpec, key: str) -> bytes | str | None:
+    """Embedded bytes or a path (relative ones under ``root``) of an Image value, or None."""
+    if isinstance(value, list | tuple):
+        value = value[0] if value else None
+    if isinstance(value, Mapping):
+        if isinstance(value.get("bytes"), bytes | bytearray) and value["bytes"]:
+            return bytes(value["bytes"])
+        value = value.get("path")
+    if not value:
+        return None
+    path = Path(str(value))
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise InputError(
+            f"{spec.name} row {key} refused: its image has no bytes and {path} does not exist"
+        )
+    return str(path)
+
+
+def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path) -> HubRow:
+    """One question of the split (module docstring)."""
+    options, stem = _options(row, spec, key)
+    choice = _is_choice(row, spec, options)
+    answer = row.get(spec.answer)
+    if choice:
+        gold, kind = _gold(answer, options, spec, key)
+    else:
+        gold, kind, options = _text(answer), "value", ()
+        if not gold:
+            raise InputError(f"{spec.name} row {key} refused: {spec.answer} is empty")
+    return HubRow(
+        id=key,
+        question=_question(row, spec),
+        stem=stem,
+        options=options,
+        options_in_text=spec.options_form == "text" and spec.options[0] == spec.question,
+        gold=gold,
+        kind=kind,
+        image=_image(row.get(spec.image), root, spec, key) if spec.image else None,
+        category=_text(row.get(spec.category)) if spec.category else "",
+    )
+
+
+def _questions(located: Located) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(id, row)`` of the split's kept rows, a list column's items exploded into rows."""
+    spec = located.spec
+    for n, row in enumerate(table_rows(located.files, spec.columns)):
+        if any(_text(row.get(column)) != value for column, value in spec.keep):
+            continue
+        key = _text(row.get(spec.id)) if spec.id else str(n)
+        if spec.explode is None:
+            yield key, row
+            continue
+        for k, item in enumerate(row.get(spec.explode) or ()):
+            yield f"{key}/{k}", {**row, **(item if isinstance(item, Mapping) else {})}
+
+
+def hub_rows(
+    located: Located, limit: int | None = None, refused: list[str] | None = None
+) -> Iterator[HubRow]:
+    """The rows of ``located``'s split, at most ``limit``, after its schema is checked
+    (:func:`~clearsight.datasets.snapshot.check_schema`). A row that cannot be read is an
+    InputError naming its id, or, given ``refused``, its message is appended there and the
+    row left out (what ``clearsight instances`` / ``problems`` report)."""
+    check_schema(located)
+    count = 0
+    for key, row in _questions(located):
+        if limit is not None and count >= limit:
+            return
+        try:
+            out = _row(row, located.spec, key, located.root)
+        except InputError as exc:
+            if refused is None:
+                raise
+            refused.append(str(exc))
+            continue
+        count += 1
+        yield out
+
+
+def converted(
+    rows: Iterable[HubRow], convert: Callable[[HubRow], T], refused: list[str] | None = None
+) -> list[T]:
+    """``convert`` of every row (a protocol's record): a row it refuses is an InputError, or,
+    given ``refused``, its message is appended there and the row left out."""
+    out = []
+    for row in rows:
+        try:
+            out.append(convert(row))
+        except InputError as exc:
+            if refused is None:
+                raise
+            refused.append(str(exc))
+    return out
+
+
+def provenance(spec: HubSpec) -> dict[str, str]:
+    """Which column each field comes from, as ``clearsight instances`` / ``problems`` print it."""
+    column = spec.options[0] if spec.options else ""
+    options = {
+        "list": f"{column} (a list)",
+        "python_list": f"{column} (a Python list literal)",
+        "columns": ", ".join(spec.options),
+        "text": f"{column} (lettered options in its text)",
+        "yes_no": "always Yes, No",
+        "none": "none",
+    }[spec.options_form]
+    inner = f" (each item of {spec.explode})" if spec.explode else ""
+    free = "; without options: a free value" if spec.protocol == "grounding" else ""
+    out = {
+        "id": spec.id or "row number" + (f"/item of {spec.explode}" if spec.explode else ""),
+        "question": (spec.question + inner) if spec.question else f"none: {spec.stem!r}",
+        "options": options,
+        "gold": f"{spec.answer}{inner} ({spec.gold}{free})",
+        "image": f"{spec.image} (embedded bytes or a path)" if spec.image else "none",
+    }
+    if spec.protocol == "probe":
+        out["category"] = spec.category or "none"
+    if spec.keep:
+        out["rows kept"] = ", ".join(f"{c} == {v!r}" for c, v in spec.keep)
+    if spec.choice_when:
+        out["multiple choice when"] = f"{spec.choice_when[0]} == {spec.choice_when[1]!r}"
+    return out

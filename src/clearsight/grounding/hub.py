@@ -1,0 +1,103 @@
+"""Grounding problems from a hub snapshot of the paper's ten benchmarks (and MMMU-Pro vision).
+
+:func:`hub_problems` reads the split a benchmark's :class:`~clearsight.datasets.hub.HubSpec`
+names (:func:`~clearsight.datasets.rows.hub_rows`) and makes each row a
+:class:`~clearsight.grounding.problems.Problem`: the question as the dataset gives it, its
+options listed under it as ``A. ...`` unless the text lists them already, the gold letter
+(``letter``), letters (``"A, C"``, compared as ``text``) or free value (its type inferred), and
+the image written once to ``$CLEARSIGHT_CACHE/grounding-images/NAME/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec
+from clearsight.datasets.images import pending_image, write_image
+from clearsight.datasets.rows import HubRow, converted, hub_rows
+from clearsight.datasets.snapshot import locate, source_record
+from clearsight.grounding.problems import (
+    LAYOUTS,
+    AnswerType,
+    Problem,
+    _with_options,
+    infer_answer_type,
+)
+from clearsight.provenance import source_digest
+
+
+def hub_problem(row: HubRow, spec: HubSpec, write: bool = True) -> Problem:
+    """One row as a problem; its embedded image is written (unless ``write`` is False) only
+    once the row is valid."""
+    listed = row.options_in_text or not row.options
+    question = row.question if listed else _with_options(row.question, row.options)
+    image, data = pending_image(row.image, f"grounding-images/{spec.name}")
+    answer_type: AnswerType
+    if row.kind == "choice":
+        answer_type = "letter"
+    elif row.kind == "choices":
+        answer_type = "text"
+    else:
+        answer_type = infer_answer_type(row.gold, ())
+    problem = Problem(
+        id=f"{spec.name}/{row.id}",
+        benchmark=spec.name,
+        question=question,
+        gold=row.gold,
+        answer_type=answer_type,
+        image=image,
+        options=row.options,
+    )
+    if data is not None and write:
+        write_image(Path(str(image)), data)
+    return problem
+
+
+def hub_source(name: str, datasets_dir: str | Path) -> str | Path:
+    """Where benchmark ``name`` is read from: ``hf:`` stays ``hf:`` (the caches), a folder of
+    benchmarks gives its ``<name>/`` folder."""
+    return "hf:" if str(datasets_dir).startswith("hf:") else Path(datasets_dir) / name
+
+
+def hub_problems(
+    name: str,
+    datasets_dir: str | Path,
+    limit: int | None = None,
+    write: bool = True,
+    refused: list[str] | None = None,
+) -> list[Problem]:
+    """The problems of benchmark ``name`` from ``<datasets_dir>/<name>/`` (a snapshot or cache
+    folder) or, with ``datasets_dir`` ``hf:``, from the caches; at most ``limit``; ``write``
+    and ``refused`` as :func:`clearsight.probe.hub.hub_instances`."""
+    spec = hub_spec(name, "grounding")
+    rows = hub_rows(locate(spec, hub_source(name, datasets_dir)), limit, refused)
+    return converted(rows, lambda row: hub_problem(row, spec, write), refused)
+
+
+def is_hub_benchmark(name: str, datasets_dir: str | Path) -> bool:
+    """Whether benchmark ``name`` is read from a hub source: it has a hub spec and either no
+    JSONL layout, ``datasets_dir`` is ``hf:``, or ``<datasets_dir>/<name>/`` lacks the JSONL
+    file of :data:`~clearsight.grounding.problems.LAYOUTS`."""
+    spec = HUB_SPECS.get(name)
+    if spec is None or spec.protocol != "grounding":
+        return False
+    if name not in LAYOUTS or str(datasets_dir).startswith("hf:"):
+        return True
+    return not (Path(datasets_dir) / name / LAYOUTS[name].file).is_file()
+
+
+def benchmark_record(name: str, datasets_dir: str | Path) -> dict[str, Any]:
+    """What a manifest records of benchmark ``name``'s source: ``origin`` (the file or folder
+    read) and ``file_sha256`` (of the JSONL file, or of the hub split's files, with the
+    repository, config, split and revision followed)."""
+    if not is_hub_benchmark(name, datasets_dir):
+        path = Path(datasets_dir) / name / LAYOUTS[name].file
+        return {"origin": str(path.resolve()), "file_sha256": source_digest(path, (".jsonl",))}
+    spec = hub_spec(name, "grounding")
+    record = source_record(locate(spec, hub_source(name, datasets_dir)))
+    return {
+        "origin": record.pop("source"),
+        "file_sha256": record.pop("sha256"),
+        **record,
+    }
