@@ -462,7 +462,13 @@ def _begin(
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
         store.expect_protocol(*protocol.adds_to)
         return
-    store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
+    from clearsight.models.presets import applied_presets
+
+    manifest = dict(protocol.manifest(config, plan))
+    presets = applied_presets(protocol.models(config))
+    if presets:  # the preset each model ran with, and the options that came of it
+        manifest["presets"] = presets
+    store.begin_run(manifest, allow_mismatch=allow_mismatch)
 
 
 def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summary:

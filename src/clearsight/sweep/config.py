@@ -208,6 +208,17 @@ class SweepConfig(RunConfig):
             raise ValueError(str(exc)) from None
         return self
 
+    def options_of(self, model: str) -> dict[str, Any]:
+        """The options ``model`` runs with: its ``model_options`` over its preset's
+        (:func:`clearsight.models.presets.resolve_options`; the reference observer's over
+        ``observer``, its psychometrics)."""
+        from clearsight.models.presets import resolve_options
+
+        options = dict(self.model_options.get(model, {}))
+        if model == "observer":
+            options = {**self.observer.model_dump(), **options}
+        return resolve_options(model, options)
+
     def wordings_of(self, model: str) -> tuple[Wording, ...]:
         """The wordings asked of ``model``."""
         return self.model_wordings.get(model, self.wordings)

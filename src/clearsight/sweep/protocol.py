@@ -34,6 +34,7 @@ from clearsight.execute import ExecutorName
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import (
     Backend,
+    Capabilities,
     Decoding,
     Message,
     ObserverReference,
@@ -350,12 +351,9 @@ class _ModelPlan:
 
     @classmethod
     def of(cls, config: SweepConfig, model: str) -> _ModelPlan:
-        options = dict(config.model_options.get(model, {}))
-        if model == "observer":
-            options = {**config.observer.model_dump(), **options}
         return cls(
             model,
-            Options(options),
+            Options(config.options_of(model)),
             frozenset(config.wordings_of(model)),
             frozenset(config.conditions_of(model)),
         )
@@ -697,12 +695,18 @@ def run_depth_unit(unit: DepthUnit) -> list[Record]:
 
 
 def _models(config: SweepConfig) -> list[ModelNeed]:
-    """Every model the sweep asks; it must load (no capability beyond answering is needed: the
-    read-outs use what a backend fills in, and the blind control is text-only on purpose)."""
-    return [
-        ModelNeed(m, dict(config.model_options.get(m, {})), purpose="the visibility sweep")
-        for m in config.models
-    ]
+    """Every model the sweep asks, with the options it runs with; it must load and give letter
+    probabilities when asked a letter wording, generate when asked a verbalized one (images are
+    not required: the blind control is text-only on purpose)."""
+    needs = []
+    for m in config.models:
+        wordings = config.wordings_of(m)
+        can = Capabilities(
+            generate=any(w.startswith("verbal.") for w in wordings),
+            candidate_probs=any(w.startswith("mcq.") for w in wordings),
+        )
+        needs.append(ModelNeed(m, config.options_of(m), can, "the visibility sweep"))
+    return needs
 
 
 def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage[Any]]:
