@@ -436,10 +436,11 @@ class AssumedDepth:
 def _missing_model_message(model: str, reason: str) -> str:
     return (
         f"cannot load the depth model {model!r} from a local directory or the Hugging Face "
-        f"cache ({reason}). clearsight never downloads at run time. On a machine with internet "
-        f"run `huggingface-cli download {DEFAULT_DEPTH_MODEL}` (or `hf download ...`) and copy "
-        "its Hugging Face cache (~/.cache/huggingface/hub, or $HF_HOME) here, or pass the path "
-        "of a directory holding config.json, preprocessor_config.json and the weights"
+        f"cache ({reason}). clearsight never downloads at run time: fetch it once with "
+        f"`clearsight fetch --model {model}` (`--depth` for {DEFAULT_DEPTH_MODEL}) where the "
+        "hub is reachable and copy the Hugging Face cache (~/.cache/huggingface/hub, or "
+        "$HF_HUB_CACHE) here, or pass the path of a directory holding config.json, "
+        "preprocessor_config.json and the weights"
     )
 
 
