@@ -342,8 +342,8 @@ def run_probe_unit(
 
 
 def _models(config: ProbeConfig) -> list[ModelNeed]:
-    """The sensor and every reasoner: each must load and generate text (a direct-only run
-    asks no reasoner)."""
+    """The sensor, every reasoner and an LLM judge: each must load and generate text (a
+    direct-only run asks no reasoner and judges nothing)."""
     sensor_options = resolve_options(config.sensor, config.sensor_options)
     needs = [ModelNeed(config.sensor, sensor_options, Capabilities(), "the sensor")]
     if any(s != "direct" for s in config.strategies):
@@ -356,6 +356,9 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
             )
             for r in config.reasoners
         ]
+        if config.judge.startswith("llm:"):  # the judge of u, loaded with no options of its own
+            judge = config.judge.removeprefix("llm:")
+            needs.append(ModelNeed(judge, resolve_options(judge), Capabilities(), "the judge"))
     return needs
 
 

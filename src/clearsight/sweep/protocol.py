@@ -40,6 +40,7 @@ from clearsight.models import (
     ObserverReference,
     PartialBatchError,
     Request,
+    install_hint,
     shared_backend,
 )
 from clearsight.physics import (
@@ -51,7 +52,7 @@ from clearsight.physics import (
     turbid_coefficients,
 )
 from clearsight.provenance import run_manifest
-from clearsight.scenes.depth import depth_profile
+from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL, depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.spec_grid import SpecGrid, SpecGrids, keys_of, select
@@ -127,6 +128,7 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
 
         if config.coco_annotations is None or config.coco_images is None:
             raise InputError("scenes='coco' needs coco_annotations and coco_images")
+        _require_depth_model(config.coco_depth_model)
         targets = select_coco_targets(
             config.coco_annotations,
             config.coco_images,
@@ -151,6 +153,28 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
             dataclasses.replace(r, categories=r.categories[:1], boxes=r.boxes[:1]) for r in refs
         ]
     return refs
+
+
+def _require_depth_model(model: str) -> None:
+    """A COCO sweep's depth model, unless stated (``assumed:<metres>``), must be a local
+    directory or in the Hugging Face cache before the run starts (a worker never downloads):
+    else one InputError saying how to fetch it."""
+    if model.startswith("assumed:") or Path(model).expanduser().is_dir():
+        return
+    try:
+        from clearsight.hub import cached_snapshot
+
+        found = cached_snapshot(model)
+    except ImportError:
+        hint = install_hint("hf")
+        raise InputError(f"the depth model {model!r} needs huggingface_hub: {hint}") from None
+    if found is None:
+        flag = "--depth" if model == DEFAULT_DEPTH_MODEL else f"--model {model}"
+        raise InputError(
+            f"the depth model {model!r} is neither a local directory nor in the Hugging Face "
+            f"cache: fetch it once with `clearsight fetch {flag}` (or copy a cache that holds "
+            "it), or state a depth with coco_depth_model: assumed:<metres>"
+        )
 
 
 _SCENE_CACHE: dict[tuple[str, str], Scene] = {}
