@@ -184,3 +184,49 @@ def test_examples_are_listed_printed_and_copied(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["examples", "nope"])
     assert missing.exit_code == 2
     assert "no example 'nope'; there are: grounding-tgs-bench" in missing.output
+
+
+# ------------------------------------------------------------------ docs/methods.md and links
+
+REPO = Path(__file__).parents[1]
+
+
+def test_the_method_page_is_printed_and_listed() -> None:
+    runner = CliRunner()
+    page = runner.invoke(app, ["docs", "methods"])
+    assert page.exit_code == 0
+    assert page.output.strip() == (REPO / "docs" / "methods.md").read_text().strip()
+    listed = runner.invoke(app, ["docs"])
+    assert "methods    The method: definitions clearsight implements" in listed.output
+    for name in ("card", "grounding", "guard", "probe", "scale", "serve"):
+        assert f"\n{name} " in f"\n{listed.output}"
+
+
+def test_every_module_the_method_page_cites_exists() -> None:
+    import re
+
+    text = (REPO / "docs" / "methods.md").read_text()
+    cited = set(re.findall(r"`([a-z_]+/[a-z_/]+\.(?:py|yaml|txt))`", text))
+    assert len(cited) > 30
+    missing = sorted(c for c in cited if not (REPO / "src" / "clearsight" / c).is_file())
+    assert missing == []
+
+
+def test_no_page_or_module_points_outside_the_repository() -> None:
+    """README, docs/ and the package name no path outside the repository, and every relative
+    Markdown link of README and docs/ resolves to a file in it."""
+    import re
+
+    texts = [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    texts += [p for p in (REPO / "src").rglob("*") if p.suffix in {".py", ".md", ".yaml", ".txt"}]
+    outside = re.compile(r"\.\./shared|METHODS\.md|DESIGN\.md|NOTES\.md|papers/[a-z-]+\.txt")
+    hits = [
+        f"{p.relative_to(REPO)}: {m.group(0)}"
+        for p in texts
+        for m in outside.finditer(p.read_text())
+    ]
+    assert hits == []
+    for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).resolve().is_file(), f"{page.name} links {target}"
+            assert REPO in (page.parent / target).resolve().parents

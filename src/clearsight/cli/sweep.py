@@ -87,7 +87,8 @@ def sweep(
     allow_mismatch: AllowMismatch = False,
 ) -> None:
     """Run the visibility sweep (resumes an interrupted run), then write its report.
-    `--executor ray` runs it on Ray (docs/scale.md)."""
+    `--executor ray` runs it on Ray (docs/scale.md). Definitions of the physics, read-outs and
+    metrics: docs/methods.md (`clearsight docs methods`)."""
     from clearsight.config import load_config
     from clearsight.sweep.config import SweepConfig
     from clearsight.validate import InputError
@@ -139,7 +140,8 @@ def _without_lone_shuffle(cfg: SweepConfig) -> SweepConfig:
 def report(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
 ) -> None:
-    """Write report.html, summary.md and summary.csv of a finished (or partial) run."""
+    """Write report.html, summary.md and summary.csv of a finished (or partial) run (what
+    each number means: docs/methods.md §4, `clearsight docs methods`)."""
     from clearsight.report import build_report, summary_table
     from clearsight.validate import InputError
 

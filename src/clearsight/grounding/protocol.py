@@ -1,4 +1,4 @@
-"""Trajectory grounding (papers/trajectory-grounding.txt): plan items, run them, keep records.
+"""Trajectory grounding (docs/methods.md §5): plan items, run them, keep records.
 
 Four kinds of items, each a typed spec of :mod:`clearsight.grounding.specs` (keyed by
 :attr:`~clearsight.specs.Spec.key`) that the worker is handed as it is; a record is a pure

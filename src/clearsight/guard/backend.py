@@ -1,7 +1,7 @@
 """The ``guard:<inner>`` backend: abstain when the image is too murky, else ask the inner model.
 
 The visibility-sweep paper proposes "a separate image-quality or visibility estimate that
-triggers abstention" and leaves testing it open (papers/visibility-sweep.txt §VI). This wrapper
+triggers abstention" and leaves testing it open (its §VI). This wrapper
 is that guard around any backend (``guard:perceiver:llm``, ``guard:observer``,
 ``guard:hf:...``). For each request it estimates the image's visibility
 (:func:`~clearsight.guard.estimate.estimate_visibility`: metres where the request's

@@ -1,4 +1,4 @@
-"""The benchmark builder: the paper's two-stage filter (section 3.2, METHODS.md section 6).
+"""The benchmark builder: the paper's two-stage filter (section 3.2, docs/methods.md §6).
 
 * **Stage 1** (:func:`build_stage1`): for each question and sensor, draw 11 direct answers to
   the multiple-choice question (one request with ``n = 11`` where the backend supports it),

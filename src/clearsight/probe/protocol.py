@@ -1,4 +1,4 @@
-"""The probe protocol (papers/active-noisy-sensor.txt): plan the conversations, run them, keep
+"""The probe protocol (docs/methods.md §6): plan the conversations, run them, keep
 the transcripts.
 
 A probe item is one conversation: (instance, strategy, reasoner, sensor, consistency signal,
@@ -50,7 +50,7 @@ SignalName = Literal["true", "none", "random"]
 
 
 class ProbeConfig(RunConfig):
-    """Everything that determines a probe run's transcripts (METHODS.md section 6)."""
+    """Everything that determines a probe run's transcripts (docs/methods.md §6)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     added_later: ClassVar[tuple[str, ...]] = ("uot",)

@@ -1,6 +1,6 @@
 """Depth providers: where a scene's metric depth comes from (file, stereo, stated layout, model).
 
-Every provider returns a float32 HxW map in metres clipped to ``DEPTH_CLIP_M`` (METHODS.md §1:
+Every provider returns a float32 HxW map in metres clipped to ``DEPTH_CLIP_M`` (docs/methods.md §1:
 the fog model clips depth to [0.5, 80] m, so a provider that already clips gives the physics and
 the reports the same numbers). Fog only sees ``beta * z``, so a global depth-scale error rescales
 every reported visibility; each provider therefore says how its depth was obtained

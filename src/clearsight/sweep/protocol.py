@@ -1,4 +1,4 @@
-"""The visibility sweep (papers/visibility-sweep.txt): plan the items, run them, keep the records.
+"""The visibility sweep (docs/methods.md §1-§4): plan the items, run them, keep the records.
 
 A sweep item is one question about one boxed target of one scene under one condition — clean,
 fog or water at a visibility level, blank, shuffled, or ImageNet-C fog at a severity — asked of
