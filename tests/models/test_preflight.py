@@ -1,22 +1,20 @@
 """The ``openai:`` backend's preflight against a real local HTTP server, and the driver and the
 command line stopping before anything is created when a server cannot serve the run.
 
-The server is a stdlib ``http.server`` on 127.0.0.1 (ephemeral port) whose replies are set per
-test: which models ``GET /v1/models`` lists (or 404), and whether a chat completion carries
-log-probabilities, is refused, or is slow. It records every request it sees.
+The server is a small Starlette app served by uvicorn on 127.0.0.1 (ephemeral port) whose
+replies are set per test: which models ``GET /v1/models`` lists (or 404), and whether a chat
+completion carries log-probabilities, is refused, or is slow. It records every request it sees.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import math
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import pytest
 from clearsight.driver import Execution, ModelNeed, check_models
 from clearsight.models import Capabilities, load_backend
 from clearsight.validate import InputError
+from fixtures.live_server import live_server
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,79 +33,70 @@ KEY_ENV = "CLEARSIGHT_TEST_PREFLIGHT_KEY"
 
 
 class Server:
-    """A scripted OpenAI-compatible server (see the module docstring)."""
+    """A scripted OpenAI-compatible server (see the module docstring), a Starlette app served
+    by uvicorn on a free loopback port (:func:`fixtures.live_server.live_server`)."""
 
     def __init__(self) -> None:
         self.models: list[str] | None = ["served-model"]
         self.chat = "logprobs"  # "logprobs", "plain", "refuse", "unknown-model" or "slow"
         self.status = 200  # of every reply (401: a key the server refuses)
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
-        server = self
+        self.url = ""
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
 
-            def _send(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def error(status: int, message: str) -> JSONResponse:
+            return JSONResponse({"error": {"message": message}}, status_code=status)
 
-            def do_GET(self) -> None:
-                server.requests.append(("GET", self.path, {}))
-                if server.status != 200:
-                    self._send(server.status, {"error": {"message": "bad key"}})
-                elif server.models is None or self.path != "/v1/models":
-                    self._send(404, {"error": {"message": "not found"}})
-                else:
-                    data = [{"id": m, "object": "model"} for m in server.models]
-                    self._send(200, {"object": "list", "data": data})
+        async def models(request: Request) -> JSONResponse:
+            self.requests.append(("GET", request.url.path, {}))
+            if self.status != 200:
+                return error(self.status, "bad key")
+            if self.models is None:
+                return error(404, "not found")
+            data = [{"id": m, "object": "model"} for m in self.models]
+            return JSONResponse({"object": "list", "data": data})
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(("POST", self.path, body))
-                if server.status != 200:
-                    self._send(server.status, {"error": {"message": "bad key"}})
-                    return
-                if server.chat == "slow":
-                    time.sleep(2.0)
-                if server.chat == "refuse" or (
-                    server.chat == "unknown-model" and body["model"] not in (server.models or [])
-                ):
-                    self._send(404, {"error": {"message": f"model {body['model']} not found"}})
-                    return
-                choice: dict[str, Any] = {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "A"},
-                    "finish_reason": "length",
-                }
-                if server.chat != "plain" and body.get("logprobs"):
-                    top = [{"token": "A", "logprob": math.log(0.9)}]
-                    choice["logprobs"] = {
-                        "content": [{"token": "A", "logprob": math.log(0.9), "top_logprobs": top}]
-                    }
-                self._send(200, {"id": "c", "model": body["model"], "choices": [choice]})
+        async def chat(request: Request) -> JSONResponse:
+            body = await request.json()
+            self.requests.append(("POST", request.url.path, body))
+            if self.status != 200:
+                return error(self.status, "bad key")
+            if self.chat == "slow":
+                await asyncio.sleep(2.0)
+            unknown = body["model"] not in (self.models or [])
+            if self.chat == "refuse" or (self.chat == "unknown-model" and unknown):
+                return error(404, f"model {body['model']} not found")
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": "A"},
+                "finish_reason": "length",
+            }
+            if self.chat != "plain" and body.get("logprobs"):
+                first = {"token": "A", "logprob": math.log(0.9)}
+                choice["logprobs"] = {"content": [{**first, "top_logprobs": [first]}]}
+            return JSONResponse({"id": "c", "model": body["model"], "choices": [choice]})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        routes = [
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+        ]
+        return Starlette(routes=routes)
 
     def spec(self, model: str = "served-model") -> str:
-        return f"openai:http://127.0.0.1:{self.httpd.server_address[1]}/v1#{model}"
+        return f"openai:{self.url}/v1#{model}"
 
 
 @pytest.fixture
 def server() -> Iterator[Server]:
     s = Server()
-    s.thread.start()
-    try:
+    with live_server(s.app()) as url:
+        s.url = url
         yield s
-    finally:
-        s.httpd.shutdown()
-        s.httpd.server_close()
 
 
 def _closed_port() -> int:
@@ -215,9 +205,13 @@ def test_the_driver_runs_the_preflight_through_the_guard_too(server: Server) -> 
     check_models([need, guarded], Execution())
 
 
-def _clearsight(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+def _clearsight(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """Run the command line in a fresh interpreter: its result, wall seconds and CPU seconds."""
+    import resource
+
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     code = "from clearsight.cli import main; main()"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     res = subprocess.run(
         [sys.executable, "-c", code, *args],
@@ -225,20 +219,28 @@ def _clearsight(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str]
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
-    return res, time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return res, wall, cpu
 
 
 @pytest.mark.slow
 def test_a_sweep_on_a_dead_server_exits_2_fast_and_creates_nothing(tmp_path: Path) -> None:
-    """The issue's case verbatim: nothing listens on 127.0.0.1:9 (the discard port)."""
-    res, seconds = _clearsight(
+    """The issue's case verbatim: nothing listens on 127.0.0.1:9 (the discard port). Under
+    10 s: the command's CPU time always (interpreter start, imports, the refused connection);
+    its wall time on a machine that is not oversubscribed — on a shared one the wall budget
+    grows with the load per core (the stated tolerance), since other processes take turns."""
+    res, wall, cpu = _clearsight(
         "sweep", "--model", "openai:http://127.0.0.1:9/v1#m", "--out", "RUN", cwd=tmp_path
     )
-    print(f"clearsight sweep on a dead server: exit {res.returncode} in {seconds:.1f} s")
+    load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    print(f"exit {res.returncode} in {wall:.1f} s wall, {cpu:.1f} s CPU, load {load:.1f}/core")
     assert res.returncode == 2, res.stderr
-    assert seconds < 10
+    assert cpu < 10
+    assert wall < 10 * max(1.0, load)
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("error: model 'openai:http://127.0.0.1:9/v1#m' cannot be used")
@@ -253,7 +255,7 @@ def test_a_probe_whose_sensor_is_not_served_stops_before_its_run(
     server.models = ["other"]
     server.chat = "unknown-model"
     run = tmp_path / "probe"
-    res, _ = _clearsight(
+    res, _, _ = _clearsight(
         "probe",
         "run",
         "--sensor",

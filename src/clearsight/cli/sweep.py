@@ -34,7 +34,6 @@ BLIND_CONTROL = "hf:smollm2-135m"
 
 def _run_and_report(cfg: SweepConfig, out: Path, run: _Run) -> None:
     """Run the sweep ``cfg`` into ``out``, write its report and print its summary table."""
-    from clearsight.report import build_report, summary_table
     from clearsight.sweep.protocol import run_sweep
 
     if BLIND_CONTROL in cfg.models:
@@ -42,6 +41,8 @@ def _run_and_report(cfg: SweepConfig, out: Path, run: _Run) -> None:
 
         smollm2_dir()  # convert the GGUF once here, not in every worker
     summary = run.start(run_sweep, cfg, out)
+    from clearsight.report import build_report, summary_table  # after the checks: it takes a while
+
     paths = build_report(out)
     with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
         typer.echo(summary_table(out).to_string(index=False))
