@@ -214,3 +214,28 @@ def test_the_command_offline_exits_2_with_one_line_then_0_once_cached(tmp_path: 
     assert ready.stdout.startswith(
         "ready: depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf at 0123456789ab"
     )
+
+
+def test_the_loading_side_finds_what_the_layout_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """huggingface_hub's own cache reader (what transformers' local_files_only loading uses)
+    finds the files of a snapshot laid out here, and a COCO sweep's depth check passes on the
+    cache that holds the depth model and stops on one that does not."""
+    import huggingface_hub.constants as constants
+    from huggingface_hub import try_to_load_from_cache
+
+    from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
+    from clearsight.sweep.protocol import _require_depth_model
+
+    snapshot = lay_out(tmp_path, DEFAULT_DEPTH_MODEL)
+    found = try_to_load_from_cache(DEFAULT_DEPTH_MODEL, "config.json", cache_dir=tmp_path)
+    assert found == str(snapshot / "config.json")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    _require_depth_model(DEFAULT_DEPTH_MODEL)
+    _require_depth_model("assumed:40")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(InputError, match=r"`clearsight fetch --depth`"):
+        _require_depth_model(DEFAULT_DEPTH_MODEL)
+    with pytest.raises(InputError, match=r"`clearsight fetch --model org/other-depth`"):
+        _require_depth_model("org/other-depth")
