@@ -207,8 +207,10 @@ class RunLocked(InputError):  # noqa: N818 - reads as what happened: `except Run
 
 
 def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
-    """Load every named model and check its capabilities; InputError on the first that fails
-    (first of all on options that hold a credential: :func:`refuse_credentials`).
+    """Load every named model, check its capabilities and run its ``preflight`` where it has
+    one (a server's backend asks the server: reachable, model served, log-probabilities);
+    InputError on the first that fails (first of all on options that hold a credential:
+    :func:`refuse_credentials`).
 
     With the serial executor (or a pool of one) the models load in this process and stay in its
     cache to serve the run. With a process pool they load in one spawned process that exits
@@ -257,6 +259,9 @@ def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
         try:
             backend = (shared_backend if keep else load_backend)(need.name, need.options)
             require(backend, need.needs, need.purpose)
+            preflight = getattr(backend, "preflight", None)
+            if preflight is not None:  # a backend that talks to a server asks it now
+                preflight(need.needs)
         except InputError as exc:
             problem = str(exc)
             if not problem.startswith(f"model {need.name!r}"):
@@ -462,7 +467,13 @@ def _begin(
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
         store.expect_protocol(*protocol.adds_to)
         return
-    store.begin_run(protocol.manifest(config, plan), allow_mismatch=allow_mismatch)
+    from clearsight.models.presets import applied_presets
+
+    manifest = dict(protocol.manifest(config, plan))
+    presets = applied_presets(protocol.models(config))
+    if presets:  # the preset each model ran with, and the options that came of it
+        manifest["presets"] = presets
+    store.begin_run(manifest, allow_mismatch=allow_mismatch)
 
 
 def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summary:

@@ -42,7 +42,7 @@ from clearsight.metrics import (
 from clearsight.metrics import bootstrap as bootstrap_module
 from clearsight.validate import InputError
 
-LEVELS = 250.0 * 2.0 ** -np.arange(8)  # 250, 125, ..., 1.953125 (METHODS.md §1)
+LEVELS = 250.0 * 2.0 ** -np.arange(8)  # 250, 125, ..., 1.953125 (docs/methods.md §1)
 
 
 # ---------------------------------------------------------------- calibration

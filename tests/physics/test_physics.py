@@ -38,7 +38,7 @@ from clearsight.validate import InputError
 
 
 def textbook_degrade(image, depth, beta_rgb, veil_rgb):
-    """METHODS.md §1 written out directly in float64: decode, attenuate, encode, quantise."""
+    """docs/methods.md §1 written out directly in float64: decode, attenuate, encode, quantise."""
     lin = srgb_to_linear(image / 255.0)
     z = np.clip(depth, 0.5, 80.0)[..., None]
     t = np.exp(-np.asarray(beta_rgb) * z)

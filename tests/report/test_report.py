@@ -31,6 +31,7 @@ from clearsight.store import Record, RunStore, StoredRecord, load_run
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
+from fixtures.coco import synthetic_coco
 
 SMALL_SCENES = ("skimage-chelsea", "skimage-astronaut", "skimage-coffee", "mpl-grace-hopper")
 # Photos shipped in wheels whose targets the observer loses within a sweep that continues
@@ -497,48 +498,6 @@ def test_sweep_table_order_and_values(small_run: Path) -> None:
 # A COCO-format run of real size: 50 scenes, default configuration
 
 
-def _synthetic_coco(root: Path, n: int) -> tuple[Path, Path]:
-    """``n`` distinct 320 x 320 photos cut from the bundled skimage photos at different offsets,
-    each with one boxed vehicle annotation (categories in turn), as a COCO instances file."""
-    import json
-
-    from PIL import Image
-    from skimage import data as skdata
-
-    images = root / "images"
-    images.mkdir(parents=True)
-    photos = [skdata.astronaut(), skdata.coffee(), skdata.rocket(), skdata.stereo_motorcycle()[0]]
-    cats = [
-        {"id": 3, "name": "car", "supercategory": "vehicle"},
-        {"id": 4, "name": "motorcycle", "supercategory": "vehicle"},
-        {"id": 6, "name": "bus", "supercategory": "vehicle"},
-        {"id": 8, "name": "truck", "supercategory": "vehicle"},
-    ]
-    imgs, anns = [], []
-    for i in range(n):
-        photo = photos[i % len(photos)]
-        h, w = photo.shape[:2]
-        side = min(h, w) - 40
-        y, x = (7 * i) % (h - side), (11 * i) % (w - side)
-        crop = Image.fromarray(photo[y : y + side, x : x + side]).resize((320, 320))
-        crop.save(images / f"{i}.jpg", quality=90)
-        imgs.append({"id": i + 1, "file_name": f"{i}.jpg", "width": 320, "height": 320})
-        box = [40.0 + i % 20, 50.0, 160.0, 150.0]
-        anns.append(
-            {
-                "id": 1000 + i,
-                "image_id": i + 1,
-                "category_id": cats[i % len(cats)]["id"],
-                "bbox": box,
-                "area": box[2] * box[3],
-                "iscrowd": 0,
-            }
-        )
-    ann = root / "instances.json"
-    ann.write_text(json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
-    return ann, images
-
-
 @pytest.mark.slow
 def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> None:
     """The default design on 50 scenes: the observer's verification confidence is 1.0 on every
@@ -548,7 +507,7 @@ def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> No
 
     from clearsight.cli import app
 
-    ann, images = _synthetic_coco(tmp_path / "coco", 50)
+    ann, images = synthetic_coco(tmp_path / "coco", 50)
     run = tmp_path / "run"
     args = ["sweep", "--scenes", "coco", "--coco-annotations", str(ann)]
     args += ["--coco-images", str(images), "--n", "50", "--coco-depth", "assumed:40"]

@@ -420,7 +420,8 @@ def test_depth_anything_rejects_a_bad_image(tiny_depth_anything: Path) -> None:
 def test_depth_anything_missing_model_says_how_to_get_one(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     # an id that is in no cache: the error must say how to supply a model, not try to download
-    with pytest.raises(InputError, match="huggingface-cli download") as info:
+    match = "clearsight fetch --model clearsight-tests/no-such-depth-model"
+    with pytest.raises(InputError, match=match) as info:
         DepthAnythingEstimator("clearsight-tests/no-such-depth-model")
     assert "never downloads" in str(info.value)
     assert "clearsight-tests/no-such-depth-model" in str(info.value)

@@ -1,5 +1,5 @@
 """Read-outs with hand-computed values: top-k candidates, verbalized confidence, abstention,
-the 11-way numeral distribution (METHODS.md §3, §5)."""
+the 11-way numeral distribution (docs/methods.md §3, §5)."""
 
 from __future__ import annotations
 

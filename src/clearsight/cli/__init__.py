@@ -21,6 +21,7 @@ from clearsight.cli import (
     grounding,
     guard,
     models,
+    pages,
     probe,
     scenes,
     serve,
@@ -69,6 +70,8 @@ app.command()(grounding.grounding)
 app.command()(tgs_bench.build_bench)
 app.add_typer(probe.app, name="probe")
 app.add_typer(guard.app, name="guard")
+app.command()(pages.docs)
+app.command()(pages.examples)
 
 
 def main() -> None:  # pragma: no cover - console entry point

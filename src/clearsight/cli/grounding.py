@@ -101,7 +101,8 @@ def grounding(
     allow_mismatch: AllowMismatch = False,
 ) -> None:
     """Trajectory grounding: TGS-self (masking), TGS-pair, ECE/AUROC, variation, hesitation.
-    Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md)."""
+    Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md). Definitions:
+    docs/methods.md §5 (`clearsight docs methods`)."""
     from clearsight.config import NULL, load_config
     from clearsight.grounding.protocol import GroundingConfig, run_grounding
     from clearsight.validate import InputError

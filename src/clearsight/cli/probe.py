@@ -30,7 +30,8 @@ from clearsight.cli._options import (
 )
 
 app = typer.Typer(
-    help="Active reasoning through a noisy VLM sensor (METHODS.md section 6).",
+    help="Active reasoning through a noisy VLM sensor (definitions: docs/methods.md §6, "
+    "`clearsight docs methods`).",
     no_args_is_help=True,
 )
 

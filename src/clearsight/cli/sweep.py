@@ -34,7 +34,6 @@ BLIND_CONTROL = "hf:smollm2-135m"
 
 def _run_and_report(cfg: SweepConfig, out: Path, run: _Run) -> None:
     """Run the sweep ``cfg`` into ``out``, write its report and print its summary table."""
-    from clearsight.report import build_report, summary_table
     from clearsight.sweep.protocol import run_sweep
 
     if BLIND_CONTROL in cfg.models:
@@ -42,6 +41,8 @@ def _run_and_report(cfg: SweepConfig, out: Path, run: _Run) -> None:
 
         smollm2_dir()  # convert the GGUF once here, not in every worker
     summary = run.start(run_sweep, cfg, out)
+    from clearsight.report import build_report, summary_table  # after the checks: it takes a while
+
     paths = build_report(out)
     with __import__("pandas").option_context("display.width", 160, "display.max_columns", 20):
         typer.echo(summary_table(out).to_string(index=False))
@@ -87,7 +88,8 @@ def sweep(
     allow_mismatch: AllowMismatch = False,
 ) -> None:
     """Run the visibility sweep (resumes an interrupted run), then write its report.
-    `--executor ray` runs it on Ray (docs/scale.md)."""
+    `--executor ray` runs it on Ray (docs/scale.md). Definitions of the physics, read-outs and
+    metrics: docs/methods.md (`clearsight docs methods`)."""
     from clearsight.config import load_config
     from clearsight.sweep.config import SweepConfig
     from clearsight.validate import InputError
@@ -139,7 +141,8 @@ def _without_lone_shuffle(cfg: SweepConfig) -> SweepConfig:
 def report(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
 ) -> None:
-    """Write report.html, summary.md and summary.csv of a finished (or partial) run."""
+    """Write report.html, summary.md and summary.csv of a finished (or partial) run (what
+    each number means: docs/methods.md §4, `clearsight docs methods`)."""
     from clearsight.report import build_report, summary_table
     from clearsight.validate import InputError
 

@@ -1,4 +1,4 @@
-"""Trajectory grounding of verbalized confidence (papers/trajectory-grounding.txt, METHODS.md §5).
+"""Trajectory grounding of verbalized confidence (docs/methods.md §5).
 
 Modules, in the order of the method:
 

@@ -1,7 +1,7 @@
 """Confidence elicitation: the 11-way numeral distribution at the confidence slot, one pass.
 
 A request is a conversation whose last (assistant) turn is a trajectory that ends exactly at the
-confidence slot ("... Confidence (0-10): "). The read-out (METHODS.md §5) is the distribution
+confidence slot ("... Confidence (0-10): "). The read-out (docs/methods.md §5) is the distribution
 over the numerals 0..10 as whole sequences at that slot,
 
     p("k") = p(t1) p(t2 | t1) ... p(tm | t1..tm-1)   [ x p(end | "k") where "k" prefixes another ]

@@ -1,4 +1,4 @@
-"""The numerals 0..10 as trajectory grounding's 11-way confidence distribution (METHODS.md §5):
+"""The numerals 0..10 as trajectory grounding's 11-way confidence distribution (docs/methods.md §5):
 multi-token numerals scored as whole sequences, and the expected confidence
 ``E = sum_k p_k k/10``."""
 
@@ -45,7 +45,8 @@ def numeral_distribution(
     candidates: Sequence[str] = NUMERALS,
     values: Sequence[float] | None = None,
 ) -> NumeralReadout:
-    """The numerals 0..10 as an 11-way distribution (METHODS.md §5), from what a backend scores.
+    """The numerals 0..10 as an 11-way distribution (docs/methods.md §5), from what a backend
+    scores.
 
     ``sequence_probs[s]``: the probability of the tokens of numeral ``s`` as a sequence at the
     confidence slot, ``p(t1) p(t2 | t1) ...`` (``p("10") = p("1") p("0" | "1")`` in a tokenizer
@@ -86,7 +87,7 @@ def numeral_distribution(
             longer = [t for t in candidates if t != s and t.startswith(s)]
             raise InputError(
                 f"numeral {s!r} is a prefix of {longer}: give end_probs[{s!r}] = p(end | {s!r}) "
-                "so its probability excludes the longer numerals (METHODS.md §5)"
+                "so its probability excludes the longer numerals (docs/methods.md §5)"
             )
         raw.append(p)
     mass = sum(raw)

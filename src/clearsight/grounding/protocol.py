@@ -1,4 +1,4 @@
-"""Trajectory grounding (papers/trajectory-grounding.txt): plan items, run them, keep records.
+"""Trajectory grounding (docs/methods.md §5): plan items, run them, keep records.
 
 Four kinds of items, each a typed spec of :mod:`clearsight.grounding.specs` (keyed by
 :attr:`~clearsight.specs.Spec.key`) that the worker is handed as it is; a record is a pure
@@ -171,6 +171,14 @@ class GroundingConfig(RunConfig):
         if len(set(v)) != len(v):
             raise InputError(f"a read-out is named twice in {list(v)}")
         return v
+
+    def options_of(self, model: str | None) -> dict[str, Any]:
+        """The options ``model`` (the measured model, the generator or the judge) runs with:
+        ``model_options`` over its preset's (:func:`clearsight.models.presets.resolve_options`);
+        none for no model (the rule-only generator)."""
+        from clearsight.models.presets import resolve_options
+
+        return {} if model is None else resolve_options(model, self.model_options)
 
 
 def load_problems(config: GroundingConfig) -> list[Problem]:
@@ -397,7 +405,7 @@ def plan_trajectories(config: GroundingConfig, problems: Sequence[Problem]) -> l
         TrajectorySpec(
             problem=p,
             model=config.model,
-            model_options=config.model_options,
+            model_options=config.options_of(config.model),
             template=template_ref(),
             max_new_tokens=config.max_new_tokens,
             given=str(p.meta["trajectory"]) if p.meta and "trajectory" in p.meta else None,
@@ -420,7 +428,7 @@ def plan_edits(config: GroundingConfig, problems: Sequence[Problem]) -> list[Edi
                     axis=axis,
                     span=span,
                     generator=config.generator,
-                    generator_options=config.model_options if config.generator else {},
+                    generator_options=config.options_of(config.generator),
                     seed=derive_seed(config.seed, p.id, axis),
                 )
             )
@@ -494,7 +502,7 @@ def plan_variations(
                         sample=k,
                         trajectory=traj,
                         model=config.model,
-                        model_options=config.model_options,
+                        model_options=config.options_of(config.model),
                         template=template_ref(),
                         max_new_tokens=config.max_new_tokens,
                         answer_tokens=ANSWER_TOKENS,
@@ -533,7 +541,7 @@ def _elicit_spec(
             share=share,
             seed=derive_seed(config.seed, p.id, variant),
             model=config.model,
-            model_options=config.model_options,
+            model_options=config.options_of(config.model),
             template=template_ref(),
             meta=meta,
             readout=ref,
@@ -588,15 +596,10 @@ def plan_elicitations(
 # --------------------------------------------------------------------------------------------
 
 
-def _stage(
-    kind: str,
-    model: str,
-    options: Mapping[str, Any],
-    items: Sequence[Spec],
-    config: GroundingConfig,
-) -> Stage[Spec]:
+def _stage(kind: str, model: str, items: Sequence[Spec], config: GroundingConfig) -> Stage[Spec]:
     """One stage: its items for ``model``, pending ones in units of ``config.unit_size``."""
     size = config.unit_size
+    options = config.options_of(model)
 
     def units(pending: Sequence[Spec]) -> list[GroundingUnit[Spec]]:
         return [
@@ -617,18 +620,19 @@ def _ok_readouts(store: RunStore, kind: str) -> Iterable[tuple[dict[str, Any], d
 def _models(config: GroundingConfig) -> list[ModelNeed]:
     """The measured model must score candidates under a custom attention mask (TGS-self hides
     the trajectory's spans); the generator and the judge must generate."""
-    opts = dict(config.model_options)
     needs = [
         ModelNeed(
             config.model,
-            opts,
+            config.options_of(config.model),
             Capabilities(candidate_probs=True, attention_mask=True),
             "trajectory grounding (confidence under masked attention)",
         )
     ]
     if config.pairs and config.generator is not None:
+        opts = config.options_of(config.generator)
         needs.append(ModelNeed(config.generator, opts, Capabilities(), "the TGS-Bench generator"))
     if config.judge is not None and config.pairs:
+        opts = config.options_of(config.judge)
         needs.append(ModelNeed(config.judge, opts, Capabilities(), "the judge"))
     return needs
 
@@ -666,14 +670,13 @@ def _stages(
     """Trajectories, then the TGS-Bench edits, the judge pass, and the elicitations planned
     from what the first two stages stored."""
     by_id = {p.id: p for p in problems}
-    opts = config.model_options
     given = {} if config.bench is None else bench_edits(load_bench(config.bench))
-    yield _stage(TRAJECTORY, config.model, opts, plan_trajectories(config, problems), config)
+    yield _stage(TRAJECTORY, config.model, plan_trajectories(config, problems), config)
     if config.pairs:
         gen_model = config.generator or config.model
         benched = {pid for pid, _ in given}  # a TGS-Bench file's problems bring their pairs
         to_edit = [p for p in problems if p.id not in benched]
-        yield _stage(EDIT, gen_model, opts, plan_edits(config, to_edit), config)
+        yield _stage(EDIT, gen_model, plan_edits(config, to_edit), config)
     own = {
         s["problem"]["id"]: r
         for s, r in _ok_readouts(store, TRAJECTORY)
@@ -685,10 +688,10 @@ def _stages(
         if s["generator"] == config.generator
     } | given
     if config.judge is not None and config.pairs:
-        yield _stage(JUDGE, config.judge, opts, plan_judge(config, problems, edits), config)
+        yield _stage(JUDGE, config.judge, plan_judge(config, problems, edits), config)
     variations = plan_variations(config, problems, own)
     if variations:
-        yield _stage(VARIATION, config.model, opts, variations, config)
+        yield _stage(VARIATION, config.model, variations, config)
     alternatives = {
         (s["problem"]["id"], s["axis"], int(s["sample"])): trajectory_from_json(r["alternative"])
         for s, r in _ok_readouts(store, VARIATION)
@@ -699,7 +702,7 @@ def _stages(
         == derive_seed(config.seed, s["problem"]["id"], s["axis"], s["sample"], "variation")
     }
     items = plan_elicitations(config, problems, own, edits, alternatives)
-    yield _stage(ELICIT, config.model, opts, items, config)
+    yield _stage(ELICIT, config.model, items, config)
 
 
 #: Trajectory grounding as a value for :func:`clearsight.driver.run`.

@@ -1,4 +1,5 @@
-"""Trajectory-Grounding Scores from elicited confidences (METHODS.md §5, paper §4, App. B.2/C.1).
+"""Trajectory-Grounding Scores from elicited confidences (docs/methods.md §5; the paper's §4,
+App. B.2/C.1).
 
 * **TGS-self** = mean over items of ``E(rationale visible) - E(rationale masked)``, the rationale
   (vision + reasoning) hidden from every later position by attention masking, the answer kept

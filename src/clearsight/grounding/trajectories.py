@@ -1,6 +1,6 @@
 """Trajectories: the template, generation, segmentation into vision / reasoning / answer spans.
 
-A trajectory (METHODS.md §5) is a vision rationale (what is read from the picture — for a text
+A trajectory (docs/methods.md §5) is a vision rationale (what is read from the picture — for a text
 problem, the facts read from the statement), a reasoning chain and a final answer, followed by
 the confidence slot. The template (``data/template.json``, versioned by id and content hash)
 asks for tagged sections ("Observation:", "Reasoning:", "Answer:", "Confidence (0-10):"), the

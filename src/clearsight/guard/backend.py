@@ -1,7 +1,7 @@
 """The ``guard:<inner>`` backend: abstain when the image is too murky, else ask the inner model.
 
 The visibility-sweep paper proposes "a separate image-quality or visibility estimate that
-triggers abstention" and leaves testing it open (papers/visibility-sweep.txt §VI). This wrapper
+triggers abstention" and leaves testing it open (its §VI). This wrapper
 is that guard around any backend (``guard:perceiver:llm``, ``guard:observer``,
 ``guard:hf:...``). For each request it estimates the image's visibility
 (:func:`~clearsight.guard.estimate.estimate_visibility`: metres where the request's
@@ -35,6 +35,7 @@ from clearsight.guard.calibrate import load_calibration
 from clearsight.guard.estimate import DEFAULT_PATCH_PX, VisibilityEstimate, estimate_visibility
 from clearsight.models import (
     Backend,
+    Capabilities,
     PartialBatchError,
     Request,
     RequestFailedError,
@@ -89,6 +90,12 @@ class GuardBackend:
             raise InputError(
                 "the guard needs a threshold: threshold_m, threshold_t or a calibration file"
             )
+
+    def preflight(self, needs: Capabilities) -> None:
+        """The inner backend's preflight, where it has one (a server behind the guard)."""
+        check = getattr(self.inner, "preflight", None)
+        if check is not None:
+            check(needs)
 
     def _estimate(self, request: Request) -> VisibilityEstimate | None:
         images = [im for m in request.messages for im in m.images]

@@ -4,7 +4,7 @@
 calibration and a held-out share by a seeded permutation (:func:`split_scenes`: the same
 scenes and seed give the same split, whatever the order they are stored in), and on the
 calibration scenes alone takes M's accuracy crossing V* (the sweep's own crossing,
-:func:`clearsight.report.tables.analyse_sweep`, METHODS.md §4) in every arm, task and letter or
+:func:`clearsight.report.tables.analyse_sweep`, docs/methods.md §4) in every arm, task and letter or
 verbal wording the run has. The guard must abstain wherever M can no longer answer, and it
 cannot tell the arm from the image, so the threshold comes from the **largest** of those
 crossings: below it M's accuracy has gone in at least one arm.

@@ -3,7 +3,7 @@
 **Transmission** by the dark channel prior (He, Sun & Tang, "Single image haze removal using
 dark channel prior", CVPR 2009 / IEEE TPAMI 33(12), 2011). In a haze-free outdoor photo most
 patches have some pixel with a near-zero colour channel (shadows, saturated colours, dark
-objects), so in a hazy image ``I = J t + A (1 - t)`` (METHODS.md §1, on linear light) the dark
+objects), so in a hazy image ``I = J t + A (1 - t)`` (docs/methods.md §1, on linear light) the dark
 channel ``min_c min_patch I_c / A`` is about ``1 - t``, and
 
     t(x) = 1 - w * min_c min_{y in patch(x)} I_c(y) / A_c

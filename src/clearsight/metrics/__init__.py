@@ -1,7 +1,7 @@
 """Metrics as pure array functions: calibration, crossing visibility and blind-spot width,
 seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, selective
 prediction (risk-coverage, AURC), cross-run calibration, trajectory-grounding scores and the
-exact Wilcoxon test (METHODS.md §4–6). Each function states its formula in its docstring."""
+exact Wilcoxon test (docs/methods.md §4–6). Each function states its formula in its docstring."""
 
 from clearsight.metrics.bootstrap import (
     BootstrapResult,

@@ -1,4 +1,5 @@
-"""Seeded percentile bootstrap over clusters (images) and two-stage over benchmarks (METHODS §4).
+"""Seeded percentile bootstrap over clusters (images) and two-stage over benchmarks
+(docs/methods.md §4).
 
 Items from the same image (its sweep levels, tasks, wordings) are correlated, so the unit of
 resampling is the image, not the item: resampling items would treat 8 levels x 2 tasks of one

@@ -1,4 +1,4 @@
-"""Calibration and discrimination of a confidence signal (METHODS.md §4).
+"""Calibration and discrimination of a confidence signal (docs/methods.md §4).
 
 All functions take ``confidence`` (floats in [0, 1]) and ``correct`` (boolean or 0/1) of
 equal length and return plain floats. They refuse NaN confidences (an unparseable verbalized
@@ -144,7 +144,7 @@ def ece(confidence: npt.ArrayLike, correct: npt.ArrayLike, n_bins: int = 10) -> 
     """Expected calibration error ``ECE = sum_b (n_b / N) |acc_b - conf_b|``.
 
     ``acc_b`` and ``conf_b`` are the accuracy and mean confidence of the items in bin b
-    (equal-width, right-closed ``(lo, hi]``, 0 in the first bin; METHODS.md §4). Empty bins
+    (equal-width, right-closed ``(lo, hi]``, 0 in the first bin; docs/methods.md §4). Empty bins
     contribute 0. Computed as ``sum_b |sum_{i in b} correct_i - sum_{i in b} conf_i| / N``,
     which is the same quantity without dividing by empty counts. Range [0, 1]; 0 for a
     perfectly calibrated binned model.

@@ -1,4 +1,4 @@
-"""Crossing visibility of a signal over the sweep and the blind-spot width (METHODS.md §4).
+"""Crossing visibility of a signal over the sweep and the blind-spot width (docs/methods.md §4).
 
 A signal s (accuracy, confidence, abstain rate) is measured at sweep levels given clearest
 first (250, 125, ..., 1.953125 m). With clean value ``s0`` and floor ``f`` the half-way level is
@@ -55,7 +55,7 @@ class Crossing:
     sweep; "below" when it never gets past h (V* = the murkiest level, the true crossing is
     at or below it); "above" when it is already past h at the clearest level (V* = that
     level, the true crossing is at or above it). ``half``: h; ``clean``, ``floor``: the
-    values h was computed from (recorded with the result, METHODS.md §4).
+    values h was computed from (recorded with the result, docs/methods.md §4).
     """
 
     visibility_m: float
@@ -186,7 +186,7 @@ def crossing_visibility_batch(
 def crossing_visibility(
     levels_m: npt.ArrayLike, values: npt.ArrayLike, clean: float, floor: float
 ) -> Crossing:
-    """Crossing visibility V* of one signal over the sweep (METHODS.md §4).
+    """Crossing visibility V* of one signal over the sweep (docs/methods.md §4).
 
     ``levels_m``: visibilities, clearest first, strictly decreasing (250, ..., 1.953125).
     ``values``: the signal at those levels; ``clean``: its value on the clean image; ``floor``:
@@ -280,7 +280,8 @@ def blind_spot_width(acc_crossing: Crossing, aware_crossing: Crossing) -> BlindS
         acc "above"     lower          lower            undetermined
 
     (Two censorings of the same kind, e.g. accuracy "above" and awareness "below", add up to
-    a bound of that kind; METHODS.md's "undetermined (both)" means both kinds at once.)
+    a bound of that kind; "undetermined" is both crossings censored on the same side, whose
+    bounds point opposite ways: docs/methods.md §4.)
     """
 
     def code(c: Censoring) -> str:

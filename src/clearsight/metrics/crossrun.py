@@ -1,5 +1,5 @@
-"""Cross-run calibration (METHODS.md §6): the confidence of a reasoner that commits once per run
-is how often its R independent runs agree."""
+"""Cross-run calibration (docs/methods.md §6): the confidence of a reasoner that commits once per
+run is how often its R independent runs agree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Jensen–Shannon divergence between discrete distributions, in bits (METHODS.md §5).
+"""Jensen–Shannon divergence between discrete distributions, in bits (docs/methods.md §5).
 
 Used to compare two 11-way confidence distributions (numerals 0..10) of the trajectory
 grounding protocol; base 2 puts it in [0, 1] (1 = disjoint supports), so "JSD <= 0.1" reads

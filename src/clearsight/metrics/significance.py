@@ -1,4 +1,4 @@
-"""Paired significance test over benchmark means (METHODS.md §4)."""
+"""Paired significance test over benchmark means (docs/methods.md §4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Trajectory-grounding scores aggregated as the paper does (trajectory-grounding §4, METHODS.md
-§5): within each benchmark first, then across benchmarks, each benchmark counting equally; for
+"""Trajectory-grounding scores aggregated as the paper does (its §4; docs/methods.md §5):
+within each benchmark first, then across benchmarks, each benchmark counting equally; for
 TGS-pair, per axis first and then over the axes."""
 
 from __future__ import annotations

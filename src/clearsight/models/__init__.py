@@ -85,8 +85,13 @@ def split_model_spec(spec: str) -> tuple[str, str]:
 
 
 def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
-    """Instantiate the backend named by ``spec``, importing its module only now."""
+    """Instantiate the backend named by ``spec``, importing its module only now, with
+    ``options`` over the options of its preset, if one applies
+    (:func:`clearsight.models.presets.resolve_options`)."""
+    from clearsight.models.presets import backend_options
+
     prefix, arg = split_model_spec(spec)
+    options = backend_options(spec, options)
     module_name, _, attr = _REGISTRY[prefix].partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -94,7 +99,7 @@ def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend
         needs = exc.name or module_name
         raise InputError(f"model {spec!r} needs {needs}: {install_hint(prefix)}".strip()) from exc
     factory: Callable[[str, Mapping[str, Any]], Backend] = getattr(module, attr)
-    return factory(arg, dict(options or {}))
+    return factory(arg, options)
 
 
 _SHARED: dict[str, Backend] = {}
@@ -102,10 +107,12 @@ _SHARED: dict[str, Backend] = {}
 
 def shared_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
     """The backend :func:`load_backend` makes for ``spec`` and ``options``, made once per
-    process: a protocol's worker runs many units of one model, and a model loads in seconds."""
+    process: a protocol's worker runs many units of one model, and a model loads in seconds.
+    Options with and without their preset's resolved are the same options here."""
+    from clearsight.models.presets import resolve_options
     from clearsight.seeding import content_hash
 
-    key = content_hash([spec, dict(options or {})])
+    key = content_hash([spec, resolve_options(spec, options)])
     if key not in _SHARED:
         _SHARED[key] = load_backend(spec, options)
     return _SHARED[key]

@@ -209,7 +209,11 @@ class Capabilities:
 
 @runtime_checkable
 class Backend(Protocol):
-    """A model: a name, its capabilities, and one batched call."""
+    """A model: a name, its capabilities, and one batched call.
+
+    A backend that talks to a server may also have ``preflight(needs: Capabilities) -> None``:
+    one cheap request that raises InputError when the server cannot serve the run (the driver
+    calls it before anything is created, :func:`clearsight.driver.check_models`)."""
 
     name: str
     capabilities: Capabilities

@@ -1,6 +1,6 @@
 """The ``hf`` backend's computation: batched candidate probabilities, generation, masked scoring.
 
-**Candidate probabilities** (METHODS.md §3, §5). Requests are left-padded into batches of
+**Candidate probabilities** (docs/methods.md §3, §5). Requests are left-padded into batches of
 ``batch_size`` and run in ONE forward pass per batch; the next-token distribution at the last
 position is the answer slot. A candidate ``X`` is scored under each of its spellings ``"X"`` and
 ``" X"`` (tokenized on their own, without special tokens; identical token sequences counted
@@ -27,7 +27,7 @@ batch. ``top_logprobs=k`` reports, for every generated token, its
 log-probability and the ``k`` most likely alternatives under the model's own distribution
 (``log_softmax`` of the logits, before temperature and ``top_p``).
 
-**Masked scoring** (trajectory grounding, METHODS.md §5): :meth:`HfBackend.score_hidden` scores
+**Masked scoring** (trajectory grounding, docs/methods.md §5): :meth:`HfBackend.score_hidden` scores
 candidates with given character ranges of the rendered prompt hidden from every later position
 (positions kept; :mod:`clearsight.models.hf_mask`), and :meth:`HfBackend.forward_with_mask`
 exposes the raw 4-D-mask forward pass.

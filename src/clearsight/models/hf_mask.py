@@ -1,6 +1,6 @@
 """Custom attention masks for the ``hf`` backend: hide key positions, keep every position.
 
-Trajectory grounding (METHODS.md §5) removes the rationale's tokens from the attention of every
+Trajectory grounding (docs/methods.md §5) removes the rationale's tokens from the attention of every
 later position while the tokens stay in the sequence with their positions. With a 4-D mask that
 is exact: query ``q`` may attend key ``k`` iff
 

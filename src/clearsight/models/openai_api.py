@@ -73,6 +73,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from clearsight.models import install_hint
 from clearsight.models.base import (
     Capabilities,
+    Decoding,
     ImagePart,
     Message,
     PartialBatchError,
@@ -399,6 +400,11 @@ class OpenAIBackend:
                 )
             )
 
+    def preflight(self, needs: Capabilities) -> None:
+        """Before a run: the server answers, serves the model and returns what ``needs``
+        asks for (:func:`preflight`)."""
+        preflight(self, needs)
+
     # -- one request --------------------------------------------------------------------------
 
     async def _one(
@@ -564,3 +570,95 @@ def make_openai(arg: str, options: Mapping[str, Any]) -> OpenAIBackend:
         hint = install_hint("openai")
         raise InputError(f"the openai backend needs the openai client: {hint}") from exc
     return OpenAIBackend(base_url, model, opts)
+
+
+# --------------------------------------------------------------------------------------------
+# Preflight: before a run, is the server there, serving the model, returning logprobs?
+
+#: Time limits of the preflight's requests in seconds: to connect, and for a whole request (a
+#: server that cannot list its models or answer one token this fast is no server to start on).
+PREFLIGHT_CONNECT_S = 3.0
+PREFLIGHT_TIMEOUT_S = 10.0
+
+
+def preflight(backend: OpenAIBackend, needs: Capabilities) -> None:
+    """Check, before a run creates anything, that ``backend``'s server answers, serves its
+    model and, when ``needs`` asks for candidate probabilities or top-k log-probabilities,
+    returns them. ``GET /models`` says which models the server serves; one chat completion of
+    one token follows when log-probabilities are needed or when the listing does not name the
+    model (llama.cpp's server answers under any name; vLLM refuses a name it does not serve).
+    No retries; time limits :data:`PREFLIGHT_CONNECT_S` / :data:`PREFLIGHT_TIMEOUT_S` (or
+    ``timeout_s``, if shorter). Raises InputError naming the model and what is wrong."""
+    import openai
+
+    opts = backend.options
+    key = os.environ.get(opts.api_key_env) or _NO_KEY
+    limit = min(opts.timeout_s, PREFLIGHT_TIMEOUT_S)
+    timeout = openai.Timeout(limit, connect=min(limit, PREFLIGHT_CONNECT_S))
+    want = needs.candidate_probs or needs.top_logprobs
+    served: list[str] | None = None
+    try:
+        with openai.OpenAI(
+            api_key=key, base_url=backend.base_url, timeout=timeout, max_retries=0
+        ) as client:
+            served = _served_models(client)
+            if want or served is None or backend.model not in served:
+                _one_token(client, backend, want)
+    except openai.APIConnectionError as exc:
+        timed_out = isinstance(exc, openai.APITimeoutError)
+        reason = f"no reply within {limit:g} s" if timed_out else exc.__cause__ or exc
+        raise InputError(
+            f"model {backend.name!r} cannot be used: no server answers at {backend.base_url} "
+            f"({_scrub(str(reason), key)}); start the server or correct the URL"
+        ) from None
+    except (openai.APIStatusError, _FatalError) as exc:
+        if isinstance(exc, _FatalError):
+            reason = exc.reason
+        else:
+            reason = f"HTTP {exc.status_code}: {_error_message(exc)}"
+            if exc.status_code in (401, 403):
+                reason += f" (is ${opts.api_key_env} set to a valid key?)"
+        if served is not None and backend.model not in served:
+            shown = ", ".join(repr(m) for m in served[:8]) or "none"
+            reason = (
+                f"the server at {backend.base_url} does not serve {backend.model!r} (it lists "
+                f"{shown}; name one after '#'): {reason}"
+            )
+        raise InputError(f"model {backend.name!r} cannot be used: {_scrub(reason, key)}") from None
+
+
+def _served_models(client: Any) -> list[str] | None:
+    """The model ids ``GET /models`` lists; None when the server has no such route (404/405)."""
+    import openai
+
+    try:
+        raw = client.models.with_raw_response.list()
+    except openai.APIStatusError as exc:
+        if exc.status_code in (404, 405):
+            return None
+        raise
+    try:
+        data = json.loads(raw.text).get("data")
+        return [str(m["id"]) for m in data]
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise _FatalError(f"malformed reply to GET /models: {raw.text[:80]!r}") from exc
+
+
+def _one_token(client: Any, backend: OpenAIBackend, want_logprobs: bool) -> None:
+    """One chat completion of one token, with the top-k log-probabilities a letter read-out
+    asks for when ``want_logprobs``; :class:`_FatalError` when the reply lacks what is needed."""
+    message = (Message.user("Reply with the letter A."),)
+    request = (
+        Request(message, Decoding(max_new_tokens=1), candidates=("A", "B"), generate=False)
+        if want_logprobs
+        else Request(message, Decoding(max_new_tokens=1))
+    )
+    body = chat_body(request, backend.model, backend.options, n=1)
+    raw = client.chat.completions.with_raw_response.create(
+        **body, extra_body=backend.options.extra_body or None
+    )
+    try:
+        data = json.loads(raw.text)
+    except ValueError as exc:
+        raise _FatalError(f"malformed JSON from server: body starts {raw.text[:80]!r}") from exc
+    parse_completion(data, want_logprobs)

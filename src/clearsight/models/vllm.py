@@ -2,7 +2,8 @@
 
 One :class:`vllm.LLM` per backend, loaded on the first batch; every request of a batch goes to
 one ``llm.chat(conversations, sampling_params=[...])`` call, so vLLM's own continuous batching
-does the scheduling (DESIGN.md, principle 8). ``vllm`` is imported only here, and only then.
+does the scheduling (clearsight does not re-implement it). ``vllm`` is imported only here,
+and only then.
 
 What a request becomes (:func:`build_chat_inputs`, pure and tested without vLLM):
 

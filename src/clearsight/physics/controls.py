@@ -1,4 +1,4 @@
-"""Image controls of the sweep and the red box that marks the target (METHODS.md §1).
+"""Image controls of the sweep and the red box that marks the target (docs/methods.md §1).
 
 The box is drawn *after* degradation, so it is never fogged: red (255, 0, 0), 8 px thick by
 default, as a band just outside the target's bounding box (the object's own pixels stay

@@ -1,6 +1,6 @@
 """Gain-matched equivalent visibility: where a nominal corruption sits on the physical fog axis.
 
-For a corrupted image and its clean original (METHODS.md §2): luma ``Y = 0.2126 R + 0.7152 G +
+For a corrupted image and its clean original (docs/methods.md §2): luma ``Y = 0.2126 R + 0.7152 G +
 0.0722 B`` of the encoded [0, 1] values; high-pass detail ``D(Y) = Y - GaussianBlur(Y, sigma=2,
 mode='reflect')``; retained gain ``g = <D(Y_corrupt), D(Y_clean)> / <D(Y_clean), D(Y_clean)>``.
 ``V_eq`` is the largest V whose Koschmieder fog of the clean image (with the scene's depth, before

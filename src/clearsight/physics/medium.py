@@ -1,6 +1,6 @@
 """Koschmieder fog, pure-water absorption and turbid water: the physical arms of the sweep.
 
-Both follow ``I = J t + A (1 - t)`` with ``t = exp(-beta z)`` in linear RGB (METHODS.md §1):
+Both follow ``I = J t + A (1 - t)`` with ``t = exp(-beta z)`` in linear RGB (docs/methods.md §1):
 
 * **fog** — one extinction coefficient ``beta = 3.912 / V`` for R, G and B, veiling light
   ``A = 0.8``. ``3.912 = ln 50``: a black target at distance V keeps 2 % contrast

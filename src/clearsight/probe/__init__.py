@@ -1,4 +1,4 @@
-"""Active reasoning through a noisy VLM sensor (papers/active-noisy-sensor.txt, METHODS.md 6).
+"""Active reasoning through a noisy VLM sensor (docs/methods.md §6).
 
 A text-only reasoner never sees the image: it asks a sensor (any VLM backend, K samples per
 query, one realised, consistency u shown as "(u/K)") and commits to a lettered option.

@@ -1,6 +1,6 @@
 """How well a judge's consistency u agrees with another judge's or with people's (Table 5).
 
-METHODS.md section 6 asks for the agreement between judges; the paper's App. A.2 validates the
+docs/methods.md §6 asks for the agreement between judges; the paper's App. A.2 validates the
 LLM judge against expert labels of u: exact and within-1 agreement, mean absolute error,
 Cohen's kappa (plain and quadratic-weighted) and Pearson correlation. The statistics are pure
 functions of two integer series (:func:`cohen_kappa`, :func:`pearson`, gathered by

@@ -3,7 +3,7 @@
 Everything here is recomputed from stored transcripts (models and humans alike), never from
 anything the run kept aside:
 
-* :func:`cross_run` — METHODS.md section 6 cross-run calibration: per instance and setting,
+* :func:`cross_run` — docs/methods.md §6 cross-run calibration: per instance and setting,
   prediction = the most common committed option over the R runs (ties to the earliest run;
   runs that committed nothing do not vote), confidence = share of the R runs that committed
   that option, correct = prediction equals gold. :func:`summary_table` adds accuracy mean and

@@ -1,4 +1,4 @@
-"""The benchmark builder: the paper's two-stage filter (section 3.2, METHODS.md section 6).
+"""The benchmark builder: the paper's two-stage filter (section 3.2, docs/methods.md §6).
 
 * **Stage 1** (:func:`build_stage1`): for each question and sensor, draw 11 direct answers to
   the multiple-choice question (one request with ``n = 11`` where the backend supports it),
@@ -29,6 +29,7 @@ from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
+from clearsight.models.presets import resolve_options
 from clearsight.probe.instances import Instance, resolve_source, source_manifest
 from clearsight.probe.reasoner import fill_prompt, parse_letter, prompt_hash, prompts
 from clearsight.probe.sensor import Sensor
@@ -115,7 +116,7 @@ def _spec(instance: Instance, config: BuildConfig, template_hash: str) -> BuildS
     return BuildSpec(
         instance=instance,
         sensor=config.sensor,
-        sensor_options=dict(config.sensor_options),
+        sensor_options=resolve_options(config.sensor, config.sensor_options),
         samples=config.samples,
         temperature=config.temperature,
         prompt=template_hash,
@@ -151,7 +152,8 @@ def run_unit(unit: BuildUnit) -> list[Record]:
 
 
 def _models(config: BuildConfig) -> list[ModelNeed]:
-    return [ModelNeed(config.sensor, dict(config.sensor_options), Capabilities(), "build's sensor")]
+    options = resolve_options(config.sensor, config.sensor_options)
+    return [ModelNeed(config.sensor, options, Capabilities(), "build's sensor")]
 
 
 def _plan(config: BuildConfig) -> list[BuildSpec]:

@@ -1,6 +1,6 @@
 """Probe instances: multiple-choice questions about an image the reasoner never sees.
 
-An :class:`Instance` is what the active-reasoning protocol (METHODS.md section 6) hands a blind
+An :class:`Instance` is what the active-reasoning protocol (docs/methods.md §6) hands a blind
 reasoner and a sensor: the question and its lettered options go to the reasoner, the image only
 to the sensor, the gold letter only to the scorer. Two sources:
 

@@ -1,4 +1,4 @@
-"""Semantic-equivalence judges: ``sem_eq(a_i, a)`` of METHODS.md section 6, which makes ``u``.
+"""Semantic-equivalence judges: ``sem_eq(a_i, a)`` of docs/methods.md §6, which makes ``u``.
 
 ``u = sum_i 1[sem_eq(a_i, a)]`` over the K sensor samples, the realised reply ``a`` counting
 itself, so ``u`` is in 1..K. Three judges, all with one batched primitive

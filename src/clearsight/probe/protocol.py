@@ -1,4 +1,4 @@
-"""The probe protocol (papers/active-noisy-sensor.txt): plan the conversations, run them, keep
+"""The probe protocol (docs/methods.md §6): plan the conversations, run them, keep
 the transcripts.
 
 A probe item is one conversation: (instance, strategy, reasoner, sensor, consistency signal,
@@ -26,6 +26,7 @@ from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
 from clearsight.models.base import Capabilities
+from clearsight.models.presets import resolve_options
 from clearsight.probe.instances import (
     Instance,
     load_instances,
@@ -49,7 +50,7 @@ SignalName = Literal["true", "none", "random"]
 
 
 class ProbeConfig(RunConfig):
-    """Everything that determines a probe run's transcripts (METHODS.md section 6)."""
+    """Everything that determines a probe run's transcripts (docs/methods.md §6)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     added_later: ClassVar[tuple[str, ...]] = ("uot",)
@@ -197,6 +198,10 @@ def plan_probe(config: ProbeConfig) -> list[PlannedSpec]:
             raise InputError(f"unknown strategy {s!r}")
     specs: list[PlannedSpec] = []
     search = (config.uot or SearchSettings()).model_dump()
+    sensor_options = resolve_options(config.sensor, config.sensor_options)
+    reasoner_options = {
+        r: resolve_options(r, config.reasoner_options.get(r, {})) for r in config.reasoners
+    }
     for inst in instances:
         for strategy in config.strategies:
             for run in range(config.runs):
@@ -205,7 +210,7 @@ def plan_probe(config: ProbeConfig) -> list[PlannedSpec]:
                         DirectSpec(
                             instance=inst,
                             sensor=config.sensor,
-                            sensor_options=dict(config.sensor_options),
+                            sensor_options=sensor_options,
                             sensor_max_new_tokens=config.sensor_max_new_tokens,
                             temperature=config.temperature,
                             seed=config.seed,
@@ -218,13 +223,13 @@ def plan_probe(config: ProbeConfig) -> list[PlannedSpec]:
                     ConversationSpec(
                         instance=inst,
                         sensor=config.sensor,
-                        sensor_options=dict(config.sensor_options),
+                        sensor_options=sensor_options,
                         sensor_max_new_tokens=config.sensor_max_new_tokens,
                         temperature=config.temperature,
                         seed=config.seed,
                         strategy=strategy,
                         reasoner=reasoner,
-                        reasoner_options=dict(config.reasoner_options.get(reasoner, {})),
+                        reasoner_options=reasoner_options[reasoner],
                         k=config.k,
                         judge=config.judge,
                         budget=config.budget,
@@ -337,14 +342,23 @@ def run_probe_unit(
 
 
 def _models(config: ProbeConfig) -> list[ModelNeed]:
-    """The sensor and every reasoner: each must load and generate text (a direct-only run
-    asks no reasoner)."""
-    needs = [ModelNeed(config.sensor, dict(config.sensor_options), Capabilities(), "the sensor")]
+    """The sensor, every reasoner and an LLM judge: each must load and generate text (a
+    direct-only run asks no reasoner and judges nothing)."""
+    sensor_options = resolve_options(config.sensor, config.sensor_options)
+    needs = [ModelNeed(config.sensor, sensor_options, Capabilities(), "the sensor")]
     if any(s != "direct" for s in config.strategies):
         needs += [
-            ModelNeed(r, dict(config.reasoner_options.get(r, {})), Capabilities(), "a reasoner")
+            ModelNeed(
+                r,
+                resolve_options(r, config.reasoner_options.get(r, {})),
+                Capabilities(),
+                "a reasoner",
+            )
             for r in config.reasoners
         ]
+        if config.judge.startswith("llm:"):  # the judge of u, loaded with no options of its own
+            judge = config.judge.removeprefix("llm:")
+            needs.append(ModelNeed(judge, resolve_options(judge), Capabilities(), "the judge"))
     return needs
 
 

@@ -1,6 +1,6 @@
 """The blind reasoner's loop: strategies as prompt data, robust parsing, budget and context.
 
-METHODS.md section 6. The reasoner (any text backend, e.g. the embedded ``hf:smollm2-135m``)
+docs/methods.md §6. The reasoner (any text backend, e.g. the embedded ``hf:smollm2-135m``)
 sees the question, the options and the history of (query, reply, u); each turn it either asks
 a self-contained query, ``My question is: "..."``, or commits, ``The answer is: (X)``. The
 strategies (ReAct, Uncertainty of Thoughts, belief-state prompting) differ only in their system

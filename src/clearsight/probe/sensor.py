@@ -1,6 +1,6 @@
 """The noisy sensor: any VLM backend asked K times, one reply realised, its consistency u.
 
-METHODS.md section 6 / the paper's eq. (2)-(3): for a query ``q`` the sensor draws K samples
+docs/methods.md §6 / the paper's eq. (2)-(3): for a query ``q`` the sensor draws K samples
 ``a_1..a_K`` from the VLM at temperature 1.0 given only ``(image, q)`` (it is stateless: no
 history), realises one reply ``a = a_I`` with ``I`` uniform from the seeded generator, and
 reports ``u = sum_i 1[sem_eq(a_i, a)]`` (``a`` counts itself, so ``1 <= u <= K``), shown to a

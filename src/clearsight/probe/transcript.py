@@ -1,7 +1,7 @@
 """Conversations of a blind reasoner with the sensor, as stored records.
 
-A :class:`Transcript` is the whole of one probe item (DESIGN.md: "a record holds the whole
-conversation: queries, K samples, u, commit, outcome"): who reasoned (a model spec, or
+A :class:`Transcript` is the whole of one probe item (a record holds the whole conversation:
+queries, K samples, u, commit, outcome): who reasoned (a model spec, or
 ``human:<name>`` for a person at ``clearsight serve``), with which strategy and sensor, which
 run, every :class:`Turn` with the reasoner's raw text, its query and the
 :class:`~clearsight.probe.sensor.SensorReply`, the committed letter and why the conversation

@@ -1,6 +1,6 @@
 r"""Uncertainty of Thoughts (Hu et al., 2024) as a search, adapted to VQA as the paper does.
 
-The paper (``papers/active-noisy-sensor.txt`` §4.1) runs UoT with the prompt describing the VQA
+The paper (§4.1) runs UoT with the prompt describing the VQA
 setup instead of medical diagnosis. The possibility set :math:`\Omega` is the set of answer
 options still possible (all of them at the start). Each turn that asks, the reasoner (every
 call below goes to the conversation's own reasoner backend, with the prompts of

@@ -708,7 +708,7 @@ def _options(options: Any) -> str:
 
 
 def _methods_note() -> str:
-    """Definitions the numbers follow (METHODS.md §3-4)."""
+    """Definitions the numbers follow (docs/methods.md §3-4)."""
     items = [
         "Accuracy: share correct; abstentions count as not correct ('acc. answered' excludes "
         "them).",

@@ -6,13 +6,13 @@ replacement and gives, for every model × task × wording, every signal's mean a
 (clean, each fog/water level, blank, shuffled, ImageNet-C severities) with its 95 % percentile
 interval, and every crossing visibility V* and blind-spot width W with theirs.
 
-Signals (METHODS.md §4). ``accuracy``: share correct, abstentions count as not correct.
+Signals (docs/methods.md §4). ``accuracy``: share correct, abstentions count as not correct.
 ``internal_conf``: the letter read-out's probability of its best content option (letter
 wordings). ``verbal_conf``: the parsed verbalized confidence (verbal wordings; unparsed replies
 are left out of its mean, and their share is reported). ``abstain``: share of answers that pick
 the abstain option.
 
-Crossings use the floors METHODS.md fixes: accuracy → the blank-image accuracy of the same
+Crossings use the floors docs/methods.md fixes: accuracy → the blank-image accuracy of the same
 model, task and wording (chance where the run has no blank control); confidences → 1/k, k the
 number of content options; abstain rate → 1.0 (a rising signal). W pairs each awareness signal
 with the accuracy *of the same wording*: the abstentions and confidences are read from the same

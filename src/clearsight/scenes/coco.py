@@ -1,6 +1,6 @@
 """COCO scenes from a local copy of COCO 2017: choose one boxed target per image, then load it.
 
-The visibility sweep (papers/visibility-sweep.txt §III-C) uses 1000 COCO val images with one
+The visibility sweep (docs/methods.md §1) uses 1000 COCO val images with one
 boxable target per image from the ``vehicle`` and ``outdoor`` super-categories, meeting area and
 resolution minimums, with frequency-balanced categories and a seeded draw. Selection
 (``select_coco_targets``) is pure JSON work and returns small picklable ``CocoTarget`` records,

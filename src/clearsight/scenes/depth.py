@@ -1,6 +1,6 @@
 """Depth providers: where a scene's metric depth comes from (file, stereo, stated layout, model).
 
-Every provider returns a float32 HxW map in metres clipped to ``DEPTH_CLIP_M`` (METHODS.md §1:
+Every provider returns a float32 HxW map in metres clipped to ``DEPTH_CLIP_M`` (docs/methods.md §1:
 the fog model clips depth to [0.5, 80] m, so a provider that already clips gives the physics and
 the reports the same numbers). Fog only sees ``beta * z``, so a global depth-scale error rescales
 every reported visibility; each provider therefore says how its depth was obtained
@@ -436,10 +436,11 @@ class AssumedDepth:
 def _missing_model_message(model: str, reason: str) -> str:
     return (
         f"cannot load the depth model {model!r} from a local directory or the Hugging Face "
-        f"cache ({reason}). clearsight never downloads at run time. On a machine with internet "
-        f"run `huggingface-cli download {DEFAULT_DEPTH_MODEL}` (or `hf download ...`) and copy "
-        "its Hugging Face cache (~/.cache/huggingface/hub, or $HF_HOME) here, or pass the path "
-        "of a directory holding config.json, preprocessor_config.json and the weights"
+        f"cache ({reason}). clearsight never downloads at run time: fetch it once with "
+        f"`clearsight fetch --model {model}` (`--depth` for {DEFAULT_DEPTH_MODEL}) where the "
+        "hub is reachable and copy the Hugging Face cache (~/.cache/huggingface/hub, or "
+        "$HF_HUB_CACHE) here, or pass the path of a directory holding config.json, "
+        "preprocessor_config.json and the weights"
     )
 
 

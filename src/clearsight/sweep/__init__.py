@@ -1,4 +1,4 @@
-"""The visibility sweep: physical fog and water on a metric depth map (METHODS.md §1-§4).
+"""The visibility sweep: physical fog and water on a metric depth map (docs/methods.md §1-§4).
 
 Modules, in the order of the method: :mod:`~clearsight.sweep.config` (what a run asks for),
 :mod:`~clearsight.sweep.conditions` (the arms, levels,

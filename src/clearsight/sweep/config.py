@@ -33,7 +33,7 @@ ALL_WORDINGS: tuple[Wording, ...] = (
 
 
 class SweepConfig(RunConfig):
-    """Everything that determines a visibility sweep's records (METHODS.md §1-3)."""
+    """Everything that determines a visibility sweep's records (docs/methods.md §1-3)."""
 
     added_later: ClassVar[tuple[str, ...]] = (
         "wording_scenes",
@@ -87,7 +87,7 @@ class SweepConfig(RunConfig):
     distractors: Literal["auto", "exchangeable", "proportional"] = Field(
         "auto",
         description="How distractors follow the category prior: 'exchangeable' makes guessing "
-        "from the prior score exactly chance (METHODS.md §3) but exists only when no category "
+        "from the prior score exactly chance (docs/methods.md §3) but exists only when no category "
         "exceeds 1/4 of the targets; 'auto' uses it where it exists, else 'proportional'.",
     )
     models: tuple[str, ...] = Field(("observer",), description="Backends by name.")
@@ -207,6 +207,17 @@ class SweepConfig(RunConfig):
         except InputError as exc:
             raise ValueError(str(exc)) from None
         return self
+
+    def options_of(self, model: str) -> dict[str, Any]:
+        """The options ``model`` runs with: its ``model_options`` over its preset's
+        (:func:`clearsight.models.presets.resolve_options`; the reference observer's over
+        ``observer``, its psychometrics)."""
+        from clearsight.models.presets import resolve_options
+
+        options = dict(self.model_options.get(model, {}))
+        if model == "observer":
+            options = {**self.observer.model_dump(), **options}
+        return resolve_options(model, options)
 
     def wordings_of(self, model: str) -> tuple[Wording, ...]:
         """The wordings asked of ``model``."""

@@ -1,4 +1,4 @@
-"""The visibility sweep (papers/visibility-sweep.txt): plan the items, run them, keep the records.
+"""The visibility sweep (docs/methods.md §1-§4): plan the items, run them, keep the records.
 
 A sweep item is one question about one boxed target of one scene under one condition — clean,
 fog or water at a visibility level, blank, shuffled, or ImageNet-C fog at a severity — asked of
@@ -34,11 +34,13 @@ from clearsight.execute import ExecutorName
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import (
     Backend,
+    Capabilities,
     Decoding,
     Message,
     ObserverReference,
     PartialBatchError,
     Request,
+    install_hint,
     shared_backend,
 )
 from clearsight.physics import (
@@ -50,7 +52,7 @@ from clearsight.physics import (
     turbid_coefficients,
 )
 from clearsight.provenance import run_manifest
-from clearsight.scenes.depth import depth_profile
+from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL, depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.spec_grid import SpecGrid, SpecGrids, keys_of, select
@@ -126,6 +128,7 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
 
         if config.coco_annotations is None or config.coco_images is None:
             raise InputError("scenes='coco' needs coco_annotations and coco_images")
+        _require_depth_model(config.coco_depth_model)
         targets = select_coco_targets(
             config.coco_annotations,
             config.coco_images,
@@ -150,6 +153,28 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
             dataclasses.replace(r, categories=r.categories[:1], boxes=r.boxes[:1]) for r in refs
         ]
     return refs
+
+
+def _require_depth_model(model: str) -> None:
+    """A COCO sweep's depth model, unless stated (``assumed:<metres>``), must be a local
+    directory or in the Hugging Face cache before the run starts (a worker never downloads):
+    else one InputError saying how to fetch it."""
+    if model.startswith("assumed:") or Path(model).expanduser().is_dir():
+        return
+    try:
+        from clearsight.hub import cached_snapshot
+
+        found = cached_snapshot(model)
+    except ImportError:
+        hint = install_hint("hf")
+        raise InputError(f"the depth model {model!r} needs huggingface_hub: {hint}") from None
+    if found is None:
+        flag = "--depth" if model == DEFAULT_DEPTH_MODEL else f"--model {model}"
+        raise InputError(
+            f"the depth model {model!r} is neither a local directory nor in the Hugging Face "
+            f"cache: fetch it once with `clearsight fetch {flag}` (or copy a cache that holds "
+            "it), or state a depth with coco_depth_model: assumed:<metres>"
+        )
 
 
 _SCENE_CACHE: dict[tuple[str, str], Scene] = {}
@@ -350,12 +375,9 @@ class _ModelPlan:
 
     @classmethod
     def of(cls, config: SweepConfig, model: str) -> _ModelPlan:
-        options = dict(config.model_options.get(model, {}))
-        if model == "observer":
-            options = {**config.observer.model_dump(), **options}
         return cls(
             model,
-            Options(options),
+            Options(config.options_of(model)),
             frozenset(config.wordings_of(model)),
             frozenset(config.conditions_of(model)),
         )
@@ -697,12 +719,18 @@ def run_depth_unit(unit: DepthUnit) -> list[Record]:
 
 
 def _models(config: SweepConfig) -> list[ModelNeed]:
-    """Every model the sweep asks; it must load (no capability beyond answering is needed: the
-    read-outs use what a backend fills in, and the blind control is text-only on purpose)."""
-    return [
-        ModelNeed(m, dict(config.model_options.get(m, {})), purpose="the visibility sweep")
-        for m in config.models
-    ]
+    """Every model the sweep asks, with the options it runs with; it must load and give letter
+    probabilities when asked a letter wording, generate when asked a verbalized one (images are
+    not required: the blind control is text-only on purpose)."""
+    needs = []
+    for m in config.models:
+        wordings = config.wordings_of(m)
+        can = Capabilities(
+            generate=any(w.startswith("verbal.") for w in wordings),
+            candidate_probs=any(w.startswith("mcq.") for w in wordings),
+        )
+        needs.append(ModelNeed(m, config.options_of(m), can, "the visibility sweep"))
+    return needs
 
 
 def _stages(config: SweepConfig, plan: SweepPlan, store: RunStore) -> Iterator[Stage[Any]]:

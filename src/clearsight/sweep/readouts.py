@@ -1,7 +1,7 @@
 """The sweep's read-outs: what a raw model response says, computed from the stored raw output alone.
 
 Kept apart from the backends (lm-evaluation-harness style) so a run can be re-scored without
-calling a model again (METHODS.md §3). An API backend's letter probabilities come from its
+calling a model again (docs/methods.md §3). An API backend's letter probabilities come from its
 top-k log-probabilities (:mod:`clearsight.models.logprobs`); trajectory grounding's numerals
 are read in :mod:`clearsight.grounding.numerals`.
 

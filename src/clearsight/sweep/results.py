@@ -47,7 +47,7 @@ VERBAL_WORDINGS: tuple[str, ...] = ("verbal.plain", "verbal.percent", "verbal.sc
 #: Tasks in display order with their paper names.
 TASK_NAMES: dict[str, str] = {"identify": "identification (t2)", "verify": "verification (t3)"}
 
-# Display labels of the standard sweep levels (METHODS.md §1: labels only, never data).
+# Display labels of the standard sweep levels (docs/methods.md §1: labels only, never data).
 _LEVEL_LABELS: dict[float, str] = {
     250.0: "250",
     125.0: "125",

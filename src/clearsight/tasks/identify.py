@@ -1,6 +1,6 @@
 """t2 identification: "Which of these names the object in the red box?" with options A-D (+ E).
 
-METHODS.md section 3: the true category plus three distractors drawn to match the category
+docs/methods.md §3: the true category plus three distractors drawn to match the category
 prior of the scene set, option order shuffled per item by the caller's generator, chance 0.25;
 optionally a fifth option E (abstain), always last.
 """

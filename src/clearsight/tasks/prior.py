@@ -1,6 +1,6 @@
 """The category prior of a scene set and prior-matched distractor draws.
 
-METHODS.md section 3 asks for distractors "drawn to match the category prior (distractor
+docs/methods.md §3 asks for distractors "drawn to match the category prior (distractor
 frequencies follow the category frequencies of the scene set, so guessing from the prior alone
 scores chance)". Two schemes are offered, because the obvious one does not deliver that
 promise when the prior is skewed:

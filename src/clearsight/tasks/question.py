@@ -25,7 +25,7 @@ Readout = Literal["letter", "verbalized"]
 
 #: The shipped instruction that makes the first generated token the option letter.
 LETTER_INSTRUCTION: Final[str] = "answer.letter.v1"
-#: The abstain wordings (METHODS.md section 3) and their template ids.
+#: The abstain wordings (docs/methods.md §3) and their template ids.
 AbstainWording = Literal["reason", "generic"]
 ABSTAIN_TEMPLATES: Final[dict[AbstainWording, str]] = {
     "reason": "abstain.reason.v1",

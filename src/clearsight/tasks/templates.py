@@ -1,6 +1,6 @@
 """Prompt templates as versioned data files, with a content hash recorded beside every answer.
 
-METHODS.md section 3: "Prompts are data. Every template has an id and a content hash recorded
+docs/methods.md §3: "Prompts are data. Every template has an id and a content hash recorded
 with each record." The templates live in ``prompts/*.yaml`` inside this package; each entry has
 an ``id`` ending in ``.v<version>``, an integer ``version``, a ``kind`` and its ``text`` with
 named ``str.format`` placeholders. The hash is computed from the content, never stored in the
