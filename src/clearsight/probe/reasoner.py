@@ -312,8 +312,9 @@ class _ReasonerFailedError(Exception):
 
 
 class _Guarded:
-    """The reasoner backend, its failures raised as :class:`_ReasonerFailedError` (a sensor
-    failure, by contrast, is part of the history)."""
+    """The reasoner backend, its failures — and replies that cannot be read
+    (:func:`~clearsight.models.replies.complete_checked`) — raised as
+    :class:`_ReasonerFailedError` (a sensor failure, by contrast, is part of the history)."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -321,8 +322,10 @@ class _Guarded:
         self.capabilities = backend.capabilities
 
     def complete(self, requests: Sequence[Request]) -> list[Response]:
+        from clearsight.models.replies import complete_checked
+
         try:
-            return self.backend.complete(requests)
+            return complete_checked(self.backend, requests)
         except Exception as exc:
             raise _ReasonerFailedError(f"{type(exc).__name__}: {exc}") from exc
 

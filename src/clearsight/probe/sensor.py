@@ -165,6 +165,7 @@ class Sensor:
         backend calls made: one request with ``n`` samples, or ``n`` one-sample requests with
         seeds seed..seed+n-1 sent one call at a time."""
         from clearsight.models.base import Decoding, Message, PartialBatchError, Request
+        from clearsight.models.replies import complete_checked
 
         image = self.image(instance)
         message = (Message.user(image, prompt),)
@@ -180,7 +181,7 @@ class Sensor:
         responses = []
         for requests in calls:
             try:
-                responses += self.backend.complete(requests)
+                responses += complete_checked(self.backend, requests)
             except PartialBatchError as exc:
                 bad = next(r for r in exc.results if not hasattr(r, "texts"))
                 raise RuntimeError(str(bad)) from exc
