@@ -112,7 +112,7 @@ class BuildBenchConfig(BaseModel):
     """A TGS-Bench build: which problems (the sources a grounding run takes), which generator
     and judge. Where the pool is written is the command's, not the configuration's."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     generator: str = Field("hf:smollm2-135m", description="Model writing the good trajectories.")
     generator_options: dict[str, Any] = Field(

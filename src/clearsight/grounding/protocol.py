@@ -165,6 +165,13 @@ class GroundingConfig(RunConfig):
     unit_size: int = Field(32, ge=1, description="Items per work unit (batched together).")
     n_boot: int = Field(5000, ge=100, description="Bootstrap draws of the report's intervals.")
 
+    @field_validator("mask_ratios")
+    @classmethod
+    def _shares(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not all(0.0 <= r <= 1.0 for r in v) or len(set(v)) != len(v):
+            raise ValueError(f"mask_ratios must be distinct shares in [0, 1], got {list(v)}")
+        return v
+
     @field_validator("readouts")
     @classmethod
     def _known_readouts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
