@@ -391,9 +391,9 @@ def _readout(
 ) -> Elicited:
     """Numeral probabilities of one row from its log-probs at the slot (row 0) and after each
     token of its appended path (row j after j tokens); InputError where the log-probabilities
-    hold NaN or make a probability outside [0, 1] (broken logits)."""
-    if np.isnan(logp).any():
-        raise InputError("its log-probabilities hold NaN")
+    hold NaN or values above 0 (broken logits)."""
+    if np.isnan(logp).any() or (logp > 0).any():
+        raise InputError("its log-probabilities hold NaN or values above 0")
     seq_p: dict[str, float] = {}
     end_p: dict[str, float] = {}
     cands = p.request.candidates

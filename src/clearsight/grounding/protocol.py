@@ -169,7 +169,7 @@ class GroundingConfig(RunConfig):
     @classmethod
     def _shares(cls, v: tuple[float, ...]) -> tuple[float, ...]:
         if not all(0.0 <= r <= 1.0 for r in v) or len(set(v)) != len(v):
-            raise ValueError(f"mask_ratios must be distinct shares in [0, 1], got {list(v)}")
+            raise ValueError("must be distinct shares in [0, 1]")
         return v
 
     @field_validator("readouts")

@@ -254,7 +254,7 @@ def _extra(value: object, repaired: list[str]) -> Mapping[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise UnreadableReplyError(f"extra is {short_repr(value)}, not a mapping by name")
     before = len(repaired)
-    out = {k: _strings(v, f"extra[{k!r}]", repaired) for k, v in value.items()}
+    out = _strings(value, "extra", repaired)
     return value if len(repaired) == before else out
 
 

@@ -152,7 +152,7 @@ class SweepConfig(RunConfig):
     @classmethod
     def _severities(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         if not all(1 <= s <= 5 for s in v) or len(set(v)) != len(v):
-            raise ValueError(f"imagenet_c_severities must be distinct severities 1..5, got {v}")
+            raise ValueError("must be distinct severities 1..5")
         return v
 
     @model_validator(mode="after")
