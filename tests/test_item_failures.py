@@ -174,3 +174,62 @@ def test_a_unit_that_raises_fails_its_items_and_the_run_goes_on(
     assert summary.stages["sweep"].failed == 9
     assert summary.stages["sweep.depth"].ok == 1  # the later stage ran
     assert summary.reasons[0] == ("RuntimeError: a bug in a read-out", 9)
+
+
+class _ChatServer:
+    """A local OpenAI-compatible server whose every chat completion says ``content``."""
+
+    def __init__(self, content: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                choices = [
+                    {"index": i, "message": {"role": "assistant", "content": content}}
+                    for i in range(body.get("n", 1))
+                ]
+                payload = json.dumps({"model": "m", "choices": choices}).encode()  # \ud83d escaped
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def model(self) -> str:
+        return f"openai:http://127.0.0.1:{self.httpd.server_address[1]}/v1#m"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_server_reply_cut_inside_a_surrogate_pair_is_stored(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    server = _ChatServer("Answer: B\nConfidence: 60 \ud83d")
+    try:
+        args = ["sweep", "--scene-ids", SCENE, "--arms", "fog", "--tasks", "identify"]
+        args += ["--controls", "clean", "--wordings", "verbal.plain", "--workers", "1"]
+        out = tmp_path / "run"
+        result = runner.invoke(app, [*args, "--model", server.model, "--out", str(out)])
+    finally:
+        server.close()
+    assert result.exit_code == 0, result.output
+    from clearsight.models.replies import REPLACED_SURROGATES
+
+    with RunStore.open(out, read_only=True) as store:
+        records = list(store.iter_records("ok", kind="sweep"))
+    assert len(records) == 9  # clean and the eight fog levels
+    for record in records:
+        assert record.raw["texts"] == ["Answer: B\nConfidence: 60 \ufffd"]
+        assert record.raw["extra"][REPLACED_SURROGATES] == ["texts[0]"]
+        assert record.readouts["verbal_conf"] == pytest.approx(0.6, abs=1e-12)

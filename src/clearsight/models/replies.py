@@ -12,7 +12,9 @@ reason instead of stopping the run or being stored as a result. A reply is refus
   clipped, because a probability below 0 (or NaN, or above 1) says the backend's arithmetic
   went wrong and a clipped one would be stored as a result;
 * ``token_logprobs`` is None or, per sample, per token a :class:`~clearsight.models.base.
-  TokenLogprob` with a finite log-probability <= 0 (its top-k alternatives too);
+  TokenLogprob` with a finite log-probability <= 0 (its top-k alternatives too), give or take
+  the float32 rounding of a log-softmax (:data:`~clearsight.models.logprobs.LOGPROB_SLACK`,
+  1e-6: what a server computes as log(1) may come out a hair above 0);
 * ``uncovered_mass`` is None or in [0, 1], ``latency_s`` finite and >= 0, ``usage`` whole
   numbers >= 0 by name and ``extra`` a mapping by name.
 
@@ -39,6 +41,7 @@ from clearsight.models.base import (
     Response,
     TokenLogprob,
 )
+from clearsight.models.logprobs import LOGPROB_SLACK
 from clearsight.validate import short_repr
 
 #: The key of ``Response.extra`` that lists where lone surrogates were replaced.
@@ -147,7 +150,7 @@ def _probability(value: object, where: str) -> float:
 
 def _logprob(value: object, where: str) -> float:
     lp = _number(value, where)
-    if lp > 0.0:
+    if lp > LOGPROB_SLACK:
         raise UnreadableReplyError(f"{where} = {value!r} is a log-probability above 0")
     return lp
 
