@@ -133,9 +133,12 @@ def _checked_or_why(reply: object, request: Request) -> Response | Exception:
 
 def _number(value: object, where: str) -> float:
     """``value`` as a finite float; refused when it is not a real number (a bool is not)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if type(value) is float:  # the common case, without the abstract-class checks
+        number = value
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise UnreadableReplyError(f"{where} is {short_repr(value)}, not a number")
-    number = float(value)
+    else:
+        number = float(value)
     if not math.isfinite(number):
         raise UnreadableReplyError(f"{where} = {value!r} is not finite")
     return number
@@ -238,7 +241,7 @@ def _candidate_probs(value: object, offered: Sequence[str]) -> None:
                 if offered
                 else f"candidate_probs names {short_repr(key)}, not a string"
             )
-        if not _is_unicode(key):  # a key is not repaired: it would name another candidate
+        if not offered and not _is_unicode(key):  # not repaired: it would name another string
             raise UnreadableReplyError(f"candidate_probs names {key!r}, not valid Unicode")
         _probability(p, f"candidate_probs[{key!r}]")
 
@@ -261,8 +264,14 @@ def _extra(value: object, repaired: list[str]) -> Mapping[str, Any]:
     return value if len(repaired) == before else out
 
 
+#: Types that hold no string: :func:`_strings` returns them without the abstract-class checks.
+_PLAIN: Final = frozenset({float, int, bool, type(None)})
+
+
 def _strings(value: Any, where: str, repaired: list[str]) -> Any:
     """``value`` (any JSON-like data) with the lone surrogates of its strings replaced."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, str):
         return _text(value, where, repaired)
     if isinstance(value, Mapping):
