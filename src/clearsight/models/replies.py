@@ -52,14 +52,16 @@ class UnreadableReplyError(ValueError):
     """A backend's reply that breaks the contract of a response; the message says where."""
 
 
-def checked_reply(reply: object, request: Request) -> Response:
+def checked_reply(reply: object, request: Request, *, count_texts: bool = True) -> Response:
     """``reply`` as read-outs may trust it (see the module docstring): the same object when it
     needs no repair, a copy with its lone surrogates replaced otherwise;
-    :class:`UnreadableReplyError` naming the field when it cannot be read."""
+    :class:`UnreadableReplyError` naming the field when it cannot be read. ``count_texts=False``
+    leaves the number of texts to a caller that counts them itself (the probe's sensor, whose
+    message says how many samples its model must give)."""
     if not isinstance(reply, Response):
         raise UnreadableReplyError(f"the backend returned {short_repr(reply)}, not a Response")
     repaired: list[str] = []
-    texts = _texts(reply.texts, request, repaired)
+    texts = _texts(reply.texts, request if count_texts else None, repaired)
     logprobs = _token_logprobs(reply.token_logprobs, repaired)
     _candidate_probs(reply.candidate_probs, request.candidates)
     if reply.uncovered_mass is not None:
@@ -96,13 +98,18 @@ def checked_replies(backend: Backend, requests: Sequence[Request]) -> list[Respo
     return [_checked_or_why(g, r) for g, r in zip(got, requests, strict=True)]
 
 
-def complete_checked(backend: Backend, requests: Sequence[Request]) -> list[Response]:
-    """Every reply of one batch call, checked; the first problem raised (the backend's own
-    exception, or :class:`UnreadableReplyError`) where a caller handles the batch as one."""
+def complete_checked(
+    backend: Backend, requests: Sequence[Request], *, count_texts: bool = True
+) -> list[Response]:
+    """Every reply of one batch call, checked (:func:`checked_reply`); the first problem raised
+    (the backend's own exception, or :class:`UnreadableReplyError`) where a caller handles the
+    batch as one."""
     replies = list(backend.complete(requests))
     if len(replies) != len(requests):
         raise UnreadableReplyError(_count(len(replies), len(requests)))
-    return [checked_reply(g, r) for g, r in zip(replies, requests, strict=True)]
+    return [
+        checked_reply(g, r, count_texts=count_texts) for g, r in zip(replies, requests, strict=True)
+    ]
 
 
 def _alone(backend: Backend, request: Request) -> Any:
@@ -185,11 +192,12 @@ def _sequence(value: object, where: str) -> Sequence[Any]:
     return value
 
 
-def _texts(value: object, request: Request, repaired: list[str]) -> tuple[str, ...]:
+def _texts(value: object, request: Request | None, repaired: list[str]) -> tuple[str, ...]:
+    """The texts, as many as ``request`` generates (None: any number)."""
     texts = tuple(
         _text(t, f"texts[{i}]", repaired) for i, t in enumerate(_sequence(value, "texts"))
     )
-    if request.generate and len(texts) != request.n:
+    if request is not None and request.generate and len(texts) != request.n:
         raise UnreadableReplyError(
             f"the reply holds {len(texts)} texts for a request of {request.n} "
             f"sample{'s' if request.n != 1 else ''}"
