@@ -175,3 +175,20 @@ def test_probe_numbers_are_finite() -> None:
         ProbeConfig(temperature=float("inf"))
     with pytest.raises(ValidationError, match="finite"):
         ProbeConfig(uot={"sharpness": float("nan")})
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--scene-ids", "skimage-chelsea,skimage-chelsea"],
+            "scene_ids names 'skimage-chelsea' twice",
+        ),
+        (["--model", "observer", "--model", "observer"], "models names 'observer' twice"),
+    ],
+)
+def test_a_scene_or_model_named_twice_is_refused(
+    tmp_path: Path, flags: list[str], message: str
+) -> None:
+    line = _refused(["sweep", "--arms", "fog", *flags], tmp_path / "run")
+    assert message in line

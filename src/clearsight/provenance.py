@@ -50,6 +50,16 @@ def refuse_unknown_models(per_model: Mapping[str, Any], models: Sequence[str], f
         )
 
 
+def named_once(values: Sequence[Any] | None, field: str) -> None:
+    """A ValueError (a configuration's field check) when ``field`` names an entry twice: a scene
+    or a model given twice would plan its items twice under the same keys."""
+    seen: set[Any] = set()
+    for value in values or ():
+        if value in seen:
+            raise ValueError(f"{field} names {value!r} twice")
+        seen.add(value)
+
+
 def run_manifest(config: dict[str, Any], protocol: str, **extra: Any) -> dict[str, Any]:
     """The manifest a protocol's run begins with (:meth:`clearsight.store.RunStore.begin_run`):
     ``config`` in its JSON form, ``protocol``, package versions, git revision, then ``extra``

@@ -17,7 +17,7 @@ from pydantic import (
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
-from clearsight.provenance import RunConfig, refuse_unknown_models
+from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
 from clearsight.sweep.conditions import Arm
 from clearsight.validate import InputError
 
@@ -167,6 +167,12 @@ class SweepConfig(RunConfig):
                 raise ValueError(str(exc)) from None
         return self
 
+    @field_validator("scene_ids")
+    @classmethod
+    def _scenes_once(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        named_once(v, "scene_ids")
+        return v
+
     @field_validator("models")
     @classmethod
     def _known_models(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -174,6 +180,7 @@ class SweepConfig(RunConfig):
 
         if not v:
             raise ValueError("at least one model is needed")
+        named_once(v, "models")
         for spec in v:
             try:
                 split_model_spec(spec)
