@@ -233,3 +233,26 @@ def test_a_server_reply_cut_inside_a_surrogate_pair_is_stored(tmp_path: Path) ->
         assert record.raw["texts"] == ["Answer: B\nConfidence: 60 \ufffd"]
         assert record.raw["extra"][REPLACED_SURROGATES] == ["texts[0]"]
         assert record.readouts["verbal_conf"] == pytest.approx(0.6, abs=1e-12)
+
+
+def test_a_probe_reply_cut_inside_a_surrogate_pair_is_repaired_and_said(tmp_path: Path) -> None:
+    from clearsight.probe.protocol import run_probe
+    from clearsight.probe.transcript import load_transcripts
+    from fixtures.probe_runs import probe_config
+
+    reasoner = _script(
+        tmp_path / "cut.jsonl", [{"match": "Question:", "texts": ["The answer is: (B) \ud83d"]}]
+    )
+    sensor = _script(
+        tmp_path / "cut-sensor.jsonl", [{"match": "Answer with", "texts": ["(B) \ud83d"]}]
+    )
+    cfg = probe_config(tmp_path, reasoners=(f"scripted:{reasoner}",), sensor=f"scripted:{sensor}")
+    summary = run_probe(cfg, tmp_path / "run", progress=False)
+    assert (summary.ok, summary.failed) == (8, 0)
+    for t in load_transcripts(tmp_path / "run"):
+        assert t.committed == "B"
+        assert "\ud83d" not in t.turns[0].raw
+        said = (
+            {"reasoner": 0, "sensor": 1} if t.strategy == "direct" else {"reasoner": 1, "sensor": 0}
+        )
+        assert t.meta["replaced_surrogates"] == said
