@@ -177,7 +177,8 @@ def test_a_unit_that_raises_fails_its_items_and_the_run_goes_on(
 
 
 class _ChatServer:
-    """A local OpenAI-compatible server whose every chat completion says ``content``."""
+    """A local OpenAI-compatible server serving model ``m``, whose every chat completion says
+    ``content``."""
 
     def __init__(self, content: str) -> None:
         import threading
@@ -187,13 +188,19 @@ class _ChatServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:  # the models it serves (asked before the run)
+                self._send({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 choices = [
                     {"index": i, "message": {"role": "assistant", "content": content}}
                     for i in range(body.get("n", 1))
                 ]
-                payload = json.dumps({"model": "m", "choices": choices}).encode()  # \ud83d escaped
+                self._send({"model": "m", "choices": choices})
+
+            def _send(self, reply: dict[str, Any]) -> None:
+                payload = json.dumps(reply).encode()  # a lone surrogate escaped as \ud83d
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -236,7 +236,9 @@ def _grounding_units() -> list[Any]:
     )
     from clearsight.grounding.trajectories import good_trajectory
 
-    cfg = GroundingConfig(model="m", generator="g", judge="j", variation_samples=1)
+    cfg = GroundingConfig(
+        model="scripted:m", generator="scripted:g", judge="scripted:j", variation_samples=1
+    )
     problems = bundled_problems(2)
     own = {p.id: {"trajectory": good_trajectory(p).to_json()} for p in problems}
     stages = [
