@@ -43,6 +43,7 @@ from clearsight.execute import (
     check_execution,
     execute,
     in_process,
+    write_or_fail,
 )
 from clearsight.models.base import Capabilities
 from clearsight.spec_grid import keys_of, kinds_of, select
@@ -505,7 +506,7 @@ def _execute_stage(
         stream = stage.stream
 
         def write(records: list[Record]) -> None:
-            store.write_records(records)
+            write_or_fail(store, records)
 
         def run_unit(unit: Any) -> list[Record]:
             return stream(unit, write)

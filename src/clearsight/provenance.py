@@ -4,11 +4,11 @@ the versions of the packages that compute them and the git revision of clearsigh
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 
 class RunConfig(BaseModel):
@@ -18,7 +18,11 @@ class RunConfig(BaseModel):
     left out of the dump while it holds its default — which must be what runs made before it
     did; a dump read back gives the same configuration.
 
-    Subclasses name those fields in :attr:`added_later`."""
+    Subclasses name those fields in :attr:`added_later`. A float field of any subclass refuses
+    NaN and infinities (subclasses' ``model_config`` is merged with this one): a run's numbers
+    are finite before anything exists."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     added_later: ClassVar[tuple[str, ...]] = ()
     """Fields added after runs were stored whose default does what those runs did."""
@@ -32,6 +36,28 @@ class RunConfig(BaseModel):
                 if getattr(self, name) == fields[name].get_default(call_default_factory=True):
                     data.pop(name, None)
         return data
+
+
+def refuse_unknown_models(per_model: Mapping[str, Any], models: Sequence[str], field: str) -> None:
+    """A ValueError (a configuration's field check) when a per-model map (``model_options``,
+    ``reasoner_options``) names a model the run does not use: a typo of a model's name would
+    otherwise be ignored and its options silently not applied."""
+    unknown = sorted(set(per_model) - set(models))
+    if unknown:
+        raise ValueError(
+            f"{field} names {', '.join(map(repr, unknown))}, not a model of the run "
+            f"({', '.join(models)})"
+        )
+
+
+def named_once(values: Sequence[Any] | None, field: str) -> None:
+    """A ValueError (a configuration's field check) when ``field`` names an entry twice: a scene
+    or a model given twice would plan its items twice under the same keys."""
+    seen: set[Any] = set()
+    for value in values or ():
+        if value in seen:
+            raise ValueError(f"{field} names {value!r} twice")
+        seen.add(value)
 
 
 def run_manifest(config: dict[str, Any], protocol: str, **extra: Any) -> dict[str, Any]:

@@ -4,13 +4,15 @@ Every public entry point that takes pixels, depth or a visibility checks them he
 gets an error naming the problem (dtype, shape, NaN, sign) instead of a broadcasting failure
 deep inside numpy. Invalid options (a run's configuration, a backend's options, the flags of a
 command) become one :class:`InputError` line of one form, :func:`invalid`; a JSONL file's lines
-are read by :func:`jsonl_values`.
+are read by :func:`jsonl_values`; the ids of a user's instances, problems or annotations must
+be unique (:func:`refuse_repeated_ids`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,6 +65,21 @@ def short_repr(value: object) -> str:
     offending value (a YAML list or a bad row can be long)."""
     text = repr(value)
     return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+def refuse_repeated_ids(ids: Iterable[tuple[object, str]], what: str) -> None:
+    """An InputError naming the first id given twice and both places it was given: ``ids``
+    yields ``(id, where)`` pairs in order (``where``: a file and row, say). Two entries under
+    one id would be run and analysed as one (two runs of one question), so a repeated id is
+    refused even where the entries are the same."""
+    seen: dict[object, str] = {}
+    for key, where in ids:
+        if key in seen:
+            raise InputError(
+                f"duplicate {what} id {short_repr(key)}: given in {seen[key]} and again in "
+                f"{where} (ids must be unique)"
+            )
+        seen[key] = where
 
 
 def jsonl_values(text: str, source: object) -> list[tuple[int, Any]]:

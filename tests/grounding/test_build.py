@@ -264,6 +264,17 @@ def test_a_bad_file_is_one_clear_error(
     assert "\n" not in str(err.value)
 
 
+def test_a_problem_given_twice_is_named_with_its_lines(tmp_path: Path) -> None:
+    other = _with(["problem", "gold"], "43")
+    path = _hand_written(tmp_path, [json.dumps(ITEM), json.dumps(ITEM), json.dumps(other)])
+    with pytest.raises(InputError) as err:
+        load_bench(path)
+    assert str(err.value) == (
+        f"duplicate TGS-Bench problem id 'ext/a': given in {path}:1 and again in {path}:2 "
+        "(ids must be unique)"
+    )
+
+
 def test_a_missing_manifest_or_invalid_json_is_named(tmp_path: Path) -> None:
     path = _hand_written(tmp_path, ["{not json"])
     with pytest.raises(InputError, match=r"invalid JSON in .*bench.jsonl:1"):

@@ -58,7 +58,8 @@ def config(models=("observer", GUARD)) -> SweepConfig:
         tasks=("identify",),
         wordings=("mcq.reason", "verbal.plain"),
         models=models,
-        model_options={GUARD: {"threshold_m": THRESHOLD_M}},
+        # options only for a model of the run: others are refused (a typo is not ignored)
+        model_options={GUARD: {"threshold_m": THRESHOLD_M}} if GUARD in models else {},
     )
 
 

@@ -452,6 +452,62 @@ def test_unknown_category_name_is_an_error(tmp_path: Path) -> None:
         select_coco_targets(_write(tmp_path, dataset), tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("where", "field", "value", "message"),
+    [
+        ("categories", "id", "three", r"categories\[0\]\.id must be a whole number, got 'three'"),
+        ("images", "width", "wide", r"images\[0\]\.width must be a whole number, got 'wide'"),
+        ("images", "height", 0, r"images\[0\]\.height must be a whole number >= 1, got 0"),
+        ("images", "id", 1.5, r"images\[0\]\.id must be a whole number, got 1\.5"),
+        ("annotations", "category_id", None, r"annotations\[0\]\.category_id must be a whole"),
+        ("annotations", "bbox", [1, "a", 2, 3], r"annotations\[0\]\.bbox must be \[x, y, w, h\]"),
+        ("images", "file_name", 7, r"images\[0\]\.file_name must be text, got 7"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_one_line_naming_file_and_field(
+    tmp_path: Path, where: str, field: str, value: Any, message: str
+) -> None:
+    dataset = _balancing_dataset({3: 2})
+    dataset[where] = [dict(dataset[where][0], **{field: value}), *dataset[where][1:]]
+    path = _write(tmp_path, dataset)
+    with pytest.raises(InputError, match=message) as info:
+        select_coco_targets(path, tmp_path)
+    assert str(info.value).startswith(f"COCO annotation file {path}: ")
+
+
+@pytest.mark.parametrize("where", ["images", "annotations", "categories"])
+def test_a_repeated_id_is_refused_naming_it(tmp_path: Path, where: str) -> None:
+    dataset = _balancing_dataset({3: 2, 6: 1})
+    first, second = dataset[where][:2]
+    dataset[where] = [first, dict(second, id=first["id"]), *dataset[where][2:]]
+    path = _write(tmp_path, dataset)
+    with pytest.raises(InputError, match=rf"duplicate COCO \w+ id {first['id']}: ") as info:
+        select_coco_targets(path, tmp_path)
+    assert f"{path} {where}[0] and again in {path} {where}[1]" in str(info.value)
+
+
+def test_a_bad_coco_field_stops_the_sweep_before_its_run_exists(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    dataset = _balancing_dataset({3: 2})
+    dataset["images"][0]["width"] = "640px"
+    path = _write(tmp_path, dataset)
+    config = tmp_path / "coco.yaml"
+    config.write_text(
+        f"scenes: coco\ncoco_annotations: {path}\ncoco_images: {tmp_path}\n"
+        "coco_depth_model: 'assumed:10'\n"
+    )
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["sweep", "--config", str(config), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: COCO annotation file {path}: images[0].width must be a whole number, got '640px'"
+    ]
+    assert not out.exists()
+
+
 # --------------------------------------------------------------------------------------------
 # load_coco_scene
 # --------------------------------------------------------------------------------------------

@@ -2,9 +2,13 @@
 
 Workers return records; only the main process writes them, one transaction per finished unit,
 so a run killed at any moment loses at most the units in flight and a rerun resumes from the
-store. Ctrl-C (and SIGTERM, which :mod:`clearsight.driver` turns into the same stop) ends
-cleanly: the pool's workers are stopped, what finished is already committed, and
-:class:`Interrupted` tells the caller how far the run got. Pool workers also watch their parent
+store. An item is the unit of failure: a unit whose ``run`` raises has its items recorded as
+failed with the reason (:func:`~clearsight.execute.unit.failed_records`), and a record the store
+cannot encode (raw output that is not JSON, text that is not valid Unicode) is stored as its
+item's failed record with the reason (:func:`write_or_fail`); either way the run goes on and a
+rerun retries those items. Ctrl-C (and SIGTERM, which :mod:`clearsight.driver` turns into the
+same stop) ends cleanly: the pool's workers are stopped, what finished is already committed,
+and :class:`Interrupted` tells the caller how far the run got. Pool workers also watch their parent
 and exit within a second when it dies without a word (``kill -9``).
 
 The process pool lives in :mod:`clearsight.execute.pool`; the Ray executor
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from clearsight.execute.pool import run_pool
-from clearsight.execute.unit import Unit
+from clearsight.execute.unit import Unit, failed_records
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -107,7 +111,7 @@ def execute(
 
     def commit(records: list[Record]) -> None:
         nonlocal ok, failed, done
-        store.write_records(records)
+        records = write_or_fail(store, records)
         ok += sum(r.status == "ok" for r in records)
         failed += sum(r.status == "failed" for r in records)
         done += 1
@@ -123,7 +127,11 @@ def execute(
             run_on_ray(units, run, commit, workers=workers, config=ray, keep_local=keep_ray)
         elif in_process(executor, workers):
             for unit in units:
-                commit(run(unit))
+                try:
+                    records = run(unit)
+                except Exception as exc:  # its items fail with the reason; the run goes on
+                    records = failed_records(unit, exc)
+                commit(records)
         else:
             run_pool(units, run, workers, commit)
     except KeyboardInterrupt as exc:
@@ -133,6 +141,29 @@ def execute(
         ) from None
     bar.close()
     return Summary(done, ok, failed)
+
+
+def write_or_fail(store: RunStore, records: Sequence[Record]) -> list[Record]:
+    """Store ``records`` in one transaction and return what was stored: where one cannot be
+    stored (its raw output or read-outs are not JSON, or hold text that is not valid Unicode),
+    each record is written alone and the ones the store refuses are stored as their items'
+    failed records with the reason instead. Anything else the store raises (a key that is not
+    an item, a database error) propagates."""
+    try:
+        store.write_records(records)
+        return list(records)
+    except ValueError:  # the store's InputError, or UnicodeEncodeError from SQLite
+        pass
+    stored = []
+    for record in records:
+        try:
+            store.write_records([record])
+        except ValueError as exc:
+            why = f"the record could not be stored: {type(exc).__name__}: {exc}"
+            record = Record.failed(record.key, why, record.elapsed_s)
+            store.write_records([record])
+        stored.append(record)
+    return stored
 
 
 __all__ = [
@@ -145,4 +176,5 @@ __all__ = [
     "check_execution",
     "execute",
     "in_process",
+    "write_or_fail",
 ]

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.execute.unit import Unit
+from clearsight.execute.unit import Unit, failed_records
 from clearsight.models import install_hint
 from clearsight.store import Record
 from clearsight.validate import InputError
@@ -272,7 +272,7 @@ class _Scheduler:
             self._requeue(i)
             return
         reason = f"failed {self.attempts[i]} attempts on Ray; last: {_reason(exc)}"
-        self.commit([Record.failed(key, reason) for key in self.units[i].keys])
+        self.commit(failed_records(self.units[i], reason))
 
     def _lost(self, slot: _Slot, exc: BaseException) -> None:
         """Replace a dead replica; its running unit is charged, its queued ones go back."""

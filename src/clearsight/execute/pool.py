@@ -12,7 +12,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from typing import Any
 
-from clearsight.execute.unit import Unit
+from clearsight.execute.unit import Unit, failed_records
 from clearsight.store import Record
 from clearsight.validate import InputError
 
@@ -61,7 +61,8 @@ def run_pool(
     workers: int,
     commit: Callable[[list[Record]], None],
 ) -> None:
-    """Keep ``workers`` units in flight, costliest first, committing each as it completes."""
+    """Keep ``workers`` units in flight, costliest first, committing each as it completes (a
+    unit whose ``run`` raised as its items' failed records with the reason)."""
     ordered = sorted(units, key=lambda u: -u.cost)
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -69,20 +70,27 @@ def run_pool(
         initializer=_init_worker,
         initargs=(os.getpid(),),
     )
-    pending: set[Future[list[Record]]] = set()
+    running: dict[Future[list[Record]], Unit] = {}
     queue = iter(ordered)
     try:
         for unit in queue:
-            pending.add(pool.submit(run, unit))
-            if len(pending) >= 2 * workers:
+            running[pool.submit(run, unit)] = unit
+            if len(running) >= 2 * workers:
                 break
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
-                commit(fut.result())
+                unit = running.pop(fut)
+                try:
+                    records = fut.result()
+                except BrokenProcessPool:
+                    raise
+                except Exception as exc:  # its items fail with the reason; the run goes on
+                    records = failed_records(unit, exc)
+                commit(records)
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(run, nxt))
+                    running[pool.submit(run, nxt)] = nxt
     except BrokenProcessPool as exc:
         stop_pool(pool)
         raise InputError(worker_died(exc)) from None

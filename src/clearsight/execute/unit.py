@@ -8,6 +8,7 @@ from typing import Protocol
 
 from clearsight.spec_grid import keys_of
 from clearsight.specs import Spec
+from clearsight.store import Record
 
 
 class Unit(Protocol):
@@ -49,3 +50,9 @@ class KeyedItems:
     @property
     def cost(self) -> float:
         return float(len(self.items))
+
+
+def failed_records(unit: Unit, reason: str | BaseException) -> list[Record]:
+    """Every item of ``unit`` as a failed record with ``reason`` (a unit whose ``run`` raised,
+    or that failed every attempt on Ray)."""
+    return [Record.failed(key, reason) for key in unit.keys]

@@ -31,6 +31,7 @@ import numpy as np
 from clearsight.grounding.problems import LETTERS, Problem
 from clearsight.grounding.trajectories import Trajectory
 from clearsight.models.base import Decoding, Message, Request
+from clearsight.models.replies import checked_replies
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 
@@ -175,19 +176,32 @@ class Edit:
         return dict(vars(self))
 
 
+class EditFailedError(RuntimeError):
+    """The generator gave no reply that can be read for a span (its message: the backend's
+    failure or the refused reply, ``"Type: message"``): the item fails and a rerun asks again,
+    rather than the rule standing in for an edit the model was never able to make."""
+
+
 def inject_errors(
     generator: Backend | None,
     spans: Sequence[tuple[str, str]],
     seeds: Sequence[int],
-) -> list[Edit | InputError]:
+) -> list[Edit | InputError | EditFailedError]:
     """Edits of ``spans`` (``(axis, text)`` pairs): the generator's first (all requests in one
-    call), the rule's where the generator's edit fails :func:`check_edit` or there is none."""
-    attempts: list[str | None] = [None] * len(spans)
+    call), the rule's where the generator's edit fails :func:`check_edit` or there is none; an
+    InputError where no edit can be made, an :class:`EditFailedError` where the generator's
+    reply cannot be read (:func:`~clearsight.models.replies.checked_replies`)."""
+    attempts: list[str | Exception | None] = [None] * len(spans)
     if generator is not None and spans:
-        responses = generator.complete([edit_request(t, a) for a, t in spans])
-        attempts = [_first_paragraph(r.texts[0]) if r.texts else None for r in responses]
-    out: list[Edit | InputError] = []
+        replies = checked_replies(generator, [edit_request(t, a) for a, t in spans])
+        attempts = [
+            r if isinstance(r, Exception) else _first_paragraph(r.texts[0]) for r in replies
+        ]
+    out: list[Edit | InputError | EditFailedError] = []
     for (axis, text), attempt, seed in zip(spans, attempts, seeds, strict=True):
+        if isinstance(attempt, Exception):
+            out.append(EditFailedError(f"{type(attempt).__name__}: {attempt}"))
+            continue
         refused = None
         if attempt is not None:
             refused = check_edit(text, attempt)

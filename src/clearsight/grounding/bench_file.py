@@ -34,7 +34,7 @@ import pandas as pd
 from clearsight.grounding.bench import AXES
 from clearsight.grounding.problems import Problem
 from clearsight.grounding.trajectories import SEGMENTS, Trajectory
-from clearsight.validate import InputError, jsonl_values, short_repr
+from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
 
 __all__ = [
     "FORMAT",
@@ -253,6 +253,7 @@ def load_bench(path: Path | str) -> TgsBench:
             "(edited after it was built?)"
         )
     items: list[BenchItem] = []
+    lines: list[int] = []
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -262,9 +263,9 @@ def load_bench(path: Path | str) -> TgsBench:
             items.append(_item(value))
         except InputError as exc:
             raise InputError(f"invalid TGS-Bench file {path}:{n}: {exc}") from exc
-    ids = [item.problem.id for item in items]
-    if len(set(ids)) != len(ids):
-        raise InputError(f"invalid TGS-Bench file {path}: problem ids repeat")
+        lines.append(n)
+    where = zip((item.problem.id for item in items), (f"{path}:{n}" for n in lines), strict=True)
+    refuse_repeated_ids(where, "TGS-Bench problem")
     if len(items) != manifest.get("n_items"):
         raise InputError(
             f"invalid TGS-Bench file {path}: {len(items)} items, the manifest says "

@@ -51,6 +51,7 @@ from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.grounding.bench import (
     AXES,
+    EditFailedError,
     bad_trajectory,
     check_edit,
     inject_errors,
@@ -73,6 +74,7 @@ from clearsight.grounding.trajectories import (
 )
 from clearsight.models import shared_backend
 from clearsight.models.base import Capabilities, Message, Request
+from clearsight.models.replies import checked_replies
 from clearsight.provenance import run_manifest, source_digest
 from clearsight.seeding import content_hash, derive_seed, rng_for
 from clearsight.specs import OMIT_NONE, Spec
@@ -110,7 +112,7 @@ class BuildBenchConfig(BaseModel):
     """A TGS-Bench build: which problems (the sources a grounding run takes), which generator
     and judge. Where the pool is written is the command's, not the configuration's."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     generator: str = Field("hf:smollm2-135m", description="Model writing the good trajectories.")
     generator_options: dict[str, Any] = Field(
@@ -272,6 +274,9 @@ def _run_good(unit: GroundingUnit[GoodSpec], started: float) -> list[Record]:
     elapsed = (time.perf_counter() - started) / unit.size
     out = []
     for spec, g in zip(unit.items, results, strict=True):
+        if isinstance(g, Exception):  # no reply that can be read: a rerun asks again
+            out.append(Record.failed(spec.key, g, elapsed))
+            continue
         traj = None if g.trajectory is None else g.trajectory.to_json()
         reason = None if g.reason is None else f"no trajectory: {g.reason}"
         raw = {"text": g.text, "answer_forced": g.answer_forced}
@@ -279,13 +284,19 @@ def _run_good(unit: GroundingUnit[GoodSpec], started: float) -> list[Record]:
     return out
 
 
-def _judge_probs(unit: GroundingUnit[Any], requests: list[Request]) -> list[dict[str, float]]:
-    """The judge's candidate probabilities for each request (none without requests)."""
+def _judge_probs(
+    unit: GroundingUnit[Any], requests: list[Request]
+) -> list[dict[str, float] | Exception]:
+    """The judge's candidate probabilities for each request, or the exception that says why its
+    reply cannot be read (none without requests)."""
     if not requests:
         return []
     first = unit.items[0]
     backend = shared_backend(first.judge, first.judge_options)
-    return [dict(r.candidate_probs or {}) for r in backend.complete(requests)]
+    return [
+        r if isinstance(r, Exception) else dict(r.candidate_probs or {})
+        for r in checked_replies(backend, requests)
+    ]
 
 
 def _run_check(unit: GroundingUnit[CheckSpec], started: float) -> list[Record]:
@@ -313,9 +324,14 @@ def _run_check(unit: GroundingUnit[CheckSpec], started: float) -> list[Record]:
             out.append(_outcome(spec.key, True, None, elapsed, answer=got, good=good))
             continue
         probs = verdicts[spec.key]
+        if isinstance(probs, Exception):  # no reply that can be read: a rerun asks again
+            out.append(Record.failed(spec.key, probs, elapsed))
+            continue
         yes, no = float(probs.get("Yes", 0.0)), float(probs.get("No", 0.0))
         if yes + no <= 0:
-            raise InputError(f"{spec.judge}: the judge put no probability on Yes or No")
+            why = f"{spec.judge}: the judge put no probability on Yes or No"
+            out.append(Record.failed(spec.key, why, elapsed))
+            continue
         p_yes = yes / (yes + no)
         refused = None if p_yes > 0.5 else f"judge rejected: P(correct) = {p_yes:.3f}"
         out.append(
@@ -353,7 +369,9 @@ def _run_edit(unit: GroundingUnit[PairEditSpec], started: float) -> list[Record]
         elif spec.key in empty:
             why = f"no edit: the good trajectory's {spec.axis} part is empty"
             out.append(_outcome(spec.key, False, why, elapsed))
-        elif isinstance(e := made[spec.key], InputError):
+        elif isinstance(e := made[spec.key], EditFailedError):  # a rerun asks again
+            out.append(Record.failed(spec.key, str(e), elapsed))
+        elif isinstance(e, InputError):
             out.append(_outcome(spec.key, False, f"no edit: {e}", elapsed))
         else:
             keep = ("edited", "injector", "rule", "model_refused", "similarity")
@@ -393,12 +411,15 @@ def _run_validate(unit: GroundingUnit[ValidateSpec], started: float) -> list[Rec
     for spec in unit.items:
         p_bad = None
         if spec.key in verdicts:
-            p1, p2 = (
-                float(verdicts[spec.key].get("1", 0.0)),
-                float(verdicts[spec.key].get("2", 0.0)),
-            )
+            probs = verdicts[spec.key]
+            if isinstance(probs, Exception):  # no reply that can be read: a rerun asks again
+                out.append(Record.failed(spec.key, probs, elapsed))
+                continue
+            p1, p2 = float(probs.get("1", 0.0)), float(probs.get("2", 0.0))
             if p1 + p2 <= 0:
-                raise InputError(f"{spec.judge}: the judge put no probability on 1 or 2")
+                none = f"{spec.judge}: the judge put no probability on 1 or 2"
+                out.append(Record.failed(spec.key, none, elapsed))
+                continue
             p_bad = (p1 if spec.bad_first else p2) / (p1 + p2)
         why = faults[spec.key]
         out.append(_outcome(spec.key, why is None, why, elapsed, judge_p_bad=p_bad))

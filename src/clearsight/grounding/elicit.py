@@ -268,7 +268,9 @@ def _chunks(
     return out
 
 
-def _run_shared(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited] | None:
+def _run_shared(
+    backend: HfBackend, preps: Sequence[_Prepared]
+) -> list[Elicited | ElicitFailure] | None:
     """Two forward calls for rows that share a token prefix: the prefix once (its KV cache
     copied to every row), then every row's remaining tokens and numeral path, left-padded, under
     the hiding mask. The prefix ends before the first hidden token of any row, so no prefix
@@ -327,10 +329,10 @@ def _run_shared(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited
             logits_to_keep=q + 1,
         )
     logp = torch.log_softmax(out.logits.float(), dim=-1).cpu().numpy().astype(np.float64)
-    return [_readout(backend, p, logp[b], len(rows[b])) for b, p in enumerate(preps)]
+    return [_row(backend, p, logp[b], len(rows[b])) for b, p in enumerate(preps)]
 
 
-def _run_chunk(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited]:
+def _run_chunk(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited | ElicitFailure]:
     """One forward call for ``preps``: prompts left-padded, each row's numeral path appended."""
     import torch
 
@@ -370,17 +372,28 @@ def _run_chunk(backend: HfBackend, preps: Sequence[_Prepared]) -> list[Elicited]
         pos = torch.cat([pos, extra.to(pos.device)], dim=-1)
     logits = backend.forward_with_mask(ids, mask, pos, logits_to_keep=q + 1, **batch.model_inputs)
     logp = torch.log_softmax(logits, dim=-1).cpu().numpy().astype(np.float64)
-    results = []
-    for b, p in enumerate(preps):
-        results.append(_readout(backend, p, logp[b], lengths[b]))
-    return results
+    return [_row(backend, p, logp[b], lengths[b]) for b, p in enumerate(preps)]
+
+
+def _row(
+    backend: HfBackend, p: _Prepared, logp: np.ndarray[Any, Any], prompt_tokens: int
+) -> Elicited | ElicitFailure:
+    """:func:`_readout` of one row, or why the model's numbers cannot be read there (that row's
+    item fails alone, with the reason)."""
+    try:
+        return _readout(backend, p, logp, prompt_tokens)
+    except InputError as exc:
+        return ElicitFailure(f"unreadable output of the model: {exc}")
 
 
 def _readout(
     backend: HfBackend, p: _Prepared, logp: np.ndarray[Any, Any], prompt_tokens: int
 ) -> Elicited:
     """Numeral probabilities of one row from its log-probs at the slot (row 0) and after each
-    token of its appended path (row j after j tokens)."""
+    token of its appended path (row j after j tokens); InputError where the log-probabilities
+    hold NaN or values above 0 (broken logits)."""
+    if np.isnan(logp).any() or (logp > 0).any():
+        raise InputError("its log-probabilities hold NaN or values above 0")
     seq_p: dict[str, float] = {}
     end_p: dict[str, float] = {}
     cands = p.request.candidates

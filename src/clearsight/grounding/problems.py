@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from clearsight.specs import Part
-from clearsight.validate import InputError, jsonl_values, short_repr
+from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
 
 AnswerType = Literal["letter", "number", "boolean", "text"]
 ANSWER_TYPES: tuple[str, ...] = ("letter", "number", "boolean", "text")
@@ -293,6 +293,7 @@ def load_benchmark(name: str, datasets_dir: Path | str, limit: int | None = None
         if limit is not None and len(out) >= limit:
             break
         out.append(_problem(rec, layout, name, root, n))
+    _refuse_repeats(out, root / layout.file)
     return out
 
 
@@ -306,4 +307,11 @@ def load_jsonl(path: Path | str, benchmark: str | None = None) -> list[Problem]:
         name = benchmark or str(rec.get("benchmark") or path.stem)
         p = _problem(rec, layout, name, path.parent, n)
         out.append(p)
+    _refuse_repeats(out, path)
     return out
+
+
+def _refuse_repeats(problems: Sequence[Problem], path: Path) -> None:
+    """Two problems under one id would be scored as one: an InputError naming the id and its
+    records (numbered from 0, as a record without an id is named)."""
+    refuse_repeated_ids(((p.id, f"{path} record {n}") for n, p in enumerate(problems)), "problem")

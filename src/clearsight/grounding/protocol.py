@@ -47,6 +47,7 @@ from clearsight.execute import ExecutorName
 from clearsight.execute.unit import KeyedItems
 from clearsight.grounding.bench import (
     AXES,
+    EditFailedError,
     bad_trajectory,
     inject_errors,
     judge_request,
@@ -98,11 +99,12 @@ from clearsight.grounding.variation import (
 )
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Capabilities
+from clearsight.models.replies import checked_replies
 from clearsight.provenance import RunConfig, run_manifest, source_digest
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.specs import Spec, to_plain
 from clearsight.store import Record, RunStore
-from clearsight.validate import InputError
+from clearsight.validate import InputError, refuse_repeated_ids
 
 if TYPE_CHECKING:
     from clearsight.execute.on_ray import RayConfig
@@ -163,6 +165,13 @@ class GroundingConfig(RunConfig):
     unit_size: int = Field(32, ge=1, description="Items per work unit (batched together).")
     n_boot: int = Field(5000, ge=100, description="Bootstrap draws of the report's intervals.")
 
+    @field_validator("mask_ratios")
+    @classmethod
+    def _shares(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if not all(0.0 <= r <= 1.0 for r in v) or len(set(v)) != len(v):
+            raise ValueError("must be distinct shares in [0, 1]")
+        return v
+
     @field_validator("readouts")
     @classmethod
     def _known_readouts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -182,20 +191,22 @@ class GroundingConfig(RunConfig):
 
 
 def load_problems(config: GroundingConfig) -> list[Problem]:
-    """The run's problems: bundled ones, then loaded benchmarks and JSONL files; ids unique."""
-    problems = bundled_problems(config.n_problems, config.families, config.seed)
+    """The run's problems: bundled ones, then loaded benchmarks and JSONL files; ids unique
+    (a repeated one is an InputError naming it and both sources)."""
+    sources = [
+        ("the bundled problems", bundled_problems(config.n_problems, config.families, config.seed))
+    ]
     for name in config.benchmarks:
         if config.datasets_dir is None:
             raise InputError("benchmarks given without datasets_dir")
-        problems += load_benchmark(name, config.datasets_dir, config.limit)
+        loaded = load_benchmark(name, config.datasets_dir, config.limit)
+        sources.append((f"benchmark {name}", loaded))
     for path in config.jsonl:
-        problems += load_jsonl(path)[: config.limit]
+        sources.append((str(path), load_jsonl(path)[: config.limit]))
     if config.bench is not None:
-        problems += bench_problems(load_bench(config.bench))
-    ids = [p.id for p in problems]
-    if len(set(ids)) != len(ids):
-        raise InputError("problem ids are not unique across the run's sources")
-    return problems
+        sources.append((str(config.bench), bench_problems(load_bench(config.bench))))
+    refuse_repeated_ids(((p.id, where) for where, ps in sources for p in ps), "problem")
+    return [p for _, ps in sources for p in ps]
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,7 +273,9 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
         )
         elapsed = (time.perf_counter() - started) / len(gen)
         for spec, g in zip(gen, results, strict=True):
-            if g.trajectory is None:
+            if isinstance(g, Exception):  # no reply that can be read: a rerun asks again
+                out[spec.key] = Record.failed(spec.key, g, elapsed)
+            elif g.trajectory is None:
                 out[spec.key] = Record.failed(
                     spec.key, f"skipped: {g.reason}", elapsed, {"text": g.text}
                 )
@@ -302,7 +315,9 @@ def _run_edits(unit: GroundingUnit[EditSpec], started: float) -> list[Record]:
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
     for spec, edit in zip(unit.items, edits, strict=True):
-        if isinstance(edit, InputError):
+        if isinstance(edit, EditFailedError):
+            records.append(Record.failed(spec.key, str(edit), elapsed))
+        elif isinstance(edit, InputError):
             records.append(Record.failed(spec.key, f"skipped: {edit}", elapsed))
         else:
             readouts = {"edited": edit.edited}
@@ -318,10 +333,13 @@ def _run_judge(unit: GroundingUnit[JudgeSpec], started: float) -> list[Record]:
     for spec in unit.items:
         first, second = (spec.bad, spec.good) if spec.bad_first else (spec.good, spec.bad)
         requests.append(judge_request(spec.problem, first, second))
-    responses = backend.complete(requests)
+    replies = checked_replies(backend, requests)
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for spec, r in zip(unit.items, responses, strict=True):
+    for spec, r in zip(unit.items, replies, strict=True):
+        if isinstance(r, Exception):  # no reply that can be read: a rerun asks again
+            records.append(Record.failed(spec.key, r, elapsed))
+            continue
         probs = r.candidate_probs or {}
         p1, p2 = float(probs.get("1", 0.0)), float(probs.get("2", 0.0))
         if p1 + p2 <= 0:
@@ -344,7 +362,11 @@ def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[
     results = sample_alternatives(backend, unit.items, images)
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
-    for spec, (text, alt, forced) in zip(unit.items, results, strict=True):
+    for spec, result in zip(unit.items, results, strict=True):
+        if isinstance(result, Exception):  # no reply that can be read: a rerun asks again
+            records.append(Record.failed(spec.key, result, elapsed))
+            continue
+        text, alt, forced = result
         readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
         readouts["answer_forced"] = forced
         if isinstance(alt, InputError):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from clearsight.grounding.problems import Problem
 from clearsight.models.base import Decoding, ImagePart, Message, Request, TextPart
+from clearsight.models.replies import checked_replies
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
 
@@ -336,8 +337,10 @@ def generate_trajectories(
     template: Template | None = None,
     max_new_tokens: int = 96,
     answer_tokens: int = 10,
-) -> list[Generated]:
-    """Each problem's greedy trajectory under the template.
+) -> list[Generated | Exception]:
+    """Each problem's greedy trajectory under the template, or the exception that says why its
+    model gave no reply that can be read (:func:`~clearsight.models.replies.checked_replies`:
+    that problem fails alone).
 
     The assistant turn is started with the vision tag; a generation that states no answer
     within ``max_new_tokens`` is continued once with the answer tag for ``answer_tokens`` more
@@ -351,32 +354,43 @@ def generate_trajectories(
         )
         for p, im in zip(problems, images, strict=True)
     ]
-    texts = [t.vision_tag + r.texts[0] for r in backend.complete(first)]
-    texts = [finish_generation(x, t) for x in texts]
-    need = [i for i, x in enumerate(texts) if t.answer_tag.lower() not in x.lower()]
-    forced = set(need)
+    texts: list[str | Exception] = [
+        r if isinstance(r, Exception) else finish_generation(t.vision_tag + r.texts[0], t)
+        for r in checked_replies(backend, first)
+    ]
+    need = [i for i, x in enumerate(texts) if isinstance(x, str) and not _has_answer(x, t)]
     if need:
-        second = []
+        second, bodies = [], {}
         for i in need:
-            body = last_sentence_end(texts[i]).rstrip() + "\n" + t.answer_tag
-            texts[i] = body
+            bodies[i] = last_sentence_end(str(texts[i])).rstrip() + "\n" + t.answer_tag
             msgs = (
                 user_message(problems[i], t, images[i]),
-                Message("assistant", (TextPart(body),)),
+                Message("assistant", (TextPart(bodies[i]),)),
             )
             second.append(Request(msgs, Decoding(max_new_tokens=answer_tokens)))
-        for i, r in zip(need, backend.complete(second), strict=True):
-            texts[i] = _cut_after_answer(texts[i] + r.texts[0], t)
-    out = []
-    for i, text in enumerate(texts):
-        try:
-            traj = parse_trajectory(text, t)
-            if not traj.answer.strip():
-                raise InputError("the trajectory's answer is empty")
-            out.append(Generated(text, traj, None, i in forced))
-        except InputError as exc:
-            out.append(Generated(text, None, str(exc), i in forced))
-    return out
+        for i, r in zip(need, checked_replies(backend, second), strict=True):
+            texts[i] = (
+                r if isinstance(r, Exception) else _cut_after_answer(bodies[i] + r.texts[0], t)
+            )
+    return [
+        text if isinstance(text, Exception) else _generated(text, t, i in need)
+        for i, text in enumerate(texts)
+    ]
+
+
+def _has_answer(text: str, t: Template) -> bool:
+    return t.answer_tag.lower() in text.lower()
+
+
+def _generated(text: str, t: Template, forced: bool) -> Generated:
+    """A generated text parsed as a trajectory (or the reason it is not one)."""
+    try:
+        traj = parse_trajectory(text, t)
+        if not traj.answer.strip():
+            raise InputError("the trajectory's answer is empty")
+    except InputError as exc:
+        return Generated(text, None, str(exc), forced)
+    return Generated(text, traj, None, forced)
 
 
 def finish_generation(text: str, template: Template | None = None) -> str:

@@ -43,6 +43,7 @@ from clearsight.grounding.trajectories import (
 )
 from clearsight.metrics.divergence import jsd_bits_batch
 from clearsight.models.base import Decoding, Message, Request, TextPart
+from clearsight.models.replies import checked_replies
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 
@@ -154,50 +155,60 @@ def sample_requests(specs: Sequence[VariationSpec], images: Sequence[Any]) -> li
 
 
 def _force_answers(
-    backend: Backend, specs: Sequence[VariationSpec], images: Sequence[Any], texts: list[str]
+    backend: Backend,
+    specs: Sequence[VariationSpec],
+    images: Sequence[Any],
+    texts: list[str | Exception],
 ) -> set[int]:
     """Vision and reasoning samples that reach no answer within their tokens are cut after
     their last full sentence and continued greedily from the answer tag for their
     ``answer_tokens`` (as an own trajectory is), so that whether they keep the
-    answer can be read; ``texts`` is updated in place, the indices continued returned."""
+    answer can be read; ``texts`` is updated in place (a continuation without a reply that can
+    be read: its exception), the indices continued returned."""
     tag = default_template().answer_tag
     need = [
         i
         for i, (spec, text) in enumerate(zip(specs, texts, strict=True))
-        if spec.axis != "answer" and tag.lower() not in finish_generation(text).lower()
+        if isinstance(text, str)
+        and spec.axis != "answer"
+        and tag.lower() not in finish_generation(text).lower()
     ]
     if not need:
         return set()
-    for i in need:
-        texts[i] = last_sentence_end(texts[i]).rstrip() + "\n" + tag
+    bodies = {i: last_sentence_end(str(texts[i])).rstrip() + "\n" + tag for i in need}
     requests = [
         Request(
             (
                 user_message(specs[i].problem, None, images[i]),
                 Message(
                     "assistant",
-                    (TextPart(axis_prefix(specs[i].trajectory, specs[i].axis) + texts[i]),),
+                    (TextPart(axis_prefix(specs[i].trajectory, specs[i].axis) + bodies[i]),),
                 ),
             ),
             Decoding(max_new_tokens=specs[i].answer_tokens),
         )
         for i in need
     ]
-    for i, r in zip(need, backend.complete(requests), strict=True):
-        texts[i] += r.texts[0]
+    for i, r in zip(need, checked_replies(backend, requests), strict=True):
+        texts[i] = r if isinstance(r, Exception) else bodies[i] + r.texts[0]
     return set(need)
 
 
 def sample_alternatives(
     backend: Backend, specs: Sequence[VariationSpec], images: Sequence[Any]
-) -> list[tuple[str, Trajectory | InputError, bool]]:
+) -> list[tuple[str, Trajectory | InputError, bool] | Exception]:
     """Per spec the sampled text, the alternative it makes (or why it was rejected) and
-    whether its answer had to be forced (:func:`_force_answers`)."""
-    responses = backend.complete(sample_requests(specs, images))
-    texts = [r.texts[0] for r in responses]
+    whether its answer had to be forced (:func:`_force_answers`); or the exception that says
+    why the model gave no reply that can be read
+    (:func:`~clearsight.models.replies.checked_replies`: that spec fails alone)."""
+    replies = checked_replies(backend, sample_requests(specs, images))
+    texts: list[str | Exception] = [r if isinstance(r, Exception) else r.texts[0] for r in replies]
     forced = _force_answers(backend, specs, images, texts)
-    out: list[tuple[str, Trajectory | InputError, bool]] = []
+    out: list[tuple[str, Trajectory | InputError, bool] | Exception] = []
     for i, (spec, text) in enumerate(zip(specs, texts, strict=True)):
+        if isinstance(text, Exception):
+            out.append(text)
+            continue
         try:
             alt = sampled_alternative(spec.problem, spec.trajectory, spec.axis, text)
             out.append((text, alt, i in forced))

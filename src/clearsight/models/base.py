@@ -148,7 +148,8 @@ class Response:
     ``token_logprobs``: per sample, per generated token, where the backend provides them.
     ``candidate_probs``: raw next-token (or sequence) probability of each requested candidate,
     *not* renormalised; a backend that cannot see some of the mass (top-k only) records it in
-    ``uncovered_mass`` instead of inventing it.
+    ``uncovered_mass`` instead of inventing it. Protocols read a response only after
+    :func:`clearsight.models.replies.checked_reply` has checked it against this contract.
     """
 
     texts: tuple[str, ...] = ()

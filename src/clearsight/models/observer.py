@@ -35,7 +35,7 @@ _LUMA = np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
 class ObserverConfig(BaseModel):
     """Parameters of the contrast-limited ideal observer."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     threshold_contrast: float = Field(
         0.02, gt=0, lt=1, description="Retained contrast seen half the time (2 % defines V)."

@@ -2,6 +2,9 @@
 
 Each scripted output is a :class:`Response` (or its JSON form: one per line of a JSONL file,
 or a list of them in a JSON or YAML file).
+Outputs are replayed as they are written, so a script can stand for a broken model too (a
+probability of -1e-9, a list where a mapping belongs): protocols check every reply at the
+boundary (:mod:`clearsight.models.replies`) and fail that item with the reason.
 An output with a ``match`` string answers every request whose text contains it; outputs
 without one are replayed in order for the requests no ``match`` claims, and running out of
 them is an error rather than a silent repeat.

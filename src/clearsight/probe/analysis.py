@@ -337,6 +337,7 @@ def belief_probe(
     backend scores candidates b_t is the normalised next-token probability of each letter,
     else parsed from the text, else uniform."""
     from clearsight.models.base import Decoding, Message, Request, TextPart
+    from clearsight.models.replies import complete_checked
     from clearsight.probe.reasoner import LoopSettings, conversation_messages, prompts
 
     if readout not in BELIEF_READOUTS:
@@ -366,7 +367,7 @@ def belief_probe(
                 generate=not scored,
             )
         )
-    responses = backend.complete(requests) if requests else []
+    responses = complete_checked(backend, requests) if requests else []
     uniform = {k: 1 / len(letters) for k in letters}
     beliefs: list[Mapping[str, float] | None] = [uniform]
     methods, texts = ["uniform"], [""]
@@ -518,6 +519,7 @@ def classify_queries(
     candidate probability of the five names where the backend scores candidates (``scores``
     kept), else the first name in its generated text."""
     from clearsight.models.base import Decoding, Message, Request, TextPart
+    from clearsight.models.replies import complete_checked
     from clearsight.probe.reasoner import prompts
 
     if readout not in QUERY_READOUTS:
@@ -541,7 +543,7 @@ def classify_queries(
             )
         )
     out = []
-    responses = backend.complete(requests) if requests else []
+    responses = complete_checked(backend, requests) if requests else []
     for (rnd, query), response in zip(queries, responses, strict=True):
         reply = response.texts[0] if response.texts else ""
         if judged:

@@ -50,7 +50,7 @@ class BuildConfig(BaseModel):
     stage filters them with. Where the kept questions (and stage 1's samples) go is the
     command's, not the configuration's."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     stage: Literal[1, 2] = Field(1, description="1: sensor consistency filter; 2: human-solved.")
     instances: str = Field(

@@ -38,7 +38,7 @@ from clearsight.datasets.images import image_path, write_image
 from clearsight.datasets.rows import lettered_options
 from clearsight.datasets.snapshot import is_hub_source
 from clearsight.provenance import source_digest
-from clearsight.validate import InputError, jsonl_values, short_repr
+from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
 
 #: The five benchmark sources of the paper plus the bundled set.
 DATASETS: Final[tuple[str, ...]] = (
@@ -189,9 +189,10 @@ def _bundled_cached() -> tuple[Instance, ...]:
                 category=str(entry["category"]),
             )
         )
-    ids = [i.id for i in out]
-    if len(set(ids)) != len(ids):
-        raise InputError("data/bundled.yaml repeats a question id")
+    refuse_repeated_ids(
+        ((inst.id, f"data/bundled.yaml question {n}") for n, inst in enumerate(out, 1)),
+        "instance",
+    )
     return tuple(out)
 
 
@@ -628,7 +629,15 @@ def load_instances(
         out.append(row_instance(row, dataset, base, write))
         if limit is not None and len(out) >= limit:
             break
+    _refuse_repeats(out, source)
     return out
+
+
+def _refuse_repeats(instances: Sequence[Instance], source: Path | str) -> None:
+    """Two instances under one id would run and be analysed as one: an InputError naming the
+    id and its rows (:func:`~clearsight.validate.refuse_repeated_ids`)."""
+    where = ((inst.id, f"{source} row {n}") for n, inst in enumerate(instances, 1))
+    refuse_repeated_ids(where, "instance")
 
 
 def instances_from_jsonl(path: Path | str) -> list[Instance]:
@@ -639,4 +648,5 @@ def instances_from_jsonl(path: Path | str) -> list[Instance]:
         if not inst.image.startswith("bundled:") and not Path(inst.image).is_absolute():
             inst = Instance(**{**asdict(inst), "image": str(base / inst.image)})
         out.append(inst)
+    _refuse_repeats(out, path)
     return out

@@ -285,6 +285,7 @@ class LLMJudge:
         """Ask the backend about each pair; "Yes" wins over "No" by probability where the
         backend scores candidates, else by the generated word (unparseable counts as No)."""
         from clearsight.models.base import Decoding, Message, Request
+        from clearsight.models.replies import complete_checked
 
         if not pairs:
             return []
@@ -300,7 +301,8 @@ class LLMJudge:
             for a, b in pairs
         ]
         out = []
-        for (a, b), response in zip(pairs, self.backend.complete(requests), strict=True):
+        replies = complete_checked(self.backend, requests)
+        for (a, b), response in zip(pairs, replies, strict=True):
             if a == b:
                 out.append(True)
             elif scores and response.candidate_probs:

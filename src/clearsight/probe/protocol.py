@@ -37,7 +37,7 @@ from clearsight.probe.reasoner import STRATEGIES, LoopSettings, prompt_hash
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
 from clearsight.probe.transcript import PROTOCOL, Transcript, transcript_record
 from clearsight.probe.uot import UOT, SearchSettings
-from clearsight.provenance import RunConfig, run_manifest
+from clearsight.provenance import RunConfig, named_once, refuse_unknown_models, run_manifest
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
@@ -121,6 +121,12 @@ class ProbeConfig(RunConfig):
         if isinstance(value, list | tuple):
             return [("true" if v is True else v) for v in value]
         return value
+
+    @model_validator(mode="after")
+    def _options_of_reasoners(self) -> ProbeConfig:
+        named_once(self.reasoners, "reasoners")
+        refuse_unknown_models(self.reasoner_options, self.reasoners, "reasoner_options")
+        return self
 
     @model_validator(mode="before")
     @classmethod

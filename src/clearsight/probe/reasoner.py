@@ -312,19 +312,34 @@ class _ReasonerFailedError(Exception):
 
 
 class _Guarded:
-    """The reasoner backend, its failures raised as :class:`_ReasonerFailedError` (a sensor
-    failure, by contrast, is part of the history)."""
+    """The reasoner backend, its failures — and replies that cannot be read
+    (:func:`~clearsight.models.replies.complete_checked`) — raised as
+    :class:`_ReasonerFailedError` (a sensor failure, by contrast, is part of the history)."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.name = backend.name
         self.capabilities = backend.capabilities
+        self.repaired = 0  # replies whose lone surrogates were replaced
 
     def complete(self, requests: Sequence[Request]) -> list[Response]:
+        from clearsight.models.replies import REPLACED_SURROGATES, complete_checked
+
         try:
-            return self.backend.complete(requests)
+            replies = complete_checked(self.backend, requests)
         except Exception as exc:
             raise _ReasonerFailedError(f"{type(exc).__name__}: {exc}") from exc
+        self.repaired += sum(REPLACED_SURROGATES in r.extra for r in replies)
+        return replies
+
+
+def _say_repaired(transcript: Transcript, reasoner: int, sensor: int) -> Transcript:
+    """The transcript with the number of replies whose lone surrogates were replaced with
+    U+FFFD in its ``meta`` (``replaced_surrogates``), where there were any."""
+    if not reasoner and not sensor:
+        return transcript
+    said = {"reasoner": reasoner, "sensor": sensor}
+    return replace(transcript, meta={**transcript.meta, "replaced_surrogates": said})
 
 
 Streams = tuple[np.random.Generator, np.random.Generator, np.random.Generator]
@@ -409,24 +424,29 @@ def run_conversation(
         meta=meta,
     )
     guarded = _Guarded(reasoner)
+    sensed = sensor.repaired
     next_turn: Callable[..., Turn | None] = (
         search_turn if settings.strategy == UOT else _prompted_turn
     )
+
+    def ended(done: Transcript) -> Transcript:
+        return _say_repaired(done, guarded.repaired, sensor.repaired - sensed)
+
     for _ in range(settings.budget):
         try:
             turn = next_turn(instance, transcript, guarded, sensor, settings, rngs)
         except _ReasonerFailedError as exc:  # recorded, the item still ends
             stop = "context" if _CONTEXT_ERROR.search(str(exc)) else "error"
             meta_err = {**transcript.meta, "reasoner_error": str(exc)}
-            return replace(transcript, meta=meta_err).finish(None, stop)
+            return ended(replace(transcript, meta=meta_err).finish(None, stop))
         if turn is None:
-            return transcript.finish(None, "context")
+            return ended(transcript.finish(None, "context"))
         transcript = transcript.with_turn(turn)
         if on_turn is not None:
             on_turn(transcript)
         if transcript.committed is not None:
-            return transcript
-    return transcript.finish(None, "budget")
+            return ended(transcript)
+    return ended(transcript.finish(None, "budget"))
 
 
 def run_direct(
@@ -453,6 +473,7 @@ def run_direct(
     )
     seed = int(rng.integers(0, 2**31 - 1))
     sensor.image(instance)  # a missing image is an InputError, not a reply
+    sensed = sensor.repaired
     try:
         (text,), calls = sensor.sample(instance, prompt, 1, seed, max_new_tokens=8)
     except Exception as exc:
@@ -464,5 +485,5 @@ def run_direct(
     turn = Turn(
         1, text, query=prompt, reply=reply, commit=letter, note="" if letter else "unparsed"
     )
-    out = transcript.with_turn(turn)
+    out = _say_repaired(transcript.with_turn(turn), 0, sensor.repaired - sensed)
     return out if letter is not None else out.finish(None, "unparsed")

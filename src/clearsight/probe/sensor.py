@@ -120,6 +120,7 @@ class Sensor:
         self._judge_spec = judge if isinstance(judge, str) else judge.name
         self._judge: Judge | None = None if isinstance(judge, str) else judge
         self._images: dict[str, npt.NDArray[np.uint8]] = {}
+        self.repaired = 0  # replies whose lone surrogates were replaced, since it was made
 
     @property
     def name(self) -> str:
@@ -165,6 +166,7 @@ class Sensor:
         backend calls made: one request with ``n`` samples, or ``n`` one-sample requests with
         seeds seed..seed+n-1 sent one call at a time."""
         from clearsight.models.base import Decoding, Message, PartialBatchError, Request
+        from clearsight.models.replies import REPLACED_SURROGATES, complete_checked
 
         image = self.image(instance)
         message = (Message.user(image, prompt),)
@@ -180,10 +182,11 @@ class Sensor:
         responses = []
         for requests in calls:
             try:
-                responses += self.backend.complete(requests)
+                responses += complete_checked(self.backend, requests, count_texts=False)
             except PartialBatchError as exc:
                 bad = next(r for r in exc.results if not hasattr(r, "texts"))
                 raise RuntimeError(str(bad)) from exc
+        self.repaired += sum(REPLACED_SURROGATES in r.extra for r in responses)
         texts = tuple(t.strip() for r in responses for t in r.texts)
         if len(texts) != n:
             raise InputError(

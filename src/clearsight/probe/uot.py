@@ -106,7 +106,7 @@ class SearchSettings(BaseModel):
     per expanded node, ``replies`` simulated per candidate, UoT's ``sharpness`` lambda and the
     most tokens of one proposal or simulated reply."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     depth: int = Field(1, ge=1, le=3, description="Look-ahead depth in question levels.")
     candidates: int = Field(3, ge=1, le=8, description="Candidate questions per node.")

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from clearsight.scenes.categories import SUPERCATEGORY
 from clearsight.scenes.depth import DepthProvider
 from clearsight.scenes.model import DEPTH_PROVENANCES, Box, Scene, Target
-from clearsight.validate import InputError, check_depth
+from clearsight.validate import InputError, check_depth, refuse_repeated_ids, short_repr
 
 T = TypeVar("T")
 
@@ -58,7 +58,7 @@ COCO_CITATION = "COCO 2017 (Lin et al. 2014)"
 class CocoSelectionConfig(BaseModel):
     """Which COCO annotations make a scene, and how many scenes to draw (see the module doc)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     supercategories: tuple[str, ...] = Field(
         ("vehicle", "outdoor"),
@@ -225,7 +225,53 @@ def _load_instances(path: Path) -> dict[str, Any]:
                     f"COCO annotation file {path}: {key}[{i}] must be an object with fields "
                     f"{list(fields)}, got {str(entry)[:200]}"
                 )
+            _check_entry(path, key, i, entry)
+        refuse_repeated_ids(
+            ((entry["id"], f"{path} {key}[{i}]") for i, entry in enumerate(data[key])),
+            f"COCO {_SINGULAR[key]}",
+        )
     return data
+
+
+#: The fields of each list of a COCO instances file that must be whole numbers (``> 0``: the
+#: image's size) and text.
+_WHOLE = {
+    "images": ("id",),
+    "annotations": ("id", "image_id", "category_id"),
+    "categories": ("id",),
+}
+_POSITIVE = {"images": ("width", "height")}
+_TEXT = {"images": ("file_name",), "categories": ("name", "supercategory")}
+_SINGULAR = {"images": "image", "annotations": "annotation", "categories": "category"}
+
+
+def _check_entry(path: Path, key: str, i: int, entry: dict[str, Any]) -> None:
+    """One entry's fields have the types COCO gives them; InputError naming the file, the entry
+    and the field otherwise (a category id of "3" or a width of "big" would fail later, deep in
+    the selection)."""
+
+    def bad(field: str, what: str) -> InputError:
+        got = short_repr(entry[field])
+        return InputError(
+            f"COCO annotation file {path}: {key}[{i}].{field} must be {what}, got {got}"
+        )
+
+    for field in (*_WHOLE.get(key, ()), *_POSITIVE.get(key, ())):
+        value = entry[field]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad(field, "a whole number")
+        if field in _POSITIVE.get(key, ()) and value < 1:
+            raise bad(field, "a whole number >= 1")
+    for field in _TEXT.get(key, ()):
+        if not isinstance(entry[field], str):
+            raise bad(field, "text")
+    if key == "annotations":
+        box = entry["bbox"]
+        numbers = isinstance(box, list) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in box
+        )
+        if not numbers or len(box) != 4 or box[2] < 0 or box[3] < 0:
+            raise bad("bbox", "[x, y, w, h]: four finite numbers, w and h >= 0")
 
 
 def _index(data: dict[str, Any]) -> Any:

@@ -17,7 +17,7 @@ from pydantic import (
 
 from clearsight.models.observer import ObserverConfig
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
-from clearsight.provenance import RunConfig
+from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
 from clearsight.sweep.conditions import Arm
 from clearsight.validate import InputError
 
@@ -148,6 +148,31 @@ class SweepConfig(RunConfig):
             raise ValueError(f"unknown water table {v!r}; known: {WATER_TABLES}")
         return v
 
+    @field_validator("imagenet_c_severities")
+    @classmethod
+    def _severities(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not all(1 <= s <= 5 for s in v) or len(set(v)) != len(v):
+            raise ValueError("must be distinct severities 1..5")
+        return v
+
+    @model_validator(mode="after")
+    def _wavelengths_in_table(self) -> SweepConfig:
+        """The water table must cover every channel wavelength (it is never extrapolated)."""
+        from clearsight.physics import absorption
+
+        if self.water_table in WATER_TABLES:  # else its own check has said so
+            try:
+                absorption(self.wavelengths_nm, self.water_table)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+    @field_validator("scene_ids")
+    @classmethod
+    def _scenes_once(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        named_once(v, "scene_ids")
+        return v
+
     @field_validator("models")
     @classmethod
     def _known_models(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -155,6 +180,7 @@ class SweepConfig(RunConfig):
 
         if not v:
             raise ValueError("at least one model is needed")
+        named_once(v, "models")
         for spec in v:
             try:
                 split_model_spec(spec)
@@ -164,6 +190,7 @@ class SweepConfig(RunConfig):
 
     @model_validator(mode="after")
     def _model_wordings_known(self) -> SweepConfig:
+        refuse_unknown_models(self.model_options, self.models, "model_options")
         for model, subset in self.model_wordings.items():
             if model not in self.models:
                 raise ValueError(f"model_wordings names {model!r}, which is not in models")

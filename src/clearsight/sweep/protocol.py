@@ -33,16 +33,16 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute import ExecutorName
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import (
-    Backend,
     Capabilities,
     Decoding,
     Message,
     ObserverReference,
-    PartialBatchError,
     Request,
+    Response,
     install_hint,
     shared_backend,
 )
+from clearsight.models.replies import checked_replies
 from clearsight.physics import (
     VISIBILITY_CONSTANT,
     blank_like,
@@ -612,7 +612,8 @@ def _failed(unit: KeyedItems, exc: BaseException, started: float) -> list[Record
 
 def run_unit(unit: SweepUnit) -> list[Record]:
     """Records of one unit. A unit-level failure (an unreadable image, say) fails its items with
-    the reason; a failing request fails only its own item."""
+    the reason; a failing request, or a reply that cannot be read
+    (:func:`~clearsight.models.replies.checked_reply`), fails only its own item."""
     started = time.perf_counter()
     items = tuple(unit.items)  # a grid builds its items when iterated: once here
     try:
@@ -629,18 +630,24 @@ def run_unit(unit: SweepUnit) -> list[Record]:
         except Exception as exc:  # this item fails alone, with its reason
             built.append(exc)
     requests = [r for r in built if isinstance(r, Request)]
-    answers = iter(_complete(backend, requests))
-    responses = [r if isinstance(r, BaseException) else next(answers) for r in built]
-    elapsed = (time.perf_counter() - started) / max(len(responses), 1)
-    records = []
-    for item, response in zip(items, responses, strict=True):
-        if isinstance(response, BaseException):
-            records.append(Record.failed(item.key, response, elapsed))
-            continue
-        raw = response.to_json()
+    answers = iter(checked_replies(backend, requests))
+    replies = [r if isinstance(r, BaseException) else next(answers) for r in built]
+    elapsed = (time.perf_counter() - started) / max(len(replies), 1)
+    return [_item_record(item, reply, elapsed) for item, reply in zip(items, replies, strict=True)]
+
+
+def _item_record(item: SweepItem, reply: Response | BaseException, elapsed: float) -> Record:
+    """The record of one question: its read-outs from a checked reply, or failed with the
+    reason (the reply's raw output kept where there is one)."""
+    if isinstance(reply, BaseException):
+        return Record.failed(item.key, reply, elapsed)
+    raw: dict[str, Any] | None = None
+    try:
+        raw = reply.to_json()
         readouts = sweep_readouts(item.question, raw)
-        records.append(Record(item.key, "ok", None, raw, readouts, elapsed))
-    return records
+    except Exception as exc:  # this item fails alone, with its reason
+        return Record.failed(item.key, exc, elapsed, raw)
+    return Record(item.key, "ok", None, raw, readouts, elapsed)
 
 
 def _build(
@@ -665,23 +672,6 @@ def _build(
         shown = partner
     clean = None if item.condition == "blank" else (shown or scene)
     return _request(item, images.get(item, shown), clean, unit.max_new_tokens)
-
-
-def _complete(backend: Backend, requests: list[Request]) -> list[Any]:
-    """All responses in one batched call; if the batch fails, one call per request so a bad
-    request fails alone."""
-    try:
-        return list(backend.complete(requests))
-    except PartialBatchError as exc:  # the backend kept its successes: no request is redone
-        return list(exc.results)
-    except Exception:
-        out: list[Any] = []
-        for r in requests:
-            try:
-                out.append(backend.complete([r])[0])
-            except Exception as exc:
-                out.append(exc)
-        return out
 
 
 def run_veq_unit(unit: VeqUnit) -> list[Record]:

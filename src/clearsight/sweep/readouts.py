@@ -48,12 +48,14 @@ def letter_readout(
     """Answer and internal confidence from raw candidate probabilities (see module docstring).
 
     A response without candidate probabilities, or with zero mass on the letters, gives no
-    answer (``None``), which the metrics count as not correct.
+    answer (``None``), which the metrics count as not correct. A probability that is not a
+    finite number in [0, 1] is an InputError (a run checks replies before they get here:
+    :mod:`clearsight.models.replies`).
     """
     offered = [*letters, *([abstain_letter] if abstain_letter else [])]
     raw = {letter: float((candidate_probs or {}).get(letter, 0.0)) for letter in offered}
-    if any(v < 0 for v in raw.values()):
-        raise InputError(f"negative candidate probability in {raw}")
+    if not all(0.0 <= v <= 1.0 for v in raw.values()):  # NaN fails too
+        raise InputError(f"candidate probabilities outside [0, 1] in {raw}")
     mass = sum(raw.values())
     if candidate_probs is None or mass <= 0:
         return LetterReadout(raw, mass, {}, None, None)
