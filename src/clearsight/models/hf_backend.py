@@ -45,6 +45,7 @@ import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -190,7 +191,21 @@ def load_hf(
         inputs = TextInputs(tokenizer, model, name, offset)
     else:
         inputs = ProcessorInputs(load_processor(tf, source, common, name), model, name, offset)
-    return HfBackend(model, inputs, options, name=name, source=source, family=family)
+    backend = HfBackend(model, inputs, options, name=name, source=source, family=family)
+    if not local_dir:
+        backend.commit = _snapshot_commit(source, options)
+    return backend
+
+
+def _snapshot_commit(repo_id: str, options: HfOptions) -> str | None:
+    """The commit of the cached snapshot a hub id resolved to (the directory name under
+    ``snapshots/``), for the run's manifest; None when it cannot be told."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(
+        repo_id, "config.json", cache_dir=options.cache_dir, revision=options.revision
+    )
+    return Path(found).parent.name if isinstance(found, str) else None
 
 
 def _merge_adapter(model: Any, adapter: str, name: str) -> Any:
@@ -284,6 +299,8 @@ class HfBackend:
         self.options = options
         self.name = name
         self.source = source
+        #: The hub snapshot's commit when loaded by hub id (set by load_hf), else None.
+        self.commit: str | None = None
         self.family = family if family is not None else Family()
         self.tokenizer = inputs.tokenizer
         self.device = next(model.parameters()).device
@@ -328,7 +345,7 @@ class HfBackend:
             "source": self.source,
             "model_type": config.model_type,
             "architecture": type(self.model).__name__,
-            "commit": getattr(config, "_commit_hash", None),
+            "commit": self.commit,
             "revision": self.options.revision,
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "dtype": str(self.dtype).removeprefix("torch."),
