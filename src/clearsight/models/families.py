@@ -16,8 +16,6 @@ A row (:class:`Family`, keyed by the config's ``model_type`` in :data:`FAMILIES`
 ``bidirectional_image``
     the layer types in which the tokens of one image attend each other in both directions
     (Gemma 3: all). A custom mask keeps that pattern: it is OR-ed in, as transformers does.
-``position_offset``
-    the first real token's position id (PaliGemma counts from 1).
 ``per_token_inputs``
     model inputs with one row per token that tokens appended after the prompt (multi-token
     candidates, generated tokens) must also get, as a copy of the prompt's last row, which is
@@ -33,7 +31,8 @@ needs at most a row:
   it would load text-only and silently drop every image (Phi-4-multimodal);
 * attention layers other than full and sliding-window ones (linear attention, state-space or
   chunked layers) withhold masked scoring: their recurrent state carries hidden tokens forward
-  whatever the mask says;
+  whatever the mask says; so does a text model configured to attend bidirectionally
+  (``use_bidirectional_attention``);
 * sliding-window layers get their window applied to a custom mask (a per-layer-type mask), so a
   long prompt is masked as the model masks it.
 
@@ -61,7 +60,6 @@ class Family:
     refuse: str | None = None
     masked_scoring: str | None = None
     bidirectional_image: frozenset[str] = frozenset()
-    position_offset: int = 0
     per_token_inputs: tuple[str, ...] = ()
     # derived from the config by family_of: the model type, each decoder layer's attention
     # type (one entry when all layers are alike) and the window of sliding-window layers
@@ -79,8 +77,7 @@ FAMILIES: dict[str, Family] = {
     ),
     "paligemma": Family(
         masked_scoring="PaliGemma's whole prompt (image and text) is one bidirectional "
-        "prefix: text before a hidden range reads it and passes it on",
-        position_offset=1,
+        "prefix: text before a hidden range reads it and passes it on"
     ),
     "mllama": Family(per_token_inputs=("cross_attention_mask",)),
 }
@@ -121,6 +118,8 @@ def family_of(config: Any, vlm_types: frozenset[str], kind: str = "auto") -> Fam
             f"its {', '.join(unmaskable)} layers carry a state across tokens that an "
             "attention mask cannot hide tokens from"
         )
+    if masked is None and getattr(text, "use_bidirectional_attention", None) in (True, "all"):
+        masked = "its text attends bidirectionally: earlier tokens read a hidden range too"
     window = getattr(text, "sliding_window", None) if "sliding_attention" in layer_types else None
     return replace(
         row,

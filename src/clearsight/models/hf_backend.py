@@ -30,7 +30,11 @@ log-probability and the ``k`` most likely alternatives under the model's own dis
 **Masked scoring** (trajectory grounding, METHODS.md §5): :meth:`HfBackend.score_hidden` scores
 candidates with given character ranges of the rendered prompt hidden from every later position
 (positions kept; :mod:`clearsight.models.hf_mask`), and :meth:`HfBackend.forward_with_mask`
-exposes the raw 4-D-mask forward pass.
+exposes the raw 4-D-mask forward pass. Every custom mask passes through :meth:`HfBackend._forward`,
+which keeps the family's own pattern (:mod:`clearsight.models.families`: Gemma 3's image tokens
+attending each other both ways, the window of sliding-window layers); a family whose attention
+cannot honour such a mask has the ``attention_mask`` capability withheld, with the reason in
+``HfBackend.lacking``.
 
 Identical requests in one ``complete`` call are computed once (a text-only model drops images,
 so the blind control's 24 image conditions collapse to one prompt). ``latency_s`` is the
@@ -185,12 +189,10 @@ def load_hf(
         model = _merge_adapter(model, adapter, name)
     model.to(device).eval()
     inputs: ChatInputs
-    offset = family.position_offset
     if not is_vlm:
-        tokenizer = tf.AutoTokenizer.from_pretrained(source, **common)
-        inputs = TextInputs(tokenizer, model, name, offset)
+        inputs = TextInputs(tf.AutoTokenizer.from_pretrained(source, **common), model, name)
     else:
-        inputs = ProcessorInputs(load_processor(tf, source, common, name), model, name, offset)
+        inputs = ProcessorInputs(load_processor(tf, source, common, name), model, name)
     backend = HfBackend(model, inputs, options, name=name, source=source, family=family)
     if not local_dir:
         backend.commit = _snapshot_commit(source, options)

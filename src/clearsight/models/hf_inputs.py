@@ -12,7 +12,7 @@ Two adapters cover the families clearsight loads:
   chat template) alone.
 
 Both pad on the LEFT, so the next-token distribution of every row sits at the last position,
-and compute explicit position ids (``cumsum(mask) - 1`` plus the family's offset; multimodal
+and compute explicit position ids (``cumsum(mask) - 1``; multimodal
 RoPE positions from the model's ``get_rope_index`` where it has one), so later passes over a KV
 cache (decode steps, multi-token candidates) can continue each row at ``next_position``.
 """
@@ -68,9 +68,9 @@ def continued_positions(next_position: torch.Tensor, steps: int, mrope: bool) ->
     return pos[None].expand(3, *pos.shape) if mrope else pos
 
 
-def _text_positions(attention_mask: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
-    pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0) + offset
-    return pos, attention_mask.long().sum(-1) + offset
+def _text_positions(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    pos = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    return pos, attention_mask.long().sum(-1)
 
 
 def _hf_messages(messages: Sequence[Message], with_images: bool) -> list[dict[str, Any]]:
@@ -137,11 +137,10 @@ class ChatInputs:
 
     images: bool = False
 
-    def __init__(self, tokenizer: Any, model: Any, name: str, position_offset: int = 0) -> None:
+    def __init__(self, tokenizer: Any, model: Any, name: str) -> None:
         self.tokenizer = tokenizer
         self.model = model
         self.name = name
-        self.position_offset = position_offset
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         inner = getattr(model, "model", None)
@@ -184,7 +183,7 @@ class ChatInputs:
             )
             masked = pos.masked_fill(attention_mask[None] == 0, -1)
             return Batch(input_ids, attention_mask, pos, masked.amax(dim=(0, 2)) + 1, inputs)
-        pos, nxt = _text_positions(attention_mask, self.position_offset)
+        pos, nxt = _text_positions(attention_mask)
         if self._rope_index is not None:
             pos = pos[None].expand(3, *pos.shape)
         return Batch(input_ids, attention_mask, pos, nxt, inputs)
@@ -205,8 +204,8 @@ class ProcessorInputs(ChatInputs):
 
     images = True
 
-    def __init__(self, processor: Any, model: Any, name: str, position_offset: int = 0) -> None:
-        super().__init__(processor.tokenizer, model, name, position_offset)
+    def __init__(self, processor: Any, model: Any, name: str) -> None:
+        super().__init__(processor.tokenizer, model, name)
         self.processor = processor
 
     def render(self, messages: Sequence[Message]) -> str:
@@ -260,9 +259,9 @@ def _image_only_processor(
 ) -> Any:
     """The checkpoint's processor class without its video half (see :func:`load_processor`).
 
-    A subclass whose sub-processors exclude the video processor is loaded the usual way (its
-    settings and chat template from the checkpoint); the class's own ``__init__`` receives no
-    video processor, which only video inputs would use.
+    The image processor, tokenizer (and any other non-video part) are loaded the usual way,
+    the processor's settings and chat template from the checkpoint; the class itself is then
+    built with ``None`` for its video processor, which only video inputs would use.
     """
     from transformers.models.auto.processing_auto import processor_class_from_name
 
@@ -270,7 +269,7 @@ def _image_only_processor(
         config, _ = tf.ProcessorMixin.get_processor_dict(source, **common)
         class_name = config.get("processor_class")
         if class_name is None:
-            meta = tf.AutoImageProcessor.get_image_processor_dict(source, **common)[0]
+            meta = tf.ImageProcessingMixin.get_image_processor_dict(source, **common)[0]
             class_name = meta.get("processor_class")
         cls = processor_class_from_name(class_name) if class_name else None
     except (OSError, ValueError) as exc:
@@ -278,12 +277,23 @@ def _image_only_processor(
     if cls is None:
         raise InputError(f"cannot build the processor of {name}: {why}") from why
     kept = [a for a in cls.get_attributes() if "video" not in a]
-    image_only: Any = type(cls.__name__, (cls,), {"get_attributes": classmethod(lambda _: kept)})
+    absent = [a for a in cls.get_attributes() if a not in kept]
+
+    def check(self: Any, attribute: str, value: Any) -> Any:
+        # the video half is absent on purpose; every other part is checked as usual
+        if value is None and attribute in absent:
+            return None
+        return cls.check_argument_for_proper_class(self, attribute, value)
+
+    # ``loader`` reads only the kept parts from the checkpoint; ``image_only`` is the class
+    # itself, accepting None for its video half
+    loader: Any = type(cls.__name__, (cls,), {"get_attributes": classmethod(lambda _: kept)})
+    image_only: Any = type(cls.__name__, (cls,), {"check_argument_for_proper_class": check})
     try:
-        args = image_only._get_arguments_from_pretrained(source, config, **common)
+        args = loader._get_arguments_from_pretrained(source, config, **common)
         init = inspect.signature(cls.__init__).parameters
-        kwargs = {k: v for k, v in config.items() if k in init and k not in kept}
-        kwargs |= {a: None for a in cls.get_attributes() if a not in kept}
+        kwargs = {k: v for k, v in config.items() if k in init and k not in cls.get_attributes()}
+        kwargs |= dict.fromkeys(absent)
         return image_only(**dict(zip(kept, args, strict=True)), **kwargs)
     except (ImportError, OSError, ValueError, TypeError) as exc:
         raise InputError(
