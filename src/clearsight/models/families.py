@@ -29,10 +29,10 @@ needs at most a row:
 * a config with a vision part whose model type transformers maps to a causal LM, not to an
   image-text-to-text model, is refused unless ``kind: text`` asks for a blind run on purpose:
   it would load text-only and silently drop every image (Phi-4-multimodal);
-* attention layers other than full and sliding-window ones (linear attention, state-space or
-  chunked layers) withhold masked scoring: their recurrent state carries hidden tokens forward
-  whatever the mask says; so does a text model configured to attend bidirectionally
-  (``use_bidirectional_attention``);
+* attention layers other than full and sliding-window ones withhold masked scoring: a
+  linear-attention or state-space layer's recurrent state carries hidden tokens forward
+  whatever the mask says, and other patterns (chunked attention) are not reproduced; so does a
+  text model configured to attend bidirectionally (``use_bidirectional_attention``);
 * sliding-window layers get their window applied to a custom mask (a per-layer-type mask), so a
   long prompt is masked as the model masks it.
 
@@ -115,8 +115,9 @@ def family_of(config: Any, vlm_types: frozenset[str], kind: str = "auto") -> Fam
     unmaskable = [t for t in dict.fromkeys(layer_types) if t not in MASKABLE_LAYER_TYPES]
     if masked is None and unmaskable:
         masked = (
-            f"its {', '.join(unmaskable)} layers carry a state across tokens that an "
-            "attention mask cannot hide tokens from"
+            f"a custom mask is exact for full and sliding-window attention only; its "
+            f"{', '.join(unmaskable)} layers (a recurrent state, another pattern) would let "
+            "hidden tokens through"
         )
     if masked is None and getattr(text, "use_bidirectional_attention", None) in (True, "all"):
         masked = "its text attends bidirectionally: earlier tokens read a hidden range too"
