@@ -179,5 +179,6 @@ def tiny_idefics3_path(hf_models_dir: Path, smollm2_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_qwen2vl_path(hf_models_dir: Path, smollm2_path: Path) -> Path:
-    """A Qwen2-VL VLM laid out like a real checkpoint (its processor needs torchvision)."""
+    """A Qwen2-VL VLM laid out like a real checkpoint (its processor's video half needs
+    torchvision: the backend builds it without)."""
     return _tiny("qwen2vl", hf_models_dir, smollm2_path)

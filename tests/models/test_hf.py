@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from clearsight.models.hf_backend import HfBackend  # noqa: E402
-from clearsight.models.hf_inputs import ExpandedImageTokenInputs, ProcessorInputs  # noqa: E402
+from clearsight.models.hf_inputs import ProcessorInputs  # noqa: E402
 from clearsight.models.hf_mask import hiding_mask  # noqa: E402
 
 LETTERS = ("A", "B", "C", "D")
@@ -178,10 +178,12 @@ def test_families_load_with_the_right_adapter(
     assert not llama.capabilities.images
     assert idefics3.capabilities.images
     assert isinstance(idefics3.inputs, ProcessorInputs)
-    # no torchvision here: Qwen2VLProcessor cannot be built, the backend expands pad tokens
-    assert isinstance(qwen2vl.inputs, ExpandedImageTokenInputs)
+    # no torchvision here: Qwen2VLProcessor is built without its video half
+    assert isinstance(qwen2vl.inputs, ProcessorInputs)
+    assert type(qwen2vl.inputs.processor).__name__ == "Qwen2VLProcessor"
+    assert qwen2vl.inputs.processor.video_processor is None
     assert llama.info["architecture"] == "LlamaForCausalLM"
-    assert qwen2vl.info["inputs"] == "ExpandedImageTokenInputs"
+    assert qwen2vl.info["inputs"] == "ProcessorInputs"
     assert idefics3.info["dtype"] == "float32"
     for b in (llama, idefics3, qwen2vl):
         caps = b.capabilities

@@ -225,9 +225,12 @@ class Backend(Protocol):
 
 
 def require(backend: Backend, needed: Capabilities, purpose: str) -> None:
-    """Fail early, before a run starts, if ``backend`` lacks what ``purpose`` needs."""
+    """Fail early, before a run starts, if ``backend`` lacks what ``purpose`` needs; a backend
+    that says why it lacks a capability (a ``lacking`` dict: capability -> reason) is quoted."""
     missing = backend.capabilities.missing(needed)
     if missing:
+        why: dict[str, str] = getattr(backend, "lacking", {})
+        named = [f"{m} ({why[m]})" if m in why else m for m in missing]
         raise InputError(
-            f"model {backend.name!r} cannot be used for {purpose}: it lacks {', '.join(missing)}"
+            f"model {backend.name!r} cannot be used for {purpose}: it lacks {', '.join(named)}"
         )

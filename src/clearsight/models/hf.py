@@ -13,11 +13,14 @@
   own name.
 
 A config whose model type transformers maps to ``AutoModelForImageTextToText`` loads as a VLM
-(``AutoProcessor``; see :mod:`clearsight.models.hf_inputs` for Qwen2-VL without torchvision),
-anything else as a text-only causal LM (``AutoTokenizer`` + ``AutoModelForCausalLM``), which
-drops images and records how many in ``Response.extra["images_dropped"]``. The computation
-itself — batched candidate probabilities, generation with ``n`` samples sharing one prefill,
-the 4-D attention-mask hook — is in :mod:`clearsight.models.hf_backend`.
+(its processor; see :mod:`clearsight.models.hf_inputs` for processors whose video half needs
+torchvision), anything else as a text-only causal LM (``AutoTokenizer`` +
+``AutoModelForCausalLM``), which drops images and records how many in
+``Response.extra["images_dropped"]``. What a family does differently, and what is refused
+before a run (an encoder-decoder, a VLM that would load text-only, masks a family's attention
+cannot honour), is in one table, :mod:`clearsight.models.families`. The computation itself —
+batched candidate probabilities, generation with ``n`` samples sharing one prefill, the 4-D
+attention-mask hook — is in :mod:`clearsight.models.hf_backend`.
 
 This module imports neither torch nor transformers (its options,
 :class:`~clearsight.models.hf_options.HfOptions`, validate a run's configuration cheaply);

@@ -30,7 +30,11 @@ log-probability and the ``k`` most likely alternatives under the model's own dis
 **Masked scoring** (trajectory grounding, docs/methods.md §5): :meth:`HfBackend.score_hidden` scores
 candidates with given character ranges of the rendered prompt hidden from every later position
 (positions kept; :mod:`clearsight.models.hf_mask`), and :meth:`HfBackend.forward_with_mask`
-exposes the raw 4-D-mask forward pass.
+exposes the raw 4-D-mask forward pass. Every custom mask passes through :meth:`HfBackend._forward`,
+which keeps the family's own pattern (:mod:`clearsight.models.families`: Gemma 3's image tokens
+attending each other both ways, the window of sliding-window layers); a family whose attention
+cannot honour such a mask has the ``attention_mask`` capability withheld, with the reason in
+``HfBackend.lacking``.
 
 Identical requests in one ``complete`` call are computed once (a text-only model drops images,
 so the blind control's 24 image conditions collapse to one prompt). ``latency_s`` is the
@@ -45,6 +49,7 @@ import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,16 +63,24 @@ from clearsight.models.base import (
     Response,
     TokenLogprob,
 )
+from clearsight.models.families import Family, check_loadable, family_of
 from clearsight.models.hf_inputs import (
     Batch,
     ChatInputs,
-    ExpandedImageTokenInputs,
     ProcessorInputs,
     TextInputs,
     continued_positions,
+    load_processor,
     to_pil,
 )
-from clearsight.models.hf_mask import additive, check_ranges, continuation_mask, hiding_mask
+from clearsight.models.hf_mask import (
+    additive,
+    check_ranges,
+    continuation_mask,
+    hiding_mask,
+    windowed,
+    with_image_blocks,
+)
 from clearsight.models.hf_options import HfOptions
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
@@ -108,10 +121,11 @@ def pick_dtype(choice: str, device: torch.device) -> torch.dtype:
     return torch.float32
 
 
-def _is_vlm_config(config: Any) -> bool:
+def _vlm_types() -> frozenset[str]:
+    """The model types transformers loads with ``AutoModelForImageTextToText``."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
-    return config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    return frozenset(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
 
 
 def _missing_model(source: str, cache_dir: str | None, exc: Exception) -> InputError:
@@ -153,11 +167,15 @@ def load_hf(
         common["cache_dir"] = options.cache_dir
     try:
         config = tf.AutoConfig.from_pretrained(source, **common)
+    except ImportError as exc:  # a config class that needs an optional package (timm, ...)
+        raise InputError(f"cannot read the config of {name}: {exc}") from exc
     except (OSError, ValueError) as exc:
         if local_dir:
             raise InputError(f"cannot read the model config in {source}: {exc}") from exc
         raise _missing_model(source, options.cache_dir, exc) from exc
-    is_vlm = options.kind == "vlm" or (options.kind == "auto" and _is_vlm_config(config))
+    family = family_of(config, _vlm_types(), options.kind)
+    check_loadable(family, name)
+    is_vlm = options.kind == "vlm" or (options.kind == "auto" and config.model_type in _vlm_types())
     device = pick_device(options.device)
     dtype = pick_dtype(options.dtype, device)
     model_cls = tf.AutoModelForImageTextToText if is_vlm else tf.AutoModelForCausalLM
@@ -165,7 +183,7 @@ def load_hf(
         model = model_cls.from_pretrained(
             source, dtype=dtype, attn_implementation=options.attn_implementation, **common
         )
-    except (OSError, ValueError) as exc:
+    except (ImportError, OSError, ValueError) as exc:
         raise InputError(f"cannot load the weights of {name}: {exc}") from exc
     if adapter is not None:
         model = _merge_adapter(model, adapter, name)
@@ -174,22 +192,22 @@ def load_hf(
     if not is_vlm:
         inputs = TextInputs(tf.AutoTokenizer.from_pretrained(source, **common), model, name)
     else:
-        try:
-            processor = tf.AutoProcessor.from_pretrained(source, **common)
-            if not hasattr(processor, "tokenizer"):
-                raise ValueError(f"AutoProcessor gave a {type(processor).__name__}")
-            inputs = ProcessorInputs(processor, model, name)
-        except (ImportError, OSError, ValueError, TypeError) as exc:
-            # Qwen2-VL's processor needs torchvision (for video); its image processor and
-            # tokenizer do not, and the pad-token expansion is simple to do here.
-            if getattr(config, "image_token_id", None) is None:
-                raise InputError(f"cannot build the processor of {name}: {exc}") from exc
-            tokenizer = tf.AutoTokenizer.from_pretrained(source, **common)
-            image_processor = tf.AutoImageProcessor.from_pretrained(source, **common)
-            if not hasattr(image_processor, "merge_size"):
-                raise InputError(f"cannot build the processor of {name}: {exc}") from exc
-            inputs = ExpandedImageTokenInputs(tokenizer, image_processor, model, name)
-    return HfBackend(model, inputs, options, name=name, source=source)
+        inputs = ProcessorInputs(load_processor(tf, source, common, name), model, name)
+    backend = HfBackend(model, inputs, options, name=name, source=source, family=family)
+    if not local_dir:
+        backend.commit = _snapshot_commit(source, options)
+    return backend
+
+
+def _snapshot_commit(repo_id: str, options: HfOptions) -> str | None:
+    """The commit of the cached snapshot a hub id resolved to (the directory name under
+    ``snapshots/``), for the run's manifest; None when it cannot be told."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(
+        repo_id, "config.json", cache_dir=options.cache_dir, revision=options.revision
+    )
+    return Path(found).parent.name if isinstance(found, str) else None
 
 
 def _merge_adapter(model: Any, adapter: str, name: str) -> Any:
@@ -238,16 +256,24 @@ class _Out:
 
 def _fork_cache(cache: Any, rows: torch.Tensor) -> Any:
     """A copy of ``cache`` holding the batch rows ``rows`` (repeats allowed); the original is
-    untouched (layers' tensors are re-indexed, never written in place)."""
+    untouched (tensors are re-indexed or cloned, never written in place). Each layer selects its
+    own rows (``batch_select_indices``: keys and values); a linear-attention layer (Qwen3.5's)
+    also holds per-state dicts of ``conv_states`` / ``recurrent_states``, batch first, which
+    are re-indexed here (transformers' own selection skips them)."""
     new = copy.copy(cache)
     new.layers = []
     for layer in cache.layers:
         forked = copy.copy(layer)
         for key, value in vars(layer).items():
-            if isinstance(value, torch.Tensor) and key not in ("keys", "values"):
+            if key in ("conv_states", "recurrent_states") and isinstance(value, dict):
+                setattr(forked, key, {i: None if t is None else t[rows] for i, t in value.items()})
+            elif isinstance(value, dict):
+                setattr(forked, key, dict(value))
+            elif isinstance(value, torch.Tensor) and key not in ("keys", "values"):
                 setattr(forked, key, value.clone())
+        if hasattr(forked, "batch_select_indices"):
+            forked.batch_select_indices(rows)
         new.layers.append(forked)
-    new.batch_select_indices(rows)
     return new
 
 
@@ -262,24 +288,47 @@ class HfBackend:
     """A transformers model behind the :class:`~clearsight.models.base.Backend` protocol."""
 
     def __init__(
-        self, model: Any, inputs: ChatInputs, options: HfOptions, name: str, source: str
+        self,
+        model: Any,
+        inputs: ChatInputs,
+        options: HfOptions,
+        name: str,
+        source: str,
+        family: Family | None = None,
     ) -> None:
         self.model = model
         self.inputs = inputs
         self.options = options
         self.name = name
         self.source = source
+        #: The hub snapshot's commit when loaded by hub id (set by load_hf), else None.
+        self.commit: str | None = None
+        self.family = family if family is not None else Family()
         self.tokenizer = inputs.tokenizer
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
+        #: Capabilities withheld, with the reason (``require`` quotes it when a run needs one).
+        self.lacking: dict[str, str] = {}
+        if options.attn_implementation not in ("eager", "sdpa"):
+            self.lacking["attention_mask"] = (
+                f"custom attention masks need attn_implementation 'eager' or 'sdpa', not "
+                f"{options.attn_implementation!r}"
+            )
+        elif self.family.masked_scoring is not None:
+            self.lacking["attention_mask"] = self.family.masked_scoring
         self.capabilities = Capabilities(
             images=inputs.images,
             generate=True,
             candidate_probs=True,
             top_logprobs=True,
             n_per_call=True,
-            attention_mask=options.attn_implementation in ("eager", "sdpa"),
+            attention_mask="attention_mask" not in self.lacking,
         )
+        config = model.config
+        image_id = getattr(config, "image_token_id", None)
+        if image_id is None:
+            image_id = getattr(config, "image_token_index", None)
+        self._image_token_id = None if image_id is None else int(image_id)
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -298,7 +347,7 @@ class HfBackend:
             "source": self.source,
             "model_type": config.model_type,
             "architecture": type(self.model).__name__,
-            "commit": getattr(config, "_commit_hash", None),
+            "commit": self.commit,
             "revision": self.options.revision,
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "dtype": str(self.dtype).removeprefix("torch."),
@@ -330,6 +379,7 @@ class HfBackend:
         gives the same probabilities as :meth:`complete`). Hidden text must come after the last
         image and end before the answer slot. Requests must not generate.
         """
+        self._check_masks()
         if len(hide) != len(requests):
             raise InputError(f"{len(hide)} lists of hidden ranges for {len(requests)} requests")
         items = []
@@ -375,24 +425,27 @@ class HfBackend:
         keep their positions. ``model_inputs`` are passed through (pixels and the like, e.g.
         ``Batch.model_inputs``); ``logits_to_keep=k`` returns only the last ``k`` positions.
         """
-        if not self.capabilities.attention_mask:
-            raise InputError(
-                f"{self.name}: custom attention masks need attn_implementation 'eager' or 'sdpa'"
-            )
+        self._check_masks()
         if attention_mask.ndim != 4 or attention_mask.dtype != torch.bool:
             raise InputError(
                 "attention_mask must be a boolean (batch, 1, queries, keys) tensor, got "
                 f"{attention_mask.dtype} {tuple(attention_mask.shape)}"
             )
-        out = self.model(
+        out = self._forward(
             input_ids=input_ids.to(self.device),
-            attention_mask=additive(attention_mask.to(self.device), self.dtype),
+            attention_mask=attention_mask.to(self.device),
             position_ids=position_ids.to(self.device),
             use_cache=False,
             logits_to_keep=logits_to_keep,
             **{k: v.to(self.device) for k, v in model_inputs.items()},
         )
         return out.logits.float()
+
+    def _check_masks(self) -> None:
+        """InputError with the reason when this model cannot take custom attention masks."""
+        reason = self.lacking.get("attention_mask")
+        if reason is not None:
+            raise InputError(f"{self.name} cannot score under a custom attention mask: {reason}")
 
     # ---------------------------------------------------------------- preparation
 
@@ -494,10 +547,58 @@ class HfBackend:
         )
 
     def _forward(self, **kwargs: Any) -> Any:
+        """One model call. A 4-D ``attention_mask`` (boolean "may attend", or additive) is
+        turned into what this family's model takes (:meth:`_model_mask`); the family's
+        per-token inputs are extended over tokens appended after the prompt."""
         cache = kwargs.pop("cache", None)
+        mask = kwargs.get("attention_mask")
+        if mask is not None and mask.ndim == 4:
+            kwargs["attention_mask"] = self._model_mask(mask, kwargs["input_ids"], cache)
+        length = kwargs["input_ids"].shape[1]
+        for name in self.family.per_token_inputs:
+            rows = kwargs.get(name)
+            if rows is not None and rows.shape[1] < length:  # repeat the last row, as generate
+                more = rows[:, -1:].expand(-1, length - rows.shape[1], *rows.shape[2:])
+                kwargs[name] = torch.cat([rows, more], dim=1)
         if cache is not None:
             kwargs[self._cache_kw] = cache
         return self.model(**kwargs)
+
+    def _carried(self, batch: Batch, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The family's per-token inputs for tokens appended to the batch rows ``rows``: each
+        row's last prompt row (``_forward`` repeats it over the appended tokens)."""
+        return {
+            name: batch.model_inputs[name][rows][:, -1:]
+            for name in self.family.per_token_inputs
+            if name in batch.model_inputs
+        }
+
+    def _model_mask(
+        self, mask: torch.Tensor, input_ids: torch.Tensor, cache: Any
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """A custom ``(B, 1, Q, K)`` mask as this family's model takes it: the family's own
+        pattern kept (the tokens of one image attending each other both ways where the family
+        does so, on a pass over the whole prompt), the window of sliding-window layers applied
+        (cut to the keys a sliding layer's cache still holds), as a per-layer-type dict when
+        the layers differ; additive floats (0 or the dtype's minimum)."""
+        allowed = mask if mask.dtype == torch.bool else mask == 0
+        family = self.family
+        q = allowed.shape[-2]
+        image = None
+        if family.bidirectional_image and q == allowed.shape[-1] and self._image_token_id:
+            image = input_ids == self._image_token_id
+        out: dict[str, torch.Tensor] = {}
+        for layer_type in dict.fromkeys(family.layer_types):
+            m = allowed
+            if image is not None and layer_type in family.bidirectional_image:
+                m = with_image_blocks(m, image)
+            if layer_type == "sliding_attention" and family.sliding_window is not None:
+                m = windowed(m, family.sliding_window)
+                if cache is not None:
+                    _, offset = cache.get_mask_sizes(q, family.layer_types.index(layer_type))
+                    m = m[..., int(offset) :]
+            out[layer_type] = additive(m, self.dtype)
+        return next(iter(out.values())) if len(out) == 1 else out
 
     @torch.inference_mode()
     def _chunk(self, items: list[_Item]) -> list[_Out]:
@@ -519,10 +620,9 @@ class HfBackend:
                 pad = width - lengths[b]
                 ranges = self._token_ranges(item.prompt, row, item.hide or [])
                 hidden.append([(s + pad, e + pad) for s, e in ranges])
-            four_d = hiding_mask(batch.attention_mask, hidden)
-            prompt_visible = four_d[:, 0, -1, :].clone()  # what the answer slot sees
+            mask = hiding_mask(batch.attention_mask, hidden)
+            prompt_visible = mask[:, 0, -1, :].clone()  # what the answer slot sees
             prompt_visible[:, -1] = True
-            mask = additive(four_d, self.dtype)
 
         out = self._forward(
             input_ids=batch.input_ids,
@@ -579,7 +679,7 @@ class HfBackend:
                 [[1] * (len(s) - 1) + [0] * (q - len(s) + 1) for _, s in rows], device=self.device
             )
             if four_d:
-                mask = additive(continuation_mask(prompt_visible[idx], cont), self.dtype)
+                mask = continuation_mask(prompt_visible[idx], cont)
             else:
                 mask = torch.cat([batch.attention_mask[idx], cont], dim=1)
             out = self._forward(
@@ -588,6 +688,7 @@ class HfBackend:
                 position_ids=continued_positions(batch.next_position[idx], q, self.inputs.mrope),
                 cache=_fork_cache(cache, idx),
                 use_cache=True,
+                **self._carried(batch, idx),
             )
             logp = torch.log_softmax(out.logits.float(), dim=-1)
             for r, (b, s) in enumerate(rows):
@@ -633,6 +734,7 @@ class HfBackend:
         idx = torch.tensor(owner, device=self.device)
         logp = last[idx]
         cache = _fork_cache(cache, idx)
+        carried = self._carried(batch, idx)
         mask = batch.attention_mask[idx]
         next_pos = batch.next_position[idx]
         generators = {}
@@ -672,6 +774,7 @@ class HfBackend:
                 cache=cache,
                 use_cache=True,
                 logits_to_keep=1,
+                **carried,
             )
             cache = getattr(out, "cache", None) or out.past_key_values
             logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)

@@ -1,25 +1,25 @@
 """Chat messages to model inputs for the ``hf`` backend, one adapter per way a family is fed.
 
-Three adapters cover the families clearsight loads:
+Two adapters cover the families clearsight loads:
 
 * :class:`TextInputs` — a text-only causal LM: the tokenizer's chat template over the messages'
   text; images are dropped (and counted, so the caller can record it).
-* :class:`ProcessorInputs` — a VLM with a working ``AutoProcessor`` (Idefics3 / SmolVLM, LLaVA,
-  ...): the processor's chat template puts one image placeholder per image, in message order,
-  and the processor expands placeholders and prepares pixels.
-* :class:`ExpandedImageTokenInputs` — a VLM whose processor cannot be built here (Qwen2-VL's
-  processor needs torchvision for its video half): the tokenizer's chat template, the image
-  processor alone, and the image pad token repeated ``grid_thw.prod() // merge_size**2`` times
-  per image — exactly what ``Qwen2VLProcessor`` does.
+* :class:`ProcessorInputs` — a VLM fed by its own processor (Idefics3 / SmolVLM, Qwen-VL,
+  InternVL, Gemma 3, LLaVA, ...): the chat template puts one image placeholder per image, in
+  message order, and the processor expands placeholders and prepares pixels. Several processors
+  also build a *video* half that needs torchvision although image-only use never calls it;
+  :func:`load_processor` then builds the processor from its image processor and tokenizer (and
+  chat template) alone.
 
-All three pad on the LEFT, so the next-token distribution of every row sits at the last
-position, and compute explicit position ids (``cumsum(mask) - 1``; multimodal RoPE positions
-from the model's ``get_rope_index`` where it has one), so later passes over a KV cache (decode
-steps, multi-token candidates) can continue each row at ``next_position``.
+Both pad on the LEFT, so the next-token distribution of every row sits at the last position,
+and compute explicit position ids (``cumsum(mask) - 1``; multimodal
+RoPE positions from the model's ``get_rope_index`` where it has one), so later passes over a KV
+cache (decode steps, multi-token candidates) can continue each row at ``next_position``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,17 +88,26 @@ def _hf_messages(messages: Sequence[Message], with_images: bool) -> list[dict[st
     return out
 
 
-def _render(template_owner: Any, messages: Sequence[Message], with_images: bool, name: str) -> str:
-    """Apply the chat template. A conversation that ends with an assistant turn is continued
-    (the turn is a prefix of the answer); otherwise the generation prompt is appended."""
-    if not getattr(template_owner, "chat_template", None):
+def _render(
+    tokenizer: Any,
+    messages: Sequence[Message],
+    with_images: bool,
+    name: str,
+    template: str | None = None,
+) -> str:
+    """Apply the chat template (``template``, else the tokenizer's own) with the tokenizer's
+    renderer. A conversation that ends with an assistant turn is continued (the turn is a
+    prefix of the answer); otherwise the generation prompt is appended."""
+    template = template or getattr(tokenizer, "chat_template", None)
+    if not template:
         raise InputError(
             f"model {name!r} has no chat template (tokenizer_config.json / chat_template.jinja); "
             "clearsight needs one to place the prompt and the answer position"
         )
     cont = messages[-1].role == "assistant"
-    text = template_owner.apply_chat_template(
+    text = tokenizer.apply_chat_template(
         _hf_messages(messages, with_images),
+        chat_template=template,
         tokenize=False,
         add_generation_prompt=not cont,
         continue_final_message=cont,
@@ -191,7 +200,7 @@ class TextInputs(ChatInputs):
 
 
 class ProcessorInputs(ChatInputs):
-    """A VLM fed by its ``AutoProcessor`` (chat template, placeholder expansion, pixels)."""
+    """A VLM fed by its processor (chat template, placeholder expansion, pixels)."""
 
     images = True
 
@@ -200,8 +209,10 @@ class ProcessorInputs(ChatInputs):
         self.processor = processor
 
     def render(self, messages: Sequence[Message]) -> str:
-        owner = self.processor if getattr(self.processor, "chat_template", None) else self.tokenizer
-        return _render(owner, messages, True, self.name)
+        # the processor's template where it has one (the tokenizer's may be text-only); the
+        # tokenizer renders it (some processors' own renderers reach for their video half)
+        template = getattr(self.processor, "chat_template", None)
+        return _render(self.tokenizer, messages, True, self.name, template)
 
     def encode(self, prompts: Sequence[str], images: Sequence[Sequence[Any]]) -> Batch:
         kwargs: dict[str, Any] = {}
@@ -215,59 +226,76 @@ class ProcessorInputs(ChatInputs):
             add_special_tokens=False,
             **kwargs,
         )
+        # ``labels`` (PaliGemma's processor returns them) would make the model compute a loss
         inputs = {
             k: v
             for k, v in enc.items()
-            if k not in ("input_ids", "attention_mask") and isinstance(v, torch.Tensor)
+            if k not in ("input_ids", "attention_mask", "labels") and isinstance(v, torch.Tensor)
         }
         return self._batch(enc["input_ids"], enc["attention_mask"], inputs)
 
 
-class ExpandedImageTokenInputs(ChatInputs):
-    """A Qwen2-VL-style VLM without its processor: the image processor makes patches and
-    ``image_grid_thw``; each image pad token in the rendered prompt becomes
-    ``grid_thw.prod() // merge_size**2`` of them."""
-
-    images = True
-
-    def __init__(self, tokenizer: Any, image_processor: Any, model: Any, name: str) -> None:
-        super().__init__(tokenizer, model, name)
-        self.image_processor = image_processor
-        token_id = getattr(model.config, "image_token_id", None)
-        if token_id is None:
-            raise InputError(f"model {name!r}: its config names no image_token_id")
-        self.image_token = str(tokenizer.convert_ids_to_tokens(int(token_id)))
-        self.merge = int(getattr(image_processor, "merge_size", 2))
-
-    def render(self, messages: Sequence[Message]) -> str:
-        return _render(self.tokenizer, messages, True, self.name)
-
-    def encode(self, prompts: Sequence[str], images: Sequence[Sequence[Any]]) -> Batch:
-        flat = [im for row in images for im in row]
-        inputs: dict[str, torch.Tensor] = {}
-        counts: list[int] = []
-        if flat:
-            out = self.image_processor(images=flat, return_tensors="pt")
-            inputs = {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"]}
-            counts = [int(g.prod()) // self.merge**2 for g in out["image_grid_thw"]]
-        expanded, k = [], 0
-        for prompt, row in zip(prompts, images, strict=True):
-            pieces = prompt.split(self.image_token)
-            if len(pieces) - 1 != len(row):
-                raise InputError(
-                    f"model {self.name!r}: the chat template placed {len(pieces) - 1} image "
-                    f"tokens for {len(row)} images"
-                )
-            text = pieces[0]
-            for piece in pieces[1:]:
-                text += self.image_token * counts[k] + piece
-                k += 1
-            expanded.append(text)
-        enc = self.tokenizer(
-            expanded,
-            return_tensors="pt",
-            padding=True,
-            padding_side="left",
-            add_special_tokens=False,
+def load_processor(tf: Any, source: str, common: dict[str, Any], name: str) -> Any:
+    """The processor of the checkpoint ``source``: ``AutoProcessor``'s, or, where that fails
+    for want of an optional package (torchvision for a video half, say), the same processor
+    class built from its image processor and tokenizer alone (image-only use never calls the
+    video half). InputError when neither can be built."""
+    try:
+        processor = tf.AutoProcessor.from_pretrained(source, **common)
+    except (ImportError, ValueError) as exc:  # the video half's missing torchvision, say
+        processor = _image_only_processor(tf, source, common, name, exc)
+    except (OSError, TypeError) as exc:
+        raise InputError(f"cannot build the processor of {name}: {exc}") from exc
+    if not hasattr(processor, "tokenizer") or not hasattr(processor, "image_processor"):
+        raise InputError(
+            f"cannot build the processor of {name}: AutoProcessor gave a "
+            f"{type(processor).__name__}, not a processor with an image processor and tokenizer"
         )
-        return self._batch(enc["input_ids"], enc["attention_mask"], inputs)
+    return processor
+
+
+def _image_only_processor(
+    tf: Any, source: str, common: dict[str, Any], name: str, why: Exception
+) -> Any:
+    """The checkpoint's processor class without its video half (see :func:`load_processor`).
+
+    The image processor, tokenizer (and any other non-video part) are loaded the usual way,
+    the processor's settings and chat template from the checkpoint; the class itself is then
+    built with ``None`` for its video processor, which only video inputs would use.
+    """
+    from transformers.models.auto.processing_auto import processor_class_from_name
+
+    try:
+        config, _ = tf.ProcessorMixin.get_processor_dict(source, **common)
+        class_name = config.get("processor_class")
+        if class_name is None:
+            meta = tf.ImageProcessingMixin.get_image_processor_dict(source, **common)[0]
+            class_name = meta.get("processor_class")
+        cls = processor_class_from_name(class_name) if class_name else None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot build the processor of {name}: {exc}") from exc
+    if cls is None:
+        raise InputError(f"cannot build the processor of {name}: {why}") from why
+    kept = [a for a in cls.get_attributes() if "video" not in a]
+    absent = [a for a in cls.get_attributes() if a not in kept]
+
+    def check(self: Any, attribute: str, value: Any) -> Any:
+        # the video half is absent on purpose; every other part is checked as usual
+        if value is None and attribute in absent:
+            return None
+        return cls.check_argument_for_proper_class(self, attribute, value)
+
+    # ``loader`` reads only the kept parts from the checkpoint; ``image_only`` is the class
+    # itself, accepting None for its video half
+    loader: Any = type(cls.__name__, (cls,), {"get_attributes": classmethod(lambda _: kept)})
+    image_only: Any = type(cls.__name__, (cls,), {"check_argument_for_proper_class": check})
+    try:
+        args = loader._get_arguments_from_pretrained(source, config, **common)
+        init = inspect.signature(cls.__init__).parameters
+        kwargs = {k: v for k, v in config.items() if k in init and k not in cls.get_attributes()}
+        kwargs |= dict.fromkeys(absent)
+        return image_only(**dict(zip(kept, args, strict=True)), **kwargs)
+    except (ImportError, OSError, ValueError, TypeError) as exc:
+        raise InputError(
+            f"cannot build the processor of {name}: {why}; without its video half: {exc}"
+        ) from exc

@@ -85,3 +85,24 @@ def additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         raise InputError(f"expected a boolean attention mask, got dtype {mask.dtype}")
     out = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     return out.masked_fill(~mask, torch.finfo(dtype).min)
+
+
+def with_image_blocks(mask: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+    """``mask`` ``(B, 1, L, L)`` with the tokens of each image attending each other in both
+    directions, as Gemma 3 attends: an image is a run of consecutive image tokens (``image``
+    ``(B, L)``, True at image tokens), and every pair inside one run is allowed."""
+    before = torch.nn.functional.pad(image[:, :-1], (1, 0), value=False)
+    run = torch.cumsum((image & ~before).long(), dim=1)
+    run = torch.where(image, run, torch.zeros_like(run))
+    same = (run[:, :, None] == run[:, None, :]) & (run[:, :, None] > 0)
+    return mask | same[:, None]
+
+
+def windowed(mask: torch.Tensor, window: int) -> torch.Tensor:
+    """``mask`` ``(B, 1, Q, K)`` cut to a sliding window: query ``q`` keeps keys ``k`` with
+    ``k > q - window`` (indices; the queries are the last ``Q`` of the ``K`` keys), the rule of
+    transformers' sliding-window layers."""
+    q, k = mask.shape[-2:]
+    rows = torch.arange(k - q, k, device=mask.device)[:, None]
+    cols = torch.arange(k, device=mask.device)[None, :]
+    return mask & (cols > rows - window)
