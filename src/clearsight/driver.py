@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ from clearsight.execute import (
     execute,
     in_process,
 )
+from clearsight.faults import EXIT_FAULT, os_fault
 from clearsight.models.base import Capabilities
 from clearsight.spec_grid import keys_of, kinds_of, select
 from clearsight.specs import Spec
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_FAILED_ITEMS",
+    "EXIT_FAULT",
     "EXIT_INPUT",
     "EXIT_INTERRUPTED",
     "EXIT_TERMINATED",
@@ -279,13 +282,23 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
     The lock file names the holder's pid. The kernel drops the lock when its process dies, so a
     lock left by a killed run is simply taken over; a live holder makes this raise
-    :class:`RunLocked` naming its pid. Readers (reports, the web UI) take no lock.
+    :class:`RunLocked` naming its pid. Readers (reports, the web UI) take no lock. The lock
+    file is opened without following a symbolic link and must be a regular file of one name
+    (:func:`_open_lock`): the pid is never written through it into another file. A ``run_dir``
+    that is a file is bad input; one that cannot be created or locked (a read-only file
+    system) a :class:`~clearsight.faults.RunFault`.
     """
     import fcntl
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise InputError(
+            f"{run_dir} is a file, not a run directory: give a new directory or a run's"
+        )
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_fault(exc, "cannot create the run directory") from exc
+    fd = _open_lock(run_dir / LOCK_NAME)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -302,6 +315,31 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _open_lock(path: Path) -> int:
+    """A read-write descriptor of the lock file ``path``, created if missing. A symbolic link
+    is not followed (``O_NOFOLLOW``), a FIFO does not block the open (``O_NONBLOCK``), and
+    anything but a regular file with one name (a link, a directory, a device, a file with
+    hard links elsewhere) is refused with one line before a byte is written."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    refused = (
+        f"the run's lock file {path} is not a regular file of its own ({{}}); clearsight "
+        "creates it: remove it and rerun"
+    )
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a directory"}
+        if exc.errno in why or exc.errno == errno.ENXIO:
+            raise InputError(refused.format(why.get(exc.errno or 0, "a socket"))) from None
+        raise os_fault(exc, "cannot open the run's lock file") from exc
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        kind = "a hard link to another file" if stat.S_ISREG(st.st_mode) else "a special file"
+        raise InputError(refused.format(kind))
+    return fd
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendo
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
+from clearsight.faults import EXIT_FAULT, RunFault, os_fault
 from clearsight.validate import InputError, invalid_options
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ def _fail(message: str) -> typer.Exit:
 class Group(TyperGroup):
     """The root command group: every bad command line (an unknown option, a bad value) and
     every bad input a command leaves uncaught ends as one ``error:`` line and exit code 2, in
-    place of click's usage box and a traceback (``--debug`` shows the traceback)."""
+    place of click's usage box and a traceback; an I/O or database failure (the disk full, a
+    read-only or removed run directory, a corrupted store) as one ``error:`` line and
+    :data:`~clearsight.faults.EXIT_FAULT` (``--debug`` shows the traceback)."""
 
     def main(
         self,
@@ -87,6 +90,11 @@ class Group(TyperGroup):
                 exc = invalid_options(exc, f"{exc.title} options")
             _error_line(str(exc))
             code = 2
+        except (RunFault, OSError) as exc:  # the run store's SQLite failures are RunFaults
+            if "--debug" in argv:
+                traceback.print_exc()
+            _error_line(str(exc if isinstance(exc, RunFault) else os_fault(exc)))
+            code = EXIT_FAULT
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
