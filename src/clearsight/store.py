@@ -61,7 +61,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeGuard
 
 from clearsight.bulk import collector_paused
-from clearsight.credentials import redact, redact_value, secret_values
+from clearsight.credentials import redact, redact_value, secret_values, url_secrets
 from clearsight.faults import RunFault
 from clearsight.frame_chunks import compact, join_chunks
 from clearsight.packed_json import Shapes, pack, unpack
@@ -266,8 +266,10 @@ def _dumps(obj: Any, what: str, secrets: Sequence[str] | None = None) -> str:
 
 
 def _secrets_in(text: str, secrets: Sequence[str]) -> list[str]:
-    """The ``secrets`` that JSON ``text`` holds, as they are or as JSON escapes them."""
-    return [s for s in secrets if s in text or _ENCODER.encode(s)[1:-1] in text]
+    """The ``secrets`` that JSON ``text`` holds, as they are or as JSON escapes them, and the
+    credentials its URLs hold (:func:`~clearsight.credentials.url_secrets`)."""
+    found = [s for s in secrets if s in text or _ENCODER.encode(s)[1:-1] in text]
+    return found + url_secrets(text) if "://" in text else found
 
 
 @dataclass(frozen=True)
