@@ -11,7 +11,8 @@ nested collections by recursion, so a deeply nested file is a ``RecursionError``
 * collections may nest :data:`MAX_DEPTH` deep.
 
 Either refusal is a :class:`yaml.YAMLError` with the line and column where it happened, like
-any other YAML error.
+any other YAML error; so is a scalar its tag cannot read (a date ``2001-02-30``), which the
+safe loader raises as a bare ``ValueError``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Final, cast
 
 import yaml
 from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, SequenceNode
 from yaml.scanner import ScannerError
@@ -81,6 +83,16 @@ class _BoundedLoader(yaml.SafeLoader):
         if isinstance(node, SequenceNode | MappingNode):
             self._sizes[id(node)] = 1 + sum(self._sizes.get(id(c), 1) for c in _children(node))
         return node
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        """Construct one value; a scalar its tag cannot read (``2001-02-30``, ``!!int x``)
+        is a :class:`yaml.YAMLError` at its line and column, not a ``ValueError``."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:
+            raise ConstructorError(
+                None, None, f"cannot read the value: {exc}", node.start_mark
+            ) from None
 
 
 def _children(node: SequenceNode | MappingNode) -> list[Node]:
