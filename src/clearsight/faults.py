@@ -20,8 +20,8 @@ EXIT_FAULT: Final = 4
 
 #: What to do about an OSError, by errno.
 _OS_HINTS: Final = {
-    errno.ENOSPC: "free some space, then rerun the command (what was committed is kept)",
-    errno.EDQUOT: "free some space, then rerun the command (what was committed is kept)",
+    errno.ENOSPC: "free some space, then rerun the command: what was committed is kept",
+    errno.EDQUOT: "free some space, then rerun the command: what was committed is kept",
     errno.EROFS: "the file system is read-only: choose a writable directory",
     errno.EACCES: "check the permissions of the directory",
     errno.EPERM: "check the permissions of the directory",

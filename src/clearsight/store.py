@@ -1105,7 +1105,7 @@ def _take_scalar(where: dict[str, Any], name: str, given: str | None) -> str | N
 
 #: What to do about a SQLite failure, by its primary result code.
 _FAULT_HINTS: Final = {
-    "SQLITE_FULL": "free some space, then rerun the command to resume (what was committed is kept)",
+    "SQLITE_FULL": "free some space, then rerun the command to resume: what was committed is kept",
     "SQLITE_READONLY": "make the run directory writable, or copy the run elsewhere",
     "SQLITE_CANTOPEN": "check that the run directory exists and is writable",
     "SQLITE_IOERR": "check the disk and the file system, then rerun the command to resume",
