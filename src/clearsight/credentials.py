@@ -50,8 +50,8 @@ _OPTION_NAME: Final = re.compile(r"[A-Za-z0-9_\-]+")
 #: The name of an environment variable (what a ``*_env`` option such as ``api_key_env`` holds).
 _VARIABLE_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: A URL in a text (a model's ``openai:URL#NAME``, a message quoting one): up to a space, a
-#: quote or an angle bracket.
-_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+#: double quote or an angle bracket (a single quote may be part of a password).
+_URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"<>]+")
 #: A variable whose name says it holds a key (``ANTHROPIC_API_KEY``, ``GH_TOKEN``).
 _KEY_VARIABLE: Final = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD)$")
 #: Shorter values are not redacted: replacing a 3-letter value everywhere would mangle text.
