@@ -116,7 +116,8 @@ def _interrupted(exc: Interrupted) -> typer.Exit:
 
 def _finished(summary: RunSummary) -> None:
     """Print what a run did; exit with its code when items failed (documented in the README:
-    0 all ok, 3 some items failed, 2 bad input, 130/143 interrupted)."""
+    0 all ok, 3 some items failed, 2 bad input, 4 the disk or the store failed, 130/143
+    interrupted)."""
     from clearsight.credentials import redact
 
     typer.echo(redact(summary.describe()), err=summary.failed > 0)
