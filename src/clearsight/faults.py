@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 from typing import Final
 
-__all__ = ["EXIT_FAULT", "RunFault", "os_fault"]
+__all__ = ["EXIT_FAULT", "RunFault", "os_exit_code", "os_fault"]
 
 #: Exit code of a command stopped by an I/O or database failure (see the module docstring).
 EXIT_FAULT: Final = 4
@@ -25,7 +25,13 @@ _OS_HINTS: Final = {
     errno.EROFS: "the file system is read-only: choose a writable directory",
     errno.EACCES: "check the permissions of the directory",
     errno.EPERM: "check the permissions of the directory",
+    errno.EEXIST: "a file is where a directory is wanted: choose another path",
+    errno.ENOTDIR: "a file is where a directory is wanted: choose another path",
+    errno.EISDIR: "a directory is where a file is wanted: choose another path",
 }
+#: Errors of a path that names the wrong kind of file: bad input (exit code 2), said before
+#: anything is written, not a failure of the disk.
+_WRONG_KIND: Final = frozenset({errno.EEXIST, errno.ENOTDIR, errno.EISDIR})
 
 
 class RunFault(RuntimeError):  # noqa: N818 - the failure itself: `except RunFault`
@@ -46,3 +52,9 @@ def os_fault(exc: OSError, what: str = "I/O error") -> RunFault:
     why = exc.strerror or str(exc) or type(exc).__name__
     hint = _OS_HINTS.get(exc.errno or 0)
     return RunFault(what, where or "the file system", why + (f" ({hint})" if hint else ""))
+
+
+def os_exit_code(exc: OSError) -> int:
+    """The exit code of the ``OSError`` ``exc``: 2 for a path naming the wrong kind of file
+    (bad input), else :data:`EXIT_FAULT`."""
+    return 2 if exc.errno in _WRONG_KIND else EXIT_FAULT

@@ -17,7 +17,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendo
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
-from clearsight.faults import EXIT_FAULT, RunFault, os_fault
+from clearsight.faults import EXIT_FAULT, RunFault, os_exit_code, os_fault
 from clearsight.validate import InputError, invalid_options
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class Group(TyperGroup):
             if "--debug" in argv:
                 traceback.print_exc()
             _error_line(str(exc if isinstance(exc, RunFault) else os_fault(exc)))
-            code = EXIT_FAULT
+            code = EXIT_FAULT if isinstance(exc, RunFault) else os_exit_code(exc)
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
