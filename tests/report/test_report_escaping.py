@@ -69,19 +69,30 @@ def test_csv_cells_a_spreadsheet_would_run_open_as_text() -> None:
 
     frame = pd.DataFrame(
         {
-            "model": ['=HYPERLINK("http://x","y")', "+1+1", "-cmd", "@SUM(A1)", "\tx", "ok"],
-            "text_number": ["-0.5", "+3", "1", "-1e3", "=", "x"],
-            "value": [-0.5, 1.0, 2.0, 3.0, 4.0, 5.0],
+            "model": [
+                '=HYPERLINK("http://x","y")',
+                "-2+3+cmd|' /C calc'!A0",
+                "-cmd",
+                "@SUM(A1)",
+                "\tx",
+                "+SUM(1)",
+                "ok",
+            ],
+            "text_number": ["-0.5", "+3", "+1+1", "-1e3", "+0.15 [+0.10, +0.20] (n=6)", "=", "x"],
+            "value": [-0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         }
     )
     back = pd.read_csv(StringIO(csv_text(frame)), keep_default_na=False)
     assert back["model"].tolist() == [
         '\'=HYPERLINK("http://x","y")',
-        "'+1+1",
+        "'-2+3+cmd|' /C calc'!A0",
         "'-cmd",
         "'@SUM(A1)",
         "'\tx",
+        "'+SUM(1)",
         "ok",
     ]
-    assert back["text_number"].tolist() == ["-0.5", "+3", "1", "-1e3", "'=", "x"]
+    # a signed number, as the reports write one, calls nothing: it stays as it is
+    assert back["text_number"].tolist()[:5] == frame["text_number"].tolist()[:5]
+    assert back["text_number"].tolist()[5:] == ["'=", "x"]
     assert back["value"].tolist() == frame["value"].tolist()  # numbers untouched

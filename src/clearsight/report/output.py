@@ -11,6 +11,7 @@ format: HTML in the page (:func:`clearsight.report.html.esc`), Markdown in the s
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,8 +85,7 @@ def md_table(frame: pd.DataFrame) -> str:
 
 def csv_text(frame: pd.DataFrame) -> str:
     """``frame`` as CSV (no index) for a spreadsheet: a text cell that a spreadsheet would
-    run as a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return,
-    and is not a number) gets a leading ``'``, so it opens as the text it is."""
+    run as a formula gets a leading ``'``, so it opens as the text it is (:func:`_csv_cell`)."""
     text = [name for name in frame.columns if not pd.api.types.is_numeric_dtype(frame[name])]
     if text:
         frame = frame.copy()
@@ -95,14 +95,20 @@ def csv_text(frame: pd.DataFrame) -> str:
 
 
 def _csv_cell(value: Any) -> Any:
-    """One cell of :func:`csv_text`."""
+    """One cell of :func:`csv_text`: a text starting with ``=``, ``@``, a tab or a carriage
+    return is a formula to a spreadsheet; one starting with ``+`` or ``-`` too, unless it is a
+    signed number, as the reports write one (``+0.15 [+0.10, +0.20] (n=6)``), that calls no
+    function and reaches nothing outside its sheet (no ``|``, ``!``, ``"``, no ``NAME(``)."""
     if not isinstance(value, str) or not value.startswith(_FORMULA_STARTS):
         return value
-    try:
-        float(value)
-    except ValueError:
-        return "'" + value
-    return value  # "-0.5": a number written as text stays a number
+    if _SIGNED_NUMBER.match(value) and not _FORMULA_PARTS.search(value):
+        return value
+    return "'" + value
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A signed number at the start of a cell (``-0.5``, ``+0.15 [...]``, ``-.5``).
+_SIGNED_NUMBER = re.compile(r"[+-]\.?\d")
+#: What makes a formula reach beyond arithmetic: another program (``|``), another sheet
+#: (``!``), a string or a function call.
+_FORMULA_PARTS = re.compile(r"[|!\"]|[A-Za-z_][A-Za-z0-9_.]*\s*\(")
