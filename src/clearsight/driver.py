@@ -14,7 +14,9 @@ the function that runs a unit into records. :func:`run` does the rest the same w
    configuration is refused unless ``allow_mismatch``), then for each stage add its items, keep
    the pending ones and execute them with the chosen executor;
 4. return a :class:`RunSummary` whose :attr:`~RunSummary.exit_code` tells the truth: 0 only
-   when every item executed succeeded, :data:`EXIT_FAILED_ITEMS` when some failed.
+   when every item executed succeeded, :data:`EXIT_FAILED_ITEMS` when some failed. A failure
+   of the disk or the store stops the run with :class:`~clearsight.faults.RunFault`
+   (:data:`EXIT_FAULT` on the command line).
 
 SIGTERM is turned into the same clean stop as Ctrl-C while a run executes: workers are stopped,
 what finished is committed, and :class:`~clearsight.execute.Interrupted` says how far it got.
@@ -382,8 +384,10 @@ def run(
     """Run ``protocol`` with ``config`` into ``run_dir`` (resuming what is there).
 
     Raises InputError (nothing created) for bad options or an unusable model,
-    :class:`RunLocked` when another process writes the run, and
-    :class:`~clearsight.execute.Interrupted` after Ctrl-C or SIGTERM (what finished is kept).
+    :class:`RunLocked` when another process writes the run,
+    :class:`~clearsight.execute.Interrupted` after Ctrl-C or SIGTERM (what finished is kept),
+    and :class:`~clearsight.faults.RunFault` when the disk or the store fails (full,
+    read-only, corrupted, the run directory removed mid-run; what was committed is kept).
     """
     execution = execution or Execution()
     run_dir = Path(run_dir)

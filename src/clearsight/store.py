@@ -43,6 +43,10 @@ write is one ``BEGIN IMMEDIATE`` transaction. Any number of readers (:func:`load
 read at the same time thanks to WAL. Crash safety: with WAL and ``synchronous=NORMAL`` a process
 killed at any point loses at most the transaction in flight and the file stays consistent (a
 power cut may additionally lose the last few committed transactions, never consistency).
+Each commit first checks that the database is still the file at its path, so a run whose
+directory was deleted (or whose ``run.sqlite`` was replaced) stops instead of writing on into
+a file nobody can open; that, and a failure of the disk or the file (full, read-only,
+corrupted pages), is a :class:`~clearsight.faults.RunFault` naming the store.
 """
 
 from __future__ import annotations
