@@ -9,6 +9,7 @@ run directory against records of a different configuration.
 
 from __future__ import annotations
 
+import codecs
 import enum
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from pydantic import (
 from clearsight.credentials import refuse_credentials
 from clearsight.sweep.config import SweepConfig
 from clearsight.validate import invalid, invalid_options
+from clearsight.yaml_input import load_yaml
 
 
 class _Null(enum.Enum):
@@ -73,9 +75,11 @@ def load_config(
 
 
 def _read_yaml(path: Path, what: str) -> dict[str, Any]:
-    """The mapping of fields in the YAML file ``path`` (empty for an empty file)."""
+    """The mapping of fields in the YAML file ``path`` (empty for an empty file), read within
+    the bounds of :func:`~clearsight.yaml_input.load_yaml` (an alias bomb or deep nesting is
+    refused before anything walks the tree)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(_utf8_text(path.read_bytes(), what, path))
     except OSError as exc:
         raise invalid(what, f"cannot read the file: {exc.strerror or exc}", path) from exc
     except yaml.YAMLError as exc:
@@ -87,6 +91,22 @@ def _read_yaml(path: Path, what: str) -> dict[str, Any]:
             what, f"the file must hold a mapping of fields, got {type(data).__name__}", path
         )
     return data
+
+
+def _utf8_text(data: bytes, what: str, path: Path) -> str:
+    """``data`` decoded as UTF-8 (a byte-order mark dropped); anything else (UTF-16, a binary
+    file) is one error line saying where the first bad byte is."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise invalid(what, "the file is UTF-16 text: save it as UTF-8", path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise invalid(
+            what,
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}): a "
+            "configuration is a YAML text file in UTF-8",
+            path,
+        ) from None
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -14,7 +14,9 @@ the function that runs a unit into records. :func:`run` does the rest the same w
    configuration is refused unless ``allow_mismatch``), then for each stage add its items, keep
    the pending ones and execute them with the chosen executor;
 4. return a :class:`RunSummary` whose :attr:`~RunSummary.exit_code` tells the truth: 0 only
-   when every item executed succeeded, :data:`EXIT_FAILED_ITEMS` when some failed.
+   when every item executed succeeded, :data:`EXIT_FAILED_ITEMS` when some failed. A failure
+   of the disk or the store stops the run with :class:`~clearsight.faults.RunFault`
+   (:data:`EXIT_FAULT` on the command line).
 
 SIGTERM is turned into the same clean stop as Ctrl-C while a run executes: workers are stopped,
 what finished is committed, and :class:`~clearsight.execute.Interrupted` says how far it got.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,6 +48,7 @@ from clearsight.execute import (
     in_process,
     write_or_fail,
 )
+from clearsight.faults import EXIT_FAULT, os_fault
 from clearsight.models.base import Capabilities
 from clearsight.spec_grid import keys_of, kinds_of, select
 from clearsight.specs import Spec
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_FAILED_ITEMS",
+    "EXIT_FAULT",
     "EXIT_INPUT",
     "EXIT_INTERRUPTED",
     "EXIT_TERMINATED",
@@ -285,13 +290,23 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
     The lock file names the holder's pid. The kernel drops the lock when its process dies, so a
     lock left by a killed run is simply taken over; a live holder makes this raise
-    :class:`RunLocked` naming its pid. Readers (reports, the web UI) take no lock.
+    :class:`RunLocked` naming its pid. Readers (reports, the web UI) take no lock. The lock
+    file is opened without following a symbolic link and must be a regular file of one name
+    (:func:`_open_lock`): the pid is never written through it into another file. A ``run_dir``
+    that is a file is bad input; one that cannot be created or locked (a read-only file
+    system) a :class:`~clearsight.faults.RunFault`.
     """
     import fcntl
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise InputError(
+            f"{run_dir} is a file, not a run directory: give a new directory or a run's"
+        )
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_fault(exc, "cannot create the run directory") from exc
+    fd = _open_lock(run_dir / LOCK_NAME)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -308,6 +323,31 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _open_lock(path: Path) -> int:
+    """A read-write descriptor of the lock file ``path``, created if missing. A symbolic link
+    is not followed (``O_NOFOLLOW``), a FIFO does not block the open (``O_NONBLOCK``), and
+    anything but a regular file with one name (a link, a directory, a device, a file with
+    hard links elsewhere) is refused with one line before a byte is written."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    refused = (
+        f"the run's lock file {path} is not a regular file of its own ({{}}); clearsight "
+        "creates it: remove it and rerun"
+    )
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a directory"}
+        if exc.errno in why or exc.errno == errno.ENXIO:
+            raise InputError(refused.format(why.get(exc.errno or 0, "a socket"))) from None
+        raise os_fault(exc, "cannot open the run's lock file") from exc
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        kind = "a hard link to another file" if stat.S_ISREG(st.st_mode) else "a special file"
+        raise InputError(refused.format(kind))
+    return fd
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,8 +390,10 @@ def run(
     """Run ``protocol`` with ``config`` into ``run_dir`` (resuming what is there).
 
     Raises InputError (nothing created) for bad options or an unusable model,
-    :class:`RunLocked` when another process writes the run, and
-    :class:`~clearsight.execute.Interrupted` after Ctrl-C or SIGTERM (what finished is kept).
+    :class:`RunLocked` when another process writes the run,
+    :class:`~clearsight.execute.Interrupted` after Ctrl-C or SIGTERM (what finished is kept),
+    and :class:`~clearsight.faults.RunFault` when the disk or the store fails (full,
+    read-only, corrupted, the run directory removed mid-run; what was committed is kept).
     """
     execution = execution or Execution()
     run_dir = Path(run_dir)

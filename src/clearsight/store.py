@@ -43,6 +43,10 @@ write is one ``BEGIN IMMEDIATE`` transaction. Any number of readers (:func:`load
 read at the same time thanks to WAL. Crash safety: with WAL and ``synchronous=NORMAL`` a process
 killed at any point loses at most the transaction in flight and the file stays consistent (a
 power cut may additionally lose the last few committed transactions, never consistency).
+Each commit first checks that the database is still the file at its path, so a run whose
+directory was deleted (or whose ``run.sqlite`` was replaced) stops instead of writing on into
+a file nobody can open; that, and a failure of the disk or the file (full, read-only,
+corrupted pages), is a :class:`~clearsight.faults.RunFault` naming the store.
 """
 
 from __future__ import annotations
@@ -53,15 +57,16 @@ import math
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeGuard
 
 from clearsight.bulk import collector_paused
-from clearsight.credentials import redact, redact_value, secret_values
+from clearsight.credentials import redact, redact_value, secret_values, url_secrets
+from clearsight.faults import RunFault
 from clearsight.frame_chunks import compact, join_chunks
 from clearsight.packed_json import Shapes, pack, unpack
 from clearsight.seeding import content_hash
@@ -265,8 +270,10 @@ def _dumps(obj: Any, what: str, secrets: Sequence[str] | None = None) -> str:
 
 
 def _secrets_in(text: str, secrets: Sequence[str]) -> list[str]:
-    """The ``secrets`` that JSON ``text`` holds, as they are or as JSON escapes them."""
-    return [s for s in secrets if s in text or _ENCODER.encode(s)[1:-1] in text]
+    """The ``secrets`` that JSON ``text`` holds, as they are or as JSON escapes them, and the
+    credentials its URLs hold (:func:`~clearsight.credentials.url_secrets`)."""
+    found = [s for s in secrets if s in text or _ENCODER.encode(s)[1:-1] in text]
+    return found + url_secrets(text) if "://" in text else found
 
 
 @dataclass(frozen=True)
@@ -346,6 +353,8 @@ class RunStore:
         self.path = path
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = conn
+        #: The file the writer opened (device, inode): every commit checks it is still there.
+        self._identity = None if read_only else _identity(path)
         self._tables = _Tables()
         self._tables.load(conn)
 
@@ -359,9 +368,20 @@ class RunStore:
         first deletes an existing database with its ``-wal``/``-shm`` files. ``read_only=True``
         opens an existing run for reading while a writer may be running; it never creates one.
         A run of an older schema (1 or 2) is migrated by the writer on open, in one transaction
-        per step; a reader refuses it, naming how to migrate it.
+        per step; a reader refuses it, naming how to migrate it. A failure of the disk or the
+        file (read-only, corrupted pages, an I/O error) is a :class:`~clearsight.faults.RunFault`.
         """
         path = _db_path(Path(run))
+        try:
+            return cls._open(path, fresh=fresh, read_only=read_only)
+        except sqlite3.Error as exc:
+            if not _is_fault(exc):
+                raise
+            raise _fault(exc, "cannot open the run store", path) from exc
+
+    @classmethod
+    def _open(cls, path: Path, *, fresh: bool, read_only: bool) -> RunStore:
+        """:meth:`open` of the database file ``path``, SQLite's errors as they are."""
         if read_only:
             if fresh:
                 raise InputError("fresh=True deletes the run; it cannot be combined with read_only")
@@ -404,8 +424,12 @@ class RunStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Close the store."""
+        """Close the store; a failure of the disk or the database file in the block (full,
+        read-only, corrupted pages) leaves it as a :class:`~clearsight.faults.RunFault` that
+        names this store."""
         self.close()
+        if exc is not None and _is_fault(exc):
+            raise _fault(exc, "database error", self.path) from exc
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -419,20 +443,47 @@ class RunStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back
-        (with the shapes, kinds and parts it had added to the caches)."""
+        (with the shapes, kinds and parts it had added to the caches).
+
+        Before it commits, the store checks that it is still the file at its path
+        (:meth:`_check_in_place`). A failure of the disk or the file (full, read-only, an I/O
+        error, corrupted pages) is a :class:`~clearsight.faults.RunFault` naming the store."""
         if self.read_only:
             raise InputError(f"the run store {self.path} was opened read-only")
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.execute("BEGIN IMMEDIATE")
             yield conn
+            self._check_in_place()
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:  # a failed COMMIT (disk full, say) may leave it open
-                conn.execute("ROLLBACK")
+                with suppress(sqlite3.Error):  # the failure itself is what the user needs
+                    conn.execute("ROLLBACK")
             self._tables.forget_new()
+            if _is_fault(exc):
+                raise _fault(exc, "cannot write the run store", self.path) from exc
             raise
         self._tables.saved()
+
+    def _check_in_place(self) -> None:
+        """Raise :class:`~clearsight.faults.RunFault` when the database this writer holds open
+        is no longer the file at its path: the run directory was deleted or moved, or its
+        ``run.sqlite`` replaced, while the run wrote it (what it writes would go into a file
+        nobody can open again)."""
+        try:
+            now = _identity(self.path)
+        except FileNotFoundError:
+            now = None
+        if now != self._identity:
+            what = "the run store was removed" if now is None else "the run store was replaced"
+            raise RunFault(
+                what,
+                self.path,
+                "its run directory was deleted or moved, or run.sqlite replaced, while this run "
+                "wrote it; the run stopped (nothing more is written there); rerun the command to "
+                "start it again",
+            )
 
     @contextmanager
     def _wanted(self, keys: Iterable[str]) -> Iterator[sqlite3.Connection]:
@@ -1056,12 +1107,47 @@ def _take_scalar(where: dict[str, Any], name: str, given: str | None) -> str | N
 # ----------------------------------------------------------------------------------- helpers
 
 
+#: What to do about a SQLite failure, by its primary result code.
+_FAULT_HINTS: Final = {
+    "SQLITE_FULL": "free some space, then rerun the command to resume: what was committed is kept",
+    "SQLITE_READONLY": "make the run directory writable, or copy the run elsewhere",
+    "SQLITE_CANTOPEN": "check that the run directory exists and is writable",
+    "SQLITE_IOERR": "check the disk and the file system, then rerun the command to resume",
+    "SQLITE_CORRUPT": "the store is damaged: restore run.sqlite from a copy, or start over "
+    "with --fresh",
+    "SQLITE_NOTADB": "the file is not a SQLite database: restore it from a copy, or start "
+    "over with --fresh",
+}
+
+
+def _is_fault(exc: BaseException) -> TypeGuard[sqlite3.Error]:
+    """Whether ``exc`` is a SQLite failure of the file or the machine (full, read-only,
+    corrupted, an I/O error), not one of a statement (a constraint, a programming error,
+    which stay tracebacks: they are bugs)."""
+    return type(exc) in (sqlite3.DatabaseError, sqlite3.OperationalError)
+
+
+def _fault(exc: sqlite3.Error, what: str, where: object) -> RunFault:
+    """The SQLite failure ``exc`` of the store at ``where`` as a :class:`RunFault`: SQLite's
+    own message and what to do about it."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    primary = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE -> SQLITE_IOERR
+    hint = _FAULT_HINTS.get(primary)
+    return RunFault(what, where, f"{exc}" + (f" ({hint})" if hint else ""))
+
+
 def _db_path(run: Path) -> Path:
     """The database file of ``run``: ``run`` itself if it is a file or is named ``run.sqlite``,
     else ``run/run.sqlite`` (a run directory may have any name, even one ending in .sqlite)."""
     if run.is_file() or (run.name == DB_NAME and not run.is_dir()):
         return run
     return run / DB_NAME
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """``(device, inode)`` of the file at ``path``: which file it is, whatever its name."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
 
 
 def _configure(conn: sqlite3.Connection) -> None:
@@ -1082,6 +1168,8 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
             return 0
         row = conn.execute("SELECT value FROM manifest WHERE key = 'schema_version'").fetchone()
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", "") not in ("SQLITE_NOTADB", "SQLITE_ERROR"):
+            raise  # a failure of the disk or the file: a RunFault (RunStore.open)
         raise InputError(f"{path} is not a clearsight run database ({exc})") from exc
     if row is None:
         raise InputError(f"{path} is not a clearsight run database (no schema_version)")

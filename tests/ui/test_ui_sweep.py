@@ -504,8 +504,10 @@ def test_the_serve_command_checks_the_sweep_options(
     from clearsight.cli import app
 
     served: list[TestClient] = []
-    monkeypatch.setattr(
-        uvicorn, "run", lambda asgi, **_: served.append(TestClient(asgi, base_url=BASE))
+    monkeypatch.setattr(  # the server runs on the socket serve bound first
+        uvicorn.Server,
+        "run",
+        lambda server, sockets=None: served.append(TestClient(server.config.app, base_url=BASE)),
     )
     runner = CliRunner()
     ok = runner.invoke(app, ["serve", str(run), "--sweep"])

@@ -453,7 +453,7 @@ def test_any_posted_body_is_done_or_clearly_refused(tmp_path: Path) -> None:
     big = {"csrf": world.token, "query": "x" * 70_000}
     response = world.client.post(f"/session/{world.key}/query", data=big)
     assert response.status_code == 413
-    assert "form larger than" in _refusal_message(response.text)
+    assert "a request body longer than 65536 bytes" in _refusal_message(response.text)
 
 
 def test_any_name_in_the_play_page_address_is_shown_as_text(tmp_path: Path) -> None:
@@ -486,8 +486,10 @@ def test_operator_flag_serves_the_browser_and_no_session(
 
     world = _world(tmp_path, "B")
     served: list[TestClient] = []
-    monkeypatch.setattr(
-        uvicorn, "run", lambda asgi, **_: served.append(TestClient(asgi, base_url=BASE))
+    monkeypatch.setattr(  # the server runs on the socket serve bound first
+        uvicorn.Server,
+        "run",
+        lambda server, sockets=None: served.append(TestClient(server.config.app, base_url=BASE)),
     )
     runner = CliRunner()
     result = runner.invoke(app, ["serve", str(world.run), "--operator"])

@@ -24,7 +24,7 @@ from clearsight.card.numbers import Number
 from clearsight.card.page import numbers_table
 from clearsight.card.run import load_card
 from clearsight.report.html import esc, fmt_ci, frame_table, page
-from clearsight.report.output import write_atomic
+from clearsight.report.output import csv_text, write_atomic
 from clearsight.validate import InputError
 
 #: Columns that make two sweep records the same item (the model aside).
@@ -175,7 +175,7 @@ def write_board(card_dirs: Sequence[Path], out: Path) -> tuple[Path, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, html_path = out / "board.csv", out / "board.html"
-    write_atomic(csv_path, pd.concat([numbers, pairs]).to_csv(index=False))
+    write_atomic(csv_path, csv_text(pd.concat([numbers, pairs])))
     write_atomic(html_path, render_board(cards, numbers, pairs, card_dirs, out))
     return html_path, csv_path
 

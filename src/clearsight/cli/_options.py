@@ -17,6 +17,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendo
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
+from clearsight.faults import EXIT_FAULT, RunFault, os_exit_code, os_fault
 from clearsight.validate import InputError, invalid_options
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ def _fail(message: str) -> typer.Exit:
 class Group(TyperGroup):
     """The root command group: every bad command line (an unknown option, a bad value) and
     every bad input a command leaves uncaught ends as one ``error:`` line and exit code 2, in
-    place of click's usage box and a traceback (``--debug`` shows the traceback)."""
+    place of click's usage box and a traceback; an I/O or database failure (the disk full, a
+    read-only or removed run directory, a corrupted store) as one ``error:`` line and
+    :data:`~clearsight.faults.EXIT_FAULT` (``--debug`` shows the traceback)."""
 
     def main(
         self,
@@ -87,6 +90,11 @@ class Group(TyperGroup):
                 exc = invalid_options(exc, f"{exc.title} options")
             _error_line(str(exc))
             code = 2
+        except (RunFault, OSError) as exc:  # the run store's SQLite failures are RunFaults
+            if "--debug" in argv:
+                traceback.print_exc()
+            _error_line(str(exc if isinstance(exc, RunFault) else os_fault(exc)))
+            code = EXIT_FAULT if isinstance(exc, RunFault) else os_exit_code(exc)
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
@@ -108,7 +116,8 @@ def _interrupted(exc: Interrupted) -> typer.Exit:
 
 def _finished(summary: RunSummary) -> None:
     """Print what a run did; exit with its code when items failed (documented in the README:
-    0 all ok, 3 some items failed, 2 bad input, 130/143 interrupted)."""
+    0 all ok, 3 some items failed, 2 bad input, 4 the disk or the store failed, 130/143
+    interrupted)."""
     from clearsight.credentials import redact
 
     typer.echo(redact(summary.describe()), err=summary.failed > 0)

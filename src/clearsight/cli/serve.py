@@ -62,6 +62,7 @@ def serve(
     hosts no session."""
     from pydantic import ValidationError
 
+    from clearsight.credentials import refuse_credentials
     from clearsight.ui import ServeSettings, serve_forever
     from clearsight.validate import InputError, invalid_options
 
@@ -83,6 +84,7 @@ def serve(
     except ValidationError as exc:
         raise _fail(str(invalid_options(exc, "serve options"))) from exc
     try:
+        refuse_credentials(settings.model_dump(), "serve options")
         serve_forever(run, settings)
     except InputError as exc:
         raise _fail(str(exc)) from exc

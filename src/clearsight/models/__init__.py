@@ -74,7 +74,12 @@ def backend_names() -> list[str]:
 
 
 def split_model_spec(spec: str) -> tuple[str, str]:
-    """``"hf:org/model"`` -> ``("hf", "org/model")``; ``"observer"`` -> ``("observer", "")``."""
+    """``"hf:org/model"`` -> ``("hf", "org/model")``; ``"observer"`` -> ``("observer", "")``.
+    A name holding a credential (a URL's password or key) is refused, the credential unsaid
+    (:func:`~clearsight.credentials.refuse_credentials`)."""
+    from clearsight.credentials import refuse_credentials
+
+    refuse_credentials(spec, "the model name", spec)
     prefix, _, arg = spec.partition(":")
     if prefix not in _REGISTRY:
         raise InputError(

@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clearsight.credentials import refuse_credentials
 from clearsight.models import install_hint
 from clearsight.models.base import (
     Capabilities,
@@ -105,12 +106,15 @@ class OpenAIOptions(BaseModel):
 
     api_key_env: str = Field(
         "OPENAI_API_KEY",
-        min_length=1,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         description="Name of the environment variable holding the API key; the key itself is "
-        "read at call time and never stored or recorded.",
+        "read at call time and never stored or recorded (a key given here is refused).",
     )
     timeout_s: float = Field(
-        60.0, gt=0, description="Time limit of one HTTP attempt in seconds (then it is retried)."
+        60.0,
+        gt=0,
+        description="Time limit of one whole HTTP attempt in seconds, from connecting to the "
+        "reply's last byte (then it is retried).",
     )
     max_retries: int = Field(
         4, ge=0, description="Retries after the first attempt for retryable failures."
@@ -512,15 +516,20 @@ class OpenAIBackend:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, client: AsyncOpenAI, body: dict[str, Any]) -> Any:
-        """One HTTP attempt, its failure classified as retryable or fatal."""
+        """One HTTP attempt, its failure classified as retryable or fatal. ``timeout_s``
+        bounds the whole attempt (connecting, sending, the reply to its last byte), not each
+        read: a server that trickles its reply a byte at a time is cut off at the deadline."""
         import openai
 
+        limit = self.options.timeout_s
         try:
-            raw = await client.chat.completions.with_raw_response.create(
-                **body, extra_body=self.options.extra_body or None
-            )
-        except openai.APITimeoutError as exc:
-            raise _RetryableError(f"timeout: no reply within {self.options.timeout_s:g} s") from exc
+            async with asyncio.timeout(limit):
+                raw = await client.chat.completions.with_raw_response.create(
+                    **body, extra_body=self.options.extra_body or None
+                )
+                text = raw.text
+        except (openai.APITimeoutError, TimeoutError) as exc:
+            raise _RetryableError(f"timeout: no complete reply within {limit:g} s") from exc
         except openai.APIConnectionError as exc:
             raise _RetryableError(f"connection error: {exc}") from exc
         except openai.APIStatusError as exc:
@@ -534,10 +543,10 @@ class OpenAIBackend:
         except (openai.APIResponseValidationError, ValidationError, ValueError) as exc:
             raise _FatalError(f"malformed response: {exc}") from exc
         try:
-            return json.loads(raw.text)
+            return json.loads(text)
         except ValueError as exc:
             raise _FatalError(
-                f"malformed JSON from server: {exc}; body starts {raw.text[:80]!r}"
+                f"malformed JSON from server: {exc}; body starts {text[:80]!r}"
             ) from exc
 
 
@@ -558,7 +567,11 @@ def _scrub(text: str, key: str) -> str:
 
 
 def make_openai(arg: str, options: Mapping[str, Any]) -> OpenAIBackend:
-    """``openai:<base_url>#<model>`` with :class:`OpenAIOptions` from ``options``."""
+    """``openai:<base_url>#<model>`` with :class:`OpenAIOptions` from ``options``; a URL or
+    options holding a credential are refused without quoting it
+    (:func:`~clearsight.credentials.refuse_credentials`)."""
+    refuse_credentials(arg, "the openai model name", f"openai:{arg}")
+    refuse_credentials(dict(options), "openai backend options", f"openai:{arg}")
     base_url, model = parse_model_spec(arg)
     try:
         opts = OpenAIOptions.model_validate(dict(options))

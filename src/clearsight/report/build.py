@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.report.html import fmt_ci, fmt_num, fmt_range
-from clearsight.report.output import ReportPaths, md_table, write_report
+from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.report.tables import (
     SweepAnalysis,
@@ -159,9 +159,9 @@ def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
     """summary.md: the crossings/W table and the controls table of each task, and the
     ImageNet-C severities on the metre axis."""
     lines = [
-        f"# clearsight sweep summary — {data.name}",
+        f"# clearsight sweep summary — {md_text(data.name)}",
         "",
-        f"Models: {', '.join(data.models) or '(none)'}. Scenes: {analysis.n_scenes}. "
+        f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {analysis.n_scenes}. "
         f"Bootstrap: {analysis.n_boot} resamples of scenes, seed {analysis.seed}, "
         f"{round(100 * analysis.level)} % percentile intervals.",
         "",
@@ -172,7 +172,7 @@ def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
     ]
     display = _display_crossings(analysis.crossings)
     for task in data.tasks:
-        name = TASK_NAMES.get(task, task)
+        name = md_text(TASK_NAMES.get(task, task))
         lines += [f"## Crossings and blind-spot width W — {name}", ""]
         lines.append(md_table(display[display["task"] == task].drop(columns="task")))
         controls = controls_table(data, analysis, task)

@@ -35,7 +35,7 @@ from clearsight.grounding.tgs import AXES, MASK_RATIOS, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.report.html import esc, frame_table, img, page
-from clearsight.report.output import ReportPaths, md_table, write_report
+from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import png, pyplot, risk_coverage_figure
 from clearsight.store import RunStore
 
@@ -533,7 +533,7 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
         "",
         "Estimates with 95 % two-stage bootstrap intervals (ECE/AUROC: item bootstrap).",
         "",
-        f"Main read-out: {analysis.get('readout', DEFAULT_READOUT)}",
+        f"Main read-out: {md_text(analysis.get('readout', DEFAULT_READOUT))}",
         "",
         md_table(tables(analysis)),
     ]
@@ -544,10 +544,11 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
         "",
     ]
     for axis, v in analysis.get("variation", {}).items():
-        lines.append(f"- {axis}: P(JSD <= 0.1) = {v['p_jsd_le_0.1']:.3f} (n = {v['n']})")
+        lines.append(f"- {md_text(axis)}: P(JSD <= 0.1) = {v['p_jsd_le_0.1']:.3f} (n = {v['n']})")
     for axis, s in (analysis.get("variation_sampling") or {}).items():
         lines.append(
-            f"- {axis}: {s['sampled']} sampled, {s['accepted']} accepted; rejected: {s['reasons']}"
+            f"- {md_text(axis)}: {s['sampled']} sampled, {s['accepted']} accepted; "
+            f"rejected: {md_text(s['reasons'])}"
         )
     h = analysis.get("hesitation", {})
     lines += [
@@ -563,19 +564,21 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
         f"- visible vs masked (exact Wilcoxon over benchmark means): "
         f"{analysis.get('wilcoxon_visible_vs_masked')}",
     ]
-    lines += [f"- {c}" for c in analysis.get("comparisons", [])]
+    lines += [f"- {md_text(c)}" for c in analysis.get("comparisons", [])]
     judge = analysis.get("judge") or {}
     if judge:
         lines += ["", "## Judge validation", ""]
         lines += [
-            f"- {axis}: judge picked the bad side in {v['picked_bad']:.3f} of {v['n']} pairs"
+            f"- {md_text(axis)}: judge picked the bad side in {v['picked_bad']:.3f} of "
+            f"{v['n']} pairs"
             for axis, v in judge.items()
         ]
     if analysis.get("tgs_bench_retention"):
         retention = pd.DataFrame(analysis["tgs_bench_retention"])
         lines += ["", "## TGS-Bench retention (kept / attempted)", "", md_table(retention)]
     lines += ["", "## Failed or skipped items", ""]
-    lines += [f"- {n} x {k}" for k, n in sorted(analysis.get("failures", {}).items())] or ["- none"]
+    failures = sorted(analysis.get("failures", {}).items())
+    lines += [f"- {n} x {md_text(k)}" for k, n in failures] or ["- none"]
     return "\n".join(lines) + "\n"
 
 

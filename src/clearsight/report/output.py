@@ -3,19 +3,22 @@
 Every protocol's report writes the same three files into the run directory (or the directory
 it is given): ``report.html`` (the self-contained page), ``summary.md`` (its tables in Markdown)
 and ``summary.csv`` (its main table, for a spreadsheet or a script), and returns their
-:class:`ReportPaths`.
+:class:`ReportPaths`. Text that came from a model or an instance file is escaped for each
+format: HTML in the page (:func:`clearsight.report.html.esc`), Markdown in the summary
+(:func:`md_text`, :func:`md_table`), formula cells in the CSV (:func:`csv_text`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["ReportPaths", "md_table", "write_atomic", "write_report"]
+__all__ = ["ReportPaths", "csv_text", "md_table", "md_text", "write_atomic", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -50,21 +53,62 @@ def write_report(
         summary_md=out_dir / "summary.md",
         summary_csv=out_dir / "summary.csv",
     )
-    write_atomic(paths.summary_csv, summary_csv.to_csv(index=False))
+    write_atomic(paths.summary_csv, csv_text(summary_csv))
     write_atomic(paths.summary_md, summary_md)
     write_atomic(paths.html, html)
     return paths
 
 
+def md_text(value: Any) -> str:
+    """``value`` as inert Markdown text on one line, for text that came from a model, an
+    instance file or a user (names, answers, reasons): no raw HTML (``<``, ``>`` and ``&`` as
+    entities, as report.html escapes them), no link or image (``](`` broken), no table cell
+    break (``|``), no line break; backslashes kept as backslashes."""
+    text = " ".join(str(value).split())
+    return text.translate(_MD_ESCAPES).replace("](", "]\\(")
+
+
+_MD_ESCAPES = str.maketrans({"\\": "\\\\", "|": "\\|", "&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
 def md_table(frame: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table ('|' in cells escaped)."""
+    """A GitHub-flavoured Markdown table, every header and cell through :func:`md_text`."""
     if frame.empty:
         return "_(none)_\n"
-
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    head = "| " + " | ".join(md_text(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    body = [
+        "| " + " | ".join(md_text(v) for v in row) + " |" for row in frame.itertuples(index=False)
+    ]
     return "\n".join([head, rule, *body]) + "\n"
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV (no index) for a spreadsheet: a text cell that a spreadsheet would
+    run as a formula gets a leading ``'``, so it opens as the text it is (:func:`_csv_cell`)."""
+    text = [name for name in frame.columns if not pd.api.types.is_numeric_dtype(frame[name])]
+    if text:
+        frame = frame.copy()
+        for name in text:
+            frame[name] = frame[name].map(_csv_cell)
+    return frame.to_csv(index=False)
+
+
+def _csv_cell(value: Any) -> Any:
+    """One cell of :func:`csv_text`: a text starting with ``=``, ``@``, a tab or a carriage
+    return is a formula to a spreadsheet; one starting with ``+`` or ``-`` too, unless it is a
+    signed number, as the reports write one (``+0.15 [+0.10, +0.20] (n=6)``), that calls no
+    function and reaches nothing outside its sheet (no ``|``, ``!``, ``"``, no ``NAME(``)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_STARTS):
+        return value
+    if _SIGNED_NUMBER.match(value) and not _FORMULA_PARTS.search(value):
+        return value
+    return "'" + value
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A signed number at the start of a cell (``-0.5``, ``+0.15 [...]``, ``-.5``).
+_SIGNED_NUMBER = re.compile(r"[+-]\.?\d")
+#: What makes a formula reach beyond arithmetic: another program (``|``), another sheet
+#: (``!``), a string or a function call.
+_FORMULA_PARTS = re.compile(r"[|!\"]|[A-Za-z_][A-Za-z0-9_.]*\s*\(")

@@ -31,7 +31,7 @@ from clearsight.probe.analysis import (
 from clearsight.probe.distill import adapter_bases, distill_table
 from clearsight.probe.results import ProbeResults, load_probe_results
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
-from clearsight.report.output import ReportPaths, md_table, write_report
+from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import Cut, png, pyplot, risk_coverage_figure
 
 __all__ = [
@@ -278,13 +278,13 @@ def build_probe_report(run_dir: Path | str) -> ReportPaths:
         "committed option); rounds include the committing turn; VLM calls = K per answered "
         "query.</p>",
     ]
-    md = [f"# Probe report: {run.name}\n", f"{n} conversations.\n"]
+    md = [f"# Probe report: {md_text(run.name)}\n", f"{n} conversations.\n"]
     for title, frame in tables.items():
         body.append(f"<h2>{esc(title)}</h2>")
         body.append(frame_table(frame))
         if title in figures:
             body.append(img(figures[title], title, title))
-        md.append(f"\n## {title}\n\n")
+        md.append(f"\n## {md_text(title)}\n\n")
         md.append(md_table(frame.map(cell_text) if not frame.empty else frame))
     if FIG5 in figures:
         body += [f"<h2>{esc(FIG5)}</h2>", img(figures[FIG5], FIG5, FIG5)]

@@ -19,9 +19,14 @@ app and its security headers).
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from clearsight.ui.settings import LOOPBACK_HOSTS, ServeSettings
+from clearsight.validate import InputError
 
 __all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
 
@@ -29,53 +34,86 @@ __all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
 def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
-    In operator mode the run is only browsed: no sensor, no lock. In sweep mode people answer
-    the sweep run's questions (:func:`_serve_sweep`). Otherwise the sensor loads in a
-    background thread, so the page is up at once (a query made before it is ready waits
-    for it), and where sessions can be played the server holds the run directory's writer lock
-    while it runs (created if it does not exist yet): no run starts writing into a served one.
-    A run another process writes, or one of another protocol, has its sessions refused.
+    The port is taken first (:func:`listening_socket`): a port in use is bad input, said
+    before anything is created. In operator mode the run is only browsed: no sensor, no lock.
+    In sweep mode people answer the sweep run's questions (:func:`_serve_sweep`). Otherwise
+    the sensor loads in a background thread, so the page is up at once (a query made before
+    it is ready waits for it), and where sessions can be played the server holds the run
+    directory's writer lock while it runs (created if it does not exist yet): no run starts
+    writing into a served one. A run another process writes, or one of another protocol, has
+    its sessions refused.
     """
-    import uvicorn
-
     from clearsight.ui.app import create_app
     from clearsight.ui.session import HumanPlay
 
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
-        from clearsight.validate import InputError
-
         raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
-    if settings.sweep:
-        _serve_sweep(run_dir, settings)
-        return
-    play = None if settings.operator else HumanPlay(run_dir, settings)
-    app = create_app(run_dir, settings, play)
-    if settings.host not in LOOPBACK_HOSTS:
-        what = "read the run's records" if play is None else "add sessions to the run"
-        print(f"warning: serving on {settings.host}: anyone who can reach this machine can {what}")
-    address = f"http://{settings.host}:{settings.port}/  (run {run_dir})"
-    if play is None:
-        print(f"clearsight serve: operator mode (records and reports, no sessions): {address}")
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
-        return
-    with play.writing():
-        if (blocked := play.blocked_reason()) is None:
-            import threading
+    with listening_socket(settings.host, settings.port) as sock:
+        address = f"http://{_host_port(sock)}/  (run {run_dir})"
+        if settings.sweep:
+            _serve_sweep(run_dir, settings, sock, address)
+            return
+        play = None if settings.operator else HumanPlay(run_dir, settings)
+        app = create_app(run_dir, settings, play)
+        if settings.host not in LOOPBACK_HOSTS:
+            what = "read the run's records" if play is None else "add sessions to the run"
+            print(
+                f"warning: serving on {settings.host}: anyone who can reach this machine can {what}"
+            )
+        if play is None:
+            print(f"clearsight serve: operator mode (records and reports, no sessions): {address}")
+            _run_server(app, settings, sock)
+            return
+        with play.writing():
+            if (blocked := play.blocked_reason()) is None:
+                import threading
 
-            threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
-        else:
-            print(f"clearsight serve: sessions refused: {blocked}")
-        print(f"clearsight serve: human sessions: {address}")
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+                threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
+            else:
+                print(f"clearsight serve: sessions refused: {blocked}")
+            print(f"clearsight serve: human sessions: {address}")
+            _run_server(app, settings, sock)
 
 
-def _serve_sweep(run_dir: Path, settings: ServeSettings) -> None:
+@contextmanager
+def listening_socket(host: str, port: int) -> Iterator[socket.socket]:
+    """A TCP socket bound to ``host:port`` for the block (closed after it): InputError, with
+    the system's reason, when the port is in use or the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise InputError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc} (another server may be "
+                "using the port: choose another with --port)"
+            ) from None
+        yield sock
+    finally:
+        sock.close()
+
+
+def _host_port(sock: socket.socket) -> str:
+    """``host:port`` the socket is bound to (the port chosen when 0 was asked for)."""
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _run_server(app: Any, settings: ServeSettings, sock: socket.socket) -> None:
+    """Serve ``app`` with uvicorn on the bound ``sock`` until interrupted."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _serve_sweep(run_dir: Path, settings: ServeSettings, sock: socket.socket, address: str) -> None:
     """Serve the sweep run ``run_dir`` to people answering its questions, holding the run's
     writer lock while it runs (sessions are refused, with the reason on the page, when the
     directory is not a sweep run or another process writes it)."""
-    import uvicorn
-
     from clearsight.ui.app import create_app
     from clearsight.ui.sweep import HumanSweep
 
@@ -90,6 +128,5 @@ def _serve_sweep(run_dir: Path, settings: ServeSettings) -> None:
     with sweep.writing():
         if (blocked := sweep.blocked_reason()) is not None:
             print(f"clearsight serve: sessions refused: {blocked}")
-        address = f"http://{settings.host}:{settings.port}/  (run {run_dir})"
         print(f"clearsight serve: human sweep sessions: {address}")
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+        _run_server(app, settings, sock)

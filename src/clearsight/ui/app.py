@@ -26,6 +26,9 @@ template marks run data ``|safe``. Further defences, each cheap:
 * **Forms** carry a per-process random token, every state-changing request must come from the
   app's own origin (``Origin``, else ``Referer``), and a **Host check** refuses requests for
   names other than the loopback ones when bound to loopback (DNS rebinding).
+* **Bodies** are bounded: one longer than :data:`MAX_BODY_BYTES` is refused (413) as soon as
+  its ``Content-Length`` or its streamed bytes pass the limit, before the rest is read; a
+  form that is not UTF-8 (``%FF%FE``) is refused (400) before any action, so it costs no turn.
 """
 
 from __future__ import annotations
@@ -84,8 +87,11 @@ PAGE_CSP = (
 #: Policy of files served from the run directory: sandboxed, no scripts, inline CSS and data:
 #: images allowed (the self-contained report.html needs both).
 FILE_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-#: Largest form body accepted (a query is a sentence; this is generous).
-MAX_FORM_BYTES = 64 * 1024
+#: Largest request body accepted (a form's query is a sentence; this is generous): a longer
+#: one is refused with 413 as soon as that is known, before it is read (:class:`_BodyLimit`).
+MAX_BODY_BYTES = 64 * 1024
+#: Most fields of a posted form (the app's forms have four at most).
+MAX_FORM_FIELDS = 32
 #: Characters of a record's raw JSON shown on its page (the raw.json link has it all).
 RAW_LIMIT = 200_000
 
@@ -125,6 +131,45 @@ class _SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class _BodyLimit:
+    """ASGI middleware refusing a request body longer than ``max_bytes`` with 413 as soon as
+    that is known, so no more of it is read or held: by its ``Content-Length`` before a byte
+    of it is read, else (a chunked body) when the bytes streamed to the app pass the limit.
+    The refusal closes the connection (``Connection: close``), so the rest is never read."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_long = f"refused: a request body longer than {self.max_bytes} bytes"
+        declared = Request(scope).headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            refusal = PlainTextResponse(too_long, 413, headers={"connection": "close"})
+            await refusal(scope, receive, send)
+            return
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise HTTPException(413, too_long)
+            return message
+
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and received > self.max_bytes:
+                message = {**message, "headers": [*message["headers"], (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, limited, closing)
 
 
 def _origin_of(url: str) -> tuple[str, str, int] | None:
@@ -233,13 +278,20 @@ class _Pages:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/x-www-form-urlencoded":
             raise HTTPException(415, "post an application/x-www-form-urlencoded form")
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            raise HTTPException(413, f"form larger than {MAX_FORM_BYTES} bytes")
+        body = await request.body()  # at most MAX_BODY_BYTES (_BodyLimit)
         try:
-            parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+            parsed = parse_qs(
+                body.decode("utf-8"),
+                keep_blank_values=True,
+                errors="strict",  # a %FF%FE field is refused, not read as replacement marks
+                max_num_fields=MAX_FORM_FIELDS,
+            )
         except UnicodeDecodeError:
-            raise HTTPException(400, "the form is not UTF-8") from None
+            raise HTTPException(
+                400, "the form is not UTF-8 text (a field's bytes or %-escapes are not UTF-8)"
+            ) from None
+        except ValueError:
+            raise HTTPException(400, f"a form has at most {MAX_FORM_FIELDS} fields") from None
         fields = {name: values[-1] for name, values in parsed.items()}
         if not secrets.compare_digest(fields.get("csrf", ""), self.token):
             raise HTTPException(403, "stale or missing form token: reload the page and retry")
@@ -626,6 +678,7 @@ def create_app(
         routes=pages.routes(),
         middleware=[
             Middleware(_SecurityHeaders),
+            Middleware(_BodyLimit),
             Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts),
             Middleware(_SameOrigin),
         ],
