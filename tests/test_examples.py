@@ -68,7 +68,7 @@ def test_the_sweep_examples_plan_the_published_design_on_a_coco_fixture(
     assert len(plan.questions) == 5 * 4 * 24 * 15
     needs = SWEEP.models(cfg)
     assert all(n.needs.candidate_probs and n.needs.generate for n in needs)
-    presets = applied_presets(needs)
+    presets = applied_presets((n.name, n.options) for n in needs)
     assert set(presets) == set(cfg.models)  # every model runs with its preset
     for unit in plan.units:
         options = dict(unit.model_options)

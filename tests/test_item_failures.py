@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import clearsight.models
+import clearsight.models.registry
 from clearsight.cli import app
 from clearsight.driver import EXIT_FAILED_ITEMS
 from clearsight.store import Record, RunStore, load_run
@@ -44,7 +44,7 @@ def _questions(run: Path) -> Any:
 @pytest.fixture(autouse=True)
 def _fresh_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each command loads its scripted model afresh (the process keeps loaded models)."""
-    monkeypatch.setattr(clearsight.models, "_SHARED", {})
+    monkeypatch.setattr(clearsight.models.registry, "_SHARED", {})
 
 
 def test_a_probability_just_below_zero_fails_its_item_and_a_rerun_finishes(
@@ -64,7 +64,7 @@ def test_a_probability_just_below_zero_fails_its_item_and_a_rerun_finishes(
     assert (frame[frame.status == "ok"].answer == "A").all()
 
     _script(model, [GOOD])  # the model fixed: only the failed item is asked again
-    monkeypatch.setattr(clearsight.models, "_SHARED", {})
+    monkeypatch.setattr(clearsight.models.registry, "_SHARED", {})
     again = _sweep(model, run)
     assert again.exit_code == 0, again.output
     assert "1 records written, 0 failed" in again.output

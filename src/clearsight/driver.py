@@ -513,7 +513,7 @@ def _begin(
     from clearsight.models.presets import applied_presets
 
     manifest = dict(protocol.manifest(config, plan))
-    presets = applied_presets(protocol.models(config))
+    presets = applied_presets((need.name, need.options) for need in protocol.models(config))
     if presets:  # the preset each model ran with, and the options that came of it
         manifest["presets"] = presets
     store.begin_run(manifest, allow_mismatch=allow_mismatch)

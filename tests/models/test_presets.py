@@ -195,9 +195,6 @@ def test_a_sweep_runs_the_preset_options_keys_its_items_by_them_and_records_them
 
 
 def test_applied_presets_name_only_the_models_a_preset_applies_to() -> None:
-    from clearsight.driver import ModelNeed
-
-    needs = [ModelNeed("observer"), ModelNeed(f"vllm:{QWEN8}", {"max_model_len": 4096})]
-    got = applied_presets(needs)
+    got = applied_presets([("observer", {}), (f"vllm:{QWEN8}", {"max_model_len": 4096})])
     assert list(got) == [f"vllm:{QWEN8}"]
     assert got[f"vllm:{QWEN8}"]["options"]["max_model_len"] == 4096

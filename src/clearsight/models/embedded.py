@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from clearsight.models import install_hint
+from clearsight.models.extras import install_hint
 from clearsight.paths import cache_dir
 from clearsight.validate import InputError
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearsight.models import install_hint
+from clearsight.models.extras import install_hint
 from clearsight.models.hf_options import parse_options
 from clearsight.validate import InputError
 

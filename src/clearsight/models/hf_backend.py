@@ -215,7 +215,7 @@ def _merge_adapter(model: Any, adapter: str, name: str) -> Any:
     try:
         from peft import PeftModel
     except ImportError as exc:
-        from clearsight.models import install_hint
+        from clearsight.models.extras import install_hint
 
         raise InputError(
             f"{name} is a LoRA adapter and needs peft: {install_hint('train')}"

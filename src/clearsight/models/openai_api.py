@@ -71,7 +71,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clearsight.credentials import refuse_credentials
-from clearsight.models import install_hint
 from clearsight.models.base import (
     Capabilities,
     Decoding,
@@ -83,6 +82,7 @@ from clearsight.models.base import (
     Response,
     TokenLogprob,
 )
+from clearsight.models.extras import install_hint
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.validate import InputError, check_image, invalid_options
 

@@ -16,17 +16,14 @@ for the backend; the driver records every applied preset in the run's manifest
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from clearsight.validate import InputError, invalid_options
-
-if TYPE_CHECKING:
-    from clearsight.driver import ModelNeed
 
 __all__ = [
     "PRESET_KEY",
@@ -118,9 +115,7 @@ def find_preset(name: str) -> Preset | None:
 def _chosen(model: str, options: Mapping[str, Any]) -> Preset | None:
     """The preset ``options`` name (InputError for an unknown name, or one given to a backend
     presets do not serve), else the one of ``model``'s hub id, else None."""
-    from clearsight.models import split_model_spec
-
-    prefix, arg = split_model_spec(model)
+    prefix, _, arg = model.partition(":")  # the registry checks the prefix when it loads
     if PRESET_KEY not in options:
         return find_preset(arg) if prefix in BACKENDS and arg else None
     name = options[PRESET_KEY]
@@ -157,13 +152,15 @@ def backend_options(model: str, options: Mapping[str, Any] | None = None) -> dic
     return resolved
 
 
-def applied_presets(needs: Sequence[ModelNeed]) -> dict[str, dict[str, Any]]:
-    """Per model of ``needs`` that a preset applies to: the preset's name and the options the
-    model runs with (the manifest's ``presets`` entry)."""
+def applied_presets(
+    models: Iterable[tuple[str, Mapping[str, Any]]],
+) -> dict[str, dict[str, Any]]:
+    """Per model of ``models`` (name and the run's options) that a preset applies to: the
+    preset's name and the options the model runs with (the manifest's ``presets`` entry)."""
     out: dict[str, dict[str, Any]] = {}
-    for need in needs:
-        resolved = resolve_options(need.name, need.options)
+    for model, options in models:
+        resolved = resolve_options(model, options)
         name = resolved.pop(PRESET_KEY, None)
         if name is not None:
-            out[need.name] = {"preset": name, "options": resolved}
+            out[model] = {"preset": name, "options": resolved}
     return out

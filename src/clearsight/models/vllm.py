@@ -39,8 +39,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.models import install_hint
 from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
+from clearsight.models.extras import install_hint
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.models.openai_api import chat_messages, logprobs_wanted
 from clearsight.validate import InputError, invalid_options
