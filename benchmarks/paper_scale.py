@@ -55,22 +55,27 @@ from PIL import Image
 
 from _timing import report
 from clearsight import driver
-from clearsight.bulk import collector_paused
 from clearsight.driver import Execution
 from clearsight.scenes.categories import COCO_CATEGORIES
-from clearsight.store import DB_NAME, Record, RunStore
+from clearsight.store import DB_NAME, Record, RunStore, collector_paused
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import SWEEP, run_sweep
 from clearsight.sweep.specs import PROTOCOL
 
 # The bundled photos the synthetic set is cut from (every one in the wheels of installed packages).
 _PHOTOS = ("skimage-chelsea", "skimage-coffee", "skimage-astronaut", "mpl-grace-hopper")
-_STANDINS = (  # the four scripted stand-ins: one fixed answer each, letter and verbal
-    {"texts": ["A, 90%"], "candidate_probs": {"A": 0.7, "B": 0.2, "C": 0.1}},
-    {"texts": ["B, 60%"], "candidate_probs": {"A": 0.2, "B": 0.5, "C": 0.3}},
-    {"texts": ["C, 30%"], "candidate_probs": {"A": 0.1, "B": 0.1, "C": 0.2, "E": 0.6}},
-    {"texts": ["D, 75%"], "candidate_probs": {"D": 0.9, "E": 0.1}},
+_STANDINS = (  # the four scripted stand-ins: one fixed answer each, letter and verbal, and
+    # the letter probabilities they give a verification question (it offers A, B and abstain C)
+    ({"texts": ["A, 90%"], "candidate_probs": {"A": 0.7, "B": 0.2, "C": 0.1}}, {"A": 0.7}),
+    ({"texts": ["B, 60%"], "candidate_probs": {"A": 0.2, "B": 0.5, "C": 0.3}}, {"B": 0.5}),
+    (
+        {"texts": ["C, 30%"], "candidate_probs": {"A": 0.1, "B": 0.1, "C": 0.2, "E": 0.6}},
+        {"A": 0.1, "B": 0.1, "C": 0.6},
+    ),
+    ({"texts": ["D, 75%"], "candidate_probs": {"D": 0.9, "E": 0.1}}, {"B": 0.9, "C": 0.1}),
 )
+#: Text every verification prompt holds (tasks/prompts/questions.yaml, t3.verify.v1).
+_VERIFY = "Is the object in the red box"
 
 
 def synthetic_coco(root: Path, n: int = 1000) -> tuple[Path, Path]:
@@ -125,9 +130,13 @@ def design(root: Path, n_scenes: int) -> SweepConfig:
     """The paper's sweep design on the first ``n_scenes`` synthetic scenes, five stand-ins."""
     annotations, images = synthetic_coco(root)
     models = ["observer"]
-    for i, response in enumerate(_STANDINS):
+    for i, (response, verify) in enumerate(_STANDINS):
         path = root / f"standin_{i}.jsonl"
-        path.write_text(json.dumps({"match": "", **response}) + "\n")
+        lines = [
+            {"match": _VERIFY, **response, "candidate_probs": verify},
+            {"match": "", **response},
+        ]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
         models.append(f"scripted:{path}")
     return SweepConfig(
         scenes="coco",

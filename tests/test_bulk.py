@@ -1,4 +1,4 @@
-"""clearsight.bulk: the cyclic collector is off inside the block and as it was after it."""
+"""clearsight.store._bulk: the cyclic collector is off inside the block and as it was after it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from clearsight.bulk import collector_paused
+from clearsight.store._bulk import collector_paused
 
 
 def test_the_collector_is_off_inside_and_back_on_after_even_on_error() -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-import clearsight.store
+import clearsight.store._store
 from clearsight.cli import app
 from clearsight.driver import run_lock
 from clearsight.store import RunStore
@@ -123,7 +123,7 @@ def test_a_run_whose_store_goes_away_mid_run_stops_with_one_line(
     run = tmp_path / "run"
 
     def pull_the_rug(request: int) -> None:
-        if request != 1:
+        if request != 2:  # request 1 is the preflight's, before the run directory exists
             return
         if fault == "deleted":
             shutil.rmtree(run)
@@ -157,7 +157,7 @@ def _full_disk(tmp_path: Path, layer: str, size_kib: int) -> Iterator[Callable[[
         with small_tmpfs(where, size_kib):
             yield lambda: remount(where, "rw,size=16m")
         return
-    configure = clearsight.store._configure
+    configure = clearsight.store._store._configure
     limit = {"pages": size_kib // 4}
 
     def limited(conn: sqlite3.Connection) -> None:
@@ -167,7 +167,7 @@ def _full_disk(tmp_path: Path, layer: str, size_kib: int) -> Iterator[Callable[[
 
     where.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(clearsight.store, "_configure", limited)
+        patch.setattr(clearsight.store._store, "_configure", limited)
         yield lambda: limit.update(pages=0)
 
 

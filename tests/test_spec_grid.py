@@ -1,4 +1,4 @@
-"""Items as a product of field groups (clearsight.spec_grid) against the items made one by one:
+"""Items as a product of field groups (clearsight.store._grid) against the items made one by one:
 the same typed items, the same keys as :attr:`Spec.key` and stored rows that read back as the
 items' JSON form, whatever the groups hold; a sweep's grids and every way a grid is cut."""
 
@@ -14,10 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearsight.packed_json import unpack
-from clearsight.spec_grid import SpecGrid, SpecGrids, keys_of, kinds_of, select
 from clearsight.specs import Options
-from clearsight.store import RunStore, _Tables, compact_json
+from clearsight.store import RunStore, compact_json
+from clearsight.store._grid import SpecGrid, SpecGrids, keys_of, kinds_of, select
+from clearsight.store._packed import unpack
+from clearsight.store._store import _Tables
 from test_spec_rows import Nested, Row, Shared, json_values, scalars, words
 
 

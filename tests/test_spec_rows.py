@@ -1,4 +1,4 @@
-"""The store's one-pass row encoder (clearsight.spec_rows) against the generic encoding: the
+"""The store's one-pass row encoder (clearsight.store._rows) against the generic encoding: the
 same key as :attr:`Spec.key` and a stored text that decodes to the same value, on random values
 of a test spec, of a sweep item and through a real store."""
 
@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearsight.packed_json import unpack
 from clearsight.specs import OMIT_NONE, Options, Part, Spec
-from clearsight.store import RunStore, _Tables, compact_json
+from clearsight.store import RunStore, compact_json
+from clearsight.store._packed import unpack
+from clearsight.store._store import _Tables
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ def test_a_part_field_without_a_part_is_refused_as_the_generic_path_refuses_it()
 
 
 def test_the_caches_stay_bounded_and_rows_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
-    import clearsight.spec_rows as spec_rows
+    import clearsight.store._rows as spec_rows
 
     monkeypatch.setattr(spec_rows, "CACHE_LIMIT", 8)
     tables = _Tables()

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from clearsight import driver
-from clearsight import store as store_module
 from clearsight.driver import Execution
 from clearsight.store import Record, RunStore, load_run
+from clearsight.store import _store as store_module
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import SWEEP, plan_sweep
 from clearsight.validate import InputError

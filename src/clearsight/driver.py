@@ -36,7 +36,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from clearsight.bulk import collector_paused
 from clearsight.execute import (
     ExecutorName,
     Interrupted,
@@ -50,9 +49,8 @@ from clearsight.execute import (
 )
 from clearsight.faults import EXIT_FAULT, os_fault
 from clearsight.models.base import Capabilities
-from clearsight.spec_grid import keys_of, kinds_of, select
 from clearsight.specs import Spec
-from clearsight.store import DB_NAME, Record, RunStore
+from clearsight.store import DB_NAME, Record, RunStore, collector_paused, keys_of, kinds_of, select
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -408,7 +406,7 @@ def run(
         if done is not None:
             return RunSummary(run_dir, done)
     check_models(protocol.models(config), execution)
-    with collector_paused():  # a plan's items all stay alive (clearsight.bulk)
+    with collector_paused():  # a plan's items all stay alive (clearsight.store.collector_paused)
         plan = protocol.plan(config)
     stages: dict[str, Summary] = {}
     reasons: Counter[str] = Counter()

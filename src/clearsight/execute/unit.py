@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from clearsight.spec_grid import keys_of
 from clearsight.specs import Spec
-from clearsight.store import Record
+from clearsight.store import Record, keys_of
 
 
 class Unit(Protocol):
@@ -34,7 +33,7 @@ class Unit(Protocol):
 
 class KeyedItems:
     """Mix-in for a frozen dataclass unit that holds its items as typed specs in an ``items``
-    field (a tuple, or a :class:`~clearsight.spec_grid.SpecGrid`): their keys, its size, and a
+    field (a tuple, or a :class:`~clearsight.store.SpecGrid`): their keys, its size, and a
     cost of one per item (override where an item costs more)."""
 
     items: Sequence[Spec]

@@ -641,13 +641,14 @@ def preflight(backend: OpenAIBackend, needs: Capabilities) -> None:
 
 
 def _served_models(client: Any) -> list[str] | None:
-    """The model ids ``GET /models`` lists; None when the server has no such route (404/405)."""
+    """The model ids ``GET /models`` lists; None when the server has no such route (404, 405,
+    or 501 from a server that implements no GET)."""
     import openai
 
     try:
         raw = client.models.with_raw_response.list()
     except openai.APIStatusError as exc:
-        if exc.status_code in (404, 405):
+        if exc.status_code in (404, 405, 501):
             return None
         raise
     try:

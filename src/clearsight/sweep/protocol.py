@@ -7,7 +7,7 @@ holds everything that determines its output (scene reference, box, question with
 answer key, physics parameters, model, seed) and its key is the spec's content hash
 (:mod:`clearsight.specs`). Items are grouped into units of one scene and one model, so a worker
 decodes the scene once and renders each degraded image once for all the questions that use it;
-pixels never reach the store. A unit's items are a grid (:mod:`clearsight.spec_grid`): its
+pixels never reach the store. A unit's items are a grid (:mod:`clearsight.store` (grids)): its
 fixed fields x its questions x its conditions, stored from those groups and built as typed items
 only when the unit runs (the paper's 1.8 million are never all objects at once). Two model-free
 stages follow, one unit per scene: the ImageNet-C severities' retained gain and equivalent
@@ -55,9 +55,8 @@ from clearsight.provenance import run_manifest
 from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL, depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed, rng_for
-from clearsight.spec_grid import SpecGrid, SpecGrids, keys_of, select
 from clearsight.specs import Options, Spec
-from clearsight.store import Record, RunStore
+from clearsight.store import Record, RunStore, SpecGrid, SpecGrids, keys_of, select
 from clearsight.sweep.conditions import (
     ARMS,
     arm_physics,
@@ -391,7 +390,7 @@ def _scene_items(
     models: Sequence[_ModelPlan],
     prompt_hashes: dict[str, str],
 ) -> list[dict[str, SpecGrid[SweepItem]]]:
-    """Per scene and model, its items as a grid (:mod:`clearsight.spec_grid`): the unit's
+    """Per scene and model, its items as a grid (:mod:`clearsight.store` (grids)): the unit's
     fixed fields x the targets' questions in the model's wordings x the model's conditions,
     conditions varying fastest (recording each template's hash in ``prompt_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None

@@ -6,7 +6,7 @@ storing them, and each object lived until the run ended. A :class:`SpecGrid` hol
 instead (a unit's fixed fields, its questions, its conditions): it is a ``Sequence`` of the typed
 items, built when asked for (a unit's worker iterates them), while the store encodes each item's
 key and stored row straight from the groups' pieces
-(:meth:`clearsight.spec_rows.RowEncoder.grid_rows`). Either way an item is exactly the spec
+(:meth:`clearsight.store._rows.RowEncoder.grid_rows`). Either way an item is exactly the spec
 ``cls(**fields)`` and its key is :attr:`Spec.key` (``tests/test_spec_grid.py`` checks both).
 
 :class:`SpecGrids` is several grids as one sequence (a stage's items). :func:`keys_of`,
@@ -137,7 +137,7 @@ class SpecGrid(_Items[S]):
     def digests(self) -> bytes:
         """The 32-byte key digests of the whole product, in order (computed once)."""
         if self._digests is None:
-            from clearsight.spec_rows import key_encoder
+            from clearsight.store._rows import key_encoder
 
             self.learn(b"".join(key_encoder(self.cls).grid_rows(self)[0]))
         assert self._digests is not None

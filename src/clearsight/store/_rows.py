@@ -2,7 +2,7 @@
 
 Adding the paper's 1.8 million sweep items spent most of its time encoding each spec twice —
 the canonical JSON of :attr:`clearsight.specs.Spec.key` (sorted keys, parts by their content
-hash) and the packed JSON the store keeps (:mod:`clearsight.packed_json`, parts by their row id)
+hash) and the packed JSON the store keeps (:mod:`clearsight.store._packed`, parts by their row id)
 — through :func:`json.dumps` on a fresh dict per item. Both texts are made of the same field
 values, and most of those values repeat across items (a category, a condition, a wording, a
 model name, a scene's box, a shared part), so :class:`RowEncoder` writes each value's two JSON
@@ -26,12 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from clearsight.packed_json import Shapes, pack
 from clearsight.seeding import canonical_json
 from clearsight.specs import Part, Spec, to_plain
+from clearsight.store._packed import Shapes, pack
 
 if TYPE_CHECKING:
-    from clearsight.spec_grid import SpecGrid
+    from clearsight.store._grid import SpecGrid
 
 __all__ = ["RowEncoder", "key_encoder"]
 

@@ -29,7 +29,7 @@ Sized for the paper's 1.8 million items: what repeats is stored once. A spec fie
 declares a part (a sweep question, scene reference, physics settings, model options:
 :class:`clearsight.specs.Part`) holds the id of a ``parts`` row, the part's value stored once
 under its content hash; the key names of every JSON object are stored once in ``shapes``
-(:mod:`clearsight.packed_json`); an item key that is a SHA-256 hex digest (every protocol's
+(:mod:`clearsight.store._packed`); an item key that is a SHA-256 hex digest (every protocol's
 key) is stored as its 32 bytes, and records refer to items by integer id. The public key of an
 item is unchanged: the hex text :mod:`clearsight.specs` computes.
 
@@ -64,15 +64,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeGuard
 
-from clearsight.bulk import collector_paused
 from clearsight.credentials import redact, redact_value, secret_values, url_secrets
 from clearsight.faults import RunFault
-from clearsight.frame_chunks import compact, join_chunks
-from clearsight.packed_json import Shapes, pack, unpack
 from clearsight.seeding import content_hash
-from clearsight.spec_grid import SpecGrid, SpecGrids
-from clearsight.spec_rows import RowEncoder
 from clearsight.specs import Part, Spec, json_key, spec_class
+from clearsight.store._bulk import collector_paused
+from clearsight.store._frames import compact, join_chunks
+from clearsight.store._grid import SpecGrid, SpecGrids
+from clearsight.store._packed import Shapes, pack, unpack
+from clearsight.store._rows import RowEncoder
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -652,8 +652,8 @@ class RunStore:
         again by the rerun). An item whose key is already stored is left as it is: a key is the
         content hash of its spec (principle 1), so the same key means the same item. Two items
         of one chunk with one key and different specs raise InputError. A typed spec is encoded
-        by its class's :class:`~clearsight.spec_rows.RowEncoder` (key and row in one pass); a
-        :class:`~clearsight.spec_grid.SpecGrid` (or several) straight from its groups, without
+        by its class's :class:`~clearsight.store._rows.RowEncoder` (key and row in one pass); a
+        :class:`~clearsight.store._grid.SpecGrid` (or several) straight from its groups, without
         building its items, learning its keys on the way.
 
         Into a run without items, at least :data:`BULK_ADD` items go in without the key index,
@@ -670,7 +670,7 @@ class RunStore:
         if isinstance(items, SpecGrid):
             items = SpecGrids([items])
         rows: Iterator[tuple[str | bytes, int, str]]
-        if isinstance(items, SpecGrids):  # straight from the groups (clearsight.spec_grid)
+        if isinstance(items, SpecGrids):  # straight from the groups (clearsight.store._grid)
             rows = itertools.chain.from_iterable(map(tables.grid_rows, items.grids))
         else:
             rows = (tables.item_row(item)[1] for item in items)
