@@ -16,3 +16,41 @@ Modules, in the order of the method:
 
 Nothing here imports torch at import time; the model-facing functions take a loaded backend.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clearsight.grounding.build import BuildBenchConfig, run_build_bench
+    from clearsight.grounding.protocol import GROUNDING, GroundingConfig, run_grounding
+    from clearsight.report.grounding import build_grounding_report
+
+#: The package's face: name -> "module:attribute", imported when first asked for (so importing
+#: the package stays cheap: a command's --help never loads numpy's kernels or torch).
+_EXPORTS = {
+    "GroundingConfig": "clearsight.grounding.protocol:GroundingConfig",
+    "GROUNDING": "clearsight.grounding.protocol:GROUNDING",
+    "run_grounding": "clearsight.grounding.protocol:run_grounding",
+    "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
+    "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
+    "run_build_bench": "clearsight.grounding.build:run_build_bench",
+}
+
+__all__ = [
+    "GROUNDING",
+    "BuildBenchConfig",
+    "GroundingConfig",
+    "build_grounding_report",
+    "run_build_bench",
+    "run_grounding",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's ``name``, imported from its module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = _EXPORTS[name].partition(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -10,3 +10,42 @@ read from the stored raw output), :mod:`~clearsight.sweep.equivalence` (ImageNet
 the metre axis), :mod:`~clearsight.sweep.preview` (contact sheets of the conditions) and
 :mod:`~clearsight.sweep.results` (the records read back as the frames a report renders).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clearsight.report.build import build_report as build_sweep_report
+    from clearsight.report.build import summary_table
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.protocol import SWEEP, plan_sweep, run_sweep
+
+#: The package's face: name -> "module:attribute", imported when first asked for (so importing
+#: the package stays cheap: a command's --help never loads numpy's kernels or torch).
+_EXPORTS = {
+    "SweepConfig": "clearsight.sweep.config:SweepConfig",
+    "SWEEP": "clearsight.sweep.protocol:SWEEP",
+    "plan_sweep": "clearsight.sweep.protocol:plan_sweep",
+    "run_sweep": "clearsight.sweep.protocol:run_sweep",
+    "build_sweep_report": "clearsight.report.build:build_report",
+    "summary_table": "clearsight.report.build:summary_table",
+}
+
+__all__ = [
+    "SWEEP",
+    "SweepConfig",
+    "build_sweep_report",
+    "plan_sweep",
+    "run_sweep",
+    "summary_table",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The face's ``name``, imported from its module on first use."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = _EXPORTS[name].partition(":")
+    return getattr(importlib.import_module(module), attribute)
