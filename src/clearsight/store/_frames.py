@@ -76,9 +76,11 @@ def _decode(
         chunk.fixed.append((key, tables.kind_name(kind, conn), *rest))
         value = tables.spec(kind, spec, conn, path, key, shared=True)
         chunk.specs.append(_flatten(value, parts=tables.kind_ids[kind][1], memo=memo))
-        chunk.readouts.append(_flatten(tables.decode(readout, path, "records", key, "readouts")))
+        chunk.readouts.append(
+            _flatten(tables.decode(readout, conn, path, "records", key, "readouts"))
+        )
         if raw is not None:
-            raw = compact_json(tables.decode(raw, path, "records", key, "raw"))
+            raw = compact_json(tables.decode(raw, conn, path, "records", key, "raw"))
         chunk.raws.append(raw)
     return chunk
 

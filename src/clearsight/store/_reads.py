@@ -154,9 +154,9 @@ class StoreReads(StoreBase):
         )
         with wanted(self.conn, keys) as conn:
             rows = conn.execute(query).fetchall()
-        decode = self._tables.decode
+        decode, conn = self._tables.decode, self.conn
         return {
-            (key := public_key(stored)): decode(raw, self.path, "records", key, "raw")
+            (key := public_key(stored)): decode(raw, conn, self.path, "records", key, "raw")
             for stored, raw in rows
         }
 
@@ -172,8 +172,8 @@ class StoreReads(StoreBase):
         read-outs checked by ``check`` when given), fetched in batches so a large run is never
         held in memory at once."""
         query = SELECT_RECORDS.format(raw="r.raw" if raw else "NULL") + tail
-        cursor = self.conn.execute(query, params)
-        tables, path = self._tables, self.path
+        conn, tables, path = self.conn, self._tables, self.path
+        cursor = conn.execute(query, params)
         while batch := cursor.fetchmany(1000):
             for stored, st, error, raw_text, readouts, elapsed, finished, kind, spec, n in batch:
                 key = public_key(stored)
@@ -181,14 +181,14 @@ class StoreReads(StoreBase):
                     key=key,
                     status=st,
                     error=error,
-                    raw=tables.decode(raw_text, path, "records", key, "raw") if raw else None,
-                    readouts=tables.decode(readouts, path, "records", key, "readouts")
+                    raw=tables.decode(raw_text, conn, path, "records", key, "raw") if raw else None,
+                    readouts=tables.decode(readouts, conn, path, "records", key, "readouts")
                     if check is None
-                    else tables.readouts(readouts, path, key, check),
+                    else tables.readouts(readouts, conn, path, key, check),
                     elapsed_s=elapsed,
                     finished_at=finished,
-                    protocol=tables.kind_name(kind, self.conn),
-                    spec=tables.spec(kind, spec, self.conn, path, key),
+                    protocol=tables.kind_name(kind, conn),
+                    spec=tables.spec(kind, spec, conn, path, key),
                     attempt=n,
                 )
 

@@ -16,6 +16,7 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -216,28 +217,48 @@ class Tables:
             record.finished_at,
         )
 
-    def decode(self, text: str, path: Path, table: str, key: str, column: str) -> Any:
-        """A packed column decoded; InputError naming the row if it is not packed JSON."""
-        return self._unpack(loads(text, path, table, key, column), path, table, key, column)
+    def decode(
+        self, text: str, conn: sqlite3.Connection, path: Path, table: str, key: str, column: str
+    ) -> Any:
+        """A packed column decoded (the tables read again when it names a shape a writer added
+        since this reader loaded them); InputError naming the row if it is not packed JSON."""
+        packed = loads(text, path, table, key, column)
+        return self._unpack(packed, conn, (path, table, key, column))
 
-    def readouts(self, text: str, path: Path, key: str, check: ReadoutCheck | None) -> Any:
+    def readouts(
+        self,
+        text: str,
+        conn: sqlite3.Connection,
+        path: Path,
+        key: str,
+        check: ReadoutCheck | None,
+    ) -> Any:
         """A record's packed read-outs decoded, and checked to be of the type ``check`` reads
         them as (:class:`~clearsight.store._readouts.ReadoutCheck`; None: untyped)."""
         packed = loads(text, path, "records", key, "readouts")
-        value = self._unpack(packed, path, "records", key, "readouts")
+        value = self._unpack(packed, conn, (path, "records", key, "readouts"))
         if check is not None:
             check(packed, self.shapes, key)
         return value
 
-    def _unpack(self, packed: Any, path: Path, table: str, key: str, column: str) -> Any:
-        """A packed value unpacked; InputError naming the row if it is not packed JSON."""
+    def _unpack(
+        self, packed: Any, conn: sqlite3.Connection, where: tuple[Path, str, str, str]
+    ) -> Any:
+        """A packed value unpacked; InputError naming the row (``where``: the run's database,
+        table, key and column) if it is not packed JSON."""
         try:
             return unpack(packed, self.shapes)
-        except (KeyError, IndexError, TypeError, ValueError):
-            raise InputError(
-                f"corrupted packed JSON in the run {path.parent}: table {table}, key {key}, "
-                f"column {column}"
-            ) from None
+        except KeyError:  # a shape a writer added since this reader loaded the tables?
+            self.refresh(conn)
+            with suppress(KeyError, IndexError, TypeError, ValueError):
+                return unpack(packed, self.shapes)
+        except (IndexError, TypeError, ValueError):
+            pass
+        path, table, key, column = where
+        raise InputError(
+            f"corrupted packed JSON in the run {path.parent}: table {table}, key {key}, "
+            f"column {column}"
+        ) from None
 
     def kind_name(self, kind_id: int, conn: sqlite3.Connection) -> str:
         """The name of kind ``kind_id`` (read again if a writer added it since)."""
@@ -267,11 +288,7 @@ class Tables:
     ) -> dict[str, Any]:
         """The JSON form of a stored spec, its parts filled in (``shared``: the parts are the
         cached values, not to be modified; else fresh copies)."""
-        try:
-            spec = self.decode(text, path, "items", key, "spec")
-        except InputError:
-            self.refresh(conn)  # a shape a writer added since this reader loaded
-            spec = self.decode(text, path, "items", key, "spec")
+        spec = self.decode(text, conn, path, "items", key, "spec")
         if kind_id not in self.kind_ids:
             self.refresh(conn)
         for name in self.kind_ids[kind_id][1]:
