@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from clearsight.specs import Options
 from clearsight.store import RunStore, compact_json
-from clearsight.store._items import SpecGrid, SpecGrids
+from clearsight.store._items import SpecGrid, SpecGrids, SpecList, as_items
 from clearsight.store._packed import unpack
 from clearsight.store._tables import Tables
 from test_spec_rows import Nested, Row, Shared, json_values, scalars, words
@@ -137,6 +137,25 @@ def test_only_keeps_the_wanted_items_in_order_and_the_same_grid_when_all() -> No
     assert [i.key for i in kept] == [keys[0], keys[7]]
     assert keys == [i.key for i in list(chain)]
     assert (chain.kinds(), SpecGrids([]).kinds()) == ({"test.rows"}, frozenset())
+
+
+def test_a_plain_sequence_answers_as_a_grid_does() -> None:
+    """The Items protocol: the specs of a grid in a plain list, wrapped by as_items, give the
+    grid's keys, kinds, wanted items and stored rows; a grid is its own Items."""
+    grid = _grid()
+    plain = as_items(list(grid))
+    assert isinstance(plain, SpecList)
+    assert as_items(grid) is grid
+    assert plain.keys() == list(grid.keys())
+    assert plain.kinds() == grid.kinds() == {"test.rows"}
+    wanted = {grid.keys()[1], grid.keys()[4]}
+    assert list(plain.only(wanted)) == list(grid.only(wanted)) == [grid[1], grid[4]]
+    assert (plain[-1], plain[1:3]) == (grid[-1], grid[1:3])
+    tables = Tables()
+    assert list(grid.rows(tables)) == list(plain.rows(tables))  # one encoding, two paths
+    generated = as_items(item for item in grid)  # an iterator is read once, into a tuple
+    assert (len(generated), list(generated)) == (len(grid), list(grid))
+    assert as_items([]).kinds() == frozenset()
 
 
 def test_a_pickled_grid_keeps_its_items_and_keys() -> None:

@@ -135,7 +135,8 @@ class Tables:
         return found
 
     def encode(self, value: Any, what: str, secrets: Sequence[str]) -> str:
-        """Packed JSON text of ``value`` with key variables redacted (see :func:`_dumps`)."""
+        """Packed JSON text of ``value`` with key variables redacted (as
+        :func:`~clearsight.store._json.dumps` redacts)."""
         try:
             text = compact_json(pack(value, self.shapes))
             found = secrets_in(text, secrets)
