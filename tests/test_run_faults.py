@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-import clearsight.store._store
+import clearsight.store._connect
 from clearsight.cli import app
 from clearsight.driver import run_lock
 from clearsight.store import RunStore
@@ -157,7 +157,7 @@ def _full_disk(tmp_path: Path, layer: str, size_kib: int) -> Iterator[Callable[[
         with small_tmpfs(where, size_kib):
             yield lambda: remount(where, "rw,size=16m")
         return
-    configure = clearsight.store._store._configure
+    configure = clearsight.store._connect._configure
     limit = {"pages": size_kib // 4}
 
     def limited(conn: sqlite3.Connection) -> None:
@@ -167,7 +167,7 @@ def _full_disk(tmp_path: Path, layer: str, size_kib: int) -> Iterator[Callable[[
 
     where.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(clearsight.store._store, "_configure", limited)
+        patch.setattr(clearsight.store._connect, "_configure", limited)
         yield lambda: limit.update(pages=0)
 
 

@@ -1,4 +1,4 @@
-"""Items as a product of field groups (clearsight.store._grid) against the items made one by one:
+"""Items as a product of field groups (clearsight.store._items) against the items made one by one:
 the same typed items, the same keys as :attr:`Spec.key` and stored rows that read back as the
 items' JSON form, whatever the groups hold; a sweep's grids and every way a grid is cut."""
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from clearsight.specs import Options
 from clearsight.store import RunStore, compact_json
-from clearsight.store._grid import SpecGrid, SpecGrids, keys_of, kinds_of, select
+from clearsight.store._items import SpecGrid, SpecGrids, SpecList, as_items
 from clearsight.store._packed import unpack
-from clearsight.store._store import _Tables
+from clearsight.store._tables import Tables
 from test_spec_rows import Nested, Row, Shared, json_values, scalars, words
 
 
@@ -33,7 +33,7 @@ def one_by_one(groups: list[list[dict[str, Any]]]) -> list[Row]:
     return out
 
 
-def stored_json(tables: _Tables, text: str) -> str:
+def stored_json(tables: Tables, text: str) -> str:
     """A stored row decoded (parts by their value) and written as plain JSON."""
     value = unpack(json.loads(text), tables.shapes)
     for name in Row.parts:
@@ -88,14 +88,14 @@ def test_a_grid_is_its_items_made_one_by_one(
     grid = SpecGrid(Row, groups)
     assert len(grid) == len(expected)
     assert list(grid) == expected
-    assert list(grid.keys) == [item._key_of(item.to_json()) for item in expected]
-    tables = _Tables()
+    assert list(grid.keys()) == [item._key_of(item.to_json()) for item in expected]
+    tables = Tables()
     rows = list(tables.grid_rows(grid))
-    assert [raw.hex() for raw, _, _ in rows] == list(grid.keys)  # type: ignore[union-attr]
+    assert [raw.hex() for raw, _, _ in rows] == list(grid.keys())  # type: ignore[union-attr]
     for (_, _, text), item in zip(rows, expected, strict=True):
         assert stored_json(tables, text) == compact_json(item.to_json())
     # the items a grid builds once its keys are known carry them
-    assert [item.__dict__["key"] for item in grid] == list(grid.keys)
+    assert [item.__dict__["key"] for item in grid] == list(grid.keys())
 
 
 def _grid(n_words: int = 3, n_flags: int = 2, prompt: str = "p") -> SpecGrid[Row]:
@@ -114,33 +114,54 @@ def test_indexing_slicing_and_positions_match_the_list() -> None:
         grid[len(items)]
     cut = SpecGrid(Row, grid.groups, [5, 1, 3])
     assert list(cut) == [items[5], items[1], items[3]]
-    assert cut.keys == tuple(items[i].key for i in (5, 1, 3))
+    assert cut.keys() == tuple(items[i].key for i in (5, 1, 3))
     with pytest.raises(IndexError, match="outside the grid"):
         SpecGrid(Row, grid.groups, [6])
 
 
 def test_only_keeps_the_wanted_items_in_order_and_the_same_grid_when_all() -> None:
     grid = _grid()
-    keys = grid.keys
+    keys = grid.keys()
     assert grid.only(set(keys)) is grid
     kept = grid.only({keys[4], keys[1]})
     assert list(kept) == [grid[1], grid[4]]
-    assert len(select(grid, set())) == 0
+    assert len(grid.only(set())) == 0
     chain = SpecGrids([_grid(), _grid(2, 1, "q"), _grid(0)])
     assert (len(chain), len(chain.grids)) == (6 + 2, 2)  # the empty grid is dropped
     assert list(chain) == [*_grid(), *_grid(2, 1, "q")]
     assert chain[7] == chain[-1] == _grid(2, 1, "q")[1]
     assert chain[2:4] == list(chain)[2:4]
-    wanted = {chain.keys[0], chain.keys[7]}
-    assert [i.key for i in select(chain, wanted)] == [chain.keys[0], chain.keys[7]]
-    assert keys_of(chain) == chain.keys == [i.key for i in list(chain)]
-    assert (kinds_of(chain), kinds_of(SpecGrids([]))) == ({"test.rows"}, set())
+    keys = chain.keys()
+    kept = chain.only({keys[0], keys[7]})
+    assert isinstance(kept, SpecGrids)
+    assert [i.key for i in kept] == [keys[0], keys[7]]
+    assert keys == [i.key for i in list(chain)]
+    assert (chain.kinds(), SpecGrids([]).kinds()) == ({"test.rows"}, frozenset())
+
+
+def test_a_plain_sequence_answers_as_a_grid_does() -> None:
+    """The Items protocol: the specs of a grid in a plain list, wrapped by as_items, give the
+    grid's keys, kinds, wanted items and stored rows; a grid is its own Items."""
+    grid = _grid()
+    plain = as_items(list(grid))
+    assert isinstance(plain, SpecList)
+    assert as_items(grid) is grid
+    assert plain.keys() == list(grid.keys())
+    assert plain.kinds() == grid.kinds() == {"test.rows"}
+    wanted = {grid.keys()[1], grid.keys()[4]}
+    assert list(plain.only(wanted)) == list(grid.only(wanted)) == [grid[1], grid[4]]
+    assert (plain[-1], plain[1:3]) == (grid[-1], grid[1:3])
+    tables = Tables()
+    assert list(grid.rows(tables)) == list(plain.rows(tables))  # one encoding, two paths
+    generated = as_items(item for item in grid)  # an iterator is read once, into a tuple
+    assert (len(generated), list(generated)) == (len(grid), list(grid))
+    assert as_items([]).kinds() == frozenset()
 
 
 def test_a_pickled_grid_keeps_its_items_and_keys() -> None:
-    grid = _grid().only(set(_grid().keys[:3]))
+    grid = _grid().only(set(_grid().keys()[:3]))
     again = pickle.loads(pickle.dumps(grid))
-    assert (list(again), again.keys) == (list(grid), grid.keys)
+    assert (list(again), again.keys()) == (list(grid), grid.keys())
     assert again._digests is not None  # a worker hashes nothing
 
 
@@ -168,7 +189,7 @@ def test_a_secret_in_a_grid_item_goes_the_generic_way() -> None:
     middle = [{"word": w, "number": 1, "box": ()} for w in ("plain", secret)]
     last = [{"flag": True, "inner": None, "later": None}]
     grid = SpecGrid(Row, [(fixed,), middle, last])
-    tables = _Tables()
+    tables = Tables()
     tables.secrets = (secret,)
     rows = list(tables.grid_rows(grid))
     expected = [i.key for i in one_by_one([[fixed], middle, last])]
@@ -191,7 +212,7 @@ def test_a_store_adds_a_sweep_from_its_grids_as_from_its_items(tmp_path: Path) -
         assert isinstance(grids, SpecGrids)
         items = list(grids)
         assert any(i.shown is not None for i in items)
-        assert grids.keys == [i._key_of(i.to_json()) for i in items]  # before any store saw it
+        assert grids.keys() == [i._key_of(i.to_json()) for i in items]  # before any store saw it
         assert store.add_items(grids) == len(items)
         assert store.add_items(grids) == 0
     with RunStore.open(tmp_path / "items") as store:

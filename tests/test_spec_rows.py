@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from clearsight.specs import OMIT_NONE, Options, Part, Spec
 from clearsight.store import RunStore, compact_json
 from clearsight.store._packed import unpack
-from clearsight.store._store import _Tables
+from clearsight.store._tables import Tables
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Row(Spec):
     fixed: str = field(default="fixed", init=False)  # a class default: not in __dict__
 
 
-def generic(tables: _Tables, item: Spec) -> tuple[str, bytes | str, str]:
+def generic(tables: Tables, item: Spec) -> tuple[str, bytes | str, str]:
     """Key, stored key and packed text by the generic path (``Spec.to_json`` and the key recipe,
     computed afresh)."""
     stored = item.to_json()
@@ -62,12 +62,12 @@ def generic(tables: _Tables, item: Spec) -> tuple[str, bytes | str, str]:
     return key, raw, text
 
 
-def decoded(tables: _Tables, text: str) -> str:
+def decoded(tables: Tables, text: str) -> str:
     """A packed text decoded and written again as plain JSON (NaN compares by its token)."""
     return compact_json(unpack(json.loads(text), tables.shapes))
 
 
-def fast(tables: _Tables, item: Spec) -> tuple[str, bytes, str]:
+def fast(tables: Tables, item: Spec) -> tuple[str, bytes, str]:
     tables.secrets = ()
     key, (raw, _, text) = tables.item_row(item)
     assert isinstance(raw, bytes)
@@ -119,7 +119,7 @@ def test_fast_row_is_the_generic_row(
     later: str | None,
     level: float | None,
 ) -> None:
-    tables = _Tables()
+    tables = Tables()
 
     def make() -> Row:
         shared = Shared(text, (0.5, float(len(text))))
@@ -151,7 +151,7 @@ def test_every_sweep_item_encodes_as_the_generic_path(tmp_path: Path) -> None:
     items = sweep_items(tmp_path)
     assert {type(i).__name__ for i in items} >= {"SweepItem", "VeqItem", "DepthItem"}
     assert any(getattr(i, "shown", None) is not None for i in items)  # the nested field
-    tables = _Tables()
+    tables = Tables()
     for item in items:
         key, raw, text = fast(tables, item)
         gkey, graw, gtext = generic(tables, item)
@@ -206,7 +206,7 @@ class _Failing:
 
 def test_a_secret_in_a_spec_is_redacted_by_the_generic_path() -> None:
     secret = "sk-test-0123456789abcdef"
-    tables = _Tables()
+    tables = Tables()
     tables.secrets = (secret,)
     item = Row(Shared("t", ()), secret, 1, True, (), None, Options({}), {}, None, None)
     key, (_, _, text) = tables.item_row(item)
@@ -231,14 +231,14 @@ def test_a_part_field_without_a_part_is_refused_as_the_generic_path_refuses_it()
     with pytest.raises(TypeError, match="is a part but holds"):
         item._key_of(item.to_json())
     with pytest.raises(TypeError, match="is a part but holds"):
-        fast(_Tables(), item)
+        fast(Tables(), item)
 
 
 def test_the_caches_stay_bounded_and_rows_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
     import clearsight.store._rows as spec_rows
 
     monkeypatch.setattr(spec_rows, "CACHE_LIMIT", 8)
-    tables = _Tables()
+    tables = Tables()
     shared = Shared("p", (1.0,))
     for n in range(40):  # fresh strings and tuples every item
         item = Row(shared, f"w{n}", n, False, (n, f"b{n}"), None, Options({}), {}, None, None)

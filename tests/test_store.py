@@ -339,6 +339,32 @@ def test_reader_reads_while_writer_holds_a_transaction(store):
             reader.begin_run({"config": {}})
 
 
+def test_a_reader_reads_records_of_shapes_written_after_it_opened(store):
+    """Raw outputs and read-outs whose key names the writer stored after a reader loaded the
+    shapes read back (the reader catches up), in records, pages, raw outputs and frames."""
+    store.add_items(_items(2))
+    store.write_records([_ok("k00000")])
+    with RunStore.open(store.path, read_only=True) as reader:
+        assert [r.readouts for r in reader.iter_records()] == [{"p": 0.5}]
+        late = Record("k00001", "ok", None, {"late": [{"nested": 1}]}, {"fresh": 2}, 0.0)
+        store.write_records([late])
+        got = reader.record("k00001")
+        assert got is not None
+        assert (got.raw, got.readouts) == (late.raw, late.readouts)
+    both = [{"p": 0.5}, {"fresh": 2}]
+    reads = [
+        (lambda r: [x.readouts for x in r.iter_records()], both),
+        (lambda r: [x.readouts for x in r.records_page(0, 5)], both),
+        (lambda r: r.raw_outputs(["k00001"]), {"k00001": {"late": [{"nested": 1}]}}),
+        (lambda r: r.to_frame()["fresh"].tolist()[1], 2),
+    ]
+    for read, expected in reads:
+        with RunStore.open(store.path, read_only=True) as reader:
+            reader._tables.shapes.keys.clear()  # as if loaded before the writer's shapes
+            reader._tables.shapes.ids.clear()
+            assert read(reader) == expected
+
+
 # ------------------------------------------------------------------------ frames & export
 
 

@@ -15,8 +15,7 @@ import pytest
 
 from clearsight import driver
 from clearsight.driver import Execution
-from clearsight.store import Record, RunStore, load_run
-from clearsight.store import _store as store_module
+from clearsight.store import Record, RunStore, _frames, _run_store, _schema, load_run
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import SWEEP, plan_sweep
 from clearsight.validate import InputError
@@ -56,8 +55,8 @@ def test_a_chunked_add_stores_what_a_one_shot_add_stores(
     with RunStore.open(tmp_path / "one") as store:
         assert store.add_items(items) == len(items)
         _fill(store)
-    monkeypatch.setattr(store_module, "ADD_CHUNK", 7)  # many chunks, one a partial one
-    monkeypatch.setattr(store_module, "BULK_ADD", 20 if bulk else 10**9)
+    monkeypatch.setattr(_run_store, "ADD_CHUNK", 7)  # many chunks, one a partial one
+    monkeypatch.setattr(_run_store, "BULK_ADD", 20 if bulk else 10**9)
     with RunStore.open(tmp_path / "chunked") as store:
         assert store.add_items(items) == len(items)
         assert store.add_items(items) == 0  # all stored: nothing new, chunk by chunk
@@ -71,8 +70,8 @@ def test_a_chunked_add_stores_what_a_one_shot_add_stores(
 @pytest.fixture
 def small_bulk(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The 25 items of the small sweep, with adds of 20 or more in bulk, 4 a chunk."""
-    monkeypatch.setattr(store_module, "ADD_CHUNK", 4)
-    monkeypatch.setattr(store_module, "BULK_ADD", 20)
+    monkeypatch.setattr(_run_store, "ADD_CHUNK", 4)
+    monkeypatch.setattr(_run_store, "BULK_ADD", 20)
     return list(plan_sweep(_config()).items)
 
 
@@ -85,14 +84,14 @@ def test_a_bulk_add_builds_the_key_index_after_its_rows_and_keeps_a_keys_first_r
 
     def spy(self: RunStore, rows: Any, indexed: bool) -> int:
         (checks_kinds,) = self.conn.execute("PRAGMA foreign_keys").fetchone()
-        seen.append((store_module._has_key_index(self.conn), checks_kinds))
+        seen.append((_schema.has_key_index(self.conn), checks_kinds))
         return add_rows(self, rows, indexed)
 
     monkeypatch.setattr(RunStore, "_add_rows", spy)
     twice = [*items[:6], items[1], *items[6:], items[0]]  # repeated in other chunks
     with RunStore.open(tmp_path / "run") as store:
         assert store.add_items(twice) == len(items)
-        assert store_module._has_key_index(store.conn)
+        assert _schema.has_key_index(store.conn)
         assert store.add_items(items) == 0  # into a run with items: the index skips them
         assert store.conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
     # the bulk add went in without the index and the per-row check of kinds; the next with both
@@ -119,7 +118,7 @@ def test_a_bulk_add_cut_short_leaves_a_run_the_next_writer_indexes(
     with RunStore.open(run) as store, pytest.raises(KeyboardInterrupt):
         store.add_items(Sized(items))
     with RunStore.open(run, read_only=True) as store:  # the index was built on the way out
-        assert store_module._has_key_index(store.conn)
+        assert _schema.has_key_index(store.conn)
         assert store.counts()["items"] == 8  # the chunk in flight was lost
     # a writer killed before that: no index, and a key stored twice by two chunks
     with sqlite3.connect(run / "run.sqlite") as conn:
@@ -129,7 +128,7 @@ def test_a_bulk_add_cut_short_leaves_a_run_the_next_writer_indexes(
     with RunStore.open(run, read_only=True) as store:
         assert store.counts()["items"] == 16  # a reader reads it as it is
     with RunStore.open(run) as store:
-        assert store_module._has_key_index(store.conn)
+        assert _schema.has_key_index(store.conn)
         assert store.counts()["items"] == 8
         assert store.add_items(items) == len(items) - 8
 
@@ -199,7 +198,7 @@ def test_a_column_only_some_chunks_have_is_read_across_chunks(
     run = tmp_path / "run"
     driver.run(SWEEP, _config(), run, Execution(progress=False))
     whole = load_run(run)
-    monkeypatch.setattr(store_module, "CHUNK", 4)  # the depth row's chunk lacks `target`
+    monkeypatch.setattr(_frames, "CHUNK", 4)  # the depth row's chunk lacks `target`
     chunked = load_run(run)
     assert len(chunked) == len(whole) > 4
     assert list(chunked.columns) == list(whole.columns)
@@ -243,13 +242,13 @@ def test_parts_flattened_once_give_the_frame_flattened_per_row(
     chunk: the frame is the one flattening every row gives."""
     run = tmp_path / "run"
     driver.run(SWEEP, _config(), run, Execution(progress=False))
-    monkeypatch.setattr(store_module, "CHUNK", 5)  # several chunks, a memo each
+    monkeypatch.setattr(_frames, "CHUNK", 5)  # several chunks, a memo each
     once = load_run(run)
     assert "question.chance" in once.columns  # a part's field, flattened from the memo
-    flatten = store_module._flatten
+    flatten = _frames._flatten
 
     def per_row(obj: dict[str, Any], prefix: str = "", **_: Any) -> dict[str, Any]:
         return flatten(obj, prefix)
 
-    monkeypatch.setattr(store_module, "_flatten", per_row)
+    monkeypatch.setattr(_frames, "_flatten", per_row)
     pd.testing.assert_frame_equal(load_run(run), once)

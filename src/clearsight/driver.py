@@ -50,7 +50,7 @@ from clearsight.execute import (
 from clearsight.faults import EXIT_FAULT, os_fault
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
-from clearsight.store import DB_NAME, Record, RunStore, collector_paused, keys_of, kinds_of, select
+from clearsight.store import DB_NAME, Items, Record, RunStore, as_items, collector_paused
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -116,8 +116,10 @@ class ModelNeed:
 class Stage(Generic[S]):
     """One kind of item of a run and how it executes.
 
-    ``items``: typed specs of kind ``kind`` (stored as their JSON form under their key).
-    ``units``: groups the pending items (in ``items`` order) into work units. ``run_unit``: a
+    ``items``: typed specs of kind ``kind`` (stored as their JSON form under their key), as
+    :class:`~clearsight.store.Items` (a grid of them) or any sequence (the driver wraps it
+    once: :func:`~clearsight.store.as_items`). ``units``: groups the pending items (in
+    ``items`` order, as :class:`~clearsight.store.Items`) into work units. ``run_unit``: a
     module-level (picklable) function from a unit to its records. ``stream``: optionally, the
     same in the writer's own process with a callback that stores partial records as they happen
     (the probe saves every turn).
@@ -534,13 +536,14 @@ def _execute_stage(
 ) -> Summary:
     """Store the stage's items (unless stored under the same fingerprint), run its pending
     ones, count the reasons of its failures."""
-    wrong = kinds_of(stage.items) - {stage.kind}
+    items = as_items(stage.items)
+    wrong = items.kinds() - {stage.kind}
     if wrong:
         raise TypeError(f"stage {stage.kind!r} holds items of kind {sorted(wrong)}")
-    if not planned.stored(stage.kind, len(stage.items)):
-        store.add_items(stage.items)
-    planned.add(stage.kind, len(stage.items))
-    units = stage.units(_pending(store, stage))
+    if not planned.stored(stage.kind, len(items)):
+        store.add_items(items)
+    planned.add(stage.kind, len(items))
+    units = stage.units(_pending(store, stage.kind, items))
     run_unit = stage.run_unit
     if stage.stream is not None and in_process(execution.executor, execution.workers):
         stream = stage.stream
@@ -568,13 +571,12 @@ def _execute_stage(
     )
 
 
-def _pending(store: RunStore, stage: Stage[S]) -> Sequence[S]:
+def _pending(store: RunStore, kind: str, items: Items[S]) -> Items[S]:
     """The stage's items without an ``ok`` record, in order: all of them, unasked, while no
-    item of its kind has one (a new run's 1.8 million keys need no look-up)."""
-    if not store.count_records(status="ok", kind=stage.kind):
-        return stage.items
-    pending = set(store.pending_keys(keys_of(stage.items)))
-    return select(stage.items, pending)
+    item of its ``kind`` has one (a new run's 1.8 million keys need no look-up)."""
+    if not store.count_records(status="ok", kind=kind):
+        return items
+    return items.only(set(store.pending_keys(items.keys())))
 
 
 def _reason(error: str | None) -> str:

@@ -31,6 +31,8 @@ from functools import cached_property
 from pathlib import PurePath
 from typing import Any, ClassVar
 
+from typing_extensions import is_typeddict
+
 from clearsight.seeding import content_hash
 
 __all__ = [
@@ -85,15 +87,23 @@ class Spec:
     ``kind``: the item kind the spec is stored under (a subclass that sets it is registered for
     :func:`spec_class`). ``parts``: names of fields holding a :class:`Part`, which enter the key
     by their content hash (see the module docstring). ``stored``: the fields of the JSON form
-    where it is not every field (the others only serve planning).
+    where it is not every field (the others only serve planning). ``readout_type``: the
+    ``TypedDict`` of the read-outs its records hold, declared beside the spec, which the store
+    reads them back as (:meth:`clearsight.store.RunStore.iter_records` with ``readouts=``).
     """
 
     kind: ClassVar[str]
     parts: ClassVar[tuple[str, ...]] = ()
     stored: ClassVar[tuple[str, ...] | None] = None
+    readout_type: ClassVar[type[Mapping[str, Any]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        readouts = cls.__dict__.get("readout_type")
+        if readouts is not None and not is_typeddict(readouts):
+            raise TypeError(
+                f"{cls.__qualname__}.readout_type must be a TypedDict, got {readouts!r}"
+            )
         kind = cls.__dict__.get("kind")
         if isinstance(kind, str):
             known = _REGISTRY.get(kind)

@@ -106,41 +106,64 @@ def execute(
 
         import_ray()  # says how to install Ray before any work starts
         ray = ray or RayConfig()
-    ok = failed = done = 0
-    bar = _progress(sum(u.size for u in units), desc, progress)
-
-    def commit(records: list[Record]) -> None:
-        nonlocal ok, failed, done
-        records = write_or_fail(store, records)
-        ok += sum(r.status == "ok" for r in records)
-        failed += sum(r.status == "failed" for r in records)
-        done += 1
-        bar.update(len(records))
-        if on_commit is not None:
-            on_commit(records)
-
+    tally = _Tally(store, _progress(sum(u.size for u in units), desc, progress), on_commit)
     try:
         if executor == "ray":
             from clearsight.execute.on_ray import run_on_ray
 
             assert ray is not None
-            run_on_ray(units, run, commit, workers=workers, config=ray, keep_local=keep_ray)
+            run_on_ray(units, run, tally.commit, workers=workers, config=ray, keep_local=keep_ray)
         elif in_process(executor, workers):
-            for unit in units:
-                try:
-                    records = run(unit)
-                except Exception as exc:  # its items fail with the reason; the run goes on
-                    records = failed_records(unit, exc)
-                commit(records)
+            _run_here(units, run, tally.commit)
         else:
-            run_pool(units, run, workers, commit)
+            run_pool(units, run, workers, tally.commit)
     except KeyboardInterrupt as exc:
-        bar.close()
-        raise Interrupted(
-            Summary(done, ok, failed), terminated=isinstance(exc, Terminated)
-        ) from None
-    bar.close()
-    return Summary(done, ok, failed)
+        tally.bar.close()
+        raise Interrupted(tally.summary(), terminated=isinstance(exc, Terminated)) from None
+    tally.bar.close()
+    return tally.summary()
+
+
+def _run_here(
+    units: Sequence[Unit],
+    run: Callable[[Any], list[Record]],
+    commit: Callable[[list[Record]], None],
+) -> None:
+    """Run the units one by one in this process; a unit that raises has its items recorded as
+    failed with the reason, and the run goes on."""
+    for unit in units:
+        try:
+            records = run(unit)
+        except Exception as exc:
+            records = failed_records(unit, exc)
+        commit(records)
+
+
+@dataclass
+class _Tally:
+    """Each finished unit's records stored (:func:`write_or_fail`) and counted, the progress
+    bar moved, ``on_commit`` told."""
+
+    store: RunStore
+    bar: Any
+    on_commit: Callable[[list[Record]], None] | None
+    ok: int = 0
+    failed: int = 0
+    done: int = 0
+
+    def commit(self, records: list[Record]) -> None:
+        """Store one unit's records and count them."""
+        records = write_or_fail(self.store, records)
+        self.ok += sum(r.status == "ok" for r in records)
+        self.failed += sum(r.status == "failed" for r in records)
+        self.done += 1
+        self.bar.update(len(records))
+        if self.on_commit is not None:
+            self.on_commit(records)
+
+    def summary(self) -> Summary:
+        """What was done so far."""
+        return Summary(self.done, self.ok, self.failed)
 
 
 def write_or_fail(store: RunStore, records: Sequence[Record]) -> list[Record]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from clearsight.specs import Spec
-from clearsight.store import Record, keys_of
+from clearsight.store import Record, as_items
 
 
 class Unit(Protocol):
@@ -40,7 +40,7 @@ class KeyedItems:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(keys_of(self.items))
+        return tuple(as_items(self.items).keys())
 
     @property
     def size(self) -> int:

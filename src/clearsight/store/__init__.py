@@ -1,45 +1,43 @@
 """The run store: one SQLite file per run directory holding a run's items, records and manifest.
 
 The public face is small: :class:`RunStore` (open, add items, write records, read them back),
-:class:`Record` / :class:`StoredRecord`, :func:`load_run` (a run as one frame) and the items a
-protocol offers the driver — typed specs in any sequence, or :class:`SpecGrid` /
-:class:`SpecGrids` (a product of groups of fields, built as items only when iterated) — with
-:func:`keys_of`, :func:`kinds_of` and :func:`select` over either. How rows are encoded, grids
-keyed, frames joined and old schemas migrated is private to this package.
+:class:`Record` / :class:`StoredRecord` (``StoredRecord[T]``: read back with its kind's read-out
+type, :func:`readouts_of`), :func:`load_run` (a run as one frame), :class:`ConfigMismatch`, and
+the items a protocol offers the driver: :class:`Items`, one sequence protocol (keys, kinds, the
+wanted ones, the stored rows) that a plain sequence of specs gets from :func:`as_items` and
+:class:`SpecGrid` / :class:`SpecGrids` (a product of groups of fields, built as items only when
+iterated) have of their own. How rows are encoded, keys stored, frames joined and old schemas
+migrated is private to this package.
 """
 
 from __future__ import annotations
 
 from clearsight.store._bulk import collector_paused
-from clearsight.store._grid import SpecGrid, SpecGrids, keys_of, kinds_of, select
-from clearsight.store._store import (
-    DB_NAME,
-    FRAME_COLUMNS,
-    SCHEMA_VERSION,
-    ConfigMismatch,
-    Record,
-    RunStore,
-    Status,
-    StoredRecord,
-    compact_json,
-    load_run,
-)
+from clearsight.store._connect import DB_NAME
+from clearsight.store._items import Items, SpecGrid, SpecGrids, as_items, keys_of, select
+from clearsight.store._json import compact_json
+from clearsight.store._manifest import ConfigMismatch
+from clearsight.store._readouts import readouts_of
+from clearsight.store._records import Record, StoredRecord
+from clearsight.store._run_store import RunStore, load_run
+from clearsight.store._schema import FRAME_COLUMNS, SCHEMA_VERSION
 
 __all__ = [
     "DB_NAME",
     "FRAME_COLUMNS",
     "SCHEMA_VERSION",
     "ConfigMismatch",
+    "Items",
     "Record",
     "RunStore",
     "SpecGrid",
     "SpecGrids",
-    "Status",
     "StoredRecord",
+    "as_items",
     "collector_paused",
     "compact_json",
     "keys_of",
-    "kinds_of",
     "load_run",
+    "readouts_of",
     "select",
 ]

@@ -1,4 +1,5 @@
-"""DataFrames built chunk by chunk in bounded memory, repeated strings as categoricals.
+"""A run's records as one DataFrame, built chunk by chunk in bounded memory, repeated strings as
+categoricals (:meth:`RunStore.to_frame`, :func:`load_run`).
 
 A run's records are read a chunk at a time (a few thousand rows of Python values, dropped once
 the chunk is a frame); each chunk's text columns whose values repeat (models, conditions,
@@ -10,12 +11,78 @@ categorical of a handful of values, 1.8 MB).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["compact", "join_chunks"]
+from clearsight.store._json import compact_json
+from clearsight.store._keys import public_key
+from clearsight.store._schema import FRAME_COLUMNS, filters
+from clearsight.store._tables import Tables
+
+__all__ = ["CHUNK", "compact", "join_chunks", "read_frame"]
+
+# Rows read at a time: one chunk of Python values at a time while a frame is built.
+CHUNK = 20_000
+
+
+class _Chunk(NamedTuple):
+    """One chunk of records decoded: fixed values, flat specs, flat read-outs, raw texts."""
+
+    fixed: list[tuple[Any, ...]]
+    specs: list[dict[str, Any]]
+    readouts: list[dict[str, Any]]
+    raws: list[str | None]
+
+
+def read_frame(
+    conn: sqlite3.Connection,
+    tables: Tables,
+    path: Path,
+    *,
+    include_raw: bool,
+    status: str | None,
+    kind: str | None,
+    columns: Sequence[str] | None,
+    where: Mapping[str, Any] | None,
+) -> pd.DataFrame:
+    """The frame :meth:`RunStore.to_frame` describes, read :data:`CHUNK` rows at a time."""
+    reader = _FrameReader(columns, where, include_raw)
+    status = _take_scalar(reader.where, "status", status)
+    sql_where, params = filters(status, _take_scalar(reader.where, "protocol", kind))
+    query = (
+        "SELECT i.key, i.kind, r.status, r.error, r.elapsed_s, r.finished_at, r.attempt, "
+        f"i.spec, r.readouts, {'r.raw' if include_raw else 'NULL'} "
+        f"FROM records AS r JOIN items AS i ON i.id = r.id{sql_where} ORDER BY i.id"
+    )
+    cursor = conn.execute(query, params)
+    while batch := cursor.fetchmany(CHUNK):
+        reader.add(_decode(batch, tables, conn, path))
+    return reader.frame()
+
+
+def _decode(
+    batch: Sequence[tuple[Any, ...]], tables: Tables, conn: sqlite3.Connection, path: Path
+) -> _Chunk:
+    """One chunk of :func:`read_frame`'s query decoded."""
+    chunk = _Chunk([], [], [], [])
+    memo: dict[tuple[int, str], tuple[Any, dict[str, Any]]] = {}  # parts flattened once
+    for stored, kind, *rest, spec, readout, raw in batch:
+        key = public_key(stored)
+        chunk.fixed.append((key, tables.kind_name(kind, conn), *rest))
+        value = tables.spec(kind, spec, conn, path, key, shared=True)
+        chunk.specs.append(_flatten(value, parts=tables.kind_ids[kind][1], memo=memo))
+        chunk.readouts.append(
+            _flatten(tables.decode(readout, conn, path, "records", key, "readouts"))
+        )
+        if raw is not None:
+            raw = compact_json(tables.decode(raw, conn, path, "records", key, "raw"))
+        chunk.raws.append(raw)
+    return chunk
 
 
 def _is_text(column: pd.Series) -> bool:
@@ -86,3 +153,126 @@ def _join_categoricals(parts: Sequence[pd.Series | None], sizes: Sequence[int]) 
             codes.append(part.cat.set_categories(categories).cat.codes.to_numpy(np.int32))
     joined = np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
     return pd.Categorical.from_codes(joined, dtype=dtype)
+
+
+class _FrameReader:
+    """Builds :func:`read_frame`'s frame a chunk at a time (see :meth:`RunStore.to_frame`)."""
+
+    def __init__(
+        self, columns: Sequence[str] | None, where: Mapping[str, Any] | None, include_raw: bool
+    ) -> None:
+        self.columns = None if columns is None else list(dict.fromkeys(columns))
+        self.where = dict(where or {})
+        self.include_raw = include_raw
+        self.need = None if self.columns is None else {*self.columns, *self.where}
+        self.chunks: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
+        self.spec_names: dict[str, None] = {}  # every flat spec name seen (for collisions)
+        self.readout_names: dict[str, None] = {}
+
+    def add(self, rows: _Chunk) -> None:
+        """Turn one decoded chunk into typed frames, keeping the wanted columns and rows."""
+        fixed_rows, specs, readouts, raws = rows
+        index = range(len(fixed_rows))
+        fixed = pd.DataFrame(fixed_rows, columns=list(FRAME_COLUMNS), index=index)
+        if self.include_raw:
+            fixed["raw"] = raws
+        spec = pd.DataFrame(specs, index=index)
+        readout = pd.DataFrame(readouts, index=index)
+        self.spec_names.update(dict.fromkeys(spec.columns))
+        self.readout_names.update(dict.fromkeys(readout.columns))
+        if self.need is not None:
+            need = self.need
+            fixed = fixed[[c for c in fixed.columns if c in need]]
+            spec = spec[[c for c in spec.columns if c in need or f"spec.{c}" in need]]
+            readout = readout[[c for c in readout.columns if c in need or f"readouts.{c}" in need]]
+        if self.where:
+            keep = self._mask(fixed, spec, readout)
+            fixed, spec, readout = fixed[keep], spec[keep], readout[keep]
+        self.chunks.append((compact(fixed), compact(spec), compact(readout)))
+
+    def _mask(self, fixed: pd.DataFrame, spec: pd.DataFrame, readout: pd.DataFrame) -> Any:
+        """The rows of one chunk that ``where`` keeps."""
+        keep = np.ones(len(fixed), dtype=bool)
+        for name, wanted in self.where.items():
+            column = _where_column(name, fixed, spec, readout)
+            values = (
+                list(wanted) if isinstance(wanted, list | tuple | set | frozenset) else [wanted]
+            )
+            keep &= column.isin(values).to_numpy() if column is not None else False
+        return keep
+
+    def frame(self) -> pd.DataFrame:
+        """The chunks joined, collisions prefixed, the asked-for columns in order."""
+        reserved = {*FRAME_COLUMNS, "raw"}
+        spec_name = {c: f"spec.{c}" if c in reserved else c for c in self.spec_names}
+        taken = reserved | set(spec_name.values())
+        readout_name = {c: f"readouts.{c}" if c in taken else c for c in self.readout_names}
+        fixed = list(FRAME_COLUMNS) + (["raw"] if self.include_raw else [])
+        parts = []
+        for index, names in enumerate((fixed, list(spec_name), list(readout_name))):
+            chunks = [chunk[index] for chunk in self.chunks]
+            present = [n for n in names if any(n in c.columns for c in chunks)]
+            parts.append(join_chunks(chunks, present if self.chunks else names))
+        parts[1] = parts[1].rename(columns=spec_name)
+        parts[2] = parts[2].rename(columns=readout_name)
+        if self.include_raw:  # the raw output is the last column
+            parts.append(parts[0].pop("raw").to_frame())
+        out = pd.concat(parts, axis=1)
+        if self.columns is not None:
+            out = out[[c for c in self.columns if c in out.columns]]
+        return out
+
+
+def _where_column(
+    name: str, fixed: pd.DataFrame, spec: pd.DataFrame, readout: pd.DataFrame
+) -> pd.Series | None:
+    """The column ``where`` names in one chunk (prefixed or plain, as in the frame)."""
+    if name in fixed.columns:
+        return fixed[name]
+    for prefix, frame in (("spec.", spec), ("readouts.", readout)):
+        if name.startswith(prefix) and name[len(prefix) :] in frame.columns:
+            return frame[name[len(prefix) :]]
+    if name in spec.columns and name not in FRAME_COLUMNS:
+        return spec[name]
+    return readout[name] if name in readout.columns else None
+
+
+def _take_scalar(where: dict[str, Any], name: str, given: str | None) -> str | None:
+    """A ``where`` entry on ``name`` holding one string, taken out to be selected in SQL (when
+    the caller's own filter ``given`` is not set)."""
+    value = where.get(name)
+    if given is None and isinstance(value, str):
+        del where[name]
+        return value
+    return given
+
+
+def _flatten(
+    obj: dict[str, Any],
+    prefix: str = "",
+    *,
+    parts: Sequence[str] = (),
+    memo: dict[tuple[int, str], tuple[Any, dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """Flatten decoded JSON: nested dicts into ``a.b`` keys, lists and empty dicts to JSON text.
+
+    ``obj`` comes from :func:`json.loads`, so containers are exactly ``dict`` and ``list``.
+    ``parts``: the fields of ``obj`` holding a shared part value (the same object for every
+    item of the part), flattened once into ``memo`` (which holds the object, so its id is not
+    reused while the memo lives) instead of once a row.
+    """
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        kind = type(value)
+        if kind is dict and value and memo is not None and key in parts:
+            found = memo.get((id(value), key))
+            if found is None or found[0] is not value:
+                found = memo[(id(value), key)] = (value, _flatten(value, f"{prefix}{key}."))
+            out.update(found[1])
+        elif kind is dict and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        elif kind is dict or kind is list:  # read back: redacted when it was written
+            out[prefix + key] = compact_json(value)
+        else:
+            out[prefix + key] = value
+    return out

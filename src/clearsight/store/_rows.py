@@ -24,14 +24,11 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from clearsight.seeding import canonical_json
 from clearsight.specs import Part, Spec, to_plain
 from clearsight.store._packed import Shapes, pack
-
-if TYPE_CHECKING:
-    from clearsight.store._grid import SpecGrid
 
 __all__ = ["RowEncoder", "key_encoder"]
 
@@ -145,9 +142,13 @@ class RowEncoder:
 
     # ------------------------------------------------------------------------ grids of items
 
-    def grid_rows(self, grid: SpecGrid[Any]) -> tuple[list[bytes], list[str]]:
-        """The key digests and the packed stored texts of every item of ``grid``'s product,
-        in order.
+    def grid_rows(
+        self, names: tuple[tuple[str, ...], ...], groups: Sequence[Sequence[Mapping[str, Any]]]
+    ) -> tuple[list[bytes], list[str]]:
+        """The key digests and the packed stored texts of every item of the product of
+        ``groups`` (entries naming the fields ``names`` of their group; a grid's groups with its
+        defaults as a group of one entry: :attr:`clearsight.store._items.SpecGrid.product`), in
+        order.
 
         The fields of the last group ("inner") and of the others ("outer") alternate in runs,
         in the key's sorted order and in the stored order alike; each outer combination's runs
@@ -155,8 +156,6 @@ class RowEncoder:
         one SHA-256. The shape of the stored object follows from the fields left out (None
         where :data:`~clearsight.specs.OMIT_NONE`), one bit per field.
         """
-        names = grid.names if not grid.defaults else (tuple(grid.defaults), *grid.names)
-        groups = grid.groups if not grid.defaults else ((grid.defaults,), *grid.groups)
         layout = self._layouts.get(names)
         if layout is None:
             layout = self._layouts[names] = _Layout.of(self._fields, frozenset(names[-1]))
@@ -289,51 +288,68 @@ def key_encoder(cls: type[Spec]) -> RowEncoder:
 def _row_source(fields: tuple[tuple[str, bool], ...], parts: frozenset[str]) -> str:
     """Source of ``row(item)`` for a spec class with stored ``fields`` ((name, omitted while
     None); names are identifiers; ``P`` is the JSON of the kind; ``parts`` the fields holding
-    a part): each field's two pieces
-    (strings and shared objects from the caches, numbers by ``repr``, the rest by
-    :meth:`RowEncoder._pieces`), then the key text in sorted field order and the stored text
-    in field order, one f-string each per pattern of omitted fields."""
+    a part): each field's two pieces (:func:`_field_lines`), then the key text in sorted field
+    order and the stored text in field order (:func:`_text_lines`)."""
     lines = ["def row(item):"]
-    omittable = [i for i, (_, omit) in enumerate(fields) if omit]
     for i, (name, omit) in enumerate(fields):
-        if name in parts:  # a part: its cached pieces, or slow (which refuses a non-part)
-            lookup = [
-                "c = O.get(id(x))",
-                "if c is not None and c[0] is x:",
-                f"    k{i} = c[1]",
-                f"    s{i} = c[2]",
-                "else:",
-                f"    k{i}, s{i} = slow({name!r}, x)",
-            ]
-            pad = "        " if omit else "    "
-            lines.append(f"    x = item.{name}")
-            if omit:
-                lines += ["    if x is None:", f"        k{i} = s{i} = None", "    else:"]
-            lines += [pad + line for line in lookup]
-            continue
-        lines += [
-            f"    x = item.{name}",
-            "    if type(x) is str:",
-            f"        k{i} = S.get(x)",
-            f"        if k{i} is None:",
-            f"            k{i} = new_str(x)",
-            f"        s{i} = k{i}",
-            "    elif x is None:",
-            f"        k{i} = s{i} = {'None' if omit else repr('null')}",
-            "    elif type(x) is int:",
-            f"        k{i} = s{i} = int_repr(x)",
-            "    elif type(x) is float:",
-            f"        k{i} = s{i} = number(x)",
-            "    else:",
-            "        c = O.get(id(x))",
-            "        if c is not None and c[0] is x:",
-            f"            k{i} = c[1]",
-            f"            s{i} = c[2]",
-            "        else:",
-            f"            k{i}, s{i} = slow({name!r}, x)",
+        lines += _field_lines(i, name, omit, name in parts)
+    lines += _text_lines(fields)
+    lines += [
+        "    digest = sha(text.encode()).digest()",
+        "    return digest.hex(), digest, stored",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _field_lines(i: int, name: str, omit: bool, part: bool) -> list[str]:
+    """Lines of ``row`` setting ``k<i>`` and ``s<i>``, the key and stored pieces of field
+    ``name`` (None for both when it is left out while None): strings and shared objects from
+    the caches, numbers by ``repr``, the rest by :meth:`RowEncoder._pieces`; a part by its
+    cached pieces, or by ``slow`` (which refuses a value that is no part)."""
+    if part:
+        lookup = [
+            "c = O.get(id(x))",
+            "if c is not None and c[0] is x:",
+            f"    k{i} = c[1]",
+            f"    s{i} = c[2]",
+            "else:",
+            f"    k{i}, s{i} = slow({name!r}, x)",
         ]
+        pad = "        " if omit else "    "
+        lines = [f"    x = item.{name}"]
+        if omit:
+            lines += ["    if x is None:", f"        k{i} = s{i} = None", "    else:"]
+        return lines + [pad + line for line in lookup]
+    return [
+        f"    x = item.{name}",
+        "    if type(x) is str:",
+        f"        k{i} = S.get(x)",
+        f"        if k{i} is None:",
+        f"            k{i} = new_str(x)",
+        f"        s{i} = k{i}",
+        "    elif x is None:",
+        f"        k{i} = s{i} = {'None' if omit else repr('null')}",
+        "    elif type(x) is int:",
+        f"        k{i} = s{i} = int_repr(x)",
+        "    elif type(x) is float:",
+        f"        k{i} = s{i} = number(x)",
+        "    else:",
+        "        c = O.get(id(x))",
+        "        if c is not None and c[0] is x:",
+        f"            k{i} = c[1]",
+        f"            s{i} = c[2]",
+        "        else:",
+        f"            k{i}, s{i} = slow({name!r}, x)",
+    ]
+
+
+def _text_lines(fields: tuple[tuple[str, bool], ...]) -> list[str]:
+    """Lines of ``row`` joining the pieces into ``text`` (the key's JSON) and ``stored`` (the
+    packed stored spec): one pair of f-strings per pattern of omitted fields, chosen by the
+    mask ``m`` of the fields left out."""
+    omittable = [i for i, (_, omit) in enumerate(fields) if omit]
     mask = " | ".join(f"((k{i} is None) << {b})" for b, i in enumerate(omittable)) or "0"
-    lines.append(f"    m = {mask}")
+    lines = [f"    m = {mask}"]
     for pattern in range(2 ** len(omittable)):
         gone = {i for b, i in enumerate(omittable) if pattern >> b & 1}
         shown = [i for i in range(len(fields)) if i not in gone]
@@ -346,8 +362,4 @@ def _row_source(fields: tuple[tuple[str, bool], ...], parts: frozenset[str]) -> 
             f"        text = f'[{{P}},{{{{{key}}}}}]'",
             f"        stored = f'[{{shape({present!r})}}{stored}]'",
         ]
-    lines += [
-        "    digest = sha(text.encode()).digest()",
-        "    return digest.hex(), digest, stored",
-    ]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -1,4 +1,16 @@
-"""Items that are every combination of a few groups of field values, without an object each.
+"""The items a stage offers the driver: one sequence protocol, :class:`Items`, whatever holds them.
+
+A stage's items are typed :class:`~clearsight.specs.Spec` values. The driver and the store ask
+the same four things of them, whatever their form: their keys (:meth:`Items.keys`), their kinds
+(:meth:`Items.kinds`), the ones whose key is wanted (:meth:`Items.only`) and their stored rows
+(:meth:`Items.rows`, encoded by the store's tables). Two forms answer:
+
+* :class:`SpecList`, specs already made, in the caller's list or tuple, answered item by item;
+* :class:`SpecGrid`, items that are every combination of a few groups of field values, without
+  an object each, and :class:`SpecGrids`, several grids as one sequence.
+
+:func:`as_items` wraps a plain sequence once (the driver does it for each stage), so a protocol
+may offer a list, and nothing else looks at the form.
 
 The paper's sweep is a product: each scene's questions under every condition, for each model.
 Planning 1.8 million of them as typed :class:`~clearsight.specs.Spec` objects cost more than
@@ -8,10 +20,6 @@ items, built when asked for (a unit's worker iterates them), while the store enc
 key and stored row straight from the groups' pieces
 (:meth:`clearsight.store._rows.RowEncoder.grid_rows`). Either way an item is exactly the spec
 ``cls(**fields)`` and its key is :attr:`Spec.key` (``tests/test_spec_grid.py`` checks both).
-
-:class:`SpecGrids` is several grids as one sequence (a stage's items). :func:`keys_of`,
-:func:`kinds_of` and :func:`select` are what the driver asks of any stage's items: a grid
-answers from its groups and its 32-byte digests, a plain sequence of specs item by item.
 """
 
 from __future__ import annotations
@@ -21,22 +29,144 @@ import dataclasses
 import itertools
 import math
 from abc import abstractmethod
-from collections.abc import Container, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar, overload
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeAlias, TypeVar, overload
 
 from clearsight.specs import Spec
+from clearsight.store._rows import key_encoder
 
-__all__ = ["SpecGrid", "SpecGrids", "keys_of", "kinds_of", "select"]
+__all__ = [
+    "ItemEncoder",
+    "ItemTriple",
+    "Items",
+    "Row",
+    "SpecGrid",
+    "SpecGrids",
+    "SpecList",
+    "as_items",
+    "keys_of",
+    "select",
+]
 
 S = TypeVar("S", bound=Spec)
+
+#: An item given by its parts: ``(key, kind, JSON form of the spec)`` (a kind without a spec
+#: class, or a spec read back).
+ItemTriple: TypeAlias = tuple[str, str, Mapping[str, Any]]
+#: A row of the store's ``items`` table: ``(stored key, kind id, packed spec)``.
+Row: TypeAlias = tuple[bytes | str, int, str]
 
 DIGEST = 32
 """Bytes of a key's SHA-256 digest (its hex text is the key)."""
 
 
-class _Items(Sequence[S], Generic[S]):
-    """A sequence of typed items that builds each when asked: indexing (negative indexes and
-    slices too) comes down to ``_get`` of an index in range."""
+class ItemEncoder(Protocol):
+    """What turns items into rows of the store (its tables,
+    :class:`clearsight.store._tables.Tables`): one item at a time, or a grid from its groups."""
+
+    def item_row(self, item: Spec | ItemTriple) -> tuple[str, Row]:
+        """``(key, row)`` of one item."""
+        ...
+
+    def grid_rows(self, grid: SpecGrid[Any]) -> list[Row]:
+        """The rows of a grid's items, in order."""
+        ...
+
+
+class Items(Sequence[S]):
+    """The items of one stage, in order: a sequence of typed specs that also says their keys,
+    their kinds, which of them are wanted and how they are stored (see the module docstring).
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    def keys(self) -> Sequence[str]:
+        """Every item's key, in order."""
+
+    @abstractmethod
+    def kinds(self) -> frozenset[str]:
+        """The item kinds among the items."""
+
+    @abstractmethod
+    def only(self, keys: Container[str]) -> Items[S]:
+        """The items whose key is in ``keys``, in order, in the same form."""
+
+    @abstractmethod
+    def rows(self, encoder: ItemEncoder) -> Iterator[Row]:
+        """The items' rows of the store, in order, as ``encoder`` encodes them."""
+
+
+class SpecList(Items[S]):
+    """Specs already made, in the caller's sequence (not copied): each answers for itself."""
+
+    __slots__ = ("specs",)
+
+    def __init__(self, specs: Sequence[S]) -> None:
+        self.specs = specs
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    @overload
+    def __getitem__(self, index: int) -> S: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[S]: ...
+
+    def __getitem__(self, index: int | slice) -> S | Sequence[S]:
+        return self.specs[index]
+
+    def __iter__(self) -> Iterator[S]:
+        return iter(self.specs)
+
+    def keys(self) -> list[str]:
+        """Every item's key, in order."""
+        return [item.key for item in self.specs]
+
+    def kinds(self) -> frozenset[str]:
+        """The item kinds among the items."""
+        return frozenset(item.kind for item in self.specs)
+
+    def only(self, keys: Container[str]) -> SpecList[S]:
+        """The items whose key is in ``keys``, in order."""
+        return SpecList([item for item in self.specs if item.key in keys])
+
+    def rows(self, encoder: ItemEncoder) -> Iterator[Row]:
+        """Each item's row, encoded one by one."""
+        return (encoder.item_row(item)[1] for item in self.specs)
+
+
+@overload
+def as_items(items: Iterable[S]) -> Items[S]: ...
+
+
+@overload
+def as_items(items: Iterable[Spec | ItemTriple]) -> Items[Any]: ...
+
+
+def as_items(items: Iterable[Any]) -> Items[Any]:
+    """``items`` as :class:`Items`: themselves when they are (a grid), else a :class:`SpecList`
+    of them (an iterator is read into a tuple first). The one place that looks at the form."""
+    if isinstance(items, Items):
+        return items
+    return SpecList(items if isinstance(items, Sequence) else tuple(items))
+
+
+def keys_of(items: Iterable[Spec]) -> Sequence[str]:
+    """The keys of ``items`` in order (a grid's from its digests): ``as_items(items).keys()``."""
+    return as_items(items).keys()
+
+
+def select(items: Iterable[S], keys: Container[str]) -> Items[S]:
+    """The items whose key is in ``keys``, in order (a grid stays a grid):
+    ``as_items(items).only(keys)``."""
+    return as_items(items).only(keys)
+
+
+class _Built(Items[S]):
+    """Items that are built when asked for: indexing (negative indexes and slices too) comes
+    down to ``_get`` of an index in range."""
 
     __slots__ = ()
 
@@ -60,7 +190,7 @@ class _Items(Sequence[S], Generic[S]):
         """The item at ``index`` (``0 <= index < len(self)``)."""
 
 
-class SpecGrid(_Items[S]):
+class SpecGrid(_Built[S]):
     """The items ``cls(**a, **b, ...)`` for every ``a`` of ``groups[0]``, ``b`` of ``groups[1]``
     and so on, the last group varying fastest; with ``positions``, only the items at those
     positions of that product, in that order.
@@ -134,12 +264,21 @@ class SpecGrid(_Items[S]):
         return self.cls.kind
 
     @property
+    def product(
+        self,
+    ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[Mapping[str, Any], ...], ...]]:
+        """The field names of each group and the groups, the class defaults of the fields no
+        group gives as a first group of one entry: what the items' keys and rows are made of
+        (:meth:`clearsight.store._rows.RowEncoder.grid_rows`)."""
+        if not self.defaults:
+            return self.names, self.groups
+        return (tuple(self.defaults), *self.names), ((self.defaults,), *self.groups)
+
+    @property
     def digests(self) -> bytes:
         """The 32-byte key digests of the whole product, in order (computed once)."""
         if self._digests is None:
-            from clearsight.store._rows import key_encoder
-
-            self.learn(b"".join(key_encoder(self.cls).grid_rows(self)[0]))
+            self.learn(b"".join(key_encoder(self.cls).grid_rows(*self.product)[0]))
         assert self._digests is not None
         return self._digests
 
@@ -149,18 +288,25 @@ class SpecGrid(_Items[S]):
             raise ValueError(f"{len(digests)} bytes of digests for a grid of {self.size}")
         self._digests = digests
 
-    @property
     def keys(self) -> tuple[str, ...]:
-        """The items' keys, in order."""
+        """The items' keys, in order (from the product's digests)."""
         d = self.digests
         return tuple(d[i * DIGEST : (i + 1) * DIGEST].hex() for i in self._kept())
 
+    def kinds(self) -> frozenset[str]:
+        """The grid's one item kind (none when it has no item)."""
+        return frozenset((self.kind,)) if len(self) else frozenset()
+
     def only(self, keys: Container[str]) -> SpecGrid[S]:
         """The items whose key is in ``keys`` (the same grid when that is all of them)."""
-        kept = [i for i, key in zip(self._kept(), self.keys, strict=True) if key in keys]
+        kept = [i for i, key in zip(self._kept(), self.keys(), strict=True) if key in keys]
         if len(kept) == len(self):
             return self
         return SpecGrid(self.cls, self.groups, kept, digests=self.digests)
+
+    def rows(self, encoder: ItemEncoder) -> Iterator[Row]:
+        """The items' rows, encoded from the groups (the grid learns its digests)."""
+        return iter(encoder.grid_rows(self))
 
     def _kept(self) -> Sequence[int]:
         """The product positions of the grid's items, in order."""
@@ -237,7 +383,7 @@ def _defaults(cls: type[Spec], given: set[str]) -> dict[str, Any]:
     return out
 
 
-class SpecGrids(_Items[S]):
+class SpecGrids(_Built[S]):
     """Several grids as one sequence of items, in order (a stage's items)."""
 
     __slots__ = ("_starts", "grids")
@@ -257,34 +403,18 @@ class SpecGrids(_Items[S]):
         for grid in self.grids:
             yield from grid
 
-    @property
     def keys(self) -> list[str]:
         """Every item's key, in order."""
-        return [key for grid in self.grids for key in grid.keys]
+        return list(itertools.chain.from_iterable(grid.keys() for grid in self.grids))
+
+    def kinds(self) -> frozenset[str]:
+        """The item kinds of the grids."""
+        return frozenset(grid.kind for grid in self.grids)
 
     def only(self, keys: Container[str]) -> SpecGrids[S]:
         """The items whose key is in ``keys``."""
         return SpecGrids([grid.only(keys) for grid in self.grids])
 
-
-def keys_of(items: Sequence[Spec]) -> Sequence[str]:
-    """The keys of a stage's items (a grid's from its digests)."""
-    if isinstance(items, SpecGrid | SpecGrids):
-        return items.keys
-    return [item.key for item in items]
-
-
-def kinds_of(items: Sequence[Spec]) -> set[str]:
-    """The item kinds among ``items`` (a grid's without building an item)."""
-    if isinstance(items, SpecGrid):
-        return {items.kind} if len(items) else set()
-    if isinstance(items, SpecGrids):
-        return {grid.kind for grid in items.grids}
-    return {item.kind for item in items}
-
-
-def select(items: Sequence[S], keys: Container[str]) -> Sequence[S]:
-    """The items whose key is in ``keys``, in order (a grid stays a grid)."""
-    if isinstance(items, SpecGrid | SpecGrids):
-        return items.only(keys)
-    return [item for item in items if item.key in keys]
+    def rows(self, encoder: ItemEncoder) -> Iterator[Row]:
+        """Each grid's rows in turn, encoded from its groups."""
+        return itertools.chain.from_iterable(map(encoder.grid_rows, self.grids))
