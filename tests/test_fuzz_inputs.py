@@ -225,6 +225,23 @@ SCRIPT_ENTRY = st.fixed_dictionaries(
         "usage": JSON,
         "latency_s": JSON,
         "extra": JSON,
+        # a row of the masked-scoring table (scripted.ScriptedScores)
+        "hidden": JSON
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                k: JSON
+                for k in (
+                    "hide",
+                    "share",
+                    "failed",
+                    "sequence_probs",
+                    "end_probs",
+                    "hidden_tokens",
+                    "prompt_tokens",
+                )
+            },
+        ),
     },
 )
 

@@ -278,13 +278,13 @@ def test_grounding_items_end_ok_or_failed(
 def _numeral_row() -> Any:
     """A prepared numeral read-out: numerals 0-9 one token each (ids 0-9), 10 as the tokens of
     1 then 0, so the read-out needs the row after 1 too."""
-    from clearsight.grounding.elicit import _Prepared
     from clearsight.grounding.numerals import NUMERALS
     from clearsight.models.base import Message
+    from clearsight.models.hf_hidden import Prepared
 
     request = Request((Message.user("q"),), candidates=NUMERALS, generate=False)
     seqs = (*((k,) for k in range(10)), (1, 0))
-    return _Prepared(request, None, seqs, (1,))
+    return Prepared(request, seqs, (1,))
 
 
 class _Tokenizer:
@@ -309,12 +309,19 @@ def _log_softmax(logits: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 def test_the_numeral_read_out_is_a_distribution_or_a_reason(
     row: list[float], normalised: bool
 ) -> None:
-    from clearsight.grounding.elicit import Elicited, ElicitFailure, _row
+    from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest, elicited
+    from clearsight.models.base import Message, TextPart
+    from clearsight.models.hf_hidden import row_scores
 
     logp = np.array(row, dtype=np.float64).reshape(2, 12)
     if normalised and np.isfinite(logp).all():
         logp = _log_softmax(np.clip(logp, -50, 50))
-    out = _row(_NumeralBackend(), _numeral_row(), logp, 7)  # type: ignore[arg-type]
+    scores = row_scores(_NumeralBackend(), _numeral_row(), logp, 7)  # type: ignore[arg-type]
+    if isinstance(scores, RequestFailedError):
+        assert scores.reason
+        return
+    slot = (Message.user("q"), Message("assistant", (TextPart("Confidence: "),)))
+    out = elicited(ElicitRequest(slot), scores)
     if isinstance(out, ElicitFailure):
         assert out.reason
         return

@@ -18,7 +18,6 @@ from clearsight.grounding.elicit import (  # noqa: E402
     ElicitFailure,
     ElicitRequest,
     elicit,
-    numeral_sequences,
 )
 from clearsight.grounding.generator import bundled_problems  # noqa: E402
 from clearsight.grounding.numerals import NUMERALS  # noqa: E402
@@ -26,6 +25,7 @@ from clearsight.grounding.trajectories import Trajectory, elicit_messages  # noq
 from clearsight.models.base import Request  # noqa: E402
 from clearsight.models.hf import make_hf  # noqa: E402
 from clearsight.models.hf_backend import HfBackend  # noqa: E402
+from clearsight.models.hf_hidden import candidate_sequences  # noqa: E402
 
 PROBLEM = bundled_problems(1)[0]
 TRAJ = Trajectory(
@@ -109,7 +109,7 @@ def calls(llama: HfBackend) -> Iterator[Calls]:
 
 def test_numerals_are_tokenized_in_context(llama: HfBackend) -> None:
     req = Request(_request().messages, candidates=NUMERALS, generate=False)
-    seqs = numeral_sequences(llama, llama.prompt_text(req))
+    seqs = candidate_sequences(llama, llama.prompt_text(req), NUMERALS)
     assert all(len(s) == 1 for s in seqs[:10])
     assert len(seqs[10]) == 2
     assert seqs[10][0] == seqs[1][0]  # "10" = "1", "0" in SmolLM2's tokenizer

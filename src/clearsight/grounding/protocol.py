@@ -98,7 +98,7 @@ from clearsight.grounding.variation import (
     variation_variant,
 )
 from clearsight.models import Backend, shared_backend
-from clearsight.models.base import Capabilities
+from clearsight.models.base import Capabilities, masked_scorer
 from clearsight.models.replies import checked_replies
 from clearsight.provenance import RunConfig, run_manifest, source_digest
 from clearsight.seeding import derive_seed, rng_for
@@ -395,9 +395,8 @@ def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]
         reqs = readout_requests(readout, problem, traj, spec.share, spec.seed, images[problem.id])
         planned.append((len(requests), len(requests) + len(reqs)))
         requests += reqs
-    if requests and not hasattr(backend, "forward_with_mask"):
-        raise InputError(f"{unit.model}: confidence elicitation needs the hf backend's mask hook")
-    results = elicit(backend, requests) if requests else []  # type: ignore[arg-type]
+    purpose = "trajectory grounding (confidence under masked attention)"
+    results = elicit(masked_scorer(backend, purpose), requests) if requests else []
     elapsed = (time.perf_counter() - started) / unit.size
     records = []
     for spec, plan in zip(unit.items, planned, strict=True):
