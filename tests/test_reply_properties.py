@@ -116,12 +116,12 @@ BATCH = st.sampled_from(["normal", "normal", "raises", "short", "partial"])
 @pytest.fixture(scope="module")
 def replier() -> Iterator[Replier]:
     """The one backend every model name loads to in this module."""
-    import clearsight.grounding.protocol
+    import clearsight.grounding.unit
     import clearsight.sweep.protocol
 
     backend = Replier()
     patch = pytest.MonkeyPatch()
-    for module in (clearsight.models, clearsight.sweep.protocol, clearsight.grounding.protocol):
+    for module in (clearsight.models, clearsight.sweep.protocol, clearsight.grounding.unit):
         patch.setattr(module, "shared_backend", lambda *_a, **_k: backend)
     yield backend
     patch.undo()
@@ -221,20 +221,12 @@ def test_sweep_items_end_ok_or_failed(
 
 
 def _grounding_units() -> list[Any]:
+    from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.generator import bundled_problems
-    from clearsight.grounding.protocol import (
-        EDIT,
-        JUDGE,
-        TRAJECTORY,
-        VARIATION,
-        GroundingConfig,
-        GroundingUnit,
-        plan_edits,
-        plan_judge,
-        plan_trajectories,
-        plan_variations,
-    )
+    from clearsight.grounding.plan import plan_edits, plan_judge, plan_trajectories, plan_variations
+    from clearsight.grounding.specs import EDIT, JUDGE, TRAJECTORY, VARIATION
     from clearsight.grounding.trajectories import good_trajectory
+    from clearsight.grounding.unit import GroundingUnit
 
     cfg = GroundingConfig(
         model="scripted:m", generator="scripted:g", judge="scripted:j", variation_samples=1
@@ -265,7 +257,7 @@ def grounding_units(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 def test_grounding_items_end_ok_or_failed(
     data: st.DataObject, batch: str, replier: Replier, grounding_units: tuple[Any, RunStore]
 ) -> None:
-    from clearsight.grounding.protocol import run_unit
+    from clearsight.grounding.unit import run_unit
 
     units, store = grounding_units
     for unit in units:

@@ -262,16 +262,11 @@ def test_unexpected_numeral_tokenization_fails_with_its_reason(
 
 
 def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path: Path) -> None:
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.plan import plan_elicitations, plan_trajectories
     from clearsight.grounding.problems import Problem
-    from clearsight.grounding.protocol import (
-        ELICIT,
-        TRAJECTORY,
-        GroundingConfig,
-        GroundingUnit,
-        plan_elicitations,
-        plan_trajectories,
-        run_unit,
-    )
+    from clearsight.grounding.specs import ELICIT, TRAJECTORY
+    from clearsight.grounding.unit import GroundingUnit, run_unit
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(model=model, generator=None, n_problems=0, pairs=False, variation=False)
@@ -307,7 +302,9 @@ def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path:
 
 
 def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
-    from clearsight.grounding.protocol import ELICIT, GroundingConfig, run_grounding
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.specs import ELICIT
     from clearsight.report.grounding import build_grounding_report
 
     model = f"hf:{tiny_llama_path}"
