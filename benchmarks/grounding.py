@@ -80,7 +80,7 @@ def _build_items_per_s(tmp: Path) -> float:
     """Problems per second through a TGS-Bench build with a scripted generator."""
     import json
 
-    from clearsight.grounding.build import BuildBenchConfig, read_bench, run_build_bench
+    from clearsight.grounding import BuildBenchConfig, read_bench, run_build_bench
 
     problems = bundled_problems(64)
     entries = [{"match": "Here is a", "texts": ["Nothing like the span at all."]}]

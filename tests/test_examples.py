@@ -121,12 +121,9 @@ def _bench(tmp_path: Path) -> Path:
 
 
 def test_the_grounding_example_plans_a_bench_file(tmp_path: Path) -> None:
-    from clearsight.grounding.protocol import (
-        GROUNDING,
-        GroundingConfig,
-        load_problems,
-        plan_trajectories,
-    )
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.plan import load_problems, plan_trajectories
+    from clearsight.grounding.protocol import GROUNDING
 
     cfg = load_config(EXAMPLES / "grounding-tgs-bench.yaml", GroundingConfig)
     assert (cfg.model, cfg.generator, cfg.n_problems) == ("hf:Qwen/Qwen3-VL-4B-Instruct", None, 0)

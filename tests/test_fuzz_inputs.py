@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.config import load_config
+from clearsight.grounding import GroundingConfig
 from clearsight.grounding.numerals import numeral_distribution
 from clearsight.grounding.problems import ANSWER_TYPES, load_jsonl, normalise_answer
-from clearsight.grounding.protocol import GroundingConfig
 from clearsight.models import load_backend, split_model_spec
 from clearsight.models.hf_options import parse_options as parse_hf_options
 from clearsight.models.openai_api import parse_model_spec
@@ -225,6 +225,23 @@ SCRIPT_ENTRY = st.fixed_dictionaries(
         "usage": JSON,
         "latency_s": JSON,
         "extra": JSON,
+        # a row of the masked-scoring table (scripted.ScriptedScores)
+        "hidden": JSON
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                k: JSON
+                for k in (
+                    "hide",
+                    "share",
+                    "failed",
+                    "sequence_probs",
+                    "end_probs",
+                    "hidden_tokens",
+                    "prompt_tokens",
+                )
+            },
+        ),
     },
 )
 

@@ -70,7 +70,8 @@ def test_a_dataset_loader_refuses_a_repeated_question_id(tmp_path: Path) -> None
 
 
 def test_grounding_refuses_a_problem_id_given_twice(tmp_path: Path) -> None:
-    from clearsight.grounding.protocol import GroundingConfig, load_problems
+    from clearsight.grounding import GroundingConfig
+    from clearsight.grounding.plan import load_problems
 
     one = tmp_path / "one.jsonl"
     one.write_text(
@@ -162,7 +163,7 @@ def test_reasoner_options_must_name_a_reasoner_of_the_run(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("ratios", [(0.0, float("nan")), (0.0, 1.5), (0.5, 0.5)])
 def test_grounding_mask_ratios_are_distinct_shares(ratios: tuple[float, ...]) -> None:
-    from clearsight.grounding.protocol import GroundingConfig
+    from clearsight.grounding import GroundingConfig
 
     with pytest.raises(ValidationError, match="mask_ratios"):
         GroundingConfig(mask_ratios=ratios)

@@ -116,12 +116,12 @@ BATCH = st.sampled_from(["normal", "normal", "raises", "short", "partial"])
 @pytest.fixture(scope="module")
 def replier() -> Iterator[Replier]:
     """The one backend every model name loads to in this module."""
-    import clearsight.grounding.protocol
+    import clearsight.grounding.unit
     import clearsight.sweep.protocol
 
     backend = Replier()
     patch = pytest.MonkeyPatch()
-    for module in (clearsight.models, clearsight.sweep.protocol, clearsight.grounding.protocol):
+    for module in (clearsight.models, clearsight.sweep.protocol, clearsight.grounding.unit):
         patch.setattr(module, "shared_backend", lambda *_a, **_k: backend)
     yield backend
     patch.undo()
@@ -221,20 +221,12 @@ def test_sweep_items_end_ok_or_failed(
 
 
 def _grounding_units() -> list[Any]:
+    from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.generator import bundled_problems
-    from clearsight.grounding.protocol import (
-        EDIT,
-        JUDGE,
-        TRAJECTORY,
-        VARIATION,
-        GroundingConfig,
-        GroundingUnit,
-        plan_edits,
-        plan_judge,
-        plan_trajectories,
-        plan_variations,
-    )
+    from clearsight.grounding.plan import plan_edits, plan_judge, plan_trajectories, plan_variations
+    from clearsight.grounding.specs import EDIT, JUDGE, TRAJECTORY, VARIATION
     from clearsight.grounding.trajectories import good_trajectory
+    from clearsight.grounding.unit import GroundingUnit
 
     cfg = GroundingConfig(
         model="scripted:m", generator="scripted:g", judge="scripted:j", variation_samples=1
@@ -265,7 +257,7 @@ def grounding_units(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 def test_grounding_items_end_ok_or_failed(
     data: st.DataObject, batch: str, replier: Replier, grounding_units: tuple[Any, RunStore]
 ) -> None:
-    from clearsight.grounding.protocol import run_unit
+    from clearsight.grounding.unit import run_unit
 
     units, store = grounding_units
     for unit in units:
@@ -278,13 +270,13 @@ def test_grounding_items_end_ok_or_failed(
 def _numeral_row() -> Any:
     """A prepared numeral read-out: numerals 0-9 one token each (ids 0-9), 10 as the tokens of
     1 then 0, so the read-out needs the row after 1 too."""
-    from clearsight.grounding.elicit import _Prepared
     from clearsight.grounding.numerals import NUMERALS
     from clearsight.models.base import Message
+    from clearsight.models.hf_hidden import Prepared
 
     request = Request((Message.user("q"),), candidates=NUMERALS, generate=False)
     seqs = (*((k,) for k in range(10)), (1, 0))
-    return _Prepared(request, None, seqs, (1,))
+    return Prepared(request, seqs, (1,))
 
 
 class _Tokenizer:
@@ -309,12 +301,19 @@ def _log_softmax(logits: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 def test_the_numeral_read_out_is_a_distribution_or_a_reason(
     row: list[float], normalised: bool
 ) -> None:
-    from clearsight.grounding.elicit import Elicited, ElicitFailure, _row
+    from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest, elicited
+    from clearsight.models.base import Message, TextPart
+    from clearsight.models.hf_hidden import row_scores
 
     logp = np.array(row, dtype=np.float64).reshape(2, 12)
     if normalised and np.isfinite(logp).all():
         logp = _log_softmax(np.clip(logp, -50, 50))
-    out = _row(_NumeralBackend(), _numeral_row(), logp, 7)  # type: ignore[arg-type]
+    scores = row_scores(_NumeralBackend(), _numeral_row(), logp, 7)  # type: ignore[arg-type]
+    if isinstance(scores, RequestFailedError):
+        assert scores.reason
+        return
+    slot = (Message.user("q"), Message("assistant", (TextPart("Confidence: "),)))
+    out = elicited(ElicitRequest(slot), scores)
     if isinstance(out, ElicitFailure):
         assert out.reason
         return

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clearsight.grounding.protocol import GroundingConfig
+from clearsight.grounding import GroundingConfig
 from clearsight.probe.protocol import ProbeConfig
 from clearsight.probe.uot import SearchSettings
 from clearsight.provenance import RunConfig

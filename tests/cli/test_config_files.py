@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.grounding.protocol import GroundingConfig
+from clearsight.grounding import GroundingConfig
 from clearsight.store import RunStore
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import plan_sweep

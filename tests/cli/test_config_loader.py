@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from clearsight.config import NULL, load_config
-from clearsight.grounding.protocol import GroundingConfig
+from clearsight.grounding import GroundingConfig
 from clearsight.sweep.config import SweepConfig
 from clearsight.validate import InputError
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from clearsight.config import load_config
-from clearsight.grounding.protocol import GroundingConfig
+from clearsight.grounding import GroundingConfig
 from clearsight.probe.build import BuildConfig
 from clearsight.probe.protocol import ProbeConfig
 from clearsight.sweep.config import SweepConfig

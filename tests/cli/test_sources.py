@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.grounding.protocol import GroundingConfig
+from clearsight.grounding import GroundingConfig
 from clearsight.probe.instances import bundled_instances
 from clearsight.store import RunStore
 from clearsight.validate import InputError

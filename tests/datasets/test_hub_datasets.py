@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from clearsight.datasets.hub import HUB_SPECS, hub_spec
 from clearsight.datasets.rows import LETTERS, hub_rows, lettered_options
 from clearsight.datasets.snapshot import is_hub_source, locate, snake_case
-from clearsight.grounding.hub import hub_problems
-from clearsight.grounding.problems import Problem, load_benchmark
+from clearsight.grounding.hub import hub_problems, load_benchmark
+from clearsight.grounding.problems import Problem
 from clearsight.probe.hub import hub_instances
 from clearsight.probe.instances import Instance, load_instances
 from clearsight.validate import InputError

@@ -420,7 +420,7 @@ def test_grounding_on_ray_equals_serial(
 ) -> None:
     """Every stage of a small grounding run (trajectories, edits, elicitations) on Ray replicas
     of a tiny Llama: the same records as the serial executor."""
-    from clearsight.grounding.protocol import GroundingConfig, run_grounding
+    from clearsight.grounding import GroundingConfig, run_grounding
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(

@@ -24,12 +24,8 @@ from clearsight.grounding.bench_file import (
     retention_table,
     write_bench,
 )
-from clearsight.grounding.build import (
-    BuildBenchConfig,
-    read_bench,
-    reason_kind,
-    run_build_bench,
-)
+from clearsight.grounding.build import BuildBenchConfig, run_build_bench
+from clearsight.grounding.build_pool import read_bench, reason_kind
 from clearsight.grounding.problems import Problem
 from clearsight.grounding.trajectories import Trajectory
 from clearsight.validate import InputError
@@ -364,7 +360,9 @@ def test_the_retention_table_states_kept_over_attempted() -> None:
 
 
 def test_a_built_bench_is_scored_by_a_grounding_run(tmp_path: Path, tiny_llama_path: Path) -> None:
-    from clearsight.grounding.protocol import EDIT, ELICIT, GroundingConfig, run_grounding
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.specs import EDIT, ELICIT
     from clearsight.report.grounding import build_grounding_report
     from clearsight.store import RunStore
 
@@ -430,7 +428,8 @@ def test_grounding_takes_a_bench_file_alone_unless_other_sources_are_named(
 
     import clearsight.grounding.protocol as protocol
     from clearsight.cli import app
-    from clearsight.grounding.protocol import GroundingConfig, load_problems
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.plan import load_problems
 
     seen: list[GroundingConfig] = []
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from clearsight.grounding.bench import check_edit, inject_rule, perturb_answer, similarity
-from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, generate, render_image
+from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, generate
 from clearsight.grounding.hesitation import (
     event_pairs,
     find_hesitations,
@@ -19,13 +19,9 @@ from clearsight.grounding.hesitation import (
     parse_hesitation_variant,
     stable_share,
 )
-from clearsight.grounding.problems import (
-    Problem,
-    is_correct,
-    load_benchmark,
-    load_jsonl,
-    normalise_answer,
-)
+from clearsight.grounding.hub import load_benchmark
+from clearsight.grounding.images import render_image
+from clearsight.grounding.problems import Problem, is_correct, load_jsonl, normalise_answer
 from clearsight.grounding.tgs import item_differences, scores, self_variant, two_stage_score
 from clearsight.grounding.trajectories import (
     Trajectory,
@@ -287,7 +283,7 @@ def test_canonical_trajectory_needs_a_solution() -> None:
 def _grounding_run(run: Path) -> None:
     """A grounding run written by hand: six problems of two benchmarks with the masking curve,
     pairs on every axis, own trajectories, judge verdicts and one failed elicitation."""
-    from clearsight.grounding.protocol import ELICIT, JUDGE, TRAJECTORY
+    from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY
     from clearsight.store import Record, RunStore
 
     items: list[tuple[str, str, dict[str, object]]] = []

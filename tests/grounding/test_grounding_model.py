@@ -18,7 +18,6 @@ from clearsight.grounding.elicit import (  # noqa: E402
     ElicitFailure,
     ElicitRequest,
     elicit,
-    numeral_sequences,
 )
 from clearsight.grounding.generator import bundled_problems  # noqa: E402
 from clearsight.grounding.numerals import NUMERALS  # noqa: E402
@@ -26,6 +25,7 @@ from clearsight.grounding.trajectories import Trajectory, elicit_messages  # noq
 from clearsight.models.base import Request  # noqa: E402
 from clearsight.models.hf import make_hf  # noqa: E402
 from clearsight.models.hf_backend import HfBackend  # noqa: E402
+from clearsight.models.hf_hidden import candidate_sequences  # noqa: E402
 
 PROBLEM = bundled_problems(1)[0]
 TRAJ = Trajectory(
@@ -109,7 +109,7 @@ def calls(llama: HfBackend) -> Iterator[Calls]:
 
 def test_numerals_are_tokenized_in_context(llama: HfBackend) -> None:
     req = Request(_request().messages, candidates=NUMERALS, generate=False)
-    seqs = numeral_sequences(llama, llama.prompt_text(req))
+    seqs = candidate_sequences(llama, llama.prompt_text(req), NUMERALS)
     assert all(len(s) == 1 for s in seqs[:10])
     assert len(seqs[10]) == 2
     assert seqs[10][0] == seqs[1][0]  # "10" = "1", "0" in SmolLM2's tokenizer
@@ -262,16 +262,11 @@ def test_unexpected_numeral_tokenization_fails_with_its_reason(
 
 
 def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path: Path) -> None:
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.plan import plan_elicitations, plan_trajectories
     from clearsight.grounding.problems import Problem
-    from clearsight.grounding.protocol import (
-        ELICIT,
-        TRAJECTORY,
-        GroundingConfig,
-        GroundingUnit,
-        plan_elicitations,
-        plan_trajectories,
-        run_unit,
-    )
+    from clearsight.grounding.specs import ELICIT, TRAJECTORY
+    from clearsight.grounding.unit import GroundingUnit, run_unit
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(model=model, generator=None, n_problems=0, pairs=False, variation=False)
@@ -307,7 +302,9 @@ def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path:
 
 
 def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
-    from clearsight.grounding.protocol import ELICIT, GroundingConfig, run_grounding
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.specs import ELICIT
     from clearsight.report.grounding import build_grounding_report
 
     model = f"hf:{tiny_llama_path}"

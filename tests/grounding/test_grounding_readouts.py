@@ -182,7 +182,9 @@ def test_every_readout_runs_one_forward_pass_per_slot(tiny_llama_path: Path) -> 
 
 
 def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_path: Path) -> None:
-    from clearsight.grounding.protocol import ELICIT, GroundingConfig, run_grounding
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.specs import ELICIT
     from clearsight.report.grounding import build_grounding_report
 
     model = f"hf:{tiny_llama_path}"

@@ -10,18 +10,11 @@ from typing import Any
 
 import pytest
 
+from clearsight.grounding.config import GroundingConfig
 from clearsight.grounding.generator import bundled_problems
+from clearsight.grounding.plan import plan_edits, plan_elicitations, plan_judge, plan_trajectories
 from clearsight.grounding.problems import Problem
-from clearsight.grounding.protocol import (
-    GroundingConfig,
-    GroundingUnit,
-    _stages,
-    plan_edits,
-    plan_elicitations,
-    plan_judge,
-    plan_trajectories,
-    run_unit,
-)
+from clearsight.grounding.protocol import _stages
 from clearsight.grounding.specs import (
     EDIT,
     ELICIT,
@@ -33,6 +26,7 @@ from clearsight.grounding.specs import (
     TrajectorySpec,
 )
 from clearsight.grounding.trajectories import default_template
+from clearsight.grounding.unit import GroundingUnit, run_unit
 from clearsight.seeding import content_hash, derive_seed
 from clearsight.specs import Spec, json_key, spec_class
 from clearsight.store import RunStore, compact_json

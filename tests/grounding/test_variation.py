@@ -15,10 +15,11 @@ pytest.importorskip("torch")
 
 from test_grounding_model import Calls, one_thread  # noqa: F401  (one thread: faster)
 
+from clearsight.grounding.config import GroundingConfig
 from clearsight.grounding.elicit import elicit
 from clearsight.grounding.generator import bundled_problems
+from clearsight.grounding.plan import plan_elicitations, plan_variations
 from clearsight.grounding.problems import Problem
-from clearsight.grounding.protocol import GroundingConfig, plan_elicitations, plan_variations
 from clearsight.grounding.readouts import get_readout, readout_requests
 from clearsight.grounding.trajectories import Trajectory
 from clearsight.grounding.variation import (
@@ -144,7 +145,8 @@ def test_sampled_alternatives_are_reproducible_and_cost_one_pass_each(
 def test_a_sampled_run_stores_its_alternatives_and_a_rerun_reuses_them(
     tiny_llama_path: Path, tmp_path: Path
 ) -> None:
-    from clearsight.grounding.protocol import ELICIT, VARIATION, run_grounding
+    from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.specs import ELICIT, VARIATION
     from clearsight.report.grounding import build_grounding_report
     from clearsight.store import RunStore
 

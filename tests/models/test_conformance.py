@@ -16,10 +16,11 @@ family's chat-template conventions and special tokens reproduced as data
 * **generate** — greedy generation equals ``model.generate``; a verbalized reply, steered token
   by token through the model's output layer, comes back as text and parses; ``n`` samples come
   from one prefill;
-* **masked** — masked scoring (``HfBackend.score_hidden``, trajectory grounding) equals
-  deleting the hidden tokens while keeping every other token's position (the reference runs the
-  shortened sequence through the model's own masking), or the family is refused before the run
-  with the capability it lacks and the reason;
+* **masked** — masked scoring (``HfBackend.score_hidden``, trajectory grounding: candidates
+  in context at the end of a trajectory, its rationale hidden) equals deleting the hidden tokens
+  while keeping every other token's position (the reference runs the shortened sequence through
+  the model's own masking), or the family is refused before the run with the capability it
+  lacks and the reason;
 * **image** — the pixels that reach the model are what the family's processor makes of the
   original image at its own resolution, and the red box is among them.
 
@@ -46,7 +47,7 @@ import pytest
 
 from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
 from clearsight.models import Decoding, Message, Request, TextPart
-from clearsight.models.base import Capabilities, require
+from clearsight.models.base import Capabilities, HiddenRequest, HiddenScores, require
 from clearsight.physics.controls import draw_box
 from clearsight.sweep.protocol import sweep_readouts
 from clearsight.sweep.readouts import parse_verbalized
@@ -412,17 +413,22 @@ RATIONALE = "I see a red box around a small brown dog sitting on the grass."
 PER_TOKEN = ("mm_token_type_ids", "token_type_ids", "cross_attention_mask")
 
 
-def _grounding_request(backend: HfBackend, candidates: tuple[str, ...]) -> Request:
+def _grounding_request(backend: HfBackend, candidates: tuple[str, ...]) -> HiddenRequest:
+    """A trajectory ending at its answer slot, the rationale hidden (a VLM's question carries
+    the boxed image)."""
     content = (_boxed(6),) if backend.capabilities.images else ()
-    return Request(
+    return HiddenRequest(
         (
             Message.user(*content, "What is in the box? Answer A, B, C or D."),
-            Message("assistant", (TextPart(RATIONALE + " So the answer is C."),)),
-            Message.user("How confident are you, 0 to 10?"),
+            Message("assistant", (TextPart(RATIONALE + " So the answer is C.\nLetter:"),)),
         ),
-        candidates=candidates,
-        generate=False,
+        candidates,
+        hide=((0, len(RATIONALE)),),
     )
+
+
+def _plain_request(hr: HiddenRequest) -> Request:
+    return Request(hr.messages, candidates=hr.candidates, generate=False)
 
 
 def _deleted_logprobs(
@@ -459,52 +465,70 @@ def _deleted_logprobs(
     return torch.log_softmax(out.logits[0, -1].float(), dim=-1)
 
 
+def _deleted_sequence_probs(
+    backend: HfBackend,
+    hr: HiddenRequest,
+    span: tuple[int, int],
+    tokens: tuple[tuple[int, ...], ...],
+) -> dict[str, float]:
+    """Each candidate's in-context token sequence probability with the tokens ``span`` deleted
+    (positions kept): the product of its tokens' probabilities, each after the ones before."""
+    out = {}
+    for candidate, seq in zip(hr.candidates, tokens, strict=True):
+        p = 1.0
+        for i, tok in enumerate(seq):
+            p *= float(_deleted_logprobs(backend, _plain_request(hr), span, seq[:i])[tok].exp())
+        out[candidate] = p
+    return out
+
+
+def _scores(backend: HfBackend, hr: HiddenRequest) -> HiddenScores:
+    (scores,) = backend.score_hidden([hr])
+    assert isinstance(scores, HiddenScores), scores
+    return scores
+
+
 def test_masked(kind: str, backend: HfBackend) -> None:
-    request = _grounding_request(backend, ("A", "B", "C", "D"))
-    prompt = backend.prompt_text(request)
-    start = prompt.index(RATIONALE)
-    hide = [(start, start + len(RATIONALE))]
-    elicited = ElicitRequest(
-        (request.messages[0], Message("assistant", (TextPart(RATIONALE + " Confidence: "),))),
-        hide=((0, len(RATIONALE)),),
-    )
+    hr = _grounding_request(backend, ("A", "B", "C", "D"))
+    request = _plain_request(hr)
     if kind in MASK_REFUSED:
         assert not backend.capabilities.attention_mask
         reason = backend.lacking["attention_mask"]
         with pytest.raises(InputError, match=r"lacks attention_mask \(" + re.escape(reason)):
             require(backend, Capabilities(candidate_probs=True, attention_mask=True), "grounding")
         with pytest.raises(InputError, match="cannot score under a custom attention mask"):
-            backend.score_hidden([request], [hide])
+            backend.score_hidden([hr])
         return
     assert backend.capabilities.attention_mask
-    plain = backend.complete([request])[0].candidate_probs
-    nothing = backend.score_hidden([request], [[]])[0].candidate_probs
-    assert nothing == pytest.approx(plain, rel=MASK_RTOL)
+    nothing = _scores(backend, replace(hr, hide=()))
+    tokens = nothing.candidate_tokens
+    plain = _deleted_sequence_probs(backend, hr, (0, 0), tokens)
+    assert dict(nothing.sequence_probs) == pytest.approx(plain, rel=MASK_RTOL)
 
-    (span,) = backend.hidden_token_ranges(request, hide)
-    got = backend.score_hidden([request], [hide])[0].candidate_probs
-    assert got is not None
-    want = _letter_probs(backend, _deleted_logprobs(backend, request, span), ("A", "B", "C", "D"))
-    assert got == pytest.approx(want, rel=MASK_RTOL)
-    assert got != pytest.approx(plain, rel=1e-3)  # the hidden text mattered
+    start = backend.prompt_text(request).index(RATIONALE)
+    (span,) = backend.hidden_token_ranges(request, [(start, start + len(RATIONALE))])
+    got = _scores(backend, hr)
+    assert got.hidden_tokens == span[1] - span[0]
+    want = _deleted_sequence_probs(backend, hr, span, tokens)
+    assert dict(got.sequence_probs) == pytest.approx(want, rel=MASK_RTOL)
+    assert dict(got.sequence_probs) != pytest.approx(plain, rel=1e-3)  # the hidden text mattered
 
-    # a two-token candidate ("10" = "1" then "0") continues under the same mask
-    multi = _grounding_request(backend, ("10",))
-    got10 = backend.score_hidden([multi], [hide])[0].candidate_probs
-    assert got10 is not None
-    one, zero = backend.tokenizer("10", add_special_tokens=False)["input_ids"]
-    spaced = backend._candidate_seqs("10")
-    want10 = 0.0
-    for seq in spaced:
-        p = 1.0
-        for i, tok in enumerate(seq):
-            p *= float(_deleted_logprobs(backend, multi, span, tuple(seq[:i]))[tok].exp())
-        want10 += p
-    assert (one, zero) in spaced
-    assert got10["10"] == pytest.approx(want10, rel=MASK_RTOL)
+    # a two-token candidate ("10" = "1" then "0") continues under the same mask, and "1" ends
+    multi = _grounding_request(backend, ("1", "10"))
+    got10 = _scores(backend, multi)
+    one, zero = got10.candidate_tokens[1]
+    assert got10.candidate_tokens[0] == (one,)
+    want10 = _deleted_sequence_probs(backend, multi, span, got10.candidate_tokens)
+    assert dict(got10.sequence_probs) == pytest.approx(want10, rel=MASK_RTOL)
+    p_zero = float(_deleted_logprobs(backend, _plain_request(multi), span, (one,))[zero].exp())
+    assert got10.end_probs["1"] == pytest.approx(1 - p_zero, rel=MASK_RTOL)
 
     # trajectory grounding's own read-out (numerals 0-10 at the slot, their shared token path
     # appended in the same pass): a single-token numeral's probability is the deleted one's
+    elicited = ElicitRequest(
+        (hr.messages[0], Message("assistant", (TextPart(RATIONALE + " Confidence: "),))),
+        hide=((0, len(RATIONALE)),),
+    )
     (result,) = elicit(backend, [elicited])
     assert isinstance(result, Elicited), result
     slot = Request(elicited.messages, candidates=("7",), generate=False)
@@ -519,25 +543,25 @@ def test_masked(kind: str, backend: HfBackend) -> None:
 def test_masks_keep_the_sliding_window(hf_models_dir: Path, smollm2_path: Path) -> None:
     """Gemma 3 with an 8-token window, which the prompt outruns: a custom mask applies the
     window in the sliding layers (a per-layer-type mask), on the prompt pass and on the pass
-    over a two-token candidate, where the sliding layers' cache holds only the last 7 keys."""
+    over the appended path of a two-token candidate, as the model's own masking does."""
     from fixtures.hf_tiny import TINY_KINDS, build_tiny
 
     kind = "gemma3_window"
     path = build_tiny(kind, hf_models_dir / f"tiny-{kind}", smollm2_path, TINY_KINDS.index(kind))
     backend = make_hf(str(path), {})
     assert backend.family.sliding_window == 8
-    for candidates in (("A", "B", "C", "D"), ("10", "7")):
-        request = _grounding_request(backend, candidates)
-        assert backend.encode([request]).input_ids.shape[1] > 40
-        plain = backend.complete([request])[0].candidate_probs
-        masked = backend.score_hidden([request], [[]])[0].candidate_probs
-        assert masked == pytest.approx(plain, rel=MASK_RTOL)
+    for candidates in (("A", "B", "C", "D"), ("1", "10", "7")):
+        hr = replace(_grounding_request(backend, candidates), hide=())
+        assert backend.encode([_plain_request(hr)]).input_ids.shape[1] > 40
+        masked = _scores(backend, hr)
+        plain = _deleted_sequence_probs(backend, hr, (0, 0), masked.candidate_tokens)
+        assert dict(masked.sequence_probs) == pytest.approx(plain, rel=MASK_RTOL)
     # the window matters here: a mask without it gives another answer
-    letters = _grounding_request(backend, ("A", "B", "C", "D"))
-    want = backend.complete([letters])[0].candidate_probs
+    letters = replace(_grounding_request(backend, ("A", "B", "C", "D")), hide=())
+    want = _scores(backend, letters).sequence_probs
     backend.family = replace(backend.family, sliding_window=None)
-    unwindowed = backend.score_hidden([letters], [[]])[0].candidate_probs
-    assert unwindowed != pytest.approx(want, rel=1e-3)
+    unwindowed = _scores(backend, letters).sequence_probs
+    assert dict(unwindowed) != pytest.approx(dict(want), rel=1e-3)
 
 
 # --------------------------------------------------------------------------------------------

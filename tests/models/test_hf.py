@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from clearsight.models import Decoding, Message, Request, TextPart, load_backend
+from clearsight.models.base import HiddenRequest, HiddenScores, RequestFailedError
 from clearsight.models.hf import make_hf
 from clearsight.models.hf_options import HfOptions, parse_options
 from clearsight.validate import InputError
@@ -463,41 +465,50 @@ def test_assistant_prefix_is_continued(llama: HfBackend) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _trajectory_request() -> tuple[Request, str]:
-    rationale = "I see a red box around a small brown dog sitting on grass."
-    request = Request(
-        (
-            Message.user("What is in the box? Answer A, B, C or D."),
-            Message("assistant", (TextPart(rationale + " So the answer is C."),)),
-            Message.user("How confident are you, 0 to 10?"),
-        ),
-        candidates=LETTERS,
-        generate=False,
+RATIONALE = "I see a red box around a small brown dog sitting on grass."
+
+
+def _slot_request(
+    backend: HfBackend, candidates: tuple[str, ...] = LETTERS, seed: int = 7
+) -> HiddenRequest:
+    """A trajectory ending at its answer slot, the rationale (the first characters of the last
+    message) hidden; a VLM also gets an image in the question."""
+    images = (_image(seed),) if backend.capabilities.images else ()
+    messages = (
+        Message.user(*images, "What is in the box? Answer A, B, C or D."),
+        Message("assistant", (TextPart(RATIONALE + " So the answer is C.\nLetter:"),)),
     )
-    return request, rationale
+    return HiddenRequest(messages, candidates, hide=((0, len(RATIONALE)),))
+
+
+def _request_of(hr: HiddenRequest) -> Request:
+    return Request(hr.messages, candidates=hr.candidates, generate=False)
+
+
+def _scored(backend: HfBackend, *requests: HiddenRequest) -> list[HiddenScores]:
+    out = backend.score_hidden(requests)
+    assert all(isinstance(s, HiddenScores) for s in out), out
+    return out  # type: ignore[return-value]
 
 
 def test_hiding_nothing_equals_the_plain_forward_pass(any_backend: HfBackend) -> None:
-    request, _ = _trajectory_request()
-    if any_backend.capabilities.images:
-        first = Message.user(_image(7), request.messages[0].text)
-        request = Request((first, *request.messages[1:]), candidates=LETTERS, generate=False)
-    plain = any_backend.complete([request])[0].candidate_probs
-    masked = any_backend.score_hidden([request], [[]])[0].candidate_probs
-    assert plain is not None
-    assert masked is not None
-    for letter in LETTERS:
-        assert masked[letter] == pytest.approx(plain[letter], rel=1e-4)
+    hr = replace(_slot_request(any_backend), hide=())
+    (scores,) = _scored(any_backend, hr)
+    assert scores.hidden_tokens == 0
+    logp = manual_logprobs(any_backend, _request_of(hr))
+    for letter, tokens in zip(LETTERS, scores.candidate_tokens, strict=True):
+        assert len(tokens) == 1  # in context: one token after the slot
+        want = float(logp[tokens[0]].exp())
+        assert scores.sequence_probs[letter] == pytest.approx(want, rel=1e-4)
+    assert scores.end_probs == {}  # no letter is a prefix of another
+    assert scores.prompt_tokens == any_backend.encode([_request_of(hr)]).input_ids.shape[1]
 
 
 def test_hidden_tokens_do_not_influence_later_logits(any_backend: HfBackend) -> None:
-    request, rationale = _trajectory_request()
-    if any_backend.capabilities.images:
-        first = Message.user(_image(8), request.messages[0].text)
-        request = Request((first, *request.messages[1:]), candidates=LETTERS, generate=False)
-    prompt = any_backend.prompt_text(request)
-    start = prompt.index(rationale)
-    (span,) = any_backend.hidden_token_ranges(request, [(start, start + len(rationale))])
+    hr = _slot_request(any_backend, seed=8)
+    request = _request_of(hr)
+    start = any_backend.prompt_text(request).index(RATIONALE)
+    (span,) = any_backend.hidden_token_ranges(request, [(start, start + len(RATIONALE))])
     batch = any_backend.encode([request])
     length = batch.input_ids.shape[1]
     mask = hiding_mask(batch.attention_mask, [[span]])
@@ -517,16 +528,13 @@ def test_hidden_tokens_do_not_influence_later_logits(any_backend: HfBackend) -> 
         batch.input_ids, visible, batch.position_ids, logits_to_keep=1, **batch.model_inputs
     )[0, -1]
     assert (plain - hidden).abs().max() > 1e-2
-    # the candidate read-out under the mask is the softmax of these logits
-    probs = any_backend.score_hidden([request], [[(start, start + len(rationale))]])[0]
+    # masked scoring of the candidates is the softmax of these logits
+    (scores,) = _scored(any_backend, hr)
+    assert scores.hidden_tokens == span[1] - span[0]
     logp = torch.log_softmax(hidden, dim=-1)
-    assert probs.candidate_probs is not None
-    for letter in LETTERS:
-        want = float(
-            logp[token_id(any_backend, letter)].exp()
-            + logp[token_id(any_backend, " " + letter)].exp()
-        )
-        assert probs.candidate_probs[letter] == pytest.approx(want, rel=1e-4)
+    for letter, (token,) in zip(LETTERS, scores.candidate_tokens, strict=True):
+        want = float(logp[token].exp())
+        assert scores.sequence_probs[letter] == pytest.approx(want, rel=1e-4)
     assert span[1] < length
 
 
@@ -545,43 +553,44 @@ def test_hiding_a_prefix_equals_deleting_it(llama: HfBackend) -> None:
 
 def test_sdpa_takes_the_same_custom_mask(tiny_llama_path: Path, llama: HfBackend) -> None:
     sdpa = make_hf(str(tiny_llama_path), {"attn_implementation": "sdpa"})
-    request, rationale = _trajectory_request()
-    start = llama.prompt_text(request).index(rationale)
-    hide = [[(start, start + len(rationale))]]
-    want = llama.score_hidden([request], hide)[0].candidate_probs
-    assert want is not None
-    assert sdpa.score_hidden([request], hide)[0].candidate_probs == pytest.approx(want, rel=1e-4)
+    hr = _slot_request(llama)
+    (want,) = _scored(llama, hr)
+    (got,) = _scored(sdpa, hr)
+    assert got.sequence_probs == pytest.approx(want.sequence_probs, rel=1e-4)
     flash = HfOptions(attn_implementation="flash_attention_2")
     assert flash.attn_implementation == "flash_attention_2"
 
 
 def test_masked_scoring_batches_and_handles_multi_token_candidates(llama: HfBackend) -> None:
-    request, rationale = _trajectory_request()
-    request = Request(request.messages, candidates=("7", "10"), generate=False)
-    start = llama.prompt_text(request).index(rationale)
-    hide = [(start, start + len(rationale))]
-    alone = llama.score_hidden([request], [hide])[0].candidate_probs
-    batched = llama.score_hidden([mcq("x?", candidates=("1",)), request], [[], hide])
-    assert alone is not None
-    assert batched[1].candidate_probs is not None
-    assert batched[1].candidate_probs == pytest.approx(alone, rel=1e-4)
-    plain = llama.complete([request])[0].candidate_probs
-    assert plain is not None
-    assert plain["10"] != pytest.approx(alone["10"], rel=1e-3)
+    hr = _slot_request(llama, candidates=("1", "7", "10"))
+    (alone,) = _scored(llama, hr)
+    assert len(alone.candidate_tokens[2]) == 2  # "10" = "1", "0": read from the same pass
+    assert set(alone.end_probs) == {"1"}  # "1" must end there not to count "10"
+    other = HiddenRequest((Message.user("x?"), Message("assistant", (TextPart("Say: "),))), ("1",))
+    batched = _scored(llama, other, hr, replace(hr, share=0.5))
+    assert batched[1].sequence_probs == pytest.approx(alone.sequence_probs, rel=1e-4)
+    assert batched[1].end_probs == pytest.approx(alone.end_probs, rel=1e-4)
+    assert batched[2].hidden_tokens == round(0.5 * alone.hidden_tokens)
+    (plain,) = _scored(llama, replace(hr, hide=()))
+    assert plain.sequence_probs["10"] != pytest.approx(alone.sequence_probs["10"], rel=1e-3)
 
 
 def test_hidden_ranges_are_checked(llama: HfBackend, idefics3: HfBackend) -> None:
-    request, _ = _trajectory_request()
-    n = len(llama.prompt_text(request))
-    with pytest.raises(InputError, match="outside"):
-        llama.score_hidden([request], [[(5, n + 1)]])
-    with pytest.raises(InputError, match="answer position"):
-        llama.score_hidden([request], [[(n - 3, n)]])
-    with pytest.raises(InputError, match="generate=False"):
-        llama.score_hidden([Request((Message.user("x"),))], [[]])
+    hr = _slot_request(llama)
+    n = len(hr.messages[-1].text)
+    past_the_end, slot, generating = llama.score_hidden(
+        [replace(hr, hide=((n + 5, n + 9),)), replace(hr, hide=((0, n),)), hr]
+    )
+    assert isinstance(past_the_end, RequestFailedError)
+    assert "outside" in past_the_end.reason
+    assert isinstance(slot, RequestFailedError)
+    assert "answer position" in slot.reason
+    assert isinstance(generating, HiddenScores)  # one bad request fails alone
+    with pytest.raises(InputError, match="share"):
+        replace(hr, share=1.5)
     image_request = mcq("What?", _image(0))
     with pytest.raises(InputError, match="after the last image"):
-        idefics3.score_hidden([image_request], [[(0, 10)]])
+        idefics3.hidden_token_ranges(image_request, [(0, 10)])
 
 
 # --------------------------------------------------------------------------------------------

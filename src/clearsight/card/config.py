@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from clearsight.grounding.protocol import GroundingConfig
+from clearsight.grounding import GroundingConfig
 from clearsight.models.embedded import SMOLLM2_ALIAS
 from clearsight.physics import SWEEP_LEVELS_M
 from clearsight.probe.protocol import ProbeConfig

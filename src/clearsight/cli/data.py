@@ -128,8 +128,8 @@ def _benchmark_listing(
     from clearsight.datasets.hub import hub_spec
     from clearsight.datasets.rows import provenance
     from clearsight.datasets.snapshot import locate
-    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark
-    from clearsight.grounding.problems import LAYOUTS, load_benchmark
+    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
+    from clearsight.grounding.problems import LAYOUTS
 
     if is_hub_benchmark(name, datasets_dir):
         spec, refused = hub_spec(name, "grounding"), list[str]()

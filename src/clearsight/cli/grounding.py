@@ -1,5 +1,5 @@
 """``clearsight grounding``: the trajectory-grounding protocol, run from a
-:class:`~clearsight.grounding.protocol.GroundingConfig` (YAML and flags), then its report."""
+:class:`~clearsight.grounding.config.GroundingConfig` (YAML and flags), then its report."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from clearsight.cli._options import (
 
 if TYPE_CHECKING:
     from clearsight.driver import RunSummary
-    from clearsight.grounding.protocol import GroundingConfig
+    from clearsight.grounding import GroundingConfig
 
 
 def grounding(
@@ -104,7 +104,7 @@ def grounding(
     Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md). Definitions:
     docs/methods.md §5 (`clearsight docs methods`)."""
     from clearsight.config import NULL, load_config
-    from clearsight.grounding.protocol import GroundingConfig, run_grounding
+    from clearsight.grounding import GroundingConfig, run_grounding
     from clearsight.validate import InputError
 
     if readout is not None and readouts is not None:

@@ -79,8 +79,8 @@ def build_bench(
     """Build TGS-Bench: the generator's trajectory per problem, kept if its answer matches the
     gold (and the judge accepts it), then one-error pairs per axis, validated. Resumable."""
     from clearsight.config import load_config
+    from clearsight.grounding import BuildBenchConfig, read_bench, run_build_bench
     from clearsight.grounding.bench_file import write_bench
-    from clearsight.grounding.build import BuildBenchConfig, read_bench, run_build_bench
     from clearsight.validate import InputError
 
     files = tuple(i for i in instances or () if i != "bundled")

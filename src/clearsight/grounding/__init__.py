@@ -2,17 +2,30 @@
 
 Modules, in the order of the method:
 
-* :mod:`~clearsight.grounding.problems` — :class:`Problem` and loaders for local copies of the
-  paper's benchmarks; :mod:`~clearsight.grounding.generator` — bundled verifiable problems.
+* :mod:`~clearsight.grounding.config` — :class:`GroundingConfig`, a run's configuration;
+  :mod:`~clearsight.grounding.specs` — its five item kinds as typed specs.
+* :mod:`~clearsight.grounding.problems` — :class:`Problem`, answers and problem files;
+  :mod:`~clearsight.grounding.hub` — the paper's benchmarks (JSONL layouts or hub snapshots);
+  :mod:`~clearsight.grounding.generator` — bundled verifiable problems,
+  :mod:`~clearsight.grounding.images` their pictures.
 * :mod:`~clearsight.grounding.trajectories` — the template (observation, reasoning, answer,
-  confidence 0-10), generation, segmentation into vision / reasoning / answer spans.
+  confidence 0-10), parsing, segmentation into vision / reasoning / answer spans;
+  :mod:`~clearsight.grounding.generation` — a model's own trajectories.
 * :mod:`~clearsight.grounding.elicit` — the 11-way numeral distribution at the confidence slot
-  from ONE forward pass, with or without hidden (attention-masked) rationale tokens.
-* :mod:`~clearsight.grounding.tgs` — TGS-self and the masking curve; TGS-pair.
+  from ONE forward pass (the backend's masked scoring), with or without hidden rationale tokens;
+  :mod:`~clearsight.grounding.numerals`, :mod:`~clearsight.grounding.readouts` — the numeral
+  read-out and the calibration methods' read-outs.
 * :mod:`~clearsight.grounding.bench` — TGS-Bench pairs (answer by rule, vision and reasoning by
-  single-error injection, checked).
+  single-error injection, checked); :mod:`~clearsight.grounding.bench_file` — its file;
+  :mod:`~clearsight.grounding.build` (with ``build_items``, ``build_units``, ``build_pool``) —
+  building it for any problem set.
 * :mod:`~clearsight.grounding.variation`, :mod:`~clearsight.grounding.hesitation` — content
-  variation (JSD) and hesitation analysis.
+  variation (JSD) and hesitation events.
+* :mod:`~clearsight.grounding.plan` (items per stage), :mod:`~clearsight.grounding.unit` (a
+  unit into records), :mod:`~clearsight.grounding.protocol` (stages, manifest,
+  :func:`run_grounding`).
+* :mod:`~clearsight.grounding.results` — a finished run read back;
+  :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals.
 
 Nothing here imports torch at import time; the model-facing functions take a loaded backend.
 """
@@ -24,18 +37,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from clearsight.grounding.build import BuildBenchConfig, run_build_bench
-    from clearsight.grounding.protocol import GROUNDING, GroundingConfig, run_grounding
+    from clearsight.grounding.build_pool import read_bench
+    from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.protocol import GROUNDING, run_grounding
     from clearsight.report.grounding import build_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
 _EXPORTS = {
-    "GroundingConfig": "clearsight.grounding.protocol:GroundingConfig",
+    "GroundingConfig": "clearsight.grounding.config:GroundingConfig",
     "GROUNDING": "clearsight.grounding.protocol:GROUNDING",
     "run_grounding": "clearsight.grounding.protocol:run_grounding",
     "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
     "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.build:run_build_bench",
+    "read_bench": "clearsight.grounding.build_pool:read_bench",
 }
 
 __all__ = [
@@ -43,6 +59,7 @@ __all__ = [
     "BuildBenchConfig",
     "GroundingConfig",
     "build_grounding_report",
+    "read_bench",
     "run_build_bench",
     "run_grounding",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -245,8 +245,10 @@ def bad_trajectory(good: Trajectory, axis: str, new_text: str) -> Trajectory:
 # --------------------------------------------------------------------------------------------
 
 
-def judge_request(problem: Problem, first: Trajectory, second: Trajectory) -> Request:
-    """Ask which of two trajectories holds the error; candidates "1" and "2" (one pass)."""
+def judge_request(problem: Problem, good: Trajectory, bad: Trajectory, bad_first: bool) -> Request:
+    """Ask which of a pair's two trajectories holds the error, the bad one shown first or
+    second; candidates "1" and "2" (one pass)."""
+    first, second = (bad, good) if bad_first else (good, bad)
     a, _ = first.render()
     b, _ = second.render()
     text = (
@@ -255,3 +257,12 @@ def judge_request(problem: Problem, first: Trajectory, second: Trajectory) -> Re
         "error. Which one? Answer 1 or 2."
     )
     return Request((Message.user(text),), candidates=("1", "2"), generate=False)
+
+
+def judge_p_bad(probs: Mapping[str, float], bad_first: bool) -> float | None:
+    """The judge's probability that the bad side holds the error, from its probabilities of
+    "1" and "2" renormalised over the two; None when it put no probability on either."""
+    p1, p2 = float(probs.get("1", 0.0)), float(probs.get("2", 0.0))
+    if p1 + p2 <= 0:
+        return None
+    return (p1 if bad_first else p2) / (p1 + p2)

@@ -9,7 +9,7 @@ the ``*_alt`` variants (same facts or same answer, other words) feed content var
 Text families run on any language model; the visual ones (``chart``: bar charts drawn with
 matplotlib; ``count``: red boxes drawn around the annotated objects of one category in the
 bundled photos, :mod:`clearsight.scenes.bundled`) need a VLM and are resolved to pixels by
-:func:`render_image` from their ``chart:`` / ``scene:`` reference.
+:func:`clearsight.grounding.images.render_image` from their ``chart:`` / ``scene:`` reference.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ import json
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from math import gcd
-from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from clearsight.grounding.problems import LETTERS, Problem
 from clearsight.seeding import rng_for
@@ -365,75 +363,10 @@ def bundled_problems(
     return [generate(fams[i % len(fams)], i // len(fams), seed) for i in range(n)]
 
 
-# --------------------------------------------------------------------------------------------
-# Pictures
-# --------------------------------------------------------------------------------------------
-
-
-def _draw_chart(labels: Sequence[str], values: Sequence[int]) -> npt.NDArray[np.uint8]:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(3.2, 2.4), dpi=100)
-    ax = fig.add_subplot()
-    ax.bar(list(labels), list(values), color="#4477aa")
-    ax.set_ylim(0, 10)
-    ax.set_yticks(range(0, 11))
-    ax.grid(axis="y", linewidth=0.5)
-    ax.set_axisbelow(True)
-    canvas = FigureCanvasAgg(fig)
-    fig.tight_layout()
-    canvas.draw()  # type: ignore[no-untyped-call]
-    rgba = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
-    return np.ascontiguousarray(rgba[..., :3]).astype(np.uint8)
-
-
-def _draw_boxes(scene_id: str, category: str) -> npt.NDArray[np.uint8]:
-    from clearsight.physics import draw_box
-    from clearsight.scenes.bundled import load_bundled_scene
-
-    scene = load_bundled_scene(scene_id)
-    image = np.array(scene.image, dtype=np.uint8, copy=True)
-    for t in scene.targets:
-        if t.category == category:
-            image = draw_box(image, t.box.as_tuple())
-    return image
-
-
-def render_image(ref: str) -> npt.NDArray[np.uint8]:
-    """Pixels of a ``chart:{labels, values}`` or ``scene:{scene, category}`` reference."""
-    kind, _, payload = ref.partition(":")
-    try:
-        spec = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"bad image reference {ref!r}: {exc}") from exc
-    if kind == "chart":
-        return _draw_chart(spec["labels"], spec["values"])
-    if kind == "scene":
-        return _draw_boxes(spec["scene"], spec["category"])
-    raise InputError(f"unknown image reference kind {kind!r}")
-
-
-def load_image(ref: str) -> npt.NDArray[np.uint8]:
-    """The RGB pixels an image reference names: ``chart:<json>`` and ``scene:<json>`` are
-    drawn here (:func:`render_image`); anything else is a file path."""
-    if ref.startswith(("chart:", "scene:")):
-        return render_image(ref)
-    path = Path(ref)
-    if not path.is_file():
-        raise InputError(f"problem image {ref} does not exist")
-    from PIL import Image
-
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"), dtype=np.uint8)
-
-
 __all__ = [
     "BENCHMARK_OF",
     "TEXT_FAMILIES",
     "VISUAL_FAMILIES",
     "bundled_problems",
     "generate",
-    "load_image",
-    "render_image",
 ]

@@ -1,4 +1,9 @@
-"""Grounding problems from a hub snapshot of the paper's ten benchmarks (and MMMU-Pro vision).
+"""The paper's benchmarks as grounding problems: a local JSONL layout, or a hub snapshot of the
+ten benchmarks (and MMMU-Pro vision).
+
+:func:`load_benchmark` reads ``<datasets>/<name>/``: the benchmark's JSONL file in its layout
+(:data:`~clearsight.grounding.problems.LAYOUTS`) when there is one, else the folder as a hub
+snapshot or cache (or the caches, for ``hf:``).
 
 :func:`hub_problems` reads the split a benchmark's :class:`~clearsight.datasets.hub.HubSpec`
 names (:func:`~clearsight.datasets.rows.hub_rows`) and makes each row a
@@ -21,17 +26,21 @@ from clearsight.grounding.problems import (
     LAYOUTS,
     AnswerType,
     Problem,
-    _with_options,
     infer_answer_type,
+    read_records,
+    record_problem,
+    refuse_repeats,
+    with_options,
 )
 from clearsight.provenance import source_digest
+from clearsight.validate import InputError
 
 
 def hub_problem(row: HubRow, spec: HubSpec, write: bool = True) -> Problem:
     """One row as a problem; its embedded image is written (unless ``write`` is False) only
     once the row is valid."""
     listed = row.options_in_text or not row.options
-    question = row.question if listed else _with_options(row.question, row.options)
+    question = row.question if listed else with_options(row.question, row.options)
     image, data = pending_image(row.image, f"grounding-images/{spec.name}")
     answer_type: AnswerType
     if row.kind == "choice":
@@ -101,3 +110,26 @@ def benchmark_record(name: str, datasets_dir: str | Path) -> dict[str, Any]:
         "file_sha256": record.pop("sha256"),
         **record,
     }
+
+
+def load_benchmark(name: str, datasets_dir: Path | str, limit: int | None = None) -> list[Problem]:
+    """Problems of benchmark ``name`` from ``<datasets_dir>/<name>/``: its JSONL file (layout in
+    :data:`LAYOUTS`) when there is one, else a hub snapshot or cache folder, or the caches
+    when ``datasets_dir`` is ``hf:`` (:func:`hub_problems`);
+    ``limit`` keeps the first ``limit``."""
+    if is_hub_benchmark(name, datasets_dir):
+        return hub_problems(name, datasets_dir, limit)
+    if name not in LAYOUTS:
+        known = dict.fromkeys(
+            [*LAYOUTS, *(s.name for s in HUB_SPECS.values() if s.protocol == "grounding")]
+        )
+        raise InputError(f"unknown benchmark {name!r}; known: {', '.join(known)}")
+    layout = LAYOUTS[name]
+    root = Path(datasets_dir) / name
+    out: list[Problem] = []
+    for n, rec in enumerate(read_records(root / layout.file)):
+        if limit is not None and len(out) >= limit:
+            break
+        out.append(record_problem(rec, layout, name, root, n))
+    refuse_repeats(out, root / layout.file)
+    return out

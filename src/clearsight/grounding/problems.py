@@ -3,16 +3,16 @@
 A problem is the input of trajectory grounding: a question (options included in the text), an
 optional image, the gold answer and its type. Images are *references* (a file path, or
 ``chart:...`` / ``scene:...`` for the bundled generator's pictures, resolved by
-:func:`~clearsight.grounding.generator.load_image`), so problems are small, JSON-able and
+:func:`~clearsight.grounding.images.load_image`), so problems are small, JSON-able and
 picklable into work items.
 
 The paper's ten benchmarks are read from local copies — clearsight never downloads — laid out as
 ``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of
 records). :data:`LAYOUTS` names, per benchmark, the file and the fields read (docs/grounding.md
-shows each layout); a folder without that file is read as a snapshot of the benchmark's hub
-repository (:mod:`clearsight.grounding.hub`). Any other JSONL with the normalised fields
-(``id``, ``question``, ``answer``, optional ``choices``, ``image``, ``answer_type``,
-``benchmark``) loads with :func:`load_jsonl`.
+shows each layout); :func:`clearsight.grounding.hub.load_benchmark` reads a benchmark from it,
+or from a snapshot of the benchmark's hub repository when the folder lacks that file. Any other
+JSONL with the normalised fields (``id``, ``question``, ``answer``, optional ``choices``,
+``image``, ``answer_type``, ``benchmark``) loads with :func:`load_jsonl`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Problem(Part):
 
     ``question`` is the full text shown to the model (options listed in it); ``options`` the
     option texts of a multiple-choice problem (answer type ``letter``: ``gold`` is a letter);
-    ``image`` a reference for :func:`~clearsight.grounding.generator.load_image` or None;
+    ``image`` a reference for :func:`~clearsight.grounding.images.load_image` or None;
     ``solution`` optional canonical trajectory parts (``observation``, ``reasoning``,
     ``answer``) that the bundled generator writes and TGS-Bench uses as the good trajectory;
     ``meta`` anything else worth keeping (an empty ``solution`` or ``meta`` is None).
@@ -193,7 +193,7 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
     """Records of a JSONL file, or of a JSON file holding a list or an id-keyed mapping of
     them (a file without the ``.jsonl`` suffix is read as JSON, or as JSONL when it holds one
     object per line); anything else is an InputError naming the file."""
@@ -224,14 +224,19 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
     yield from data
 
 
-def _with_options(question: str, options: Sequence[str]) -> str:
+def with_options(question: str, options: Sequence[str]) -> str:
+    """``question`` with its options listed under it as ``A. ...`` lines (none: unchanged)."""
     if not options:
         return question
     lines = [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]
     return question.rstrip() + "\n" + "\n".join(lines)
 
 
-def _problem(rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: int) -> Problem:
+def record_problem(
+    rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: int
+) -> Problem:
+    """Record ``n`` of benchmark ``name`` (read with ``layout``, images relative to ``root``)
+    as a problem; InputError naming the record and field for a record that cannot be one."""
     for field in (layout.question, layout.answer):
         if field not in rec:
             raise InputError(f"{name} record {n}: missing field {field!r}")
@@ -263,38 +268,12 @@ def _problem(rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: i
     return Problem(
         id=f"{name}/{rec.get(layout.id, n)}",
         benchmark=name,
-        question=_with_options(str(rec[layout.question]), options),
+        question=with_options(str(rec[layout.question]), options),
         gold=answer,
         answer_type=atype or infer_answer_type(answer, options),
         image=image_ref,
         options=options,
     )
-
-
-def load_benchmark(name: str, datasets_dir: Path | str, limit: int | None = None) -> list[Problem]:
-    """Problems of benchmark ``name`` from ``<datasets_dir>/<name>/``: its JSONL file (layout in
-    :data:`LAYOUTS`) when there is one, else a hub snapshot or cache folder, or the caches
-    when ``datasets_dir`` is ``hf:`` (:func:`clearsight.grounding.hub.hub_problems`);
-    ``limit`` keeps the first ``limit``."""
-    from clearsight.datasets.hub import HUB_SPECS
-    from clearsight.grounding.hub import hub_problems, is_hub_benchmark
-
-    if is_hub_benchmark(name, datasets_dir):
-        return hub_problems(name, datasets_dir, limit)
-    if name not in LAYOUTS:
-        known = dict.fromkeys(
-            [*LAYOUTS, *(s.name for s in HUB_SPECS.values() if s.protocol == "grounding")]
-        )
-        raise InputError(f"unknown benchmark {name!r}; known: {', '.join(known)}")
-    layout = LAYOUTS[name]
-    root = Path(datasets_dir) / name
-    out: list[Problem] = []
-    for n, rec in enumerate(_records(root / layout.file)):
-        if limit is not None and len(out) >= limit:
-            break
-        out.append(_problem(rec, layout, name, root, n))
-    _refuse_repeats(out, root / layout.file)
-    return out
 
 
 def load_jsonl(path: Path | str, benchmark: str | None = None) -> list[Problem]:
@@ -303,15 +282,15 @@ def load_jsonl(path: Path | str, benchmark: str | None = None) -> list[Problem]:
     path = Path(path)
     layout = Layout(path.name, "id", "question", "answer", "choices", "image")
     out = []
-    for n, rec in enumerate(_records(path)):
+    for n, rec in enumerate(read_records(path)):
         name = benchmark or str(rec.get("benchmark") or path.stem)
-        p = _problem(rec, layout, name, path.parent, n)
+        p = record_problem(rec, layout, name, path.parent, n)
         out.append(p)
-    _refuse_repeats(out, path)
+    refuse_repeats(out, path)
     return out
 
 
-def _refuse_repeats(problems: Sequence[Problem], path: Path) -> None:
+def refuse_repeats(problems: Sequence[Problem], path: Path) -> None:
     """Two problems under one id would be scored as one: an InputError naming the id and its
     records (numbered from 0, as a record without an id is named)."""
     refuse_repeated_ids(((p.id, f"{path} record {n}") for n, p in enumerate(problems)), "problem")

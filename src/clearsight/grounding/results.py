@@ -1,8 +1,8 @@
 """A grounding run read back for its report: elicitations, own trajectories, judge, failures.
 
 A grounding run holds records of five item kinds, named once in
-:mod:`clearsight.grounding.protocol`: the measured model's own trajectories
-(:data:`~clearsight.grounding.protocol.TRAJECTORY`), the TGS-Bench edits (``EDIT``), the
+:mod:`clearsight.grounding.specs`: the measured model's own trajectories
+(:data:`~clearsight.grounding.specs.TRAJECTORY`), the TGS-Bench edits (``EDIT``), the
 judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternatives
 (``VARIATION``) and the elicited confidence distributions (``ELICIT``).
 :func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from clearsight.grounding.protocol import ELICIT, GROUNDING, JUDGE, TRAJECTORY, VARIATION
+from clearsight.grounding.protocol import GROUNDING
 from clearsight.grounding.readouts import DEFAULT_READOUT
+from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
 from clearsight.store import RunStore
 
 __all__ = ["GroundingResults", "load_grounding_results"]

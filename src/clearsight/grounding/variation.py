@@ -31,13 +31,12 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight.grounding.bench import AXES, bad_trajectory, perturb_answer
+from clearsight.grounding.generation import finish_generation, last_sentence_end
 from clearsight.grounding.problems import Problem, normalise_answer
 from clearsight.grounding.trajectories import (
     Trajectory,
     default_template,
-    finish_generation,
     good_trajectory,
-    last_sentence_end,
     parse_trajectory,
     user_message,
 )
@@ -194,9 +193,14 @@ def _force_answers(
     return set(need)
 
 
+#: A sampled alternative: the sampled text, the alternative it makes (or why it was rejected)
+#: and whether its answer had to be forced.
+Sampled = tuple[str, Trajectory | InputError, bool]
+
+
 def sample_alternatives(
     backend: Backend, specs: Sequence[VariationSpec], images: Sequence[Any]
-) -> list[tuple[str, Trajectory | InputError, bool] | Exception]:
+) -> list[Sampled | Exception]:
     """Per spec the sampled text, the alternative it makes (or why it was rejected) and
     whether its answer had to be forced (:func:`_force_answers`); or the exception that says
     why the model gave no reply that can be read
@@ -204,7 +208,7 @@ def sample_alternatives(
     replies = checked_replies(backend, sample_requests(specs, images))
     texts: list[str | Exception] = [r if isinstance(r, Exception) else r.texts[0] for r in replies]
     forced = _force_answers(backend, specs, images, texts)
-    out: list[tuple[str, Trajectory | InputError, bool] | Exception] = []
+    out: list[Sampled | Exception] = []
     for i, (spec, text) in enumerate(zip(specs, texts, strict=True)):
         if isinstance(text, Exception):
             out.append(text)

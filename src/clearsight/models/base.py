@@ -7,6 +7,11 @@ answer position — and a backend fills what it can; its :class:`Capabilities` s
 protocol that needs one a backend lacks fails before the run starts (:func:`require`).
 Responses are raw model output, kept apart from how they are scored (``clearsight.sweep.readouts``),
 and serialise to JSON for the run store.
+
+A backend with the ``attention_mask`` capability is also a :class:`MaskedScorer`: its
+:meth:`~MaskedScorer.score_hidden` scores candidates at the end of a conversation with parts of
+the last message hidden from them, positions kept (trajectory grounding's confidence read-out;
+:func:`masked_scorer` checks a backend offers it).
 """
 
 from __future__ import annotations
@@ -234,3 +239,91 @@ def require(backend: Backend, needed: Capabilities, purpose: str) -> None:
         raise InputError(
             f"model {backend.name!r} cannot be used for {purpose}: it lacks {', '.join(named)}"
         )
+
+
+# --------------------------------------------------------------------------------------------
+# Masked scoring: candidates scored with parts of the conversation hidden (the attention_mask
+# capability)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class HiddenRequest:
+    """Candidates scored right after a conversation, with parts of its last message hidden.
+
+    ``messages``: the conversation; its last message (an assistant turn, continued) ends at the
+    *slot*, where every candidate is scored. ``candidates`` are scored **in context**: each as
+    the tokens that ``prompt + candidate`` adds to the rendered prompt, so whatever a tokenizer
+    does with a space before the candidate is respected (unlike
+    :attr:`Response.candidate_probs`, which sums a candidate's standalone spellings).
+    ``hide``: character ranges ``[start, end)`` of the last message's text; the tokens they
+    overlap are removed from the attention of every later position, the slot and the
+    candidates' own tokens included, while every position is kept. ``share``: the share of
+    those tokens hidden (1 = all; trajectory grounding's masking curve), a subset drawn by a
+    generator seeded from ``seed`` and ``share``.
+    """
+
+    messages: tuple[Message, ...]
+    candidates: tuple[str, ...]
+    hide: tuple[tuple[int, int], ...] = ()
+    share: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.messages:
+            raise InputError("a masked-scoring request needs at least one message")
+        if not self.candidates:
+            raise InputError("a masked-scoring request needs candidates to score")
+        if not 0.0 <= self.share <= 1.0:
+            raise InputError(f"share of hidden tokens must be in [0, 1], got {self.share}")
+
+
+@dataclass(frozen=True)
+class HiddenScores:
+    """What masked scoring gives for one :class:`HiddenRequest` (raw model output).
+
+    ``sequence_probs[c]``: the probability of candidate ``c``'s tokens at the slot,
+    ``p(t1) p(t2 | t1) ...``, not renormalised. ``end_probs[c]``, for each candidate that is a
+    string prefix of another (``"1"`` of ``"10"``): ``p(end | c)``, one minus the probability
+    of the next tokens that continue ``c``'s tokens into a longer candidate's (1 where no
+    longer candidate's tokens continue them) — what
+    :func:`clearsight.grounding.numerals.numeral_distribution` needs so that ``"1"`` does not
+    count the mass of ``"10"``. ``candidate_tokens``: each candidate's tokens in context, in the
+    request's order; ``hidden_tokens``: how many tokens were hidden; ``prompt_tokens``: the
+    prompt's length in tokens; ``top_tokens``: the most likely tokens at the slot with their
+    probabilities.
+    """
+
+    sequence_probs: Mapping[str, float]
+    end_probs: Mapping[str, float]
+    candidate_tokens: tuple[tuple[int, ...], ...] = ()
+    hidden_tokens: int = 0
+    prompt_tokens: int = 0
+    top_tokens: tuple[tuple[str, float], ...] = ()
+
+
+@runtime_checkable
+class MaskedScorer(Backend, Protocol):
+    """A backend that scores candidates with parts of the prompt hidden from them: what the
+    ``attention_mask`` capability declares (trajectory grounding's confidence read-out)."""
+
+    def score_hidden(
+        self, requests: Sequence[HiddenRequest], batch_size: int | None = None
+    ) -> list[HiddenScores | RequestFailedError]:
+        """One result per request, in order: its scores, or the reason it cannot be scored
+        (that request fails alone). ``batch_size``: rows per forward pass (None: the
+        backend's own)."""
+        ...
+
+
+def masked_scorer(backend: Backend, purpose: str) -> MaskedScorer:
+    """``backend`` as a :class:`MaskedScorer`; InputError when it lacks the ``attention_mask``
+    capability (with its reason, as :func:`require` says it) or does not offer masked scoring
+    although it declares the capability (a wrapper that hands on its inner capabilities)."""
+    require(backend, Capabilities(attention_mask=True), purpose)
+    if not isinstance(backend, MaskedScorer):
+        raise InputError(
+            f"model {backend.name!r} cannot be used for {purpose}: it declares attention_mask "
+            "but offers no masked scoring (score_hidden)"
+        )
+    return backend

@@ -27,14 +27,16 @@ batch. ``top_logprobs=k`` reports, for every generated token, its
 log-probability and the ``k`` most likely alternatives under the model's own distribution
 (``log_softmax`` of the logits, before temperature and ``top_p``).
 
-**Masked scoring** (trajectory grounding, docs/methods.md §5): :meth:`HfBackend.score_hidden` scores
-candidates with given character ranges of the rendered prompt hidden from every later position
-(positions kept; :mod:`clearsight.models.hf_mask`), and :meth:`HfBackend.forward_with_mask`
-exposes the raw 4-D-mask forward pass. Every custom mask passes through :meth:`HfBackend._forward`,
-which keeps the family's own pattern (:mod:`clearsight.models.families`: Gemma 3's image tokens
-attending each other both ways, the window of sliding-window layers); a family whose attention
-cannot honour such a mask has the ``attention_mask`` capability withheld, with the reason in
-``HfBackend.lacking``.
+**Masked scoring** (trajectory grounding, docs/methods.md §5): :meth:`HfBackend.score_hidden`
+scores candidates in context with given character ranges of the last message hidden from every
+later position (positions kept; :mod:`clearsight.models.hf_hidden`), through two custom passes:
+:meth:`HfBackend.forward_with_mask` (one pass under a 4-D mask,
+:mod:`clearsight.models.hf_mask`) and :meth:`HfBackend.forward_with_prefix` (a shared prefix
+once, its KV cache forked to every row). Every custom mask passes through
+:meth:`HfBackend._forward`, which keeps the family's own pattern
+(:mod:`clearsight.models.families`: Gemma 3's image tokens attending each other both ways, the
+window of sliding-window layers); a family whose attention cannot honour such a mask has the
+``attention_mask`` capability withheld, with the reason in ``HfBackend.lacking``.
 
 Identical requests in one ``complete`` call are computed once (a text-only model drops images,
 so the blind control's 24 image conditions collapse to one prompt). ``latency_s`` is the
@@ -55,11 +57,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from clearsight.models import hf_hidden
 from clearsight.models.base import (
     Capabilities,
+    HiddenRequest,
+    HiddenScores,
     ImagePart,
     Message,
     Request,
+    RequestFailedError,
     Response,
     TokenLogprob,
 )
@@ -76,8 +82,6 @@ from clearsight.models.hf_inputs import (
 from clearsight.models.hf_mask import (
     additive,
     check_ranges,
-    continuation_mask,
-    hiding_mask,
     windowed,
     with_image_blocks,
 )
@@ -239,7 +243,6 @@ class _Item:
     prompt: str
     images: list[Any]
     dropped: int
-    hide: list[tuple[int, int]] | None = None  # character ranges of the prompt to hide
 
 
 @dataclass
@@ -252,6 +255,30 @@ class _Out:
     completion_tokens: int = 0
     prompt_tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Decode:
+    """The state of one decoding loop: which request each sample row decodes for (``owner``),
+    each request's rows (``groups``: request, first row, end row) and generator, and per row
+    the tokens and log-probabilities so far and whether it is done."""
+
+    def __init__(self, items: list[_Item], gen: list[int], owner: list[int]) -> None:
+        self.items = items
+        self.gen = gen
+        self.owner = owner
+        self.groups = [(b, owner.index(b), len(owner) - owner[::-1].index(b)) for b in gen]
+        self.generators: dict[int, torch.Generator] = {}
+        for b in gen:
+            seed = items[b].request.decoding.seed
+            self.generators[b] = torch.Generator().manual_seed(0 if seed is None else int(seed))
+        self.tokens: list[list[int]] = [[] for _ in owner]
+        self.lps: list[list[TokenLogprob]] = [[] for _ in owner]
+        self.done = [items[b].request.decoding.max_new_tokens == 0 for b in owner]
+
+    @property
+    def finished(self) -> bool:
+        """Whether every sample is done."""
+        return all(self.done)
 
 
 def _fork_cache(cache: Any, rows: torch.Tensor) -> Any:
@@ -364,38 +391,26 @@ class HfBackend:
 
     def prompt_text(self, request: Request) -> str:
         """The rendered prompt of ``request`` (chat template applied, image placeholders
-        unexpanded): the text :meth:`score_hidden`'s character ranges index into."""
+        unexpanded): the text :meth:`hidden_token_ranges`' character ranges index into."""
         return self.inputs.render(request.messages)
 
     def score_hidden(
-        self, requests: Sequence[Request], hide: Sequence[Sequence[tuple[int, int]]]
-    ) -> list[Response]:
-        """Candidate probabilities with parts of each prompt hidden from everything after them.
-
-        ``hide[i]`` holds character ranges ``[start, end)`` of ``prompt_text(requests[i])``;
-        every token overlapping a range is removed from the attention of every later position
-        (in every layer) while all positions stay as they are, so the answer slot cannot read
-        the hidden text, directly or through later tokens. An empty list hides nothing (and
-        gives the same probabilities as :meth:`complete`). Hidden text must come after the last
-        image and end before the answer slot. Requests must not generate.
-        """
+        self, requests: Sequence[HiddenRequest], batch_size: int | None = None
+    ) -> list[HiddenScores | RequestFailedError]:
+        """Candidates scored in context with parts of each request's last message hidden from
+        everything after them, positions kept (:class:`~clearsight.models.base.MaskedScorer`;
+        how: :mod:`clearsight.models.hf_hidden`). ``batch_size`` rows to a forward call
+        (default: the backend's)."""
         self._check_masks()
-        if len(hide) != len(requests):
-            raise InputError(f"{len(hide)} lists of hidden ranges for {len(requests)} requests")
-        items = []
-        for request, ranges in zip(requests, hide, strict=True):
-            if request.generate:
-                raise InputError("score_hidden scores candidates only: use generate=False")
-            item = self._item(request)
-            item.hide = check_ranges(ranges, len(item.prompt), "hidden character range")
-            items.append(item)
-        return self._run(items)
+        return hf_hidden.score_hidden(self, requests, batch_size or self.options.batch_size)
 
     def hidden_token_ranges(
         self, request: Request, hide: Sequence[tuple[int, int]]
     ) -> list[tuple[int, int]]:
-        """Token index ranges (in the unpadded input ids of ``request``) that
-        :meth:`score_hidden` hides for the character ranges ``hide``."""
+        """Token index ranges (in the unpadded input ids of ``request``) of the tokens that
+        overlap the character ranges ``hide`` of :meth:`prompt_text` (what masked scoring
+        hides); InputError for a range that covers no token, lies before the last image or
+        reaches the answer position."""
         item = self._item(request)
         ranges = check_ranges(hide, len(item.prompt), "hidden character range")
         batch = self.inputs.encode([item.prompt], [item.images])
@@ -425,21 +440,62 @@ class HfBackend:
         keep their positions. ``model_inputs`` are passed through (pixels and the like, e.g.
         ``Batch.model_inputs``); ``logits_to_keep=k`` returns only the last ``k`` positions.
         """
-        self._check_masks()
-        if attention_mask.ndim != 4 or attention_mask.dtype != torch.bool:
-            raise InputError(
-                "attention_mask must be a boolean (batch, 1, queries, keys) tensor, got "
-                f"{attention_mask.dtype} {tuple(attention_mask.shape)}"
-            )
         out = self._forward(
             input_ids=input_ids.to(self.device),
-            attention_mask=attention_mask.to(self.device),
+            attention_mask=self._custom_mask(attention_mask),
             position_ids=position_ids.to(self.device),
             use_cache=False,
             logits_to_keep=logits_to_keep,
             **{k: v.to(self.device) for k, v in model_inputs.items()},
         )
         return out.logits.float()
+
+    @torch.inference_mode()
+    def forward_with_prefix(
+        self,
+        prefix: Sequence[int],
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        logits_to_keep: int,
+    ) -> torch.Tensor:
+        """Float32 logits ``(B, logits_to_keep, V)`` of rows that continue one shared text-only
+        ``prefix`` (token ids): the prefix computed once (a plain causal pass), its KV cache
+        forked to each of the ``B`` rows, then the rows' ``input_ids`` ``(B, Q)`` in one pass
+        under the boolean ``attention_mask`` ``(B, 1, Q, P + Q)`` over the prefix's ``P`` keys
+        and their own, at ``position_ids`` ``(B, Q)`` (positions after the prefix, kept as
+        given)."""
+        n = len(prefix)
+        ids = torch.tensor([list(prefix)], device=self.device)
+        first = self._forward(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            position_ids=torch.arange(n, device=self.device)[None],
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = getattr(first, "cache", None) or first.past_key_values
+        rows = torch.zeros(input_ids.shape[0], dtype=torch.long, device=self.device)
+        out = self._forward(
+            input_ids=input_ids.to(self.device),
+            attention_mask=self._custom_mask(attention_mask),
+            position_ids=position_ids.to(self.device),
+            cache=_fork_cache(cache, rows),
+            use_cache=True,
+            logits_to_keep=logits_to_keep,
+        )
+        return out.logits.float()
+
+    def _custom_mask(self, mask: torch.Tensor) -> torch.Tensor:
+        """A custom boolean ``(B, 1, Q, K)`` mask checked and on the model's device; InputError
+        when this model cannot take one (with the reason) or the mask is malformed."""
+        self._check_masks()
+        if mask.ndim != 4 or mask.dtype != torch.bool:
+            raise InputError(
+                "attention_mask must be a boolean (batch, 1, queries, keys) tensor, got "
+                f"{mask.dtype} {tuple(mask.shape)}"
+            )
+        return mask.to(self.device)
 
     def _check_masks(self) -> None:
         """InputError with the reason when this model cannot take custom attention masks."""
@@ -470,7 +526,7 @@ class HfBackend:
         # greedy decoding ignores the seed: requests that differ only in it are the same work
         decoding = r.decoding if r.decoding.temperature > 0 else replace(r.decoding, seed=None)
         return content_hash(
-            [item.prompt, images, list(r.candidates), r.generate, r.n, repr(decoding), item.hide]
+            [item.prompt, images, list(r.candidates), r.generate, r.n, repr(decoding)]
         )
 
     def _candidate_seqs(self, candidate: str) -> list[Seq]:
@@ -605,28 +661,12 @@ class HfBackend:
         batch = self.inputs.encode([i.prompt for i in items], [i.images for i in items])
         batch = batch.to(self.device, self.dtype)
         lengths = batch.lengths
-        width = batch.input_ids.shape[1]
         seqs = [{c: self._candidate_seqs(c) for c in i.request.candidates} for i in items]
         multi = any(len(s) > 1 for per in seqs for ss in per.values() for s in ss)
         need_cache = multi or any(i.request.generate for i in items)
-
-        hidden = None
-        prompt_visible = batch.attention_mask.bool()
-        mask: torch.Tensor = batch.attention_mask
-        if any(i.hide is not None for i in items):
-            hidden = []
-            for b, item in enumerate(items):
-                row = batch.input_ids[b, width - lengths[b] :].tolist()
-                pad = width - lengths[b]
-                ranges = self._token_ranges(item.prompt, row, item.hide or [])
-                hidden.append([(s + pad, e + pad) for s, e in ranges])
-            mask = hiding_mask(batch.attention_mask, hidden)
-            prompt_visible = mask[:, 0, -1, :].clone()  # what the answer slot sees
-            prompt_visible[:, -1] = True
-
         out = self._forward(
             input_ids=batch.input_ids,
-            attention_mask=mask,
+            attention_mask=batch.attention_mask,
             position_ids=batch.position_ids,
             use_cache=need_cache,
             logits_to_keep=1,
@@ -639,7 +679,7 @@ class HfBackend:
 
         results = [_Out(prompt_tokens=lengths[b]) for b in range(len(items))]
         if any(seqs):
-            probs = self._candidates(seqs, batch, last, cache, prompt_visible, hidden is not None)
+            probs = self._candidates(seqs, batch, last, cache)
             for b, p in enumerate(probs):
                 results[b].candidate_probs = p
         gen = [b for b, i in enumerate(items) if i.request.generate]
@@ -648,53 +688,11 @@ class HfBackend:
         return results
 
     def _candidates(
-        self,
-        seqs: list[dict[str, list[Seq]]],
-        batch: Batch,
-        last: torch.Tensor,
-        cache: Any,
-        prompt_visible: torch.Tensor,
-        four_d: bool,
+        self, seqs: list[dict[str, list[Seq]]], batch: Batch, last: torch.Tensor, cache: Any
     ) -> list[dict[str, float] | None]:
         """Candidate probabilities per row from the prompt's last log-probs ``last`` (and one
-        continuation pass for multi-token spellings)."""
-        # The longest spellings per row: feeding each (minus its last token) after the prompt
-        # gives p(. | prefix) for every prefix any spelling of that row needs.
-        rows: list[tuple[int, Seq]] = []
-        for b, per in enumerate(seqs):
-            distinct = {s for ss in per.values() for s in ss}
-            for s in sorted(distinct):
-                longer = any(len(o) > len(s) and o[: len(s)] == s for o in distinct)
-                if len(s) > 1 and not longer:
-                    rows.append((b, s))
-        cond: dict[tuple[int, Seq], torch.Tensor] = {}
-        if rows:
-            idx = torch.tensor([b for b, _ in rows], device=self.device)
-            q = max(len(s) - 1 for _, s in rows)
-            pad_id = int(self.tokenizer.pad_token_id)
-            feed = torch.tensor(
-                [list(s[:-1]) + [pad_id] * (q - len(s) + 1) for _, s in rows], device=self.device
-            )
-            cont = torch.tensor(
-                [[1] * (len(s) - 1) + [0] * (q - len(s) + 1) for _, s in rows], device=self.device
-            )
-            if four_d:
-                mask = continuation_mask(prompt_visible[idx], cont)
-            else:
-                mask = torch.cat([batch.attention_mask[idx], cont], dim=1)
-            out = self._forward(
-                input_ids=feed,
-                attention_mask=mask,
-                position_ids=continued_positions(batch.next_position[idx], q, self.inputs.mrope),
-                cache=_fork_cache(cache, idx),
-                use_cache=True,
-                **self._carried(batch, idx),
-            )
-            logp = torch.log_softmax(out.logits.float(), dim=-1)
-            for r, (b, s) in enumerate(rows):
-                for j in range(len(s) - 1):
-                    cond[(b, s[: j + 1])] = logp[r, j]
-
+        continuation pass for multi-token spellings, :meth:`_continuations`)."""
+        cond = self._continuations(seqs, batch, cache)
         result: list[dict[str, float] | None] = []
         for b, per in enumerate(seqs):
             if not per:
@@ -716,6 +714,45 @@ class HfBackend:
             result.append({c: float(sum(seq_p[s] for s in ss)) for c, ss in per.items()})
         return result
 
+    def _continuations(
+        self, seqs: list[dict[str, list[Seq]]], batch: Batch, cache: Any
+    ) -> dict[tuple[int, Seq], torch.Tensor]:
+        """``p(. | prefix)`` for every (row, token prefix) that a multi-token spelling of the
+        row needs, from ONE pass that feeds the longest spellings (minus their last token) after
+        the prompt on forks of its KV cache."""
+        rows: list[tuple[int, Seq]] = []
+        for b, per in enumerate(seqs):
+            distinct = {s for ss in per.values() for s in ss}
+            for s in sorted(distinct):
+                longer = any(len(o) > len(s) and o[: len(s)] == s for o in distinct)
+                if len(s) > 1 and not longer:
+                    rows.append((b, s))
+        cond: dict[tuple[int, Seq], torch.Tensor] = {}
+        if not rows:
+            return cond
+        idx = torch.tensor([b for b, _ in rows], device=self.device)
+        q = max(len(s) - 1 for _, s in rows)
+        pad_id = int(self.tokenizer.pad_token_id)
+        feed = torch.tensor(
+            [list(s[:-1]) + [pad_id] * (q - len(s) + 1) for _, s in rows], device=self.device
+        )
+        cont = torch.tensor(
+            [[1] * (len(s) - 1) + [0] * (q - len(s) + 1) for _, s in rows], device=self.device
+        )
+        out = self._forward(
+            input_ids=feed,
+            attention_mask=torch.cat([batch.attention_mask[idx], cont], dim=1),
+            position_ids=continued_positions(batch.next_position[idx], q, self.inputs.mrope),
+            cache=_fork_cache(cache, idx),
+            use_cache=True,
+            **self._carried(batch, idx),
+        )
+        logp = torch.log_softmax(out.logits.float(), dim=-1)
+        for r, (b, s) in enumerate(rows):
+            for j in range(len(s) - 1):
+                cond[(b, s[: j + 1])] = logp[r, j]
+        return cond
+
     def _generate(
         self,
         items: list[_Item],
@@ -731,40 +768,18 @@ class HfBackend:
         for b in gen:
             d = items[b].request.decoding
             owner += [b] * (1 if d.temperature == 0 else items[b].request.n)
+        decode = _Decode(items, gen, owner)
         idx = torch.tensor(owner, device=self.device)
         logp = last[idx]
         cache = _fork_cache(cache, idx)
         carried = self._carried(batch, idx)
         mask = batch.attention_mask[idx]
         next_pos = batch.next_position[idx]
-        generators = {}
-        for b in gen:
-            seed = items[b].request.decoding.seed
-            generators[b] = torch.Generator().manual_seed(0 if seed is None else int(seed))
-        tokens: list[list[int]] = [[] for _ in owner]
-        lps: list[list[TokenLogprob]] = [[] for _ in owner]
-        done = [items[b].request.decoding.max_new_tokens == 0 for b in owner]
         pad_id = int(self.tokenizer.pad_token_id)
         step = 0
-        groups = [(b, owner.index(b), len(owner) - owner[::-1].index(b)) for b in gen]
-        while not all(done):
-            logp_cpu = logp.float().cpu()
-            chosen = [pad_id] * len(owner)
-            for b, r0, r1 in groups:
-                if all(done[r0:r1]):
-                    continue
-                d = items[b].request.decoding
-                picks = self._choose(logp_cpu[r0:r1], d.temperature, d.top_p, generators[b])
-                for r, tok in zip(range(r0, r1), picks, strict=True):
-                    if done[r]:
-                        continue
-                    tokens[r].append(tok)
-                    if d.top_logprobs:
-                        lps[r].append(self._token_logprob(logp_cpu[r], tok, d.top_logprobs))
-                    if tok in self.eos_ids or len(tokens[r]) >= d.max_new_tokens:
-                        done[r] = True
-                    chosen[r] = tok
-            if all(done):
+        while not decode.finished:
+            chosen = self._step(decode, logp.float().cpu(), pad_id)
+            if decode.finished:
                 break
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             out = self._forward(
@@ -779,17 +794,43 @@ class HfBackend:
             cache = getattr(out, "cache", None) or out.past_key_values
             logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
             step += 1
+        self._decoded(decode, results)
 
-        for b in gen:
-            request = items[b].request
-            mine = [r for r, o in enumerate(owner) if o == b]
+    def _step(self, decode: _Decode, logp: torch.Tensor, pad_id: int) -> list[int]:
+        """One decoding step: each unfinished sample's next token picked from ``logp`` (one row
+        per sample, on the CPU) and recorded; the tokens to feed next (padding for the rows
+        that are done)."""
+        chosen = [pad_id] * len(decode.owner)
+        done = decode.done
+        for b, r0, r1 in decode.groups:
+            if all(done[r0:r1]):
+                continue
+            d = decode.items[b].request.decoding
+            picks = self._choose(logp[r0:r1], d.temperature, d.top_p, decode.generators[b])
+            for r, tok in zip(range(r0, r1), picks, strict=True):
+                if done[r]:
+                    continue
+                decode.tokens[r].append(tok)
+                if d.top_logprobs:
+                    decode.lps[r].append(self._token_logprob(logp[r], tok, d.top_logprobs))
+                if tok in self.eos_ids or len(decode.tokens[r]) >= d.max_new_tokens:
+                    done[r] = True
+                chosen[r] = tok
+        return chosen
+
+    def _decoded(self, decode: _Decode, results: list[_Out]) -> None:
+        """Each generating request's texts, token count and log-probabilities into its
+        result."""
+        for b in decode.gen:
+            request = decode.items[b].request
+            mine = [r for r, o in enumerate(decode.owner) if o == b]
             if len(mine) == 1 and request.n > 1:  # greedy: every sample is the same
                 mine = mine * request.n
-            texts = tuple(self._text(tokens[r]) for r in mine)
+            texts = tuple(self._text(decode.tokens[r]) for r in mine)
             results[b].texts = texts
-            results[b].completion_tokens = sum(len(tokens[r]) for r in mine)
+            results[b].completion_tokens = sum(len(decode.tokens[r]) for r in mine)
             if request.decoding.top_logprobs:
-                results[b].token_logprobs = tuple(tuple(lps[r]) for r in mine)
+                results[b].token_logprobs = tuple(tuple(decode.lps[r]) for r in mine)
 
     @staticmethod
     def _choose(

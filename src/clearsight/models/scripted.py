@@ -9,6 +9,15 @@ An output with a ``match`` string answers every request whose text contains it; 
 without one are replayed in order for the requests no ``match`` claims, and running out of
 them is an error rather than a silent repeat.
 
+**Masked scoring from a table.** Entries with a ``hidden`` mapping (:class:`ScriptedScores`)
+make the backend a :class:`~clearsight.models.base.MaskedScorer` (it declares the
+``attention_mask`` capability): a masked-scoring request gets the scores of the first such entry
+whose ``match`` its text contains (every request without one) and whose ``hide`` ranges and
+``share``, where given, are the request's — the candidates' ``sequence_probs`` and
+``end_probs`` as written, or, with ``failed``, that request's failure. So trajectory grounding
+runs without torch: ``{"match": "Observation:", "hidden": {"share": 1.0, "sequence_probs":
+{"3": 1.0}}}`` answers every fully masked read-out with the numeral 3.
+
 The ``latency_s`` option makes every ``complete`` call (one batch, as a GPU server answers a
 batch) take that many seconds of wall time without using the CPU (the calling thread sleeps):
 a stand-in for a model whose cost is elsewhere, for measuring how an executor keeps replicas
@@ -22,12 +31,22 @@ import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
+from clearsight.models.base import (
+    Capabilities,
+    HiddenRequest,
+    HiddenScores,
+    Message,
+    Request,
+    RequestFailedError,
+    Response,
+    TokenLogprob,
+)
 from clearsight.validate import InputError, jsonl_values, short_repr
 
 
@@ -53,17 +72,29 @@ def response_from_json(data: Mapping[str, Any]) -> Response:
     )
 
 
-class ScriptedBackend:
-    """Replays scripted responses; declares every capability since it fills whatever it is given."""
+@dataclass(frozen=True)
+class ScriptedScores:
+    """One row of a scripted backend's masked-scoring table: what a masked-scoring request
+    whose text contains ``match`` gets (its ``scores``, or the failure), where its hidden
+    ranges are ``hide`` and its share ``share`` (None: any)."""
 
-    capabilities = Capabilities(
-        images=True,
-        generate=True,
-        candidate_probs=True,
-        top_logprobs=True,
-        n_per_call=True,
-        attention_mask=False,
-    )
+    match: str
+    scores: HiddenScores | RequestFailedError
+    hide: tuple[tuple[int, int], ...] | None = None
+    share: float | None = None
+
+    def answers(self, request: HiddenRequest, text: str) -> bool:
+        """Whether this row answers ``request`` (whose messages' text is ``text``)."""
+        return (
+            self.match in text
+            and (self.hide is None or self.hide == request.hide)
+            and (self.share is None or self.share == request.share)
+        )
+
+
+class ScriptedBackend:
+    """Replays scripted responses; declares every capability it is given outputs for (masked
+    scoring only with a table of :class:`ScriptedScores`)."""
 
     def __init__(
         self,
@@ -71,16 +102,26 @@ class ScriptedBackend:
         matched: Sequence[tuple[str, Response]] = (),
         name: str = "scripted",
         latency_s: float = 0.0,
+        scores: Sequence[ScriptedScores] = (),
     ) -> None:
         self.name = name
         self.latency_s = latency_s
+        self.capabilities = Capabilities(
+            images=True,
+            generate=True,
+            candidate_probs=True,
+            top_logprobs=True,
+            n_per_call=True,
+            attention_mask=bool(scores),
+        )
         self._ordered = list(ordered)
         self._matched = list(matched)
+        self._scores = list(scores)
         self._next = 0
         self._lock = threading.Lock()
 
     def _one(self, request: Request) -> Response:
-        text = "\n".join(m.text for m in request.messages)
+        text = _text(request.messages)
         for needle, response in self._matched:
             if needle in text:
                 return response
@@ -94,10 +135,34 @@ class ScriptedBackend:
             return self._ordered[self._next - 1]
 
     def complete(self, requests: Sequence[Request]) -> list[Response]:
+        """The scripted response of each request (see the module docstring)."""
         responses = [self._one(r) for r in requests]
         if self.latency_s > 0:
             time.sleep(self.latency_s)  # wall time, no CPU: the model's cost is elsewhere
         return responses
+
+    def score_hidden(
+        self, requests: Sequence[HiddenRequest], batch_size: int | None = None
+    ) -> list[HiddenScores | RequestFailedError]:
+        """The table's scores of each request (module docstring); a request no row answers
+        fails alone, saying so. ``batch_size`` is ignored (one call answers every request)."""
+        out: list[HiddenScores | RequestFailedError] = []
+        for request in requests:
+            text = _text(request.messages)
+            row = next((r for r in self._scores if r.answers(request, text)), None)
+            if row is None:
+                reason = f"{self.name}: no scripted scores for this masked-scoring request"
+                out.append(RequestFailedError(reason, 1))
+            else:
+                out.append(row.scores)
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)
+        return out
+
+
+def _text(messages: Sequence[Message]) -> str:
+    """The text a ``match`` is looked for in: the messages' texts, one a line."""
+    return "\n".join(m.text for m in messages)
 
 
 def _script_entries(path: Path) -> list[Any]:
@@ -139,6 +204,60 @@ def _entry_response(data: Any, where: str) -> tuple[str | None, Response]:
     return (str(data["match"]) if "match" in data else None), response
 
 
+def _probs(value: Any, what: str, where: str) -> dict[str, Any]:
+    """A mapping of candidates to their (scripted, unchecked) values."""
+    if not isinstance(value, dict):
+        raise InputError(f"invalid {what} in {where}: a mapping, got {short_repr(value)}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _ranges(value: Any, where: str) -> tuple[tuple[int, int], ...]:
+    """Hidden character ranges: a list of ``[start, end]`` integer pairs."""
+    pairs = value if isinstance(value, list | tuple) else None
+    if pairs is None or not all(
+        isinstance(r, list | tuple)
+        and len(r) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+        for r in pairs
+    ):
+        raise InputError(f"invalid hide in {where}: [start, end] pairs, got {short_repr(value)}")
+    return tuple((int(a), int(b)) for a, b in pairs)
+
+
+def _count(hidden: Mapping[str, Any], key: str, where: str) -> int:
+    value = hidden.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"invalid {key} in {where}: an integer, got {short_repr(value)}")
+    return value
+
+
+def _entry_scores(data: Mapping[str, Any], where: str) -> ScriptedScores:
+    """A script entry with a ``hidden`` mapping as a row of the masked-scoring table: ``hide``
+    and ``share`` (optional: which requests it answers), then ``failed`` (a reason) or
+    ``sequence_probs`` and optional ``end_probs``, ``hidden_tokens`` and ``prompt_tokens``."""
+    hidden = data["hidden"]
+    if not isinstance(hidden, dict):
+        raise InputError(f"invalid hidden in {where}: a mapping, got {short_repr(hidden)}")
+    hide = None if hidden.get("hide") is None else _ranges(hidden["hide"], where)
+    share = hidden.get("share")
+    if share is not None and (
+        isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1
+    ):
+        raise InputError(f"invalid share in {where}: a number in [0, 1], got {short_repr(share)}")
+    scores: HiddenScores | RequestFailedError
+    if "failed" in hidden:
+        scores = RequestFailedError(str(hidden["failed"]), 1)
+    else:
+        scores = HiddenScores(
+            _probs(hidden.get("sequence_probs"), "sequence_probs", where),
+            _probs(hidden.get("end_probs", {}), "end_probs", where),
+            hidden_tokens=_count(hidden, "hidden_tokens", where),
+            prompt_tokens=_count(hidden, "prompt_tokens", where),
+        )
+    match = str(data["match"]) if "match" in data else ""
+    return ScriptedScores(match, scores, hide, None if share is None else float(share))
+
+
 #: Options a run passes every backend that a scripted model has no use for (it answers a whole
 #: batch at once), accepted and ignored so that a scripted model stands in for any model.
 _IGNORED_OPTIONS = frozenset({"batch_size"})
@@ -160,8 +279,9 @@ def _latency(options: Mapping[str, Any]) -> float:
 
 def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
     """``scripted:<file>``: the responses of a JSONL file (one a line), or of a JSON or YAML
-    file holding a list of them; each optionally with a ``match`` key. Option ``latency_s``:
-    seconds each call sleeps."""
+    file holding a list of them; each optionally with a ``match`` key, and entries with a
+    ``hidden`` mapping forming the masked-scoring table (module docstring). Option
+    ``latency_s``: seconds each call sleeps."""
     latency = _latency(options)
     path = Path(arg)
     if not arg or not path.is_file():
@@ -171,10 +291,16 @@ def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
         )
     ordered: list[Response] = []
     matched: list[tuple[str, Response]] = []
+    scores: list[ScriptedScores] = []
     for i, data in enumerate(_script_entries(path), 1):
-        match, response = _entry_response(data, f"{path} entry {i}")
+        where = f"{path} entry {i}"
+        if isinstance(data, dict) and "hidden" in data:
+            scores.append(_entry_scores(data, where))
+            continue
+        match, response = _entry_response(data, where)
         if match is None:
             ordered.append(response)
         else:
             matched.append((match, response))
-    return ScriptedBackend(ordered, matched, name=f"scripted:{path.name}", latency_s=latency)
+    name = f"scripted:{path.name}"
+    return ScriptedBackend(ordered, matched, name=name, latency_s=latency, scores=scores)

@@ -1,0 +1,252 @@
+"""Running one unit of a grounding run into records (inside a worker): the five item kinds of
+:mod:`clearsight.grounding.specs`, each unit one kind for one model, its items batched.
+
+A unit-level failure fails its items with the reason; an item whose model reply cannot be read
+fails alone (a rerun asks again); an item that cannot be scored for a reason of its own (an
+unparseable trajectory, an empty rationale to mask) is a failed record that says ``skipped``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from clearsight.execute.unit import KeyedItems
+from clearsight.grounding.bench import EditFailedError, inject_errors, judge_p_bad, judge_request
+from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
+from clearsight.grounding.generation import generate_trajectories
+from clearsight.grounding.images import load_image
+from clearsight.grounding.problems import Problem, is_correct, normalise_answer
+from clearsight.grounding.readouts import DEFAULT_READOUT, combine, get_readout, readout_requests
+from clearsight.grounding.specs import (
+    EDIT,
+    JUDGE,
+    TRAJECTORY,
+    VARIATION,
+    EditSpec,
+    ElicitSpec,
+    JudgeSpec,
+    TrajectorySpec,
+    VariationSpec,
+)
+from clearsight.grounding.trajectories import Trajectory, parse_trajectory, split_at_slot
+from clearsight.grounding.variation import Sampled, sample_alternatives
+from clearsight.models import Backend, shared_backend
+from clearsight.models.base import Response, masked_scorer
+from clearsight.models.replies import checked_replies
+from clearsight.specs import Spec
+from clearsight.store import Record
+from clearsight.validate import InputError
+
+#: What the measured model is needed for (its masked scoring; the driver checks it up front).
+MASKED_PURPOSE = "trajectory grounding (confidence under masked attention)"
+
+S = TypeVar("S", bound=Spec)
+
+
+@dataclass(frozen=True)
+class GroundingUnit(KeyedItems, Generic[S]):
+    """Items of one kind for one model: picklable, independent."""
+
+    kind: str
+    model: str
+    model_options: Mapping[str, Any]
+    items: tuple[S, ...]
+
+
+def problem_image(problem: Problem, backend: Backend) -> npt.NDArray[np.uint8] | None:
+    """The pixels of ``problem``'s image for ``backend`` (None without one, or for a backend
+    that takes no images)."""
+    if problem.image is None or not backend.capabilities.images:
+        return None
+    return load_image(problem.image)
+
+
+R = TypeVar("R")
+
+
+def per_item(
+    unit: GroundingUnit[S],
+    started: float,
+    results: Sequence[R | Exception],
+    read: Callable[[S, R, float], Record],
+) -> list[Record]:
+    """Each item's record from its result (in the unit's order), its share of the unit's time
+    since ``started`` as its latency: an exception — no model reply that can be read — fails
+    its item (a rerun asks again); any other result is ``read``."""
+    elapsed = (time.perf_counter() - started) / unit.size
+    return [
+        Record.failed(spec.key, r, elapsed) if isinstance(r, Exception) else read(spec, r, elapsed)
+        for spec, r in zip(unit.items, results, strict=True)
+    ]
+
+
+def run_unit(unit: GroundingUnit[Any]) -> list[Record]:
+    """Records of one unit; a unit-level failure fails its items with the reason."""
+    started = time.perf_counter()
+    try:
+        if unit.kind == TRAJECTORY:
+            return _run_trajectories(unit, started)
+        if unit.kind == EDIT:
+            return _run_edits(unit, started)
+        if unit.kind == JUDGE:
+            return _run_judge(unit, started)
+        if unit.kind == VARIATION:
+            return _run_variations(unit, started)
+        return _run_elicit(unit, started)
+    except Exception as exc:  # recorded with its reason; the run goes on
+        elapsed = (time.perf_counter() - started) / max(unit.size, 1)
+        return [Record.failed(k, exc, elapsed) for k in unit.keys]
+
+
+def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> list[Record]:
+    out: dict[str, Record] = {}
+    gen: list[TrajectorySpec] = []
+    for spec in unit.items:
+        if spec.given is None:
+            gen.append(spec)
+            continue
+        try:
+            slotted = split_at_slot(spec.given)
+            traj = parse_trajectory(slotted.body)
+        except InputError as exc:
+            out[spec.key] = Record.failed(spec.key, f"skipped: {exc}", 0.0, {"text": spec.given})
+            continue
+        out[spec.key] = _trajectory_record(spec, spec.given, traj, False, slotted.written, 0.0)
+    if gen:
+        backend = shared_backend(unit.model, unit.model_options)
+        problems = [s.problem for s in gen]
+        images = [problem_image(p, backend) for p in problems]
+        results = generate_trajectories(
+            backend, problems, images, max_new_tokens=gen[0].max_new_tokens
+        )
+        elapsed = (time.perf_counter() - started) / len(gen)
+        for spec, g in zip(gen, results, strict=True):
+            if isinstance(g, Exception):  # no reply that can be read: a rerun asks again
+                out[spec.key] = Record.failed(spec.key, g, elapsed)
+            elif g.trajectory is None:
+                out[spec.key] = Record.failed(
+                    spec.key, f"skipped: {g.reason}", elapsed, {"text": g.text}
+                )
+            else:
+                out[spec.key] = _trajectory_record(
+                    spec, g.text, g.trajectory, g.answer_forced, None, elapsed
+                )
+    return [out[s.key] for s in unit.items]
+
+
+def _trajectory_record(
+    spec: TrajectorySpec,
+    text: str,
+    traj: Trajectory,
+    forced: bool,
+    written: int | None,
+    elapsed: float,
+) -> Record:
+    readouts = {
+        "trajectory": traj.to_json(),
+        "answer": normalise_answer(traj.answer, spec.problem.answer_type),
+        "correct": is_correct(traj.answer, spec.problem),
+        "written_confidence": written,
+        "answer_forced": forced,
+    }
+    return Record(spec.key, "ok", None, {"text": text}, readouts, elapsed)
+
+
+def _run_edits(unit: GroundingUnit[EditSpec], started: float) -> list[Record]:
+    first = unit.items[0]
+    generator = None
+    if first.generator is not None:
+        generator = shared_backend(first.generator, first.generator_options)
+    edits = inject_errors(
+        generator, [(s.axis, s.span) for s in unit.items], [s.seed for s in unit.items]
+    )
+    elapsed = (time.perf_counter() - started) / unit.size
+    records = []
+    for spec, edit in zip(unit.items, edits, strict=True):
+        if isinstance(edit, EditFailedError):
+            records.append(Record.failed(spec.key, str(edit), elapsed))
+        elif isinstance(edit, InputError):
+            records.append(Record.failed(spec.key, f"skipped: {edit}", elapsed))
+        else:
+            readouts = {"edited": edit.edited}
+            records.append(Record(spec.key, "ok", None, edit.to_json(), readouts, elapsed))
+    return records
+
+
+def _run_judge(unit: GroundingUnit[JudgeSpec], started: float) -> list[Record]:
+    """The judge's probability that each pair's bad side (shown first or second, by seed) is
+    the one with the error."""
+    backend = shared_backend(unit.model, unit.model_options)
+    requests = [judge_request(s.problem, s.good, s.bad, s.bad_first) for s in unit.items]
+    return per_item(unit, started, checked_replies(backend, requests), _judged)
+
+
+def _judged(spec: JudgeSpec, r: Response, elapsed: float) -> Record:
+    p_bad = judge_p_bad(r.candidate_probs or {}, spec.bad_first)
+    if p_bad is None:
+        return Record.failed(spec.key, "the judge put no probability on 1 or 2", elapsed)
+    readouts = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec.axis}
+    return Record(spec.key, "ok", None, r.to_json(), readouts, elapsed)
+
+
+def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[Record]:
+    """Sampled content-variation alternatives, each stored with its text; a rejected sample
+    is an ok record too (``accepted`` false, the reason kept): the same seed samples the same
+    text, so a rerun does not sample it again."""
+    backend = shared_backend(unit.model, unit.model_options)
+    images = [problem_image(s.problem, backend) for s in unit.items]
+    return per_item(unit, started, sample_alternatives(backend, unit.items, images), _sampled)
+
+
+def _sampled(spec: VariationSpec, result: Sampled, elapsed: float) -> Record:
+    text, alt, forced = result
+    readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
+    readouts["answer_forced"] = forced
+    if isinstance(alt, InputError):
+        readouts |= {"accepted": False, "reason": str(alt), "alternative": None}
+    else:
+        readouts |= {"accepted": True, "reason": None, "alternative": alt.to_json()}
+    return Record(spec.key, "ok", None, {"text": text}, readouts, elapsed)
+
+
+def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]:
+    """Each item's read-out: one elicitation per slot of its read-out, all of the unit's
+    batched together, combined per item (:func:`clearsight.grounding.readouts.combine`)."""
+    backend = shared_backend(unit.model, unit.model_options)
+    planned: list[tuple[int, int] | str] = []  # per item: its requests' range, or why none
+    requests: list[ElicitRequest] = []
+    images: dict[str, Any] = {}
+    for spec in unit.items:
+        problem, traj = spec.problem, spec.trajectory
+        if spec.share > 0 and not traj.rationale_spans():
+            planned.append("skipped: empty rationale: there is nothing to mask")
+            continue
+        if problem.id not in images:
+            images[problem.id] = problem_image(problem, backend)
+        readout = get_readout(spec.readout.name if spec.readout else DEFAULT_READOUT)
+        reqs = readout_requests(readout, problem, traj, spec.share, spec.seed, images[problem.id])
+        planned.append((len(requests), len(requests) + len(reqs)))
+        requests += reqs
+    results = elicit(masked_scorer(backend, MASKED_PURPOSE), requests) if requests else []
+    elapsed = (time.perf_counter() - started) / unit.size
+    records = []
+    for spec, plan in zip(unit.items, planned, strict=True):
+        if isinstance(plan, str):
+            records.append(Record.failed(spec.key, plan, elapsed))
+            continue
+        readout = get_readout(spec.readout.name if spec.readout else DEFAULT_READOUT)
+        got = results[plan[0] : plan[1]]
+        slots = [r.to_json() if isinstance(r, Elicited) else {"failed": r.reason} for r in got]
+        raw = slots[0] if len(slots) == 1 else {"slots": slots}  # one slot: stored as before
+        res = combine(readout, got)
+        if isinstance(res, str):
+            records.append(Record.failed(spec.key, res, elapsed, raw))
+        else:
+            records.append(Record(spec.key, "ok", None, raw, res.to_readouts(), elapsed))
+    return records
