@@ -18,7 +18,8 @@ from clearsight.driver import Execution
 from clearsight.store import Record, RunStore, load_run
 from clearsight.store import _store as store_module
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import SWEEP, plan_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import SWEEP
 from clearsight.validate import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,7 +37,8 @@ from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.store import load_run
 from clearsight.sweep.conditions import arm_stack
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import plan_sweep, run_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
 from clearsight.validate import InputError
 

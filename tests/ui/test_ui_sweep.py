@@ -36,9 +36,11 @@ from clearsight.sweep.human import (
     item_png,
     session_order,
 )
-from clearsight.sweep.protocol import _Images, load_scene, plan_sweep, run_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import level_label, load_run_data
 from clearsight.sweep.specs import SweepItem
+from clearsight.sweep.unit import _Images, load_scene
 from clearsight.ui.app import PASS_COOKIE, create_app
 from clearsight.ui.settings import ServeSettings
 from clearsight.ui.sweep import HumanSweep
@@ -170,7 +172,7 @@ def test_the_order_is_the_one_documented(questions: list[SweepItem]) -> None:
 def test_readouts_have_the_sweeps_columns_and_no_internal_confidence(
     questions: list[SweepItem],
 ) -> None:
-    from clearsight.sweep.protocol import sweep_readouts
+    from clearsight.sweep.readouts import sweep_readouts
 
     q = questions[0].question
     assert q.abstain is not None

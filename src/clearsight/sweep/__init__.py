@@ -20,14 +20,16 @@ if TYPE_CHECKING:
     from clearsight.report.build import build_report as build_sweep_report
     from clearsight.report.build import summary_table
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import SWEEP, plan_sweep, run_sweep
+    from clearsight.sweep.plan import plan_sweep, scene_refs
+    from clearsight.sweep.protocol import SWEEP, run_sweep
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
 _EXPORTS = {
     "SweepConfig": "clearsight.sweep.config:SweepConfig",
     "SWEEP": "clearsight.sweep.protocol:SWEEP",
-    "plan_sweep": "clearsight.sweep.protocol:plan_sweep",
+    "plan_sweep": "clearsight.sweep.plan:plan_sweep",
+    "scene_refs": "clearsight.sweep.plan:scene_refs",
     "run_sweep": "clearsight.sweep.protocol:run_sweep",
     "build_sweep_report": "clearsight.report.build:build_report",
     "summary_table": "clearsight.report.build:summary_table",
@@ -39,6 +41,7 @@ __all__ = [
     "build_sweep_report",
     "plan_sweep",
     "run_sweep",
+    "scene_refs",
     "summary_table",
 ]
 
