@@ -265,12 +265,12 @@ def test_a_person_who_comes_back_continues_where_they_stopped(run: Path) -> None
 
 def test_the_report_draws_the_person_beside_the_observer(run: Path) -> None:
     from clearsight.report import build_report
-    from clearsight.report.tables import analyse_sweep
+    from clearsight.sweep.crossings import scene_bootstrap
 
     _answer_all(HumanSweep(run, SWEEP), "ann")
     data = load_run_data(run)
     assert data.models == ["observer", "human:ann"]
-    analysis = analyse_sweep(data, n_boot=50)
+    analysis = scene_bootstrap(data, n_boot=50)
     curves = analysis.curves[analysis.curves["model"] == "human:ann"]
     for arm in ("fog", "water"):
         acc = curves[(curves["signal"] == "accuracy") & (curves["condition"] == arm)]
@@ -290,12 +290,12 @@ def test_the_report_draws_the_person_beside_the_observer(run: Path) -> None:
 
 
 def test_a_verbal_wording_gives_the_persons_confidence_its_curve(run: Path) -> None:
-    from clearsight.report.tables import analyse_sweep
+    from clearsight.sweep.crossings import scene_bootstrap
 
     sweep = HumanSweep(run, ServeSettings(sweep=True, wording="verbal.plain"))
     assert {i.wording for i in sweep.order("ann")} == {"verbal.plain"}
     _answer_all(sweep, "ann")
-    analysis = analyse_sweep(load_run_data(run), n_boot=20)
+    analysis = scene_bootstrap(load_run_data(run), n_boot=20)
     conf = analysis.curves[
         (analysis.curves["model"] == "human:ann")
         & (analysis.curves["signal"] == "verbal_conf")

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from clearsight.models import install_hint
 from clearsight.physics import derangement
@@ -316,6 +316,20 @@ def _scene_items(
     return per_scene
 
 
+class QuestionFields(TypedDict):
+    """The fields of a :class:`~clearsight.sweep.specs.SweepItem` that one question sets: its
+    target, the task, which category a verification asks about, the wording and the question
+    (one group of a unit's grid)."""
+
+    target: int
+    box: tuple[int, int, int, int]
+    category: str
+    task: str
+    asked: str | None
+    wording: str
+    question: Question
+
+
 def _question_entries(
     config: SweepConfig,
     ref: SceneRef,
@@ -323,10 +337,10 @@ def _question_entries(
     prior: dict[str, float],
     scheme: DistractorScheme,
     prompt_hashes: dict[str, str],
-) -> list[dict[str, Any]]:
+) -> list[QuestionFields]:
     """The question fields of every target of scene ``ref`` (the ``index``-th), in every
     wording asked on it (a wording may be limited to the first scenes: ``wording_scenes``)."""
-    entries: list[dict[str, Any]] = []
+    entries: list[QuestionFields] = []
     for t, (category, box) in enumerate(zip(ref.categories, ref.boxes, strict=True)):
         for task, asked, wording, q in _questions(
             category, prior, config, scheme, (config.seed, ref.id, t)
@@ -335,15 +349,15 @@ def _question_entries(
                 prompt_hashes[tref.id] = tref.sha256
             if config.asks_on_scene(wording, index):
                 entries.append(
-                    {
-                        "target": t,
-                        "box": box,
-                        "category": category,
-                        "task": task,
-                        "asked": asked,
-                        "wording": wording,
-                        "question": q,
-                    }
+                    QuestionFields(
+                        target=t,
+                        box=box,
+                        category=category,
+                        task=task,
+                        asked=asked,
+                        wording=wording,
+                        question=q,
+                    )
                 )
     return entries
 

@@ -26,7 +26,7 @@ from clearsight.execute.unit import KeyedItems
 from clearsight.models import Decoding, Message, Request, Response, shared_backend
 from clearsight.models.replies import checked_replies
 from clearsight.physics import blank_like, draw_box, imagenet_c_equivalents
-from clearsight.scenes.depth import depth_profile
+from clearsight.scenes.depth import DepthProvider, depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed
 from clearsight.store import Record, SpecGrid
@@ -63,10 +63,10 @@ def load_scene(ref: SceneRef, depth_model: str) -> Scene:
     return _SCENE_CACHE[key]
 
 
-_DEPTH: dict[str, Any] = {}
+_DEPTH: dict[str, DepthProvider] = {}
 
 
-def _depth_estimator(model: str) -> Any:
+def _depth_estimator(model: str) -> DepthProvider:
     """A depth provider by name: ``assumed:<metres>`` (a stated constant depth) or a Depth
     Anything model id or path (one instance per process)."""
     from clearsight.scenes.depth import AssumedDepth, DepthAnythingEstimator
