@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from _timing import report
-from clearsight.models.observer import ObserverBackend
 from clearsight.perceiver.backend import PerceiverBackend
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.observer import ObserverBackend
 from clearsight.sweep.protocol import run_sweep
 
 #: The perceiver sweeps: two scenes, fog and every cheap control, one task, one wording.

@@ -64,7 +64,9 @@ from clearsight.execute import ExecutorName, execute
 from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import SweepUnit, plan_sweep, run_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.unit import SweepUnit
 from fixtures import latency as stand_in
 
 

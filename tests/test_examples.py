@@ -43,7 +43,8 @@ def test_the_sweep_examples_plan_the_published_design_on_a_coco_fixture(
     tmp_path: Path, backend: str
 ) -> None:
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import SWEEP, plan_sweep
+    from clearsight.sweep.plan import plan_sweep
+    from clearsight.sweep.protocol import SWEEP
     from fixtures.coco import synthetic_coco
 
     path = EXAMPLES / f"sweep-coco-{backend}.yaml"
@@ -85,7 +86,7 @@ def test_the_sweep_examples_plan_the_published_design_on_a_coco_fixture(
 
 def test_the_sweep_example_stops_before_the_run_without_its_depth_model(tmp_path: Path) -> None:
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import plan_sweep
+    from clearsight.sweep.plan import plan_sweep
     from clearsight.validate import InputError
     from fixtures.coco import synthetic_coco
 

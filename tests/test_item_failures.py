@@ -131,7 +131,7 @@ def test_a_reply_cut_inside_a_surrogate_pair_is_stored_repaired_and_said(tmp_pat
 def test_a_record_the_store_cannot_encode_fails_alone(tmp_path: Path) -> None:
     from clearsight.execute import write_or_fail
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import plan_sweep
+    from clearsight.sweep.plan import plan_sweep
 
     cfg = SweepConfig(scene_ids=(SCENE,), arms=("fog",), controls=("clean",))
     items = plan_sweep(cfg).questions[:3]

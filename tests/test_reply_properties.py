@@ -117,11 +117,11 @@ BATCH = st.sampled_from(["normal", "normal", "raises", "short", "partial"])
 def replier() -> Iterator[Replier]:
     """The one backend every model name loads to in this module."""
     import clearsight.grounding.unit
-    import clearsight.sweep.protocol
+    import clearsight.sweep.unit
 
     backend = Replier()
     patch = pytest.MonkeyPatch()
-    for module in (clearsight.models, clearsight.sweep.protocol, clearsight.grounding.unit):
+    for module in (clearsight.models, clearsight.sweep.unit, clearsight.grounding.unit):
         patch.setattr(module, "shared_backend", lambda *_a, **_k: backend)
     yield backend
     patch.undo()
@@ -186,7 +186,7 @@ def test_the_check_passes_a_storable_reply_or_refuses_with_a_reason(
 @pytest.fixture(scope="module")
 def sweep_unit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, RunStore]]:
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import plan_sweep
+    from clearsight.sweep.plan import plan_sweep
 
     cfg = SweepConfig(
         scene_ids=("skimage-chelsea",),
@@ -205,7 +205,7 @@ def sweep_unit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, 
 def test_sweep_items_end_ok_or_failed(
     data: st.DataObject, batch: str, replier: Replier, sweep_unit: tuple[Any, RunStore]
 ) -> None:
-    from clearsight.sweep.protocol import run_unit
+    from clearsight.sweep.unit import run_unit
 
     unit, store = sweep_unit
     replier.data, replier.batch, replier.drawn = data, batch, []

@@ -75,7 +75,8 @@ def rekeyed(before: dict[str, Any]) -> dict[str, Any]:
 
 def test_a_schema_1_sweep_reports_then_resumes_with_nothing_to_do(tmp_path: Path) -> None:
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import plan_sweep, run_sweep
+    from clearsight.sweep.plan import plan_sweep
+    from clearsight.sweep.protocol import run_sweep
     from clearsight.sweep.results import load_run_data
 
     run = restore("sweep", tmp_path / "sweep")

@@ -17,7 +17,8 @@ from clearsight import driver
 from clearsight.driver import Execution
 from clearsight.store import Record, RunStore, _frames, _run_store, _schema, load_run
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import SWEEP, plan_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import SWEEP
 from clearsight.validate import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

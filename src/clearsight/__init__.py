@@ -16,7 +16,7 @@ _EXPORTS = {
     "SweepConfig": "clearsight.sweep.config",
     "load_config": "clearsight.config",
     "run_sweep": "clearsight.sweep.protocol",
-    "plan_sweep": "clearsight.sweep.protocol",
+    "plan_sweep": "clearsight.sweep.plan",
     "run": "clearsight.driver",
     "Execution": "clearsight.driver",
     "RunSummary": "clearsight.driver",

@@ -17,7 +17,7 @@ from clearsight.cli import app
 from clearsight.grounding import GroundingConfig
 from clearsight.store import RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import plan_sweep
+from clearsight.sweep.plan import plan_sweep
 from clearsight.validate import InputError
 from fixtures.probe_runs import IDS, scripts
 

@@ -24,13 +24,13 @@ from clearsight.execute import Interrupted, Summary, execute
 from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import (
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.unit import (
     DepthUnit,
     SweepUnit,
     VeqUnit,
-    plan_sweep,
     run_depth_unit,
-    run_sweep,
     run_unit,
     run_veq_unit,
 )

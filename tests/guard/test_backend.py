@@ -16,7 +16,6 @@ from clearsight.models import (
     Capabilities,
     Decoding,
     Message,
-    ObserverReference,
     PartialBatchError,
     Request,
     RequestFailedError,
@@ -24,8 +23,8 @@ from clearsight.models import (
     load_backend,
 )
 from clearsight.physics import fog
-from clearsight.sweep.protocol import sweep_readouts
-from clearsight.sweep.readouts import parse_verbalized
+from clearsight.sweep.observer import ObserverReference
+from clearsight.sweep.readouts import parse_verbalized, sweep_readouts
 from clearsight.tasks import category_prior, identification_question, verbalized_question
 from clearsight.validate import InputError
 

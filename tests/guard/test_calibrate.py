@@ -31,13 +31,15 @@ from clearsight.guard.calibrate import (
 from clearsight.guard.estimate import estimate_visibility
 from clearsight.models import load_backend
 from clearsight.physics import VISIBILITY_CONSTANT
-from clearsight.report.guard import guard_estimate_table, guard_estimates, guard_section_html
-from clearsight.report.tables import analyse_sweep
+from clearsight.report.guard import guard_section_html
 from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.store import load_run
 from clearsight.sweep.conditions import arm_stack
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import plan_sweep, run_sweep
+from clearsight.sweep.crossings import scene_bootstrap
+from clearsight.sweep.guarded import guard_estimate_table, guard_estimates
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
 from clearsight.validate import InputError
 
@@ -121,7 +123,7 @@ def test_true_scale_threshold_is_the_largest_accuracy_crossing(run):
     data = load_run_data(run)
     recs = data.records
     only_cal = recs[(recs["model"] == "observer") & recs["scene"].isin(cal.calibration_scenes)]
-    rows = analyse_sweep(
+    rows = scene_bootstrap(
         dataclasses.replace(data, records=only_cal.reset_index(drop=True)), n_boot=20
     ).crossings
     acc = rows[(rows["model"] == "observer") & (rows["signal"] == "accuracy")]
@@ -305,7 +307,7 @@ def test_estimate_table(run):
     # water reads murkier than fog (the documented bias of the dark channel under water)
     by_arm = table.set_index("arm")["median_decades"]
     assert by_arm["water"] < by_arm["fog"]
-    html = guard_section_html(data)
+    html = guard_section_html(table)
     assert "id='guard'" in html
     assert f">{GUARD}</td>" in html
     assert html.count("<tr>") == 1 + len(table)
@@ -326,5 +328,6 @@ def test_estimate_table_without_guarded_models(tmp_path):
         out,
         progress=False,
     )
-    assert guard_estimate_table(load_run_data(out)).empty
-    assert guard_section_html(load_run_data(out)) == ""
+    table = guard_estimate_table(load_run_data(out))
+    assert table.empty
+    assert guard_section_html(table) == ""

@@ -49,8 +49,7 @@ from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
 from clearsight.models import Decoding, Message, Request, TextPart
 from clearsight.models.base import Capabilities, HiddenRequest, HiddenScores, require
 from clearsight.physics.controls import draw_box
-from clearsight.sweep.protocol import sweep_readouts
-from clearsight.sweep.readouts import parse_verbalized
+from clearsight.sweep.readouts import parse_verbalized, sweep_readouts
 from clearsight.tasks import identification_question, verbalized_question
 from clearsight.validate import InputError
 

@@ -26,9 +26,11 @@ from PIL import Image
 from clearsight.metrics import bootstrap_weights, crossing_visibility, percentile_interval
 from clearsight.report import build_report, summary_table
 from clearsight.report.html import Col, esc, table
-from clearsight.report.tables import analyse_sweep, crossing_label, w_label
+from clearsight.report.labels import crossing_label, depth_line, w_label
 from clearsight.store import Record, RunStore, StoredRecord, load_run
+from clearsight.sweep.analysis import analyse_run
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.crossings import scene_bootstrap
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
 from fixtures.coco import synthetic_coco
@@ -164,8 +166,7 @@ def test_files_self_contained_and_rows(small_run: Path, tmp_path: Path) -> None:
     assert "Controls" in md
     assert "| observer |" in md
     # the ImageNet-C severities on the metre axis, as the report states them
-    from clearsight.report.tables import dynamic_ranges
-    from clearsight.sweep.equivalence import monotone_veq_share
+    from clearsight.sweep.equivalence import dynamic_ranges, monotone_veq_share
 
     data = load_run_data(small_run)
     share = monotone_veq_share(data.veq)
@@ -188,9 +189,9 @@ def test_default_out_dir_and_summary_table(small_run: Path, tmp_path: Path) -> N
 
 def test_same_seed_same_numbers(small_run: Path) -> None:
     data = load_run_data(small_run)
-    a = analyse_sweep(data, n_boot=300, seed=7)
-    b = analyse_sweep(data, n_boot=300, seed=7)
-    c = analyse_sweep(data, n_boot=300, seed=8)
+    a = scene_bootstrap(data, n_boot=300, seed=7)
+    b = scene_bootstrap(data, n_boot=300, seed=7)
+    c = scene_bootstrap(data, n_boot=300, seed=8)
     # exact: one function called twice on the same data with the same seed in one process
     # (determinism); the default would compare floats to rtol 1e-5 only
     pd.testing.assert_frame_equal(a.crossings, b.crossings, check_exact=True)
@@ -273,7 +274,7 @@ def test_observer_blind_spot_is_about_zero(deep_run: Path, tmp_path: Path) -> No
 def test_curve_bands_match_an_explicit_scene_bootstrap(deep_run: Path) -> None:
     """The vectorised bands equal resampling scenes with the same multinomial weights."""
     data = load_run_data(deep_run)
-    analysis = analyse_sweep(data, n_boot=N_BOOT, seed=3)
+    analysis = scene_bootstrap(data, n_boot=N_BOOT, seed=3)
     rec = data.records[(data.records.wording == "mcq.reason") & (data.records.condition == "fog")]
     level = DEEP_LEVELS[6]
     cell = rec[rec.level_m == level]
@@ -297,11 +298,11 @@ def test_curve_bands_match_an_explicit_scene_bootstrap(deep_run: Path) -> None:
 
 def test_imagenet_c_and_controls(small_run: Path) -> None:
     data = load_run_data(small_run)
-    analysis = analyse_sweep(data, n_boot=N_BOOT)
-    from clearsight.report.tables import controls_table, imagenet_c_table
-    from clearsight.sweep.equivalence import monotone_veq_share
+    boot = scene_bootstrap(data, n_boot=N_BOOT)
+    from clearsight.sweep.analysis import controls_table
+    from clearsight.sweep.equivalence import imagenet_c_table, monotone_veq_share, veq_summary
 
-    tab = imagenet_c_table(data, analysis, "identify")
+    tab = imagenet_c_table(boot.curves, veq_summary(data.veq), "identify")
     assert sorted(tab.severity.unique()) == [1, 2, 3, 4, 5]
     for sev, sub in data.veq.groupby("severity"):
         row = tab[(tab.severity == sev)].iloc[0]
@@ -320,7 +321,7 @@ def test_imagenet_c_and_controls(small_run: Path) -> None:
     assert share.n == len(SMALL_SCENES)
     assert share.strict == pytest.approx((steps < 0).all(axis=1).mean(), abs=1e-15)
     assert share.non_strict == pytest.approx((steps <= 0).all(axis=1).mean(), abs=1e-15)
-    controls = controls_table(data, analysis, "identify")
+    controls = controls_table(data, boot, "identify")
     assert set(controls.condition) == {"clean", "blank", "shuffled"}
     assert (controls.chance == 0.25).all()
     assert (
@@ -480,9 +481,9 @@ def test_run_with_only_failed_records(small_run: Path, tmp_path: Path) -> None:
 def test_sweep_table_order_and_values(small_run: Path) -> None:
     """Tables IX/X: clean first, then the levels clearest first; values are the plain means."""
     data = load_run_data(small_run)
-    from clearsight.report.tables import sweep_table
+    from clearsight.sweep.analysis import sweep_table
 
-    tab = sweep_table(data, analyse_sweep(data, n_boot=100), "identify")
+    tab = sweep_table(data, scene_bootstrap(data, n_boot=100), "identify")
     fog = tab[(tab.condition.isin(["clean", "fog"])) & (tab.wording == "mcq.reason")]
     assert list(fog.level) == ["clean", "250", "125", "62.5", "31.25", "15.6", "7.8", "3.9", "1.95"]
     rec = data.records
@@ -517,7 +518,7 @@ def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> No
     data = load_run_data(run)
     assert data.manifest["config"]["coco_depth_model"] == "assumed:40"
     assert data.records["scene"].nunique() == 50
-    curves = analyse_sweep(data).curves
+    curves = scene_bootstrap(data).curves
     assert ((curves["low"] <= curves["estimate"]) & (curves["estimate"] <= curves["high"])).all()
     constant = curves[(curves["low"] == curves["high"])]
     # exact: bounds that meet within rounding of the estimate are set to the estimate itself
@@ -530,7 +531,7 @@ def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> No
 
 
 def test_veq_summary_hand_computed() -> None:
-    from clearsight.report.tables import veq_summary
+    from clearsight.sweep.equivalence import veq_summary
 
     veq = pd.DataFrame(
         {"scene": list("abcde"), "severity": [1] * 5, "v_eq_m": [10.0, 20.0, 30.0, 40.0, 50.0]}
@@ -545,7 +546,7 @@ def test_veq_summary_hand_computed() -> None:
 
 
 def test_veq_summary_of_gains_hand_computed() -> None:
-    from clearsight.report.tables import veq_summary
+    from clearsight.sweep.equivalence import veq_summary
 
     veq = pd.DataFrame(
         {
@@ -583,11 +584,10 @@ def _pooled_fog_cell(data: Any, row: Any) -> pd.DataFrame:
 
 def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> None:
     from clearsight.metrics import auroc, brier, ece, mce
-    from clearsight.report.tables import calibration_table
+    from clearsight.sweep.confidence import calibration_table
 
     data = load_run_data(small_run)
-    analysis = analyse_sweep(data, n_boot=N_BOOT)
-    cal = calibration_table(data, "identify", analysis)
+    cal = calibration_table(data, "identify", scene_bootstrap(data, n_boot=N_BOOT))
     assert not cal.empty
     for name in ("ece", "mce", "brier", "auroc"):
         done = cal[cal[name].notna()]
@@ -608,11 +608,10 @@ def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> Non
 
 def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) -> None:
     from clearsight.metrics import risk_coverage
-    from clearsight.report.tables import selective_table
+    from clearsight.sweep.confidence import selective_table
 
     data = load_run_data(small_run)
-    analysis = analyse_sweep(data, n_boot=N_BOOT)
-    sel = selective_table(data, "identify", analysis)
+    sel = selective_table(data, "identify", scene_bootstrap(data, n_boot=N_BOOT))
     row = sel[(sel.level == "pooled") & (sel.arm == "fog") & (sel.signal == "internal_conf")].iloc[
         0
     ]
@@ -633,7 +632,7 @@ def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) 
 
 
 def test_dynamic_ranges_hand_computed() -> None:
-    from clearsight.report.tables import dynamic_ranges
+    from clearsight.sweep.equivalence import dynamic_ranges
 
     rows = [
         # fog: 250 m all right, 1.95 m half right (two models pooled); ImageNet-C: 0.75 vs 0.5
@@ -659,7 +658,7 @@ def test_dynamic_ranges_hand_computed() -> None:
 
 
 def test_depth_summary_hand_computed() -> None:
-    from clearsight.report.tables import depth_summary
+    from clearsight.sweep.analysis import depth_summary
 
     depth = pd.DataFrame(
         {
@@ -675,22 +674,22 @@ def test_depth_summary_hand_computed() -> None:
     # the median over scenes of their medians, quartiles by linear interpolation (4 points)
     assert (got.median_m, got.q25_m, got.q75_m) == pytest.approx((6.0, 3.5, 13.5))
     assert (got.near_share, got.far_share, got.n_scenes) == pytest.approx((0.05, 0.2, 4))
-    assert got.describe() == (
+    assert depth_line(got) == (
         "median of per-image median depths 6.0 m (IQR 3.5–13.5 m over 4 scenes); "
         "pixels at the clip bounds: 5.0 % ≤ 0.5 m, 20.0 % ≥ 80 m"
     )
     empty = depth_summary(depth.iloc[:0])
     assert empty.n_scenes == 0
     assert np.isnan(empty.median_m)
-    assert "no depth profile stored" in empty.describe()
+    assert "no depth profile stored" in depth_line(empty)
 
 
 def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
     small_run: Path, tmp_path: Path
 ) -> None:
-    from clearsight.report.tables import depth_summary
     from clearsight.scenes.bundled import load_bundled_scene
     from clearsight.scenes.depth import depth_profile
+    from clearsight.sweep.analysis import depth_summary
 
     data = load_run_data(small_run)
     assert sorted(data.depth.scene) == sorted(SMALL_SCENES)
@@ -698,7 +697,7 @@ def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
         want = depth_profile(load_bundled_scene(row.scene).depth_m)
         got = (row.median_m, row.q25_m, row.q75_m, row.near_share, row.far_share)
         assert got == pytest.approx(tuple(want), rel=1e-12)
-    line = depth_summary(data.depth).describe()
+    line = depth_line(depth_summary(data.depth))
     assert f"over {len(SMALL_SCENES)} scenes" in line
     paths = build_report(small_run, tmp_path, n_boot=N_BOOT, thumbnails=False)
     assert esc(line) in paths.html.read_text(encoding="utf-8")
@@ -709,27 +708,28 @@ def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:
     from io import BytesIO
 
     from clearsight.report.plots import selective_figure
-    from clearsight.report.tables import selective_table
 
     data = load_run_data(small_run)
-    analysis = analyse_sweep(data, n_boot=N_BOOT)
-    sel = selective_table(data, "identify", analysis)
-    png = selective_figure(data, "identify", sel)
+    analysis = analyse_run(data, n_boot=N_BOOT)
+    png = selective_figure(analysis, "identify")
     assert png is not None
     width, height = Image.open(BytesIO(png)).size
     # one row per model × arm; internal, verbalized and the AURC panel side by side
     rows = len(data.models) * len(data.arms)
     assert height > 250 * rows
     assert width > 3 * 300
-    assert selective_figure(data, "identify", sel.iloc[:0]) is None
+    identify = analysis.tasks["identify"]
+    no_table = dataclasses.replace(identify, selective=identify.selective.iloc[:0])
+    assert (
+        selective_figure(dataclasses.replace(analysis, tasks={"identify": no_table}), "identify")
+        is None
+    )
     # a model not shown an arm gets no row for it
-    import dataclasses
-
     first = data.models[0]
     rec = data.records
     fewer = dataclasses.replace(
         data, records=rec[~((rec.model == first) & (rec.condition == data.arms[-1]))]
     )
-    smaller = selective_figure(fewer, "identify", sel)
+    smaller = selective_figure(analyse_run(fewer, n_boot=N_BOOT), "identify")
     assert smaller is not None
     assert Image.open(BytesIO(smaller)).size[1] < height - 200

@@ -20,7 +20,8 @@ from PIL import Image
 from clearsight.config import load_config
 from clearsight.store import ConfigMismatch, RunStore, load_run
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.protocol import plan_sweep, run_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL
 

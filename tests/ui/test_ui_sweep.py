@@ -36,9 +36,11 @@ from clearsight.sweep.human import (
     item_png,
     session_order,
 )
-from clearsight.sweep.protocol import _Images, load_scene, plan_sweep, run_sweep
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import level_label, load_run_data
 from clearsight.sweep.specs import SweepItem
+from clearsight.sweep.unit import _Images, load_scene
 from clearsight.ui.app import PASS_COOKIE, create_app
 from clearsight.ui.settings import ServeSettings
 from clearsight.ui.sweep import HumanSweep
@@ -170,7 +172,7 @@ def test_the_order_is_the_one_documented(questions: list[SweepItem]) -> None:
 def test_readouts_have_the_sweeps_columns_and_no_internal_confidence(
     questions: list[SweepItem],
 ) -> None:
-    from clearsight.sweep.protocol import sweep_readouts
+    from clearsight.sweep.readouts import sweep_readouts
 
     q = questions[0].question
     assert q.abstain is not None
@@ -263,12 +265,12 @@ def test_a_person_who_comes_back_continues_where_they_stopped(run: Path) -> None
 
 def test_the_report_draws_the_person_beside_the_observer(run: Path) -> None:
     from clearsight.report import build_report
-    from clearsight.report.tables import analyse_sweep
+    from clearsight.sweep.crossings import scene_bootstrap
 
     _answer_all(HumanSweep(run, SWEEP), "ann")
     data = load_run_data(run)
     assert data.models == ["observer", "human:ann"]
-    analysis = analyse_sweep(data, n_boot=50)
+    analysis = scene_bootstrap(data, n_boot=50)
     curves = analysis.curves[analysis.curves["model"] == "human:ann"]
     for arm in ("fog", "water"):
         acc = curves[(curves["signal"] == "accuracy") & (curves["condition"] == arm)]
@@ -288,12 +290,12 @@ def test_the_report_draws_the_person_beside_the_observer(run: Path) -> None:
 
 
 def test_a_verbal_wording_gives_the_persons_confidence_its_curve(run: Path) -> None:
-    from clearsight.report.tables import analyse_sweep
+    from clearsight.sweep.crossings import scene_bootstrap
 
     sweep = HumanSweep(run, ServeSettings(sweep=True, wording="verbal.plain"))
     assert {i.wording for i in sweep.order("ann")} == {"verbal.plain"}
     _answer_all(sweep, "ann")
-    analysis = analyse_sweep(load_run_data(run), n_boot=20)
+    analysis = scene_bootstrap(load_run_data(run), n_boot=20)
     conf = analysis.curves[
         (analysis.curves["model"] == "human:ann")
         & (analysis.curves["signal"] == "verbal_conf")

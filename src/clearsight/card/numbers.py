@@ -9,7 +9,7 @@ shows. ``card.json`` holds the same values under the same keys.
   of the letter wording, the blind-spot width W of the internal confidence, of the verbalized
   confidence and of the abstain rate (each with its censoring bound), and AURC of the internal
   confidence gating the answers pooled over clean and the arm's levels; and the clean accuracy.
-  All from :func:`clearsight.report.tables.analyse_sweep`'s scene bootstrap.
+  All from the run's :class:`clearsight.sweep.analysis.SweepAnalysis` (one scene bootstrap).
 - Grounding (:func:`grounding_numbers`): TGS-self and TGS-pair per axis, overall, with the
   two-stage bootstrap of :func:`clearsight.report.grounding.analyse`.
 - Probe (:func:`probe_numbers`): accuracy = mean over conversations of [committed = gold],
@@ -31,8 +31,9 @@ import numpy as np
 import pandas as pd
 
 from clearsight.report.html import fmt_ci
-from clearsight.report.tables import SweepAnalysis, crossing_label, interval, interval_m, w_label
-from clearsight.sweep.results import RunData, is_verbal
+from clearsight.report.labels import crossing_label, interval, interval_m, w_label
+from clearsight.sweep.analysis import SweepAnalysis
+from clearsight.sweep.results import is_verbal
 
 #: W signals of the sweep: (page label, signal, letter wording or not).
 _W_SIGNALS: tuple[tuple[str, str, bool], ...] = (
@@ -104,15 +105,15 @@ def _w_number(key: str, row: Any) -> Number:
     return Number(key, w, lo, hi, text, bound, int(row["n_items"]))
 
 
-def sweep_numbers(data: RunData, analysis: SweepAnalysis) -> dict[str, list[Number]]:
+def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
     """Per model of the sweep run: its numbers (module docstring), in page order."""
-    from clearsight.report.tables import selective_table
-
+    data = analysis.data
     wordings = data.wordings("identify")
     letter = next((w for w in wordings if not is_verbal(w)), None)
     verbal = next((w for w in wordings if is_verbal(w)), None)
     cr = analysis.crossings
-    sel = selective_table(data, "identify", analysis) if letter else pd.DataFrame()
+    identify = analysis.tasks.get("identify")
+    sel = identify.selective if letter and identify is not None else pd.DataFrame()
     curves = analysis.curves
     out: dict[str, list[Number]] = {}
     for model in data.models:

@@ -126,19 +126,17 @@ def write_card(
     changed, or they have none yet), then ``card.json`` and ``card.html``; returns
     card.json's content."""
     from clearsight.grounding.results import load_grounding_results
-    from clearsight.report import build_report
     from clearsight.report.grounding import analyse, build_grounding_report
     from clearsight.report.probe import build_probe_report
-    from clearsight.report.tables import analyse_sweep
-    from clearsight.sweep.results import load_run_data
+    from clearsight.report.sweep import write_sweep_report
+    from clearsight.sweep.analysis import analyse_sweep
 
     n_boot, seed = config.n_boot, config.seed
-    data = load_run_data(out / "sweep")
-    analysis = analyse_sweep(data, n_boot=n_boot, seed=seed)
-    numbers: dict[str, list[Number]] = sweep_numbers(data, analysis)
+    analysis = analyse_sweep(out / "sweep", n_boot=n_boot, seed=seed)
+    numbers: dict[str, list[Number]] = sweep_numbers(analysis)
     numbers = {model: numbers.get(model, []), **{m: v for m, v in numbers.items() if m != model}}
     if "sweep" in stale:
-        build_report(out / "sweep", n_boot=n_boot, seed=seed, thumbnails=False)
+        write_sweep_report(analysis, out / "sweep", thumbnails=False)
     reports = {"sweep": f"sweep/{REPORT}"}
     tgs: list[Number] = []
     if (out / "grounding").is_dir():
@@ -166,7 +164,7 @@ def write_card(
     }
     letter = next((w for w in config.wordings if not w.startswith("verbal.")), config.wordings[0])
     figures = [
-        ("accuracy against visibility", sweep_figure(analysis.curves, letter, data.arms)),
+        ("accuracy against visibility", sweep_figure(analysis.curves, letter, analysis.data.arms)),
         ("trajectory grounding (TGS)", bars_figure(tgs, "TGS with 95 % intervals")),
         ("probe", bars_figure(probe, "probe accuracy and cross-run ECE")),
     ]

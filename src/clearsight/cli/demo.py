@@ -92,7 +92,7 @@ def _say_what_runs(cfg: SweepConfig) -> None:
     the command that fetches it)."""
     from clearsight.card.parts import FETCH_COMMAND
     from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs, photo_missing
-    from clearsight.sweep.protocol import scene_refs
+    from clearsight.sweep import scene_refs
 
     specs = bundled_specs()
     absent = [s for s in bundled_scene_ids(available_only=False) if photo_missing(specs[s])]

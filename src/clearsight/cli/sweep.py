@@ -120,8 +120,8 @@ def _without_lone_shuffle(cfg: SweepConfig) -> SweepConfig:
     """``cfg`` without its shuffled control when the sweep has one scene (the control shows
     each scene another scene's pixels, so it needs two), said in a note: a one-scene sweep
     runs its other conditions rather than stopping."""
+    from clearsight.sweep import scene_refs
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import scene_refs
 
     if "shuffled" not in cfg.controls or len(scene_refs(cfg)) >= 2:
         return cfg

@@ -5,7 +5,7 @@ triggers abstention" and leaves testing it open (its §VI). This wrapper
 is that guard around any backend (``guard:perceiver:llm``, ``guard:observer``,
 ``guard:hf:...``). For each request it estimates the image's visibility
 (:func:`~clearsight.guard.estimate.estimate_visibility`: metres where the request's
-:class:`~clearsight.models.ObserverReference` carries the scene's depth map, else the
+:class:`~clearsight.sweep.observer.ObserverReference` carries the scene's depth map, else the
 depth-free median transmission) and compares it with its threshold:
 
 * **below** (V_hat < ``threshold_m``; without depth, t < ``threshold_t``) and the question
@@ -43,6 +43,7 @@ from clearsight.models import (
     shared_backend,
     split_model_spec,
 )
+from clearsight.sweep.observer import ObserverReference
 from clearsight.validate import InputError, invalid_options
 
 #: Probability mass the abstaining guard leaves to the content letters, shared equally.
@@ -101,7 +102,8 @@ class GuardBackend:
         images = [im for m in request.messages for im in m.images]
         if len(images) != 1:
             return None
-        depth = None if request.reference is None else request.reference.depth_m
+        ref = _reference(request)
+        depth = None if ref is None else ref.depth_m
         if depth is not None and depth.shape != images[0].shape[:2]:
             depth = None  # a depth map of another image size says nothing about this one
         return estimate_visibility(
@@ -128,7 +130,7 @@ class GuardBackend:
             below, basis = est.transmission < self.threshold_t, "transmission"
         else:
             return info | {"decision": "pass", "reason": "no depth map for threshold_m"}
-        ref = request.reference
+        ref = _reference(request)
         if below and (ref is None or ref.abstain_letter is None):
             return info | {"decision": "pass", "basis": basis, "reason": "no abstain option"}
         return info | {"decision": "abstain" if below else "pass", "basis": basis}
@@ -140,7 +142,8 @@ class GuardBackend:
         decisions = []
         for r in requests:
             images = tuple(id(im) for m in r.messages for im in m.images)
-            key = (images, None if r.reference is None else id(r.reference.depth_m))
+            ref = _reference(r)
+            key = (images, None if ref is None else id(ref.depth_m))
             if key not in cache:  # many questions share one shown image
                 cache[key] = self._estimate(r)
             decisions.append(self._decide(cache[key], r))
@@ -169,7 +172,7 @@ class GuardBackend:
 def abstention(request: Request, info: Mapping[str, Any]) -> Response:
     """The guard's own answer to ``request``: the abstain option at chance confidence (module
     docstring), with ``info`` as ``extra["guard"]``."""
-    ref = request.reference
+    ref = _reference(request)
     if ref is None or ref.abstain_letter is None:
         raise InputError("the guard abstains only on a request that offers an abstain option")
     k = max(len(ref.letters), 1)
@@ -185,6 +188,13 @@ def abstention(request: Request, info: Mapping[str, Any]) -> Response:
         ),
         extra={"guard": dict(info)},
     )
+
+
+def _reference(request: Request) -> ObserverReference | None:
+    """What the sweep tells a reference backend about ``request``'s item (its depth map, its
+    options); None for a request of another protocol, which the guard passes on."""
+    ref = request.reference
+    return ref if isinstance(ref, ObserverReference) else None
 
 
 def parse_guard_options(options: Mapping[str, Any]) -> GuardOptions:

@@ -3,11 +3,12 @@
 ``clearsight guard calibrate RUN --model M`` splits the scenes M answered in RUN into a
 calibration and a held-out share by a seeded permutation (:func:`split_scenes`: the same
 scenes and seed give the same split, whatever the order they are stored in), and on the
-calibration scenes alone takes M's accuracy crossing V* (the sweep's own crossing,
-:func:`clearsight.report.tables.analyse_sweep`, docs/methods.md §4) in every arm, task and letter or
-verbal wording the run has. The guard must abstain wherever M can no longer answer, and it
-cannot tell the arm from the image, so the threshold comes from the **largest** of those
-crossings: below it M's accuracy has gone in at least one arm.
+calibration scenes alone takes M's accuracy crossing V* (the sweep's own crossing, from the
+scene bootstrap of its analysis, :func:`clearsight.sweep.crossings.scene_bootstrap`,
+docs/methods.md §4) in every arm, task and letter or verbal wording the run has. The guard
+must abstain wherever M can no longer answer, and it cannot tell the arm from the image, so the
+threshold comes from the **largest** of those crossings: below it M's accuracy has gone in at
+least one arm.
 
 On which scale (``scale``): ``"estimate"`` (the default) puts the threshold on the guard's own
 scale — each calibration scene is rendered in each arm at that arm's V* (the run's physics,
@@ -172,7 +173,7 @@ def calibrate(
     """Fit the guard's thresholds for ``model`` on a calibration split of the sweep in
     ``run_dir`` on the ``scale`` of the module docstring; InputError when the run has no
     records of ``model`` or no accuracy crossing on the calibration scenes."""
-    from clearsight.report.tables import analyse_sweep
+    from clearsight.sweep.crossings import scene_bootstrap
     from clearsight.sweep.results import load_run_data
 
     data = load_run_data(run_dir)
@@ -186,7 +187,7 @@ def calibrate(
         records=records[records["scene"].isin(cal)].reset_index(drop=True),
         depth=data.depth[data.depth["scene"].isin(cal)].reset_index(drop=True),
     )
-    rows = analyse_sweep(sub, n_boot=N_BOOT, seed=split_seed).crossings
+    rows = scene_bootstrap(sub, n_boot=N_BOOT, seed=split_seed).crossings
     rows = rows[(rows["model"] == model) & (rows["signal"] == "accuracy")]
     crossings = tuple(
         Crossing(**{name: r[name] for name in Crossing.model_fields})

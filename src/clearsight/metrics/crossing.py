@@ -137,6 +137,34 @@ def crossing_visibility_batch(
     replicate does not abort the whole bootstrap; :func:`percentile_interval` ignores NaN.
     Because only log V enters, multiplying every level by k multiplies V* by k.
     """
+    levels, vals, s0, f = _batch_inputs(levels_m, values, clean, floor)
+    half = (s0 + f) / 2.0
+    direction = np.sign(f - s0)  # -1 falling, +1 rising, 0 undefined (NaN if NaN input)
+    h = half[..., None]
+    past = np.where(direction[..., None] > 0, vals > h, vals < h)
+    # NaN > 0 is False, so a NaN clean or floor is undefined too.
+    undefined = ~(np.abs(direction) > 0) | np.isnan(vals).any(axis=-1)
+    past &= ~undefined[..., None]
+
+    any_past = past.any(axis=-1)
+    first = np.argmax(past, axis=-1)
+    above = any_past & (first == 0)
+    below = ~any_past
+    inside = any_past & (first > 0)
+    vis = np.where(
+        inside, _interpolated(levels, vals, half, first), np.where(above, levels[0], levels[-1])
+    )
+    vis = np.where(undefined, np.nan, vis)
+    censored = np.where(above, "above", np.where(below, "below", "none"))
+    censored = np.where(undefined, "undefined", censored).astype(np.str_)
+    return CrossingBatch(visibility_m=vis, censored=censored, half=np.asarray(half))
+
+
+def _batch_inputs(
+    levels_m: npt.ArrayLike, values: npt.ArrayLike, clean: npt.ArrayLike, floor: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """The levels, the curves' values and their clean values and floors broadcast to the
+    curves' shape, as :func:`crossing_visibility_batch` takes them; InputError otherwise."""
     levels = _check_levels(levels_m)
     vals = as_float_array(values, "values", ndim=None)
     if vals.ndim == 0 or vals.shape[-1] != levels.size:
@@ -151,20 +179,14 @@ def crossing_visibility_batch(
         raise InputError(
             f"clean and floor must broadcast to the curves' shape {lead}: {exc}"
         ) from exc
-    half = (s0 + f) / 2.0
-    direction = np.sign(f - s0)  # -1 falling, +1 rising, 0 undefined (NaN if NaN input)
-    h = half[..., None]
-    past = np.where(direction[..., None] > 0, vals > h, vals < h)
-    # NaN > 0 is False, so a NaN clean or floor is undefined too.
-    undefined = ~(np.abs(direction) > 0) | np.isnan(vals).any(axis=-1)
-    past &= ~undefined[..., None]
+    return levels, vals, s0, f
 
-    any_past = past.any(axis=-1)
-    first = np.argmax(past, axis=-1)
-    above = any_past & (first == 0)
-    below = ~any_past
-    inside = any_past & (first > 0)
 
+def _interpolated(
+    levels: FloatArray, vals: FloatArray, half: FloatArray, first: npt.NDArray[np.intp]
+) -> FloatArray:
+    """Each curve's V* between the level before its ``first`` level past ``half`` and that
+    level, linear in log10 V (meaningful where ``first`` >= 1; the caller masks the rest)."""
     # Index of the level past h (>= 1 where it matters); with a single level nothing is
     # interpolated and the min keeps the (masked) look-ups in range.
     i1 = np.minimum(np.maximum(first, 1), levels.size - 1)[..., None]
@@ -176,11 +198,8 @@ def crossing_visibility_batch(
         t = (half - v_prev) / (v_next - v_prev)
     # Linear in log10 V, written as V_prev * (V_next / V_prev)**t: identical in exact
     # arithmetic, and exactly V_prev when t = 0 (a value equal to h at the previous level).
-    vis = np.where(inside, l_prev * (l_next / l_prev) ** t, np.where(above, levels[0], levels[-1]))
-    vis = np.where(undefined, np.nan, vis)
-    censored = np.where(above, "above", np.where(below, "below", "none"))
-    censored = np.where(undefined, "undefined", censored).astype(np.str_)
-    return CrossingBatch(visibility_m=vis, censored=censored, half=np.asarray(half))
+    out: FloatArray = l_prev * (l_next / l_prev) ** t
+    return out
 
 
 def crossing_visibility(

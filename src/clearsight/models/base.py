@@ -88,34 +88,19 @@ class Decoding:
 
 
 @dataclass(frozen=True, eq=False)
-class ObserverReference:
-    """What a *reference observer* may know that a model may not: read by the ``observer``
-    backend only, ignored by every real backend and never rendered into a prompt.
-
-    ``clean`` is the undegraded image the shown box was drawn on (the contrast reference),
-    ``box`` the shown target's box, ``shown_letter`` the option that names the object actually
-    in the box (None when no option does, e.g. a shuffled control), ``letters`` the content
-    options and ``abstain_letter`` the abstain option if offered. ``depth_m`` is the shown
-    scene's depth map in metres (None for the blank control), read by the ``guard`` wrapper's
-    visibility estimate (:mod:`clearsight.guard`) and ignored by every other backend.
-    """
-
-    clean: npt.NDArray[np.uint8] | None
-    box: tuple[int, int, int, int]
-    letters: tuple[str, ...]
-    shown_letter: str | None
-    abstain_letter: str | None
-    abstain_names_reason: bool
-    depth_m: npt.NDArray[np.float32] | None = None
-
-
-@dataclass(frozen=True, eq=False)
 class Request:
     """One model call.
 
     ``candidates``: strings whose probability as the continuation right after the prompt (the
     answer position) is wanted, e.g. option letters; backends that can score them fill
     :attr:`Response.candidate_probs`. ``generate=False`` asks only for those probabilities.
+
+    ``reference``: what a protocol lets a *reference* backend know about the item beyond the
+    prompt (the sweep's :class:`~clearsight.sweep.observer.ObserverReference`: the clean image,
+    the box, which option names the object in it). It is opaque here on purpose — this module
+    knows no protocol's types: every real backend ignores it, never renders it into a prompt,
+    and a backend that reads one (the sweep's reference observer, the visibility guard) checks
+    its type with ``isinstance`` and refuses a request without the one it reads.
     """
 
     messages: tuple[Message, ...]
@@ -123,7 +108,7 @@ class Request:
     n: int = 1
     candidates: tuple[str, ...] = ()
     generate: bool = True
-    reference: ObserverReference | None = None
+    reference: object | None = None
 
     def __post_init__(self) -> None:
         if not self.messages:

@@ -1,10 +1,12 @@
 """The report's figures as PNG bytes: sweep curves (Fig. 3), reliability diagrams, risk-coverage
 curves with AURC against visibility, ImageNet-C severities on the physical axis (Fig. 7), and
-image thumbnails.
+image thumbnails; and the drawing helpers the other protocols' reports share (:func:`png`,
+:func:`pyplot`, :func:`error_bars`, :func:`risk_coverage_figure`).
 
-Every function takes the DataFrames of :mod:`clearsight.report.tables` and returns PNG bytes
-(or None when there is nothing to draw), so the HTML page can inline them as data URIs and a
-test can decode them. Matplotlib runs headless (Agg); each figure is closed after saving.
+Every figure draws numbers it is given — the sweep's from
+:class:`clearsight.sweep.analysis.SweepAnalysis` — and returns PNG bytes (or None when there is
+nothing to draw), so the HTML page can inline them as data URIs and a test can decode them.
+Matplotlib runs headless (Agg); each figure is closed after saving.
 
 Axis convention (the paper's): visibility on a log axis running from the clearest level on the
 left to the murkiest on the right, the clean image as a separate marker further left.
@@ -15,15 +17,22 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from clearsight.metrics import ece, reliability_bins, risk_coverage
-from clearsight.report.tables import NO_VERBAL, SIGNAL_LABELS, FloatArray, SweepAnalysis
-from clearsight.sweep.results import RunData, is_verbal, level_label, primary_wording
+from clearsight.metrics import risk_coverage
+from clearsight.report.labels import SIGNAL_LABELS
+from clearsight.sweep.crossings import NO_VERBAL
+from clearsight.sweep.results import level_label, primary_wording
+
+if TYPE_CHECKING:
+    from clearsight.sweep.analysis import SweepAnalysis
+    from clearsight.sweep.confidence import ReliabilityPanel, RiskPanel
+
+FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "COLOURS",
@@ -192,7 +201,7 @@ def _crossing_ticks(ax: Any, crossings: pd.DataFrame, plotted: list[tuple[str, s
         )
 
 
-def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | None:
+def curves_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     """Fig. 3: accuracy, internal and verbalized confidence and abstain rate vs visibility.
 
     One panel per model (rows) and arm (columns). Accuracy and internal confidence come from
@@ -203,11 +212,10 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
     split the accuracy into true- and false-category questions. Triangles on the top edge: crossing
     visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's end).
     """
+    data = analysis.data
     models, arms = data.models, data.arms
     if not models or not arms or analysis.curves.empty:
         return None
-    n_options = data.records.loc[data.records["task"] == task, "n_options"].median()
-    chance = 1.0 / float(n_options) if n_options and math.isfinite(n_options) else math.nan
     wordings = data.wordings(task)
     plt = pyplot()
     fig, axes = plt.subplots(
@@ -216,7 +224,7 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
     if primary_wording(wordings, verbal=False) or primary_wording(wordings, verbal=True):
         for r, model in enumerate(models):
             for c, arm in enumerate(arms):
-                _curves_panel(axes[r][c], data, analysis, task, model, arm, wordings, chance)
+                _curves_panel(axes[r][c], analysis, task, model, arm)
                 if c == 0:
                     axes[r][c].set_ylabel("share / confidence", fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -233,49 +241,50 @@ def curves_figure(data: RunData, analysis: SweepAnalysis, task: str) -> bytes | 
     return png(fig)
 
 
-def _curves_panel(
-    ax: Any,
-    data: RunData,
-    analysis: SweepAnalysis,
-    task: str,
-    model: str,
-    arm: str,
-    wordings: list[str],
-    chance: float,
-) -> None:
-    """One panel of Fig. 3 (``model`` in ``arm``): its signals' curves with bands and clean
-    markers, the verification split, the floor lines and the crossing ticks."""
-    curves, crossings = analysis.curves, analysis.crossings
+def _curve_lines(wordings: list[str]) -> list[tuple[str | None, str, str | None, str]]:
+    """(wording, signal, line style, label) of each curve of a Fig. 3 panel (a None wording
+    is not drawn): the main wording's accuracy, the main letter wording's internal
+    confidence, the main verbal wording's verbalized confidence, each letter wording's abstain
+    rate (the generic one dotted)."""
     letter = primary_wording(wordings, verbal=False)
     verbal = primary_wording(wordings, verbal=True)
     main = letter or verbal
-    assert main is not None  # the caller draws no panel without a wording
-    levels = data.levels[arm]
-    clean_x = _clean_x(levels)
-    _visibility_axis(ax, levels)
     lines: list[tuple[str | None, str, str | None, str]] = [
         (main, "accuracy", None, f"accuracy ({main})"),
         (letter, "internal_conf", None, f"internal confidence ({letter})"),
         (verbal, "verbal_conf", None, f"verbalized confidence ({verbal})"),
     ]
-    for w in [w for w in wordings if w.startswith("mcq")] or [main]:
+    letters: list[str | None] = [w for w in wordings if w.startswith("mcq")]
+    for w in letters or [main]:
         lines.append((w, "abstain", ":" if w == "mcq.generic" else None, f"abstain rate ({w})"))
+    return lines
+
+
+def _curves_panel(ax: Any, analysis: SweepAnalysis, task: str, model: str, arm: str) -> None:
+    """One panel of Fig. 3 (``model`` in ``arm``): its signals' curves with bands and clean
+    markers, the verification split, the floor lines and the crossing ticks."""
+    data, curves, crossings = analysis.data, analysis.curves, analysis.crossings
+    wordings = data.wordings(task)
+    main = primary_wording(wordings, verbal=False) or primary_wording(wordings, verbal=True)
+    assert main is not None  # the caller draws no panel without a wording
+    levels = data.levels[arm]
+    _visibility_axis(ax, levels)
     plotted: list[tuple[str, str]] = []
-    for wording, signal, style, label in lines:
+    for wording, signal, style, label in _curve_lines(wordings):
         if wording is None:
             continue
         rows, clean = _series(curves, model, task, wording, signal, arm)
-        _plot_curve(ax, rows, clean, clean_x, signal, label, style)
+        _plot_curve(ax, rows, clean, _clean_x(levels), signal, label, style)
         if not rows.empty:
             plotted.append((wording, signal))
     if task == "verify":
-        _asked_split(ax, data.records, model, main, arm)
-    _reference_lines(ax, curves, model, task, main, chance)
+        _asked_split(ax, analysis.tasks[task].asked, model, main, arm)
+    _reference_lines(ax, curves, model, task, main, analysis.tasks[task].chance)
     sub = crossings[
         (crossings["model"] == model) & (crossings["task"] == task) & (crossings["arm"] == arm)
     ]
     _crossing_ticks(ax, sub, plotted)
-    if verbal is not None and (NO_VERBAL in set(sub["note"])):
+    if primary_wording(wordings, verbal=True) is not None and (NO_VERBAL in set(sub["note"])):
         ax.text(
             0.98,
             0.5,
@@ -288,29 +297,20 @@ def _curves_panel(
     ax.set_title(f"{model} — {arm}", fontsize=10)
 
 
-def _asked_split(ax: Any, records: pd.DataFrame, model: str, wording: str, arm: str) -> None:
-    """Verification: accuracy on true- and on false-category questions (thin, no band).
-
-    A model that answers "No" whenever it cannot see scores 0 on the first and 1 on the
-    second, so their mean sits at chance while the answers are pure bias.
-    """
-    rec = records[
-        (records["model"] == model)
-        & (records["wording"] == wording)
-        & (records["condition"] == arm)
-        & (records["task"] == "verify")
-    ]
-    for asked, style, label in (
+def _asked_split(ax: Any, asked: pd.DataFrame, model: str, wording: str, arm: str) -> None:
+    """Verification: accuracy on true- and on false-category questions (thin, no band;
+    :func:`clearsight.sweep.analysis.asked_accuracy`)."""
+    mine = asked[(asked["model"] == model) & (asked["wording"] == wording) & (asked["arm"] == arm)]
+    for kind, style, label in (
         ("true", "-.", "true-category questions"),
         ("distractor", (0, (1, 1)), "false-category questions"),
     ):
-        acc = rec[rec["asked"] == asked].groupby("level_m")["correct"].mean()
+        acc = mine[mine["asked"] == kind].sort_values("level_m", ascending=False)
         if acc.empty:
             continue
-        acc = acc.sort_index(ascending=False)
         ax.plot(
-            acc.index,
-            acc.to_numpy(),
+            acc["level_m"].to_numpy(float),
+            acc["accuracy"].to_numpy(float),
             ls=style,
             color="0.35",
             lw=1,
@@ -346,23 +346,20 @@ def _reference_lines(
         )
 
 
-def _reliability_panel(
-    ax: Any, records: pd.DataFrame, signal: str, levels: Sequence[float], title: str
-) -> None:
+#: The colours of a reliability diagram's cuts: pooled, then the two murkiest levels.
+_RELIABILITY_COLOURS = ("0.15", "#CC79A7", "#D55E00")
+
+
+def _reliability_panel(ax: Any, panel: ReliabilityPanel, title: str) -> None:
     """Bin accuracy vs mean confidence: pooled (clean + sweep) and at the two murkiest levels."""
     ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls=":")
-    answered = records[(records["answered"] == 1.0) & records[signal].notna()]
-    cuts: list[tuple[str, pd.DataFrame, str]] = [("pooled (clean + sweep)", answered, "0.15")]
-    palette = ["#CC79A7", "#D55E00"]
-    for v, colour in zip(levels[-2:], palette, strict=False):
-        cuts.append((f"{level_label(v)} m", answered[answered["level_m"] == v], colour))
-    for label, sub, colour in cuts:
-        if sub.empty:
+    for cut, colour in zip(panel.cuts, _RELIABILITY_COLOURS, strict=False):
+        if cut.bins is None:
             continue
-        conf, correct = sub[signal].to_numpy(dtype=float), sub["correct"].to_numpy(dtype=float)
-        bins = reliability_bins(conf, correct)
+        bins = cut.bins
         full = bins.count > 0
         size = 10 + 110 * bins.count[full] / max(int(bins.count.max()), 1)
+        label = "pooled (clean + sweep)" if cut.level_m is None else f"{level_label(cut.level_m)} m"
         ax.plot(
             bins.mean_confidence[full],
             bins.accuracy[full],
@@ -371,7 +368,7 @@ def _reliability_panel(
             lw=1,
             marker="o",
             ms=4,
-            label=f"{label}: n={len(sub)}, ECE {ece(conf, correct):.3f}",
+            label=f"{label}: n={cut.n}, ECE {cut.ece:.3f}",
         )
         ax.scatter(
             bins.mean_confidence[full],
@@ -393,43 +390,33 @@ def _reliability_panel(
     ax.legend(fontsize=6.5, loc="lower right", frameon=False)
 
 
-def reliability_figure(data: RunData, task: str) -> bytes | None:
+def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | None:
     """Reliability diagrams of internal and verbalized confidence per model and arm.
 
-    Rows: model × arm; columns: internal confidence of each letter wording, then the main
-    verbal wording's verbalized confidence. Marker area ∝ items in the bin; answered items only
-    (with the reason-naming wording a model that abstains when unsure answers few murky items).
+    ``rows`` (:func:`clearsight.sweep.confidence.reliability_panels`): model × arm; columns:
+    internal confidence of each letter wording, then the main verbal wording's verbalized
+    confidence. Marker area ∝ items in the bin; answered items only (with the reason-naming
+    wording a model that abstains when unsure answers few murky items).
     """
-    wordings = data.wordings(task)
-    cols = [(w, "internal_conf") for w in wordings if not is_verbal(w)]
-    verbal = primary_wording(wordings, verbal=True)
-    if verbal is not None:
-        cols.append((verbal, "verbal_conf"))
-    panels = [(m, a) for m in data.models for a in data.arms]
-    if not cols or not panels:
+    if not rows or not rows[0]:
         return None
+    n_cols = len(rows[0])
     plt = pyplot()
     fig, axes = plt.subplots(
-        len(panels), len(cols), figsize=(3.5 * len(cols), 3.4 * len(panels)), squeeze=False
+        len(rows), n_cols, figsize=(3.5 * n_cols, 3.4 * len(rows)), squeeze=False
     )
-    rec = data.records[data.records["task"] == task]
-    for r, (model, arm) in enumerate(panels):
-        for c, (wording, signal) in enumerate(cols):
-            sub = rec[
-                (rec["model"] == model)
-                & (rec["wording"] == wording)
-                & rec["condition"].isin(["clean", arm])
-            ]
-            title = f"{model} — {arm}\n{SIGNAL_LABELS[signal]} ({wording})"
+    for r, row in enumerate(rows):
+        for c, panel in enumerate(row):
+            title = f"{panel.model} — {panel.arm}\n{SIGNAL_LABELS[panel.signal]} ({panel.wording})"
             ax = axes[r][c]
-            if sub[signal].notna().any():
-                _reliability_panel(ax, sub, signal, data.levels[arm], title)
+            if panel.has_confidence:
+                _reliability_panel(ax, panel, title)
             else:
                 ax.set_title(title, fontsize=9)
                 ax.text(
                     0.5,
                     0.5,
-                    NO_VERBAL if signal == "verbal_conf" else "no confidence",
+                    NO_VERBAL if panel.signal == "verbal_conf" else "no confidence",
                     ha="center",
                     va="center",
                     fontsize=8,
@@ -440,15 +427,15 @@ def reliability_figure(data: RunData, task: str) -> bytes | None:
     return png(fig)
 
 
-def imagenet_c_figure(
-    data: RunData, analysis: SweepAnalysis, table: pd.DataFrame, task: str
-) -> bytes | None:
+def imagenet_c_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     """Fig. 7: ImageNet-C severities at their median V_eq on the physical fog accuracy curve.
 
     Per model (main letter wording): the fog accuracy curve with its 95 % band, and each
     severity's accuracy at the median gain-matched V_eq, a horizontal bar for the V_eq IQR
-    over scenes and a vertical bar for the accuracy's 95 % interval.
+    over scenes and a vertical bar for the accuracy's 95 % interval (the task's
+    :func:`~clearsight.sweep.equivalence.imagenet_c_table`).
     """
+    data, table = analysis.data, analysis.tasks[task].imagenet_c
     if table.empty or "fog" not in data.levels or table["veq_median"].isna().all():
         return None
     wording = primary_wording(data.wordings(task), verbal=False) or primary_wording(
@@ -512,38 +499,48 @@ def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
     return buf.getvalue()
 
 
-def _confidence_columns(wordings: list[str]) -> list[tuple[str, str]]:
-    """(wording, signal) of the internal confidence of the main letter wording and the
-    verbalized confidence of the main verbal wording (those present)."""
-    letter = primary_wording(wordings, verbal=False)
-    verbal = primary_wording(wordings, verbal=True)
-    cols = [(letter, "internal_conf")] if letter is not None else []
-    return cols + ([(verbal, "verbal_conf")] if verbal is not None else [])
-
-
-#: A risk-coverage curve to draw: its label, the confidences and whether each answer is right.
+#: A risk-coverage curve to draw from raw scores: its label, the confidences and whether each
+#: answer is right (the other protocols' reports hand these to :func:`risk_coverage_figure`).
 Cut = tuple[str, FloatArray, FloatArray]
 _CUT_COLOURS = ("0.15", "#CC79A7", "#D55E00", "#0072B2", "#009E73")
 
 
+class Curve(Protocol):
+    """What a risk-coverage panel draws of one curve (a
+    :class:`clearsight.metrics.RiskCoverage` is one): coverage and risk at each threshold,
+    highest confidence first, and the area under it."""
+
+    @property
+    def coverage(self) -> FloatArray: ...
+
+    @property
+    def risk(self) -> FloatArray: ...
+
+    @property
+    def aurc(self) -> float: ...
+
+
+#: A given risk-coverage curve: its label, its number of answers and the curve (None: none).
+Drawn = tuple[str, int, Curve | None]
+
+
 def _risk_coverage_panel(
-    ax: Any, cuts: Sequence[Cut], title: str, empty: str = "no scored answer"
+    ax: Any, curves: Sequence[Drawn], title: str, empty: str = "no scored answer"
 ) -> None:
-    """Risk against coverage of each cut (:func:`~clearsight.metrics.risk_coverage`);
-    ``empty`` says why when no cut has a scored answer."""
+    """Risk against coverage of each given curve; ``empty`` says why when none has a scored
+    answer."""
     drawn = 0
-    for k, (label, conf, correct) in enumerate(cuts):
+    for k, (label, n, curve) in enumerate(curves):
         colour = _CUT_COLOURS[k % len(_CUT_COLOURS)]
-        if conf.size == 0:
+        if curve is None or n == 0:
             continue
-        rc = risk_coverage(conf, correct)
         ax.step(
-            np.r_[0.0, rc.coverage],
-            np.r_[rc.risk[0], rc.risk],
+            np.r_[0.0, curve.coverage],
+            np.r_[curve.risk[0], curve.risk],
             where="pre",
             color=colour,
             lw=1.2,
-            label=f"{label}: n={conf.size}, AURC {rc.aurc:.3f}",
+            label=f"{label}: n={n}, AURC {curve.aurc:.3f}",
         )
         drawn += 1
     ax.set_xlim(0, 1.02)
@@ -561,7 +558,12 @@ def _risk_coverage_panel(
 
 def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Cut]]]) -> bytes | None:
     """Risk-coverage curves, one panel per (title, cuts), three panels to a row (None when no
-    panel has a scored answer)."""
+    panel has a scored answer).
+
+    The one figure here that computes what it draws: each cut's curve is
+    :func:`clearsight.metrics.risk_coverage` of its raw scores, for the reports whose analyses
+    hand scores rather than curves (grounding, probe).
+    """
     if not any(conf.size for _, cuts in panels for _, conf, _ in cuts):
         return None
     n_cols = min(3, len(panels))
@@ -569,17 +571,15 @@ def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Cut]]]) -> bytes |
     plt = pyplot()
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.8 * n_cols, 3.4 * n_rows), squeeze=False)
     for k, (title, cuts) in enumerate(panels):
-        _risk_coverage_panel(axes[k // n_cols][k % n_cols], cuts, title)
+        curves = [
+            (label, int(conf.size), risk_coverage(conf, correct) if conf.size else None)
+            for label, conf, correct in cuts
+        ]
+        _risk_coverage_panel(axes[k // n_cols][k % n_cols], curves, title)
     for k in range(len(panels), n_rows * n_cols):
         axes[k // n_cols][k % n_cols].set_axis_off()
     fig.tight_layout()
     return png(fig)
-
-
-def _answered(sub: pd.DataFrame, signal: str, label: str) -> Cut:
-    """The cut of the answered items of ``sub`` with a ``signal`` confidence."""
-    scored = sub[(sub["answered"] == 1.0) & sub[signal].notna()]
-    return label, scored[signal].to_numpy(float), scored["correct"].to_numpy(float)
 
 
 def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str) -> None:
@@ -618,55 +618,46 @@ def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str
     ax.legend(fontsize=6.5, loc="upper left", frameon=False)
 
 
-def selective_figure(data: RunData, task: str, table: pd.DataFrame) -> bytes | None:
+def _risk_panel(ax: Any, panel: RiskPanel) -> None:
+    """One panel of risk-coverage curves of the sweep: clean, middle and murkiest level."""
+    curves = [
+        ("clean" if c.level_m is None else f"{level_label(c.level_m)} m", c.n, c.curve)
+        for c in panel.cuts
+    ]
+    title = f"{panel.model} — {panel.arm}\n{SIGNAL_LABELS[panel.signal]} ({panel.wording})"
+    empty = "no scored answer (unparsed or abstained)" if panel.asked else "not asked"
+    _risk_coverage_panel(ax, curves, title, empty)
+
+
+def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     """Selective prediction per model and arm it was shown: risk-coverage curves of the
     internal and the verbalized confidence at the clean images, the middle level and the
     murkiest level, and each signal's AURC (with its scene-bootstrap 95 % interval) against
-    visibility.
-
-    ``table`` is :func:`~clearsight.report.tables.selective_table` for ``task``. Answered items
-    only, as in the table.
+    visibility (the task's risk panels and selective table,
+    :mod:`clearsight.sweep.confidence`). Answered items only, as in the table.
     """
-    cols = _confidence_columns(data.wordings(task))
-    rec = data.records[data.records["task"] == task]
-    shown = set(zip(rec["model"], rec["condition"], strict=True))
-    panels = [(m, a) for m in data.models for a in data.arms if (m, a) in shown]
-    if not cols or not panels or table.empty:
+    rows, table = analysis.tasks[task].risk, analysis.tasks[task].selective
+    if not rows or not rows[0] or table.empty:
         return None
+    n_cols = len(rows[0])
     plt = pyplot()
     fig, axes = plt.subplots(
-        len(panels),
-        len(cols) + 1,
-        figsize=(3.6 * (len(cols) + 1), 3.3 * len(panels)),
-        squeeze=False,
+        len(rows), n_cols + 1, figsize=(3.6 * (n_cols + 1), 3.3 * len(rows)), squeeze=False
     )
-    for r, (model, arm) in enumerate(panels):
-        levels = data.levels[arm]
-        mine = rec[rec["model"] == model]
-        picked = [levels[len(levels) // 2], levels[-1]]
-        for c, (wording, signal) in enumerate(cols):
-            sub = mine[mine["wording"] == wording]
-            cuts = [_answered(sub[sub["condition"] == "clean"], signal, "clean")]
-            cuts += [
-                _answered(
-                    sub[(sub["condition"] == arm) & (sub["level_m"] == v)],
-                    signal,
-                    f"{level_label(v)} m",
-                )
-                for v in picked
-            ]
-            title = f"{model} — {arm}\n{SIGNAL_LABELS[signal]} ({wording})"
-            empty = "not asked" if sub.empty else "no scored answer (unparsed or abstained)"
-            _risk_coverage_panel(axes[r][c], cuts, title, empty)
+    for r, row in enumerate(rows):
+        for c, panel in enumerate(row):
+            _risk_panel(axes[r][c], panel)
+        model, arm = row[0].model, row[0].arm
         keep = (
             (table["model"] == model)
             & (table["arm"] == arm)
-            & table["wording"].isin([w for w, _ in cols])
+            & table["wording"].isin([p.wording for p in row])
             & table["level_m"].notna()  # clean (inf) and every level, not the pooled cells
             & table["aurc"].notna()
         )
-        ax = axes[r][len(cols)]
+        ax = axes[r][n_cols]
         if keep.any():
+            levels = analysis.data.levels[arm]
             _aurc_panel(ax, table[keep], levels, f"{model} — {arm}: AURC against V")
         else:
             ax.set_axis_off()

@@ -1,55 +1,35 @@
-"""The sections of the report page: provenance header, per-task curves, crossings and W,
-calibration, full sweep and controls, ImageNet-C on the physical axis, qualitative examples.
+"""The sections of the sweep's report page: provenance header, per-task curves, crossings and W,
+calibration, selective prediction, full sweep and controls, ImageNet-C on the physical axis,
+the guard's estimate, qualitative examples.
 
 Each function returns an HTML fragment built from :mod:`clearsight.report.html`'s escaping
-primitives; :func:`render_report` joins them into the page. Numbers come from
-:mod:`clearsight.report.tables`, figures from :mod:`clearsight.report.plots`.
+primitives; :func:`render_report` joins them into the page. Numbers come from the run's
+:class:`~clearsight.sweep.analysis.SweepAnalysis`, figures from :mod:`clearsight.report.plots`,
+the qualitative examples from :mod:`clearsight.report.examples`.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from clearsight.report import plots
+from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
-from clearsight.report.html import (
-    Col,
-    details,
-    esc,
-    fmt_ci,
-    fmt_num,
-    fmt_range,
-    img,
-    page,
-    pre,
-    table,
-)
-from clearsight.report.tables import (
+from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, page, table
+from clearsight.report.labels import (
     SIGNAL_LABELS,
-    SweepAnalysis,
-    calibration_table,
-    controls_table,
-    depth_summary,
-    dynamic_ranges,
-    imagenet_c_table,
+    depth_line,
     interval,
     interval_m,
-    selective_table,
-    sweep_table,
+    labelled_crossings,
 )
-from clearsight.sweep.equivalence import monotone_veq_share
-from clearsight.sweep.results import (
-    TASK_NAMES,
-    RunData,
-    is_verbal,
-    level_label,
-    primary_wording,
-)
+from clearsight.sweep.analysis import SweepAnalysis
+from clearsight.sweep.confidence import ReliabilityPanel
+from clearsight.sweep.results import TASK_NAMES, RunData, is_verbal, level_label, primary_wording
 
 __all__ = ["DEPTH_NOTE", "render_report"]
 
@@ -62,18 +42,20 @@ DEPTH_NOTE = (
 Lookup = dict[tuple[Any, ...], dict[Any, Any]]
 
 
-def render_report(data: RunData, analysis: SweepAnalysis, *, thumbnails: bool = True) -> str:
-    """The whole HTML page."""
-    sections = [_header(data, analysis)]
+def render_report(analysis: SweepAnalysis, *, thumbnails: bool = True) -> str:
+    """The whole HTML page of a sweep run's analysis."""
+    data = analysis.data
+    crossings = labelled_crossings(analysis.crossings, data.levels)
+    sections = [_header(analysis)]
     if data.records.empty:
         sections.append("<p class='warn'>This run has no successful sweep records yet.</p>")
     for task in data.tasks:
-        sections.append(_task_section(data, analysis, task))
-    if "identify" in data.tasks or data.tasks:
+        sections.append(_task_section(analysis, crossings, task))
+    if data.tasks:
         task = "identify" if "identify" in data.tasks else data.tasks[0]
-        sections.append(_imagenet_section(data, analysis, task))
-        sections.append(_examples_section(data, task, thumbnails))
-    sections.append(guard_section_html(data))  # empty without a guarded model
+        sections.append(_imagenet_section(analysis, task))
+        sections.append(examples_section(data, task, thumbnails))
+    sections.append(guard_section_html(analysis.guard))  # empty without a guarded model
     sections.append(_methods_note())
     return page(f"clearsight sweep report — {data.name}", "\n".join(sections))
 
@@ -110,35 +92,34 @@ def _depth_provenance(data: RunData) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _header(data: RunData, analysis: SweepAnalysis) -> str:
-    """Title, provenance key-value table, record counts and failure reasons."""
+def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
+    """The header's key-value rows: what ran, on what, with which code and bootstrap."""
+    data, boot = analysis.data, analysis.bootstrap
     m = data.manifest
     config = m.get("config", {})
-    rec = data.records
-    n_targets = rec[["scene", "target"]].drop_duplicates().shape[0] if not rec.empty else 0
     packages = ", ".join(f"{k} {v}" for k, v in sorted(m.get("packages", {}).items()))
     counts = data.counts
-    kv = [
+    levels = "; ".join(
+        f"{a}: {', '.join(level_label(v) for v in lv)} m" for a, lv in data.levels.items()
+    )
+    return [
         ("run", f"{data.name} ({data.run_dir})"),
         ("created", m.get("created_at", "?")),
         ("models", ", ".join(data.models) or "(none)"),
-        ("scenes", f"{config.get('scenes', '?')}: {analysis.n_scenes} scenes, {n_targets} targets"),
-        ("depth", f"{_depth_provenance(data)}; {depth_summary(data.depth).describe()}"),
         (
-            "arms and levels",
-            "; ".join(
-                f"{a}: {', '.join(level_label(v) for v in lv)} m" for a, lv in data.levels.items()
-            )
-            or "(none)",
+            "scenes",
+            f"{config.get('scenes', '?')}: {boot.n_scenes} scenes, {analysis.n_targets} targets",
         ),
+        ("depth", f"{_depth_provenance(data)}; {depth_line(analysis.depth)}"),
+        ("arms and levels", levels or "(none)"),
         ("tasks / wordings", f"{', '.join(data.tasks)} / {', '.join(data.wordings())}"),
         ("config hash", m.get("config_hash", "?")),
         ("git revision", m.get("git_revision") or "(unknown)"),
         ("packages", packages or "(not recorded)"),
         (
             "bootstrap",
-            f"B = {analysis.n_boot} resamples of scenes (images) with replacement, "
-            f"seed {analysis.seed}, {round(100 * analysis.level)} % percentile intervals",
+            f"B = {boot.n_boot} resamples of scenes (images) with replacement, "
+            f"seed {boot.seed}, {round(100 * boot.level)} % percentile intervals",
         ),
         (
             "records",
@@ -147,12 +128,13 @@ def _header(data: RunData, analysis: SweepAnalysis) -> str:
             f"of {counts.get('items', 0)} items",
         ),
     ]
-    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in kv)
-    parts = [
-        f"<h1>Visibility sweep — {esc(data.name)}</h1>",
-        f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
-        f"<table class='kv'>{rows}</table>",
-    ]
+
+
+def _record_warnings(data: RunData) -> list[str]:
+    """Warnings about records left out of every number: failed ones (their most frequent
+    reasons) and items that have not run."""
+    counts = data.counts
+    parts = []
     if len(data.failures):
         top = data.failures.head(5)
         items = "".join(f"<li>{esc(n)} × <code>{esc(msg)}</code></li>" for msg, n in top.items())
@@ -169,17 +151,32 @@ def _header(data: RunData, analysis: SweepAnalysis) -> str:
             f"<p class='warn'>The run is incomplete: {esc(not_run)} item(s) have not run yet "
             "and are not reported.</p>"
         )
-    parts.append(_nav(data))
+    return parts
+
+
+def _header(analysis: SweepAnalysis) -> str:
+    """Title, provenance key-value table, record counts and failure reasons."""
+    data = analysis.data
+    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
+    parts = [
+        f"<h1>Visibility sweep — {esc(data.name)}</h1>",
+        f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
+        f"<table class='kv'>{rows}</table>",
+        *_record_warnings(data),
+        _nav(data),
+    ]
     return "\n".join(parts)
 
 
-def _task_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
-    """Curves, crossings, reliability, full sweep table and controls of one task."""
+def _task_section(analysis: SweepAnalysis, crossings: pd.DataFrame, task: str) -> str:
+    """Curves, crossings (``crossings``: labelled), reliability, selective prediction, full
+    sweep table and controls of one task."""
+    data, numbers = analysis.data, analysis.tasks[task]
     name = TASK_NAMES.get(task, task)
     parts = [f"<h2 id='task-{esc(task)}'>{esc(name.capitalize())}</h2>"]
     if not data.arms:
         parts.append("<p class='note'>No fog or water records for this task.</p>")
-    fig = plots.curves_figure(data, analysis, task)
+    fig = plots.curves_figure(analysis, task)
     parts.append(
         img(
             fig,
@@ -191,12 +188,13 @@ def _task_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
             "the top edge: crossing visibilities V* of the plotted signals (hollow: censored).",
         )
     )
-    parts.append(_crossings_html(data, analysis, task))
+    parts.append(_crossings_html(data, crossings, task))
     # reliability diagrams for the main task only: the verification table says the same
-    parts.append(_calibration_html(data, analysis, task, figure=task == data.tasks[0]))
-    parts.append(_selective_html(data, analysis, task, figure=task == data.tasks[0]))
-    parts.append(_sweep_html(data, analysis, task))
-    parts.append(_controls_html(data, analysis, task))
+    figure = task == data.tasks[0]
+    parts.append(_calibration_html(numbers.calibration, numbers.reliability, task, figure))
+    parts.append(_selective_html(analysis, task, figure=figure))
+    parts.append(_sweep_html(data, numbers.sweep, task))
+    parts.append(_controls_html(numbers.controls))
     return "\n".join(parts)
 
 
@@ -254,9 +252,10 @@ def _headline_html(data: RunData, cr: pd.DataFrame, task: str) -> str:
     return table(frame, cols)
 
 
-def _crossings_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
-    """The headline crossings/W table and the full one of one task."""
-    cr = analysis.crossings[analysis.crossings["task"] == task]
+def _crossings_html(data: RunData, crossings: pd.DataFrame, task: str) -> str:
+    """The headline crossings/W table and the full one of one task (``crossings``: labelled,
+    :func:`~clearsight.report.labels.labelled_crossings`)."""
+    cr = crossings[crossings["task"] == task]
     if cr.empty:
         return "<h3>Crossings and W</h3><p class='note'>No sweep levels to cross.</p>"
     cols = [
@@ -290,11 +289,13 @@ def _crossings_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
 
 
 def _calibration_html(
-    data: RunData, analysis: SweepAnalysis, task: str, figure: bool = True
+    cal: pd.DataFrame,
+    reliability: Sequence[Sequence[ReliabilityPanel]],
+    task: str,
+    figure: bool = True,
 ) -> str:
     """Reliability diagrams (if ``figure``) and the ECE/MCE/Brier/AUROC table with intervals."""
-    fig = plots.reliability_figure(data, task) if figure else None
-    cal = calibration_table(data, task, analysis)
+    fig = plots.reliability_figure(reliability) if figure else None
     parts = ["<h3>Calibration</h3>"]
     parts.append(
         img(
@@ -340,13 +341,13 @@ def _cell_cols() -> list[Col]:
     ]
 
 
-def _selective_html(data: RunData, analysis: SweepAnalysis, task: str, figure: bool = True) -> str:
+def _selective_html(analysis: SweepAnalysis, task: str, figure: bool = True) -> str:
     """Risk-coverage curves and AURC against visibility (if ``figure``), and AURC and E-AURC
     of each confidence signal gating the answers, per level."""
-    sel = selective_table(data, task, analysis)
+    sel = analysis.tasks[task].selective
     if sel.empty:
         return ""
-    fig = plots.selective_figure(data, task, sel) if figure else None
+    fig = plots.selective_figure(analysis, task) if figure else None
     cols = [
         *_cell_cols(),
         Col("AURC [95% CI]", lambda r: fmt_ci(r.aurc, r.aurc_low, r.aurc_high, 3)),
@@ -376,9 +377,8 @@ def _selective_html(data: RunData, analysis: SweepAnalysis, task: str, figure: b
     )
 
 
-def _sweep_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+def _sweep_html(data: RunData, sweep: pd.DataFrame, task: str) -> str:
     """The full sweep table, one table per model × arm, wordings side by side."""
-    sweep = sweep_table(data, analysis, task)
     if sweep.empty:
         return ""
     blocks = []
@@ -426,9 +426,8 @@ def _lookup(idx: Lookup, wording: str, field: str, digits: int) -> Any:
     return cell
 
 
-def _controls_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+def _controls_html(controls: pd.DataFrame) -> str:
     """Clean, blank and shuffled images against chance."""
-    controls = controls_table(data, analysis, task)
     if controls.empty:
         return "<h3>Controls</h3><p class='note'>No control conditions in this run.</p>"
     cols = [
@@ -450,12 +449,13 @@ def _controls_html(data: RunData, analysis: SweepAnalysis, task: str) -> str:
     )
 
 
-def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
+def _imagenet_section(analysis: SweepAnalysis, task: str) -> str:
     """Fig. 7 and the severity table."""
+    data = analysis.data
     name = esc(TASK_NAMES.get(task, task))
     head = f"<h2 id='imagenet-c'>ImageNet-C fog on the physical axis — {name}</h2>"
-    tab = imagenet_c_table(data, analysis, task)
-    share = monotone_veq_share(data.veq)
+    tab = analysis.tasks[task].imagenet_c
+    share = analysis.monotone
     if tab.empty and data.veq.empty:
         return head + "<p class='note'>No ImageNet-C records in this run.</p>"
     parts = [head]
@@ -464,7 +464,7 @@ def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
             "<p class='warn'>No gain-matched V_eq records: severities cannot be placed on the "
             "visibility axis.</p>"
         )
-    fig = plots.imagenet_c_figure(data, analysis, tab, task) if not tab.empty else None
+    fig = plots.imagenet_c_figure(analysis, task) if not tab.empty else None
     parts.append(
         img(
             fig,
@@ -481,7 +481,7 @@ def _imagenet_section(data: RunData, analysis: SweepAnalysis, task: str) -> str:
             f"{esc(f'{100 * share.strict:.0f}')} % of {esc(share.n)} scenes "
             f"(non-increasing, ties allowed: {esc(f'{100 * share.non_strict:.0f}')} %).</p>"
         )
-    ranges = dynamic_ranges(data.records)
+    ranges = analysis.ranges
     if not math.isnan(ranges.nominal_pp):
         parts.append(
             f"<p>Accuracy dynamic range, pooled across models, tasks and wordings: "
@@ -554,157 +554,6 @@ def _imagenet_cell(idx: pd.DataFrame, model: str, what: str) -> Any:
         return fmt_num(r["delta_pp"], 1)
 
     return cell
-
-
-# ------------------------------------------------------------------------------ examples
-
-
-def _example_rows(data: RunData, task: str) -> tuple[pd.DataFrame, str, list[tuple[str, float]]]:
-    """Records of the first scene's first target at three conditions of the first arm."""
-    rec = data.records[data.records["task"] == task]
-    if rec.empty or not data.arms:
-        return rec.iloc[0:0], "", []
-    arm = data.arms[0]
-    first = rec[rec["condition"] == arm].iloc[0]
-    levels = data.levels[arm]
-    picks: list[tuple[str, float]] = []
-    if (rec["condition"] == "clean").any():
-        picks.append(("clean", math.nan))
-    picks += [(arm, levels[len(levels) // 2]), (arm, levels[-1])]
-    same = rec[(rec["scene"] == first["scene"]) & (rec["target"] == first["target"])]
-    keep = np.zeros(len(same), dtype=bool)
-    for cond, v in picks:
-        hit = same["condition"] == cond
-        if cond != "clean":
-            hit &= same["level_m"] == v
-        keep |= hit.to_numpy()
-    return same[keep], arm, picks
-
-
-def _reply_text(raw: Any) -> str:
-    """A raw backend output as text: the generated reply, else the letter probabilities."""
-    if not isinstance(raw, dict):
-        return json.dumps(raw, ensure_ascii=False)[:2000]
-    texts = raw.get("texts") or []
-    if texts:
-        return "\n---\n".join(str(t) for t in texts)[:2000]
-    probs = raw.get("candidate_probs")
-    if isinstance(probs, dict) and probs:
-        return "letter probabilities: " + ", ".join(f"{k} {float(v):.3f}" for k, v in probs.items())
-    return json.dumps(raw, ensure_ascii=False)[:2000]
-
-
-def _thumbnails(data: RunData, rows: pd.DataFrame, arm: str, picks: list[tuple[str, float]]) -> str:
-    """The example's images at the chosen conditions (bundled scenes; empty if unavailable)."""
-    first = rows.iloc[0]
-    if str(first["scene.source"]) != "bundled":
-        return ""
-    try:
-        from clearsight.physics import draw_box, fog_levels, underwater_levels
-        from clearsight.scenes.bundled import load_bundled_scene
-
-        config = data.manifest.get("config", {})
-        scene = load_bundled_scene(str(first["scene"]))
-        box = tuple(int(v) for v in json.loads(str(first["box"])))
-        levels = [v for c, v in picks if c != "clean"]
-        if arm == "fog":
-            stack = fog_levels(
-                scene.image, scene.depth_m, levels, float(config.get("airlight", 0.8))
-            )
-        else:
-            stack = underwater_levels(
-                scene.image,
-                scene.depth_m,
-                levels,
-                tuple(config.get("wavelengths_nm", (650.0, 525.0, 450.0))),
-                str(config.get("water_table", "pope_fry_1997")),
-                config.get("veil", "absorption_limited"),
-            )
-        images = [scene.image] * (len(picks) - len(levels)) + list(stack)
-        thickness = int(config.get("box_thickness_px", 8))
-        figs = []
-        for (cond, v), image in zip(picks, images, strict=True):
-            boxed = draw_box(np.array(image), box, thickness)  # type: ignore[arg-type]
-            label = "clean" if cond == "clean" else f"{cond} {level_label(v)} m"
-            figs.append(img(plots.png_thumbnail(boxed), label, label, css_class="thumb"))
-        note = f"<p class='note'>Depth: {esc(scene.depth_note)}</p>" if scene.depth_note else ""
-        return f"<div class='thumbs'>{''.join(figs)}</div>{note}"
-    except Exception as exc:  # thumbnails are illustration only; never fail the report
-        return f"<p class='note'>(images not rendered: {esc(type(exc).__name__)}: {esc(exc)})</p>"
-
-
-def _examples_section(data: RunData, task: str, thumbnails: bool) -> str:
-    """Question, options, raw replies and read-outs of one target at three conditions."""
-    head = f"<h2 id='examples'>Qualitative examples — {esc(TASK_NAMES.get(task, task))}</h2>"
-    rows, arm, picks = _example_rows(data, task)
-    if rows.empty:
-        return head + "<p class='note'>No records to show.</p>"
-    raws = data.raw_outputs([str(k) for k in rows["key"]])
-    first = rows.iloc[0]
-    parts = [
-        head,
-        f"<p>Scene <b>{esc(first['scene'])}</b>, target {esc(fmt_num(first['target'], 0))} "
-        f"({esc(first['category'])}), {esc(arm)} arm.</p>",
-    ]
-    if thumbnails:
-        parts.append(_thumbnails(data, rows, arm, picks))
-    order = {(c, 0.0 if c == "clean" else v): i for i, (c, v) in enumerate(picks)}
-    for wording in data.wordings(task):
-        sub = rows[rows["wording"] == wording]
-        if sub.empty:
-            continue
-        sub = sub.assign(
-            _o=[
-                order.get((c, 0.0 if c == "clean" else float(v)), 99)
-                for c, v in zip(sub["condition"], sub["level_m"], strict=True)
-            ]
-        ).sort_values(["_o", "model"])
-        prompt = str(sub["question.prompt"].iloc[0])
-        conf_field = "verbal_conf" if is_verbal(wording) else "internal_conf"
-        body = [f"<h3>{esc(wording)}</h3>", "<p class='note'>Prompt:</p>", pre(prompt)]
-        body.append(
-            f"<p class='note'>Options: {esc(_options(sub['question.options'].iloc[0]))}; "
-            f"correct: {esc(sub['question.correct'].iloc[0])}</p>"
-        )
-        trs = []
-        for _, r in sub.iterrows():
-            cond = (
-                "clean"
-                if r["condition"] == "clean"
-                else f"{r['condition']} {level_label(r['level_m'])} m"
-            )
-            # a prompt that differs from the wording's first one is shown under the reply
-            own_prompt = pre(r["question.prompt"]) if str(r["question.prompt"]) != prompt else ""
-            reply = _reply_text(raws.get(str(r["key"])))
-            trs.append(
-                "<tr>"
-                f"<td class='t'>{esc(cond)}</td><td class='t'>{esc(r['model'])}</td>"
-                f"<td class='t'>{pre(reply)}{own_prompt}</td>"
-                f"<td class='t'>{esc(r['answer'] if r['answer'] is not None else '(none)')}</td>"
-                f"<td>{'yes' if r['correct'] == 1.0 else 'no'}</td>"
-                f"<td>{esc(fmt_num(r[conf_field]))}</td>"
-                f"<td>{'yes' if r['abstained'] == 1.0 else 'no'}</td>"
-                "</tr>"
-            )
-        conf_head = "verbalized conf" if is_verbal(wording) else "internal conf"
-        body.append(
-            "<table><tr><th class='t'>condition</th><th class='t'>model</th>"
-            "<th class='t'>raw reply</th><th class='t'>answer</th><th>correct</th>"
-            f"<th>{esc(conf_head)}</th><th>abstained</th></tr>" + "".join(trs) + "</table>"
-        )
-        parts.append("\n".join(body))
-    return "\n".join(parts)
-
-
-def _options(options: Any) -> str:
-    """The options JSON list as 'A. kite · B. horse · …'."""
-    try:
-        values = json.loads(str(options))
-    except (TypeError, ValueError):
-        return str(options)
-    if not isinstance(values, list):
-        return str(options)
-    return " · ".join(f"{chr(65 + i)}. {v}" for i, v in enumerate(values))
 
 
 def _methods_note() -> str:

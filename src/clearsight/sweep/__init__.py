@@ -1,14 +1,22 @@
 """The visibility sweep: physical fog and water on a metric depth map (docs/methods.md §1-§4).
 
 Modules, in the order of the method: :mod:`~clearsight.sweep.config` (what a run asks for),
-:mod:`~clearsight.sweep.conditions` (the arms, levels,
-controls and ImageNet-C stacks a scene is rendered under), :mod:`~clearsight.sweep.specs`
-(what an item is made of), :mod:`~clearsight.sweep.protocol` (how items are planned, how a
-scene's unit runs, the protocol value the driver runs),
+:mod:`~clearsight.sweep.conditions` (the arms, levels, controls and ImageNet-C stacks a scene
+is rendered under), :mod:`~clearsight.sweep.specs` (what an item is made of),
+:mod:`~clearsight.sweep.plan` (a config's scenes, questions and items, grouped into units),
+:mod:`~clearsight.sweep.unit` (a unit's images and requests run into records, inside a worker),
+:mod:`~clearsight.sweep.observer` (the reference observer and what it may know of an item),
 :mod:`~clearsight.sweep.readouts` (letter probabilities, verbalized confidence and abstention
-read from the stored raw output), :mod:`~clearsight.sweep.equivalence` (ImageNet-C severities on
-the metre axis), :mod:`~clearsight.sweep.preview` (contact sheets of the conditions) and
-:mod:`~clearsight.sweep.results` (the records read back as the frames a report renders).
+read from the stored raw output), :mod:`~clearsight.sweep.protocol` (the protocol value the
+driver runs: stages, manifest, fingerprint), :mod:`~clearsight.sweep.results` (the records read
+back as frames), and the paper's numbers: :mod:`~clearsight.sweep.analysis` (everything, as one
+typed value) over :mod:`~clearsight.sweep.cells` and :mod:`~clearsight.sweep.crossings` (curves,
+V* and W with one scene bootstrap), :mod:`~clearsight.sweep.confidence` (calibration, selective
+prediction), :mod:`~clearsight.sweep.equivalence` (ImageNet-C severities on the metre axis) and
+:mod:`~clearsight.sweep.guarded` (the visibility guard's estimate); besides
+:mod:`~clearsight.sweep.preview` (contact sheets of the conditions) and
+:mod:`~clearsight.sweep.human` (people answering the sweep's questions). The report that renders
+the analysis is :mod:`clearsight.report.sweep`.
 """
 
 from __future__ import annotations
@@ -17,28 +25,35 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.report.build import build_report as build_sweep_report
-    from clearsight.report.build import summary_table
+    from clearsight.report.sweep import build_sweep_report, summary_table
+    from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import SWEEP, plan_sweep, run_sweep
+    from clearsight.sweep.plan import plan_sweep, scene_refs
+    from clearsight.sweep.protocol import SWEEP, run_sweep
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
 _EXPORTS = {
     "SweepConfig": "clearsight.sweep.config:SweepConfig",
     "SWEEP": "clearsight.sweep.protocol:SWEEP",
-    "plan_sweep": "clearsight.sweep.protocol:plan_sweep",
+    "plan_sweep": "clearsight.sweep.plan:plan_sweep",
+    "scene_refs": "clearsight.sweep.plan:scene_refs",
     "run_sweep": "clearsight.sweep.protocol:run_sweep",
-    "build_sweep_report": "clearsight.report.build:build_report",
-    "summary_table": "clearsight.report.build:summary_table",
+    "analyse_sweep": "clearsight.sweep.analysis:analyse_sweep",
+    "SweepAnalysis": "clearsight.sweep.analysis:SweepAnalysis",
+    "build_sweep_report": "clearsight.report.sweep:build_sweep_report",
+    "summary_table": "clearsight.report.sweep:summary_table",
 }
 
 __all__ = [
     "SWEEP",
+    "SweepAnalysis",
     "SweepConfig",
+    "analyse_sweep",
     "build_sweep_report",
     "plan_sweep",
     "run_sweep",
+    "scene_refs",
     "summary_table",
 ]
 

@@ -1,4 +1,13 @@
-"""ImageNet-C fog severities placed on the physical fog axis over a set of scenes (paper §IV-E)."""
+"""ImageNet-C fog severities placed on the physical fog axis over a set of scenes (paper §IV-E).
+
+:func:`equivalence_table` computes each scene's gain-matched equivalent visibility V_eq per
+severity outside a run (``clearsight equivalence``); in a run they are records of the sweep's
+model-free stage. What the report states of them: per severity the spread of V_eq and of the
+retained gain over scenes (:func:`veq_summary`), how many scenes' V_eq falls monotonically
+(:func:`monotone_veq_share`), each model's accuracy at each severity beside its clean accuracy
+(:func:`imagenet_c_table`), and the accuracy's dynamic range over the severities against the
+physical fog levels (:func:`dynamic_ranges`).
+"""
 
 from __future__ import annotations
 
@@ -84,3 +93,95 @@ def monotone_veq_share(veq: pd.DataFrame) -> MonotoneShare:
     strict = (steps < 0).all(axis=1)
     non_strict = (steps <= 0).all(axis=1)
     return MonotoneShare(float(strict.mean()), float(non_strict.mean()), int(strict.size))
+
+
+_SPREAD_STATS = ("median", "q25", "q75", "p10", "p90", "p90_p10")
+
+
+def _spread(values: pd.Series, prefix: str) -> dict[str, float]:
+    """Median, quartiles, P10, P90 and P90 / P10 of ``values`` as ``{prefix}_{stat}``; NaN
+    where there are no values, and the ratio NaN where P10 is not positive."""
+    v = values.dropna().to_numpy(dtype=np.float64)
+    if v.size == 0:
+        return {f"{prefix}_{k}": math.nan for k in _SPREAD_STATS}
+    p10, q25, med, q75, p90 = (float(x) for x in np.percentile(v, [10, 25, 50, 75, 90]))
+    ratio = p90 / p10 if p10 > 0 else math.nan
+    names = (f"{prefix}_{k}" for k in _SPREAD_STATS)
+    return dict(zip(names, (med, q25, q75, p10, p90, ratio), strict=True))
+
+
+def veq_summary(veq: pd.DataFrame) -> pd.DataFrame:
+    """Per ImageNet-C severity, over the scenes: the median, quartiles, 10th and 90th
+    percentiles and the spread P90 / P10 (the paper's image summaries) of the gain-matched
+    V_eq in metres (``veq_*``) and of the retained contrast gain (``gain_*``; NaN for a run
+    made before gains were stored), and ``n_scenes``.
+
+    Percentiles are numpy's linear interpolation (``method="linear"``); a spread is NaN where
+    P10 is not positive (a V_eq of 0: no retained detail).
+    """
+    columns = ["severity", *(f"{p}_{k}" for p in ("veq", "gain") for k in _SPREAD_STATS)]
+    if veq.empty:
+        return pd.DataFrame(columns=[*columns, "n_scenes"])
+    gains = veq["gain"] if "gain" in veq else pd.Series(math.nan, index=veq.index)
+    rows = [
+        {"severity": severity}
+        | _spread(group["v_eq_m"], "veq")
+        | _spread(gains[group.index], "gain")
+        | {"n_scenes": len(group)}
+        for severity, group in veq.groupby("severity")
+    ]
+    return pd.DataFrame(rows, columns=[*columns, "n_scenes"])
+
+
+def imagenet_c_table(curves: pd.DataFrame, summary: pd.DataFrame, task: str) -> pd.DataFrame:
+    """Severity → median / IQR of V_eq and each model's accuracy (interval) per wording, from
+    the bootstrap's ``curves`` and the V_eq ``summary`` (:func:`veq_summary`).
+
+    Columns: ``model``, ``wording``, ``severity``, ``veq_*`` and ``gain_*`` (median, q25, q75,
+    p10, p90, p90_p10) and ``n_scenes`` (:func:`veq_summary`), ``n``
+    (items), ``accuracy``, ``acc_low``, ``acc_high``, ``clean_accuracy``, ``delta_pp`` (accuracy
+    − clean, percentage points).
+    """
+    acc = curves[(curves["signal"] == "accuracy") & (curves["task"] == task)]
+    nominal = acc[acc["condition"] == "imagenet_c"]
+    if nominal.empty:
+        return pd.DataFrame()
+    clean = acc[acc["condition"] == "clean"].set_index(["model", "wording"])["estimate"]
+    table = nominal.rename(
+        columns={"x": "severity", "estimate": "accuracy", "low": "acc_low", "high": "acc_high"}
+    )[["model", "wording", "severity", "n", "accuracy", "acc_low", "acc_high"]]
+    keys = list(zip(table["model"], table["wording"], strict=True))
+    table = table.assign(clean_accuracy=[clean.get(k, math.nan) for k in keys])
+    table["delta_pp"] = 100.0 * (table["accuracy"] - table["clean_accuracy"])
+    table = table.merge(summary, on="severity", how="left")
+    return table.reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class DynamicRanges:
+    """Accuracy dynamic ranges in percentage points (paper §IV-E): over the ImageNet-C
+    severities (``nominal``) and over the physical fog levels (``physical``), each the largest
+    minus the smallest per-step accuracy of the items pooled across models, tasks and
+    wordings. NaN where a run has no items of that kind."""
+
+    nominal_pp: float
+    physical_pp: float
+
+
+def dynamic_ranges(records: pd.DataFrame, models: Sequence[str] | None = None) -> DynamicRanges:
+    r"""The nominal and physical accuracy dynamic ranges of ``records`` (optionally only
+    ``models``' items): with :math:`a_s` the accuracy of all pooled items at severity s and
+    :math:`a_v` at fog level v, :math:`100 (\max_s a_s - \min_s a_s)` and
+    :math:`100 (\max_v a_v - \min_v a_v)`."""
+    rec = records if models is None else records[records["model"].isin(list(models))]
+
+    def spread(sub: pd.DataFrame, by: str) -> float:
+        if sub.empty:
+            return math.nan
+        acc = sub.groupby(by)["correct"].mean()
+        return float(100.0 * (acc.max() - acc.min()))
+
+    return DynamicRanges(
+        spread(rec[rec["condition"] == "imagenet_c"], "severity"),
+        spread(rec[rec["condition"] == "fog"], "level_m"),
+    )

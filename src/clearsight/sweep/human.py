@@ -14,7 +14,7 @@ questions is ``clearsight serve RUN --sweep`` (:mod:`clearsight.ui.sweep`).
   the items, the seed and the person's name, so levels, arms, controls and scenes come
   interleaved, every prefix is a random sample of the whole design, and a person who comes
   back meets the same order and carries on where they stopped.
-* **Read-outs** (:func:`human_readouts`): the columns :func:`~clearsight.sweep.protocol.
+* **Read-outs** (:func:`human_readouts`): the columns :func:`~clearsight.sweep.readouts.
   sweep_readouts` gives — answer, correct, abstained, chance, number of options, the slider's
   verbalized confidence in [0, 1] — with no internal confidence (a person has no letter
   probabilities: None, NaN in the report).
@@ -29,12 +29,13 @@ import io
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Final
 
 from clearsight.seeding import rng_for
 from clearsight.specs import Options
 from clearsight.store import Record
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.readouts import SweepReadouts
 from clearsight.sweep.results import primary_wording
 from clearsight.sweep.specs import SweepItem
 from clearsight.tasks import Question
@@ -108,10 +109,10 @@ def session_order(items: Sequence[SweepItem], seed: int, name: str) -> list[Swee
     return [canonical[int(i)] for i in perm]
 
 
-def human_readouts(q: Question, letter: str, confidence: float) -> dict[str, Any]:
+def human_readouts(q: Question, letter: str, confidence: float) -> SweepReadouts:
     """The read-outs of a person's answer ``letter`` (an option letter of ``q``, the abstain
     letter included) given with ``confidence`` in [0, 1]: the columns of
-    :func:`~clearsight.sweep.protocol.sweep_readouts`, internal confidence None."""
+    :func:`~clearsight.sweep.readouts.sweep_readouts`, internal confidence None."""
     if letter not in q.letters:
         raise InputError(f"answer one of the options {', '.join(q.letters)}; got {letter!r}")
     if not 0.0 <= confidence <= 1.0:
@@ -142,7 +143,7 @@ def item_png(item: SweepItem, depth_model: str) -> bytes:
     the target's red box drawn last) as PNG bytes with no metadata chunk."""
     from PIL import Image
 
-    from clearsight.sweep.protocol import item_image
+    from clearsight.sweep.unit import item_image
 
     pixels = item_image(item, depth_model)
     buffer = io.BytesIO()

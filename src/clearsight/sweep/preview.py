@@ -25,6 +25,36 @@ def level_label(visibility_m: float) -> str:
     return f"{visibility_m:.3g} m"
 
 
+#: One row of a contact sheet: (title, image) per panel.
+_Row = list[tuple[str, npt.NDArray[np.uint8]]]
+
+
+def _sheet_rows(
+    scene: Scene,
+    box: tuple[int, int, int, int],
+    seed: int,
+    turbid: tuple[Sequence[float], Sequence[float]] | None,
+) -> list[_Row]:
+    """The sheet's image rows, the target's box drawn: each arm's clean image and eight
+    levels, then ImageNet-C fog severities 1-5."""
+    clean = draw_box(scene.image.copy(), box)
+    rows: list[_Row] = []
+    arms: list[tuple[Arm, dict[str, Any]]] = [("fog", {}), ("water", {})]
+    if turbid is not None:
+        arms.append(("turbid", {"absorption_per_m": turbid[0], "scattering_per_m": turbid[1]}))
+    for arm, physics in arms:
+        stack = draw_box(arm_stack(scene, arm, SWEEP_LEVELS_M, **physics), box)
+        rows.append(
+            [("clean", clean)]
+            + [(f"{arm} {level_label(v)}", im) for v, im in zip(SWEEP_LEVELS_M, stack, strict=True)]
+        )
+    nominal = draw_box(imagenet_c_stack(scene, IMAGENET_C_SEVERITIES, seed), box)
+    rows.append(
+        [(f"ImageNet-C fog {s}", im) for s, im in zip(IMAGENET_C_SEVERITIES, nominal, strict=True)]
+    )
+    return rows
+
+
 def contact_sheet(
     scene: Scene,
     out: Path,
@@ -45,22 +75,7 @@ def contact_sheet(
     import matplotlib.pyplot as plt
 
     box = target_box(scene, target)
-    clean = draw_box(scene.image.copy(), box)
-    rows: list[list[tuple[str, npt.NDArray[np.uint8]]]] = []
-    arms: list[tuple[Arm, dict[str, Any]]] = [("fog", {}), ("water", {})]
-    if turbid is not None:
-        arms.append(("turbid", {"absorption_per_m": turbid[0], "scattering_per_m": turbid[1]}))
-    for arm, physics in arms:
-        stack = draw_box(arm_stack(scene, arm, SWEEP_LEVELS_M, **physics), box)
-        rows.append(
-            [("clean", clean)]
-            + [(f"{arm} {level_label(v)}", im) for v, im in zip(SWEEP_LEVELS_M, stack, strict=True)]
-        )
-    nominal = draw_box(imagenet_c_stack(scene, IMAGENET_C_SEVERITIES, seed), box)
-    rows.append(
-        [(f"ImageNet-C fog {s}", im) for s, im in zip(IMAGENET_C_SEVERITIES, nominal, strict=True)]
-    )
-
+    rows = _sheet_rows(scene, box, seed, turbid)
     cols = len(rows[0])
     aspect = scene.height / scene.width
     fig, axes = plt.subplots(

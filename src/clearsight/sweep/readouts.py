@@ -15,6 +15,8 @@ are read in :mod:`clearsight.grounding.numerals`.
   stored as unparsed (None), never guessed. Scales: see :func:`parse_confidence`.
 * **Abstention from text** (:func:`detect_abstention`): the abstain letter as the answer, or
   the abstain option's own words in a reply that names no letter.
+* **A sweep item's read-outs** (:func:`sweep_readouts`): one :class:`SweepReadouts` per
+  answered question, what a sweep record stores beside the raw output.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
 
+from clearsight.tasks import Question
 from clearsight.validate import InputError
 
 # ---------------------------------------------------------------------------------------------
@@ -173,3 +177,62 @@ def detect_abstention(
         return False
     needle = _words(abstain_text)
     return bool(needle) and f" {needle} " in f" {_words(text)} "
+
+
+# ---------------------------------------------------------------------------------------------
+# A sweep item's read-outs
+
+
+class SweepReadouts(TypedDict):
+    """The read-outs of one answer to a sweep question, as its record stores them.
+
+    ``answer``: the chosen letter (None: no answer could be read); ``abstained``: it is the
+    abstain letter; ``correct``: it is the right one. A letter wording fills
+    ``internal_conf``, ``letter_mass`` (the offered letters' total probability) and
+    ``letter_probs`` (their raw probabilities); a verbalized one ``verbal_conf`` and
+    ``verbal_parsed`` (a confidence could be read). ``chance`` is 1/k and ``n_options`` k,
+    the content options' number.
+    """
+
+    chance: float
+    n_options: int
+    answer: str | None
+    internal_conf: float | None
+    verbal_conf: float | None
+    letter_mass: float | None
+    verbal_parsed: NotRequired[bool]
+    letter_probs: NotRequired[dict[str, float]]
+    abstained: bool
+    correct: bool
+
+
+def sweep_readouts(q: Question, raw: Mapping[str, Any]) -> SweepReadouts:
+    """Answer, correctness, abstention and confidences of one answer to ``q``, from its raw
+    output (a verbalized wording reads the first generated text, a letter wording the
+    candidate probabilities: :func:`parse_verbalized`, :func:`letter_readout`)."""
+    if q.readout == "verbalized":
+        texts = raw.get("texts") or [""]
+        answer, conf = parse_verbalized(texts[0], q.letters)
+        return {
+            "chance": q.chance,
+            "n_options": len(q.answer_letters),
+            "answer": answer,
+            "verbal_conf": conf,
+            "internal_conf": None,
+            "letter_mass": None,
+            "verbal_parsed": conf is not None,
+            "abstained": answer is not None and answer == q.abstain,
+            "correct": answer == q.correct,
+        }
+    lr = letter_readout(raw.get("candidate_probs"), q.answer_letters, q.abstain)
+    return {
+        "chance": q.chance,
+        "n_options": len(q.answer_letters),
+        "answer": lr.answer,
+        "internal_conf": lr.confidence,
+        "verbal_conf": None,
+        "letter_mass": lr.mass,
+        "letter_probs": lr.raw,
+        "abstained": lr.answer is not None and lr.answer == q.abstain,
+        "correct": lr.answer == q.correct,
+    }

@@ -104,7 +104,7 @@ class HumanSweep:
         """The run's questions, planned again from its stored config (no model is called);
         InputError when the run is not a sweep run or asks nothing."""
         if self._design is None:
-            from clearsight.sweep.protocol import plan_sweep
+            from clearsight.sweep.plan import plan_sweep
 
             if not (self.run_dir / DB_NAME).is_file():
                 raise InputError(

@@ -13,23 +13,52 @@ options. It reports ``P + (1 - P) / k`` as its confidence — exactly its probab
 right — so it is calibrated by construction and its blind-spot width W is about 0: the physical
 reference every model is compared with. Under the reason-naming abstain wording it abstains when
 ``P < 0.5``; under the generic wording it never does.
+
+What it may know that a model may not — the clean image, the shown box, which option names the
+object in it — comes with each request of the sweep as an :class:`ObserverReference`
+(:attr:`clearsight.models.Request.reference`, opaque to every other backend); the backend is
+registered as ``observer`` in :mod:`clearsight.models.registry`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.models.base import Capabilities, ObserverReference, Request, Response
+from clearsight.models.base import Capabilities, Request, Response
 from clearsight.physics.srgb import decode_srgb8
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
 
 _LUMA = np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class ObserverReference:
+    """What a *reference observer* may know about a sweep item that a model may not: the sweep
+    attaches it to each request (:attr:`clearsight.models.Request.reference`); the ``observer``
+    backend reads it, every real backend ignores it and it never reaches a prompt.
+
+    ``clean`` is the undegraded image the shown box was drawn on (the contrast reference),
+    ``box`` the shown target's box, ``shown_letter`` the option that names the object actually
+    in the box (None when no option does, e.g. a shuffled control), ``letters`` the content
+    options and ``abstain_letter`` the abstain option if offered. ``depth_m`` is the shown
+    scene's depth map in metres (None for the blank control), read by the ``guard`` wrapper's
+    visibility estimate (:mod:`clearsight.guard`) and ignored by every other backend.
+    """
+
+    clean: npt.NDArray[np.uint8] | None
+    box: tuple[int, int, int, int]
+    letters: tuple[str, ...]
+    shown_letter: str | None
+    abstain_letter: str | None
+    abstain_names_reason: bool
+    depth_m: npt.NDArray[np.float32] | None = None
 
 
 class ObserverConfig(BaseModel):
@@ -108,7 +137,7 @@ class ObserverBackend:
         self, request: Request, contrasts: dict[tuple[int, int, tuple[int, ...]], float]
     ) -> Response:
         ref = request.reference
-        if ref is None:
+        if not isinstance(ref, ObserverReference):
             raise InputError("the observer answers only requests that carry an ObserverReference")
         images = [im for m in request.messages for im in m.images]
         if len(images) != 1:

@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from clearsight.models import Decoding, Message, ObserverReference, Request, load_backend
-from clearsight.models.observer import ObserverConfig, p_detect, retained_contrast
+from clearsight.models import Decoding, Message, Request, load_backend
 from clearsight.physics import fog
+from clearsight.sweep.observer import (
+    ObserverConfig,
+    ObserverReference,
+    p_detect,
+    retained_contrast,
+)
 from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.validate import InputError
 

@@ -1,8 +1,9 @@
-"""Assemble a sweep run's report: ``report.html``, ``summary.md`` and ``summary.csv``.
+"""The sweep's report: ``report.html``, ``summary.md`` and ``summary.csv`` of a sweep run.
 
-:func:`build_report` reads the run (read-only), runs one seeded scene bootstrap
-(:func:`clearsight.report.tables.analyse_sweep`), draws the figures and writes the three files.
-:func:`summary_table` gives the crossings/W table as a DataFrame for the CLI to print.
+:func:`build_sweep_report` reads the run (read-only), computes its numbers with one seeded
+scene bootstrap (:func:`clearsight.sweep.analysis.analyse_sweep`) and writes the three files
+(:func:`write_sweep_report`: a given analysis rendered). :func:`summary_table` gives the
+crossings/W table as a DataFrame for the CLI to print.
 
 The page follows the paper's order: the run's provenance, then per task (identification t2
 first, verification t3 in its own section) the curves (Fig. 3), crossings and W, reliability
@@ -17,22 +18,14 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.report.html import fmt_ci, fmt_num, fmt_range
+from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.sections import DEPTH_NOTE, render_report
-from clearsight.report.tables import (
-    SweepAnalysis,
-    analyse_sweep,
-    controls_table,
-    depth_summary,
-    dynamic_ranges,
-    interval,
-    interval_m,
-    veq_summary,
-)
-from clearsight.sweep.equivalence import monotone_veq_share
-from clearsight.sweep.results import TASK_NAMES, RunData, load_run_data
+from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
+from clearsight.sweep.crossings import scene_bootstrap
+from clearsight.sweep.results import TASK_NAMES, load_run_data
 
-__all__ = ["build_report", "summary_table"]
+__all__ = ["build_sweep_report", "summary_table", "write_sweep_report"]
 
 
 # The last analysis, so summary_table() right after build_report() (the CLI) does not redo it.
@@ -60,20 +53,21 @@ def summary_table(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> 
 
     Columns: model, task, arm, wording, signal, ``V*`` (with '≤ 1.95 m' / '≥ 250 m' for
     censored crossings), its 95 % interval, ``W`` (with '≥' / '≤' for bounds) and its interval.
-    Reuses the analysis of a :func:`build_report` call on the same unchanged run in this
-    process; otherwise runs the bootstrap (no figures).
+    Reuses the analysis of a :func:`build_sweep_report` call on the same unchanged run in this
+    process; otherwise runs the bootstrap alone (no tables, no figures).
     """
     key = _cache_key(Path(run_dir), n_boot, seed)
     crossings = _LAST.get(key)
     if crossings is None:
         data = load_run_data(Path(run_dir))
-        crossings = analyse_sweep(data, n_boot=n_boot, seed=seed).crossings
+        boot = scene_bootstrap(data, n_boot=n_boot, seed=seed)
+        crossings = labelled_crossings(boot.crossings, data.levels)
         _LAST.clear()
         _LAST[key] = crossings
     return _display_crossings(crossings)
 
 
-def build_report(
+def build_sweep_report(
     run_dir: Path | str,
     out_dir: Path | str | None = None,
     *,
@@ -89,17 +83,27 @@ def build_report(
     they need the photo, its depth and the physics, a few seconds).
     """
     run_dir = Path(run_dir)
-    out = Path(out_dir) if out_dir is not None else run_dir
     key = _cache_key(run_dir, n_boot, seed)
-    data = load_run_data(run_dir)
-    analysis = analyse_sweep(data, n_boot=n_boot, seed=seed)
+    analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed)
     _LAST.clear()
-    _LAST[key] = analysis.crossings
+    _LAST[key] = labelled_crossings(analysis.crossings, analysis.data.levels)
+    out = Path(out_dir) if out_dir is not None else run_dir
+    return write_sweep_report(analysis, out, thumbnails=thumbnails)
+
+
+def write_sweep_report(
+    analysis: SweepAnalysis, out_dir: Path | str, *, thumbnails: bool = True
+) -> ReportPaths:
+    """Render ``analysis`` (:func:`~clearsight.sweep.analysis.analyse_sweep`) as
+    ``report.html``, ``summary.md`` and ``summary.csv`` in ``out_dir``: summary.csv is the
+    crossings with their labels and the bootstrap's B, seed and interval level."""
+    boot = analysis.bootstrap
+    crossings = labelled_crossings(analysis.crossings, analysis.data.levels)
     return write_report(
-        out,
-        html=render_report(data, analysis, thumbnails=thumbnails),
-        summary_md=summary_markdown(data, analysis),
-        summary_csv=analysis.crossings.assign(n_boot=n_boot, seed=seed, ci_level=analysis.level),
+        Path(out_dir),
+        html=render_report(analysis, thumbnails=thumbnails),
+        summary_md=summary_markdown(analysis),
+        summary_csv=crossings.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level),
     )
 
 
@@ -155,34 +159,35 @@ def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def summary_markdown(data: RunData, analysis: SweepAnalysis) -> str:
+def summary_markdown(analysis: SweepAnalysis) -> str:
     """summary.md: the crossings/W table and the controls table of each task, and the
     ImageNet-C severities on the metre axis."""
+    data, boot = analysis.data, analysis.bootstrap
     lines = [
         f"# clearsight sweep summary — {md_text(data.name)}",
         "",
-        f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {analysis.n_scenes}. "
-        f"Bootstrap: {analysis.n_boot} resamples of scenes, seed {analysis.seed}, "
-        f"{round(100 * analysis.level)} % percentile intervals.",
+        f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {boot.n_scenes}. "
+        f"Bootstrap: {boot.n_boot} resamples of scenes, seed {boot.seed}, "
+        f"{round(100 * boot.level)} % percentile intervals.",
         "",
-        f"Depth: {depth_summary(data.depth).describe()}.",
+        f"Depth: {depth_line(analysis.depth)}.",
         "",
         DEPTH_NOTE,
         "",
     ]
-    display = _display_crossings(analysis.crossings)
+    display = _display_crossings(labelled_crossings(analysis.crossings, data.levels))
     for task in data.tasks:
         name = md_text(TASK_NAMES.get(task, task))
         lines += [f"## Crossings and blind-spot width W — {name}", ""]
         lines.append(md_table(display[display["task"] == task].drop(columns="task")))
-        controls = controls_table(data, analysis, task)
+        controls = analysis.tasks[task].controls
         lines += [f"## Controls — {name}", ""]
         lines.append(
             md_table(_controls_display(controls))
             if not controls.empty
             else "_No control conditions in this run._\n"
         )
-    lines += _imagenet_markdown(data)
+    lines += _imagenet_markdown(analysis)
     return "\n".join(lines)
 
 
@@ -191,13 +196,13 @@ def _ranges(low: pd.Series, high: pd.Series, digits: int) -> list[str]:
     return [fmt_range(a, b, digits) for a, b in zip(low, high, strict=True)]
 
 
-def _imagenet_markdown(data: RunData) -> list[str]:
+def _imagenet_markdown(analysis: SweepAnalysis) -> list[str]:
     """V_eq and the retained gain per severity (median, IQR, P10/P90 and the spread), the
     monotone shares and the accuracy dynamic ranges — what the report's ImageNet-C section
     states."""
-    if data.veq.empty:
+    if analysis.data.veq.empty:
         return []
-    veq = veq_summary(data.veq)
+    veq = analysis.veq
     rows = pd.DataFrame(
         {
             "severity": veq["severity"].map(lambda v: fmt_num(v, 0)),
@@ -211,8 +216,7 @@ def _imagenet_markdown(data: RunData) -> list[str]:
             "scenes": veq["n_scenes"].map(lambda v: fmt_num(v, 0)),
         }
     )
-    share = monotone_veq_share(data.veq)
-    ranges = dynamic_ranges(data.records)
+    share, ranges = analysis.monotone, analysis.ranges
     return [
         "## ImageNet-C fog on the physical axis",
         "",

@@ -1,0 +1,177 @@
+"""The sweep report's qualitative examples: one target's question, options, raw replies and
+read-outs at three conditions of the first arm, with the images the models saw.
+
+What is shown is records, not numbers: the first scene's first target, clean and at the middle
+and murkiest level, every wording and model; the images are re-rendered from the bundled photo,
+its depth and the run's physics (bundled scenes only).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clearsight.report import plots
+from clearsight.report.html import esc, fmt_num, img, pre
+from clearsight.sweep.results import TASK_NAMES, RunData, is_verbal, level_label
+
+__all__ = ["examples_section"]
+
+
+def _example_rows(data: RunData, task: str) -> tuple[pd.DataFrame, str, list[tuple[str, float]]]:
+    """Records of the first scene's first target at three conditions of the first arm."""
+    rec = data.records[data.records["task"] == task]
+    if rec.empty or not data.arms:
+        return rec.iloc[0:0], "", []
+    arm = data.arms[0]
+    first = rec[rec["condition"] == arm].iloc[0]
+    levels = data.levels[arm]
+    picks: list[tuple[str, float]] = []
+    if (rec["condition"] == "clean").any():
+        picks.append(("clean", math.nan))
+    picks += [(arm, levels[len(levels) // 2]), (arm, levels[-1])]
+    same = rec[(rec["scene"] == first["scene"]) & (rec["target"] == first["target"])]
+    keep = np.zeros(len(same), dtype=bool)
+    for cond, v in picks:
+        hit = same["condition"] == cond
+        if cond != "clean":
+            hit &= same["level_m"] == v
+        keep |= hit.to_numpy()
+    return same[keep], arm, picks
+
+
+def _reply_text(raw: Any) -> str:
+    """A raw backend output as text: the generated reply, else the letter probabilities."""
+    if not isinstance(raw, dict):
+        return json.dumps(raw, ensure_ascii=False)[:2000]
+    texts = raw.get("texts") or []
+    if texts:
+        return "\n---\n".join(str(t) for t in texts)[:2000]
+    probs = raw.get("candidate_probs")
+    if isinstance(probs, dict) and probs:
+        return "letter probabilities: " + ", ".join(f"{k} {float(v):.3f}" for k, v in probs.items())
+    return json.dumps(raw, ensure_ascii=False)[:2000]
+
+
+def _thumbnails(data: RunData, rows: pd.DataFrame, arm: str, picks: list[tuple[str, float]]) -> str:
+    """The example's images at the chosen conditions (bundled scenes; empty if unavailable)."""
+    first = rows.iloc[0]
+    if str(first["scene.source"]) != "bundled":
+        return ""
+    try:
+        from clearsight.physics import draw_box, fog_levels, underwater_levels
+        from clearsight.scenes.bundled import load_bundled_scene
+
+        config = data.manifest.get("config", {})
+        scene = load_bundled_scene(str(first["scene"]))
+        box = tuple(int(v) for v in json.loads(str(first["box"])))
+        levels = [v for c, v in picks if c != "clean"]
+        if arm == "fog":
+            stack = fog_levels(
+                scene.image, scene.depth_m, levels, float(config.get("airlight", 0.8))
+            )
+        else:
+            stack = underwater_levels(
+                scene.image,
+                scene.depth_m,
+                levels,
+                tuple(config.get("wavelengths_nm", (650.0, 525.0, 450.0))),
+                str(config.get("water_table", "pope_fry_1997")),
+                config.get("veil", "absorption_limited"),
+            )
+        images = [scene.image] * (len(picks) - len(levels)) + list(stack)
+        thickness = int(config.get("box_thickness_px", 8))
+        figs = []
+        for (cond, v), image in zip(picks, images, strict=True):
+            boxed = draw_box(np.array(image), box, thickness)  # type: ignore[arg-type]
+            label = "clean" if cond == "clean" else f"{cond} {level_label(v)} m"
+            figs.append(img(plots.png_thumbnail(boxed), label, label, css_class="thumb"))
+        note = f"<p class='note'>Depth: {esc(scene.depth_note)}</p>" if scene.depth_note else ""
+        return f"<div class='thumbs'>{''.join(figs)}</div>{note}"
+    except Exception as exc:  # thumbnails are illustration only; never fail the report
+        return f"<p class='note'>(images not rendered: {esc(type(exc).__name__)}: {esc(exc)})</p>"
+
+
+def examples_section(data: RunData, task: str, thumbnails: bool) -> str:
+    """Question, options, raw replies and read-outs of one target at three conditions."""
+    head = f"<h2 id='examples'>Qualitative examples — {esc(TASK_NAMES.get(task, task))}</h2>"
+    rows, arm, picks = _example_rows(data, task)
+    if rows.empty:
+        return head + "<p class='note'>No records to show.</p>"
+    raws = data.raw_outputs([str(k) for k in rows["key"]])
+    first = rows.iloc[0]
+    parts = [
+        head,
+        f"<p>Scene <b>{esc(first['scene'])}</b>, target {esc(fmt_num(first['target'], 0))} "
+        f"({esc(first['category'])}), {esc(arm)} arm.</p>",
+    ]
+    if thumbnails:
+        parts.append(_thumbnails(data, rows, arm, picks))
+    order = {(c, 0.0 if c == "clean" else v): i for i, (c, v) in enumerate(picks)}
+    for wording in data.wordings(task):
+        sub = rows[rows["wording"] == wording]
+        if sub.empty:
+            continue
+        sub = sub.assign(
+            _o=[
+                order.get((c, 0.0 if c == "clean" else float(v)), 99)
+                for c, v in zip(sub["condition"], sub["level_m"], strict=True)
+            ]
+        ).sort_values(["_o", "model"])
+        parts.append(_wording_example(sub, wording, raws))
+    return "\n".join(parts)
+
+
+def _wording_example(sub: pd.DataFrame, wording: str, raws: dict[str, Any]) -> str:
+    """One wording's prompt and options, and a row per record of ``sub`` (in order): its
+    condition, model, raw reply (``raws``, by key), answer, correctness, confidence and
+    abstention."""
+    prompt = str(sub["question.prompt"].iloc[0])
+    conf_field = "verbal_conf" if is_verbal(wording) else "internal_conf"
+    body = [f"<h3>{esc(wording)}</h3>", "<p class='note'>Prompt:</p>", pre(prompt)]
+    body.append(
+        f"<p class='note'>Options: {esc(_options(sub['question.options'].iloc[0]))}; "
+        f"correct: {esc(sub['question.correct'].iloc[0])}</p>"
+    )
+    trs = []
+    for _, r in sub.iterrows():
+        cond = (
+            "clean"
+            if r["condition"] == "clean"
+            else f"{r['condition']} {level_label(r['level_m'])} m"
+        )
+        # a prompt that differs from the wording's first one is shown under the reply
+        own_prompt = pre(r["question.prompt"]) if str(r["question.prompt"]) != prompt else ""
+        reply = _reply_text(raws.get(str(r["key"])))
+        trs.append(
+            "<tr>"
+            f"<td class='t'>{esc(cond)}</td><td class='t'>{esc(r['model'])}</td>"
+            f"<td class='t'>{pre(reply)}{own_prompt}</td>"
+            f"<td class='t'>{esc(r['answer'] if r['answer'] is not None else '(none)')}</td>"
+            f"<td>{'yes' if r['correct'] == 1.0 else 'no'}</td>"
+            f"<td>{esc(fmt_num(r[conf_field]))}</td>"
+            f"<td>{'yes' if r['abstained'] == 1.0 else 'no'}</td>"
+            "</tr>"
+        )
+    conf_head = "verbalized conf" if is_verbal(wording) else "internal conf"
+    body.append(
+        "<table><tr><th class='t'>condition</th><th class='t'>model</th>"
+        "<th class='t'>raw reply</th><th class='t'>answer</th><th>correct</th>"
+        f"<th>{esc(conf_head)}</th><th>abstained</th></tr>" + "".join(trs) + "</table>"
+    )
+    return "\n".join(body)
+
+
+def _options(options: Any) -> str:
+    """The options JSON list as 'A. kite · B. horse · …'."""
+    try:
+        values = json.loads(str(options))
+    except (TypeError, ValueError):
+        return str(options)
+    if not isinstance(values, list):
+        return str(options)
+    return " · ".join(f"{chr(65 + i)}. {v}" for i, v in enumerate(values))
