@@ -27,7 +27,8 @@ from clearsight.probe.analysis import (
 )
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import make_judge, normalise
-from clearsight.probe.protocol import plan_probe, run_probe
+from clearsight.probe.plan import plan_probe
+from clearsight.probe.protocol import run_probe
 from clearsight.probe.results import load_probe_results
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
 from clearsight.store import RunStore
@@ -340,7 +341,7 @@ def test_build_stage1_adds_to_a_probe_run_and_says_what_failed(tmp_path: Path) -
 def test_a_killed_serial_run_keeps_finished_turns_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.probe.protocol as probe
+    import clearsight.probe.unit as probe
     from clearsight.execute import Interrupted
     from clearsight.models.scripted import ScriptedBackend
 
@@ -417,7 +418,7 @@ def test_real_models_one_conversation() -> None:
     from clearsight.models import load_backend
     from clearsight.probe.instances import bundled_instances
     from clearsight.probe.judges import consistency
-    from clearsight.probe.reasoner import LoopSettings, run_conversation
+    from clearsight.probe.loop import LoopSettings, run_conversation
     from clearsight.probe.sensor import Sensor
 
     try:

@@ -82,7 +82,8 @@ def probe_run(
     process (the default) every turn is stored as it happens; `--executor ray` runs the
     conversations on Ray (docs/scale.md)."""
     from clearsight.config import load_config
-    from clearsight.probe.protocol import ProbeConfig, run_probe
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.protocol import run_probe
     from clearsight.validate import InputError
 
     flags: dict[str, object] = {
@@ -334,7 +335,8 @@ def probe_instances(
 ) -> None:
     """List instances: id, category, gold, question."""
     from clearsight.config import load_config
-    from clearsight.probe.protocol import ProbeConfig, select_instances
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import select_instances
     from clearsight.validate import InputError
 
     flags: dict[str, object] = {"instances": instances, "dataset": dataset}

@@ -338,7 +338,8 @@ def belief_probe(
     else parsed from the text, else uniform."""
     from clearsight.models.base import Decoding, Message, Request, TextPart
     from clearsight.models.replies import complete_checked
-    from clearsight.probe.reasoner import LoopSettings, conversation_messages, prompts
+    from clearsight.probe.loop import LoopSettings, conversation_messages
+    from clearsight.probe.prompts import prompts
 
     if readout not in BELIEF_READOUTS:
         raise InputError(f"belief read-out {readout!r}: one of {', '.join(BELIEF_READOUTS)}")
@@ -520,7 +521,7 @@ def classify_queries(
     kept), else the first name in its generated text."""
     from clearsight.models.base import Decoding, Message, Request, TextPart
     from clearsight.models.replies import complete_checked
-    from clearsight.probe.reasoner import prompts
+    from clearsight.probe.prompts import prompts
 
     if readout not in QUERY_READOUTS:
         raise InputError(f"query-type read-out {readout!r}: one of {', '.join(QUERY_READOUTS)}")

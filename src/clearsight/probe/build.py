@@ -30,11 +30,14 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
-from clearsight.probe.instances import Instance, resolve_source, source_manifest
-from clearsight.probe.reasoner import fill_prompt, parse_letter, prompt_hash, prompts
+from clearsight.probe.instances import Instance
+from clearsight.probe.parsing import parse_letter
+from clearsight.probe.prompts import fill_prompt, prompts
 from clearsight.probe.sensor import Sensor
+from clearsight.probe.sources import resolve_source, source_manifest
 from clearsight.probe.specs import BUILD_PROTOCOL as BUILD_PROTOCOL
 from clearsight.probe.specs import BuildSpec
+from clearsight.probe.strategies import prompt_hash
 from clearsight.probe.transcript import PROTOCOL, load_transcripts
 from clearsight.provenance import run_manifest
 from clearsight.seeding import derive_seed
@@ -158,7 +161,8 @@ def _models(config: BuildConfig) -> list[ModelNeed]:
 
 def _plan(config: BuildConfig) -> list[BuildSpec]:
     """Every stage-1 item: one per question of the selection."""
-    from clearsight.probe.protocol import ProbeConfig, select_instances
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import select_instances
 
     selection = ProbeConfig(
         instances=config.instances, dataset=config.dataset, instance_ids=config.instance_ids

@@ -3,7 +3,7 @@ successful belief-state (BP) trajectories.
 
 **Data.** From a probe run, the finished conversations of one ``hf`` reasoner with strategy
 ``bp`` that committed the gold option (:func:`successful_trajectories`). Each becomes one chat,
-exactly as the reasoner read it (:func:`~clearsight.probe.reasoner.conversation_messages`: the
+exactly as the reasoner read it (:func:`~clearsight.probe.loop.conversation_messages`: the
 strategy's system prompt, the question, every earlier turn and the sensor's replies with the u
 it was shown), ending with its committing turn. The chat is rendered with the model's own chat
 template (the backend's renderer, so training and inference see the same text) and tokenised
@@ -154,7 +154,7 @@ def _chat(transcript: Transcript) -> list[Message]:
     """The chat the reasoner read, ending with its own committing turn."""
     from clearsight.models.base import Message, TextPart
     from clearsight.probe.instances import Instance
-    from clearsight.probe.reasoner import LoopSettings, conversation_messages
+    from clearsight.probe.loop import LoopSettings, conversation_messages
 
     instance = Instance(
         transcript.instance_id,

@@ -92,7 +92,7 @@ class AnalysisUnit(KeyedItems):
 
 def _prompt_hashes(config: AnalysisConfig) -> dict[str, str]:
     """Each analysis's prompt hash: a changed prompt is a new item, not a stale record."""
-    from clearsight.probe.reasoner import prompts
+    from clearsight.probe.prompts import prompts
 
     strategies = prompts()["strategies"]
     judged = config.query_type_readout == "judge"

@@ -286,6 +286,15 @@ class Transcript:
             out = out.finish(turn.commit, "committed")
         return out
 
+    def with_repaired(self, reasoner: int, sensor: int) -> Transcript:
+        """This transcript with the number of its reasoner's and sensor's replies whose lone
+        surrogates were replaced with U+FFFD in its ``meta`` (``replaced_surrogates``), where
+        there were any."""
+        if not reasoner and not sensor:
+            return self
+        said = {"reasoner": reasoner, "sensor": sensor}
+        return replace(self, meta={**self.meta, "replaced_surrogates": said})
+
     def finish(self, committed: str | None, stop: str) -> Transcript:
         """The transcript ended with ``committed`` (None: no answer) for reason ``stop``."""
         return replace(
