@@ -125,11 +125,11 @@ def _probe_report(run: Path) -> None:
     """Write the probe report of ``run`` and print its tables (those with rows)."""
     import pandas as pd
 
-    from clearsight.probe.results import load_probe_results
-    from clearsight.report.probe import build_probe_report, probe_tables
+    from clearsight.probe import analyse_probe, probe_tables, render_probe_report
 
-    paths = build_probe_report(run)
-    for title, frame in probe_tables(load_probe_results(run)).items():
+    analysis = analyse_probe(run)
+    paths = render_probe_report(analysis, run)
+    for title, frame in probe_tables(analysis).items():
         if not frame.empty:
             typer.echo(f"\n{title}")
             with pd.option_context("display.width", 200, "display.max_columns", 30):

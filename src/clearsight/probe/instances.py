@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +51,18 @@ DOMAIN: Final[Mapping[str, str]] = {
 LETTERS: Final[str] = "ABCDEFGHIJ"
 #: The fields of an instance in clearsight's own JSON form (:meth:`Instance.to_json`).
 OWN_FIELDS: Final[tuple[str, ...]] = ("id", "image", "question", "options", "gold")
+
+
+class InstanceJson(TypedDict):
+    """An :class:`Instance` in clearsight's own JSON form (options as a list)."""
+
+    id: str
+    image: str
+    question: str
+    options: list[str]
+    gold: str
+    dataset: str
+    category: str
 
 
 @dataclass(frozen=True)
@@ -111,11 +123,17 @@ class Instance:
         """The options as lines ``(A) text``."""
         return "\n".join(f"({k}) {v}" for k, v in zip(self.letters, self.options, strict=True))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InstanceJson:
         """A JSON-able dict (options as a list)."""
-        out = asdict(self)
-        out["options"] = list(self.options)
-        return out
+        return {
+            "id": self.id,
+            "image": self.image,
+            "question": self.question,
+            "options": list(self.options),
+            "gold": self.gold,
+            "dataset": self.dataset,
+            "category": self.category,
+        }
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Instance:

@@ -115,6 +115,14 @@ class _Guarded:
         return replies
 
 
+def _reasoner_failed(transcript: Transcript, exc: _ReasonerFailedError) -> Transcript:
+    """The conversation ended by its reasoner's failure: ``context`` when the backend rejected
+    the prompt as too long, else ``error``, the failure kept in ``meta``."""
+    stop = "context" if _CONTEXT_ERROR.search(str(exc)) else "error"
+    meta = {**transcript.meta, "reasoner_error": str(exc)}
+    return replace(transcript, meta=meta).finish(None, stop)
+
+
 def run_conversation(
     instance: Instance,
     reasoner: Backend,
@@ -150,24 +158,22 @@ def run_conversation(
     def ended(done: Transcript) -> Transcript:
         return done.with_repaired(guarded.repaired, sensor.repaired - sensed)
 
+    talk = Talk(
+        instance,
+        transcript,
+        guarded,
+        sensor,
+        rngs,
+        settings.temperature,
+        settings.max_new_tokens,
+        settings.context_chars,
+        settings.search,
+    )
     for _ in range(settings.budget):
-        talk = Talk(
-            instance,
-            transcript,
-            guarded,
-            sensor,
-            rngs,
-            settings.temperature,
-            settings.max_new_tokens,
-            settings.context_chars,
-            settings.search,
-        )
         try:
-            turn = strategy.turn(talk)
+            turn = strategy.turn(replace(talk, transcript=transcript))
         except _ReasonerFailedError as exc:  # recorded, the item still ends
-            stop = "context" if _CONTEXT_ERROR.search(str(exc)) else "error"
-            meta_err = {**transcript.meta, "reasoner_error": str(exc)}
-            return ended(replace(transcript, meta=meta_err).finish(None, stop))
+            return ended(_reasoner_failed(transcript, exc))
         if turn is None:
             return ended(transcript.finish(None, "context"))
         transcript = transcript.with_turn(turn)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
@@ -94,12 +94,25 @@ class _Options:
         return _Options(resolve_options(config.sensor, config.sensor_options), reasoners)
 
 
+class _Common(TypedDict):
+    """The fields every planned item of one instance, strategy and run shares."""
+
+    instance: Instance
+    sensor: str
+    sensor_options: Mapping[str, Any]
+    sensor_max_new_tokens: int
+    temperature: float
+    seed: int
+    run: int
+    prompt: str
+
+
 def _conversations(
     config: ProbeConfig, options: _Options, instance: Instance, strategy: Strategy, run: int
 ) -> list[PlannedSpec]:
     """The items of one instance, strategy and run: the sensor's direct answer for a strategy
     without a reasoner, else one conversation per reasoner and signal."""
-    common: dict[str, Any] = {
+    common: _Common = {
         "instance": instance,
         "sensor": config.sensor,
         "sensor_options": options.sensor,

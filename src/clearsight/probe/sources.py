@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -238,7 +238,7 @@ def instances_from_jsonl(path: Path | str) -> list[Instance]:
     for row, base in _rows(Path(path)):
         inst = Instance.from_json(row)
         if not inst.image.startswith("bundled:") and not Path(inst.image).is_absolute():
-            inst = Instance(**{**asdict(inst), "image": str(base / inst.image)})
+            inst = replace(inst, image=str(base / inst.image))
         out.append(inst)
     _refuse_repeats(out, path)
     return out
