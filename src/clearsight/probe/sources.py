@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
 from clearsight.datasets.hub import HUB_SPECS
 from clearsight.datasets.snapshot import is_hub_source
@@ -156,7 +156,23 @@ def bundled_is_a_name(source: object) -> str:
     )
 
 
-def source_manifest(source: str, dataset: str, count: int) -> dict[str, Any]:
+class SourceManifest(TypedDict):
+    """What a run's manifest records of its instance source (:func:`source_manifest`); a hub
+    source adds the fields of :class:`~clearsight.probe.hub.HubRecord`."""
+
+    source: str
+    format: str
+    dataset: str
+    sha256: str
+    count: int
+    hub_id: NotRequired[str]
+    config: NotRequired[str]
+    split: NotRequired[str]
+    revision: NotRequired[str]
+    files: NotRequired[int]
+
+
+def source_manifest(source: str, dataset: str, count: int) -> SourceManifest:
     """What a run's manifest records of its instance source: the resolved path (or
     ``bundled``), its format, the loader, its sha256 (of the file, of a directory's data files
     (:func:`~clearsight.provenance.source_digest`), or of the bundled question file) and how
@@ -165,12 +181,12 @@ def source_manifest(source: str, dataset: str, count: int) -> dict[str, Any]:
         data = resources.files("clearsight.probe").joinpath("data/bundled.yaml").read_bytes()
         where, fmt, digest = "bundled", "bundled", hashlib.sha256(data).hexdigest()
     elif dataset in HUB_SPECS and is_hub_source(source):
-        return {**hub_record(dataset, source), "dataset": dataset, "count": count}
+        return SourceManifest(**hub_record(dataset, source), dataset=dataset, count=count)
     else:
         path = Path(source)
         where, fmt = str(path.resolve()), source_format(path)
         digest = source_digest(path, tuple(_SUFFIX_FORMATS))
-    return {"source": where, "format": fmt, "dataset": dataset, "sha256": digest, "count": count}
+    return SourceManifest(source=where, format=fmt, dataset=dataset, sha256=digest, count=count)
 
 
 def resolve_source(data: Any) -> Any:
