@@ -37,7 +37,7 @@ from _timing import best_time, report
 from clearsight.models import load_backend
 from clearsight.probe.instances import Instance, bundled_instances
 from clearsight.probe.judges import EmbeddingJudge, LLMJudge, consistency
-from clearsight.probe.reasoner import LoopSettings, run_conversation
+from clearsight.probe.loop import LoopSettings, run_conversation
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.uot import SearchSettings
 

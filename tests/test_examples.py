@@ -143,8 +143,10 @@ def test_the_grounding_example_plans_a_bench_file(tmp_path: Path) -> None:
 
 
 def test_the_probe_example_plans_an_instance_file_with_an_openai_sensor(tmp_path: Path) -> None:
+    from clearsight.probe.config import ProbeConfig
     from clearsight.probe.instances import Instance
-    from clearsight.probe.protocol import PROBE, ProbeConfig, plan_probe
+    from clearsight.probe.plan import plan_probe
+    from clearsight.probe.protocol import PROBE
 
     instances = tmp_path / "instances.jsonl"
     rows = [

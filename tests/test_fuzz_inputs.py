@@ -28,9 +28,11 @@ from clearsight.models.hf_options import parse_options as parse_hf_options
 from clearsight.models.openai_api import parse_model_spec
 from clearsight.perceiver.options import parse_options as parse_perceiver_options
 from clearsight.probe.build import BuildConfig
-from clearsight.probe.instances import LAYOUTS, OWN_FIELDS, instances_from_jsonl, load_instances
-from clearsight.probe.protocol import ProbeConfig
-from clearsight.probe.reasoner import parse_action
+from clearsight.probe.config import ProbeConfig
+from clearsight.probe.instances import OWN_FIELDS
+from clearsight.probe.layouts import LAYOUTS
+from clearsight.probe.parsing import parse_action
+from clearsight.probe.sources import instances_from_jsonl, load_instances
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import parse_confidence, parse_verbalized
 from clearsight.validate import InputError

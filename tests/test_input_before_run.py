@@ -14,7 +14,8 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from clearsight.cli import app
-from clearsight.probe.instances import Instance, load_instances
+from clearsight.probe.instances import Instance
+from clearsight.probe.sources import load_instances
 from clearsight.validate import InputError
 from fixtures.probe_runs import scripts
 
@@ -170,7 +171,7 @@ def test_grounding_mask_ratios_are_distinct_shares(ratios: tuple[float, ...]) ->
 
 
 def test_probe_numbers_are_finite() -> None:
-    from clearsight.probe.protocol import ProbeConfig
+    from clearsight.probe.config import ProbeConfig
 
     with pytest.raises(ValidationError, match="finite"):
         ProbeConfig(temperature=float("inf"))

@@ -331,7 +331,8 @@ def test_the_numeral_read_out_is_a_distribution_or_a_reason(
 
 @pytest.fixture(scope="module")
 def probe_specs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, RunStore]]:
-    from clearsight.probe.protocol import ProbeConfig, plan_probe
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import plan_probe
 
     cfg = ProbeConfig(
         instance_ids=("bundled/coffee-drink",),
@@ -354,11 +355,12 @@ def probe_specs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any,
 def test_probe_conversations_end_ok_or_failed(
     data: st.DataObject, batch: str, replier: Replier, probe_specs: tuple[Any, RunStore]
 ) -> None:
-    from clearsight.probe import protocol
+    from clearsight.probe import unit
+    from clearsight.probe.plan import ProbeUnit
 
     specs, store = probe_specs
     for spec in specs:
-        protocol._CACHE.clear()  # a fresh sensor each time (it keeps its backend)
+        unit._SENSORS.clear()  # a fresh sensor each time (it keeps its backend)
         replier.data, replier.batch, replier.drawn = data, batch, []
-        records = protocol.run_probe_unit(protocol.ProbeUnit(spec))
+        records = unit.run_probe_unit(ProbeUnit(spec))
         _check_stored(replier, store, records, [spec.key])

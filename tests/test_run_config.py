@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from clearsight.grounding import GroundingConfig
-from clearsight.probe.protocol import ProbeConfig
+from clearsight.probe import ProbeConfig
 from clearsight.probe.uot import SearchSettings
 from clearsight.provenance import RunConfig
 from clearsight.sweep.config import SweepConfig

@@ -21,7 +21,8 @@ from clearsight.datasets.snapshot import is_hub_source, locate, snake_case
 from clearsight.grounding.hub import hub_problems, load_benchmark
 from clearsight.grounding.problems import Problem
 from clearsight.probe.hub import hub_instances
-from clearsight.probe.instances import Instance, load_instances
+from clearsight.probe.instances import Instance
+from clearsight.probe.sources import load_instances
 from clearsight.validate import InputError
 from fixtures.hub_snapshots import (
     FIXTURES,
@@ -336,7 +337,7 @@ def test_a_runs_manifest_records_the_hub_split_it_read(tmp_path: Path) -> None:
     import hashlib
 
     from clearsight.grounding.hub import benchmark_record
-    from clearsight.probe.instances import source_manifest
+    from clearsight.probe.sources import source_manifest
 
     root = build_snapshot("mmstar", tmp_path / "mmstar")
     data = (root / "mmstar.parquet").read_bytes()

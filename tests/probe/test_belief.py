@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from io import BytesIO
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
 from clearsight.models.base import Capabilities, Request, Response
-from clearsight.probe.analysis import (
+from clearsight.probe.belief import (
     BeliefTrace,
     belief_probe,
     belief_summary,
@@ -141,6 +142,7 @@ def test_p_correct_p_chosen_and_steps_to_threshold_on_a_hand_trace() -> None:
 
 
 def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
+    from clearsight.probe.belief import belief_curves
     from clearsight.report.probe import belief_figure
 
     beliefs = pd.DataFrame(
@@ -151,7 +153,14 @@ def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
             "reasoner": ["a", "a", "b"],
         }
     )
-    png = belief_figure(beliefs)
+    curves = belief_curves(beliefs)
+    assert [c.reasoner for c in curves.curves] == ["a", "a", "b"]
+    assert np.isnan(curves.curves[0].p_correct[1])  # an unparsed step is a gap
+    assert curves.curves[1].p_chosen is None
+    # a's mean: 1/3, then 0.2 (the only parsed b_1), then 0.8; b's is its own curve
+    assert curves.means["a"] == pytest.approx((1 / 3, 0.2, 0.8))
+    assert curves.means["b"] == pytest.approx((1 / 3, 0.4, 0.6, 0.9))
+    png = belief_figure(curves)
     assert png is not None
     assert Image.open(BytesIO(png)).size[0] > 300
 
@@ -192,11 +201,11 @@ def test_each_conversation_is_replayed_by_its_own_reasoner(tmp_path: Path) -> No
         assert r.raw["methods"] == ["uniform", "parsed"]
         assert r.readouts["p_chosen"] == pytest.approx(1.0)
     # the report draws Fig. 4 above Table 7's numbers
-    from clearsight.probe.results import load_probe_results
+    from clearsight.probe.analysis import analyse_probe
     from clearsight.report.probe import FIG4, probe_figures, probe_tables
 
-    results = load_probe_results(run)
-    assert FIG4 in probe_figures(results, probe_tables(results))
+    analysis = analyse_probe(run)
+    assert FIG4 in probe_figures(analysis, probe_tables(analysis))
     # the letter read-out: judge B for every conversation, new items beside the stated ones
     letters = AnalysisConfig(judge_model=f"scripted:{judge}", belief_readout="letters")
     again = run_probe_analysis(run, letters, Execution(progress=False))

@@ -140,6 +140,7 @@ def test_judges_command_stores_table_5(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from clearsight.cli import app
+    from clearsight.probe.analysis import analyse_probe
     from clearsight.probe.instances import Instance
     from clearsight.probe.results import load_probe_results
     from clearsight.probe.transcript import Transcript, store_transcript
@@ -159,7 +160,7 @@ def test_judges_command_stores_table_5(tmp_path: Path) -> None:
     assert "judge: exact vs people" in out.output
     assert "exact: 0.333" in out.output
     assert "within1: 0.667" in out.output
-    table = next(v for k, v in probe_tables(load_probe_results(run)).items() if "Table 5" in k)
+    table = next(v for k, v in probe_tables(analyse_probe(run)).items() if "Table 5" in k)
     assert table["judge"].tolist() == ["exact"]
     assert table["exact"].iloc[0] == pytest.approx(100 / 3)
     assert table["n"].iloc[0] == 3

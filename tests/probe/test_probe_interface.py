@@ -11,14 +11,7 @@ import pytest
 
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.models.scripted import ScriptedBackend
-from clearsight.probe.instances import (
-    Instance,
-    bundled_instances,
-    instance_image,
-    load_instances,
-    row_instance,
-    split_options,
-)
+from clearsight.probe.instances import Instance, bundled_instances, instance_image
 from clearsight.probe.judges import (
     ExactJudge,
     calibrate_threshold,
@@ -26,7 +19,9 @@ from clearsight.probe.judges import (
     make_judge,
     parse_yes_no,
 )
+from clearsight.probe.layouts import row_instance, split_options
 from clearsight.probe.sensor import Sensor, SensorReply
+from clearsight.probe.sources import load_instances
 from clearsight.probe.transcript import (
     Transcript,
     Turn,

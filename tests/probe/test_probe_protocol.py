@@ -16,19 +16,15 @@ import pytest
 
 from clearsight.metrics import cross_run_ece, cross_run_prediction
 from clearsight.models.base import Capabilities, Request, Response
+from clearsight.probe.accuracy import summary_table
 from clearsight.probe.agreement import agreement
-from clearsight.probe.analysis import (
-    belief_probe,
-    belief_summary,
-    classify_queries,
-    parse_distribution,
-    summary_table,
-    transcripts_frame,
-)
+from clearsight.probe.belief import belief_probe, belief_summary, parse_distribution
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import make_judge, normalise
-from clearsight.probe.protocol import plan_probe, run_probe
-from clearsight.probe.results import load_probe_results
+from clearsight.probe.plan import plan_probe
+from clearsight.probe.protocol import run_probe
+from clearsight.probe.querytypes import classify_queries
+from clearsight.probe.results import load_probe_results, transcripts_frame
 from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
 from clearsight.store import RunStore
 from clearsight.validate import InputError
@@ -145,7 +141,7 @@ def test_cross_run_ece_hand_computed() -> None:
 
 
 def test_table_1_macro_averages_the_datasets_of_a_domain() -> None:
-    from clearsight.probe.analysis import domain_table
+    from clearsight.probe.accuracy import domain_table
 
     rows = []
     # knowledge: mmstar has 4 instances (all right), cvqa 1 (wrong); two runs
@@ -234,6 +230,7 @@ def test_judge_agreement_against_hand_values() -> None:
 
 
 def test_results_and_report(tmp_path: Path) -> None:
+    from clearsight.probe.analysis import analyse_probe
     from clearsight.report.html import cell_text
     from clearsight.report.probe import MAIN_TABLE, build_probe_report, probe_tables
 
@@ -255,7 +252,8 @@ def test_results_and_report(tmp_path: Path) -> None:
     md = paths.summary_md.read_text()
     assert "| bp |" in md or "bp" in md
     # summary.csv is Table 1, the table the page renders first
-    table1 = probe_tables(results)[MAIN_TABLE]
+    analysis = analyse_probe(run)
+    table1 = probe_tables(analysis)[MAIN_TABLE]
     csv = pd.read_csv(paths.summary_csv, keep_default_na=False, na_values=[""])
     assert list(csv.columns) == list(table1.columns)
     assert sorted(csv["strategy"]) == ["bp", "direct"]
@@ -265,13 +263,13 @@ def test_results_and_report(tmp_path: Path) -> None:
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
     assert cells == [cell_text(v) for row in table1.itertuples(index=False) for v in row]
     # two runs per instance: the cross-run confidence gates predictions, drawn and scored
-    by_dataset = next(t for title, t in probe_tables(results).items() if "Table 11" in title)
+    by_dataset = next(t for title, t in probe_tables(analysis).items() if "Table 11" in title)
     assert {"aurc", "e_aurc"} <= set(by_dataset.columns)
     assert ((by_dataset.aurc >= by_dataset.e_aurc - 1e-12) & (by_dataset.e_aurc >= -1e-12)).all()
     assert "Selective prediction (cross-run confidence)" in html
     from clearsight.report.probe import FIG4, FIG5, probe_figures
 
-    figures = probe_figures(results, probe_tables(results))
+    figures = probe_figures(analysis, probe_tables(analysis))
     # Fig. 2 (direct runs give the consistency), Fig. 3 (a signal setting), Fig. 5 (queries)
     assert sum(title.startswith(("Fig. 2", "Fig. 3")) for title in figures) == 2
     assert FIG5 in figures
@@ -340,7 +338,7 @@ def test_build_stage1_adds_to_a_probe_run_and_says_what_failed(tmp_path: Path) -
 def test_a_killed_serial_run_keeps_finished_turns_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.probe.protocol as probe
+    import clearsight.probe.unit as probe
     from clearsight.execute import Interrupted
     from clearsight.models.scripted import ScriptedBackend
 
@@ -417,7 +415,7 @@ def test_real_models_one_conversation() -> None:
     from clearsight.models import load_backend
     from clearsight.probe.instances import bundled_instances
     from clearsight.probe.judges import consistency
-    from clearsight.probe.reasoner import LoopSettings, run_conversation
+    from clearsight.probe.loop import LoopSettings, run_conversation
     from clearsight.probe.sensor import Sensor
 
     try:
@@ -548,7 +546,7 @@ def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
 
 
 def test_table_9_counts_answered_calls_and_shows_failed_ones_apart() -> None:
-    from clearsight.probe.analysis import calls_table
+    from clearsight.probe.accuracy import calls_table
 
     frame = pd.DataFrame(
         {
@@ -574,15 +572,16 @@ def test_belief_figure_draws_one_trace_per_conversation() -> None:
 
     from PIL import Image
 
+    from clearsight.probe.belief import belief_curves
     from clearsight.report.probe import belief_figure
 
     beliefs = pd.DataFrame(
         {"p_correct": [[1 / 3, 0.5, 0.8], [1 / 3, 0.2]], "correct": [True, False]}
     )
-    png = belief_figure(beliefs)
+    png = belief_figure(belief_curves(beliefs))
     assert png is not None
     assert Image.open(BytesIO(png)).size[0] > 300
-    assert belief_figure(beliefs.iloc[:0]) is None
+    assert belief_figure(belief_curves(beliefs.iloc[:0])) is None
 
 
 class _Judge:
@@ -601,7 +600,7 @@ class _Judge:
 
 
 def test_query_types_judged_with_a_rationale_and_a_json_label() -> None:
-    from clearsight.probe.analysis import parse_query_judgement
+    from clearsight.probe.querytypes import parse_query_judgement
     from clearsight.probe.sensor import SensorReply
 
     i = Instance("q", "x.png", "Which colour?", ("red", "blue"), "B", "seedbench", "scene")
@@ -664,3 +663,22 @@ def test_a_finished_probe_run_resumes_without_planning_or_loading_a_model(
 
 def _refuse(*_: Any) -> None:
     raise AssertionError("checked the models")
+
+
+def test_report_beside_other_runs(tmp_path: Path) -> None:
+    """``others`` put further runs' settings beside the run's own; a shared setting is refused
+    (its run indices would mix in the cross-run numbers)."""
+    from clearsight.probe import analyse_probe, build_probe_report
+
+    run, other = tmp_path / "run", tmp_path / "other"
+    run_probe(probe_config(tmp_path, strategies=("bp",)), run, progress=False)
+    run_probe(probe_config(tmp_path, strategies=("bp",), signals=("none",)), other, progress=False)
+    alone, both = analyse_probe(run), analyse_probe(run, [other])
+    assert both.conversations == alone.conversations + len(load_probe_results(other).transcripts)
+    assert sorted(both.domains["signal"].unique()) == ["none", "true"]
+    own = both.domains[both.domains["signal"] == "true"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(own, alone.domains)
+    csv = pd.read_csv(build_probe_report(run, [other]).summary_csv)
+    assert sorted(csv["signal"]) == ["none", "true"]
+    with pytest.raises(InputError, match="both hold the setting"):
+        analyse_probe(run, [run])

@@ -11,16 +11,11 @@ from clearsight.models.base import Capabilities, Request, Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import ExactJudge
-from clearsight.probe.reasoner import (
-    LoopSettings,
-    conversation_messages,
-    parse_action,
-    parse_letter,
-    prompt_hash,
-    run_conversation,
-    run_direct,
-)
+from clearsight.probe.loop import LoopSettings, conversation_messages, run_conversation
+from clearsight.probe.parsing import parse_action, parse_letter
 from clearsight.probe.sensor import Sensor
+from clearsight.probe.strategies import prompt_hash
+from clearsight.probe.strategies.direct import run_direct
 from clearsight.probe.transcript import Transcript
 from clearsight.validate import InputError
 
@@ -238,3 +233,65 @@ def test_settings_and_prompts_are_checked() -> None:
     with pytest.raises(InputError):
         prompt_hash("nope")
     assert len({prompt_hash(s) for s in ("direct", "react", "uot", "bp")}) == 4
+
+
+def test_the_strategy_table_names_what_a_config_accepts() -> None:
+    """Every name a ProbeConfig accepts is a strategy value, and what the planner and the loop
+    ask of it (a reasoner, a search, a prompt hash) is the strategy's own."""
+    from typing import get_args
+
+    from clearsight.probe.config import StrategyName
+    from clearsight.probe.strategies import STRATEGIES, conversing, strategy_named
+    from clearsight.probe.strategies.base import Conversing
+
+    assert tuple(STRATEGIES) == get_args(StrategyName)
+    assert {n for n, s in STRATEGIES.items() if not s.reasoned} == {"direct"}
+    assert {n for n, s in STRATEGIES.items() if s.searches} == {"uot"}
+    assert {n for n, s in STRATEGIES.items() if isinstance(s, Conversing)} == set(STRATEGIES) - {
+        "direct"
+    }
+    assert all(strategy_named(n).prompt_hash() == prompt_hash(n) for n in STRATEGIES)
+    with pytest.raises(InputError, match="reasoner strategy must be one of react"):
+        conversing("direct")
+    with pytest.raises(InputError, match="unknown strategy 'nope'; one of direct"):
+        strategy_named("nope")
+
+
+def test_the_loop_runs_any_strategy_value_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop knows no strategy by name: a new value in the table converses as the built-in
+    ones do (its turns recorded, its commit ending the conversation, its name stored)."""
+    from dataclasses import dataclass
+
+    from clearsight.probe import strategies
+    from clearsight.probe.strategies.base import Talk
+    from clearsight.probe.transcript import Turn
+
+    @dataclass(frozen=True)
+    class AskThenGuess:
+        name: str = "ask-then-guess"
+        reasoned: bool = True
+        searches: bool = False
+
+        def prompt_hash(self) -> str:
+            return "fixed"
+
+        def system(self) -> str:
+            return "You ask once, then guess."
+
+        def turn(self, talk: Talk) -> Turn | None:
+            if talk.index == 1:
+                reply = talk.sensor.ask(talk.instance, "What is it?", talk.rngs[1])
+                return Turn(1, "asked", query="What is it?", reply=reply, shown_u=reply.u)
+            return Turn(talk.index, "guessed", commit=talk.instance.letters[-1])
+
+    monkeypatch.setitem(strategies.STRATEGIES, "ask-then-guess", AskThenGuess())  # type: ignore[index]
+    settings = LoopSettings("ask-then-guess", budget=5)
+    t = run_conversation(
+        INST, _reasoner(), _sensor(["a cow"] * 3), settings, rng=np.random.default_rng(0)
+    )
+    assert (t.strategy, t.rounds, t.committed, t.stop) == ("ask-then-guess", 2, "C", "committed")
+    reply = t.turns[0].reply
+    assert reply is not None
+    assert reply.u == 3
+    msgs = conversation_messages(INST, t.turns[:1], settings, 3)
+    assert msgs[0].text.startswith("You ask once, then guess.")

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from clearsight.probe.build import BuildConfig, _plan
+from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance, bundled_instances
-from clearsight.probe.protocol import ProbeConfig, plan_probe
-from clearsight.probe.reasoner import prompt_hash
+from clearsight.probe.plan import plan_probe
 from clearsight.probe.specs import (
     BELIEF_PROTOCOL,
     BUILD_PROTOCOL,
@@ -26,6 +26,7 @@ from clearsight.probe.specs import (
     QueryTypeSpec,
     TranscriptSpec,
 )
+from clearsight.probe.strategies import prompt_hash
 from clearsight.probe.transcript import Transcript, transcript_spec
 from clearsight.seeding import content_hash
 from clearsight.specs import Spec, json_key, spec_class
@@ -253,7 +254,7 @@ def test_each_kind_has_its_registered_class() -> None:
 def test_a_unit_holds_its_typed_spec(tmp_path: Path) -> None:
     import pickle
 
-    from clearsight.probe.protocol import ProbeUnit
+    from clearsight.probe.plan import ProbeUnit
 
     direct, bp = plan_probe(_config(budget=9))
     units = [ProbeUnit(direct), ProbeUnit(bp)]

@@ -16,8 +16,9 @@ from clearsight.models.base import Capabilities, Request, Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import ExactJudge
-from clearsight.probe.reasoner import LoopSettings, prompt_hash, run_conversation
+from clearsight.probe.loop import LoopSettings, run_conversation
 from clearsight.probe.sensor import Sensor
+from clearsight.probe.strategies import prompt_hash
 from clearsight.probe.transcript import Transcript
 from clearsight.probe.uot import (
     Candidate,
@@ -304,7 +305,8 @@ def test_the_prompt_only_variant_keeps_its_hash_and_the_search_has_its_own() -> 
 
 
 def test_uot_runs_as_a_probe_strategy_with_its_settings_in_the_key(tmp_path: Path) -> None:
-    from clearsight.probe.protocol import ProbeConfig, plan_probe
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import plan_probe
 
     config = ProbeConfig(
         strategies=("uot", "react", "uot_prompt"),

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from clearsight.grounding import GroundingConfig
 from clearsight.models.embedded import SMOLLM2_ALIAS
 from clearsight.physics import SWEEP_LEVELS_M
-from clearsight.probe.protocol import ProbeConfig
+from clearsight.probe.config import ProbeConfig
 from clearsight.sweep.config import Control, SweepConfig, Wording
 
 #: The reference observer: limited by contrast only, its W is about 0 (the physical anchor).

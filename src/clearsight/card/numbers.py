@@ -178,7 +178,7 @@ def grounding_numbers(analysis: dict[str, Any]) -> list[Number]:
 
 def probe_numbers(frame: pd.DataFrame, n_boot: int, seed: int) -> list[Number]:
     """Probe accuracy and cross-run ECE of the finished conversations in ``frame``
-    (:func:`clearsight.probe.analysis.transcripts_frame`), with question-bootstrap intervals."""
+    (:func:`clearsight.probe.results.transcripts_frame`), with question-bootstrap intervals."""
     from clearsight.metrics.bootstrap import cluster_bootstrap_mean
 
     if frame.empty:

@@ -126,8 +126,8 @@ def write_card(
     changed, or they have none yet), then ``card.json`` and ``card.html``; returns
     card.json's content."""
     from clearsight.grounding.results import load_grounding_results
+    from clearsight.probe import build_probe_report
     from clearsight.report.grounding import analyse, build_grounding_report
-    from clearsight.report.probe import build_probe_report
     from clearsight.report.sweep import write_sweep_report
     from clearsight.sweep.analysis import analyse_sweep
 

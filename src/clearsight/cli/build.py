@@ -49,7 +49,8 @@ def build(
     answers; stage 2 keeps those a blind person solved (sessions of `clearsight serve`)."""
     from clearsight.config import load_config
     from clearsight.probe.build import BuildConfig, build_stage2, write_instances
-    from clearsight.probe.protocol import ProbeConfig, select_instances
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import select_instances
     from clearsight.validate import InputError
 
     flags: dict[str, object] = {

@@ -44,12 +44,9 @@ def _probe_listing(
     from clearsight.datasets.rows import provenance
     from clearsight.datasets.snapshot import is_hub_source, locate
     from clearsight.probe.hub import hub_instances
-    from clearsight.probe.instances import (
-        LAYOUTS,
-        OWN_FIELDS,
-        instances_from_jsonl,
-        load_instances,
-    )
+    from clearsight.probe.instances import OWN_FIELDS
+    from clearsight.probe.layouts import LAYOUTS
+    from clearsight.probe.sources import instances_from_jsonl, load_instances
 
     own = {name: name for name in OWN_FIELDS}
     if dataset == "bundled":
@@ -95,7 +92,7 @@ def instances(
 ) -> None:
     """What a probe source would load, checked before a run: the count, the column each field
     comes from, the first rows and every refused row (nothing is written)."""
-    from clearsight.probe.instances import resolve_source
+    from clearsight.probe.sources import resolve_source
     from clearsight.validate import InputError
 
     try:

@@ -82,7 +82,8 @@ def probe_run(
     process (the default) every turn is stored as it happens; `--executor ray` runs the
     conversations on Ray (docs/scale.md)."""
     from clearsight.config import load_config
-    from clearsight.probe.protocol import ProbeConfig, run_probe
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.protocol import run_probe
     from clearsight.validate import InputError
 
     flags: dict[str, object] = {
@@ -124,11 +125,11 @@ def _probe_report(run: Path) -> None:
     """Write the probe report of ``run`` and print its tables (those with rows)."""
     import pandas as pd
 
-    from clearsight.probe.results import load_probe_results
-    from clearsight.report.probe import build_probe_report, probe_tables
+    from clearsight.probe import analyse_probe, probe_tables, render_probe_report
 
-    paths = build_probe_report(run)
-    for title, frame in probe_tables(load_probe_results(run)).items():
+    analysis = analyse_probe(run)
+    paths = render_probe_report(analysis, run)
+    for title, frame in probe_tables(analysis).items():
         if not frame.empty:
             typer.echo(f"\n{title}")
             with pd.option_context("display.width", 200, "display.max_columns", 30):
@@ -334,7 +335,8 @@ def probe_instances(
 ) -> None:
     """List instances: id, category, gold, question."""
     from clearsight.config import load_config
-    from clearsight.probe.protocol import ProbeConfig, select_instances
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import select_instances
     from clearsight.validate import InputError
 
     flags: dict[str, object] = {"instances": instances, "dataset": dataset}

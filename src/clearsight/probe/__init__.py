@@ -3,14 +3,25 @@
 A text-only reasoner never sees the image: it asks a sensor (any VLM backend, K samples per
 query, one realised, consistency u shown as "(u/K)") and commits to a lettered option.
 
-Modules: :mod:`~clearsight.probe.instances` (the questions), :mod:`~clearsight.probe.sensor`
-(the sensor and its replies), :mod:`~clearsight.probe.judges` (semantic equivalence behind u),
-:mod:`~clearsight.probe.transcript` (conversations as stored records),
-:mod:`~clearsight.probe.reasoner` (the strategies and the loop),
-:mod:`~clearsight.probe.analysis` (accuracy, cross-run ECE, bins, ablation, belief probe, query
-types) and :mod:`~clearsight.probe.build` (the two-stage benchmark filter). The protocol that
-plans and runs items is :mod:`clearsight.probe.protocol`; every item's typed spec is in
-:mod:`~clearsight.probe.specs`.
+The protocol's shape: :mod:`~clearsight.probe.config` (``ProbeConfig``),
+:mod:`~clearsight.probe.specs` (every item's typed spec), :mod:`~clearsight.probe.plan` (the
+conversations), :mod:`~clearsight.probe.unit` (running one), :mod:`~clearsight.probe.readouts`
+(the stored read-outs, typed), :mod:`~clearsight.probe.results` (a run read back as frames),
+:mod:`~clearsight.probe.analysis` (the paper's numbers as one typed value, computed by
+:mod:`~clearsight.probe.accuracy`, :mod:`~clearsight.probe.belief` and
+:mod:`~clearsight.probe.querytypes`) and
+:mod:`~clearsight.probe.protocol` (``PROBE``, ``run_probe``). Its domain: the questions
+(:mod:`~clearsight.probe.instances`, :mod:`~clearsight.probe.layouts`,
+:mod:`~clearsight.probe.sources`, :mod:`~clearsight.probe.hub`), the sensor and the judges
+behind u (:mod:`~clearsight.probe.sensor`, :mod:`~clearsight.probe.judges`), conversations as
+records (:mod:`~clearsight.probe.transcript`), the strategies as values
+(:mod:`~clearsight.probe.strategies`) with the texts they read
+(:mod:`~clearsight.probe.prompts`), the reading of a reply (:mod:`~clearsight.probe.parsing`),
+the loop (:mod:`~clearsight.probe.loop`) and the UoT search's scores
+(:mod:`~clearsight.probe.uot`); and its companions: the post-hoc analyses
+(:mod:`~clearsight.probe.posthoc`), the two-stage benchmark filter
+(:mod:`~clearsight.probe.build`), judges against people (:mod:`~clearsight.probe.agreement`)
+and self-distillation (:mod:`~clearsight.probe.sft`, :mod:`~clearsight.probe.distill`).
 """
 
 from __future__ import annotations
@@ -19,19 +30,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
     from clearsight.probe.build import BuildConfig, build_stage1, build_stage2
+    from clearsight.probe.config import ProbeConfig
     from clearsight.probe.distill import DistillConfig, distill
     from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
-    from clearsight.probe.protocol import PROBE, ProbeConfig, run_probe
-    from clearsight.report.probe import build_probe_report
+    from clearsight.probe.protocol import PROBE, run_probe
+    from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
 _EXPORTS = {
-    "ProbeConfig": "clearsight.probe.protocol:ProbeConfig",
+    "ProbeConfig": "clearsight.probe.config:ProbeConfig",
     "PROBE": "clearsight.probe.protocol:PROBE",
     "run_probe": "clearsight.probe.protocol:run_probe",
+    "analyse_probe": "clearsight.probe.analysis:analyse_probe",
+    "ProbeAnalysis": "clearsight.probe.analysis:ProbeAnalysis",
     "build_probe_report": "clearsight.report.probe:build_probe_report",
+    "render_probe_report": "clearsight.report.probe:render_probe_report",
+    "probe_tables": "clearsight.report.probe:probe_tables",
     "BuildConfig": "clearsight.probe.build:BuildConfig",
     "build_stage1": "clearsight.probe.build:build_stage1",
     "build_stage2": "clearsight.probe.build:build_stage2",
@@ -46,11 +63,15 @@ __all__ = [
     "AnalysisConfig",
     "BuildConfig",
     "DistillConfig",
+    "ProbeAnalysis",
     "ProbeConfig",
+    "analyse_probe",
     "build_probe_report",
     "build_stage1",
     "build_stage2",
     "distill",
+    "probe_tables",
+    "render_probe_report",
     "run_probe",
     "run_probe_analysis",
 ]

@@ -30,11 +30,16 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
-from clearsight.probe.instances import Instance, resolve_source, source_manifest
-from clearsight.probe.reasoner import fill_prompt, parse_letter, prompt_hash, prompts
+from clearsight.probe.config import ProbeConfig
+from clearsight.probe.instances import Instance
+from clearsight.probe.parsing import parse_letter
+from clearsight.probe.plan import select_instances
+from clearsight.probe.readouts import BuildReadouts
 from clearsight.probe.sensor import Sensor
+from clearsight.probe.sources import resolve_source, source_manifest
 from clearsight.probe.specs import BUILD_PROTOCOL as BUILD_PROTOCOL
 from clearsight.probe.specs import BuildSpec
+from clearsight.probe.strategies.direct import DIRECT, direct_question
 from clearsight.probe.transcript import PROTOCOL, load_transcripts
 from clearsight.provenance import run_manifest
 from clearsight.seeding import derive_seed
@@ -126,7 +131,6 @@ def _spec(instance: Instance, config: BuildConfig, template_hash: str) -> BuildS
 
 def run_unit(unit: BuildUnit) -> list[Record]:
     """The sensor's direct answers to each question of ``unit`` and their count ``c``."""
-    template = prompts()["common"]["direct"]
     records = []
     for spec in unit.items:
         key, inst = spec.key, spec.instance
@@ -139,13 +143,17 @@ def run_unit(unit: BuildUnit) -> list[Record]:
                 judge="exact",
                 temperature=spec.temperature,
             )
-            prompt = fill_prompt(template, inst, 1, 1)
+            prompt = direct_question(inst)
             texts, _ = sensor.sample(inst, prompt, spec.samples, derive_seed(key), max_new_tokens=8)
         except Exception as exc:  # recorded with its reason; the build goes on
             records.append(Record.failed(key, exc, time.perf_counter() - started))
             continue
         letters = [parse_letter(t, inst.letters, inst.options) for t in texts]
-        readouts = {"letters": letters, "c": consistency_count(letters, inst.gold), "id": inst.id}
+        readouts: BuildReadouts = {
+            "letters": letters,
+            "c": consistency_count(letters, inst.gold),
+            "id": inst.id,
+        }
         raw = {"samples": list(texts)}
         records.append(Record(key, "ok", None, raw, readouts, time.perf_counter() - started))
     return records
@@ -158,12 +166,10 @@ def _models(config: BuildConfig) -> list[ModelNeed]:
 
 def _plan(config: BuildConfig) -> list[BuildSpec]:
     """Every stage-1 item: one per question of the selection."""
-    from clearsight.probe.protocol import ProbeConfig, select_instances
-
     selection = ProbeConfig(
         instances=config.instances, dataset=config.dataset, instance_ids=config.instance_ids
     )
-    template_hash = prompt_hash("direct")
+    template_hash = DIRECT.prompt_hash()
     return [_spec(inst, config, template_hash) for inst in select_instances(selection)]
 
 

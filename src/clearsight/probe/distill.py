@@ -2,14 +2,8 @@
 successful belief-state (BP) trajectories.
 
 **Data.** From a probe run, the finished conversations of one ``hf`` reasoner with strategy
-``bp`` that committed the gold option (:func:`successful_trajectories`). Each becomes one chat,
-exactly as the reasoner read it (:func:`~clearsight.probe.reasoner.conversation_messages`: the
-strategy's system prompt, the question, every earlier turn and the sensor's replies with the u
-it was shown), ending with its committing turn. The chat is rendered with the model's own chat
-template (the backend's renderer, so training and inference see the same text) and tokenised
-once; only the reasoner's own turns — each turn's text and the end-of-turn token after it —
-carry labels, everything else is masked (``-100``) (:func:`sft_example`). A conversation longer
-than ``max_tokens`` is cut there.
+``bp`` that committed the gold option, each one chat exactly as the reasoner read it, tokenised
+with labels on the reasoner's own turns only (:mod:`clearsight.probe.sft`).
 
 **Training.** LoRA adapters (``peft``; rank, alpha, dropout and target modules configurable;
 the paper's rank 16, alpha 32, 7 epochs are the defaults) on the frozen base, AdamW, one
@@ -26,45 +20,30 @@ trajectories' keys and instance ids (train / validation), the data hash, every
 hyper-parameter, the seed, the loss history and the chosen epoch. ``hf:<out>`` then loads the
 base with the adapter merged, a reasoner like any other, so one probe run with both
 ``--reasoner hf:<base>`` and ``--reasoner hf:<out>`` gives Table 2's BP accuracy before and
-after (:func:`distill_table`), on instances the adapter never saw.
+after (:func:`~clearsight.probe.accuracy.distill_table`), on instances the adapter never saw.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.models.hf import ADAPTER_MANIFEST, adapter_manifest
-from clearsight.probe.transcript import Transcript, iter_transcripts
+from clearsight.probe.sft import SftExample, sft_example, successful_trajectories
 from clearsight.seeding import content_hash, rng_for
-from clearsight.store import RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.models.base import Message
-    from clearsight.models.hf_backend import HfBackend
+    pass
 
-__all__ = [
-    "DistillConfig",
-    "DistillResult",
-    "SftExample",
-    "adapter_bases",
-    "distill",
-    "distill_table",
-    "sft_example",
-    "successful_trajectories",
-]
-
-#: The label of a token outside the loss (PyTorch's cross-entropy ``ignore_index``).
-IGNORE = -100
+__all__ = ["DistillConfig", "DistillResult", "distill"]
 
 
 class DistillConfig(BaseModel):
@@ -99,20 +78,51 @@ class DistillConfig(BaseModel):
     )
 
 
-@dataclass(frozen=True)
-class SftExample:
-    """One conversation as training data: token ids, labels (``IGNORE`` outside the
-    reasoner's turns) and where it came from."""
+class EpochLoss(TypedDict):
+    """One epoch of training: its mean loss while training, then the mean losses on the
+    training and validation conversations after it (None: none held out), and its seconds."""
+
+    epoch: int
+    train_loss_during: float
+    train_loss: float | None
+    val_loss: float | None
+    seconds: float
+
+
+class Losses(TypedDict):
+    """Mean losses on the training and validation conversations (None: none)."""
+
+    train_loss: float | None
+    val_loss: float | None
+
+
+class Trajectory(TypedDict):
+    """A trajectory trained on or held out: its record's key and its instance."""
 
     key: str
     instance_id: str
-    input_ids: tuple[int, ...]
-    labels: tuple[int, ...]
 
-    @property
-    def labelled(self) -> int:
-        """Tokens in the loss."""
-        return sum(label != IGNORE for label in self.labels)
+
+class AdapterManifest(TypedDict):
+    """What :data:`~clearsight.models.hf.ADAPTER_MANIFEST` holds (the module docstring):
+    the base model, the run, the data's hash, the trajectories, the configuration, the loss
+    history, the epoch chosen and why, the libraries' versions and the losses before
+    training."""
+
+    base: str
+    run: str
+    data_hash: str
+    trajectories: int
+    labelled_tokens: int
+    train: list[Trajectory]
+    validation: list[Trajectory]
+    config: dict[str, Any]
+    seed: int
+    history: list[EpochLoss]
+    chosen_epoch: int
+    chosen_by: str
+    versions: dict[str, str]
+    before: NotRequired[Losses]
 
 
 @dataclass(frozen=True)
@@ -120,100 +130,7 @@ class DistillResult:
     """What :func:`distill` wrote: the adapter directory and its manifest."""
 
     out: Path
-    manifest: dict[str, Any]
-
-
-def successful_trajectories(
-    run_dir: Path | str, reasoner: str | None = None, strategy: str = "bp"
-) -> tuple[str, list[tuple[str, Transcript]]]:
-    """``(reasoner, [(key, transcript)])``: the finished conversations of ``reasoner`` with
-    ``strategy`` in the run that committed the gold option, in store order. Without a
-    reasoner, the run's only ``hf`` reasoner that has any (InputError when none or several)."""
-    with RunStore.open(run_dir, read_only=True) as store:
-        good = [
-            (key, t)
-            for key, t in iter_transcripts(store)
-            if t.strategy == strategy and t.correct and t.stop == "committed"
-        ]
-    names = sorted({t.reasoner for _, t in good if t.reasoner.startswith("hf:")})
-    if reasoner is None:
-        if len(names) != 1:
-            found = ", ".join(names) or "none"
-            raise InputError(
-                f"name the reasoner to distill (--reasoner): the run's hf reasoners with "
-                f"successful {strategy} conversations are {found}"
-            )
-        reasoner = names[0]
-    chosen = [(key, t) for key, t in good if t.reasoner == reasoner]
-    if not chosen:
-        raise InputError(f"the run has no successful {strategy} conversation of {reasoner}")
-    return reasoner, chosen
-
-
-def _chat(transcript: Transcript) -> list[Message]:
-    """The chat the reasoner read, ending with its own committing turn."""
-    from clearsight.models.base import Message, TextPart
-    from clearsight.probe.instances import Instance
-    from clearsight.probe.reasoner import LoopSettings, conversation_messages
-
-    instance = Instance(
-        transcript.instance_id,
-        "",
-        transcript.question,
-        transcript.options,
-        transcript.gold,
-        transcript.dataset,
-        transcript.category,
-    )
-    settings = LoopSettings(
-        transcript.strategy,
-        budget=transcript.budget,
-        signal=transcript.signal,  # type: ignore[arg-type]
-    )
-    *before, last = transcript.turns
-    messages = conversation_messages(instance, before, settings, transcript.k)
-    return [*messages, Message("assistant", (TextPart(last.raw),))]
-
-
-def sft_example(
-    backend: HfBackend, key: str, transcript: Transcript, max_tokens: int
-) -> SftExample:
-    """The transcript as token ids with labels on the reasoner's turns only (see the module
-    docstring); InputError when the chat template does not render the conversation's
-    prefixes as prefixes of the whole (then turns cannot be told apart)."""
-    from clearsight.models.base import Message
-
-    messages = _chat(transcript)
-    render = backend.inputs.render
-    # the whole chat: the last assistant turn closed by the template (a user turn follows)
-    full = render([*messages, Message.user("(end)")])
-    spans = []
-    for i, message in enumerate(messages):
-        if message.role != "assistant":
-            continue
-        start, upto = len(render(messages[:i])), render(messages[: i + 1])
-        if not full.startswith(upto):
-            raise InputError(
-                f"{backend.name}: the chat template does not render a conversation's turns as "
-                "prefixes of the whole; cannot mask them for training"
-            )
-        spans.append((start, len(upto)))
-    enc = backend.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
-    ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
-    labels = [IGNORE] * len(ids)
-    for start, end in spans:
-        for j, (a, _) in enumerate(offsets):
-            if start <= a < end:
-                labels[j] = ids[j]
-            elif a >= end:  # the turn's end-of-turn token is the reasoner's to emit too
-                if ids[j] in backend.eos_ids:
-                    labels[j] = ids[j]
-                    break
-                if full[end:a].strip():
-                    break
-    last = max((j for j, label in enumerate(labels) if label != IGNORE), default=-1) + 1
-    cut = min(last, max_tokens)
-    return SftExample(key, transcript.instance_id, tuple(ids[:cut]), tuple(labels[:cut]))
+    manifest: AdapterManifest
 
 
 def _split(n: int, share: float, seed: int) -> tuple[list[int], list[int]]:
@@ -247,14 +164,14 @@ def _mean_loss(model: Any, examples: Sequence[SftExample]) -> float | None:
 
 def _train(
     model: Any, train: Sequence[SftExample], val: Sequence[SftExample], config: DistillConfig
-) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+) -> tuple[list[EpochLoss], int, dict[str, Any]]:
     """LoRA training; ``(history, chosen epoch, the chosen epoch's adapter weights)``."""
     import torch
     from peft import get_peft_model_state_dict
 
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
-    history: list[dict[str, Any]] = []
+    history: list[EpochLoss] = []
     best: tuple[float, int, dict[str, Any]] | None = None
     order_rng = rng_for("distill order", config.seed)
     for epoch in range(1, config.epochs + 1):
@@ -267,7 +184,7 @@ def _train(
             loss.backward()
             optim.step()
             losses.append(float(loss.detach()))
-        row = {
+        row: EpochLoss = {
             "epoch": epoch,
             "train_loss_during": float(np.mean(losses)),
             "train_loss": _mean_loss(model, train),
@@ -323,7 +240,7 @@ def distill(
     model = get_peft_model(backend.model, lora)
     train = [examples[i] for i in train_idx]
     val = [examples[i] for i in val_idx]
-    before = {"train_loss": _mean_loss(model, train), "val_loss": _mean_loss(model, val)}
+    before: Losses = {"train_loss": _mean_loss(model, train), "val_loss": _mean_loss(model, val)}
     history, epoch, state = _train(model, train, val, config)
     set_peft_model_state_dict(model, state)
     target.mkdir(parents=True, exist_ok=True)
@@ -340,9 +257,9 @@ def _manifest(
     config: DistillConfig,
     examples: Sequence[SftExample],
     split: tuple[Sequence[SftExample], Sequence[SftExample]],
-    history: list[dict[str, Any]],
+    history: list[EpochLoss],
     epoch: int,
-) -> dict[str, Any]:
+) -> AdapterManifest:
     """The adapter's manifest (see the module docstring)."""
     import importlib.metadata
 
@@ -368,33 +285,3 @@ def _manifest(
         "chosen_by": "lowest validation loss" if val else "last epoch (nothing held out)",
         "versions": versions,
     }
-
-
-def adapter_bases(reasoners: Sequence[str]) -> dict[str, str]:
-    """``{adapter reasoner: its base}`` for the reasoners that are distilled adapters
-    (``hf:<directory>`` holding :data:`~clearsight.models.hf.ADAPTER_MANIFEST`)."""
-    out = {}
-    for name in reasoners:
-        if name.startswith("hf:"):
-            manifest = adapter_manifest(name.removeprefix("hf:"))
-            if manifest is not None:
-                out[name] = str(manifest["base"])
-    return out
-
-
-def distill_table(frame: pd.DataFrame, bases: Mapping[str, str]) -> pd.DataFrame:
-    """Table 2: BP accuracy (%, over conversations) by dataset for each distilled reasoner
-    (``bases``: adapter reasoner -> its base) and its base, run in the same probe run; one row
-    per reasoner with the number of conversations. Empty unless some adapter ran BP."""
-    if frame.empty or not bases:
-        return pd.DataFrame()
-    bp = frame[frame["strategy"] == "bp"]
-    keep = set(bases) | set(bases.values())
-    bp = bp[bp["reasoner"].isin(keep)]
-    if not set(bp["reasoner"]) & set(bases):
-        return pd.DataFrame()
-    table = bp.pivot_table(index="reasoner", columns="dataset", values="correct", aggfunc="mean")
-    table = table * 100
-    table.insert(0, "conversations", bp.groupby("reasoner").size())
-    table.insert(0, "distilled from", [bases.get(r, "") for r in table.index])
-    return table.reset_index()

@@ -6,7 +6,7 @@ prompt's hash, so a rerun only does what is missing (docs/methods.md §6, the pa
 
 * **belief probe** (``probe.belief``): for every finished conversation of the belief-state
   strategy and of people (``human:<name>``), the belief over the options after each sensor
-  reply (:func:`~clearsight.probe.analysis.belief_probe`). The paper's read-out (``stated``,
+  reply (:func:`~clearsight.probe.belief.belief_probe`). The paper's read-out (``stated``,
   App. I) replays a model's conversation with **its own reasoner** (the conversation's spec and
   backend options), its next reasoning step in context; a person cannot be replayed, so
   people's conversations are read by ``judge_model``. The item names who replayed it
@@ -14,7 +14,7 @@ prompt's hash, so a rerun only does what is missing (docs/methods.md §6, the pa
   for every conversation, letter probabilities where it scores candidates), whose items keep
   their keys;
 * **query types** (``probe.qtype``): for every conversation with queries, each query's type
-  (:func:`~clearsight.probe.analysis.classify_queries`).
+  (:func:`~clearsight.probe.querytypes.classify_queries`).
 
 Direct answers and conversations without a query have nothing to analyse. The records join the
 transcripts in the same run; the run's manifest stays the probe's.
@@ -32,6 +32,7 @@ from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
+from clearsight.probe.readouts import BeliefReadouts, QueryTypeReadouts
 from clearsight.probe.specs import BELIEF_PROTOCOL as BELIEF_PROTOCOL
 from clearsight.probe.specs import QTYPE_PROTOCOL as QTYPE_PROTOCOL
 from clearsight.probe.specs import AnalysisSpec, BeliefSpec, QueryTypeSpec
@@ -41,7 +42,8 @@ from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.probe.analysis import BeliefReadout, QueryReadout
+    from clearsight.probe.belief import BeliefReadout, TraceJson
+    from clearsight.probe.querytypes import ClassifiedQuery, QueryReadout
 
 #: The analyses, in the order their stages run.
 ANALYSES: tuple[type[AnalysisSpec], ...] = (BeliefSpec, QueryTypeSpec)
@@ -92,7 +94,7 @@ class AnalysisUnit(KeyedItems):
 
 def _prompt_hashes(config: AnalysisConfig) -> dict[str, str]:
     """Each analysis's prompt hash: a changed prompt is a new item, not a stale record."""
-    from clearsight.probe.reasoner import prompts
+    from clearsight.probe.prompts import prompts
 
     strategies = prompts()["strategies"]
     judged = config.query_type_readout == "judge"
@@ -117,22 +119,24 @@ def _kinds(config: AnalysisConfig, transcript: Transcript) -> list[str]:
 def run_unit(unit: AnalysisUnit) -> list[Record]:
     """The judge's analysis of one transcript as a record (failed with its reason)."""
     from clearsight.models import shared_backend
-    from clearsight.probe.analysis import belief_probe, belief_summary, classify_queries
+    from clearsight.probe.belief import belief_probe, belief_summary
+    from clearsight.probe.querytypes import classify_queries
 
     started = time.perf_counter()
     (spec,) = unit.items
     key, transcript = spec.key, unit.transcript
+    raw: TraceJson | list[ClassifiedQuery]
+    readouts: BeliefReadouts | QueryTypeReadouts
     try:
         backend = shared_backend(spec.judge, unit.judge_options)
         if isinstance(spec, BeliefSpec):
             stated = spec.readout == "stated"
             trace = belief_probe(transcript, backend, readout="stated" if stated else "letters")
-            raw: Any = trace.to_json()
-            readouts: dict[str, Any] = belief_summary(transcript, trace)
+            raw, readouts = trace.to_json(), belief_summary(transcript, trace)
         else:
             judged = isinstance(spec, QueryTypeSpec) and spec.readout == "judge"
-            raw = classify_queries(transcript, backend, "judge" if judged else "scores")
-            readouts = {"types": [r["type"] for r in raw]}
+            queries = classify_queries(transcript, backend, "judge" if judged else "scores")
+            raw, readouts = queries, {"types": [q["type"] for q in queries]}
     except Exception as exc:  # recorded with its reason; the run goes on
         return [Record.failed(key, exc, time.perf_counter() - started)]
     return [Record(key, "ok", None, raw, readouts, time.perf_counter() - started)]

@@ -1,40 +1,57 @@
-"""A probe run read back for its report: conversations, post-hoc analyses, stage-1 samples.
+"""A probe run read back: conversations, post-hoc analyses, stage-1 samples, as frames.
 
 A probe run holds records of five item kinds, each named once where it is written: the
 conversations (:data:`clearsight.probe.transcript.PROTOCOL`), the LLM judge's belief probes
-and query types (:data:`clearsight.probe.protocol.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
+and query types (:data:`clearsight.probe.posthoc.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
 the stage-1 build samples (:data:`clearsight.probe.build.BUILD_PROTOCOL`) and the judges'
 validations against people's labels of u (:mod:`clearsight.probe.agreement`).
 :func:`load_probe_results` reads each kind through :class:`~clearsight.store.RunStore`'s reads
-by kind into the frames of :class:`ProbeResults`; :mod:`clearsight.report.probe` renders them.
+by kind into the frames of :class:`ProbeResults`; :mod:`clearsight.probe.analysis` computes the
+run's numbers from them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Final, TypedDict
 
 import pandas as pd
 
 from clearsight.probe.agreement import validation_table
-from clearsight.probe.analysis import transcripts_frame
 from clearsight.probe.build import BUILD_PROTOCOL
 from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
 from clearsight.probe.transcript import PROTOCOL, Transcript, iter_transcripts
 from clearsight.store import RunStore, StoredRecord
+from clearsight.validate import InputError
 
-__all__ = ["ProbeResults", "load_probe_results"]
+__all__ = ["SETTING", "ProbeResults", "load_probe_results", "pool_results", "transcripts_frame"]
+
+#: What makes a setting: who reasoned, how, with which sensor, shown which signal.
+SETTING: Final[tuple[str, ...]] = ("reasoner", "strategy", "sensor", "signal")
+
+
+def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
+    """One row per transcript: its read-outs (reasoner, strategy, sensor, signal, run,
+    instance, dataset, domain, committed, gold, correct, stop, rounds, queries, vlm_calls...).
+    Human reasoners (``human:<name>``) are grouped as ``human``, so people form one setting."""
+    rows = [t.readouts() for t in transcripts]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame["reasoner"] = frame["reasoner"].map(lambda r: "human" if r.startswith("human:") else r)
+    return frame
 
 
 @dataclass(frozen=True)
 class ProbeResults:
     """What a probe run directory holds, as frames: one row per finished conversation
-    (``transcripts``, see :func:`~clearsight.probe.analysis.transcripts_frame`), per
-    belief-probed conversation, per classified query and per stage-1 build question (sensor,
-    instance_id, c of n direct samples); ``conversations`` are the finished transcripts
-    themselves, in the order their items were added (the report shows a few);
-    ``validations`` the judges' agreement with people's labels of u (Table 5)."""
+    (``transcripts``, see :func:`transcripts_frame`), per belief-probed conversation, per
+    classified query and per stage-1 build question (sensor, instance_id, c of n direct
+    samples); ``conversations`` are the finished transcripts themselves, in the order their
+    items were added (the report shows a few); ``validations`` the judges' agreement with
+    people's labels of u (Table 5)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
@@ -44,7 +61,15 @@ class ProbeResults:
     validations: pd.DataFrame
 
 
-def _setting(transcripts: dict[str, Transcript], record: StoredRecord) -> dict[str, Any] | None:
+class _Setting(TypedDict):
+    """The setting of the conversation an analysis record judged."""
+
+    reasoner: str
+    strategy: str
+    dataset: str
+
+
+def _setting(transcripts: Mapping[str, Transcript], record: StoredRecord) -> _Setting | None:
     """Reasoner (people grouped as ``human``), strategy and dataset of the conversation an
     analysis record judged, or None when that conversation is not finished in the run."""
     t = transcripts.get(record.spec["transcript"])
@@ -54,24 +79,29 @@ def _setting(transcripts: dict[str, Transcript], record: StoredRecord) -> dict[s
     return {"reasoner": who, "strategy": t.strategy, "dataset": t.dataset}
 
 
-def load_probe_results(run_dir: Path | str) -> ProbeResults:
-    """Read the conversations and post-hoc analyses of a probe run (read-only); InputError
-    naming the right command for a run of another protocol."""
-    belief_rows: list[dict[str, Any]] = []
-    query_rows: list[dict[str, Any]] = []
-    with RunStore.open(run_dir, read_only=True) as store:
-        store.expect_protocol(PROTOCOL, BUILD_PROTOCOL)
-        transcripts = dict(iter_transcripts(store))
-        for record in store.iter_records("ok", kind=BELIEF_PROTOCOL, raw=False):
-            if (base := _setting(transcripts, record)) is not None:
-                belief_rows.append({**base, **record.readouts})
-        for record in store.iter_records("ok", kind=QTYPE_PROTOCOL):
-            if (base := _setting(transcripts, record)) is not None:
-                query_rows += [
-                    base | {k: q.get(k) for k in ("round", "type", "confidence")}
-                    for q in record.raw
-                ]
-        build_rows = [
+def _analysis_frames(
+    store: RunStore, transcripts: Mapping[str, Transcript]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The belief probes (one row per conversation: its setting and read-outs) and the query
+    types (one row per query: its setting, round, type and confidence) of finished
+    conversations."""
+    beliefs, queries = [], []
+    for record in store.iter_records("ok", kind=BELIEF_PROTOCOL, raw=False):
+        if (base := _setting(transcripts, record)) is not None:
+            beliefs.append({**base, **record.readouts})
+    for record in store.iter_records("ok", kind=QTYPE_PROTOCOL):
+        if (base := _setting(transcripts, record)) is not None:
+            queries += [
+                {**base, **{k: q.get(k) for k in ("round", "type", "confidence")}}
+                for q in record.raw
+            ]
+    return pd.DataFrame(beliefs), pd.DataFrame(queries)
+
+
+def _build_frame(store: RunStore) -> pd.DataFrame:
+    """One row per stage-1 build question: sensor, instance_id, c of n direct samples."""
+    return pd.DataFrame(
+        [
             {
                 "sensor": record.spec["sensor"],
                 "instance_id": record.readouts["id"],
@@ -80,12 +110,60 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
             }
             for record in store.iter_records("ok", kind=BUILD_PROTOCOL, raw=False)
         ]
+    )
+
+
+def load_probe_results(run_dir: Path | str) -> ProbeResults:
+    """Read the conversations and post-hoc analyses of a probe run (read-only); InputError
+    naming the right command for a run of another protocol."""
+    with RunStore.open(run_dir, read_only=True) as store:
+        store.expect_protocol(PROTOCOL, BUILD_PROTOCOL)
+        transcripts = dict(iter_transcripts(store))
+        beliefs, queries = _analysis_frames(store, transcripts)
+        build = _build_frame(store)
         validations = validation_table(store)
     return ProbeResults(
         transcripts_frame(transcripts.values()),
-        pd.DataFrame(belief_rows),
-        pd.DataFrame(query_rows),
-        pd.DataFrame(build_rows),
+        beliefs,
+        queries,
+        build,
         tuple(transcripts.values()),
         validations,
+    )
+
+
+def _settings(frame: pd.DataFrame) -> set[tuple[str, ...]]:
+    """The settings (reasoner, strategy, sensor, signal) of a transcripts frame."""
+    if frame.empty:
+        return set()
+    rows = frame[list(SETTING)].astype(str).itertuples(index=False)
+    return {tuple(row) for row in rows}
+
+
+def pool_results(runs: Sequence[tuple[str, ProbeResults]]) -> ProbeResults:
+    """Several probe runs read back as one, so their settings stand side by side in every
+    table. Refused (InputError) when two runs hold the same setting: their run indices would
+    mix in the cross-run numbers."""
+    seen: dict[tuple[str, ...], str] = {}
+    for name, results in runs:
+        for setting in sorted(_settings(results.transcripts)):
+            if setting in seen:
+                raise InputError(
+                    f"runs {seen[setting]} and {name} both hold the setting "
+                    f"{'/'.join(setting)} (reasoner/strategy/sensor/signal); report them apart"
+                )
+            seen[setting] = name
+    parts = [results for _, results in runs]
+
+    def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        kept = [f for f in frames if not f.empty]
+        return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+
+    return ProbeResults(
+        concat([r.transcripts for r in parts]),
+        concat([r.beliefs for r in parts]),
+        concat([r.queries for r in parts]),
+        concat([r.build for r in parts]),
+        tuple(t for r in parts for t in r.conversations),
+        concat([r.validations for r in parts]),
     )

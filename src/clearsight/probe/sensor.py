@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,22 @@ from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.models.base import Backend
+
+
+class ReplyJson(TypedDict):
+    """A :class:`SensorReply` as stored (tuples as lists)."""
+
+    query: str
+    samples: list[str]
+    index: int
+    reply: str
+    u: int
+    k: int
+    error: str | None
+    judge: str
+    same: list[bool]
+    calls: int
+    latency_s: float
 
 
 @dataclass(frozen=True)
@@ -59,12 +75,21 @@ class SensorReply:
         shown_u = self.u if u is None else u
         return f"{self.reply} ({shown_u}/{self.k})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReplyJson:
         """JSON-able dict (tuples as lists)."""
-        out = asdict(self)
-        out["samples"] = list(self.samples)
-        out["same"] = list(self.same)
-        return out
+        return {
+            "query": self.query,
+            "samples": list(self.samples),
+            "index": self.index,
+            "reply": self.reply,
+            "u": self.u,
+            "k": self.k,
+            "error": self.error,
+            "judge": self.judge,
+            "same": list(self.same),
+            "calls": self.calls,
+            "latency_s": self.latency_s,
+        }
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> SensorReply:

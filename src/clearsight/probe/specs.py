@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, get_args
 
 from clearsight.probe.instances import Instance
 from clearsight.specs import OMIT_NONE, Spec
@@ -29,6 +29,7 @@ __all__ = [
     "JUDGE_VALIDATION_PROTOCOL",
     "PROTOCOL",
     "QTYPE_PROTOCOL",
+    "SIGNALS",
     "AnalysisSpec",
     "BeliefSpec",
     "BuildSpec",
@@ -51,6 +52,8 @@ JUDGE_VALIDATION_PROTOCOL: Final = "probe.judges"
 
 #: The consistency signal shown to a reasoner: the true u, none, or a random one (the ablation).
 Signal = Literal["true", "none", "random"]
+#: The signals, in that order.
+SIGNALS: Final[tuple[str, ...]] = get_args(Signal)
 
 
 @dataclass(frozen=True, kw_only=True)

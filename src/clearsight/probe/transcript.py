@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from clearsight.probe.instances import DOMAIN, Instance
+from clearsight.probe.readouts import ConversationReadouts, TranscriptJson, TurnJson
 from clearsight.probe.sensor import SensorReply
 from clearsight.probe.specs import PROTOCOL as PROTOCOL
 from clearsight.probe.specs import ProbeSpec, TranscriptSpec
+from clearsight.probe.uot import SearchRecord
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -60,11 +62,11 @@ class Turn:
     shown_u: int | None = None
     thought: str = ""
     note: str = ""
-    search: Mapping[str, Any] | None = None
+    search: SearchRecord | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TurnJson:
         """JSON-able dict (``search`` only where there is one)."""
-        out = {
+        out: TurnJson = {
             "index": self.index,
             "raw": self.raw,
             "thought": self.thought,
@@ -75,7 +77,7 @@ class Turn:
             "note": self.note,
         }
         if self.search is not None:
-            out["search"] = dict(self.search)
+            out["search"] = self.search
         return out
 
     @staticmethod
@@ -165,7 +167,7 @@ class Transcript:
         """Queries whose sensor call failed."""
         return sum(t.reply is not None and t.reply.error is not None for t in self.turns)
 
-    def readouts(self) -> dict[str, Any]:
+    def readouts(self) -> ConversationReadouts:
         """The flat summary stored beside the raw transcript."""
         us = [t.reply.u for t in self.turns if t.reply is not None and t.reply.error is None]
         return {
@@ -193,7 +195,7 @@ class Transcript:
 
     # ------------------------------------------------------------------ JSON
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TranscriptJson:
         """JSON-able dict of everything."""
         return {
             "instance_id": self.instance_id,
@@ -285,6 +287,15 @@ class Transcript:
         if turn.commit is not None:
             out = out.finish(turn.commit, "committed")
         return out
+
+    def with_repaired(self, reasoner: int, sensor: int) -> Transcript:
+        """This transcript with the number of its reasoner's and sensor's replies whose lone
+        surrogates were replaced with U+FFFD in its ``meta`` (``replaced_surrogates``), where
+        there were any."""
+        if not reasoner and not sensor:
+            return self
+        said = {"reasoner": reasoner, "sensor": sensor}
+        return replace(self, meta={**self.meta, "replaced_surrogates": said})
 
     def finish(self, committed: str | None, stop: str) -> Transcript:
         """The transcript ended with ``committed`` (None: no answer) for reason ``stop``."""

@@ -24,7 +24,10 @@ call below goes to the conversation's own reasoner backend, with the prompts of
    leaving none: :math:`\Omega` is kept, and the turn says so).
 
 A single option left is committed; on the last turn of the budget the reasoner answers from the
-conversation (``answer`` prompt). The whole tree — candidates, simulated replies, their
+conversation (``answer`` prompt). The turn itself — proposing, simulating, partitioning through
+the reasoner, asking, updating — is the strategy's
+(:mod:`clearsight.probe.strategies.uot`); this module holds the settings, the scores, the tree
+and the reading of a partition answer. The whole tree — candidates, simulated replies, their
 partitions, probabilities, gains and rewards — is stored with the turn
 (:attr:`~clearsight.probe.transcript.Turn.search`), so a reader sees why a question was asked.
 
@@ -68,37 +71,69 @@ update after the real reply is one more request.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, TypedDict
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.probe.instances import Instance
-from clearsight.probe.judges import normalise
-from clearsight.probe.transcript import Transcript, Turn
 
-if TYPE_CHECKING:
-    from clearsight.models.base import Backend, Message, Request
-    from clearsight.probe.reasoner import LoopSettings, Streams
-    from clearsight.probe.sensor import Sensor
+class OutcomeJson(TypedDict):
+    """An :class:`Outcome` as stored."""
 
-#: The strategy name of the search (``uot_prompt`` is the paper's prompt-only variant).
-UOT: Final = "uot"
+    reply: str | None
+    possible: list[str]
+    probability: float
+    raw: str
+    parsed: bool
+    children: list[CandidateJson]
 
 
-@functools.cache
-def uot_prompts() -> dict[str, Any]:
-    """The parsed ``prompts/uot.yaml``."""
-    text = resources.files("clearsight.probe").joinpath("prompts/uot.yaml").read_text()
-    doc: dict[str, Any] = yaml.safe_load(text)
-    return doc
+class CandidateJson(TypedDict):
+    """A :class:`Candidate` as stored."""
+
+    question: str
+    raw: str
+    outcomes: list[OutcomeJson]
+    gain: float
+    reward: float
+    expected: float
+
+
+class UpdateJson(TypedDict):
+    """The partition of the real reply: its ``raw`` text and whether it ``parsed``."""
+
+    raw: str
+    parsed: bool
+
+
+class SettingsJson(TypedDict):
+    """:class:`SearchSettings` as stored with a searched turn."""
+
+    depth: int
+    candidates: int
+    replies: int
+    sharpness: float
+    max_new_tokens: int
+
+
+class SearchRecord(TypedDict, total=False):
+    """A searched turn's tree as stored with it
+    (:attr:`~clearsight.probe.transcript.Turn.search`): the search's ``settings``, the options
+    possible before, the root ``candidates``, the index of the one asked (``chosen``, absent
+    when none parsed), the ``update`` from the real reply, the options possible after, and the
+    LLM ``calls`` made."""
+
+    settings: SettingsJson
+    possible_before: list[str]
+    candidates: list[CandidateJson]
+    chosen: int
+    update: UpdateJson
+    possible_after: list[str]
+    calls: int
 
 
 class SearchSettings(BaseModel):
@@ -113,6 +148,16 @@ class SearchSettings(BaseModel):
     replies: int = Field(2, ge=1, le=6, description="Simulated replies per candidate.")
     sharpness: float = Field(0.4, gt=0, description="UoT's lambda (even-split preference).")
     max_new_tokens: int = Field(48, ge=8, description="Most tokens of a proposal or reply.")
+
+    def to_json(self) -> SettingsJson:
+        """The settings as stored with a searched turn (the fields of :meth:`model_dump`)."""
+        return {
+            "depth": self.depth,
+            "candidates": self.candidates,
+            "replies": self.replies,
+            "sharpness": self.sharpness,
+            "max_new_tokens": self.max_new_tokens,
+        }
 
     @property
     def calls_per_expansion(self) -> int:
@@ -176,7 +221,7 @@ class Outcome:
     parsed: bool = True
     children: tuple[Candidate, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OutcomeJson:
         """JSON-able dict."""
         return {
             "reply": self.reply,
@@ -213,7 +258,7 @@ class Candidate:
     reward: float
     expected: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CandidateJson:
         """JSON-able dict."""
         return {
             "question": self.question,
@@ -290,224 +335,3 @@ def parse_possible(text: str, possible: Sequence[str]) -> tuple[str, ...] | None
     named = {m.group(1) or m.group(2) for m in _LETTER.finditer(body)}
     found = tuple(x for x in possible if x in named)
     return found if found else None
-
-
-def possible_options(transcript: Transcript, letters: Sequence[str]) -> tuple[str, ...]:
-    """The options still possible after the transcript's turns: the last search turn's update
-    (all ``letters`` before any)."""
-    for turn in reversed(transcript.turns):
-        if turn.search is not None and "possible_after" in turn.search:
-            return tuple(turn.search["possible_after"])
-    return tuple(letters)
-
-
-# --------------------------------------------------------------------------------------------
-# The search
-# --------------------------------------------------------------------------------------------
-
-
-def _options_lines(instance: Instance, letters: Sequence[str]) -> str:
-    """``(A) text`` lines of the options ``letters``."""
-    return "\n".join(f"({x}) {instance.options[instance.letters.index(x)]}" for x in letters)
-
-
-@dataclass
-class _Search:
-    """One turn's search: the reasoner, the settings, the seeds' source and the calls made."""
-
-    instance: Instance
-    backend: Backend
-    settings: SearchSettings
-    temperature: float
-    rng: np.random.Generator
-    calls: int = 0
-
-    def _complete(self, texts: Sequence[tuple[str, str]], sampled: bool) -> list[str]:
-        """One batch of (system, user) prompts: sampled at the loop's temperature (proposals,
-        simulated replies) or greedy (partitions)."""
-        from clearsight.models.base import Decoding, Message, Request, TextPart
-
-        requests: list[Request] = []
-        for system, user in texts:
-            seed = int(self.rng.integers(0, 2**31 - 1))
-            decoding = Decoding(
-                max_new_tokens=self.settings.max_new_tokens,
-                temperature=self.temperature if sampled else 0.0,
-                seed=seed,
-            )
-            messages: tuple[Message, ...] = (
-                Message("system", (TextPart(system),)),
-                Message.user(user),
-            )
-            requests.append(Request(messages, decoding))
-        self.calls += len(requests)
-        responses = self.backend.complete(requests) if requests else []
-        return [r.texts[0] if r.texts else "" for r in responses]
-
-    def _fill(self, name: str, possible: Sequence[str], **more: Any) -> tuple[str, str]:
-        doc = uot_prompts()[name]
-        values = {
-            "question": self.instance.question,
-            "options": self.instance.options_text(),
-            "possible": _options_lines(self.instance, possible),
-            "possible_letters": ", ".join(possible),
-            **more,
-        }
-        return str(doc["system"]), str(doc["ask"]).format(**values)
-
-    def partition(
-        self, possible: Sequence[str], pairs: Sequence[tuple[str, str]]
-    ) -> list[tuple[str, tuple[str, ...] | None]]:
-        """For each (query, rendered reply): the partition answer and the options it leaves
-        possible (None: unparsed)."""
-        prompts = [self._fill("partition", possible, query=q, reply=r) for q, r in pairs]
-        return [(raw, parse_possible(raw, possible)) for raw in self._complete(prompts, False)]
-
-    def propose(self, possible: Sequence[str], history: Sequence[str]) -> list[tuple[str, str]]:
-        """Distinct parsed (question, raw) proposals; the unparsed are dropped."""
-        from clearsight.probe.reasoner import parse_action
-
-        prompt = self._fill("candidates", possible, history="\n".join(history) or "(none)")
-        out: dict[str, tuple[str, str]] = {}
-        for raw in self._complete([prompt] * self.settings.candidates, True):
-            action = parse_action(raw, ())
-            if action.kind == "query" and action.query:
-                out.setdefault(normalise(action.query), (action.query, raw))
-        return list(out.values())
-
-    def expand(
-        self, possible: Sequence[str], history: Sequence[str], level: int = 1
-    ) -> list[Candidate]:
-        """The scored candidate questions of a node (module docstring, steps 1-4)."""
-        from clearsight.probe.reasoner import prompts
-
-        proposals = self.propose(possible, history)
-        r = self.settings.replies
-        asks = [self._fill("simulate", possible, query=q) for q, _ in proposals for _ in range(r)]
-        replies = self._complete(asks, True)
-        shown = str(prompts()["common"]["reply_no_signal"])
-        pairs = [
-            (q, shown.format(reply=replies[i * r + j]))
-            for i, (q, _) in enumerate(proposals)
-            for j in range(r)
-        ]
-        parts = self.partition(possible, pairs)
-        scored = []
-        for i, (question, raw) in enumerate(proposals):
-            outcomes = []
-            for j in range(r):
-                said, left = parts[i * r + j]
-                reply = replies[i * r + j]
-                kept = tuple(possible) if left is None else left
-                children: list[Candidate] = []
-                if level < self.settings.depth and len(kept) > 1:
-                    children = self.expand(kept, [*history, f"{question} -> {reply}"], level + 1)
-                outcomes.append(Outcome(reply, kept, 0.0, said, left is not None, tuple(children)))
-            scored.append(
-                score_candidate(question, raw, possible, outcomes, self.settings.sharpness)
-            )
-        return scored
-
-
-def _history(transcript: Transcript) -> list[str]:
-    """The real exchanges so far, one a line (``query -> reply (u/K)``)."""
-    from clearsight.probe.reasoner import render_reply
-
-    return [
-        f"{t.query} -> {render_reply(t.reply, transcript.signal, t.shown_u)}"
-        for t in transcript.turns
-        if t.query is not None and t.reply is not None
-    ]
-
-
-def search_turn(
-    instance: Instance,
-    transcript: Transcript,
-    reasoner: Backend,
-    sensor: Sensor,
-    settings: LoopSettings,
-    rngs: Streams,
-) -> Turn:
-    """The next turn of a UoT conversation: commit the one option left, answer on the last turn
-    of the budget, else search, ask the best candidate and update the options still possible
-    (module docstring). ``rngs``: the reasoner's, the sensor's and the random signal's
-    streams."""
-    from clearsight.probe.reasoner import render_reply, shown_consistency
-
-    r_rng, s_rng, u_rng = rngs
-    index = len(transcript.turns) + 1
-    possible = possible_options(transcript, instance.letters)
-    config = settings.search or SearchSettings()
-    if len(possible) == 1:
-        only = possible[0]
-        note = "one option left possible: committed by the search"
-        return Turn(index, f"The answer is: ({only})", commit=only, note=note)
-    if index == settings.budget:
-        return _final_answer(instance, transcript, reasoner, settings, r_rng)
-    search = _Search(instance, reasoner, config, settings.temperature, r_rng)
-    tree = search.expand(possible, _history(transcript))
-    record: dict[str, Any] = {
-        "settings": config.model_dump(),
-        "possible_before": list(possible),
-        "candidates": [c.to_json() for c in tree],
-    }
-    if not tree:
-        record |= {"calls": search.calls, "possible_after": list(possible)}
-        return Turn(index, "", note="no candidate question parsed", search=record)
-    best = max(range(len(tree)), key=lambda i: (tree[i].expected, -i))
-    chosen = tree[best]
-    reply = sensor.ask(instance, chosen.question, s_rng)
-    shown_u = shown_consistency(reply, settings.signal, u_rng)
-    note, after, raw_update, left = "sensor failed: options kept", possible, "", None
-    if reply.error is None:
-        rendered = render_reply(reply, settings.signal, shown_u)
-        ((raw_update, left),) = search.partition(possible, [(chosen.question, rendered)])
-        note = "update unparsed: options kept" if left is None else ""
-        if left == ():
-            note = "the reply left no option possible: options kept"
-        elif left is not None:
-            after = left
-    record |= {
-        "chosen": best,
-        "update": {"raw": raw_update, "parsed": left is not None},
-        "possible_after": list(after),
-        "calls": search.calls,
-    }
-    return Turn(
-        index,
-        chosen.raw,
-        query=chosen.question,
-        reply=reply,
-        shown_u=shown_u,
-        note=note,
-        search=record,
-    )
-
-
-def _final_answer(
-    instance: Instance,
-    transcript: Transcript,
-    reasoner: Backend,
-    settings: LoopSettings,
-    rng: np.random.Generator,
-) -> Turn:
-    """The last turn of the budget: the reasoner answers from the conversation so far."""
-    from clearsight.models.base import Decoding, Request
-    from clearsight.probe.reasoner import conversation_messages, parse_action
-
-    system = str(uot_prompts()["answer"]["system"])
-    messages = conversation_messages(
-        instance, transcript.turns, settings, transcript.k, system=system
-    )
-    decoding = Decoding(
-        max_new_tokens=settings.max_new_tokens,
-        temperature=settings.temperature,
-        seed=int(rng.integers(0, 2**31 - 1)),
-    )
-    (response,) = reasoner.complete([Request(tuple(messages), decoding)])
-    raw = response.texts[0] if response.texts else ""
-    action = parse_action(raw, instance.letters, instance.options)
-    index = len(transcript.turns) + 1
-    if action.kind == "commit":
-        return Turn(index, raw, commit=action.letter, thought=action.thought, note=action.note)
-    return Turn(index, raw, thought=action.thought, note="last turn: no answer parsed")

@@ -2,34 +2,26 @@
 Figures 2-5 (as plots beside their tables) and risk-coverage curves of the cross-run
 confidence.
 
-Everything comes from the run's records as :mod:`clearsight.probe.results` reads them:
-transcripts of models and people, and the stored belief-probe and query-type results. Written
-in the layout every report shares (:mod:`clearsight.report.output`): a self-contained
-``report.html`` (every model output escaped), ``summary.md`` with every table and
-``summary.csv`` with Table 1, the main one.
+Rendering only: every number comes from the run's analysis
+(:func:`clearsight.probe.analysis.analyse_probe`, a
+:class:`~clearsight.probe.analysis.ProbeAnalysis`), here titled, drawn and written in the
+layout every report shares
+(:mod:`clearsight.report.output`): a self-contained ``report.html`` (every model output
+escaped), ``summary.md`` with every table and ``summary.csv`` with Table 1, the main one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from clearsight.probe.analysis import (
-    ablation_table,
-    belief_table,
-    calls_table,
-    consistency_bins,
-    cross_run,
-    domain_table,
-    query_type_table,
-    summary_table,
-)
-from clearsight.probe.distill import adapter_bases, distill_table
-from clearsight.probe.results import ProbeResults, load_probe_results
+from clearsight.probe.accuracy import RiskPanel
+from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
+from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
+from clearsight.probe.transcript import Transcript
+from clearsight.probe.uot import SearchRecord
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import Cut, png, pyplot, risk_coverage_figure
@@ -57,36 +49,32 @@ MAIN_TABLE = (
 )
 
 
-def probe_tables(results: ProbeResults) -> dict[str, pd.DataFrame]:
-    """The report's tables by title, in order (empty frames where the run lacks the data)."""
-    frame = results.transcripts
-    if frame.empty:
+def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
+    """The report's tables by title, in order (empty frames where the run lacks the data; none
+    at all for a run without a finished conversation)."""
+    if not analysis.conversations:
         return {}
-    consistency = None
-    source = "the run's direct answers, rescaled to 11"
-    if not results.build.empty:
-        consistency = results.build.assign(
-            c11=(11 * results.build["c"] / results.build["n"]).round().astype(int)
-        )
-        source = "stage-1 build samples"
+    source = (
+        "stage-1 build samples"
+        if analysis.consistency_from_build
+        else "the run's direct answers, rescaled to 11"
+    )
     return {
-        MAIN_TABLE: domain_table(frame),
-        "Table 11: accuracy, cross-run ECE, AURC and E-AURC by dataset": summary_table(
-            frame, by=("dataset",)
-        ),
+        MAIN_TABLE: analysis.domains,
+        "Table 11: accuracy, cross-run ECE, AURC and E-AURC by dataset": analysis.datasets,
         f"Fig. 2: accuracy (%) by the sensor's direct consistency c of 11 ({source})": (
-            consistency_bins(frame, consistency)
+            analysis.consistency
         ),
-        "Fig. 3: consistency-signal ablation (true, none, random u)": ablation_table(frame),
-        "Table 3: query types (%) by round": query_type_table(results.queries),
-        FIG4: belief_table(results.beliefs),
-        "Table 9: VLM calls per question": calls_table(frame),
-        "Table 2: BP accuracy (%) by dataset before and after self-distillation": distill_table(
-            frame, adapter_bases(sorted(frame["reasoner"].unique()))
+        "Fig. 3: consistency-signal ablation (true, none, random u)": analysis.ablation,
+        "Table 3: query types (%) by round": analysis.query_types,
+        FIG4: analysis.convergence,
+        "Table 9: VLM calls per question": analysis.calls,
+        "Table 2: BP accuracy (%) by dataset before and after self-distillation": (
+            analysis.distillation
         ),
         "Table 5: semantic-equivalence judges against people's labels of u (exact and "
         "within-1 agreement %, MAE, Cohen's kappa, quadratic kappa, Pearson)": (
-            results.validations
+            analysis.validations
         ),
     }
 
@@ -102,7 +90,7 @@ def _setting(frame: pd.DataFrame) -> pd.Series:
 
 def consistency_figure(table: pd.DataFrame) -> bytes | None:
     """Fig. 2: accuracy (%) against the sensor's direct consistency c (of 11), one line per
-    setting (:func:`~clearsight.probe.analysis.consistency_bins`)."""
+    setting (:func:`~clearsight.probe.accuracy.consistency_bins`)."""
     if table.empty:
         return None
     plt = pyplot()
@@ -139,37 +127,27 @@ def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) 
     return png(fig)
 
 
-def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
+def belief_figure(beliefs: BeliefCurves) -> bytes | None:
     """Fig. 4: the belief in the gold option p_correct(t) after each sensor reply (b_0
     uniform), one thin line per probed conversation coloured by its final correctness (gaps at
     unparsed steps), the mean p_correct(t) per reasoner as a thick line (over the conversations
     with a parsed b_t), and p_chosen, the belief in the committed option at the last step, as a
-    marker at the end of each conversation."""
-    if beliefs.empty or "p_correct" not in beliefs:
+    marker at the end of each conversation (:func:`~clearsight.probe.belief.belief_curves`)."""
+    if not beliefs.curves:
         return None
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     colours = {True: "#009E73", False: "#D55E00"}
-    traces = [[np.nan if v is None else float(v) for v in p] for p in beliefs["p_correct"]]
-    chosen = beliefs["p_chosen"] if "p_chosen" in beliefs else pd.Series([None] * len(beliefs))
-    for trace, right, p_chosen in zip(traces, beliefs["correct"], chosen, strict=True):
-        ax.plot(range(len(trace)), trace, color=colours[bool(right)], lw=0.7, alpha=0.45)
-        if p_chosen is not None and not pd.isna(p_chosen):
-            ax.plot(len(trace) - 1, float(p_chosen), "^", color=colours[bool(right)], ms=4)
-    who = beliefs["reasoner"] if "reasoner" in beliefs else pd.Series(["all"] * len(beliefs))
-    for name in sorted(set(who)):
-        rows = [t for t, w in zip(traces, who, strict=True) if w == name]
-        width = max(len(t) for t in rows)
-        grid = np.full((len(rows), width), np.nan)
-        for r, t in enumerate(rows):
-            grid[r, : len(t)] = t
-        counts = np.sum(~np.isnan(grid), axis=0)
-        mean = np.nansum(grid, axis=0) / np.maximum(counts, 1)
-        mean[counts == 0] = np.nan
-        ax.plot(range(width), mean, lw=2.2, label=f"mean p_correct(t): {name}")
-    ax.axhline(0.7, color="0.5", ls=":", lw=0.8)
+    for curve in beliefs.curves:
+        colour = colours[curve.correct]
+        ax.plot(range(len(curve.p_correct)), curve.p_correct, color=colour, lw=0.7, alpha=0.45)
+        if curve.p_chosen is not None:
+            ax.plot(len(curve.p_correct) - 1, curve.p_chosen, "^", color=colour, ms=4)
+    for name, mean in beliefs.means.items():
+        ax.plot(range(len(mean)), mean, lw=2.2, label=f"mean p_correct(t): {name}")
+    ax.axhline(BELIEF_THRESHOLD, color="0.5", ls=":", lw=0.8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # t counts replies
     ax.set_xlabel("sensor replies so far (t)", fontsize=8)
     ax.set_ylabel("p_correct(t)", fontsize=8)
@@ -183,7 +161,7 @@ def belief_figure(beliefs: pd.DataFrame) -> bytes | None:
     return png(fig)
 
 
-def probe_figures(results: ProbeResults, tables: dict[str, pd.DataFrame]) -> dict[str, bytes]:
+def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> dict[str, bytes]:
     """Figs. 2-5 by the title of the table each belongs under (only those with data)."""
     out: dict[str, bytes | None] = {}
     for title, frame in tables.items():
@@ -192,40 +170,23 @@ def probe_figures(results: ProbeResults, tables: dict[str, pd.DataFrame]) -> dic
         elif title.startswith("Fig. 3"):
             out[title] = bars_figure(frame, "acc", "acc_std", "accuracy (%, ± SD over runs)")
         elif title == FIG4:
-            out[title] = belief_figure(results.beliefs)
-    talk = results.transcripts
-    if not talk.empty and "queries" in talk:
-        talk = talk[talk["strategy"] != "direct"]
-        keys = ["strategy", "reasoner", "dataset"]
-        per = talk.groupby(keys)["queries"].mean().reset_index()
-        out[FIG5] = bars_figure(per, "queries", None, "queries per conversation")
+            out[title] = belief_figure(analysis.beliefs)
+    out[FIG5] = bars_figure(analysis.queries, "queries", None, "queries per conversation")
     return {k: v for k, v in out.items() if v is not None}
 
 
-def selective_figure(frame: pd.DataFrame) -> bytes | None:
+def selective_figure(panels: Sequence[RiskPanel]) -> bytes | None:
     """Risk-coverage curves of the cross-run confidence gating the cross-run predictions: one
-    panel per reasoner and sensor, one curve per strategy and signal (settings with at least
-    two runs per instance; an instance no run committed is a wrong prediction at confidence
-    0, as in the ECE)."""
-    if frame.empty:
-        return None
-    per = cross_run(frame)
-    per = per[per["runs"] >= 2]
-    panels: list[tuple[str, list[Cut]]] = []
-    for (reasoner, sensor), group in per.groupby(["reasoner", "sensor"], sort=True):
-        cuts: list[Cut] = [
-            (
-                f"{strategy}, signal {signal}",
-                sub["confidence"].to_numpy(float),
-                sub["correct"].to_numpy(float),
-            )
-            for (strategy, signal), sub in group.groupby(["strategy", "signal"], sort=True)
-        ]
-        panels.append((f"{reasoner} with sensor {sensor}", cuts))
-    return risk_coverage_figure(panels) if panels else None
+    panel per reasoner and sensor, one curve per strategy and signal
+    (:func:`~clearsight.probe.accuracy.risk_panels`)."""
+    drawn: list[tuple[str, list[Cut]]] = [
+        (panel.title, [(c.label, c.confidence, c.correct) for c in panel.curves])
+        for panel in panels
+    ]
+    return risk_coverage_figure(drawn) if drawn else None
 
 
-def _search_lines(search: Mapping[str, Any] | None) -> list[str]:
+def _search_lines(search: SearchRecord | None) -> list[str]:
     """The UoT tree of a turn in brief (:mod:`clearsight.probe.uot`): the options possible
     before and after, and each root candidate with its IG, R_u and R_e (the asked one marked)."""
     if not search or "candidates" not in search:
@@ -242,10 +203,10 @@ def _search_lines(search: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def _examples(results: ProbeResults, limit: int = 6) -> str:
-    """The first ``limit`` conversations that asked the sensor, turn by turn, collapsed."""
+def _examples(conversations: Sequence[Transcript]) -> str:
+    """The conversations that asked the sensor, turn by turn, collapsed."""
     parts = []
-    for t in [t for t in results.conversations if t.strategy != "direct"][:limit]:
+    for t in conversations:
         lines = [
             f"Q: {t.question}",
             *(f"({k}) {o}" for k, o in zip("ABCDEFGHIJ", t.options, strict=False)),
@@ -264,21 +225,11 @@ def _examples(results: ProbeResults, limit: int = 6) -> str:
     return "".join(parts)
 
 
-def build_probe_report(run_dir: Path | str) -> ReportPaths:
-    """Write ``report.html``, ``summary.md`` and ``summary.csv`` into the probe run directory."""
-    run = Path(run_dir)
-    results = load_probe_results(run)
-    tables = probe_tables(results)
-    figures = probe_figures(results, tables)
-    n = len(results.transcripts)
-    body = [
-        f"<h1>Probe report: {esc(run.name)}</h1>",
-        f"<p class='note'>{n} conversations. Accuracy is per run, averaged over runs; "
-        "ECE is cross-run (confidence = share of the R runs agreeing with the most common "
-        "committed option); rounds include the committing turn; VLM calls = K per answered "
-        "query.</p>",
-    ]
-    md = [f"# Probe report: {md_text(run.name)}\n", f"{n} conversations.\n"]
+def _tables_html_md(
+    tables: dict[str, pd.DataFrame], figures: dict[str, bytes]
+) -> tuple[list[str], list[str]]:
+    """Each table (with its figure) as HTML and as Markdown, then Fig. 5, which has no table."""
+    body, md = [], []
     for title, frame in tables.items():
         body.append(f"<h2>{esc(title)}</h2>")
         body.append(frame_table(frame))
@@ -288,10 +239,31 @@ def build_probe_report(run_dir: Path | str) -> ReportPaths:
         md.append(md_table(frame.map(cell_text) if not frame.empty else frame))
     if FIG5 in figures:
         body += [f"<h2>{esc(FIG5)}</h2>", img(figures[FIG5], FIG5, FIG5)]
+    return body, md
+
+
+def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportPaths:
+    """Write ``report.html``, ``summary.md`` and ``summary.csv`` of ``analysis`` into the
+    probe run directory ``run_dir``."""
+    run = Path(run_dir)
+    tables = probe_tables(analysis)
+    figures = probe_figures(analysis, tables)
+    n = analysis.conversations
+    body = [
+        f"<h1>Probe report: {esc(run.name)}</h1>",
+        f"<p class='note'>{n} conversations. Accuracy is per run, averaged over runs; "
+        "ECE is cross-run (confidence = share of the R runs agreeing with the most common "
+        "committed option); rounds include the committing turn; VLM calls = K per answered "
+        "query.</p>",
+    ]
+    md = [f"# Probe report: {md_text(run.name)}\n", f"{n} conversations.\n"]
+    tables_html, tables_md = _tables_html_md(tables, figures)
+    body += tables_html
+    md += tables_md
     body.append("<h2>Selective prediction (cross-run confidence)</h2>")
     body.append(
         img(
-            selective_figure(results.transcripts),
+            selective_figure(analysis.risk),
             "risk-coverage curves of the cross-run confidence",
             "Risk (error share of the accepted predictions) against coverage, accepting the "
             "instances whose cross-run confidence is at least a threshold; AURC and E-AURC "
@@ -300,10 +272,17 @@ def build_probe_report(run_dir: Path | str) -> ReportPaths:
         or "<p class='note'>(no setting with two or more runs per instance)</p>"
     )
     body.append("<h2>Example conversations</h2>")
-    body.append(_examples(results))
+    body.append(_examples(analysis.examples))
     return write_report(
         run,
         html=page(f"clearsight probe: {run.name}", "\n".join(body)),
         summary_md="".join(md),
         summary_csv=tables.get(MAIN_TABLE, pd.DataFrame()),
     )
+
+
+def build_probe_report(run_dir: Path | str, others: Sequence[Path | str] = ()) -> ReportPaths:
+    """Write ``report.html``, ``summary.md`` and ``summary.csv`` into the probe run directory
+    (its analysis, :func:`~clearsight.probe.analysis.analyse_probe`, rendered); ``others``:
+    further probe runs whose settings stand beside the run's own in every table."""
+    return render_probe_report(analyse_probe(run_dir, others), run_dir)

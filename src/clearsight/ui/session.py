@@ -17,7 +17,7 @@ conversation (``Transcript.signal``: ``true``, ``none`` or ``random``), fixed wh
 (:meth:`HumanPlay.session_signal`: the server's ``signal``, or with ``balanced`` the person's
 n-th session takes entry ``n mod 3`` of an order of the three seeded by the run seed and their
 name) and stored, with the u shown in each turn (``Turn.shown_u``), exactly as the probe loop
-stores a model's (:func:`~clearsight.probe.reasoner.shown_consistency`; the random u of turn i
+stores a model's (:func:`~clearsight.probe.prompts.shown_consistency`; the random u of turn i
 drawn from a generator seeded by the session key and i), so the report's ablation table puts
 people beside models. The person's pages show the shown u (none at all under ``none``) and
 never name the signal: a random u looks like a true one.
@@ -153,19 +153,21 @@ def commit_text(letter: str) -> str:
 def load_instance_set(source: str) -> list[Instance]:
     """The instances ``--instances`` names: ``bundled``, ``<dataset>:<path>`` (a local copy read
     with that dataset's layout) or the path of a JSONL file of instances."""
-    from clearsight.probe import instances as inst
+    from clearsight.probe.instances import bundled_instances
+    from clearsight.probe.layouts import LAYOUTS
+    from clearsight.probe.sources import instances_from_jsonl, load_instances
 
     if source == "bundled":
-        return inst.bundled_instances()
+        return bundled_instances()
     dataset, sep, path = source.partition(":")
-    if sep and dataset in inst.LAYOUTS:
-        return inst.load_instances(path, dataset)
+    if sep and dataset in LAYOUTS:
+        return load_instances(path, dataset)
     if not Path(source).is_file():
         raise InputError(
             f"instance set {source!r}: use 'bundled', '<dataset>:<path>' (datasets: "
-            f"{', '.join(inst.LAYOUTS)}) or a JSONL file of instances"
+            f"{', '.join(LAYOUTS)}) or a JSONL file of instances"
         )
-    return inst.instances_from_jsonl(source)
+    return instances_from_jsonl(source)
 
 
 def session_spec(transcript: Transcript, settings: ServeSettings) -> TranscriptSpec:
@@ -461,7 +463,7 @@ class HumanPlay:
         sessions of theirs in the run: the server's, or with ``balanced`` entry
         ``started mod 3`` of an order of true, none and random drawn from the run seed and the
         name (so any three sessions in a row cover all three, in an order of their own)."""
-        from clearsight.probe.reasoner import SIGNALS
+        from clearsight.probe.specs import SIGNALS
 
         if self.settings.signal != "balanced":
             return self.settings.signal
@@ -538,7 +540,7 @@ class HumanPlay:
         """Send the person's query to the sensor and store the turn with the u the person is
         shown under the session's signal (the session ends with stop reason ``budget`` when
         this was the last turn)."""
-        from clearsight.probe.reasoner import shown_consistency
+        from clearsight.probe.prompts import shown_consistency
         from clearsight.probe.transcript import Turn
 
         query = query.strip()

@@ -1,0 +1,291 @@
+"""Accuracy and cross-run calibration of probe conversations: the paper's Tables 1, 9 and 11
+and the data of Figures 2, 3 and 5 and of the risk-coverage curves.
+
+Everything is computed from the frame of finished conversations
+(:func:`~clearsight.probe.results.transcripts_frame`, models and people alike), per setting
+(:data:`~clearsight.probe.results.SETTING`: reasoner, strategy, sensor, signal):
+
+* :func:`cross_run` — docs/methods.md §6 cross-run calibration: per instance and setting,
+  prediction = the most common committed option over the R runs (ties to the earliest run;
+  runs that committed nothing do not vote), confidence = share of the R runs that committed
+  that option, correct = prediction equals gold. :func:`summary_table` adds accuracy mean and
+  standard deviation over runs, cross-run ECE (``clearsight.metrics.ece``, 10 right-closed
+  bins), the AURC and E-AURC of that confidence gating the predictions
+  (``clearsight.metrics.risk_coverage``), rounds and VLM calls per instance (Table 9, Table
+  11); :func:`domain_table` is Table 1: each domain the macro-average of its datasets.
+* :func:`sensor_consistency` / :func:`consistency_bins` — accuracy by the sensor's own
+  consistency c on the instance (how many direct answers were right; Fig. 2).
+* :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
+* :func:`calls_table` — VLM calls per question (Table 9); :func:`distill_table` — BP accuracy
+  before and after self-distillation (Table 2); :func:`queries_table` — queries per
+  conversation (Fig. 5); :func:`risk_panels` — the cross-run confidence against correctness,
+  per reasoner and sensor (the risk-coverage curves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from clearsight.metrics.calibration import ece
+from clearsight.metrics.crossrun import cross_run_prediction
+from clearsight.metrics.selective import risk_coverage
+from clearsight.models.hf import adapter_manifest
+from clearsight.probe.results import SETTING
+
+
+def cross_run(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (setting, instance): runs, prediction, confidence, correct, gold, plus the
+    instance's dataset, domain and category."""
+    rows = []
+    keys = [*SETTING, "instance_id"]
+    for key, group in frame.sort_values("run", kind="stable").groupby(keys, sort=False):
+        commits = [None if pd.isna(c) else str(c) for c in group["committed"]]
+        prediction, confidence = cross_run_prediction(commits)
+        first = group.iloc[0]
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "dataset": first["dataset"],
+                "domain": first["domain"],
+                "category": first["category"],
+                "gold": first["gold"],
+                "runs": len(group),
+                "prediction": prediction,
+                "confidence": confidence,
+                "correct": prediction is not None and prediction == first["gold"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _cross_run_scores(sub: pd.DataFrame) -> dict[str, float]:
+    """Cross-run ECE, and AURC and E-AURC of the cross-run confidence gating the predictions
+    (:func:`~clearsight.metrics.risk_coverage`; an instance no run committed has confidence
+    0 and counts as wrong, as in the ECE). NaN with one run per instance: no cross-run
+    confidence."""
+    if sub.empty or (sub["runs"] < 2).all():
+        return dict.fromkeys(("ece", "aurc", "e_aurc"), float("nan"))
+    conf, correct = sub["confidence"].to_numpy(float), sub["correct"].to_numpy(bool)
+    rc = risk_coverage(conf, correct)
+    return {"ece": ece(conf, correct), "aurc": rc.aurc, "e_aurc": rc.e_aurc}
+
+
+def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("domain",)) -> pd.DataFrame:
+    """Table 1 / Table 9 analogue per setting and ``by`` (e.g. domain or dataset): instances,
+    runs, accuracy mean and std over runs (percent), cross-run accuracy, ECE, AURC and E-AURC
+    (:func:`_cross_run_scores`), mean rounds, queries and VLM calls per conversation, the share
+    that committed, and stop reasons. Pooled over the instances of each group (by dataset, the
+    paper's Table 11; :func:`domain_table` is Table 1's macro-average)."""
+    if frame.empty:
+        return pd.DataFrame()
+    per_instance = cross_run(frame)
+    groups = [*SETTING, *by]
+    rows = []
+    for key, group in frame.groupby(groups, sort=True):
+        where = np.ones(len(per_instance), dtype=bool)
+        for col, value in zip(groups, key, strict=True):
+            where &= (per_instance[col] == value).to_numpy()
+        inst = per_instance[where]
+        by_run = group.groupby("run")["correct"].mean() * 100
+        stops = group["stop"].value_counts()
+        rows.append(
+            {
+                **dict(zip(groups, key, strict=True)),
+                "instances": int(group["instance_id"].nunique()),
+                "runs": int(group["run"].nunique()),
+                "acc": float(by_run.mean()),
+                "acc_std": float(by_run.std(ddof=1)) if len(by_run) > 1 else float("nan"),
+                "cross_acc": float(inst["correct"].mean() * 100),
+                **_cross_run_scores(inst),
+                "rounds": float(group["rounds"].mean()),
+                "queries": float(group["queries"].mean()),
+                "vlm_calls": float(group["vlm_calls"].mean()),
+                "committed": float(group["committed"].notna().mean() * 100),
+                "stops": ", ".join(f"{k} {v}" for k, v in stops.items()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def domain_table(frame: pd.DataFrame) -> pd.DataFrame:
+    r"""The paper's Table 1 per setting and domain (perception, charts, knowledge): each domain
+    the **macro-average of its datasets** (knowledge: MMStar, CVQA, ReasonVQA count equally
+    whatever their sizes).
+
+    With :math:`a_{d,r}` the accuracy (percent) of dataset d of the domain in run r, the
+    domain's accuracy in run r is :math:`ar a_r = rac{1}{|D_r|} \sum_{d \in D_r} a_{d,r}`;
+    ``acc`` and ``acc_std`` are the mean and the sample SD (ddof 1) of :math:`ar a_r` over
+    the runs (the paper's SD across trials, Table 10); ``ece`` the mean over the datasets of
+    their cross-run ECE (:func:`~clearsight.metrics.cross_run_ece`). Also ``datasets`` (how
+    many were averaged), ``instances`` and ``runs``.
+    """
+    if frame.empty:
+        return pd.DataFrame()
+    per_instance = cross_run(frame)
+    rows = []
+    for key, group in frame.groupby([*SETTING, "domain"], sort=True):
+        by_run = group.groupby(["run", "dataset"])["correct"].mean().mul(100).groupby("run").mean()
+        where = np.ones(len(per_instance), dtype=bool)
+        for col, value in zip([*SETTING, "domain"], key, strict=True):
+            where &= (per_instance[col] == value).to_numpy()
+        eces = [_cross_run_scores(sub)["ece"] for _, sub in per_instance[where].groupby("dataset")]
+        rows.append(
+            {
+                **dict(zip([*SETTING, "domain"], key, strict=True)),
+                "datasets": int(group["dataset"].nunique()),
+                "instances": int(group["instance_id"].nunique()),
+                "runs": int(group["run"].nunique()),
+                "acc": float(by_run.mean()),
+                "acc_std": float(by_run.std(ddof=1)) if len(by_run) > 1 else float("nan"),
+                "ece": float(np.mean(eces)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def sensor_consistency(frame: pd.DataFrame) -> pd.DataFrame:
+    """c per (sensor, instance) from the VLM-direct runs: how many direct answers were
+    correct, out of ``n`` runs (the build filter uses 11 samples; here c is rescaled to 11
+    when n differs, ``c11 = round(11 c / n)``)."""
+    direct = frame[frame["strategy"] == "direct"]
+    if direct.empty:
+        return pd.DataFrame(columns=["sensor", "instance_id", "c", "n", "c11"])
+    out = direct.groupby(["sensor", "instance_id"])["correct"].agg(c="sum", n="count").reset_index()
+    out["c"] = out["c"].astype(int)
+    out["c11"] = np.rint(11 * out["c"] / out["n"]).astype(int)
+    return out
+
+
+def consistency_bins(frame: pd.DataFrame, consistency: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Accuracy (per conversation, percent) by the sensor's consistency bin ``c11`` on the
+    instance, per setting (Fig. 2). ``consistency``: columns sensor, instance_id, c11 (from
+    :func:`sensor_consistency` by default, or from a build run's 11 samples)."""
+    if frame.empty:
+        return pd.DataFrame()
+    cons = sensor_consistency(frame) if consistency is None else consistency
+    if cons.empty:
+        return pd.DataFrame()
+    merged = frame.merge(cons[["sensor", "instance_id", "c11"]], on=["sensor", "instance_id"])
+    table = (
+        merged.groupby([*SETTING, "c11"])["correct"]
+        .agg(accuracy="mean", conversations="count")
+        .reset_index()
+    )
+    table["accuracy"] *= 100
+    return table
+
+
+def ablation_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy (percent, over conversations) and ECE by consistency signal shown (true, none,
+    random) per reasoner, strategy and sensor (Fig. 3); only settings run with a signal."""
+    if frame.empty:
+        return pd.DataFrame()
+    talk = frame[frame["strategy"] != "direct"]
+    if talk.empty:
+        return pd.DataFrame()
+    summary = summary_table(talk, by=())
+    return summary[[*SETTING, "instances", "runs", "acc", "acc_std", "ece", "rounds"]]
+
+
+def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean VLM calls per question by dataset (rows) and strategy / reasoner (columns), Table 9
+    (direct: one call; only answered calls count, see
+    :attr:`~clearsight.probe.transcript.Transcript.vlm_calls`), and beside each setting that
+    had any, its mean failed calls per question (``<setting> (failed)``)."""
+    if frame.empty:
+        return pd.DataFrame()
+    frame = frame.assign(setting=frame["strategy"] + " / " + frame["reasoner"])
+    table = frame.pivot_table(
+        index="dataset", columns="setting", values="vlm_calls", aggfunc="mean"
+    )
+    if "failed_calls" in frame and frame["failed_calls"].fillna(0).gt(0).any():
+        failed = frame.pivot_table(
+            index="dataset", columns="setting", values="failed_calls", aggfunc="mean"
+        )
+        failed = failed.loc[:, failed.fillna(0).gt(0).any()]
+        table = table.join(failed.add_suffix(" (failed)"))
+    return table.reset_index()
+
+
+def queries_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5: mean queries per conversation by strategy, reasoner and dataset (conversations
+    of a reasoner only; empty without one)."""
+    if frame.empty or "queries" not in frame:
+        return pd.DataFrame()
+    talk = frame[frame["strategy"] != "direct"]
+    return talk.groupby(["strategy", "reasoner", "dataset"])["queries"].mean().reset_index()
+
+
+@dataclass(frozen=True)
+class RiskCurve:
+    """One setting's cross-run predictions: its label (strategy and signal), each instance's
+    cross-run confidence and whether its prediction was right (1.0) or not (0.0)."""
+
+    label: str
+    confidence: npt.NDArray[np.float64]
+    correct: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class RiskPanel:
+    """The risk-coverage curves of one reasoner with one sensor."""
+
+    title: str
+    curves: tuple[RiskCurve, ...]
+
+
+def risk_panels(frame: pd.DataFrame) -> tuple[RiskPanel, ...]:
+    """The cross-run confidence gating the cross-run predictions: one panel per reasoner and
+    sensor, one curve per strategy and signal (settings with at least two runs per instance;
+    an instance no run committed is a wrong prediction at confidence 0, as in the ECE)."""
+    if frame.empty:
+        return ()
+    per = cross_run(frame)
+    per = per[per["runs"] >= 2]
+    panels = []
+    for (reasoner, sensor), group in per.groupby(["reasoner", "sensor"], sort=True):
+        curves = tuple(
+            RiskCurve(
+                f"{strategy}, signal {signal}",
+                sub["confidence"].to_numpy(float),
+                sub["correct"].to_numpy(float),
+            )
+            for (strategy, signal), sub in group.groupby(["strategy", "signal"], sort=True)
+        )
+        panels.append(RiskPanel(f"{reasoner} with sensor {sensor}", curves))
+    return tuple(panels)
+
+
+def adapter_bases(reasoners: Sequence[str]) -> dict[str, str]:
+    """``{adapter reasoner: its base}`` for the reasoners that are distilled adapters
+    (``hf:<directory>`` holding :data:`~clearsight.models.hf.ADAPTER_MANIFEST`)."""
+    out = {}
+    for name in reasoners:
+        if name.startswith("hf:"):
+            manifest = adapter_manifest(name.removeprefix("hf:"))
+            if manifest is not None:
+                out[name] = str(manifest["base"])
+    return out
+
+
+def distill_table(frame: pd.DataFrame, bases: Mapping[str, str]) -> pd.DataFrame:
+    """Table 2: BP accuracy (%, over conversations) by dataset for each distilled reasoner
+    (``bases``: adapter reasoner -> its base) and its base, run in the same probe run; one row
+    per reasoner with the number of conversations. Empty unless some adapter ran BP."""
+    if frame.empty or not bases:
+        return pd.DataFrame()
+    bp = frame[frame["strategy"] == "bp"]
+    keep = set(bases) | set(bases.values())
+    bp = bp[bp["reasoner"].isin(keep)]
+    if not set(bp["reasoner"]) & set(bases):
+        return pd.DataFrame()
+    table = bp.pivot_table(index="reasoner", columns="dataset", values="correct", aggfunc="mean")
+    table = table * 100
+    table.insert(0, "conversations", bp.groupby("reasoner").size())
+    table.insert(0, "distilled from", [bases.get(r, "") for r in table.index])
+    return table.reset_index()

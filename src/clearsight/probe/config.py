@@ -1,0 +1,109 @@
+"""The probe's configuration: everything that determines a probe run's transcripts.
+
+docs/methods.md §6. :class:`ProbeConfig` names the instances (the bundled set, a local copy or
+a hub snapshot, :mod:`~clearsight.probe.sources`), the reasoners and the sensor with their
+backend options, the strategies (:mod:`~clearsight.probe.strategies`), K, the judge behind u,
+R runs, the budget T, the consistency signals shown and the decoding; the command line and
+YAML files are read into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from clearsight.probe.sources import resolve_source
+from clearsight.probe.specs import Signal
+from clearsight.probe.uot import SearchSettings
+from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
+
+#: The strategies a run may name (the table of values is
+#: :data:`clearsight.probe.strategies.STRATEGIES`; a test keeps the two the same).
+StrategyName = Literal["direct", "react", "uot", "uot_prompt", "bp"]
+
+
+class ProbeConfig(RunConfig):
+    """Everything that determines a probe run's transcripts (docs/methods.md §6)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    added_later: ClassVar[tuple[str, ...]] = ("uot",)
+
+    instances: str = Field(
+        "bundled",
+        description="'bundled' (the questions on the bundled photos), or a local dataset copy: "
+        "a JSONL, JSON, Parquet or Arrow file or a directory of them (see docs/probe.md).",
+    )
+    dataset: str = Field(
+        "bundled",
+        description="Which loader reads `instances`: seedbench, figureqa, mmstar, cvqa, "
+        "reasonvqa, or 'jsonl' for instances in clearsight's own JSON form; left out, it is "
+        "'bundled' for the bundled set and inferred from the file otherwise (jsonl when its "
+        "rows are clearsight's own, else an error asking for it).",
+    )
+    instance_ids: tuple[str, ...] | None = Field(
+        None, description="Only these instance ids (default: all)."
+    )
+    categories: tuple[str, ...] | None = Field(
+        None, description="Only instances of these categories (default: all)."
+    )
+    limit: int | None = Field(None, ge=1, description="At most this many instances, in order.")
+    reasoners: tuple[str, ...] = Field(
+        ("hf:smollm2-135m",), description="Reasoner models by spec (any text backend)."
+    )
+    reasoner_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Backend options per reasoner spec."
+    )
+    strategies: tuple[StrategyName, ...] = Field(
+        ("direct", "react", "bp"),
+        description="Strategies: direct (VLM only), react, uot (the Uncertainty-of-Thoughts "
+        "search), uot_prompt (UoT as a system prompt only), bp.",
+    )
+    uot: SearchSettings | None = Field(
+        None,
+        description="The UoT search: depth, candidates, replies, sharpness, max_new_tokens "
+        "(left out: depth 1, 3 candidates, 2 simulated replies each, lambda 0.4).",
+    )
+    sensor: str = Field("perceiver", description="The sensor VLM by spec (any image backend).")
+    sensor_options: dict[str, Any] = Field(
+        default_factory=dict, description="Backend options of the sensor."
+    )
+    k: int = Field(5, ge=1, le=50, description="K, sensor samples per query.")
+    judge: str = Field(
+        "embedding",
+        description="Semantic-equivalence judge behind u: embedding, embedding:<t>, exact, "
+        "llm:<model spec>.",
+    )
+    runs: int = Field(5, ge=1, le=50, description="R, runs per instance (cross-run ECE).")
+    budget: int = Field(100, ge=1, description="T, the most turns of a conversation.")
+    signals: tuple[Signal, ...] = Field(
+        ("true",),
+        description="Consistency signal shown to the reasoner: true u, none, random (ablation).",
+    )
+    temperature: float = Field(1.0, ge=0.0, description="Decoding temperature of both models.")
+    max_new_tokens: int = Field(128, ge=8, description="Most tokens a reasoner turn generates.")
+    sensor_max_new_tokens: int = Field(48, ge=1, description="Most tokens of a sensor sample.")
+    context_chars: int = Field(
+        24_000, ge=200, description="Most characters of a reasoner prompt (context overflow)."
+    )
+    seed: int = Field(0, description="Run seed (mixed into every item's random streams).")
+
+    @field_validator("signals", mode="before")
+    @classmethod
+    def _yaml_true(cls, value: Any) -> Any:
+        """``true`` as YAML writes it unquoted (a boolean) is the signal ``"true"``."""
+        if isinstance(value, list | tuple):
+            return [("true" if v is True else v) for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _options_of_reasoners(self) -> ProbeConfig:
+        named_once(self.reasoners, "reasoners")
+        refuse_unknown_models(self.reasoner_options, self.reasoners, "reasoner_options")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_source(cls, data: Any) -> Any:
+        """The dataset resolved from the source (:func:`resolve_source`)."""
+        return resolve_source(data)
