@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli._options import _csv, _fail
+from clearsight.validate import InputError
 
 
 def fetch(
@@ -55,26 +55,23 @@ def fetch(
     without a token, damaged, or neither reachable nor cached (one error line saying what to
     do)."""
     from clearsight.datasets.fetch import fetch_dataset, fetchable
-    from clearsight.validate import InputError
 
     unknown = [name for name in dataset or () if name not in fetchable()]
     if unknown:
-        raise _fail(f"unknown dataset {unknown[0]!r}; fetchable: {', '.join(fetchable())}")
+        raise InputError(f"unknown dataset {unknown[0]!r}; fetchable: {', '.join(fetchable())}")
     hub_ids = list(model or [])
     if depth:
         from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
 
         hub_ids.append(DEFAULT_DEPTH_MODEL)
-    try:
-        if hub_ids:
-            _fetch_checkpoints(hub_ids, revision)
-        from clearsight.fetch import STEPS, fetch_all
+    if hub_ids:
+        _fetch_checkpoints(hub_ids, revision)
+    from clearsight.fetch import STEPS, fetch_all
 
-        only_named = bool(hub_ids or dataset) and steps is None
-        results = [] if only_named else fetch_all(_csv(steps) or STEPS)
-        results += [fetch_dataset(name) for name in dataset or ()]
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+    named = tuple(s.strip() for s in (steps or "").split(",") if s.strip())
+    only_named = bool(hub_ids or dataset) and steps is None
+    results = [] if only_named else fetch_all(named or STEPS)
+    results += [fetch_dataset(name) for name in dataset or ()]
     for result in results:
         typer.secho(
             result.describe(), fg=typer.colors.YELLOW if result.status == "skipped" else None

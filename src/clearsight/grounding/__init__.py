@@ -23,7 +23,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.grounding.build import BuildBenchConfig, run_build_bench
+    from clearsight.grounding.bench_file import TgsBench, retention_table, write_bench
+    from clearsight.grounding.build import BuildBenchConfig, read_bench, run_build_bench
+    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark
+    from clearsight.grounding.problems import LAYOUTS, Problem, load_benchmark, load_jsonl
     from clearsight.grounding.protocol import GROUNDING, GroundingConfig, run_grounding
     from clearsight.report.grounding import build_grounding_report
 
@@ -36,15 +39,37 @@ _EXPORTS = {
     "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
     "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.build:run_build_bench",
+    "read_bench": "clearsight.grounding.build:read_bench",
+    "write_bench": "clearsight.grounding.bench_file:write_bench",
+    "retention_table": "clearsight.grounding.bench_file:retention_table",
+    "TgsBench": "clearsight.grounding.bench_file:TgsBench",
+    "Problem": "clearsight.grounding.problems:Problem",
+    "LAYOUTS": "clearsight.grounding.problems:LAYOUTS",
+    "load_benchmark": "clearsight.grounding.problems:load_benchmark",
+    "load_jsonl": "clearsight.grounding.problems:load_jsonl",
+    "hub_problems": "clearsight.grounding.hub:hub_problems",
+    "hub_source": "clearsight.grounding.hub:hub_source",
+    "is_hub_benchmark": "clearsight.grounding.hub:is_hub_benchmark",
 }
 
 __all__ = [
     "GROUNDING",
+    "LAYOUTS",
     "BuildBenchConfig",
     "GroundingConfig",
+    "Problem",
+    "TgsBench",
     "build_grounding_report",
+    "hub_problems",
+    "hub_source",
+    "is_hub_benchmark",
+    "load_benchmark",
+    "load_jsonl",
+    "read_bench",
+    "retention_table",
     "run_build_bench",
     "run_grounding",
+    "write_bench",
 ]
 
 

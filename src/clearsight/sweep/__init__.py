@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from clearsight.report.build import build_report as build_sweep_report
     from clearsight.report.build import summary_table
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import SWEEP, plan_sweep, run_sweep
+    from clearsight.sweep.equivalence import equivalence_table
+    from clearsight.sweep.equivalence import summarise as summarise_equivalence
+    from clearsight.sweep.preview import contact_sheet
+    from clearsight.sweep.protocol import SWEEP, plan_sweep, run_sweep, scene_refs
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -31,14 +34,22 @@ _EXPORTS = {
     "run_sweep": "clearsight.sweep.protocol:run_sweep",
     "build_sweep_report": "clearsight.report.build:build_report",
     "summary_table": "clearsight.report.build:summary_table",
+    "scene_refs": "clearsight.sweep.protocol:scene_refs",
+    "contact_sheet": "clearsight.sweep.preview:contact_sheet",
+    "equivalence_table": "clearsight.sweep.equivalence:equivalence_table",
+    "summarise_equivalence": "clearsight.sweep.equivalence:summarise",
 }
 
 __all__ = [
     "SWEEP",
     "SweepConfig",
     "build_sweep_report",
+    "contact_sheet",
+    "equivalence_table",
     "plan_sweep",
     "run_sweep",
+    "scene_refs",
+    "summarise_equivalence",
     "summary_table",
 ]
 
