@@ -40,11 +40,15 @@ app = typer.Typer(
     cls=command_group(
         card.CARD,
         serve.SERVE,
+        fetch.FETCH,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
         },
-        order=("sweep", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
+        order=(
+            *("sweep", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
+            *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
+        ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
     no_args_is_help=True,
@@ -73,7 +77,6 @@ app.command()(scenes.preview)
 app.command()(scenes.equivalence)
 app.command()(data.instances)
 app.command()(data.problems)
-app.command()(fetch.fetch)
 app.add_typer(models.app, name="models")
 app.add_typer(guard.app, name="guard")
 app.command()(pages.docs)

@@ -49,6 +49,7 @@ class ConfigField:
     annotation: Any
     default: Any
     description: str
+    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,11 @@ def config_fields(model: type[Any]) -> dict[str, ConfigField]:
     if issubclass(model, BaseModel):
         return {
             name: ConfigField(
-                name, f.annotation, f.get_default(call_default_factory=True), f.description or ""
+                name,
+                f.annotation,
+                None if f.is_required() else f.get_default(call_default_factory=True),
+                f.description or "",
+                f.is_required(),
             )
             for name, f in model.model_fields.items()
         }

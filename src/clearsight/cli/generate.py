@@ -55,8 +55,10 @@ _CONFIG, _SET, _SHOW = "config__file", "config__set", "config__show"
 
 EPILOG = (
     "Each field can be set in the --config file (YAML), by its option, or with --set "
-    "FIELD=VALUE (FIELD dotted for a nested field, VALUE in YAML: 3, [a, b], {k: 1}, null); "
-    "later ones win: the file, then the options, then --set."
+    "FIELD=VALUE (FIELD dotted for a nested field, VALUE in YAML: 3, \\[a, b], {k: 1}, null); "
+    "later ones win: the file, then the options, then --set. A list option takes "
+    f"comma-separated values or is repeated; {NONE} empties it, or unsets a field that may be "
+    "unset."
 )
 
 
@@ -64,11 +66,13 @@ EPILOG = (
 class Alias:
     """A documented short or earlier name of a field (``--model`` for ``models``, ``--uot-depth``
     for ``uot.depth``): an option like the field's own, its help the field's description.
-    ``convert`` turns the option's value into the field's (None: nothing to set)."""
+    ``convert`` turns the option's value into the field's (None: nothing to set); ``help``
+    says what the option does where the field's description does not."""
 
     flag: str
     path: str
     convert: Callable[[Any], Any] | None = None
+    help: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class _Option:
     path: tuple[str, ...]
     field: ConfigField
     convert: Callable[[Any], Any] | None = None
+    help: str | None = None
 
     @property
     def shape(self) -> Shape:
@@ -103,7 +108,9 @@ class ConfigCommand:
     runs with the validated configuration as its first argument, ``execution`` (when the
     command takes execution options: their defaults for this command) and its own
     parameters. ``implied`` gives values implied by the options given (by flag), laid under
-    them; ``what`` names the configuration in errors."""
+    them; ``what`` names the configuration in errors; without ``files`` the command takes no
+    ``--config``, ``--set`` or ``--show-config`` (its model holds a command's options, not a
+    run's configuration)."""
 
     name: str
     model: Callable[[], type[Any]]
@@ -112,11 +119,12 @@ class ConfigCommand:
     execution: Mapping[str, object] | None = None
     implied: Callable[[Mapping[str, Any]], Mapping[str, object]] | None = None
     what: str | None = None
+    files: bool = True
 
     def click_command(self) -> Any:
         """The command, its options generated from the model's fields now."""
         app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        app.command(self.name, epilog=EPILOG)(self._callback())
+        app.command(self.name, epilog=EPILOG if self.files else None)(self._callback())
         return typer.main.get_command(app)
 
     def summary_command(self) -> Any:
@@ -133,11 +141,11 @@ class ConfigCommand:
         own = _own_parameters(self.body)
         options = _field_options(model, self.aliases, "field")
         runs = [] if self.execution is None else _field_options(ExecutionOptions, (), "run")
-        panel = f"{model.__name__} fields"
+        panel = getattr(model, "model_config", {}).get("title") or f"{model.__name__} fields"
         parameters = [
             *own,
-            *_file_parameters(model),
-            *(_parameter(o, panel) for o in options),
+            *(_file_parameters(model) if self.files else ()),
+            *(_parameter(o, _panel(o, panel)) for o in options),
             *(_parameter(o, "Execution", self.execution) for o in runs),
         ]
 
@@ -179,10 +187,10 @@ class ConfigCommand:
         assignments = [
             *((tuple(path.split(".")), value) for path, value in implied.items()),
             *_assignments(options, values),
-            *(parse_assignment(text) for text in values[_SET] or ()),
+            *(parse_assignment(text) for text in values.get(_SET) or ()),
         ]
-        config = load_config(values[_CONFIG], model, None, assignments, what=self.what)
-        if values[_SHOW]:
+        config = load_config(values.get(_CONFIG), model, None, assignments, what=self.what)
+        if values.get(_SHOW):
             typer.echo(yaml.safe_dump(_dumped(config), sort_keys=False, allow_unicode=True))
             return
         summary = self.body(config, **extra, **{name: values[name] for name in own})
@@ -305,26 +313,30 @@ def _parameter(
     )
 
 
+def _panel(option: _Option, fields: str) -> str:
+    """The help panel an option is listed in: the fields', or the aliases'."""
+    return "Aliases" if option.param.startswith("alias__") else fields
+
+
 def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
     """An option's help: the field's description, what the option takes, its default (as the
     option would take it)."""
     from rich.markup import escape  # typer's help reads Rich markup: "[...]" is shown as is
 
     shape, dotted = option.shape, ".".join(option.path)
-    text = option.field.description or f"Sets {dotted}."
+    text = option.help or option.field.description
     if option.param.startswith("alias__"):
-        text += f" Sets {dotted}."
-    takes = ["comma-separated or repeated"] if shape.kind == "list" else []
-    if shape.kind == "list" or (shape.optional and shape.kind == "value" and shape.type is str):
-        takes.append(f"{NONE}: none")
-    if takes:
-        text += f" ({'; '.join(takes)})"
+        text = f"{text} Sets {dotted}." if text else f"Sets {dotted}."
+    if shape.kind == "list":
+        text += " Comma-separated or repeated."
     default = defaults.get(dotted, option.field.default)
+    if option.field.required:
+        return escape(f"{text} Required.")
     if shape.kind == "flag" and isinstance(default, bool):
         shown = option.flag if default else f"--no-{option.flag[2:]}"
     else:
         shown = default_text(shape, default)
-    return escape(f"{text} Default: {shown}.")
+    return escape(text if shown == NONE else f"{text} Default: {shown}.")
 
 
 def _file_parameters(model: type[Any]) -> list[inspect.Parameter]:

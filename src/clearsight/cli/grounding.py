@@ -83,7 +83,13 @@ def _only_named_problems(given: Mapping[str, Any]) -> dict[str, object]:
 _SOURCES = (
     Alias("--n", "n_problems"),
     Alias("--datasets", "datasets_dir"),
-    Alias("--instances", "jsonl", _problem_files),
+    Alias(
+        "--instances",
+        "jsonl",
+        _problem_files,
+        "Problems: bundled, or a JSONL or JSON file of them; given, only the named sources run "
+        "(the bundled problems only when 'bundled' is among them).",
+    ),
 )
 
 RUN = ConfigCommand(
