@@ -71,6 +71,33 @@ def test_a_probe_run_and_a_build_run_get_the_probe_report(tmp_path: Path) -> Non
     assert (store / "report.html").is_file()
 
 
+def test_a_grounding_run_gets_the_grounding_report(tmp_path: Path, tiny_llama_path: Path) -> None:
+    """Four problems through the tiny Llama (model, generator and judge), as the kept run makes
+    them; ``clearsight report`` writes the grounding report with the run's own bootstrap."""
+    from clearsight.grounding import GroundingConfig, run_grounding
+
+    model = f"hf:{tiny_llama_path}"
+    config = GroundingConfig(
+        model=model,
+        generator=model,
+        judge=model,
+        n_problems=4,
+        max_new_tokens=6,
+        unit_size=16,
+        n_boot=200,
+        variation_mode="handwritten",
+    )
+    run = tmp_path / "grounding"
+    run_grounding(config, run, progress=False)
+    result = runner.invoke(app, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    assert f"report: {run / 'report.html'}" in result.output
+    summary = (run / "summary.md").read_text()
+    assert summary.strip() in result.output
+    with (run / "summary.csv").open() as rows:
+        assert len(rows.readlines()) > 1
+
+
 def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,8 +108,8 @@ _STORE_KEYS = frozenset(
 # How each protocol's report is made, for the message that refuses a run of another protocol.
 _REPORT_COMMANDS = {
     "sweep": "clearsight report {run}",
-    "probe": "clearsight probe report {run}",
-    "probe.build": "clearsight probe report {run}",
+    "probe": "clearsight report {run}",
+    "probe.build": "clearsight report {run}",
     "grounding": "clearsight grounding --out {run} (it writes the grounding report)",
 }
 
