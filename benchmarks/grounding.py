@@ -14,7 +14,7 @@ Prints ``name: value`` lines:
   grounding run (visible, masked, good, three bad sides) batched together: the conversation
   prefix once, then all rows (goal 2).
 * ``bench_build_items_per_s`` — problems per second through a whole TGS-Bench build (the four
-  stages of ``clearsight build-bench`` with their store, then the pool read back) on 64
+  stages of ``clearsight grounding build-bench`` with their store, then the pool read back) on 64
   bundled problems, the generator a scripted backend replaying each problem's canonical
   solution (every answer right, so every stage runs on every problem; the model edits are
   refused and the rule steps in): clearsight's own cost per item, model time excluded.

@@ -15,7 +15,7 @@ m, blank) with a process pool, then prints, per model:
 * how its answers spread over the letters (SmolLM2 alone favours "A") and, for the LLM mode,
   on how many items its answer differs from the blind control's — the direct test of whether
   the LLM uses the evidence at all;
-* the blind-spot width W with its bound and interval, from ``clearsight.report.summary_table``
+* the blind-spot width W with its bound and interval, from ``clearsight.sweep.summary_table``
   (the report is written to the run directory as well).
 
 The models are named explicitly (``perceiver:llm``, ``perceiver:detector``) so the numbers do
@@ -125,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--analyse-only", action="store_true", help="Do not run the sweep.")
     args = parser.parse_args(argv)
 
-    from clearsight.report import build_report, summary_table
+    from clearsight.report import build_report
     from clearsight.store import load_run
+    from clearsight.sweep import summary_table
 
     if not args.analyse_only:
         run(args.run_dir, tuple(args.models), args.workers, args.executor)

@@ -285,19 +285,23 @@ def test_the_readme_snippet_runs_as_a_script(tmp_path: Path) -> None:
 # Reads: the wrong protocol, corrupted JSON
 
 
-def test_a_report_command_refuses_a_run_of_another_protocol(tmp_path: Path) -> None:
+def test_a_protocols_report_refuses_a_run_of_another_protocol(tmp_path: Path) -> None:
+    from clearsight.probe import build_probe_report
+    from clearsight.sweep import build_sweep_report
+
     sweep = tmp_path / "sweep"
     run_sweep(_small(), sweep, progress=False)
-    wrong = runner.invoke(app, ["probe", "report", str(sweep)])
-    assert wrong.exit_code == 2
-    assert "is a sweep run, not a probe run: use clearsight report" in wrong.output
+    with pytest.raises(InputError, match="is a sweep run, not a probe run: use clearsight report"):
+        build_probe_report(sweep)
     assert not (sweep / "report.html").exists()
     with RunStore.open(sweep) as store:  # pretend it is a probe run
         manifest = store.manifest()
         store.begin_run({**manifest_entries(manifest), "protocol": "probe"}, allow_mismatch=True)
-    wrong = runner.invoke(app, ["report", str(sweep)])
-    assert wrong.exit_code == 2
-    assert "is a probe run, not a sweep run: use clearsight probe report" in wrong.output
+    with pytest.raises(InputError, match="is a probe run, not a sweep run: use clearsight"):
+        build_sweep_report(sweep, n_boot=100, seed=0)
+    moved = runner.invoke(app, ["probe", "report", str(sweep)])  # one report command for all
+    assert moved.exit_code == 2
+    assert "is now `clearsight report RUN`" in moved.output
 
 
 def manifest_entries(manifest: dict[str, object]) -> dict[str, object]:

@@ -1,30 +1,32 @@
-"""Run configurations as data: pydantic models, loadable from YAML, mirrored by the CLI flags.
+"""Run configurations as data: loaded from YAML, with the command line's values laid over them.
 
-:func:`load_config` reads any protocol's configuration model (the sweep's
-:class:`~clearsight.sweep.config.SweepConfig`, grounding's, the probe's, the build's) from YAML
-with flags laid over it, the one loader of every ``--config``.
-The resolved configuration is written to every run's manifest, and its content hash guards a
-run directory against records of a different configuration.
+:func:`load_config` reads any configuration (the sweep's
+:class:`~clearsight.sweep.config.SweepConfig`, grounding's, the probe's, the build's, a
+command's options) from a YAML file of its fields, with the command line's values laid over
+the file: the one loader of every ``--config``. :func:`parse_assignment` reads one
+``--set FIELD=VALUE`` (a dotted field path and a YAML value). The resolved configuration is
+written to every run's manifest, and its content hash guards a run directory against records of
+a different configuration.
 """
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ValidationError,
-)
+from pydantic import BaseModel, ValidationError
 
 from clearsight.credentials import refuse_credentials
-from clearsight.sweep.config import SweepConfig
-from clearsight.validate import invalid, invalid_options
+from clearsight.validate import InputError, invalid, invalid_options
 from clearsight.yaml_input import load_yaml
+
+if TYPE_CHECKING:
+    from clearsight.sweep import SweepConfig
 
 
 class _Null(enum.Enum):
@@ -35,7 +37,10 @@ NULL: Final = _Null.NULL
 """An override that sets its field to None (``--generator none``); a None override is a flag
 the user did not give, which leaves the field as it is."""
 
-M = TypeVar("M", bound=BaseModel)
+#: One value laid over a configuration: the field's path (``("uot", "depth")``) and its value.
+Assignment = tuple[tuple[str, ...], object]
+
+M = TypeVar("M")
 
 
 @overload
@@ -44,34 +49,96 @@ def load_config(path: Path | None) -> SweepConfig: ...
 
 @overload
 def load_config(
-    path: Path | None, model: type[M], overrides: Mapping[str, object] | None = None
+    path: Path | None,
+    model: type[M],
+    overrides: Mapping[str, object] | None = None,
+    assignments: Sequence[Assignment] = (),
+    *,
+    what: str | None = None,
 ) -> M: ...
 
 
 def load_config(
     path: Path | None,
-    model: type[BaseModel] = SweepConfig,
+    model: type[Any] | None = None,
     overrides: Mapping[str, object] | None = None,
-) -> BaseModel:
-    """A ``model`` (by default a :class:`SweepConfig`) from the YAML file at ``path`` of its
-    fields (None: no file), with ``overrides`` laid over the file: the one way every command
-    reads ``--config`` and its flags.
+    assignments: Sequence[Assignment] = (),
+    *,
+    what: str | None = None,
+) -> Any:
+    """A ``model`` (by default a :class:`SweepConfig`; a pydantic model or a dataclass) from
+    the YAML file at ``path`` of its fields (None: no file), with ``overrides`` and then
+    ``assignments`` laid over the file: the one way every command reads ``--config`` and the
+    values given on its command line.
 
     An override of None is a flag the user did not give: the file's value stands, else the
     model's default; :data:`NULL` sets a field to None; a mapping over a mapping sets only its
-    keys (``--batch-size`` over the file's ``model_options``). Everything wrong (an unreadable
-    file, bad YAML, a key the model does not know, a bad value from the file or a flag) is one
-    :class:`InputError` line naming the file and each bad field (:func:`invalid_options`); a
-    key naming a credential anywhere in it is refused first, its value never quoted
+    keys. An assignment sets the field at its path (creating the mappings on the way, starting
+    from the file's or else the field's default); a mapping assigned over a mapping sets only
+    its keys too. Everything wrong (an unreadable file, bad YAML, a key the model does not know,
+    a bad value from the file or the command line) is one :class:`InputError` line naming the
+    file and each bad field (:func:`invalid_options`); ``what`` names the configuration in it
+    (default: ``sweep config`` for a SweepConfig). A key naming a credential anywhere in it is
+    refused first, its value never quoted
     (:func:`~clearsight.credentials.refuse_credentials`).
     """
-    what = f"{model.__name__.removesuffix('Config').lower()} config"
+    if model is None:
+        from clearsight.sweep import SweepConfig
+
+        model = SweepConfig
+    what = what or f"{model.__name__.removesuffix('Config').lower()} config"
     data = _overlay(_read_yaml(path, what) if path is not None else {}, overrides or {})
+    for keys, value in assignments:
+        data = _assign(data, keys, value, _default_mapping(model, keys[0]))
     refuse_credentials(data, what, path)
+    return _validated(model, data, what, path)
+
+
+def parse_assignment(text: str) -> Assignment:
+    """``FIELD=VALUE`` (what ``--set`` takes) as the field's path and its value: the field's
+    names joined by dots (``uot.depth``, ``model_options.batch_size``), the value read as YAML
+    (``3`` an integer, ``[fog, water]`` a list, ``null`` None, ``{k: 1}`` a mapping; anything
+    else a string). A text without ``=``, an empty name in the path or a value that is not YAML
+    is an :class:`InputError` naming the text."""
+    path, sep, value = text.partition("=")
+    if not sep:
+        raise InputError(f"--set {text!r}: give FIELD=VALUE (a dotted FIELD for a nested field)")
+    keys = tuple(key.strip() for key in path.split("."))
+    if not all(keys):
+        raise InputError(f"--set {text!r}: {path!r} is not a field path (names joined by dots)")
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise invalid_options(exc, what, path) from exc
+        return keys, load_yaml(value)
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"--set {text!r}: the value is not valid YAML: {_yaml_problem(exc)}"
+        ) from None
+
+
+def _validated(model: type[Any], data: dict[str, Any], what: str, path: Path | None) -> Any:
+    """``data`` as a ``model``: a pydantic model validates it; a dataclass refuses a key it
+    does not have and checks its values itself (its ``__post_init__``)."""
+    if issubclass(model, BaseModel):
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise invalid_options(exc, what, path) from exc
+    known = {f.name for f in dataclasses.fields(model)}
+    unknown = [key for key in data if key not in known]
+    if unknown:
+        raise invalid(what, "; ".join(f"{key}: unknown field" for key in unknown), path)
+    return model(**data)
+
+
+def _default_mapping(model: type[Any], name: str) -> Mapping[str, Any]:
+    """The default of ``model``'s field ``name`` as a mapping (a nested model dumped), where
+    it is one: what a nested field set on the command line starts from when the file leaves
+    the field out (``--set model_options.device=cpu`` keeps the default batch size)."""
+    if not issubclass(model, BaseModel) or name not in model.model_fields:
+        return {}
+    default = model.model_fields[name].get_default(call_default_factory=True)
+    if isinstance(default, BaseModel):
+        return default.model_dump(mode="json")
+    return default if isinstance(default, Mapping) else {}
 
 
 def _read_yaml(path: Path, what: str) -> dict[str, Any]:
@@ -131,4 +198,23 @@ def _overlay(base: Mapping[str, Any], overrides: Mapping[str, object]) -> dict[s
             merged[key] = _overlay(below, value)
         else:
             merged[key] = value
+    return merged
+
+
+def _assign(
+    base: Mapping[str, Any], keys: tuple[str, ...], value: object, default: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``base`` with ``value`` at the path ``keys`` (see :func:`load_config`); ``default`` is
+    what the first key's mapping starts from when ``base`` has none."""
+    head, rest = keys[0], keys[1:]
+    merged = dict(base)
+    below = merged.get(head, default)
+    if rest:
+        merged[head] = _assign(below if isinstance(below, Mapping) else {}, rest, value, {})
+    elif isinstance(value, Mapping) and isinstance(below, Mapping):
+        merged[head] = {**below}
+        for key, item in value.items():
+            merged[head] = _assign(merged[head], (str(key),), item, {})
+    else:
+        merged[head] = value
     return merged

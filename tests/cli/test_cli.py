@@ -105,7 +105,8 @@ def test_run_commands_refuse_bad_execution_options_before_any_work(tmp_path, com
     out = tmp_path / "run"
     bad_workers = runner.invoke(app, [*command, "--out", str(out), "--workers", "0"])
     assert bad_workers.exit_code == 2
-    assert "--workers" in bad_workers.output
+    assert "workers" in bad_workers.output
+    assert bad_workers.output.startswith("error: ")
     if command != ["demo"]:
         bad = runner.invoke(app, [*command, "--out", str(out), "--executor", "threads"])
         assert bad.exit_code == 2

@@ -128,7 +128,7 @@ def test_build_reads_its_config_file_and_a_given_flag_wins(tmp_path: Path) -> No
     config = _yaml(tmp_path / "build.yaml", fields)
     out = tmp_path / "kept.jsonl"
     result = runner.invoke(
-        app, ["build", "--config", str(config), "--samples", "6", "--out", str(out)]
+        app, ["probe", "build", "--config", str(config), "--samples", "6", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     counts = re.findall(r"(bundled/\S+) +c= *(\d+)/(\d+)", result.output)
@@ -170,7 +170,7 @@ COMMANDS: dict[str, tuple[list[str], str, str, str, list[str], str]] = {
         "n_problems: Input should be greater than or equal to 0 (got -1)",
     ),
     "build": (
-        ["build", "--store", "STORE"],
+        ["probe", "build", "--store", "STORE"],
         "build config",
         "samples: 0",
         "samples: Input should be greater than or equal to 1 (got 0)",

@@ -27,7 +27,7 @@ def _one_error_line(output: str) -> str:
 
 
 def test_a_bad_command_line_is_one_error_line(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["build", "--out", str(tmp_path / "k.jsonl"), "--k", "3"])
+    result = runner.invoke(app, ["probe", "build", "--out", str(tmp_path / "k.jsonl"), "--k", "3"])
     assert result.exit_code == 2
     line = _one_error_line(result.output)
     assert line.startswith("error: invalid command line in ")
@@ -64,7 +64,7 @@ def test_build_with_a_sensor_short_of_samples_is_a_clear_error(tmp_path: Path) -
     sensor = tmp_path / "sensor.jsonl"
     sensor.write_text(json.dumps({"match": "Answer with the letter", "texts": ["B"]}) + "\n")
     out = tmp_path / "kept.jsonl"
-    args = ["build", "--out", str(out), "--stage", "1", "--sensor", f"scripted:{sensor}"]
+    args = ["probe", "build", "--out", str(out), "--stage", "1", "--sensor", f"scripted:{sensor}"]
     result = runner.invoke(app, [*args, "--ids", IDS[0]])
     assert result.exit_code == 2, result.output
     error = [line for line in result.output.splitlines() if line.startswith("error: ")]

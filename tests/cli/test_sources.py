@@ -110,7 +110,7 @@ def test_build_reads_the_named_file_and_records_it(tmp_path: Path) -> None:
     sensor = tmp_path / "sensor.jsonl"
     sensor.write_text(json.dumps({"match": "Answer with the letter", "texts": ["B"] * 11}) + "\n")
     source, store, out = _own_file(tmp_path), tmp_path / "store", tmp_path / "kept.jsonl"
-    args = ["build", "--out", str(out), "--stage", "1", "--instances", str(source)]
+    args = ["probe", "build", "--out", str(out), "--stage", "1", "--instances", str(source)]
     result = runner.invoke(app, [*args, "--sensor", f"scripted:{sensor}", "--store", str(store)])
     assert result.exit_code == 0, result.output
     assert "of 2 questions" in result.output

@@ -162,7 +162,14 @@ def _build_bench(tmp_path: Path) -> tuple[list[str], Path]:
     """A build-bench command line on ``tmp_path/datasets``'s MathVista (its generator a
     script: the problems are loaded before any model runs) and its run folder."""
     run = tmp_path / "run"
-    args = ["build-bench", "--datasets", str(tmp_path / "datasets"), "--benchmarks", "MathVista"]
+    args = [
+        "grounding",
+        "build-bench",
+        "--datasets",
+        str(tmp_path / "datasets"),
+        "--benchmarks",
+        "MathVista",
+    ]
     args += ["--generator", _script(tmp_path), "--out", str(tmp_path / "b.jsonl")]
     return [*args, "--run-dir", str(run)], run
 

@@ -409,14 +409,16 @@ def test_build_bench_on_the_command_line(tmp_path: Path) -> None:
 
     problems = _problems_file(tmp_path)
     out = tmp_path / "b" / "bench.jsonl"
-    args = ["build-bench", "--out", str(out), "--run-dir", str(tmp_path / "run")]
+    args = ["grounding", "build-bench", "--out", str(out), "--run-dir", str(tmp_path / "run")]
     args += ["--instances", str(problems), "--generator", _script(tmp_path)]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "wrote" in res.output
     assert "rejections: check: {'wrong answer': 1}" in res.output
     assert load_bench(out).manifest["counts"]["ext"]["good"] == 3
-    bad = CliRunner().invoke(app, ["build-bench", "--out", str(out), "--instances", "none.jsonl"])
+    bad = CliRunner().invoke(
+        app, ["grounding", "build-bench", "--out", str(out), "--instances", "none.jsonl"]
+    )
     assert bad.exit_code == 2
     assert "error: no problems in none.jsonl" in bad.output
 

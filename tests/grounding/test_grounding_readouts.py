@@ -218,7 +218,7 @@ def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_pat
     [
         (["--readout", "ptrue", "--readouts", "ptrue,vlcal"], "not both"),
         (["--readouts", "verbalize,nope"], "unknown read-out 'nope'"),
-        (["--variation-mode", "random"], "sampled or handwritten"),
+        (["--variation-mode", "random"], "'sampled' or 'handwritten' (got 'random')"),
     ],
 )
 def test_bad_readout_flags_stop_before_the_run_exists(

@@ -385,7 +385,9 @@ def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
     listed = CliRunner().invoke(app, ["probe", "instances"])
     assert listed.exit_code == 0
     assert "bundled/coffee-drink" in listed.output
-    bad = CliRunner().invoke(app, ["build", "--stage", "2", "--out", str(tmp_path / "k.jsonl")])
+    bad = CliRunner().invoke(
+        app, ["probe", "build", "--stage", "2", "--out", str(tmp_path / "k.jsonl")]
+    )
     assert bad.exit_code == 2
     assert "needs --sessions" in bad.output
 

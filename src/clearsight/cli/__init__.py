@@ -1,9 +1,13 @@
-"""The ``clearsight`` command line: one typer app, one module per command group.
+"""The ``clearsight`` command line: one typer app, a command group per protocol.
 
-:mod:`~clearsight.cli._options` holds what every run command shares (the run options, how a
-run starts and ends); each run command reads its protocol's configuration from ``--config``
-YAML with its flags laid over it (:func:`clearsight.config.load_config`). Heavy imports happen
-inside commands, so ``--help`` is fast.
+The run commands' options are generated from their configuration models
+(:mod:`clearsight.cli.generate`): ``clearsight sweep run``, ``grounding run``, ``grounding
+build-bench``, ``probe run``, ``probe build``, ``probe analyse``, ``probe distill``, ``card`` and
+``serve`` each take ``--config FILE``, an option per field, ``--set FIELD=VALUE`` and a few
+aliases; the run commands also the execution options (:mod:`clearsight.cli.execution`).
+``clearsight report RUN`` writes the report of a run of any protocol. Every error ends as one
+line and its exit code (:mod:`clearsight.cli.errors`). Heavy imports happen inside commands,
+and a command's model is imported when the command is, so ``--help`` is fast.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from typing import Annotated
 import typer
 
 from clearsight.cli import (
-    build,
     card,
     data,
     demo,
@@ -23,18 +26,30 @@ from clearsight.cli import (
     models,
     pages,
     probe,
+    report,
     scenes,
     serve,
     sweep,
-    tgs_bench,
 )
-from clearsight.cli._options import DEBUG_KEY, Group
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
+from clearsight.cli.generate import command_group
 
 __all__ = ["PERCEIVERS", "app", "demo_config", "demo_models", "main"]
 
 app = typer.Typer(
-    cls=Group,
+    cls=command_group(
+        card.CARD,
+        serve.SERVE,
+        fetch.FETCH,
+        moved={
+            "build": "clearsight probe build",
+            "build-bench": "clearsight grounding build-bench",
+        },
+        order=(
+            *("sweep", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
+            *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
+        ),
+    ),
     help="Measure whether vision-language models know when they cannot see.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -43,32 +58,26 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    ctx: typer.Context,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show the traceback of an error, after its line.")
     ] = False,
 ) -> None:
     """Measure whether vision-language models know when they cannot see."""
-    ctx.meta[DEBUG_KEY] = debug
+    # --debug is read from the command line by the root group, which prints the errors
 
 
-app.add_typer(models.app, name="models")
+app.add_typer(sweep.app, name="sweep")
+app.add_typer(grounding.app, name="grounding")
+app.add_typer(probe.app, name="probe")
+app.command()(report.report)
+app.command()(demo.demo)
+app.command()(card.board)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)
 app.command()(scenes.equivalence)
-app.command()(sweep.sweep)
-app.command()(sweep.report)
-app.command()(demo.demo)
-app.command()(card.card)
-app.command()(card.board)
-app.command()(fetch.fetch)
 app.command()(data.instances)
 app.command()(data.problems)
-app.command()(serve.serve)
-app.command()(build.build)
-app.command()(grounding.grounding)
-app.command()(tgs_bench.build_bench)
-app.add_typer(probe.app, name="probe")
+app.add_typer(models.app, name="models")
 app.add_typer(guard.app, name="guard")
 app.command()(pages.docs)
 app.command()(pages.examples)

@@ -9,12 +9,30 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import DATASET_HELP, DATASETS_HELP, INSTANCES_HELP, _csv, _fail
+from clearsight import grounding, probe
+from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.grounding.problems import Problem
-    from clearsight.probe.instances import Instance
+    from clearsight.grounding import Problem
+    from clearsight.probe import Instance
 
+#: Where a probe run's questions come from (``probe instances`` and ``instances``).
+Instances = Annotated[
+    str,
+    typer.Option(
+        help="bundled (the bundled questions), a JSONL, JSON, Parquet or Arrow file or a "
+        "directory of them (the format read from the file), a hub snapshot or cache folder, or "
+        "hf:[OWNER/NAME] (the Hugging Face caches; docs/probe.md)."
+    ),
+]
+#: The loader of the questions' file.
+Dataset = Annotated[
+    str | None,
+    typer.Option(
+        help="Loader of the file: jsonl (clearsight's own rows), seedbench, figureqa, mmstar, "
+        "cvqa, reasonvqa (default: inferred from the file's rows, or an error saying it cannot)."
+    ),
+]
 Show = Annotated[int, typer.Option(min=0, help="How many of the first rows to print.")]
 
 
@@ -43,27 +61,23 @@ def _probe_listing(
     from clearsight.datasets.hub import HUB_SPECS
     from clearsight.datasets.rows import provenance
     from clearsight.datasets.snapshot import is_hub_source, locate
-    from clearsight.probe.hub import hub_instances
-    from clearsight.probe.instances import OWN_FIELDS
-    from clearsight.probe.layouts import LAYOUTS
-    from clearsight.probe.sources import instances_from_jsonl, load_instances
 
-    own = {name: name for name in OWN_FIELDS}
+    own = {name: name for name in probe.OWN_FIELDS}
     if dataset == "bundled":
         return (
             "bundled questions (probe/data/bundled.yaml)",
             own,
-            load_instances(source, dataset),
+            probe.load_instances(source, dataset),
             [],
         )
     if dataset == "jsonl":
-        return f"{source} (clearsight's own rows)", own, instances_from_jsonl(source), []
+        return f"{source} (clearsight's own rows)", own, probe.instances_from_jsonl(source), []
     if dataset in HUB_SPECS and is_hub_source(source):
         spec, refused = HUB_SPECS[dataset], list[str]()
         where = locate(spec, source).describe()
-        items = hub_instances(dataset, source, write=False, refused=refused)
+        items = probe.hub_instances(dataset, source, write=False, refused=refused)
         return where, provenance(spec), items, refused
-    layout = LAYOUTS[dataset]
+    layout = probe.LAYOUTS[dataset]
     options = ", ".join(layout.option_columns) or ", ".join(layout.options)
     fields = {
         "id": ", ".join(layout.id),
@@ -77,29 +91,18 @@ def _probe_listing(
     return (
         f"{source} (rows read with the {dataset} aliases)",
         fields,
-        load_instances(source, dataset, write=False),
+        probe.load_instances(source, dataset, write=False),
         [],
     )
 
 
-def instances(
-    instances: Annotated[
-        str,
-        typer.Option(help=INSTANCES_HELP),
-    ] = "bundled",
-    dataset: Annotated[str | None, typer.Option(help=DATASET_HELP)] = None,
-    show: Show = 5,
-) -> None:
-    """What a probe source would load, checked before a run: the count, the column each field
-    comes from, the first rows and every refused row (nothing is written)."""
-    from clearsight.probe.sources import resolve_source
-    from clearsight.validate import InputError
+def instances(instances: Instances = "bundled", dataset: Dataset = None, show: Show = 5) -> None:
+    """What a probe source would load, checked before a run.
 
-    try:
-        name = resolve_source({"instances": instances, "dataset": dataset})["dataset"]
-        where, fields, items, refused = _probe_listing(instances, name)
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+    The count, the column each field comes from, the first rows and every refused row
+    (nothing is written)."""
+    name = probe.resolve_source({"instances": instances, "dataset": dataset})["dataset"]
+    where, fields, items, refused = _probe_listing(instances, name)
     typer.echo(f"source: {where}")
     typer.echo(f"loader: {name}")
     typer.echo(f"instances: {len(items)}")
@@ -125,15 +128,13 @@ def _benchmark_listing(
     from clearsight.datasets.hub import hub_spec
     from clearsight.datasets.rows import provenance
     from clearsight.datasets.snapshot import locate
-    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
-    from clearsight.grounding.problems import LAYOUTS
 
-    if is_hub_benchmark(name, datasets_dir):
+    if grounding.is_hub_benchmark(name, datasets_dir):
         spec, refused = hub_spec(name, "grounding"), list[str]()
-        where = locate(spec, hub_source(name, datasets_dir)).describe()
-        items = hub_problems(name, datasets_dir, write=False, refused=refused)
+        where = locate(spec, grounding.hub_source(name, datasets_dir)).describe()
+        items = grounding.hub_problems(name, datasets_dir, write=False, refused=refused)
         return where, provenance(spec), items, refused
-    layout = LAYOUTS[name]
+    layout = grounding.LAYOUTS[name]
     fields = {
         "id": layout.id,
         "question": layout.question,
@@ -142,13 +143,17 @@ def _benchmark_listing(
         "image": layout.image or "none",
     }
     path = Path(datasets_dir) / name / layout.file
-    return f"{path} (JSONL layout)", fields, load_benchmark(name, datasets_dir), []
+    return f"{path} (JSONL layout)", fields, grounding.load_benchmark(name, datasets_dir), []
 
 
 def problems(
     datasets: Annotated[
         str | None,
-        typer.Option(help=DATASETS_HELP),
+        typer.Option(
+            help="Folder of benchmark copies, <datasets>/<Name>/ each holding its JSONL file or "
+            "a hub snapshot ($CLEARSIGHT_CACHE/datasets after clearsight fetch --dataset), or "
+            "hf: (the Hugging Face caches; docs/grounding.md)."
+        ),
     ] = None,
     benchmarks: Annotated[
         str | None, typer.Option(help="Comma-separated benchmarks to check in --datasets.")
@@ -158,26 +163,19 @@ def problems(
     ] = None,
     show: Show = 5,
 ) -> None:
-    """What grounding sources would load, checked before a run: per benchmark or file the
-    count, the column each field comes from, the first rows and every refused row (nothing is
-    written)."""
-    from clearsight.grounding.problems import load_jsonl
-    from clearsight.validate import InputError
+    """What grounding sources would load, checked before a run.
 
-    names = _csv(benchmarks) or ()
+    Per benchmark or file the count, the column each field comes from, the first rows and
+    every refused row (nothing is written)."""
+    names = [name.strip() for name in (benchmarks or "").split(",") if name.strip()]
     if names and datasets is None:
-        raise _fail("--benchmarks needs --datasets (a folder of copies, or hf:)")
+        raise InputError("--benchmarks needs --datasets (a folder of copies, or hf:)")
     if not names and not instances:
-        raise _fail("name what to check: --datasets DIR --benchmarks A,B, or --instances FILE")
-    listings = []
-    try:
-        for name in names:
-            listings.append((name, *_benchmark_listing(name, str(datasets))))
-        for path in instances or ():
-            own = {f: f for f in ("id", "question", "answer", "choices", "image")}
-            listings.append((path, f"{path} (normalised rows)", own, load_jsonl(path), []))
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+        raise InputError("name what to check: --datasets DIR --benchmarks A,B, or --instances FILE")
+    listings = [(name, *_benchmark_listing(name, str(datasets))) for name in names]
+    for path in instances or ():
+        own = {f: f for f in ("id", "question", "answer", "choices", "image")}
+        listings.append((path, f"{path} (normalised rows)", own, grounding.load_jsonl(path), []))
     for name, where, fields, items, refused in listings:
         typer.echo(f"{name}: {where}")
         typer.echo(f"problems: {len(items)}")

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import _csv, _fail, _Run
-from clearsight.cli.sweep import BLIND_CONTROL, _run_and_report
+from clearsight import sweep as protocol
+from clearsight.cli.execution import ExecutionOptions, RunDir
+from clearsight.cli.sweep import BLIND_CONTROL, run_and_report
 
 if TYPE_CHECKING:
-    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep import SweepConfig
 
 #: The perceiver modes (a real COCO detector, with and without SmolLM2 reading its evidence).
 PERCEIVERS = ("perceiver:llm", "perceiver:detector")
@@ -39,10 +40,8 @@ def demo_config() -> SweepConfig:
     task (t2) with three of the five wordings, minutes on two cores (`clearsight sweep` runs it
     all); the perceivers (a tenth of a second per question, not microseconds) answer the main
     wording on the clean images, the fog arm and the blank control only."""
-    from clearsight.sweep.config import SweepConfig
-
     models = demo_models()
-    return SweepConfig(
+    return protocol.SweepConfig(
         models=models,
         tasks=("identify",),
         wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
@@ -52,7 +51,7 @@ def demo_config() -> SweepConfig:
 
 
 def demo(
-    out: Annotated[Path, typer.Option(help="Run directory of the demo.")] = Path("runs/demo"),
+    out: RunDir = Path("runs/demo"),
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 2,
     fresh: Annotated[
         bool,
@@ -65,26 +64,27 @@ def demo(
         str | None, typer.Option(help="Comma-separated bundled scene ids (default: all present).")
     ] = None,
 ) -> None:
-    """The whole visibility-sweep method in a few minutes: every bundled scene under fog,
-    water and the controls, asked of the reference observer, the blind control and both
-    perceiver modes, then the report and its summary. A rerun resumes or just reports."""
-    from clearsight.validate import InputError
+    """The whole visibility-sweep method in a few minutes, then its report.
 
-    try:
-        cfg = _only_scenes(demo_config(), _csv(scenes))
-        _say_what_runs(cfg)
-        _run_and_report(cfg, out, _Run("process", workers, fresh=fresh))
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+    Every bundled scene under fog, water and the controls, asked of the reference observer,
+    the blind control and both perceiver modes, then the report and its summary. A rerun
+    resumes or just reports."""
+    from clearsight.cli.execution import finished
+
+    scene_ids = None if scenes is None else tuple(s.strip() for s in scenes.split(",") if s.strip())
+    config = _only_scenes(demo_config(), scene_ids)
+    _say_what_runs(config)
+    execution = ExecutionOptions(executor="process", workers=workers, fresh=fresh)
+    finished(run_and_report(config, out, execution))
 
 
-def _only_scenes(cfg: SweepConfig, scene_ids: tuple[str, ...] | None) -> SweepConfig:
-    """``cfg`` on the bundled scenes ``scene_ids`` only (None: ``cfg`` as it is)."""
+def _only_scenes(config: SweepConfig, scene_ids: tuple[str, ...] | None) -> SweepConfig:
+    """``config`` on the bundled scenes ``scene_ids`` only (None: ``config`` as it is)."""
     if scene_ids is None:
-        return cfg
-    from clearsight.sweep.config import SweepConfig
-
-    return SweepConfig.model_validate(cfg.model_dump(mode="json") | {"scene_ids": scene_ids})
+        return config
+    return protocol.SweepConfig.model_validate(
+        config.model_dump(mode="json") | {"scene_ids": scene_ids}
+    )
 
 
 def _say_what_runs(cfg: SweepConfig) -> None:
@@ -92,11 +92,10 @@ def _say_what_runs(cfg: SweepConfig) -> None:
     the command that fetches it)."""
     from clearsight.card.parts import FETCH_COMMAND
     from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs, photo_missing
-    from clearsight.sweep import scene_refs
 
     specs = bundled_specs()
     absent = [s for s in bundled_scene_ids(available_only=False) if photo_missing(specs[s])]
-    typer.echo(f"demo: {len(scene_refs(cfg))} scenes, models: {', '.join(cfg.models)}")
+    typer.echo(f"demo: {len(protocol.scene_refs(cfg))} scenes, models: {', '.join(cfg.models)}")
     notes = [f"{m} skipped: {why}" for m, why in demo_skipped().items()]
     if absent and cfg.scene_ids is None:
         notes.append(f"{len(absent)} scenes skipped (photo not fetched): {', '.join(absent)}")

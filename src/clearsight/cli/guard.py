@@ -8,9 +8,11 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli._options import _fail
+from clearsight.cli.errors import Group
+from clearsight.validate import InputError
 
 app = typer.Typer(
+    cls=Group,
     help="The visibility guard: abstain when the image is too murky (docs/guard.md).",
     no_args_is_help=True,
 )
@@ -38,14 +40,10 @@ def guard_calibrate(
     """Fit the threshold at MODEL's accuracy crossing on the calibration scenes; print the
     file's path, the threshold and the held-out scene ids to sweep on."""
     from clearsight.guard.calibrate import calibrate
-    from clearsight.validate import InputError
 
     if scale not in ("estimate", "true"):
-        raise _fail(f"--scale must be estimate or true, got {scale!r}")
-    try:
-        cal = calibrate(run, model, split_seed, calibration_share, scale)  # type: ignore[arg-type]
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+        raise InputError(f"--scale must be estimate or true, got {scale!r}")
+    cal = calibrate(run, model, split_seed, calibration_share, scale)  # type: ignore[arg-type]
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model)
     path = cal.write(out or run / f"guard-{safe}.json")
     t = "" if cal.threshold_t is None else f", threshold_t {cal.threshold_t:.4f}"

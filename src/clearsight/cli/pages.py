@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clearsight.cli._options import _fail
+from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.shipped import Kind
@@ -40,12 +40,8 @@ def docs(
     """Print a documentation page (`clearsight docs methods`: the definitions every protocol
     implements), or list the pages."""
     from clearsight.shipped import shipped_file
-    from clearsight.validate import InputError
 
-    try:
-        typer.echo(_listing("docs") if page is None else shipped_file("docs", page).read_text())
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+    typer.echo(_listing("docs") if page is None else shipped_file("docs", page).read_text())
 
 
 def examples(
@@ -55,24 +51,30 @@ def examples(
         typer.Option(help="Copy every example into this folder (an existing file is kept)."),
     ] = None,
 ) -> None:
-    """List the ready configurations (the published designs on your own data and models), print
-    one, or copy them all into a folder to edit: `clearsight examples --copy examples` then
-    `clearsight sweep --config examples/sweep-coco-hf.yaml ...`."""
-    from clearsight.shipped import shipped_file, shipped_files
-    from clearsight.validate import InputError
+    """List the ready configurations (the published designs on your own data and models).
 
-    try:
-        if copy is not None:
-            copy.mkdir(parents=True, exist_ok=True)
-            for path in shipped_files("examples"):
-                target = copy / path.name
-                if target.exists():
-                    typer.echo(f"kept {target} (it exists)")
-                else:
-                    target.write_bytes(path.read_bytes())
-                    typer.echo(f"wrote {target}")
-            return
-        text = _listing("examples") if name is None else shipped_file("examples", name).read_text()
-        typer.echo(text)
-    except (InputError, OSError) as exc:
-        raise _fail(str(exc)) from exc
+    Or print one, or copy them all into a folder to edit: `clearsight examples --copy
+    examples` then `clearsight sweep run --config examples/sweep-coco-hf.yaml ...`."""
+    from clearsight.shipped import shipped_file
+
+    if copy is not None:
+        try:
+            _copy_examples(copy)
+        except OSError as exc:  # a folder that cannot be written is the user's input
+            raise InputError(str(exc)) from exc
+        return
+    typer.echo(_listing("examples") if name is None else shipped_file("examples", name).read_text())
+
+
+def _copy_examples(folder: Path) -> None:
+    """Copy every example into ``folder``, keeping a file that exists."""
+    from clearsight.shipped import shipped_files
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in shipped_files("examples"):
+        target = folder / path.name
+        if target.exists():
+            typer.echo(f"kept {target} (it exists)")
+        else:
+            target.write_bytes(path.read_bytes())
+            typer.echo(f"wrote {target}")

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from clearsight.cli._options import _fail
+from clearsight import sweep
+from clearsight.validate import InputError
 
 
 def scenes(
@@ -48,15 +49,10 @@ def preview(
     water's coefficients, turbid water) at the eight levels, ImageNet-C severities 1-5 and the
     depth map with its provenance."""
     from clearsight.scenes.bundled import load_bundled_scene
-    from clearsight.sweep.preview import contact_sheet
-    from clearsight.validate import InputError
 
-    try:
-        turbid = _turbid_water(turbid_absorption, turbid_scattering)
-        scene = load_bundled_scene(scene_id)
-        path = contact_sheet(scene, out or Path(f"preview-{scene_id}.png"), target, seed, turbid)
-    except InputError as exc:
-        raise _fail(str(exc)) from exc
+    turbid = _turbid_water(turbid_absorption, turbid_scattering)
+    scene = load_bundled_scene(scene_id)
+    path = sweep.contact_sheet(scene, out or Path(f"preview-{scene_id}.png"), target, seed, turbid)
     typer.echo(f"wrote {path}")
 
 
@@ -64,8 +60,6 @@ def _turbid_water(
     absorption: str | None, scattering: str | None
 ) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """The turbid water's (absorption, scattering) from the two flags (both or neither)."""
-    from clearsight.validate import InputError
-
     if absorption is None and scattering is None:
         return None
     if absorption is None or scattering is None:
@@ -88,10 +82,8 @@ def equivalence(
     """Place ImageNet-C fog severities 1-5 on the physical fog axis (gain-matched V_eq) for the
     bundled scenes: median and IQR per severity, and the share of scenes whose V_eq falls
     monotonically."""
-    from clearsight.sweep.equivalence import equivalence_table, summarise
-
-    table = equivalence_table(seed=seed)
+    table = sweep.equivalence_table(seed=seed)
     if out is not None:
         table.to_csv(out, index=False)
         typer.echo(f"wrote {out}")
-    typer.echo(summarise(table))
+    typer.echo(sweep.summarise_equivalence(table))

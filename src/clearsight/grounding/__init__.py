@@ -36,10 +36,22 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.grounding.build import BuildBenchConfig, run_build_bench
+    from clearsight.grounding.bench_file import TgsBench
+    from clearsight.grounding.bench_file import retention_table
+    from clearsight.grounding.bench_file import write_bench
+    from clearsight.grounding.build import BuildBenchConfig
+    from clearsight.grounding.build import run_build_bench
     from clearsight.grounding.build_pool import read_bench
     from clearsight.grounding.config import GroundingConfig
-    from clearsight.grounding.protocol import GROUNDING, run_grounding
+    from clearsight.grounding.hub import hub_problems
+    from clearsight.grounding.hub import hub_source
+    from clearsight.grounding.hub import is_hub_benchmark
+    from clearsight.grounding.hub import load_benchmark
+    from clearsight.grounding.problems import LAYOUTS
+    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.problems import load_jsonl
+    from clearsight.grounding.protocol import GROUNDING
+    from clearsight.grounding.protocol import run_grounding
     from clearsight.report.grounding import build_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
@@ -52,16 +64,36 @@ _EXPORTS = {
     "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.build:run_build_bench",
     "read_bench": "clearsight.grounding.build_pool:read_bench",
+    "write_bench": "clearsight.grounding.bench_file:write_bench",
+    "retention_table": "clearsight.grounding.bench_file:retention_table",
+    "TgsBench": "clearsight.grounding.bench_file:TgsBench",
+    "Problem": "clearsight.grounding.problems:Problem",
+    "LAYOUTS": "clearsight.grounding.problems:LAYOUTS",
+    "load_jsonl": "clearsight.grounding.problems:load_jsonl",
+    "load_benchmark": "clearsight.grounding.hub:load_benchmark",
+    "hub_problems": "clearsight.grounding.hub:hub_problems",
+    "hub_source": "clearsight.grounding.hub:hub_source",
+    "is_hub_benchmark": "clearsight.grounding.hub:is_hub_benchmark",
 }
 
 __all__ = [
-    "GROUNDING",
     "BuildBenchConfig",
+    "GROUNDING",
     "GroundingConfig",
+    "LAYOUTS",
+    "Problem",
+    "TgsBench",
     "build_grounding_report",
+    "hub_problems",
+    "hub_source",
+    "is_hub_benchmark",
+    "load_benchmark",
+    "load_jsonl",
     "read_bench",
+    "retention_table",
     "run_build_bench",
     "run_grounding",
+    "write_bench",
 ]
 
 

@@ -30,13 +30,37 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
-    from clearsight.probe.build import BuildConfig, build_stage1, build_stage2
+    from clearsight.probe.agreement import human_agreement
+    from clearsight.probe.agreement import judge_agreement
+    from clearsight.probe.agreement import read_human_labels
+    from clearsight.probe.agreement import store_validation
+    from clearsight.probe.analysis import ProbeAnalysis
+    from clearsight.probe.analysis import analyse_probe
+    from clearsight.probe.build import BuildConfig
+    from clearsight.probe.build import build_stage1
+    from clearsight.probe.build import build_stage2
+    from clearsight.probe.build import write_instances
     from clearsight.probe.config import ProbeConfig
-    from clearsight.probe.distill import DistillConfig, distill
-    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
-    from clearsight.probe.protocol import PROBE, run_probe
-    from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
+    from clearsight.probe.distill import DistillConfig
+    from clearsight.probe.distill import distill
+    from clearsight.probe.distill import distill as run_distill
+    from clearsight.probe.hub import hub_instances
+    from clearsight.probe.instances import Instance
+    from clearsight.probe.instances import OWN_FIELDS
+    from clearsight.probe.judges import make_judge
+    from clearsight.probe.layouts import LAYOUTS
+    from clearsight.probe.plan import select_instances
+    from clearsight.probe.posthoc import AnalysisConfig
+    from clearsight.probe.posthoc import run_probe_analysis
+    from clearsight.probe.protocol import PROBE
+    from clearsight.probe.protocol import run_probe
+    from clearsight.probe.sources import instances_from_jsonl
+    from clearsight.probe.sources import load_instances
+    from clearsight.probe.sources import resolve_source
+    from clearsight.probe.transcript import load_transcripts
+    from clearsight.report.probe import build_probe_report
+    from clearsight.report.probe import probe_tables
+    from clearsight.report.probe import render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -52,17 +76,37 @@ _EXPORTS = {
     "BuildConfig": "clearsight.probe.build:BuildConfig",
     "build_stage1": "clearsight.probe.build:build_stage1",
     "build_stage2": "clearsight.probe.build:build_stage2",
+    "write_instances": "clearsight.probe.build:write_instances",
     "AnalysisConfig": "clearsight.probe.posthoc:AnalysisConfig",
     "run_probe_analysis": "clearsight.probe.posthoc:run_probe_analysis",
     "DistillConfig": "clearsight.probe.distill:DistillConfig",
     "distill": "clearsight.probe.distill:distill",
+    # the submodule clearsight.probe.distill shadows the name "distill" once it is imported
+    "run_distill": "clearsight.probe.distill:distill",
+    "select_instances": "clearsight.probe.plan:select_instances",
+    "Instance": "clearsight.probe.instances:Instance",
+    "OWN_FIELDS": "clearsight.probe.instances:OWN_FIELDS",
+    "LAYOUTS": "clearsight.probe.layouts:LAYOUTS",
+    "instances_from_jsonl": "clearsight.probe.sources:instances_from_jsonl",
+    "load_instances": "clearsight.probe.sources:load_instances",
+    "resolve_source": "clearsight.probe.sources:resolve_source",
+    "hub_instances": "clearsight.probe.hub:hub_instances",
+    "judge_agreement": "clearsight.probe.agreement:judge_agreement",
+    "human_agreement": "clearsight.probe.agreement:human_agreement",
+    "read_human_labels": "clearsight.probe.agreement:read_human_labels",
+    "store_validation": "clearsight.probe.agreement:store_validation",
+    "make_judge": "clearsight.probe.judges:make_judge",
+    "load_transcripts": "clearsight.probe.transcript:load_transcripts",
 }
 
 __all__ = [
-    "PROBE",
     "AnalysisConfig",
     "BuildConfig",
     "DistillConfig",
+    "Instance",
+    "LAYOUTS",
+    "OWN_FIELDS",
+    "PROBE",
     "ProbeAnalysis",
     "ProbeConfig",
     "analyse_probe",
@@ -70,10 +114,23 @@ __all__ = [
     "build_stage1",
     "build_stage2",
     "distill",
+    "hub_instances",
+    "human_agreement",
+    "instances_from_jsonl",
+    "judge_agreement",
+    "load_instances",
+    "load_transcripts",
+    "make_judge",
     "probe_tables",
+    "read_human_labels",
     "render_probe_report",
+    "resolve_source",
+    "run_distill",
     "run_probe",
     "run_probe_analysis",
+    "select_instances",
+    "store_validation",
+    "write_instances",
 ]
 
 

@@ -25,13 +25,8 @@ __all__ = ["STORE_KEYS", "ConfigMismatch", "RunStart", "wrong_protocol"]
 # Manifest keys the store writes itself; a caller's manifest may not use them.
 STORE_KEYS = frozenset({"schema_version", "created_at", "config_hash", "starts", "history", "plan"})
 
-# How each protocol's report is made, for the message that refuses a run of another protocol.
-_REPORT_COMMANDS = {
-    "sweep": "clearsight report {run}",
-    "probe": "clearsight probe report {run}",
-    "probe.build": "clearsight probe report {run}",
-    "grounding": "clearsight grounding --out {run} (it writes the grounding report)",
-}
+# The protocols whose runs `clearsight report RUN` reports (named in the refusal of another).
+_REPORTED = frozenset({"sweep", "probe", "probe.build", "grounding"})
 
 
 class ConfigMismatch(InputError):  # noqa: N818 - the name the CLI and callers use
@@ -55,10 +50,8 @@ def wrong_protocol(made_by: object, protocols: tuple[str, ...], run: Path) -> In
     it is one of them, or names none); it names the command of the run's own protocol."""
     if made_by is None or made_by in protocols:
         return None
-    command = _REPORT_COMMANDS.get(str(made_by), "the command of that protocol")
-    return InputError(
-        f"{run} is a {made_by} run, not a {protocols[0]} run: use {command.format(run=run)}"
-    )
+    command = f"clearsight report {run}" if made_by in _REPORTED else "the command of that protocol"
+    return InputError(f"{run} is a {made_by} run, not a {protocols[0]} run: use {command}")
 
 
 class Start(TypedDict):

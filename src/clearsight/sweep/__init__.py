@@ -25,11 +25,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.report.sweep import build_sweep_report, summary_table
-    from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
+    from clearsight.report.sweep import build_sweep_report
+    from clearsight.report.sweep import summary_table
+    from clearsight.sweep.analysis import SweepAnalysis
+    from clearsight.sweep.analysis import analyse_sweep
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.plan import plan_sweep, scene_refs
-    from clearsight.sweep.protocol import SWEEP, run_sweep
+    from clearsight.sweep.equivalence import equivalence_table
+    from clearsight.sweep.equivalence import summarise as summarise_equivalence
+    from clearsight.sweep.plan import plan_sweep
+    from clearsight.sweep.plan import scene_refs
+    from clearsight.sweep.preview import contact_sheet
+    from clearsight.sweep.protocol import SWEEP
+    from clearsight.sweep.protocol import run_sweep
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -43,6 +50,9 @@ _EXPORTS = {
     "SweepAnalysis": "clearsight.sweep.analysis:SweepAnalysis",
     "build_sweep_report": "clearsight.report.sweep:build_sweep_report",
     "summary_table": "clearsight.report.sweep:summary_table",
+    "contact_sheet": "clearsight.sweep.preview:contact_sheet",
+    "equivalence_table": "clearsight.sweep.equivalence:equivalence_table",
+    "summarise_equivalence": "clearsight.sweep.equivalence:summarise",
 }
 
 __all__ = [
@@ -51,9 +61,12 @@ __all__ = [
     "SweepConfig",
     "analyse_sweep",
     "build_sweep_report",
+    "contact_sheet",
+    "equivalence_table",
     "plan_sweep",
     "run_sweep",
     "scene_refs",
+    "summarise_equivalence",
     "summary_table",
 ]
 

@@ -1,0 +1,110 @@
+"""How a run command executes its protocol: the execution options every run command shares
+(executor, workers, Ray, ``--fresh``, ``--allow-mismatch``), declared once as
+:class:`ExecutionOptions` and generated onto each command like its configuration's fields, and
+how a run's summary ends the command (docs/scale.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, cast
+
+import typer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from clearsight.driver import RunSummary
+    from clearsight.execute import ExecutorName
+    from clearsight.execute.on_ray import RayConfig
+
+C_contra = TypeVar("C_contra", contravariant=True)
+
+#: The run directory of a run command (a rerun of the same command resumes it).
+RunDir = Annotated[
+    Path, typer.Option("--out", "-o", help="Run directory (a rerun resumes what it holds).")
+]
+
+
+class Runner(Protocol[C_contra]):
+    """A protocol's run function (``run_sweep``, ``run_grounding``, ``run_probe``, ...)."""
+
+    def __call__(
+        self,
+        config: C_contra,
+        run_dir: Path,
+        *,
+        fresh: bool,
+        allow_mismatch: bool,
+        executor: ExecutorName,
+        workers: int,
+        ray: RayConfig | None,
+    ) -> RunSummary: ...
+
+
+class ExecutionOptions(BaseModel):
+    """How a run executes: the same options on every command that runs a protocol."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    executor: str = Field("serial", description="serial, process or ray.")
+    workers: int = Field(
+        1, ge=1, description="Worker processes (ray: CPUs of a local Ray, default replicas)."
+    )
+    ray_address: str | None = Field(
+        None, description="Ray cluster to run on (default: RAY_ADDRESS, else a local Ray)."
+    )
+    replicas: int | None = Field(
+        None, ge=1, description="Ray actors per model (default: --workers)."
+    )
+    gpus_per_replica: float = Field(
+        0.0, ge=0, description="GPUs per Ray replica (0.5: two share a GPU)."
+    )
+    cpus_per_replica: float = Field(1.0, ge=0.1, description="CPUs per Ray replica.")
+    fresh: bool = Field(False, description="Delete the run's records first.")
+    allow_mismatch: bool = Field(
+        False, description="Add records of a changed configuration to the run."
+    )
+
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, value: str) -> str:
+        from clearsight.execute import EXECUTORS
+
+        if value not in EXECUTORS:
+            raise ValueError(f"{value!r} is not one of {', '.join(EXECUTORS)}")
+        return value
+
+    def ray(self) -> RayConfig | None:
+        """The Ray settings of ``--executor ray`` (None for the other executors)."""
+        if self.executor != "ray":
+            return None
+        from clearsight.execute.on_ray import RayConfig
+
+        return RayConfig(
+            address=self.ray_address,
+            replicas=self.replicas,
+            num_gpus=self.gpus_per_replica,
+            num_cpus=self.cpus_per_replica,
+        )
+
+    def start(self, runner: Runner[C_contra], config: C_contra, out: Path) -> RunSummary:
+        """``runner(config, out)`` executed with these options."""
+        return runner(
+            config,
+            out,
+            fresh=self.fresh,
+            allow_mismatch=self.allow_mismatch,
+            executor=cast("ExecutorName", self.executor),  # checked by _known_executor
+            workers=self.workers,
+            ray=self.ray(),
+        )
+
+
+def finished(summary: RunSummary) -> None:
+    """Print what a run did; exit with its code when items failed (documented in the README:
+    0 all ok, 3 some items failed, 2 bad input, 4 the disk or the store failed, 130/143
+    interrupted)."""
+    from clearsight.credentials import redact
+
+    typer.echo(redact(summary.describe()), err=summary.failed > 0)
+    if summary.exit_code:
+        raise typer.Exit(code=summary.exit_code)

@@ -1,0 +1,77 @@
+"""``clearsight report RUN``: the report of a run of any protocol, chosen by the protocol its
+manifest names (:func:`clearsight.report.build_report`); what every run command prints after
+its run (:func:`write_report`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from clearsight.grounding import TgsBench
+
+
+def report(
+    run: Annotated[Path, typer.Argument(help="A run directory (of any protocol).")],
+    others: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Further grounding runs shown beside it (other models or methods)."),
+    ] = None,
+) -> None:
+    """Write report.html, summary.md and summary.csv of a run and print its summary.
+
+    A finished or partial run of the sweep, trajectory grounding or the probe (a benchmark
+    build's stage 1 included); for a TGS-Bench build, the pool's retention. What each number
+    means: docs/methods.md (`clearsight docs methods`)."""
+    from clearsight.report import BUILD_BENCH, run_protocol
+
+    if run_protocol(run) == BUILD_BENCH:
+        from clearsight import grounding
+
+        config = grounding.BuildBenchConfig.model_validate(_config_of(run))
+        print_bench(grounding.read_bench(config, run))
+        return
+    write_report(run, others or ())
+
+
+def write_report(run: Path, others: tuple[Path, ...] | list[Path] = ()) -> None:
+    """Write the report of ``run`` (with ``others`` beside it), print its summary (summary.md)
+    and where the page is."""
+    from clearsight.report import build_report
+
+    paths = build_report(run, others=others)
+    typer.echo(paths.summary_md.read_text(encoding="utf-8").rstrip())
+    typer.echo(f"report: {paths.html}")
+
+
+def print_bench(bench: TgsBench, written: tuple[Path, Path] | None = None) -> None:
+    """A TGS-Bench pool's retention table, rejection reasons, injectors and (``written``) the
+    files it was written to."""
+    from clearsight.grounding import retention_table
+
+    manifest = bench.manifest
+    typer.echo("retention (kept / attempted):")
+    typer.echo(retention_table(manifest).to_string(index=False))
+    for title, key in (
+        ("rejections", "rejections"),
+        ("injectors", "injectors"),
+        ("model edits refused (the rule stepped in)", "model_edits_refused"),
+        ("judge picked the bad side", "judge_picked_bad"),
+    ):
+        for where, counts in (manifest.get(key) or {}).items():
+            typer.echo(f"{title}: {where}: {counts}")
+    size = f"{len(bench.items)} items, {sum(len(i.pairs) for i in bench.items)} pairs"
+    if written is None:
+        typer.echo(f"pool: {size}")
+    else:
+        typer.echo(f"wrote {written[0]} ({size}) and {written[1]}")
+
+
+def _config_of(run: Path) -> object:
+    """The configuration a run's manifest holds."""
+    from clearsight.store import RunStore
+
+    with RunStore.open(run, read_only=True) as store:
+        return store.manifest().get("config") or {}
