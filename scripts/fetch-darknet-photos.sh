@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Extract the test photos of Debian's `darknet` package into DEST_DIR, checksummed, without
-# installing it: a thin caller of `clearsight fetch --steps photos` (src/clearsight/fetch.py).
+# installing it: a thin caller of `clearsight fetch --steps photos` (src/clearsight/fetch/steps.py).
 # Usage: scripts/fetch-darknet-photos.sh DEST_DIR
 # Where apt is unavailable the bundled scenes that need these photos are skipped (with a note).
 set -euo pipefail

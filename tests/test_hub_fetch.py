@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from clearsight.hub import Fetched, cached_snapshot, fetch_model, hub_id_of, verify_snapshot
+from clearsight.fetch.hub import Fetched, cached_snapshot, fetch_model, hub_id_of, verify_snapshot
 from clearsight.validate import InputError
 
 REPO = "org/tiny-vlm"

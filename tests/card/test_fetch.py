@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clearsight import fetch
+from clearsight.fetch import steps as fetch
 from clearsight.validate import InputError
 
 FAKE = {

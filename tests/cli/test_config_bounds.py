@@ -60,7 +60,7 @@ def test_a_few_aliases_still_load(tmp_path: Path) -> None:
     config.write_text("seed: 3\narms: &a [fog]\ncontrols: [clean]\ntasks: [identify]\n")
     assert load_config(config).seed == 3
     text = "x: &x {a: 1, b: [1, 2]}\ny: *x\nz: [*x, *x]\n"
-    from clearsight.yaml_input import load_yaml
+    from clearsight.config import load_yaml
 
     assert load_yaml(text) == yaml.safe_load(text)
 
@@ -122,7 +122,7 @@ _DATA = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(_DATA)
 def test_what_pyyaml_writes_reads_back_the_same(data: Any) -> None:
-    from clearsight.yaml_input import load_yaml
+    from clearsight.config import load_yaml
 
     assert _same(load_yaml(yaml.safe_dump(data)), data)
 
@@ -137,7 +137,7 @@ def _same(a: Any, b: Any) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab:-[]{},&*!#|>'\" \n\t?0123456789.e")), max_size=80))
 def test_any_text_loads_or_is_a_yaml_error(text: str) -> None:
-    from clearsight.yaml_input import load_yaml
+    from clearsight.config import load_yaml
 
     try:
         got = load_yaml(text)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clearsight.paths import cache_dir
+from clearsight.fetch.cache import cache_dir
 from clearsight.perceiver.tfjs import (
     SUPPORTED_OPS,
     dequantize,

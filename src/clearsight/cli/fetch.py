@@ -1,7 +1,7 @@
 """``clearsight fetch``: photos, detectors and embedded models, set up from inside the package
-(:mod:`clearsight.fetch`); model checkpoints into the Hugging Face cache (:mod:`clearsight.hub`);
-the papers' datasets (:mod:`clearsight.datasets.fetch`). Its options are generated from
-:class:`FetchOptions`."""
+(:mod:`clearsight.fetch.steps`); model checkpoints into the Hugging Face cache
+(:mod:`clearsight.fetch.hub`); the papers' datasets (:mod:`clearsight.datasets.fetch`). Its options
+are generated from :class:`FetchOptions`."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def fetch(options: FetchOptions) -> None:
     hub, gated without a token, damaged, or neither reachable nor cached (one error line saying
     what to do)."""
     from clearsight.datasets.fetch import fetch_dataset, fetchable
-    from clearsight.fetch import STEPS, fetch_all
+    from clearsight.fetch.steps import STEPS, fetch_all
 
     unknown = [name for name in options.dataset if name not in fetchable()]
     if unknown:
@@ -78,7 +78,7 @@ def fetch(options: FetchOptions) -> None:
 
 def _fetch_checkpoints(names: list[str], revision: str | None) -> None:
     """Fetch and verify each checkpoint, one line each (InputError at the first that fails)."""
-    from clearsight.hub import fetch_model, hub_id_of
+    from clearsight.fetch.hub import fetch_model, hub_id_of
 
     for name in names:
         typer.echo(fetch_model(hub_id_of(name), revision).describe())

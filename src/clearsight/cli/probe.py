@@ -61,11 +61,16 @@ def distill(
         f"validation {len(manifest['validation'])}), labelled tokens "
         f"{manifest['labelled_tokens']}"
     )
-    for row in [{"epoch": 0, **manifest["before"]}, *manifest["history"]]:
-        took = f" ({row['seconds']:.1f} s)" if "seconds" in row else ""
+    before = manifest["before"]
+    rows = [(0, before["train_loss"], before["val_loss"], "")]
+    rows += [
+        (e["epoch"], e["train_loss"], e["val_loss"], f" ({e['seconds']:.1f} s)")
+        for e in manifest["history"]
+    ]
+    for epoch, train_loss, val_loss, took in rows:
         typer.echo(
-            f"epoch {row['epoch']}: train_loss {_loss_text(row['train_loss'])}, "
-            f"val_loss {_loss_text(row['val_loss'])}{took}"
+            f"epoch {epoch}: train_loss {_loss_text(train_loss)}, "
+            f"val_loss {_loss_text(val_loss)}{took}"
         )
     typer.echo(f"chosen epoch: {manifest['chosen_epoch']} ({manifest['chosen_by']})")
     typer.echo(f"adapter: {result.out} (use as --reasoner hf:{result.out})")

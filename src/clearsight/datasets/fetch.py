@@ -33,8 +33,8 @@ from typing import Any, Final
 
 from clearsight.datasets.hub import HUB_SPECS, HubSpec
 from clearsight.datasets.snapshot import FETCH_RECORD, check_schema, locate
-from clearsight.fetch import StepResult
-from clearsight.paths import cache_dir
+from clearsight.fetch.cache import cache_dir
+from clearsight.fetch.steps import StepResult
 from clearsight.validate import InputError
 
 #: The download function's signature: huggingface_hub's ``snapshot_download``.

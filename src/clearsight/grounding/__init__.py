@@ -36,22 +36,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.grounding.bench_file import TgsBench
-    from clearsight.grounding.bench_file import retention_table
-    from clearsight.grounding.bench_file import write_bench
-    from clearsight.grounding.build import BuildBenchConfig
-    from clearsight.grounding.build import run_build_bench
+    from clearsight.grounding.bench_file import TgsBench, retention_table, write_bench
+    from clearsight.grounding.build import BuildBenchConfig, run_build_bench
     from clearsight.grounding.build_pool import read_bench
     from clearsight.grounding.config import GroundingConfig
-    from clearsight.grounding.hub import hub_problems
-    from clearsight.grounding.hub import hub_source
-    from clearsight.grounding.hub import is_hub_benchmark
-    from clearsight.grounding.hub import load_benchmark
-    from clearsight.grounding.problems import LAYOUTS
-    from clearsight.grounding.problems import Problem
-    from clearsight.grounding.problems import load_jsonl
-    from clearsight.grounding.protocol import GROUNDING
-    from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
+    from clearsight.grounding.problems import LAYOUTS, Problem, load_jsonl
+    from clearsight.grounding.protocol import GROUNDING, run_grounding
     from clearsight.report.grounding import build_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
@@ -77,10 +68,10 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BuildBenchConfig",
     "GROUNDING",
-    "GroundingConfig",
     "LAYOUTS",
+    "BuildBenchConfig",
+    "GroundingConfig",
     "Problem",
     "TgsBench",
     "build_grounding_report",

@@ -24,8 +24,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from clearsight.fetch.cache import cache_dir
 from clearsight.models.extras import install_hint
-from clearsight.paths import cache_dir
 from clearsight.validate import InputError
 
 SMOLLM2_ALIAS = "smollm2-135m"

@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from clearsight.config import load_yaml
 from clearsight.models.base import (
     Capabilities,
     HiddenRequest,
@@ -175,8 +176,8 @@ def _script_entries(path: Path) -> list[Any]:
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as exc:
+            data = load_yaml(text)  # within bounds: an alias bomb or deep nesting is refused
+        except yaml.YAMLError as exc:
             raise InputError(f"invalid YAML in {path}: {' '.join(str(exc).split())}") from exc
     elif suffix == ".json":
         try:

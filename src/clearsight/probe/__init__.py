@@ -30,37 +30,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.probe.agreement import human_agreement
-    from clearsight.probe.agreement import judge_agreement
-    from clearsight.probe.agreement import read_human_labels
-    from clearsight.probe.agreement import store_validation
-    from clearsight.probe.analysis import ProbeAnalysis
-    from clearsight.probe.analysis import analyse_probe
-    from clearsight.probe.build import BuildConfig
-    from clearsight.probe.build import build_stage1
-    from clearsight.probe.build import build_stage2
-    from clearsight.probe.build import write_instances
+    from clearsight.probe.agreement import (
+        human_agreement,
+        judge_agreement,
+        read_human_labels,
+        store_validation,
+    )
+    from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
+    from clearsight.probe.build import BuildConfig, build_stage1, build_stage2, write_instances
     from clearsight.probe.config import ProbeConfig
-    from clearsight.probe.distill import DistillConfig
-    from clearsight.probe.distill import distill
+    from clearsight.probe.distill import DistillConfig, distill
     from clearsight.probe.distill import distill as run_distill
     from clearsight.probe.hub import hub_instances
-    from clearsight.probe.instances import Instance
-    from clearsight.probe.instances import OWN_FIELDS
+    from clearsight.probe.instances import OWN_FIELDS, Instance
     from clearsight.probe.judges import make_judge
     from clearsight.probe.layouts import LAYOUTS
     from clearsight.probe.plan import select_instances
-    from clearsight.probe.posthoc import AnalysisConfig
-    from clearsight.probe.posthoc import run_probe_analysis
-    from clearsight.probe.protocol import PROBE
-    from clearsight.probe.protocol import run_probe
-    from clearsight.probe.sources import instances_from_jsonl
-    from clearsight.probe.sources import load_instances
-    from clearsight.probe.sources import resolve_source
+    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.probe.protocol import PROBE, run_probe
+    from clearsight.probe.sources import instances_from_jsonl, load_instances, resolve_source
     from clearsight.probe.transcript import load_transcripts
-    from clearsight.report.probe import build_probe_report
-    from clearsight.report.probe import probe_tables
-    from clearsight.report.probe import render_probe_report
+    from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -100,13 +90,13 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "LAYOUTS",
+    "OWN_FIELDS",
+    "PROBE",
     "AnalysisConfig",
     "BuildConfig",
     "DistillConfig",
     "Instance",
-    "LAYOUTS",
-    "OWN_FIELDS",
-    "PROBE",
     "ProbeAnalysis",
     "ProbeConfig",
     "analyse_probe",

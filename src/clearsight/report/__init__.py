@@ -65,10 +65,11 @@ def build_report(
 
     ``out_dir`` (a sweep's only; default the run directory) is where the files go; ``others``
     are further runs shown beside it (trajectory grounding: compared by exact Wilcoxon tests and
-    drawn in the ECE-vs-TGS figure; the probe: their settings beside the run's in every table). ``n_boot`` and ``seed`` are the bootstrap's
-    (default: the sweep's 2000 and 0; a grounding run's own configuration's); ``thumbnails``
-    draws a sweep report's example images. An option the run's protocol has no use for, or a
-    run of no reported protocol, is an :class:`InputError` saying so.
+    drawn in the ECE-vs-TGS figure; the probe: their settings beside the run's in every table).
+    ``n_boot`` and ``seed`` are the bootstrap's (default: the sweep's 2000 and 0; a grounding
+    run's own configuration's); ``thumbnails`` draws a sweep report's example images. An option
+    the run's protocol has no use for, or a run of no reported protocol, is an
+    :class:`InputError` saying so.
     """
     made_by = run_protocol(run_dir)
     reported = REPORTED_AS.get(made_by)

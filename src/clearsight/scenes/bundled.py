@@ -2,7 +2,7 @@
 
 The photos come from scikit-image, scikit-learn and matplotlib (inside their wheels) and from
 the test photos of Debian's ``darknet`` package, which ``clearsight fetch`` (``make data``)
-extracts into the data cache (:func:`clearsight.fetch.fetch_photos`). Boxes, COCO categories,
+extracts into the data cache (:func:`clearsight.fetch.steps.fetch_photos`). Boxes, COCO categories,
 crops and depth layouts live in ``data/bundled.yaml``; every box was drawn by a person looking
 at the photo. Depth is measured for ``stereo_motorcycle`` (its Middlebury disparity and
 calibration) and *assumed* for every other scene: a stated layout whose note travels with the
@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
-from clearsight.paths import cache_dir
+from clearsight.fetch.cache import cache_dir
 from clearsight.scenes.depth import assumed_depth, motorcycle_depth
 from clearsight.scenes.model import Box, DepthProvenance, Scene, Target
 from clearsight.validate import InputError

@@ -25,18 +25,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.report.sweep import build_sweep_report
-    from clearsight.report.sweep import summary_table
-    from clearsight.sweep.analysis import SweepAnalysis
-    from clearsight.sweep.analysis import analyse_sweep
+    from clearsight.report.sweep import build_sweep_report, summary_table
+    from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.equivalence import equivalence_table
     from clearsight.sweep.equivalence import summarise as summarise_equivalence
-    from clearsight.sweep.plan import plan_sweep
-    from clearsight.sweep.plan import scene_refs
+    from clearsight.sweep.plan import plan_sweep, scene_refs
     from clearsight.sweep.preview import contact_sheet
-    from clearsight.sweep.protocol import SWEEP
-    from clearsight.sweep.protocol import run_sweep
+    from clearsight.sweep.protocol import SWEEP, run_sweep
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).

@@ -120,7 +120,7 @@ def _require_depth_model(model: str) -> None:
     if model.startswith("assumed:") or Path(model).expanduser().is_dir():
         return
     try:
-        from clearsight.hub import cached_snapshot
+        from clearsight.fetch.hub import cached_snapshot
 
         found = cached_snapshot(model)
     except ImportError:
