@@ -155,3 +155,16 @@ def _same_tree(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same_tree(a[k], b[k]) for k in a)
     return bool(a == b)
+
+
+def test_a_scripted_model_file_is_read_within_the_same_bounds(tmp_path: Path) -> None:
+    """A scripted backend's YAML script is a user's file too: the alias bomb is refused as a
+    one-line input error, in milliseconds, before any entry is read."""
+    from clearsight.models.scripted import make_scripted
+
+    script = tmp_path / "script.yaml"
+    script.write_text(_bomb())
+    started = time.perf_counter()
+    with pytest.raises(InputError, match=r"invalid YAML in .*aliases expand to more than 10000"):
+        make_scripted(str(script), {})
+    assert time.perf_counter() - started < 0.5
