@@ -1,8 +1,15 @@
 """clearsight: measure whether vision-language models know when they cannot see or cannot know.
 
-The public API is imported lazily, so ``import clearsight`` stays cheap::
+Three protocols, each a package with the same shape, each reached from here by its
+configuration, its run, its analysis (the paper's numbers as typed values) and its report::
 
-    from clearsight import SweepConfig, run_sweep, load_run, build_report
+    from clearsight import SweepConfig, run_sweep, analyse_sweep, build_sweep_report
+    from clearsight import GroundingConfig, run_grounding, build_grounding_report
+    from clearsight import ProbeConfig, run_probe, analyse_probe, build_probe_report
+
+``build_report(run_dir)`` writes the report of any run, whichever protocol made it;
+``load_run(run_dir)`` reads its records. The names are imported on first use, so
+``import clearsight`` stays cheap.
 """
 
 from __future__ import annotations
@@ -12,11 +19,25 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+#: name -> the module (a protocol's face, or a package's) it is read from on first use.
 _EXPORTS = {
-    "SweepConfig": "clearsight.sweep.config",
+    # the visibility sweep
+    "SweepConfig": "clearsight.sweep",
+    "plan_sweep": "clearsight.sweep",
+    "run_sweep": "clearsight.sweep",
+    "analyse_sweep": "clearsight.sweep",
+    "build_sweep_report": "clearsight.sweep",
+    # trajectory grounding
+    "GroundingConfig": "clearsight.grounding",
+    "run_grounding": "clearsight.grounding",
+    "build_grounding_report": "clearsight.grounding",
+    # active reasoning through a noisy sensor
+    "ProbeConfig": "clearsight.probe",
+    "run_probe": "clearsight.probe",
+    "analyse_probe": "clearsight.probe",
+    "build_probe_report": "clearsight.probe",
+    # every protocol
     "load_config": "clearsight.config",
-    "run_sweep": "clearsight.sweep.protocol",
-    "plan_sweep": "clearsight.sweep.plan",
     "run": "clearsight.driver",
     "Execution": "clearsight.driver",
     "RunSummary": "clearsight.driver",
@@ -32,6 +53,7 @@ __all__ = [*_EXPORTS, "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    """The public name ``name``, imported from its module on first use."""
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'clearsight' has no attribute {name!r}")

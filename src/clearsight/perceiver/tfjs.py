@@ -821,15 +821,10 @@ def check_supported(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> N
         )
 
 
-def to_onnx(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> onnx.ModelProto:
-    """Translate the part of ``graph`` that ``outputs`` (default: the signature's) need into an
-    ONNX model whose inputs and outputs are named ``node:k`` like TensorFlow's tensors."""
-    import onnx
-    import onnx.helper
-
-    wanted = [tensor_ref(o) for o in (outputs or graph.outputs)]
-    check_supported(graph, wanted)
-    order = topological_order(graph.nodes, wanted)
+def _folded_constants(graph: TfjsGraph, order: Sequence[TfjsNode]) -> dict[str, Array]:
+    """Every tensor of ``order`` known before the model runs, by ``node:k``: the weights of its
+    constants, and the outputs of foldable ops whose inputs are all known (computed here once,
+    so the ONNX model carries them as initializers instead of ops)."""
     consts: dict[str, Array] = {}
     for node in order:
         if node.op == "Const":
@@ -844,6 +839,19 @@ def to_onnx(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> onnx.Mode
             args = [consts[tensor_ref(i)] for i in node.inputs]
             for k, value in enumerate(_FOLDERS[node.op](node, args)):
                 consts[f"{node.name}:{k}"] = np.asarray(value)
+    return consts
+
+
+def to_onnx(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> onnx.ModelProto:
+    """Translate the part of ``graph`` that ``outputs`` (default: the signature's) need into an
+    ONNX model whose inputs and outputs are named ``node:k`` like TensorFlow's tensors."""
+    import onnx
+    import onnx.helper
+
+    wanted = [tensor_ref(o) for o in (outputs or graph.outputs)]
+    check_supported(graph, wanted)
+    order = topological_order(graph.nodes, wanted)
+    consts = _folded_constants(graph, order)
     b = _Builder(consts)
     graph_inputs = []
     for node in order:

@@ -58,20 +58,7 @@ def attenuate_encode(  # pragma: no cover - compiled; checked against the textbo
             a[i] = veil[i % 3]
             d[i] = decode[image[y, i]] - a[i]
         for lvl in range(levels):
-            k = squarings[lvl]
-            if k < 0:
-                for j in range(m):  # j: the pixel (grey), else the value
-                    x, c = (j, 0) if grey else (j // 3, j % 3)
-                    t[j] = np.exp(neg_beta[lvl, c] * np.float64(depth[y, x]))
-            for _ in range(max(k, 0)):
-                for j in range(m):
-                    t[j] *= t[j]
-            if grey:
-                for x in range(m):
-                    t32[3 * x] = t32[3 * x + 1] = t32[3 * x + 2] = np.float32(t[x])
-            else:
-                for i in range(n):
-                    t32[i] = np.float32(t[i])
+            _transmissions(t, t32, neg_beta[lvl], squarings[lvl], depth[y], grey)
             for i in range(n):
                 v[i] = a[i] + d[i] * t32[i]
             for i in range(n):
@@ -82,6 +69,33 @@ def attenuate_encode(  # pragma: no cover - compiled; checked against the textbo
             for i in range(n):
                 bump = (bits[i] & low_bits) >= (entry[i] & LOW_MASK)
                 row[i] = np.uint8((entry[i] >> CODE_SHIFT) + bump)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _transmissions(  # pragma: no cover - compiled; part of attenuate_encode
+    t: npt.NDArray[np.float64],
+    t32: npt.NDArray[np.float32],
+    neg_beta: npt.NDArray[np.float64],
+    k: int,
+    depth: npt.NDArray[np.float32],
+    grey: bool,
+) -> None:
+    """One row's transmissions at one level into ``t32`` (one a value): ``exp(-beta d)`` when
+    ``k < 0``, else the previous level's ``t`` (kept in ``t``) squared ``k`` times."""
+    m = t.shape[0]
+    if k < 0:
+        for j in range(m):  # j: the pixel (grey), else the value
+            x, c = (j, 0) if grey else (j // 3, j % 3)
+            t[j] = np.exp(neg_beta[c] * np.float64(depth[x]))
+    for _ in range(max(k, 0)):
+        for j in range(m):
+            t[j] *= t[j]
+    if grey:
+        for x in range(m):
+            t32[3 * x] = t32[3 * x + 1] = t32[3 * x + 2] = np.float32(t[x])
+    else:
+        for i in range(m):
+            t32[i] = np.float32(t[i])
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
