@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
 
 from clearsight.execute import (
     ExecutorName,
@@ -428,6 +428,45 @@ def run(
                 raise Interrupted(_total(stages), terminated=terminated) from None
         planned.complete()
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments every protocol's entry point (``run_sweep``, ``run_grounding``,
+    ``run_probe``, ``run_build_bench``) takes: :class:`Execution`'s fields and :func:`run`'s."""
+
+    fresh: bool
+    """Discard the run directory's records and start over (default False)."""
+    allow_mismatch: bool
+    """Keep records made with another configuration and go on (default False)."""
+    executor: ExecutorName
+    """``serial`` (default), ``process`` or ``ray``."""
+    workers: int
+    """Worker processes (default 1)."""
+    progress: bool
+    """Show a progress bar per stage (default True)."""
+    ray: RayConfig | None
+    """Cluster settings (``executor="ray"`` only)."""
+
+
+def run_with(
+    protocol: Protocol[C, P], config: C, run_dir: Path | str, **options: Unpack[RunOptions]
+) -> RunSummary:
+    """:func:`run` with the entry points' keyword arguments (:class:`RunOptions`): what each
+    protocol's ``run_<protocol>(config, run_dir, **options)`` does."""
+    execution = Execution(
+        options.get("executor", "serial"),
+        options.get("workers", 1),
+        options.get("ray"),
+        options.get("progress", True),
+    )
+    return run(
+        protocol,
+        config,
+        run_dir,
+        execution,
+        fresh=options.get("fresh", False),
+        allow_mismatch=options.get("allow_mismatch", False),
+    )
 
 
 def _fingerprint(protocol: Protocol[C, Any], config: C) -> str | None:

@@ -20,9 +20,10 @@ class RunConfig(BaseModel):
 
     Subclasses name those fields in :attr:`added_later`. A float field of any subclass refuses
     NaN and infinities (subclasses' ``model_config`` is merged with this one): a run's numbers
-    are finite before anything exists."""
+    are finite before anything exists. A validation error's text never quotes the value given
+    (a model URL may hold a password the credential check is about to refuse)."""
 
-    model_config = ConfigDict(allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False, hide_input_in_errors=True)
 
     added_later: ClassVar[tuple[str, ...]] = ()
     """Fields added after runs were stored whose default does what those runs did."""

@@ -39,12 +39,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import driver
-from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
+from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.grounding.bench import AXES, bad_trajectory
 from clearsight.grounding.build_items import (
     CHECK,
@@ -73,8 +73,7 @@ from clearsight.specs import Spec
 from clearsight.store import RunStore
 
 if TYPE_CHECKING:
-    from clearsight.execute import ExecutorName
-    from clearsight.execute.on_ray import RayConfig
+    pass
 
 __all__ = ["BUILD_BENCH", "BuildBenchConfig", "run_build_bench"]
 
@@ -260,23 +259,10 @@ BUILD_BENCH: Protocol[BuildBenchConfig, list[Problem]] = Protocol(
 
 def run_build_bench(
     config: BuildBenchConfig,
-    run_dir: Path,
-    *,
-    fresh: bool = False,
-    allow_mismatch: bool = False,
-    executor: ExecutorName = "serial",
-    workers: int = 1,
-    progress: bool = True,
-    ray: RayConfig | None = None,
+    run_dir: Path | str,
+    **options: Unpack[RunOptions],
 ) -> RunSummary:
     """Run the build's stages into ``run_dir`` (resumable);
     :func:`~clearsight.grounding.build_pool.read_bench` reads the pool. The same as
-    ``clearsight.driver.run(BUILD_BENCH, config, run_dir, Execution(...))``."""
-    return driver.run(
-        BUILD_BENCH,
-        config,
-        run_dir,
-        Execution(executor, workers, ray, progress),
-        fresh=fresh,
-        allow_mismatch=allow_mismatch,
-    )
+    ``driver.run_with(BUILD_BENCH, config, run_dir, **options)``."""
+    return driver.run_with(BUILD_BENCH, config, run_dir, **options)

@@ -35,11 +35,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from clearsight import driver
-from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
-from clearsight.execute import ExecutorName
+from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.grounding.bench_file import bench_edits, load_bench
 from clearsight.grounding.config import GroundingConfig
 from clearsight.grounding.hub import benchmark_record
@@ -62,7 +61,7 @@ from clearsight.specs import Spec, to_plain
 from clearsight.store import RunStore
 
 if TYPE_CHECKING:
-    from clearsight.execute.on_ray import RayConfig
+    pass
 
 
 def _stage(kind: str, model: str, items: Sequence[Spec], config: GroundingConfig) -> Stage[Spec]:
@@ -182,25 +181,13 @@ GROUNDING: Protocol[GroundingConfig, list[Problem]] = Protocol(
 
 def run_grounding(
     config: GroundingConfig,
-    run_dir: Path,
-    *,
-    fresh: bool = False,
-    allow_mismatch: bool = False,
-    executor: ExecutorName = "serial",
-    workers: int = 1,
-    progress: bool = True,
-    ray: RayConfig | None = None,
+    run_dir: Path | str,
+    **options: Unpack[RunOptions],
 ) -> RunSummary:
     """Plan and run the stages (``summary.stages``: each stage's summary). Resumable. The
-    same as ``clearsight.driver.run(GROUNDING, config, run_dir, Execution(...))``."""
-    return driver.run(
-        GROUNDING,
-        config,
-        run_dir,
-        Execution(executor, workers, ray, progress),
-        fresh=fresh,
-        allow_mismatch=allow_mismatch,
-    )
+    same as
+    ``driver.run_with(GROUNDING, config, run_dir, **options)``."""
+    return driver.run_with(GROUNDING, config, run_dir, **options)
 
 
 __all__ = ["GROUNDING", "run_grounding"]

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from clearsight import driver
-from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
-from clearsight.execute import ExecutorName
+from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
@@ -30,7 +29,7 @@ from clearsight.provenance import run_manifest
 from clearsight.store import RunStore
 
 if TYPE_CHECKING:
-    from clearsight.execute.on_ray import RayConfig
+    pass
 
 
 def _models(config: ProbeConfig) -> list[ModelNeed]:
@@ -90,25 +89,13 @@ PROBE: Protocol[ProbeConfig, list[PlannedSpec]] = Protocol(
 
 def run_probe(
     config: ProbeConfig,
-    run_dir: Path,
-    *,
-    fresh: bool = False,
-    allow_mismatch: bool = False,
-    executor: ExecutorName = "serial",
-    workers: int = 1,
-    progress: bool = True,
-    ray: RayConfig | None = None,
+    run_dir: Path | str,
+    **options: Unpack[RunOptions],
 ) -> RunSummary:
     """Plan the conversations, store the items, run what is not finished; an interrupted run
     resumes where it stopped. With one process, every turn is stored as it happens (an
     unfinished conversation is a failed record, redone by a rerun); a process pool stores each
     conversation when it ends. Either way a killed run loses only the conversations in
-    flight. The same as ``clearsight.driver.run(PROBE, config, run_dir, Execution(...))``."""
-    return driver.run(
-        PROBE,
-        config,
-        run_dir,
-        Execution(executor, workers, ray, progress),
-        fresh=fresh,
-        allow_mismatch=allow_mismatch,
-    )
+    flight. The same as
+    ``driver.run_with(PROBE, config, run_dir, **options)``."""
+    return driver.run_with(PROBE, config, run_dir, **options)

@@ -15,13 +15,12 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 import numpy as np
 
 from clearsight import driver
-from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
-from clearsight.execute import ExecutorName
+from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models import Capabilities
 from clearsight.physics import VISIBILITY_CONSTANT, turbid_coefficients
 from clearsight.provenance import run_manifest
@@ -40,7 +39,7 @@ from clearsight.sweep.unit import (
 )
 
 if TYPE_CHECKING:
-    from clearsight.execute.on_ray import RayConfig
+    pass
 
 
 def _models(config: SweepConfig) -> list[ModelNeed]:
@@ -140,25 +139,12 @@ SWEEP: Protocol[SweepConfig, SweepPlan] = Protocol(
 
 def run_sweep(
     config: SweepConfig,
-    run_dir: Path,
-    *,
-    fresh: bool = False,
-    allow_mismatch: bool = False,
-    executor: ExecutorName = "serial",
-    workers: int = 1,
-    progress: bool = True,
-    ray: RayConfig | None = None,
+    run_dir: Path | str,
+    **options: Unpack[RunOptions],
 ) -> RunSummary:
     """Plan the sweep, store its items, run what is not finished, and return what ran.
 
     A rerun of a finished run does nothing but check; an interrupted run resumes. The same as
-    ``clearsight.driver.run(SWEEP, config, run_dir, Execution(...))``.
+    ``driver.run_with(SWEEP, config, run_dir, **options)``.
     """
-    return driver.run(
-        SWEEP,
-        config,
-        run_dir,
-        Execution(executor, workers, ray, progress),
-        fresh=fresh,
-        allow_mismatch=allow_mismatch,
-    )
+    return driver.run_with(SWEEP, config, run_dir, **options)
