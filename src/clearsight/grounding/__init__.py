@@ -25,7 +25,9 @@ Modules, in the order of the method:
   unit into records), :mod:`~clearsight.grounding.protocol` (stages, manifest,
   :func:`run_grounding`).
 * :mod:`~clearsight.grounding.results` — a finished run read back;
-  :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals.
+  :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals;
+  :mod:`~clearsight.grounding.analysis` — the paper's numbers of a run
+  (:func:`analyse_grounding`), which :mod:`clearsight.report.grounding` renders.
 
 Nothing here imports torch at import time; the model-facing functions take a loaded backend.
 """
@@ -36,23 +38,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.grounding.bench_file import TgsBench
-    from clearsight.grounding.bench_file import retention_table
-    from clearsight.grounding.bench_file import write_bench
-    from clearsight.grounding.build import BuildBenchConfig
-    from clearsight.grounding.build import run_build_bench
+    from clearsight.grounding.analysis import GroundingAnalysis, analyse_grounding
+    from clearsight.grounding.bench_file import TgsBench, retention_table, write_bench
+    from clearsight.grounding.build import BuildBenchConfig, run_build_bench
     from clearsight.grounding.build_pool import read_bench
     from clearsight.grounding.config import GroundingConfig
-    from clearsight.grounding.hub import hub_problems
-    from clearsight.grounding.hub import hub_source
-    from clearsight.grounding.hub import is_hub_benchmark
-    from clearsight.grounding.hub import load_benchmark
-    from clearsight.grounding.problems import LAYOUTS
-    from clearsight.grounding.problems import Problem
-    from clearsight.grounding.problems import load_jsonl
-    from clearsight.grounding.protocol import GROUNDING
-    from clearsight.grounding.protocol import run_grounding
-    from clearsight.report.grounding import build_grounding_report
+    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
+    from clearsight.grounding.problems import LAYOUTS, Problem, load_jsonl
+    from clearsight.grounding.protocol import GROUNDING, run_grounding
+    from clearsight.report.grounding import build_grounding_report, render_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -60,7 +54,10 @@ _EXPORTS = {
     "GroundingConfig": "clearsight.grounding.config:GroundingConfig",
     "GROUNDING": "clearsight.grounding.protocol:GROUNDING",
     "run_grounding": "clearsight.grounding.protocol:run_grounding",
+    "analyse_grounding": "clearsight.grounding.analysis:analyse_grounding",
+    "GroundingAnalysis": "clearsight.grounding.analysis:GroundingAnalysis",
     "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
+    "render_grounding_report": "clearsight.report.grounding:render_grounding_report",
     "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.build:run_build_bench",
     "read_bench": "clearsight.grounding.build_pool:read_bench",
@@ -77,12 +74,14 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "BuildBenchConfig",
     "GROUNDING",
-    "GroundingConfig",
     "LAYOUTS",
+    "BuildBenchConfig",
+    "GroundingAnalysis",
+    "GroundingConfig",
     "Problem",
     "TgsBench",
+    "analyse_grounding",
     "build_grounding_report",
     "hub_problems",
     "hub_source",
@@ -90,6 +89,7 @@ __all__ = [
     "load_benchmark",
     "load_jsonl",
     "read_bench",
+    "render_grounding_report",
     "retention_table",
     "run_build_bench",
     "run_grounding",
