@@ -360,10 +360,10 @@ def test_the_retention_table_states_kept_over_attempted() -> None:
 
 
 def test_a_built_bench_is_scored_by_a_grounding_run(tmp_path: Path, tiny_llama_path: Path) -> None:
+    from clearsight.grounding import build_grounding_report
     from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.protocol import run_grounding
     from clearsight.grounding.specs import EDIT, ELICIT
-    from clearsight.report.grounding import build_grounding_report
     from clearsight.store import RunStore
 
     _, bench, _ = _build(tmp_path)
@@ -396,7 +396,7 @@ def test_a_built_bench_is_scored_by_a_grounding_run(tmp_path: Path, tiny_llama_p
         assert store.manifest()["tgs_bench"]["pairs_sha256"] == loaded.manifest["pairs_sha256"]
     assert got == want
     paths, analysis = build_grounding_report(run, n_boot=100)
-    assert analysis["overall"]["tgs_pair_reasoning"]["n_items"] == 3
+    assert analysis.overall["tgs_pair_reasoning"].n_items == 3
     html = paths.html.read_text(encoding="utf-8")
     assert "TGS-Bench retention" in html
     assert "2 (0.500)" in html  # the vision retention of the build

@@ -320,7 +320,8 @@ def _grounding_run(run: Path) -> None:
 def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     from html import unescape
 
-    from clearsight.report.grounding import build_grounding_report, tables
+    from clearsight.grounding import build_grounding_report
+    from clearsight.report.grounding import tables
 
     run = tmp_path / "grounding"
     _grounding_run(run)
@@ -331,9 +332,9 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
         run / "summary.csv",
     )
     assert not (run / "report").exists()
-    assert analysis["n_elicitations"] == 6 * 6 + 6 * 3
-    assert analysis["failures"] == {"grounding.elicit: RuntimeError: no slot": 1}
-    assert analysis["judge"] == {"answer": {"n": 6, "picked_bad": pytest.approx(2 / 6)}}
+    assert analysis.n_elicitations == 6 * 6 + 6 * 3
+    assert analysis.failures == {"grounding.elicit: RuntimeError: no slot": 1}
+    assert analysis.judge == {"answer": {"n": 6, "picked_bad": pytest.approx(2 / 6)}}
     # summary.csv is the scores table, row for row as the page renders it
     csv = pd.read_csv(paths.summary_csv, keep_default_na=False, na_values=[""], dtype=str)
     pd.testing.assert_frame_equal(csv, tables(analysis))
@@ -350,7 +351,8 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     # masking curve, ECE vs TGS, risk-coverage curves
     assert html.count("src='data:image/png;base64,") == 3
     assert "risk-coverage curves" in html
-    assert len(analysis["selective"]["confidence"]) == len(analysis["selective"]["correct"]) > 0
+    assert analysis.selective is not None
+    assert len(analysis.selective.confidence) == len(analysis.selective.correct) > 0
     assert "AURC (visible self confidence gating answers)" in set(csv["score"])
     assert "no slot" in html
     assert "Judge validation" in html
@@ -358,7 +360,7 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
 
 
 def test_the_grounding_report_refuses_a_run_of_another_protocol(tmp_path: Path) -> None:
-    from clearsight.report.grounding import build_grounding_report
+    from clearsight.grounding import build_grounding_report
     from clearsight.store import RunStore
 
     with RunStore.open(tmp_path / "p") as store:

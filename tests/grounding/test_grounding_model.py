@@ -302,10 +302,10 @@ def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path:
 
 
 def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
+    from clearsight.grounding import build_grounding_report
     from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.protocol import run_grounding
     from clearsight.grounding.specs import ELICIT
-    from clearsight.report.grounding import build_grounding_report
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(
@@ -326,11 +326,11 @@ def test_a_small_run_end_to_end(tiny_llama_path: Path, tmp_path: Path) -> None:
     paths, analysis = build_grounding_report(run, n_boot=200)
     assert paths.summary_csv.is_file()
     assert "alt='masking curve'" in paths.html.read_text()
-    overall = analysis["overall"]
-    assert math.isfinite(overall["tgs_pair_answer"]["estimate"])
-    assert overall["tgs_pair_answer"]["n_items"] == 8
-    assert analysis["variation"]["answer"]["n"] == 8
-    judge = analysis["judge"]
+    overall = analysis.overall
+    assert math.isfinite(overall["tgs_pair_answer"].interval.estimate)
+    assert overall["tgs_pair_answer"].n_items == 8
+    assert analysis.variation["answer"].n == 8
+    judge = analysis.judge
     assert judge["answer"]["n"] == 8
     assert 0.0 <= judge["answer"]["picked_bad"] <= 1.0
     assert "Judge validation" in paths.summary_md.read_text()

@@ -182,10 +182,10 @@ def test_every_readout_runs_one_forward_pass_per_slot(tiny_llama_path: Path) -> 
 
 
 def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_path: Path) -> None:
+    from clearsight.grounding import build_grounding_report
     from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.protocol import run_grounding
     from clearsight.grounding.specs import ELICIT
-    from clearsight.report.grounding import build_grounding_report
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(
@@ -202,12 +202,15 @@ def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_pat
     per_readout = len(cfg.mask_ratios) + 1 + 3 + 3  # self, good, 3 bad sides (rule), 3 alts
     assert first.stages[ELICIT].ok + first.stages[ELICIT].failed == 3 * per_readout * 3
     paths, analysis = build_grounding_report(tmp_path / "run", n_boot=100)
-    assert analysis["readout"] == "verbalize"
-    table = analysis["readouts"]
+    assert analysis.readout == "verbalize"
+    table = analysis.readouts
     assert list(table) == ["verbalize", "ptrue", "vlcal"]
-    assert table["verbalize"]["tgs_self"] == analysis["overall"]["tgs_self"]
-    assert all(math.isfinite(t["tgs_pair"]["estimate"]) for t in table.values())
-    assert all(0.0 < t["coverage"] <= 1.0 for t in table.values())
+    own, main = table["verbalize"].scores["tgs_self"], analysis.overall["tgs_self"]
+    assert own.n_items == main.n_items
+    got = (own.interval.estimate, own.interval.low, own.interval.high)
+    assert got == pytest.approx((main.interval.estimate, main.interval.low, main.interval.high))
+    assert all(math.isfinite(t.scores["tgs_pair"].interval.estimate) for t in table.values())
+    assert all(t.coverage is not None and 0.0 < t.coverage <= 1.0 for t in table.values())
     assert "Calibration read-outs (Table 2)" in paths.summary_md.read_text()
     with pytest.raises(ValueError, match="unknown read-out"):
         GroundingConfig(readouts=("verbalize", "nope"))

@@ -154,20 +154,19 @@ def test_a_grounding_run_reads_masked_scores_without_torch(tmp_path: Path) -> No
         import json, sys
         from pathlib import Path
         from clearsight.grounding import GroundingConfig, run_grounding
-        from clearsight.grounding.results import load_grounding_results
-        from clearsight.report.grounding import analyse
+        from clearsight.grounding import analyse_grounding
 
         model = "scripted:{script}"
         cfg = GroundingConfig(
             model=model, generator=None, n_problems=3, variation_mode="handwritten", n_boot=100
         )
         summary = run_grounding(cfg, Path({str(tmp_path / "run")!r}), progress=False)
-        a = analyse(load_grounding_results(Path({str(tmp_path / "run")!r})), 100, 0)
+        a = analyse_grounding(Path({str(tmp_path / "run")!r}), n_boot=100, seed=0)
         print(json.dumps({{
             "failed": summary.failed,
-            "tgs_self": a["overall"]["tgs_self"]["estimate"],
-            "tgs_pair": a["overall"]["tgs_pair"]["estimate"],
-            "curve": [p["estimate"] for p in a["curve"].values()],
+            "tgs_self": a.overall["tgs_self"].interval.estimate,
+            "tgs_pair": a.overall["tgs_pair"].interval.estimate,
+            "curve": [p.interval.estimate for p in a.curve.values()],
             "torch": "torch" in sys.modules,
         }}))
         """

@@ -145,9 +145,9 @@ def test_sampled_alternatives_are_reproducible_and_cost_one_pass_each(
 def test_a_sampled_run_stores_its_alternatives_and_a_rerun_reuses_them(
     tiny_llama_path: Path, tmp_path: Path
 ) -> None:
+    from clearsight.grounding import build_grounding_report
     from clearsight.grounding.protocol import run_grounding
     from clearsight.grounding.specs import ELICIT, VARIATION
-    from clearsight.report.grounding import build_grounding_report
     from clearsight.store import RunStore
 
     cfg = GroundingConfig(
@@ -175,14 +175,14 @@ def test_a_sampled_run_stores_its_alternatives_and_a_rerun_reuses_them(
     assert again.stages[VARIATION].units == 0
     assert again.stages[ELICIT].units == 0
     _, analysis = build_grounding_report(tmp_path / "run", n_boot=100)
-    n = sum(analysis["variation"][a]["n"] for a in ("vision", "reasoning", "answer"))
+    n = sum(analysis.variation[a].n for a in ("vision", "reasoning", "answer"))
     assert n == len(accepted)
-    sampling = analysis["variation_sampling"]
-    assert sum(s["sampled"] for s in sampling.values()) == 18
-    assert sum(s["accepted"] for s in sampling.values()) == len(accepted)
-    rejected = sum(sum(s["reasons"].values()) for s in sampling.values())
+    sampling = analysis.variation_sampling
+    assert sum(s.sampled for s in sampling.values()) == 18
+    assert sum(s.accepted for s in sampling.values()) == len(accepted)
+    rejected = sum(sum(s.reasons.values()) for s in sampling.values())
     assert rejected == 18 - len(accepted)
     for a in ("vision", "reasoning", "answer"):
-        share = analysis["variation"][a]["p_jsd_le_0.1"]
+        share = analysis.variation[a].share
         assert math.isnan(share) or 0.0 <= share <= 1.0
-    assert np.all(np.asarray(analysis["variation"]["answer"]["jsd"]) >= 0.0)
+    assert np.all(np.asarray(analysis.variation["answer"].jsd) >= 0.0)

@@ -11,7 +11,7 @@ shows. ``card.json`` holds the same values under the same keys.
   confidence gating the answers pooled over clean and the arm's levels; and the clean accuracy.
   All from the run's :class:`clearsight.sweep.analysis.SweepAnalysis` (one scene bootstrap).
 - Grounding (:func:`grounding_numbers`): TGS-self and TGS-pair per axis, overall, with the
-  two-stage bootstrap of :func:`clearsight.report.grounding.analyse`.
+  two-stage bootstrap of :func:`clearsight.grounding.analyse_grounding`.
 - Probe (:func:`probe_numbers`): accuracy = mean over conversations of [committed = gold],
   interval from an instance (cluster) bootstrap; cross-run ECE =
   ``sum_b (n_b / N) |acc_b - conf_b|`` over questions, each question's confidence the share of
@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,9 @@ from clearsight.report.html import fmt_ci
 from clearsight.report.labels import crossing_label, interval, interval_m, w_label
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.results import is_verbal
+
+if TYPE_CHECKING:
+    from clearsight.grounding import GroundingAnalysis
 
 #: W signals of the sweep: (page label, signal, letter wording or not).
 _W_SIGNALS: tuple[tuple[str, str, bool], ...] = (
@@ -164,15 +167,14 @@ def _arm_numbers(
     return numbers
 
 
-def grounding_numbers(analysis: dict[str, Any]) -> list[Number]:
+def grounding_numbers(analysis: GroundingAnalysis) -> list[Number]:
     """TGS-self and TGS-pair per axis of a grounding analysis (overall scores)."""
-    overall = analysis.get("overall", {})
     numbers = []
     for key, label in TGS_KEYS:
-        score = overall.get(key)
+        score = analysis.overall.get(key)
         if score is not None:
-            est, low, high = score["estimate"], score["low"], score["high"]
-            numbers.append(_ci_number(label, est, low, high, int(score["n_items"])))
+            i = score.interval
+            numbers.append(_ci_number(label, i.estimate, i.low, i.high, score.n_items))
     return numbers
 
 

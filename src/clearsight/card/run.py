@@ -125,9 +125,8 @@ def write_card(
     """Read the card's runs, (re)write the full reports of the ``stale`` parts (their runs
     changed, or they have none yet), then ``card.json`` and ``card.html``; returns
     card.json's content."""
-    from clearsight.grounding.results import load_grounding_results
+    from clearsight.grounding import analyse_grounding, render_grounding_report
     from clearsight.probe import build_probe_report
-    from clearsight.report.grounding import analyse, build_grounding_report
     from clearsight.report.sweep import write_sweep_report
     from clearsight.sweep.analysis import analyse_sweep
 
@@ -140,10 +139,10 @@ def write_card(
     reports = {"sweep": f"sweep/{REPORT}"}
     tgs: list[Number] = []
     if (out / "grounding").is_dir():
+        grounding = analyse_grounding(out / "grounding", n_boot=n_boot, seed=seed)
         if "grounding" in stale:
-            build_grounding_report(out / "grounding", n_boot=n_boot, seed=seed)
-        results = load_grounding_results(out / "grounding")
-        tgs = grounding_numbers(analyse(results, n_boot=n_boot, seed=seed))
+            render_grounding_report(grounding, out / "grounding")
+        tgs = grounding_numbers(grounding)
         reports["grounding"] = f"grounding/{REPORT}"
     probe: list[Number] = []
     if (out / "probe").is_dir():

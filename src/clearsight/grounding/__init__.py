@@ -25,7 +25,9 @@ Modules, in the order of the method:
   unit into records), :mod:`~clearsight.grounding.protocol` (stages, manifest,
   :func:`run_grounding`).
 * :mod:`~clearsight.grounding.results` — a finished run read back;
-  :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals.
+  :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals;
+  :mod:`~clearsight.grounding.analysis` — the paper's numbers of a run
+  (:func:`analyse_grounding`), which :mod:`clearsight.report.grounding` renders.
 
 Nothing here imports torch at import time; the model-facing functions take a loaded backend.
 """
@@ -36,6 +38,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from clearsight.grounding.analysis import GroundingAnalysis, analyse_grounding
     from clearsight.grounding.bench_file import TgsBench, retention_table, write_bench
     from clearsight.grounding.build import BuildBenchConfig, run_build_bench
     from clearsight.grounding.build_pool import read_bench
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
     from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
     from clearsight.grounding.problems import LAYOUTS, Problem, load_jsonl
     from clearsight.grounding.protocol import GROUNDING, run_grounding
-    from clearsight.report.grounding import build_grounding_report
+    from clearsight.report.grounding import build_grounding_report, render_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -51,7 +54,10 @@ _EXPORTS = {
     "GroundingConfig": "clearsight.grounding.config:GroundingConfig",
     "GROUNDING": "clearsight.grounding.protocol:GROUNDING",
     "run_grounding": "clearsight.grounding.protocol:run_grounding",
+    "analyse_grounding": "clearsight.grounding.analysis:analyse_grounding",
+    "GroundingAnalysis": "clearsight.grounding.analysis:GroundingAnalysis",
     "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
+    "render_grounding_report": "clearsight.report.grounding:render_grounding_report",
     "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.build:run_build_bench",
     "read_bench": "clearsight.grounding.build_pool:read_bench",
@@ -71,9 +77,11 @@ __all__ = [
     "GROUNDING",
     "LAYOUTS",
     "BuildBenchConfig",
+    "GroundingAnalysis",
     "GroundingConfig",
     "Problem",
     "TgsBench",
+    "analyse_grounding",
     "build_grounding_report",
     "hub_problems",
     "hub_source",
@@ -81,6 +89,7 @@ __all__ = [
     "load_benchmark",
     "load_jsonl",
     "read_bench",
+    "render_grounding_report",
     "retention_table",
     "run_build_bench",
     "run_grounding",

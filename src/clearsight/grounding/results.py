@@ -6,14 +6,14 @@ A grounding run holds records of five item kinds, named once in
 judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternatives
 (``VARIATION``) and the elicited confidence distributions (``ELICIT``).
 :func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
-into :class:`GroundingResults`; :mod:`clearsight.report.grounding` scores and renders them.
+into :class:`GroundingResults`; :mod:`clearsight.grounding.analysis` scores them and
+:mod:`clearsight.report.grounding` renders the scores.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -22,7 +22,17 @@ from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
 from clearsight.store import RunStore
 
-__all__ = ["GroundingResults", "load_grounding_results"]
+__all__ = ["GroundingResults", "SampledVariation", "load_grounding_results"]
+
+
+@dataclass
+class SampledVariation:
+    """Sampled content variation on one axis: alternatives ``sampled``, ``accepted``, and the
+    rejection ``reasons`` counted (the first 60 characters of each)."""
+
+    sampled: int = 0
+    accepted: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -43,9 +53,8 @@ class GroundingResults:
     trajectories: pd.DataFrame
     judge: dict[str, dict[str, float]]
     failures: dict[str, int]
-    variation: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Sampled content variation per axis: alternatives ``sampled``, ``accepted``, and the
-    rejection ``reasons`` counted (the first 60 characters of each)."""
+    variation: dict[str, SampledVariation] = field(default_factory=dict)
+    """Sampled content variation per axis."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
@@ -85,16 +94,14 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
             verdicts.setdefault(str(rec.readouts["axis"]), []).append(
                 bool(rec.readouts["picked_bad"])
             )
-        variation: dict[str, dict[str, Any]] = {}
+        variation: dict[str, SampledVariation] = {}
         for rec in store.iter_records("ok", kind=VARIATION, raw=False):
-            v = variation.setdefault(
-                str(rec.readouts["axis"]), {"sampled": 0, "accepted": 0, "reasons": {}}
-            )
-            v["sampled"] += 1
-            v["accepted"] += bool(rec.readouts["accepted"])
+            v = variation.setdefault(str(rec.readouts["axis"]), SampledVariation())
+            v.sampled += 1
+            v.accepted += bool(rec.readouts["accepted"])
             if not rec.readouts["accepted"]:
                 why = str(rec.readouts["reason"])[:60]
-                v["reasons"][why] = v["reasons"].get(why, 0) + 1
+                v.reasons[why] = v.reasons.get(why, 0) + 1
         failures: dict[str, int] = {}
         for rec in store.iter_records("failed", raw=False):
             reason = f"{rec.protocol}: {(rec.error or '')[:80]}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -70,20 +70,6 @@ class Score:
     n_benchmarks: int
     sd_benchmarks: float = float("nan")
     """The SD (ddof 1) of the per-benchmark values the estimate averages (NaN with one)."""
-
-    def to_json(self) -> dict[str, Any]:
-        i = self.interval
-        return {
-            "name": self.name,
-            "estimate": i.estimate,
-            "low": i.low,
-            "high": i.high,
-            "n_boot": i.n_boot,
-            "level": i.level,
-            "n_items": self.n_items,
-            "n_benchmarks": self.n_benchmarks,
-            "sd_benchmarks": self.sd_benchmarks,
-        }
 
 
 def _nan_interval(n_boot: int) -> Interval:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from clearsight.metrics.calibration import ece
 from clearsight.metrics.crossrun import cross_run_prediction
-from clearsight.metrics.selective import risk_coverage
+from clearsight.metrics.selective import RiskCoverage, risk_coverage
 from clearsight.models.hf import adapter_manifest
 from clearsight.probe.results import SETTING
 
@@ -224,11 +224,14 @@ def queries_table(frame: pd.DataFrame) -> pd.DataFrame:
 @dataclass(frozen=True)
 class RiskCurve:
     """One setting's cross-run predictions: its label (strategy and signal), each instance's
-    cross-run confidence and whether its prediction was right (1.0) or not (0.0)."""
+    cross-run confidence and whether its prediction was right (1.0) or not (0.0), and their
+    risk-coverage curve (:func:`~clearsight.metrics.risk_coverage`; None without an
+    instance)."""
 
     label: str
     confidence: npt.NDArray[np.float64]
     correct: npt.NDArray[np.float64]
+    curve: RiskCoverage | None
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,12 @@ class RiskPanel:
 
     title: str
     curves: tuple[RiskCurve, ...]
+
+
+def _risk_curve(label: str, sub: pd.DataFrame) -> RiskCurve:
+    """The :class:`RiskCurve` of one setting's cross-run rows."""
+    conf, correct = sub["confidence"].to_numpy(float), sub["correct"].to_numpy(float)
+    return RiskCurve(label, conf, correct, risk_coverage(conf, correct) if conf.size else None)
 
 
 def risk_panels(frame: pd.DataFrame) -> tuple[RiskPanel, ...]:
@@ -250,11 +259,7 @@ def risk_panels(frame: pd.DataFrame) -> tuple[RiskPanel, ...]:
     panels = []
     for (reasoner, sensor), group in per.groupby(["reasoner", "sensor"], sort=True):
         curves = tuple(
-            RiskCurve(
-                f"{strategy}, signal {signal}",
-                sub["confidence"].to_numpy(float),
-                sub["correct"].to_numpy(float),
-            )
+            _risk_curve(f"{strategy}, signal {signal}", sub)
             for (strategy, signal), sub in group.groupby(["strategy", "signal"], sort=True)
         )
         panels.append(RiskPanel(f"{reasoner} with sensor {sensor}", curves))

@@ -23,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from clearsight.metrics import risk_coverage
 from clearsight.report.labels import SIGNAL_LABELS
 from clearsight.sweep.crossings import NO_VERBAL
 from clearsight.sweep.results import level_label, primary_wording
@@ -36,7 +35,7 @@ FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "COLOURS",
-    "Cut",
+    "Drawn",
     "curves_figure",
     "error_bars",
     "imagenet_c_figure",
@@ -499,9 +498,6 @@ def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
     return buf.getvalue()
 
 
-#: A risk-coverage curve to draw from raw scores: its label, the confidences and whether each
-#: answer is right (the other protocols' reports hand these to :func:`risk_coverage_figure`).
-Cut = tuple[str, FloatArray, FloatArray]
 _CUT_COLOURS = ("0.15", "#CC79A7", "#D55E00", "#0072B2", "#009E73")
 
 
@@ -520,7 +516,8 @@ class Curve(Protocol):
     def aurc(self) -> float: ...
 
 
-#: A given risk-coverage curve: its label, its number of answers and the curve (None: none).
+#: A given risk-coverage curve: its label, its number of answers and the curve (None: none);
+#: the other protocols' reports hand these to :func:`risk_coverage_figure`.
 Drawn = tuple[str, int, Curve | None]
 
 
@@ -556,25 +553,17 @@ def _risk_coverage_panel(
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
 
 
-def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Cut]]]) -> bytes | None:
-    """Risk-coverage curves, one panel per (title, cuts), three panels to a row (None when no
-    panel has a scored answer).
-
-    The one figure here that computes what it draws: each cut's curve is
-    :func:`clearsight.metrics.risk_coverage` of its raw scores, for the reports whose analyses
-    hand scores rather than curves (grounding, probe).
-    """
-    if not any(conf.size for _, cuts in panels for _, conf, _ in cuts):
+def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Drawn]]]) -> bytes | None:
+    """Risk-coverage curves, one panel per (title, curves), three panels to a row (None when
+    no panel has a scored answer); the curves are computed by the protocols' analyses
+    (grounding, probe)."""
+    if not any(n for _, curves in panels for _, n, _ in curves):
         return None
     n_cols = min(3, len(panels))
     n_rows = -(-len(panels) // n_cols)
     plt = pyplot()
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.8 * n_cols, 3.4 * n_rows), squeeze=False)
-    for k, (title, cuts) in enumerate(panels):
-        curves = [
-            (label, int(conf.size), risk_coverage(conf, correct) if conf.size else None)
-            for label, conf, correct in cuts
-        ]
+    for k, (title, curves) in enumerate(panels):
         _risk_coverage_panel(axes[k // n_cols][k % n_cols], curves, title)
     for k in range(len(panels), n_rows * n_cols):
         axes[k // n_cols][k % n_cols].set_axis_off()

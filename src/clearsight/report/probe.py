@@ -24,7 +24,7 @@ from clearsight.probe.transcript import Transcript
 from clearsight.probe.uot import SearchRecord
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
-from clearsight.report.plots import Cut, png, pyplot, risk_coverage_figure
+from clearsight.report.plots import Drawn, png, pyplot, risk_coverage_figure
 
 __all__ = [
     "FIG5",
@@ -179,8 +179,8 @@ def selective_figure(panels: Sequence[RiskPanel]) -> bytes | None:
     """Risk-coverage curves of the cross-run confidence gating the cross-run predictions: one
     panel per reasoner and sensor, one curve per strategy and signal
     (:func:`~clearsight.probe.accuracy.risk_panels`)."""
-    drawn: list[tuple[str, list[Cut]]] = [
-        (panel.title, [(c.label, c.confidence, c.correct) for c in panel.curves])
+    drawn: list[tuple[str, list[Drawn]]] = [
+        (panel.title, [(c.label, int(c.confidence.size), c.curve) for c in panel.curves])
         for panel in panels
     ]
     return risk_coverage_figure(drawn) if drawn else None

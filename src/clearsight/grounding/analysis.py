@@ -1,0 +1,325 @@
+"""The grounding paper's numbers of a finished run, as one typed value (no rendering).
+
+:func:`analyse_grounding` reads a grounding run (:mod:`clearsight.grounding.results`) and
+scores it (:mod:`clearsight.grounding.tgs`) into a :class:`GroundingAnalysis`: the scores of
+the run's main read-out (``verbalize`` when scored) overall (mean over benchmarks of
+per-benchmark means, with a two-stage bootstrap interval, 5000 draws by default; ECE, AUROC,
+AURC and E-AURC of the visible self confidence for the own answers' correctness with an item
+bootstrap over the pooled items) and per benchmark; every scored calibration read-out side by
+side (the paper's Table 2: ECE, AUROC, TGS-self, TGS-pair, coverage, P(JSD <= 0.1) per axis);
+content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02), mean change), the
+masking curve, the risk-coverage curves of the confidence gating the own answers, an exact
+Wilcoxon test of visible against masked confidence over benchmark means, and — for further
+runs given as ``others`` — exact Wilcoxon tests of TGS-self and TGS-pair between the runs.
+:mod:`clearsight.report.grounding` renders it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from clearsight.grounding.bench_file import retention_table
+from clearsight.grounding.hesitation import event_pairs, stable_share
+from clearsight.grounding.readouts import DEFAULT_READOUT, bundled_readouts
+from clearsight.grounding.results import GroundingResults, SampledVariation, load_grounding_results
+from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences, scores
+from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
+from clearsight.metrics.selective import RiskCoverage, risk_coverage
+from clearsight.metrics.significance import wilcoxon_exact
+from clearsight.store import RunStore
+
+__all__ = [
+    "TABLE2",
+    "AxisVariation",
+    "Comparison",
+    "GatedAnswers",
+    "GroundingAnalysis",
+    "Hesitation",
+    "ReadoutScores",
+    "RiskCut",
+    "WilcoxonTest",
+    "analyse_grounding",
+    "analyse_results",
+    "compare_readouts",
+    "readout_order",
+]
+
+#: The scores of the read-out comparison (the paper's Table 2), in its column order.
+TABLE2: tuple[str, ...] = ("ECE", "AUROC", "tgs_self", "tgs_pair")
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class AxisVariation:
+    """Content variation on one axis: alternatives with a JSD (``n``), the share with
+    JSD <= 0.1 (``share``, NaN without one) and the JSDs themselves (bits)."""
+
+    n: int
+    share: float
+    jsd: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ReadoutScores:
+    """One calibration read-out's row of Table 2: its :data:`TABLE2` scores (those it has),
+    its mean coverage (mass on the read-out's candidates; None without the column) and its
+    content variation per axis."""
+
+    scores: dict[str, Score]
+    coverage: float | None
+    variation: dict[str, AxisVariation]
+
+
+@dataclass(frozen=True)
+class Hesitation:
+    """Every scored hesitation event: how many, in how many trajectories (and the most in
+    one), P(|c_pre - c_post| <= 0.02), the mean change and each event's confidences."""
+
+    n_events: int
+    n_trajectories: int
+    max_events_per_trajectory: int
+    stable_share: float
+    mean_change: float
+    pre: tuple[float, ...]
+    post: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RiskCut:
+    """One risk-coverage curve of the confidence gating the own answers: its label, its
+    number of answers and the curve (None without an answer)."""
+
+    label: str
+    n: int
+    curve: RiskCoverage | None
+
+
+@dataclass(frozen=True)
+class GatedAnswers:
+    """Each own answer's visible self confidence and correctness (1.0 right) with its
+    benchmark, and the risk-coverage curves they give: every answer, then each benchmark's."""
+
+    benchmark: tuple[str, ...]
+    confidence: FloatArray
+    correct: FloatArray
+    curves: tuple[RiskCut, ...]
+
+
+@dataclass(frozen=True)
+class WilcoxonTest:
+    """An exact two-sided Wilcoxon signed-rank test over ``n`` paired benchmark values."""
+
+    statistic: float
+    p: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """This run against the run ``other`` on the score ``score`` (``tgs_self`` or
+    ``tgs_pair``), over the benchmarks both have a finite score for."""
+
+    other: str
+    score: str
+    test: WilcoxonTest
+
+
+@dataclass(frozen=True)
+class GroundingAnalysis:
+    """Everything the grounding report shows (see the module docstring).
+
+    ``overall`` and each ``per_benchmark`` entry are keyed by the names of
+    :func:`clearsight.grounding.tgs.scores`; ``curve`` / ``curve_change`` by the masked share
+    r. A run without an elicitation has only the counts, the failures, ``comparisons`` and
+    ``retention``. ``retention``: the retention table of the TGS-Bench file the run scored
+    (None for a run that built its pairs itself). ``others``: the further runs' analyses.
+    """
+
+    name: str
+    n_elicitations: int
+    n_trajectories: int
+    failures: dict[str, int]
+    readout: str = DEFAULT_READOUT
+    readouts: dict[str, ReadoutScores] = field(default_factory=dict)
+    overall: dict[str, Score] = field(default_factory=dict)
+    per_benchmark: dict[str, dict[str, Score]] = field(default_factory=dict)
+    accuracy: float | None = None
+    selective: GatedAnswers | None = None
+    variation: dict[str, AxisVariation] = field(default_factory=dict)
+    variation_sampling: dict[str, SampledVariation] = field(default_factory=dict)
+    hesitation: Hesitation | None = None
+    visible_vs_masked: WilcoxonTest | None = None
+    curve: dict[float, Score] = field(default_factory=dict)
+    curve_change: dict[float, Score] = field(default_factory=dict)
+    judge: dict[str, dict[str, float]] = field(default_factory=dict)
+    comparisons: tuple[Comparison, ...] = ()
+    retention: pd.DataFrame | None = None
+    others: tuple[GroundingAnalysis, ...] = ()
+
+
+def readout_order(elic: pd.DataFrame) -> list[str]:
+    """The read-outs a run scored, ``verbalize`` first, then in the data file's order."""
+    present = set(elic["readout"]) if "readout" in elic else {DEFAULT_READOUT}
+    known = [DEFAULT_READOUT, *(n for n in bundled_readouts() if n != DEFAULT_READOUT)]
+    return [n for n in known if n in present] + sorted(present - set(known))
+
+
+def _variation(elic: pd.DataFrame) -> dict[str, AxisVariation]:
+    """Per axis: alternatives with a JSD, P(JSD <= 0.1) and the JSDs (one read-out's rows)."""
+    out = {}
+    for axis in AXES:
+        j = jsd_per_item(elic, axis)
+        out[axis] = AxisVariation(int(j.size), share_below(j, JSD_THRESHOLD), tuple(j.tolist()))
+    return out
+
+
+def compare_readouts(
+    elic: pd.DataFrame, trajs: pd.DataFrame, n_boot: int = 5000, seed: int = 0
+) -> dict[str, ReadoutScores]:
+    """The paper's Table 2 over the run's read-outs: per read-out ECE, AUROC, TGS-self and
+    TGS-pair (each with its interval, as in the scores table), the mean coverage (mass on the
+    read-out's candidates; ConfTuner's coverage) and P(JSD <= 0.1) per axis."""
+    out: dict[str, ReadoutScores] = {}
+    for name in readout_order(elic):
+        sub = elic[elic["readout"] == name] if "readout" in elic else elic
+        sc = scores(sub, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
+        coverage = float(sub["coverage"].mean()) if "coverage" in sub else None
+        out[name] = ReadoutScores({k: sc[k] for k in TABLE2 if k in sc}, coverage, _variation(sub))
+    return out
+
+
+def _hesitation(elic: pd.DataFrame) -> Hesitation:
+    """Every scored hesitation event: counts, P(|c_pre - c_post| <= 0.02), the mean change
+    and the per-event confidences (the scatter's points)."""
+    events = event_pairs(elic)
+    change = events["post"] - events["pre"]
+    return Hesitation(
+        n_events=len(events),
+        n_trajectories=int(events["problem"].nunique()),
+        max_events_per_trajectory=int(events["event"].max() + 1) if len(events) else 0,
+        stable_share=stable_share(events["pre"], events["post"]),
+        mean_change=float(change.mean()) if len(events) else float("nan"),
+        pre=tuple(events["pre"].tolist()),
+        post=tuple(events["post"].tolist()),
+    )
+
+
+def _gated_answers(elic: pd.DataFrame, trajs: pd.DataFrame) -> GatedAnswers:
+    """Each own answer's visible self confidence and correctness, with its benchmark, and the
+    risk-coverage curves of the confidence gating the answers (all, then per benchmark)."""
+    if trajs.empty:
+        bench: list[str] = []
+        conf, correct = np.zeros(0), np.zeros(0)
+    else:
+        d = item_differences(elic).merge(trajs[["problem", "correct"]], on="problem")
+        d = d[np.isfinite(d["E_r0.00"].to_numpy(float))]
+        bench = d["benchmark"].astype(str).tolist()
+        conf, correct = d["E_r0.00"].to_numpy(float), d["correct"].to_numpy(float)
+    labels = np.asarray(bench, dtype=object)
+    cuts = [("all benchmarks", conf, correct)]
+    cuts += [(b, conf[labels == b], correct[labels == b]) for b in sorted(set(bench))]
+    curves = tuple(
+        RiskCut(label, int(c.size), risk_coverage(c, y) if c.size else None) for label, c, y in cuts
+    )
+    return GatedAnswers(tuple(bench), conf, correct, curves)
+
+
+def _visible_vs_masked(elic: pd.DataFrame) -> WilcoxonTest | None:
+    """Visible against fully masked confidence over benchmark means (exact Wilcoxon)."""
+    d = item_differences(elic)
+    means = d.groupby("benchmark")[["E_r0.00", "E_r1.00"]].mean().dropna()
+    if len(means) < 1:
+        return None
+    stat, p = wilcoxon_exact(means["E_r0.00"], means["E_r1.00"])
+    return WilcoxonTest(stat, p, len(means))
+
+
+def analyse_results(
+    results: GroundingResults, n_boot: int = 5000, seed: int = 0
+) -> GroundingAnalysis:
+    """A read-back run's numbers: the scores of the main read-out (the first of
+    :func:`readout_order`) and, when it scored several, the read-outs side by side (no
+    comparison with other runs, no retention table: :func:`analyse_grounding` adds them)."""
+    elic_all, trajs = results.elicitations, results.trajectories
+    counts = GroundingAnalysis(results.name, len(elic_all), len(trajs), results.failures)
+    if elic_all.empty:
+        return counts
+    names = readout_order(elic_all)
+    elic = elic_all[elic_all["readout"] == names[0]] if "readout" in elic_all else elic_all
+    overall = scores(elic, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
+    per = {
+        str(bench): scores(
+            sub, trajs[trajs["benchmark"] == bench] if len(trajs) else None, n_boot, seed
+        )
+        for bench, sub in elic.groupby("benchmark")
+    }
+    curve = {r: overall[f"E_r{r:.2f}"] for r in MASK_RATIOS if overall[f"E_r{r:.2f}"].n_items}
+    return replace(
+        counts,
+        readout=names[0],
+        readouts=compare_readouts(elic_all, trajs, n_boot, seed) if len(names) > 1 else {},
+        overall=overall,
+        per_benchmark=per,
+        accuracy=float(trajs["correct"].mean()) if len(trajs) else None,
+        selective=_gated_answers(elic, trajs),
+        variation=_variation(elic),
+        variation_sampling=results.variation,
+        hesitation=_hesitation(elic),
+        visible_vs_masked=_visible_vs_masked(elic),
+        curve=curve,
+        curve_change={r: overall[f"dE_r{r:.2f}"] for r in MASK_RATIOS if curve},
+        judge=results.judge,
+    )
+
+
+def _comparisons(
+    analysis: GroundingAnalysis, others: Sequence[GroundingAnalysis]
+) -> tuple[Comparison, ...]:
+    """Exact Wilcoxon tests of TGS-self and TGS-pair of this run against each other run, over
+    the benchmarks both have a finite score for."""
+    out = []
+    for other in others:
+        for key in ("tgs_self", "tgs_pair"):
+            a = {b: s[key].interval.estimate for b, s in analysis.per_benchmark.items()}
+            b_ = {b: s[key].interval.estimate for b, s in other.per_benchmark.items()}
+            common = sorted(k for k in set(a) & set(b_) if np.isfinite(a[k]) and np.isfinite(b_[k]))
+            if common:
+                t, p = wilcoxon_exact([a[k] for k in common], [b_[k] for k in common])
+                out.append(Comparison(other.name, key, WilcoxonTest(t, p, len(common))))
+    return tuple(out)
+
+
+def _bench_retention(run: Path) -> pd.DataFrame | None:
+    """The retention table of the TGS-Bench file a run scored (its manifest is kept in the
+    run's); None for a run that built its pairs itself."""
+    with RunStore.open(run, read_only=True) as store:
+        manifest = store.manifest().get("tgs_bench")
+    return retention_table(manifest) if manifest else None
+
+
+def analyse_grounding(
+    run_dir: Path | str, others: Sequence[Path | str] = (), *, n_boot: int = 5000, seed: int = 0
+) -> GroundingAnalysis:
+    """The numbers of the grounding run in ``run_dir`` (read-only; InputError for a run of
+    another protocol), with ``n_boot`` bootstrap draws seeded by ``seed``.
+
+    ``others``: further grounding runs (other models or methods), analysed alike, compared
+    with this one by exact Wilcoxon over benchmark means of TGS-self and TGS-pair, and kept in
+    :attr:`GroundingAnalysis.others` (the report's ECE-against-TGS figure shows them all).
+    """
+    run = Path(run_dir)
+    analysis = analyse_results(load_grounding_results(run), n_boot, seed)
+    further = tuple(analyse_results(load_grounding_results(o), n_boot, seed) for o in others)
+    return replace(
+        analysis,
+        comparisons=_comparisons(analysis, further),
+        retention=_bench_retention(run),
+        others=further,
+    )
