@@ -108,7 +108,8 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
         ("models", ", ".join(data.models) or "(none)"),
         (
             "scenes",
-            f"{config.get('scenes', '?')}: {boot.n_scenes} scenes, {analysis.n_targets} targets",
+            f"{config.get('scenes', '?')}: {boot.n_scenes} scenes from {boot.n_clusters} photos "
+            f"(the bootstrap's clusters), {analysis.n_targets} targets",
         ),
         ("depth", f"{_depth_provenance(data)}; {depth_line(analysis.depth)}"),
         ("arms and levels", levels or "(none)"),

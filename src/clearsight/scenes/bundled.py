@@ -196,4 +196,12 @@ def load_bundled_scene(scene_id: str) -> Scene:
         licence=spec.licence,
         depth_note=note,
         source=f"bundled:{spec.photo}" + ("" if spec.crop is None else f" crop {list(spec.crop)}"),
+        photo=f"bundled:{spec.photo}",
     )
+
+
+def bundled_photo(scene_id: str) -> str | None:
+    """The photo a bundled scene is cut from (``bundled:SOURCE:NAME``; crops of one photo share
+    it), or None for an id that is not a bundled scene. Reads only ``bundled.yaml``."""
+    spec = bundled_specs().get(scene_id)
+    return None if spec is None else f"bundled:{spec.photo}"
