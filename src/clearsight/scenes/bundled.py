@@ -14,9 +14,9 @@ the scene's depth note says so (:func:`box_edges`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
