@@ -90,3 +90,23 @@ def test_the_board_page_escapes_model_names(board: Any) -> None:
     assert SCRIPT not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<h2>Paired differences</h2>" in html
+
+
+def test_the_board_ranks_no_undetermined_figure_and_says_so(board: Any) -> None:
+    frame, html = board
+    numbers = frame[frame["kind"] == "number"]
+    unranked = numbers[numbers["bound"].isin(["undefined", "undetermined"])]
+    assert len(unranked) > 0  # the small cards' close-ups leave some W undetermined
+    assert unranked["rank"].isna().all()
+    assert numbers.loc[~numbers.index.isin(unranked.index), "rank"].notna().any()
+    assert "no rank on an undefined or undetermined figure" in html
+
+
+def test_the_default_card_sweeps_down_to_the_murkiest_level() -> None:
+    """Every other level (to 3.9 m) left the perceiver's fog W undetermined on the card's
+    close-up photos; the default sweeps all eight, to 1.95 m."""
+    from clearsight.card.config import CardConfig
+
+    levels = CardConfig().sweep(("observer",)).levels_m
+    assert len(levels) == 8
+    assert min(levels) == 1.953125

@@ -21,7 +21,15 @@ CHROMIUM = Path("/usr/bin/chromium")
 SWEEP_KEYS = [
     f"{arm} {what}"
     for arm in ("fog", "water")
-    for what in ("V*_acc", "W internal", "W verbalized", "W abstain", "AURC")
+    for what in (
+        "V*_acc",
+        "W internal",
+        "W verbalized",
+        "W abstain",
+        "AURC",
+        "ECE internal",
+        "ECE verbalized",
+    )
 ]
 NUMBER_FIELDS = {"key", "estimate", "low", "high", "text", "bound", "n"}
 
@@ -48,6 +56,30 @@ def test_card_json_holds_every_number_with_its_interval(cards: Any) -> None:
                 assert n["low"] - 1e-9 <= n["estimate"] <= n["high"] + 1e-9, n
     for part, path in card["reports"].items():
         assert (cards["scripted"][1].out / path).is_file(), part
+
+
+def test_the_cards_ece_is_the_sweeps_pooled_ece(cards: Any) -> None:
+    """ECE of internal and verbalized confidence on the card: the sweep report's pooled cell
+    (clean and every level of the arm) of the letter and the verbal wording."""
+    from clearsight.sweep.analysis import analyse_sweep
+
+    model, card = _card(cards, "scripted")
+    out = cards["scripted"][1].out
+    calibration = (
+        analyse_sweep(out / "sweep", n_boot=SMALL.n_boot, seed=SMALL.seed)
+        .tasks["identify"]
+        .calibration
+    )
+    for label, wording in (("internal", "mcq.reason"), ("verbalized", "verbal.plain")):
+        row = calibration[
+            (calibration["model"] == model)
+            & (calibration["arm"] == "fog")
+            & (calibration["wording"] == wording)
+            & (calibration["level"] == "pooled")
+        ].iloc[0]
+        got = card["numbers"][model][f"fog ECE {label}"]
+        assert math.isclose(got["estimate"], row.ece, abs_tol=1e-12)
+        assert math.isclose(got["low"], row.ece_low, abs_tol=1e-12)
 
 
 def test_probe_accuracy_is_the_share_of_right_commits(cards: Any) -> None:

@@ -22,6 +22,22 @@ def test_scenes_lists_bundled_ids():
     assert "assumed" in result.output
 
 
+def test_scenes_prints_every_column_its_help_promises():
+    """`scenes --help` names id, source photo, depth provenance and targets; each line has them."""
+    helptext = runner.invoke(app, ["scenes", "--help"]).output
+    assert "source photo" in helptext
+    assert "size" not in helptext
+    lines = {line.split()[0]: line for line in runner.invoke(app, ["scenes"]).output.splitlines()}
+    assert lines["skimage-chelsea"].split()[1:5] == [
+        "skimage:chelsea",
+        "depth",
+        "assumed",
+        "targets:",
+    ]
+    if "darknet-kite-sky" in lines:
+        assert lines["darknet-kite-sky"].split()[1:3] == ["darknet:kite.jpg", "(crop)"]
+
+
 def test_preview_writes_png_and_rejects_unknown_scene(tmp_path):
     out = tmp_path / "sheet.png"
     result = runner.invoke(app, ["preview", "skimage-coffee", "--out", str(out), "--target", "1"])

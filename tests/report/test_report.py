@@ -32,6 +32,7 @@ from clearsight.sweep import summary_table
 from clearsight.sweep.analysis import analyse_run
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.crossings import scene_bootstrap
+from clearsight.sweep.observer import observer_note
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
 from fixtures.coco import synthetic_coco
@@ -270,6 +271,10 @@ def test_observer_blind_spot_is_about_zero(deep_run: Path, tmp_path: Path) -> No
     assert generic["censored"] == "below"
     assert generic["w_bound"] == "lower"
     assert generic["v_star"] == "≤ 0.244 m"
+    # ... and the report says so beside that number (summary.csv keeps its columns)
+    html = (tmp_path / "report.html").read_text()
+    reason = observer_note("observer", "mcq.generic", "abstain").replace("'", "&#x27;")
+    assert f"{generic['w_display']} ({reason})" in html
 
 
 def test_curve_bands_match_an_explicit_scene_bootstrap(deep_run: Path) -> None:

@@ -684,3 +684,34 @@ def test_serve_refuses_an_unknown_signal(tmp_path: Path) -> None:
     assert out.exit_code == 2
     assert "signal" in out.output
     assert not (tmp_path / "run").exists()
+
+
+def test_players_see_opaque_instance_ids_and_the_records_keep_the_real_one(
+    tmp_path: Path,
+) -> None:
+    """The play page and the session page name the instance by an opaque id (a real id such as
+    bundled/person-horse gives the answer away); posting it starts the session, and the
+    transcript and the operator's pages keep the real id."""
+    run = tmp_path / "humans"
+    client, token = _play_client(run, tmp_path)
+    play_page = client.get("/play?name=ana").text
+    public = re.search(r'name="instance" value="(q-[0-9a-f]{8})"', play_page)
+    assert public is not None
+    assert "car-colour" not in play_page
+    response = client.post(
+        "/play", data={"csrf": token, "name": "ana", "instance": public.group(1)}
+    )
+    assert response.status_code == 303, response.text
+    key = str(response.headers["location"]).removeprefix("/session/")
+    session_page = client.get(f"/session/{key}").text
+    assert public.group(1) in session_page
+    assert "car-colour" not in session_page
+    assert "car-colour" not in client.get("/play?name=ana").text  # the player's session list
+    assert _post(client, token, key, "commit", letter="B") == 303
+    (transcript,) = load_transcripts(run)
+    assert transcript.instance_id == "test/car-colour"
+    assert "test/car-colour" in _client(run).get("/records").text
+
+
+def test_the_default_sensor_is_the_detector_perceiver() -> None:
+    assert ServeSettings().sensor == "perceiver:detector"

@@ -5,7 +5,8 @@ values, and the model's ``rank`` among the board's models on that number: 1 = be
 direction of :func:`better`), and one row per pair of cards and sweep condition group
 (``kind`` = ``paired``): the accuracy difference ``mean_i (correct_A,i - correct_B,i)`` over
 the sweep items both cards asked (same scene, target, condition, level, wording and question),
-with a 95 % interval from a scene (cluster) bootstrap of those paired differences — both models
+with a 95 % interval from a bootstrap over source photos (a photo's crops are one cluster) of
+those paired differences — both models
 answered the same items, so the pairing removes the items' own difficulty from the interval.
 ``board.html`` shows the same tables.
 """
@@ -119,7 +120,7 @@ def _sweep_items(card_dir: Path, model: str) -> pd.DataFrame:
     rec["level"] = rec["level_m"].fillna(-1.0)
     for col in ("question.options",):
         rec[col] = rec[col].astype(str)
-    return rec[[*_ITEM, "correct"]]
+    return rec[[*_ITEM, "cluster", "correct"]]
 
 
 def paired_rows(
@@ -134,7 +135,8 @@ def paired_rows(
         both = items[i].merge(items[j], on=list(_ITEM), suffixes=("_a", "_b"))
         for group, sub in _condition_groups(both):
             diff = (sub["correct_a"] - sub["correct_b"]).to_numpy(float)
-            ci = cluster_bootstrap_mean(diff, sub["scene"].to_numpy(), n_boot=n_boot, seed=seed)
+            clusters = sub["cluster_a"].to_numpy()  # the scene's photo: the same in both
+            ci = cluster_bootstrap_mean(diff, clusters, n_boot=n_boot, seed=seed)
             rows.append(
                 {
                     "kind": "paired",
@@ -203,8 +205,10 @@ def render_board(
         f"<h1>clearsight board: {len(cards)} models</h1>"
         "<p class='note'>Every card number side by side (95 % bootstrap intervals), each "
         "model's rank on it (1 = best: higher accuracy and TGS; lower V*_acc, AURC and ECE; "
-        "W closest to 0), and paired accuracy differences on the sweep items two cards "
-        "share, with scene-bootstrap intervals.</p>"
+        "W closest to 0; no rank on an undefined or undetermined figure, whose interval cannot "
+        "order the models: a larger card design, more scenes or levels, determines it), and "
+        "paired accuracy differences on the sweep items two cards "
+        "share, with photo-bootstrap intervals (crops of one photo resampled together).</p>"
         f"<h2>Numbers</h2>{numbers_table(by_model, {m: 'card model' for m in by_model})}"
         f"<h2>Ranks</h2>{frame_table(ranks)}"
         f"<h2>Paired differences</h2>{frame_table(shown)}"

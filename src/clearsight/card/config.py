@@ -64,9 +64,11 @@ class CardConfig(BaseModel):
     scene_ids: tuple[str, ...] = Field(PACKAGE_SCENES, description="Bundled scenes of the sweep.")
     arms: tuple[Literal["fog", "water"], ...] = Field(("fog", "water"), description="Arms.")
     levels_m: tuple[float, ...] = Field(
-        SWEEP_LEVELS_M[::2],
-        description="Visibility levels (m), clearest first: every other sweep level, from "
-        "250 m to 3.9 m (a quarter of the murk per step; the full sweep halves it).",
+        SWEEP_LEVELS_M,
+        description="Visibility levels (m), clearest first: the full sweep's eight, 250 m to "
+        "1.95 m, halving. With every other level (to 3.9 m) the perceiver's fog W of its "
+        "verbalized confidence was undetermined (both crossings below 3.9 m on these close-up "
+        "photos); with all eight it is a lower bound.",
     )
     controls: tuple[Control, ...] = Field(("clean", "blank"), description="Controls.")
     wordings: tuple[Wording, ...] = Field(

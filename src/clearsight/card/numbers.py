@@ -7,9 +7,11 @@ shows. ``card.json`` holds the same values under the same keys.
 
 - Sweep (:func:`sweep_numbers`, per model of the sweep): per arm the accuracy crossing V*_acc
   of the letter wording, the blind-spot width W of the internal confidence, of the verbalized
-  confidence and of the abstain rate (each with its censoring bound), and AURC of the internal
-  confidence gating the answers pooled over clean and the arm's levels; and the clean accuracy.
-  All from the run's :class:`clearsight.sweep.analysis.SweepAnalysis` (one scene bootstrap).
+  confidence and of the abstain rate (each with its censoring bound; the reference observer's
+  abstention W under the generic wording with the reason it is not about 0), AURC of the
+  internal confidence gating the answers and ECE of the internal and of the verbalized
+  confidence, each pooled over clean and the arm's levels; and the clean accuracy. All from the
+  run's :class:`clearsight.sweep.analysis.SweepAnalysis` (one bootstrap over source photos).
 - Grounding (:func:`grounding_numbers`): TGS-self and TGS-pair per axis, overall, with the
   two-stage bootstrap of :func:`clearsight.grounding.analyse_grounding`.
 - Probe (:func:`probe_numbers`): accuracy = mean over conversations of [committed = gold],
@@ -33,6 +35,7 @@ import pandas as pd
 from clearsight.report.html import fmt_ci
 from clearsight.report.labels import crossing_label, interval, interval_m, w_label
 from clearsight.sweep.analysis import SweepAnalysis
+from clearsight.sweep.observer import observer_note
 from clearsight.sweep.results import is_verbal
 
 if TYPE_CHECKING:
@@ -101,11 +104,44 @@ def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
 
 
 def _w_number(key: str, row: Any) -> Number:
-    """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]')."""
+    """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]'),
+    and the reason beside it where the reference observer's W is not about 0 by design."""
     w, lo, hi = _f(row["w"]), _f(row["w_low"]), _f(row["w_high"])
     bound = str(row["w_bound"] or "")
-    text = " ".join(s for s in (w_label(w, bound) or "n/a", interval(lo, hi)) if s)
-    return Number(key, w, lo, hi, text, bound, int(row["n_items"]))
+    reason = observer_note(str(row["model"]), str(row["wording"]), str(row["signal"]))
+    shown = (w_label(w, bound) or "n/a", interval(lo, hi), f"({reason})" if reason else "")
+    return Number(key, w, lo, hi, " ".join(s for s in shown if s), bound, int(row["n_items"]))
+
+
+def _pooled(table: pd.DataFrame, model: str, arm: str, wording: str | None) -> Any:
+    """The pooled (clean + every level of ``arm``) row of a confidence table, or None."""
+    if table.empty or wording is None:
+        return None
+    hit = table[
+        (table["model"] == model)
+        & (table["arm"] == arm)
+        & (table["wording"] == wording)
+        & (table["level"] == "pooled")
+    ]
+    return hit.iloc[0] if len(hit) else None
+
+
+def _confidence_numbers(
+    analysis: SweepAnalysis, model: str, arm: str, letter: str | None, verbal: str | None
+) -> list[Number]:
+    """AURC of the internal confidence and ECE of the internal and verbalized confidence,
+    pooled over clean and the arm's levels, as the report's tables give them."""
+    identify = analysis.tasks.get("identify")
+    if identify is None:
+        return []
+    numbers = []
+    if (p := _pooled(identify.selective, model, arm, letter)) is not None:
+        numbers.append(_ci_number(f"{arm} AURC", p.aurc, p.aurc_low, p.aurc_high, int(p.n_scored)))
+    for label, wording in (("internal", letter), ("verbalized", verbal)):
+        if (c := _pooled(identify.calibration, model, arm, wording)) is not None:
+            key = f"{arm} ECE {label}"
+            numbers.append(_ci_number(key, c.ece, c.ece_low, c.ece_high, int(c.n_scored)))
+    return numbers
 
 
 def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
@@ -115,8 +151,6 @@ def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
     letter = next((w for w in wordings if not is_verbal(w)), None)
     verbal = next((w for w in wordings if is_verbal(w)), None)
     cr = analysis.crossings
-    identify = analysis.tasks.get("identify")
-    sel = identify.selective if letter and identify is not None else pd.DataFrame()
     curves = analysis.curves
     out: dict[str, list[Number]] = {}
     for model in data.models:
@@ -133,18 +167,7 @@ def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
         for arm in data.arms:
             rows = cr[(cr["model"] == model) & (cr["arm"] == arm)]
             numbers += _arm_numbers(arm, rows, data.levels[arm], letter, verbal)
-            if len(sel):
-                pooled = sel[
-                    (sel["model"] == model)
-                    & (sel["arm"] == arm)
-                    & (sel["wording"] == letter)
-                    & (sel["level"] == "pooled")
-                ]
-                if len(pooled):
-                    p = pooled.iloc[0]
-                    numbers.append(
-                        _ci_number(f"{arm} AURC", p.aurc, p.aurc_low, p.aurc_high, int(p.n_scored))
-                    )
+            numbers += _confidence_numbers(analysis, model, arm, letter, verbal)
         out[model] = numbers
     return out
 

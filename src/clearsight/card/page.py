@@ -66,7 +66,7 @@ def parts_list(parts: Sequence[Part]) -> str:
 
 
 def sweep_figure(curves: pd.DataFrame, wording: str, arms: Sequence[str]) -> bytes | None:
-    """Accuracy against visibility per arm, each model a line with its 95 % scene-bootstrap
+    """Accuracy against visibility per arm, each model a line with its 95 % photo-bootstrap
     band, the clean accuracy left of the clearest level."""
     acc = curves[(curves["signal"] == "accuracy") & (curves["wording"] == wording)]
     if acc.empty or not arms:

@@ -17,7 +17,8 @@ def scenes(
         bool, typer.Option("--all", help="Also list scenes whose photo is missing.")
     ] = False,
 ) -> None:
-    """List the bundled scenes: id, size, depth provenance and targets."""
+    """List the bundled scenes: id, source photo (crops of one photo share it and are one
+    bootstrap cluster), depth provenance and targets."""
     from clearsight.scenes.bundled import bundled_specs, photo_missing
 
     for spec in bundled_specs().values():
@@ -27,7 +28,8 @@ def scenes(
         targets = ", ".join(t.category for t in spec.targets)
         depth = "measured" if spec.depth.get("kind") == "stereo" else "assumed"
         status = "  (photo missing: run `make data`)" if missing else ""
-        typer.echo(f"{spec.id:28s} depth {depth:8s} targets: {targets}{status}")
+        photo = spec.photo + (" (crop)" if spec.crop is not None else "")
+        typer.echo(f"{spec.id:28s} {photo:33s} depth {depth:8s} targets: {targets}{status}")
 
 
 def preview(

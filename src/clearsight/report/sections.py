@@ -29,6 +29,7 @@ from clearsight.report.labels import (
 )
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.confidence import ReliabilityPanel
+from clearsight.sweep.observer import observer_note
 from clearsight.sweep.results import TASK_NAMES, RunData, is_verbal, level_label, primary_wording
 
 __all__ = ["DEPTH_NOTE", "render_report"]
@@ -108,7 +109,8 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
         ("models", ", ".join(data.models) or "(none)"),
         (
             "scenes",
-            f"{config.get('scenes', '?')}: {boot.n_scenes} scenes, {analysis.n_targets} targets",
+            f"{config.get('scenes', '?')}: {boot.n_scenes} scenes from {boot.n_clusters} photos "
+            f"(the bootstrap's clusters), {analysis.n_targets} targets",
         ),
         ("depth", f"{_depth_provenance(data)}; {depth_line(analysis.depth)}"),
         ("arms and levels", levels or "(none)"),
@@ -210,11 +212,18 @@ def _crossing_cell(lookup: Lookup, wording: str, signal: str, what: str) -> Any:
         return {
             "v": str(r["v_star"]),
             "v_ci": interval_m(float(r["v_low_m"]), float(r["v_high_m"])),
-            "w": str(r["w_display"]),
+            "w": _with_reason(str(r["w_display"]), row.model, wording, signal),
             "w_ci": interval(float(r["w_low"]), float(r["w_high"])),
         }[what]
 
     return cell
+
+
+def _with_reason(w_display: str, model: str, wording: str, signal: str) -> str:
+    """A W as shown, with the reason beside it where the reference observer's W is not about 0
+    by design (:func:`clearsight.sweep.observer.observer_note`)."""
+    reason = observer_note(model, wording, signal)
+    return f"{w_display} ({reason})" if reason and w_display else w_display
 
 
 def _headline_html(data: RunData, cr: pd.DataFrame, task: str) -> str:
@@ -267,7 +276,7 @@ def _crossings_html(data: RunData, crossings: pd.DataFrame, task: str) -> str:
         Col("floor", lambda r: f"{fmt_num(r.floor)} ({r.floor_source})"),
         Col("V*", lambda r: r.v_star),
         Col("V* 95% CI", lambda r: interval_m(r.v_low_m, r.v_high_m)),
-        Col("W", lambda r: r.w_display),
+        Col("W", lambda r: _with_reason(r.w_display, r.model, r.wording, r.signal)),
         Col("W 95% CI", lambda r: interval(r.w_low, r.w_high)),
         Col("W bound", lambda r: r.w_bound),
         Col("note", lambda r: r.note, text=True),

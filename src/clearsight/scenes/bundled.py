@@ -6,12 +6,15 @@ extracts into the data cache (:func:`clearsight.fetch.steps.fetch_photos`). Boxe
 crops and depth layouts live in ``data/bundled.yaml``; every box was drawn by a person looking
 at the photo. Depth is measured for ``stereo_motorcycle`` (its Middlebury disparity and
 calibration) and *assumed* for every other scene: a stated layout whose note travels with the
-scene into every report.
+scene into every report. A stated layout sets each target box to the target's depth, so where
+that differs from the layout around the box, fog shows the box's edges as a clear rectangle;
+the scene's depth note says so (:func:`box_edges`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -165,8 +168,55 @@ def _depth(
             target_boxes=[t.box for t in spec.targets],
             targets_m=d.get("targets_m") or (),
         )
-        return depth, "assumed", f"assumed: {d.get('note', '')}"
+        return depth, "assumed", f"assumed: {d.get('note', '')}" + _edge_note(depth, spec.targets)
     raise InputError(f"scene {spec.id!r}: unknown depth kind {kind!r} (stereo or assumed)")
+
+
+#: A target box whose depth differs from the layout around it by this factor shows its edges.
+EDGE_RATIO = 1.5
+
+
+def box_edges(
+    depth_m: npt.NDArray[np.float32], boxes: Sequence[Box], ring_px: int = 4
+) -> list[tuple[int, float, float]]:
+    """The boxes whose edges a fog of this depth would show: ``(i, inside, around)`` for each
+    box i where the median depth inside it and the median over a ``ring_px`` wide strip along
+    one of its sides (inside the image; ``around``: the side that differs most) differ by a
+    factor ``max / min >= EDGE_RATIO``. A stated layout puts an upright target at one depth in
+    a background at another, so fog (transmission ``exp(-3.912 z / V)``) leaves a clear
+    rectangle where the box is."""
+    h, w = depth_m.shape
+    found = []
+    for i, b in enumerate(boxes):
+        inside = float(np.median(depth_m[b.y0 : b.y1, b.x0 : b.x1]))
+        strips = (
+            depth_m[max(b.y0 - ring_px, 0) : b.y0, b.x0 : b.x1],
+            depth_m[b.y1 : min(b.y1 + ring_px, h), b.x0 : b.x1],
+            depth_m[b.y0 : b.y1, max(b.x0 - ring_px, 0) : b.x0],
+            depth_m[b.y0 : b.y1, b.x1 : min(b.x1 + ring_px, w)],
+        )
+        sides = [float(np.median(strip)) for strip in strips if strip.size]
+        if not sides:
+            continue  # the box fills the image: no edge to show
+        around = max(sides, key=lambda z: max(z, inside) / min(z, inside))
+        if max(inside, around) >= EDGE_RATIO * min(inside, around):
+            found.append((i, inside, around))
+    return found
+
+
+def _edge_note(depth_m: npt.NDArray[np.float32], targets: Sequence[Target]) -> str:
+    """The depth note's warning where the stated layout's box edges show in fog ('' if none)."""
+    edges = box_edges(depth_m, [t.box for t in targets])
+    if not edges:
+        return ""
+    parts = ", ".join(
+        f"{targets[i].category} box at {inside:.3g} m beside {around:.3g} m"
+        for i, inside, around in edges
+    )
+    return (
+        f"; box edges show in fog ({parts}): the fogged image has a clear rectangle where "
+        "such a box is (the layout is stated per box, not measured)"
+    )
 
 
 @functools.lru_cache(maxsize=32)
@@ -196,4 +246,12 @@ def load_bundled_scene(scene_id: str) -> Scene:
         licence=spec.licence,
         depth_note=note,
         source=f"bundled:{spec.photo}" + ("" if spec.crop is None else f" crop {list(spec.crop)}"),
+        photo=f"bundled:{spec.photo}",
     )
+
+
+def bundled_photo(scene_id: str) -> str | None:
+    """The photo a bundled scene is cut from (``bundled:SOURCE:NAME``; crops of one photo share
+    it), or None for an id that is not a bundled scene. Reads only ``bundled.yaml``."""
+    spec = bundled_specs().get(scene_id)
+    return None if spec is None else f"bundled:{spec.photo}"

@@ -63,7 +63,9 @@ class Scene:
     ``depth_provenance`` says whether the depth was measured (stereo, sensor), estimated (a
     monocular model) or assumed (a stated layout); ``depth_note`` says how, in words a report can
     show. Visibility in metres is only as good as the depth scale, so the provenance travels with
-    every result.
+    every result. ``photo`` names the photo the scene was cut from (crops of one photo share
+    it, so a bootstrap resamples them together, :mod:`clearsight.sweep.crossings`); empty where
+    the scene is its own photo.
     """
 
     id: str
@@ -75,6 +77,7 @@ class Scene:
     licence: str
     depth_note: str = ""
     source: str = ""
+    photo: str = ""
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -8,7 +8,8 @@ not correct; ``internal_conf``, the letter read-out's probability of its best co
 replies are left out); ``abstain``, the share of answers that pick the abstain option.
 
 :func:`design` scatters every record's signal values into per-scene sums and counts of every
-cell (one ``(scenes, cells)`` matrix each, :func:`clearsight.metrics.cluster_sums`) and says
+cell (one ``(scenes, cells)`` matrix each, :func:`clearsight.metrics.cluster_sums`), summed per
+cluster — the scenes cut from one source photo — and says
 which crossings to compute from them: for every arm the config showed a model, every group's
 crossing with its floor — accuracy: the blank-image accuracy of the same model, task and
 wording (chance where the run has no blank control); confidences: 1/k, k the number of content
@@ -122,13 +123,16 @@ class Grid:
 
 @dataclass(frozen=True)
 class Design:
-    """Per-scene sums of every (group, column) cell and what to compute from them."""
+    """Per-cluster sums of every (group, column) cell and what to compute from them; a
+    cluster is the scenes cut from one source photo (``records["cluster"]``)."""
 
     groups: list[Group]
     columns: list[Column]
-    sums: FloatArray  # (C, G*K)
+    sums: FloatArray  # (C, G*K), C clusters
     counts: FloatArray  # (C, G*K)
     scene_counts: FloatArray  # (G*K,) number of scenes with at least one item
+    n_scenes: int
+    clusters: list[str]  # each row's cluster (the smallest scene id of its photo)
     crossings: list[CrossingFields]  # what names each crossing
     grids: list[Grid]
     pairs: list[tuple[int, int]]  # (accuracy crossing, awareness crossing)
@@ -136,9 +140,10 @@ class Design:
 
 def _cell_sums(
     records: pd.DataFrame, groups: list[Group], columns: list[Column]
-) -> tuple[FloatArray, FloatArray, int]:
-    """Scatter every signal value into its (scene, group × column) cell: sums and counts."""
-    scenes = np.unique(records["scene"].astype(str).to_numpy())
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.str_]]:
+    """Scatter every signal value into its (scene, group × column) cell: sums, counts and the
+    scenes of the rows (sorted)."""
+    scenes = np.unique(records["scene"].astype(str).to_numpy().astype(np.str_))
     col_index = {c: i for i, c in enumerate(columns)}
     codes = _column_codes(records).map(col_index).to_numpy(dtype=np.intp)
     scene_code = np.searchsorted(scenes, records["scene"].astype(str).to_numpy())
@@ -163,7 +168,26 @@ def _cell_sums(
         cols_idx = np.asarray(cs.columns, dtype=np.intp)
         sums[np.ix_(rows_idx, cols_idx)] = cs.sums
         counts[np.ix_(rows_idx, cols_idx)] = cs.counts
-    return sums, counts, int(scenes.size)
+    return sums, counts, scenes
+
+
+def _by_cluster(
+    records: pd.DataFrame, scenes: npt.NDArray[np.str_], *per_scene: FloatArray
+) -> tuple[list[str], list[FloatArray]]:
+    """The per-scene rows summed per bootstrap cluster (a record's ``cluster``: its scene's
+    source photo, :func:`clearsight.sweep.results.photo_clusters`), clusters in sorted order:
+    a run whose every scene is its own cluster keeps its rows exactly."""
+    pairs = records[["scene", "cluster"]].astype(str).drop_duplicates("scene")
+    label = dict(zip(pairs["scene"], pairs["cluster"], strict=True))
+    labels, member = np.unique([label[s] for s in scenes], return_inverse=True)
+    if labels.size == scenes.size:
+        return labels.tolist(), list(per_scene)
+    summed = []
+    for rows in per_scene:
+        out = np.zeros((labels.size, rows.shape[1]))
+        np.add.at(out, member, rows)
+        summed.append(out)
+    return labels.tolist(), summed
 
 
 # One crossing of a level grid: (crossing, group, clean column or -1, constant floor or NaN,
@@ -270,7 +294,8 @@ def design(data: RunData) -> Design | None:
         return None
     groups, chance = _groups(rec)
     columns = _ordered_columns(set(_column_codes(rec)), data.levels)
-    sums, counts, _ = _cell_sums(rec, groups, columns)
+    scene_sums, scene_counts, scenes = _cell_sums(rec, groups, columns)
+    clusters, (sums, counts) = _by_cluster(rec, scenes, scene_sums, scene_counts)
     crossings, pairs, grid_rows = _crossing_rows(data, groups, chance, columns, counts.sum(axis=0))
     blank_col = columns.index(("blank", 0.0)) if ("blank", 0.0) in columns else -1
     return Design(
@@ -278,7 +303,9 @@ def design(data: RunData) -> Design | None:
         columns=columns,
         sums=sums,
         counts=counts,
-        scene_counts=(counts > 0).sum(axis=0).astype(np.float64),
+        scene_counts=(scene_counts > 0).sum(axis=0).astype(np.float64),
+        n_scenes=int(scenes.size),
+        clusters=clusters,
         crossings=crossings,
         grids=_grids(grid_rows, blank_col),
         pairs=pairs,

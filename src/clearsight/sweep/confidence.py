@@ -7,8 +7,8 @@ or wrong about): the confidence is the belief in the chosen option and ``correct
 option is right. Cells (:func:`_confidence_cells`): model × wording × arm × level — clean, each
 sweep level, ``pooled`` (clean + every level of the arm) and ``murkiest`` (the two murkiest
 levels) — with the wording's confidence signal (internal for letter wordings, verbalized for
-verbal ones). Intervals resample scenes with the draws, level and seed of the run's
-:class:`~clearsight.sweep.crossings.SceneBootstrap`.
+verbal ones). Intervals resample source photos (``cluster``) with the draws, level and seed of
+the run's :class:`~clearsight.sweep.crossings.SceneBootstrap`.
 """
 
 from __future__ import annotations
@@ -53,11 +53,13 @@ _SELECTIVE_STATS = ("aurc", "e_aurc")
 
 
 def _scored(sub: pd.DataFrame, signal: str) -> tuple[FloatArray, FloatArray, npt.NDArray[Any]]:
-    """Confidence, correctness and scene of the answered items of ``sub`` with a finite
-    ``signal`` (an abstention has no chosen option to be right or wrong about)."""
+    """Confidence, correctness and bootstrap cluster (source photo) of the answered items of
+    ``sub`` with a finite ``signal`` (an abstention has no chosen option to be right or wrong
+    about)."""
     conf = sub[signal].to_numpy(dtype=float)
     keep = np.isfinite(conf) & (sub["answered"].to_numpy() == 1.0)
-    return conf[keep], sub["correct"].to_numpy(dtype=float)[keep], sub["scene"].to_numpy()[keep]
+    clusters = sub["cluster"].to_numpy()
+    return conf[keep], sub["correct"].to_numpy(dtype=float)[keep], clusters[keep]
 
 
 def _with_intervals(

@@ -1,14 +1,26 @@
 """The sweep's headline numbers: curves, crossing visibilities V* and blind-spot widths W, each
 with a 95 % interval from one seeded scene bootstrap (docs/methods.md §4).
 
-:func:`scene_bootstrap` resamples *scenes* (images) with replacement and gives, for every model
+:func:`scene_bootstrap` resamples *source photos* with replacement — the scenes cut from one photo
+(its crops) form one cluster, a scene with no known photo (a COCO image, a user scene) its own —
+and gives, for every model
 × task × wording, every signal's mean at every condition (clean, each fog/water level, blank,
 shuffled, ImageNet-C severities) with its percentile interval, and every crossing V* and width W
 with theirs (:class:`SceneBootstrap`; the cells, floors and pairs are
 :mod:`clearsight.sweep.cells`'). Every curve, crossing and W of one analysis uses the same
 resampled scene sets.
 
-Vectorised: the per-scene sums and counts of every cell form one ``(C, M)`` matrix, the
+With P photos, replicate b draws the photo counts ``v_b ~ Multinomial(P, (1/P, ..., 1/P))``
+(each photo picked ``v_bp`` times in P picks with replacement); every scene s of photo p(s)
+enters with weight ``v_{b,p(s)}``, so a cell's replicate mean is
+
+    m_b = sum_s v_{b,p(s)} S_s / sum_s v_{b,p(s)} n_s = sum_p v_bp S_p / sum_p v_bp n_p
+
+(``S_s``, ``n_s``: the scene's sum and item count in the cell; ``S_p``, ``n_p``: its photo's).
+The point estimate is every weight 1. A run whose scenes all come from different photos is the
+plain scene bootstrap, replicate for replicate.
+
+Vectorised: the per-photo sums and counts of every cell form one ``(C, M)`` matrix, the
 ``(B, C)`` multinomial weights of :func:`clearsight.metrics.cluster_bootstrap` turn it into all B
 replicate curves with two matrix products, and all crossings of all replicates that share a level
 grid are one :func:`clearsight.metrics.crossing_visibility_batch` call. V* is bootstrapped on
@@ -54,7 +66,7 @@ class _Evaluated:
 
 
 def _evaluate(design: Design, weights: FloatArray) -> _Evaluated:
-    """Everything the report bootstraps, for each row of cluster weights (rows × scenes)."""
+    """Everything the report bootstraps, for each row of cluster weights (rows × photos)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (weights @ design.sums) / (weights @ design.counts)
     rows = weights.shape[0]
@@ -120,6 +132,7 @@ class SceneBootstrap:
     level: float
     n_scenes: int
     notes: list[str] = field(default_factory=list)
+    n_clusters: int = 0
 
 
 _CURVE_COLUMNS = [
@@ -163,9 +176,10 @@ _CROSSING_COLUMNS = [
 def scene_bootstrap(
     data: RunData, n_boot: int = 2000, seed: int = 0, level: float = 0.95
 ) -> SceneBootstrap:
-    """Curves, crossings and W of every model × task × wording with scene-bootstrap intervals
-    (module docstring): ``n_boot`` replicates drawn from ``seed``, ``level`` percentile
-    intervals."""
+    """Curves, crossings and W of every model × task × wording with intervals from a bootstrap
+    over source photos (module docstring: ``m_b = sum_p v_bp S_p / sum_p v_bp n_p``, ``v_b``
+    multinomial photo counts): ``n_boot`` replicates drawn from ``seed``, ``level`` percentile
+    intervals. ``n_scenes`` counts the scenes, ``n_clusters`` the photos resampled."""
     design = cells.design(data)
     if design is None:
         empty_curves = pd.DataFrame(columns=_CURVE_COLUMNS)
@@ -185,7 +199,9 @@ def scene_bootstrap(
     point = _evaluate(design, np.ones((1, n_c)))
     curves = _curves_frame(design, boot.estimate[:n_m], boot.low[:n_m], boot.high[:n_m])
     crossings = _crossings_frame(design, point, boot, n_m, n_x)
-    return SceneBootstrap(curves, crossings, n_boot, seed, level, n_c)
+    return SceneBootstrap(
+        curves, crossings, n_boot, seed, level, design.n_scenes, n_clusters=len(design.clusters)
+    )
 
 
 def _curves_frame(

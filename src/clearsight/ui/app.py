@@ -33,6 +33,7 @@ template marks run data ``|safe``. Further defences, each cheap:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -495,12 +496,17 @@ class _PlayPages(_PassPages):
     async def play_page(self, request: Request) -> Response:
         """The instances to play and the player's own sessions (or why play is blocked)."""
         name = request.query_params.get("name", "").strip()
-        mine = [row for row in self.play.sessions() if row.human == f"human:{name}"]
+        public = self.play.public_id
+        mine = [
+            dataclasses.replace(row, instance_id=public(row.instance_id))
+            for row in self.play.sessions()
+            if row.human == f"human:{name}"
+        ]
         return self.render(
             request,
             "play.html",
             blocked=self.play.blocked_reason(),
-            instances=self.play.instances(),
+            instances=[(public(inst.id), inst) for inst in self.play.instances()],
             sessions=mine if name else [],
             player=name,
         )

@@ -29,6 +29,7 @@ All state lives in the store; this object holds only the settings, the instances
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from clearsight.seeding import rng_for
+from clearsight.seeding import content_hash, rng_for
 from clearsight.store import DB_NAME, RunStore
 from clearsight.sweep.human import human_model
 from clearsight.ui.runs import read_record
@@ -356,9 +357,17 @@ class HumanPlay:
             self._instances = load_instance_set(self.settings.instances)
         return self._instances
 
+    def public_id(self, instance_id: str) -> str:
+        """The id a player sees for an instance: ``q-`` and 8 hex digits of a hash of the run
+        seed and the real id, which says nothing of the question or its answer (a real id such
+        as ``bundled/person-horse`` would); the real id stays in the records, for the
+        operator."""
+        return "q-" + content_hash(["serve instance", self.settings.seed, instance_id])[:8]
+
     def _instance(self, instance_id: str) -> Instance:
+        """The instance with this public (or, for the operator's tools, real) id."""
         for inst in self.instances():
-            if inst.id == instance_id:
+            if instance_id in (inst.id, self.public_id(inst.id)):
                 return inst
         raise InputError(f"no instance {instance_id!r} in the set {self.settings.instances!r}")
 
@@ -408,7 +417,8 @@ class HumanPlay:
         if loaded is None:
             return None
         transcript, _, finished = loaded
-        return transcript_view(key, transcript, finished, scored=False)
+        view = transcript_view(key, transcript, finished, scored=False)
+        return dataclasses.replace(view, instance_id=self.public_id(view.instance_id))
 
     def sessions(self) -> list[SessionRow]:
         """Every human session of the run, in the order they were started; the state says
