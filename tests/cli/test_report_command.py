@@ -132,7 +132,7 @@ def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
 def test_a_bench_build_prints_its_retention(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.grounding.build as build
+    import clearsight.grounding.build_pool as build_pool
     from clearsight.grounding import BuildBenchConfig, TgsBench
 
     seen: list[Any] = []
@@ -142,7 +142,7 @@ def test_a_bench_build_prints_its_retention(
         seen.append((config, run_dir))
         return TgsBench(items=(), manifest={"counts": {"all": counts}, "rejections": {"x": 1}})
 
-    monkeypatch.setattr(build, "read_bench", read_bench)
+    monkeypatch.setattr(build_pool, "read_bench", read_bench)
     config = BuildBenchConfig(n_problems=7, seed=2)
     run = _manifest_only(
         tmp_path / "b",
