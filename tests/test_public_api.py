@@ -30,7 +30,7 @@ def test_every_name_of_a_face_resolves(face: str) -> None:
     ("config", "entry_points"),
     [
         ("SweepConfig", ("run_sweep", "analyse_sweep", "build_sweep_report")),
-        ("GroundingConfig", ("run_grounding", "build_grounding_report")),
+        ("GroundingConfig", ("run_grounding", "analyse_grounding", "build_grounding_report")),
         ("ProbeConfig", ("run_probe", "analyse_probe", "build_probe_report")),
     ],
 )

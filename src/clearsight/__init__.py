@@ -4,7 +4,7 @@ Three protocols, each a package with the same shape, each reached from here by i
 configuration, its run, its analysis (the paper's numbers as typed values) and its report::
 
     from clearsight import SweepConfig, run_sweep, analyse_sweep, build_sweep_report
-    from clearsight import GroundingConfig, run_grounding, build_grounding_report
+    from clearsight import GroundingConfig, run_grounding, analyse_grounding, build_grounding_report
     from clearsight import ProbeConfig, run_probe, analyse_probe, build_probe_report
 
 ``build_report(run_dir)`` writes the report of any run, whichever protocol made it;
@@ -30,6 +30,7 @@ _EXPORTS = {
     # trajectory grounding
     "GroundingConfig": "clearsight.grounding",
     "run_grounding": "clearsight.grounding",
+    "analyse_grounding": "clearsight.grounding",
     "build_grounding_report": "clearsight.grounding",
     # active reasoning through a noisy sensor
     "ProbeConfig": "clearsight.probe",
