@@ -15,6 +15,7 @@ configuration, its run, its analysis (the paper's numbers as typed values) and i
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __version__ = "0.1.0"
@@ -58,3 +59,17 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'clearsight' has no attribute {name!r}")
+
+
+def lazy_face(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A protocol package's ``__getattr__`` (PEP 562): ``name`` read from the
+    ``"module:attribute"`` that ``exports`` gives it, importing the module on first use (so
+    importing the package stays cheap: a command's ``--help`` loads no numpy kernel or torch)."""
+
+    def attribute(name: str) -> Any:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, _, attr = exports[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    return attribute

@@ -34,8 +34,9 @@ Nothing here imports torch at import time; the model-facing functions take a loa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clearsight import lazy_face
 
 if TYPE_CHECKING:
     from clearsight.grounding.analysis import GroundingAnalysis, analyse_grounding
@@ -96,10 +97,4 @@ __all__ = [
     "write_bench",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The face's ``name``, imported from its module on first use."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = _EXPORTS[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_face(__name__, _EXPORTS)

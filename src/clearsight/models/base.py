@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -196,6 +196,19 @@ class Capabilities:
         """Names of the capabilities ``needed`` asks for that this backend lacks."""
         have, want = asdict(self), asdict(needed)
         return [k for k, v in want.items() if v and not have[k]]
+
+
+#: What a model behind an inference engine offers (vLLM in this process, or any OpenAI-compatible
+#: server): images, generation, candidate probabilities read from top-k log-probabilities and n
+#: samples a call; no custom attention mask (masked scoring needs the model's own forward pass).
+ENGINE_CAPABILITIES: Final = Capabilities(
+    images=True,
+    generate=True,
+    candidate_probs=True,
+    top_logprobs=True,
+    n_per_call=True,
+    attention_mask=False,
+)
 
 
 @runtime_checkable

@@ -72,6 +72,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clearsight.credentials import refuse_credentials
 from clearsight.models.base import (
+    ENGINE_CAPABILITIES,
     Capabilities,
     Decoding,
     ImagePart,
@@ -346,14 +347,7 @@ class _Attempts:
 class OpenAIBackend:
     """An OpenAI-compatible chat-completions server (see the module docstring)."""
 
-    capabilities = Capabilities(
-        images=True,
-        generate=True,
-        candidate_probs=True,
-        top_logprobs=True,
-        n_per_call=True,
-        attention_mask=False,
-    )
+    capabilities = ENGINE_CAPABILITIES
 
     def __init__(
         self, base_url: str, model: str, options: OpenAIOptions | None = None, *, seed: int = 0

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clearsight.models.base import Capabilities, Request, Response, TokenLogprob
+from clearsight.models.base import ENGINE_CAPABILITIES, Request, Response, TokenLogprob
 from clearsight.models.extras import install_hint
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.models.openai_api import chat_messages, logprobs_wanted
@@ -196,14 +196,7 @@ class VLLMBackend:
     """Offline vLLM (see the module docstring). ``llm`` and ``sampling_params`` replace
     ``vllm.LLM(...)`` and ``vllm.SamplingParams`` — for tests, which run without vLLM."""
 
-    capabilities = Capabilities(
-        images=True,
-        generate=True,
-        candidate_probs=True,
-        top_logprobs=True,
-        n_per_call=True,
-        attention_mask=False,
-    )
+    capabilities = ENGINE_CAPABILITIES
 
     def __init__(
         self,

@@ -26,8 +26,9 @@ and self-distillation (:mod:`~clearsight.probe.sft`, :mod:`~clearsight.probe.dis
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clearsight import lazy_face
 
 if TYPE_CHECKING:
     from clearsight.probe.agreement import (
@@ -123,10 +124,4 @@ __all__ = [
     "write_instances",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The face's ``name``, imported from its module on first use."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = _EXPORTS[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_face(__name__, _EXPORTS)

@@ -21,8 +21,9 @@ the analysis is :mod:`clearsight.report.sweep`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clearsight import lazy_face
 
 if TYPE_CHECKING:
     from clearsight.report.sweep import build_sweep_report, summary_table
@@ -66,10 +67,4 @@ __all__ = [
     "summary_table",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The face's ``name``, imported from its module on first use."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = _EXPORTS[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_face(__name__, _EXPORTS)
