@@ -19,6 +19,7 @@ import pandas as pd
 from clearsight.report import plots
 from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
+from clearsight.report.headline import SWEEP_CAPTION, headline_html, sweep_headline
 from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, page, table
 from clearsight.report.labels import (
     SIGNAL_LABELS,
@@ -155,11 +156,14 @@ def _record_warnings(data: RunData) -> list[str]:
 
 
 def _header(analysis: SweepAnalysis) -> str:
-    """Title, provenance key-value table, record counts and failure reasons."""
+    """Title, the headline (:mod:`clearsight.report.headline`), provenance key-value table,
+    record counts and failure reasons."""
     data = analysis.data
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
+    frame, sentences = sweep_headline(analysis.headline, data.levels)
     parts = [
         f"<h1>Visibility sweep — {esc(data.name)}</h1>",
+        headline_html(frame, sentences, SWEEP_CAPTION),
         f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(data),
