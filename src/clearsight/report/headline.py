@@ -130,6 +130,11 @@ def _arm_clause(row: pd.Series, levels: tuple[float, ...]) -> str:
     arm, censored = str(row["arm"]), str(row["v_acc_censored"] or "none")
     if censored == "undefined" or not math.isfinite(row["v_acc_m"]):
         return f"in {arm} its accuracy has no range to halve over"
+    if not row["acc_falls"]:
+        return (
+            f"in {arm} its clean accuracy {row['acc_start']:.2f} is not above the half point "
+            f"{row['acc_half']:.2f} to its floor: it has no accuracy to lose"
+        )
     if censored == "below":
         return f"in {arm} its accuracy does not halve down to {level_label(min(levels))} m"
     clause = f"accuracy halves at {crossing_label(row['v_acc_m'], censored, levels)} in {arm}"

@@ -170,6 +170,8 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
         f"# clearsight sweep summary — {md_text(data.name)}",
         "",
         *headline_markdown(frame, sentences, SWEEP_CAPTION),
+        "## Run",
+        "",
         f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {boot.n_scenes}. "
         f"Bootstrap: {boot.n_boot} resamples of scenes, seed {boot.seed}, "
         f"{round(100 * boot.level)} % percentile intervals.",

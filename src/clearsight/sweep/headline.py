@@ -44,10 +44,11 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
     """One row per task × model × arm (the run's orders) with a crossing of the accuracy:
     ``task``, ``model``, ``arm``, ``letter`` and ``verbal`` (the wordings read; '' for none),
     ``clean_acc`` / ``_low`` / ``_high``, ``v_acc_m`` / ``v_acc_censored`` / ``v_acc_low_m`` /
-    ``v_acc_high_m``, ``acc_half``, ``fallen_m`` (the first level below the half point, NaN if
-    none), per signal ``w_<s>``, ``w_<s>_bound``, ``w_<s>_low``, ``w_<s>_high`` and
-    ``at_fallen_<s>``, then ``ece_internal``, ``ece_verbal`` and ``aurc``, each with ``_low``
-    and ``_high``."""
+    ``v_acc_high_m``, ``acc_start`` and ``acc_half`` (the crossing's clean value and half
+    point), ``acc_falls`` (whether the first is above the second: accuracy to lose),
+    ``fallen_m`` (the first level below the half point, NaN if none), per signal ``w_<s>``,
+    ``w_<s>_bound``, ``w_<s>_low``, ``w_<s>_high`` and ``at_fallen_<s>``, then
+    ``ece_internal``, ``ece_verbal`` and ``aurc``, each with ``_low`` and ``_high``."""
     rows = []
     crossings = analysis.crossings
     for task in analysis.data.tasks:
@@ -113,7 +114,9 @@ def _accuracy(
         "v_acc_censored": str(crossing["censored"] or ""),
         "v_acc_low_m": float(crossing["v_low_m"]),
         "v_acc_high_m": float(crossing["v_high_m"]),
+        "acc_start": clean_value,
         "acc_half": half,
+        "acc_falls": falls,
         "fallen_m": float(fallen.iloc[0]) if len(fallen) else nan,
     }
 
