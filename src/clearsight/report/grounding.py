@@ -34,6 +34,12 @@ from clearsight.grounding.results import GroundingResults, load_grounding_result
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.significance import wilcoxon_exact
+from clearsight.report.headline import (
+    GROUNDING_CAPTION,
+    grounding_headline,
+    headline_html,
+    headline_markdown,
+)
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import png, pyplot, risk_coverage_figure
@@ -450,6 +456,7 @@ def render_html(name: str, analysis: dict[str, Any], figures: dict[str, bytes | 
     sections.append(("Failed or skipped items", frame_table(_failures_frame(analysis))))
     body = [
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
+        headline_html(*grounding_headline(analysis), GROUNDING_CAPTION),
         f"<p class='note'>Elicitations: {esc(analysis.get('n_elicitations'))}; own "
         f"trajectories: {esc(analysis.get('n_trajectories'))}; accuracy of own answers: "
         f"{esc(_num(analysis.get('accuracy')))}; scores of the read-out "
@@ -527,6 +534,7 @@ def summary_markdown(analysis: dict[str, Any]) -> str:
     lines = [
         "# Trajectory grounding",
         "",
+        *headline_markdown(*grounding_headline(analysis), GROUNDING_CAPTION),
         f"Elicitations: {analysis.get('n_elicitations')}; own trajectories: "
         f"{analysis.get('n_trajectories')}; accuracy of own answers: "
         f"{analysis.get('accuracy')}",

@@ -7,8 +7,10 @@ display frame of text cells and its sentences); :func:`sweep_headline` makes the
 its analysis' :func:`~clearsight.sweep.headline.headline_table` — per model and arm the clean
 accuracy, V*_acc, W of internal confidence, verbalized confidence and abstention (interval and
 bound), ECE and AURC — and :func:`sweep_sentence` reads one model's rows ("accuracy halves at
-7.81 m in fog while internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]").
-Rendering only: every number comes from the protocol's analysis.
+7.81 m in fog while internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]");
+:func:`probe_headline` reads the probe's main table (Table 1) and :func:`grounding_headline`
+the main read-out's overall scores. Rendering only: every number comes from the protocol's
+analysis.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from clearsight.report.output import md_table, md_text
 from clearsight.sweep.headline import HEADLINE_SIGNALS
 from clearsight.sweep.results import TASK_NAMES, level_label
 
-__all__ = ["headline_html", "headline_markdown", "sweep_headline", "sweep_sentence"]
+__all__ = [
+    "grounding_headline",
+    "headline_html",
+    "headline_markdown",
+    "probe_headline",
+    "sweep_headline",
+    "sweep_sentence",
+]
 
 #: The heading of the headline, on the page and in summary.md.
 HEADING = "Headline"
@@ -160,3 +169,105 @@ def _widest_signal(row: pd.Series) -> str | None:
         if row[f"w_{s}_bound"] in ("exact", "lower", "upper") and math.isfinite(row[f"w_{s}"])
     }
     return max(widths, key=lambda s: widths[s]) if widths else None
+
+
+# ------------------------------------------------------------------------------ the probe
+
+
+#: What the probe headline's columns read.
+PROBE_CAPTION = (
+    "The main table (Table 1): accuracy, mean ± SD over the runs (%), and the cross-run ECE "
+    "(confidence: the share of runs agreeing with the most common answer), per setting and "
+    "domain, each domain the macro-average of its datasets."
+)
+
+
+def probe_headline(domains: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The probe's headline from its Table 1 (``ProbeAnalysis.domains``): a display frame,
+    one row per setting and domain, and one sentence per reasoner."""
+    if domains.empty:
+        return pd.DataFrame(), []
+    frame = pd.DataFrame(
+        {
+            "reasoner": domains["reasoner"],
+            "strategy": domains["strategy"],
+            "sensor": domains["sensor"],
+            "signal": domains["signal"],
+            "domain": domains["domain"],
+            "accuracy (%)": [
+                _pm(a, s) for a, s in zip(domains["acc"], domains["acc_std"], strict=True)
+            ],
+            "cross-run ECE": [f"{e:.3f}" if math.isfinite(e) else "–" for e in domains["ece"]],
+            "runs": domains["runs"],
+            "instances": domains["instances"],
+        }
+    )
+    sentences = []
+    for reasoner, rows in domains.groupby("reasoner", sort=False):
+        columns = ("strategy", "sensor", "signal", "domain", "runs", "acc", "acc_std", "ece")
+        clauses = [
+            f"{strategy} with the sensor {sensor} ({signal} u) answers {_pm(acc, sd)} % of "
+            f"{domain} right over {runs} run(s), cross-run ECE {ece:.3f}"
+            for strategy, sensor, signal, domain, runs, acc, sd, ece in zip(
+                *(rows[c] for c in columns), strict=True
+            )
+        ]
+        sentences.append(f"{reasoner}: " + "; ".join(clauses) + ".")
+    return frame, sentences
+
+
+def _pm(mean: float, sd: float) -> str:
+    """'61.2 ± 3.4' (the SD left out where there is none: one run)."""
+    if not math.isfinite(mean):
+        return "–"
+    return f"{mean:.1f} ± {sd:.1f}" if math.isfinite(sd) else f"{mean:.1f}"
+
+
+# --------------------------------------------------------------------- trajectory grounding
+
+
+#: The scores of the grounding headline, by the analysis' key.
+GROUNDING_SCORES: dict[str, str] = {
+    "ECE": "ECE",
+    "AUROC": "AUROC",
+    "AURC": "AURC",
+    "tgs_self": "TGS-self",
+    "tgs_pair": "TGS-pair",
+}
+
+GROUNDING_CAPTION = (
+    "The main read-out's scores over every benchmark, each with its 95 % two-stage bootstrap "
+    "interval (ECE, AUROC, AURC: item bootstrap); TGS-self is the mean of the confidence with "
+    "the rationale visible minus masked, TGS-pair the mean over the content axes."
+)
+
+
+def grounding_headline(analysis: dict[str, object]) -> tuple[pd.DataFrame, list[str]]:
+    """The grounding headline from the figures the report computes (``analysis``: its
+    ``overall`` scores, ``readout`` and ``accuracy``): one row, one sentence."""
+    overall = analysis.get("overall")
+    if not isinstance(overall, dict) or not overall:
+        return pd.DataFrame(), []
+    accuracy = analysis.get("accuracy")
+    cells = {key: _score(overall.get(key)) for key in GROUNDING_SCORES}
+    row = {
+        "read-out": str(analysis.get("readout", "")),
+        "accuracy": f"{accuracy:.2f}" if isinstance(accuracy, float) else "–",
+        **{GROUNDING_SCORES[k]: v for k, v in cells.items()},
+    }
+    sentence = (
+        f"The {row['read-out']} read-out: accuracy {row['accuracy']} on its own answers, ECE "
+        f"{cells['ECE']}; with the rationale visible its confidence is {cells['tgs_self']} "
+        f"above that with it masked (TGS-self), TGS-pair {cells['tgs_pair']}."
+    )
+    return pd.DataFrame([row]), [sentence]
+
+
+def _score(score: object) -> str:
+    """'+0.123 [+0.050, +0.200]' of a grounding score (its JSON form); '–' where missing."""
+    if not isinstance(score, dict) or score.get("estimate") is None:
+        return "–"
+    est, low, high = (float(score.get(k) or math.nan) for k in ("estimate", "low", "high"))
+    if not math.isfinite(est):
+        return "–"
+    return f"{est:+.3f} [{low:+.3f}, {high:+.3f}]"
