@@ -17,7 +17,11 @@ _TURBID = {"turbid_absorption_per_m": (0.4, 0.1, 0.05), "turbid_scattering_per_m
 
 #: Configurations that set fields added later to other values than their defaults.
 CHANGED: dict[type[RunConfig], list[dict[str, Any]]] = {
-    SweepConfig: [{"wording_scenes": {"mcq.reason": 3}}, {"arms": ("fog", "turbid"), **_TURBID}],
+    SweepConfig: [
+        {"wording_scenes": {"mcq.reason": 3}},
+        {"arms": ("fog", "turbid"), **_TURBID},
+        {"prior_scene_ids": ("skimage-chelsea", "skimage-coffee")},
+    ],
     ProbeConfig: [{"uot": SearchSettings(depth=2)}],
     GroundingConfig: [{"bench": "b.jsonl"}, {"variation_samples": 3}, {"readouts": ("ptrue",)}],
 }

@@ -343,6 +343,13 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     assert tgs_self["overall"].startswith("+0.1500 [")
     assert tgs_self["b1"].startswith("+0.2000 [")
     assert tgs_self["b2"].startswith("+0.1000 [")
+    # the headline leads page and summary with the main read-out's overall scores
+    md = paths.summary_md.read_text(encoding="utf-8")
+    assert next(ln for ln in md.splitlines() if ln.startswith("## ")) == "## Headline"
+    overall = analysis.overall["tgs_self"].interval
+    head = md.split("## Headline", 1)[1].split("Elicitations:", 1)[0]
+    expected = f"{overall.estimate:+.3f} [{overall.low:+.3f}, {overall.high:+.3f}]"
+    assert f"its confidence is {expected} above that with it masked" in head
     html = paths.html.read_text(encoding="utf-8")
     section = html.split("<h2>Scores</h2>", 1)[1].split("</table>", 1)[0]
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]

@@ -262,6 +262,14 @@ def test_results_and_report(tmp_path: Path) -> None:
     section = html.split("<h2>Table 1", 1)[1].split("</table>", 1)[0]
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
     assert cells == [cell_text(v) for row in table1.itertuples(index=False) for v in row]
+    # the headline leads page and summary: Table 1's accuracy ± SD and ECE, a sentence per reasoner
+    assert html.index("<section id='headline'>") < html.index("<h2>Table 1")
+    assert next(ln for ln in md.splitlines() if ln.startswith("## ")) == "## Headline"
+    head = html.split("<section id='headline'>", 1)[1].split("</section>", 1)[0]
+    for acc, sd, ece in zip(table1["acc"], table1["acc_std"], table1["ece"], strict=True):
+        assert f"{acc:.1f} ± {sd:.1f}" in head
+        assert f"cross-run ECE {ece:.3f}" in head
+    assert head.count("<li>") == table1["reasoner"].nunique()
     # two runs per instance: the cross-run confidence gates predictions, drawn and scored
     by_dataset = next(t for title, t in probe_tables(analysis).items() if "Table 11" in title)
     assert {"aurc", "e_aurc"} <= set(by_dataset.columns)

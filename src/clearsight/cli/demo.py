@@ -1,5 +1,12 @@
 """``clearsight demo``: the whole visibility-sweep method on this machine's embedded models in a
-few minutes, with the demo's fixed :class:`~clearsight.sweep.config.SweepConfig`."""
+few minutes, with the demo's fixed :class:`~clearsight.sweep.config.SweepConfig`.
+
+It runs in two stages into one run directory: first a small design (:func:`quick_config`: the
+observer, the blind control and the detector perceiver on a few scenes, fog and water at the
+levels where the models cross, the clean images) whose complete report is written within about
+a minute, its path and headline printed; then the full demo (:func:`demo_config`), which reuses
+the first stage's records (the small design asks the very questions of the full one, so its
+items have the same keys and the store resumes) and rewrites the report."""
 
 from __future__ import annotations
 
@@ -10,13 +17,25 @@ import typer
 
 from clearsight import sweep as protocol
 from clearsight.cli.execution import ExecutionOptions, RunDir
-from clearsight.cli.sweep import BLIND_CONTROL, run_and_report
+from clearsight.cli.sweep import BLIND_CONTROL, run_and_report, without_lone_shuffle
 
 if TYPE_CHECKING:
+    from clearsight.driver import RunSummary
     from clearsight.sweep import SweepConfig
 
 #: The perceiver modes (a real COCO detector, with and without SmolLM2 reading its evidence).
 PERCEIVERS = ("perceiver:llm", "perceiver:detector")
+
+#: The first stage's models (those this machine runs), the wordings the blind control is asked
+#: in it (it answers without the image, and does not verbalize a parseable confidence), its
+#: scenes (three small photos, of three different originals, whose targets stand 5-15 m away;
+#: where the full demo lacks them, its first scenes) and its levels, which bracket where the
+#: targets at those distances fade out for the observer and the detector in fog and water.
+QUICK_MODELS = ("observer", BLIND_CONTROL, "perceiver:detector")
+QUICK_BLIND_WORDINGS = ("mcq.reason", "mcq.generic")
+QUICK_SCENES = ("darknet-dog-truck", "darknet-giraffe-zebra", "darknet-person-horse")
+QUICK_LEVELS_M = (125.0, 62.5, 31.25, 15.625, 7.8125, 3.90625)
+QUICK_CONDITIONS = ("clean", "fog", "water")
 
 
 def demo_skipped() -> dict[str, str]:
@@ -50,6 +69,37 @@ def demo_config() -> SweepConfig:
     )
 
 
+def quick_config(full: SweepConfig) -> SweepConfig:
+    """The first stage of the demo ``full``: its :data:`QUICK_MODELS` on its first
+    :data:`QUICK_SCENES`, the clean images, fog and water at :data:`QUICK_LEVELS_M` (all of
+    ``full``'s levels where it has none of them);
+    the category prior stays the full demo's scenes' (``prior_scene_ids``), so every item is
+    one of the full demo's, under the same key."""
+    scenes = tuple(r.id for r in protocol.scene_refs(full))
+    models = tuple(m for m in full.models if m in QUICK_MODELS)
+    shown = set(QUICK_CONDITIONS)
+    wordings = {m: w for m, w in full.model_wordings.items() if m in models}
+    if BLIND_CONTROL in models:
+        wordings[BLIND_CONTROL] = tuple(w for w in full.wordings if w in QUICK_BLIND_WORDINGS)
+    first = [s for s in QUICK_SCENES if s in scenes]
+    first += [s for s in scenes if s not in first][: len(QUICK_SCENES) - len(first)]
+    data = full.model_dump(mode="json") | {
+        "scene_ids": [s for s in scenes if s in first],
+        "prior_scene_ids": scenes,
+        "models": models,
+        "levels_m": [v for v in full.levels_m if v in QUICK_LEVELS_M] or full.levels_m,
+        "arms": [a for a in full.arms if a in shown],
+        "controls": [c for c in full.controls if c in shown],
+        "model_wordings": wordings,
+        "model_conditions": {
+            m: [c for c in conds if c in shown]
+            for m, conds in full.model_conditions.items()
+            if m in models
+        },
+    }
+    return protocol.SweepConfig.model_validate(data)
+
+
 def demo(
     out: RunDir = Path("runs/demo"),
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 2,
@@ -63,19 +113,73 @@ def demo(
     scenes: Annotated[
         str | None, typer.Option(help="Comma-separated bundled scene ids (default: all present).")
     ] = None,
+    quick: Annotated[
+        bool, typer.Option(help="Stop after the first stage's report (a small design, ~1 min).")
+    ] = False,
 ) -> None:
     """The whole visibility-sweep method in a few minutes, then its report.
 
-    Every bundled scene under fog, water and the controls, asked of the reference observer,
-    the blind control and both perceiver modes, then the report and its summary. A rerun
-    resumes or just reports."""
+    First a small design (the observer, the blind control and the detector perceiver on a few
+    scenes, fog and water where the models cross) whose report comes within about a minute:
+    its path and headline are printed. Then every bundled scene under fog, water and the
+    controls, asked of the reference observer, the blind control and both perceiver modes,
+    reusing the first stage's records, and the report rewritten. A rerun resumes or just
+    reports."""
     from clearsight.cli.execution import finished
 
     scene_ids = None if scenes is None else tuple(s.strip() for s in scenes.split(",") if s.strip())
-    config = _only_scenes(demo_config(), scene_ids)
+    config = without_lone_shuffle(_only_scenes(demo_config(), scene_ids))
     _say_what_runs(config)
     execution = ExecutionOptions(executor="process", workers=workers, fresh=fresh)
+    if not fresh and _stored_config(out) == config.model_dump(mode="json"):
+        typer.echo(f"demo: {out} holds the full demo: resuming it")
+        if quick:
+            _print_headline(out)
+            return
+    else:
+        first = _first_stage(quick_config(config), out, execution)
+        if quick:
+            finished(first)
+            return
+        typer.echo(f"demo: first stage: {first.describe()}")
+        execution = execution.model_copy(update={"fresh": False, "allow_mismatch": True})
+        typer.echo("demo: the full demo now (the first stage's records are reused)")
     finished(run_and_report(config, out, execution))
+
+
+def _first_stage(config: SweepConfig, out: Path, execution: ExecutionOptions) -> RunSummary:
+    """Run the demo's first stage ``config`` into ``out``, write its report and print the
+    report's path and its headline (summary.md's ``## Headline`` section)."""
+    typer.echo(
+        f"demo: first stage: {len(config.scene_ids or ())} scenes, {' and '.join(config.arms)} at "
+        f"{', '.join(f'{v:g}' for v in config.levels_m)} m, models: {', '.join(config.models)}"
+    )
+    # in this process: its few items cost less than loading the models in every worker
+    serial = execution.model_copy(update={"executor": "serial", "workers": 1})
+    summary = serial.start(protocol.run_sweep, config, out)
+    _print_headline(out)
+    return summary
+
+
+def _print_headline(out: Path) -> None:
+    """Write the report of the run in ``out`` (without the examples' thumbnails, seconds
+    faster) and print its headline (summary.md's ``## Headline`` section) and its path."""
+    from clearsight.report import build_report
+    from clearsight.report.output import markdown_section
+
+    paths = build_report(out, thumbnails=False)
+    typer.echo(markdown_section(paths.summary_md.read_text(encoding="utf-8"), "Headline"))
+    typer.echo(f"report: {paths.html}")
+
+
+def _stored_config(out: Path) -> object:
+    """The configuration the run in ``out`` holds (None where there is no run yet)."""
+    from clearsight.store import DB_NAME, RunStore
+
+    if not (out / DB_NAME).is_file():
+        return None
+    with RunStore.open(out, read_only=True) as store:
+        return store.manifest().get("config")
 
 
 def _only_scenes(config: SweepConfig, scene_ids: tuple[str, ...] | None) -> SweepConfig:

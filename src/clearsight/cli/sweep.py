@@ -27,7 +27,7 @@ def run(
 
     Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md). Definitions
     of the physics, read-outs and metrics: docs/methods.md (`clearsight docs methods`)."""
-    return run_and_report(_without_lone_shuffle(config), out, execution)
+    return run_and_report(without_lone_shuffle(config), out, execution)
 
 
 def run_and_report(config: SweepConfig, out: Path, execution: ExecutionOptions) -> RunSummary:
@@ -43,7 +43,7 @@ def run_and_report(config: SweepConfig, out: Path, execution: ExecutionOptions) 
     return summary
 
 
-def _without_lone_shuffle(config: SweepConfig) -> SweepConfig:
+def without_lone_shuffle(config: SweepConfig) -> SweepConfig:
     """``config`` without its shuffled control when the sweep has one scene (the control shows
     each scene another scene's pixels, so it needs two), said in a note: a one-scene sweep
     runs its other conditions rather than stopping."""

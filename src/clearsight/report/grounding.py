@@ -26,6 +26,12 @@ import pandas as pd
 from clearsight.grounding.analysis import TABLE2, GroundingAnalysis, WilcoxonTest, analyse_grounding
 from clearsight.grounding.tgs import AXES, Score
 from clearsight.grounding.variation import JSD_THRESHOLD
+from clearsight.report.headline import (
+    GROUNDING_CAPTION,
+    grounding_headline,
+    headline_html,
+    headline_markdown,
+)
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import png, pyplot, risk_coverage_figure
@@ -321,6 +327,7 @@ def render_html(analysis: GroundingAnalysis, figures: dict[str, bytes | None]) -
     name = analysis.name
     body = [
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
+        headline_html(*grounding_headline(analysis), GROUNDING_CAPTION),
         f"<p class='note'>Elicitations: {esc(analysis.n_elicitations)}; own "
         f"trajectories: {esc(analysis.n_trajectories)}; accuracy of own answers: "
         f"{esc(_num(analysis.accuracy))}; scores of the read-out "
@@ -413,6 +420,7 @@ def summary_markdown(analysis: GroundingAnalysis) -> str:
     lines = [
         "# Trajectory grounding",
         "",
+        *headline_markdown(*grounding_headline(analysis), GROUNDING_CAPTION),
         f"Elicitations: {analysis.n_elicitations}; own trajectories: "
         f"{analysis.n_trajectories}; accuracy of own answers: {analysis.accuracy}",
         "",

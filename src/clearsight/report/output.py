@@ -18,7 +18,15 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ReportPaths", "csv_text", "md_table", "md_text", "write_atomic", "write_report"]
+__all__ = [
+    "ReportPaths",
+    "csv_text",
+    "markdown_section",
+    "md_table",
+    "md_text",
+    "write_atomic",
+    "write_report",
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,22 @@ def md_table(frame: pd.DataFrame) -> str:
         "| " + " | ".join(md_text(v) for v in row) + " |" for row in frame.itertuples(index=False)
     ]
     return "\n".join([head, rule, *body]) + "\n"
+
+
+def markdown_section(markdown: str, heading: str) -> str:
+    """The section of ``markdown`` under the level-2 heading ``## heading``, heading included,
+    up to the next heading of level 1 or 2 (trailing blank lines dropped); empty if it has
+    no such heading."""
+    lines = markdown.splitlines()
+    try:
+        start = lines.index(f"## {heading}")
+    except ValueError:
+        return ""
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith(("# ", "## "))),
+        len(lines),
+    )
+    return "\n".join(lines[start:end]).rstrip()
 
 
 def csv_text(frame: pd.DataFrame) -> str:

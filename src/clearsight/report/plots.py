@@ -15,6 +15,7 @@ left to the murkiest on the right, the clean image as a separate marker further 
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,10 +40,12 @@ __all__ = [
     "curves_figure",
     "error_bars",
     "imagenet_c_figure",
+    "overlapping_ticks",
     "png_thumbnail",
     "reliability_figure",
     "risk_coverage_figure",
     "selective_figure",
+    "slant_crowded_ticks",
 ]
 
 #: One colour per signal, the same in every figure (colour-blind-safe Okabe–Ito hues).
@@ -85,11 +88,56 @@ def pyplot() -> Any:
 
 
 def png(fig: Any) -> bytes:
-    """Save ``fig`` as PNG bytes and close it."""
+    """Save ``fig`` as PNG bytes and close it; x tick labels that would overlap are slanted
+    first (:func:`slant_crowded_ticks`)."""
+    if slant_crowded_ticks(fig):
+        fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
     pyplot().close(fig)
     return buf.getvalue()
+
+
+def overlapping_ticks(ax: Any, renderer: Any, pad_px: float = 2.0) -> list[tuple[str, str]]:
+    """The pairs of neighbouring x tick labels of ``ax`` that overlap as drawn by ``renderer``
+    (less than ``pad_px`` apart), left to right: level labels whose boxes meet; slanted labels
+    whose anchors are closer than a line of their text across the slant."""
+    labels = sorted(
+        (t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()), key=_anchor_x
+    )
+    pairs = []
+    for a, b in itertools.pairwise(labels):
+        box_a, box_b = a.get_window_extent(renderer), b.get_window_extent(renderer)
+        angle = math.radians(a.get_rotation() % 180)
+        if angle:
+            line = a.get_fontsize() * ax.figure.dpi / 72.0
+            apart = abs(_anchor_x(b) - _anchor_x(a)) * math.sin(angle)
+            meet = apart < line + pad_px
+        else:
+            meet = box_a.x1 + pad_px > box_b.x0 and box_a.y1 > box_b.y0 and box_b.y1 > box_a.y0
+        if meet:
+            pairs.append((a.get_text(), b.get_text()))
+    return pairs
+
+
+def _anchor_x(label: Any) -> float:
+    """Where a tick label is anchored on the screen, in pixels from the left."""
+    return float(label.get_transform().transform(label.get_position())[0])
+
+
+def slant_crowded_ticks(fig: Any) -> bool:
+    """Slant (45°, right-aligned) the x tick labels of every axes of ``fig`` where two of
+    them overlap as drawn; whether any was slanted."""
+    fig.draw_without_rendering()  # lays the ticks out where they will be drawn
+    renderer = fig.canvas.get_renderer()
+    slanted = False
+    for ax in fig.axes:
+        if ax.get_visible() and overlapping_ticks(ax, renderer):
+            for label in ax.get_xticklabels():
+                label.set_rotation(45)
+                label.set_horizontalalignment("right")
+            slanted = True
+    return slanted
 
 
 def _clean_x(levels: Sequence[float]) -> float:
@@ -225,7 +273,7 @@ def curves_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
             for c, arm in enumerate(arms):
                 _curves_panel(axes[r][c], analysis, task, model, arm)
                 if c == 0:
-                    axes[r][c].set_ylabel("share / confidence", fontsize=9)
+                    axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(
@@ -381,8 +429,8 @@ def _reliability_panel(ax: Any, panel: ReliabilityPanel, title: str) -> None:
     ax.set_xlim(-0.02, 1.03)
     ax.set_ylim(-0.02, 1.03)
     ax.set_aspect("equal")
-    ax.set_xlabel("confidence", fontsize=8)
-    ax.set_ylabel("accuracy (answered)", fontsize=8)
+    ax.set_xlabel("confidence (probability, 0–1)", fontsize=8)
+    ax.set_ylabel("accuracy (share of answered, 0–1)", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.25, lw=0.5)
     ax.set_title(title, fontsize=9)
@@ -397,14 +445,17 @@ def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | No
     confidence. Marker area ∝ items in the bin; answered items only (with the reason-naming
     wording a model that abstains when unsure answers few murky items).
     """
-    if not rows or not rows[0]:
+    rows = [row for row in rows if row]
+    if not rows:
         return None
-    n_cols = len(rows[0])
+    n_cols = max(len(row) for row in rows)
     plt = pyplot()
     fig, axes = plt.subplots(
         len(rows), n_cols, figsize=(3.5 * n_cols, 3.4 * len(rows)), squeeze=False
     )
     for r, row in enumerate(rows):
+        for c in range(len(row), n_cols):
+            axes[r][c].set_axis_off()
         for c, panel in enumerate(row):
             title = f"{panel.model} — {panel.arm}\n{SIGNAL_LABELS[panel.signal]} ({panel.wording})"
             ax = axes[r][c]
@@ -481,7 +532,7 @@ def imagenet_c_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
                 color="#D55E00",
             )
         ax.set_title(f"{model} — fog, {task}", fontsize=10)
-        ax.set_ylabel("accuracy", fontsize=9)
+        ax.set_ylabel("accuracy (share right, 0–1)", fontsize=9)
         ax.legend(fontsize=7, loc="lower left", frameon=False)
     fig.tight_layout()
     return png(fig)
@@ -542,8 +593,8 @@ def _risk_coverage_panel(
         drawn += 1
     ax.set_xlim(0, 1.02)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("coverage (share of answers accepted)", fontsize=8)
-    ax.set_ylabel("risk (error share accepted)", fontsize=8)
+    ax.set_xlabel("coverage (share of answers accepted, 0–1)", fontsize=8)
+    ax.set_ylabel("risk (error share accepted, 0–1)", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.25, lw=0.5)
     ax.set_title(title, fontsize=9)
@@ -602,7 +653,7 @@ def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str
                 label=label,
             )
     ax.set_ylim(-0.02, max(0.1, float(np.nanmax(rows["aurc_high"].to_numpy(float))) * 1.1))
-    ax.set_ylabel("AURC (lower is better)", fontsize=8)
+    ax.set_ylabel("AURC (mean risk, 0–1; lower is better)", fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6.5, loc="upper left", frameon=False)
 
@@ -623,12 +674,15 @@ def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     internal and the verbalized confidence at the clean images, the middle level and the
     murkiest level, and each signal's AURC (with its scene-bootstrap 95 % interval) against
     visibility (the task's risk panels and selective table,
-    :mod:`clearsight.sweep.confidence`). Answered items only, as in the table.
+    :mod:`clearsight.sweep.confidence`). Answered items only, as in the table; no panel for a
+    wording the model was not asked.
     """
-    rows, table = analysis.tasks[task].risk, analysis.tasks[task].selective
-    if not rows or not rows[0] or table.empty:
+    table = analysis.tasks[task].selective
+    # a panel per wording the model was asked (none for those it was not)
+    rows = [r for r in (tuple(p for p in row if p.asked) for row in analysis.tasks[task].risk) if r]
+    if not rows or table.empty:
         return None
-    n_cols = len(rows[0])
+    n_cols = max(len(row) for row in rows)
     plt = pyplot()
     fig, axes = plt.subplots(
         len(rows), n_cols + 1, figsize=(3.6 * (n_cols + 1), 3.3 * len(rows)), squeeze=False
@@ -636,6 +690,8 @@ def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     for r, row in enumerate(rows):
         for c, panel in enumerate(row):
             _risk_panel(axes[r][c], panel)
+        for c in range(len(row) + 1, n_cols + 1):
+            axes[r][c].set_axis_off()
         model, arm = row[0].model, row[0].arm
         keep = (
             (table["model"] == model)
@@ -644,7 +700,7 @@ def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
             & table["level_m"].notna()  # clean (inf) and every level, not the pooled cells
             & table["aurc"].notna()
         )
-        ax = axes[r][n_cols]
+        ax = axes[r][len(row)]
         if keep.any():
             levels = analysis.data.levels[arm]
             _aurc_panel(ax, table[keep], levels, f"{model} — {arm}: AURC against V")

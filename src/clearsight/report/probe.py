@@ -22,6 +22,12 @@ from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
 from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
 from clearsight.probe.transcript import Transcript
 from clearsight.probe.uot import SearchRecord
+from clearsight.report.headline import (
+    PROBE_CAPTION,
+    headline_html,
+    headline_markdown,
+    probe_headline,
+)
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import Drawn, png, pyplot, risk_coverage_figure
@@ -256,7 +262,13 @@ def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportP
         "committed option); rounds include the committing turn; VLM calls = K per answered "
         "query.</p>",
     ]
-    md = [f"# Probe report: {md_text(run.name)}\n", f"{n} conversations.\n"]
+    headline, sentences = probe_headline(analysis.domains)
+    body.insert(1, headline_html(headline, sentences, PROBE_CAPTION))
+    md = [
+        f"# Probe report: {md_text(run.name)}\n\n",
+        "\n".join(headline_markdown(headline, sentences, PROBE_CAPTION)),
+        f"\n{n} conversations.\n",
+    ]
     tables_html, tables_md = _tables_html_md(tables, figures)
     body += tables_html
     md += tables_md

@@ -19,6 +19,7 @@ import pandas as pd
 from clearsight.report import plots
 from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
+from clearsight.report.headline import SWEEP_CAPTION, headline_html, sweep_headline
 from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, page, table
 from clearsight.report.labels import (
     SIGNAL_LABELS,
@@ -157,11 +158,14 @@ def _record_warnings(data: RunData) -> list[str]:
 
 
 def _header(analysis: SweepAnalysis) -> str:
-    """Title, provenance key-value table, record counts and failure reasons."""
+    """Title, the headline (:mod:`clearsight.report.headline`), provenance key-value table,
+    record counts and failure reasons."""
     data = analysis.data
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
+    frame, sentences = sweep_headline(analysis.headline, data.levels)
     parts = [
         f"<h1>Visibility sweep — {esc(data.name)}</h1>",
+        headline_html(frame, sentences, SWEEP_CAPTION),
         f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(data),
@@ -193,7 +197,8 @@ def _task_section(analysis: SweepAnalysis, crossings: pd.DataFrame, task: str) -
     parts.append(_crossings_html(data, crossings, task))
     # reliability diagrams for the main task only: the verification table says the same
     figure = task == data.tasks[0]
-    parts.append(_calibration_html(numbers.calibration, numbers.reliability, task, figure))
+    reliability = asked_panels(numbers.reliability, data.records[data.records["task"] == task])
+    parts.append(_calibration_html(numbers.calibration, reliability, task, figure))
     parts.append(_selective_html(analysis, task, figure=figure))
     parts.append(_sweep_html(data, numbers.sweep, task))
     parts.append(_controls_html(numbers.controls))
@@ -295,6 +300,22 @@ def _crossings_html(data: RunData, crossings: pd.DataFrame, task: str) -> str:
             "All crossings: every wording and signal, with clean values and floors", table(cr, cols)
         )
     )
+
+
+def asked_panels(
+    rows: Sequence[Sequence[ReliabilityPanel]], records: pd.DataFrame
+) -> list[tuple[ReliabilityPanel, ...]]:
+    """The reliability diagrams of the arms each model was shown and the wordings it was asked
+    (``records``: the task's): no empty panel for what did not run (a wording asked whose
+    replies carry no confidence keeps its panel, which says so)."""
+    shown = set(zip(records["model"], records["condition"], strict=True))
+    asked = set(zip(records["model"], records["wording"], strict=True))
+    kept = (
+        tuple(p for p in row if (p.model, p.wording) in asked)
+        for row in rows
+        if row and (row[0].model, row[0].arm) in shown
+    )
+    return [row for row in kept if row]
 
 
 def _calibration_html(

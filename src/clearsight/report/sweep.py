@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.report.headline import SWEEP_CAPTION, headline_markdown, sweep_headline
 from clearsight.report.html import fmt_ci, fmt_num, fmt_range
 from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
@@ -160,11 +161,16 @@ def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_markdown(analysis: SweepAnalysis) -> str:
-    """summary.md: the crossings/W table and the controls table of each task, and the
-    ImageNet-C severities on the metre axis."""
+    """summary.md: the headline (``## Headline``: :mod:`clearsight.report.headline`), the
+    crossings/W table and the controls table of each task, and the ImageNet-C severities on
+    the metre axis."""
     data, boot = analysis.data, analysis.bootstrap
+    frame, sentences = sweep_headline(analysis.headline, data.levels)
     lines = [
         f"# clearsight sweep summary — {md_text(data.name)}",
+        "",
+        *headline_markdown(frame, sentences, SWEEP_CAPTION),
+        "## Run",
         "",
         f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {boot.n_scenes}. "
         f"Bootstrap: {boot.n_boot} resamples of scenes, seed {boot.seed}, "

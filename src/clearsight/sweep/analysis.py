@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,8 @@ class SweepAnalysis:
     bootstrap, each task's :class:`TaskAnalysis` (in the run's task order), the ImageNet-C
     summaries (``veq``: :func:`~clearsight.sweep.equivalence.veq_summary`; ``monotone``;
     ``ranges``), the scene set's depth, the guard's estimate table (empty without a guarded
-    model) and the number of distinct targets with records."""
+    model) and the number of distinct targets with records; ``headline`` reads the figures a
+    reader looks for first off them."""
 
     data: RunData
     bootstrap: SceneBootstrap
@@ -99,6 +101,14 @@ class SweepAnalysis:
     depth: DepthSummary
     guard: pd.DataFrame
     n_targets: int
+
+    @cached_property
+    def headline(self) -> pd.DataFrame:
+        """The figures a reader looks for first, per task, model and arm
+        (:func:`~clearsight.sweep.headline.headline_table`)."""
+        from clearsight.sweep.headline import headline_table
+
+        return headline_table(self)
 
     @property
     def curves(self) -> pd.DataFrame:

@@ -39,6 +39,7 @@ class SweepConfig(RunConfig):
         "wording_scenes",
         "turbid_absorption_per_m",
         "turbid_scattering_per_m",
+        "prior_scene_ids",
     )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,6 +49,12 @@ class SweepConfig(RunConfig):
     )
     scene_ids: tuple[str, ...] | None = Field(
         None, description="Bundled scene ids to use (default: every scene whose photo is present)."
+    )
+    prior_scene_ids: tuple[str, ...] | None = Field(
+        None,
+        description="Bundled scene ids whose targets make the category prior the distractors "
+        "follow (default: the run's scenes); they must include the run's scenes. A run on a few "
+        "of them then asks the very questions (and keys) a run on all of them asks.",
     )
     coco_annotations: Path | None = Field(
         None, description="COCO instances JSON (scenes='coco'), e.g. instances_val2017.json."
@@ -171,6 +178,14 @@ class SweepConfig(RunConfig):
     @classmethod
     def _scenes_once(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
         named_once(v, "scene_ids")
+        return v
+
+    @field_validator("prior_scene_ids")
+    @classmethod
+    def _prior_scenes_once(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        named_once(v, "prior_scene_ids")
+        if v is not None and not v:
+            raise ValueError("prior_scene_ids must name at least one scene (or be left out)")
         return v
 
     @field_validator("models")

@@ -221,7 +221,7 @@ def _conditions(config: SweepConfig) -> list[tuple[str, float | None, int | None
 def plan_sweep(config: SweepConfig) -> SweepPlan:
     """Every item of the sweep: scenes x targets x conditions x tasks x wordings x models."""
     refs = scene_refs(config)
-    prior = category_prior([c for r in refs for c in r.categories])
+    prior = category_prior(_prior_categories(config, refs))
     scheme = distractor_scheme(config, prior)
     prompt_hashes: dict[str, str] = {}
     models = [_ModelPlan.of(config, m) for m in config.models]
@@ -241,6 +241,20 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
     depth = tuple(DepthUnit(ref, config.coco_depth_model, (DepthItem(ref),)) for ref in refs)
     veq = tuple(_veq_units(config, refs))
     return SweepPlan(tuple(units), veq, depth, prompt_hashes, prior, scheme)
+
+
+def _prior_categories(config: SweepConfig, refs: Sequence[SceneRef]) -> list[str]:
+    """The target categories the category prior is made of: the run's scenes', or those of
+    ``prior_scene_ids`` (bundled scenes, which must include the run's)."""
+    if config.prior_scene_ids is None:
+        return [c for r in refs for c in r.categories]
+    if config.scenes != "bundled":
+        raise InputError("prior_scene_ids names bundled scenes: it needs scenes='bundled'")
+    outside = sorted({r.id for r in refs} - set(config.prior_scene_ids))
+    if outside:
+        raise InputError(f"prior_scene_ids must include the run's scenes; it lacks {outside}")
+    every = scene_refs(config.model_copy(update={"scene_ids": config.prior_scene_ids}))
+    return [c for r in every for c in r.categories]
 
 
 @dataclass(frozen=True)

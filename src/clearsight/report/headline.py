@@ -1,0 +1,275 @@
+"""The headline every report leads with: a small table of the run's main figures and one
+generated sentence per model that reads it, first on the page and first in summary.md (under
+``## Headline``).
+
+:func:`headline_html` and :func:`headline_markdown` lay out any protocol's headline (a
+display frame of text cells and its sentences); :func:`sweep_headline` makes the sweep's from
+its analysis' :func:`~clearsight.sweep.headline.headline_table` — per model and arm the clean
+accuracy, V*_acc, W of internal confidence, verbalized confidence and abstention (interval and
+bound), ECE and AURC — and :func:`sweep_sentence` reads one model's rows ("accuracy halves at
+7.81 m in fog while internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]");
+:func:`probe_headline` reads the probe's main table (Table 1) and :func:`grounding_headline`
+the main read-out's overall scores. Rendering only: every number comes from the protocol's
+analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from clearsight.report.html import esc, fmt_ci, frame_table
+from clearsight.report.labels import SIGNAL_LABELS, crossing_label, interval, interval_m, w_label
+from clearsight.report.output import md_table, md_text
+from clearsight.sweep.headline import HEADLINE_SIGNALS
+from clearsight.sweep.results import TASK_NAMES, level_label
+
+if TYPE_CHECKING:
+    from clearsight.grounding.analysis import GroundingAnalysis
+    from clearsight.grounding.tgs import Score
+
+__all__ = [
+    "grounding_headline",
+    "headline_html",
+    "headline_markdown",
+    "probe_headline",
+    "sweep_headline",
+    "sweep_sentence",
+]
+
+#: The heading of the headline, on the page and in summary.md.
+HEADING = "Headline"
+
+
+def headline_html(frame: pd.DataFrame, sentences: Sequence[str], caption: str = "") -> str:
+    """The headline section of a report page: its table, its sentences and a caption."""
+    items = "".join(f"<li>{esc(s)}</li>" for s in sentences)
+    return (
+        f"<section id='headline'><h2>{HEADING}</h2>{frame_table(frame, caption)}"
+        f"{f'<ul>{items}</ul>' if items else ''}</section>"
+    )
+
+
+def headline_markdown(
+    frame: pd.DataFrame, sentences: Sequence[str], caption: str = ""
+) -> list[str]:
+    """The headline section of a summary.md: ``## Headline``, the table, the sentences (one
+    bullet each) and the caption."""
+    lines = [f"## {HEADING}", "", md_table(frame)]
+    lines += [f"- {md_text(s)}" for s in sentences]
+    if caption:
+        lines += ["", f"_{md_text(caption)}_"]
+    return [*lines, ""]
+
+
+#: What the sweep headline's columns read (the caption of its table).
+SWEEP_CAPTION = (
+    "Accuracy, internal confidence and abstention in the model's first letter wording "
+    "(mcq.reason before mcq.generic), verbalized confidence in its first verbalized wording; "
+    "clean accuracy on the clean control, V*_acc where accuracy falls halfway to its floor; W "
+    "(≥, ≤: a bound where a crossing is censored) with its scene-bootstrap 95 % interval; ECE "
+    "and AURC pooled over the clean images and the arm's levels. '–': not asked."
+)
+
+
+def sweep_headline(
+    table: pd.DataFrame, levels: dict[str, tuple[float, ...]]
+) -> tuple[pd.DataFrame, list[str]]:
+    """The sweep's headline display frame (text cells; a task column only when the run has
+    several tasks) and one sentence per model and task, from
+    :func:`~clearsight.sweep.headline.headline_table`; ``levels``: each arm's levels."""
+    if table.empty:
+        return pd.DataFrame(), []
+    frame = pd.DataFrame(
+        {
+            "task": [TASK_NAMES.get(t, t) for t in table["task"]],
+            "model": table["model"],
+            "arm": table["arm"],
+            "clean accuracy": _cis(table, "clean_acc"),
+            "V*_acc": [_v_cell(r, levels[str(r["arm"])]) for _, r in table.iterrows()],
+            **{
+                f"W {SIGNAL_LABELS[s]}": [_w_cell(r, s) for _, r in table.iterrows()]
+                for s in HEADLINE_SIGNALS
+            },
+            "ECE internal": _cis(table, "ece_internal"),
+            "ECE verbalized": _cis(table, "ece_verbal"),
+            "AURC": _cis(table, "aurc"),
+        }
+    )
+    if table["task"].nunique() < 2:
+        frame = frame.drop(columns="task")
+    sentences = [
+        sweep_sentence(str(model), rows, levels)
+        for (_, model), rows in table.groupby(["task", "model"], sort=False)
+    ]
+    return frame, sentences
+
+
+def _cis(table: pd.DataFrame, name: str) -> list[str]:
+    """'0.93 [0.88, 0.97]' per row of the estimate ``name`` and its ``_low``/``_high``."""
+    return [
+        fmt_ci(e, lo, hi)
+        for e, lo, hi in zip(table[name], table[f"{name}_low"], table[f"{name}_high"], strict=True)
+    ]
+
+
+def _v_cell(row: pd.Series, levels: tuple[float, ...]) -> str:
+    """V*_acc with its interval: '10.6 m [6.02, 12.0] m', '≥ 125 m [62.5, 125] m'."""
+    label = crossing_label(row["v_acc_m"], row["v_acc_censored"] or "none", levels)
+    return f"{label} {interval_m(row['v_acc_low_m'], row['v_acc_high_m'])}".strip()
+
+
+def _w_cell(row: pd.Series, signal: str) -> str:
+    """W of ``signal`` with its bound and interval: '≥ +0.30 [+0.00, +0.45]'; '–' unread."""
+    bound = row[f"w_{signal}_bound"]
+    if not bound:
+        return "–"
+    label = w_label(row[f"w_{signal}"], bound)
+    return f"{label} {interval(row[f'w_{signal}_low'], row[f'w_{signal}_high'])}".strip()
+
+
+def sweep_sentence(model: str, rows: pd.DataFrame, levels: dict[str, tuple[float, ...]]) -> str:
+    """One sentence reading ``model``'s headline rows, an arm per clause: where its accuracy
+    halves and, of the awareness signals with a determined W (an estimate or a bound), the
+    one with the widest W — its mean where the accuracy has fallen below half, then W."""
+    clauses = [_arm_clause(row, levels[str(row["arm"])]) for _, row in rows.iterrows()]
+    return f"{model}: " + "; ".join(clauses) + "."
+
+
+def _arm_clause(row: pd.Series, levels: tuple[float, ...]) -> str:
+    """One arm's clause of :func:`sweep_sentence`."""
+    arm, censored = str(row["arm"]), str(row["v_acc_censored"] or "none")
+    if censored == "undefined" or not math.isfinite(row["v_acc_m"]):
+        return f"in {arm} its accuracy has no range to halve over"
+    if not row["acc_falls"]:
+        return (
+            f"in {arm} its clean accuracy {row['acc_start']:.2f} is not above the half point "
+            f"{row['acc_half']:.2f} to its floor: it has no accuracy to lose"
+        )
+    if censored == "below":
+        return f"in {arm} its accuracy does not halve down to {level_label(min(levels))} m"
+    clause = f"accuracy halves at {crossing_label(row['v_acc_m'], censored, levels)} in {arm}"
+    signal = _widest_signal(row)
+    if signal is None:
+        return f"{clause}, W undetermined on every awareness signal"
+    at = row[f"at_fallen_{signal}"]
+    if math.isfinite(at):
+        clause += (
+            f" while its abstain rate is {at:.2f}"
+            if signal == "abstain"
+            else f" while {SIGNAL_LABELS[signal]} stays at {at:.2f}"
+        )
+    w = w_label(row[f"w_{signal}"], row[f"w_{signal}_bound"])
+    return f"{clause}: W {w} {interval(row[f'w_{signal}_low'], row[f'w_{signal}_high'])}".strip()
+
+
+def _widest_signal(row: pd.Series) -> str | None:
+    """The awareness signal with the widest determined W (an estimate or a bound), or None."""
+    widths = {
+        s: float(row[f"w_{s}"])
+        for s in HEADLINE_SIGNALS
+        if row[f"w_{s}_bound"] in ("exact", "lower", "upper") and math.isfinite(row[f"w_{s}"])
+    }
+    return max(widths, key=lambda s: widths[s]) if widths else None
+
+
+# ------------------------------------------------------------------------------ the probe
+
+
+#: What the probe headline's columns read.
+PROBE_CAPTION = (
+    "The main table (Table 1): accuracy, mean ± SD over the runs (%), and the cross-run ECE "
+    "(confidence: the share of runs agreeing with the most common answer), per setting and "
+    "domain, each domain the macro-average of its datasets."
+)
+
+
+def probe_headline(domains: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The probe's headline from its Table 1 (``ProbeAnalysis.domains``): a display frame,
+    one row per setting and domain, and one sentence per reasoner."""
+    if domains.empty:
+        return pd.DataFrame(), []
+    frame = pd.DataFrame(
+        {
+            "reasoner": domains["reasoner"],
+            "strategy": domains["strategy"],
+            "sensor": domains["sensor"],
+            "signal": domains["signal"],
+            "domain": domains["domain"],
+            "accuracy (%)": [
+                _pm(a, s) for a, s in zip(domains["acc"], domains["acc_std"], strict=True)
+            ],
+            "cross-run ECE": [f"{e:.3f}" if math.isfinite(e) else "–" for e in domains["ece"]],
+            "runs": domains["runs"],
+            "instances": domains["instances"],
+        }
+    )
+    sentences = []
+    for reasoner, rows in domains.groupby("reasoner", sort=False):
+        columns = ("strategy", "sensor", "signal", "domain", "runs", "acc", "acc_std", "ece")
+        clauses = [
+            f"{strategy} with the sensor {sensor} ({signal} u) answers {_pm(acc, sd)} % of "
+            f"{domain} right over {runs} run(s), cross-run ECE {ece:.3f}"
+            for strategy, sensor, signal, domain, runs, acc, sd, ece in zip(
+                *(rows[c] for c in columns), strict=True
+            )
+        ]
+        sentences.append(f"{reasoner}: " + "; ".join(clauses) + ".")
+    return frame, sentences
+
+
+def _pm(mean: float, sd: float) -> str:
+    """'61.2 ± 3.4' (the SD left out where there is none: one run)."""
+    if not math.isfinite(mean):
+        return "–"
+    return f"{mean:.1f} ± {sd:.1f}" if math.isfinite(sd) else f"{mean:.1f}"
+
+
+# --------------------------------------------------------------------- trajectory grounding
+
+
+#: The scores of the grounding headline, by the analysis' key.
+GROUNDING_SCORES: dict[str, str] = {
+    "ECE": "ECE",
+    "AUROC": "AUROC",
+    "AURC": "AURC",
+    "tgs_self": "TGS-self",
+    "tgs_pair": "TGS-pair",
+}
+
+GROUNDING_CAPTION = (
+    "The main read-out's scores over every benchmark, each with its 95 % two-stage bootstrap "
+    "interval (ECE, AUROC, AURC: item bootstrap); TGS-self is the mean of the confidence with "
+    "the rationale visible minus masked, TGS-pair the mean over the content axes."
+)
+
+
+def grounding_headline(analysis: GroundingAnalysis) -> tuple[pd.DataFrame, list[str]]:
+    """The grounding headline from its analysis (the main read-out's ``overall`` scores,
+    ``readout`` and ``accuracy``): one row, one sentence; nothing for a run without scores."""
+    if not analysis.overall:
+        return pd.DataFrame(), []
+    accuracy = analysis.accuracy
+    cells = {key: _score(analysis.overall.get(key)) for key in GROUNDING_SCORES}
+    row = {
+        "read-out": analysis.readout,
+        "accuracy": f"{accuracy:.2f}" if accuracy is not None else "–",
+        **{GROUNDING_SCORES[k]: v for k, v in cells.items()},
+    }
+    sentence = (
+        f"The {row['read-out']} read-out: accuracy {row['accuracy']} on its own answers, ECE "
+        f"{cells['ECE']}; with the rationale visible its confidence is {cells['tgs_self']} "
+        f"above that with it masked (TGS-self), TGS-pair {cells['tgs_pair']}."
+    )
+    return pd.DataFrame([row]), [sentence]
+
+
+def _score(score: Score | None) -> str:
+    """'+0.123 [+0.050, +0.200]' of a grounding score; '–' where missing or undefined."""
+    if score is None or not math.isfinite(score.interval.estimate):
+        return "–"
+    i = score.interval
+    return f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]"

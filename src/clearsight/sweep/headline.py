@@ -1,0 +1,199 @@
+"""The sweep's headline: per task, model and arm, the figures a reader looks for first.
+
+:func:`headline_table` reads them off a :class:`~clearsight.sweep.analysis.SweepAnalysis`
+(nothing is computed again): the clean accuracy with its interval (the clean control), the
+accuracy's crossing visibility V*_acc with its interval and censoring, the blind-spot width W
+of the three awareness signals — internal confidence, verbalized confidence and abstention —
+with interval and bound, the pooled ECE of the internal and of the verbalized confidence and
+the pooled AURC of the internal confidence (the verbalized one where there is none), each with
+its interval. Each signal is read in one wording: the model's first letter wording
+(``mcq.reason`` before ``mcq.generic``) for accuracy, internal confidence and abstention, its
+first verbalized wording for verbalized confidence.
+
+For the sentence that reads a row (:mod:`clearsight.report.headline`) the table also holds,
+per signal, its mean at the first level (clearest first) where the accuracy has fallen below
+its half point (``half`` of the accuracy's crossing; none where the clean accuracy is not above
+it): what the model's awareness says when it has lost half its accuracy. A model × arm with
+no crossing row (an arm it was not shown) has no row: no empty line for an arm that did not
+run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from clearsight.sweep.results import is_verbal
+
+if TYPE_CHECKING:
+    from clearsight.sweep.analysis import SweepAnalysis
+
+__all__ = ["HEADLINE_SIGNALS", "headline_table"]
+
+#: The awareness signals of the headline, and the sweep table's column holding each one's mean.
+HEADLINE_SIGNALS: dict[str, str] = {
+    "internal_conf": "internal_conf",
+    "verbal_conf": "verbal_conf",
+    "abstain": "abstain_rate",
+}
+
+
+def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
+    """One row per task × model × arm (the run's orders) with a crossing of the accuracy:
+    ``task``, ``model``, ``arm``, ``letter`` and ``verbal`` (the wordings read; '' for none),
+    ``clean_acc`` / ``_low`` / ``_high``, ``v_acc_m`` / ``v_acc_censored`` / ``v_acc_low_m`` /
+    ``v_acc_high_m``, ``acc_start`` and ``acc_half`` (the crossing's clean value and half
+    point), ``acc_falls`` (whether the first is above the second: accuracy to lose),
+    ``fallen_m`` (the first level below the half point, NaN if none), per signal ``w_<s>``,
+    ``w_<s>_bound``, ``w_<s>_low``, ``w_<s>_high`` and ``at_fallen_<s>``, then
+    ``ece_internal``, ``ece_verbal`` and ``aurc``, each with ``_low`` and ``_high``."""
+    rows = []
+    crossings = analysis.crossings
+    for task in analysis.data.tasks:
+        wordings = analysis.data.wordings(task)
+        letters = [w for w in wordings if not is_verbal(w)]
+        verbals = [w for w in wordings if is_verbal(w)]
+        acc = crossings[(crossings["task"] == task) & (crossings["signal"] == "accuracy")]
+        for model in analysis.data.models:
+            for arm in analysis.data.arms:
+                here = crossings[
+                    (crossings["task"] == task)
+                    & (crossings["model"] == model)
+                    & (crossings["arm"] == arm)
+                ]
+                asked = set(here["wording"])
+                letter = next((w for w in letters if w in asked), "")
+                verbal = next((w for w in verbals if w in asked), "")
+                first = letter or verbal
+                mine = acc[
+                    (acc["model"] == model) & (acc["arm"] == arm) & (acc["wording"] == first)
+                ]
+                if mine.empty:
+                    continue
+                row: dict[str, Any] = {"task": task, "model": model, "arm": arm}
+                row |= {"letter": letter, "verbal": verbal}
+                row |= _accuracy(analysis, task, model, arm, first, mine.iloc[0])
+                row |= _signals(analysis, task, here, letter, verbal, row["fallen_m"])
+                row |= _confidence(analysis, task, model, arm, letter, verbal)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _accuracy(
+    analysis: SweepAnalysis, task: str, model: str, arm: str, wording: str, crossing: pd.Series
+) -> dict[str, Any]:
+    """Clean accuracy (the clean control's, with interval; NaN without one), V*_acc and the
+    first level whose accuracy is below the half point."""
+    controls = analysis.tasks[task].controls
+    clean = (
+        controls[
+            (controls["model"] == model)
+            & (controls["condition"] == "clean")
+            & (controls["wording"] == wording)
+        ]
+        if not controls.empty
+        else controls
+    )
+    nan = math.nan
+    acc, low, high = (
+        (clean.iloc[0]["accuracy"], clean.iloc[0]["acc_low"], clean.iloc[0]["acc_high"])
+        if not clean.empty
+        else (nan, nan, nan)
+    )
+    sweep = _arm_curve(analysis, task, model, arm, wording)
+    half, clean_value = float(crossing["half"]), float(crossing["clean"])
+    falls = math.isfinite(half) and clean_value > half  # else there is nothing to fall from
+    fallen = sweep[sweep["accuracy"] < half]["x"] if falls else sweep["x"][:0]
+    return {
+        "clean_acc": float(acc),
+        "clean_acc_low": float(low),
+        "clean_acc_high": float(high),
+        "v_acc_m": float(crossing["v_star_m"]),
+        "v_acc_censored": str(crossing["censored"] or ""),
+        "v_acc_low_m": float(crossing["v_low_m"]),
+        "v_acc_high_m": float(crossing["v_high_m"]),
+        "acc_start": clean_value,
+        "acc_half": half,
+        "acc_falls": falls,
+        "fallen_m": float(fallen.iloc[0]) if len(fallen) else nan,
+    }
+
+
+def _arm_curve(
+    analysis: SweepAnalysis, task: str, model: str, arm: str, wording: str
+) -> pd.DataFrame:
+    """The sweep table's rows of ``model`` in ``arm`` and ``wording``, clearest level first."""
+    sweep = analysis.tasks[task].sweep
+    if sweep.empty:
+        return sweep.assign(x=[], accuracy=[])
+    mine = sweep[
+        (sweep["model"] == model) & (sweep["condition"] == arm) & (sweep["wording"] == wording)
+    ]
+    return mine.sort_values("x", ascending=False)
+
+
+def _signals(
+    analysis: SweepAnalysis,
+    task: str,
+    here: pd.DataFrame,
+    letter: str,
+    verbal: str,
+    fallen_m: float,
+) -> dict[str, Any]:
+    """Per awareness signal: W with its bound and interval (NaN, bound '' where the signal
+    was not read) and its mean at ``fallen_m``."""
+    out: dict[str, Any] = {}
+    for signal, column in HEADLINE_SIGNALS.items():
+        wording = verbal if signal == "verbal_conf" else letter
+        row = here[(here["signal"] == signal) & (here["wording"] == wording)]
+        found = not row.empty
+        out[f"w_{signal}"] = float(row.iloc[0]["w"]) if found else math.nan
+        out[f"w_{signal}_bound"] = str(row.iloc[0]["w_bound"] or "") if found else ""
+        out[f"w_{signal}_low"] = float(row.iloc[0]["w_low"]) if found else math.nan
+        out[f"w_{signal}_high"] = float(row.iloc[0]["w_high"]) if found else math.nan
+        at = math.nan
+        if found and math.isfinite(fallen_m):
+            model, arm = str(row.iloc[0]["model"]), str(row.iloc[0]["arm"])
+            curve = _arm_curve(analysis, task, model, arm, wording)
+            level = curve[curve["x"] == fallen_m][column]
+            at = float(level.iloc[0]) if len(level) else math.nan
+        out[f"at_fallen_{signal}"] = at
+    return out
+
+
+def _confidence(
+    analysis: SweepAnalysis, task: str, model: str, arm: str, letter: str, verbal: str
+) -> dict[str, Any]:
+    """The pooled ECE of the internal (letter wording) and verbalized confidence and the
+    pooled AURC of the internal confidence (the verbalized one without a letter wording)."""
+    tables = analysis.tasks[task]
+    out: dict[str, Any] = {}
+    picks = (
+        ("ece_internal", tables.calibration, "ece", "internal_conf", letter),
+        ("ece_verbal", tables.calibration, "ece", "verbal_conf", verbal),
+        (
+            "aurc",
+            tables.selective,
+            "aurc",
+            "internal_conf" if letter else "verbal_conf",
+            letter or verbal,
+        ),
+    )
+    for name, table, column, signal, wording in picks:
+        row = (
+            table[
+                (table["model"] == model)
+                & (table["arm"] == arm)
+                & (table["wording"] == wording)
+                & (table["signal"] == signal)
+                & (table["level"] == "pooled")
+            ]
+            if not table.empty and wording
+            else table.iloc[:0]
+        )
+        for suffix in ("", "_low", "_high"):
+            value = row.iloc[0][column + suffix] if not row.empty else math.nan
+            out[name + suffix] = float(value)
+    return out

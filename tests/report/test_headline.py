@@ -1,0 +1,175 @@
+"""The sweep report's headline: its numbers are the analysis' own (crossings, controls,
+calibration and selective tables), its rows are the arms each model was shown, its sentences
+read the table, and it leads both the page and summary.md."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from clearsight.report import build_report
+from clearsight.report.headline import sweep_headline, sweep_sentence
+from clearsight.report.output import markdown_section
+from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
+from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.headline import HEADLINE_SIGNALS
+from clearsight.sweep.protocol import run_sweep
+
+LEVELS = tuple(250.0 * 2.0**-k for k in range(11))  # 250 m ... 0.244 m: every crossing inside
+N_BOOT = 300
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The observer on four scenes in fog (water is an arm of the run it is not shown), a letter
+    wording with each abstain option and a verbalized one."""
+    out = tmp_path_factory.mktemp("headline") / "run"
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "skimage-coffee", "skimage-camera", "mpl-grace-hopper"),
+        levels_m=LEVELS,
+        controls=("clean", "blank"),
+        model_conditions={"observer": ("clean", "fog", "blank")},
+        wordings=("mcq.generic", "mcq.reason", "verbal.plain"),
+        tasks=("identify",),
+    )
+    run_sweep(config, out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def analysis(run: Path) -> SweepAnalysis:
+    return analyse_sweep(run, n_boot=N_BOOT, seed=0)
+
+
+def _one(frame: pd.DataFrame, **where: object) -> pd.Series:
+    """The one row of ``frame`` where every column equals its value."""
+    mask = pd.Series(True, index=frame.index)
+    for column, value in where.items():
+        mask &= frame[column] == value
+    rows = frame[mask]
+    assert len(rows) == 1, (where, len(rows))
+    return rows.iloc[0]
+
+
+def test_a_row_per_arm_shown_and_the_wordings_it_reads(analysis: SweepAnalysis) -> None:
+    table = analysis.headline
+    assert list(zip(table["model"], table["arm"], strict=True)) == [("observer", "fog")]
+    row = table.iloc[0]
+    # mcq.reason is read before mcq.generic whatever the configured order
+    assert (row["letter"], row["verbal"]) == ("mcq.reason", "verbal.plain")
+
+
+def test_the_numbers_are_the_analysis_own(analysis: SweepAnalysis) -> None:
+    row = analysis.headline.iloc[0]
+    key = {"model": "observer", "arm": "fog"}
+    crossings, task = analysis.crossings, analysis.tasks["identify"]
+    acc = _one(crossings, **key, wording="mcq.reason", signal="accuracy")
+    assert row["v_acc_m"] == acc["v_star_m"]
+    assert (row["v_acc_low_m"], row["v_acc_high_m"]) == (acc["v_low_m"], acc["v_high_m"])
+    for signal in HEADLINE_SIGNALS:
+        wording = "verbal.plain" if signal == "verbal_conf" else "mcq.reason"
+        w = _one(crossings, **key, wording=wording, signal=signal)
+        assert row[f"w_{signal}"] == w["w"]
+        assert row[f"w_{signal}_bound"] == w["w_bound"]
+        assert (row[f"w_{signal}_low"], row[f"w_{signal}_high"]) == (w["w_low"], w["w_high"])
+    clean = _one(task.controls, model="observer", condition="clean", wording="mcq.reason")
+    assert row["clean_acc"] == clean["accuracy"] == 1.0
+    pooled = {"model": "observer", "arm": "fog", "level": "pooled"}
+    internal = _one(task.calibration, **pooled, wording="mcq.reason", signal="internal_conf")
+    verbal = _one(task.calibration, **pooled, wording="verbal.plain", signal="verbal_conf")
+    aurc = _one(task.selective, **pooled, wording="mcq.reason", signal="internal_conf")
+    assert (row["ece_internal"], row["ece_internal_low"]) == (internal["ece"], internal["ece_low"])
+    assert (row["ece_verbal"], row["ece_verbal_high"]) == (verbal["ece"], verbal["ece_high"])
+    assert (row["aurc"], row["aurc_low"], row["aurc_high"]) == (
+        aurc["aurc"],
+        aurc["aurc_low"],
+        aurc["aurc_high"],
+    )
+
+
+def test_the_fallen_level_is_the_first_below_half(analysis: SweepAnalysis) -> None:
+    row = analysis.headline.iloc[0]
+    sweep = analysis.tasks["identify"].sweep
+    curve = sweep[(sweep["condition"] == "fog") & (sweep["wording"] == "mcq.reason")]
+    curve = curve.sort_values("x", ascending=False)
+    assert row["acc_falls"]
+    assert row["acc_start"] > row["acc_half"]
+    above = curve[curve["x"] > row["fallen_m"]]
+    at = _one(curve, x=row["fallen_m"])
+    assert (above["accuracy"] >= row["acc_half"]).all()
+    assert at["accuracy"] < row["acc_half"]
+    assert row["at_fallen_internal_conf"] == at["internal_conf"]
+    assert row["at_fallen_abstain"] == at["abstain_rate"]
+    # the observer fades with the contrast: it crosses where its accuracy halves, within a level
+    assert row["v_acc_m"] >= row["fallen_m"]
+    assert math.isfinite(row["w_internal_conf"])
+    assert abs(row["w_internal_conf"]) < 0.5
+
+
+def test_sweep_sentence_reads_each_arm() -> None:
+    levels = {"fog": (62.5, 7.8125, 1.953125), "water": (62.5, 7.8125, 1.953125)}
+    base = {
+        "task": "identify",
+        "model": "m",
+        "acc_falls": True,
+        "acc_start": 0.9,
+        "acc_half": 0.575,
+        "v_acc_censored": "",
+        **{f"w_{s}": math.nan for s in HEADLINE_SIGNALS},
+        **{f"w_{s}_bound": "undetermined" for s in HEADLINE_SIGNALS},
+        **{f"w_{s}_low": math.nan for s in HEADLINE_SIGNALS},
+        **{f"w_{s}_high": math.nan for s in HEADLINE_SIGNALS},
+        **{f"at_fallen_{s}": math.nan for s in HEADLINE_SIGNALS},
+    }
+    fog = base | {
+        "arm": "fog",
+        "v_acc_m": 7.8125,
+        "w_internal_conf": 1.23,
+        "w_internal_conf_bound": "lower",
+        "w_internal_conf_low": 0.9,
+        "w_internal_conf_high": 1.4,
+        "at_fallen_internal_conf": 0.82,
+        "w_abstain": 0.3,  # narrower: not the one read
+        "w_abstain_bound": "exact",
+    }
+    water = base | {"arm": "water", "v_acc_m": 1.953125, "v_acc_censored": "below"}
+    sentence = sweep_sentence("m", pd.DataFrame([fog, water]), levels)
+    assert sentence == (
+        "m: accuracy halves at 7.81 m in fog while internal confidence stays at 0.82: "
+        "W ≥ +1.23 [+0.90, +1.40]; in water its accuracy does not halve down to 1.95 m."
+    )
+    blind = base | {"arm": "fog", "v_acc_m": 1.0, "acc_falls": False, "acc_start": 0.0}
+    assert "it has no accuracy to lose" in sweep_sentence("b", pd.DataFrame([blind]), levels)
+    flat = base | {"arm": "fog", "v_acc_m": 7.8125}
+    assert sweep_sentence("f", pd.DataFrame([flat]), levels).endswith(
+        "W undetermined on every awareness signal."
+    )
+
+
+def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepAnalysis) -> None:
+    paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
+    summary = paths.summary_md.read_text(encoding="utf-8")
+    headings = [line for line in summary.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Headline"
+    frame, sentences = sweep_headline(analysis.headline, analysis.data.levels)
+    section = markdown_section(summary, "Headline")
+    assert len([ln for ln in section.splitlines() if ln.startswith("| observer |")]) == len(frame)
+    assert f"- {sentences[0]}" in section
+    assert list(frame.columns) == [
+        "model",
+        "arm",
+        "clean accuracy",
+        "V*_acc",
+        "W internal confidence",
+        "W verbalized confidence",
+        "W abstain rate",
+        "ECE internal",
+        "ECE verbalized",
+        "AURC",
+    ]
+    html = paths.html.read_text(encoding="utf-8")
+    assert html.index("<section id='headline'>") < html.index("<table class='kv'>")
+    assert sentences[0].split(":")[0] == "observer"

@@ -1,0 +1,111 @@
+"""The sweep report as a reader sees it: the headline in the first screen of Debian's headless
+Chromium (a screenshot taken), no panel for what did not run, no overlapping tick labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from clearsight.physics import SWEEP_LEVELS_M
+from clearsight.report import build_report
+from clearsight.report.plots import overlapping_ticks, pyplot, slant_crowded_ticks
+from clearsight.report.sections import asked_panels
+from clearsight.sweep.analysis import analyse_sweep
+from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.protocol import run_sweep
+
+CHROMIUM = Path("/usr/bin/chromium")
+#: The first screen of a laptop.
+SCREEN = {"width": 1280, "height": 800}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The observer and the detector perceiver (fog and the clean images only, one wording)."""
+    out = tmp_path_factory.mktemp("figures") / "run"
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "skimage-coffee", "skimage-camera"),
+        models=("observer", "perceiver:detector"),
+        model_wordings={"perceiver:detector": ("mcq.reason",)},
+        model_conditions={"perceiver:detector": ("clean", "fog")},
+        controls=("clean",),
+        wordings=("mcq.reason", "verbal.plain"),
+        tasks=("identify",),
+    )
+    run_sweep(config, out, progress=False)
+    return out
+
+
+def test_no_panel_for_an_arm_or_a_wording_that_did_not_run(run: Path) -> None:
+    analysis = analyse_sweep(run, n_boot=50)
+    task, records = analysis.tasks["identify"], analysis.data.records
+    every = [(p.model, p.arm, p.wording) for row in task.reliability for p in row]
+    kept = [
+        (p.model, p.arm, p.wording) for row in asked_panels(task.reliability, records) for p in row
+    ]
+    assert ("perceiver:detector", "water", "mcq.reason") in every  # the analysis has them all
+    assert set(kept) == {
+        ("observer", "fog", "mcq.reason"),
+        ("observer", "fog", "verbal.plain"),
+        ("observer", "water", "mcq.reason"),
+        ("observer", "water", "verbal.plain"),
+        ("perceiver:detector", "fog", "mcq.reason"),
+    }
+    asked_risk = [(p.model, p.wording) for row in task.risk for p in row if p.asked]
+    assert ("perceiver:detector", "verbal.plain") not in asked_risk
+
+
+def test_crowded_visibility_ticks_are_slanted_until_none_overlap() -> None:
+    plt = pyplot()
+    from clearsight.report.plots import _visibility_axis
+
+    fig, ax = plt.subplots(figsize=(3.0, 2.4))
+    _visibility_axis(ax, SWEEP_LEVELS_M)  # nine labels on a narrow panel: they collide
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    assert overlapping_ticks(ax, renderer)
+    assert slant_crowded_ticks(fig)
+    fig.tight_layout()
+    fig.draw_without_rendering()
+    assert overlapping_ticks(ax, renderer) == []
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {45.0}
+    wide, wide_ax = plt.subplots(figsize=(9, 3))
+    _visibility_axis(wide_ax, SWEEP_LEVELS_M)
+    assert not slant_crowded_ticks(wide)  # room enough: left level
+    plt.close(fig)
+    plt.close(wide)
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian's chromium is not installed at /usr/bin/chromium: run `make browser`",
+)
+def test_the_headline_is_in_the_first_screen(run: Path, tmp_path: Path) -> None:
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    paths = build_report(run, n_boot=100, thumbnails=False)
+    shot = tmp_path / "first-screen.png"
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page(viewport=SCREEN)
+            page.goto(paths.html.as_uri())
+            page.screenshot(path=str(shot))
+            table = page.locator("#headline table").bounding_box()
+            first = page.locator("#headline li").first.bounding_box()
+            rows = page.locator("#headline table tr").count()
+            text = page.inner_text("#headline")
+        finally:
+            browser.close()
+    assert table is not None
+    assert first is not None
+    # the whole table and the first sentence lie within the first screen, nothing cut off
+    assert table["y"] + table["height"] <= SCREEN["height"]
+    assert table["x"] + table["width"] <= SCREEN["width"]
+    assert first["y"] + first["height"] <= SCREEN["height"]
+    assert rows == 1 + 3  # a header, observer in fog and water, the perceiver in fog
+    assert "perceiver:detector: accuracy" in text
+    assert Image.open(shot).size == (SCREEN["width"], SCREEN["height"])
