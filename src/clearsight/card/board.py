@@ -17,13 +17,12 @@ import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from clearsight.card.numbers import Number
+from clearsight.card.numbers import Number, NumberJSON
 from clearsight.card.page import numbers_table
-from clearsight.card.run import load_card
+from clearsight.card.run import CardJSON, load_card
 from clearsight.report.html import esc, fmt_ci, frame_table, page
 from clearsight.report.output import csv_text, write_atomic
 from clearsight.validate import InputError
@@ -66,8 +65,8 @@ def better(key: str) -> str:
     return "high"
 
 
-def _number(d: dict[str, Any]) -> Number:
-    def f(v: Any) -> float:
+def _number(d: NumberJSON) -> Number:
+    def f(v: float | None) -> float:
         return math.nan if v is None else float(v)
 
     return Number(
@@ -81,7 +80,7 @@ def _number(d: dict[str, Any]) -> Number:
     )
 
 
-def number_rows(cards: Sequence[dict[str, Any]]) -> pd.DataFrame:
+def number_rows(cards: Sequence[CardJSON]) -> pd.DataFrame:
     """The ``number`` rows of board.csv: each card model's own numbers with its rank."""
     rows = []
     for card in cards:
@@ -105,9 +104,9 @@ def number_rows(cards: Sequence[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS[:-1]))
     frame["rank"] = math.nan
     ranked = frame[~frame["bound"].isin(_UNRANKED)]
-    for key, sub in ranked.groupby("key", sort=False):
+    for group, sub in ranked.groupby("key", sort=False):
         score = {"high": -sub["estimate"], "low": sub["estimate"], "zero": sub["estimate"].abs()}
-        frame.loc[sub.index, "rank"] = score[better(str(key))].rank(method="min")
+        frame.loc[sub.index, "rank"] = score[better(str(group))].rank(method="min")
     return frame
 
 
@@ -124,7 +123,7 @@ def _sweep_items(card_dir: Path, model: str) -> pd.DataFrame:
 
 
 def paired_rows(
-    dirs: Sequence[Path], cards: Sequence[dict[str, Any]], n_boot: int, seed: int
+    dirs: Sequence[Path], cards: Sequence[CardJSON], n_boot: int, seed: int
 ) -> pd.DataFrame:
     """The ``paired`` rows of board.csv (module docstring), per pair and clean / each arm."""
     from clearsight.metrics.bootstrap import cluster_bootstrap_mean
@@ -183,7 +182,7 @@ def write_board(card_dirs: Sequence[Path], out: Path) -> tuple[Path, Path]:
 
 
 def render_board(
-    cards: Sequence[dict[str, Any]],
+    cards: Sequence[CardJSON],
     numbers: pd.DataFrame,
     pairs: pd.DataFrame,
     card_dirs: Sequence[Path],

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -56,9 +56,22 @@ TGS_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
+class NumberJSON(TypedDict):
+    """A :class:`Number` as card.json holds it: the bounds and the estimate are null where
+    they are not finite (no crossing, W left open)."""
+
+    key: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    text: str
+    bound: str
+    n: int
+
+
 @dataclass(frozen=True)
 class Number:
-    """One card number (see the module docstring)."""
+    """One card number (see the module docstring); :class:`NumberJSON` is its card.json form."""
 
     key: str
     estimate: float
@@ -68,16 +81,22 @@ class Number:
     bound: str = ""
     n: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> NumberJSON:
         """The number as card.json holds it (NaN as null)."""
-        return {k: _plain(v) for k, v in asdict(self).items()}
+        return {
+            "key": self.key,
+            "estimate": _finite(self.estimate),
+            "low": _finite(self.low),
+            "high": _finite(self.high),
+            "text": self.text,
+            "bound": self.bound,
+            "n": self.n,
+        }
 
 
-def _plain(value: Any) -> Any:
+def _finite(value: float) -> float | None:
     """A JSON value: a float that is not finite becomes null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return value if math.isfinite(value) else None
 
 
 def _f(value: Any) -> float:
@@ -245,7 +264,7 @@ def _ece_interval(
     return estimate, low, high
 
 
-def numbers_json(numbers: Iterable[Number]) -> dict[str, dict[str, Any]]:
+def numbers_json(numbers: Iterable[Number]) -> dict[str, NumberJSON]:
     """``{key: number}`` as card.json holds a model's numbers."""
     return {n.key: n.to_json() for n in numbers}
 

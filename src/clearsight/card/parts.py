@@ -13,8 +13,8 @@ a download would fix it, the command that fetches it; the page lists them.
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from clearsight.card.config import BLIND_CONTROL, CardConfig
 from clearsight.validate import InputError
@@ -23,6 +23,15 @@ from clearsight.validate import InputError
 SENSOR_ROLE = "sensor answering directly (strategy direct)"
 #: The command that sets up what a pip install lacks (photos, detectors, embedded models).
 FETCH_COMMAND = "clearsight fetch"
+
+
+class PartJSON(TypedDict):
+    """A :class:`Part` as card.json holds it."""
+
+    name: str
+    runs: bool
+    role: str
+    note: str
 
 
 @dataclass(frozen=True)
@@ -34,9 +43,9 @@ class Part:
     role: str = ""
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PartJSON:
         """The part as card.json holds it."""
-        return asdict(self)
+        return {"name": self.name, "runs": self.runs, "role": self.role, "note": self.note}
 
 
 def missing_embedded() -> str | None:

@@ -15,11 +15,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from clearsight.card.config import BLIND_CONTROL, OBSERVER, CardConfig
 from clearsight.card.numbers import (
     Number,
+    NumberJSON,
     grounding_numbers,
     numbers_json,
     probe_numbers,
@@ -27,11 +28,11 @@ from clearsight.card.numbers import (
     sweep_numbers,
 )
 from clearsight.card.page import bars_figure, render_card, sweep_figure
-from clearsight.card.parts import SENSOR_ROLE, Part, plan_parts
+from clearsight.card.parts import SENSOR_ROLE, Part, PartJSON, plan_parts
 from clearsight.report.output import write_atomic
 
 if TYPE_CHECKING:
-    from clearsight.driver import RunSummary
+    from clearsight.driver import RunOptions, RunSummary
     from clearsight.execute import ExecutorName
 
 #: Version of card.json's layout (bump when keys change).
@@ -40,6 +41,21 @@ CARD_JSON = "card.json"
 CARD_HTML = "card.html"
 #: The full report each part's run directory holds.
 REPORT = "report.html"
+
+
+class CardJSON(TypedDict):
+    """card.json: the card's model, the hash of what made it, the card's configuration (its
+    ``model_dump``), each sweep model's role and numbers (model -> key -> number), the parts
+    and the part reports' paths relative to the card directory."""
+
+    card_version: int
+    model: str
+    manifest_hash: str
+    config: dict[str, Any]
+    roles: dict[str, str]
+    numbers: dict[str, dict[str, NumberJSON]]
+    parts: list[PartJSON]
+    reports: dict[str, str]
 
 
 @dataclass
@@ -102,7 +118,7 @@ def run_card(
 
         smollm2_dir()  # convert the GGUF once here, not in every worker
     executor: ExecutorName = "process" if workers > 1 else "serial"
-    opts: dict[str, Any] = {"fresh": fresh, "executor": executor, "workers": workers}
+    opts: RunOptions = {"fresh": fresh, "executor": executor, "workers": workers}
     result.summaries["sweep"] = run_sweep(config.sweep(models), out / "sweep", **opts)
     opts |= {"executor": "serial", "workers": 1}
     if "grounding" in runs:
@@ -121,7 +137,7 @@ def run_card(
 
 def write_card(
     model: str, out: Path, config: CardConfig, parts: list[Part], stale: set[str]
-) -> dict[str, Any]:
+) -> CardJSON:
     """Read the card's runs, (re)write the full reports of the ``stale`` parts (their runs
     changed, or they have none yet), then ``card.json`` and ``card.html``; returns
     card.json's content."""
@@ -151,7 +167,7 @@ def write_card(
             build_probe_report(out / "probe")
         reports["probe"] = f"probe/{REPORT}"
     numbers[model] = [*numbers[model], *tgs, *probe]
-    card = {
+    card: CardJSON = {
         "card_version": CARD_VERSION,
         "model": model,
         "manifest_hash": manifest_hash(model, out, config),
@@ -185,7 +201,7 @@ def manifest_hash(model: str, out: Path, config: CardConfig) -> str:
     return content_hash({"model": model, "config": config.model_dump(mode="json"), "runs": runs})
 
 
-def load_card(card_dir: Path) -> dict[str, Any]:
+def load_card(card_dir: Path) -> CardJSON:
     """A card directory's card.json (InputError when it has none or it is not a card)."""
     from clearsight.validate import InputError
 
@@ -200,4 +216,4 @@ def load_card(card_dir: Path) -> dict[str, Any]:
         raise InputError(f"cannot read {path}: {exc}") from exc
     if not isinstance(card, dict) or card.get("card_version") != CARD_VERSION:
         raise InputError(f"{path} is not a clearsight card (card_version {CARD_VERSION})")
-    return card
+    return cast("CardJSON", card)  # written by write_card: its version says its layout

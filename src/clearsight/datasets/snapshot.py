@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from clearsight.datasets.hub import HubSpec
 from clearsight.validate import InputError
@@ -365,9 +365,23 @@ def files_digest(root: Path, files: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
-def source_record(located: Located) -> dict[str, Any]:
-    """What a run's manifest records of a hub source: where it was read, its layout, the
-    repository, config, split and revision followed, and the sha256 of the split's files."""
+class HubRecord(TypedDict):
+    """What a run's manifest records of a hub source (:func:`source_record`): where it was
+    read, its layout, the repository, config, split and revision followed, and the split's
+    files and their sha256."""
+
+    source: str
+    format: str
+    hub_id: str
+    config: str
+    split: str
+    revision: str
+    files: int
+    sha256: str
+
+
+def source_record(located: Located) -> HubRecord:
+    """What a run's manifest records of a hub source (:class:`HubRecord`)."""
     spec = located.spec
     return {
         "source": str(located.root.resolve()),

@@ -27,7 +27,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -63,6 +63,18 @@ _PAIR_FIELDS: dict[str, tuple[type, ...]] = {
 _PROBLEM_FIELDS = ("id", "benchmark", "question", "gold", "answer_type")
 
 
+class BenchPairJSON(TypedDict):
+    """A :class:`BenchPair` as a line of the pairs file holds it (``bad``: the trajectory's
+    ``vision``, ``reasoning`` and ``answer``)."""
+
+    bad: dict[str, str]
+    injector: str
+    rule: str | None
+    model_refused: str | None
+    similarity: float
+    judge_p_bad: float | None
+
+
 @dataclass(frozen=True)
 class BenchPair:
     """The bad side of one pair and how it was made: ``injector`` ``model`` or ``rule``,
@@ -78,8 +90,15 @@ class BenchPair:
     similarity: float
     judge_p_bad: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"bad": self.bad.to_json(), **{k: getattr(self, k) for k in _PAIR_FIELDS}}
+    def to_json(self) -> BenchPairJSON:
+        return {
+            "bad": self.bad.to_json(),
+            "injector": self.injector,
+            "rule": self.rule,
+            "model_refused": self.model_refused,
+            "similarity": self.similarity,
+            "judge_p_bad": self.judge_p_bad,
+        }
 
 
 @dataclass(frozen=True)
@@ -309,7 +328,7 @@ def retention_table(manifest: Mapping[str, Any]) -> pd.DataFrame:
     for bench in sorted(counts, key=lambda b: (b == "all", b)):  # "all" last
         c = counts[bench]
         attempted = int(c.get("attempted", 0))
-        row: dict[str, Any] = {"benchmark": bench, "attempted": attempted}
+        row: dict[str, str | int] = {"benchmark": bench, "attempted": attempted}
         for k in ("good", *AXES):
             kept = int(c.get(k, 0))
             rate = f"{kept / attempted:.3f}" if attempted else "n/a"

@@ -16,7 +16,7 @@ the image written once to ``$CLEARSIGHT_CACHE/grounding-images/NAME/``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec
 from clearsight.datasets.images import pending_image, write_image
@@ -96,7 +96,21 @@ def is_hub_benchmark(name: str, datasets_dir: str | Path) -> bool:
     return not (Path(datasets_dir) / name / LAYOUTS[name].file).is_file()
 
 
-def benchmark_record(name: str, datasets_dir: str | Path) -> dict[str, Any]:
+class BenchmarkSource(TypedDict):
+    """What a manifest records of a benchmark's source (:func:`benchmark_record`); the keys
+    after ``file_sha256`` are a hub source's (:class:`~clearsight.datasets.snapshot.HubRecord`)."""
+
+    origin: str
+    file_sha256: str
+    format: NotRequired[str]
+    hub_id: NotRequired[str]
+    config: NotRequired[str]
+    split: NotRequired[str]
+    revision: NotRequired[str]
+    files: NotRequired[int]
+
+
+def benchmark_record(name: str, datasets_dir: str | Path) -> BenchmarkSource:
     """What a manifest records of benchmark ``name``'s source: ``origin`` (the file or folder
     read) and ``file_sha256`` (of the JSONL file, or of the hub split's files, with the
     repository, config, split and revision followed)."""
@@ -106,9 +120,14 @@ def benchmark_record(name: str, datasets_dir: str | Path) -> dict[str, Any]:
     spec = hub_spec(name, "grounding")
     record = source_record(locate(spec, hub_source(name, datasets_dir)))
     return {
-        "origin": record.pop("source"),
-        "file_sha256": record.pop("sha256"),
-        **record,
+        "origin": record["source"],
+        "file_sha256": record["sha256"],
+        "format": record["format"],
+        "hub_id": record["hub_id"],
+        "config": record["config"],
+        "split": record["split"],
+        "revision": record["revision"],
+        "files": record["files"],
     }
 
 

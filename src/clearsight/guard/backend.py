@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -66,6 +66,23 @@ class GuardOptions(BaseModel):
         None, gt=0, le=1, description="The veil's linear grey value if known (None: estimate)."
     )
     inner: dict[str, Any] = Field(default_factory=dict, description="The inner model's options.")
+
+
+class GuardInfo(TypedDict):
+    """A response's ``extra["guard"]``: the estimator and thresholds, the estimate (absent when
+    the request had not exactly one image), the ``decision`` and its ``basis`` (the statistic
+    compared) or the ``reason`` it passes without comparing. ``decision`` is set on every
+    value :meth:`GuardBackend._decide` returns; the other keys follow the estimate's."""
+
+    estimator: str
+    threshold_m: float | None
+    threshold_t: float | None
+    visibility_m: NotRequired[float | None]
+    transmission: NotRequired[float]
+    usable_share: NotRequired[float | None]
+    decision: NotRequired[Literal["abstain", "pass"]]
+    basis: NotRequired[str]
+    reason: NotRequired[str]
 
 
 class GuardBackend:
@@ -110,9 +127,9 @@ class GuardBackend:
             images[0], depth, self.options.patch_px, known_airlight=self.options.airlight
         )
 
-    def _decide(self, est: VisibilityEstimate | None, request: Request) -> dict[str, Any]:
+    def _decide(self, est: VisibilityEstimate | None, request: Request) -> GuardInfo:
         """``extra["guard"]``: the decision (abstain / pass), why, and the estimate."""
-        info: dict[str, Any] = {
+        info: GuardInfo = {
             "estimator": self.options.estimator,
             "threshold_m": self.threshold_m,
             "threshold_t": self.threshold_t,
@@ -169,7 +186,7 @@ class GuardBackend:
         return [o for o in out if isinstance(o, Response)]
 
 
-def abstention(request: Request, info: Mapping[str, Any]) -> Response:
+def abstention(request: Request, info: GuardInfo) -> Response:
     """The guard's own answer to ``request``: the abstain option at chance confidence (module
     docstring), with ``info`` as ``extra["guard"]``."""
     ref = _reference(request)

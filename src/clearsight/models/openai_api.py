@@ -66,7 +66,7 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -81,6 +81,7 @@ from clearsight.models.base import (
     Request,
     RequestFailedError,
     Response,
+    Role,
     TokenLogprob,
 )
 from clearsight.models.extras import install_hint
@@ -153,6 +154,42 @@ class OpenAIOptions(BaseModel):
     )
 
 
+class ImageURL(TypedDict):
+    """The ``image_url`` object of an image part: the image as a data URL."""
+
+    url: str
+
+
+class TextPart(TypedDict):
+    """A text part of a chat message's content."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ImagePartJSON(TypedDict):
+    """An image part of a chat message's content."""
+
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
+class ChatMessage(TypedDict):
+    """One message in the chat-completions shape (OpenAI's, which vLLM's ``LLM.chat`` shares):
+    a plain string content, or a list of parts in order."""
+
+    role: Role
+    content: str | list[TextPart | ImagePartJSON]
+
+
+class ReplyMeta(TypedDict):
+    """What one chat-completions reply says besides its choices: the ``model`` field as the
+    server sent it (stored raw) and the whole-number ``usage`` counts."""
+
+    model: Any
+    usage: dict[str, int]
+
+
 class _RetryableError(Exception):
     """An attempt failed in a way another attempt may fix."""
 
@@ -194,15 +231,15 @@ def image_data_url(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
     """Messages in the chat-completions shape: a plain string when a message has no image,
     else a list of ``text``/``image_url`` parts in order."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     for m in messages:
         if not any(isinstance(p, ImagePart) for p in m.content):
             out.append({"role": m.role, "content": m.text})
             continue
-        parts: list[dict[str, Any]] = []
+        parts: list[TextPart | ImagePartJSON] = []
         for p in m.content:
             if isinstance(p, ImagePart):
                 parts.append({"type": "image_url", "image_url": {"url": image_data_url(p.image)}})
@@ -251,7 +288,7 @@ class _Choice:
     tokens: tuple[TokenLogprob, ...] | None
 
 
-def parse_completion(data: Any, want_logprobs: bool) -> tuple[list[_Choice], dict[str, Any]]:
+def parse_completion(data: Any, want_logprobs: bool) -> tuple[list[_Choice], ReplyMeta]:
     """Choices and metadata of one chat-completions JSON reply; raises :class:`_FatalError` with a
     reason for a reply that is not one (or lacks the logprobs asked for)."""
     if not isinstance(data, dict):
@@ -292,7 +329,7 @@ def parse_completion(data: Any, want_logprobs: bool) -> tuple[list[_Choice], dic
         raise _FatalError(f"malformed response: unexpected choice shape ({exc!r})") from exc
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
-    meta = {
+    meta: ReplyMeta = {
         "model": data.get("model"),
         "usage": {k: int(v) for k, v in usage.items() if isinstance(v, int)},
     }

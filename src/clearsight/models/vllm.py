@@ -35,14 +35,14 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clearsight.models.base import ENGINE_CAPABILITIES, Request, Response, TokenLogprob
 from clearsight.models.extras import install_hint
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs
-from clearsight.models.openai_api import chat_messages, logprobs_wanted
+from clearsight.models.openai_api import ChatMessage, chat_messages, logprobs_wanted
 from clearsight.validate import InputError, invalid_options
 
 
@@ -97,10 +97,22 @@ class VLLMOptions(BaseModel):
         return kwargs
 
 
-def sampling_kwargs(request: Request, options: VLLMOptions) -> dict[str, Any]:
+class SamplingKwargs(TypedDict):
+    """The keyword arguments of ``vllm.SamplingParams`` a request sets (``logprobs``: top-k,
+    only when the request needs log-probabilities)."""
+
+    n: int
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int | None
+    logprobs: NotRequired[int]
+
+
+def sampling_kwargs(request: Request, options: VLLMOptions) -> SamplingKwargs:
     """Keyword arguments for ``vllm.SamplingParams`` of one request."""
     d = request.decoding
-    kwargs: dict[str, Any] = {
+    kwargs: SamplingKwargs = {
         "n": request.n,
         "temperature": d.temperature,
         "top_p": d.top_p,
@@ -115,7 +127,7 @@ def sampling_kwargs(request: Request, options: VLLMOptions) -> dict[str, Any]:
 
 def build_chat_inputs(
     requests: Sequence[Request], options: VLLMOptions
-) -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
+) -> tuple[list[list[ChatMessage]], list[SamplingKwargs]]:
     """The conversations and the ``SamplingParams`` keyword arguments of a batch."""
     return (
         [chat_messages(r.messages) for r in requests],

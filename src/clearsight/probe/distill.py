@@ -41,7 +41,7 @@ from clearsight.seeding import content_hash, rng_for
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    pass
+    from torch import Tensor
 
 __all__ = ["DistillConfig", "DistillResult", "distill"]
 
@@ -164,7 +164,7 @@ def _mean_loss(model: Any, examples: Sequence[SftExample]) -> float | None:
 
 def _train(
     model: Any, train: Sequence[SftExample], val: Sequence[SftExample], config: DistillConfig
-) -> tuple[list[EpochLoss], int, dict[str, Any]]:
+) -> tuple[list[EpochLoss], int, dict[str, Tensor]]:
     """LoRA training; ``(history, chosen epoch, the chosen epoch's adapter weights)``."""
     import torch
     from peft import get_peft_model_state_dict
@@ -172,7 +172,7 @@ def _train(
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     history: list[EpochLoss] = []
-    best: tuple[float, int, dict[str, Any]] | None = None
+    best: tuple[float, int, dict[str, Tensor]] | None = None
     order_rng = rng_for("distill order", config.seed)
     for epoch in range(1, config.epochs + 1):
         started = time.perf_counter()

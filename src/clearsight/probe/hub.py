@@ -10,12 +10,17 @@ A row the probe cannot pose (no options, no image) is refused with its id.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypedDict
 
 from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec, spec_for_hub_id
 from clearsight.datasets.images import pending_image, write_image
 from clearsight.datasets.rows import HubRow, converted, hub_rows
-from clearsight.datasets.snapshot import is_hub_source, locate, source_hub_id, source_record
+from clearsight.datasets.snapshot import (
+    HubRecord,
+    is_hub_source,
+    locate,
+    source_hub_id,
+    source_record,
+)
 from clearsight.probe.instances import Instance
 from clearsight.validate import InputError
 
@@ -75,31 +80,7 @@ def hub_dataset(source: str | Path) -> str | None:
     return None if spec is None else spec.name
 
 
-class HubRecord(TypedDict):
-    """What a run's manifest records of a hub source
-    (:func:`~clearsight.datasets.snapshot.source_record`): where it was read, its layout, the
-    repository, config, split and revision followed, and the split's files and their sha256."""
-
-    source: str
-    format: str
-    hub_id: str
-    config: str
-    split: str
-    revision: str
-    files: int
-    sha256: str
-
-
 def hub_record(name: str, source: str | Path) -> HubRecord:
-    """What a run's manifest records of a hub source (:class:`HubRecord`)."""
-    record = source_record(locate(hub_spec(name, "probe"), source))
-    return HubRecord(
-        source=record["source"],
-        format=record["format"],
-        hub_id=record["hub_id"],
-        config=record["config"],
-        split=record["split"],
-        revision=record["revision"],
-        files=record["files"],
-        sha256=record["sha256"],
-    )
+    """What a run's manifest records of the probe's hub source ``source`` of dataset ``name``
+    (:class:`~clearsight.datasets.snapshot.HubRecord`)."""
+    return source_record(locate(hub_spec(name, "probe"), source))

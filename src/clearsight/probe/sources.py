@@ -158,7 +158,7 @@ def bundled_is_a_name(source: object) -> str:
 
 class SourceManifest(TypedDict):
     """What a run's manifest records of its instance source (:func:`source_manifest`); a hub
-    source adds the fields of :class:`~clearsight.probe.hub.HubRecord`."""
+    source adds the fields of :class:`~clearsight.datasets.snapshot.HubRecord`."""
 
     source: str
     format: str

@@ -188,7 +188,7 @@ def _variation_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
     sampling = analysis.variation_sampling
     rows = []
     for axis, v in analysis.variation.items():
-        row: dict[str, Any] = {"axis": axis, "alternatives": v.n}
+        row: dict[str, str | int] = {"axis": axis, "alternatives": v.n}
         row["P(JSD <= 0.1)"] = _num(v.share)
         if axis in sampling:
             s = sampling[axis]
@@ -204,7 +204,7 @@ def readouts_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
     TGS-pair (estimate [95 % interval]), coverage and P(JSD <= 0.1) per axis."""
     rows = []
     for name, r in analysis.readouts.items():
-        row: dict[str, Any] = {"read-out": name}
+        row: dict[str, str] = {"read-out": name}
         for key in TABLE2:
             d = r.scores.get(key)
             i = d.interval if d is not None else None
@@ -233,7 +233,7 @@ def _hesitation_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
     return pd.DataFrame([row])
 
 
-def _test_row(test: str, w: WilcoxonTest) -> dict[str, Any]:
+def _test_row(test: str, w: WilcoxonTest) -> dict[str, str | int]:
     """One row of the tests table."""
     return {"test": test, "T": _num(w.statistic, 1), "p": _num(w.p, 4), "benchmarks": w.n}
 
@@ -370,7 +370,7 @@ def build_grounding_report(
     return render_grounding_report(analysis, run_dir), analysis
 
 
-def _test_json(w: WilcoxonTest | None, n_key: str = "n_benchmarks") -> dict[str, Any] | None:
+def _test_json(w: WilcoxonTest | None, n_key: str = "n_benchmarks") -> dict[str, float] | None:
     """A test as the summary prints it (T, p and its number of benchmarks)."""
     return None if w is None else {"T": w.statistic, "p": w.p, n_key: w.n}
 

@@ -37,7 +37,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, NotRequired, Self, TypedDict, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +53,54 @@ T = TypeVar("T")
 
 #: The citation every COCO scene carries.
 COCO_CITATION = "COCO 2017 (Lin et al. 2014)"
+
+
+class CocoImage(TypedDict):
+    """One entry of a COCO instances file's ``images`` list (the fields clearsight reads)."""
+
+    id: int
+    file_name: str
+    width: int
+    height: int
+    license: NotRequired[int]
+    flickr_url: NotRequired[str]
+    coco_url: NotRequired[str]
+
+
+class CocoAnnotation(TypedDict):
+    """One entry of the ``annotations`` list: an object instance's box ``[x, y, w, h]``."""
+
+    id: int
+    image_id: int
+    category_id: int
+    bbox: list[float]
+    iscrowd: NotRequired[int]
+
+
+class CocoCategory(TypedDict):
+    """One entry of the ``categories`` list."""
+
+    id: int
+    name: str
+    supercategory: str
+
+
+class CocoLicence(TypedDict, total=False):
+    """One entry of the optional ``licenses`` list (COCO's spelling; not checked on load, so
+    :func:`_licence_text` reads it defensively)."""
+
+    id: int
+    name: str
+    url: str
+
+
+class CocoInstances(TypedDict):
+    """A COCO instances JSON after :func:`_load_instances` has checked its structure."""
+
+    images: list[CocoImage]
+    annotations: list[CocoAnnotation]
+    categories: list[CocoCategory]
+    licenses: NotRequired[list[CocoLicence]]
 
 
 class CocoSelectionConfig(BaseModel):
@@ -199,7 +247,7 @@ def balanced_round_robin(groups: Mapping[str, Sequence[T]], n: int, seed: int) -
 # --------------------------------------------------------------------------------------------
 
 
-def _load_instances(path: Path) -> dict[str, Any]:
+def _load_instances(path: Path) -> CocoInstances:
     """Read and structurally check a COCO instances JSON; raise InputError naming the problem."""
     if not path.is_file():
         raise InputError(f"COCO annotation file not found: {path}")
@@ -230,7 +278,8 @@ def _load_instances(path: Path) -> dict[str, Any]:
             ((entry["id"], f"{path} {key}[{i}]") for i, entry in enumerate(data[key])),
             f"COCO {_SINGULAR[key]}",
         )
-    return data
+    # the checks above give the three lists this shape; ``licenses`` is read defensively
+    return cast("CocoInstances", data)
 
 
 #: The fields of each list of a COCO instances file that must be whole numbers (``> 0``: the
@@ -274,7 +323,7 @@ def _check_entry(path: Path, key: str, i: int, entry: dict[str, Any]) -> None:
             raise bad("bbox", "[x, y, w, h]: four finite numbers, w and h >= 0")
 
 
-def _index(data: dict[str, Any]) -> Any:
+def _index(data: CocoInstances) -> Any:
     """Index a checked dataset with pycocotools (quietly: it prints progress to stdout)."""
     from pycocotools.coco import COCO
 
@@ -285,7 +334,7 @@ def _index(data: dict[str, Any]) -> Any:
     return coco
 
 
-def _licence_text(data: dict[str, Any], image: dict[str, Any]) -> str:
+def _licence_text(data: CocoInstances, image: CocoImage) -> str:
     """The image's licence as "name (url)" from the ``licenses`` list, or a stated unknown."""
     lic_id = image.get("license")
     for lic in data.get("licenses") or []:
@@ -322,14 +371,14 @@ def _qualifies(box: Box | None, width: int, height: int, cfg: CocoSelectionConfi
 
 
 def _choose_target(
-    anns: Sequence[dict[str, Any]],
+    anns: Sequence[CocoAnnotation],
     cat_names: Mapping[int, str],
     width: int,
     height: int,
     cfg: CocoSelectionConfig,
-) -> tuple[dict[str, Any], Box] | None:
+) -> tuple[CocoAnnotation, Box] | None:
     """The image's target annotation and box (rules 2-4 of the module doc), or None."""
-    boxed: list[tuple[dict[str, Any], Box]] = []
+    boxed: list[tuple[CocoAnnotation, Box]] = []
     for ann in anns:
         if ann["category_id"] not in cat_names:
             continue
@@ -350,7 +399,7 @@ def _choose_target(
     return ann, box
 
 
-def _selected_categories(data: dict[str, Any], cfg: CocoSelectionConfig) -> dict[int, str]:
+def _selected_categories(data: CocoInstances, cfg: CocoSelectionConfig) -> dict[int, str]:
     """Category id -> name for the categories in the selected super-categories."""
     cats: dict[int, str] = {}
     for cat in data["categories"]:

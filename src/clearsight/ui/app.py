@@ -64,6 +64,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clearsight.ui.runs import (
     HIDDEN,
     MAX_PER_PAGE,
+    RecordJSON,
     list_files,
     public_record,
     read_record,
@@ -365,7 +366,7 @@ class _RunPages(_Pages):
             query=query,
         )
 
-    def load_record(self, request: Request) -> dict[str, Any]:
+    def load_record(self, request: Request) -> RecordJSON:
         """The record the URL names as the browser may see it, or 404."""
         record = read_record(self.run_dir, request.path_params["key"])
         if record is None:

@@ -11,10 +11,10 @@ anything that does not lie inside the run directory or is not a report file
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from clearsight.store import DB_NAME, RunStore, StoredRecord, compact_json
 from clearsight.validate import InputError
@@ -22,6 +22,7 @@ from clearsight.validate import InputError
 __all__ = [
     "MAX_PER_PAGE",
     "REPORT_FILES",
+    "RecordJSON",
     "RecordPage",
     "RecordRow",
     "RunSummary",
@@ -51,6 +52,23 @@ class RunSummary:
     counts: dict[str, int]
     protocols: dict[str, int]
     manifest: dict[str, Any]
+
+
+class RecordJSON(TypedDict):
+    """One record with its item as the record page and ``/api`` show it (JSON-able): the
+    store's columns, the item's ``spec``, the ``readouts`` and the ``raw`` output (both
+    :data:`HIDDEN`, a string, where :func:`public_record` hides them)."""
+
+    key: str
+    protocol: str
+    status: str
+    error: str | None
+    elapsed_s: float
+    finished_at: str
+    attempt: int
+    spec: dict[str, Any]
+    readouts: Mapping[str, Any] | str
+    raw: Any
 
 
 @dataclass(frozen=True)
@@ -155,7 +173,7 @@ def _row(record: StoredRecord) -> RecordRow:
     )
 
 
-def read_record(run_dir: Path, key: str) -> dict[str, Any] | None:
+def read_record(run_dir: Path, key: str) -> RecordJSON | None:
     """One record with its item as a JSON-able dict (``key, protocol, status, error, elapsed_s,
     finished_at, attempt, spec, readouts, raw``), or None if ``key`` has no record."""
     if not _has_run(run_dir):
@@ -178,7 +196,7 @@ def read_record(run_dir: Path, key: str) -> dict[str, Any] | None:
     }
 
 
-def public_record(record: dict[str, Any]) -> dict[str, Any]:
+def public_record(record: RecordJSON) -> RecordJSON:
     """``record`` as the browser may show it: an unfinished human session's raw output and
     read-outs replaced by :data:`HIDDEN` (the session page shows what the person may see)."""
     if not _hidden(record["protocol"], record["status"], record["readouts"]):

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import DB_NAME, RunStore
 from clearsight.sweep.human import human_model
-from clearsight.ui.runs import read_record
+from clearsight.ui.runs import RecordJSON, read_record
 from clearsight.ui.settings import ServeSettings
 from clearsight.validate import InputError
 
@@ -257,7 +257,7 @@ def _player_signal(signal: str) -> str:
     return "none" if signal == "none" else "shown"
 
 
-def record_conversation(record: dict[str, Any]) -> SessionView | None:
+def record_conversation(record: RecordJSON) -> SessionView | None:
     """The conversation of a stored probe record (a model's or a person's) for the record
     page, or None for another protocol or a record without a transcript (a failed item)."""
     from clearsight.probe.transcript import PROTOCOL, Transcript
