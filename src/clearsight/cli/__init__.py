@@ -41,6 +41,7 @@ app = typer.Typer(
         card.CARD,
         serve.SERVE,
         fetch.FETCH,
+        demo.DEMO,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -70,7 +71,6 @@ app.add_typer(sweep.app, name="sweep")
 app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
-app.command()(demo.demo)
 app.command()(card.board)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)

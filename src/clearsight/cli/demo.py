@@ -11,12 +11,14 @@ items have the same keys and the store resumes) and rewrites the report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import sweep as protocol
 from clearsight.cli.execution import ExecutionOptions, RunDir
+from clearsight.cli.generate import ConfigCommand
 from clearsight.cli.sweep import BLIND_CONTROL, run_and_report, without_lone_shuffle
 
 if TYPE_CHECKING:
@@ -100,23 +102,26 @@ def quick_config(full: SweepConfig) -> SweepConfig:
     return protocol.SweepConfig.model_validate(data)
 
 
-def demo(
-    out: RunDir = Path("runs/demo"),
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 2,
-    fresh: Annotated[
-        bool,
-        typer.Option(
-            help="Discard OUT's records and start over (needed when the demo's models changed, "
-            "e.g. after `make models`)."
-        ),
-    ] = False,
-    scenes: Annotated[
-        str | None, typer.Option(help="Comma-separated bundled scene ids (default: all present).")
-    ] = None,
-    quick: Annotated[
-        bool, typer.Option(help="Stop after the first stage's report (a small design, ~1 min).")
-    ] = False,
-) -> None:
+class DemoOptions(BaseModel):
+    """What ``clearsight demo`` runs (the design itself is fixed: :func:`demo_config`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", title="Demo options")
+
+    workers: int = Field(2, ge=1, description="Worker processes.")
+    fresh: bool = Field(
+        False,
+        description="Discard OUT's records and start over (needed when the demo's models "
+        "changed, e.g. after `make models`).",
+    )
+    scenes: str | None = Field(
+        None, description="Comma-separated bundled scene ids (default: all present)."
+    )
+    quick: bool = Field(
+        False, description="Stop after the first stage's report (a small design, ~1 min)."
+    )
+
+
+def demo(options: DemoOptions, out: RunDir = Path("runs/demo")) -> None:
     """The whole visibility-sweep method in a few minutes, then its report.
 
     First a small design (the observer, the blind control and the detector perceiver on a few
@@ -127,11 +132,12 @@ def demo(
     reports."""
     from clearsight.cli.execution import finished
 
+    scenes, quick = options.scenes, options.quick
     scene_ids = None if scenes is None else tuple(s.strip() for s in scenes.split(",") if s.strip())
     config = without_lone_shuffle(_only_scenes(demo_config(), scene_ids))
     _say_what_runs(config)
-    execution = ExecutionOptions(executor="process", workers=workers, fresh=fresh)
-    if not fresh and _stored_config(out) == config.model_dump(mode="json"):
+    execution = ExecutionOptions(executor="process", workers=options.workers, fresh=options.fresh)
+    if not options.fresh and _stored_config(out) == config.model_dump(mode="json"):
         typer.echo(f"demo: {out} holds the full demo: resuming it")
         if quick:
             _print_headline(out)
@@ -211,3 +217,6 @@ def _say_what_runs(cfg: SweepConfig) -> None:
             fg=typer.colors.YELLOW,
             err=True,
         )
+
+
+DEMO = ConfigCommand("demo", lambda: DemoOptions, demo, what="demo options", files=False)

@@ -30,6 +30,7 @@ from clearsight.report.labels import (
 )
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.confidence import ReliabilityPanel
+from clearsight.sweep.headline import headline_table
 from clearsight.sweep.observer import observer_note
 from clearsight.sweep.results import TASK_NAMES, RunData, is_verbal, level_label, primary_wording
 
@@ -162,7 +163,7 @@ def _header(analysis: SweepAnalysis) -> str:
     record counts and failure reasons."""
     data = analysis.data
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
-    frame, sentences = sweep_headline(analysis.headline, data.levels)
+    frame, sentences = sweep_headline(headline_table(analysis), data.levels)
     parts = [
         f"<h1>Visibility sweep — {esc(data.name)}</h1>",
         headline_html(frame, sentences, SWEEP_CAPTION),

@@ -24,6 +24,7 @@ from clearsight.report.output import ReportPaths, md_table, md_text, write_repor
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.crossings import scene_bootstrap
+from clearsight.sweep.headline import headline_table
 from clearsight.sweep.results import TASK_NAMES, load_run_data
 
 __all__ = ["build_sweep_report", "summary_table", "write_sweep_report"]
@@ -165,7 +166,7 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
     crossings/W table and the controls table of each task, and the ImageNet-C severities on
     the metre axis."""
     data, boot = analysis.data, analysis.bootstrap
-    frame, sentences = sweep_headline(analysis.headline, data.levels)
+    frame, sentences = sweep_headline(headline_table(analysis), data.levels)
     lines = [
         f"# clearsight sweep summary — {md_text(data.name)}",
         "",

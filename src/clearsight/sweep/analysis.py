@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +88,9 @@ class SweepAnalysis:
     bootstrap, each task's :class:`TaskAnalysis` (in the run's task order), the ImageNet-C
     summaries (``veq``: :func:`~clearsight.sweep.equivalence.veq_summary`; ``monotone``;
     ``ranges``), the scene set's depth, the guard's estimate table (empty without a guarded
-    model) and the number of distinct targets with records; ``headline`` reads the figures a
-    reader looks for first off them."""
+    model) and the number of distinct targets with records;
+    :func:`~clearsight.sweep.headline.headline_table` reads the figures a reader looks for
+    first off them."""
 
     data: RunData
     bootstrap: SceneBootstrap
@@ -101,14 +101,6 @@ class SweepAnalysis:
     depth: DepthSummary
     guard: pd.DataFrame
     n_targets: int
-
-    @cached_property
-    def headline(self) -> pd.DataFrame:
-        """The figures a reader looks for first, per task, model and arm
-        (:func:`~clearsight.sweep.headline.headline_table`)."""
-        from clearsight.sweep.headline import headline_table
-
-        return headline_table(self)
 
     @property
     def curves(self) -> pd.DataFrame:
