@@ -155,13 +155,13 @@ def test_a_record_the_store_cannot_encode_fails_alone(tmp_path: Path) -> None:
 def test_a_unit_that_raises_fails_its_items_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from clearsight.sweep import protocol
-    from clearsight.sweep.config import SweepConfig
+    import clearsight.sweep.unit as unit
+    from clearsight.sweep import SweepConfig, run_sweep
 
     def broken(item: Any, reply: Any, elapsed: float) -> Record:
         raise RuntimeError("a bug in a read-out")
 
-    monkeypatch.setattr(protocol, "_item_record", broken)
+    monkeypatch.setattr(unit, "_item_record", broken)
     cfg = SweepConfig(
         scene_ids=(SCENE,),
         arms=("fog",),
@@ -169,7 +169,7 @@ def test_a_unit_that_raises_fails_its_items_and_the_run_goes_on(
         wordings=("mcq.reason",),
         controls=("clean",),
     )
-    summary = protocol.run_sweep(cfg, tmp_path / "run", progress=False)
+    summary = run_sweep(cfg, tmp_path / "run", progress=False)
     assert summary.exit_code == EXIT_FAILED_ITEMS
     assert summary.stages["sweep"].failed == 9
     assert summary.stages["sweep.depth"].ok == 1  # the later stage ran
