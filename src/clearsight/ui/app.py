@@ -244,6 +244,17 @@ def _int_param(request: Request, name: str, default: int) -> int:
 _Action = Callable[["HumanPlay", str, Mapping[str, str]], None]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Site:
+    """What every page of a served run shares: the run directory, the settings, the templates
+    and the form token."""
+
+    run_dir: Path
+    settings: ServeSettings
+    env: jinja2.Environment
+    token: str
+
+
 class _Pages:
     """What both modes share: the template rendering (:meth:`render`, the base context), the
     posted-form check (:meth:`form`, the token), the error page and the static assets."""
@@ -253,13 +264,11 @@ class _Pages:
     #: The mode's home page, linked from the navigation bar outside operator mode.
     home_path = "/play"
 
-    def __init__(
-        self, run_dir: Path, settings: ServeSettings, env: jinja2.Environment, token: str
-    ) -> None:
-        self.run_dir = run_dir
-        self.settings = settings
-        self.env = env
-        self.token = token
+    def __init__(self, site: _Site) -> None:
+        self.run_dir = site.run_dir
+        self.settings = site.settings
+        self.env = site.env
+        self.token = site.token
 
     def render(
         self, request: Request, name: str, *, http_status: int = 200, **context: Any
@@ -421,10 +430,8 @@ class _PassPages(_Pages):
     #: Why a page of a session this browser holds no pass for is 404.
     no_pass = "no session of yours with this key"
 
-    def __init__(
-        self, run_dir: Path, settings: ServeSettings, env: jinja2.Environment, token: str
-    ) -> None:
-        super().__init__(run_dir, settings, env, token)
+    def __init__(self, site: _Site) -> None:
+        super().__init__(site)
         self._pass_secret = secrets.token_bytes(32)
 
     def session_pass(self, key: str) -> str:
@@ -466,15 +473,8 @@ class _PlayPages(_PassPages):
         "same instance resumes an unfinished session)"
     )
 
-    def __init__(
-        self,
-        run_dir: Path,
-        settings: ServeSettings,
-        env: jinja2.Environment,
-        token: str,
-        play: HumanPlay,
-    ) -> None:
-        super().__init__(run_dir, settings, env, token)
+    def __init__(self, site: _Site, play: HumanPlay) -> None:
+        super().__init__(site)
         self.play = play
 
     def routes(self) -> list[Route]:
@@ -578,15 +578,8 @@ class _SweepPages(_PassPages):
         "resumes where it stopped)"
     )
 
-    def __init__(
-        self,
-        run_dir: Path,
-        settings: ServeSettings,
-        env: jinja2.Environment,
-        token: str,
-        sweep: HumanSweep,
-    ) -> None:
-        super().__init__(run_dir, settings, env, token)
+    def __init__(self, site: _Site, sweep: HumanSweep) -> None:
+        super().__init__(site)
         self.sweep = sweep
 
     def routes(self) -> list[Route]:
@@ -671,16 +664,16 @@ def create_app(
     settings = settings or ServeSettings()
     if allowed_hosts is None:
         allowed_hosts = sorted(LOOPBACK_HOSTS) if settings.host in LOOPBACK_HOSTS else ["*"]
-    env, token = _environment(), secrets.token_urlsafe(32)
     if play is not None and sweep is not None:
         raise InputError("a server hosts probe sessions or sweep sessions, not both")
+    site = _Site(Path(run_dir), settings, _environment(), secrets.token_urlsafe(32))
     pages: _RunPages | _PlayPages | _SweepPages
     if sweep is not None:
-        pages = _SweepPages(Path(run_dir), settings, env, token, sweep)
+        pages = _SweepPages(site, sweep)
     elif play is not None:
-        pages = _PlayPages(Path(run_dir), settings, env, token, play)
+        pages = _PlayPages(site, play)
     else:
-        pages = _RunPages(Path(run_dir), settings, env, token)
+        pages = _RunPages(site)
     return Starlette(
         routes=pages.routes(),
         middleware=[
