@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from clearsight.models import hf_hidden
+from clearsight.models import hf_hidden, hf_memory, hf_prefix
 from clearsight.models.base import (
     Capabilities,
     HiddenRequest,
@@ -304,6 +304,12 @@ def _fork_cache(cache: Any, rows: torch.Tensor) -> Any:
     return new
 
 
+def _past(out: Any) -> Any:
+    """The KV cache a forward pass returned (``cache`` or ``past_key_values``)."""
+    cache = getattr(out, "cache", None)
+    return out.past_key_values if cache is None else cache
+
+
 def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
@@ -364,6 +370,18 @@ class HfBackend:
             eos_ids.add(int(self.tokenizer.eos_token_id))
         self.eos_ids = frozenset(int(e) for e in eos_ids)
         self._seqs: dict[str, list[Seq]] = {}
+        #: ``batch_size: auto``'s findings per image size (:mod:`hf_memory`), for ``info``.
+        self.batch_sizes: dict[str, dict[str, Any]] = {}
+        #: The image placeholder's token id in rendered prompts, where prompts may share their
+        #: image prefix (:mod:`clearsight.models.hf_prefix`); None where they never do.
+        self._placeholder_id = self._placeholder() if hf_prefix.shares_prefix(self.family) else None
+
+    def _placeholder(self) -> int | None:
+        token = getattr(getattr(self.inputs, "processor", None), "image_token", None)
+        if not isinstance(token, str):
+            return None
+        found = self.tokenizer.convert_tokens_to_ids(token)
+        return None if found is None or found == self.tokenizer.unk_token_id else int(found)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -381,6 +399,8 @@ class HfBackend:
             "device": str(self.device),
             "attn_implementation": self.options.attn_implementation,
             "inputs": type(self.inputs).__name__,
+            "batch_size": self.options.batch_size,
+            "batch_sizes": {k: dict(v) for k, v in self.batch_sizes.items()},
         }
 
     # ---------------------------------------------------------------- public API
@@ -402,7 +422,7 @@ class HfBackend:
         how: :mod:`clearsight.models.hf_hidden`). ``batch_size`` rows to a forward call
         (default: the backend's)."""
         self._check_masks()
-        return hf_hidden.score_hidden(self, requests, batch_size or self.options.batch_size)
+        return hf_hidden.score_hidden(self, requests, batch_size or self._rows())
 
     def hidden_token_ranges(
         self, request: Request, hide: Sequence[tuple[int, int]]
@@ -474,7 +494,7 @@ class HfBackend:
             use_cache=True,
             logits_to_keep=1,
         )
-        cache = getattr(first, "cache", None) or first.past_key_values
+        cache = _past(first)
         rows = torch.zeros(input_ids.shape[0], dtype=torch.long, device=self.device)
         out = self._forward(
             input_ids=input_ids.to(self.device),
@@ -578,16 +598,48 @@ class HfBackend:
             if key not in unique:
                 unique[key] = len(todo)
                 todo.append(item)
-        done: list[tuple[_Out, float]] = []
-        size = self.options.batch_size
-        for start in range(0, len(todo), size):
-            chunk = todo[start : start + size]
+        done: dict[int, tuple[_Out, float]] = {}
+        rows = self.options.batch_size
+        if rows == "auto":
             t0 = time.perf_counter()
-            outs = self._chunk(chunk)
-            share = (time.perf_counter() - t0) / len(chunk)
-            done += [(out, share) for out in outs]
+            rows, probed = hf_memory.auto_rows(self, todo)
+            share = (time.perf_counter() - t0) / max(len(probed), 1)
+            done.update((i, (out, share)) for i, out in probed.items())
+        pending = [i for i in range(len(todo)) if i not in done]
+        splits = [self._split(todo[i]) for i in pending]
+        groups = [
+            None if s is None else f"{s.prefix}\x00{hf_prefix.image_digest(todo[i].images)}"
+            for s, i in zip(splits, pending, strict=True)
+        ]
+        lengths = [len(todo[i].prompt) for i in pending]
+        for chunk in hf_prefix.plan_chunks(lengths, groups, rows):
+            t0 = time.perf_counter()
+            if chunk.shared:
+                outs = hf_prefix.run_groups(
+                    self,
+                    [[todo[pending[j]] for j in g] for g in chunk.groups],
+                    [[splits[j] for j in g] for g in chunk.groups],  # type: ignore[misc]
+                )
+            else:
+                outs = self._chunk([todo[pending[j]] for j in chunk.indices])
+            share = (time.perf_counter() - t0) / len(outs)
+            done.update((pending[j], (o, share)) for j, o in zip(chunk.indices, outs, strict=True))
         # duplicates share the computation; what was dropped is recorded per request
         return [self._response(item, *done[unique[k]]) for k, item in zip(keys, items, strict=True)]
+
+    def _rows(self) -> int:
+        """The batch size when no call's requests decide it: the option, or under ``auto``
+        the smallest found so far (:data:`hf_memory.HOST_ROWS` before any)."""
+        if isinstance(self.options.batch_size, int):
+            return self.options.batch_size
+        found = [int(v["rows"]) for v in self.batch_sizes.values()]
+        return min(found, default=hf_memory.HOST_ROWS)
+
+    def _split(self, item: _Item) -> hf_prefix.Split | None:
+        """Where ``item``'s prompt may share its image prefix with others (hf_prefix)."""
+        if self._placeholder_id is None or not item.images or not hf_prefix.ENABLED:
+            return None
+        return hf_prefix.split_prompt(self.tokenizer, self._placeholder_id, item.prompt)
 
     def _response(self, item: _Item, out: _Out, latency: float) -> Response:
         extra = dict(out.extra)
@@ -660,31 +712,36 @@ class HfBackend:
     def _chunk(self, items: list[_Item]) -> list[_Out]:
         batch = self.inputs.encode([i.prompt for i in items], [i.images for i in items])
         batch = batch.to(self.device, self.dtype)
-        lengths = batch.lengths
-        seqs = [{c: self._candidate_seqs(c) for c in i.request.candidates} for i in items]
-        multi = any(len(s) > 1 for per in seqs for ss in per.values() for s in ss)
-        need_cache = multi or any(i.request.generate for i in items)
         out = self._forward(
             input_ids=batch.input_ids,
             attention_mask=batch.attention_mask,
             position_ids=batch.position_ids,
-            use_cache=need_cache,
+            use_cache=self._needs_cache(items),
             logits_to_keep=1,
             **batch.model_inputs,
         )
-        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-        cache = getattr(out, "cache", None) if need_cache else None
-        if need_cache and cache is None:
-            cache = out.past_key_values
+        return self._read(items, batch, out)
 
-        results = [_Out(prompt_tokens=lengths[b]) for b in range(len(items))]
+    def _needs_cache(self, items: Sequence[_Item]) -> bool:
+        """Whether a prompt pass must keep its KV cache: a generating request, or a
+        multi-token candidate spelling (a continuation pass)."""
+        seqs = [s for i in items for c in i.request.candidates for s in self._candidate_seqs(c)]
+        return any(len(s) > 1 for s in seqs) or any(i.request.generate for i in items)
+
+    def _read(self, items: Sequence[_Item], batch: Batch, out: Any) -> list[_Out]:
+        """The outputs of ``items`` from their prompt pass ``out`` over ``batch``: candidate
+        probabilities from its last position, then generation from its cache."""
+        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        cache = _past(out) if self._needs_cache(items) else None
+        seqs = [{c: self._candidate_seqs(c) for c in i.request.candidates} for i in items]
+        results = [_Out(prompt_tokens=n) for n in batch.lengths]
         if any(seqs):
             probs = self._candidates(seqs, batch, last, cache)
             for b, p in enumerate(probs):
                 results[b].candidate_probs = p
         gen = [b for b, i in enumerate(items) if i.request.generate]
         if gen:
-            self._generate(items, gen, batch, last, cache, results)
+            self._generate(list(items), gen, batch, last, cache, results)
         return results
 
     def _candidates(
@@ -791,7 +848,7 @@ class HfBackend:
                 logits_to_keep=1,
                 **carried,
             )
-            cache = getattr(out, "cache", None) or out.past_key_values
+            cache = _past(out)
             logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
             step += 1
         self._decoded(decode, results)
