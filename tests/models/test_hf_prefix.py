@@ -120,6 +120,9 @@ def test_shared_prefixes_give_the_unshared_replies_with_one_encode_per_image(
     for a, b in zip(plain, shared, strict=True):
         assert a.texts == b.texts
         assert a.usage == b.usage
+        assert b.usage["images"] == 1
+        assert b.usage["prompt_tokens"] > 0
+        assert b.latency_s > 0
         assert (a.candidate_probs is None) == (b.candidate_probs is None)
         if a.candidate_probs is not None:
             assert b.candidate_probs is not None

@@ -40,7 +40,8 @@ window of sliding-window layers); a family whose attention cannot honour such a 
 
 Identical requests in one ``complete`` call are computed once (a text-only model drops images,
 so the blind control's 24 image conditions collapse to one prompt). ``latency_s`` is the
-request's share of its batch's wall time.
+request's share of its batch's wall time (the model seconds of its record); ``usage`` holds its
+prompt and completion tokens and the images the model was shown.
 """
 
 from __future__ import annotations
@@ -649,7 +650,11 @@ class HfBackend:
             texts=out.texts,
             token_logprobs=out.token_logprobs,
             candidate_probs=out.candidate_probs,
-            usage={"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens},
+            usage={
+                "prompt_tokens": out.prompt_tokens,
+                "completion_tokens": out.completion_tokens,
+                "images": len(item.images),
+            },
             latency_s=latency,
             extra=extra,
         )
