@@ -354,6 +354,7 @@ def test_greedy_generation_matches_a_cacheless_loop(any_backend: HfBackend) -> N
     assert got.usage == {
         "prompt_tokens": any_backend.encode([request]).input_ids.shape[1],
         "completion_tokens": len(tokens),
+        "images": sum(len(m.images) for m in request.messages) if any_backend.inputs.images else 0,
     }
     assert got.latency_s > 0
 

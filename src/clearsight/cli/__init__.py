@@ -25,6 +25,7 @@ from clearsight.cli import (
     guard,
     models,
     pages,
+    plan,
     probe,
     report,
     scenes,
@@ -47,7 +48,7 @@ app = typer.Typer(
             "build-bench": "clearsight grounding build-bench",
         },
         order=(
-            *("sweep", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
+            *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
         ),
     ),
@@ -71,6 +72,7 @@ app.add_typer(sweep.app, name="sweep")
 app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
+app.command()(plan.plan)
 app.command()(card.board)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)

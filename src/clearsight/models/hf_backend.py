@@ -40,24 +40,24 @@ window of sliding-window layers); a family whose attention cannot honour such a 
 
 Identical requests in one ``complete`` call are computed once (a text-only model drops images,
 so the blind control's 24 image conditions collapse to one prompt). ``latency_s`` is the
-request's share of its batch's wall time.
+request's share of its batch's wall time (the model seconds of its record); ``usage`` holds its
+prompt and completion tokens and the images the model was shown.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import inspect
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from clearsight.models import hf_hidden
+from clearsight.models import hf_hidden, hf_memory, hf_prefix
 from clearsight.models.base import (
     Capabilities,
     HiddenRequest,
@@ -86,6 +86,7 @@ from clearsight.models.hf_mask import (
     with_image_blocks,
 )
 from clearsight.models.hf_options import HfOptions
+from clearsight.models.hf_work import BatchSize, WorkItem, WorkOut, fork_cache, past_cache
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
 
@@ -235,34 +236,12 @@ def _merge_adapter(model: Any, adapter: str, name: str) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Item:
-    """One distinct request, ready to encode."""
-
-    request: Request
-    prompt: str
-    images: list[Any]
-    dropped: int
-
-
-@dataclass
-class _Out:
-    """What the computation produced for one item."""
-
-    candidate_probs: dict[str, float] | None = None
-    texts: tuple[str, ...] = ()
-    token_logprobs: tuple[tuple[TokenLogprob, ...], ...] | None = None
-    completion_tokens: int = 0
-    prompt_tokens: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 class _Decode:
     """The state of one decoding loop: which request each sample row decodes for (``owner``),
     each request's rows (``groups``: request, first row, end row) and generator, and per row
     the tokens and log-probabilities so far and whether it is done."""
 
-    def __init__(self, items: list[_Item], gen: list[int], owner: list[int]) -> None:
+    def __init__(self, items: list[WorkItem], gen: list[int], owner: list[int]) -> None:
         self.items = items
         self.gen = gen
         self.owner = owner
@@ -279,29 +258,6 @@ class _Decode:
     def finished(self) -> bool:
         """Whether every sample is done."""
         return all(self.done)
-
-
-def _fork_cache(cache: Any, rows: torch.Tensor) -> Any:
-    """A copy of ``cache`` holding the batch rows ``rows`` (repeats allowed); the original is
-    untouched (tensors are re-indexed or cloned, never written in place). Each layer selects its
-    own rows (``batch_select_indices``: keys and values); a linear-attention layer (Qwen3.5's)
-    also holds per-state dicts of ``conv_states`` / ``recurrent_states``, batch first, which
-    are re-indexed here (transformers' own selection skips them)."""
-    new = copy.copy(cache)
-    new.layers = []
-    for layer in cache.layers:
-        forked = copy.copy(layer)
-        for key, value in vars(layer).items():
-            if key in ("conv_states", "recurrent_states") and isinstance(value, dict):
-                setattr(forked, key, {i: None if t is None else t[rows] for i, t in value.items()})
-            elif isinstance(value, dict):
-                setattr(forked, key, dict(value))
-            elif isinstance(value, torch.Tensor) and key not in ("keys", "values"):
-                setattr(forked, key, value.clone())
-        if hasattr(forked, "batch_select_indices"):
-            forked.batch_select_indices(rows)
-        new.layers.append(forked)
-    return new
 
 
 def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -364,6 +320,18 @@ class HfBackend:
             eos_ids.add(int(self.tokenizer.eos_token_id))
         self.eos_ids = frozenset(int(e) for e in eos_ids)
         self._seqs: dict[str, list[Seq]] = {}
+        #: ``batch_size: auto``'s findings per image size (:mod:`hf_memory`), for ``info``.
+        self.batch_sizes: dict[str, BatchSize] = {}
+        #: The image placeholder's token id in rendered prompts, where prompts may share their
+        #: image prefix (:mod:`clearsight.models.hf_prefix`); None where they never do.
+        self._placeholder_id = self._placeholder() if hf_prefix.shares_prefix(self.family) else None
+
+    def _placeholder(self) -> int | None:
+        token = getattr(getattr(self.inputs, "processor", None), "image_token", None)
+        if not isinstance(token, str):
+            return None
+        found = self.tokenizer.convert_tokens_to_ids(token)
+        return None if found is None or found == self.tokenizer.unk_token_id else int(found)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -381,6 +349,8 @@ class HfBackend:
             "device": str(self.device),
             "attn_implementation": self.options.attn_implementation,
             "inputs": type(self.inputs).__name__,
+            "batch_size": self.options.batch_size,
+            "batch_sizes": {k: dict(v) for k, v in self.batch_sizes.items()},
         }
 
     # ---------------------------------------------------------------- public API
@@ -402,7 +372,7 @@ class HfBackend:
         how: :mod:`clearsight.models.hf_hidden`). ``batch_size`` rows to a forward call
         (default: the backend's)."""
         self._check_masks()
-        return hf_hidden.score_hidden(self, requests, batch_size or self.options.batch_size)
+        return hf_hidden.score_hidden(self, requests, batch_size or self._rows())
 
     def hidden_token_ranges(
         self, request: Request, hide: Sequence[tuple[int, int]]
@@ -474,13 +444,13 @@ class HfBackend:
             use_cache=True,
             logits_to_keep=1,
         )
-        cache = getattr(first, "cache", None) or first.past_key_values
+        cache = past_cache(first)
         rows = torch.zeros(input_ids.shape[0], dtype=torch.long, device=self.device)
         out = self._forward(
             input_ids=input_ids.to(self.device),
             attention_mask=self._custom_mask(attention_mask),
             position_ids=position_ids.to(self.device),
-            cache=_fork_cache(cache, rows),
+            cache=fork_cache(cache, rows),
             use_cache=True,
             logits_to_keep=logits_to_keep,
         )
@@ -505,18 +475,18 @@ class HfBackend:
 
     # ---------------------------------------------------------------- preparation
 
-    def _item(self, request: Request) -> _Item:
+    def _item(self, request: Request) -> WorkItem:
         images = [im for m in request.messages for im in m.images]
         if self.inputs.images:
             pil = [to_pil(im, self.options.max_image_side) for im in images]
-            return _Item(request, self.inputs.render(request.messages), pil, 0)
+            return WorkItem(request, self.inputs.render(request.messages), pil, 0)
         text_only = tuple(
             Message(m.role, tuple(p for p in m.content if not isinstance(p, ImagePart)))
             for m in request.messages
         )
-        return _Item(request, self.inputs.render(text_only), [], len(images))
+        return WorkItem(request, self.inputs.render(text_only), [], len(images))
 
-    def _key(self, item: _Item) -> str:
+    def _key(self, item: WorkItem) -> str:
         """Requests with equal keys give equal responses: computed once per call."""
         r = item.request
         images = [
@@ -570,26 +540,58 @@ class HfBackend:
 
     # ---------------------------------------------------------------- running
 
-    def _run(self, items: list[_Item]) -> list[Response]:
+    def _run(self, items: list[WorkItem]) -> list[Response]:
         keys = [self._key(i) for i in items]
         unique: dict[str, int] = {}
-        todo: list[_Item] = []
+        todo: list[WorkItem] = []
         for key, item in zip(keys, items, strict=True):
             if key not in unique:
                 unique[key] = len(todo)
                 todo.append(item)
-        done: list[tuple[_Out, float]] = []
-        size = self.options.batch_size
-        for start in range(0, len(todo), size):
-            chunk = todo[start : start + size]
+        done: dict[int, tuple[WorkOut, float]] = {}
+        rows = self.options.batch_size
+        if rows == "auto":
             t0 = time.perf_counter()
-            outs = self._chunk(chunk)
-            share = (time.perf_counter() - t0) / len(chunk)
-            done += [(out, share) for out in outs]
+            rows, probed = hf_memory.auto_rows(self, todo)
+            share = (time.perf_counter() - t0) / max(len(probed), 1)
+            done.update((i, (out, share)) for i, out in probed.items())
+        pending = [i for i in range(len(todo)) if i not in done]
+        splits = [self._split(todo[i]) for i in pending]
+        groups = [
+            None if s is None else f"{s.prefix}\x00{hf_prefix.image_digest(todo[i].images)}"
+            for s, i in zip(splits, pending, strict=True)
+        ]
+        lengths = [len(todo[i].prompt) for i in pending]
+        for chunk in hf_prefix.plan_chunks(lengths, groups, rows):
+            t0 = time.perf_counter()
+            if chunk.shared:
+                outs = hf_prefix.run_groups(
+                    self,
+                    [[todo[pending[j]] for j in g] for g in chunk.groups],
+                    [[splits[j] for j in g] for g in chunk.groups],  # type: ignore[misc]
+                )
+            else:
+                outs = self._chunk([todo[pending[j]] for j in chunk.indices])
+            share = (time.perf_counter() - t0) / len(outs)
+            done.update((pending[j], (o, share)) for j, o in zip(chunk.indices, outs, strict=True))
         # duplicates share the computation; what was dropped is recorded per request
         return [self._response(item, *done[unique[k]]) for k, item in zip(keys, items, strict=True)]
 
-    def _response(self, item: _Item, out: _Out, latency: float) -> Response:
+    def _rows(self) -> int:
+        """The batch size when no call's requests decide it: the option, or under ``auto``
+        the smallest found so far (:data:`hf_memory.HOST_ROWS` before any)."""
+        if isinstance(self.options.batch_size, int):
+            return self.options.batch_size
+        found = [v["rows"] for v in self.batch_sizes.values()]
+        return min(found, default=hf_memory.HOST_ROWS)
+
+    def _split(self, item: WorkItem) -> hf_prefix.Split | None:
+        """Where ``item``'s prompt may share its image prefix with others (hf_prefix)."""
+        if self._placeholder_id is None or not item.images or not hf_prefix.ENABLED:
+            return None
+        return hf_prefix.split_prompt(self.tokenizer, self._placeholder_id, item.prompt)
+
+    def _response(self, item: WorkItem, out: WorkOut, latency: float) -> Response:
         extra = dict(out.extra)
         if item.dropped:
             extra["images_dropped"] = item.dropped
@@ -597,7 +599,11 @@ class HfBackend:
             texts=out.texts,
             token_logprobs=out.token_logprobs,
             candidate_probs=out.candidate_probs,
-            usage={"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens},
+            usage={
+                "prompt_tokens": out.prompt_tokens,
+                "completion_tokens": out.completion_tokens,
+                "images": len(item.images),
+            },
             latency_s=latency,
             extra=extra,
         )
@@ -657,34 +663,39 @@ class HfBackend:
         return next(iter(out.values())) if len(out) == 1 else out
 
     @torch.inference_mode()
-    def _chunk(self, items: list[_Item]) -> list[_Out]:
+    def _chunk(self, items: list[WorkItem]) -> list[WorkOut]:
         batch = self.inputs.encode([i.prompt for i in items], [i.images for i in items])
         batch = batch.to(self.device, self.dtype)
-        lengths = batch.lengths
-        seqs = [{c: self._candidate_seqs(c) for c in i.request.candidates} for i in items]
-        multi = any(len(s) > 1 for per in seqs for ss in per.values() for s in ss)
-        need_cache = multi or any(i.request.generate for i in items)
         out = self._forward(
             input_ids=batch.input_ids,
             attention_mask=batch.attention_mask,
             position_ids=batch.position_ids,
-            use_cache=need_cache,
+            use_cache=self._needs_cache(items),
             logits_to_keep=1,
             **batch.model_inputs,
         )
-        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-        cache = getattr(out, "cache", None) if need_cache else None
-        if need_cache and cache is None:
-            cache = out.past_key_values
+        return self._read(items, batch, out)
 
-        results = [_Out(prompt_tokens=lengths[b]) for b in range(len(items))]
+    def _needs_cache(self, items: Sequence[WorkItem]) -> bool:
+        """Whether a prompt pass must keep its KV cache: a generating request, or a
+        multi-token candidate spelling (a continuation pass)."""
+        seqs = [s for i in items for c in i.request.candidates for s in self._candidate_seqs(c)]
+        return any(len(s) > 1 for s in seqs) or any(i.request.generate for i in items)
+
+    def _read(self, items: Sequence[WorkItem], batch: Batch, out: Any) -> list[WorkOut]:
+        """The outputs of ``items`` from their prompt pass ``out`` over ``batch``: candidate
+        probabilities from its last position, then generation from its cache."""
+        last = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        cache = past_cache(out) if self._needs_cache(items) else None
+        seqs = [{c: self._candidate_seqs(c) for c in i.request.candidates} for i in items]
+        results = [WorkOut(prompt_tokens=n) for n in batch.lengths]
         if any(seqs):
             probs = self._candidates(seqs, batch, last, cache)
             for b, p in enumerate(probs):
                 results[b].candidate_probs = p
         gen = [b for b, i in enumerate(items) if i.request.generate]
         if gen:
-            self._generate(items, gen, batch, last, cache, results)
+            self._generate(list(items), gen, batch, last, cache, results)
         return results
 
     def _candidates(
@@ -743,7 +754,7 @@ class HfBackend:
             input_ids=feed,
             attention_mask=torch.cat([batch.attention_mask[idx], cont], dim=1),
             position_ids=continued_positions(batch.next_position[idx], q, self.inputs.mrope),
-            cache=_fork_cache(cache, idx),
+            cache=fork_cache(cache, idx),
             use_cache=True,
             **self._carried(batch, idx),
         )
@@ -755,12 +766,12 @@ class HfBackend:
 
     def _generate(
         self,
-        items: list[_Item],
+        items: list[WorkItem],
         gen: list[int],
         batch: Batch,
         last: torch.Tensor,
         cache: Any,
-        results: list[_Out],
+        results: list[WorkOut],
     ) -> None:
         """Decode every generating row's samples together from the shared prefill."""
         # The batch row each decoded sample comes from; greedy decodes one row per request.
@@ -771,7 +782,7 @@ class HfBackend:
         decode = _Decode(items, gen, owner)
         idx = torch.tensor(owner, device=self.device)
         logp = last[idx]
-        cache = _fork_cache(cache, idx)
+        cache = fork_cache(cache, idx)
         carried = self._carried(batch, idx)
         mask = batch.attention_mask[idx]
         next_pos = batch.next_position[idx]
@@ -791,7 +802,7 @@ class HfBackend:
                 logits_to_keep=1,
                 **carried,
             )
-            cache = getattr(out, "cache", None) or out.past_key_values
+            cache = past_cache(out)
             logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
             step += 1
         self._decoded(decode, results)
@@ -818,7 +829,7 @@ class HfBackend:
                 chosen[r] = tok
         return chosen
 
-    def _decoded(self, decode: _Decode, results: list[_Out]) -> None:
+    def _decoded(self, decode: _Decode, results: list[WorkOut]) -> None:
         """Each generating request's texts, token count and log-probabilities into its
         result."""
         for b in decode.gen:

@@ -4,7 +4,7 @@ configuration is checked before anything loads)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,8 +24,11 @@ class HfOptions(BaseModel):
         description="Weights and activations: 'auto' is bfloat16 on CUDA where supported "
         "(float16 otherwise), float16 on MPS and float32 on the CPU.",
     )
-    batch_size: int = Field(
-        8, ge=1, description="Requests per forward pass (prompts are left-padded together)."
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        8,
+        description="Requests per forward pass (prompts are left-padded together); 'auto' "
+        "finds the largest batch that fits the device's memory once per image size (CUDA: "
+        "from a probe batch's peak memory; CPU and MPS: 8) and records it in the manifest.",
     )
     max_image_side: int | None = Field(
         None,
