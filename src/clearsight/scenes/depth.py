@@ -470,7 +470,7 @@ class DepthAnythingEstimator:
         local = Path(model).expanduser()
         source = str(local) if local.is_dir() else self.model_id
         try:
-            self._processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]
+            self._processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call,unused-ignore]
                 source, local_files_only=True
             )
             net = AutoModelForDepthEstimation.from_pretrained(source, local_files_only=True)
