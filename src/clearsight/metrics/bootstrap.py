@@ -314,15 +314,7 @@ def cluster_bootstrap_mean(
     lv = check_level(level)
     W = _multinomial_weights(_rng(seed), cs.clusters.size, b).astype(np.float64)
     reps = (W @ cs.sums) / (W @ cs.counts)
-    estimate = float(cs.sums.sum() / cs.counts.sum())
-    low, high = contain_estimate(estimate, *_percentile_bounds(reps, lv))
-    return Interval(
-        estimate=estimate,
-        low=float(low),
-        high=float(high),
-        n_boot=b,
-        level=lv,
-    )
+    return _interval(float(cs.sums.sum() / cs.counts.sum()), reps, lv)
 
 
 def two_stage_bootstrap(
@@ -350,8 +342,14 @@ def two_stage_bootstrap(
     """
     lv = check_level(level)
     estimate, reps = two_stage_replicates(values, benchmarks, n_boot, seed)
-    low, high = contain_estimate(estimate, *_percentile_bounds(reps, lv))
-    return Interval(estimate=estimate, low=float(low), high=float(high), n_boot=reps.size, level=lv)
+    return _interval(estimate, reps, lv)
+
+
+def _interval(estimate: float, reps: FloatArray, level: float) -> Interval:
+    """``estimate`` with the percentile interval of its one-dimensional bootstrap replicates
+    ``reps`` at ``level``, widened to contain the estimate (:func:`contain_estimate`)."""
+    low, high = contain_estimate(estimate, *_percentile_bounds(reps, level))
+    return Interval(estimate, float(low), float(high), n_boot=reps.size, level=level)
 
 
 def two_stage_replicates(
