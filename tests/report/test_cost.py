@@ -155,7 +155,7 @@ def test_a_probe_report_shows_its_sensors_seconds(tmp_path: Path) -> None:
     assert cost["model_s_total"] == pytest.approx(sum(seconds), rel=1e-12)
     assert math.isnan(cost["prompt_tokens_total"])  # a probe episode records no tokens
     assert "## Cost" in md
-    assert f"| {sensor} | 8 | {sum(seconds):,.2f} |" in md.replace("\\", "")
+    assert f"| {sensor} | – | 8 | {sum(seconds):,.2f} |" in md.replace("\\", "")
 
 
 def test_the_grounding_report_and_the_card_render_a_cost_table() -> None:
@@ -169,7 +169,7 @@ def test_the_grounding_report_and_the_card_render_a_cost_table() -> None:
     )
     analysis = GroundingAnalysis(name="g", n_elicitations=0, n_trajectories=0, failures={})
     md = summary_markdown(replace(analysis, cost=cost))
-    assert "| hf:m | 3 | 6.00 | 2.00 | 30 | 10.0 | – | – | 3 | 1.0 |" in md
+    assert "| hf:m | – | 3 | 6.00 | 2.00 | 30 | 10.0 | – | – | 3 | 1.0 |" in md
     both = card_cost({"sweep": cost, "grounding": None, "probe": cost.iloc[:0]})
     assert list(both["model"]) == ["hf:m (sweep)"]
     assert cost_json(both)[0]["completion_tokens_total"] is None
@@ -180,3 +180,36 @@ def test_the_grounding_report_and_the_card_render_a_cost_table() -> None:
     assert cost_display(None).empty
     assert "(no data in this run)" in cost_html(None)
     assert cost_markdown(cost)[0] == "## Cost"
+
+
+def test_the_device_a_model_was_loaded_on_is_in_the_manifest_and_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver loads every model before the run; what a backend says of itself (``info``:
+    an hf backend's device and dtype) is the manifest's ``loaded_models``, shown in the sweep
+    report's provenance table and beside each model's cost. A backend that says nothing has
+    no entry."""
+    from clearsight.models.scripted import ScriptedBackend
+
+    info = {"device": "cuda:0", "dtype": "bfloat16", "model_type": "tiny"}
+    monkeypatch.setattr(ScriptedBackend, "info", property(lambda self: info), raising=False)
+    run = _scripted_sweep(tmp_path)
+    model = f"scripted:{tmp_path / 'model.jsonl'}"
+    with RunStore.open(run, read_only=True) as store:
+        assert store.manifest()["loaded_models"] == {model: info}
+    assert run_cost(run, spec_model("model"))["device"].tolist() == ["cuda:0, bfloat16"]
+    paths = build_report(run, n_boot=20, thumbnails=False)
+    html = paths.html.read_text(encoding="utf-8")
+    assert f"<tr><td>devices</td><td>{model}: cuda:0, bfloat16</td></tr>" in html
+    assert f"| {model} | cuda:0, bfloat16 | 9 |" in paths.summary_md.read_text(encoding="utf-8")
+
+
+def test_a_backend_that_says_nothing_of_its_device_is_not_recorded(tmp_path: Path) -> None:
+    from clearsight.report.cost import devices_line
+
+    run = _scripted_sweep(tmp_path)
+    with RunStore.open(run, read_only=True) as store:
+        manifest = store.manifest()
+    assert "loaded_models" not in manifest
+    assert devices_line(manifest) == "(not recorded)"
+    assert run_cost(run, spec_model("model"))["device"].tolist() == [None]

@@ -7,21 +7,23 @@ row per model). A measure no record of a model carries shows '–' (not recorded
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 import pandas as pd
 
 from clearsight.report.html import esc, frame_table
 from clearsight.report.output import md_table
 
-__all__ = ["COST_NOTE", "cost_display", "cost_html", "cost_markdown"]
+__all__ = ["COST_NOTE", "cost_display", "cost_html", "cost_markdown", "devices_line"]
 
 #: What the section's table holds, said under its heading.
 COST_NOTE: Final = (
     "What the models cost, read from every stored record (ok or failed): model seconds "
     "(the backend's own timing; a batched request's share of its batch), prompt and "
     "completion tokens and images shown, as totals over the run and medians per record. "
-    "'–': not recorded by that backend."
+    "'–': not recorded by that backend. Device: where the driver loaded the model before the "
+    "run's latest start."
 )
 
 #: (measure, label, decimals) of the columns shown.
@@ -39,13 +41,15 @@ def _number(value: float, digits: int) -> str:
 
 
 def cost_display(cost: pd.DataFrame | None) -> pd.DataFrame:
-    """The cost table as text cells: model, records, then each measure's total and median."""
-    columns = ["model", "records"]
+    """The cost table as text cells: model, device ('–': not recorded), records, then each
+    measure's total and median."""
+    columns = ["model", "device", "records"]
     columns += [f"{label} {what}" for _, label, _ in _SHOWN for what in ("total", "median")]
     if cost is None or cost.empty:
         return pd.DataFrame(columns=columns)
     out: dict[str, object] = {
         "model": cost["model"].astype(str),
+        "device": [d if isinstance(d, str) else "–" for d in cost["device"]],
         "records": cost["records"].map("{:,}".format),
     }
     for measure, label, digits in _SHOWN:
@@ -66,3 +70,17 @@ def cost_html(cost: pd.DataFrame | None, heading: str = "h2") -> str:
 def cost_markdown(cost: pd.DataFrame | None) -> list[str]:
     """The section as summary.md lines."""
     return ["## Cost", "", COST_NOTE, "", md_table(cost_display(cost))]
+
+
+def devices_line(manifest: Mapping[str, Any]) -> str:
+    """Where each model ran, from the manifest's ``loaded_models`` (what the driver loaded
+    before the run's latest start): ``hf:m: cuda:0, bfloat16``. Models whose backend says
+    nothing of its device (an observer, a server's API) and runs on Ray (models load on the
+    replicas only) have no entry: '(not recorded)'."""
+    loaded = manifest.get("loaded_models") or {}
+    parts = [
+        f"{name}: {info.get('device', '?')}, {info.get('dtype', '?')}"
+        for name, info in loaded.items()
+        if isinstance(info, Mapping)
+    ]
+    return "; ".join(parts) or "(not recorded)"

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from clearsight.report import plots
-from clearsight.report.cost import cost_html
+from clearsight.report.cost import cost_html, devices_line
 from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
 from clearsight.report.headline import SWEEP_CAPTION, headline_html, sweep_headline
@@ -112,6 +112,7 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
         ("run", f"{data.name} ({data.run_dir})"),
         ("created", m.get("created_at", "?")),
         ("models", ", ".join(data.models) or "(none)"),
+        ("devices", devices_line(m)),
         (
             "scenes",
             f"{config.get('scenes', '?')}: {boot.n_scenes} scenes from {boot.n_clusters} photos "

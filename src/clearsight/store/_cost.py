@@ -24,6 +24,7 @@ MEASURES: Final = ("model_s", "prompt_tokens", "completion_tokens", "images")
 #: The columns of :func:`run_cost`'s table.
 COST_COLUMNS: Final = (
     "model",
+    "device",
     "records",
     *(f"{m}_{what}" for m in MEASURES for what in ("total", "median", "n")),
 )
@@ -61,14 +62,15 @@ def cost_table(rows: Iterable[tuple[str | None, Any]]) -> pd.DataFrame:
     """Per model (in first-seen order) of ``(model, raw output)`` rows: ``records``, and for
     each measure its ``_total`` (sum over the records carrying it), ``_median`` (median over
     them) and ``_n`` (how many carry it); NaN total and median where none does. Rows of no
-    model (None: an item no model answered, such as a sweep's depth or V_eq) are left out."""
+    model (None: an item no model answered, such as a sweep's depth or V_eq) are left out.
+    ``device``: None here (:func:`run_cost` fills it from the run's manifest)."""
     per: dict[str, list[dict[str, float]]] = {}
     for model, raw in rows:
         if model is not None:
             per.setdefault(model, []).append(record_cost(raw))
     out = []
     for model, costs in per.items():
-        row: dict[str, Any] = {"model": model, "records": len(costs)}
+        row: dict[str, Any] = {"model": model, "device": None, "records": len(costs)}
         for m in MEASURES:
             values = np.array([c[m] for c in costs if m in c], dtype=float)
             row[f"{m}_total"] = float(values.sum()) if values.size else float("nan")
@@ -92,8 +94,19 @@ def spec_model(*fields: str) -> ModelOf:
 
 def run_cost(run_dir: Path | str, model_of: ModelOf) -> pd.DataFrame:
     """:func:`cost_table` of every record of the run in ``run_dir`` (read-only), each
-    attributed to ``model_of(spec)`` (:func:`spec_model`)."""
+    attributed to ``model_of(spec)`` (:func:`spec_model`), with the device and dtype each model
+    was loaded on where the manifest's ``loaded_models`` says (``cuda:0, bfloat16``)."""
     from clearsight.store._run_store import RunStore
 
     with RunStore.open(run_dir, read_only=True) as store:
-        return cost_table((model_of(r.spec), r.raw) for r in store.iter_records(raw=True))
+        table = cost_table((model_of(r.spec), r.raw) for r in store.iter_records(raw=True))
+        loaded = store.manifest().get("loaded_models") or {}
+    table["device"] = [_device(loaded.get(m)) for m in table["model"]]
+    return table
+
+
+def _device(info: Any) -> str | None:
+    """``device, dtype`` of a loaded model's ``info`` (None: not recorded)."""
+    if not isinstance(info, Mapping) or not info.get("device"):
+        return None
+    return ", ".join(str(info[k]) for k in ("device", "dtype") if info.get(k))
