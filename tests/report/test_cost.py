@@ -213,3 +213,15 @@ def test_a_backend_that_says_nothing_of_its_device_is_not_recorded(tmp_path: Pat
     assert "loaded_models" not in manifest
     assert devices_line(manifest) == "(not recorded)"
     assert run_cost(run, spec_model("model"))["device"].tolist() == [None]
+
+
+def test_a_measure_only_some_records_carry_says_how_many() -> None:
+    cost = cost_table(
+        [("hf:m", {"usage": {"prompt_tokens": 10}, "latency_s": 0.5})]
+        + [("hf:m", {"prompt_tokens": 20})] * 2
+    )
+    row = cost_display(cost).iloc[0]
+    assert row["model s total"] == "0.50 (1 of 3)"
+    assert row["prompt tokens total"] == "50"  # every record carries it
+    assert row["prompt tokens median"] == "20.0"
+    assert row["images total"] == "–"

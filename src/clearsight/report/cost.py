@@ -21,7 +21,8 @@ __all__ = ["COST_NOTE", "cost_display", "cost_html", "cost_markdown", "devices_l
 COST_NOTE: Final = (
     "What the models cost, read from every stored record (ok or failed): model seconds "
     "(the backend's own timing; a batched request's share of its batch), prompt and "
-    "completion tokens and images shown, as totals over the run and medians per record. "
+    "completion tokens and images shown, as totals and per-record medians over the records "
+    "that carry them ('(12 of 72)': only 12 of a model's 72 records do). "
     "'–': not recorded by that backend. Device: where the driver loaded the model before the "
     "run's latest start."
 )
@@ -47,7 +48,7 @@ def cost_display(cost: pd.DataFrame | None) -> pd.DataFrame:
     columns += [f"{label} {what}" for _, label, _ in _SHOWN for what in ("total", "median")]
     if cost is None or cost.empty:
         return pd.DataFrame(columns=columns)
-    out: dict[str, object] = {
+    out: dict[str, Any] = {
         "model": cost["model"].astype(str),
         "device": [d if isinstance(d, str) else "–" for d in cost["device"]],
         "records": cost["records"].map("{:,}".format),
@@ -56,6 +57,12 @@ def cost_display(cost: pd.DataFrame | None) -> pd.DataFrame:
         for what in ("total", "median"):
             places = digits if what == "total" else max(digits, 1)  # a median may be x.5
             out[f"{label} {what}"] = [_number(v, places) for v in cost[f"{measure}_{what}"]]
+        out[f"{label} total"] = [  # a measure only some records carry: how many
+            f"{text} ({n:,} of {records:,})" if 0 < n < records else text
+            for text, n, records in zip(
+                out[f"{label} total"], cost[f"{measure}_n"], cost["records"], strict=True
+            )
+        ]
     return pd.DataFrame(out, columns=columns).reset_index(drop=True)
 
 
