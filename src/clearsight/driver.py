@@ -212,7 +212,7 @@ class RunLocked(InputError):  # noqa: N818 - reads as what happened: `except Run
 # Before anything is created: models
 
 
-def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
+def check_models(needs: Sequence[ModelNeed], execution: Execution) -> dict[str, dict[str, Any]]:
     """Load every named model, check its capabilities and run its ``preflight`` where it has
     one (a server's backend asks the server: reachable, model served, log-probabilities);
     InputError on the first that fails (first of all on options that hold a credential:
@@ -222,6 +222,10 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
     cache to serve the run. With a process pool they load in one spawned process that exits
     after the check, so the driver never holds a model (nor a GPU context) its workers load
     again. On Ray only the names are checked here: a replica may need a GPU this process lacks.
+
+    Returns what each loaded model says of itself (model name -> its backend's ``info``: for
+    ``hf:`` the device, dtype, architecture and revision), for the run's manifest; empty on Ray
+    and for backends that say nothing.
     """
     from clearsight.credentials import refuse_credentials
     from clearsight.models import split_model_spec
@@ -232,16 +236,17 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> None:
         split_model_spec(need.name)
         unique.setdefault((need.name, repr(sorted(need.options.items()))), need)
     if execution.executor == "ray" or not unique:
-        return
+        return {}
     if in_process(execution.executor, execution.workers):
-        problem = _check_loaded(list(unique.values()), keep=True)
+        problem, loaded = _check_loaded(list(unique.values()), keep=True)
     else:
-        problem = _check_in_a_process(list(unique.values()))
+        problem, loaded = _check_in_a_process(list(unique.values()))
     if problem is not None:
         raise InputError(problem)
+    return loaded
 
 
-def _check_in_a_process(needs: Sequence[ModelNeed]) -> str | None:
+def _check_in_a_process(needs: Sequence[ModelNeed]) -> _Checked:
     """:func:`_check_loaded` in one spawned process that exits afterwards (with its models)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -256,11 +261,16 @@ def _check_in_a_process(needs: Sequence[ModelNeed]) -> str | None:
         raise InputError(worker_died(exc)) from None
 
 
-def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
+#: A check's first problem (one line, or None) and the loaded models' ``info`` by name.
+_Checked = tuple[str | None, dict[str, dict[str, Any]]]
+
+
+def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> _Checked:
     """Load each model (kept in this process's cache with ``keep``) and check what it can do:
-    the first problem as one line, or None."""
+    the first problem as one line, or None; and what each loaded backend says of itself."""
     from clearsight.models import load_backend, require, shared_backend
 
+    loaded: dict[str, dict[str, Any]] = {}
     for need in needs:
         try:
             backend = (shared_backend if keep else load_backend)(need.name, need.options)
@@ -268,6 +278,9 @@ def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
             preflight = getattr(backend, "preflight", None)
             if preflight is not None:  # a backend that talks to a server asks it now
                 preflight(need.needs)
+            info = getattr(backend, "info", None)
+            if isinstance(info, Mapping):
+                loaded.setdefault(need.name, dict(info))
         except InputError as exc:
             problem = str(exc)
             if not problem.startswith(f"model {need.name!r}"):
@@ -276,8 +289,8 @@ def _check_loaded(needs: Sequence[ModelNeed], keep: bool) -> str | None:
             problem = f"model {need.name!r} could not be loaded: {type(exc).__name__}: {exc}"
         else:
             continue
-        return problem
-    return None
+        return problem, loaded
+    return None, loaded
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,7 +420,7 @@ def run(
             done = _finished(lock_dir, fingerprint)
         if done is not None:
             return RunSummary(run_dir, done)
-    check_models(protocol.models(config), execution)
+    loaded = check_models(protocol.models(config), execution)
     with collector_paused():  # a plan's items all stay alive (clearsight.store.collector_paused)
         plan = protocol.plan(config)
     stages: dict[str, Summary] = {}
@@ -415,7 +428,7 @@ def run(
     if protocol.manifest is None:
         _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        _begin(protocol, config, plan, store, allow_mismatch)
+        _begin(protocol, config, plan, store, allow_mismatch, loaded)
         planned = _Planned(store, fingerprint)
         with _sigterm_stops_cleanly():
             try:
@@ -542,9 +555,16 @@ def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> 
 
 
 def _begin(
-    protocol: Protocol[C, P], config: C, plan: P, store: RunStore, allow_mismatch: bool
+    protocol: Protocol[C, P],
+    config: C,
+    plan: P,
+    store: RunStore,
+    allow_mismatch: bool,
+    loaded: Mapping[str, Mapping[str, Any]],
 ) -> None:
-    """Begin (or resume) the protocol's own run, or check the run it adds to."""
+    """Begin (or resume) the protocol's own run, or check the run it adds to. ``loaded``: what
+    the models said of themselves when the driver loaded them (:func:`check_models`), kept as
+    the manifest's ``loaded_models`` (the latest start's: a resume may run on another device)."""
     made_by = store.manifest().get("protocol")
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
         store.expect_protocol(*protocol.adds_to)
@@ -555,6 +575,8 @@ def _begin(
     presets = applied_presets((need.name, need.options) for need in protocol.models(config))
     if presets:  # the preset each model ran with, and the options that came of it
         manifest["presets"] = presets
+    if loaded:
+        manifest["loaded_models"] = {name: dict(info) for name, info in loaded.items()}
     store.begin_run(manifest, allow_mismatch=allow_mismatch)
 
 

@@ -24,7 +24,7 @@ shows. ``card.json`` holds the same values under the same keys.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -34,6 +34,7 @@ import pandas as pd
 
 from clearsight.report.html import fmt_ci
 from clearsight.report.labels import crossing_label, interval, interval_m, w_label
+from clearsight.store import COST_COLUMNS
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.observer import observer_note
 from clearsight.sweep.results import is_verbal
@@ -274,3 +275,25 @@ def read_probe_frame(run_dir: Path) -> pd.DataFrame:
     from clearsight.probe.results import load_probe_results
 
     return load_probe_results(run_dir).transcripts
+
+
+def card_cost(costs: Mapping[str, pd.DataFrame | None]) -> pd.DataFrame:
+    """The cost tables of the card's parts (part -> :func:`clearsight.store.run_cost`'s table)
+    as one, each model labelled with its part (``observer (sweep)``)."""
+    frames = [
+        cost.assign(model=[f"{m} ({part})" for m in cost["model"]])
+        for part, cost in costs.items()
+        if cost is not None and not cost.empty
+    ]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COST_COLUMNS)
+
+
+def cost_json(cost: pd.DataFrame) -> list[dict[str, Any]]:
+    """:func:`card_cost`'s rows as card.json holds them (NaN as null)."""
+    return [
+        {
+            str(k): (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in row.items()
+        }
+        for row in cost.astype(object).to_dict("records")
+    ]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from clearsight.card.numbers import Number
 from clearsight.card.parts import FETCH_COMMAND, Part
+from clearsight.report.cost import cost_html
 from clearsight.report.html import esc, img, page
 from clearsight.report.plots import error_bars, png, pyplot
 
@@ -126,8 +127,10 @@ def render_card(
     numbers: Mapping[str, Sequence[Number]],
     parts: Sequence[Part],
     figures: Sequence[tuple[str, bytes | None]],
+    cost: pd.DataFrame | None = None,
 ) -> str:
-    """The whole card page (see the module docstring)."""
+    """The whole card page (see the module docstring); ``cost``: what each model of the
+    card's runs cost (:func:`~clearsight.card.numbers.card_cost`)."""
     model = str(card["model"])
     roles = card["roles"]
     figs = "".join(img(b, alt, alt) for alt, b in figures if b is not None)
@@ -145,6 +148,7 @@ def render_card(
         "(a blind spot); '≥' / '≤': a bound where a crossing is censored.</p>"
         f"<h2>Numbers</h2>{numbers_table(numbers, roles)}"
         f"<h2>Plots</h2><div class='figs'>{figs}</div>"
+        f"{cost_html(cost)}"
         f"<h2>What ran and what was skipped</h2>{parts_list(parts)}"
         f"<h2>Full reports</h2><ul>{links}</ul>"
         f"<p class='note'>manifest hash <code>{esc(card['manifest_hash'])}</code>; "

@@ -4,8 +4,9 @@ A card directory holds one run per part (``sweep/``, ``grounding/``, ``probe/``)
 its protocol's own run function through :func:`clearsight.driver.run`, so a card resumes like
 every run: a second ``run_card`` on the same directory and configuration executes nothing and
 only rewrites the pages. Each part's full report is written beside its run and linked from the
-card. ``card.json`` holds the card's numbers (keys as on the page), what ran and what was
-skipped, and the manifest hash: the content hash of the card's configuration, its model and the
+card. ``card.json`` holds the card's numbers (keys as on the page), what each model cost
+(``cost``: :func:`~clearsight.card.numbers.card_cost`), what ran and what was skipped, and the
+manifest hash: the content hash of the card's configuration, its model and the
 configuration hash each part's run recorded.
 """
 
@@ -21,6 +22,8 @@ from clearsight.card.config import BLIND_CONTROL, OBSERVER, CardConfig
 from clearsight.card.numbers import (
     Number,
     NumberJSON,
+    card_cost,
+    cost_json,
     grounding_numbers,
     numbers_json,
     probe_numbers,
@@ -30,8 +33,11 @@ from clearsight.card.numbers import (
 from clearsight.card.page import bars_figure, render_card, sweep_figure
 from clearsight.card.parts import SENSOR_ROLE, Part, PartJSON, plan_parts
 from clearsight.report.output import write_atomic
+from clearsight.store import run_cost, spec_model
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from clearsight.driver import RunOptions, RunSummary
     from clearsight.execute import ExecutorName
 
@@ -54,6 +60,7 @@ class CardJSON(TypedDict):
     config: dict[str, Any]
     roles: dict[str, str]
     numbers: dict[str, dict[str, NumberJSON]]
+    cost: list[dict[str, Any]]
     parts: list[PartJSON]
     reports: dict[str, str]
 
@@ -154,19 +161,23 @@ def write_card(
         write_sweep_report(analysis, out / "sweep", thumbnails=False)
     reports = {"sweep": f"sweep/{REPORT}"}
     tgs: list[Number] = []
+    costs: dict[str, pd.DataFrame | None] = {"sweep": analysis.cost}
     if (out / "grounding").is_dir():
         grounding = analyse_grounding(out / "grounding", n_boot=n_boot, seed=seed)
         if "grounding" in stale:
             render_grounding_report(grounding, out / "grounding")
         tgs = grounding_numbers(grounding)
+        costs["grounding"] = grounding.cost
         reports["grounding"] = f"grounding/{REPORT}"
     probe: list[Number] = []
     if (out / "probe").is_dir():
         probe = probe_numbers(read_probe_frame(out / "probe"), n_boot, seed)
+        costs["probe"] = run_cost(out / "probe", spec_model("sensor"))
         if "probe" in stale:
             build_probe_report(out / "probe")
         reports["probe"] = f"probe/{REPORT}"
     numbers[model] = [*numbers[model], *tgs, *probe]
+    cost = card_cost(costs)
     card: CardJSON = {
         "card_version": CARD_VERSION,
         "model": model,
@@ -174,6 +185,7 @@ def write_card(
         "config": config.model_dump(mode="json"),
         "roles": {m: _role(m, model) for m in numbers},
         "numbers": {m: numbers_json(v) for m, v in numbers.items()},
+        "cost": cost_json(cost),
         "parts": [p.to_json() for p in parts],
         "reports": reports,
     }
@@ -184,7 +196,7 @@ def write_card(
         ("probe", bars_figure(probe, "probe accuracy and cross-run ECE")),
     ]
     write_atomic(out / CARD_JSON, json.dumps(card, indent=1, allow_nan=False) + "\n")
-    write_atomic(out / CARD_HTML, render_card(card, numbers, parts, figures))
+    write_atomic(out / CARD_HTML, render_card(card, numbers, parts, figures, cost))
     return card
 
 

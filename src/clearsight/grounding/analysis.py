@@ -32,7 +32,7 @@ from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences,
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
 from clearsight.metrics.selective import RiskCoverage, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
-from clearsight.store import RunStore
+from clearsight.store import RunStore, run_cost, spec_model
 
 __all__ = [
     "TABLE2",
@@ -140,6 +140,7 @@ class GroundingAnalysis:
     r. A run without an elicitation has only the counts, the failures, ``comparisons`` and
     ``retention``. ``retention``: the retention table of the TGS-Bench file the run scored
     (None for a run that built its pairs itself). ``others``: the further runs' analyses.
+    ``cost``: what each model of the run cost (:func:`~clearsight.store.run_cost`).
     """
 
     name: str
@@ -162,6 +163,7 @@ class GroundingAnalysis:
     comparisons: tuple[Comparison, ...] = ()
     retention: pd.DataFrame | None = None
     others: tuple[GroundingAnalysis, ...] = ()
+    cost: pd.DataFrame | None = None
 
 
 def readout_order(elic: pd.DataFrame) -> list[str]:
@@ -322,4 +324,5 @@ def analyse_grounding(
         comparisons=_comparisons(analysis, further),
         retention=_bench_retention(run),
         others=further,
+        cost=run_cost(run, spec_model("model", "generator", "judge")),
     )

@@ -16,7 +16,7 @@ types (:mod:`~clearsight.probe.querytypes`), self-distillation's before-and-afte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -38,6 +38,7 @@ from clearsight.probe.belief import BeliefCurves, belief_curves, belief_table
 from clearsight.probe.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results
 from clearsight.probe.transcript import Transcript
+from clearsight.store import run_cost, spec_model
 
 #: How many conversations that asked the sensor a report shows turn by turn.
 EXAMPLES: Final = 6
@@ -58,7 +59,9 @@ class ProbeAnalysis:
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before
     and after self-distillation. ``validations``: Table 5, judges against people's labels of
     u. ``queries``: Fig. 5, queries per conversation. ``risk``: the risk-coverage curves of the
-    cross-run confidence. ``examples``: the first conversations that asked the sensor."""
+    cross-run confidence. ``examples``: the first conversations that asked the sensor.
+    ``cost``: the sensor's seconds and tokens its records carry, per sensor model and run
+    (:func:`~clearsight.store.run_cost`; None where not read)."""
 
     conversations: int
     domains: pd.DataFrame
@@ -75,6 +78,7 @@ class ProbeAnalysis:
     queries: pd.DataFrame
     risk: tuple[RiskPanel, ...]
     examples: tuple[Transcript, ...]
+    cost: pd.DataFrame | None = None
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -114,7 +118,8 @@ def analyse_probe(run_dir: Path | str, others: Sequence[Path | str] = ()) -> Pro
     shown beside the run's own (:func:`~clearsight.probe.results.pool_results`; a setting two
     runs share is refused)."""
     results = load_probe_results(run_dir)
+    cost = pd.concat([run_cost(r, spec_model("sensor")) for r in (run_dir, *others)])
     if not others:
-        return probe_analysis(results)
+        return replace(probe_analysis(results), cost=cost)
     runs = [(str(run_dir), results), *((str(o), load_probe_results(o)) for o in others)]
-    return probe_analysis(pool_results(runs))
+    return replace(probe_analysis(pool_results(runs)), cost=cost)

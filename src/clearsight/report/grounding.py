@@ -26,6 +26,7 @@ import pandas as pd
 from clearsight.grounding.analysis import TABLE2, GroundingAnalysis, WilcoxonTest, analyse_grounding
 from clearsight.grounding.tgs import AXES, Score
 from clearsight.grounding.variation import JSD_THRESHOLD
+from clearsight.report.cost import cost_html, cost_markdown
 from clearsight.report.headline import (
     GROUNDING_CAPTION,
     grounding_headline,
@@ -335,6 +336,7 @@ def render_html(analysis: GroundingAnalysis, figures: dict[str, bytes | None]) -
         "intervals (ECE/AUROC: item bootstrap).</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
+    body.append(cost_html(analysis.cost))
     return page(f"clearsight grounding: {name}", "\n".join(body))
 
 
@@ -436,6 +438,7 @@ def summary_markdown(analysis: GroundingAnalysis) -> str:
     lines += ["", "## Failed or skipped items", ""]
     failures = sorted(analysis.failures.items())
     lines += [f"- {n} x {md_text(k)}" for k, n in failures] or ["- none"]
+    lines += ["", *cost_markdown(analysis.cost)]
     return "\n".join(lines) + "\n"
 
 

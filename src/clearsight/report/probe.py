@@ -22,6 +22,7 @@ from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
 from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
 from clearsight.probe.transcript import Transcript
 from clearsight.probe.uot import SearchRecord
+from clearsight.report.cost import cost_html, cost_markdown
 from clearsight.report.headline import (
     PROBE_CAPTION,
     headline_html,
@@ -285,6 +286,8 @@ def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportP
     )
     body.append("<h2>Example conversations</h2>")
     body.append(_examples(analysis.examples))
+    body.append(cost_html(analysis.cost))
+    md.append("\n" + "\n".join(cost_markdown(analysis.cost)))
     return write_report(
         run,
         html=page(f"clearsight probe: {run.name}", "\n".join(body)),

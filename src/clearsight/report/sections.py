@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from clearsight.report import plots
+from clearsight.report.cost import cost_html, devices_line
 from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
 from clearsight.report.headline import SWEEP_CAPTION, headline_html, sweep_headline
@@ -59,6 +60,7 @@ def render_report(analysis: SweepAnalysis, *, thumbnails: bool = True) -> str:
         sections.append(_imagenet_section(analysis, task))
         sections.append(examples_section(data, task, thumbnails))
     sections.append(guard_section_html(analysis.guard))  # empty without a guarded model
+    sections.append(cost_html(analysis.cost))
     sections.append(_methods_note())
     return page(f"clearsight sweep report — {data.name}", "\n".join(sections))
 
@@ -66,7 +68,8 @@ def render_report(analysis: SweepAnalysis, *, thumbnails: bool = True) -> str:
 def _nav(data: RunData) -> str:
     """Links to the sections."""
     links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in data.tasks]
-    links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("methods", "methods")]
+    links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("cost", "cost")]
+    links += [("methods", "methods")]
     return "<nav>" + "".join(f"<a href='#{esc(a)}'>{esc(t)}</a>" for a, t in links) + "</nav>"
 
 
@@ -109,6 +112,7 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
         ("run", f"{data.name} ({data.run_dir})"),
         ("created", m.get("created_at", "?")),
         ("models", ", ".join(data.models) or "(none)"),
+        ("devices", devices_line(m)),
         (
             "scenes",
             f"{config.get('scenes', '?')}: {boot.n_scenes} scenes from {boot.n_clusters} photos "

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.report.cost import cost_markdown
 from clearsight.report.headline import SWEEP_CAPTION, headline_markdown, sweep_headline
 from clearsight.report.html import fmt_ci, fmt_num, fmt_range
 from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
@@ -195,6 +196,7 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
             else "_No control conditions in this run._\n"
         )
     lines += _imagenet_markdown(analysis)
+    lines += cost_markdown(analysis.cost)
     return "\n".join(lines)
 
 

@@ -14,6 +14,14 @@ from __future__ import annotations
 
 from clearsight.store._bulk import collector_paused
 from clearsight.store._connect import DB_NAME
+from clearsight.store._cost import (
+    COST_COLUMNS,
+    MEASURES,
+    cost_table,
+    record_cost,
+    run_cost,
+    spec_model,
+)
 from clearsight.store._items import Items, SpecGrid, SpecGrids, as_items, keys_of, select
 from clearsight.store._json import compact_json
 from clearsight.store._manifest import ConfigMismatch
@@ -23,8 +31,10 @@ from clearsight.store._run_store import RunStore, load_run
 from clearsight.store._schema import FRAME_COLUMNS, SCHEMA_VERSION
 
 __all__ = [
+    "COST_COLUMNS",
     "DB_NAME",
     "FRAME_COLUMNS",
+    "MEASURES",
     "SCHEMA_VERSION",
     "ConfigMismatch",
     "Items",
@@ -36,8 +46,12 @@ __all__ = [
     "as_items",
     "collector_paused",
     "compact_json",
+    "cost_table",
     "keys_of",
     "load_run",
     "readouts_of",
+    "record_cost",
+    "run_cost",
     "select",
+    "spec_model",
 ]

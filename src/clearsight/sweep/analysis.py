@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clearsight.store import run_cost, spec_model
 from clearsight.sweep.confidence import (
     ReliabilityPanel,
     RiskPanel,
@@ -88,7 +89,8 @@ class SweepAnalysis:
     bootstrap, each task's :class:`TaskAnalysis` (in the run's task order), the ImageNet-C
     summaries (``veq``: :func:`~clearsight.sweep.equivalence.veq_summary`; ``monotone``;
     ``ranges``), the scene set's depth, the guard's estimate table (empty without a guarded
-    model) and the number of distinct targets with records;
+    model), the number of distinct targets with records and what each model cost
+    (``cost``: :func:`~clearsight.store.run_cost`, one row per model);
     :func:`~clearsight.sweep.headline.headline_table` reads the figures a reader looks for
     first off them."""
 
@@ -101,6 +103,7 @@ class SweepAnalysis:
     depth: DepthSummary
     guard: pd.DataFrame
     n_targets: int
+    cost: pd.DataFrame
 
     @property
     def curves(self) -> pd.DataFrame:
@@ -138,6 +141,7 @@ def analyse_run(
         depth=depth_summary(data.depth),
         guard=guard_estimate_table(data),
         n_targets=rec[["scene", "target"]].drop_duplicates().shape[0] if not rec.empty else 0,
+        cost=run_cost(data.run_dir, spec_model("model")),
     )
 
 
