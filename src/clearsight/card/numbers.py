@@ -288,7 +288,7 @@ def card_cost(costs: Mapping[str, pd.DataFrame | None]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COST_COLUMNS)
 
 
-def cost_json(cost: pd.DataFrame) -> list[dict[str, Any]]:
+def cost_json(cost: pd.DataFrame) -> list[dict[str, str | int | float | None]]:
     """:func:`card_cost`'s rows as card.json holds them (NaN as null)."""
     return [
         {

@@ -60,7 +60,7 @@ class CardJSON(TypedDict):
     config: dict[str, Any]
     roles: dict[str, str]
     numbers: dict[str, dict[str, NumberJSON]]
-    cost: list[dict[str, Any]]
+    cost: list[dict[str, str | int | float | None]]
     parts: list[PartJSON]
     reports: dict[str, str]
 

@@ -48,7 +48,7 @@ def cost_display(cost: pd.DataFrame | None) -> pd.DataFrame:
     columns += [f"{label} {what}" for _, label, _ in _SHOWN for what in ("total", "median")]
     if cost is None or cost.empty:
         return pd.DataFrame(columns=columns)
-    out: dict[str, Any] = {
+    out: dict[str, pd.Series | list[str]] = {
         "model": cost["model"].astype(str),
         "device": [d if isinstance(d, str) else "–" for d in cost["device"]],
         "records": cost["records"].map("{:,}".format),

@@ -70,7 +70,11 @@ def cost_table(rows: Iterable[tuple[str | None, Any]]) -> pd.DataFrame:
             per.setdefault(model, []).append(record_cost(raw))
     out = []
     for model, costs in per.items():
-        row: dict[str, Any] = {"model": model, "device": None, "records": len(costs)}
+        row: dict[str, str | int | float | None] = {
+            "model": model,
+            "device": None,
+            "records": len(costs),
+        }
         for m in MEASURES:
             values = np.array([c[m] for c in costs if m in c], dtype=float)
             row[f"{m}_total"] = float(values.sum()) if values.size else float("nan")

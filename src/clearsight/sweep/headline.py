@@ -21,7 +21,7 @@ run.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -72,10 +72,10 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
                 ]
                 if mine.empty:
                     continue
-                row: dict[str, Any] = {"task": task, "model": model, "arm": arm}
+                row: dict[str, float | str] = {"task": task, "model": model, "arm": arm}
                 row |= {"letter": letter, "verbal": verbal}
                 row |= _accuracy(analysis, task, model, arm, first, mine.iloc[0])
-                row |= _signals(analysis, task, here, letter, verbal, row["fallen_m"])
+                row |= _signals(analysis, task, here, letter, verbal, float(row["fallen_m"]))
                 row |= _confidence(analysis, task, model, arm, letter, verbal)
                 rows.append(row)
     return pd.DataFrame(rows)
@@ -83,7 +83,7 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
 
 def _accuracy(
     analysis: SweepAnalysis, task: str, model: str, arm: str, wording: str, crossing: pd.Series
-) -> dict[str, Any]:
+) -> dict[str, float | str]:
     """Clean accuracy (the clean control's, with interval; NaN without one), V*_acc and the
     first level whose accuracy is below the half point."""
     controls = analysis.tasks[task].controls
@@ -141,10 +141,10 @@ def _signals(
     letter: str,
     verbal: str,
     fallen_m: float,
-) -> dict[str, Any]:
+) -> dict[str, float | str]:
     """Per awareness signal: W with its bound and interval (NaN, bound '' where the signal
     was not read) and its mean at ``fallen_m``."""
-    out: dict[str, Any] = {}
+    out: dict[str, float | str] = {}
     for signal, column in HEADLINE_SIGNALS.items():
         wording = verbal if signal == "verbal_conf" else letter
         row = here[(here["signal"] == signal) & (here["wording"] == wording)]
@@ -165,11 +165,11 @@ def _signals(
 
 def _confidence(
     analysis: SweepAnalysis, task: str, model: str, arm: str, letter: str, verbal: str
-) -> dict[str, Any]:
+) -> dict[str, float]:
     """The pooled ECE of the internal (letter wording) and verbalized confidence and the
     pooled AURC of the internal confidence (the verbalized one without a letter wording)."""
     tables = analysis.tasks[task]
-    out: dict[str, Any] = {}
+    out: dict[str, float] = {}
     picks = (
         ("ece_internal", tables.calibration, "ece", "internal_conf", letter),
         ("ece_verbal", tables.calibration, "ece", "verbal_conf", verbal),
