@@ -290,12 +290,26 @@ def _image_only_processor(
     loader: Any = type(cls.__name__, (cls,), {"get_attributes": classmethod(lambda _: kept)})
     image_only: Any = type(cls.__name__, (cls,), {"check_argument_for_proper_class": check})
     try:
-        args = loader._get_arguments_from_pretrained(source, config, **common)
+        parts = _kept_parts(loader, source, config, kept, common)
         init = inspect.signature(cls.__init__).parameters
         kwargs = {k: v for k, v in config.items() if k in init and k not in cls.get_attributes()}
         kwargs |= dict.fromkeys(absent)
-        return image_only(**dict(zip(kept, args, strict=True)), **kwargs)
+        return image_only(**parts, **kwargs)
     except (ImportError, OSError, ValueError, TypeError) as exc:
         raise InputError(
             f"cannot build the processor of {name}: {why}; without its video half: {exc}"
         ) from exc
+
+
+def _kept_parts(
+    loader: Any, source: str, config: dict[str, Any], kept: list[str], common: dict[str, Any]
+) -> dict[str, Any]:
+    """The processor parts named ``kept`` (image processor, tokenizer, ...), loaded from the
+    checkpoint by the processor class ``loader`` the way ``from_pretrained`` loads them:
+    ``_get_arguments_from_pretrained`` before transformers 5.25, ``_resolve_subprocessors``
+    (the parts into the processor's settings) since."""
+    if hasattr(loader, "_get_arguments_from_pretrained"):
+        args = loader._get_arguments_from_pretrained(source, config, **common)
+        return dict(zip(kept, args, strict=True))
+    resolved, _ = loader._resolve_subprocessors(source, dict(config), **common)
+    return {name: resolved[name] for name in kept}
