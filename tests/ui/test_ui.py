@@ -203,8 +203,8 @@ def test_records_filter_by_status(tmp_path: Path, status: str) -> None:
     _sweep_run(run)
     page = record_page(run, status=status)
     assert page.total == (6 if status == "ok" else 1)
-    assert all(row.status == status for row in page.rows)
-    assert json.loads(page.rows[0].spec_preview)["scene"].startswith("s")
+    assert all(row["status"] == status for row in page.rows)
+    assert json.loads(page.rows[0]["spec_preview"])["scene"].startswith("s")
 
 
 # ------------------------------------------------------------------------------ human sessions

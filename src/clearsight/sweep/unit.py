@@ -17,7 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,9 @@ from clearsight.sweep.readouts import sweep_readouts
 from clearsight.sweep.specs import DepthItem, SceneRef, SweepItem, VeqItem
 from clearsight.tasks import Question
 from clearsight.validate import InputError
+
+#: The item kind of a model-free scene unit.
+ItemT = TypeVar("ItemT", VeqItem, DepthItem)
 
 _SCENE_CACHE: dict[tuple[str, str], Scene] = {}
 
@@ -96,13 +99,18 @@ class SweepUnit(KeyedItems):
 
 
 @dataclass(frozen=True)
-class VeqUnit(KeyedItems):
-    """The ImageNet-C equivalent visibilities of one scene (no model)."""
+class _SceneUnit(KeyedItems, Generic[ItemT]):
+    """A model-free unit: items of one scene (its reference and depth model), no model."""
 
     scene: SceneRef
     depth_model: str
-    items: tuple[VeqItem, ...]
+    items: tuple[ItemT, ...]
     model: str = ""
+
+
+@dataclass(frozen=True)
+class VeqUnit(_SceneUnit[VeqItem]):
+    """The ImageNet-C equivalent visibilities of one scene (no model)."""
 
     @property
     def cost(self) -> float:
@@ -112,13 +120,8 @@ class VeqUnit(KeyedItems):
 
 
 @dataclass(frozen=True)
-class DepthUnit(KeyedItems):
+class DepthUnit(_SceneUnit[DepthItem]):
     """The depth profile of one scene (no model)."""
-
-    scene: SceneRef
-    depth_model: str
-    items: tuple[DepthItem, ...]
-    model: str = ""
 
 
 class _Images:

@@ -22,6 +22,7 @@ from clearsight.validate import InputError
 __all__ = [
     "MAX_PER_PAGE",
     "REPORT_FILES",
+    "RecordColumns",
     "RecordJSON",
     "RecordPage",
     "RecordRow",
@@ -54,10 +55,9 @@ class RunSummary:
     manifest: dict[str, Any]
 
 
-class RecordJSON(TypedDict):
-    """One record with its item as the record page and ``/api`` show it (JSON-able): the
-    store's columns, the item's ``spec``, the ``readouts`` and the ``raw`` output (both
-    :data:`HIDDEN`, a string, where :func:`public_record` hides them)."""
+class RecordColumns(TypedDict):
+    """A record's own columns in the store: its key, protocol (item kind), status, error,
+    seconds, when it finished and its attempt."""
 
     key: str
     protocol: str
@@ -66,22 +66,21 @@ class RecordJSON(TypedDict):
     elapsed_s: float
     finished_at: str
     attempt: int
+
+
+class RecordJSON(RecordColumns):
+    """One record with its item as the record page and ``/api`` show it (JSON-able): the
+    store's columns, the item's ``spec``, the ``readouts`` and the ``raw`` output (both
+    :data:`HIDDEN`, a string, where :func:`public_record` hides them)."""
+
     spec: dict[str, Any]
     readouts: Mapping[str, Any] | str
     raw: Any
 
 
-@dataclass(frozen=True)
-class RecordRow:
+class RecordRow(RecordColumns):
     """One line of a records page: the record's columns plus short one-line JSON previews."""
 
-    key: str
-    protocol: str
-    status: str
-    error: str | None
-    elapsed_s: float
-    finished_at: str
-    attempt: int
     spec_preview: str
     readouts_preview: str
 
@@ -157,20 +156,27 @@ def record_page(
     return RecordPage([_row(record) for record in records], page, per_page, total)
 
 
+def _columns(record: StoredRecord) -> RecordColumns:
+    """The store's own columns of ``record``."""
+    return {
+        "key": record.key,
+        "protocol": record.protocol,
+        "status": record.status,
+        "error": record.error,
+        "elapsed_s": float(record.elapsed_s),
+        "finished_at": record.finished_at,
+        "attempt": int(record.attempt),
+    }
+
+
 def _row(record: StoredRecord) -> RecordRow:
     """The records-page line of ``record``: its columns and compact JSON previews."""
     hidden = _hidden(record.protocol, record.status, record.readouts)
-    return RecordRow(
-        key=record.key,
-        protocol=record.protocol,
-        status=record.status,
-        error=record.error,
-        elapsed_s=float(record.elapsed_s),
-        finished_at=record.finished_at,
-        attempt=int(record.attempt),
-        spec_preview=_preview(compact_json(record.spec)),
-        readouts_preview=HIDDEN if hidden else _preview(compact_json(record.readouts)),
-    )
+    return {
+        **_columns(record),
+        "spec_preview": _preview(compact_json(record.spec)),
+        "readouts_preview": HIDDEN if hidden else _preview(compact_json(record.readouts)),
+    }
 
 
 def read_record(run_dir: Path, key: str) -> RecordJSON | None:
@@ -183,13 +189,7 @@ def read_record(run_dir: Path, key: str) -> RecordJSON | None:
     if record is None:
         return None
     return {
-        "key": record.key,
-        "protocol": record.protocol,
-        "status": record.status,
-        "error": record.error,
-        "elapsed_s": record.elapsed_s,
-        "finished_at": record.finished_at,
-        "attempt": record.attempt,
+        **_columns(record),
         "spec": record.spec,
         "readouts": record.readouts,
         "raw": record.raw,
