@@ -16,6 +16,7 @@ from clearsight.report import build_report, run_protocol
 from clearsight.store import RunStore
 from clearsight.sweep import SweepConfig, run_sweep
 from clearsight.validate import InputError
+from fixtures.kept_runs import grounding_config
 from fixtures.probe_runs import IDS, probe_config
 
 runner = CliRunner()
@@ -74,21 +75,10 @@ def test_a_probe_run_and_a_build_run_get_the_probe_report(tmp_path: Path) -> Non
 def test_a_grounding_run_gets_the_grounding_report(tmp_path: Path, tiny_llama_path: Path) -> None:
     """Four problems through the tiny Llama (model, generator and judge), as the kept run makes
     them; ``clearsight report`` writes the grounding report with the run's own bootstrap."""
-    from clearsight.grounding import GroundingConfig, run_grounding
+    from clearsight.grounding import run_grounding
 
-    model = f"hf:{tiny_llama_path}"
-    config = GroundingConfig(
-        model=model,
-        generator=model,
-        judge=model,
-        n_problems=4,
-        max_new_tokens=6,
-        unit_size=16,
-        n_boot=200,
-        variation_mode="handwritten",
-    )
     run = tmp_path / "grounding"
-    run_grounding(config, run, progress=False)
+    run_grounding(grounding_config(tiny_llama_path), run, progress=False)
     result = runner.invoke(app, ["report", str(run)])
     assert result.exit_code == 0, result.output
     assert f"report: {run / 'report.html'}" in result.output
