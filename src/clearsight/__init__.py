@@ -54,17 +54,11 @@ _EXPORTS = {
 __all__ = [*_EXPORTS, "__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    """The public name ``name``, imported from its module on first use."""
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'clearsight' has no attribute {name!r}")
-
-
 def lazy_face(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A protocol package's ``__getattr__`` (PEP 562): ``name`` read from the
-    ``"module:attribute"`` that ``exports`` gives it, importing the module on first use (so
-    importing the package stays cheap: a command's ``--help`` loads no numpy kernel or torch)."""
+    """A package's ``__getattr__`` (PEP 562): ``name`` read from the ``"module:attribute"``
+    that ``exports`` gives it, importing the module on first use (so importing the package
+    stays cheap: a command's ``--help`` loads no numpy kernel or torch). This package's own
+    names and each protocol package's face are looked up through it."""
 
     def attribute(name: str) -> Any:
         if name not in exports:
@@ -73,3 +67,11 @@ def lazy_face(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
         return getattr(importlib.import_module(module), attr)
 
     return attribute
+
+
+_public = lazy_face(__name__, {name: f"{module}:{name}" for name, module in _EXPORTS.items()})
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, imported from its module on first use."""
+    return _public(name)
