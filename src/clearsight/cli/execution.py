@@ -6,13 +6,13 @@ how a run's summary ends the command (docs/scale.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, Unpack, cast
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
-    from clearsight.driver import RunSummary
+    from clearsight.driver import RunOptions, RunSummary
     from clearsight.execute import ExecutorName
     from clearsight.execute.on_ray import RayConfig
 
@@ -28,15 +28,7 @@ class Runner(Protocol[C_contra]):
     """A protocol's run function (``run_sweep``, ``run_grounding``, ``run_probe``, ...)."""
 
     def __call__(
-        self,
-        config: C_contra,
-        run_dir: Path,
-        *,
-        fresh: bool,
-        allow_mismatch: bool,
-        executor: ExecutorName,
-        workers: int,
-        ray: RayConfig | None,
+        self, config: C_contra, run_dir: Path, **options: Unpack[RunOptions]
     ) -> RunSummary: ...
 
 
