@@ -235,8 +235,10 @@ def test_sensor_one_call_with_n_and_uniform_index() -> None:
 
 
 def test_sensor_without_n_makes_k_requests() -> None:
-    backend = ScriptedBackend([Response(texts=(t,)) for t in ["a", "b", "a"]])
-    backend.capabilities = Capabilities(images=True, generate=True)  # one sample a call
+    class OneAtATime(ScriptedBackend):
+        capabilities = Capabilities(images=True, generate=True)
+
+    backend = OneAtATime([Response(texts=(t,)) for t in ["a", "b", "a"]])
     reply = Sensor(backend, k=3, judge=ExactJudge()).ask(_inst(), "q", np.random.default_rng(0))
     assert reply.calls == 3
     assert reply.samples == ("a", "b", "a")

@@ -107,19 +107,24 @@ class ScriptedBackend:
     ) -> None:
         self.name = name
         self.latency_s = latency_s
-        self.capabilities = Capabilities(
-            images=True,
-            generate=True,
-            candidate_probs=True,
-            top_logprobs=True,
-            n_per_call=True,
-            attention_mask=bool(scores),
-        )
         self._ordered = list(ordered)
         self._matched = list(matched)
         self._scores = list(scores)
         self._next = 0
         self._lock = threading.Lock()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Everything it is given outputs for; masked scoring only with a table of scores. A
+        property, so a subclass may declare its own as a class attribute."""
+        return Capabilities(
+            images=True,
+            generate=True,
+            candidate_probs=True,
+            top_logprobs=True,
+            n_per_call=True,
+            attention_mask=bool(self._scores),
+        )
 
     def _one(self, request: Request) -> Response:
         text = _text(request.messages)
