@@ -29,6 +29,7 @@ from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
 from clearsight.seeding import rng_for
 from clearsight.specs import Options
 from clearsight.store import SpecGrid
+from clearsight.sweep.conditions import plasma_field
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.specs import (
     DepthItem,
@@ -158,7 +159,7 @@ def _questions(
     out: list[tuple[str, str | None, str, Question]] = []
     for task in config.tasks:
         for wording in config.wordings:
-            abstain: AbstainWording = "generic" if wording == "mcq.generic" else "reason"
+            abstain = _ABSTAIN_OPTION.get(wording, "reason")
             rng = rng_for(*seed_parts, task)
             if task == "identify":
                 qs: list[tuple[str | None, Question]] = [
@@ -179,6 +180,10 @@ def _questions(
                     q = verbalized_question(q, _VERBAL_TEMPLATE[wording])
                 out.append((task, asked, wording, q))
     return out
+
+
+#: The abstain option of each wording that does not offer the reason-naming one.
+_ABSTAIN_OPTION: dict[str, AbstainWording | None] = {"mcq.generic": "generic", "mcq.none": None}
 
 
 @dataclass(frozen=True)
@@ -237,6 +242,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         )
         for m in models
         for ref, items in zip(refs, per_scene, strict=True)
+        if m.name in items
     ]
     depth = tuple(DepthUnit(ref, config.coco_depth_model, (DepthItem(ref),)) for ref in refs)
     veq = tuple(_veq_units(config, refs))
@@ -300,8 +306,15 @@ def _scene_items(
     )
     # one entry object per condition, shared by every scene and model (a shuffled one per
     # scene), so the store encodes each once
+    plasma = plasma_field(config.imagenet_c_plasma)
     conditions = [
-        {"condition": c, "level_m": level, "severity": severity, "shown": None}
+        {
+            "condition": c,
+            "level_m": level,
+            "severity": severity,
+            "shown": None,
+            "plasma": plasma if c == "imagenet_c" else None,
+        }
         for c, level, severity in _conditions(config)
     ]
     per_scene: list[dict[str, SpecGrid[SweepItem]]] = []
@@ -316,6 +329,8 @@ def _scene_items(
         questions = _question_entries(config, ref, i, prior, scheme, prompt_hashes)
         grids: dict[str, SpecGrid[SweepItem]] = {}
         for m in models:
+            if not config.model_on_scene(m.name, i):
+                continue
             fixed = {
                 "scene": ref,
                 "physics": physics,
@@ -384,7 +399,10 @@ def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:
         VeqUnit(
             ref,
             config.coco_depth_model,
-            tuple(VeqItem(ref, s, config.seed) for s in config.imagenet_c_severities),
+            tuple(
+                VeqItem(ref, s, config.seed, plasma_field(config.imagenet_c_plasma))
+                for s in config.imagenet_c_severities
+            ),
         )
         for ref in refs
     ]
