@@ -5,6 +5,7 @@ docstrings. Every number below is worked out by hand in its comment."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from pathlib import Path
@@ -158,7 +159,8 @@ def test_an_abstain_free_wording_asks_the_same_options_without_e(tmp_path: Path)
     questions = plan_sweep(config).questions
     by = {(i.condition, i.level_m, i.wording): i.question for i in questions}
     with_e, without = by[("clean", None, "mcq.reason")], by[("clean", None, "mcq.none")]
-    assert without.abstain is None and with_e.abstain == "E"
+    assert without.abstain is None
+    assert with_e.abstain == "E"
     assert without.letters == ("A", "B", "C", "D")
     assert without.options == with_e.options[:4]  # the same four options, in the same order
     assert without.correct == with_e.correct
@@ -275,7 +277,7 @@ def test_the_monotone_share_under_independent_plasma_matches_a_hand_count() -> N
         for severity in (1, 2, 3, 4, 5):
             np.random.seed(_own_seed(scene.id, severity, 3))  # noqa: NPY002
             by_hand.append(curve.equivalent(curve.gain_of(corrupt(scene.image, severity, "fog"))))
-        falling += all(b < a for a, b in zip(by_hand, by_hand[1:], strict=False))
+        falling += all(b < a for a, b in itertools.pairwise(by_hand))
         records = run_veq_unit(unit)
         got = [r.readouts["v_eq_m"] for r in records]
         assert got == pytest.approx(by_hand, rel=1e-12)
@@ -331,7 +333,8 @@ def test_physics_sources_hold_no_control_characters() -> None:
     from clearsight.physics import turbid_coefficients
 
     doc = turbid_coefficients.__doc__ or ""
-    assert r"\beta_k" in doc and r"\frac{3.912}{V}" in doc
+    assert r"\beta_k" in doc
+    assert r"\frac{3.912}{V}" in doc
     for path in Path(physics.__file__).parent.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         bad = [c for c in text if ord(c) < 32 and c not in "\n\t"]

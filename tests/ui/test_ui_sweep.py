@@ -324,7 +324,8 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
     assert row["verbal"] == "mcq.reason"
     assert row["w_verbal_conf"] == pytest.approx(w)
     assert row["ece_verbal"] == pytest.approx(0.1)
-    assert np.isnan(row["ece_internal"]) and np.isnan(row["w_internal_conf"])
+    assert np.isnan(row["ece_internal"])
+    assert np.isnan(row["w_internal_conf"])
     calibration = analysis.tasks["identify"].calibration
     person = calibration[calibration["model"] == "human:ann"]
     assert set(person["signal"]) == {"verbal_conf"}
