@@ -212,7 +212,7 @@ def test_table_vi_compares_the_verbal_wordings_on_the_same_scenes() -> None:
 
 def _reference_corrupt():  # type: ignore[no-untyped-def]
     """The ``imagecorruptions`` package's corrupt() (it predates NumPy 2's float_)."""
-    np.float64 = np.float64  # type: ignore[attr-defined]
+    setattr(np, "float_", np.float64)  # noqa: B010 - the reference package predates NumPy 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from imagecorruptions import corrupt
