@@ -209,18 +209,23 @@ class SweepPlan:
         return [*self.questions, *veq, *(i for u in self.depth_units for i in u.items)]
 
 
-def _conditions(config: SweepConfig) -> list[tuple[str, float | None, int | None]]:
+def _condition_entries(config: SweepConfig) -> list[dict[str, Any]]:
+    """The condition fields of every item (one entry object per condition, shared by every
+    scene and model, so the store encodes each once): clean, the arms' levels, blank, shuffled
+    (its ``shown`` set per scene), the ImageNet-C severities with their ``plasma`` draw."""
+    plasma = plasma_field(config.imagenet_c_plasma)
     conds: list[tuple[str, float | None, int | None]] = []
-    if "clean" in config.controls:
-        conds.append(("clean", None, None))
+    conds += [("clean", None, None)] if "clean" in config.controls else []
     for arm in config.arms:
         conds += [(arm, v, None) for v in config.levels_m]
-    for control in ("blank", "shuffled"):
-        if control in config.controls:
-            conds.append((control, None, None))
+    conds += [(c, None, None) for c in ("blank", "shuffled") if c in config.controls]
     if "imagenet_c" in config.controls:
         conds += [("imagenet_c", None, s) for s in config.imagenet_c_severities]
-    return conds
+    return [
+        {"condition": c, "level_m": v, "severity": s, "shown": None}
+        | {"plasma": plasma if c == "imagenet_c" else None}
+        for c, v, s in conds
+    ]
 
 
 def plan_sweep(config: SweepConfig) -> SweepPlan:
@@ -304,19 +309,7 @@ def _scene_items(
         config.turbid_absorption_per_m,
         config.turbid_scattering_per_m,
     )
-    # one entry object per condition, shared by every scene and model (a shuffled one per
-    # scene), so the store encodes each once
-    plasma = plasma_field(config.imagenet_c_plasma)
-    conditions = [
-        {
-            "condition": c,
-            "level_m": level,
-            "severity": severity,
-            "shown": None,
-            "plasma": plasma if c == "imagenet_c" else None,
-        }
-        for c, level, severity in _conditions(config)
-    ]
+    conditions = _condition_entries(config)
     per_scene: list[dict[str, SpecGrid[SweepItem]]] = []
     for i, ref in enumerate(refs):
         shown = None
@@ -395,14 +388,12 @@ def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:
     """The ImageNet-C control's equivalent-visibility units, one per scene (no model)."""
     if "imagenet_c" not in config.controls:
         return []
+    plasma = plasma_field(config.imagenet_c_plasma)
     return [
         VeqUnit(
             ref,
             config.coco_depth_model,
-            tuple(
-                VeqItem(ref, s, config.seed, plasma_field(config.imagenet_c_plasma))
-                for s in config.imagenet_c_severities
-            ),
+            tuple(VeqItem(ref, s, config.seed, plasma) for s in config.imagenet_c_severities),
         )
         for ref in refs
     ]
