@@ -80,11 +80,11 @@ SWEEP_CAPTION = (
 #: How each W pairing is stated under the headline (the analysis' ``w_accuracy``).
 W_PAIRING_NOTES: dict[str, str] = {
     "main": "W = log10(V*_acc / V*_aware) with one accuracy crossing per model and arm, the "
-    "main wording's V*_acc shown here, for every awareness signal (the paper's reading; "
+    "main wording's V*_acc (the headline's), for every awareness signal (the paper's reading; "
     "w_accuracy: main).",
     "own": "W = log10(V*_acc / V*_aware) with the accuracy crossing of each awareness signal's "
     "own wording (w_accuracy: own): the verbalized confidence's W with the verbal replies' "
-    "accuracy, not the V*_acc shown here.",
+    "accuracy, not the headline's V*_acc.",
 }
 
 
