@@ -365,3 +365,22 @@ def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
     assert html.count("class='thumb'") == 3  # clean, 15.6 m and 1.95 m
     assert "not rendered" not in html
     assert "COCO" in html  # the image's attribution
+
+
+def test_the_report_renders_table_vi_on_the_shared_scenes(tmp_path: Path) -> None:
+    from clearsight.report import build_report
+
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "mpl-grace-hopper"),
+        arms=("fog",),
+        levels_m=(62.5, 1.953125),
+        controls=("clean",),
+        tasks=("identify",),
+        wordings=("verbal.plain", "verbal.percent"),
+        wording_scenes={"verbal.percent": 1},
+    )
+    run_sweep(config, tmp_path / "run", progress=False)
+    html = build_report(tmp_path / "run", n_boot=20, thumbnails=False).html.read_text("utf-8")
+    section = html.split("Verbalized wordings on matched images (Table VI)")[1]
+    # both wordings on the one scene they share: 1 scene, 1 item per cell
+    assert section.count("<td>1</td><td>1</td>") >= 4
