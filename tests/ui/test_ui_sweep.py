@@ -289,6 +289,53 @@ def test_the_report_draws_the_person_beside_the_observer(run: Path) -> None:
     assert "human:ann" in paths.summary_md.read_text(encoding="utf-8")
 
 
+def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Path) -> None:
+    """A person answering the letter wording states a confidence with the slider: it is read as
+    their (verbalized) confidence beside their letter answers. By hand, per arm: accuracy 1 at
+    clean, 62.5 and 3.9 m, 0 at 0.5 m and on blank images (the floor): h = .5, crossed half-way
+    from 3.9 to 0.5 m in log V; stated confidence .9, .9, .9, .1 with floor 1/4: h = .575,
+    crossed at t = (.9 - .575) / .8 = .40625 of that step; so W = (.5 - .40625) log10(.5 /
+    3.90625). Every answered item is right at .9: ECE = .1 exactly."""
+    from clearsight.report import build_report
+    from clearsight.report.headline import sweep_headline
+    from clearsight.sweep.analysis import analyse_run
+    from clearsight.sweep.headline import headline_table
+
+    _answer_all(HumanSweep(run, SWEEP), "ann")
+    analysis = analyse_run(load_run_data(run), n_boot=50)
+    curves = analysis.curves
+    stated = curves[
+        (curves["model"] == "human:ann")
+        & (curves["wording"] == "mcq.reason")
+        & (curves["signal"] == "verbal_conf")
+        & (curves["condition"] == "fog")
+    ]
+    assert dict(zip(stated["x"], stated["estimate"], strict=True)) == pytest.approx(
+        {62.5: 0.9, 3.90625: 0.9, 0.5: 0.1}
+    )
+    w = 0.09375 * np.log10(0.5 / 3.90625)
+    cr = analysis.crossings
+    mine = cr[(cr["model"] == "human:ann") & (cr["signal"] == "verbal_conf")]
+    assert set(mine["arm"]) == {"fog", "water"}
+    assert mine["w"].to_list() == pytest.approx([w, w])
+    assert set(mine["w_accuracy"]) == {"mcq.reason"}
+    head = headline_table(analysis)
+    row = head[(head["model"] == "human:ann") & (head["arm"] == "fog")].iloc[0]
+    assert row["verbal"] == "mcq.reason"
+    assert row["w_verbal_conf"] == pytest.approx(w)
+    assert row["ece_verbal"] == pytest.approx(0.1)
+    assert np.isnan(row["ece_internal"])
+    assert np.isnan(row["w_internal_conf"])
+    calibration = analysis.tasks["identify"].calibration
+    person = calibration[calibration["model"] == "human:ann"]
+    assert set(person["signal"]) == {"verbal_conf"}
+    frame, _ = sweep_headline(head, analysis.data.levels)
+    cell = frame.loc[(frame["model"] == "human:ann") & (frame["arm"] == "fog")]
+    assert cell["W verbalized confidence"].iloc[0].startswith(f"{w:+.2f}")  # beside the models
+    md = build_report(run, n_boot=50, thumbnails=False).summary_md.read_text(encoding="utf-8")
+    assert "the confidence they state with the slider" in md
+
+
 def test_a_verbal_wording_gives_the_persons_confidence_its_curve(run: Path) -> None:
     from clearsight.sweep.crossings import scene_bootstrap
 

@@ -4,7 +4,7 @@ degradations before running anything."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -80,11 +80,15 @@ def _turbid_water(
 def equivalence(
     seed: Annotated[int, typer.Option(help="Run seed of the ImageNet-C plasma.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Also write the per-scene table as CSV.")] = None,
+    plasma: Annotated[
+        Literal["independent", "common"],
+        typer.Option(help="Plasma per scene and severity (independent) or one per scene (common)."),
+    ] = "independent",
 ) -> None:
     """Place ImageNet-C fog severities 1-5 on the physical fog axis (gain-matched V_eq) for the
     bundled scenes: median and IQR per severity, and the share of scenes whose V_eq falls
     monotonically."""
-    table = sweep.equivalence_table(seed=seed)
+    table = sweep.equivalence_table(seed=seed, plasma=plasma)
     if out is not None:
         table.to_csv(out, index=False)
         typer.echo(f"wrote {out}")

@@ -160,12 +160,20 @@ class Equivalence(NamedTuple):
 def imagenet_c_equivalents(
     image: npt.NDArray[np.uint8],
     depth_m: npt.NDArray[np.floating],
-    seed: int,
+    seed: int | Sequence[int],
     severities: Sequence[int] = (1, 2, 3, 4, 5),
 ) -> list[Equivalence]:
-    """Retained gain and V_eq of ImageNet-C fog at each severity, the plasma drawn from
-    ``RandomState(seed)`` afresh for each severity (as the original code seeds per call)."""
+    """Retained gain and V_eq of ImageNet-C fog at each severity, the plasma drawn from a fresh
+    ``RandomState`` per severity (as the original code seeds per call): ``seed`` one seed for
+    every severity (a common draw), or one per severity in ``severities``' order (independent
+    draws, as the benchmark drew each image and severity)."""
+    seeds = [seed] * len(severities) if isinstance(seed, int) else list(seed)
+    if len(seeds) != len(severities):
+        raise InputError(f"{len(seeds)} plasma seeds for {len(severities)} severities")
     curve = FogGainCurve(image, depth_m)
-    fogged = (imagenet_c_fog(image, s, np.random.RandomState(seed)) for s in severities)
+    fogged = (
+        imagenet_c_fog(image, sev, np.random.RandomState(s))
+        for sev, s in zip(severities, seeds, strict=True)
+    )
     gains = [curve.gain_of(f) for f in fogged]
     return [Equivalence(curve.equivalent(g), g) for g in gains]

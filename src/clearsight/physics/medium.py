@@ -178,13 +178,13 @@ def turbid_coefficients(
     at the R, G, B channel wavelengths (inherent optical properties, 1/m, e.g. of a Jerlov
     water type). With beam attenuation :math:`c_k = a_k + b_k` and single-scattering albedo
     :math:`w_k = b_k / c_k`, the image is :math:`I_k = J_k t_k + B_k (1 - t_k)`,
-    :math:`t_k = e^{-eta_k z}` (the underwater image formation model of Schechner & Karpel
+    :math:`t_k = e^{-\beta_k z}` (the underwater image formation model of Schechner & Karpel
     2005 / Akkaynak & Treibitz 2018 with one attenuation coefficient per channel), where
 
     .. math::
 
-        eta_k = rac{3.912}{V} rac{c_k}{\min_j c_j}, \qquad
-        B_k = A rac{w_k}{\max_j w_j}.
+        \beta_k = \frac{3.912}{V} \frac{c_k}{\min_j c_j}, \qquad
+        B_k = A \frac{w_k}{\max_j w_j}.
 
     So V is the visibility of the least-attenuated channel (as in the pure-water arm), the
     water's spectral shape is kept at every V (the same water, denser or thinner: only the

@@ -2,22 +2,34 @@
 read-outs at three conditions of the first arm, with the images the models saw.
 
 What is shown is records, not numbers: the first scene's first target, clean and at the middle
-and murkiest level, every wording and model; the images are re-rendered from the bundled photo,
-its depth and the run's physics (bundled scenes only).
+and murkiest level, every wording and model; the images are re-rendered from the scene — a
+bundled photo or a COCO image, loaded with its depth as the sweep loads it — and the run's
+physics.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from clearsight.report import plots
 from clearsight.report.html import esc, fmt_num, img, pre
-from clearsight.sweep.results import TASK_NAMES, RunData, is_verbal, level_label
+from clearsight.sweep.results import (
+    TASK_NAMES,
+    RunData,
+    confidence_signal,
+    is_verbal,
+    level_label,
+)
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.scenes.model import Scene
 
 __all__ = ["examples_section"]
 
@@ -57,32 +69,44 @@ def _reply_text(raw: Any) -> str:
     return json.dumps(raw, ensure_ascii=False)[:2000]
 
 
+def _example_scene(data: RunData, key: str) -> Scene:
+    """The scene of the record ``key``, loaded as the sweep loads it (a bundled photo, or a COCO
+    image with the run's depth model: :func:`~clearsight.sweep.unit.load_scene`)."""
+    from clearsight.scenes.coco import CocoTarget
+    from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
+    from clearsight.store import RunStore
+    from clearsight.sweep.specs import SceneRef
+    from clearsight.sweep.unit import load_scene
+
+    with RunStore.open(data.run_dir, read_only=True) as store:
+        record = store.record(key)
+    if record is None:
+        raise InputError(f"no record {key}")
+    ref = record.spec["scene"]
+    coco = ref.get("coco")
+    target = None
+    if coco is not None:
+        fields = coco | {"file": Path(coco["file"]), "box": tuple(coco["box"])}
+        target = CocoTarget(**fields)
+    depth = str(data.manifest.get("config", {}).get("coco_depth_model", DEFAULT_DEPTH_MODEL))
+    return load_scene(SceneRef(str(ref["source"]), str(ref["id"]), (), (), target), depth)
+
+
 def _thumbnails(data: RunData, rows: pd.DataFrame, arm: str, picks: list[tuple[str, float]]) -> str:
-    """The example's images at the chosen conditions (bundled scenes; empty if unavailable)."""
+    """The example's images at the chosen conditions, rendered as the sweep renders them (the
+    run's physics, the box drawn last), for bundled and COCO scenes alike; a note in their
+    place where the scene cannot be loaded here (a COCO copy or depth model not on this
+    machine)."""
     first = rows.iloc[0]
-    if str(first["scene.source"]) != "bundled":
-        return ""
     try:
-        from clearsight.physics import draw_box, fog_levels, underwater_levels
-        from clearsight.scenes.bundled import load_bundled_scene
+        from clearsight.physics import draw_box
+        from clearsight.sweep.conditions import arm_physics, arm_stack
 
         config = data.manifest.get("config", {})
-        scene = load_bundled_scene(str(first["scene"]))
+        scene = _example_scene(data, str(first["key"]))
         box = tuple(int(v) for v in json.loads(str(first["box"])))
         levels = [v for c, v in picks if c != "clean"]
-        if arm == "fog":
-            stack = fog_levels(
-                scene.image, scene.depth_m, levels, float(config.get("airlight", 0.8))
-            )
-        else:
-            stack = underwater_levels(
-                scene.image,
-                scene.depth_m,
-                levels,
-                tuple(config.get("wavelengths_nm", (650.0, 525.0, 450.0))),
-                str(config.get("water_table", "pope_fry_1997")),
-                config.get("veil", "absorption_limited"),
-            )
+        stack = arm_stack(scene, arm, levels, **arm_physics(config)[arm])  # type: ignore[arg-type]
         images = [scene.image] * (len(picks) - len(levels)) + list(stack)
         thickness = int(config.get("box_thickness_px", 8))
         figs = []
@@ -90,7 +114,8 @@ def _thumbnails(data: RunData, rows: pd.DataFrame, arm: str, picks: list[tuple[s
             boxed = draw_box(np.array(image), box, thickness)  # type: ignore[arg-type]
             label = "clean" if cond == "clean" else f"{cond} {level_label(v)} m"
             figs.append(img(plots.png_thumbnail(boxed), label, label, css_class="thumb"))
-        note = f"<p class='note'>Depth: {esc(scene.depth_note)}</p>" if scene.depth_note else ""
+        notes = [n for n in (scene.attribution, scene.depth_note) if n]
+        note = "".join(f"<p class='note'>{esc(n)}</p>" for n in notes)
         return f"<div class='thumbs'>{''.join(figs)}</div>{note}"
     except Exception as exc:  # thumbnails are illustration only; never fail the report
         return f"<p class='note'>(images not rendered: {esc(type(exc).__name__)}: {esc(exc)})</p>"
@@ -128,10 +153,9 @@ def examples_section(data: RunData, task: str, thumbnails: bool) -> str:
 
 def _wording_example(sub: pd.DataFrame, wording: str, raws: dict[str, Any]) -> str:
     """One wording's prompt and options, and a row per record of ``sub`` (in order): its
-    condition, model, raw reply (``raws``, by key), answer, correctness, confidence and
-    abstention."""
+    condition, model, raw reply (``raws``, by key), answer, correctness, confidence (a
+    person's: the one they stated) and abstention."""
     prompt = str(sub["question.prompt"].iloc[0])
-    conf_field = "verbal_conf" if is_verbal(wording) else "internal_conf"
     body = [f"<h3>{esc(wording)}</h3>", "<p class='note'>Prompt:</p>", pre(prompt)]
     body.append(
         f"<p class='note'>Options: {esc(_options(sub['question.options'].iloc[0]))}; "
@@ -153,7 +177,7 @@ def _wording_example(sub: pd.DataFrame, wording: str, raws: dict[str, Any]) -> s
             f"<td class='t'>{pre(reply)}{own_prompt}</td>"
             f"<td class='t'>{esc(r['answer'] if r['answer'] is not None else '(none)')}</td>"
             f"<td>{'yes' if r['correct'] == 1.0 else 'no'}</td>"
-            f"<td>{esc(fmt_num(r[conf_field]))}</td>"
+            f"<td>{esc(fmt_num(r[confidence_signal(str(r['model']), wording)]))}</td>"
             f"<td>{'yes' if r['abstained'] == 1.0 else 'no'}</td>"
             "</tr>"
         )

@@ -32,10 +32,12 @@ if TYPE_CHECKING:
     from clearsight.grounding.tgs import Score
 
 __all__ = [
+    "W_PAIRING_NOTES",
     "grounding_headline",
     "headline_html",
     "headline_markdown",
     "probe_headline",
+    "sweep_caption",
     "sweep_headline",
     "sweep_sentence",
 ]
@@ -65,14 +67,30 @@ def headline_markdown(
     return [*lines, ""]
 
 
-#: What the sweep headline's columns read (the caption of its table).
+#: What the sweep headline's columns read (the caption of its table, before the W pairing).
 SWEEP_CAPTION = (
     "Accuracy, internal confidence and abstention in the model's first letter wording "
-    "(mcq.reason before mcq.generic), verbalized confidence in its first verbalized wording; "
+    "(mcq.reason before mcq.generic), verbalized confidence in its first verbalized wording "
+    "(a person's: the confidence they state with the slider beside each letter answer); "
     "clean accuracy on the clean control, V*_acc where accuracy falls halfway to its floor; W "
     "(≥, ≤: a bound where a crossing is censored) with its scene-bootstrap 95 % interval; ECE "
     "and AURC pooled over the clean images and the arm's levels. '–': not asked."
 )
+
+#: How each W pairing is stated under the headline (the analysis' ``w_accuracy``).
+W_PAIRING_NOTES: dict[str, str] = {
+    "main": "W = log10(V*_acc / V*_aware) with one accuracy crossing per model and arm, the "
+    "main wording's V*_acc (the headline's), for every awareness signal (the paper's reading; "
+    "w_accuracy: main).",
+    "own": "W = log10(V*_acc / V*_aware) with the accuracy crossing of each awareness signal's "
+    "own wording (w_accuracy: own): the verbalized confidence's W with the verbal replies' "
+    "accuracy, not the headline's V*_acc.",
+}
+
+
+def sweep_caption(pairing: str) -> str:
+    """The sweep headline's caption with the note of its W pairing (``main`` or ``own``)."""
+    return f"{SWEEP_CAPTION} {W_PAIRING_NOTES[pairing]}"
 
 
 def sweep_headline(

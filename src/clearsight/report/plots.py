@@ -26,7 +26,7 @@ import pandas as pd
 
 from clearsight.report.labels import SIGNAL_LABELS
 from clearsight.sweep.crossings import NO_VERBAL
-from clearsight.sweep.results import level_label, primary_wording
+from clearsight.sweep.results import is_person, level_label, offers_abstain, primary_wording
 
 if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis
@@ -288,11 +288,14 @@ def curves_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     return png(fig)
 
 
-def _curve_lines(wordings: list[str]) -> list[tuple[str | None, str, str | None, str]]:
+def _curve_lines(
+    wordings: list[str], model: str = ""
+) -> list[tuple[str | None, str, str | None, str]]:
     """(wording, signal, line style, label) of each curve of a Fig. 3 panel (a None wording
     is not drawn): the main wording's accuracy, the main letter wording's internal
-    confidence, the main verbal wording's verbalized confidence, each letter wording's abstain
-    rate (the generic one dotted)."""
+    confidence, the main verbal wording's verbalized confidence (a person's: the confidence
+    they stated with their letter answers), each letter wording's abstain rate (the generic
+    one dotted; none for a wording without the option)."""
     letter = primary_wording(wordings, verbal=False)
     verbal = primary_wording(wordings, verbal=True)
     main = letter or verbal
@@ -301,7 +304,9 @@ def _curve_lines(wordings: list[str]) -> list[tuple[str | None, str, str | None,
         (letter, "internal_conf", None, f"internal confidence ({letter})"),
         (verbal, "verbal_conf", None, f"verbalized confidence ({verbal})"),
     ]
-    letters: list[str | None] = [w for w in wordings if w.startswith("mcq")]
+    if is_person(model) and letter is not None:
+        lines.append((letter, "verbal_conf", None, f"stated confidence ({letter})"))
+    letters: list[str | None] = [w for w in wordings if w.startswith("mcq") and offers_abstain(w)]
     for w in letters or [main]:
         lines.append((w, "abstain", ":" if w == "mcq.generic" else None, f"abstain rate ({w})"))
     return lines
@@ -317,7 +322,7 @@ def _curves_panel(ax: Any, analysis: SweepAnalysis, task: str, model: str, arm: 
     levels = data.levels[arm]
     _visibility_axis(ax, levels)
     plotted: list[tuple[str, str]] = []
-    for wording, signal, style, label in _curve_lines(wordings):
+    for wording, signal, style, label in _curve_lines(wordings, model):
         if wording is None:
             continue
         rows, clean = _series(curves, model, task, wording, signal, arm)

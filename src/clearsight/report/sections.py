@@ -20,7 +20,12 @@ from clearsight.report import plots
 from clearsight.report.cost import cost_html, devices_line
 from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
-from clearsight.report.headline import SWEEP_CAPTION, headline_html, sweep_headline
+from clearsight.report.headline import (
+    W_PAIRING_NOTES,
+    headline_html,
+    sweep_caption,
+    sweep_headline,
+)
 from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, page, table
 from clearsight.report.labels import (
     SIGNAL_LABELS,
@@ -33,7 +38,15 @@ from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.confidence import ReliabilityPanel
 from clearsight.sweep.headline import headline_table
 from clearsight.sweep.observer import observer_note
-from clearsight.sweep.results import TASK_NAMES, RunData, is_verbal, level_label, primary_wording
+from clearsight.sweep.results import (
+    TASK_NAMES,
+    RunData,
+    confidence_signal,
+    is_person,
+    is_verbal,
+    level_label,
+    primary_wording,
+)
 
 __all__ = ["DEPTH_NOTE", "render_report"]
 
@@ -121,6 +134,8 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
         ("depth", f"{_depth_provenance(data)}; {depth_line(analysis.depth)}"),
         ("arms and levels", levels or "(none)"),
         ("tasks / wordings", f"{', '.join(data.tasks)} / {', '.join(data.wordings())}"),
+        ("W pairing", W_PAIRING_NOTES[boot.w_pairing]),
+        ("ImageNet-C plasma", _plasma_line(config)),
         ("config hash", m.get("config_hash", "?")),
         ("git revision", m.get("git_revision") or "(unknown)"),
         ("packages", packages or "(not recorded)"),
@@ -136,6 +151,16 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
             f"of {counts.get('items', 0)} items",
         ),
     ]
+
+
+def _plasma_line(config: dict[str, Any]) -> str:
+    """How the run drew ImageNet-C fog's plasma (its config's ``imagenet_c_plasma``; a run
+    whose manifest names none drew one per scene)."""
+    if "imagenet_c" not in config.get("controls", ()):
+        return "(no ImageNet-C control)"
+    if config.get("imagenet_c_plasma", "common") == "independent":
+        return "one draw per scene and severity (independent, as the benchmark)"
+    return "one draw per scene shared by its severities (common)"
 
 
 def _record_warnings(data: RunData) -> list[str]:
@@ -170,7 +195,7 @@ def _header(analysis: SweepAnalysis) -> str:
     frame, sentences = sweep_headline(headline_table(analysis), data.levels)
     parts = [
         f"<h1>Visibility sweep — {esc(data.name)}</h1>",
-        headline_html(frame, sentences, SWEEP_CAPTION),
+        headline_html(frame, sentences, sweep_caption(analysis.bootstrap.w_pairing)),
         f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(data),
@@ -199,12 +224,13 @@ def _task_section(analysis: SweepAnalysis, crossings: pd.DataFrame, task: str) -
             "the top edge: crossing visibilities V* of the plotted signals (hollow: censored).",
         )
     )
-    parts.append(_crossings_html(data, crossings, task))
+    parts.append(_crossings_html(data, crossings, task, analysis.bootstrap.w_pairing))
     # reliability diagrams for the main task only: the verification table says the same
     figure = task == data.tasks[0]
     reliability = asked_panels(numbers.reliability, data.records[data.records["task"] == task])
     parts.append(_calibration_html(numbers.calibration, reliability, task, figure))
     parts.append(_selective_html(analysis, task, figure=figure))
+    parts.append(_wordings_html(numbers.wordings, data))
     parts.append(_sweep_html(data, numbers.sweep, task))
     parts.append(_controls_html(numbers.controls))
     return "\n".join(parts)
@@ -215,6 +241,12 @@ def _crossing_cell(lookup: Lookup, wording: str, signal: str, what: str) -> Any:
 
     def cell(row: Any) -> str:
         r = lookup.get((row.model, row.arm, wording, signal))
+        if r is None and signal == "verbal_conf" and is_person(row.model):
+            # a person's stated confidence comes with their letter answers, in that wording
+            mine = (
+                v for k, v in lookup.items() if k[:2] == (row.model, row.arm) and k[3] == signal
+            )
+            r = next(mine, None)
         if r is None:
             return "–"
         if r["censored"] == "undefined":  # no number to show: say why in the V* cell
@@ -271,9 +303,10 @@ def _headline_html(data: RunData, cr: pd.DataFrame, task: str) -> str:
     return table(frame, cols)
 
 
-def _crossings_html(data: RunData, crossings: pd.DataFrame, task: str) -> str:
+def _crossings_html(data: RunData, crossings: pd.DataFrame, task: str, pairing: str) -> str:
     """The headline crossings/W table and the full one of one task (``crossings``: labelled,
-    :func:`~clearsight.report.labels.labelled_crossings`)."""
+    :func:`~clearsight.report.labels.labelled_crossings`; ``pairing``: the analysis' W
+    pairing, stated above the tables)."""
     cr = crossings[crossings["task"] == task]
     if cr.empty:
         return "<h3>Crossings and W</h3><p class='note'>No sweep levels to cross.</p>"
@@ -289,17 +322,20 @@ def _crossings_html(data: RunData, crossings: pd.DataFrame, task: str) -> str:
         Col("W", lambda r: _with_reason(r.w_display, r.model, r.wording, r.signal)),
         Col("W 95% CI", lambda r: interval(r.w_low, r.w_high)),
         Col("W bound", lambda r: r.w_bound),
+        Col(
+            "W against", lambda r: f"accuracy of {r.w_accuracy}" if r.w_accuracy else "", text=True
+        ),
         Col("note", lambda r: r.note, text=True),
     ]
     return (
         "<h3>Crossing visibilities and blind-spot width W</h3>"
         "<p class='note'>V*: where the signal first gets past half-way between its clean value "
         "and its floor, interpolated in log V; '≤ 1.95 m' never crossed (censored below), "
-        "'≥ 250 m' already crossed at the clearest level. W = log10(V*_acc / V*_aware) with the "
-        "accuracy of the same wording; W &gt; 0: accuracy fails at a clearer level than the "
-        "awareness signal reacts (a blind spot). Bounds: a censored crossing makes W a lower "
-        "or upper bound, or undetermined. Each W uses the accuracy crossing of its own wording "
-        "(see the full table).</p>"
+        "'≥ 250 m' already crossed at the clearest level. W = log10(V*_acc / V*_aware); "
+        "W &gt; 0: accuracy fails at a clearer level than the awareness signal reacts (a blind "
+        "spot). Bounds: a censored crossing makes W a lower or upper bound, or undetermined. "
+        f"{esc(W_PAIRING_NOTES[pairing])} The full table names each W's accuracy "
+        "('W against').</p>"
         + _headline_html(data, cr, task)
         + details(
             "All crossings: every wording and signal, with clean values and floors", table(cr, cols)
@@ -412,6 +448,36 @@ def _selective_html(analysis: SweepAnalysis, task: str, figure: bool = True) -> 
     )
 
 
+def _wordings_html(wordings: pd.DataFrame, data: RunData) -> str:
+    """Table VI: the verbalized wordings on each model's matched images, at the clean images
+    and the murkiest level of each arm (every level in the collapsed table)."""
+    if wordings.empty or wordings["wording"].nunique() < 2:
+        return ""
+    murkiest = {(arm, lv[-1]) for arm, lv in data.levels.items()}
+    keys = zip(wordings["condition"], wordings["x"], strict=True)
+    shown = wordings[[c == "clean" or (c, x) in murkiest for c, x in keys]]
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("condition", lambda r: r.condition, text=True),
+        Col("V (m)", lambda r: r.level, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("scenes", lambda r: fmt_num(r.n_scenes, 0)),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("accuracy", lambda r: fmt_num(r.accuracy)),
+        Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
+        Col("parsed", lambda r: fmt_num(r.verbal_parsed)),
+    ]
+    return (
+        "<h3>Verbalized wordings on matched images (Table VI)</h3>"
+        "<p class='note'>Each model's verbalized wordings compared on the same scenes: those it "
+        "answered in every verbalized wording it was asked ('scenes'), so a difference between "
+        "rows is the wording's, not the images'. Clean images and the murkiest level of each "
+        "arm; every level below.</p>"
+        + table(shown, cols)
+        + details("Every level", table(wordings, cols), open_=False)
+    )
+
+
 def _sweep_html(data: RunData, sweep: pd.DataFrame, task: str) -> str:
     """The full sweep table, one table per model × arm, wordings side by side."""
     if sweep.empty:
@@ -422,7 +488,7 @@ def _sweep_html(data: RunData, sweep: pd.DataFrame, task: str) -> str:
             sub = sweep[(sweep["model"] == model) & sweep["condition"].isin(["clean", arm])]
             if sub.empty:
                 continue
-            blocks.append(f"<h4>{esc(model)} — {esc(arm)}</h4>" + _wide_sweep(sub, task))
+            blocks.append(f"<h4>{esc(model)} — {esc(arm)}</h4>" + _wide_sweep(sub, task, model))
     return "<h3>Full sweep</h3>" + details(
         "Accuracy, confidences and abstain rate at every level, per wording (Tables IX/X)",
         "\n".join(blocks),
@@ -430,15 +496,16 @@ def _sweep_html(data: RunData, sweep: pd.DataFrame, task: str) -> str:
     )
 
 
-def _wide_sweep(sub: pd.DataFrame, task: str) -> str:
-    """Rows: clean + levels; column groups: wordings."""
+def _wide_sweep(sub: pd.DataFrame, task: str, model: str) -> str:
+    """Rows: clean + levels; column groups: wordings (the confidence each reads for
+    ``model``: :func:`~clearsight.sweep.results.confidence_signal`)."""
     wordings = list(dict.fromkeys(sub["wording"]))
     levels = list(dict.fromkeys(sub["level"]))
     idx: Lookup = {(r["level"], r["wording"]): r for r in sub.to_dict("records")}
     rows = pd.DataFrame({"level": levels})
     cols = [Col("V (m)", lambda r: r.level, text=True)]
     for w in wordings:
-        conf = "verbal_conf" if is_verbal(w) else "internal_conf"
+        conf = confidence_signal(model, w)
         fields: list[tuple[str, str, int]] = [("acc", "accuracy", 2)]
         if task == "verify":
             fields += [("acc true", "acc_true", 2), ("acc distr.", "acc_distractor", 2)]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.report.cost import cost_markdown
-from clearsight.report.headline import SWEEP_CAPTION, headline_markdown, sweep_headline
+from clearsight.report.headline import headline_markdown, sweep_caption, sweep_headline
 from clearsight.report.html import fmt_ci, fmt_num, fmt_range
 from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
@@ -171,7 +171,7 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
     lines = [
         f"# clearsight sweep summary — {md_text(data.name)}",
         "",
-        *headline_markdown(frame, sentences, SWEEP_CAPTION),
+        *headline_markdown(frame, sentences, sweep_caption(boot.w_pairing)),
         "## Run",
         "",
         f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {boot.n_scenes}. "

@@ -45,6 +45,7 @@ from clearsight.sweep.equivalence import (
 )
 from clearsight.sweep.guarded import guard_estimate_table
 from clearsight.sweep.results import ARMS, CONTROLS, RunData, is_verbal, level_label, load_run_data
+from clearsight.sweep.wordings import wording_table
 
 __all__ = [
     "DepthSummary",
@@ -63,6 +64,8 @@ class TaskAnalysis:
     """What the report states about one task (identification t2, verification t3).
 
     ``chance``: 1/k, k the median number of content options. ``sweep``: :func:`sweep_table`;
+    ``wordings``: the verbalized wordings on matched images (Table VI,
+    :func:`~clearsight.sweep.wordings.wording_table`);
     ``controls``: :func:`controls_table`; ``calibration`` and ``selective``:
     :func:`~clearsight.sweep.confidence.calibration_table` and
     :func:`~clearsight.sweep.confidence.selective_table`; ``imagenet_c``:
@@ -74,6 +77,7 @@ class TaskAnalysis:
     task: str
     chance: float
     sweep: pd.DataFrame
+    wordings: pd.DataFrame
     controls: pd.DataFrame
     calibration: pd.DataFrame
     selective: pd.DataFrame
@@ -155,6 +159,7 @@ def _task_analysis(
         task=task,
         chance=chance,
         sweep=sweep_table(data, boot, task),
+        wordings=wording_table(data, task),
         controls=controls_table(data, boot, task),
         calibration=calibration_table(data, task, boot),
         selective=selective_table(data, task, boot),

@@ -15,25 +15,36 @@ crossing with its floor — accuracy: the blank-image accuracy of the same model
 wording (chance where the run has no blank control); confidences: 1/k, k the number of content
 options; abstain rate: 1.0 — and its clean reference, grouped by level grid so all crossings of
 one grid are one batch call; and the (accuracy, awareness) pairs whose blind-spot widths W are
-wanted: each awareness signal with the accuracy *of the same wording*, so both crossings are
-measured on one set of replies. :mod:`clearsight.sweep.crossings` evaluates it.
+wanted (:data:`W_PAIRINGS`): by default (``main``, the paper's reading of W = log10(V*_acc /
+V*_aware)) every awareness signal of a model, task and arm with *one* accuracy crossing, that
+of the main wording (:func:`~clearsight.sweep.results.primary_wording` among the wordings the
+model was asked: the reason-naming letter wording first); ``own`` pairs each awareness signal
+with the accuracy of its own wording, so both crossings are measured on one set of replies.
+:mod:`clearsight.sweep.crossings` evaluates it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics import cluster_sums
-from clearsight.sweep.results import ARMS, RunData, is_verbal
+from clearsight.sweep.results import (
+    ARMS,
+    RunData,
+    confidence_signal,
+    offers_abstain,
+    primary_wording,
+)
 
 __all__ = [
     "SIGNALS",
+    "W_PAIRINGS",
     "Column",
     "CrossingFields",
     "Design",
@@ -41,9 +52,11 @@ __all__ = [
     "Grid",
     "Group",
     "IntArray",
+    "WPairing",
     "design",
     "signal_values",
     "signals_for",
+    "w_pairing_of",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -57,9 +70,26 @@ Column = tuple[str, float]
 Group = tuple[str, str, str, str]
 
 
-def signals_for(wording: str) -> tuple[str, ...]:
-    """Signals a wording yields: accuracy, its confidence read-out, abstain rate."""
-    return ("accuracy", "verbal_conf" if is_verbal(wording) else "internal_conf", "abstain")
+#: How W pairs an awareness crossing with an accuracy crossing: ``main`` (the paper: one
+#: accuracy crossing per model, task and arm, the main wording's) or ``own`` (the awareness
+#: signal's own wording's accuracy).
+WPairing = Literal["main", "own"]
+W_PAIRINGS: tuple[WPairing, ...] = ("main", "own")
+
+
+def signals_for(wording: str, model: str = "") -> tuple[str, ...]:
+    """Signals a (model, wording) yields: accuracy, its confidence read-out
+    (:func:`~clearsight.sweep.results.confidence_signal`: a person's stated confidence in
+    every wording) and, where the wording offers an abstain option, the abstain rate."""
+    abstain = ("abstain",) if offers_abstain(wording) else ()
+    return ("accuracy", confidence_signal(model, wording), *abstain)
+
+
+def w_pairing_of(data: RunData) -> WPairing:
+    """The W pairing a run's manifest records (its config's ``w_accuracy``), ``main`` — the
+    paper's — for a run whose manifest names none."""
+    chosen = data.manifest.get("config", {}).get("w_accuracy", "main")
+    return "own" if chosen == "own" else "main"
 
 
 def signal_values(records: pd.DataFrame, signal: str) -> pd.Series:
@@ -136,6 +166,7 @@ class Design:
     crossings: list[CrossingFields]  # what names each crossing
     grids: list[Grid]
     pairs: list[tuple[int, int]]  # (accuracy crossing, awareness crossing)
+    pairing: WPairing  # how the pairs were chosen
 
 
 def _cell_sums(
@@ -202,7 +233,7 @@ def _groups(rec: pd.DataFrame) -> tuple[list[Group], dict[tuple[str, str, str], 
     chance: dict[tuple[str, str, str], float] = {}
     for (model, task, wording), sub in rec.groupby(["model", "task", "wording"], sort=False):
         key = (str(model), str(task), str(wording))
-        groups += [(*key, s) for s in signals_for(key[2])]
+        groups += [(*key, s) for s in signals_for(key[2], key[0])]
         k = float(sub["n_options"].median()) if sub["n_options"].notna().any() else math.nan
         chance[key] = 1.0 / k if k > 0 else math.nan
     return groups, chance
@@ -214,11 +245,12 @@ def _crossing_rows(
     chance: dict[tuple[str, str, str], float],
     columns: list[Column],
     totals: FloatArray,
+    pairing: WPairing,
 ) -> tuple[list[CrossingFields], list[tuple[int, int]], dict[tuple[float, ...], list[GridRow]]]:
     """What to compute for every arm × group the config asked: each crossing's descriptive
     fields with its floor (accuracy: the blank accuracy, else chance; confidences: 1/k;
     abstain rate: 1.0) and clean reference, the (accuracy, awareness) pairs whose widths W are
-    wanted, and the crossings grouped by level grid."""
+    wanted (``pairing``: :data:`W_PAIRINGS`), and the crossings grouped by level grid."""
     n_k = len(columns)
     g_index = {grp: i for i, grp in enumerate(groups)}
     col_index = {c: i for i, c in enumerate(columns)}
@@ -227,8 +259,8 @@ def _crossing_rows(
         return col in col_index and totals[g * n_k + col_index[col]] > 0
 
     crossings: list[CrossingFields] = []
-    pairs: list[tuple[int, int]] = []
-    acc_x: dict[tuple[str, int], int] = {}
+    acc_x: dict[tuple[str, str, str, str], int] = {}  # (arm, model, task, wording) -> crossing
+    aware: list[int] = []
     grid_rows: dict[tuple[float, ...], list[GridRow]] = {}
     for arm, levels in data.levels.items():
         for g, (model, task, wording, signal) in enumerate(groups):
@@ -261,10 +293,35 @@ def _crossing_rows(
             level_cols = [col_index[(arm, v)] for v in levels]
             grid_rows.setdefault(levels, []).append((x, g, clean_col, floor, acc_g, level_cols))
             if signal == "accuracy":
-                acc_x[(arm, acc_g)] = x
+                acc_x[(arm, *base)] = x
             else:
-                pairs.append((acc_x[(arm, acc_g)], x))
-    return crossings, pairs, grid_rows
+                aware.append(x)
+    return crossings, _w_pairs(crossings, acc_x, aware, pairing), grid_rows
+
+
+def _w_pairs(
+    crossings: list[CrossingFields],
+    acc_x: dict[tuple[str, str, str, str], int],
+    aware: list[int],
+    pairing: WPairing,
+) -> list[tuple[int, int]]:
+    """(accuracy crossing, awareness crossing) of every awareness crossing: the accuracy of
+    the main wording among those with an accuracy crossing of the same model, task and arm
+    (``main``), or of its own wording (``own``)."""
+    asked: dict[tuple[str, str, str], list[str]] = {}
+    for arm, model, task, wording in acc_x:
+        asked.setdefault((arm, model, task), []).append(wording)
+    pairs = []
+    for x in aware:
+        c = crossings[x]
+        where = (c["arm"], c["model"], c["task"])
+        wording = c["wording"]
+        if pairing == "main":
+            present = asked[where]
+            main = primary_wording(present, verbal=False) or primary_wording(present, verbal=True)
+            wording = main or wording
+        pairs.append((acc_x[(*where, wording)], x))
+    return pairs
 
 
 def _grids(grid_rows: dict[tuple[float, ...], list[GridRow]], blank_col: int) -> list[Grid]:
@@ -287,8 +344,9 @@ def _grids(grid_rows: dict[tuple[float, ...], list[GridRow]], blank_col: int) ->
     return grids
 
 
-def design(data: RunData) -> Design | None:
-    """Groups, columns, per-scene sums and the crossing/W specification of a run."""
+def design(data: RunData, pairing: WPairing | None = None) -> Design | None:
+    """Groups, columns, per-scene sums and the crossing/W specification of a run, W paired
+    by ``pairing`` (None: the run's own, :func:`w_pairing_of`)."""
     rec = data.records
     if rec.empty:
         return None
@@ -296,7 +354,10 @@ def design(data: RunData) -> Design | None:
     columns = _ordered_columns(set(_column_codes(rec)), data.levels)
     scene_sums, scene_counts, scenes = _cell_sums(rec, groups, columns)
     clusters, (sums, counts) = _by_cluster(rec, scenes, scene_sums, scene_counts)
-    crossings, pairs, grid_rows = _crossing_rows(data, groups, chance, columns, counts.sum(axis=0))
+    pairing = pairing or w_pairing_of(data)
+    crossings, pairs, grid_rows = _crossing_rows(
+        data, groups, chance, columns, counts.sum(axis=0), pairing
+    )
     blank_col = columns.index(("blank", 0.0)) if ("blank", 0.0) in columns else -1
     return Design(
         groups=groups,
@@ -309,4 +370,5 @@ def design(data: RunData) -> Design | None:
         crossings=crossings,
         grids=_grids(grid_rows, blank_col),
         pairs=pairs,
+        pairing=pairing,
     )

@@ -82,16 +82,42 @@ def arm_physics(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def imagenet_c_seed(scene_id: str, seed: int) -> int:
-    """The plasma seed of a scene's ImageNet-C fog: one per scene and run seed, all severities."""
-    return derive_seed("imagenet_c_fog", scene_id, seed)
+#: ImageNet-C plasma draws: ``independent``, one per scene and severity (the benchmark drew
+#: every image and severity on its own); ``common``, one per scene shared by its severities.
+PlasmaDraw = Literal["independent", "common"]
+
+
+def imagenet_c_seed(scene_id: str, seed: int, severity: int | None = None) -> int:
+    """The plasma seed of a scene's ImageNet-C fog at ``severity``, from the run seed: the
+    item's own (scene, severity, seed), or with ``severity`` None the one seed every severity
+    of the scene shares (the ``common`` draw)."""
+    if severity is None:
+        return derive_seed("imagenet_c_fog", scene_id, seed)
+    return derive_seed("imagenet_c_fog", scene_id, int(severity), seed)
+
+
+def plasma_field(plasma: PlasmaDraw) -> str | None:
+    """The ``plasma`` field of an ImageNet-C item drawn by ``plasma`` (None: the common draw,
+    left out of the key as in the runs made before the choice)."""
+    return "independent" if plasma == "independent" else None
 
 
 def imagenet_c_stack(
-    scene: Scene, severities: Sequence[int] = IMAGENET_C_SEVERITIES, seed: int = 0
+    scene: Scene,
+    severities: Sequence[int] = IMAGENET_C_SEVERITIES,
+    seed: int = 0,
+    plasma: PlasmaDraw = "independent",
 ) -> npt.NDArray[np.uint8]:
-    """ImageNet-C fog at each severity, (S, H, W, 3), without a box."""
-    s = imagenet_c_seed(scene.id, seed)
+    """ImageNet-C fog at each severity, (S, H, W, 3), without a box; each severity's plasma
+    drawn from ``RandomState(imagenet_c_seed(...))``, its own or the scene's (``plasma``)."""
+    own = plasma == "independent"
     return np.stack(
-        [imagenet_c_fog(scene.image, sev, np.random.RandomState(s)) for sev in severities]
+        [
+            imagenet_c_fog(
+                scene.image,
+                sev,
+                np.random.RandomState(imagenet_c_seed(scene.id, seed, sev if own else None)),
+            )
+            for sev in severities
+        ]
     )

@@ -7,8 +7,10 @@ or wrong about): the confidence is the belief in the chosen option and ``correct
 option is right. Cells (:func:`_confidence_cells`): model × wording × arm × level — clean, each
 sweep level, ``pooled`` (clean + every level of the arm) and ``murkiest`` (the two murkiest
 levels) — with the wording's confidence signal (internal for letter wordings, verbalized for
-verbal ones). Intervals resample source photos (``cluster``) with the draws, level and seed of
-the run's :class:`~clearsight.sweep.crossings.SceneBootstrap`.
+verbal ones; a person's stated confidence, the slider, in any wording:
+:func:`~clearsight.sweep.results.confidence_signal`). Intervals resample source photos
+(``cluster``) with the draws, level and seed of the run's
+:class:`~clearsight.sweep.crossings.SceneBootstrap`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,13 @@ from clearsight.metrics import (
 )
 from clearsight.sweep.cells import FloatArray, signals_for
 from clearsight.sweep.crossings import SceneBootstrap
-from clearsight.sweep.results import RunData, is_verbal, level_label, primary_wording
+from clearsight.sweep.results import (
+    RunData,
+    confidence_signal,
+    is_verbal,
+    level_label,
+    primary_wording,
+)
 
 __all__ = [
     "ReliabilityCut",
@@ -123,7 +131,7 @@ def _confidence_cells(data: RunData, task: str) -> Iterator[tuple[CellLabels, st
     rec = data.records[data.records["task"] == task]
     for model in data.models:
         for wording in data.wordings(task):
-            signal = signals_for(wording)[1]
+            signal = signals_for(wording, model)[1]
             sub_w = rec[(rec["model"] == model) & (rec["wording"] == wording)]
             if sub_w.empty:
                 continue
@@ -288,6 +296,7 @@ def _reliability_panel(
         & (rec["wording"] == wording)
         & rec["condition"].isin(["clean", arm])
     ]
+    signal = _read_as(model, wording, signal)
     has = bool(sub[signal].notna().any())
     cuts: tuple[ReliabilityCut, ...] = ()
     if has:
@@ -297,6 +306,12 @@ def _reliability_panel(
             *(_reliability_cut(at, signal, v) for v, at in murky),
         )
     return ReliabilityPanel(model, arm, wording, signal, has, cuts)
+
+
+def _read_as(model: str, wording: str, signal: str) -> str:
+    """The signal a confidence column of ``wording`` reads for ``model``: a person's stated
+    confidence where the column reads a letter wording's internal confidence."""
+    return confidence_signal(model, wording) if signal == "internal_conf" else signal
 
 
 def _risk_cut(sub: pd.DataFrame, signal: str, level_m: float | None) -> RiskCut:
@@ -324,10 +339,11 @@ def risk_panels(data: RunData, task: str) -> tuple[tuple[RiskPanel, ...], ...]:
             row = []
             for wording, signal in cols:
                 sub = mine[mine["wording"] == wording]
-                cuts = [_risk_cut(sub[sub["condition"] == "clean"], signal, None)]
+                read = _read_as(model, wording, signal)
+                cuts = [_risk_cut(sub[sub["condition"] == "clean"], read, None)]
                 for v in picked:
                     at = sub[(sub["condition"] == arm) & (sub["level_m"] == v)]
-                    cuts.append(_risk_cut(at, signal, v))
-                row.append(RiskPanel(model, arm, wording, signal, not sub.empty, tuple(cuts)))
+                    cuts.append(_risk_cut(at, read, v))
+                row.append(RiskPanel(model, arm, wording, read, not sub.empty, tuple(cuts)))
             rows.append(tuple(row))
     return tuple(rows)

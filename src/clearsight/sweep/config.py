@@ -22,7 +22,11 @@ from clearsight.sweep.observer import ObserverConfig
 from clearsight.validate import InputError
 
 Control = Literal["clean", "blank", "shuffled", "imagenet_c"]
-Wording = Literal["mcq.reason", "mcq.generic", "verbal.plain", "verbal.percent", "verbal.scale"]
+Wording = Literal[
+    "mcq.reason", "mcq.generic", "mcq.none", "verbal.plain", "verbal.percent", "verbal.scale"
+]
+#: The paper's five wordings (the default); ``mcq.none``, the letter read-out without an abstain
+#: option, is asked only where a config names it.
 ALL_WORDINGS: tuple[Wording, ...] = (
     "mcq.reason",
     "mcq.generic",
@@ -40,6 +44,7 @@ class SweepConfig(RunConfig):
         "turbid_absorption_per_m",
         "turbid_scattering_per_m",
         "prior_scene_ids",
+        "model_scenes",
     )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,8 +93,10 @@ class SweepConfig(RunConfig):
     )
     wordings: tuple[Wording, ...] = Field(
         ALL_WORDINGS,
-        description="Prompt variants: letter read-out with the reason-naming or generic abstain "
-        "option, and three verbalized-confidence wordings (each with the reason-naming option).",
+        description="Prompt variants: letter read-out with the reason-naming (mcq.reason) or "
+        "generic (mcq.generic) abstain option or with none (mcq.none: accuracy and internal "
+        "confidence without an abstain option; not in the paper's design, so not a default), "
+        "and three verbalized-confidence wordings (each with the reason-naming option).",
     )
     distractors: Literal["auto", "exchangeable", "proportional"] = Field(
         "auto",
@@ -116,6 +123,26 @@ class SweepConfig(RunConfig):
         description="Per wording, ask it on the first N scenes only (in the scene set's order; "
         "the paper asked its three verbalized wordings on the first 300 of 1000 images, "
         "Table VI); default: every scene.",
+    )
+    model_scenes: dict[str, PositiveInt] = Field(
+        default_factory=dict,
+        description="Per model name, ask it on the first N scenes only (in the scene set's "
+        "order; the paper ran two of its five models on image subsets); default: every scene.",
+    )
+    w_accuracy: Literal["main", "own"] = Field(
+        "main",
+        description="The accuracy crossing each blind-spot width W = log10(V*_acc / V*_aware) "
+        "uses: 'main' (the paper's reading) one per model, task and arm, that of the model's "
+        "main wording (mcq.reason first); 'own' each awareness signal's own wording's (the "
+        "verbalized confidence's W with the verbal replies' accuracy, the generic abstain "
+        "option's with that wording's). An analysis choice: it changes no record.",
+    )
+    imagenet_c_plasma: Literal["independent", "common"] = Field(
+        "independent",
+        description="ImageNet-C fog's plasma fractal: 'independent' (the benchmark's, each "
+        "image and severity drawn on its own) seeds a draw per scene and severity from the "
+        "item; 'common' shares one draw per scene across the severities (runs made before "
+        "the choice existed).",
     )
     observer: ObserverConfig = Field(
         default_factory=ObserverConfig, description="The reference observer's psychometrics."
@@ -214,6 +241,7 @@ class SweepConfig(RunConfig):
                     f"model_wordings[{model!r}] must be a non-empty subset of wordings "
                     f"{list(self.wordings)}, got {list(subset)}"
                 )
+        refuse_unknown_models(self.model_scenes, self.models, "model_scenes")
         unknown = sorted(set(self.wording_scenes) - set(self.wordings))
         if unknown:
             raise ValueError(f"wording_scenes names {unknown}, not in wordings")
@@ -268,6 +296,11 @@ class SweepConfig(RunConfig):
     def asks_on_scene(self, wording: str, index: int) -> bool:
         """Whether ``wording`` is asked on the scene at ``index`` (0-based) of the scene set."""
         limit = self.wording_scenes.get(cast(Wording, wording))
+        return limit is None or index < limit
+
+    def model_on_scene(self, model: str, index: int) -> bool:
+        """Whether ``model`` is asked on the scene at ``index`` (0-based) of the scene set."""
+        limit = self.model_scenes.get(model)
         return limit is None or index < limit
 
     def conditions_of(self, model: str) -> tuple[str, ...]:

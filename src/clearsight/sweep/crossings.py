@@ -46,7 +46,7 @@ from clearsight.metrics import (
     crossing_visibility_batch,
 )
 from clearsight.sweep import cells
-from clearsight.sweep.cells import Design, FloatArray, IntArray
+from clearsight.sweep.cells import Design, FloatArray, IntArray, WPairing
 from clearsight.sweep.results import RunData
 
 __all__ = ["NO_VERBAL", "SceneBootstrap", "scene_bootstrap"]
@@ -121,8 +121,9 @@ class SceneBootstrap:
     ``clean``, ``floor``, ``floor_source``, ``clean_source``, ``half``, ``v_star_m``,
     ``censored`` ('' / 'below' / 'above' / 'undefined'), ``v_low_m``, ``v_high_m``, ``w``,
     ``w_bound`` ('' / 'lower' / 'upper' / 'undetermined'), ``w_low``, ``w_high`` (W only on
-    awareness rows), ``n_items``, ``n_undefined`` (bootstrap replicates where V* was undefined),
-    ``note`` (why a crossing is missing or qualified, in words).
+    awareness rows), ``w_accuracy`` (the wording whose accuracy crossing the row's W uses;
+    '' on accuracy rows), ``n_items``, ``n_undefined`` (bootstrap replicates where V* was
+    undefined), ``note`` (why a crossing is missing or qualified, in words).
     """
 
     curves: pd.DataFrame
@@ -133,6 +134,7 @@ class SceneBootstrap:
     n_scenes: int
     notes: list[str] = field(default_factory=list)
     n_clusters: int = 0
+    w_pairing: WPairing = "main"
 
 
 _CURVE_COLUMNS = [
@@ -167,6 +169,7 @@ _CROSSING_COLUMNS = [
     "w_bound",
     "w_low",
     "w_high",
+    "w_accuracy",
     "n_items",
     "n_undefined",
     "note",
@@ -174,17 +177,25 @@ _CROSSING_COLUMNS = [
 
 
 def scene_bootstrap(
-    data: RunData, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+    data: RunData,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    w_pairing: WPairing | None = None,
 ) -> SceneBootstrap:
     """Curves, crossings and W of every model × task × wording with intervals from a bootstrap
     over source photos (module docstring: ``m_b = sum_p v_bp S_p / sum_p v_bp n_p``, ``v_b``
     multinomial photo counts): ``n_boot`` replicates drawn from ``seed``, ``level`` percentile
-    intervals. ``n_scenes`` counts the scenes, ``n_clusters`` the photos resampled."""
-    design = cells.design(data)
+    intervals, W paired by ``w_pairing`` (None: as the run's manifest says,
+    :func:`~clearsight.sweep.cells.w_pairing_of`). ``n_scenes`` counts the scenes,
+    ``n_clusters`` the photos resampled."""
+    design = cells.design(data, w_pairing)
     if design is None:
         empty_curves = pd.DataFrame(columns=_CURVE_COLUMNS)
+        empty_crossings = pd.DataFrame(columns=_CROSSING_COLUMNS)
+        pairing = w_pairing or cells.w_pairing_of(data)
         return SceneBootstrap(
-            empty_curves, pd.DataFrame(columns=_CROSSING_COLUMNS), n_boot, seed, level, 0
+            empty_curves, empty_crossings, n_boot, seed, level, 0, w_pairing=pairing
         )
     n_c = design.sums.shape[0]
     n_m, n_x = design.sums.shape[1], len(design.crossings)
@@ -200,7 +211,14 @@ def scene_bootstrap(
     curves = _curves_frame(design, boot.estimate[:n_m], boot.low[:n_m], boot.high[:n_m])
     crossings = _crossings_frame(design, point, boot, n_m, n_x)
     return SceneBootstrap(
-        curves, crossings, n_boot, seed, level, design.n_scenes, n_clusters=len(design.clusters)
+        curves,
+        crossings,
+        n_boot,
+        seed,
+        level,
+        design.n_scenes,
+        n_clusters=len(design.clusters),
+        w_pairing=design.pairing,
     )
 
 
@@ -239,7 +257,9 @@ def _crossings_frame(
     frame["clean"], frame["floor"] = clean, floor
     frame["w"], frame["w_bound"] = np.nan, ""
     frame["w_low"], frame["w_high"] = np.nan, np.nan
-    for p, (_, aware) in enumerate(design.pairs):
+    frame["w_accuracy"] = ""
+    for p, (acc, aware) in enumerate(design.pairs):
+        frame.loc[aware, "w_accuracy"] = design.crossings[acc]["wording"]
         frame.loc[aware, "w"] = point.width[0, p]
         frame.loc[aware, "w_bound"] = str(point.bound[0, p])
         frame.loc[aware, "w_low"] = boot.low[n_m + n_x + p]

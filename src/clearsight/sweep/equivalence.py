@@ -20,14 +20,18 @@ import pandas as pd
 
 from clearsight.physics import imagenet_c_equivalents
 from clearsight.scenes.model import Scene
-from clearsight.sweep.conditions import IMAGENET_C_SEVERITIES, imagenet_c_seed
+from clearsight.sweep.conditions import IMAGENET_C_SEVERITIES, PlasmaDraw, imagenet_c_seed
 
 
 def equivalence_table(
-    scenes: Sequence[Scene] | None = None, seed: int = 0, progress: bool = True
+    scenes: Sequence[Scene] | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    plasma: PlasmaDraw = "independent",
 ) -> pd.DataFrame:
     """One row per scene and severity: ``scene``, ``severity``, ``v_eq_m`` (gain-matched V_eq)
-    and ``gain`` (the retained contrast gain it matches)."""
+    and ``gain`` (the retained contrast gain it matches); the plasma drawn per scene and
+    severity (``independent``, as a sweep does by default) or once per scene (``common``)."""
     from tqdm import tqdm
 
     if scenes is None:
@@ -35,10 +39,10 @@ def equivalence_table(
 
         scenes = [load_bundled_scene(i) for i in bundled_scene_ids()]
     rows = []
+    own = plasma == "independent"
     for scene in tqdm(scenes, desc="V_eq", unit="scene", disable=not progress):
-        found = imagenet_c_equivalents(
-            scene.image, scene.depth_m, imagenet_c_seed(scene.id, seed), IMAGENET_C_SEVERITIES
-        )
+        seeds = [imagenet_c_seed(scene.id, seed, s if own else None) for s in IMAGENET_C_SEVERITIES]
+        found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, IMAGENET_C_SEVERITIES)
         rows += [
             {"scene": scene.id, "severity": s, "v_eq_m": eq.v_eq_m, "gain": eq.gain}
             for s, eq in zip(IMAGENET_C_SEVERITIES, found, strict=True)

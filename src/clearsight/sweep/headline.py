@@ -8,7 +8,11 @@ with interval and bound, the pooled ECE of the internal and of the verbalized co
 the pooled AURC of the internal confidence (the verbalized one where there is none), each with
 its interval. Each signal is read in one wording: the model's first letter wording
 (``mcq.reason`` before ``mcq.generic``) for accuracy, internal confidence and abstention, its
-first verbalized wording for verbalized confidence.
+first verbalized wording for verbalized confidence — for a person (``human:<name>``), who states
+a confidence with a slider beside each letter answer, their letter wording's stated confidence,
+in the verbalized columns. Each W is the one the analysis paired
+(:func:`~clearsight.sweep.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
+accuracy crossing it uses.
 
 For the sentence that reads a row (:mod:`clearsight.report.headline`) the table also holds,
 per signal, its mean at the first level (clearest first) where the accuracy has fallen below
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from clearsight.sweep.results import is_verbal
+from clearsight.sweep.results import confidence_signal, is_person, is_verbal
 
 if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis
@@ -47,7 +51,8 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
     ``v_acc_high_m``, ``acc_start`` and ``acc_half`` (the crossing's clean value and half
     point), ``acc_falls`` (whether the first is above the second: accuracy to lose),
     ``fallen_m`` (the first level below the half point, NaN if none), per signal ``w_<s>``,
-    ``w_<s>_bound``, ``w_<s>_low``, ``w_<s>_high`` and ``at_fallen_<s>``, then
+    ``w_<s>_bound``, ``w_<s>_low``, ``w_<s>_high``, ``w_<s>_accuracy`` (the wording of the
+    accuracy crossing W uses) and ``at_fallen_<s>``, then
     ``ece_internal``, ``ece_verbal`` and ``aurc``, each with ``_low`` and ``_high``."""
     rows = []
     crossings = analysis.crossings
@@ -66,6 +71,8 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
                 asked = set(here["wording"])
                 letter = next((w for w in letters if w in asked), "")
                 verbal = next((w for w in verbals if w in asked), "")
+                if is_person(model) and not verbal:
+                    verbal = letter  # the slider's stated confidence beside the letter answer
                 first = letter or verbal
                 mine = acc[
                     (acc["model"] == model) & (acc["arm"] == arm) & (acc["wording"] == first)
@@ -153,6 +160,7 @@ def _signals(
         out[f"w_{signal}_bound"] = str(row.iloc[0]["w_bound"] or "") if found else ""
         out[f"w_{signal}_low"] = float(row.iloc[0]["w_low"]) if found else math.nan
         out[f"w_{signal}_high"] = float(row.iloc[0]["w_high"]) if found else math.nan
+        out[f"w_{signal}_accuracy"] = str(row.iloc[0]["w_accuracy"] or "") if found else ""
         at = math.nan
         if found and math.isfinite(fallen_m):
             model, arm = str(row.iloc[0]["model"]), str(row.iloc[0]["arm"])
@@ -177,7 +185,7 @@ def _confidence(
             "aurc",
             tables.selective,
             "aurc",
-            "internal_conf" if letter else "verbal_conf",
+            confidence_signal(model, letter) if letter else "verbal_conf",
             letter or verbal,
         ),
     )

@@ -36,7 +36,7 @@ from clearsight.specs import Options
 from clearsight.store import Record
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import SweepReadouts
-from clearsight.sweep.results import primary_wording
+from clearsight.sweep.results import HUMAN_PREFIX, primary_wording
 from clearsight.sweep.specs import SweepItem
 from clearsight.tasks import Question
 from clearsight.validate import InputError
@@ -53,8 +53,6 @@ __all__ = [
     "session_order",
 ]
 
-#: What a person's model name starts with (``human:<name>``), as in the probe's sessions.
-HUMAN_PREFIX: Final = "human:"
 #: A person's name: 1-40 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit.
 NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 

@@ -29,6 +29,7 @@ from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
 from clearsight.seeding import rng_for
 from clearsight.specs import Options
 from clearsight.store import SpecGrid
+from clearsight.sweep.conditions import plasma_field
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.specs import (
     DepthItem,
@@ -158,7 +159,7 @@ def _questions(
     out: list[tuple[str, str | None, str, Question]] = []
     for task in config.tasks:
         for wording in config.wordings:
-            abstain: AbstainWording = "generic" if wording == "mcq.generic" else "reason"
+            abstain = _ABSTAIN_OPTION.get(wording, "reason")
             rng = rng_for(*seed_parts, task)
             if task == "identify":
                 qs: list[tuple[str | None, Question]] = [
@@ -179,6 +180,10 @@ def _questions(
                     q = verbalized_question(q, _VERBAL_TEMPLATE[wording])
                 out.append((task, asked, wording, q))
     return out
+
+
+#: The abstain option of each wording that does not offer the reason-naming one.
+_ABSTAIN_OPTION: dict[str, AbstainWording | None] = {"mcq.generic": "generic", "mcq.none": None}
 
 
 @dataclass(frozen=True)
@@ -204,18 +209,23 @@ class SweepPlan:
         return [*self.questions, *veq, *(i for u in self.depth_units for i in u.items)]
 
 
-def _conditions(config: SweepConfig) -> list[tuple[str, float | None, int | None]]:
+def _condition_entries(config: SweepConfig) -> list[dict[str, Any]]:
+    """The condition fields of every item (one entry object per condition, shared by every
+    scene and model, so the store encodes each once): clean, the arms' levels, blank, shuffled
+    (its ``shown`` set per scene), the ImageNet-C severities with their ``plasma`` draw."""
+    plasma = plasma_field(config.imagenet_c_plasma)
     conds: list[tuple[str, float | None, int | None]] = []
-    if "clean" in config.controls:
-        conds.append(("clean", None, None))
+    conds += [("clean", None, None)] if "clean" in config.controls else []
     for arm in config.arms:
         conds += [(arm, v, None) for v in config.levels_m]
-    for control in ("blank", "shuffled"):
-        if control in config.controls:
-            conds.append((control, None, None))
+    conds += [(c, None, None) for c in ("blank", "shuffled") if c in config.controls]
     if "imagenet_c" in config.controls:
         conds += [("imagenet_c", None, s) for s in config.imagenet_c_severities]
-    return conds
+    return [
+        {"condition": c, "level_m": v, "severity": s, "shown": None}
+        | {"plasma": plasma if c == "imagenet_c" else None}
+        for c, v, s in conds
+    ]
 
 
 def plan_sweep(config: SweepConfig) -> SweepPlan:
@@ -237,6 +247,7 @@ def plan_sweep(config: SweepConfig) -> SweepPlan:
         )
         for m in models
         for ref, items in zip(refs, per_scene, strict=True)
+        if m.name in items
     ]
     depth = tuple(DepthUnit(ref, config.coco_depth_model, (DepthItem(ref),)) for ref in refs)
     veq = tuple(_veq_units(config, refs))
@@ -298,12 +309,7 @@ def _scene_items(
         config.turbid_absorption_per_m,
         config.turbid_scattering_per_m,
     )
-    # one entry object per condition, shared by every scene and model (a shuffled one per
-    # scene), so the store encodes each once
-    conditions = [
-        {"condition": c, "level_m": level, "severity": severity, "shown": None}
-        for c, level, severity in _conditions(config)
-    ]
+    conditions = _condition_entries(config)
     per_scene: list[dict[str, SpecGrid[SweepItem]]] = []
     for i, ref in enumerate(refs):
         shown = None
@@ -316,6 +322,8 @@ def _scene_items(
         questions = _question_entries(config, ref, i, prior, scheme, prompt_hashes)
         grids: dict[str, SpecGrid[SweepItem]] = {}
         for m in models:
+            if not config.model_on_scene(m.name, i):
+                continue
             fixed = {
                 "scene": ref,
                 "physics": physics,
@@ -380,11 +388,12 @@ def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:
     """The ImageNet-C control's equivalent-visibility units, one per scene (no model)."""
     if "imagenet_c" not in config.controls:
         return []
+    plasma = plasma_field(config.imagenet_c_plasma)
     return [
         VeqUnit(
             ref,
             config.coco_depth_model,
-            tuple(VeqItem(ref, s, config.seed) for s in config.imagenet_c_severities),
+            tuple(VeqItem(ref, s, config.seed, plasma) for s in config.imagenet_c_severities),
         )
         for ref in refs
     ]

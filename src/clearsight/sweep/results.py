@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -27,14 +27,19 @@ from clearsight.store import RunStore
 from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
 
 __all__ = [
+    "ABSTAIN_FREE_WORDINGS",
     "ARMS",
     "CONTROLS",
+    "HUMAN_PREFIX",
     "LETTER_WORDINGS",
     "VERBAL_WORDINGS",
     "RunData",
+    "confidence_signal",
+    "is_person",
     "is_verbal",
     "level_label",
     "load_run_data",
+    "offers_abstain",
     "primary_wording",
 ]
 
@@ -42,8 +47,13 @@ __all__ = [
 ARMS: tuple[str, ...] = ("fog", "water", "turbid")
 #: Control conditions of the controls table, in display order.
 CONTROLS: tuple[str, ...] = ("clean", "blank", "shuffled")
-#: Letter read-out wordings, the main one (reason-naming abstain option) first.
-LETTER_WORDINGS: tuple[str, ...] = ("mcq.reason", "mcq.generic")
+#: Letter read-out wordings, the main one (reason-naming abstain option) first; ``mcq.none``
+#: offers no abstain option (accuracy and internal confidence measured without one).
+LETTER_WORDINGS: tuple[str, ...] = ("mcq.reason", "mcq.generic", "mcq.none")
+#: The wordings whose questions offer no abstain option (no abstain rate to read).
+ABSTAIN_FREE_WORDINGS: tuple[str, ...] = ("mcq.none",)
+#: What a person's model name starts with (``human:<name>``; :mod:`clearsight.sweep.human`).
+HUMAN_PREFIX: Final = "human:"
 #: Verbalized-confidence wordings, the main one first.
 VERBAL_WORDINGS: tuple[str, ...] = ("verbal.plain", "verbal.percent", "verbal.scale")
 #: Tasks in display order with their paper names.
@@ -89,6 +99,24 @@ def level_label(level_m: float) -> str:
 def is_verbal(wording: str) -> bool:
     """True for the verbalized-confidence wordings (``verbal.*``), False for letter read-outs."""
     return wording.startswith("verbal")
+
+
+def offers_abstain(wording: str) -> bool:
+    """Whether the questions of ``wording`` offer an abstain option (every wording but
+    :data:`ABSTAIN_FREE_WORDINGS`)."""
+    return wording not in ABSTAIN_FREE_WORDINGS
+
+
+def is_person(model: str) -> bool:
+    """Whether ``model`` is a person answering through ``clearsight serve --sweep``."""
+    return model.startswith(HUMAN_PREFIX)
+
+
+def confidence_signal(model: str, wording: str) -> str:
+    """The confidence a (model, wording) reads: ``verbal_conf`` — a stated confidence — for a
+    verbalized wording and for a person in any wording (the slider: what they say, never token
+    probabilities), else ``internal_conf``, the letter read-out's probability."""
+    return "verbal_conf" if is_verbal(wording) or is_person(model) else "internal_conf"
 
 
 def primary_wording(wordings: list[str], verbal: bool) -> str | None:

@@ -82,7 +82,10 @@ class SweepItem(Spec):
 
     ``condition`` is ``clean``, ``fog``/``water`` at visibility ``level_m``, ``blank``,
     ``shuffled`` (showing ``shown``) or ``imagenet_c`` at ``severity``; ``asked`` is
-    ``true``/``distractor`` for verification (None for identification).
+    ``true``/``distractor`` for verification (None for identification). ``plasma``
+    (ImageNet-C only) is ``independent`` where the severity has its own plasma draw; None —
+    left out of the key, as in runs made before the choice — where the scene's severities
+    share one (:func:`~clearsight.sweep.conditions.imagenet_c_seed`).
     """
 
     kind: ClassVar[str] = PROTOCOL
@@ -104,17 +107,20 @@ class SweepItem(Spec):
     shown: Shown | None = field(metadata=OMIT_NONE)
     model: str
     model_options: Options
+    plasma: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
 class VeqItem(Spec):
-    """The gain-matched equivalent visibility of one scene at one ImageNet-C fog severity."""
+    """The gain-matched equivalent visibility of one scene at one ImageNet-C fog severity
+    (``plasma`` as :class:`SweepItem`'s)."""
 
     kind: ClassVar[str] = VEQ_PROTOCOL
 
     scene: SceneRef
     severity: int
     seed: int
+    plasma: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from clearsight.seeding import derive_seed
 from clearsight.store import Record, SpecGrid
 from clearsight.sweep.conditions import (
     ARMS,
+    PlasmaDraw,
     arm_physics,
     arm_stack,
     imagenet_c_seed,
@@ -134,11 +135,13 @@ class _Images:
         self._stacks: dict[str, dict[Any, npt.NDArray[np.uint8]]] = {}
         levels: dict[str, set[float]] = defaultdict(set)
         severities: set[int] = set()
+        plasma: PlasmaDraw = "common"
         for it in items:
             if it.condition in ARMS and it.level_m is not None:
                 levels[it.condition].add(it.level_m)
             elif it.condition == "imagenet_c" and it.severity is not None:
                 severities.add(it.severity)
+                plasma = "independent" if it.plasma == "independent" else "common"
         physics_of = arm_physics(physics.json)
         for arm, lv in levels.items():
             ordered = sorted(lv, reverse=True)
@@ -146,7 +149,7 @@ class _Images:
             self._stacks[arm] = dict(zip(ordered, stack, strict=True))
         if severities:
             ordered_sev = sorted(severities)
-            nominal = imagenet_c_stack(scene, ordered_sev, items[0].seed)
+            nominal = imagenet_c_stack(scene, ordered_sev, items[0].seed, plasma)
             self._stacks["imagenet_c"] = dict(zip(ordered_sev, nominal, strict=True))
         self._boxed: dict[tuple[Any, ...], npt.NDArray[np.uint8]] = {}
 
@@ -205,7 +208,7 @@ def _request(
         letters=q.answer_letters,
         shown_letter=None if cond == "blank" else _shown_letter(q, shown_category),
         abstain_letter=q.abstain,
-        abstain_names_reason=item.wording != "mcq.generic",
+        abstain_names_reason=q.abstain is not None and item.wording != "mcq.generic",
         depth_m=None if clean is None else clean.depth_m,
     )
     seed = derive_seed(item.key)
@@ -299,8 +302,11 @@ def run_veq_unit(unit: VeqUnit) -> list[Record]:
     severities = [item.severity for item in unit.items]
     try:
         scene = load_scene(unit.scene, unit.depth_model)
-        seed = imagenet_c_seed(scene.id, unit.items[0].seed)
-        found = imagenet_c_equivalents(scene.image, scene.depth_m, seed, severities)
+        seeds = [
+            imagenet_c_seed(scene.id, item.seed, item.severity if item.plasma else None)
+            for item in unit.items
+        ]
+        found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, severities)
     except Exception as exc:
         return _failed(unit, exc, started)
     elapsed = (time.perf_counter() - started) / len(severities)
