@@ -31,6 +31,7 @@ from clearsight.cli import (
     scenes,
     serve,
     sweep,
+    verify,
 )
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 from clearsight.cli.generate import command_group
@@ -50,6 +51,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
+            *("verify", "compare"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -74,6 +76,8 @@ app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(plan.plan)
 app.command()(card.board)
+app.command()(verify.verify)
+app.command()(verify.compare)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)
 app.command()(scenes.equivalence)
