@@ -68,10 +68,10 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
         {
             "item": rows[key].map(lambda k: str(k)[:12]),
             "model": rows["model"],
-            "scene": rows["scene"],
-            "condition": rows["condition"],
-            "level (m)": rows["level_m"].map(lambda v: _num(v, 4)),
-            "wording": rows["wording"],
+            "scene / problem": rows["scene"],
+            "condition / variant": rows["condition"],
+            "level (m) / share": rows["level_m"].map(lambda v: _num(v, 4)),
+            "wording / read-out": rows["wording"],
             "answer": [
                 f"{a} → {b}" for a, b in zip(rows["answer_a"], rows["answer_b"], strict=True)
             ],

@@ -7,6 +7,7 @@ Jensen–Shannon divergence of :func:`clearsight.metrics.jsd_bits_batch`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -15,18 +16,31 @@ import numpy.typing as npt
 
 from clearsight.validate import InputError
 
-__all__ = ["DeltaSummary", "agreement", "delta_summary", "letter_deltas"]
+__all__ = ["DeltaSummary", "agreement", "delta_summary", "letter_deltas", "same_answer"]
 
 
 def agreement(a: Sequence[object], b: Sequence[object]) -> float:
     r"""Share of items whose two answers are equal:
-    :math:`\frac{1}{n}\sum_i [a_i = b_i]` (None equals None: no answer both times agrees);
-    NaN for no items."""
+    :math:`\frac{1}{n}\sum_i [a_i = b_i]` (:func:`same_answer`: no answer both times
+    agrees); NaN for no items."""
     if len(a) != len(b):
         raise InputError(f"agreement needs paired answers, got {len(a)} and {len(b)}")
     if not a:
         return float("nan")
-    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+    return sum(same_answer(x, y) for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def same_answer(a: object, b: object) -> bool:
+    """Whether two answers are equal; a missing answer (None, or NaN as a frame holds it)
+    equals only a missing one."""
+    missing_a, missing_b = _missing(a), _missing(b)
+    if missing_a or missing_b:
+        return missing_a and missing_b
+    return bool(a == b)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 class DeltaSummary(NamedTuple):

@@ -1,13 +1,12 @@
 """Asking a sample of a finished run's items again: the ``verify`` protocol the driver runs.
 
-The sample (:func:`sample_keys`) is drawn with a seed from the run's finished items, stratified
-over models, conditions (each level and severity its own), tasks and wordings (each stratum
-shuffled, then one item from each in turn until ``sample`` are drawn), so a small sample still
-covers every cell. The typed items are
-planned again from the configuration the run's manifest holds (an item is a pure function of
-its spec: the same configuration plans the same keys). The re-asks go shuffled — scenes,
-conditions and wordings mixed — in batches of ``batch_size`` requests per call (and per
-forward pass for an ``hf:`` model), by default to the model spec and options of the run, or
+The sample (:func:`sample_keys`) is drawn with a seed from the run's finished items of the kind
+verify re-asks (:mod:`clearsight.verify.kinds`: a sweep's questions, trajectory grounding's
+elicitations), stratified — a sweep's over models, conditions (each level and severity its
+own), tasks and wordings; grounding's over models, variants and masked shares — each stratum
+shuffled, then one item from each in turn until ``sample`` are drawn, so a small sample still
+covers every cell. The re-asks go shuffled in batches of ``batch_size`` items per call (and per
+forward pass for an ``hf:`` model), by default to each item's own model spec and options, or
 to ``against``. Each is a :class:`~clearsight.verify.specs.ReaskSpec` record added to the run
 (the driver's ``adds_to``): the run's own records are never touched, and the same settings
 resume what a killed verify left.
@@ -15,7 +14,6 @@ resume what a killed verify left.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +27,8 @@ from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
 from clearsight.specs import Options
 from clearsight.store import Record, RunStore
-from clearsight.sweep.specs import PROTOCOL as SWEEP_KIND
-from clearsight.sweep.specs import SweepItem
 from clearsight.validate import InputError
+from clearsight.verify.kinds import KINDS, Reaskable, reaskable
 from clearsight.verify.specs import VERIFY_KIND, ReaskSpec
 
 __all__ = ["VERIFY", "ReaskPlan", "ReaskUnit", "VerifyConfig", "run_reask_unit", "sample_keys"]
@@ -61,23 +58,24 @@ class VerifyConfig:
 
 @dataclass(frozen=True)
 class ReaskUnit(KeyedItems):
-    """One batch of re-asks to one model (its items' scenes and conditions mixed)."""
+    """One batch of re-asks of one kind to one model (their scenes, conditions or problems
+    mixed); ``context``: what the kind needs from the run's configuration."""
 
     items: tuple[ReaskSpec, ...]
+    of_kind: str
     model: str
     model_options: dict[str, Any]
-    depth_model: str
-    max_new_tokens: int
+    context: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class ReaskPlan:
-    """The re-asks in the order they go (``specs``), and the sampled keys the run's
-    configuration no longer plans (``unplanned``: not asked, said)."""
+    """The re-asks in the order they go (``specs``), what their kind needs from the run's
+    configuration (``context``), and the sampled keys that could not be had again as typed
+    items (``unplanned``: not asked, said)."""
 
     specs: tuple[ReaskSpec, ...]
-    depth_model: str
-    max_new_tokens: int
+    context: dict[str, Any]
     unplanned: tuple[str, ...] = ()
 
 
@@ -97,63 +95,49 @@ def sample_keys(strata: Mapping[tuple[Any, ...], Sequence[str]], n: int, seed: i
     return drawn
 
 
-def _strata(store: RunStore) -> dict[tuple[Any, ...], list[str]]:
-    """The run's finished sweep items by model, condition (at its level or severity), task
-    and wording."""
+def _sampled(store: RunStore, kind: Reaskable, n: int, seed: int) -> dict[str, dict[str, Any]]:
+    """The stored specs of the sample (by key, in the sample's order)."""
     strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
-    for rec in store.iter_records("ok", kind=SWEEP_KIND, raw=False):
-        spec = rec.spec
-        cell = (spec["condition"], spec.get("level_m"), spec.get("severity"))
-        strata[(spec["model"], *cell, spec["task"], spec["wording"])].append(rec.key)
-    return strata
-
-
-def _planned_items(manifest: Mapping[str, Any], keys: set[str]) -> tuple[dict[str, Any], Any]:
-    """The typed items of ``keys`` planned again from the run's configuration, and the
-    configuration."""
-    from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.plan import plan_sweep
-
-    config = SweepConfig.model_validate(manifest.get("config") or {})
-    found: dict[str, SweepItem] = {}
-    for unit in plan_sweep(config).units:
-        for item in unit.items:
-            if item.key in keys:
-                found[item.key] = item
-    return found, config
+    specs: dict[str, dict[str, Any]] = {}
+    for rec in store.iter_records("ok", kind=kind.kind, raw=False):
+        strata[kind.stratum(rec.spec)].append(rec.key)
+        specs[rec.key] = rec.spec
+    return {key: specs[key] for key in sample_keys(strata, n, seed)}
 
 
 def plan_reasks(config: VerifyConfig) -> ReaskPlan:
     """The re-asks of a verify (see the module docstring)."""
     with RunStore.open(config.run_dir, read_only=True) as store:
-        store.expect_protocol(SWEEP_KIND)
         manifest = store.manifest()
-        keys = sample_keys(_strata(store), config.sample, config.seed)
-    if not keys:
-        raise InputError(f"the run {config.run_dir} has no finished sweep item to verify")
-    items, sweep = _planned_items(manifest, set(keys))
+        kind = reaskable(manifest.get("protocol"))
+        if kind is None:
+            readable = ", ".join(sorted({k.protocol for k in KINDS.values()}))
+            raise InputError(
+                f"the run {config.run_dir} is a {manifest.get('protocol') or 'unknown'} run: "
+                f"verify re-asks the items of {readable} runs"
+            )
+        sampled = _sampled(store, kind, config.sample, config.seed)
+    if not sampled:
+        raise InputError(f"the run {config.run_dir} has no finished {kind.kind} item to verify")
+    run_config = manifest.get("config") or {}
+    items = kind.typed(run_config, sampled)
     specs = []
-    for key in keys:
+    for key in sampled:
         item = items.get(key)
         if item is None:
             continue
-        model = config.against or item.model
-        options = dict(config.against_options if config.against else item.model_options.values)
+        stored = sampled[key]
+        model = config.against or str(stored["model"])
+        options = dict(config.against_options if config.against else stored["model_options"])
         if model.startswith("hf:"):  # its forward passes take the batch of the re-ask
             options["batch_size"] = config.batch_size
         specs.append(
             ReaskSpec(
-                key,
-                SWEEP_KIND,
-                model,
-                Options(options),
-                config.batch_size,
-                config.seed,
-                item=item,
+                key, kind.kind, model, Options(options), config.batch_size, config.seed, item=item
             )
         )
-    unplanned = tuple(k for k in keys if k not in items)
-    return ReaskPlan(tuple(specs), sweep.coco_depth_model, sweep.max_new_tokens, unplanned)
+    unplanned = tuple(k for k in sampled if k not in items)
+    return ReaskPlan(tuple(specs), kind.context(run_config), unplanned)
 
 
 def _units(plan: ReaskPlan, pending: Sequence[ReaskSpec]) -> list[ReaskUnit]:
@@ -167,59 +151,39 @@ def _units(plan: ReaskPlan, pending: Sequence[ReaskSpec]) -> list[ReaskUnit]:
         for start in range(0, len(specs), size):
             batch = tuple(specs[start : start + size])
             first = batch[0]
-            units.append(
-                ReaskUnit(
-                    batch,
-                    first.model,
-                    dict(first.model_options.values),
-                    plan.depth_model,
-                    plan.max_new_tokens,
-                )
-            )
+            options = dict(first.model_options.values)
+            units.append(ReaskUnit(batch, first.of_kind, first.model, options, plan.context))
     return units
 
 
 def run_reask_unit(unit: ReaskUnit) -> list[Record]:
-    """Records of one batch of re-asks: the sweep's own request of each item, all sent in one
-    call, each reply read as the sweep reads it, stored under the re-ask's key."""
+    """Records of one batch of re-asks: each item answered as its own protocol answers it
+    (:data:`~clearsight.verify.kinds.KINDS`), stored under the re-ask's key."""
     import dataclasses
 
-    from clearsight.models import Request, shared_backend
-    from clearsight.models.replies import checked_replies
-    from clearsight.sweep.unit import item_record, item_request
-
-    started = time.perf_counter()
+    keys = {spec.item.key: spec.key for spec in unit.items}
     try:
-        backend = shared_backend(unit.model, unit.model_options)
-    except Exception as exc:  # recorded with its reason
+        records = KINDS[unit.of_kind].answer(unit)
+    except Exception as exc:  # recorded with its reason; the verify goes on
         return [Record.failed(spec.key, exc) for spec in unit.items]
-    built: list[Request | BaseException] = []
-    for spec in unit.items:
-        try:
-            built.append(item_request(spec.item, unit.depth_model, unit.max_new_tokens))
-        except Exception as exc:  # this re-ask fails alone, with its reason
-            built.append(exc)
-    answers = iter(checked_replies(backend, [r for r in built if isinstance(r, Request)]))
-    replies = [r if isinstance(r, BaseException) else next(answers) for r in built]
-    elapsed = (time.perf_counter() - started) / max(len(replies), 1)
-    return [
-        dataclasses.replace(item_record(spec.item, reply, elapsed), key=spec.key)
-        for spec, reply in zip(unit.items, replies, strict=True)
-    ]
+    return [dataclasses.replace(r, key=keys[r.key]) for r in records]
 
 
 def _models(config: VerifyConfig) -> list[ModelNeed]:
-    """The models the re-asks go to, each able to do what its items' wordings need."""
+    """The models the re-asks go to, each able to do what its items need."""
     needs: dict[tuple[str, str], ModelNeed] = {}
     for spec in _plan_of(config).specs:
-        verbal = spec.item.question.readout == "verbalized"
+        need = KINDS[spec.of_kind].needs(spec.item)
         found = needs.get((spec.model, spec.model_options.digest))
-        can = Capabilities(
-            generate=verbal or bool(found and found.needs.generate),
-            candidate_probs=not verbal or bool(found and found.needs.candidate_probs),
-        )
+        if found is not None:
+            need = Capabilities(
+                **{
+                    name: getattr(need, name) or getattr(found.needs, name)
+                    for name in need.__dataclass_fields__
+                }
+            )
         needs[(spec.model, spec.model_options.digest)] = ModelNeed(
-            spec.model, dict(spec.model_options.values), can, "clearsight verify"
+            spec.model, dict(spec.model_options.values), need, "clearsight verify"
         )
     return list(needs.values())
 
@@ -247,7 +211,7 @@ def _stages(config: VerifyConfig, plan: ReaskPlan, store: RunStore) -> Iterator[
     _PLANS.clear()
 
 
-#: Re-asking a finished sweep's items, as a value for :func:`clearsight.driver.run`.
+#: Re-asking a finished run's items, as a value for :func:`clearsight.driver.run`.
 VERIFY: Protocol[VerifyConfig, ReaskPlan] = Protocol(
-    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=(SWEEP_KIND,)
+    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=("sweep", "grounding")
 )

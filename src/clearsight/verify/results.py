@@ -30,9 +30,10 @@ _LABELS = ("key", "of", "model", "scene", "condition", "level_m", "wording", "st
 
 def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.DataFrame:
     """Every re-ask in ``store`` (only ``keys`` where given) beside the record it repeats: the
-    labels of :data:`_LABELS` and :data:`CHECK_COLUMNS`, then the columns of
-    :func:`~clearsight.verify.pairs.paired_readouts` (``_a``: the run's record, ``_b``: the
-    re-ask; a failed re-ask has no read-outs)."""
+    labels of :data:`_LABELS` (a grounding elicitation's problem, variant, masked share and
+    read-out in the scene, condition, level and wording columns) and :data:`CHECK_COLUMNS`,
+    then the columns of :func:`~clearsight.verify.pairs.paired_readouts` (``_a``: the run's
+    record, ``_b``: the re-ask; a failed re-ask has no read-outs)."""
     labels: list[dict[str, Any]] = []
     originals, reasks = [], []
     for rec in store.iter_records(kind=VERIFY_KIND, raw=False):
@@ -45,10 +46,10 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
                 "key": rec.key,
                 "of": rec.spec["of"],
                 "model": spec.get("model"),
-                "scene": (spec.get("scene") or {}).get("id"),
-                "condition": spec.get("condition"),
-                "level_m": spec.get("level_m"),
-                "wording": spec.get("wording"),
+                "scene": (spec.get("scene") or spec.get("problem") or {}).get("id"),
+                "condition": spec.get("condition", spec.get("variant")),
+                "level_m": spec.get("level_m", spec.get("share")),
+                "wording": spec.get("wording", (spec.get("readout") or {}).get("name")),
                 "status": rec.status,
                 "error": rec.error,
                 "asked": rec.spec["model"],

@@ -1,0 +1,187 @@
+"""What ``clearsight verify`` knows of each item kind it re-asks: its run's protocol, how its
+items are stratified, how its typed items are had again, what a model must do to answer it,
+and how a batch of them is answered.
+
+* **sweep** (a question to a VLM): items planned again from the run's configuration (an item
+  is a pure function of its spec, so the same configuration plans the same keys); answered by
+  the sweep's own request and read-outs (:func:`clearsight.sweep.unit.item_request`).
+* **grounding elicitations** (an 11-way confidence distribution after a trajectory): items
+  rebuilt from their stored form — their problem, trajectory, template and read-out are all
+  in it — and kept only where the rebuilt item's key is the stored one; answered by
+  trajectory grounding's own unit (:func:`clearsight.grounding.unit.run_unit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from clearsight.models.base import Capabilities
+from clearsight.specs import Spec
+from clearsight.store import Record
+
+if TYPE_CHECKING:
+    from clearsight.verify.reask import ReaskUnit
+
+__all__ = ["KINDS", "Reaskable", "reaskable"]
+
+#: A run's configuration (from its manifest) and the stored specs of the sampled items by key
+#: -> the typed items that could be had again, by key.
+Typed = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], dict[str, Spec]]
+
+
+@dataclass(frozen=True)
+class Reaskable:
+    """One item kind verify re-asks (see the module docstring)."""
+
+    protocol: str
+    kind: str
+    stratum: Callable[[Mapping[str, Any]], tuple[Any, ...]]
+    typed: Typed
+    needs: Callable[[Any], Capabilities]
+    answer: Callable[[ReaskUnit], list[Record]]
+    context: Callable[[Mapping[str, Any]], dict[str, Any]]
+    """What every unit needs from the run's configuration (the sweep: its depth model and
+    generation budget)."""
+
+
+# ------------------------------------------------------------------------------------ sweep
+
+
+def _sweep_stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    cell = (spec["condition"], spec.get("level_m"), spec.get("severity"))
+    return (spec["model"], *cell, spec["task"], spec["wording"])
+
+
+def _sweep_typed(
+    config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Spec]:
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.plan import plan_sweep
+
+    found: dict[str, Spec] = {}
+    for unit in plan_sweep(SweepConfig.model_validate(config)).units:
+        for item in unit.items:
+            if item.key in stored:
+                found[item.key] = item
+    return found
+
+
+def _sweep_needs(item: Any) -> Capabilities:
+    verbal = item.question.readout == "verbalized"
+    return Capabilities(generate=verbal, candidate_probs=not verbal)
+
+
+def _sweep_context(config: Mapping[str, Any]) -> dict[str, Any]:
+    from clearsight.sweep.config import SweepConfig
+
+    sweep = SweepConfig.model_validate(config)
+    return {"depth_model": sweep.coco_depth_model, "max_new_tokens": sweep.max_new_tokens}
+
+
+def _sweep_answer(unit: ReaskUnit) -> list[Record]:
+    """The sweep's own request of each item, all sent in one call, each reply read as the
+    sweep reads it (records under the items' own keys)."""
+    import time
+
+    from clearsight.models import Request, shared_backend
+    from clearsight.models.replies import checked_replies
+    from clearsight.sweep.unit import item_record, item_request
+
+    started = time.perf_counter()
+    items = [spec.item for spec in unit.items]
+    try:
+        backend = shared_backend(unit.model, unit.model_options)
+    except Exception as exc:  # recorded with its reason
+        return [Record.failed(item.key, exc) for item in items]
+    depth, budget = unit.context["depth_model"], unit.context["max_new_tokens"]
+    built: list[Request | BaseException] = []
+    for item in items:
+        try:
+            built.append(item_request(item, depth, budget))
+        except Exception as exc:  # this re-ask fails alone, with its reason
+            built.append(exc)
+    answers = iter(checked_replies(backend, [r for r in built if isinstance(r, Request)]))
+    replies = [r if isinstance(r, BaseException) else next(answers) for r in built]
+    elapsed = (time.perf_counter() - started) / max(len(replies), 1)
+    return [item_record(item, reply, elapsed) for item, reply in zip(items, replies, strict=True)]
+
+
+# -------------------------------------------------------------------------------- grounding
+
+
+def _grounding_stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    variant = str(spec.get("variant", "")).split("/")[0]
+    return (spec.get("model"), variant, spec.get("share"))
+
+
+def elicit_of(stored: Mapping[str, Any]) -> Spec:
+    """A grounding elicitation from its stored form."""
+    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.specs import ElicitSpec, ReadoutRef, TemplateRef
+    from clearsight.grounding.trajectories import trajectory_from_json
+
+    problem = dict(stored["problem"])
+    problem["options"] = tuple(problem.get("options") or ())
+    readout = stored.get("readout")
+    return ElicitSpec(
+        problem=Problem(**problem),
+        variant=stored["variant"],
+        trajectory=trajectory_from_json(dict(stored["trajectory"])),
+        share=stored["share"],
+        seed=stored["seed"],
+        model=stored["model"],
+        model_options=dict(stored["model_options"]),
+        template=TemplateRef(**stored["template"]),
+        meta=dict(stored["meta"]),
+        readout=None if readout is None else ReadoutRef(**readout),
+    )
+
+
+def _grounding_typed(
+    config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Spec]:
+    found: dict[str, Spec] = {}
+    for key, spec in stored.items():
+        try:
+            item = elicit_of(spec)
+        except (KeyError, TypeError, ValueError):  # a stored form this code does not read
+            continue
+        if item.key == key:
+            found[key] = item
+    return found
+
+
+def _grounding_answer(unit: ReaskUnit) -> list[Record]:
+    """Trajectory grounding's own elicitation of each item, all in one unit."""
+    from clearsight.grounding.specs import ELICIT
+    from clearsight.grounding.unit import GroundingUnit, run_unit
+
+    items = tuple(spec.item for spec in unit.items)
+    return run_unit(GroundingUnit(ELICIT, unit.model, unit.model_options, items))
+
+
+def _masked(item: Any) -> Capabilities:
+    return Capabilities(generate=False, attention_mask=True)
+
+
+KINDS: dict[str, Reaskable] = {
+    "sweep": Reaskable(
+        "sweep", "sweep", _sweep_stratum, _sweep_typed, _sweep_needs, _sweep_answer, _sweep_context
+    ),
+    "grounding.elicit": Reaskable(
+        "grounding",
+        "grounding.elicit",
+        _grounding_stratum,
+        _grounding_typed,
+        _masked,
+        _grounding_answer,
+        lambda config: {},
+    ),
+}
+
+
+def reaskable(protocol: str | None) -> Reaskable | None:
+    """The kind verify re-asks in a run of ``protocol`` (None: none)."""
+    return next((k for k in KINDS.values() if k.protocol == protocol), None)
