@@ -255,7 +255,8 @@ def paired_figures(
             wordings = [w for w in dict.fromkeys(rec_a["wording"].dropna()) if not is_verbal(w)]
             if not wordings:
                 continue
-            for arm in sorted(set(rec_a["condition"]) & {"fog", "water", "turbid"}):
+            shown = rec_a[rec_a["model"] == model_a]["condition"]
+            for arm in sorted(set(shown) & {"fog", "water", "turbid"}):  # arms it was shown
                 cells_a = _cells(rec_a, model_a, task, arm, wordings[0])
                 cells_b = dict(_cells(rec_b, model_b, task, arm, wordings[0]))
                 for name, sub_a in cells_a:
