@@ -257,7 +257,9 @@ def test_bad_input_is_one_error_line_and_writes_nothing(
     before = (run / "run.sqlite").read_bytes()
     assert "holds no run" in _err(["verify", str(tmp_path / "missing")])
     assert not (tmp_path / "missing").exists()
-    assert "--sample must be at least 1" in _err(["verify", str(run), "--sample", "0"])
+    assert "sample: Input should be greater than or equal to 1" in _err(
+        ["verify", str(run), "--sample", "0"]
+    )
     assert "nosuch" in _err(["verify", str(run), "--against", "nosuch:model"])
     other_design = tmp_path / "levels"
     run_sweep(

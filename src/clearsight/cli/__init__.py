@@ -44,6 +44,8 @@ app = typer.Typer(
         serve.SERVE,
         fetch.FETCH,
         demo.DEMO,
+        verify.VERIFY,
+        verify.COMPARE,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -76,8 +78,6 @@ app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(plan.plan)
 app.command()(card.board)
-app.command()(verify.verify)
-app.command()(verify.compare)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)
 app.command()(scenes.equivalence)

@@ -20,12 +20,10 @@ if TYPE_CHECKING:
     from clearsight.verify.reask import VERIFY, VerifyConfig
     from clearsight.verify.rederivation import Rederived, rederive
     from clearsight.verify.results import VerifyResult, reproducibility, verify_run
-
-#: The |Δ| of a probability or a confidence beyond which two answers to an item differ, by
-#: default (stated with every result; ``--tolerance``).
-DEFAULT_TOLERANCE = 1e-4
+    from clearsight.verify.specs import DEFAULT_TOLERANCE
 
 _EXPORTS = {
+    "DEFAULT_TOLERANCE": "clearsight.verify.specs:DEFAULT_TOLERANCE",
     "Comparison": "clearsight.verify.compare:Comparison",
     "compare_runs": "clearsight.verify.compare:compare_runs",
     "VERIFY": "clearsight.verify.reask:VERIFY",

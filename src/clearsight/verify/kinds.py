@@ -13,18 +13,19 @@ and how a batch of them is answered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
 
-if TYPE_CHECKING:
-    from clearsight.verify.reask import ReaskUnit
-
 __all__ = ["KINDS", "Reaskable", "reaskable"]
+
+#: A batch of typed items, the model spec and options that answer them, and the context of
+#: :attr:`Reaskable.context` -> their records, under the items' own keys.
+Answer = Callable[[Sequence[Any], str, Mapping[str, Any], Mapping[str, Any]], list[Record]]
 
 #: A run's configuration (from its manifest) and the stored specs of the sampled items by key
 #: -> the typed items that could be had again, by key.
@@ -40,7 +41,7 @@ class Reaskable:
     stratum: Callable[[Mapping[str, Any]], tuple[Any, ...]]
     typed: Typed
     needs: Callable[[Any], Capabilities]
-    answer: Callable[[ReaskUnit], list[Record]]
+    answer: Answer
     context: Callable[[Mapping[str, Any]], dict[str, Any]]
     """What every unit needs from the run's configuration (the sweep: its depth model and
     generation budget)."""
@@ -80,7 +81,9 @@ def _sweep_context(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"depth_model": sweep.coco_depth_model, "max_new_tokens": sweep.max_new_tokens}
 
 
-def _sweep_answer(unit: ReaskUnit) -> list[Record]:
+def _sweep_answer(
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+) -> list[Record]:
     """The sweep's own request of each item, all sent in one call, each reply read as the
     sweep reads it (records under the items' own keys)."""
     import time
@@ -90,12 +93,11 @@ def _sweep_answer(unit: ReaskUnit) -> list[Record]:
     from clearsight.sweep.unit import item_record, item_request
 
     started = time.perf_counter()
-    items = [spec.item for spec in unit.items]
     try:
-        backend = shared_backend(unit.model, unit.model_options)
+        backend = shared_backend(model, options)
     except Exception as exc:  # recorded with its reason
         return [Record.failed(item.key, exc) for item in items]
-    depth, budget = unit.context["depth_model"], unit.context["max_new_tokens"]
+    depth, budget = context["depth_model"], context["max_new_tokens"]
     built: list[Request | BaseException] = []
     for item in items:
         try:
@@ -153,13 +155,14 @@ def _grounding_typed(
     return found
 
 
-def _grounding_answer(unit: ReaskUnit) -> list[Record]:
+def _grounding_answer(
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+) -> list[Record]:
     """Trajectory grounding's own elicitation of each item, all in one unit."""
     from clearsight.grounding.specs import ELICIT
     from clearsight.grounding.unit import GroundingUnit, run_unit
 
-    items = tuple(spec.item for spec in unit.items)
-    return run_unit(GroundingUnit(ELICIT, unit.model, unit.model_options, items))
+    return run_unit(GroundingUnit(ELICIT, model, options, tuple(items)))
 
 
 def _masked(item: Any) -> Capabilities:

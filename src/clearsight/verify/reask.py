@@ -51,9 +51,9 @@ class VerifyConfig:
 
     def __post_init__(self) -> None:
         if self.sample < 1:
-            raise InputError(f"--sample must be at least 1, got {self.sample}")
+            raise InputError(f"sample must be at least 1, got {self.sample}")
         if self.batch_size < 1:
-            raise InputError(f"--batch-size must be at least 1, got {self.batch_size}")
+            raise InputError(f"batch_size must be at least 1, got {self.batch_size}")
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,8 @@ def run_reask_unit(unit: ReaskUnit) -> list[Record]:
 
     keys = {spec.item.key: spec.key for spec in unit.items}
     try:
-        records = KINDS[unit.of_kind].answer(unit)
+        items = [spec.item for spec in unit.items]
+        records = KINDS[unit.of_kind].answer(items, unit.model, unit.model_options, unit.context)
     except Exception as exc:  # recorded with its reason; the verify goes on
         return [Record.failed(spec.key, exc) for spec in unit.items]
     return [dataclasses.replace(r, key=keys[r.key]) for r in records]

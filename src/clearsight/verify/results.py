@@ -17,9 +17,8 @@ from typing import Any
 import pandas as pd
 
 from clearsight.store import RunStore
-from clearsight.verify import DEFAULT_TOLERANCE
 from clearsight.verify.pairs import agreement_table, differing, paired_readouts
-from clearsight.verify.specs import VERIFY_KIND
+from clearsight.verify.specs import DEFAULT_TOLERANCE, VERIFY_KIND
 
 __all__ = ["CHECK_COLUMNS", "VerifyResult", "reproducibility", "verify_pairs", "verify_run"]
 

@@ -6,7 +6,8 @@ went in and the seed that drew the sample and shuffled it. Its key is the conten
 those, so a re-ask never overwrites the record it repeats (nor another verify's), and a
 ``clearsight verify`` with the same settings finds its finished re-asks and asks only the rest.
 The typed item it repeats travels with it to the worker (``item``) but is not stored: the
-original item is in the run under ``of``.
+original item is in the run under ``of``. Two answers differ beyond :data:`DEFAULT_TOLERANCE`
+unless a verify states another.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from typing import Any, ClassVar
 
 from clearsight.specs import Options, Spec
 
-__all__ = ["VERIFY_KIND", "ReaskSpec"]
+__all__ = ["DEFAULT_TOLERANCE", "VERIFY_KIND", "ReaskSpec"]
 
 #: The item kind of a re-ask.
 VERIFY_KIND = "verify"
+
+#: The |Δ| of a probability, a confidence or a JSD beyond which two answers to an item differ,
+#: by default (stated with every result; ``--tolerance``).
+DEFAULT_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
