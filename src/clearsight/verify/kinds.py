@@ -9,6 +9,11 @@ and how a batch of them is answered.
   rebuilt from their stored form — their problem, trajectory, template and read-out are all
   in it — and kept only where the rebuilt item's key is the stored one; answered by
   trajectory grounding's own unit (:func:`clearsight.grounding.unit.run_unit`).
+* **the probe's direct answers** (the sensor answering the question itself, one sample):
+  rebuilt from their stored form the same way; answered by the probe's own unit
+  (:func:`clearsight.probe.unit.run_probe_unit`) with the sensor swapped for the model asked,
+  its random stream still the item's (its key). Conversations (a reasoner and K sensor samples
+  a turn) are not re-asked: their turns depend on every earlier reply.
 """
 
 from __future__ import annotations
@@ -45,6 +50,12 @@ class Reaskable:
     context: Callable[[Mapping[str, Any]], dict[str, Any]]
     """What every unit needs from the run's configuration (the sweep: its depth model and
     generation budget)."""
+    eligible: Callable[[Mapping[str, Any]], bool] = lambda spec: True
+    """Which stored items of the kind can be re-asked (the probe: direct answers)."""
+    view: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda readouts: readouts
+    """The read-outs as :func:`clearsight.verify.pairs.paired_readouts` reads them."""
+    model_field: str = "model"
+    """The spec field that names the model that answered (the probe: ``sensor``)."""
 
 
 # ------------------------------------------------------------------------------------ sweep
@@ -144,15 +155,7 @@ def elicit_of(stored: Mapping[str, Any]) -> Spec:
 def _grounding_typed(
     config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Spec]:
-    found: dict[str, Spec] = {}
-    for key, spec in stored.items():
-        try:
-            item = elicit_of(spec)
-        except (KeyError, TypeError, ValueError):  # a stored form this code does not read
-            continue
-        if item.key == key:
-            found[key] = item
-    return found
+    return _rebuilt(elicit_of, stored)
 
 
 def _grounding_answer(
@@ -169,6 +172,78 @@ def _masked(item: Any) -> Capabilities:
     return Capabilities(generate=False, attention_mask=True)
 
 
+# ------------------------------------------------------------------------------------ probe
+
+
+def _direct(spec: Mapping[str, Any]) -> bool:
+    return spec.get("strategy") == "direct" and "instance" in spec
+
+
+def _probe_stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (spec.get("sensor"), (spec.get("instance") or {}).get("dataset"), spec.get("run"))
+
+
+def direct_of(stored: Mapping[str, Any]) -> Spec:
+    """A probe's direct answer from its stored form."""
+    from clearsight.probe.instances import Instance
+    from clearsight.probe.specs import DirectSpec
+
+    return DirectSpec(
+        instance=Instance.from_json(stored["instance"]),
+        sensor=stored["sensor"],
+        sensor_options=dict(stored.get("sensor_options") or {}),
+        sensor_max_new_tokens=stored["sensor_max_new_tokens"],
+        temperature=stored["temperature"],
+        seed=stored["seed"],
+        prompt=stored["prompt"],
+        run=stored["run"],
+    )
+
+
+def _probe_typed(
+    config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Spec]:
+    return _rebuilt(direct_of, stored)
+
+
+def _probe_answer(
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+) -> list[Record]:
+    """Each direct answer by the probe's own unit, the sensor swapped for ``model``; the
+    item's key kept (its records' key and the seed of its random stream)."""
+    import dataclasses
+
+    from clearsight.probe.plan import ProbeUnit
+    from clearsight.probe.unit import run_probe_unit
+
+    records = []
+    for item in items:
+        asked = dataclasses.replace(item, sensor=model, sensor_options=dict(options))
+        asked.__dict__["key"] = item.key  # the cached key: the item's, not the swapped spec's
+        records += run_probe_unit(ProbeUnit(asked))
+    return records
+
+
+def _probe_view(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {"answer": readouts.get("committed")}
+
+
+def _rebuilt(
+    rebuild: Callable[[Mapping[str, Any]], Spec], stored: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Spec]:
+    """The items ``rebuild`` makes again from their stored form whose key is the stored one
+    (a stored form this code no longer reads, or reads into another item, is left out)."""
+    found: dict[str, Spec] = {}
+    for key, spec in stored.items():
+        try:
+            item = rebuild(spec)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if item.key == key:
+            found[key] = item
+    return found
+
+
 KINDS: dict[str, Reaskable] = {
     "sweep": Reaskable(
         "sweep", "sweep", _sweep_stratum, _sweep_typed, _sweep_needs, _sweep_answer, _sweep_context
@@ -181,6 +256,18 @@ KINDS: dict[str, Reaskable] = {
         _masked,
         _grounding_answer,
         lambda config: {},
+    ),
+    "probe": Reaskable(
+        "probe",
+        "probe",
+        _probe_stratum,
+        _probe_typed,
+        lambda item: Capabilities(generate=True),
+        _probe_answer,
+        lambda config: {},
+        eligible=_direct,
+        view=_probe_view,
+        model_field="sensor",
     ),
 }
 

@@ -100,6 +100,8 @@ def _sampled(store: RunStore, kind: Reaskable, n: int, seed: int) -> dict[str, d
     strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
     specs: dict[str, dict[str, Any]] = {}
     for rec in store.iter_records("ok", kind=kind.kind, raw=False):
+        if not kind.eligible(rec.spec):
+            continue
         strata[kind.stratum(rec.spec)].append(rec.key)
         specs[rec.key] = rec.spec
     return {key: specs[key] for key in sample_keys(strata, n, seed)}
@@ -127,8 +129,9 @@ def plan_reasks(config: VerifyConfig) -> ReaskPlan:
         if item is None:
             continue
         stored = sampled[key]
-        model = config.against or str(stored["model"])
-        options = dict(config.against_options if config.against else stored["model_options"])
+        model = config.against or str(stored[kind.model_field])
+        own = stored.get(f"{kind.model_field}_options") or {}
+        options = dict(config.against_options if config.against else own)
         if model.startswith("hf:"):  # its forward passes take the batch of the re-ask
             options["batch_size"] = config.batch_size
         specs.append(
@@ -214,5 +217,5 @@ def _stages(config: VerifyConfig, plan: ReaskPlan, store: RunStore) -> Iterator[
 
 #: Re-asking a finished run's items, as a value for :func:`clearsight.driver.run`.
 VERIFY: Protocol[VerifyConfig, ReaskPlan] = Protocol(
-    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=("sweep", "grounding")
+    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=("sweep", "grounding", "probe")
 )

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from clearsight.store import RunStore
+from clearsight.verify.kinds import KINDS
 from clearsight.verify.pairs import agreement_table, differing, paired_readouts
 from clearsight.verify.specs import DEFAULT_TOLERANCE, VERIFY_KIND
 
@@ -44,9 +45,11 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
             {
                 "key": rec.key,
                 "of": rec.spec["of"],
-                "model": spec.get("model"),
-                "scene": (spec.get("scene") or spec.get("problem") or {}).get("id"),
-                "condition": spec.get("condition", spec.get("variant")),
+                "model": spec.get("model", spec.get("sensor")),
+                "scene": (
+                    spec.get("scene") or spec.get("problem") or spec.get("instance") or {}
+                ).get("id"),
+                "condition": spec.get("condition", spec.get("variant", spec.get("strategy"))),
                 "level_m": spec.get("level_m", spec.get("share")),
                 "wording": spec.get("wording", (spec.get("readout") or {}).get("name")),
                 "status": rec.status,
@@ -56,8 +59,9 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
                 "seed": rec.spec["seed"],
             }
         )
-        originals.append(original.readouts if original is not None else None)
-        reasks.append(rec.readouts if rec.status == "ok" else None)
+        view = KINDS[rec.spec["of_kind"]].view
+        originals.append(view(original.readouts) if original is not None else None)
+        reasks.append(view(rec.readouts) if rec.status == "ok" else None)
     frame = pd.DataFrame(labels, columns=[*_LABELS, *CHECK_COLUMNS])
     return pd.concat([frame, paired_readouts(originals, reasks)], axis=1)
 
