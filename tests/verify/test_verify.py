@@ -210,6 +210,8 @@ def test_compare_of_a_run_with_itself_moves_nothing(observer_run: Path, tmp_path
         figures["figure"]
     )
     assert {"ECE internal (pooled)", "AURC internal (pooled)"} <= set(figures["figure"])
+    crossing = {"log10 V*_acc (m)", "W internal confidence", "W verbalized confidence"}
+    assert crossing <= set(figures["figure"])
     assert np.allclose(figures["a"], figures["b"], equal_nan=True)
     assert (figures[["difference", "low", "high"]].to_numpy() == 0.0).all()
     out = runner.invoke(

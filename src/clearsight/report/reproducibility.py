@@ -169,9 +169,10 @@ def compare_page(comparison: Comparison) -> str:
     body = (
         f"<h1>clearsight compare: {esc(c.run_a.name)} (A) and {esc(c.run_b.name)} (B)</h1>"
         f"<p class='note'>{len(c.pairs)} common items ({c.n_a} finished in A, {c.n_b} in B), "
-        "matched by what they ask; answers compared as option texts. Differences A - B with "
-        "95 % intervals from one paired bootstrap over source photos (both runs evaluated on "
-        "every draw).</p>"
+        "matched by what they ask; answers compared as option texts. Figures on each model's "
+        "first letter wording (W of the verbalized confidence on its first verbalized one); "
+        "differences A - B with 95 % intervals from one paired bootstrap over source photos "
+        "(both runs evaluated on every draw).</p>"
         f"<h2>Agreement</h2>{frame_table(table_display(c.table))}"
         f"<h2>Items that differ ({len(c.differ)})</h2>{frame_table(worst_display(c.differ, 20))}"
         f"<h2>Figures</h2>{frame_table(_figures_display(c.figures))}"
