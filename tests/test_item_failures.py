@@ -161,7 +161,7 @@ def test_a_unit_that_raises_fails_its_items_and_the_run_goes_on(
     def broken(item: Any, reply: Any, elapsed: float) -> Record:
         raise RuntimeError("a bug in a read-out")
 
-    monkeypatch.setattr(unit, "_item_record", broken)
+    monkeypatch.setattr(unit, "item_record", broken)
     cfg = SweepConfig(
         scene_ids=(SCENE,),
         arms=("fog",),

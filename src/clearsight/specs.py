@@ -50,7 +50,12 @@ __all__ = [
 OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
 
 #: The modules that define the protocols' spec classes (imported by :func:`spec_class`).
-SPEC_MODULES = ("clearsight.sweep.specs", "clearsight.grounding.specs", "clearsight.probe.specs")
+SPEC_MODULES = (
+    "clearsight.sweep.specs",
+    "clearsight.grounding.specs",
+    "clearsight.probe.specs",
+    "clearsight.verify.specs",
+)
 
 _REGISTRY: dict[str, type[Spec]] = {}
 # Per spec class: its fields as (name, omitted while None), read once.

@@ -31,6 +31,7 @@ from clearsight.cli import (
     scenes,
     serve,
     sweep,
+    verify,
 )
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 from clearsight.cli.generate import command_group
@@ -43,6 +44,8 @@ app = typer.Typer(
         serve.SERVE,
         fetch.FETCH,
         demo.DEMO,
+        verify.VERIFY,
+        verify.COMPARE,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -50,6 +53,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
+            *("verify", "compare"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",

@@ -36,6 +36,7 @@ from clearsight.report.headline import (
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import png, pyplot, risk_coverage_figure
+from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -304,9 +305,12 @@ def _figure(figures: dict[str, bytes | None], name: str) -> str:
     return img(figures[name], alt, caption) or "<p class='note'>(no data in this run)</p>"
 
 
-def render_html(analysis: GroundingAnalysis, figures: dict[str, bytes | None]) -> str:
+def render_html(
+    analysis: GroundingAnalysis, figures: dict[str, bytes | None], reproducibility: str = ""
+) -> str:
     """The self-contained page: the scores table, the masking curve, variation, hesitation,
-    the tests, ECE against TGS, the judge and the failures, tables with their figures."""
+    the tests, ECE against TGS, the judge and the failures, tables with their figures (and the
+    run's ``reproducibility`` section, where it has re-asks)."""
     sections = [
         ("Scores", frame_table(tables(analysis))),
         ("Calibration read-outs (Table 2)", frame_table(readouts_frame(analysis))),
@@ -336,6 +340,7 @@ def render_html(analysis: GroundingAnalysis, figures: dict[str, bytes | None]) -
         "intervals (ECE/AUROC: item bootstrap).</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
+    body.append(reproducibility)
     body.append(cost_html(analysis.cost))
     return page(f"clearsight grounding: {name}", "\n".join(body))
 
@@ -352,8 +357,8 @@ def render_grounding_report(analysis: GroundingAnalysis, run_dir: Path | str) ->
     }
     return write_report(
         Path(run_dir),
-        html=render_html(analysis, figures),
-        summary_md=summary_markdown(analysis),
+        html=render_html(analysis, figures, reproducibility_html(Path(run_dir))),
+        summary_md=summary_markdown(analysis, reproducibility_markdown(Path(run_dir))),
         summary_csv=tables(analysis),
     )
 
@@ -417,8 +422,9 @@ def _summary_details(analysis: GroundingAnalysis) -> list[str]:
     return lines
 
 
-def summary_markdown(analysis: GroundingAnalysis) -> str:
-    """The Markdown summary: the table, variation, hesitation, tests, judge, failures."""
+def summary_markdown(analysis: GroundingAnalysis, reproducibility: Sequence[str] = ()) -> str:
+    """The Markdown summary: the table, variation, hesitation, tests, judge, failures (and the
+    run's ``reproducibility`` section, where it has re-asks)."""
     lines = [
         "# Trajectory grounding",
         "",
@@ -438,7 +444,7 @@ def summary_markdown(analysis: GroundingAnalysis) -> str:
     lines += ["", "## Failed or skipped items", ""]
     failures = sorted(analysis.failures.items())
     lines += [f"- {n} x {md_text(k)}" for k, n in failures] or ["- none"]
-    lines += ["", *cost_markdown(analysis.cost)]
+    lines += ["", *reproducibility, *cost_markdown(analysis.cost)]
     return "\n".join(lines) + "\n"
 
 

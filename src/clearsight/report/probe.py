@@ -22,7 +22,7 @@ from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
 from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
 from clearsight.probe.transcript import Transcript
 from clearsight.probe.uot import SearchRecord
-from clearsight.report.cost import cost_html, cost_markdown
+from clearsight.report.cost import cost_markdown
 from clearsight.report.headline import (
     PROBE_CAPTION,
     headline_html,
@@ -32,6 +32,7 @@ from clearsight.report.headline import (
 from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.plots import Drawn, png, pyplot, risk_coverage_figure
+from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 
 __all__ = [
     "FIG5",
@@ -286,8 +287,10 @@ def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportP
     )
     body.append("<h2>Example conversations</h2>")
     body.append(_examples(analysis.examples))
-    body.append(cost_html(analysis.cost))
-    md.append("\n" + "\n".join(cost_markdown(analysis.cost)))
+    body.append(reproducibility_html(Path(run_dir)))  # empty without re-asks
+    md.append(
+        "\n" + "\n".join([*reproducibility_markdown(Path(run_dir)), *cost_markdown(analysis.cost)])
+    )
     return write_report(
         run,
         html=page(f"clearsight probe: {run.name}", "\n".join(body)),

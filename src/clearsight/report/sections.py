@@ -34,6 +34,7 @@ from clearsight.report.labels import (
     interval_m,
     labelled_crossings,
 )
+from clearsight.report.reproducibility import reproducibility_html
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.confidence import ReliabilityPanel
 from clearsight.sweep.headline import headline_table
@@ -73,6 +74,7 @@ def render_report(analysis: SweepAnalysis, *, thumbnails: bool = True) -> str:
         sections.append(_imagenet_section(analysis, task))
         sections.append(examples_section(data, task, thumbnails))
     sections.append(guard_section_html(analysis.guard))  # empty without a guarded model
+    sections.append(reproducibility_html(data.run_dir))  # empty without re-asks
     sections.append(cost_html(analysis.cost))
     sections.append(_methods_note())
     return page(f"clearsight sweep report — {data.name}", "\n".join(sections))

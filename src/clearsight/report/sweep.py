@@ -22,6 +22,7 @@ from clearsight.report.headline import headline_markdown, sweep_caption, sweep_h
 from clearsight.report.html import fmt_ci, fmt_num, fmt_range
 from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
+from clearsight.report.reproducibility import reproducibility_markdown
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.crossings import scene_bootstrap
@@ -196,6 +197,7 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
             else "_No control conditions in this run._\n"
         )
     lines += _imagenet_markdown(analysis)
+    lines += reproducibility_markdown(data.run_dir)  # none without re-asks
     lines += cost_markdown(analysis.cost)
     return "\n".join(lines)
 

@@ -49,7 +49,7 @@ from clearsight.sweep import cells
 from clearsight.sweep.cells import Design, FloatArray, IntArray, WPairing
 from clearsight.sweep.results import RunData
 
-__all__ = ["NO_VERBAL", "SceneBootstrap", "scene_bootstrap"]
+__all__ = ["NO_VERBAL", "SceneBootstrap", "crossing_statistic", "scene_bootstrap"]
 
 #: Note of a crossing where a verbal wording has replies but not one parseable confidence.
 NO_VERBAL = "no parseable verbalized confidence"
@@ -294,3 +294,24 @@ def _crossing_note(row: Any) -> str:
     if row.n_undefined > 0:
         return f"V* undefined in {row.n_undefined} bootstrap resamples (left out of the CI)"
     return ""
+
+
+def crossing_statistic(
+    data: RunData,
+) -> tuple[list[str], list[cells.CrossingFields], list[tuple[int, int]], Any] | None:
+    """The run's crossings as one statistic of photo weights, for a bootstrap that draws the
+    photos of two runs at once (``clearsight compare``): the photos (the weights' columns),
+    what names each crossing, the (accuracy, awareness) crossing pairs of the widths, and
+    ``stat(W)``: per row of weights log10 V* of every crossing, then W of every pair (the
+    columns :func:`scene_bootstrap` bootstraps after the curves). None: no crossing."""
+    design = cells.design(data)
+    if design is None:
+        return None
+
+    def stat(weights: FloatArray) -> FloatArray:
+        ev = _evaluate(design, weights)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_v = np.log10(ev.crossing.visibility_m)
+        return np.column_stack([log_v, ev.width])
+
+    return design.clusters, design.crossings, design.pairs, stat

@@ -195,6 +195,15 @@ def item_image(item: SweepItem, depth_model: str) -> npt.NDArray[np.uint8]:
     return _Images(scene, [item]).get(item, shown)
 
 
+def item_request(item: SweepItem, depth_model: str, max_new_tokens: int = 24) -> Request:
+    """The request :func:`run_unit` sends for ``item``, built alone (its scene, and the one a
+    shuffled item shows, loaded here): what a re-ask of a finished item sends again."""
+    scene = load_scene(item.scene, depth_model)
+    shown = None if item.shown is None else load_scene(item.shown.scene, depth_model)
+    clean = None if item.condition == "blank" else (shown or scene)
+    return _request(item, _Images(scene, [item]).get(item, shown), clean, max_new_tokens)
+
+
 def _request(
     item: SweepItem, image: npt.NDArray[np.uint8], clean: Scene | None, max_new_tokens: int
 ) -> Request:
@@ -254,10 +263,10 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     answers = iter(checked_replies(backend, requests))
     replies = [r if isinstance(r, BaseException) else next(answers) for r in built]
     elapsed = (time.perf_counter() - started) / max(len(replies), 1)
-    return [_item_record(item, reply, elapsed) for item, reply in zip(items, replies, strict=True)]
+    return [item_record(item, reply, elapsed) for item, reply in zip(items, replies, strict=True)]
 
 
-def _item_record(item: SweepItem, reply: Response | BaseException, elapsed: float) -> Record:
+def item_record(item: SweepItem, reply: Response | BaseException, elapsed: float) -> Record:
     """The record of one question: its read-outs from a checked reply, or failed with the
     reason (the reply's raw output kept where there is one)."""
     if isinstance(reply, BaseException):

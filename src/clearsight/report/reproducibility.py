@@ -1,0 +1,180 @@
+"""The "Reproducibility" section of a run's report (its re-asks by ``clearsight verify``) and
+the page of ``clearsight compare``: rendering only, the numbers come from
+:mod:`clearsight.verify`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from clearsight.report.html import esc, fmt_num, frame_table, page
+from clearsight.report.output import md_table, md_text
+
+if TYPE_CHECKING:
+    from clearsight.verify.compare import Comparison
+    from clearsight.verify.results import VerifyResult
+
+__all__ = [
+    "HEADING",
+    "compare_csv",
+    "compare_page",
+    "reproducibility_html",
+    "reproducibility_markdown",
+    "table_display",
+    "worst_display",
+]
+
+#: The section's heading, on the page and in summary.md.
+HEADING = "Reproducibility"
+
+_NOTE = (
+    "A sample of the run's finished items asked again by `clearsight verify`, shuffled and in "
+    "batches of another size, each re-ask stored beside the record it repeats: the agreement "
+    "of the answers, and the largest and median |Δ| of the option probabilities and the "
+    "confidences; an item differs when its answer changed, a confidence was read only once, "
+    "or a |Δ| exceeds the tolerance."
+)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    return (
+        "–"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else fmt_num(value, digits)
+    )
+
+
+def table_display(table: pd.DataFrame) -> pd.DataFrame:
+    """An agreement table (:func:`clearsight.verify.pairs.agreement_table`) as text."""
+    return pd.DataFrame(
+        {
+            "read-out": table["readout"],
+            "n": table["n"].astype(int),
+            "agreement": table["agreement"].map(_num),
+            "max |Δ|": table["max_abs_delta"].map(lambda v: _num(v, 6)),
+            "median |Δ|": table["median_abs_delta"].map(lambda v: _num(v, 6)),
+        }
+    )
+
+
+def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
+    """The first ``limit`` differing items (worst first) as text."""
+    rows = differ.head(limit)
+    key = "of" if "of" in rows else "key_a"
+    return pd.DataFrame(
+        {
+            "item": rows[key].map(lambda k: str(k)[:12]),
+            "model": rows["model"],
+            "scene / problem": rows["scene"],
+            "condition / variant": rows["condition"],
+            "level (m) / share": rows["level_m"].map(lambda v: _num(v, 4)),
+            "wording / read-out": rows["wording"],
+            "answer": [
+                f"{a} → {b}" for a, b in zip(rows["answer_a"], rows["answer_b"], strict=True)
+            ],
+            "largest |Δ|": rows["worst"].map(lambda v: "answer" if v == math.inf else _num(v, 6)),
+        }
+    )
+
+
+def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
+    failed = int((result.pairs["status"] == "failed").sum()) if len(result.pairs) else 0
+    return (
+        f"asked {setting['asked']}, batches of {setting['batch_size']}, seed {setting['seed']}: "
+        f"{len(result.pairs)} items, {len(result.differ)} differ beyond {result.tolerance:g}"
+        + (f" ({failed} re-asks failed)" if failed else "")
+    )
+
+
+def _results(run_dir: Path) -> list[tuple[dict[str, Any], VerifyResult]]:
+    from clearsight.store import DB_NAME
+    from clearsight.verify.results import reproducibility
+
+    if not (Path(run_dir) / DB_NAME).is_file():  # a run read from elsewhere
+        return []
+    return reproducibility(run_dir)
+
+
+def reproducibility_html(run_dir: Path) -> str:
+    """The section of the run's page ('' when the run holds no re-ask)."""
+    found = _results(run_dir)
+    if not found:
+        return ""
+    parts = [f"<section id='reproducibility'><h2>{HEADING}</h2><p class='note'>{esc(_NOTE)}</p>"]
+    for setting, result in found:
+        parts.append(f"<h3>{esc(_setting(setting, result))}</h3>")
+        parts.append(frame_table(table_display(result.table)))
+        if len(result.differ):
+            parts.append(
+                frame_table(worst_display(result.differ), "the items that differ, worst first")
+            )
+    return "".join(parts) + "</section>"
+
+
+def reproducibility_markdown(run_dir: Path) -> list[str]:
+    """The section of summary.md (no lines when the run holds no re-ask)."""
+    found = _results(run_dir)
+    if not found:
+        return []
+    lines = [f"## {HEADING}", "", md_text(_NOTE), ""]
+    for setting, result in found:
+        lines += [md_text(_setting(setting, result)), "", md_table(table_display(result.table))]
+        if len(result.differ):
+            lines.append(md_table(worst_display(result.differ)))
+    return lines
+
+
+def compare_csv(comparison: Comparison) -> pd.DataFrame:
+    """compare.csv: the agreement rows (``kind`` = ``agreement``) and the figure rows
+    (``kind`` = ``figure``)."""
+    table = comparison.table.assign(kind="agreement")
+    figures = comparison.figures.assign(kind="figure")
+    both = pd.concat([table, figures], ignore_index=True)
+    return both[["kind", *(c for c in both.columns if c != "kind")]]
+
+
+def _figures_display(figures: pd.DataFrame) -> pd.DataFrame:
+    if figures.empty:
+        return figures
+    return pd.DataFrame(
+        {
+            "task": figures["task"],
+            "models": [
+                f"{a} / {b}" for a, b in zip(figures["model"], figures["other"], strict=True)
+            ],
+            "arm": figures["arm"],
+            "figure": figures["figure"],
+            "A": figures["a"].map(lambda v: _num(v, 3)),
+            "B": figures["b"].map(lambda v: _num(v, 3)),
+            "A - B [95 % CI]": [
+                f"{_num(d, 3)} [{_num(lo, 3)}, {_num(hi, 3)}]"
+                for d, lo, hi in zip(
+                    figures["difference"], figures["low"], figures["high"], strict=True
+                )
+            ],
+            "items A / B": [
+                f"{a} / {b}" for a, b in zip(figures["n_a"], figures["n_b"], strict=True)
+            ],
+        }
+    )
+
+
+def compare_page(comparison: Comparison) -> str:
+    """compare.html: the runs, the agreement table of their common items, the items that
+    differ most, and the figures side by side with their paired intervals."""
+    c = comparison
+    body = (
+        f"<h1>clearsight compare: {esc(c.run_a.name)} (A) and {esc(c.run_b.name)} (B)</h1>"
+        f"<p class='note'>{len(c.pairs)} common items ({c.n_a} finished in A, {c.n_b} in B), "
+        "matched by what they ask; answers compared as option texts. Figures on each model's "
+        "first letter wording (W of the verbalized confidence on its first verbalized one); "
+        "differences A - B with 95 % intervals from one paired bootstrap over source photos "
+        "(both runs evaluated on every draw).</p>"
+        f"<h2>Agreement</h2>{frame_table(table_display(c.table))}"
+        f"<h2>Items that differ ({len(c.differ)})</h2>{frame_table(worst_display(c.differ, 20))}"
+        f"<h2>Figures</h2>{frame_table(_figures_display(c.figures))}"
+    )
+    return page("clearsight compare", body)

@@ -1,0 +1,84 @@
+"""Issue 34 for trajectory grounding: ``clearsight verify`` re-asks a sample of a grounding run's
+elicitations (the 11-way confidence distributions) and compares them by the Jensen–Shannon
+divergence and the |Δ| of the expected confidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clearsight.cli import app
+from clearsight.grounding import GroundingConfig, run_grounding
+from clearsight.grounding.generator import bundled_problems
+from clearsight.store import RunStore
+from clearsight.verify import VerifyConfig, verify_run
+from clearsight.verify.kinds import elicit_of
+
+runner = CliRunner()
+
+
+def _script(path: Path, hidden_all: str) -> str:
+    """A scripted model: each bundled problem's canonical solution as its trajectory; the
+    confidence 9 with nothing hidden, ``hidden_all`` with the whole rationale hidden, 6 with
+    part of it."""
+    entries: list[dict[str, object]] = [
+        {"hidden": {"share": 1.0, "sequence_probs": {hidden_all: 1.0}}},
+        {"hidden": {"share": 0.0, "sequence_probs": {"9": 1.0}}},
+        {"hidden": {"sequence_probs": {"6": 1.0}}},
+    ]
+    for p in bundled_problems(2):
+        s = p.solution or {}
+        text = f" {s['observation']}\nReasoning: {s['reasoning']}\nAnswer: {s['answer']}"
+        entries.append({"match": p.question, "texts": [text]})
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    return f"scripted:{path}"
+
+
+@pytest.fixture(scope="module")
+def grounding_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    base = tmp_path_factory.mktemp("grounding")
+    model = _script(base / "model.jsonl", "3")
+    other = _script(base / "other.jsonl", "4")
+    config = GroundingConfig(
+        model=model, generator=None, n_problems=2, variation_mode="handwritten", n_boot=100
+    )
+    run_grounding(config, base / "run", progress=False)
+    return base / "run", other
+
+
+def test_an_elicitation_is_rebuilt_from_its_stored_form(grounding_run: tuple[Path, str]) -> None:
+    run, _ = grounding_run
+    with RunStore.open(run, read_only=True) as store:
+        records = list(store.iter_records("ok", kind="grounding.elicit", raw=False))
+    assert records
+    assert all(elicit_of(r.spec).key == r.key for r in records)
+
+
+def test_verify_of_a_grounding_run(grounding_run: tuple[Path, str]) -> None:
+    run, other = grounding_run
+    with RunStore.open(run, read_only=True) as store:
+        records = list(store.iter_records("ok", kind="grounding.elicit", raw=False))
+    same = verify_run(VerifyConfig(run, sample=200, batch_size=3))
+    table = same.table.set_index("readout")
+    assert len(same.pairs) == len(records)
+    assert "answer" not in table.index  # an elicitation has a distribution, not an answer
+    assert table.loc["11-way distribution (JSD, bits)", "max_abs_delta"] == 0.0
+    assert table.loc["expected confidence", "max_abs_delta"] == 0.0
+    assert same.exit_code == 0
+    # another model: the whole rationale hidden gives 4 instead of 3
+    hidden = {r.key for r in records if r.spec["share"] == 1.0}
+    assert 0 < len(hidden) < len(records)
+    moved = verify_run(VerifyConfig(run, sample=200, against=other, batch_size=4))
+    assert set(moved.differ["of"]) == hidden
+    table = moved.table.set_index("readout")
+    assert table.loc["11-way distribution (JSD, bits)", "max_abs_delta"] == pytest.approx(1.0)
+    assert table.loc["expected confidence", "max_abs_delta"] == pytest.approx(0.1)
+    assert moved.exit_code == 3
+    report = runner.invoke(app, ["report", str(run)])
+    assert report.exit_code == 0, report.output
+    text = (run / "summary.md").read_text()
+    assert "## Reproducibility" in text
+    assert f"batches of 4, seed 0: {len(records)} items, {len(hidden)} differ" in text

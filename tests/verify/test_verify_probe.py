@@ -1,0 +1,60 @@
+"""Issue 34 for the probe: ``clearsight verify`` re-asks a sample of a probe run's direct
+answers (the sensor answering the question itself) and compares the committed options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clearsight.cli import app
+from clearsight.probe.protocol import run_probe
+from clearsight.store import RunStore
+from clearsight.verify import VerifyConfig, verify_run
+from clearsight.verify.kinds import direct_of
+from fixtures.probe_runs import probe_config
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def probe_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """Direct answers and BP conversations of a scripted sensor (it answers B), and a second
+    sensor that answers the one question with ``mark`` in its text A instead."""
+    base = tmp_path_factory.mktemp("probe")
+    run = base / "run"
+    run_probe(probe_config(base), run, progress=False)
+    with RunStore.open(run, read_only=True) as store:
+        direct = [
+            r
+            for r in store.iter_records("ok", kind="probe", raw=False)
+            if r.spec["strategy"] == "direct"
+        ]
+    mark = direct[0].spec["instance"]["question"]
+    other = base / "other.jsonl"
+    lines = [{"match": mark, "texts": ["A"]}, {"match": "Answer with the letter", "texts": ["B"]}]
+    other.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return run, f"scripted:{other}", mark
+
+
+def test_direct_answers_are_rebuilt_and_asked_again(probe_run: tuple[Path, str, str]) -> None:
+    run, other, mark = probe_run
+    with RunStore.open(run, read_only=True) as store:
+        records = list(store.iter_records("ok", kind="probe", raw=False))
+    direct = [r for r in records if r.spec["strategy"] == "direct"]
+    assert 0 < len(direct) < len(records)  # the conversations are not re-asked
+    assert all(direct_of(r.spec).key == r.key for r in direct)
+    same = verify_run(VerifyConfig(run, sample=50, batch_size=2))
+    assert set(same.pairs["of"]) == {r.key for r in direct}
+    assert same.table.set_index("readout").loc["answer", "agreement"] == 1.0
+    assert same.exit_code == 0
+    moved = verify_run(VerifyConfig(run, sample=50, against=other, batch_size=2))
+    marked = {r.key for r in direct if r.spec["instance"]["question"] == mark}
+    assert 0 < len(marked) < len(direct)
+    assert set(moved.differ["of"]) == marked
+    assert moved.exit_code == 3
+    report = runner.invoke(app, ["report", str(run)])
+    assert report.exit_code == 0, report.output
+    assert "## Reproducibility" in (run / "summary.md").read_text()
