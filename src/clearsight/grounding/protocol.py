@@ -106,7 +106,14 @@ def _models(config: GroundingConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any]:
-    template = to_plain(template_ref())
+    chosen = config.template()
+    template = to_plain(template_ref(chosen.template))
+    trajectory = {
+        "choice": config.trajectory_template,
+        "template": chosen.name,
+        "reason": chosen.reason,
+        "max_new_tokens": config.trajectory_tokens(),
+    }
     files = [
         {
             "source": str(Path(path).resolve()),
@@ -127,6 +134,7 @@ def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any
         config.model_dump(mode="json"),
         "grounding",
         template=template,
+        trajectory=trajectory,
         problems=sources,
         tgs_bench=bench,
     )

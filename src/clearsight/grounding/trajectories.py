@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
@@ -39,26 +40,75 @@ SEGMENTS: tuple[str, ...] = ("vision", "reasoning", "answer")
 
 @dataclass(frozen=True)
 class Template:
-    """The trajectory template: the user prompt (``{question}`` filled in), the section tags
-    and the confidence slot text."""
+    """A trajectory template: the user prompt (``{question}`` filled in), the answer tag and the
+    confidence slot text, and how the model's own text is laid out (``format``):
+
+    * ``tagged`` (None; the canonical ``data/template.json``): "Observation:" / "Reasoning:" /
+      "Answer:" lines (``vision_tag``, ``reasoning_tag``, ``answer_tag``); a generation is
+      split at the tags and re-rendered in that form;
+    * ``think``: a free-form rationale inside a think block (``block``: its opening and closing
+      tags), its sentences labelled vision / reasoning by the segmenter, then the answer line;
+    * ``blocks``: tagged blocks ``<vision>..</vision>``, ``<reasoning>..</reasoning>``,
+      ``<answer>..</answer>`` (``vision_tag``, ``reasoning_tag``, ``answer_tag`` open them),
+      extracted directly.
+
+    A native (``think``, ``blocks``) generation is kept as written
+    (:class:`WrittenTrajectory`). ``prefill`` starts the assistant's turn (None: the vision
+    tag); ``force`` is what closes the rationale and opens the answer when a generation
+    reaches no answer; ``layout`` renders a trajectory that was not written in the template
+    (a TGS-Bench pair) with ``{vision}``, ``{reasoning}``, ``{answer}`` (None: the tagged
+    lines). Fields left None stay out of the content hash, so the canonical template keeps
+    the hash its runs were keyed with."""
 
     id: str
     user: str
-    vision_tag: str
-    reasoning_tag: str
     answer_tag: str
     slot: str
+    vision_tag: str = ""
+    reasoning_tag: str = ""
+    format: str | None = None
+    block: tuple[str, str] | None = None
+    prefill: str | None = None
+    force: str | None = None
+    layout: str | None = None
 
     @property
     def hash(self) -> str:
         """Content hash recorded with every item that uses the template."""
-        return content_hash(vars(self))[:16]
+        return content_hash({k: v for k, v in vars(self).items() if v is not None})[:16]
+
+    @property
+    def native(self) -> bool:
+        """Whether the model's text is kept as written (a ``think`` or ``blocks`` template)."""
+        return self.format in ("think", "blocks")
+
+    @property
+    def opening(self) -> str:
+        """The text the assistant's turn starts with."""
+        return self.vision_tag if self.prefill is None else self.prefill
+
+    @property
+    def lines(self) -> str:
+        """The layout a trajectory is rendered with (see the class docstring)."""
+        if self.layout is not None:
+            return self.layout
+        return (
+            f"{self.vision_tag} {{vision}}\n{self.reasoning_tag} {{reasoning}}\n"
+            f"{self.answer_tag} {{answer}}\n"
+        )
 
 
 @lru_cache(maxsize=1)
 def default_template() -> Template:
     """The bundled template ``data/template.json``."""
     data = json.loads(files("clearsight.grounding").joinpath("data/template.json").read_text())
+    return template_of(data)
+
+
+def template_of(data: dict[str, Any]) -> Template:
+    """The :class:`Template` of a data file's mapping (``block`` a pair of tags)."""
+    if data.get("block") is not None:
+        data = {**data, "block": tuple(data["block"])}
     return Template(**data)
 
 
@@ -72,32 +122,104 @@ class Trajectory:
     answer: str
 
     def render(self, template: Template | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
-        """The tagged text ending at the confidence slot, and each segment's character span."""
+        """The text ending at the confidence slot, laid out by the template
+        (:attr:`Template.lines`; each segment stripped), and each segment's character span."""
         t = template or default_template()
-        text = ""
+        text, pos = "", 0
         spans: dict[str, tuple[int, int]] = {}
-        parts = (
-            ("vision", t.vision_tag, self.vision),
-            ("reasoning", t.reasoning_tag, self.reasoning),
-            ("answer", t.answer_tag, self.answer),
-        )
-        for name, tag, body in parts:
-            text += tag + " "
-            spans[name] = (len(text), len(text) + len(body.strip()))
-            text += body.strip() + "\n"
-        return text + t.slot, spans
+        for m in re.finditer(r"\{(vision|reasoning|answer)\}", t.lines):
+            body = getattr(self, m.group(1)).strip()
+            text += t.lines[pos : m.start()]
+            spans[m.group(1)] = (len(text), len(text) + len(body))
+            text += body
+            pos = m.end()
+        return text + t.lines[pos:] + t.slot, spans
 
     def rationale_spans(self, template: Template | None = None) -> list[tuple[int, int]]:
         """Character spans of the designated rationale (vision and reasoning), non-empty only."""
         _, spans = self.render(template)
         return [spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0]]
 
+    def with_segment(self, axis: str, text: str) -> Trajectory:
+        """The trajectory with its ``axis`` component replaced (the others copied unchanged)."""
+        if axis not in SEGMENTS:
+            raise InputError(f"unknown axis {axis!r}; one of {SEGMENTS}")
+        return dataclasses.replace(self, **{axis: text})
+
     def to_json(self) -> dict[str, str]:
         return {"vision": self.vision, "reasoning": self.reasoning, "answer": self.answer}
 
 
+Spans = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class WrittenTrajectory(Trajectory):
+    """A trajectory kept as the model wrote it (a native template's): ``text``, cut before any
+    confidence it wrote, and the character ``spans`` of its vision, reasoning and answer in
+    that text, as the segmenter found them; ``vision``/``reasoning``/``answer`` are those
+    slices. It is scored as written: :meth:`render` is the text and the slot, nothing
+    re-rendered."""
+
+    text: str
+    spans: Spans
+
+    @classmethod
+    def of(cls, text: str, spans: Spans) -> WrittenTrajectory:
+        """The trajectory of ``text`` with segment ``spans`` (vision, reasoning, answer), which
+        must be ordered, inside the text, and the answer not empty."""
+        bounds = [b for span in spans for b in span]
+        if bounds != sorted(bounds) or bounds[0] < 0 or bounds[-1] > len(text.rstrip()):
+            raise InputError(f"segment spans {spans} are not ordered within the text")
+        v, r, a = (text[s:e] for s, e in spans)
+        if not a.strip():
+            raise InputError("the trajectory's answer is empty")
+        return cls(v, r, a, text, spans)
+
+    def render(self, template: Template | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
+        """The text as written, then the template's confidence slot on a new line."""
+        t = template or default_template()
+        return self.text.rstrip() + "\n" + t.slot, dict(zip(SEGMENTS, self.spans, strict=True))
+
+    def with_segment(self, axis: str, text: str) -> Trajectory:
+        """The written text with the ``axis`` segment replaced by ``text`` (stripped), the
+        other segments and everything around them kept as written."""
+        if axis not in SEGMENTS:
+            raise InputError(f"unknown axis {axis!r}; one of {SEGMENTS}")
+        k = SEGMENTS.index(axis)
+        return self._spliced(*self.spans[k], text.strip(), k)
+
+    def cut(self, start: int, end: int) -> WrittenTrajectory:
+        """The written text with ``[start, end)`` removed (a hesitation's truncation); a
+        segment bound inside the removed range moves to its start."""
+        return self._spliced(start, end, "", None)
+
+    def _spliced(self, start: int, end: int, new: str, k: int | None) -> WrittenTrajectory:
+        """``[start, end)`` replaced by ``new``; segment ``k`` (when given) becomes ``new``."""
+        delta = len(new) - (end - start)
+
+        def moved(b: int, after: bool) -> int:
+            if (after and b >= end) or (b > start and b >= end):
+                return b + delta
+            return b if b <= start else start + len(new)
+
+        spans = [
+            (start, start + len(new)) if j == k else (moved(s, k is not None and j > k),
+                                                      moved(e, k is not None and j > k))
+            for j, (s, e) in enumerate(self.spans)
+        ]
+        return WrittenTrajectory.of(self.text[:start] + new + self.text[end:], tuple(spans))  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:  # type: ignore[override]
+        return {**super().to_json(), "text": self.text, "spans": [list(s) for s in self.spans]}
+
+
 def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
-    """The :class:`Trajectory` of a :meth:`Trajectory.to_json` dict."""
+    """The :class:`Trajectory` (:class:`WrittenTrajectory` where it holds its text) of a
+    :meth:`Trajectory.to_json` dict."""
+    if "text" in d:
+        spans = tuple((int(s), int(e)) for s, e in d["spans"])
+        return WrittenTrajectory.of(str(d["text"]), spans)  # type: ignore[arg-type]
     return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
 
 
