@@ -12,6 +12,7 @@ the records of the stages before (planning only; :mod:`clearsight.grounding.unit
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from clearsight.grounding.bench import AXES, bad_trajectory, perturb_answer
@@ -193,12 +194,12 @@ def _readout_refs(config: GroundingConfig) -> list[ReadoutRef | None]:
 
 def _elicit_spec(
     config: GroundingConfig,
+    template: TemplateRef,
     p: Problem,
     variant: str,
     traj: Trajectory,
     share: float,
     meta: dict[str, str],
-    template: TemplateRef,
 ) -> Iterator[ElicitSpec]:
     """The item of ``variant`` under each of the run's read-outs (one masked subset: the
     seed does not depend on the read-out), laid out by ``template``."""
@@ -229,10 +230,7 @@ def plan_elicitations(
     sampled alternatives (``alternatives[(problem id, axis, k)]``), each under every read-out."""
     items: list[ElicitSpec] = []
     sampled = config.variation and config.variation_mode == "sampled"
-    ref = template_ref(config.template().template)
-
-    def spec(p: Problem, variant: str, t: Trajectory, share: float, meta: dict[str, str]) -> Iterator[ElicitSpec]:
-        return _elicit_spec(config, p, variant, t, share, meta, ref)
+    spec = partial(_elicit_spec, config, template_ref(config.template().template))
 
     for p in problems:
         if p.id in own:

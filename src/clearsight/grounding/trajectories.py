@@ -16,10 +16,10 @@ tokenizer's offsets. A model's own trajectories are generated in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
@@ -203,14 +203,16 @@ class WrittenTrajectory(Trajectory):
                 return b + delta
             return b if b <= start else start + len(new)
 
-        spans = [
-            (start, start + len(new)) if j == k else (moved(s, k is not None and j > k),
-                                                      moved(e, k is not None and j > k))
-            for j, (s, e) in enumerate(self.spans)
-        ]
-        return WrittenTrajectory.of(self.text[:start] + new + self.text[end:], tuple(spans))  # type: ignore[arg-type]
+        def span(j: int) -> tuple[int, int]:
+            if j == k:
+                return start, start + len(new)
+            after = k is not None and j > k
+            return moved(self.spans[j][0], after), moved(self.spans[j][1], after)
 
-    def to_json(self) -> dict[str, Any]:  # type: ignore[override]
+        text = self.text[:start] + new + self.text[end:]
+        return WrittenTrajectory.of(text, (span(0), span(1), span(2)))
+
+    def to_json(self) -> dict[str, Any]:
         return {**super().to_json(), "text": self.text, "spans": [list(s) for s in self.spans]}
 
 
@@ -218,8 +220,9 @@ def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
     """The :class:`Trajectory` (:class:`WrittenTrajectory` where it holds its text) of a
     :meth:`Trajectory.to_json` dict."""
     if "text" in d:
-        spans = tuple((int(s), int(e)) for s, e in d["spans"])
-        return WrittenTrajectory.of(str(d["text"]), spans)  # type: ignore[arg-type]
+        (a, b), (c, e), (f, g) = d["spans"]
+        spans = ((int(a), int(b)), (int(c), int(e)), (int(f), int(g)))
+        return WrittenTrajectory.of(str(d["text"]), spans)
     return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
 
 
