@@ -96,7 +96,7 @@ def _written_hesitations(traj: WrittenTrajectory) -> list[Hesitation]:
     for s, e in sentence_spans(traj.text, vs, ve) + sentence_spans(traj.text, rs, re_):
         m = pat.search(traj.text, s, e)
         if m is not None:
-            before = len(traj.text[:s].rstrip(" \t"))  # the space before the sentence goes too
+            before = len(traj.text[:s].rstrip())  # the white space before it goes too
             events.append(Hesitation(m.group(1).lower(), traj.cut(before, end), traj.cut(e, end)))
     return events
 
