@@ -135,7 +135,8 @@ def test_the_elicitation_text_is_the_trajectory_as_written() -> None:
     hides the segmenter's spans of that text (no re-rendering)."""
     backend = ScriptedBackend(matched=[(PROBLEM.question, Response(texts=(WRITTEN,)))])
     (got,) = generate_trajectories(backend, [PROBLEM], [None], THINK, max_new_tokens=50)
-    assert not isinstance(got, Exception) and isinstance(got.trajectory, WrittenTrajectory)
+    assert not isinstance(got, Exception)
+    assert isinstance(got.trajectory, WrittenTrajectory)
     traj = got.trajectory
     assert (got.text, traj.vision, traj.reasoning, traj.answer) == (
         AS_WRITTEN,
@@ -157,9 +158,11 @@ def test_an_unfinished_think_block_is_closed_and_its_answer_forced() -> None:
     cut = "I see 3 apples. So 3 + 4 = 7. Then I shoul"
     backend = ScriptedBackend(ordered=[Response(texts=(cut,)), Response(texts=(" 7\nMore",))])
     (got,) = generate_trajectories(backend, [PROBLEM], [None], THINK, max_new_tokens=5)
-    assert not isinstance(got, Exception) and got.answer_forced
+    assert not isinstance(got, Exception)
+    assert got.answer_forced
     assert got.text == "<think>\nI see 3 apples. So 3 + 4 = 7.\n</think>\n\nAnswer: 7"
-    assert got.trajectory is not None and got.trajectory.answer == "7"
+    assert got.trajectory is not None
+    assert got.trajectory.answer == "7"
 
 
 def test_sampled_alternatives_of_a_written_trajectory_stay_as_written() -> None:
@@ -174,7 +177,8 @@ def test_sampled_alternatives_of_a_written_trajectory_stay_as_written() -> None:
     assert alt.text == AS_WRITTEN.replace(REASONING, "Boxes hold 10, so 33 + 10 - 6 = 37.")
     assert (alt.vision, alt.answer) == (VISION, "37")
     answer = sampled_alternative(PROBLEM, traj, "answer", " 38\nConfidence (0-10): 2", THINK)
-    assert isinstance(answer, WrittenTrajectory) and answer.text == AS_WRITTEN[:-2] + "38"
+    assert isinstance(answer, WrittenTrajectory)
+    assert answer.text == AS_WRITTEN[:-2] + "38"
     with pytest.raises(InputError, match="changes the answer"):
         sampled_alternative(PROBLEM, traj, "vision", "I see 9.\n</think>\nAnswer: 9", THINK)
 
@@ -295,7 +299,8 @@ def test_a_think_block_is_segmented_where_it_stands(
     text, seen, derived, answer = case
     done = finish_written(text, THINK)
     traj = parse_written(done, THINK)
-    assert done.endswith("Answer: " + answer) and text.startswith(done)
+    assert done.endswith("Answer: " + answer)
+    assert text.startswith(done)
     assert traj.answer == answer
     assert traj.render(THINK)[0] == done + "\nConfidence (0-10): "  # as written, then the slot
     (vs, ve), (rs, re_), _ = traj.spans
@@ -331,7 +336,8 @@ def test_vl_calibration_blocks_are_extracted_directly(case: tuple[str, str, str,
     done = finish_written(text, VLCAL)
     traj = parse_written(done, VLCAL)
     assert (traj.vision, traj.reasoning, traj.answer) == (v.strip(), r.strip(), a.strip())
-    assert done.endswith("</answer>") and text.startswith(done)
+    assert done.endswith("</answer>")
+    assert text.startswith(done)
 
 
 @settings(max_examples=300, deadline=None)
@@ -340,8 +346,20 @@ def test_vl_calibration_blocks_are_extracted_directly(case: tuple[str, str, str,
         st.one_of(
             st.text(max_size=6),
             st.sampled_from(
-                ["<think>", "</think>", "<vision>", "</vision>", "<reasoning>", "<answer>"]
-                + ["</answer>", "Answer:", ". ", "\n", "So the answer is 4.", "Confidence: "]
+                [
+                    "<think>",
+                    "</think>",
+                    "<vision>",
+                    "</vision>",
+                    "<reasoning>",
+                    "<answer>",
+                    "</answer>",
+                    "Answer:",
+                    ". ",
+                    "\n",
+                    "So the answer is 4.",
+                    "Confidence: ",
+                ]
             ),
         ),
         max_size=14,
@@ -360,8 +378,11 @@ def test_any_model_output_parses_or_is_refused_with_a_reason(text: str, name: st
     except InputError:
         return
     bounds = [b for span in traj.spans for b in span]
-    assert bounds == sorted(bounds) and 0 <= bounds[0] and bounds[-1] <= len(done)
-    assert traj.answer.strip() and traj.text == done
+    assert bounds == sorted(bounds)
+    assert bounds[0] >= 0
+    assert bounds[-1] <= len(done)
+    assert traj.answer.strip()
+    assert traj.text == done
     for axis in SEGMENTS:
         swapped = traj.with_segment(axis, "NEW TEXT")
         assert isinstance(swapped, WrittenTrajectory)
