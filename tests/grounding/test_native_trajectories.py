@@ -25,14 +25,15 @@ from clearsight.grounding.templates import (
     template_by_id,
     trajectory_tokens,
 )
-from clearsight.grounding.trajectories import (
-    SEGMENTS,
-    Trajectory,
+from clearsight.grounding.trajectories import SEGMENTS, Trajectory
+from clearsight.grounding.variation import axis_prefix, sampled_alternative
+from clearsight.grounding.written import (
     WrittenTrajectory,
+    finish_written,
+    force_suffix,
+    parse_written,
     trajectory_from_json,
 )
-from clearsight.grounding.variation import axis_prefix, sampled_alternative
-from clearsight.grounding.written import finish_written, force_suffix, parse_written
 from clearsight.models.base import Response
 from clearsight.models.presets import resolve_options
 from clearsight.models.scripted import ScriptedBackend

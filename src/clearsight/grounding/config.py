@@ -58,7 +58,7 @@ class GroundingConfig(RunConfig):
     max_new_tokens: int | None = Field(
         None,
         ge=1,
-        description="Tokens an own trajectory may generate; None: the model's default (its "
+        description="Tokens an own trajectory may generate; unset: the model's default (its "
         "preset's trajectory_tokens, else its backend's: hf 1024, vllm and openai 2048).",
     )
     mask_ratios: tuple[float, ...] = Field(MASK_RATIOS, description="Masking-curve shares r.")

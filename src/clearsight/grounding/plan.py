@@ -34,7 +34,7 @@ from clearsight.grounding.specs import (
     template_ref,
 )
 from clearsight.grounding.tgs import bench_variant, self_variant
-from clearsight.grounding.trajectories import Trajectory, good_trajectory, trajectory_from_json
+from clearsight.grounding.trajectories import Trajectory, good_trajectory
 from clearsight.grounding.variation import (
     ANSWER_TOKENS,
     TEMPERATURE,
@@ -42,6 +42,7 @@ from clearsight.grounding.variation import (
     alternative,
     variation_variant,
 )
+from clearsight.grounding.written import trajectory_from_json
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.validate import InputError, refuse_repeated_ids
 

@@ -46,13 +46,8 @@ import yaml
 
 from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest
 from clearsight.grounding.numerals import NUMERALS
-from clearsight.grounding.trajectories import (
-    Template,
-    Trajectory,
-    WrittenTrajectory,
-    default_template,
-    user_message,
-)
+from clearsight.grounding.trajectories import Template, Trajectory, default_template, user_message
+from clearsight.grounding.written import WrittenTrajectory
 from clearsight.models.base import Message, TextPart
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError

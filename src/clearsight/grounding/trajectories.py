@@ -8,10 +8,14 @@ way the paper's VL-Calibration template asks for tagged blocks; generations that
 are split at them, and free text is split by the rule-based :func:`segment` (its agreement
 with a hand-labelled sample, ``data/segmentation_sample.jsonl``, is :func:`segmenter_agreement`).
 
-Every trajectory is *rendered* back into the canonical tagged text (:meth:`Trajectory.render`),
-which gives the character span of each segment; the elicitation maps spans to tokens through the
-tokenizer's offsets. A model's own trajectories are generated in
-:mod:`clearsight.grounding.generation`.
+A trajectory is *rendered* into the template's layout (:meth:`Trajectory.render`; the canonical
+tagged text by default), which gives the character span of each segment; a model-native
+template's generation is kept as written instead (a
+:class:`~clearsight.grounding.written.WrittenTrajectory`: its text and the spans the segmenter
+found in it). The elicitation maps
+spans to tokens through the tokenizer's offsets. A model's own trajectories are generated in
+:mod:`clearsight.grounding.generation`; the templates and a run's choice among them are
+:mod:`clearsight.grounding.templates`.
 """
 
 from __future__ import annotations
@@ -53,12 +57,12 @@ class Template:
       extracted directly.
 
     A native (``think``, ``blocks``) generation is kept as written
-    (:class:`WrittenTrajectory`). ``prefill`` starts the assistant's turn (None: the vision
-    tag); ``force`` is what closes the rationale and opens the answer when a generation
-    reaches no answer; ``layout`` renders a trajectory that was not written in the template
-    (a TGS-Bench pair) with ``{vision}``, ``{reasoning}``, ``{answer}`` (None: the tagged
-    lines). Fields left None stay out of the content hash, so the canonical template keeps
-    the hash its runs were keyed with."""
+    (:class:`~clearsight.grounding.written.WrittenTrajectory`). ``prefill`` starts the
+    assistant's turn (None: the vision tag); ``force`` is what closes the rationale and opens
+    the answer when a generation reaches no answer; ``layout`` renders a trajectory that was
+    not written in the template (a TGS-Bench pair) with ``{vision}``, ``{reasoning}``,
+    ``{answer}`` (None: the tagged lines). Fields left None stay out of the content hash, so
+    the canonical template keeps the hash its runs were keyed with."""
 
     id: str
     user: str
@@ -148,82 +152,6 @@ class Trajectory:
 
     def to_json(self) -> dict[str, str]:
         return {"vision": self.vision, "reasoning": self.reasoning, "answer": self.answer}
-
-
-Spans = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
-
-
-@dataclass(frozen=True)
-class WrittenTrajectory(Trajectory):
-    """A trajectory kept as the model wrote it (a native template's): ``text``, cut before any
-    confidence it wrote, and the character ``spans`` of its vision, reasoning and answer in
-    that text, as the segmenter found them; ``vision``/``reasoning``/``answer`` are those
-    slices. It is scored as written: :meth:`render` is the text and the slot, nothing
-    re-rendered."""
-
-    text: str
-    spans: Spans
-
-    @classmethod
-    def of(cls, text: str, spans: Spans) -> WrittenTrajectory:
-        """The trajectory of ``text`` with segment ``spans`` (vision, reasoning, answer), which
-        must be ordered, inside the text, and the answer not empty."""
-        bounds = [b for span in spans for b in span]
-        if bounds != sorted(bounds) or bounds[0] < 0 or bounds[-1] > len(text.rstrip()):
-            raise InputError(f"segment spans {spans} are not ordered within the text")
-        v, r, a = (text[s:e] for s, e in spans)
-        if not a.strip():
-            raise InputError("the trajectory's answer is empty")
-        return cls(v, r, a, text, spans)
-
-    def render(self, template: Template | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
-        """The text as written, then the template's confidence slot on a new line."""
-        t = template or default_template()
-        return self.text.rstrip() + "\n" + t.slot, dict(zip(SEGMENTS, self.spans, strict=True))
-
-    def with_segment(self, axis: str, text: str) -> Trajectory:
-        """The written text with the ``axis`` segment replaced by ``text`` (stripped), the
-        other segments and everything around them kept as written."""
-        if axis not in SEGMENTS:
-            raise InputError(f"unknown axis {axis!r}; one of {SEGMENTS}")
-        k = SEGMENTS.index(axis)
-        return self._spliced(*self.spans[k], text.strip(), k)
-
-    def cut(self, start: int, end: int) -> WrittenTrajectory:
-        """The written text with ``[start, end)`` removed (a hesitation's truncation); a
-        segment bound inside the removed range moves to its start."""
-        return self._spliced(start, end, "", None)
-
-    def _spliced(self, start: int, end: int, new: str, k: int | None) -> WrittenTrajectory:
-        """``[start, end)`` replaced by ``new``; segment ``k`` (when given) becomes ``new``."""
-        delta = len(new) - (end - start)
-
-        def moved(b: int, after: bool) -> int:
-            if (after and b >= end) or (b > start and b >= end):
-                return b + delta
-            return b if b <= start else start + len(new)
-
-        def span(j: int) -> tuple[int, int]:
-            if j == k:
-                return start, start + len(new)
-            after = k is not None and j > k
-            return moved(self.spans[j][0], after), moved(self.spans[j][1], after)
-
-        text = self.text[:start] + new + self.text[end:]
-        return WrittenTrajectory.of(text, (span(0), span(1), span(2)))
-
-    def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "text": self.text, "spans": [list(s) for s in self.spans]}
-
-
-def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
-    """The :class:`Trajectory` (:class:`WrittenTrajectory` where it holds its text) of a
-    :meth:`Trajectory.to_json` dict."""
-    if "text" in d:
-        (a, b), (c, e), (f, g) = d["spans"]
-        spans = ((int(a), int(b)), (int(c), int(e)), (int(f), int(g)))
-        return WrittenTrajectory.of(str(d["text"]), spans)
-    return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
 
 
 def good_trajectory(problem: Problem) -> Trajectory:

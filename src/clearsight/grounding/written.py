@@ -3,7 +3,7 @@
 A native template's generation (:class:`~clearsight.grounding.trajectories.Template`, format
 ``think`` or ``blocks``) is never re-rendered: :func:`parse_written` finds the character spans of
 its vision, reasoning and answer in the text itself and returns a
-:class:`~clearsight.grounding.trajectories.WrittenTrajectory`, which the elicitation scores as
+:class:`WrittenTrajectory`, which the elicitation scores as
 written (TGS-self hides its rationale spans, hesitation cuts its sentences out of it).
 
 * ``think`` (the paper's Qwen3-VL template, segmented afterwards, App. A.1.2): the sentences
@@ -25,18 +25,98 @@ after its answer (a confidence, a new question) is cut by :func:`finish_written`
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from clearsight.grounding.trajectories import (
     _ANSWER_CUE,
     _SENT,
+    SEGMENTS,
     Template,
-    WrittenTrajectory,
+    Trajectory,
     cut_at_slot,
+    default_template,
     label_sentences,
 )
 from clearsight.validate import InputError
 
 Span = tuple[int, int]
+
+
+Spans = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class WrittenTrajectory(Trajectory):
+    """A trajectory kept as the model wrote it (a native template's): ``text``, cut before any
+    confidence it wrote, and the character ``spans`` of its vision, reasoning and answer in
+    that text, as the segmenter found them; ``vision``/``reasoning``/``answer`` are those
+    slices. It is scored as written: :meth:`render` is the text and the slot, nothing
+    re-rendered."""
+
+    text: str
+    spans: Spans
+
+    @classmethod
+    def of(cls, text: str, spans: Spans) -> WrittenTrajectory:
+        """The trajectory of ``text`` with segment ``spans`` (vision, reasoning, answer), which
+        must be ordered, inside the text, and the answer not empty."""
+        bounds = [b for span in spans for b in span]
+        if bounds != sorted(bounds) or bounds[0] < 0 or bounds[-1] > len(text.rstrip()):
+            raise InputError(f"segment spans {spans} are not ordered within the text")
+        v, r, a = (text[s:e] for s, e in spans)
+        if not a.strip():
+            raise InputError("the trajectory's answer is empty")
+        return cls(v, r, a, text, spans)
+
+    def render(self, template: Template | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
+        """The text as written, then the template's confidence slot on a new line."""
+        t = template or default_template()
+        return self.text.rstrip() + "\n" + t.slot, dict(zip(SEGMENTS, self.spans, strict=True))
+
+    def with_segment(self, axis: str, text: str) -> Trajectory:
+        """The written text with the ``axis`` segment replaced by ``text`` (stripped), the
+        other segments and everything around them kept as written."""
+        if axis not in SEGMENTS:
+            raise InputError(f"unknown axis {axis!r}; one of {SEGMENTS}")
+        k = SEGMENTS.index(axis)
+        return self._spliced(*self.spans[k], text.strip(), k)
+
+    def cut(self, start: int, end: int) -> WrittenTrajectory:
+        """The written text with ``[start, end)`` removed (a hesitation's truncation); a
+        segment bound inside the removed range moves to its start."""
+        return self._spliced(start, end, "", None)
+
+    def _spliced(self, start: int, end: int, new: str, k: int | None) -> WrittenTrajectory:
+        """``[start, end)`` replaced by ``new``; segment ``k`` (when given) becomes ``new``."""
+        delta = len(new) - (end - start)
+
+        def moved(b: int, after: bool) -> int:
+            if (after and b >= end) or (b > start and b >= end):
+                return b + delta
+            return b if b <= start else start + len(new)
+
+        def span(j: int) -> tuple[int, int]:
+            if j == k:
+                return start, start + len(new)
+            after = k is not None and j > k
+            return moved(self.spans[j][0], after), moved(self.spans[j][1], after)
+
+        text = self.text[:start] + new + self.text[end:]
+        return WrittenTrajectory.of(text, (span(0), span(1), span(2)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "text": self.text, "spans": [list(s) for s in self.spans]}
+
+
+def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
+    """The :class:`Trajectory` (:class:`WrittenTrajectory` where it holds its text) of a
+    :meth:`Trajectory.to_json` dict."""
+    if "text" in d:
+        (a, b), (c, e), (f, g) = d["spans"]
+        spans = ((int(a), int(b)), (int(c), int(e)), (int(f), int(g)))
+        return WrittenTrajectory.of(str(d["text"]), spans)
+    return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
