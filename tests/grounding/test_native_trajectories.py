@@ -237,6 +237,15 @@ def test_presets_pick_their_familys_template_and_length() -> None:
         assert trajectory_tokens(model, opts, None) == tokens, model
         assert trajectory_tokens(model, opts, 64) == 64
     assert choose_template("vlcal", "hf:smollm2-135m", {}).template == VLCAL
+    smollm = choose_template("native", "hf:smollm2-135m", {})
+    assert (
+        smollm.reason
+        == "canonical: no native template for hf:smollm2-135m (no preset, no local config.json)"
+    )
+    qwen25 = resolve_options("vllm:Qwen/Qwen2.5-VL-7B-Instruct", {})
+    assert choose_template("native", "vllm:Qwen/Qwen2.5-VL-7B-Instruct", qwen25).reason == (
+        "canonical: no native template for family Qwen2.5-VL"
+    )
 
 
 def test_the_choice_is_checked_and_resolved_by_the_config() -> None:

@@ -122,7 +122,12 @@ def native_template(model: str, options: Mapping[str, Any]) -> Chosen:
     if model_type is not None and model_type in table["model_types"]:
         found = table["model_types"][model_type]
         return Chosen(found, get_template(found), f"native: model_type {model_type}")
-    family = preset.family if preset else model_type or model.partition(":")[0]
+    if preset is not None:
+        family = f"family {preset.family}"
+    elif model_type is not None:
+        family = f"model_type {model_type}"
+    else:
+        family = f"{model} (no preset, no local config.json)"
     reason = f"canonical: no native template for {family}"
     return Chosen(CANONICAL, default_template(), reason)
 
