@@ -184,6 +184,27 @@ def test_sampled_alternatives_of_a_written_trajectory_stay_as_written() -> None:
         sampled_alternative(PROBLEM, traj, "vision", "I see 9.\n</think>\nAnswer: 9", THINK)
 
 
+def test_an_unfinished_vl_calibration_block_is_closed_and_its_answer_forced() -> None:
+    """The block left open is closed, then the answer tag given; a block ends at the next tag
+    of any block, a closing one included."""
+    assert force_suffix("<vision>\nI see 3.", VLCAL) == "\n</vision>\n<answer>"
+    assert force_suffix("<vision>a</vision><reasoning>b", VLCAL) == "\n</reasoning>\n<answer>"
+    assert force_suffix("<vision>a</vision><reasoning>b</reasoning>", VLCAL) == "\n<answer>"
+    cut = "I see 3 apples.\n\nSo 3 + 4 = 7. Then I shoul"
+    backend = ScriptedBackend(ordered=[Response(texts=(cut,)), Response(texts=("7</answer>",))])
+    (got,) = generate_trajectories(backend, [PROBLEM], [None], VLCAL, max_new_tokens=5)
+    assert not isinstance(got, Exception)
+    assert got.text == "<vision>\nI see 3 apples.\n\nSo 3 + 4 = 7.\n</vision>\n<answer>7</answer>"
+    assert got.trajectory is not None
+    assert (got.trajectory.vision, got.trajectory.reasoning, got.trajectory.answer) == (
+        "I see 3 apples.\n\nSo 3 + 4 = 7.",
+        "",
+        "7",
+    )
+    loose = parse_written("<vision>I see 3.</reasoning>\n<answer>3</answer>", VLCAL)
+    assert (loose.vision, loose.reasoning, loose.answer) == ("I see 3.", "", "3")
+
+
 # --------------------------------------------------------------------------------------------
 # Which template, how long
 # --------------------------------------------------------------------------------------------

@@ -58,11 +58,12 @@ class Template:
 
     A native (``think``, ``blocks``) generation is kept as written
     (:class:`~clearsight.grounding.written.WrittenTrajectory`). ``prefill`` starts the
-    assistant's turn (None: the vision tag); ``force`` is what closes the rationale and opens
-    the answer when a generation reaches no answer; ``layout`` renders a trajectory that was
-    not written in the template (a TGS-Bench pair) with ``{vision}``, ``{reasoning}``,
-    ``{answer}`` (None: the tagged lines). Fields left None stay out of the content hash, so
-    the canonical template keeps the hash its runs were keyed with."""
+    assistant's turn (None: the vision tag); ``force`` is what closes a think block and opens
+    the answer when a generation reaches no answer (tagged blocks close the block left open);
+    ``layout`` renders a trajectory that was not written in the template (a TGS-Bench pair)
+    with ``{vision}``, ``{reasoning}``, ``{answer}`` (None: the tagged lines). Fields left
+    None stay out of the content hash, so the canonical template keeps the hash its runs were
+    keyed with."""
 
     id: str
     user: str

@@ -197,20 +197,21 @@ def _closing(tag: str) -> str:
     return "</" + tag[1:] if tag.startswith("<") else ""
 
 
-def _block(text: str, tag: str, others: tuple[str, ...]) -> Span | None:
-    """The stripped content span of block ``tag``: up to its closing tag, the next opening tag
-    of another block, or the end; None when the block is not there."""
+def _block(text: str, tag: str, tags: tuple[str, ...]) -> Span | None:
+    """The stripped content span of block ``tag``: up to the next tag of any block (its own
+    closing tag, another's opening or closing one) or the end; None when it is not there."""
     i = _find(text, tag)
     if i < 0:
         return None
     a = i + len(tag)
-    stops = [j for j in (_find(text, x, a) for x in (_closing(tag), *others)) if j >= 0]
+    marks = [*tags, *(_closing(x) for x in tags)]
+    stops = [j for j in (_find(text, x, a) for x in marks if x) if j >= 0]
     return _stripped(text, a, min(stops, default=len(text)))
 
 
 def _blocks(text: str, t: Template) -> WrittenTrajectory:
     tags = (t.vision_tag, t.reasoning_tag, t.answer_tag)
-    found = [_block(text, tag, tuple(x for x in tags if x != tag)) for tag in tags]
+    found = [_block(text, tag, tags) for tag in tags]
     answer = found[2]
     if answer is None or answer[1] <= answer[0]:
         raise InputError(f"the trajectory has no {t.answer_tag} block")
@@ -246,8 +247,18 @@ def finish_written(text: str, template: Template) -> str:
 
 def force_suffix(text: str, template: Template) -> str:
     """What to append to a generation that reached no answer so that the model writes one
-    next: the part of the template's ``force`` after the last of its tags the text already
-    holds (a think block already closed gets only the answer tag)."""
+    next: for tagged blocks, the closing tag of the block left open (if any), then the answer
+    tag; otherwise the part of the template's ``force`` after the last of its tags the text
+    already holds (a think block already closed gets only the answer tag)."""
+    if template.format == "blocks":
+        opened = [
+            (i, tag)
+            for tag in (template.vision_tag, template.reasoning_tag)
+            if (i := text.lower().rfind(tag.lower())) >= 0
+        ]
+        _, last = max(opened, default=(-1, ""))
+        left_open = last and _find(text, _closing(last), text.lower().rfind(last.lower())) < 0
+        return ("\n" + _closing(last) if left_open else "") + "\n" + template.answer_tag
     force = template.force or "\n" + template.answer_tag
     pos = 0
     for piece in (p.strip() for p in force.split("\n")):
