@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from clearsight.grounding import GroundingConfig, run_grounding
+from clearsight.grounding import GroundingConfig, build_grounding_report, run_grounding
 from clearsight.grounding.generation import generate_trajectories
 from clearsight.grounding.generator import bundled_problems
 from clearsight.grounding.hesitation import find_hesitations
@@ -23,6 +23,7 @@ from clearsight.grounding.templates import (
     choose_template,
     get_template,
     template_by_id,
+    template_statement,
     trajectory_tokens,
 )
 from clearsight.grounding.trajectories import SEGMENTS, Trajectory
@@ -129,6 +130,10 @@ def test_a_native_trajectory_is_scored_as_written(tmp_path: Path) -> None:
         "max_new_tokens": 1024,
     }
     assert manifest["template"] == {"id": THINK.id, "hash": THINK.hash}
+    build_grounding_report(run, n_boot=100)
+    stated = "think (choice think; chosen); own trajectories up to 1024 new tokens"
+    assert f"Trajectory template: {stated}" in (run / "summary.md").read_text()
+    assert template_statement({}) == "canonical (the only template when this run was made)"
 
 
 def test_the_elicitation_text_is_the_trajectory_as_written() -> None:

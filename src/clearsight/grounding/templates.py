@@ -155,6 +155,19 @@ def trajectory_tokens(model: str, options: Mapping[str, Any], given: int | None)
     return int(table.get(model.partition(":")[0], table["default"]))
 
 
+def template_statement(manifest: Mapping[str, Any]) -> str:
+    """What a run's manifest says of its own trajectories' template, as the report states it:
+    the template, why, and the generation length (a run made before the template was a choice
+    ran the canonical one)."""
+    t = manifest.get("trajectory")
+    if not isinstance(t, Mapping):
+        return "canonical (the only template when this run was made)"
+    return (
+        f"{t.get('template')} (choice {t.get('choice')}; {t.get('reason')}); own trajectories "
+        f"up to {t.get('max_new_tokens')} new tokens"
+    )
+
+
 __all__ = [
     "CANONICAL",
     "NATIVE",
@@ -165,6 +178,7 @@ __all__ = [
     "native_template",
     "template_by_id",
     "template_sources",
+    "template_statement",
     "templates",
     "trajectory_tokens",
 ]

@@ -334,6 +334,7 @@ def render_html(analysis: GroundingAnalysis, figures: dict[str, bytes | None]) -
         f"{esc(_num(analysis.accuracy))}; scores of the read-out "
         f"{esc(analysis.readout)}. Estimates with 95 % two-stage bootstrap "
         "intervals (ECE/AUROC: item bootstrap).</p>",
+        f"<p class='note'>Trajectory template: {esc(analysis.trajectory)}.</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
     body.append(cost_html(analysis.cost))
@@ -429,6 +430,8 @@ def summary_markdown(analysis: GroundingAnalysis) -> str:
         "Estimates with 95 % two-stage bootstrap intervals (ECE/AUROC: item bootstrap).",
         "",
         f"Main read-out: {md_text(analysis.readout)}",
+        "",
+        f"Trajectory template: {md_text(analysis.trajectory)}",
         "",
         md_table(tables(analysis)),
     ]
