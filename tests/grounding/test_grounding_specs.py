@@ -51,6 +51,7 @@ CONFIG = GroundingConfig(
     judge="hf:j",
     n_problems=0,
     seed=5,
+    max_new_tokens=96,  # the stored form of runs made when 96 was the default
     variation_mode="handwritten",
 )
 OWN = {"p1": {"trajectory": {"vision": "I see 2 and 2.", "reasoning": "2 + 2 = 4.", "answer": "4"}}}

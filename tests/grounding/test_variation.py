@@ -80,7 +80,8 @@ def test_samples_are_seeded_per_problem_axis_and_k() -> None:
     assert [s.seed for s in plan_variations(CONFIG, [PROBLEM], own)] == [s.seed for s in plan]
     reqs = sample_requests(plan, [None] * len(plan))
     assert {r.decoding.temperature for r in reqs} == {1.0}
-    assert [r.decoding.max_new_tokens for r in reqs] == [96] * 4 + [16] * 2  # answer: one line
+    # vision / reasoning: the hf backend's default trajectory length; answer: one line
+    assert [r.decoding.max_new_tokens for r in reqs] == [1024] * 4 + [16] * 2
     assert [r.decoding.seed for r in reqs] == [s.seed for s in plan]
     hand = CONFIG.model_copy(update={"variation_mode": "handwritten"})
     assert plan_variations(hand, [PROBLEM], own) == []

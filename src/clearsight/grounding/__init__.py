@@ -10,7 +10,10 @@ Modules, in the order of the method:
   :mod:`~clearsight.grounding.images` their pictures.
 * :mod:`~clearsight.grounding.trajectories` — the template (observation, reasoning, answer,
   confidence 0-10), parsing, segmentation into vision / reasoning / answer spans;
-  :mod:`~clearsight.grounding.generation` — a model's own trajectories.
+  :mod:`~clearsight.grounding.templates` — the model-native templates (think block,
+  VL-Calibration tags) and a run's choice among them; :mod:`~clearsight.grounding.written` —
+  native trajectories segmented as written; :mod:`~clearsight.grounding.generation` — a
+  model's own trajectories.
 * :mod:`~clearsight.grounding.elicit` — the 11-way numeral distribution at the confidence slot
   from ONE forward pass (the backend's masked scoring), with or without hidden rationale tokens;
   :mod:`~clearsight.grounding.numerals`, :mod:`~clearsight.grounding.readouts` — the numeral

@@ -148,6 +148,8 @@ class GroundingAnalysis:
     n_trajectories: int
     failures: dict[str, int]
     readout: str = DEFAULT_READOUT
+    trajectory: str = ""
+    """The own trajectories' template, as the report states it."""
     readouts: dict[str, ReadoutScores] = field(default_factory=dict)
     overall: dict[str, Score] = field(default_factory=dict)
     per_benchmark: dict[str, dict[str, Score]] = field(default_factory=dict)
@@ -250,7 +252,9 @@ def analyse_results(
     :func:`readout_order`) and, when it scored several, the read-outs side by side (no
     comparison with other runs, no retention table: :func:`analyse_grounding` adds them)."""
     elic_all, trajs = results.elicitations, results.trajectories
-    counts = GroundingAnalysis(results.name, len(elic_all), len(trajs), results.failures)
+    counts = GroundingAnalysis(
+        results.name, len(elic_all), len(trajs), results.failures, trajectory=results.trajectory
+    )
     if elic_all.empty:
         return counts
     names = readout_order(elic_all)

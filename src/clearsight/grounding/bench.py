@@ -232,12 +232,9 @@ def _first_paragraph(text: str) -> str:
 
 
 def bad_trajectory(good: Trajectory, axis: str, new_text: str) -> Trajectory:
-    """``good`` with the ``axis`` component replaced (the others copied unchanged)."""
-    parts = good.to_json()
-    if axis not in parts:
-        raise InputError(f"unknown axis {axis!r}; one of {AXES}")
-    parts[axis] = new_text
-    return Trajectory(parts["vision"], parts["reasoning"], parts["answer"])
+    """``good`` with the ``axis`` component replaced (the others copied unchanged; a
+    trajectory kept as written stays as written around it)."""
+    return good.with_segment(axis, new_text)
 
 
 # --------------------------------------------------------------------------------------------

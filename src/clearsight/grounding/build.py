@@ -64,8 +64,8 @@ from clearsight.grounding.generator import TEXT_FAMILIES
 from clearsight.grounding.hub import benchmark_record
 from clearsight.grounding.plan import load_problems
 from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import trajectory_from_json
 from clearsight.grounding.unit import GroundingUnit
+from clearsight.grounding.written import trajectory_from_json
 from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest, source_digest
 from clearsight.seeding import content_hash, derive_seed

@@ -36,7 +36,8 @@ from clearsight.grounding.build_items import (
     prompts,
 )
 from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import Trajectory, trajectory_from_json
+from clearsight.grounding.trajectories import Trajectory
+from clearsight.grounding.written import trajectory_from_json
 from clearsight.seeding import content_hash
 from clearsight.store import RunStore
 

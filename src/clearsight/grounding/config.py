@@ -3,7 +3,7 @@ which analyses (:class:`GroundingConfig`)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -12,6 +12,9 @@ from clearsight.grounding.readouts import DEFAULT_READOUT, get_readout
 from clearsight.grounding.tgs import MASK_RATIOS
 from clearsight.provenance import RunConfig
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.grounding.templates import Chosen
 
 
 class GroundingConfig(RunConfig):
@@ -44,7 +47,20 @@ class GroundingConfig(RunConfig):
         description="A TGS-Bench file (clearsight build-bench): its problems join the run and "
         "its pairs are scored instead of pairs built from the problems' solutions.",
     )
-    max_new_tokens: int = Field(96, ge=1, description="Tokens a trajectory may generate.")
+    trajectory_template: str = Field(
+        "native",
+        description="Template of the model's own trajectories (data/native_templates.yaml): "
+        "native (the paper's reading: the model family's own — think for Qwen3-VL and "
+        "InternVL, vlcal for VL-Calibration — scored as written; canonical where the family "
+        "has none), canonical (the tagged Observation/Reasoning/Answer template, re-rendered), "
+        "think or vlcal.",
+    )
+    max_new_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Tokens an own trajectory may generate; unset: the model's default (its "
+        "preset's trajectory_tokens, else its backend's: hf 1024, vllm and openai 2048).",
+    )
     mask_ratios: tuple[float, ...] = Field(MASK_RATIOS, description="Masking-curve shares r.")
     pairs: bool = Field(True, description="Build and score TGS-Bench pairs.")
     variation: bool = Field(True, description="Score content-variation alternatives.")
@@ -76,6 +92,13 @@ class GroundingConfig(RunConfig):
             raise ValueError("must be distinct shares in [0, 1]")
         return v
 
+    @field_validator("trajectory_template")
+    @classmethod
+    def _known_template(cls, v: str) -> str:
+        from clearsight.grounding.templates import check_choice
+
+        return check_choice(v)
+
     @field_validator("readouts")
     @classmethod
     def _known_readouts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -92,3 +115,17 @@ class GroundingConfig(RunConfig):
         from clearsight.models.presets import resolve_options
 
         return {} if model is None else resolve_options(model, self.model_options)
+
+    def template(self) -> Chosen:
+        """The template the measured model's own trajectories are written in (the
+        ``trajectory_template`` choice resolved for its family)."""
+        from clearsight.grounding.templates import choose_template
+
+        return choose_template(self.trajectory_template, self.model, self.options_of(self.model))
+
+    def trajectory_tokens(self) -> int:
+        """The tokens an own trajectory may generate (``max_new_tokens``, else the model's
+        default)."""
+        from clearsight.grounding.templates import trajectory_tokens
+
+        return trajectory_tokens(self.model, self.options_of(self.model), self.max_new_tokens)

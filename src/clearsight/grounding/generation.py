@@ -1,7 +1,10 @@
-"""A model's own trajectories (docs/methods.md §5): generated greedily under the template from
-its vision tag, cut where the model starts writing its own confidence and after its answer line;
-a generation that reaches no answer within its tokens is cut after its last full sentence and
-continued once from the answer tag (``answer_forced``)."""
+"""A model's own trajectories (docs/methods.md §5): generated greedily under the run's template
+from its opening (the vision tag, or a native template's prefill such as ``<think>``), cut
+where the model starts writing its own confidence and after its answer; a generation that
+reaches no answer within its tokens is cut after its last full sentence and continued once from
+the answer tag (a native template first closes its rationale block: ``force``), marked
+``answer_forced``. A canonical generation is segmented and re-rendered; a native one is kept
+as written, its spans marked where they stand (:mod:`clearsight.grounding.written`)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from clearsight.grounding.trajectories import (
     parse_trajectory,
     user_message,
 )
+from clearsight.grounding.written import finish_written, force_suffix, parse_written
 from clearsight.models.base import Decoding, Message, Request, TextPart
 from clearsight.models.replies import checked_replies
 from clearsight.validate import InputError
@@ -60,43 +64,56 @@ def generate_trajectories(
     t = template or default_template()
     first = [
         Request(
-            (user_message(p, t, im), Message("assistant", (TextPart(t.vision_tag),))),
+            (user_message(p, t, im), Message("assistant", (TextPart(t.opening),))),
             Decoding(max_new_tokens=max_new_tokens),
         )
         for p, im in zip(problems, images, strict=True)
     ]
     texts: list[str | Exception] = [
-        r if isinstance(r, Exception) else finish_generation(t.vision_tag + r.texts[0], t)
+        r if isinstance(r, Exception) else finish_generation(t.opening + r.texts[0], t)
         for r in checked_replies(backend, first)
     ]
-    need = [i for i, x in enumerate(texts) if isinstance(x, str) and not _has_answer(x, t)]
+    need = [i for i, x in enumerate(texts) if isinstance(x, str) and not has_answer(x, t)]
     if need:
         second, bodies = [], {}
         for i in need:
-            bodies[i] = last_sentence_end(str(texts[i])).rstrip() + "\n" + t.answer_tag
+            bodies[i] = forced_body(str(texts[i]), t)
             msgs = (
                 user_message(problems[i], t, images[i]),
                 Message("assistant", (TextPart(bodies[i]),)),
             )
             second.append(Request(msgs, Decoding(max_new_tokens=answer_tokens)))
         for i, r in zip(need, checked_replies(backend, second), strict=True):
-            texts[i] = (
-                r if isinstance(r, Exception) else _cut_after_answer(bodies[i] + r.texts[0], t)
-            )
+            texts[i] = r if isinstance(r, Exception) else _after_forced(bodies[i] + r.texts[0], t)
     return [
         text if isinstance(text, Exception) else _generated(text, t, i in need)
         for i, text in enumerate(texts)
     ]
 
 
-def _has_answer(text: str, t: Template) -> bool:
+def has_answer(text: str, t: Template) -> bool:
+    """Whether a (finished) generation states its answer in the template's way."""
+    if t.native:
+        try:
+            parse_written(text, t)
+        except InputError:
+            return False
+        return True
     return t.answer_tag.lower() in text.lower()
 
 
+def forced_body(text: str, t: Template) -> str:
+    """A generation without an answer cut after its last full sentence, then what makes the
+    model write its answer next (the answer tag; a native template's ``force``)."""
+    body = last_sentence_end(text).rstrip()
+    return body + (force_suffix(body, t) if t.native else "\n" + t.answer_tag)
+
+
 def _generated(text: str, t: Template, forced: bool) -> Generated:
-    """A generated text parsed as a trajectory (or the reason it is not one)."""
+    """A generated text parsed as a trajectory (or the reason it is not one): a native one as
+    written, a canonical one into its segments."""
     try:
-        traj = parse_trajectory(text, t)
+        traj = parse_written(text, t) if t.native else parse_trajectory(text, t)
         if not traj.answer.strip():
             raise InputError("the trajectory's answer is empty")
     except InputError as exc:
@@ -106,9 +123,16 @@ def _generated(text: str, t: Template, forced: bool) -> Generated:
 
 def finish_generation(text: str, template: Template | None = None) -> str:
     """A generated trajectory text cut where the model starts writing its own confidence and
-    after the end of its answer line."""
+    after the end of its answer (a native template's: :func:`finish_written`)."""
     t = template or default_template()
+    if t.native:
+        return finish_written(text, t)
     return _cut_after_answer(cut_at_slot(text), t)
+
+
+def _after_forced(text: str, t: Template) -> str:
+    """A forced continuation cut after its answer (a canonical one: after its answer line)."""
+    return finish_written(text, t) if t.native else _cut_after_answer(text, t)
 
 
 def _cut_after_answer(text: str, t: Template) -> str:

@@ -6,7 +6,9 @@ that contains a marker, and every such sentence is one event (the paper scores e
 event, Figs. 13-14: one point each); confidence is elicited on the trajectory truncated just
 before that sentence and just after it, the final answer held fixed, and the analysis reports
 ``P(|c_pre - c_post| <= 0.02)`` and the mean change ``c_post - c_pre`` over events, with the
-event counts.
+event counts. A trajectory kept as the model wrote it (a native template's) is truncated in its
+own text: the event sentence and what follows it in the rationale are cut out, the think
+block's closing tag and the answer stay as written.
 
 Variant names: the first event of a trajectory is ``hesitation/pre`` / ``hesitation/post`` (the
 names of runs made when only it was scored, so they resume unchanged), event k >= 1
@@ -26,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight.grounding.trajectories import Trajectory, sentences
+from clearsight.grounding.written import WrittenTrajectory, sentence_spans
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +63,10 @@ class Hesitation:
 
 def find_hesitations(traj: Trajectory) -> list[Hesitation]:
     """Every hesitation event of the rationale (vision, then reasoning), in order: one per
-    sentence that holds a marker (its first marker names it)."""
+    sentence that holds a marker (its first marker names it). A trajectory kept as written is
+    truncated in its text (:func:`_written_hesitations`)."""
+    if isinstance(traj, WrittenTrajectory):
+        return _written_hesitations(traj)
     pat = _pattern()
     rationale = [("vision", s) for s in sentences(traj.vision)]
     rationale += [("reasoning", s) for s in sentences(traj.reasoning)]
@@ -75,6 +81,23 @@ def find_hesitations(traj: Trajectory) -> list[Hesitation]:
         m = pat.search(sent)
         if m is not None:
             events.append(Hesitation(m.group(1).lower(), upto(i), upto(i + 1)))
+    return events
+
+
+def _written_hesitations(traj: WrittenTrajectory) -> list[Hesitation]:
+    """The events of a trajectory kept as written: its rationale sentences found in its text;
+    the pre (post) side is the text with everything from the event sentence's start (end) to
+    the rationale's end cut out, the rest — the block's closing tag, the answer — as
+    written."""
+    pat = _pattern()
+    (vs, ve), (rs, re_), _ = traj.spans
+    end = max(ve, re_)
+    events = []
+    for s, e in sentence_spans(traj.text, vs, ve) + sentence_spans(traj.text, rs, re_):
+        m = pat.search(traj.text, s, e)
+        if m is not None:
+            before = len(traj.text[:s].rstrip())  # the white space before it goes too
+            events.append(Hesitation(m.group(1).lower(), traj.cut(before, end), traj.cut(e, end)))
     return events
 
 

@@ -12,6 +12,7 @@ the records of the stages before (planning only; :mod:`clearsight.grounding.unit
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from clearsight.grounding.bench import AXES, bad_trajectory, perturb_answer
@@ -27,12 +28,13 @@ from clearsight.grounding.specs import (
     ElicitSpec,
     JudgeSpec,
     ReadoutRef,
+    TemplateRef,
     TrajectorySpec,
     VariationSpec,
     template_ref,
 )
 from clearsight.grounding.tgs import bench_variant, self_variant
-from clearsight.grounding.trajectories import Trajectory, good_trajectory, trajectory_from_json
+from clearsight.grounding.trajectories import Trajectory, good_trajectory
 from clearsight.grounding.variation import (
     ANSWER_TOKENS,
     TEMPERATURE,
@@ -40,6 +42,7 @@ from clearsight.grounding.variation import (
     alternative,
     variation_variant,
 )
+from clearsight.grounding.written import trajectory_from_json
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.validate import InputError, refuse_repeated_ids
 
@@ -64,14 +67,16 @@ def load_problems(config: GroundingConfig) -> list[Problem]:
 
 
 def plan_trajectories(config: GroundingConfig, problems: Sequence[Problem]) -> list[TrajectorySpec]:
-    """Stage 1 items: one own trajectory per problem (or the given one)."""
+    """Stage 1 items: one own trajectory per problem (or the given one), in the run's
+    template for the model (:meth:`GroundingConfig.template`)."""
+    ref, tokens = template_ref(config.template().template), config.trajectory_tokens()
     return [
         TrajectorySpec(
             problem=p,
             model=config.model,
             model_options=config.options_of(config.model),
-            template=template_ref(),
-            max_new_tokens=config.max_new_tokens,
+            template=ref,
+            max_new_tokens=tokens,
             given=str(p.meta["trajectory"]) if p.meta and "trajectory" in p.meta else None,
         )
         for p in problems
@@ -153,6 +158,7 @@ def plan_variations(
     if not config.variation or config.variation_mode != "sampled":
         return []
     items = []
+    ref, tokens = template_ref(config.template().template), config.trajectory_tokens()
     for p in problems:
         if p.id not in own:
             continue
@@ -167,8 +173,8 @@ def plan_variations(
                         trajectory=traj,
                         model=config.model,
                         model_options=config.options_of(config.model),
-                        template=template_ref(),
-                        max_new_tokens=config.max_new_tokens,
+                        template=ref,
+                        max_new_tokens=tokens,
                         answer_tokens=ANSWER_TOKENS,
                         temperature=TEMPERATURE,
                         top_p=TOP_P,
@@ -189,6 +195,7 @@ def _readout_refs(config: GroundingConfig) -> list[ReadoutRef | None]:
 
 def _elicit_spec(
     config: GroundingConfig,
+    template: TemplateRef,
     p: Problem,
     variant: str,
     traj: Trajectory,
@@ -196,7 +203,7 @@ def _elicit_spec(
     meta: dict[str, str],
 ) -> Iterator[ElicitSpec]:
     """The item of ``variant`` under each of the run's read-outs (one masked subset: the
-    seed does not depend on the read-out)."""
+    seed does not depend on the read-out), laid out by ``template``."""
     for ref in _readout_refs(config):
         yield ElicitSpec(
             problem=p,
@@ -206,7 +213,7 @@ def _elicit_spec(
             seed=derive_seed(config.seed, p.id, variant),
             model=config.model,
             model_options=config.options_of(config.model),
-            template=template_ref(),
+            template=template,
             meta=meta,
             readout=ref,
         )
@@ -224,32 +231,34 @@ def plan_elicitations(
     sampled alternatives (``alternatives[(problem id, axis, k)]``), each under every read-out."""
     items: list[ElicitSpec] = []
     sampled = config.variation and config.variation_mode == "sampled"
+    spec = partial(_elicit_spec, config, template_ref(config.template().template))
+
     for p in problems:
         if p.id in own:
             traj = trajectory_from_json(own[p.id]["trajectory"])
             for r in config.mask_ratios:
-                items += _elicit_spec(config, p, self_variant(r), traj, r, {})
+                items += spec(p, self_variant(r), traj, r, {})
             events = find_hesitations(traj) if config.hesitation else []
             for k, hes in enumerate(events):
                 for side, t in (("pre", hes.pre), ("post", hes.post)):
                     variant = hesitation_variant(k, side)
-                    items += _elicit_spec(config, p, variant, t, 0.0, {"marker": hes.marker})
+                    items += spec(p, variant, t, 0.0, {"marker": hes.marker})
             for axis in AXES if sampled else ():
                 for k in range(config.variation_samples):
                     if (alt := (alternatives or {}).get((p.id, axis, k))) is not None:
-                        items += _elicit_spec(config, p, variation_variant(axis, k), alt, 0.0, {})
+                        items += spec(p, variation_variant(axis, k), alt, 0.0, {})
         if not p.solution:
             continue
         good = good_trajectory(p)
         if config.pairs:
-            items += _elicit_spec(config, p, bench_variant(None), good, 0.0, {})
+            items += spec(p, bench_variant(None), good, 0.0, {})
             for axis, bad, meta in _bad_sides(config, p, good, edits):
-                items += _elicit_spec(config, p, bench_variant(axis), bad, 0.0, meta)
+                items += spec(p, bench_variant(axis), bad, 0.0, meta)
         if config.variation and not sampled:
             for axis in AXES:
                 try:
                     alt = alternative(p, axis)
                 except InputError:
                     continue
-                items += _elicit_spec(config, p, variation_variant(axis), alt, 0.0, {})
+                items += spec(p, variation_variant(axis), alt, 0.0, {})
     return items

@@ -5,9 +5,11 @@ Four kinds of items, each a typed spec of :mod:`clearsight.grounding.specs` (key
 function of its spec:
 
 1. ``grounding.trajectory`` (:class:`~clearsight.grounding.specs.TrajectorySpec`) — (problem,
-   model, template, decoding): the model's own greedy trajectory, segmented; or, for a problem
-   that brings a given trajectory text, that text cut at its confidence slot. Unparseable
-   output fails the item with the reason.
+   model, template, decoding): the model's own greedy trajectory in the run's template (a
+   native one kept as written, its spans marked; the canonical one segmented and re-rendered;
+   the manifest's ``trajectory`` says which and why); or, for a problem that brings a given
+   trajectory text, that text cut at its confidence slot. Unparseable output fails the item
+   with the reason.
 2. ``grounding.edit`` (:class:`~clearsight.grounding.specs.EditSpec`) — (problem, axis, span,
    generator): TGS-Bench's vision / reasoning error injection on the canonical trajectory
    (model edit, checked; rule fallback). The problems of a TGS-Bench file
@@ -52,8 +54,8 @@ from clearsight.grounding.plan import (
 )
 from clearsight.grounding.problems import Problem, load_jsonl
 from clearsight.grounding.specs import EDIT, ELICIT, JUDGE, TRAJECTORY, VARIATION, template_ref
-from clearsight.grounding.trajectories import trajectory_from_json
 from clearsight.grounding.unit import MASKED_PURPOSE, GroundingUnit, run_unit
+from clearsight.grounding.written import trajectory_from_json
 from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest, source_digest
 from clearsight.seeding import derive_seed
@@ -106,7 +108,14 @@ def _models(config: GroundingConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any]:
-    template = to_plain(template_ref())
+    chosen = config.template()
+    template = to_plain(template_ref(chosen.template))
+    trajectory = {
+        "choice": config.trajectory_template,
+        "template": chosen.name,
+        "reason": chosen.reason,
+        "max_new_tokens": config.trajectory_tokens(),
+    }
     files = [
         {
             "source": str(Path(path).resolve()),
@@ -127,6 +136,7 @@ def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any
         config.model_dump(mode="json"),
         "grounding",
         template=template,
+        trajectory=trajectory,
         problems=sources,
         tgs_bench=bench,
     )

@@ -46,7 +46,8 @@ import yaml
 
 from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest
 from clearsight.grounding.numerals import NUMERALS
-from clearsight.grounding.trajectories import Trajectory, default_template, user_message
+from clearsight.grounding.trajectories import Template, Trajectory, default_template, user_message
+from clearsight.grounding.written import WrittenTrajectory
 from clearsight.models.base import Message, TextPart
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
@@ -148,19 +149,28 @@ def slot_messages(
     trajectory: Trajectory,
     slot: Slot,
     image: npt.NDArray[np.uint8] | None = None,
+    template: Template | None = None,
 ) -> tuple[tuple[Message, ...], dict[str, tuple[int, int]]]:
-    """The conversation whose last turn is the trajectory's vision and reasoning lines then the
-    slot's tail, and the segment spans within that turn (the answer's inside the tail where the
-    tail quotes it). For ``verbalize`` this is :func:`~clearsight.grounding.trajectories.
-    elicit_messages`' conversation, character for character."""
-    t = default_template()
+    """The conversation whose last turn is the trajectory's rationale then the slot's tail,
+    and the segment spans within that turn (the answer's inside the tail where the tail
+    quotes it). The rationale is laid out by ``template`` (default: the canonical one) up to
+    its answer line; a trajectory kept as written
+    (:class:`~clearsight.grounding.trajectories.WrittenTrajectory`) is its text as written,
+    answer included, followed by the tail's text after ``{answer}`` (a tail without
+    ``{answer}`` on a new line). For ``verbalize`` either is :meth:`Trajectory.render`'s
+    text, character for character."""
+    t = template or default_template()
     text, spans = trajectory.render(t)
-    head = text[: spans["answer"][0] - len(t.answer_tag) - 1]
     before, _, after = slot.tail.partition("{answer}")
-    answer = trajectory.answer.strip()
-    body = head + before + (answer + after if "{answer}" in slot.tail else "")
-    spans = dict(spans)
-    spans["answer"] = (len(head) + len(before), len(head) + len(before) + len(answer))
+    if isinstance(trajectory, WrittenTrajectory):
+        written = trajectory.text.rstrip()
+        body = written + (after if "{answer}" in slot.tail else "\n" + slot.tail)
+    else:
+        head = text[: text.rfind("\n", 0, spans["answer"][0]) + 1]
+        answer = trajectory.answer.strip()
+        body = head + before + (answer + after if "{answer}" in slot.tail else "")
+        spans = dict(spans)
+        spans["answer"] = (len(head) + len(before), len(head) + len(before) + len(answer))
     turns = [user_message(problem, t, image), Message("assistant", (TextPart(body),))]
     if slot.system is not None:
         turns.insert(0, Message("system", (TextPart(slot.system),)))
@@ -174,12 +184,14 @@ def readout_requests(
     share: float,
     seed: int,
     image: npt.NDArray[np.uint8] | None = None,
+    template: Template | None = None,
 ) -> list[ElicitRequest]:
     """One request per slot, with share ``share`` of the rationale (vision and reasoning)
-    tokens hidden from the slot (the same subset under every slot: one seed)."""
+    tokens hidden from the slot (the same subset under every slot: one seed), laid out by
+    ``template`` (:func:`slot_messages`)."""
     out = []
     for slot in readout.slots:
-        messages, spans = slot_messages(problem, trajectory, slot, image)
+        messages, spans = slot_messages(problem, trajectory, slot, image, template)
         hide = tuple(spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0])
         out.append(
             ElicitRequest(

@@ -20,6 +20,7 @@ import pandas as pd
 from clearsight.grounding.protocol import GROUNDING
 from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
+from clearsight.grounding.templates import template_statement
 from clearsight.store import RunStore
 
 __all__ = ["GroundingResults", "SampledVariation", "load_grounding_results"]
@@ -55,6 +56,9 @@ class GroundingResults:
     failures: dict[str, int]
     variation: dict[str, SampledVariation] = field(default_factory=dict)
     """Sampled content variation per axis."""
+    trajectory: str = ""
+    """The template of the run's own trajectories, as the report states it
+    (:func:`~clearsight.grounding.templates.template_statement`)."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
@@ -62,6 +66,7 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
     another protocol."""
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(GROUNDING.name)
+        trajectory = template_statement(store.manifest())
         elicitations = [
             {
                 "problem": rec.spec["problem"]["id"],
@@ -113,4 +118,5 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
         judge={a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v},
         failures=failures,
         variation=variation,
+        trajectory=trajectory,
     )

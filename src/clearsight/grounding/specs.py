@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import Trajectory, default_template
+from clearsight.grounding.trajectories import Template, Trajectory, default_template
 from clearsight.specs import OMIT_NONE, Spec
 
 __all__ = [
@@ -50,10 +50,10 @@ class TemplateRef:
     hash: str
 
 
-@lru_cache(maxsize=1)
-def template_ref() -> TemplateRef:
-    """The bundled template's reference."""
-    t = default_template()
+@lru_cache(maxsize=8)
+def template_ref(template: Template | None = None) -> TemplateRef:
+    """A template's reference (default: the canonical template's)."""
+    t = template or default_template()
     return TemplateRef(t.id, t.hash)
 
 

@@ -8,14 +8,19 @@ way the paper's VL-Calibration template asks for tagged blocks; generations that
 are split at them, and free text is split by the rule-based :func:`segment` (its agreement
 with a hand-labelled sample, ``data/segmentation_sample.jsonl``, is :func:`segmenter_agreement`).
 
-Every trajectory is *rendered* back into the canonical tagged text (:meth:`Trajectory.render`),
-which gives the character span of each segment; the elicitation maps spans to tokens through the
-tokenizer's offsets. A model's own trajectories are generated in
-:mod:`clearsight.grounding.generation`.
+A trajectory is *rendered* into the template's layout (:meth:`Trajectory.render`; the canonical
+tagged text by default), which gives the character span of each segment; a model-native
+template's generation is kept as written instead (a
+:class:`~clearsight.grounding.written.WrittenTrajectory`: its text and the spans the segmenter
+found in it). The elicitation maps
+spans to tokens through the tokenizer's offsets. A model's own trajectories are generated in
+:mod:`clearsight.grounding.generation`; the templates and a run's choice among them are
+:mod:`clearsight.grounding.templates`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -39,26 +44,76 @@ SEGMENTS: tuple[str, ...] = ("vision", "reasoning", "answer")
 
 @dataclass(frozen=True)
 class Template:
-    """The trajectory template: the user prompt (``{question}`` filled in), the section tags
-    and the confidence slot text."""
+    """A trajectory template: the user prompt (``{question}`` filled in), the answer tag and the
+    confidence slot text, and how the model's own text is laid out (``format``):
+
+    * ``tagged`` (None; the canonical ``data/template.json``): "Observation:" / "Reasoning:" /
+      "Answer:" lines (``vision_tag``, ``reasoning_tag``, ``answer_tag``); a generation is
+      split at the tags and re-rendered in that form;
+    * ``think``: a free-form rationale inside a think block (``block``: its opening and closing
+      tags), its sentences labelled vision / reasoning by the segmenter, then the answer line;
+    * ``blocks``: tagged blocks ``<vision>..</vision>``, ``<reasoning>..</reasoning>``,
+      ``<answer>..</answer>`` (``vision_tag``, ``reasoning_tag``, ``answer_tag`` open them),
+      extracted directly.
+
+    A native (``think``, ``blocks``) generation is kept as written
+    (:class:`~clearsight.grounding.written.WrittenTrajectory`). ``prefill`` starts the
+    assistant's turn (None: the vision tag); ``force`` is what closes a think block and opens
+    the answer when a generation reaches no answer (tagged blocks close the block left open);
+    ``layout`` renders a trajectory that was not written in the template (a TGS-Bench pair)
+    with ``{vision}``, ``{reasoning}``, ``{answer}`` (None: the tagged lines). Fields left
+    None stay out of the content hash, so the canonical template keeps the hash its runs were
+    keyed with."""
 
     id: str
     user: str
-    vision_tag: str
-    reasoning_tag: str
     answer_tag: str
     slot: str
+    vision_tag: str = ""
+    reasoning_tag: str = ""
+    format: str | None = None
+    block: tuple[str, str] | None = None
+    prefill: str | None = None
+    force: str | None = None
+    layout: str | None = None
 
     @property
     def hash(self) -> str:
         """Content hash recorded with every item that uses the template."""
-        return content_hash(vars(self))[:16]
+        return content_hash({k: v for k, v in vars(self).items() if v is not None})[:16]
+
+    @property
+    def native(self) -> bool:
+        """Whether the model's text is kept as written (a ``think`` or ``blocks`` template)."""
+        return self.format in ("think", "blocks")
+
+    @property
+    def opening(self) -> str:
+        """The text the assistant's turn starts with."""
+        return self.vision_tag if self.prefill is None else self.prefill
+
+    @property
+    def lines(self) -> str:
+        """The layout a trajectory is rendered with (see the class docstring)."""
+        if self.layout is not None:
+            return self.layout
+        return (
+            f"{self.vision_tag} {{vision}}\n{self.reasoning_tag} {{reasoning}}\n"
+            f"{self.answer_tag} {{answer}}\n"
+        )
 
 
 @lru_cache(maxsize=1)
 def default_template() -> Template:
     """The bundled template ``data/template.json``."""
     data = json.loads(files("clearsight.grounding").joinpath("data/template.json").read_text())
+    return template_of(data)
+
+
+def template_of(data: dict[str, Any]) -> Template:
+    """The :class:`Template` of a data file's mapping (``block`` a pair of tags)."""
+    if data.get("block") is not None:
+        data = {**data, "block": tuple(data["block"])}
     return Template(**data)
 
 
@@ -72,33 +127,32 @@ class Trajectory:
     answer: str
 
     def render(self, template: Template | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
-        """The tagged text ending at the confidence slot, and each segment's character span."""
+        """The text ending at the confidence slot, laid out by the template
+        (:attr:`Template.lines`; each segment stripped), and each segment's character span."""
         t = template or default_template()
-        text = ""
+        text, pos = "", 0
         spans: dict[str, tuple[int, int]] = {}
-        parts = (
-            ("vision", t.vision_tag, self.vision),
-            ("reasoning", t.reasoning_tag, self.reasoning),
-            ("answer", t.answer_tag, self.answer),
-        )
-        for name, tag, body in parts:
-            text += tag + " "
-            spans[name] = (len(text), len(text) + len(body.strip()))
-            text += body.strip() + "\n"
-        return text + t.slot, spans
+        for m in re.finditer(r"\{(vision|reasoning|answer)\}", t.lines):
+            body = getattr(self, m.group(1)).strip()
+            text += t.lines[pos : m.start()]
+            spans[m.group(1)] = (len(text), len(text) + len(body))
+            text += body
+            pos = m.end()
+        return text + t.lines[pos:] + t.slot, spans
 
     def rationale_spans(self, template: Template | None = None) -> list[tuple[int, int]]:
         """Character spans of the designated rationale (vision and reasoning), non-empty only."""
         _, spans = self.render(template)
         return [spans[s] for s in ("vision", "reasoning") if spans[s][1] > spans[s][0]]
 
+    def with_segment(self, axis: str, text: str) -> Trajectory:
+        """The trajectory with its ``axis`` component replaced (the others copied unchanged)."""
+        if axis not in SEGMENTS:
+            raise InputError(f"unknown axis {axis!r}; one of {SEGMENTS}")
+        return dataclasses.replace(self, **{axis: text})
+
     def to_json(self) -> dict[str, str]:
         return {"vision": self.vision, "reasoning": self.reasoning, "answer": self.answer}
-
-
-def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
-    """The :class:`Trajectory` of a :meth:`Trajectory.to_json` dict."""
-    return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
 
 
 def good_trajectory(problem: Problem) -> Trajectory:

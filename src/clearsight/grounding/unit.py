@@ -34,6 +34,7 @@ from clearsight.grounding.specs import (
     TrajectorySpec,
     VariationSpec,
 )
+from clearsight.grounding.templates import template_by_id
 from clearsight.grounding.trajectories import Trajectory, parse_trajectory, split_at_slot
 from clearsight.grounding.variation import Sampled, sample_alternatives
 from clearsight.models import Backend, shared_backend
@@ -122,8 +123,9 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
         backend = shared_backend(unit.model, unit.model_options)
         problems = [s.problem for s in gen]
         images = [problem_image(p, backend) for p in problems]
+        template = template_by_id(gen[0].template.id)
         results = generate_trajectories(
-            backend, problems, images, max_new_tokens=gen[0].max_new_tokens
+            backend, problems, images, template, max_new_tokens=gen[0].max_new_tokens
         )
         elapsed = (time.perf_counter() - started) / len(gen)
         for spec, g in zip(gen, results, strict=True):
@@ -224,13 +226,15 @@ def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]
     images: dict[str, Any] = {}
     for spec in unit.items:
         problem, traj = spec.problem, spec.trajectory
-        if spec.share > 0 and not traj.rationale_spans():
+        template = template_by_id(spec.template.id)
+        if spec.share > 0 and not traj.rationale_spans(template):
             planned.append("skipped: empty rationale: there is nothing to mask")
             continue
         if problem.id not in images:
             images[problem.id] = problem_image(problem, backend)
         readout = get_readout(spec.readout.name if spec.readout else DEFAULT_READOUT)
-        reqs = readout_requests(readout, problem, traj, spec.share, spec.seed, images[problem.id])
+        image = images[problem.id]
+        reqs = readout_requests(readout, problem, traj, spec.share, spec.seed, image, template)
         planned.append((len(requests), len(requests) + len(reqs)))
         requests += reqs
     results = elicit(masked_scorer(backend, MASKED_PURPOSE), requests) if requests else []

@@ -31,15 +31,18 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight.grounding.bench import AXES, bad_trajectory, perturb_answer
-from clearsight.grounding.generation import finish_generation, last_sentence_end
+from clearsight.grounding.generation import finish_generation, has_answer, last_sentence_end
 from clearsight.grounding.problems import Problem, normalise_answer
+from clearsight.grounding.templates import template_by_id
 from clearsight.grounding.trajectories import (
+    Template,
     Trajectory,
     default_template,
     good_trajectory,
     parse_trajectory,
     user_message,
 )
+from clearsight.grounding.written import force_suffix, parse_written
 from clearsight.metrics.divergence import jsd_bits_batch
 from clearsight.models.base import Decoding, Message, Request, TextPart
 from clearsight.models.replies import checked_replies
@@ -95,23 +98,34 @@ def alternative(problem: Problem, axis: str) -> Trajectory:
 # --------------------------------------------------------------------------------------------
 
 
-def axis_prefix(trajectory: Trajectory, axis: str) -> str:
-    """The trajectory's rendered text up to and including ``axis``'s tag: where its sampled
-    alternative starts."""
+def axis_prefix(trajectory: Trajectory, axis: str, template: Template | None = None) -> str:
+    """The trajectory's text (rendered by ``template``, or as written) up to the start of
+    ``axis``'s segment — past its tag: where its sampled alternative starts."""
     if axis not in AXES:
         raise InputError(f"unknown axis {axis!r}; one of {AXES}")
-    text, spans = trajectory.render(default_template())
+    text, spans = trajectory.render(template or default_template())
     return text[: spans[axis][0]].rstrip(" ")
 
 
+def _parsed(text: str, t: Template) -> Trajectory:
+    """A finished sampled text's segments (a native template's where they stand)."""
+    return parse_written(text, t) if t.native else parse_trajectory(text, t)
+
+
 def sampled_alternative(
-    problem: Problem, original: Trajectory, axis: str, generated: str
+    problem: Problem,
+    original: Trajectory,
+    axis: str,
+    generated: str,
+    template: Template | None = None,
 ) -> Trajectory:
     """The alternative that ``generated`` (the text sampled after :func:`axis_prefix`) makes:
-    ``original`` with its ``axis`` component replaced by the sample's. InputError with the
-    reason when the sample cannot be read, says the same thing, or breaks the axis's answer
-    rule (vision / reasoning keep the answer, answer replaces it)."""
-    parsed = parse_trajectory(finish_generation(axis_prefix(original, axis) + generated))
+    ``original`` with its ``axis`` component replaced by the sample's (a trajectory kept as
+    written stays as written around it). InputError with the reason when the sample cannot be
+    read, says the same thing, or breaks the axis's answer rule (vision / reasoning keep the
+    answer, answer replaces it)."""
+    t = template or default_template()
+    parsed = _parsed(finish_generation(axis_prefix(original, axis, t) + generated, t), t)
     new = getattr(parsed, axis).strip()
     if not new:
         raise InputError(f"the sampled {axis} alternative is empty")
@@ -134,12 +148,13 @@ def sample_requests(specs: Sequence[VariationSpec], images: Sequence[Any]) -> li
     once, so a unit's alternatives share its batches)."""
     out = []
     for spec, image in zip(specs, images, strict=True):
-        prefix = axis_prefix(spec.trajectory, spec.axis)
+        t = _t(spec)
+        prefix = axis_prefix(spec.trajectory, spec.axis, t)
         tokens = spec.answer_tokens if spec.axis == "answer" else spec.max_new_tokens
         out.append(
             Request(
                 (
-                    user_message(spec.problem, None, image),
+                    user_message(spec.problem, t, image),
                     Message("assistant", (TextPart(prefix),)),
                 ),
                 Decoding(
@@ -164,24 +179,26 @@ def _force_answers(
     ``answer_tokens`` (as an own trajectory is), so that whether they keep the
     answer can be read; ``texts`` is updated in place (a continuation without a reply that can
     be read: its exception), the indices continued returned."""
-    tag = default_template().answer_tag
     need = [
         i
         for i, (spec, text) in enumerate(zip(specs, texts, strict=True))
-        if isinstance(text, str)
-        and spec.axis != "answer"
-        and tag.lower() not in finish_generation(text).lower()
+        if isinstance(text, str) and spec.axis != "answer" and _needs_answer(spec, text)
     ]
     if not need:
         return set()
-    bodies = {i: last_sentence_end(str(texts[i])).rstrip() + "\n" + tag for i in need}
+    bodies = {i: _forced(specs[i], str(texts[i])) for i in need}
     requests = [
         Request(
             (
-                user_message(specs[i].problem, None, images[i]),
+                user_message(specs[i].problem, _t(specs[i]), images[i]),
                 Message(
                     "assistant",
-                    (TextPart(axis_prefix(specs[i].trajectory, specs[i].axis) + bodies[i]),),
+                    (
+                        TextPart(
+                            axis_prefix(specs[i].trajectory, specs[i].axis, _t(specs[i]))
+                            + bodies[i]
+                        ),
+                    ),
                 ),
             ),
             Decoding(max_new_tokens=specs[i].answer_tokens),
@@ -191,6 +208,33 @@ def _force_answers(
     for i, r in zip(need, checked_replies(backend, requests), strict=True):
         texts[i] = r if isinstance(r, Exception) else bodies[i] + r.texts[0]
     return set(need)
+
+
+def _t(spec: VariationSpec) -> Template:
+    """The template ``spec`` was planned with."""
+    return template_by_id(spec.template.id)
+
+
+def _needs_answer(spec: VariationSpec, text: str) -> bool:
+    """Whether a vision or reasoning sample reached no answer (a native one: with its prefix,
+    in the template's way)."""
+    t = _t(spec)
+    if not t.native:
+        return t.answer_tag.lower() not in finish_generation(text).lower()
+    return not has_answer(
+        finish_generation(axis_prefix(spec.trajectory, spec.axis, t) + text, t), t
+    )
+
+
+def _forced(spec: VariationSpec, text: str) -> str:
+    """A sample without an answer cut after its last full sentence, then the answer tag (a
+    native template's ``force`` after the prefix and sample)."""
+    t = _t(spec)
+    if not t.native:
+        return last_sentence_end(text).rstrip() + "\n" + t.answer_tag
+    prefix = axis_prefix(spec.trajectory, spec.axis, t)
+    body = last_sentence_end(text).rstrip()
+    return body + force_suffix(prefix + body, t)
 
 
 #: A sampled alternative: the sampled text, the alternative it makes (or why it was rejected)
@@ -214,7 +258,7 @@ def sample_alternatives(
             out.append(text)
             continue
         try:
-            alt = sampled_alternative(spec.problem, spec.trajectory, spec.axis, text)
+            alt = sampled_alternative(spec.problem, spec.trajectory, spec.axis, text, _t(spec))
             out.append((text, alt, i in forced))
         except InputError as exc:
             out.append((text, exc, i in forced))

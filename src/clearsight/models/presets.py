@@ -56,6 +56,9 @@ class Preset(BaseModel):
     backend: Literal["hf", "vllm"]
     hf: dict[str, Any]
     vllm: dict[str, Any]
+    trajectory_tokens: int | None = Field(None, ge=1)
+    """Tokens the model's own grounding trajectory may generate by default (None: its
+    backend's default, :func:`clearsight.grounding.templates.trajectory_tokens`)."""
     note: str = ""
 
     @field_validator("hf")

@@ -338,6 +338,7 @@ def render_html(
         f"{esc(_num(analysis.accuracy))}; scores of the read-out "
         f"{esc(analysis.readout)}. Estimates with 95 % two-stage bootstrap "
         "intervals (ECE/AUROC: item bootstrap).</p>",
+        f"<p class='note'>Trajectory template: {esc(analysis.trajectory)}.</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
     body.append(reproducibility)
@@ -435,6 +436,8 @@ def summary_markdown(analysis: GroundingAnalysis, reproducibility: Sequence[str]
         "Estimates with 95 % two-stage bootstrap intervals (ECE/AUROC: item bootstrap).",
         "",
         f"Main read-out: {md_text(analysis.readout)}",
+        "",
+        f"Trajectory template: {md_text(analysis.trajectory)}",
         "",
         md_table(tables(analysis)),
     ]
