@@ -275,3 +275,22 @@ def test_bad_input_is_one_error_line_and_writes_nothing(
     with RunStore.open(run, read_only=True) as store:
         assert store.count_records(kind=VERIFY_KIND) == 0
     assert (run / "run.sqlite").read_bytes() == before
+
+
+def test_a_verified_run_still_reruns_without_planning(
+    observer_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-asks are items of a kind no stage plans: a rerun of the finished, verified run
+    still sees it finished (no model checked, nothing planned)."""
+    run = _copy(observer_run, tmp_path)
+    verify_run(VerifyConfig(run, sample=4, seed=1, batch_size=2))
+    import clearsight.driver as driver
+
+    def no_planning(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the finished run was planned again")
+
+    monkeypatch.setattr(driver, "check_models", no_planning)
+    summary = run_sweep(_config("observer", ("mcq.reason", "verbal.plain")), run, progress=False)
+    assert sum(s.ok for s in summary.stages.values()) == 0
+    with RunStore.open(run, read_only=True) as store:
+        assert store.count_records(kind=VERIFY_KIND) == 4

@@ -18,7 +18,13 @@ from clearsight.store._connect import read_manifest
 from clearsight.store._keys import public_key, stored_key, wanted
 from clearsight.store._readouts import ReadoutCheck
 from clearsight.store._records import R, StoredRecord
-from clearsight.store._schema import ITEM_KINDS, RECORDS_PER_KIND, SELECT_RECORDS, filters
+from clearsight.store._schema import (
+    ITEM_KINDS,
+    ITEMS_AND_OK_PER_KIND,
+    RECORDS_PER_KIND,
+    SELECT_RECORDS,
+    filters,
+)
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -78,6 +84,12 @@ class StoreReads(StoreBase):
     def item_kinds(self) -> list[str]:
         """The distinct kinds of the run's items, sorted (what a run holds, records or not)."""
         return [kind for (kind,) in self.conn.execute(ITEM_KINDS)]
+
+    def items_and_ok_per_kind(self) -> dict[str, tuple[int, int]]:
+        """Per item kind (sorted): how many items it has and how many of them have an ``ok``
+        record, in one statement (one snapshot, as :meth:`counts`)."""
+        rows = self.conn.execute(ITEMS_AND_OK_PER_KIND).fetchall()
+        return {kind: (int(n), int(ok)) for kind, n, ok in rows}
 
     def records_per_kind(self) -> dict[str, int]:
         """How many records each item kind has, kinds sorted (kinds without records absent)."""

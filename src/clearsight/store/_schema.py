@@ -43,6 +43,7 @@ from contextlib import contextmanager
 __all__ = [
     "FRAME_COLUMNS",
     "ITEMS",
+    "ITEMS_AND_OK_PER_KIND",
     "ITEM_KINDS",
     "KEY_INDEX",
     "MIGRATED_VERSIONS",
@@ -141,6 +142,10 @@ SELECT_RECORDS = (
 )
 ITEM_KINDS = (
     "SELECT name FROM kinds WHERE EXISTS (SELECT 1 FROM items WHERE kind = kinds.id) ORDER BY name"
+)
+ITEMS_AND_OK_PER_KIND = (
+    "SELECT k.name, count(*), count(r.id) FROM items AS i JOIN kinds AS k ON k.id = i.kind "
+    "LEFT JOIN records AS r ON r.id = i.id AND r.status = 'ok' GROUP BY k.name ORDER BY k.name"
 )
 RECORDS_PER_KIND = (
     "SELECT k.name, count(*) FROM records AS r JOIN items AS i ON i.id = r.id "

@@ -133,7 +133,7 @@ def elicit_of(stored: Mapping[str, Any]) -> Spec:
     """A grounding elicitation from its stored form."""
     from clearsight.grounding.problems import Problem
     from clearsight.grounding.specs import ElicitSpec, ReadoutRef, TemplateRef
-    from clearsight.grounding.trajectories import trajectory_from_json
+    from clearsight.grounding.written import trajectory_from_json
 
     problem = dict(stored["problem"])
     problem["options"] = tuple(problem.get("options") or ())
