@@ -200,13 +200,14 @@ def ablation_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean VLM calls per question by dataset (rows) and strategy / reasoner (columns), Table 9
+    """Mean VLM calls per question by dataset (rows) and setting (columns,
+    :func:`setting_label`: strategy / reasoner, and the sensor and K where they vary), Table 9
     (direct: one call; only answered calls count, see
     :attr:`~clearsight.probe.transcript.Transcript.vlm_calls`), and beside each setting that
     had any, its mean failed calls per question (``<setting> (failed)``)."""
     if frame.empty:
         return pd.DataFrame()
-    frame = frame.assign(setting=frame["strategy"] + " / " + frame["reasoner"])
+    frame = frame.assign(setting=setting_label(frame))
     table = frame.pivot_table(
         index="dataset", columns="setting", values="vlm_calls", aggfunc="mean"
     )
@@ -238,12 +239,12 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def queries_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5: mean queries per conversation by strategy, reasoner and dataset (conversations
-    of a reasoner only; empty without one)."""
+    """Fig. 5: mean queries per conversation by setting and dataset (conversations of a
+    reasoner only; empty without one)."""
     if frame.empty or "queries" not in frame:
         return pd.DataFrame()
     talk = frame[frame["strategy"] != "direct"]
-    return talk.groupby(["strategy", "reasoner", "dataset"])["queries"].mean().reset_index()
+    return talk.groupby([*SETTING, "dataset"])["queries"].mean().reset_index()
 
 
 def setting_label(frame: pd.DataFrame) -> pd.Series:
