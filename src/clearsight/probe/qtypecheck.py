@@ -25,18 +25,18 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.probe.agreement import cohen_kappa
+from clearsight.probe.agreement import cohen_kappa, read_label_file, stored_validations
 from clearsight.probe.querytypes import QUERY_TYPES, QueryReadout, classified, query_request
 from clearsight.probe.specs import QTYPE_VALIDATION_PROTOCOL, QueryTypeValidationSpec
 from clearsight.seeding import content_hash
 from clearsight.store import Record, RunStore
-from clearsight.validate import InputError, jsonl_values
+from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.models.base import Backend
@@ -111,15 +111,7 @@ def _query_label(value: Any, source: Path, line: int) -> QueryLabel:
 
 def read_query_labels(path: Path | str) -> list[QueryLabel]:
     """The labels of the JSONL file ``path`` (format in the module docstring)."""
-    source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the query-type labels {source}: {exc}") from exc
-    labels = [_query_label(value, source, line) for line, value in jsonl_values(text, source)]
-    if not labels:
-        raise InputError(f"{source} holds no labels")
-    return labels
+    return read_label_file(path, "query-type labels", _query_label)
 
 
 @dataclass(frozen=True)
@@ -137,8 +129,8 @@ class QueryTypeAgreement:
     unparsed: int
 
     def to_json(self) -> dict[str, float]:
-        """JSON-able dict."""
-        return {k: float(v) for k, v in self.__dict__.items()}
+        """JSON-able dict (every value a float, as the store's read-outs hold them)."""
+        return {name: float(value) for name, value in asdict(self).items()}
 
 
 def query_type_agreement(
@@ -225,15 +217,6 @@ def store_query_validation(
 def query_validation_table(store: RunStore) -> pd.DataFrame:
     """Every stored query-type judge validation of the run, one row per judge, read-out and
     label set, the shares as percent (empty when none is stored)."""
-    rows = [
-        dict(r.readouts)
-        for r in store.iter_records("ok", kind=QTYPE_VALIDATION_PROTOCOL, raw=False)
-    ]
-    if not rows:
-        return pd.DataFrame()
-    frame = pd.DataFrame(rows)
-    frame["consensus"] *= 100
-    frame["union"] *= 100
-    frame["labels"] = frame["labels"].str[:12]
-    frame[["n", "unparsed"]] = frame[["n", "unparsed"]].astype(int)
-    return frame[["judge", "readout", "labels", "n", "consensus", "union", "kappa", "unparsed"]]
+    columns = ["judge", "readout", "labels", "n", "consensus", "union", "kappa", "unparsed"]
+    table = stored_validations(store, QTYPE_VALIDATION_PROTOCOL, columns, ["consensus", "union"])
+    return table.astype({"unparsed": int}) if not table.empty else table
