@@ -155,6 +155,7 @@ def test_table_1_macro_averages_the_datasets_of_a_domain() -> None:
                 "reasoner": "r",
                 "strategy": "bp",
                 "sensor": "s",
+                "k": 5,
                 "signal": "true",
                 "dataset": d,
                 "domain": "knowledge",

@@ -1,7 +1,8 @@
 """``clearsight probe``: the active-reasoning protocol through a noisy VLM sensor. ``run``,
 ``build``, ``analyse`` and ``distill`` have their options generated from their configurations
 (:class:`~clearsight.probe.protocol.ProbeConfig`, ``BuildConfig``, ``AnalysisConfig``,
-``DistillConfig``); ``judges`` compares judges of u, ``instances`` lists questions."""
+``DistillConfig``); ``judges`` compares judges of u, ``query-types`` the query-type judge with
+people, ``instances`` lists questions."""
 
 from __future__ import annotations
 
@@ -164,6 +165,55 @@ def _validate_judges(
         typer.echo(f"judge: {name} vs people ({labels_file})")
         _echo_agreement(result.to_json())
         typer.echo(f"seconds: {seconds:.2f}")
+
+
+@app.command("query-types")
+def query_types(
+    run: Annotated[
+        Path, typer.Argument(help="A probe run directory (the result is stored in it).")
+    ],
+    human_labels: Annotated[
+        Path,
+        typer.Option(help="JSONL of queries with people's query types (docs/probe.md)."),
+    ],
+    judge: Annotated[str, typer.Option(help="The query-type judge (any text backend).")] = (
+        "hf:smollm2-135m"
+    ),
+    readout: Annotated[
+        str, typer.Option(help="judge (the paper's: rationale and JSON label) or scores.")
+    ] = "judge",
+    limit: Annotated[int | None, typer.Option(help="At most this many labels.")] = None,
+) -> None:
+    """The query-type judge against people's labels of query types (the paper's App. H).
+
+    Prints the share equal to the people's consensus type, the share equal to at least one
+    person's type (the paper's union match rate) and Cohen's kappa against the consensus, and
+    stores them in RUN for the report."""
+    from clearsight.models import shared_backend
+    from clearsight.probe import qtypecheck
+    from clearsight.probe.posthoc import AnalysisConfig, prompt_hashes
+    from clearsight.probe.specs import QTYPE_PROTOCOL, QueryTypeValidationSpec
+    from clearsight.store import DB_NAME
+
+    if not (run / DB_NAME).is_file():
+        raise InputError(f"{run} is not a probe run directory (no {DB_NAME})")
+    config = AnalysisConfig(judge_model=judge, query_type_readout=readout)  # type: ignore[arg-type]
+    labels = qtypecheck.read_query_labels(human_labels)[:limit]
+    types, seconds = qtypecheck.judge_query_labels(
+        labels, shared_backend(judge, {}), config.query_type_readout
+    )
+    result = qtypecheck.query_type_agreement(types, labels)
+    spec = QueryTypeValidationSpec(
+        labels=qtypecheck.labels_hash(labels),
+        judge=judge,
+        readout=readout,
+        prompt=prompt_hashes(config)[QTYPE_PROTOCOL],
+    )
+    qtypecheck.store_query_validation(run, labels, spec, result, seconds)
+    typer.echo(f"query-type judge: {judge} ({readout}) vs people ({human_labels})")
+    _echo_agreement({k: v for k, v in result.to_json().items() if k != "unparsed"})
+    typer.echo(f"unparsed: {result.unparsed}")
+    typer.echo(f"seconds: {seconds:.2f}")
 
 
 @app.command("instances")

@@ -17,7 +17,10 @@ def report(
     run: Annotated[Path, typer.Argument(help="A run directory (of any protocol).")],
     others: Annotated[
         list[Path] | None,
-        typer.Argument(help="Further grounding runs shown beside it (other models or methods)."),
+        typer.Argument(
+            help="Further grounding or probe runs shown beside it (other models or methods; "
+            "for the probe, runs with another sensor or K: Tables 4 and 6)."
+        ),
     ] = None,
 ) -> None:
     """Write report.html, summary.md and summary.csv of a run and print its summary.

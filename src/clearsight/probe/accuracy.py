@@ -14,12 +14,16 @@ Everything is computed from the frame of finished conversations
   (``clearsight.metrics.risk_coverage``), rounds and VLM calls per instance (Table 9, Table
   11); :func:`domain_table` is Table 1: each domain the macro-average of its datasets.
 * :func:`sensor_consistency` / :func:`consistency_bins` — accuracy by the sensor's own
-  consistency c on the instance (how many direct answers were right; Fig. 2).
+  consistency c on the instance (how many direct answers were right; Fig. 2, and by dataset
+  Fig. 6).
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
 * :func:`calls_table` — VLM calls per question (Table 9); :func:`distill_table` — BP accuracy
   before and after self-distillation (Table 2); :func:`queries_table` — queries per
   conversation (Fig. 5); :func:`risk_panels` — the cross-run confidence against correctness,
   per reasoner and sensor (the risk-coverage curves).
+* :func:`latency_table` — seconds per conversation by strategy and sensor (Table 8).
+* :func:`sensor_table` and :func:`samples_table` — runs with another sensor or K side by side
+  (Tables 4 and 6, from :func:`summary_table` by dataset of several runs read as one).
 """
 
 from __future__ import annotations
@@ -118,8 +122,8 @@ def domain_table(frame: pd.DataFrame) -> pd.DataFrame:
     whatever their sizes).
 
     With :math:`a_{d,r}` the accuracy (percent) of dataset d of the domain in run r, the
-    domain's accuracy in run r is :math:`ar a_r = rac{1}{|D_r|} \sum_{d \in D_r} a_{d,r}`;
-    ``acc`` and ``acc_std`` are the mean and the sample SD (ddof 1) of :math:`ar a_r` over
+    domain's accuracy in run r is :math:`\bar a_r = \frac{1}{|D_r|} \sum_{d \in D_r} a_{d,r}`;
+    ``acc`` and ``acc_std`` are the mean and the sample SD (ddof 1) of :math:`\bar a_r` over
     the runs (the paper's SD across trials, Table 10); ``ece`` the mean over the datasets of
     their cross-run ECE (:func:`~clearsight.metrics.cross_run_ece`). Also ``datasets`` (how
     many were averaged), ``instances`` and ``runs``.
@@ -161,10 +165,13 @@ def sensor_consistency(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def consistency_bins(frame: pd.DataFrame, consistency: pd.DataFrame | None = None) -> pd.DataFrame:
+def consistency_bins(
+    frame: pd.DataFrame, consistency: pd.DataFrame | None = None, by: Sequence[str] = ()
+) -> pd.DataFrame:
     """Accuracy (per conversation, percent) by the sensor's consistency bin ``c11`` on the
-    instance, per setting (Fig. 2). ``consistency``: columns sensor, instance_id, c11 (from
-    :func:`sensor_consistency` by default, or from a build run's 11 samples)."""
+    instance, per setting and ``by`` (Fig. 2; by dataset, the paper's Fig. 6).
+    ``consistency``: columns sensor, instance_id, c11 (from :func:`sensor_consistency` by
+    default, or from a build run's 11 samples)."""
     if frame.empty:
         return pd.DataFrame()
     cons = sensor_consistency(frame) if consistency is None else consistency
@@ -172,7 +179,7 @@ def consistency_bins(frame: pd.DataFrame, consistency: pd.DataFrame | None = Non
         return pd.DataFrame()
     merged = frame.merge(cons[["sensor", "instance_id", "c11"]], on=["sensor", "instance_id"])
     table = (
-        merged.groupby([*SETTING, "c11"])["correct"]
+        merged.groupby([*SETTING, *by, "c11"])["correct"]
         .agg(accuracy="mean", conversations="count")
         .reset_index()
     )
@@ -193,13 +200,14 @@ def ablation_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean VLM calls per question by dataset (rows) and strategy / reasoner (columns), Table 9
+    """Mean VLM calls per question by dataset (rows) and setting (columns,
+    :func:`setting_label`: strategy / reasoner, and the sensor and K where they vary), Table 9
     (direct: one call; only answered calls count, see
     :attr:`~clearsight.probe.transcript.Transcript.vlm_calls`), and beside each setting that
     had any, its mean failed calls per question (``<setting> (failed)``)."""
     if frame.empty:
         return pd.DataFrame()
-    frame = frame.assign(setting=frame["strategy"] + " / " + frame["reasoner"])
+    frame = frame.assign(setting=setting_label(frame))
     table = frame.pivot_table(
         index="dataset", columns="setting", values="vlm_calls", aggfunc="mean"
     )
@@ -212,13 +220,82 @@ def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 8: mean wall-clock seconds per conversation (a question in one run) by strategy
+    and reasoner (rows) and sensor (columns), from each conversation record's stored seconds
+    (``seconds``: the reasoner's and the sensor's calls together, and a model's loading where
+    it happened inside the run's first conversation); ``conversations``: how many were timed.
+    People's conversations are left out (their time is a person's). Empty without any."""
+    if frame.empty or "seconds" not in frame:
+        return pd.DataFrame()
+    timed = frame[(frame["reasoner"] != "human") & frame["seconds"].notna()]
+    if timed.empty:
+        return pd.DataFrame()
+    index = ["strategy", "reasoner"]
+    table = timed.pivot_table(index=index, columns="sensor", values="seconds", aggfunc="mean")
+    table.columns = [f"{sensor} (s)" for sensor in table.columns]
+    table["conversations"] = timed.groupby(index).size()
+    return table.reset_index()
+
+
 def queries_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5: mean queries per conversation by strategy, reasoner and dataset (conversations
-    of a reasoner only; empty without one)."""
+    """Fig. 5: mean queries per conversation by setting and dataset (conversations of a
+    reasoner only; empty without one)."""
     if frame.empty or "queries" not in frame:
         return pd.DataFrame()
     talk = frame[frame["strategy"] != "direct"]
-    return talk.groupby(["strategy", "reasoner", "dataset"])["queries"].mean().reset_index()
+    return talk.groupby([*SETTING, "dataset"])["queries"].mean().reset_index()
+
+
+def setting_label(frame: pd.DataFrame) -> pd.Series:
+    """A short label of each row's setting: ``strategy / reasoner``, then the signal when not
+    the true u, the sensor where the frame holds several and K where its conversing settings
+    use several (Direct's one sample does not count)."""
+    label = frame["strategy"].astype(str) + " / " + frame["reasoner"].astype(str)
+    if "signal" in frame:
+        other = frame["signal"].astype(str) != "true"
+        label = label.where(~other, label + " (" + frame["signal"].astype(str) + " u)")
+    if "sensor" in frame and frame["sensor"].nunique() > 1:
+        label = label + ", sensor " + frame["sensor"].astype(str)
+    if "k" in frame and frame.loc[frame["strategy"] != "direct", "k"].nunique() > 1:
+        label = label + ", K " + frame["k"].astype(str)
+    return label
+
+
+def sensor_table(datasets: pd.DataFrame) -> pd.DataFrame:
+    """Table 4 (runs with another sensor side by side): accuracy (%, mean over runs) by dataset
+    (rows), one column per setting (:func:`setting_label`, which names the sensor and K).
+    ``datasets``: :func:`summary_table` by dataset. Empty unless the settings hold two or more
+    sensors."""
+    if datasets.empty or datasets["sensor"].nunique() < 2:
+        return pd.DataFrame()
+    table = datasets.assign(setting=setting_label(datasets)).pivot_table(
+        index="dataset", columns="setting", values="acc", aggfunc="first", sort=False
+    )
+    return table.reset_index().rename_axis(columns=None)
+
+
+def samples_table(datasets: pd.DataFrame) -> pd.DataFrame:
+    """Table 6 (runs with another K side by side): per reasoner, strategy, sensor and signal
+    run with two or more K, one row per K with each dataset's accuracy mean and SD over runs
+    (%) and cross-run ECE (``<dataset> acc``, ``<dataset> acc_std``, ``<dataset> ece``).
+    ``datasets``: :func:`summary_table` by dataset. Empty without such a setting."""
+    if datasets.empty:
+        return pd.DataFrame()
+    others = [c for c in SETTING if c != "k"]
+    several = datasets.groupby(others)["k"].transform("nunique") > 1
+    rows = datasets[several]
+    if rows.empty:
+        return pd.DataFrame()
+    wide = rows.pivot_table(
+        index=list(SETTING), columns="dataset", values=["acc", "acc_std", "ece"], sort=True
+    )
+    values = ("acc", "acc_std", "ece")
+    levels = zip(wide.columns.get_level_values(0), wide.columns.get_level_values(1), strict=True)
+    pairs = sorted(((str(v), str(d)) for v, d in levels), key=lambda c: (c[1], values.index(c[0])))
+    wide = wide[pairs]
+    wide.columns = [f"{dataset} {value}" for value, dataset in pairs]
+    return wide.reset_index()
 
 
 @dataclass(frozen=True)
@@ -259,8 +336,8 @@ def risk_panels(frame: pd.DataFrame) -> tuple[RiskPanel, ...]:
     panels = []
     for (reasoner, sensor), group in per.groupby(["reasoner", "sensor"], sort=True):
         curves = tuple(
-            _risk_curve(f"{strategy}, signal {signal}", sub)
-            for (strategy, signal), sub in group.groupby(["strategy", "signal"], sort=True)
+            _risk_curve(f"{strategy}, K {k}, signal {signal}", sub)
+            for (strategy, k, signal), sub in group.groupby(["strategy", "k", "signal"], sort=True)
         )
         panels.append(RiskPanel(f"{reasoner} with sensor {sensor}", curves))
     return tuple(panels)

@@ -22,10 +22,10 @@ hash and the judge), which the report's Table 5 lists (:func:`validation_table`)
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +47,15 @@ __all__ = [
     "labels_hash",
     "pearson",
     "read_human_labels",
+    "read_label_file",
     "store_validation",
+    "stored_validations",
     "validation_table",
 ]
+
+
+#: What a label file's lines are read as.
+LabelT = TypeVar("LabelT")
 
 
 def _pair(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
@@ -225,17 +231,25 @@ def _label(value: Any, source: Path, line: int) -> HumanLabel:
     return HumanLabel(str(value.get("query", "")), reply, tuple(samples), u, line)
 
 
-def read_human_labels(path: Path | str) -> list[HumanLabel]:
-    """The labels of the JSONL file ``path`` (format in the module docstring)."""
+def read_label_file(
+    path: Path | str, what: str, parse: Callable[[Any, Path, int], LabelT]
+) -> list[LabelT]:
+    """Each non-blank line of the JSONL file ``path`` read by ``parse(value, file, line)``;
+    InputError when the file cannot be read (``what`` names it) or holds no label."""
     source = Path(path)
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read the human labels {source}: {exc}") from exc
-    labels = [_label(value, source, line) for line, value in jsonl_values(text, source)]
+        raise InputError(f"cannot read the {what} {source}: {exc}") from exc
+    labels = [parse(value, source, line) for line, value in jsonl_values(text, source)]
     if not labels:
         raise InputError(f"{source} holds no labels")
     return labels
+
+
+def read_human_labels(path: Path | str) -> list[HumanLabel]:
+    """The labels of the JSONL file ``path`` (format in the module docstring)."""
+    return read_label_file(path, "human labels", _label)
 
 
 def human_agreement(
@@ -281,19 +295,25 @@ def store_validation(
     return keys
 
 
-def validation_table(store: RunStore) -> pd.DataFrame:
-    """Table 5: every stored judge validation of the run, one row per judge and label set,
-    the shares as percent (empty when none is stored)."""
-    rows = [
-        dict(r.readouts)
-        for r in store.iter_records("ok", kind=JUDGE_VALIDATION_PROTOCOL, raw=False)
-    ]
+def stored_validations(
+    store: RunStore, kind: str, columns: Sequence[str], percent: Sequence[str]
+) -> pd.DataFrame:
+    """Every stored validation of ``kind`` in the run, one row each with ``columns``: the
+    ``percent`` shares times 100, ``labels`` (the labels' hash) cut to 12 characters, ``n``
+    an integer (empty when none is stored)."""
+    rows = [dict(r.readouts) for r in store.iter_records("ok", kind=kind, raw=False)]
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)
-    frame["exact"] *= 100
-    frame["within1"] *= 100
-    columns = ["judge", "labels", "n", "exact", "within1", "mae", "kappa", "kappa_quadratic"]
+    frame[list(percent)] *= 100
     frame["labels"] = frame["labels"].str[:12]
     frame["n"] = frame["n"].astype(int)
-    return frame[[*columns, "pearson"]]
+    return frame[list(columns)]
+
+
+def validation_table(store: RunStore) -> pd.DataFrame:
+    """Table 5: every stored judge validation of the run, one row per judge and label set,
+    the shares as percent (empty when none is stored)."""
+    columns = ["judge", "labels", "n", "exact", "within1", "mae", "kappa", "kappa_quadratic"]
+    percent = ["exact", "within1"]
+    return stored_validations(store, JUDGE_VALIDATION_PROTOCOL, [*columns, "pearson"], percent)

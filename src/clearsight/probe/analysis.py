@@ -1,10 +1,11 @@
-"""A probe run's numbers: the paper's Tables 1, 2, 3, 5, 7, 9 and 11 and the data of Figures
-2-5 and of the risk-coverage curves, as one typed value.
+"""A probe run's numbers: the paper's Tables 1-9 and 11 and the data of Figures 2-6 and of
+the risk-coverage curves, as one typed value.
 
 Everything is recomputed from the run's records
 (:func:`~clearsight.probe.results.load_probe_results`: transcripts of models and people, the
 stored belief-probe and query-type results, stage-1 build samples, judges' validations),
-never from anything the run kept aside.
+never from anything the run kept aside. Tables 4 and 6 compare runs with another sensor or
+K, read as one (``analyse_probe(run, others)``).
 :func:`analyse_probe` computes :class:`ProbeAnalysis`; :mod:`clearsight.report.probe` only
 renders it. The computations are the protocol's own: accuracy and cross-run calibration
 (:mod:`~clearsight.probe.accuracy`), the belief probe (:mod:`~clearsight.probe.belief`), query
@@ -30,8 +31,11 @@ from clearsight.probe.accuracy import (
     consistency_bins,
     distill_table,
     domain_table,
+    latency_table,
     queries_table,
     risk_panels,
+    samples_table,
+    sensor_table,
     summary_table,
 )
 from clearsight.probe.belief import BeliefCurves, belief_curves, belief_table
@@ -61,7 +65,11 @@ class ProbeAnalysis:
     u. ``queries``: Fig. 5, queries per conversation. ``risk``: the risk-coverage curves of the
     cross-run confidence. ``examples``: the first conversations that asked the sensor.
     ``cost``: the sensor's seconds and tokens its records carry, per sensor model and run
-    (:func:`~clearsight.store.run_cost`; None where not read)."""
+    (:func:`~clearsight.store.run_cost`; None where not read). ``consistency_datasets``:
+    Fig. 6, Fig. 2 by dataset. ``latency``: Table 8, seconds per conversation by strategy and
+    sensor. ``sensors`` and ``samples``: Tables 4 and 6, settings with another sensor or K
+    side by side (empty unless the runs read hold them). ``query_type_validations``: the
+    query-type judge against people's labels (:mod:`~clearsight.probe.qtypecheck`)."""
 
     conversations: int
     domains: pd.DataFrame
@@ -78,6 +86,11 @@ class ProbeAnalysis:
     queries: pd.DataFrame
     risk: tuple[RiskPanel, ...]
     examples: tuple[Transcript, ...]
+    consistency_datasets: pd.DataFrame
+    latency: pd.DataFrame
+    sensors: pd.DataFrame
+    samples: pd.DataFrame
+    query_type_validations: pd.DataFrame
     cost: pd.DataFrame | None = None
 
 
@@ -93,10 +106,11 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
     frame = results.transcripts
     consistency = _build_consistency(results.build)
     reasoners = [] if frame.empty else sorted(frame["reasoner"].unique())
+    datasets = summary_table(frame, by=("dataset",))
     return ProbeAnalysis(
         conversations=len(frame),
         domains=domain_table(frame),
-        datasets=summary_table(frame, by=("dataset",)),
+        datasets=datasets,
         consistency=consistency_bins(frame, consistency),
         consistency_from_build=consistency is not None,
         ablation=ablation_table(frame),
@@ -109,6 +123,11 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         queries=queries_table(frame),
         risk=risk_panels(frame),
         examples=tuple(t for t in results.conversations if t.strategy != "direct")[:EXAMPLES],
+        consistency_datasets=consistency_bins(frame, consistency, by=("dataset",)),
+        latency=latency_table(frame),
+        sensors=sensor_table(datasets),
+        samples=samples_table(datasets),
+        query_type_validations=results.query_type_validations,
     )
 
 

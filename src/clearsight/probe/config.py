@@ -55,9 +55,10 @@ class ProbeConfig(RunConfig):
         default_factory=dict, description="Backend options per reasoner spec."
     )
     strategies: tuple[StrategyName, ...] = Field(
-        ("direct", "react", "bp"),
+        ("direct", "react", "uot", "bp"),
         description="Strategies: direct (VLM only), react, uot (the Uncertainty-of-Thoughts "
-        "search), uot_prompt (UoT as a system prompt only), bp.",
+        "search, the paper's UoT), uot_prompt (UoT's idea as a system prompt only, without "
+        "the search: not the paper's), bp. Default: the paper's four.",
     )
     uot: SearchSettings | None = Field(
         None,

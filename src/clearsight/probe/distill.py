@@ -2,8 +2,9 @@
 successful belief-state (BP) trajectories.
 
 **Data.** From a probe run, the finished conversations of one ``hf`` reasoner with strategy
-``bp`` that committed the gold option, each one chat exactly as the reasoner read it, tokenised
-with labels on the reasoner's own turns only (:mod:`clearsight.probe.sft`).
+``bp`` that committed the gold option, as many from each sensor (the paper's balance; the
+``balance`` option), each one chat exactly as the reasoner read it, tokenised with labels on
+the reasoner's own turns only (:mod:`clearsight.probe.sft`).
 
 **Training.** LoRA adapters (``peft``; rank, alpha, dropout and target modules configurable;
 the paper's rank 16, alpha 32, 7 epochs are the defaults) on the frozen base, AdamW, one
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +38,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.models.hf import ADAPTER_MANIFEST, adapter_manifest
-from clearsight.probe.sft import SftExample, sft_example, successful_trajectories
+from clearsight.probe.sft import (
+    SftExample,
+    balance_sensors,
+    sft_example,
+    successful_trajectories,
+)
 from clearsight.seeding import content_hash, rng_for
 from clearsight.validate import InputError
 
@@ -72,6 +79,11 @@ class DistillConfig(BaseModel):
     )
     max_tokens: int = Field(1024, ge=16, description="Longest conversation (tokens); cut beyond.")
     limit: int | None = Field(None, ge=1, description="At most this many trajectories.")
+    balance: bool = Field(
+        True,
+        description="Take as many trajectories from each sensor (the paper's, balanced across "
+        "its two sensors; with --limit, limit / sensors each); false: all, in store order.",
+    )
     seed: int = Field(0, description="Seed of the split, the order and the adapter's init.")
     device: Literal["auto", "cpu", "cuda", "mps"] = Field(
         "cpu", description="Where to train (the hf backend's device option); float32 weights."
@@ -106,8 +118,8 @@ class Trajectory(TypedDict):
 class AdapterManifest(TypedDict):
     """What :data:`~clearsight.models.hf.ADAPTER_MANIFEST` holds (the module docstring):
     the base model, the run, the data's hash, the trajectories, the configuration, the loss
-    history, the epoch chosen and why, the libraries' versions and the losses before
-    training."""
+    history, the epoch chosen and why, the libraries' versions, the losses before training
+    and the trajectories per sensor."""
 
     base: str
     run: str
@@ -123,6 +135,7 @@ class AdapterManifest(TypedDict):
     chosen_by: str
     versions: dict[str, str]
     before: NotRequired[Losses]
+    sensors: NotRequired[dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -223,7 +236,7 @@ def distill(
     reasoner, chosen = successful_trajectories(run_dir, config.reasoner, config.strategy)
     if adapter_manifest(reasoner.removeprefix("hf:")) is not None:
         raise InputError(f"{reasoner} is itself an adapter; distil from its base model's run")
-    chosen = chosen[: config.limit]
+    chosen = balance_sensors(chosen, config.limit) if config.balance else chosen[: config.limit]
     backend = load_backend(reasoner, {"device": config.device, "dtype": "float32"})
     if not isinstance(backend, HfBackend) or backend.capabilities.images:
         raise InputError(f"{reasoner}: self-distillation trains a text-only hf reasoner")
@@ -247,6 +260,7 @@ def distill(
     model.save_pretrained(str(target))
     manifest = _manifest(run_dir, reasoner, config, examples, (train, val), history, epoch)
     manifest["before"] = before
+    manifest["sensors"] = dict(sorted(Counter(t.sensor for _, t in chosen).items()))
     (target / ADAPTER_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return DistillResult(target, manifest)
 

@@ -92,7 +92,7 @@ class AnalysisUnit(KeyedItems):
         return self.items[0].judge
 
 
-def _prompt_hashes(config: AnalysisConfig) -> dict[str, str]:
+def prompt_hashes(config: AnalysisConfig) -> dict[str, str]:
     """Each analysis's prompt hash: a changed prompt is a new item, not a stale record."""
     from clearsight.probe.prompts import prompts
 
@@ -203,7 +203,7 @@ def _stages(
 
 #: The post-hoc analyses as a value for :func:`clearsight.driver.run` (added to a probe run).
 ANALYSIS: Protocol[AnalysisConfig, dict[str, str]] = Protocol(
-    "probe.analysis", _models, _prompt_hashes, None, _stages, adds_to=(PROTOCOL,)
+    "probe.analysis", _models, prompt_hashes, None, _stages, adds_to=(PROTOCOL,)
 )
 
 

@@ -6,13 +6,15 @@ the query, its round and the earlier queries: ``judge``, the paper's, has it wri
 and a JSON label with a confidence (read forgivingly, :func:`parse_query_judgement`);
 ``scores``, the cheap option, takes the type names' candidate probabilities where the backend
 scores candidates. :func:`query_type_table` is Table 3: each type's share in round 1 and in
-rounds 2+. The runs themselves are post-hoc items (:mod:`clearsight.probe.posthoc`).
+rounds 2+ (rounds counted by query), averaged over datasets. The runs themselves are post-hoc
+items (:mod:`clearsight.probe.posthoc`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, TypedDict
 
 import numpy as np
@@ -114,13 +116,23 @@ def _confidence(value: Any) -> float | None:
 def _query_request(transcript: Transcript, n: int, judged: bool, scored: bool) -> Request:
     """The request classifying query ``n`` (0-based) of the conversation, given the question,
     the query, its round and the earlier queries."""
+    queries = [(t.index, t.query) for t in transcript.turns if t.query is not None]
+    rnd, query = queries[n]
+    earlier = [q for _, q in queries[:n]]
+    return query_request(transcript.question, earlier, rnd, query, judged, scored)
+
+
+def query_request(
+    question: str, earlier: Sequence[str], rnd: int, query: str, judged: bool, scored: bool
+) -> Request:
+    """The request asking the judge for the type of ``query``, asked in round ``rnd`` of a
+    conversation about ``question`` after the ``earlier`` queries (``judged``: the paper's
+    judge prompt; ``scored``: the type names as candidates to score)."""
     from clearsight.models.base import Decoding, Message, Request, TextPart
 
     qt = prompts()["strategies"]["query_type_judge" if judged else "query_type"]
-    queries = [(t.index, t.query) for t in transcript.turns if t.query is not None]
-    rnd, query = queries[n]
-    previous = "; ".join(q for _, q in queries[:n]) or "(none)"
-    text = qt["ask"].format(question=transcript.question, previous=previous, round=rnd, query=query)
+    previous = "; ".join(earlier) or "(none)"
+    text = qt["ask"].format(question=question, previous=previous, round=rnd, query=query)
     return Request(
         (Message("system", (TextPart(qt["system"]),)), Message.user(text)),
         Decoding(max_new_tokens=96 if judged else 6),
@@ -129,7 +141,7 @@ def _query_request(transcript: Transcript, n: int, judged: bool, scored: bool) -
     )
 
 
-def _classified(rnd: int, query: str, response: Response, judged: bool) -> ClassifiedQuery:
+def classified(rnd: int, query: str, response: Response, judged: bool) -> ClassifiedQuery:
     """One query's type as the judge's ``response`` gives it (see :func:`classify_queries`)."""
     reply = response.texts[0] if response.texts else ""
     if judged:
@@ -170,19 +182,29 @@ def classify_queries(
     requests = [_query_request(transcript, n, judged, scored) for n in range(len(queries))]
     responses = complete_checked(backend, requests) if requests else []
     return [
-        _classified(rnd, query, response, judged)
+        classified(rnd, query, response, judged)
         for (rnd, query), response in zip(queries, responses, strict=True)
     ]
 
 
 def query_type_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Table 3 analogue: share (percent) of each query type in round 1 and in rounds 2+, per
-    reasoner. ``rows``: one row per query with reasoner, round and type."""
+    r"""Table 3: share (percent) of each query type in round 1 and in rounds 2+, per reasoner,
+    **averaged over datasets** (the paper's, over SeedBench and CVQA).
+
+    ``rows``: one row per query with reasoner, dataset, round (counted by query: a
+    conversation's first query is round 1) and type. With :math:`s_{d}(y)` the share of type
+    y among the reasoner's queries of the phase on dataset d, the table holds
+    :math:`rac{1}{|D|} \sum_{d \in D} s_d(y)` over the datasets D where the reasoner asked
+    in that phase (each dataset counts once whatever its number of queries; a type never
+    judged there counts 0). ``datasets``: how many were averaged; ``queries``: how many
+    queries there were in all."""
     if rows.empty:
         return pd.DataFrame()
     rows = rows.assign(phase=np.where(rows["round"] == 1, "round 1", "round 2+"))
-    counts = rows.groupby(["reasoner", "phase", "type"]).size()
-    shares = counts / counts.groupby(level=[0, 1]).transform("sum") * 100
-    table = shares.unstack("type").reindex(columns=list(QUERY_TYPES)).fillna(0.0)
+    counts = rows.groupby(["reasoner", "phase", "dataset", "type"]).size()
+    shares = counts / counts.groupby(level=[0, 1, 2]).transform("sum") * 100
+    per_dataset = shares.unstack("type").reindex(columns=list(QUERY_TYPES)).fillna(0.0)
+    table = per_dataset.groupby(level=[0, 1]).mean()
+    table["datasets"] = per_dataset.groupby(level=[0, 1]).size()
     table["queries"] = rows.groupby(["reasoner", "phase"]).size()
     return table.reset_index()

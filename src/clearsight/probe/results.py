@@ -1,10 +1,11 @@
 """A probe run read back: conversations, post-hoc analyses, stage-1 samples, as frames.
 
-A probe run holds records of five item kinds, each named once where it is written: the
+A probe run holds records of six item kinds, each named once where it is written: the
 conversations (:data:`clearsight.probe.transcript.PROTOCOL`), the LLM judge's belief probes
 and query types (:data:`clearsight.probe.posthoc.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
 the stage-1 build samples (:data:`clearsight.probe.build.BUILD_PROTOCOL`) and the judges'
-validations against people's labels of u (:mod:`clearsight.probe.agreement`).
+validations against people's labels of u (:mod:`clearsight.probe.agreement`) and of query
+types (:mod:`clearsight.probe.qtypecheck`).
 :func:`load_probe_results` reads each kind through :class:`~clearsight.store.RunStore`'s reads
 by kind into the frames of :class:`ProbeResults`; :mod:`clearsight.probe.analysis` computes the
 run's numbers from them.
@@ -22,14 +23,17 @@ import pandas as pd
 from clearsight.probe.agreement import validation_table
 from clearsight.probe.build import BUILD_PROTOCOL
 from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
+from clearsight.probe.qtypecheck import query_validation_table
 from clearsight.probe.transcript import PROTOCOL, Transcript, iter_transcripts
 from clearsight.store import RunStore, StoredRecord
 from clearsight.validate import InputError
 
 __all__ = ["SETTING", "ProbeResults", "load_probe_results", "pool_results", "transcripts_frame"]
 
-#: What makes a setting: who reasoned, how, with which sensor, shown which signal.
-SETTING: Final[tuple[str, ...]] = ("reasoner", "strategy", "sensor", "signal")
+#: What makes a setting: who reasoned, how, with which sensor drawing how many samples per
+#: query (K; Direct draws one), shown which signal. K belongs to it so that runs with another K
+#: stand beside each other (the paper's Table 6).
+SETTING: Final[tuple[str, ...]] = ("reasoner", "strategy", "sensor", "k", "signal")
 
 
 def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
@@ -47,11 +51,13 @@ def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class ProbeResults:
     """What a probe run directory holds, as frames: one row per finished conversation
-    (``transcripts``, see :func:`transcripts_frame`), per belief-probed conversation, per
+    (``transcripts``, see :func:`transcripts_frame`, with ``seconds``, the wall-clock time its
+    record stores), per belief-probed conversation, per
     classified query and per stage-1 build question (sensor, instance_id, c of n direct
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
-    people's labels of u (Table 5)."""
+    people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
+    people's labels of query types (:mod:`~clearsight.probe.qtypecheck`)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
@@ -59,6 +65,7 @@ class ProbeResults:
     build: pd.DataFrame
     conversations: tuple[Transcript, ...]
     validations: pd.DataFrame
+    query_type_validations: pd.DataFrame
 
 
 class _Setting(TypedDict):
@@ -83,8 +90,10 @@ def _analysis_frames(
     store: RunStore, transcripts: Mapping[str, Transcript]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The belief probes (one row per conversation: its setting and read-outs) and the query
-    types (one row per query: its setting, round, type and confidence) of finished
-    conversations."""
+    types (one row per query: its setting, round, turn, type and confidence) of finished
+    conversations. A query's ``round`` counts queries (the conversation's n-th query is round
+    n, the paper's Table 3); ``turn`` is the turn that asked it (the round a record stores,
+    larger when a turn before it asked nothing)."""
     beliefs, queries = [], []
     for record in store.iter_records("ok", kind=BELIEF_PROTOCOL, raw=False):
         if (base := _setting(transcripts, record)) is not None:
@@ -92,8 +101,13 @@ def _analysis_frames(
     for record in store.iter_records("ok", kind=QTYPE_PROTOCOL):
         if (base := _setting(transcripts, record)) is not None:
             queries += [
-                {**base, **{k: q.get(k) for k in ("round", "type", "confidence")}}
-                for q in record.raw
+                {
+                    **base,
+                    "round": n,
+                    "turn": q.get("round"),
+                    **{k: q.get(k) for k in ("type", "confidence")},
+                }
+                for n, q in enumerate(record.raw, start=1)
             ]
     return pd.DataFrame(beliefs), pd.DataFrame(queries)
 
@@ -119,21 +133,27 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(PROTOCOL, BUILD_PROTOCOL)
         transcripts = dict(iter_transcripts(store))
+        seconds = {r.key: r.elapsed_s for r in store.iter_records("ok", kind=PROTOCOL, raw=False)}
         beliefs, queries = _analysis_frames(store, transcripts)
         build = _build_frame(store)
         validations = validation_table(store)
+        query_validations = query_validation_table(store)
+    frame = transcripts_frame(transcripts.values())
+    if not frame.empty:
+        frame["seconds"] = [seconds.get(key) for key in transcripts]
     return ProbeResults(
-        transcripts_frame(transcripts.values()),
+        frame,
         beliefs,
         queries,
         build,
         tuple(transcripts.values()),
         validations,
+        query_validations,
     )
 
 
 def _settings(frame: pd.DataFrame) -> set[tuple[str, ...]]:
-    """The settings (reasoner, strategy, sensor, signal) of a transcripts frame."""
+    """The settings (reasoner, strategy, sensor, K, signal) of a transcripts frame."""
     if frame.empty:
         return set()
     rows = frame[list(SETTING)].astype(str).itertuples(index=False)
@@ -142,15 +162,16 @@ def _settings(frame: pd.DataFrame) -> set[tuple[str, ...]]:
 
 def pool_results(runs: Sequence[tuple[str, ProbeResults]]) -> ProbeResults:
     """Several probe runs read back as one, so their settings stand side by side in every
-    table. Refused (InputError) when two runs hold the same setting: their run indices would
-    mix in the cross-run numbers."""
+    table (runs with another sensor or K: the paper's Tables 4 and 6). Refused (InputError)
+    when two runs hold the same setting: their run indices would mix in the cross-run
+    numbers."""
     seen: dict[tuple[str, ...], str] = {}
     for name, results in runs:
         for setting in sorted(_settings(results.transcripts)):
             if setting in seen:
                 raise InputError(
                     f"runs {seen[setting]} and {name} both hold the setting "
-                    f"{'/'.join(setting)} (reasoner/strategy/sensor/signal); report them apart"
+                    f"{'/'.join(setting)} (reasoner/strategy/sensor/K/signal); report them apart"
                 )
             seen[setting] = name
     parts = [results for _, results in runs]
@@ -166,4 +187,5 @@ def pool_results(runs: Sequence[tuple[str, ProbeResults]]) -> ProbeResults:
         concat([r.build for r in parts]),
         tuple(t for r in parts for t in r.conversations),
         concat([r.validations for r in parts]),
+        concat([r.query_type_validations for r in parts]),
     )

@@ -5,15 +5,19 @@ finished conversations of one ``hf`` reasoner with one strategy (the paper: ``bp
 committed the gold option (:func:`successful_trajectories`). Each becomes one chat, exactly as
 the reasoner read it (:func:`~clearsight.probe.loop.conversation_messages`: the strategy's
 system prompt, the question, every earlier turn and the sensor's replies with the u it was
-shown), ending with its committing turn. The chat is rendered with the model's own chat
-template (the backend's renderer, so training and inference see the same text) and tokenised
-once; only the reasoner's own turns — each turn's text and the end-of-turn token after it —
-carry labels, everything else is masked (:data:`IGNORE`) (:func:`sft_example`). A conversation
-longer than ``max_tokens`` is cut there.
+shown), ending with its committing turn. :func:`balance_sensors` takes as many from each
+sensor (the paper's balance across its two sensors; the distillation's default). The chat is
+rendered with the model's own chat template (the backend's renderer, so training and
+inference see the same text) and tokenised once; only the reasoner's own turns — each turn's
+text and the end-of-turn token after it — carry labels, everything else is masked
+(:data:`IGNORE`) (:func:`sft_example`). A conversation longer than ``max_tokens`` is cut
+there.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,6 +75,33 @@ def successful_trajectories(
     if not chosen:
         raise InputError(f"the run has no successful {strategy} conversation of {reasoner}")
     return reasoner, chosen
+
+
+def balance_sensors(
+    chosen: Sequence[tuple[str, Transcript]], limit: int | None = None
+) -> list[tuple[str, Transcript]]:
+    """As many trajectories from each sensor (the paper's 1,800 were balanced across its two
+    sensors): ``n = min over sensors of their count`` (with ``limit``, at most
+    ``limit // sensors``), the first n of each sensor in store order, the store order kept.
+    InputError when the limit leaves none per sensor."""
+    by_sensor = Counter(t.sensor for _, t in chosen)
+    if not by_sensor:
+        return []
+    per = min(by_sensor.values())
+    if limit is not None:
+        per = min(per, limit // len(by_sensor))
+    if per < 1:
+        raise InputError(
+            f"--limit {limit} leaves no trajectory for each of the {len(by_sensor)} sensors "
+            f"({', '.join(sorted(by_sensor))}); raise it or turn balancing off"
+        )
+    taken: Counter[str] = Counter()
+    out = []
+    for key, t in chosen:
+        if taken[t.sensor] < per:
+            taken[t.sensor] += 1
+            out.append((key, t))
+    return out
 
 
 def _chat(transcript: Transcript) -> list[Message]:

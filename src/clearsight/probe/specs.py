@@ -8,7 +8,8 @@ keyed by its identifying fields (:class:`TranscriptSpec`). All three are :class:
 class registered for the kind. The post-hoc analyses (:class:`BeliefSpec`,
 :class:`QueryTypeSpec`) name the transcript they analyse by its key, and build stage 1
 (:class:`BuildSpec`) one question sampled from one sensor; a judge validated against people's
-labels of u is :class:`JudgeValidationSpec`.
+labels of u is :class:`JudgeValidationSpec`, the query-type judge validated against people's
+labels of query types :class:`QueryTypeValidationSpec`.
 
 The JSON forms are the specs these items were always stored under, so their keys are unchanged.
 """
@@ -29,6 +30,7 @@ __all__ = [
     "JUDGE_VALIDATION_PROTOCOL",
     "PROTOCOL",
     "QTYPE_PROTOCOL",
+    "QTYPE_VALIDATION_PROTOCOL",
     "SIGNALS",
     "AnalysisSpec",
     "BeliefSpec",
@@ -39,16 +41,19 @@ __all__ = [
     "PlannedSpec",
     "ProbeSpec",
     "QueryTypeSpec",
+    "QueryTypeValidationSpec",
     "Signal",
     "TranscriptSpec",
 ]
 
-#: The item kinds: a conversation, its two post-hoc analyses, a build stage-1 question.
+#: The item kinds: a conversation, its two post-hoc analyses, a build stage-1 question, the
+#: judges' validations against people's labels (of u, of query types).
 PROTOCOL: Final = "probe"
 BELIEF_PROTOCOL: Final = "probe.belief"
 QTYPE_PROTOCOL: Final = "probe.qtype"
 BUILD_PROTOCOL: Final = "probe.build"
 JUDGE_VALIDATION_PROTOCOL: Final = "probe.judges"
+QTYPE_VALIDATION_PROTOCOL: Final = "probe.qtype-judges"
 
 #: The consistency signal shown to a reasoner: the true u, none, or a random one (the ablation).
 Signal = Literal["true", "none", "random"]
@@ -187,6 +192,23 @@ class JudgeValidationSpec(Spec):
     """The content hash of the labels (a changed label file is a new item)."""
     judge: str
     """The judge's name with its settings (:attr:`~clearsight.probe.judges.Judge.name`)."""
+
+
+@dataclass(frozen=True)
+class QueryTypeValidationSpec(Spec):
+    """The query-type judge's types compared with people's labels of query types
+    (``probe query-types --human-labels``)."""
+
+    kind: ClassVar[str] = QTYPE_VALIDATION_PROTOCOL
+
+    labels: str
+    """The content hash of the labels (a changed label file is a new item)."""
+    judge: str
+    """The judge model's spec."""
+    readout: str
+    """How its types were read: ``judge`` or ``scores``."""
+    prompt: str
+    """The content hash of the judge's prompt."""
 
 
 @dataclass(frozen=True, kw_only=True)

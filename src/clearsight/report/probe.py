@@ -1,6 +1,5 @@
-"""The probe protocol's report: analogues of the paper's Tables 1, 2, 3, 5, 7, 9 and 11,
-Figures 2-5 (as plots beside their tables) and risk-coverage curves of the cross-run
-confidence.
+"""The probe protocol's report: analogues of the paper's Tables 1-9 and 11, Figures 2-6 (as
+plots beside their tables) and risk-coverage curves of the cross-run confidence.
 
 Rendering only: every number comes from the run's analysis
 (:func:`clearsight.probe.analysis.analyse_probe`, a
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from clearsight.probe.accuracy import RiskPanel
+from clearsight.probe.accuracy import RiskPanel, setting_label
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
 from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
 from clearsight.probe.transcript import Transcript
@@ -50,6 +49,11 @@ FIG4 = (
 )
 #: The title of Fig. 5, which has no table of its own.
 FIG5 = "Fig. 5: queries per conversation by strategy and dataset"
+#: The title of Fig. 6, drawn under its table (Fig. 2 split by dataset).
+FIG6 = (
+    "Fig. 6: accuracy (%) by the sensor's direct consistency c of 11, per dataset (solid: "
+    "the VLM answering directly; dashed: with a reasoner)"
+)
 #: The title of the main table, the one summary.csv holds.
 MAIN_TABLE = (
     "Table 1: accuracy (mean ± SD over runs, %) and cross-run ECE by domain, each domain the "
@@ -74,7 +78,10 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
             analysis.consistency
         ),
         "Fig. 3: consistency-signal ablation (true, none, random u)": analysis.ablation,
-        "Table 3: query types (%) by round": analysis.query_types,
+        "Table 3: query types (%) by round (rounds counted by query), averaged over datasets": (
+            analysis.query_types
+        ),
+        FIG6: analysis.consistency_datasets,
         FIG4: analysis.convergence,
         "Table 9: VLM calls per question": analysis.calls,
         "Table 2: BP accuracy (%) by dataset before and after self-distillation": (
@@ -84,16 +91,19 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
         "within-1 agreement %, MAE, Cohen's kappa, quadratic kappa, Pearson)": (
             analysis.validations
         ),
+        "The query-type judge against people's labels of query types (App. H: % equal to the "
+        "consensus, % equal to at least one person's, Cohen's kappa against the consensus)": (
+            analysis.query_type_validations
+        ),
+        "Table 8: wall-clock seconds per conversation by strategy and sensor (the "
+        "conversation record's time; a model's loading counts where it happened inside one)": (
+            analysis.latency
+        ),
+        "Table 4: accuracy (%, mean over runs) by dataset with each sensor (runs with another "
+        "sensor side by side)": analysis.sensors,
+        "Table 6: accuracy (mean ± SD over runs, %) and cross-run ECE by dataset with each K "
+        "(runs with another K side by side)": analysis.samples,
     }
-
-
-def _setting(frame: pd.DataFrame) -> pd.Series:
-    """A short label of each row's setting: strategy / reasoner (signal when not the true u)."""
-    label = frame["strategy"].astype(str) + " / " + frame["reasoner"].astype(str)
-    if "signal" in frame:
-        other = frame["signal"].astype(str) != "true"
-        label = label.where(~other, label + " (" + frame["signal"].astype(str) + " u)")
-    return label
 
 
 def consistency_figure(table: pd.DataFrame) -> bytes | None:
@@ -103,7 +113,7 @@ def consistency_figure(table: pd.DataFrame) -> bytes | None:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for label, sub in table.assign(label=_setting(table)).groupby("label", sort=True):
+    for label, sub in table.assign(label=setting_label(table)).groupby("label", sort=True):
         sub = sub.sort_values("c11")
         ax.plot(sub["c11"], sub["accuracy"], marker="o", ms=4, lw=1.2, label=str(label))
     ax.set_xlim(-0.5, 11.5)
@@ -115,12 +125,40 @@ def consistency_figure(table: pd.DataFrame) -> bytes | None:
     return png(fig)
 
 
+def consistency_datasets_figure(table: pd.DataFrame) -> bytes | None:
+    """Fig. 6: Fig. 2 with one panel per dataset, the VLM answering directly as solid lines
+    and the settings with a reasoner dashed (:func:`~clearsight.probe.accuracy.consistency_bins`
+    by dataset)."""
+    if table.empty:
+        return None
+    plt = pyplot()
+    datasets = sorted(table["dataset"].astype(str).unique())
+    fig, axes = plt.subplots(
+        1, len(datasets), figsize=(3.2 * len(datasets), 3.2), squeeze=False, sharey=True
+    )
+    labelled = table.assign(label=setting_label(table))
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        rows = labelled[labelled["dataset"].astype(str) == dataset]
+        for label, sub in rows.groupby("label", sort=True):
+            sub = sub.sort_values("c11")
+            style = "-" if (sub["strategy"] == "direct").all() else "--"
+            ax.plot(sub["c11"], sub["accuracy"], style, marker="o", ms=3, lw=1.1, label=str(label))
+        ax.set_title(dataset, fontsize=8)
+        ax.set_xlim(-0.5, 11.5)
+        ax.set_ylim(-3, 103)
+        ax.set_xlabel("sensor consistency c (of 11)", fontsize=7)
+        ax.grid(alpha=0.25, lw=0.5)
+    axes[0][0].set_ylabel("accuracy (%)", fontsize=8)
+    axes[0][-1].legend(fontsize=6, frameon=False)
+    return png(fig)
+
+
 def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) -> bytes | None:
     """One horizontal bar per row of ``table`` (its setting), ``value`` with ``error`` as the
     whisker: Fig. 3 (accuracy by the signal shown) and Fig. 5 (queries per conversation)."""
     if table.empty or value not in table:
         return None
-    names = _setting(table)
+    names = setting_label(table)
     if "dataset" in table:
         names = names + " — " + table["dataset"].astype(str)
     plt = pyplot()
@@ -170,11 +208,13 @@ def belief_figure(beliefs: BeliefCurves) -> bytes | None:
 
 
 def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> dict[str, bytes]:
-    """Figs. 2-5 by the title of the table each belongs under (only those with data)."""
+    """Figs. 2-6 by the title of the table each belongs under (only those with data)."""
     out: dict[str, bytes | None] = {}
     for title, frame in tables.items():
         if title.startswith("Fig. 2"):
             out[title] = consistency_figure(frame)
+        elif title == FIG6:
+            out[title] = consistency_datasets_figure(frame)
         elif title.startswith("Fig. 3"):
             out[title] = bars_figure(frame, "acc", "acc_std", "accuracy (%, ± SD over runs)")
         elif title == FIG4:
@@ -302,5 +342,6 @@ def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportP
 def build_probe_report(run_dir: Path | str, others: Sequence[Path | str] = ()) -> ReportPaths:
     """Write ``report.html``, ``summary.md`` and ``summary.csv`` into the probe run directory
     (its analysis, :func:`~clearsight.probe.analysis.analyse_probe`, rendered); ``others``:
-    further probe runs whose settings stand beside the run's own in every table."""
+    further probe runs whose settings stand beside the run's own in every table (with another
+    sensor or K, Tables 4 and 6 too; ``clearsight report RUN OTHER...``)."""
     return render_probe_report(analyse_probe(run_dir, others), run_dir)

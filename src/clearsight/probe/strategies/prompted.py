@@ -1,8 +1,9 @@
 """Strategies that differ only in their system prompt: one reasoner call per turn.
 
 ReAct (:mod:`~clearsight.probe.strategies.react`), belief-state prompting
-(:mod:`~clearsight.probe.strategies.bp`) and the paper's prompt-only Uncertainty of Thoughts
-(:mod:`~clearsight.probe.strategies.uot`) each read their own entry of
+(:mod:`~clearsight.probe.strategies.bp`) and Uncertainty of Thoughts as a system prompt only
+(:mod:`~clearsight.probe.strategies.uot`; a lighter variant, not the paper's, which adapts
+UoT's prompts and keeps its search) each read their own entry of
 ``prompts/strategies.yaml`` and take the same turn (:meth:`Prompted.turn`): the chat so far
 (compacted to the bare actions when it no longer fits the context, and the conversation ended
 when even that does not fit), one reasoner call, its action parsed

@@ -1,5 +1,5 @@
-"""Uncertainty of Thoughts (Hu et al., 2024) as a probe strategy: a search each turn, and the
-paper's prompt-only variant.
+"""Uncertainty of Thoughts (Hu et al., 2024) as a probe strategy: a search each turn, and a
+prompt-only variant.
 
 :data:`UOT` searches (:mod:`clearsight.probe.uot` holds the settings, the scores and the tree):
 each turn that asks, the conversation's own reasoner proposes candidate questions, simulates
@@ -9,7 +9,8 @@ left is committed, and on the last turn of the budget the reasoner answers from 
 conversation. The tree is stored with the turn (:class:`~clearsight.probe.uot.SearchRecord`).
 :data:`UOT_PROMPT` is UoT as a system prompt only (entry ``uot`` of
 ``prompts/strategies.yaml``, which strategy ``uot`` read before it became a search, so its
-prompt hash is unchanged).
+prompt hash is unchanged): a lighter variant of this toolkit's, not the paper's, which adapts
+UoT's prompts to VQA and keeps its search (:data:`UOT`, a default strategy).
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ class UoT:
         )
 
 
-#: The Uncertainty-of-Thoughts search.
+#: The Uncertainty-of-Thoughts search (the paper's UoT: its prompts adapted, its search kept).
 UOT: Final = UoT()
-#: UoT as a system prompt only (the paper's prompt-only variant).
+#: UoT as a system prompt only, without the search (a lighter variant, not the paper's).
 UOT_PROMPT: Final = Prompted("uot_prompt", entry="uot")
