@@ -83,7 +83,7 @@ def refuse_repeated_ids(ids: Iterable[tuple[object, str]], what: str) -> None:
 
 
 def jsonl_values(text: str, source: object) -> list[tuple[int, Any]]:
-    """``(line number, value)`` of every non-blank line of JSONL ``text``; a line that is not
+    r"""``(line number, value)`` of every non-blank line of JSONL ``text``; a line that is not
     JSON (or nests too deeply) is an InputError naming ``source`` and the line.
 
     Lines end at ``\n`` only (a ``\r`` before it is JSON whitespace): ``str.splitlines`` would

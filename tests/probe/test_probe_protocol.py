@@ -270,6 +270,9 @@ def test_results_and_report(tmp_path: Path) -> None:
     for acc, sd, ece in zip(table1["acc"], table1["acc_std"], table1["ece"], strict=True):
         assert f"{acc:.1f} ± {sd:.1f}" in head
         assert f"cross-run ECE {ece:.3f}" in head
+    for sensor, k in zip(table1["sensor"], table1["k"], strict=True):  # K tells settings apart
+        assert f"with the sensor {sensor} (K = {k}," in unescape(head)
+    assert "<th>K</th>" in head
     assert head.count("<li>") == table1["reasoner"].nunique()
     # two runs per instance: the cross-run confidence gates predictions, drawn and scored
     by_dataset = next(t for title, t in probe_tables(analysis).items() if "Table 11" in title)

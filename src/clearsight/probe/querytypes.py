@@ -194,7 +194,7 @@ def query_type_table(rows: pd.DataFrame) -> pd.DataFrame:
     ``rows``: one row per query with reasoner, dataset, round (counted by query: a
     conversation's first query is round 1) and type. With :math:`s_{d}(y)` the share of type
     y among the reasoner's queries of the phase on dataset d, the table holds
-    :math:`rac{1}{|D|} \sum_{d \in D} s_d(y)` over the datasets D where the reasoner asked
+    :math:`\frac{1}{|D|} \sum_{d \in D} s_d(y)` over the datasets D where the reasoner asked
     in that phase (each dataset counts once whatever its number of queries; a type never
     judged there counts 0). ``datasets``: how many were averaged; ``queries``: how many
     queries there were in all."""

@@ -215,6 +215,7 @@ def probe_headline(domains: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             "reasoner": domains["reasoner"],
             "strategy": domains["strategy"],
             "sensor": domains["sensor"],
+            "K": domains["k"],
             "signal": domains["signal"],
             "domain": domains["domain"],
             "accuracy (%)": [
@@ -227,11 +228,11 @@ def probe_headline(domains: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     )
     sentences = []
     for reasoner, rows in domains.groupby("reasoner", sort=False):
-        columns = ("strategy", "sensor", "signal", "domain", "runs", "acc", "acc_std", "ece")
+        columns = ("strategy", "sensor", "k", "signal", "domain", "runs", "acc", "acc_std", "ece")
         clauses = [
-            f"{strategy} with the sensor {sensor} ({signal} u) answers {_pm(acc, sd)} % of "
-            f"{domain} right over {runs} run(s), cross-run ECE {ece:.3f}"
-            for strategy, sensor, signal, domain, runs, acc, sd, ece in zip(
+            f"{strategy} with the sensor {sensor} (K = {k}, {signal} u) answers {_pm(acc, sd)} % "
+            f"of {domain} right over {runs} run(s), cross-run ECE {ece:.3f}"
+            for strategy, sensor, k, signal, domain, runs, acc, sd, ece in zip(
                 *(rows[c] for c in columns), strict=True
             )
         ]
