@@ -99,8 +99,9 @@ parts: :mod:`~clearsight.perceiver.detector` (NanoDet-g, CenterNet),
 from clearsight.perceiver.answers import ABSTAIN_MASS, detector_probs
 from clearsight.perceiver.backend import DEFAULT_MODE, MODES, PerceiverBackend, make_perceiver
 from clearsight.perceiver.box import BOX_COLOUR, band_mask, erase_band, find_red_box
+from clearsight.perceiver.colours import colour_name
 from clearsight.perceiver.options import MIN_SIDE_PX, PerceiverOptions
-from clearsight.perceiver.perception import Perception, colour_name, evidence_text, perceive
+from clearsight.perceiver.perception import Perception, evidence_text, perceive
 from clearsight.perceiver.question import ParsedQuestion, parse_question
 
 __all__ = [
