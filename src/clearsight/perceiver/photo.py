@@ -63,7 +63,7 @@ from clearsight.perceiver.question import (
 )
 
 #: Mean CIELAB chroma below which a photo is black and white (sRGB greys have chroma ~0; JPEG
-#: noise and a tint stay under a few units, colour photos are at 10-30).
+#: noise and a tint stay under a few units; the bundled colour photos are at 10-43).
 GREY_CHROMA: Final = 4.0
 #: p(yes) of a presence question when the asked object was not detected.
 PRESENCE_MISSED: Final = 0.25
@@ -330,8 +330,13 @@ def _position(p: Perception, q: ParsedQuestion, named: list[Mention]) -> Reading
         none = re.search(r"\bthere (is|are) no\b", text.lower()) is not None
         hits = len(said & true) - len(said & {_OPPOSITE[w] for w in true})
         scores.append(0.0 if none else max(0.0, float(hits)))
-    where = " ".join(sorted(true, key=["top", "bottom", "left", "right"].index)) or "centre"
-    reply = f"{where} of the {ref.label}" if ref else f"{where} of the image"
+    order = sorted(true, key=["top", "bottom", "left", "right"].index)
+    if ref is None:
+        reply = f"in the {' '.join(order) or 'centre'} of the image"
+    else:
+        words_of = {"top": "above", "bottom": "below", "left": "to the left of"}
+        said = [words_of.get(w, "to the right of") for w in order]
+        reply = f"{' and '.join(said) or 'at'} the {ref.label}"
     confidence = min(s.score, ref.score) if ref else s.score
     return Reading(tuple(scores), confidence, reply)
 
