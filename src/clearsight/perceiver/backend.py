@@ -199,7 +199,9 @@ class PerceiverBackend:
                 prepared.append(RequestFailedError(str(exc), 1))
                 continue
             q = parse_question(question)
-            evidence = evidence_text(p, free_form=q.kind == "free")
+            # colours for free-form questions and questions about a photo (which, before
+            # "(A) text" options were read, were all free-form to the parser)
+            evidence = evidence_text(p, free_form=q.kind == "free" or about_photo(p, q))
             if image is None:
                 evidence = "No image was given."
             reading = None

@@ -335,8 +335,8 @@ def _position(p: Perception, q: ParsedQuestion, named: list[Mention]) -> Reading
         reply = f"in the {' '.join(order) or 'centre'} of the image"
     else:
         words_of = {"top": "above", "bottom": "below", "left": "to the left of"}
-        said = [words_of.get(w, "to the right of") for w in order]
-        reply = f"{' and '.join(said) or 'at'} the {ref.label}"
+        phrases = [words_of.get(w, "to the right of") for w in order]
+        reply = f"{' and '.join(phrases) or 'by'} the {ref.label}"
     confidence = min(s.score, ref.score) if ref else s.score
     return Reading(tuple(scores), confidence, reply)
 
