@@ -14,13 +14,15 @@ Three measurements of one sensor (default ``perceiver:detector``, the default se
   gold;
 * **the page** — ``clearsight serve``'s app with default settings (sensor, judge, K) driven
   over HTTP with Starlette's TestClient as ``tests/ui`` does: a session on three bundled
-  questions, each asked as its own query; the seconds of each reply (the first loads the
-  sensor and the judge) and the reply text the page shows.
+  questions, each asked as its own query; the seconds of each reply and the reply text the
+  page shows. The sensor and the judge are loaded first, as ``clearsight serve`` does in a
+  thread at its start (the seconds of that are printed); ``--cold`` skips that, so the first
+  reply waits for them.
 
 Usage::
 
     PYTHONPATH=src .venv/bin/python scripts/sensor_eval.py [--sensor perceiver:detector]
-        [--runs 5] [--skip-page]
+        [--runs 5] [--skip-page] [--cold]
 """
 
 from __future__ import annotations
@@ -95,8 +97,9 @@ def free_form(sensor_spec: str) -> None:
     print(f"free-form: {named}/{len(instances)} replies name an option, {right} the gold one")
 
 
-def page(sensor_spec: str | None) -> None:
-    """Three queries on the page with default settings; seconds and reply of each."""
+def page(sensor_spec: str | None, warm: bool) -> None:
+    """Three queries on the page with default settings; seconds and reply of each. ``warm``:
+    load the sensor and judge first, as ``clearsight serve`` does in a thread at start."""
     from starlette.testclient import TestClient
 
     from clearsight.ui.app import create_app
@@ -108,6 +111,10 @@ def page(sensor_spec: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "humans"
         play = HumanPlay(run, settings)
+        if warm:
+            t0 = time.perf_counter()
+            play.warm_up()
+            print(f"  warm-up (serve's start: sensor and judge): {time.perf_counter() - t0:.2f} s")
         client = TestClient(
             create_app(run, settings, play), base_url="http://127.0.0.1", follow_redirects=False
         )
@@ -139,9 +146,12 @@ def main() -> None:
     parser.add_argument("--sensor", default="perceiver:detector")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-page", action="store_true")
+    parser.add_argument(
+        "--cold", action="store_true", help="no warm-up: the first query loads the sensor"
+    )
     args = parser.parse_args()
     if not args.skip_page:  # first: its first reply includes loading the sensor
-        page(None if args.sensor == "perceiver:detector" else args.sensor)
+        page(None if args.sensor == "perceiver:detector" else args.sensor, not args.cold)
     direct_accuracy(args.sensor, args.runs)
     free_form(args.sensor)
 
