@@ -22,6 +22,7 @@ from clearsight.models.base import (
     Response,
 )
 from clearsight.perceiver.answers import detector_probs, free_answer, letter_texts
+from clearsight.perceiver.colours import load_tables
 from clearsight.perceiver.detector import (
     Detector,
     as_rgb,
@@ -142,6 +143,7 @@ class PerceiverBackend:
         self.detector: Detector = detector or load_detector(
             options.detector, threads=options.detector_threads
         )
+        load_tables()  # every perception names the colours of what it detects
         self.llm: Backend | None = None
         if mode == "llm":
             if llm is None:

@@ -45,6 +45,13 @@ def _xkcd() -> dict[str, str]:
     return {name.removeprefix("xkcd:"): str(value) for name, value in XKCD_COLORS.items()}
 
 
+def load_tables() -> None:
+    """Import the colour conversion and read the names now (about a second on a busy machine),
+    so that the first question a loaded backend answers does not wait for them."""
+    _xkcd()
+    lab(np.zeros((1, 3), np.uint8))
+
+
 def _words(text: str) -> list[str]:
     text = text.lower().replace("gray", "grey")
     return re.sub(r"[^a-z ]", " ", text).split()
