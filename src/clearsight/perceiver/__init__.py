@@ -41,7 +41,8 @@ evidence says the image is too small (``too_small=True``); the statistics are st
 
 Categories are de-duplicated (best score; ``x3`` when a category was found three times);
 ``nothing detected`` when the box holds nothing above the threshold. Free-form questions
-(no lettered options) get a richer text with counts and the dominant colour of each object.
+(no lettered options) and questions about a whole photo get a richer text with counts and the
+colour of each object (:func:`~clearsight.perceiver.colours.colour_name`).
 
 **Modes.**
 
@@ -79,6 +80,16 @@ Categories are de-duplicated (best score; ``x3`` when a category was found three
   ``temperature > 0`` each of the ``n`` samples draws its letter from those probabilities
   (seeded from ``decoding.seed``); greedy decoding repeats the argmax.
 
+**Questions about a whole photo** (no red box found, and the question does not ask about one:
+the probe's questions, a player's queries on ``clearsight serve``): detector mode reads the
+question by its type — which animal among the animal detections, how many distinct objects of
+the asked kind, the colour of the named object's pixels against its surroundings named in
+CIELAB, where it is relative to a second object, whether something is there, black and white
+or colour — and answers in its own words or by option probabilities
+(:mod:`~clearsight.perceiver.photo`); what no detection can say (a brand, a profession) is a
+uniform guess, or "I cannot tell; I see ...". LLM mode reads such questions as before, from the
+evidence text with colours.
+
 ``perceiver`` alone is the default mode, :data:`DEFAULT_MODE` (chosen by the evaluation in
 ``scripts/perceiver_eval.py``; see that script's docstring for the numbers).
 
@@ -89,8 +100,10 @@ score, box, IoU with the box, in_box, position), ``brightness``, ``contrast``,
 Modules, in the order of the method: :mod:`~clearsight.perceiver.box` (step 1-2),
 :mod:`~clearsight.perceiver.perception` (steps 3-5 and the evidence text),
 :mod:`~clearsight.perceiver.question` (reading a question's options),
-:mod:`~clearsight.perceiver.answers` (detector mode), :mod:`~clearsight.perceiver.backend` (the
-backend, LLM mode's cloze read-out), :mod:`~clearsight.perceiver.options`; the detector's own
+:mod:`~clearsight.perceiver.answers` (detector mode), :mod:`~clearsight.perceiver.photo` (detector
+mode on a whole photo), :mod:`~clearsight.perceiver.colours` (colour names),
+:mod:`~clearsight.perceiver.backend` (the backend, LLM mode's cloze read-out),
+:mod:`~clearsight.perceiver.options`; the detector's own
 parts: :mod:`~clearsight.perceiver.detector` (NanoDet-g, CenterNet),
 :mod:`~clearsight.perceiver.tfjs` (the TensorFlow.js graph reader) and
 :mod:`~clearsight.perceiver.fetch` (the verified model files).
@@ -99,8 +112,9 @@ parts: :mod:`~clearsight.perceiver.detector` (NanoDet-g, CenterNet),
 from clearsight.perceiver.answers import ABSTAIN_MASS, detector_probs
 from clearsight.perceiver.backend import DEFAULT_MODE, MODES, PerceiverBackend, make_perceiver
 from clearsight.perceiver.box import BOX_COLOUR, band_mask, erase_band, find_red_box
+from clearsight.perceiver.colours import colour_name
 from clearsight.perceiver.options import MIN_SIDE_PX, PerceiverOptions
-from clearsight.perceiver.perception import Perception, colour_name, evidence_text, perceive
+from clearsight.perceiver.perception import Perception, evidence_text, perceive
 from clearsight.perceiver.question import ParsedQuestion, parse_question
 
 __all__ = [

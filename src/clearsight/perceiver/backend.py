@@ -22,6 +22,7 @@ from clearsight.models.base import (
     Response,
 )
 from clearsight.perceiver.answers import detector_probs, free_answer, letter_texts
+from clearsight.perceiver.colours import load_tables
 from clearsight.perceiver.detector import (
     Detector,
     as_rgb,
@@ -29,7 +30,14 @@ from clearsight.perceiver.detector import (
 )
 from clearsight.perceiver.options import PerceiverOptions, parse_options
 from clearsight.perceiver.perception import Perception, evidence_text, perceive
-from clearsight.perceiver.question import YES_NO, ParsedQuestion, normalise, parse_question
+from clearsight.perceiver.photo import Reading, about_photo, photo_probs, read_photo
+from clearsight.perceiver.question import (
+    YES_NO,
+    ParsedQuestion,
+    normalise,
+    parse_question,
+    question_type,
+)
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -135,6 +143,7 @@ class PerceiverBackend:
         self.detector: Detector = detector or load_detector(
             options.detector, threads=options.detector_threads
         )
+        load_tables()  # every perception names the colours of what it detects
         self.llm: Backend | None = None
         if mode == "llm":
             if llm is None:
@@ -182,6 +191,7 @@ class PerceiverBackend:
         (:class:`~clearsight.models.base.PartialBatchError`)."""
         cache: dict[str, Perception] = {}
         prepared: list[tuple[Perception, ParsedQuestion, str, float] | RequestFailedError] = []
+        readings: list[Reading | None] = []
         for request in requests:
             t0 = time.perf_counter()
             try:
@@ -191,9 +201,15 @@ class PerceiverBackend:
                 prepared.append(RequestFailedError(str(exc), 1))
                 continue
             q = parse_question(question)
-            evidence = evidence_text(p, free_form=q.kind == "free")
+            # colours for free-form questions and questions about a photo (which, before
+            # "(A) text" options were read, were all free-form to the parser)
+            evidence = evidence_text(p, free_form=q.kind == "free" or about_photo(p, q))
             if image is None:
                 evidence = "No image was given."
+            reading = None
+            if self.mode == "detector" and image is not None and about_photo(p, q):
+                reading = read_photo(p, q, as_rgb(image))
+            readings.append(reading)
             prepared.append((p, q, evidence, time.perf_counter() - t0))
         idx = [i for i, x in enumerate(prepared) if not isinstance(x, RequestFailedError)]
         ok = [x for x in prepared if not isinstance(x, RequestFailedError)]
@@ -201,7 +217,10 @@ class PerceiverBackend:
         if self.mode == "llm":
             answers = self._llm(oks, ok)
         else:
-            answers = [self._detector(r, *x) for r, x in zip(oks, ok, strict=True)]
+            answers = [
+                self._detector(r, *x, reading)
+                for r, x, reading in zip(oks, ok, readings, strict=True)
+            ]
         it = iter(answers)
         results: list[Response | RequestFailedError] = [
             x if isinstance(x, RequestFailedError) else next(it) for x in prepared
@@ -211,20 +230,34 @@ class PerceiverBackend:
         return [r for r in results if isinstance(r, Response)]
 
     def _detector(
-        self, request: Request, p: Perception, q: ParsedQuestion, evidence: str, spent: float
+        self,
+        request: Request,
+        p: Perception,
+        q: ParsedQuestion,
+        evidence: str,
+        spent: float,
+        reading: Reading | None,
     ) -> Response:
-        probs = detector_probs(p, q)
+        """Detector mode's response: the box rule, or the photo's reading of the question
+        (``reading``, for a question about a photo with no red box)."""
+        if reading is None:
+            probs = detector_probs(p, q)
+        else:
+            probs = photo_probs(reading, q) if q.letters else {}
         texts: tuple[str, ...] = ()
         if request.generate:
             if probs:
                 texts = letter_texts(probs, request, q.verbalized)
             else:
-                texts = (free_answer(p, q.text),) * request.n
+                reply = free_answer(p, q.text) if reading is None else reading.reply
+                texts = (reply,) * request.n
         candidates = None
         if request.candidates:
             candidates = {c.strip(): probs.get(c.strip(), 0.0) for c in request.candidates}
         extra = self._extra(p, evidence, q)
         extra["option_probs"] = {k: round(v, 6) for k, v in probs.items()}
+        if reading is not None:
+            extra["question_type"] = question_type(q.stem)
         return Response(
             texts=texts,
             candidate_probs=candidates,

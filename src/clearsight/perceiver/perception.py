@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight.perceiver.box import Box, band_mask, erase_band, find_red_box
+from clearsight.perceiver.colours import colour_name
 from clearsight.perceiver.detector import (
     Detection,
     Detector,
@@ -92,44 +93,6 @@ def position(box: Sequence[float], width: int, height: int) -> str:
     vertical = "top" if cy < 1 / 3 else "bottom" if cy > 2 / 3 else ""
     horizontal = "left" if cx < 1 / 3 else "right" if cx > 2 / 3 else ""
     return " ".join(p for p in (vertical, horizontal) if p) or "centre"
-
-
-#: Basic colour names by the upper end of their hue range in degrees.
-_HUES: Final = (
-    (15.0, "red"),
-    (40.0, "orange"),
-    (70.0, "yellow"),
-    (165.0, "green"),
-    (255.0, "blue"),
-    (290.0, "purple"),
-    (335.0, "pink"),
-    (360.0, "red"),
-)
-
-
-def colour_name(pixels: npt.NDArray[np.uint8]) -> str:
-    """A basic colour name for the median colour of ``pixels`` (N x 3 uint8 sRGB): black,
-    white, grey by lightness when unsaturated, else by hue (brown for dark orange/yellow)."""
-    if pixels.size == 0:
-        return "unknown"
-    r, g, b = (float(v) / 255.0 for v in np.median(pixels.reshape(-1, 3), axis=0))
-    hi, lo = max(r, g, b), min(r, g, b)
-    chroma = hi - lo
-    if chroma < 0.12 or (hi > 0 and chroma / hi < 0.18):
-        return "black" if hi < 0.2 else "white" if lo > 0.8 else "grey"
-    if hi < 0.12:
-        return "black"
-    if hi == r:
-        hue = (60.0 * ((g - b) / chroma)) % 360.0
-    elif hi == g:
-        hue = 60.0 * ((b - r) / chroma) + 120.0
-    else:
-        hue = 60.0 * ((r - g) / chroma) + 240.0
-    name = next(n for limit, n in _HUES if hue < limit)
-    dark_orange = name == "orange" and hi < 0.75 and chroma / hi < 0.6
-    if (name in ("orange", "yellow") and hi < 0.55) or dark_orange:
-        return "brown"
-    return name
 
 
 def _luma(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.float32]:
