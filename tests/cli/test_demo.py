@@ -42,9 +42,11 @@ def test_the_first_stage_asks_a_part_of_the_full_demo_under_the_same_keys() -> N
     full = _full(
         models=("observer", "perceiver:detector", "perceiver:llm"),
         model_wordings={"perceiver:detector": ("mcq.reason",), "perceiver:llm": ("mcq.reason",)},
+        model_scenes={"perceiver:llm": 2},
     )
     quick = demo.quick_config(full)
     assert quick.models == ("observer", "perceiver:detector")  # perceiver:llm waits
+    assert quick.model_scenes == {}  # its scene limit waits with it
     assert quick.scene_ids == SCENES[:3]  # none of QUICK_SCENES here: the first three
     assert quick.levels_m == (62.5, 7.8125)  # the full demo's levels among QUICK_LEVELS_M
     assert quick.controls == ("clean",)
@@ -116,3 +118,20 @@ def test_a_one_scene_demo_skips_the_shuffled_control_with_a_note(tmp_path, monke
         config = store.manifest()["config"]
     assert config["scene_ids"] == ["skimage-chelsea"]
     assert config["controls"] == ["clean", "blank"]
+
+
+def test_the_llm_perceiver_answers_the_first_scenes_of_seven_photos(monkeypatch) -> None:
+    """The demo's slowest model (detector, then SmolLM2, per image) asks on the first
+    LLM_PERCEIVER_SCENES scenes only, and those come from as many different photos."""
+    from clearsight.scenes.bundled import bundled_specs
+    from clearsight.sweep.specs import SweepItem
+
+    monkeypatch.setattr(demo, "demo_skipped", lambda: {})
+    config = demo.demo_config()
+    assert config.model_scenes == {"perceiver:llm": demo.LLM_PERCEIVER_SCENES}
+    items = [it for it in plan_sweep(config).items if isinstance(it, SweepItem)]
+    asked = {it.scene.id for it in items if it.model == "perceiver:llm"}
+    others = {it.scene.id for it in items if it.model == "perceiver:detector"}
+    photos = {i: s.photo for i, s in bundled_specs().items()}
+    assert len(asked) == demo.LLM_PERCEIVER_SCENES < len(others)
+    assert len({photos[s] for s in asked}) == demo.LLM_PERCEIVER_SCENES

@@ -56,11 +56,18 @@ def demo_models() -> tuple[str, ...]:
     return ("observer", *(m for m in (BLIND_CONTROL, *PERCEIVERS) if m not in skipped))
 
 
+#: The scenes the LLM-reading perceiver answers: the first seven of the bundled set, seven
+#: different photos (it runs the detector and then SmolLM2 on every image, about a second a
+#: question on a CPU core, the demo's largest share of time).
+LLM_PERCEIVER_SCENES = 7
+
+
 def demo_config() -> SweepConfig:
     """The demo's sweep: every bundled scene, both arms and all controls on the paper's main
     task (t2) with three of the five wordings, minutes on two cores (`clearsight sweep` runs it
     all); the perceivers (a tenth of a second per question, not microseconds) answer the main
-    wording on the clean images, the fog arm and the blank control only."""
+    wording on the clean images, the fog arm and the blank control only, the LLM-reading one
+    on the first :data:`LLM_PERCEIVER_SCENES` scenes."""
     models = demo_models()
     return protocol.SweepConfig(
         models=models,
@@ -68,6 +75,7 @@ def demo_config() -> SweepConfig:
         wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
         model_wordings={m: ("mcq.reason",) for m in models if m in PERCEIVERS},
         model_conditions={m: ("clean", "fog", "blank") for m in models if m in PERCEIVERS},
+        model_scenes={m: LLM_PERCEIVER_SCENES for m in models if m == "perceiver:llm"},
     )
 
 
@@ -98,6 +106,7 @@ def quick_config(full: SweepConfig) -> SweepConfig:
             for m, conds in full.model_conditions.items()
             if m in models
         },
+        "model_scenes": {m: n for m, n in full.model_scenes.items() if m in models},
     }
     return protocol.SweepConfig.model_validate(data)
 
@@ -127,8 +136,9 @@ def demo(options: DemoOptions, out: RunDir = Path("runs/demo")) -> None:
     First a small design (the observer, the blind control and the detector perceiver on a few
     scenes, fog and water where the models cross) whose report comes within about a minute:
     its path and headline are printed. Then every bundled scene under fog, water and the
-    controls, asked of the reference observer, the blind control and both perceiver modes,
-    reusing the first stage's records, and the report rewritten. A rerun resumes or just
+    controls, asked of the reference observer, the blind control and both perceiver modes (the
+    LLM-reading one on the first seven scenes), reusing the first stage's records, and the
+    report rewritten. A rerun resumes or just
     reports."""
     from clearsight.cli.execution import finished
 
