@@ -173,3 +173,9 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
     html = paths.html.read_text(encoding="utf-8")
     assert html.index("<section id='headline'>") < html.index("<table class='kv'>")
     assert sentences[0].split(":")[0] == "observer"
+    # the intervals say what they resample: source photos, a photo's scenes together
+    photos = analysis.bootstrap.n_clusters
+    assert "a bootstrap over source photos (a photo's scenes resampled together)" in section
+    assert f"resamples of the {photos} source photos (a photo's scenes together)" in summary
+    assert f"resamples of the {photos} source photos with replacement" in html
+    assert "resamples of scenes" not in summary + html

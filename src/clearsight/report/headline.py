@@ -73,8 +73,9 @@ SWEEP_CAPTION = (
     "(mcq.reason before mcq.generic), verbalized confidence in its first verbalized wording "
     "(a person's: the confidence they state with the slider beside each letter answer); "
     "clean accuracy on the clean control, V*_acc where accuracy falls halfway to its floor; W "
-    "(≥, ≤: a bound where a crossing is censored) with its scene-bootstrap 95 % interval; ECE "
-    "and AURC pooled over the clean images and the arm's levels. '–': not asked."
+    "(≥, ≤: a bound where a crossing is censored) with its 95 % interval from a bootstrap over "
+    "source photos (a photo's scenes resampled together); ECE and AURC pooled over the clean "
+    "images and the arm's levels. '–': not asked."
 )
 
 #: How each W pairing is stated under the headline (the analysis' ``w_accuracy``).

@@ -254,7 +254,7 @@ def curves_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     One panel per model (rows) and arm (columns). Accuracy and internal confidence come from
     the main letter wording (reason-naming abstain option), verbalized confidence from the main
     verbal wording, the abstain rate from each letter wording (generic dashed). Bands: 95 %
-    percentile intervals of a bootstrap over scenes. Grey lines: chance (dotted) and the
+    percentile intervals of a bootstrap over source photos. Grey lines: chance (dotted) and the
     blank-image accuracy (dashed), the accuracy's floor. For verification, thin grey lines
     split the accuracy into true- and false-category questions. Triangles on the top edge: crossing
     visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's end).
@@ -677,7 +677,7 @@ def _risk_panel(ax: Any, panel: RiskPanel) -> None:
 def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     """Selective prediction per model and arm it was shown: risk-coverage curves of the
     internal and the verbalized confidence at the clean images, the middle level and the
-    murkiest level, and each signal's AURC (with its scene-bootstrap 95 % interval) against
+    murkiest level, and each signal's AURC (with its photo-bootstrap 95 % interval) against
     visibility (the task's risk panels and selective table,
     :mod:`clearsight.sweep.confidence`). Answered items only, as in the table; no panel for a
     wording the model was not asked.

@@ -143,7 +143,8 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
         ("packages", packages or "(not recorded)"),
         (
             "bootstrap",
-            f"B = {boot.n_boot} resamples of scenes (images) with replacement, "
+            f"B = {boot.n_boot} resamples of the {boot.n_clusters} source photos with replacement "
+            "(the scenes cut from one photo together), "
             f"seed {boot.seed}, {round(100 * boot.level)} % percentile intervals",
         ),
         (
@@ -221,9 +222,10 @@ def _task_section(analysis: SweepAnalysis, crossings: pd.DataFrame, task: str) -
             f"sweep curves, {task}",
             "Accuracy (abstentions count as wrong), internal confidence, verbalized confidence "
             "and abstain rate against visibility (log axis, clearest left; squares: clean "
-            "images). Bands and error bars: 95 % percentile bootstrap intervals over scenes. "
-            "Dotted: chance; dashed: blank-image accuracy (the accuracy floor). Triangles on "
-            "the top edge: crossing visibilities V* of the plotted signals (hollow: censored).",
+            "images). Bands and error bars: 95 % percentile bootstrap intervals over source "
+            "photos. Dotted: chance; dashed: blank-image accuracy (the accuracy floor). "
+            "Triangles on the top edge: crossing visibilities V* of the plotted signals "
+            "(hollow: censored).",
         )
     )
     parts.append(_crossings_html(data, crossings, task, analysis.bootstrap.w_pairing))
@@ -394,7 +396,7 @@ def _calibration_html(
     parts.append(
         "<p class='note'>Scored on answered items (an abstention has no chosen option to be "
         "right about); AUROC '–' where every scored answer is right or every one wrong. "
-        "Brackets: 95 % percentile bootstrap intervals over scenes.</p>"
+        "Brackets: 95 % percentile bootstrap intervals over source photos.</p>"
     )
     parts.append(table(pooled, cols))
     parts.append(details("ECE, MCE, Brier and AUROC at every level", table(cal, cols)))
@@ -434,14 +436,15 @@ def _selective_html(analysis: SweepAnalysis, task: str, figure: bool = True) -> 
             "threshold, at every threshold: AURC is the area under the risk (error share of "
             "the accepted) against coverage (share accepted) curve, E-AURC its excess over the "
             "best ordering of the same answers (0: every right answer above every wrong one). "
-            "Lower is better. Brackets: 95 % percentile bootstrap intervals over scenes.</p>",
+            "Lower is better. Brackets: 95 % percentile bootstrap intervals over source "
+            "photos.</p>",
             img(
                 fig,
                 f"risk-coverage curves and AURC against visibility, {task}",
                 "Risk (error share of the accepted answers) against coverage for the main "
                 "letter wording's internal confidence and the main verbal wording's verbalized "
                 "confidence, at the clean images, the middle level and the murkiest level; "
-                "right: each signal's AURC at every level with its 95 % scene-bootstrap "
+                "right: each signal's AURC at every level with its 95 % photo-bootstrap "
                 "interval.",
             ),
             table(pooled, cols),

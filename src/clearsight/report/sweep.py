@@ -176,7 +176,8 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
         "## Run",
         "",
         f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {boot.n_scenes}. "
-        f"Bootstrap: {boot.n_boot} resamples of scenes, seed {boot.seed}, "
+        f"Bootstrap: {boot.n_boot} resamples of the {boot.n_clusters} source photos (a photo's "
+        f"scenes together), seed {boot.seed}, "
         f"{round(100 * boot.level)} % percentile intervals.",
         "",
         f"Depth: {depth_line(analysis.depth)}.",
