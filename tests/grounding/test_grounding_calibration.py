@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from clearsight.grounding.tgs import calibration_scores, two_stage_score
-from clearsight.metrics.bootstrap import two_stage_replicates, two_stage_statistic
 from fixtures.grounding_runs import CALIBRATION_ITEMS, calibration_run
 
 # b1: four answers at 0.9, three right: one bin, |3 - 3.6| / 4 = 0.15; all tied: AUROC 0.5.
@@ -61,6 +60,8 @@ def test_a_benchmark_without_both_outcomes_has_no_auroc_but_its_ece_counts() -> 
 def test_the_two_stage_statistic_draws_as_the_two_stage_mean() -> None:
     """The generalised bootstrap gives the two-stage mean's replicates for a mean, and averages
     a statistic over the copies where it is defined."""
+    from clearsight.metrics.bootstrap import two_stage_replicates, two_stage_statistic
+
     values = np.array([1.0, 2.0, 4.0, 0.0, 3.0])
     bench = np.array(["a", "a", "a", "b", "b"])
     _, reps = two_stage_replicates(values, bench, n_boot=300, seed=5)
