@@ -129,8 +129,9 @@ def report(
     runs: Annotated[
         list[Path],
         typer.Argument(
+            metavar="RUN",
             help="Grounding run directories: the report is written into the first, the "
-            "others shown beside it (other checkpoints or calibration methods)."
+            "others shown beside it (other checkpoints or calibration methods).",
         ),
     ],
 ) -> None:
