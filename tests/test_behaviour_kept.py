@@ -46,5 +46,5 @@ def test_the_fixture_keeps_something() -> None:
     at least two rows)."""
     kept = load_kept()
     sizes = {p: (len(kept[p]["records"]), len(kept[p]["summary"])) for p in kept if p != "made_at"}
-    assert sizes == {"sweep": (303, 37), "probe": (8, 3), "grounding": (72, 10)}
+    assert sizes == {"sweep": (303, 37), "probe": (8, 3), "grounding": (72, 12)}
     assert Path(__file__).parent.joinpath("fixtures", "kept", "kept.json.gz").is_file()

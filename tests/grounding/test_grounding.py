@@ -355,8 +355,9 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", section)]
     assert cells == [str(v) for row in csv.itertuples(index=False) for v in row]
     # the figures the run has data for are inlined; nothing is loaded from elsewhere
-    # masking curve, ECE vs TGS, risk-coverage curves
-    assert html.count("src='data:image/png;base64,") == 3
+    # masking curve, Figs. 6 and 7 (one method: the run's read-out), ECE against TGS-self and
+    # TGS-pair (Figs. 15, 16), risk-coverage curves
+    assert html.count("src='data:image/png;base64,") == 6
     assert "risk-coverage curves" in html
     assert analysis.selective is not None
     assert len(analysis.selective.confidence) == len(analysis.selective.correct) > 0

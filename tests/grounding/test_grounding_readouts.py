@@ -211,7 +211,7 @@ def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_pat
     assert got == pytest.approx((main.interval.estimate, main.interval.low, main.interval.high))
     assert all(math.isfinite(t.scores["tgs_pair"].interval.estimate) for t in table.values())
     assert all(t.coverage is not None and 0.0 < t.coverage <= 1.0 for t in table.values())
-    assert "Calibration read-outs (Table 2)" in paths.summary_md.read_text()
+    assert "Methods side by side (Table 2)" in paths.summary_md.read_text()
     with pytest.raises(ValueError, match="unknown read-out"):
         GroundingConfig(readouts=("verbalize", "nope"))
 

@@ -1,7 +1,8 @@
 """``clearsight grounding run`` and ``clearsight grounding build-bench``: trajectory grounding
 and its TGS-Bench builder, their options generated from
 :class:`~clearsight.grounding.protocol.GroundingConfig` and
-:class:`~clearsight.grounding.build.BuildBenchConfig`."""
+:class:`~clearsight.grounding.build.BuildBenchConfig`; ``clearsight grounding report RUN
+[RUN ...]`` compares runs (checkpoints, methods) in one report."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import typer
 from clearsight import grounding as protocol
 from clearsight.cli.execution import ExecutionOptions, RunDir
 from clearsight.cli.generate import Alias, ConfigCommand, command_group
+from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.driver import RunSummary
@@ -120,3 +122,32 @@ app = typer.Typer(
     "a command run `run`.",
     no_args_is_help=True,
 )
+
+
+@app.command("report")
+def report(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RUN",
+            help="Grounding run directories: the report is written into the first, the "
+            "others shown beside it (other checkpoints or calibration methods).",
+        ),
+    ],
+) -> None:
+    """Compare grounding runs: Table 2, Figs. 6, 7, 15, 16, overlaid masking and JSD figures.
+
+    The runs' read-outs side by side (ECE, AUROC, TGS-self, TGS-pair), TGS-pair per axis, ECE
+    against each TGS, the masking curves and JSD histograms overlaid, and exact Wilcoxon tests
+    of the first run against each other; written as the first run's report.html, summary.md
+    and summary.csv (what `clearsight report RUN [OTHERS]` writes for a grounding run)."""
+    from clearsight.cli.report import write_report
+    from clearsight.report import run_protocol
+
+    run, *others = runs
+    made_by = run_protocol(run)
+    if made_by != protocol.GROUNDING.name:
+        raise InputError(
+            f"{run} is a {made_by} run, not a grounding run: `clearsight report {run}` reports it"
+        )
+    write_report(run, others)

@@ -3,14 +3,16 @@
 :func:`analyse_grounding` reads a grounding run (:mod:`clearsight.grounding.results`) and
 scores it (:mod:`clearsight.grounding.tgs`) into a :class:`GroundingAnalysis`: the scores of
 the run's main read-out (``verbalize`` when scored) overall (mean over benchmarks of
-per-benchmark means, with a two-stage bootstrap interval, 5000 draws by default; ECE, AUROC,
-AURC and E-AURC of the visible self confidence for the own answers' correctness with an item
-bootstrap over the pooled items) and per benchmark; every scored calibration read-out side by
-side (the paper's Table 2: ECE, AUROC, TGS-self, TGS-pair, coverage, P(JSD <= 0.1) per axis);
+per-benchmark means, with a two-stage bootstrap interval, 5000 draws by default; ECE and
+AUROC of the visible self confidence for the own answers' correctness averaged the same way,
+their values over the pooled items (item bootstrap) beside them, and AURC and E-AURC over the
+pooled items) and per benchmark; every scored calibration read-out side by side (the paper's
+Table 2: ECE, AUROC, TGS-self, TGS-pair, coverage, P(JSD <= 0.1) per axis);
 content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02), mean change), the
 masking curve, the risk-coverage curves of the confidence gating the own answers, an exact
 Wilcoxon test of visible against masked confidence over benchmark means, and — for further
-runs given as ``others`` — exact Wilcoxon tests of TGS-self and TGS-pair between the runs.
+runs given as ``others`` (other checkpoints or methods) — their analyses, each run named
+uniquely, and exact Wilcoxon tests of TGS-self and TGS-pair between the runs.
 :mod:`clearsight.report.grounding` renders it.
 """
 
@@ -33,8 +35,10 @@ from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_be
 from clearsight.metrics.selective import RiskCoverage, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.store import RunStore, run_cost, spec_model
+from clearsight.validate import InputError
 
 __all__ = [
+    "READOUT_SCORES",
     "TABLE2",
     "AxisVariation",
     "Comparison",
@@ -53,6 +57,14 @@ __all__ = [
 #: The scores of the read-out comparison (the paper's Table 2), in its column order.
 TABLE2: tuple[str, ...] = ("ECE", "AUROC", "tgs_self", "tgs_pair")
 
+#: The scores kept per read-out: Table 2's, ECE and AUROC pooled over items, TGS-pair per axis.
+READOUT_SCORES: tuple[str, ...] = (
+    *TABLE2,
+    "ECE_pooled",
+    "AUROC_pooled",
+    *(f"tgs_pair_{axis}" for axis in AXES),
+)
+
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -68,7 +80,7 @@ class AxisVariation:
 
 @dataclass(frozen=True)
 class ReadoutScores:
-    """One calibration read-out's row of Table 2: its :data:`TABLE2` scores (those it has),
+    """One calibration read-out's row of Table 2: its :data:`READOUT_SCORES` (those it has),
     its mean coverage (mass on the read-out's candidates; None without the column) and its
     content variation per axis."""
 
@@ -135,6 +147,9 @@ class Comparison:
 class GroundingAnalysis:
     """Everything the grounding report shows (see the module docstring).
 
+    ``readouts``: every scored read-out's Table 2 row, the main read-out's first (from
+    ``overall``).
+
     ``overall`` and each ``per_benchmark`` entry are keyed by the names of
     :func:`clearsight.grounding.tgs.scores`; ``curve`` / ``curve_change`` by the masked share
     r. A run without an elicitation has only the counts, the failures, ``comparisons`` and
@@ -194,9 +209,15 @@ def compare_readouts(
     for name in readout_order(elic):
         sub = elic[elic["readout"] == name] if "readout" in elic else elic
         sc = scores(sub, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
-        coverage = float(sub["coverage"].mean()) if "coverage" in sub else None
-        out[name] = ReadoutScores({k: sc[k] for k in TABLE2 if k in sc}, coverage, _variation(sub))
+        out[name] = _readout_scores(sc, sub)
     return out
+
+
+def _readout_scores(sc: dict[str, Score], elic: pd.DataFrame) -> ReadoutScores:
+    """A read-out's Table 2 row from its scores ``sc`` and its elicitations ``elic``."""
+    coverage = float(elic["coverage"].mean()) if "coverage" in elic else None
+    kept = {k: sc[k] for k in READOUT_SCORES if k in sc}
+    return ReadoutScores(kept, coverage, _variation(elic))
 
 
 def _hesitation(elic: pd.DataFrame) -> Hesitation:
@@ -270,7 +291,11 @@ def analyse_results(
     return replace(
         counts,
         readout=names[0],
-        readouts=compare_readouts(elic_all, trajs, n_boot, seed) if len(names) > 1 else {},
+        readouts=(
+            compare_readouts(elic_all, trajs, n_boot, seed)
+            if len(names) > 1
+            else {names[0]: _readout_scores(overall, elic)}
+        ),
         overall=overall,
         per_benchmark=per,
         accuracy=float(trajs["correct"].mean()) if len(trajs) else None,
@@ -302,6 +327,17 @@ def _comparisons(
     return tuple(out)
 
 
+def run_names(paths: Sequence[Path]) -> list[str]:
+    """A name per run: its directory's name, or the path as given where two runs share a name
+    (the same run given twice is an InputError: it would be compared with itself)."""
+    resolved = [p.resolve() for p in paths]
+    if len(set(resolved)) < len(resolved):
+        twice = next(str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1)
+        raise InputError(f"{twice} is given twice: give each grounding run once")
+    names = [p.name for p in paths]
+    return [n if names.count(n) == 1 else str(p) for n, p in zip(names, paths, strict=True)]
+
+
 def _bench_retention(run: Path) -> pd.DataFrame | None:
     """The retention table of the TGS-Bench file a run scored (its manifest is kept in the
     run's); None for a run that built its pairs itself."""
@@ -316,13 +352,20 @@ def analyse_grounding(
     """The numbers of the grounding run in ``run_dir`` (read-only; InputError for a run of
     another protocol), with ``n_boot`` bootstrap draws seeded by ``seed``.
 
-    ``others``: further grounding runs (other models or methods), analysed alike, compared
-    with this one by exact Wilcoxon over benchmark means of TGS-self and TGS-pair, and kept in
-    :attr:`GroundingAnalysis.others` (the report's ECE-against-TGS figure shows them all).
+    ``others``: further grounding runs (other models, checkpoints or methods), analysed alike,
+    compared with this one by exact Wilcoxon over benchmark means of TGS-self and TGS-pair, and
+    kept in :attr:`GroundingAnalysis.others` (the report's Table 2 and its comparison figures
+    show them all). Each run is named by its directory's name, or by its path as given where
+    two runs share a name.
     """
     run = Path(run_dir)
-    analysis = analyse_results(load_grounding_results(run), n_boot, seed)
-    further = tuple(analyse_results(load_grounding_results(o), n_boot, seed) for o in others)
+    paths = [run, *(Path(o) for o in others)]
+    names = run_names(paths)
+    made = [
+        replace(analyse_results(load_grounding_results(p), n_boot, seed), name=name)
+        for p, name in zip(paths, names, strict=True)
+    ]
+    analysis, further = made[0], tuple(made[1:])
     return replace(
         analysis,
         comparisons=_comparisons(analysis, further),

@@ -12,8 +12,10 @@ App. B.2/C.1).
   axes inside each item.
 * Aggregation: within each benchmark, then across benchmarks (each counts equally), with
   two-stage percentile bootstrap intervals (:func:`clearsight.metrics.two_stage_bootstrap`,
-  5000 draws by default); ECE, AUROC, AURC and E-AURC of the same confidences with an item
-  bootstrap.
+  5000 draws by default). ECE and AUROC of the visible self confidence likewise: each
+  benchmark's own, averaged over the benchmarks, with the same two-stage bootstrap; beside
+  them, labelled ``_pooled``, the same over all items pooled, and AURC and E-AURC, with an
+  item bootstrap (:func:`calibration_scores`).
 
 Inputs are plain arrays or a :class:`pandas.DataFrame` of elicitation read-outs with columns
 ``problem``, ``benchmark``, ``variant`` and ``expected`` (see
@@ -22,7 +24,7 @@ Inputs are plain arrays or a :class:`pandas.DataFrame` of elicitation read-outs 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,8 +38,9 @@ from clearsight.metrics.bootstrap import (
     percentile_interval,
     two_stage_bootstrap,
     two_stage_replicates,
+    two_stage_statistic,
 )
-from clearsight.metrics.calibration import auroc, ece
+from clearsight.metrics.calibration import auroc, calibration_statistic, ece
 from clearsight.metrics.selective import risk_coverage
 from clearsight.metrics.tgs import benchmark_means, tgs_pair
 from clearsight.validate import InputError
@@ -127,26 +130,99 @@ def pair_score(d: pd.DataFrame, n_boot: int = 5000, seed: int = 0) -> Score:
     return Score("tgs_pair", interval, len(long), len(per_bench), _sd(per_bench.tolist()))
 
 
-#: The confidence read-outs :func:`calibration_scores` gives, in order.
-CALIBRATION_SCORES = ("ECE", "AUROC", "AURC", "E_AURC")
+#: The scores :func:`calibration_scores` gives, in order: ECE and AUROC averaged over
+#: benchmarks (the paper's aggregation of every grounding number), the same two pooled over
+#: items, and the selective-prediction AURC and E-AURC (pooled).
+CALIBRATION_SCORES = ("ECE", "AUROC", "ECE_pooled", "AUROC_pooled", "AURC", "E_AURC")
 
 
 def calibration_scores(
-    confidence: npt.ArrayLike, correct: npt.ArrayLike, n_boot: int = 5000, seed: int = 0
+    confidence: npt.ArrayLike,
+    correct: npt.ArrayLike,
+    benchmarks: Sequence[str],
+    n_boot: int = 5000,
+    seed: int = 0,
 ) -> dict[str, Score]:
-    """ECE (10 right-closed bins), AUROC, and the selective-prediction AURC and E-AURC
-    (:func:`~clearsight.metrics.risk_coverage`) of ``confidence`` for ``correct``, each with a
-    percentile item bootstrap (NaN replicates, e.g. AUROC of a draw with one class, ignored);
-    keyed by :data:`CALIBRATION_SCORES`."""
+    """ECE (10 right-closed bins) and AUROC of ``confidence`` for ``correct``, keyed by
+    :data:`CALIBRATION_SCORES`:
+
+    * ``ECE``, ``AUROC``: the mean over benchmarks of each benchmark's own ECE / AUROC (the
+      paper's aggregation: within each benchmark, then across, each counting equally; a
+      benchmark whose answers are all right or all wrong has no AUROC and is left out of its
+      mean), with the two-stage bootstrap interval of every other grounding score
+      (:func:`~clearsight.metrics.two_stage_statistic`, the same draws as
+      :func:`two_stage_score`) and the SD across the benchmark values;
+    * ``ECE_pooled``, ``AUROC_pooled``: the same over all items pooled, item bootstrap;
+    * ``AURC``, ``E_AURC``: selective prediction (:func:`~clearsight.metrics.risk_coverage`)
+      over the pooled items, item bootstrap.
+
+    NaN replicates (AUROC of a draw with one class) are ignored by the intervals."""
     c = np.asarray(confidence, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
+    b = np.asarray(list(benchmarks), dtype=object)
+    if not c.shape == y.shape == b.shape:
+        raise InputError(f"{c.size} confidences, {y.size} outcomes, {b.size} benchmark labels")
     keep = np.isfinite(c)
-    c, y = c[keep], y[keep]
+    c, y, b = c[keep], y[keep], b[keep].astype(str)
     if c.size == 0:
         return {k: Score(k, _nan_interval(n_boot), 0, 0) for k in CALIBRATION_SCORES}
+    return _averaged_calibration(c, y, b, n_boot, seed) | _pooled_calibration(c, y, n_boot, seed)
+
+
+def _averaged_calibration(
+    c: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    b: npt.NDArray[np.str_],
+    n_boot: int,
+    seed: int,
+) -> dict[str, Score]:
+    """``ECE`` and ``AUROC`` as means over benchmarks of per-benchmark values, two-stage
+    bootstrap (see :func:`calibration_scores`)."""
+    names = sorted(set(b.tolist()))
+    stats = []
+    for name in names:
+        inside = b == name
+        full = calibration_statistic(c[inside], y[inside], np.arange(int(inside.sum())))
+        stats.append(_ece_auroc(full))
+    sizes = [int((b == name).sum()) for name in names]
+    per = np.vstack([stat(np.ones((1, m)))[0] for stat, m in zip(stats, sizes, strict=True)])
+    reps = two_stage_statistic(stats, sizes, n_boot, seed)
+    out = {}
+    for j, key in enumerate(("ECE", "AUROC")):
+        values = per[np.isfinite(per[:, j]), j]
+        estimate = float(values.mean()) if values.size else float("nan")
+        interval = _interval_of(estimate, reps[:, j], n_boot)
+        n_items = sum(m for m, v in zip(sizes, per[:, j], strict=True) if np.isfinite(v))
+        out[key] = Score(key, interval, n_items, int(values.size), _sd(values.tolist()))
+    return out
+
+
+def _ece_auroc(
+    full: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]],
+) -> Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]:
+    """ECE and AUROC (columns 0 and 3 of :data:`~clearsight.metrics.CALIBRATION_STATS`) of a
+    :func:`~clearsight.metrics.calibration_statistic`."""
+    return lambda w: full(w)[:, [0, 3]]
+
+
+def _interval_of(estimate: float, reps: npt.NDArray[np.float64], n_boot: int) -> Interval:
+    """``estimate`` with the 95 % percentile interval of its finite replicates ``reps``."""
+    finite = reps[np.isfinite(reps)]
+    if not np.isfinite(estimate) or finite.size == 0:
+        return _nan_interval(n_boot)
+    low, high = contain_estimate(estimate, *percentile_interval(finite))
+    return Interval(estimate, float(low), float(high), n_boot, 0.95)
+
+
+def _pooled_calibration(
+    c: npt.NDArray[np.float64], y: npt.NDArray[np.float64], n_boot: int, seed: int
+) -> dict[str, Score]:
+    """``ECE_pooled``, ``AUROC_pooled``, ``AURC`` and ``E_AURC`` over the pooled items, item
+    bootstrap (see :func:`calibration_scores`)."""
+    keys = ("ECE_pooled", "AUROC_pooled", "AURC", "E_AURC")
 
     def stat(w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        out = np.empty((w.shape[0], len(CALIBRATION_SCORES)))
+        out = np.empty((w.shape[0], len(keys)))
         for r, row in enumerate(w):
             reps = row.astype(np.int64)
             cc, yy = np.repeat(c, reps), np.repeat(y, reps)
@@ -158,7 +234,7 @@ def calibration_scores(
 
     res = cluster_bootstrap(stat, c.size, n_boot=n_boot, seed=seed)
     n = int(c.size)
-    return {k: Score(k, res.interval(i), n, 1) for i, k in enumerate(CALIBRATION_SCORES)}
+    return {k: Score(k, res.interval(i), n, 1) for i, k in enumerate(keys)}
 
 
 def _wide(frame: pd.DataFrame) -> pd.DataFrame:
@@ -229,6 +305,7 @@ def scores(
         out |= calibration_scores(
             merged[f"E_r{0:.2f}"].to_numpy(float),
             merged["correct"].to_numpy(float),
+            merged["benchmark"].astype(str).tolist(),
             n_boot,
             seed,
         )

@@ -19,7 +19,7 @@ same ``seed`` and number of clusters give the same W, so separate calls with one
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +47,8 @@ __all__ = [
     "contain_estimate",
     "percentile_interval",
     "two_stage_bootstrap",
+    "two_stage_replicates",
+    "two_stage_statistic",
 ]
 
 Seed = int | np.random.Generator
@@ -362,22 +364,64 @@ def two_stage_replicates(
     vals = check_finite(as_float_array(values, "values"), "values")
     codes = as_labels(benchmarks, "benchmarks")
     check_same_length(vals, codes.astype(np.float64), "values", "benchmarks")
-    b = check_positive_int(n_boot, "n_boot")
-    rng = _rng(seed)
     n_bench = int(codes.max()) + 1
     order = np.argsort(codes, kind="stable")
     groups = np.split(vals[order], np.cumsum(np.bincount(codes, minlength=n_bench))[:-1])
     estimate = float(np.mean([g.mean() for g in groups]))
+    stats = [_mean_statistic(g) for g in groups]
+    reps = two_stage_statistic(stats, [g.size for g in groups], n_boot, seed)
+    return estimate, reps[:, 0]
 
-    bench_w = _multinomial_weights(rng, n_bench, b)  # (n_boot, K)
-    totals = np.zeros(b, dtype=np.float64)
-    for k, items in enumerate(groups):
-        m = items.size
+
+def _mean_statistic(items: FloatArray) -> Callable[[FloatArray], FloatArray]:
+    """The mean of ``items`` as a statistic of item weights (one column)."""
+    return lambda w: ((w @ items) / items.size)[:, None]
+
+
+def two_stage_statistic(
+    stats: Sequence[Callable[[FloatArray], FloatArray]],
+    sizes: Sequence[int],
+    n_boot: int = 5000,
+    seed: Seed = 0,
+) -> FloatArray:
+    """Two-stage bootstrap replicates of any per-benchmark statistic averaged over benchmarks.
+
+    Benchmark k has ``sizes[k]`` items and a statistic ``stats[k](W)`` of a ``(rows, m_k)``
+    matrix of item weights returning ``(rows, j)`` values (the statistic of the sample in
+    which item i appears ``W[r, i]`` times; e.g. ECE and AUROC from
+    :func:`~clearsight.metrics.calibration_statistic` with every item its own cluster). One
+    replicate draws K benchmarks with replacement (counts ``u_k``), then the items of each copy
+    of benchmark k with replacement, independently per copy; column j of the replicate is the
+    mean of ``s_j`` over the drawn copies where it is finite (NaN where it is in none, e.g.
+    AUROC of copies with one class only). Returns the ``(n_boot, j)`` replicates.
+
+    The draws are those of :func:`two_stage_bootstrap` for the same seed and benchmarks:
+    benchmark counts first, then item counts per benchmark in order, in chunks of at most
+    2**22 weights; the loop runs over benchmarks, not draws.
+    """
+    b = check_positive_int(n_boot, "n_boot")
+    if len(stats) != len(sizes) or not stats:
+        raise InputError(f"{len(stats)} statistics for {len(sizes)} benchmarks")
+    rng = _rng(seed)
+    bench_w = _multinomial_weights(rng, len(sizes), b)  # (n_boot, K)
+    sums: list[FloatArray] = []  # per chunk: (n_boot, j) sums of finite values, then counts
+    for k, (stat, m) in enumerate(zip(stats, sizes, strict=True)):
         draw_of_copy = np.repeat(np.arange(b), bench_w[:, k])  # draw index of every copy
         chunk = max(1, _CHUNK_ELEMENTS // m)
         for start in range(0, draw_of_copy.size, chunk):
             rows = draw_of_copy[start : start + chunk]
             item_w = _multinomial_weights(rng, m, rows.size).astype(np.float64)
-            copy_means = (item_w @ items) / m
-            totals += np.bincount(rows, weights=copy_means, minlength=b)
-    return estimate, totals / n_bench
+            values = np.asarray(stat(item_w), dtype=np.float64)
+            finite = np.isfinite(values)
+            sums.append(_per_draw(rows, np.where(finite, values, 0.0), b))
+            sums.append(_per_draw(rows, finite.astype(np.float64), b))
+    totals, defined = sum(sums[0::2]), sum(sums[1::2])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(defined > 0, totals / defined, np.nan), dtype=np.float64)
+
+
+def _per_draw(rows: npt.NDArray[np.int64], values: FloatArray, n_boot: int) -> FloatArray:
+    """``values`` (one row per copy) summed per draw ``rows``: shape ``(n_boot, j)``."""
+    return np.column_stack(
+        [np.bincount(rows, weights=values[:, j], minlength=n_boot) for j in range(values.shape[1])]
+    )

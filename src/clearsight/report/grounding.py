@@ -7,9 +7,10 @@ Rendering only: every number comes from the run's analysis
 the layout every report shares (:mod:`clearsight.report.output`): ``report.html`` with the
 tables (per benchmark and overall; the calibration read-outs side by side, the paper's Table 2;
 content variation, hesitation, the exact Wilcoxon tests, the judge, the TGS-Bench retention and
-the failures) and five figures (JSD histograms, the masking curve, the pre/post hesitation
-scatter, ECE against TGS and the risk-coverage curves of the confidence gating the answers),
-``summary.md`` and ``summary.csv`` with the scores table.
+the failures) and its figures (:mod:`clearsight.report.grounding_figures`), ``summary.md`` and
+``summary.csv`` with the scores table. Runs given beside it (other checkpoints or methods) join
+Table 2 as rows and the comparison figures (Figs. 6, 7, 15, 16) as methods; their masking
+curves and JSD histograms are overlaid on the run's.
 """
 
 from __future__ import annotations
@@ -20,13 +21,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from clearsight.grounding.analysis import TABLE2, GroundingAnalysis, WilcoxonTest, analyse_grounding
 from clearsight.grounding.tgs import AXES, Score
-from clearsight.grounding.variation import JSD_THRESHOLD
 from clearsight.report.cost import cost_html, cost_markdown
+from clearsight.report.grounding_figures import (
+    ece_tgs_figure,
+    hesitation_figure,
+    jsd_figure,
+    masking_figure,
+    methods,
+    methods_figure,
+    pair_axes_figure,
+    selective_figure,
+)
 from clearsight.report.headline import (
     GROUNDING_CAPTION,
     grounding_headline,
@@ -35,7 +44,6 @@ from clearsight.report.headline import (
 )
 from clearsight.report.html import esc, frame_table, img, page
 from clearsight.report.output import ReportPaths, md_table, md_text, write_report
-from clearsight.report.plots import png, pyplot, risk_coverage_figure
 from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 
 ROWS: tuple[tuple[str, str], ...] = (
@@ -44,8 +52,10 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_pair_reasoning", "TGS-pair reasoning"),
     ("tgs_pair_answer", "TGS-pair answer"),
     ("tgs_pair", "TGS-pair (mean of axes)"),
-    ("ECE", "ECE (visible self confidence)"),
-    ("AUROC", "AUROC (visible self confidence)"),
+    ("ECE", "ECE (visible self confidence; mean over benchmarks)"),
+    ("AUROC", "AUROC (visible self confidence; mean over benchmarks)"),
+    ("ECE_pooled", "ECE pooled over items (item bootstrap)"),
+    ("AUROC_pooled", "AUROC pooled over items (item bootstrap)"),
     ("AURC", "AURC (visible self confidence gating answers)"),
     ("E_AURC", "E-AURC (visible self confidence gating answers)"),
 )
@@ -71,109 +81,21 @@ def tables(analysis: GroundingAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------------- figures
-
-
-def jsd_figure(analysis: GroundingAnalysis) -> bytes | None:
-    """Histograms of JSD per axis (content variation), threshold 0.1 marked."""
-    var = analysis.variation
-    if not any(v.n for v in var.values()):
-        return None
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(AXES), figsize=(9, 2.6), sharey=True)
-    for ax, axis in zip(axes, AXES, strict=True):
-        v = var.get(axis)
-        ax.hist(v.jsd if v else [], bins=np.linspace(0, 1, 21), color="#0072B2")
-        ax.axvline(JSD_THRESHOLD, color="k", linestyle="--", linewidth=0.8)
-        share = v.share if v else float("nan")
-        ax.set_title(f"{axis}: P(JSD<=0.1)={share:.2f}", fontsize=9)
-        ax.set_xlabel("JSD (bits)")
-    axes[0].set_ylabel("items")
-    return png(fig)
-
-
-def masking_figure(analysis: GroundingAnalysis) -> bytes | None:
-    """The masking curve on the common-valid items: mean expected confidence E against the
-    masked share r (left) and its change from r = 0 (right), with two-stage intervals."""
-    curve = analysis.curve
-    if not curve:
-        return None
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(7.6, 3))
-    panels = (
-        (axes[0], curve, "expected confidence E"),
-        (axes[1], analysis.curve_change, "ΔE = E(r) - E(0)"),
-    )
-    for ax, points, label in panels:
-        r = list(points)
-        ax.fill_between(
-            r,
-            [p.interval.low for p in points.values()],
-            [p.interval.high for p in points.values()],
-            alpha=0.25,
-            color="#0072B2",
-        )
-        ax.plot(r, [p.interval.estimate for p in points.values()], marker="o", color="#0072B2")
-        ax.set_xlabel("share of rationale tokens masked (r)")
-        ax.set_ylabel(label)
-    axes[1].axhline(0, color="k", lw=0.5)
-    n = next(iter(curve.values())).n_items
-    fig.suptitle(f"the same {n} items at every r (valid at all five shares)", fontsize=9)
-    fig.tight_layout()
-    return png(fig)
-
-
-def hesitation_figure(analysis: GroundingAnalysis) -> bytes | None:
-    """Pre- against post-hesitation confidence per event, diagonal marked."""
-    h = analysis.hesitation
-    if h is None or not h.n_events:
-        return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(3.4, 3.4))
-    ax.scatter(h.pre, h.post, s=12, color="#D55E00")
-    ax.plot([0, 1], [0, 1], color="k", linewidth=0.8)
-    ax.set_xlabel("c_pre")
-    ax.set_ylabel("c_post")
-    ax.set_title(f"P(|dc|<=.02)={h.stable_share:.2f}, n={h.n_events}", fontsize=9)
-    return png(fig)
-
-
-def selective_figure(analysis: GroundingAnalysis) -> bytes | None:
-    """Risk-coverage curves of the visible self confidence gating the model's own answers:
-    every answer, and each benchmark's."""
-    if analysis.selective is None:
-        return None
-    cuts = [(c.label, c.n, c.curve) for c in analysis.selective.curves]
-    return risk_coverage_figure([("visible self confidence gating answers", cuts)])
-
-
-def ece_tgs_figure(analyses: Sequence[GroundingAnalysis]) -> bytes | None:
-    """ECE against TGS-self and TGS-pair, one point per run (model or method)."""
-    pts = [
-        (
-            a.name,
-            a.overall["ECE"].interval.estimate,
-            a.overall["tgs_self"].interval.estimate,
-            a.overall["tgs_pair"].interval.estimate,
-        )
-        for a in analyses
-        if "ECE" in a.overall
-    ]
-    if not pts:
-        return None
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3))
-    for ax, idx, label in ((axes[0], 2, "TGS-self"), (axes[1], 3, "TGS-pair")):
-        for p in pts:
-            ax.scatter(p[1], p[idx])
-            ax.annotate(p[0], (p[1], p[idx]), fontsize=7)
-        ax.set_xlabel("ECE")
-        ax.set_ylabel(label)
-        ax.axhline(0, color="k", linewidth=0.5)
-    return png(fig)
-
-
 # ------------------------------------------------------------------------------------ page
+
+
+#: How the page and the summary state the intervals.
+INTERVALS = (
+    "Estimates with 95 % two-stage bootstrap intervals (benchmarks, then items within them): "
+    "ECE and AUROC too are each benchmark's own, averaged over the benchmarks; the rows "
+    "'pooled over items', AURC and E-AURC pool the items, with an item bootstrap."
+)
+
+
+def _beside(analysis: GroundingAnalysis) -> str:
+    """'; beside it: the runs a, b' where other runs are compared with this one."""
+    names = ", ".join(a.name for a in analysis.others)
+    return f"; beside it: the runs {names}" if names else ""
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -201,17 +123,25 @@ def _variation_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Table 2's score columns: the paper's four, then ECE and AUROC pooled over items.
+TABLE2_COLUMNS = (*TABLE2, "ECE pooled", "AUROC pooled")
+
+
 def readouts_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
-    """The read-outs side by side (the paper's Table 2): per read-out ECE, AUROC, TGS-self,
-    TGS-pair (estimate [95 % interval]), coverage and P(JSD <= 0.1) per axis."""
+    """The methods side by side (the paper's Table 2): every read-out of the run and of the
+    runs beside it (:func:`~clearsight.report.grounding_figures.methods`), with ECE, AUROC
+    (means over benchmarks), TGS-self, TGS-pair, ECE and AUROC pooled over items (estimate
+    [95 % interval]), coverage and P(JSD <= 0.1) per axis."""
     rows = []
-    for name, r in analysis.readouts.items():
-        row: dict[str, str] = {"read-out": name}
-        for key in TABLE2:
+    for name, r in methods(analysis):
+        row: dict[str, str] = {"method": name}
+        for key, column in zip(
+            (*TABLE2, "ECE_pooled", "AUROC_pooled"), TABLE2_COLUMNS, strict=True
+        ):
             d = r.scores.get(key)
             i = d.interval if d is not None else None
             ok = i is not None and not math.isnan(i.estimate)
-            row[key] = f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]" if i and ok else "n/a"
+            row[column] = f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]" if i and ok else "n/a"
         row["coverage"] = _num(r.coverage)
         for axis in AXES:
             v = r.variation[axis]
@@ -276,20 +206,37 @@ _FIGURES: dict[str, tuple[str, str]] = {
     "masking": (
         "masking curve",
         "Mean expected confidence E (left) and its change from r = 0 (right) against the share "
-        "r of rationale tokens masked, on the items valid at every share, with 95 % two-stage "
-        "intervals.",
+        "r of rationale tokens masked, each run on its items valid at every share, with 95 % "
+        "two-stage intervals.",
     ),
     "jsd": (
         "JSD histograms",
         "JSD between the confidence distributions of a trajectory and its content variant, per "
-        "axis; dashed: the 0.1 threshold.",
+        "axis, each run as the share of its alternatives; dashed: the 0.1 threshold.",
     ),
     "hesitation": (
         "hesitation scatter",
         "Confidence before and after every hesitation event (one point each, the answer held "
         "fixed); the diagonal is no change.",
     ),
-    "ece_vs_tgs": ("ECE against TGS", "ECE against TGS-self and TGS-pair, one point per run."),
+    "methods": (
+        "ECE, TGS-self and TGS-pair per method",
+        "Fig. 6: ECE (mean over benchmarks), TGS-self and TGS-pair of every method (run and "
+        "read-out) with 95 % two-stage intervals; lower ECE, higher TGS is better.",
+    ),
+    "pair_axes": (
+        "TGS-pair per axis",
+        "Fig. 7: TGS-pair on each axis (the bad trajectory's one error in vision, reasoning or "
+        "the answer) per method, with 95 % two-stage intervals.",
+    ),
+    "ece_vs_tgs_self": (
+        "ECE against TGS-self",
+        "Fig. 15: ECE against TGS-self, one point per method, 95 % intervals on both axes.",
+    ),
+    "ece_vs_tgs_pair": (
+        "ECE against TGS-pair",
+        "Fig. 16: ECE against TGS-pair, one point per method, 95 % intervals on both axes.",
+    ),
     "selective": (
         "risk-coverage curves",
         "Risk (error share of the accepted answers) against coverage, accepting the own "
@@ -313,7 +260,9 @@ def render_html(
     run's ``reproducibility`` section, where it has re-asks)."""
     sections = [
         ("Scores", frame_table(tables(analysis))),
-        ("Calibration read-outs (Table 2)", frame_table(readouts_frame(analysis))),
+        ("Methods side by side (Table 2)", frame_table(readouts_frame(analysis))),
+        ("Calibration against grounding (Fig. 6)", _figure(figures, "methods")),
+        ("TGS-pair per axis (Fig. 7)", _figure(figures, "pair_axes")),
         ("Masking curve", _figure(figures, "masking")),
         ("Content variation", frame_table(_variation_frame(analysis)) + _figure(figures, "jsd")),
         (
@@ -321,7 +270,10 @@ def render_html(
             frame_table(_hesitation_frame(analysis)) + _figure(figures, "hesitation"),
         ),
         ("Tests", frame_table(_tests_frame(analysis))),
-        ("ECE against TGS", _figure(figures, "ece_vs_tgs")),
+        (
+            "ECE against TGS (Figs. 15, 16)",
+            _figure(figures, "ece_vs_tgs_self") + _figure(figures, "ece_vs_tgs_pair"),
+        ),
         ("Selective prediction", _figure(figures, "selective")),
     ]
     if analysis.judge:
@@ -336,8 +288,7 @@ def render_html(
         f"<p class='note'>Elicitations: {esc(analysis.n_elicitations)}; own "
         f"trajectories: {esc(analysis.n_trajectories)}; accuracy of own answers: "
         f"{esc(_num(analysis.accuracy))}; scores of the read-out "
-        f"{esc(analysis.readout)}. Estimates with 95 % two-stage bootstrap "
-        "intervals (ECE/AUROC: item bootstrap).</p>",
+        f"{esc(analysis.readout)}{esc(_beside(analysis))}. {esc(INTERVALS)}</p>",
         f"<p class='note'>Trajectory template: {esc(analysis.trajectory)}.</p>",
         *(f"<h2>{esc(title)}</h2>\n{html}" for title, html in sections),
     ]
@@ -350,10 +301,13 @@ def render_grounding_report(analysis: GroundingAnalysis, run_dir: Path | str) ->
     """Write ``report.html``, ``summary.md`` and ``summary.csv`` of ``analysis`` into the
     grounding run directory ``run_dir``."""
     figures = {
+        "methods": methods_figure(analysis),
+        "pair_axes": pair_axes_figure(analysis),
+        "ece_vs_tgs_self": ece_tgs_figure(analysis, "tgs_self"),
+        "ece_vs_tgs_pair": ece_tgs_figure(analysis, "tgs_pair"),
         "jsd": jsd_figure(analysis),
         "masking": masking_figure(analysis),
         "hesitation": hesitation_figure(analysis),
-        "ece_vs_tgs": ece_tgs_figure([analysis, *analysis.others]),
         "selective": selective_figure(analysis),
     }
     return write_report(
@@ -371,8 +325,9 @@ def build_grounding_report(
     analysis, :func:`~clearsight.grounding.analysis.analyse_grounding`, rendered); returns
     where they are and the analysis.
 
-    ``others``: further grounding runs (other models or methods) compared by exact Wilcoxon
-    over benchmark means of TGS-self and TGS-pair, and shown in the ECE-vs-TGS figure.
+    ``others``: further grounding runs (other models, checkpoints or methods) compared by
+    exact Wilcoxon over benchmark means of TGS-self and TGS-pair, in Table 2 and Figs. 6, 7, 15
+    and 16 beside the run's read-outs, their masking curves and JSD histograms overlaid.
     """
     analysis = analyse_grounding(run_dir, others, n_boot=n_boot, seed=seed)
     return render_grounding_report(analysis, run_dir), analysis
@@ -433,16 +388,15 @@ def summary_markdown(analysis: GroundingAnalysis, reproducibility: Sequence[str]
         f"Elicitations: {analysis.n_elicitations}; own trajectories: "
         f"{analysis.n_trajectories}; accuracy of own answers: {analysis.accuracy}",
         "",
-        "Estimates with 95 % two-stage bootstrap intervals (ECE/AUROC: item bootstrap).",
+        INTERVALS,
         "",
-        f"Main read-out: {md_text(analysis.readout)}",
+        f"Main read-out: {md_text(analysis.readout)}{md_text(_beside(analysis))}",
         "",
         f"Trajectory template: {md_text(analysis.trajectory)}",
         "",
         md_table(tables(analysis)),
     ]
-    if analysis.readouts:
-        lines += ["## Calibration read-outs (Table 2)", "", md_table(readouts_frame(analysis))]
+    lines += ["## Methods side by side (Table 2)", "", md_table(readouts_frame(analysis))]
     lines += _summary_details(analysis)
     lines += ["", "## Failed or skipped items", ""]
     failures = sorted(analysis.failures.items())

@@ -261,8 +261,8 @@ GROUNDING_SCORES: dict[str, str] = {
 }
 
 GROUNDING_CAPTION = (
-    "The main read-out's scores over every benchmark, each with its 95 % two-stage bootstrap "
-    "interval (ECE, AUROC, AURC: item bootstrap); TGS-self is the mean of the confidence with "
+    "The main read-out's scores, each a mean over benchmarks with its 95 % two-stage bootstrap "
+    "interval (AURC: pooled items, item bootstrap); TGS-self is the mean of the confidence with "
     "the rationale visible minus masked, TGS-pair the mean over the content axes."
 )
 
