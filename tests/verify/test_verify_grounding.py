@@ -5,6 +5,7 @@ divergence and the |Δ| of the expected confidence."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,11 @@ from clearsight.cli import app
 from clearsight.grounding import GroundingConfig, run_grounding
 from clearsight.grounding.generator import bundled_problems
 from clearsight.store import RunStore
-from clearsight.verify import VerifyConfig, verify_run
+from clearsight.verify import VerifyConfig, rederive, verify_run
 from clearsight.verify.kinds import elicit_of
+from clearsight.verify.rederivation import DERIVED
+from clearsight.verify.specs import VERIFY_KIND
+from fixtures.store_edits import edit_readout
 
 runner = CliRunner()
 
@@ -82,3 +86,51 @@ def test_verify_of_a_grounding_run(grounding_run: tuple[Path, str]) -> None:
     text = (run / "summary.md").read_text()
     assert "## Reproducibility" in text
     assert f"batches of 4, seed 0: {len(records)} items, {len(hidden)} differ" in text
+
+
+def test_verify_readouts_of_a_grounding_run_finds_exactly_the_records_edited_by_hand(
+    grounding_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(grounding_run[0], run)
+    with RunStore.open(run, read_only=True) as store:
+        trajectories = list(store.iter_records("ok", kind="grounding.trajectory", raw=False))
+        elicits = list(store.iter_records("ok", kind="grounding.elicit", raw=False))
+    verify_run(VerifyConfig(run, sample=5, batch_size=5))  # re-asks are derived again too
+    with RunStore.open(run, read_only=True) as store:
+        reasks = store.count_records(status="ok", kind=VERIFY_KIND)
+    untouched = rederive(run)
+    assert untouched.differ == []
+    assert untouched.exit_code == 0
+    assert untouched.checked["grounding.trajectory"] == len(trajectories) == 2
+    assert untouched.checked["grounding.elicit"] == len(elicits)
+    assert untouched.checked[VERIFY_KIND] == reasks >= 5
+    assert untouched.skipped["grounding.edit"] > 0  # an injected error is not a read-out
+    edited_traj = trajectories[1]
+    edit_readout(run, edited_traj.key, "correct", not edited_traj.readouts["correct"])
+    expected, mass = elicits[0], elicits[-1]
+    edit_readout(run, expected.key, "expected", expected.readouts["expected"] + 1e-9)
+    edit_readout(run, mass.key, "mass", 0.5)
+    found = rederive(run)
+    assert sorted(found.differ) == sorted(
+        [
+            (edited_traj.key, "grounding.trajectory", ("correct",)),
+            (expected.key, "grounding.elicit", ("expected",)),
+            (mass.key, "grounding.elicit", ("mass",)),
+        ]
+    )
+    out = runner.invoke(app, ["verify", str(run), "--readouts"])
+    assert out.exit_code == 3, out.output
+    assert f"differs: {expected.key} (grounding.elicit): expected" in out.output
+    assert "3 records' stored read-outs differ" in out.output
+
+
+def test_a_judgement_is_derived_again_from_the_judge_probabilities() -> None:
+    """p_bad = p(bad side's number) / (p("1") + p("2")), here 0.3 / 0.4 and 0.1 / 0.4."""
+    raw = {"candidate_probs": {"1": 0.3, "2": 0.1, "3": 0.5}}
+    first = DERIVED["grounding.judge"]({"bad_first": True, "axis": "answer"}, raw, {})
+    assert first == {"p_bad": pytest.approx(0.75), "picked_bad": True, "axis": "answer"}
+    second = DERIVED["grounding.judge"]({"bad_first": False, "axis": "vision"}, raw, {})
+    assert second == {"p_bad": pytest.approx(0.25), "picked_bad": False, "axis": "vision"}
+    none = DERIVED["grounding.judge"]({"bad_first": True, "axis": "answer"}, {}, {})
+    assert "unreadable" in none

@@ -31,7 +31,7 @@ def _run_dir(run: Path) -> Path:
 
 def verify(
     options: VerifyOptions,
-    run: Annotated[Path, typer.Argument(help="A finished (or partial) sweep or grounding run.")],
+    run: Annotated[Path, typer.Argument(help="A finished (or partial) sweep, grounding or probe run.")],
 ) -> None:
     """Ask a seeded, stratified sample of RUN's finished items again and say how far they moved.
 
@@ -39,8 +39,9 @@ def verify(
     --against), and are stored in RUN as records of their own kind (a rerun resumes). Prints
     the agreement of the answers and the largest and median |Δ| per read-out; exit 0 when every
     item agrees within --tolerance, 3 when some differ (their count and the worst printed).
-    With --readouts no model is asked: every sweep record's read-outs are derived again from
-    its stored raw output and compared with the stored ones (exit 3 when some differ)."""
+    With --readouts no model is asked: every record's read-outs (sweep answers, grounding
+    trajectories, elicitations and judgements, probe transcripts) are derived again from its
+    stored raw output and compared with the stored ones (exit 3 when some differ)."""
     _run_dir(run)
     if options.readouts:
         _readouts(run)
