@@ -134,3 +134,19 @@ def test_a_judgement_is_derived_again_from_the_judge_probabilities() -> None:
     assert second == {"p_bad": pytest.approx(0.25), "picked_bad": False, "axis": "vision"}
     none = DERIVED["grounding.judge"]({"bad_first": True, "axis": "answer"}, {}, {})
     assert "unreadable" in none
+
+
+def test_failed_reasks_stay_out_of_the_grounding_failures(
+    grounding_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    from clearsight.grounding.results import load_grounding_results
+
+    run = tmp_path / "run"
+    shutil.copytree(grounding_run[0], run)
+    before = load_grounding_results(run).failures
+    nothing = tmp_path / "none.jsonl"
+    # masked scoring only for a share no elicitation hides: every re-ask fails
+    nothing.write_text(json.dumps({"hidden": {"share": 0.37, "sequence_probs": {"1": 1.0}}}))
+    result = verify_run(VerifyConfig(run, sample=3, against=f"scripted:{nothing}"))
+    assert (result.pairs["status"] == "failed").sum() == 3
+    assert load_grounding_results(run).failures == before

@@ -31,7 +31,9 @@ def _run_dir(run: Path) -> Path:
 
 def verify(
     options: VerifyOptions,
-    run: Annotated[Path, typer.Argument(help="A finished (or partial) sweep, grounding or probe run.")],
+    run: Annotated[
+        Path, typer.Argument(help="A finished (or partial) sweep, grounding or probe run.")
+    ],
 ) -> None:
     """Ask a seeded, stratified sample of RUN's finished items again and say how far they moved.
 

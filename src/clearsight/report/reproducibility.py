@@ -81,11 +81,17 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
 
 
 def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
-    failed = int((result.pairs["status"] == "failed").sum()) if len(result.pairs) else 0
+    """One verify setting's line: its items, how many differ, and its failed re-asks (counted
+    here, not in the protocol's failures) with their most frequent reason."""
+    pairs = result.pairs
+    errors = pairs.loc[pairs["status"] == "failed", "error"] if len(pairs) else pd.Series()
+    failed = ""
+    if len(errors):
+        reason = errors.astype(str).value_counts().index[0]
+        failed = f" ({len(errors)} re-asks failed; most often: {reason[:120]})"
     return (
         f"asked {setting['asked']}, batches of {setting['batch_size']}, seed {setting['seed']}: "
-        f"{len(result.pairs)} items, {len(result.differ)} differ beyond {result.tolerance:g}"
-        + (f" ({failed} re-asks failed)" if failed else "")
+        f"{len(pairs)} items, {len(result.differ)} differ beyond {result.tolerance:g}" + failed
     )
 
 
