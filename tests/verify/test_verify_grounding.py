@@ -15,7 +15,7 @@ from clearsight.cli import app
 from clearsight.grounding import GroundingConfig, run_grounding
 from clearsight.grounding.generator import bundled_problems
 from clearsight.store import RunStore
-from clearsight.verify import VerifyConfig, rederive, verify_run
+from clearsight.verify import DEFAULT_TOLERANCE, VerifyConfig, compare_runs, rederive, verify_run
 from clearsight.verify.kinds import elicit_of
 from clearsight.verify.rederivation import DERIVED
 from clearsight.verify.specs import VERIFY_KIND
@@ -150,3 +150,44 @@ def test_failed_reasks_stay_out_of_the_grounding_failures(
     result = verify_run(VerifyConfig(run, sample=3, against=f"scripted:{nothing}"))
     assert (result.pairs["status"] == "failed").sum() == 3
     assert load_grounding_results(run).failures == before
+
+
+def test_compare_two_grounding_runs_of_one_design(
+    grounding_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Model B gives 4 instead of 3 with the whole rationale hidden: exactly the fully masked
+    elicitations differ (JSD 1 bit, |Δ| E 0.1), the answers agree, and TGS-self moves by
+    0.9 - 0.3 vs 0.9 - 0.4: A - B = 0.1 on every problem, so its paired interval is [0.1, 0.1];
+    the TGS-pair figures do not move."""
+    run_a, other = grounding_run
+    config = GroundingConfig(
+        model=other, generator=None, n_problems=2, variation_mode="handwritten", n_boot=100
+    )
+    run_b = tmp_path / "b"
+    run_grounding(config, run_b, progress=False)
+    found = compare_runs(run_a, run_b, tolerance=DEFAULT_TOLERANCE, n_boot=200)
+    with RunStore.open(run_a, read_only=True) as store:
+        elicits = list(store.iter_records("ok", kind="grounding.elicit", raw=False))
+    hidden = {
+        (r.spec["problem"]["id"], r.spec["variant"]) for r in elicits if r.spec["share"] == 1.0
+    }
+    assert set(zip(found.differ["scene"], found.differ["condition"], strict=True)) == hidden
+    table = found.table.set_index("readout")
+    assert table.loc["answer", "agreement"] == 1.0
+    assert table.loc["answer", "n"] == 2
+    assert table.loc["11-way distribution (JSD, bits)", "max_abs_delta"] == pytest.approx(1.0)
+    assert table.loc["expected confidence", "max_abs_delta"] == pytest.approx(0.1)
+    figures = found.figures.set_index("figure")
+    tgs_self = figures.loc["TGS-self"]
+    assert (tgs_self["a"], tgs_self["b"]) == (pytest.approx(0.6), pytest.approx(0.5))
+    assert tgs_self["difference"] == pytest.approx(0.1)
+    assert (tgs_self["low"], tgs_self["high"]) == (pytest.approx(0.1), pytest.approx(0.1))
+    assert (figures.loc["TGS-pair", ["difference", "low", "high"]] == 0.0).all()
+    same = compare_runs(run_a, run_a, tolerance=DEFAULT_TOLERANCE, n_boot=200)
+    assert same.differ.empty
+    assert (same.figures[["difference", "low", "high"]].to_numpy() == 0.0).all()
+    out = runner.invoke(app, ["compare", str(run_a), str(run_b), "--out", str(tmp_path / "c")])
+    assert out.exit_code == 0, out.output
+    assert f"{len(hidden)} of {len(found.pairs)} items differ" in out.output
+    assert "TGS-self" in (tmp_path / "c" / "compare.html").read_text()
+    assert "TGS-pair" in (tmp_path / "c" / "compare.csv").read_text()
