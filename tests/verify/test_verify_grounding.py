@@ -15,6 +15,7 @@ from clearsight.cli import app
 from clearsight.grounding import GroundingConfig, run_grounding
 from clearsight.grounding.generator import bundled_problems
 from clearsight.store import RunStore
+from clearsight.sweep import SweepConfig, run_sweep
 from clearsight.verify import DEFAULT_TOLERANCE, VerifyConfig, compare_runs, rederive, verify_run
 from clearsight.verify.kinds import elicit_of
 from clearsight.verify.rederivation import DERIVED
@@ -191,3 +192,29 @@ def test_compare_two_grounding_runs_of_one_design(
     assert f"{len(hidden)} of {len(found.pairs)} items differ" in out.output
     assert "TGS-self" in (tmp_path / "c" / "compare.html").read_text()
     assert "TGS-pair" in (tmp_path / "c" / "compare.csv").read_text()
+
+
+def test_compare_refuses_a_grounding_run_of_another_design_or_protocol(
+    grounding_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    run_a, other = grounding_run
+    fewer = tmp_path / "fewer"
+    config = GroundingConfig(
+        model=other, generator=None, n_problems=1, variation_mode="handwritten", n_boot=100
+    )
+    run_grounding(config, fewer, progress=False)
+    sweep = tmp_path / "sweep"
+    sweep_config = {
+        "scene_ids": ("skimage-chelsea",),
+        "controls": ("clean",),
+        "tasks": ("identify",),
+    }
+    run_sweep(SweepConfig.model_validate({**sweep_config, "models": ("observer",)}), sweep)
+    for b, said in ((fewer, "n_problems"), (sweep, "is a sweep run, not a grounding run")):
+        out = runner.invoke(app, ["compare", str(run_a), str(b), "--out", str(tmp_path / "c")])
+        assert out.exit_code == 2, out.output
+        lines = [line for line in out.output.splitlines() if line.strip()]
+        assert len(lines) == 1, out.output
+        assert lines[0].startswith("error: ")
+        assert said in lines[0]
+        assert not (tmp_path / "c").exists()
