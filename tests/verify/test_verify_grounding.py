@@ -190,6 +190,7 @@ def test_compare_two_grounding_runs_of_one_design(
     out = runner.invoke(app, ["compare", str(run_a), str(run_b), "--out", str(tmp_path / "c")])
     assert out.exit_code == 0, out.output
     assert f"{len(hidden)} of {len(found.pairs)} items differ" in out.output
+    assert "→" not in out.output  # an elicitation has no answer to show changing
     assert "TGS-self" in (tmp_path / "c" / "compare.html").read_text()
     assert "TGS-pair" in (tmp_path / "c" / "compare.csv").read_text()
 

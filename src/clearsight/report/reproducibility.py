@@ -73,7 +73,10 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
             "level (m) / share": rows["level_m"].map(lambda v: _num(v, 4)),
             "wording / read-out": rows["wording"],
             "answer": [
-                f"{a} → {b}" for a, b in zip(rows["answer_a"], rows["answer_b"], strict=True)
+                f"{a} → {b}" if answered else "–"  # an elicitation has no answer
+                for a, b, answered in zip(
+                    rows["answer_a"], rows["answer_b"], rows["answered"], strict=True
+                )
             ],
             "largest |Δ|": rows["worst"].map(lambda v: "answer" if v == math.inf else _num(v, 6)),
         }
