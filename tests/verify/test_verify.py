@@ -114,6 +114,30 @@ def test_verify_of_a_deterministic_run_agrees_everywhere(
     assert "id='reproducibility'" in (run / "report.html").read_text()
 
 
+def test_failed_reasks_are_counted_in_reproducibility_not_in_the_sweeps_failures(
+    observer_run: Path, tmp_path: Path
+) -> None:
+    from clearsight.sweep.results import load_run_data
+
+    run = _copy(observer_run, tmp_path)
+    before = load_run_data(run)
+    assert before.failures.empty
+    nothing = _script(tmp_path / "none.yaml", [{"match": "no question says this"}])
+    result = verify_run(VerifyConfig(run, sample=4, against=nothing, batch_size=2))
+    assert (result.pairs["status"] == "failed").sum() == 4
+    with RunStore.open(run, read_only=True) as store:
+        assert store.count_records(status="failed", kind=VERIFY_KIND) == 4
+    after = load_run_data(run)
+    assert after.failures.empty  # the sweep's own records all finished
+    assert after.counts == before.counts
+    report = runner.invoke(app, ["report", str(run)])
+    assert report.exit_code == 0, report.output
+    assert "batches of 2, seed 0: 4 items, 4 differ beyond 0.0001 (4 re-asks failed; " in (
+        report.output
+    )
+    assert "failed record(s) are left out" not in (run / "report.html").read_text()
+
+
 def test_the_sample_is_stratified_and_seeded(observer_run: Path) -> None:
     from clearsight.verify.reask import plan_reasks
 

@@ -4,6 +4,7 @@ answers (the sensor answering the question itself) and compares the committed op
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ from typer.testing import CliRunner
 from clearsight.cli import app
 from clearsight.probe.protocol import run_probe
 from clearsight.store import RunStore
-from clearsight.verify import VerifyConfig, verify_run
+from clearsight.verify import VerifyConfig, rederive, verify_run
 from clearsight.verify.kinds import direct_of
+from clearsight.verify.rederivation import DERIVED
 from fixtures.probe_runs import probe_config
+from fixtures.store_edits import edit_readout
 
 runner = CliRunner()
 
@@ -58,3 +61,60 @@ def test_direct_answers_are_rebuilt_and_asked_again(probe_run: tuple[Path, str, 
     report = runner.invoke(app, ["report", str(run)])
     assert report.exit_code == 0, report.output
     assert "## Reproducibility" in (run / "summary.md").read_text()
+
+
+def test_verify_readouts_of_a_probe_run_finds_exactly_the_records_edited_by_hand(
+    probe_run: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(probe_run[0], run)
+    with RunStore.open(run, read_only=True) as store:
+        records = list(store.iter_records("ok", kind="probe", raw=False))
+    direct = [r for r in records if r.spec["strategy"] == "direct"]
+    talks = [r for r in records if r.spec["strategy"] != "direct"]
+    assert direct
+    assert talks
+    assert {r.readouts["committed"] for r in records} == {"B"}
+    untouched = rederive(run)
+    assert untouched.differ == []
+    assert untouched.exit_code == 0
+    assert untouched.checked["probe"] == len(records)
+    edit_readout(run, direct[0].key, "committed", "A")
+    edit_readout(run, talks[0].key, "committed", "A")
+    edit_readout(run, talks[-1].key, "mean_u", talks[-1].readouts["mean_u"] + 0.5)
+    found = rederive(run)
+    assert sorted(found.differ) == sorted(
+        [
+            (direct[0].key, "probe", ("committed",)),
+            (talks[0].key, "probe", ("committed",)),
+            (talks[-1].key, "probe", ("mean_u",)),
+        ]
+    )
+    out = runner.invoke(app, ["verify", str(run), "--readouts"])
+    assert out.exit_code == 3, out.output
+    assert "3 records' stored read-outs differ" in out.output
+
+
+def test_a_stored_answer_is_parsed_again_from_its_text(probe_run: tuple[Path, str, str]) -> None:
+    """The letter of a direct answer and of a conversation's commit come from the stored text:
+    another text there gives another letter (and correctness; a direct answer's stop)."""
+    run = probe_run[0]
+    with RunStore.open(run, read_only=True) as store:
+        records = list(store.iter_records("ok", kind="probe"))
+    derive = DERIVED["probe"]
+    for rec in records:
+        raw = json.loads(json.dumps(rec.raw))
+        assert derive(rec.spec, raw, rec.readouts) == rec.readouts
+        gold = rec.readouts["gold"]
+        other = next(x for x in ("A", "B") if x != rec.readouts["committed"])
+        direct = rec.spec["strategy"] == "direct"
+        raw["turns"][-1]["raw"] = other if direct else f"The answer is: ({other})"
+        derived = derive(rec.spec, raw, rec.readouts)
+        assert derived["committed"] == other
+        assert derived["correct"] is (other == gold)
+        raw["turns"][-1]["raw"] = "I cannot tell."
+        derived = derive(rec.spec, raw, rec.readouts)
+        assert derived["committed"] is None
+        assert derived["correct"] is False
+        if direct:  # a conversation keeps its stored stop: how it would go on is not known
+            assert derived["stop"] == "unparsed"

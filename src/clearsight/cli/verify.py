@@ -1,7 +1,7 @@
 """``clearsight verify RUN`` (a sample of a finished run asked again, or ``--readouts``: every
 record's read-outs derived again from its raw output) and ``clearsight compare RUN_A RUN_B``
-(two sweep runs of one design matched item by item): :mod:`clearsight.verify`, their options
-generated from :class:`~clearsight.verify.config.VerifyOptions` and
+(two sweep or grounding runs of one design matched item by item): :mod:`clearsight.verify`,
+their options generated from :class:`~clearsight.verify.config.VerifyOptions` and
 :class:`~clearsight.verify.config.CompareOptions`."""
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ def _run_dir(run: Path) -> Path:
 
 def verify(
     options: VerifyOptions,
-    run: Annotated[Path, typer.Argument(help="A finished (or partial) sweep or grounding run.")],
+    run: Annotated[
+        Path, typer.Argument(help="A finished (or partial) sweep, grounding or probe run.")
+    ],
 ) -> None:
     """Ask a seeded, stratified sample of RUN's finished items again and say how far they moved.
 
@@ -39,8 +41,9 @@ def verify(
     --against), and are stored in RUN as records of their own kind (a rerun resumes). Prints
     the agreement of the answers and the largest and median |Δ| per read-out; exit 0 when every
     item agrees within --tolerance, 3 when some differ (their count and the worst printed).
-    With --readouts no model is asked: every sweep record's read-outs are derived again from
-    its stored raw output and compared with the stored ones (exit 3 when some differ)."""
+    With --readouts no model is asked: every record's read-outs (sweep answers, grounding
+    trajectories, elicitations and judgements, probe transcripts) are derived again from its
+    stored raw output and compared with the stored ones (exit 3 when some differ)."""
     _run_dir(run)
     if options.readouts:
         _readouts(run)
@@ -96,15 +99,17 @@ def _readouts(run: Path) -> None:
 
 def compare(
     options: CompareOptions,
-    run_a: Annotated[Path, typer.Argument(help="A sweep run directory (A).")],
-    run_b: Annotated[Path, typer.Argument(help="A sweep run of the same design (B).")],
+    run_a: Annotated[Path, typer.Argument(help="A sweep or grounding run directory (A).")],
+    run_b: Annotated[Path, typer.Argument(help="A run of the same design (B).")],
 ) -> None:
-    """Match two sweep runs of one design item by item: agreement and figures side by side.
+    """Match two sweep (or two grounding) runs of one design item by item: agreement and
+    figures side by side.
 
     Writes OUT/compare.html and OUT/compare.csv: the agreement of the common items' answers
-    and the |Δ| of their read-outs, the items that differ, and the accuracy per level, ECE and
-    AURC of both runs with the paired bootstrap interval of their difference over source
-    photos."""
+    and the |Δ| of their read-outs, the items that differ, and the figures of both runs with
+    the paired bootstrap interval of their difference: a sweep's accuracy per level, ECE,
+    AURC, V*_acc and W over source photos; a grounding run's TGS-self and TGS-pair by the
+    two-stage bootstrap over benchmarks and problems."""
     from clearsight.report.output import csv_text, write_atomic
     from clearsight.report.reproducibility import compare_csv, compare_page
     from clearsight.verify import compare_runs

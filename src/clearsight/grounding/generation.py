@@ -86,7 +86,7 @@ def generate_trajectories(
         for i, r in zip(need, checked_replies(backend, second), strict=True):
             texts[i] = r if isinstance(r, Exception) else _after_forced(bodies[i] + r.texts[0], t)
     return [
-        text if isinstance(text, Exception) else _generated(text, t, i in need)
+        text if isinstance(text, Exception) else parse_generated(text, t, i in need)
         for i, text in enumerate(texts)
     ]
 
@@ -109,9 +109,10 @@ def forced_body(text: str, t: Template) -> str:
     return body + (force_suffix(body, t) if t.native else "\n" + t.answer_tag)
 
 
-def _generated(text: str, t: Template, forced: bool) -> Generated:
+def parse_generated(text: str, t: Template, forced: bool) -> Generated:
     """A generated text parsed as a trajectory (or the reason it is not one): a native one as
-    written, a canonical one into its segments."""
+    written, a canonical one into its segments (also how ``clearsight verify --readouts``
+    reads a stored generation again)."""
     try:
         traj = parse_written(text, t) if t.native else parse_trajectory(text, t)
         if not traj.answer.strip():

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from clearsight.execute.unit import KeyedItems
 from clearsight.grounding.bench import EditFailedError, inject_errors, judge_p_bad, judge_request
 from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
-from clearsight.grounding.generation import generate_trajectories
+from clearsight.grounding.generation import generate_trajectories, parse_generated
 from clearsight.grounding.images import load_image
 from clearsight.grounding.problems import Problem, is_correct, normalise_answer
 from clearsight.grounding.readouts import DEFAULT_READOUT, combine, get_readout, readout_requests
@@ -35,7 +35,7 @@ from clearsight.grounding.specs import (
     VariationSpec,
 )
 from clearsight.grounding.templates import template_by_id
-from clearsight.grounding.trajectories import Trajectory, parse_trajectory, split_at_slot
+from clearsight.grounding.trajectories import parse_trajectory, split_at_slot
 from clearsight.grounding.variation import Sampled, sample_alternatives
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Response, masked_scorer
@@ -113,12 +113,11 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
             gen.append(spec)
             continue
         try:
-            slotted = split_at_slot(spec.given)
-            traj = parse_trajectory(slotted.body)
+            readouts = trajectory_readouts(spec, spec.given, False)
         except InputError as exc:
             out[spec.key] = Record.failed(spec.key, f"skipped: {exc}", 0.0, {"text": spec.given})
             continue
-        out[spec.key] = _trajectory_record(spec, spec.given, traj, False, slotted.written, 0.0)
+        out[spec.key] = Record(spec.key, "ok", None, {"text": spec.given}, readouts, 0.0)
     if gen:
         backend = shared_backend(unit.model, unit.model_options)
         problems = [s.problem for s in gen]
@@ -136,28 +135,33 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
                     spec.key, f"skipped: {g.reason}", elapsed, {"text": g.text}
                 )
             else:
-                out[spec.key] = _trajectory_record(
-                    spec, g.text, g.trajectory, g.answer_forced, None, elapsed
-                )
+                readouts = trajectory_readouts(spec, g.text, g.answer_forced)
+                out[spec.key] = Record(spec.key, "ok", None, {"text": g.text}, readouts, elapsed)
     return [out[s.key] for s in unit.items]
 
 
-def _trajectory_record(
-    spec: TrajectorySpec,
-    text: str,
-    traj: Trajectory,
-    forced: bool,
-    written: int | None,
-    elapsed: float,
-) -> Record:
-    readouts = {
+def trajectory_readouts(spec: TrajectorySpec, text: str, forced: bool) -> dict[str, Any]:
+    """A trajectory record's read-outs from its stored text: a given trajectory parsed as
+    written (its written confidence kept), a generated one as the run's template reads it
+    (:func:`~clearsight.grounding.generation.parse_generated`); ``forced``: whether its answer
+    was forced. InputError when the text is not a trajectory. ``clearsight verify --readouts``
+    derives a stored record's read-outs again with it."""
+    written = None
+    if spec.given is not None:
+        slotted = split_at_slot(text)
+        traj, written = parse_trajectory(slotted.body), slotted.written
+    else:
+        parsed = parse_generated(text, template_by_id(spec.template.id), forced)
+        if parsed.trajectory is None:
+            raise InputError(parsed.reason or "the text is not a trajectory")
+        traj = parsed.trajectory
+    return {
         "trajectory": traj.to_json(),
         "answer": normalise_answer(traj.answer, spec.problem.answer_type),
         "correct": is_correct(traj.answer, spec.problem),
         "written_confidence": written,
         "answer_forced": forced,
     }
-    return Record(spec.key, "ok", None, {"text": text}, readouts, elapsed)
 
 
 def _run_edits(unit: GroundingUnit[EditSpec], started: float) -> list[Record]:

@@ -14,7 +14,7 @@ from clearsight.report.html import esc, fmt_num, frame_table, page
 from clearsight.report.output import md_table, md_text
 
 if TYPE_CHECKING:
-    from clearsight.verify.compare import Comparison
+    from clearsight.verify.comparison import Comparison
     from clearsight.verify.results import VerifyResult
 
 __all__ = [
@@ -73,7 +73,10 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
             "level (m) / share": rows["level_m"].map(lambda v: _num(v, 4)),
             "wording / read-out": rows["wording"],
             "answer": [
-                f"{a} → {b}" for a, b in zip(rows["answer_a"], rows["answer_b"], strict=True)
+                f"{a} → {b}" if answered else "–"  # an elicitation has no answer
+                for a, b, answered in zip(
+                    rows["answer_a"], rows["answer_b"], rows["answered"], strict=True
+                )
             ],
             "largest |Δ|": rows["worst"].map(lambda v: "answer" if v == math.inf else _num(v, 6)),
         }
@@ -81,11 +84,17 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
 
 
 def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
-    failed = int((result.pairs["status"] == "failed").sum()) if len(result.pairs) else 0
+    """One verify setting's line: its items, how many differ, and its failed re-asks (counted
+    here, not in the protocol's failures) with their most frequent reason."""
+    pairs = result.pairs
+    errors = pairs.loc[pairs["status"] == "failed", "error"] if len(pairs) else pd.Series()
+    failed = ""
+    if len(errors):
+        reason = errors.astype(str).value_counts().index[0]
+        failed = f" ({len(errors)} re-asks failed; most often: {reason[:120]})"
     return (
         f"asked {setting['asked']}, batches of {setting['batch_size']}, seed {setting['seed']}: "
-        f"{len(result.pairs)} items, {len(result.differ)} differ beyond {result.tolerance:g}"
-        + (f" ({failed} re-asks failed)" if failed else "")
+        f"{len(pairs)} items, {len(result.differ)} differ beyond {result.tolerance:g}" + failed
     )
 
 
@@ -162,6 +171,20 @@ def _figures_display(figures: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+#: What compare.html says of how the items were matched and the figures bootstrapped.
+_COMPARE_NOTES = {
+    "sweep": "matched by what they ask; answers compared as option texts. Figures on each "
+    "model's first letter wording (W of the verbalized confidence on its first verbalized one); "
+    "differences A - B with 95 % intervals from one paired bootstrap over source photos (both "
+    "runs evaluated on every draw).",
+    "grounding": "elicitations matched by problem, variant and read-out (compared by the JSD "
+    "of their 11-way distributions and the |Δ| of their expected confidence), own trajectories "
+    "by problem (their answers). TGS figures per read-out on the problems both runs score; "
+    "differences A - B with 95 % intervals from the two-stage bootstrap (benchmarks, then "
+    "problems) of the per-problem differences, one draw of problems for both runs.",
+}
+
+
 def compare_page(comparison: Comparison) -> str:
     """compare.html: the runs, the agreement table of their common items, the items that
     differ most, and the figures side by side with their paired intervals."""
@@ -169,10 +192,7 @@ def compare_page(comparison: Comparison) -> str:
     body = (
         f"<h1>clearsight compare: {esc(c.run_a.name)} (A) and {esc(c.run_b.name)} (B)</h1>"
         f"<p class='note'>{len(c.pairs)} common items ({c.n_a} finished in A, {c.n_b} in B), "
-        "matched by what they ask; answers compared as option texts. Figures on each model's "
-        "first letter wording (W of the verbalized confidence on its first verbalized one); "
-        "differences A - B with 95 % intervals from one paired bootstrap over source photos "
-        "(both runs evaluated on every draw).</p>"
+        f"{_COMPARE_NOTES[c.protocol]}</p>"
         f"<h2>Agreement</h2>{frame_table(table_display(c.table))}"
         f"<h2>Items that differ ({len(c.differ)})</h2>{frame_table(worst_display(c.differ, 20))}"
         f"<h2>Figures</h2>{frame_table(_figures_display(c.figures))}"

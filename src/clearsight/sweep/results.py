@@ -25,6 +25,7 @@ import pandas as pd
 
 from clearsight.store import RunStore
 from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
+from clearsight.verify.specs import VERIFY_KIND
 
 __all__ = [
     "ABSTAIN_FREE_WORDINGS",
@@ -270,17 +271,34 @@ def _numeric(frame: pd.DataFrame, col: str) -> pd.Series:
     return pd.to_numeric(frame[col], errors="coerce").astype(float)
 
 
+def _own_counts(store: RunStore) -> dict[str, int]:
+    """The store's item/ok/failed/pending counts without the re-asks of ``clearsight verify``
+    (items of their own kind, counted in the report's Reproducibility section)."""
+    counts = store.counts()
+    reasks = {
+        "items": store.count_items(VERIFY_KIND),
+        "ok": store.count_records(status="ok", kind=VERIFY_KIND),
+        "failed": store.count_records(status="failed", kind=VERIFY_KIND),
+    }
+    reasks["pending"] = reasks["items"] - reasks["ok"]
+    return {name: n - reasks.get(name, 0) for name, n in counts.items()}
+
+
 def load_run_data(run_dir: Path) -> RunData:
     """Read a sweep run directory (read-only) into :class:`RunData`; InputError naming the
     right command for a run of another protocol."""
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(PROTOCOL)
         manifest = store.manifest()
-        counts = store.counts()
+        counts = _own_counts(store)
         records = _typed_records(store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS))
         veq_rows = store.to_frame(status="ok", kind=VEQ_PROTOCOL)
         depth_rows = store.to_frame(status="ok", kind=DEPTH_PROTOCOL)
-        errors = [record.error for record in store.iter_records("failed", raw=False)]
+        errors = [
+            record.error
+            for record in store.iter_records("failed", raw=False)
+            if record.protocol != VERIFY_KIND  # re-asks: the report's Reproducibility section
+        ]
     failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
     veq = pd.DataFrame(
         {

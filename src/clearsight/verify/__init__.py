@@ -5,7 +5,8 @@
 and |Δ| as array functions), :mod:`~clearsight.verify.pairs` (two read-outs of the same items
 side by side), :mod:`~clearsight.verify.results` (a run's re-asks beside its records),
 :mod:`~clearsight.verify.rederivation` (read-outs from raw outputs again) and
-:mod:`~clearsight.verify.compare` (two runs of one design). The report's section and the
+:mod:`~clearsight.verify.compare` (two sweep runs of one design; two grounding runs:
+:mod:`~clearsight.verify.compare_grounding`). The report's section and the
 compare page render in :mod:`clearsight.report.reproducibility`.
 """
 
@@ -16,7 +17,8 @@ from typing import TYPE_CHECKING
 from clearsight import lazy_face
 
 if TYPE_CHECKING:
-    from clearsight.verify.compare import Comparison, compare_runs
+    from clearsight.verify.compare import compare_runs
+    from clearsight.verify.comparison import Comparison
     from clearsight.verify.reask import VERIFY, VerifyConfig
     from clearsight.verify.rederivation import Rederived, rederive
     from clearsight.verify.results import VerifyResult, reproducibility, verify_run
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "DEFAULT_TOLERANCE": "clearsight.verify.specs:DEFAULT_TOLERANCE",
-    "Comparison": "clearsight.verify.compare:Comparison",
+    "Comparison": "clearsight.verify.comparison:Comparison",
     "compare_runs": "clearsight.verify.compare:compare_runs",
     "VERIFY": "clearsight.verify.reask:VERIFY",
     "VerifyConfig": "clearsight.verify.reask:VerifyConfig",

@@ -34,6 +34,7 @@ import pandas as pd
 from clearsight.store import RunStore
 from clearsight.sweep.specs import PROTOCOL as SWEEP_KIND
 from clearsight.validate import InputError
+from clearsight.verify.comparison import Comparison, one_design
 from clearsight.verify.pairs import agreement_table, differing, paired_readouts
 
 __all__ = ["FREE_FIELDS", "Comparison", "compare_runs", "paired_figures"]
@@ -46,20 +47,15 @@ FREE_FIELDS = frozenset(
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """``pairs``: the common items, one row each (labels and paired read-outs; ``_a`` run A);
-    ``table``: their agreement table; ``differ``: the items that moved beyond the tolerance;
-    ``figures``: :func:`paired_figures`; ``n_a``/``n_b``: each run's finished items."""
-
-    run_a: Path
-    run_b: Path
-    pairs: pd.DataFrame
-    table: pd.DataFrame
-    differ: pd.DataFrame
-    figures: pd.DataFrame
-    n_a: int
-    n_b: int
+def _protocol(run: Path, expect: str | None = None) -> str | None:
+    """The protocol that made ``run`` (InputError: no run there, or not ``expect``)."""
+    if not (Path(run) / "run.sqlite").is_file():
+        raise InputError(f"{run} holds no run (no run.sqlite)")
+    with RunStore.open(run, read_only=True) as store:
+        if expect is not None:
+            store.expect_protocol(expect)
+        found = store.manifest().get("protocol")
+    return None if found is None else str(found)
 
 
 def _design(run: Path) -> tuple[dict[str, Any], list[str]]:
@@ -118,18 +114,17 @@ def _items(run: Path, models: Sequence[str]) -> dict[tuple[Any, ...], tuple[str,
 def compare_runs(
     run_a: Path, run_b: Path, *, tolerance: float, n_boot: int = 2000, seed: int = 0
 ) -> Comparison:
-    """Match two sweep runs of one design item by item (module docstring); InputError for a
-    missing run, a run of another protocol, or two designs."""
+    """Match two sweep runs of one design item by item (module docstring), or two grounding
+    runs (:mod:`clearsight.verify.compare_grounding`); InputError for a missing run, a run of
+    another protocol, or two designs."""
+    if _protocol(run_a) == "grounding":
+        from clearsight.verify.compare_grounding import compare_grounding
+
+        _protocol(run_b, "grounding")
+        return compare_grounding(run_a, run_b, tolerance=tolerance, n_boot=n_boot, seed=seed)
     design_a, models_a = _design(run_a)
     design_b, models_b = _design(run_b)
-    if design_a != design_b:
-        fields = sorted(
-            k for k in set(design_a) | set(design_b) if design_a.get(k) != design_b.get(k)
-        )
-        raise InputError(
-            f"{run_a} and {run_b} are runs of different designs (their configurations differ "
-            f"in {', '.join(fields)}): compare matches the items of one design"
-        )
+    one_design(run_a, run_b, design_a, design_b)
     if len(models_a) != len(models_b):
         raise InputError(
             f"{run_a} asks {len(models_a)} models and {run_b} {len(models_b)}: compare pairs "

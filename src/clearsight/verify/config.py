@@ -47,5 +47,5 @@ class CompareOptions(BaseModel):
 
     out: Path = Field(Path("compare"), description="Directory of compare.html and compare.csv.")
     tolerance: float = Field(DEFAULT_TOLERANCE, ge=0, allow_inf_nan=False, description=_TOLERANCE)
-    n_boot: int = Field(2000, ge=1, description="Replicates of the paired photo bootstrap.")
-    seed: int = Field(0, description="Seed of the paired photo bootstrap.")
+    n_boot: int = Field(2000, ge=1, description="Replicates of the paired bootstrap.")
+    seed: int = Field(0, description="Seed of the paired bootstrap.")

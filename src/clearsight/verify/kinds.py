@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
+
+if TYPE_CHECKING:
+    from clearsight.grounding.problems import Problem
 
 __all__ = ["KINDS", "Reaskable", "reaskable"]
 
@@ -129,17 +132,23 @@ def _grounding_stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
     return (spec.get("model"), variant, spec.get("share"))
 
 
+def problem_of(stored: Mapping[str, Any]) -> Problem:
+    """A grounding problem from its stored form."""
+    from clearsight.grounding.problems import Problem
+
+    problem = dict(stored)
+    problem["options"] = tuple(problem.get("options") or ())
+    return Problem(**problem)
+
+
 def elicit_of(stored: Mapping[str, Any]) -> Spec:
     """A grounding elicitation from its stored form."""
-    from clearsight.grounding.problems import Problem
     from clearsight.grounding.specs import ElicitSpec, ReadoutRef, TemplateRef
     from clearsight.grounding.written import trajectory_from_json
 
-    problem = dict(stored["problem"])
-    problem["options"] = tuple(problem.get("options") or ())
     readout = stored.get("readout")
     return ElicitSpec(
-        problem=Problem(**problem),
+        problem=problem_of(stored["problem"]),
         variant=stored["variant"],
         trajectory=trajectory_from_json(dict(stored["trajectory"])),
         share=stored["share"],

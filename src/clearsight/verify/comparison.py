@@ -1,0 +1,53 @@
+"""What ``clearsight compare`` finds for two runs of one design, and the check that they are.
+
+Two sweep runs: :mod:`clearsight.verify.compare`; two trajectory-grounding runs:
+:mod:`clearsight.verify.compare_grounding`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from clearsight.validate import InputError
+
+__all__ = ["Comparison", "one_design"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``pairs``: the common items, one row each (labels and paired read-outs; ``_a`` run A);
+    ``table``: their agreement table; ``differ``: the items that moved beyond the tolerance;
+    ``figures``: :func:`~clearsight.verify.compare.paired_figures` (a grounding run's:
+    :func:`~clearsight.verify.compare_grounding.grounding_figures`); ``n_a``/``n_b``: each
+    run's finished items."""
+
+    run_a: Path
+    run_b: Path
+    pairs: pd.DataFrame
+    table: pd.DataFrame
+    differ: pd.DataFrame
+    figures: pd.DataFrame
+    n_a: int
+    n_b: int
+    protocol: str = "sweep"
+    """The runs' protocol: ``sweep`` or ``grounding``."""
+
+
+def one_design(
+    run_a: Path, run_b: Path, design_a: Mapping[str, Any], design_b: Mapping[str, Any]
+) -> None:
+    """InputError naming the fields where two runs' designs (configurations without their
+    free fields) differ."""
+    if design_a != design_b:
+        fields = sorted(
+            k for k in set(design_a) | set(design_b) if design_a.get(k) != design_b.get(k)
+        )
+        raise InputError(
+            f"{run_a} and {run_b} are runs of different designs (their configurations differ "
+            f"in {', '.join(fields)}): compare matches the items of one design"
+        )
