@@ -22,6 +22,7 @@ CHANGED: dict[type[RunConfig], list[dict[str, Any]]] = {
         {"arms": ("fog", "turbid"), **_TURBID},
         {"prior_scene_ids": ("skimage-chelsea", "skimage-coffee")},
         {"models": ("observer",), "model_scenes": {"observer": 2}},
+        {"w_accuracy": "own"},
     ],
     ProbeConfig: [{"uot": SearchSettings(depth=2)}],
     GroundingConfig: [{"bench": "b.jsonl"}, {"variation_samples": 3}, {"readouts": ("ptrue",)}],

@@ -18,17 +18,31 @@ import gzip
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 from clearsight.specs import json_key
-from clearsight.store import SCHEMA_VERSION, RunStore
+from clearsight.store import SCHEMA_VERSION, ConfigMismatch, RunStore
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.sweep.config import SweepConfig
 
 FIXTURES = Path(__file__).parent / "fixtures" / "schema1"
 SCHEMA3 = FIXTURES.parent / "schema3"
+
+
+def _old_sweep_config(**changes: Any) -> SweepConfig:
+    """The stored sweeps' configuration as their runs resume it today: they show ImageNet-C
+    images drawn with one plasma per scene, so ``imagenet_c_plasma: common`` (the default draws
+    each severity on its own), a field their stored configuration lacks: the resume allows the
+    mismatch, and every item keeps its key."""
+    from clearsight.sweep.config import SweepConfig
+
+    fields = yaml.safe_load((FIXTURES / "sweep.yaml").read_text())
+    return SweepConfig(**{**fields, "imagenet_c_plasma": "common", **changes})
 
 
 def restore(name: str, run: Path, fixtures: Path = FIXTURES) -> Path:
@@ -74,7 +88,6 @@ def rekeyed(before: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_schema_1_sweep_reports_then_resumes_with_nothing_to_do(tmp_path: Path) -> None:
-    from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.plan import plan_sweep
     from clearsight.sweep.protocol import run_sweep
     from clearsight.sweep.results import load_run_data
@@ -88,8 +101,8 @@ def test_a_schema_1_sweep_reports_then_resumes_with_nothing_to_do(tmp_path: Path
         pass
     read = load_run_data(run)
     assert len(read.records) == sum(kind == "sweep" for kind, *_ in before.values())
-    config = SweepConfig(**yaml.safe_load((FIXTURES / "sweep.yaml").read_text()))
-    summary = run_sweep(config, run, progress=False)
+    config = _old_sweep_config()
+    summary = run_sweep(config, run, progress=False, allow_mismatch=True)
     # every planned item is found done under its new key; only the depth profiles, which runs
     # of that time did not store, are new (one per scene)
     assert {k: s.units for k, s in summary.stages.items() if k != "sweep.depth"} == {
@@ -173,7 +186,6 @@ def rows_without(run: Path, key: str) -> dict[str, Any]:
 
 
 def test_a_schema_3_sweep_keeps_every_row_and_resumes_with_nothing_to_do(tmp_path: Path) -> None:
-    from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
     from clearsight.sweep.results import load_run_data
 
@@ -199,7 +211,10 @@ def test_a_schema_3_sweep_keeps_every_row_and_resumes_with_nothing_to_do(tmp_pat
     assert version(run) == SCHEMA_VERSION
     assert (table("items"), table("records")) == (items, records)  # ids, keys, specs, records
     assert len(load_run_data(run).records) == sum(1 for i in items if i[2] == 1)
-    config = SweepConfig(**yaml.safe_load((FIXTURES / "sweep.yaml").read_text()))
-    summary = run_sweep(config, run, progress=False)
+    with pytest.raises(ConfigMismatch, match=r'imagenet_c_plasma added \("independent"\)'):
+        run_sweep(_old_sweep_config(imagenet_c_plasma="independent"), run, progress=False)
+    assert (table("items"), table("records")) == (items, records)  # refused: nothing changed
+    config = _old_sweep_config()
+    summary = run_sweep(config, run, progress=False, allow_mismatch=True)
     assert {kind: s.units for kind, s in summary.stages.items()} == dict.fromkeys(summary.stages, 0)
     assert table("items") == items

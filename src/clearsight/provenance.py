@@ -28,6 +28,12 @@ class RunConfig(BaseModel):
     added_later: ClassVar[tuple[str, ...]] = ()
     """Fields added after runs were stored whose default does what those runs did."""
 
+    def unused_later_fields(self) -> frozenset[str]:
+        """Fields added later that this configuration's records do not depend on at all (a
+        choice about a condition the run does not show): left out of the dump whatever their
+        value, so a run stored before them resumes. None by default."""
+        return frozenset()
+
     @model_serializer(mode="wrap")
     def _without_later_fields_at_default(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
@@ -36,6 +42,8 @@ class RunConfig(BaseModel):
             for name in self.added_later:
                 if getattr(self, name) == fields[name].get_default(call_default_factory=True):
                     data.pop(name, None)
+            for name in self.unused_later_fields():
+                data.pop(name, None)
         return data
 
 

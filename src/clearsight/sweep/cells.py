@@ -86,9 +86,10 @@ def signals_for(wording: str, model: str = "") -> tuple[str, ...]:
 
 
 def w_pairing_of(data: RunData) -> WPairing:
-    """The W pairing a run's manifest records (its config's ``w_accuracy``), ``main`` — the
-    paper's — for a run whose manifest names none."""
-    chosen = data.manifest.get("config", {}).get("w_accuracy", "main")
+    """The W pairing a run's manifest records (its ``w_accuracy`` entry, or its config's),
+    ``main`` — the paper's — for a run whose manifest names none."""
+    config = data.manifest.get("config", {})
+    chosen = data.manifest.get("w_accuracy", config.get("w_accuracy", "main"))
     return "own" if chosen == "own" else "main"
 
 

@@ -45,6 +45,7 @@ class SweepConfig(RunConfig):
         "turbid_scattering_per_m",
         "prior_scene_ids",
         "model_scenes",
+        "w_accuracy",
     )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -135,14 +136,16 @@ class SweepConfig(RunConfig):
         "uses: 'main' (the paper's reading) one per model, task and arm, that of the model's "
         "main wording (mcq.reason first); 'own' each awareness signal's own wording's (the "
         "verbalized confidence's W with the verbal replies' accuracy, the generic abstain "
-        "option's with that wording's). An analysis choice: it changes no record.",
+        "option's with that wording's). An analysis choice: it changes no record (the manifest "
+        "records it as its own entry; a run stored before it resumes and reads 'main').",
     )
     imagenet_c_plasma: Literal["independent", "common"] = Field(
         "independent",
         description="ImageNet-C fog's plasma fractal: 'independent' (the benchmark's, each "
         "image and severity drawn on its own) seeds a draw per scene and severity from the "
-        "item; 'common' shares one draw per scene across the severities (runs made before "
-        "the choice existed).",
+        "item; 'common' shares one draw per scene across the severities, as runs made before "
+        "the choice did: to resume such a run that shows ImageNet-C images, give 'common' "
+        "with --allow-mismatch (its stored configuration lacks the field; every key stays).",
     )
     observer: ObserverConfig = Field(
         default_factory=ObserverConfig, description="The reference observer's psychometrics."
@@ -297,6 +300,12 @@ class SweepConfig(RunConfig):
         """Whether ``wording`` is asked on the scene at ``index`` (0-based) of the scene set."""
         limit = self.wording_scenes.get(cast(Wording, wording))
         return limit is None or index < limit
+
+    def unused_later_fields(self) -> frozenset[str]:
+        """``imagenet_c_plasma`` where the run shows no ImageNet-C image (its records do not
+        depend on it, and a run stored before the choice resumes)."""
+        shows = "imagenet_c" in self.controls and bool(self.imagenet_c_severities)
+        return frozenset() if shows else frozenset({"imagenet_c_plasma"})
 
     def model_on_scene(self, model: str, index: int) -> bool:
         """Whether ``model`` is asked on the scene at ``index`` (0-based) of the scene set."""

@@ -98,6 +98,7 @@ def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, Any]:
         prompt_hashes=plan.prompt_hashes,
         category_prior=plan.prior,
         distractor_scheme=plan.distractor_scheme,
+        w_accuracy=config.w_accuracy,
         **_turbid_manifest(config),
     )
 
