@@ -323,7 +323,6 @@ def paired_figures(
     """One row per task, model pair, arm and figure: ``figure``, ``a``, ``b``, ``difference``
     (A - B), ``low``/``high`` (its paired 95 % interval), ``n_a``/``n_b`` (items; 0 for V* and
     W, which read every level). See the module docstring."""
-    from clearsight.metrics import cluster_bootstrap
     from clearsight.sweep.results import is_verbal, load_run_data
 
     data_a, data_b = load_run_data(run_a), load_run_data(run_b)
@@ -339,15 +338,8 @@ def paired_figures(
             verbal = next((w for w in asked if is_verbal(w)), "")
             shown = rec_a[rec_a["model"] == model_a]["condition"]
             for arm in sorted(set(shown) & {"fog", "water", "turbid"}):  # arms it was shown
-                figures: list[tuple[str, Stat, Stat, int, int]] = []
-                if letter:
-                    cells_b = dict(_cells(rec_b, model_b, task, arm, letter))
-                    for name, sub_a in _cells(rec_a, model_a, task, arm, letter):
-                        sub_b = cells_b[name]
-                        if len(sub_a) and len(sub_b):
-                            sa, sb = _statistic(name, sub_a, union), _statistic(name, sub_b, union)
-                            figures.append((name, sa, sb, len(sub_a), len(sub_b)))
                 names = (model_a, model_b, task, arm)
+                figures = _cell_figures((rec_a, rec_b), names, letter, union)
                 figures += _crossing_figures(crossings, names, (letter, verbal))
                 for name, sa, sb, n_a, n_b in figures:
                     labels.append(
@@ -362,6 +354,42 @@ def paired_figures(
                         }
                     )
                     stats.append((sa, sb))
+    return _paired_frame(labels, stats, len(union), n_boot=n_boot, seed=seed)
+
+
+def _cell_figures(
+    records: tuple[pd.DataFrame, pd.DataFrame],
+    names: tuple[str, str, str, str],
+    letter: str,
+    union: list[Any],
+) -> list[tuple[str, Stat, Stat, int, int]]:
+    """The per-cell figures (accuracy per level, ECE, AURC) of model A and model B of
+    ``names`` (model A, model B, task, arm) in the letter wording, where both have items."""
+    if not letter:
+        return []
+    (rec_a, rec_b), (model_a, model_b, task, arm) = records, names
+    cells_b = dict(_cells(rec_b, model_b, task, arm, letter))
+    figures: list[tuple[str, Stat, Stat, int, int]] = []
+    for name, sub_a in _cells(rec_a, model_a, task, arm, letter):
+        sub_b = cells_b[name]
+        if len(sub_a) and len(sub_b):
+            sa, sb = _statistic(name, sub_a, union), _statistic(name, sub_b, union)
+            figures.append((name, sa, sb, len(sub_a), len(sub_b)))
+    return figures
+
+
+def _paired_frame(
+    labels: list[dict[str, Any]],
+    stats: list[tuple[Stat, Stat]],
+    n_clusters: int,
+    *,
+    n_boot: int,
+    seed: int,
+) -> pd.DataFrame:
+    """Each labelled pair of statistics with A, B, A - B and the difference's interval, from
+    one paired bootstrap over the ``n_clusters`` photos (both runs evaluated on each draw)."""
+    from clearsight.metrics import cluster_bootstrap
+
     if not stats:
         return pd.DataFrame(columns=[*_FIGURE_COLUMNS])
 
@@ -372,7 +400,7 @@ def paired_figures(
             cols += [a, b, a - b]
         return np.column_stack(cols)
 
-    boot = cluster_bootstrap(both, len(union), n_boot=n_boot, seed=seed)
+    boot = cluster_bootstrap(both, n_clusters, n_boot=n_boot, seed=seed)
     frame = pd.DataFrame(labels)
     for k, name in enumerate(("a", "b", "difference")):
         frame[name] = boot.estimate[k::3]
