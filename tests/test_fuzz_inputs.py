@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from clearsight.cli import app
 from clearsight.config import load_config
 from clearsight.grounding import GroundingConfig
-from clearsight.grounding.numerals import numeral_distribution
-from clearsight.grounding.problems import ANSWER_TYPES, load_jsonl, normalise_answer
+from clearsight.grounding.confidence.numerals import numeral_distribution
+from clearsight.grounding.problems.problem import ANSWER_TYPES, load_jsonl, normalise_answer
 from clearsight.models import load_backend, split_model_spec
 from clearsight.models.hf_options import parse_options as parse_hf_options
 from clearsight.models.openai_api import parse_model_spec

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clearsight.grounding.bench import check_edit, inject_rule, perturb_answer, similarity
-from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, generate
+from clearsight.grounding.bench.pairs import check_edit, inject_rule, perturb_answer, similarity
 from clearsight.grounding.hesitation import (
     event_pairs,
     find_hesitations,
@@ -19,11 +18,12 @@ from clearsight.grounding.hesitation import (
     parse_hesitation_variant,
     stable_share,
 )
-from clearsight.grounding.hub import load_benchmark
-from clearsight.grounding.images import render_image
-from clearsight.grounding.problems import Problem, is_correct, load_jsonl, normalise_answer
+from clearsight.grounding.problems.bundled import TEXT_FAMILIES, bundled_problems, generate
+from clearsight.grounding.problems.hub import load_benchmark
+from clearsight.grounding.problems.images import render_image
+from clearsight.grounding.problems.problem import Problem, is_correct, load_jsonl, normalise_answer
 from clearsight.grounding.tgs import item_differences, scores, self_variant, two_stage_score
-from clearsight.grounding.trajectories import (
+from clearsight.grounding.trajectories.trajectory import (
     Trajectory,
     good_trajectory,
     parse_trajectory,

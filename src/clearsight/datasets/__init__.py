@@ -9,7 +9,7 @@ that is not the one the mapping follows; :mod:`~clearsight.datasets.rows` reads 
 :class:`~clearsight.datasets.rows.HubRow` s (a row whose gold is not among its options is
 refused by id); :mod:`~clearsight.datasets.fetch` downloads and verifies snapshots (and COCO
 val2017). The probe (:mod:`clearsight.probe.hub`) and trajectory grounding
-(:mod:`clearsight.grounding.hub`) turn rows into their own records.
+(:mod:`clearsight.grounding.problems.hub`) turn rows into their own records.
 """
 
 from __future__ import annotations

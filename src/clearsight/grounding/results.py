@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT
 from clearsight.grounding.protocol import GROUNDING
-from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
-from clearsight.grounding.templates import template_statement
+from clearsight.grounding.trajectories.templates import template_statement
 from clearsight.store import RunStore
 from clearsight.verify.specs import VERIFY_KIND
 
@@ -59,7 +59,7 @@ class GroundingResults:
     """Sampled content variation per axis."""
     trajectory: str = ""
     """The template of the run's own trajectories, as the report states it
-    (:func:`~clearsight.grounding.templates.template_statement`)."""
+    (:func:`~clearsight.grounding.trajectories.templates.template_statement`)."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:

@@ -2,9 +2,9 @@
 
 Each class is what a worker gets and what the store keeps (:meth:`~clearsight.specs.Spec.to_json`,
 keyed by :attr:`~clearsight.specs.Spec.key`); :mod:`clearsight.grounding.protocol` plans and
-runs them. A :class:`~clearsight.grounding.problems.Problem` is stored as its
-:meth:`~clearsight.grounding.problems.Problem.to_json`, a
-:class:`~clearsight.grounding.trajectories.Trajectory` as its three texts.
+runs them. A :class:`~clearsight.grounding.problems.problem.Problem` is stored as its
+:meth:`~clearsight.grounding.problems.problem.Problem.to_json`, a
+:class:`~clearsight.grounding.trajectories.trajectory.Trajectory` as its three texts.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import Template, Trajectory, default_template
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import Template, Trajectory, default_template
 from clearsight.specs import OMIT_NONE, Spec
 
 __all__ = [
@@ -60,7 +60,7 @@ def template_ref(template: Template | None = None) -> TemplateRef:
 @dataclass(frozen=True)
 class ReadoutRef:
     """The calibration read-out an elicitation is scored with, by name and content hash
-    (:mod:`clearsight.grounding.readouts`; an edited read-out makes new items)."""
+    (:mod:`clearsight.grounding.confidence.methods`; an edited read-out makes new items)."""
 
     name: str
     hash: str

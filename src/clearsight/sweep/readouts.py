@@ -3,7 +3,7 @@
 Kept apart from the backends (lm-evaluation-harness style) so a run can be re-scored without
 calling a model again (docs/methods.md §3). An API backend's letter probabilities come from its
 top-k log-probabilities (:mod:`clearsight.models.logprobs`); trajectory grounding's numerals
-are read in :mod:`clearsight.grounding.numerals`.
+are read in :mod:`clearsight.grounding.confidence.numerals`.
 
 * **Letter probabilities** (:func:`letter_readout`). The next-token distribution at the answer
   position restricted to the offered letters: the raw probabilities and their total mass are

@@ -1,4 +1,5 @@
-"""TGS-Bench build items (:mod:`clearsight.grounding.build`): the four stages' kinds and typed
+"""TGS-Bench build items (:mod:`clearsight.grounding.bench.protocol`): the four stages' kinds and
+typed
 specs, and the build's prompts (``data/tgs_bench.yaml``: the generator's template, the judge's
 acceptance question)."""
 
@@ -13,9 +14,9 @@ from typing import Any, ClassVar
 
 import yaml
 
-from clearsight.grounding.problems import Problem
+from clearsight.grounding.problems.problem import Problem
 from clearsight.grounding.specs import TemplateRef
-from clearsight.grounding.trajectories import Template, Trajectory, default_template
+from clearsight.grounding.trajectories.trajectory import Template, Trajectory, default_template
 from clearsight.models.base import Message, Request
 from clearsight.specs import OMIT_NONE, Spec
 

@@ -7,9 +7,10 @@ reasoning chain and the answer — written by rule. TGS-Bench uses it as the goo
 the ``*_alt`` variants (same facts or same answer, other words) feed content variation.
 
 Text families run on any language model; the visual ones (``chart``: bar charts drawn with
-matplotlib; ``count``: red boxes drawn around the annotated objects of one category in the
-bundled photos, :mod:`clearsight.scenes.bundled`) need a VLM and are resolved to pixels by
-:func:`clearsight.grounding.images.render_image` from their ``chart:`` / ``scene:`` reference.
+matplotlib; ``count``: red boxes drawn around the annotated objects of one category in the bundled
+photos, :mod:`clearsight.scenes.bundled`) need a VLM and are resolved to pixels by
+:func:`clearsight.grounding.problems.images.render_image` from their ``chart:`` / ``scene:``
+reference.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from math import gcd
 
 import numpy as np
 
-from clearsight.grounding.problems import LETTERS, Problem
+from clearsight.grounding.problems.problem import LETTERS, Problem
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 

@@ -15,10 +15,10 @@ error):
    only.
 3. ``tgs_bench.edit`` (``PairEditSpec``) — the one-error edit per axis: vision (one false
    observation) and reasoning (one logical or arithmetic error) by the generator, checked by
-   :func:`~clearsight.grounding.bench.check_edit`, with the rule fallback of
-   :func:`~clearsight.grounding.bench.inject_errors` (which injector made it and why the
+   :func:`~clearsight.grounding.bench.pairs.check_edit`, with the rule fallback of
+   :func:`~clearsight.grounding.bench.pairs.inject_errors` (which injector made it and why the
    model's edit was refused are kept); answer by
-   :func:`~clearsight.grounding.bench.perturb_answer` of the gold.
+   :func:`~clearsight.grounding.bench.pairs.perturb_answer` of the gold.
 4. ``tgs_bench.validate`` (``ValidateSpec``) — the assembled pair validated as in a
    grounding run: it differs from the good trajectory on its axis only, vision/reasoning by a
    checked edit (similarity >= 0.9, length within 10 %), answer by a different normalised
@@ -26,12 +26,12 @@ error):
    (the paper's independent-judge validation reports, it does not filter).
 
 Here: the configuration, the planning of each stage from the outcomes of the one before, and
-the protocol value; the items and prompts are in :mod:`clearsight.grounding.build_items`, the
-units' running in :mod:`clearsight.grounding.build_units`.
-:func:`~clearsight.grounding.build_pool.collect_bench` reads the outcome of every item into a
-:class:`~clearsight.grounding.bench_file.TgsBench` whose manifest states the sources and their
+the protocol value; the items and prompts are in :mod:`clearsight.grounding.bench.specs`, the
+units' running in :mod:`clearsight.grounding.bench.unit`.
+:func:`~clearsight.grounding.bench.results.collect_bench` reads the outcome of every item into a
+:class:`~clearsight.grounding.bench.file.TgsBench` whose manifest states the sources and their
 hashes, the counts, retention per benchmark and axis (kept / attempted), the rejection reasons
-and the injectors; :func:`~clearsight.grounding.bench_file.write_bench` writes it.
+and the injectors; :func:`~clearsight.grounding.bench.file.write_bench` writes it.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import driver
 from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
-from clearsight.grounding.bench import AXES, bad_trajectory
-from clearsight.grounding.build_items import (
+from clearsight.grounding.bench.pairs import AXES, bad_trajectory
+from clearsight.grounding.bench.specs import (
     CHECK,
     EDIT,
     GOOD,
@@ -58,14 +58,14 @@ from clearsight.grounding.build_items import (
     generator_ref,
     prompts,
 )
-from clearsight.grounding.build_units import run_unit
+from clearsight.grounding.bench.unit import run_unit
 from clearsight.grounding.config import GroundingConfig
-from clearsight.grounding.generator import TEXT_FAMILIES
-from clearsight.grounding.hub import benchmark_record
 from clearsight.grounding.plan import load_problems
-from clearsight.grounding.problems import Problem
+from clearsight.grounding.problems.bundled import TEXT_FAMILIES
+from clearsight.grounding.problems.hub import benchmark_record
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.written import trajectory_from_json
 from clearsight.grounding.unit import GroundingUnit
-from clearsight.grounding.written import trajectory_from_json
 from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest, source_digest
 from clearsight.seeding import content_hash, derive_seed
@@ -263,6 +263,6 @@ def run_build_bench(
     **options: Unpack[RunOptions],
 ) -> RunSummary:
     """Run the build's stages into ``run_dir`` (resumable);
-    :func:`~clearsight.grounding.build_pool.read_bench` reads the pool. The same as
+    :func:`~clearsight.grounding.bench.results.read_bench` reads the pool. The same as
     ``driver.run_with(BUILD_BENCH, config, run_dir, **options)``."""
     return driver.run_with(BUILD_BENCH, config, run_dir, **options)

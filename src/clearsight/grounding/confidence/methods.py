@@ -1,12 +1,12 @@
 """Calibration-method read-outs (paper §5, Table 2; App. C.1) as data-driven plug-ins.
 
-A read-out is how a calibration method turns a trajectory into a confidence. Each is described
-in ``data/readouts.yaml``: one or more *slots*, each a text (``tail``) put after the
-trajectory's vision and reasoning lines in place of the template's answer and confidence lines,
-an optional system turn, and the candidate strings scored at the end of the tail (in one forward
-pass each, by :func:`clearsight.grounding.elicit.elicit`) with the confidence each stands for.
-Every slot gives a distribution over its candidates (stored raw, with the mass on them) and its
-expected confidence ``c_s = sum_k p_k values[k]``; the read-out's ``aggregate`` combines them:
+A read-out is how a calibration method turns a trajectory into a confidence. Each is described in
+``data/readouts.yaml``: one or more *slots*, each a text (``tail``) put after the trajectory's
+vision and reasoning lines in place of the template's answer and confidence lines, an optional
+system turn, and the candidate strings scored at the end of the tail (in one forward pass each, by
+:func:`clearsight.grounding.confidence.elicit.elicit`) with the confidence each stands for. Every
+slot gives a distribution over its candidates (stored raw, with the mass on them) and its expected
+confidence ``c_s = sum_k p_k values[k]``; the read-out's ``aggregate`` combines them:
 
 * ``verbalize`` — the holistic 0-10 confidence of the template (one slot, ``c = E``).
 * ``ptrue`` — P(True) (Kadavath et al. 2022): ``c = p(" True") / (p(" True") + p(" False"))``
@@ -44,10 +44,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest
-from clearsight.grounding.numerals import NUMERALS
-from clearsight.grounding.trajectories import Template, Trajectory, default_template, user_message
-from clearsight.grounding.written import WrittenTrajectory
+from clearsight.grounding.confidence.elicit import Elicited, ElicitFailure, ElicitRequest
+from clearsight.grounding.confidence.numerals import NUMERALS
+from clearsight.grounding.trajectories.trajectory import (
+    Template,
+    Trajectory,
+    default_template,
+    user_message,
+)
+from clearsight.grounding.trajectories.written import WrittenTrajectory
 from clearsight.models.base import Message, TextPart
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
@@ -56,7 +61,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.problems.problem import Problem
 
 #: The read-out a run uses unless told otherwise (the template's own slot).
 DEFAULT_READOUT = "verbalize"
@@ -152,13 +157,13 @@ def slot_messages(
     template: Template | None = None,
 ) -> tuple[tuple[Message, ...], dict[str, tuple[int, int]]]:
     """The conversation whose last turn is the trajectory's rationale then the slot's tail,
-    and the segment spans within that turn (the answer's inside the tail where the tail
-    quotes it). The rationale is laid out by ``template`` (default: the canonical one) up to
-    its answer line; a trajectory kept as written
-    (:class:`~clearsight.grounding.trajectories.WrittenTrajectory`) is its text as written,
-    answer included, followed by the tail's text after ``{answer}`` (a tail without
-    ``{answer}`` on a new line). For ``verbalize`` either is :meth:`Trajectory.render`'s
-    text, character for character."""
+    and the segment spans within that turn (the answer's inside the tail where the tail quotes
+    it). The rationale is laid out by ``template`` (default: the canonical one) up to its answer
+    line; a trajectory kept as written
+    (:class:`~clearsight.grounding.trajectories.trajectory.WrittenTrajectory`) is its text as
+    written, answer included, followed by the tail's text after ``{answer}`` (a tail without
+    ``{answer}`` on a new line). For ``verbalize`` either is :meth:`Trajectory.render`'s text,
+    character for character."""
     t = template or default_template()
     text, spans = trajectory.render(t)
     before, _, after = slot.tail.partition("{answer}")

@@ -1,4 +1,5 @@
-"""Running one unit of a TGS-Bench build (:mod:`clearsight.grounding.build`) into records: the
+"""Running one unit of a TGS-Bench build (:mod:`clearsight.grounding.bench.protocol`) into records:
+the
 generator's good trajectories, the answer check (and the judge's acceptance), the one-error
 edits per axis, and the pairs' validation. Every item ends as an outcome — an ``ok`` record with
 ``kept`` and the rejection ``reason`` — or, when a model reply cannot be read, a failed record
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from clearsight.grounding.bench import (
+from clearsight.grounding.bench.pairs import (
     EditFailedError,
     check_edit,
     inject_errors,
@@ -20,7 +21,7 @@ from clearsight.grounding.bench import (
     perturb_answer,
     similarity,
 )
-from clearsight.grounding.build_items import (
+from clearsight.grounding.bench.specs import (
     CHECK,
     EDIT,
     GOOD,
@@ -32,8 +33,8 @@ from clearsight.grounding.build_items import (
     accept_request,
     generator_template,
 )
-from clearsight.grounding.generation import Generated, generate_trajectories
-from clearsight.grounding.problems import is_correct, normalise_answer
+from clearsight.grounding.problems.problem import is_correct, normalise_answer
+from clearsight.grounding.trajectories.generation import Generated, generate_trajectories
 from clearsight.grounding.unit import GroundingUnit, per_item, problem_image
 from clearsight.models import shared_backend
 from clearsight.models.base import Request

@@ -4,7 +4,7 @@ A TGS-Bench is two files side by side (``clearsight build-bench --out bench.json
 both; :func:`load_bench` reads both):
 
 * ``bench.jsonl`` — one JSON object a line, one per kept item: ``id`` (the problem's id),
-  ``problem`` (its :class:`~clearsight.grounding.problems.Problem` fields, no ``solution``),
+  ``problem`` (its :class:`~clearsight.grounding.problems.problem.Problem` fields, no ``solution``),
   ``good`` (the generator's trajectory: ``vision``, ``reasoning``, ``answer``) and ``pairs``,
   by axis (``vision``, ``reasoning``, ``answer``), each ``{"bad": trajectory, "injector":
   "model" | "rule", "rule", "model_refused", "similarity", "judge_p_bad"}``: the bad side
@@ -31,9 +31,9 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
-from clearsight.grounding.bench import AXES
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import SEGMENTS, Trajectory
+from clearsight.grounding.bench.pairs import AXES
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import SEGMENTS, Trajectory
 from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
 
 __all__ = [

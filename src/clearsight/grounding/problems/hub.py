@@ -2,12 +2,12 @@
 ten benchmarks (and MMMU-Pro vision).
 
 :func:`load_benchmark` reads ``<datasets>/<name>/``: the benchmark's JSONL file in its layout
-(:data:`~clearsight.grounding.problems.LAYOUTS`) when there is one, else the folder as a hub
+(:data:`~clearsight.grounding.problems.problem.LAYOUTS`) when there is one, else the folder as a hub
 snapshot or cache (or the caches, for ``hf:``).
 
 :func:`hub_problems` reads the split a benchmark's :class:`~clearsight.datasets.hub.HubSpec`
 names (:func:`~clearsight.datasets.rows.hub_rows`) and makes each row a
-:class:`~clearsight.grounding.problems.Problem`: the question as the dataset gives it, its
+:class:`~clearsight.grounding.problems.problem.Problem`: the question as the dataset gives it, its
 options listed under it as ``A. ...`` unless the text lists them already, the gold letter
 (``letter``), letters (``"A, C"``, compared as ``text``) or free value (its type inferred), and
 the image written once to ``$CLEARSIGHT_CACHE/grounding-images/NAME/``.
@@ -22,7 +22,7 @@ from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec
 from clearsight.datasets.images import pending_image, write_image
 from clearsight.datasets.rows import HubRow, converted, hub_rows
 from clearsight.datasets.snapshot import locate, source_record
-from clearsight.grounding.problems import (
+from clearsight.grounding.problems.problem import (
     LAYOUTS,
     AnswerType,
     Problem,
@@ -87,7 +87,7 @@ def hub_problems(
 def is_hub_benchmark(name: str, datasets_dir: str | Path) -> bool:
     """Whether benchmark ``name`` is read from a hub source: it has a hub spec and either no
     JSONL layout, ``datasets_dir`` is ``hf:``, or ``<datasets_dir>/<name>/`` lacks the JSONL
-    file of :data:`~clearsight.grounding.problems.LAYOUTS`."""
+    file of :data:`~clearsight.grounding.problems.problem.LAYOUTS`."""
     spec = HUB_SPECS.get(name)
     if spec is None or spec.protocol != "grounding":
         return False

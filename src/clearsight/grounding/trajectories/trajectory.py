@@ -9,13 +9,12 @@ are split at them, and free text is split by the rule-based :func:`segment` (its
 with a hand-labelled sample, ``data/segmentation_sample.jsonl``, is :func:`segmenter_agreement`).
 
 A trajectory is *rendered* into the template's layout (:meth:`Trajectory.render`; the canonical
-tagged text by default), which gives the character span of each segment; a model-native
-template's generation is kept as written instead (a
-:class:`~clearsight.grounding.written.WrittenTrajectory`: its text and the spans the segmenter
-found in it). The elicitation maps
-spans to tokens through the tokenizer's offsets. A model's own trajectories are generated in
-:mod:`clearsight.grounding.generation`; the templates and a run's choice among them are
-:mod:`clearsight.grounding.templates`.
+tagged text by default), which gives the character span of each segment; a model-native template's
+generation is kept as written instead (a
+:class:`~clearsight.grounding.trajectories.written.WrittenTrajectory`: its text and the spans the
+segmenter found in it). The elicitation maps spans to tokens through the tokenizer's offsets. A
+model's own trajectories are generated in :mod:`clearsight.grounding.trajectories.generation`; the
+templates and a run's choice among them are :mod:`clearsight.grounding.trajectories.templates`.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
-from clearsight.grounding.problems import Problem
+from clearsight.grounding.problems.problem import Problem
 from clearsight.models.base import ImagePart, Message, TextPart
 from clearsight.seeding import content_hash
 from clearsight.validate import InputError
@@ -57,7 +56,7 @@ class Template:
       extracted directly.
 
     A native (``think``, ``blocks``) generation is kept as written
-    (:class:`~clearsight.grounding.written.WrittenTrajectory`). ``prefill`` starts the
+    (:class:`~clearsight.grounding.trajectories.written.WrittenTrajectory`). ``prefill`` starts the
     assistant's turn (None: the vision tag); ``force`` is what closes a think block and opens
     the answer when a generation reaches no answer (tagged blocks close the block left open);
     ``layout`` renders a trajectory that was not written in the template (a TGS-Bench pair)

@@ -65,7 +65,7 @@ def numeral_distribution(
     ``p_1 = 0.3, p_9 = 0.2, p_10 = 0.2`` (mass 0.7) and ``E = (0.3 .1 + 0.2 .9 + 0.2 1)/0.7``.
 
     ``candidates`` / ``values``: another read-out's strings and the confidence each stands for
-    (the calibration read-outs of :mod:`clearsight.grounding.readouts`: ConfTuner's 0-9,
+    (the calibration read-outs of :mod:`clearsight.grounding.confidence.methods`: ConfTuner's 0-9,
     RLCR's decimals, True/False), the same rules applied; ``E = sum_k p_k values[k]``
     (default: the numerals 0..10 at k/10).
     """

@@ -3,16 +3,16 @@
 A problem is the input of trajectory grounding: a question (options included in the text), an
 optional image, the gold answer and its type. Images are *references* (a file path, or
 ``chart:...`` / ``scene:...`` for the bundled generator's pictures, resolved by
-:func:`~clearsight.grounding.images.load_image`), so problems are small, JSON-able and
+:func:`~clearsight.grounding.problems.images.load_image`), so problems are small, JSON-able and
 picklable into work items.
 
 The paper's ten benchmarks are read from local copies — clearsight never downloads — laid out as
-``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of
-records). :data:`LAYOUTS` names, per benchmark, the file and the fields read (docs/grounding.md
-shows each layout); :func:`clearsight.grounding.hub.load_benchmark` reads a benchmark from it,
-or from a snapshot of the benchmark's hub repository when the folder lacks that file. Any other
-JSONL with the normalised fields (``id``, ``question``, ``answer``, optional ``choices``,
-``image``, ``answer_type``, ``benchmark``) loads with :func:`load_jsonl`.
+``<datasets>/<Name>/<file>`` with one record per problem (JSONL, or a JSON list / dict of records).
+:data:`LAYOUTS` names, per benchmark, the file and the fields read (docs/grounding.md shows each
+layout); :func:`clearsight.grounding.problems.hub.load_benchmark` reads a benchmark from it, or from
+a snapshot of the benchmark's hub repository when the folder lacks that file. Any other JSONL with
+the normalised fields (``id``, ``question``, ``answer``, optional ``choices``, ``image``,
+``answer_type``, ``benchmark``) loads with :func:`load_jsonl`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Problem(Part):
 
     ``question`` is the full text shown to the model (options listed in it); ``options`` the
     option texts of a multiple-choice problem (answer type ``letter``: ``gold`` is a letter);
-    ``image`` a reference for :func:`~clearsight.grounding.images.load_image` or None;
+    ``image`` a reference for :func:`~clearsight.grounding.problems.images.load_image` or None;
     ``solution`` optional canonical trajectory parts (``observation``, ``reasoning``,
     ``answer``) that the bundled generator writes and TGS-Bench uses as the good trajectory;
     ``meta`` anything else worth keeping (an empty ``solution`` or ``meta`` is None).

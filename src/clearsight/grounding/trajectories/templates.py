@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from clearsight.grounding.trajectories import Template, default_template, template_of
+from clearsight.grounding.trajectories.trajectory import Template, default_template, template_of
 from clearsight.validate import InputError
 
 #: The run's choice that picks each model's own family template.

@@ -4,7 +4,7 @@ where the model starts writing its own confidence and after its answer; a genera
 reaches no answer within its tokens is cut after its last full sentence and continued once from
 the answer tag (a native template first closes its rationale block: ``force``), marked
 ``answer_forced``. A canonical generation is segmented and re-rendered; a native one is kept
-as written, its spans marked where they stand (:mod:`clearsight.grounding.written`)."""
+as written, its spans marked where they stand (:mod:`clearsight.grounding.trajectories.written`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import (
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import (
     Template,
     Trajectory,
     cut_at_slot,
@@ -22,7 +22,7 @@ from clearsight.grounding.trajectories import (
     parse_trajectory,
     user_message,
 )
-from clearsight.grounding.written import finish_written, force_suffix, parse_written
+from clearsight.grounding.trajectories.written import finish_written, force_suffix, parse_written
 from clearsight.models.base import Decoding, Message, Request, TextPart
 from clearsight.models.replies import checked_replies
 from clearsight.validate import InputError

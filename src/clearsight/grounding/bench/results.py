@@ -1,5 +1,6 @@
-"""The pool a TGS-Bench build holds (:mod:`clearsight.grounding.build`): every problem's outcome
-read back stage by stage into a :class:`~clearsight.grounding.bench_file.TgsBench` whose
+"""The pool a TGS-Bench build holds (:mod:`clearsight.grounding.bench.protocol`): every problem's
+outcome
+read back stage by stage into a :class:`~clearsight.grounding.bench.file.TgsBench` whose
 manifest states the sources and their hashes, the counts, retention per benchmark and axis
 (kept / attempted), the rejection reasons, the injectors and the judge's identification."""
 
@@ -12,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearsight.grounding.bench import AXES
-from clearsight.grounding.bench_file import BenchItem, BenchPair, TgsBench
-from clearsight.grounding.build import (
+from clearsight.grounding.bench.file import BenchItem, BenchPair, TgsBench
+from clearsight.grounding.bench.pairs import AXES
+from clearsight.grounding.bench.protocol import (
     BUILD_BENCH,
     BuildBenchConfig,
     Outcomes,
@@ -26,7 +27,7 @@ from clearsight.grounding.build import (
     plan_validate,
     source_entries,
 )
-from clearsight.grounding.build_items import (
+from clearsight.grounding.bench.specs import (
     CHECK,
     EDIT,
     GOOD,
@@ -35,9 +36,9 @@ from clearsight.grounding.build_items import (
     generator_ref,
     prompts,
 )
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import Trajectory
-from clearsight.grounding.written import trajectory_from_json
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import Trajectory
+from clearsight.grounding.trajectories.written import trajectory_from_json
 from clearsight.seeding import content_hash
 from clearsight.store import RunStore
 
@@ -160,7 +161,7 @@ def collect_bench(
 
 def read_bench(config: BuildBenchConfig, run_dir: Path) -> TgsBench:
     """The pool of a build run (write it with
-    :func:`~clearsight.grounding.bench_file.write_bench`)."""
+    :func:`~clearsight.grounding.bench.file.write_bench`)."""
     problems = load_build_problems(config)
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(BUILD_BENCH.name)

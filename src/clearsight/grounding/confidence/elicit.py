@@ -6,8 +6,8 @@ over the numerals 0..10 as whole sequences at that slot,
 
     p("k") = p(t1) p(t2 | t1) ... p(tm | t1..tm-1)   [ x p(end | "k") where "k" prefixes another ]
 
-renormalised over the 11 (:func:`clearsight.grounding.numerals.numeral_distribution`), and the
-expected confidence ``E = sum_k p_k k/10``.
+renormalised over the 11 (:func:`clearsight.grounding.confidence.numerals.numeral_distribution`),
+and the expected confidence ``E = sum_k p_k k/10``.
 
 The model's side is the backend's masked scoring (:class:`~clearsight.models.base.MaskedScorer`,
 the ``attention_mask`` capability): each request goes to it as a
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clearsight.grounding.numerals import NUMERALS, numeral_distribution
+from clearsight.grounding.confidence.numerals import NUMERALS, numeral_distribution
 from clearsight.models.base import (
     HiddenRequest,
     HiddenScores,

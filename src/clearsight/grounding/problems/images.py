@@ -1,5 +1,5 @@
 """The pixels of a problem's image reference: the bundled visual problems' pictures drawn from
-their ``chart:`` / ``scene:`` references (:mod:`clearsight.grounding.generator`), any other
+their ``chart:`` / ``scene:`` references (:mod:`clearsight.grounding.problems.bundled`), any other
 reference read as an image file."""
 
 from __future__ import annotations

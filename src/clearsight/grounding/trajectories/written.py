@@ -1,14 +1,14 @@
 """Native trajectories segmented where they stand: a think block or tagged blocks, as written.
 
-A native template's generation (:class:`~clearsight.grounding.trajectories.Template`, format
-``think`` or ``blocks``) is never re-rendered: :func:`parse_written` finds the character spans of
-its vision, reasoning and answer in the text itself and returns a
-:class:`WrittenTrajectory`, which the elicitation scores as
-written (TGS-self hides its rationale spans, hesitation cuts its sentences out of it).
+A native template's generation (:class:`~clearsight.grounding.trajectories.trajectory.Template`,
+format ``think`` or ``blocks``) is never re-rendered: :func:`parse_written` finds the character
+spans of its vision, reasoning and answer in the text itself and returns a
+:class:`WrittenTrajectory`, which the elicitation scores as written (TGS-self hides its rationale
+spans, hesitation cuts its sentences out of it).
 
 * ``think`` (the paper's Qwen3-VL template, segmented afterwards, App. A.1.2): the sentences
   inside the think block are labelled by the rule-based segmenter
-  (:func:`~clearsight.grounding.trajectories.label_sentences`): the leading restated
+  (:func:`~clearsight.grounding.trajectories.trajectory.label_sentences`): the leading restated
   observations are the vision span, the rest of the block the reasoning span (an answer
   sentence inside the block is reasoning: the final answer follows the block). The answer is
   what follows the answer tag after the block, up to the end of its line; without a tag, the
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clearsight.grounding.trajectories import (
+from clearsight.grounding.trajectories.trajectory import (
     _ANSWER_CUE,
     _SENT,
     SEGMENTS,
@@ -121,7 +121,7 @@ def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Character spans (stripped) of the sentences of ``text[start:end]``, split as
-    :func:`~clearsight.grounding.trajectories.sentences` splits them."""
+    :func:`~clearsight.grounding.trajectories.trajectory.sentences` splits them."""
     stop = len(text) if end is None else end
     out = []
     for m in _SENT.finditer(text, start, stop):

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from clearsight.grounding.problems import LETTERS, Problem
-from clearsight.grounding.trajectories import Trajectory
+from clearsight.grounding.problems.problem import LETTERS, Problem
+from clearsight.grounding.trajectories.trajectory import Trajectory
 from clearsight.models.base import Decoding, Message, Request
 from clearsight.models.replies import checked_replies
 from clearsight.seeding import rng_for
