@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearsight.probe.agreement import (
+from clearsight.probe.judges import ExactJudge
+from clearsight.probe.posthoc.agreement import (
     agreement,
     cohen_kappa,
     human_agreement,
     pearson,
     read_human_labels,
 )
-from clearsight.probe.judges import ExactJudge
 from clearsight.validate import InputError
 
 TOL = 1e-9

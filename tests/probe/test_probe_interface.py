@@ -19,9 +19,9 @@ from clearsight.probe.judges import (
     make_judge,
     parse_yes_no,
 )
-from clearsight.probe.layouts import row_instance, split_options
 from clearsight.probe.sensor import Sensor, SensorReply
-from clearsight.probe.sources import load_instances
+from clearsight.probe.sources.layouts import row_instance, split_options
+from clearsight.probe.sources.load import load_instances
 from clearsight.probe.transcript import (
     Transcript,
     Turn,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clearsight.probe.build import BuildConfig, _plan
+from clearsight.probe.bench.protocol import BuildConfig, _plan
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance, bundled_instances
 from clearsight.probe.plan import plan_probe

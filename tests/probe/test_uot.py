@@ -16,11 +16,8 @@ from clearsight.models.base import Capabilities, Request, Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import ExactJudge
-from clearsight.probe.loop import LoopSettings, run_conversation
-from clearsight.probe.sensor import Sensor
-from clearsight.probe.strategies import prompt_hash
-from clearsight.probe.transcript import Transcript
-from clearsight.probe.uot import (
+from clearsight.probe.reasoner.loop import LoopSettings, run_conversation
+from clearsight.probe.reasoner.uot_search import (
     Candidate,
     SearchSettings,
     information_gain,
@@ -28,6 +25,9 @@ from clearsight.probe.uot import (
     parse_possible,
     uot_reward,
 )
+from clearsight.probe.sensor import Sensor
+from clearsight.probe.strategies import prompt_hash
+from clearsight.probe.transcript import Transcript
 
 INST3 = Instance(
     "t/3",

@@ -7,7 +7,7 @@ One shape per item kind, built where the raw output is made and read back by
   transcript (:meth:`~clearsight.probe.transcript.Transcript.readouts`), beside the whole
   transcript as its raw output (:class:`TranscriptJson`, each turn a :class:`TurnJson`);
 * a belief probe (``probe.belief``): :class:`BeliefReadouts`, the paper's Fig. 4 numbers of one
-  conversation (:func:`~clearsight.probe.belief.belief_summary`);
+  conversation (:func:`~clearsight.probe.posthoc.belief.belief_summary`);
 * the query types of a conversation (``probe.qtype``): :class:`QueryTypeReadouts`;
 * a build stage-1 question (``probe.build``): :class:`BuildReadouts`, the letters its direct
   answers named and how many were right.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from clearsight.probe.reasoner.uot_search import SearchRecord
 from clearsight.probe.sensor import ReplyJson
-from clearsight.probe.uot import SearchRecord
 
 
 class TurnJson(TypedDict):

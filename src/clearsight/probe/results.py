@@ -2,10 +2,10 @@
 
 A probe run holds records of six item kinds, each named once where it is written: the
 conversations (:data:`clearsight.probe.transcript.PROTOCOL`), the LLM judge's belief probes
-and query types (:data:`clearsight.probe.posthoc.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
-the stage-1 build samples (:data:`clearsight.probe.build.BUILD_PROTOCOL`) and the judges'
-validations against people's labels of u (:mod:`clearsight.probe.agreement`) and of query
-types (:mod:`clearsight.probe.qtypecheck`).
+and query types (:data:`clearsight.probe.posthoc.protocol.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
+the stage-1 build samples (:data:`clearsight.probe.bench.protocol.BUILD_PROTOCOL`) and the judges'
+validations against people's labels of u (:mod:`clearsight.probe.posthoc.agreement`) and of query
+types (:mod:`clearsight.probe.posthoc.qtypecheck`).
 :func:`load_probe_results` reads each kind through :class:`~clearsight.store.RunStore`'s reads
 by kind into the frames of :class:`ProbeResults`; :mod:`clearsight.probe.analysis` computes the
 run's numbers from them.
@@ -20,10 +20,10 @@ from typing import Final, TypedDict
 
 import pandas as pd
 
-from clearsight.probe.agreement import validation_table
-from clearsight.probe.build import BUILD_PROTOCOL
-from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
-from clearsight.probe.qtypecheck import query_validation_table
+from clearsight.probe.bench.protocol import BUILD_PROTOCOL
+from clearsight.probe.posthoc.agreement import validation_table
+from clearsight.probe.posthoc.protocol import BELIEF_PROTOCOL, QTYPE_PROTOCOL
+from clearsight.probe.posthoc.qtypecheck import query_validation_table
 from clearsight.probe.transcript import PROTOCOL, Transcript, iter_transcripts
 from clearsight.store import RunStore, StoredRecord
 from clearsight.validate import InputError
@@ -57,7 +57,7 @@ class ProbeResults:
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
     people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
-    people's labels of query types (:mod:`~clearsight.probe.qtypecheck`)."""
+    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame

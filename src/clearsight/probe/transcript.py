@@ -26,10 +26,10 @@ from typing import Any, Final
 
 from clearsight.probe.instances import DOMAIN, Instance
 from clearsight.probe.readouts import ConversationReadouts, TranscriptJson, TurnJson
+from clearsight.probe.reasoner.uot_search import SearchRecord
 from clearsight.probe.sensor import SensorReply
 from clearsight.probe.specs import PROTOCOL as PROTOCOL
 from clearsight.probe.specs import ProbeSpec, TranscriptSpec
-from clearsight.probe.uot import SearchRecord
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -49,9 +49,9 @@ STOP_REASONS: Final[tuple[str, ...]] = (
 class Turn:
     """One round: what the reasoner wrote, the query it sent or the answer it committed, and
     the sensor's reply. ``shown_u`` is the consistency the reasoner was shown (None when the
-    signal was withheld); ``note`` records a parsing repair such as "no query found";
-    ``search`` is the tree a searching strategy considered before the turn (UoT's candidates,
-    simulated replies, partitions and scores, :mod:`clearsight.probe.uot`), None for the
+    signal was withheld); ``note`` records a parsing repair such as "no query found"; ``search``
+    is the tree a searching strategy considered before the turn (UoT's candidates, simulated
+    replies, partitions and scores, :mod:`clearsight.probe.reasoner.uot_search`), None for the
     others."""
 
     index: int

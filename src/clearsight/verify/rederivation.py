@@ -18,8 +18,8 @@ ones (numbers equal within :data:`TOLERANCE`; any other value exactly):
 * a grounding judgement: :func:`clearsight.grounding.bench.pairs.judge_p_bad` on the judge's stored
   candidate probabilities;
 * a probe transcript: a direct answer's letter parsed again from the sensor's text
-  (:func:`clearsight.probe.parsing.parse_letter`), a conversation's commit from its last
-  turn's text (:func:`clearsight.probe.parsing.parse_action`), then the summary
+  (:func:`clearsight.probe.reasoner.parsing.parse_letter`), a conversation's commit from its last
+  turn's text (:func:`clearsight.probe.reasoner.parsing.parse_action`), then the summary
   (:meth:`clearsight.probe.transcript.Transcript.readouts`). Earlier turns' queries are not
   parsed again: each query was answered by the sensor as it was parsed then.
 
@@ -160,7 +160,7 @@ def _probe(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapp
 def _committed_again(t: Transcript, letters: tuple[str, ...]) -> Transcript:
     """``t`` with the letter of its last turn parsed again from the text it was parsed from
     (a direct answer: the sensor's; a conversation's: the reasoner's last turn)."""
-    from clearsight.probe.parsing import parse_action, parse_letter
+    from clearsight.probe.reasoner.parsing import parse_action, parse_letter
 
     last = t.turns[-1]
     failed = last.reply is not None and last.reply.error is not None

@@ -78,7 +78,7 @@ def hub_problems(
 ) -> list[Problem]:
     """The problems of benchmark ``name`` from ``<datasets_dir>/<name>/`` (a snapshot or cache
     folder) or, with ``datasets_dir`` ``hf:``, from the caches; at most ``limit``; ``write``
-    and ``refused`` as :func:`clearsight.probe.hub.hub_instances`."""
+    and ``refused`` as :func:`clearsight.probe.sources.hub.hub_instances`."""
     spec = hub_spec(name, "grounding")
     rows = hub_rows(locate(spec, hub_source(name, datasets_dir)), limit, refused)
     return converted(rows, lambda row: hub_problem(row, spec, write), refused)

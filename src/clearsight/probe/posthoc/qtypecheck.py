@@ -9,14 +9,13 @@ from people's labels read from a small JSONL format (:func:`read_query_labels`):
     {"question": "...", "query": "...", "labels": ["Targeted", "Contrastive"],
      "consensus": "Targeted"}
 
-one query a line: the multiple-choice question, the query, its round (counted by query; default
-1), the earlier queries of its conversation (default none), each person's type (``labels``) and
-the type they settled on (``consensus``; left out, the only label or the most common one, an
-error when two are equally common). Types are the five of
-:data:`~clearsight.probe.querytypes.QUERY_TYPES`, in any case. :func:`judge_query_labels`
-asks the judge exactly as the post-hoc analysis does
-(:func:`~clearsight.probe.querytypes.query_request`), :func:`store_query_validation` keeps the
-result as a record of kind ``probe.qtype-judges`` in the probe run, which the report lists
+one query a line: the multiple-choice question, the query, its round (counted by query; default 1),
+the earlier queries of its conversation (default none), each person's type (``labels``) and the type
+they settled on (``consensus``; left out, the only label or the most common one, an error when two
+are equally common). Types are the five of :data:`~clearsight.probe.posthoc.querytypes.QUERY_TYPES`,
+in any case. :func:`judge_query_labels` asks the judge exactly as the post-hoc analysis does
+(:func:`~clearsight.probe.posthoc.querytypes.query_request`), :func:`store_query_validation` keeps
+the result as a record of kind ``probe.qtype-judges`` in the probe run, which the report lists
 (:func:`query_validation_table`).
 """
 
@@ -31,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.probe.agreement import cohen_kappa, read_label_file, stored_validations
-from clearsight.probe.querytypes import QUERY_TYPES, QueryReadout, classified, query_request
+from clearsight.probe.posthoc.agreement import cohen_kappa, read_label_file, stored_validations
+from clearsight.probe.posthoc.querytypes import QUERY_TYPES, QueryReadout, classified, query_request
 from clearsight.probe.specs import QTYPE_VALIDATION_PROTOCOL, QueryTypeValidationSpec
 from clearsight.seeding import content_hash
 from clearsight.store import Record, RunStore
@@ -158,7 +157,7 @@ def judge_query_labels(
     labels: Sequence[QueryLabel], backend: Backend, readout: QueryReadout = "judge"
 ) -> tuple[list[str | None], float]:
     """The type the judge gives each labelled query (asked as the post-hoc analysis asks,
-    :func:`~clearsight.probe.querytypes.query_request`) and the seconds it took."""
+    :func:`~clearsight.probe.posthoc.querytypes.query_request`) and the seconds it took."""
     from clearsight.models.replies import complete_checked
 
     judged = readout == "judge"

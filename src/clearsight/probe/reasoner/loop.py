@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clearsight.probe.instances import Instance
-from clearsight.probe.prompts import chat
+from clearsight.probe.reasoner.prompts import chat
+from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.specs import SIGNALS, Signal
 from clearsight.probe.strategies import conversing
 from clearsight.probe.strategies.base import Streams, Talk
 from clearsight.probe.transcript import Transcript, Turn
-from clearsight.probe.uot import SearchSettings
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def conversation_messages(
     system: str | None = None,
 ) -> list[Message]:
     """The chat the reasoner of ``settings`` sees before its next turn (its strategy's system
-    prompt unless ``system`` is given; :func:`~clearsight.probe.prompts.chat`). ``compact``
+    prompt unless ``system`` is given; :func:`~clearsight.probe.reasoner.prompts.chat`). ``compact``
     replaces old turns' text by their bare actions."""
     text = conversing(settings.strategy).system() if system is None else system
     return chat(

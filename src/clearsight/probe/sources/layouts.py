@@ -6,7 +6,7 @@ image, the answer, the options (a list, lettered columns, or the question's own 
 category, the first present name winning. :func:`row_instance` reads one row with its layout:
 the gold letter from a letter, an index or the answer's text; an embedded image written once to
 the data cache and referenced by path. The files themselves are read by
-:mod:`~clearsight.probe.sources`.
+:mod:`~clearsight.probe.sources.load`.
 """
 
 from __future__ import annotations

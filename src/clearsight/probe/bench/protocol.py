@@ -32,11 +32,11 @@ from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
-from clearsight.probe.parsing import parse_letter
 from clearsight.probe.plan import select_instances
 from clearsight.probe.readouts import BuildReadouts
+from clearsight.probe.reasoner.parsing import parse_letter
 from clearsight.probe.sensor import Sensor
-from clearsight.probe.sources import resolve_source, source_manifest
+from clearsight.probe.sources.load import resolve_source, source_manifest
 from clearsight.probe.specs import BUILD_PROTOCOL as BUILD_PROTOCOL
 from clearsight.probe.specs import BuildSpec
 from clearsight.probe.strategies.direct import DIRECT, direct_question

@@ -8,7 +8,7 @@ with its next reasoning step in context (parsed forgivingly, :func:`parse_distri
 option letters. :func:`belief_summary` gives one conversation's numbers (p_correct(t),
 p_chosen, steps to max b >= 0.7), :func:`belief_table` Table 7 over many, and
 :func:`belief_curves` the traces and per-reasoner means Fig. 4 draws. The runs themselves are
-post-hoc items (:mod:`clearsight.probe.posthoc`).
+post-hoc items (:mod:`clearsight.probe.posthoc.protocol`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from clearsight.probe.instances import Instance
-from clearsight.probe.prompts import chat, prompts
 from clearsight.probe.readouts import BeliefReadouts
+from clearsight.probe.reasoner.prompts import chat, prompts
 from clearsight.probe.transcript import Transcript
 from clearsight.validate import InputError
 

@@ -6,7 +6,7 @@ prompt's hash, so a rerun only does what is missing (docs/methods.md §6, the pa
 
 * **belief probe** (``probe.belief``): for every finished conversation of the belief-state
   strategy and of people (``human:<name>``), the belief over the options after each sensor
-  reply (:func:`~clearsight.probe.belief.belief_probe`). The paper's read-out (``stated``,
+  reply (:func:`~clearsight.probe.posthoc.belief.belief_probe`). The paper's read-out (``stated``,
   App. I) replays a model's conversation with **its own reasoner** (the conversation's spec and
   backend options), its next reasoning step in context; a person cannot be replayed, so
   people's conversations are read by ``judge_model``. The item names who replayed it
@@ -14,7 +14,7 @@ prompt's hash, so a rerun only does what is missing (docs/methods.md §6, the pa
   for every conversation, letter probabilities where it scores candidates), whose items keep
   their keys;
 * **query types** (``probe.qtype``): for every conversation with queries, each query's type
-  (:func:`~clearsight.probe.querytypes.classify_queries`).
+  (:func:`~clearsight.probe.posthoc.querytypes.classify_queries`).
 
 Direct answers and conversations without a query have nothing to analyse. The records join the
 transcripts in the same run; the run's manifest stays the probe's.
@@ -42,8 +42,8 @@ from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.probe.belief import BeliefReadout, TraceJson
-    from clearsight.probe.querytypes import ClassifiedQuery, QueryReadout
+    from clearsight.probe.posthoc.belief import BeliefReadout, TraceJson
+    from clearsight.probe.posthoc.querytypes import ClassifiedQuery, QueryReadout
 
 #: The analyses, in the order their stages run.
 ANALYSES: tuple[type[AnalysisSpec], ...] = (BeliefSpec, QueryTypeSpec)
@@ -94,7 +94,7 @@ class AnalysisUnit(KeyedItems):
 
 def prompt_hashes(config: AnalysisConfig) -> dict[str, str]:
     """Each analysis's prompt hash: a changed prompt is a new item, not a stale record."""
-    from clearsight.probe.prompts import prompts
+    from clearsight.probe.reasoner.prompts import prompts
 
     strategies = prompts()["strategies"]
     judged = config.query_type_readout == "judge"
@@ -119,8 +119,8 @@ def _kinds(config: AnalysisConfig, transcript: Transcript) -> list[str]:
 def run_unit(unit: AnalysisUnit) -> list[Record]:
     """The judge's analysis of one transcript as a record (failed with its reason)."""
     from clearsight.models import shared_backend
-    from clearsight.probe.belief import belief_probe, belief_summary
-    from clearsight.probe.querytypes import classify_queries
+    from clearsight.probe.posthoc.belief import belief_probe, belief_summary
+    from clearsight.probe.posthoc.querytypes import classify_queries
 
     started = time.perf_counter()
     (spec,) = unit.items

@@ -7,7 +7,7 @@ and a JSON label with a confidence (read forgivingly, :func:`parse_query_judgeme
 ``scores``, the cheap option, takes the type names' candidate probabilities where the backend
 scores candidates. :func:`query_type_table` is Table 3: each type's share in round 1 and in
 rounds 2+ (rounds counted by query), averaged over datasets. The runs themselves are post-hoc
-items (:mod:`clearsight.probe.posthoc`).
+items (:mod:`clearsight.probe.posthoc.protocol`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, TypedDict
 import numpy as np
 import pandas as pd
 
-from clearsight.probe.prompts import prompts
+from clearsight.probe.reasoner.prompts import prompts
 from clearsight.probe.transcript import Transcript
 from clearsight.validate import InputError
 

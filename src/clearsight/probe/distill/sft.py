@@ -1,9 +1,9 @@
 """Self-distillation's training data: a reasoner's successful trajectories as masked token ids.
 
-The paper's §4.6 (:mod:`clearsight.probe.distill` trains on them). From a probe run, the
+The paper's §4.6 (:mod:`clearsight.probe.distill.train` trains on them). From a probe run, the
 finished conversations of one ``hf`` reasoner with one strategy (the paper: ``bp``) that
 committed the gold option (:func:`successful_trajectories`). Each becomes one chat, exactly as
-the reasoner read it (:func:`~clearsight.probe.loop.conversation_messages`: the strategy's
+the reasoner read it (:func:`~clearsight.probe.reasoner.loop.conversation_messages`: the strategy's
 system prompt, the question, every earlier turn and the sensor's replies with the u it was
 shown), ending with its committing turn. :func:`balance_sensors` takes as many from each
 sensor (the paper's balance across its two sensors; the distillation's default). The chat is
@@ -108,7 +108,7 @@ def _chat(transcript: Transcript) -> list[Message]:
     """The chat the reasoner read, ending with its own committing turn."""
     from clearsight.models.base import Message, TextPart
     from clearsight.probe.instances import Instance
-    from clearsight.probe.loop import LoopSettings, conversation_messages
+    from clearsight.probe.reasoner.loop import LoopSettings, conversation_messages
 
     instance = Instance(
         transcript.instance_id,

@@ -2,9 +2,9 @@
 
 A local copy is a JSONL file, a JSON array, a Parquet or Arrow file, or a directory of them
 (:func:`source_format` tells which from the suffix or the first bytes); its rows are read with
-the dataset's layout (:mod:`~clearsight.probe.layouts`), or in clearsight's own JSON form
+the dataset's layout (:mod:`~clearsight.probe.sources.layouts`), or in clearsight's own JSON form
 (:func:`instances_from_jsonl`, what ``clearsight build`` writes). A hub snapshot or cache
-folder, or ``hf:``, is read with the published schema instead (:mod:`clearsight.probe.hub`).
+folder, or ``hf:``, is read with the published schema instead (:mod:`clearsight.probe.sources.hub`).
 :func:`resolve_source` settles a configuration's loader before validation and
 :func:`source_manifest` is what a run's manifest records of its source.
 """
@@ -21,9 +21,9 @@ from typing import Any, Final, NotRequired, TypedDict
 
 from clearsight.datasets.hub import HUB_SPECS
 from clearsight.datasets.snapshot import is_hub_source
-from clearsight.probe.hub import hub_dataset, hub_instances, hub_record
 from clearsight.probe.instances import OWN_FIELDS, Instance, bundled_instances
-from clearsight.probe.layouts import LAYOUTS, row_instance
+from clearsight.probe.sources.hub import hub_dataset, hub_instances, hub_record
+from clearsight.probe.sources.layouts import LAYOUTS, row_instance
 from clearsight.provenance import source_digest
 from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids
 
@@ -223,7 +223,7 @@ def load_instances(
     source: Path | str, dataset: str, limit: int | None = None, write: bool = True
 ) -> list[Instance]:
     """Instances of ``dataset`` from a local copy at ``source`` (see the module docstring; a
-    hub snapshot or cache: :func:`clearsight.probe.hub.hub_instances`), at most ``limit`` of
+    hub snapshot or cache: :func:`clearsight.probe.sources.hub.hub_instances`), at most ``limit`` of
     them, in file order; rows without options are an InputError. ``write`` False leaves
     embedded images unwritten (a listing that only checks)."""
     if dataset == "bundled":

@@ -4,7 +4,7 @@ successful belief-state (BP) trajectories.
 **Data.** From a probe run, the finished conversations of one ``hf`` reasoner with strategy
 ``bp`` that committed the gold option, as many from each sensor (the paper's balance; the
 ``balance`` option), each one chat exactly as the reasoner read it, tokenised with labels on
-the reasoner's own turns only (:mod:`clearsight.probe.sft`).
+the reasoner's own turns only (:mod:`clearsight.probe.distill.sft`).
 
 **Training.** LoRA adapters (``peft``; rank, alpha, dropout and target modules configurable;
 the paper's rank 16, alpha 32, 7 epochs are the defaults) on the frozen base, AdamW, one
@@ -38,7 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.models.hf import ADAPTER_MANIFEST, adapter_manifest
-from clearsight.probe.sft import (
+from clearsight.probe.distill.sft import (
     SftExample,
     balance_sensors,
     sft_example,
