@@ -308,9 +308,15 @@ def _grounding_run(run: Path) -> None:
         for r in (0.25, 0.5, 0.75):
             spec = {"problem": problem, "variant": self_variant(r), "share": r, "meta": {}}
             add(ELICIT, spec, {"expected": 0.8 - 0.1 * r, "probs": [0.0] * 11, "mass": 1.0})
-        readouts = {"correct": i % 2 == 0, "answer": "1", "answer_forced": False}
+        own = {"vision": "seen", "reasoning": "so", "answer": "1"}
+        readouts = {"trajectory": own, "answer": "1", "correct": i % 2 == 0}
+        readouts |= {"written_confidence": None, "answer_forced": False}
         add(TRAJECTORY, {"problem": problem}, readouts)
-        add(JUDGE, {"problem": problem}, {"axis": "answer", "picked_bad": i < 2})
+        add(
+            JUDGE,
+            {"problem": problem},
+            {"p_bad": 0.9 if i < 2 else 0.1, "picked_bad": i < 2, "axis": "answer"},
+        )
     with RunStore.open(run) as store:
         store.begin_run({"config": {}, "protocol": "grounding"})
         store.add_items([*items, ("bad", ELICIT, {"problem": {"id": "p9"}})])

@@ -15,6 +15,13 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.readouts import (
+    EditReadouts,
+    ElicitReadouts,
+    JudgeReadouts,
+    TrajectoryReadouts,
+    VariationReadouts,
+)
 from clearsight.grounding.trajectories.trajectory import Template, Trajectory, default_template
 from clearsight.specs import OMIT_NONE, Spec
 
@@ -72,6 +79,7 @@ class TrajectorySpec(Spec):
     that brings one (``given``), that text cut at its confidence slot."""
 
     kind: ClassVar[str] = TRAJECTORY
+    readout_type = TrajectoryReadouts
 
     problem: Problem
     model: str
@@ -88,6 +96,7 @@ class EditSpec(Spec):
     generator's edit, checked; the rule's where it fails)."""
 
     kind: ClassVar[str] = EDIT
+    readout_type = EditReadouts
 
     problem_id: str
     axis: str
@@ -106,6 +115,7 @@ class JudgeSpec(Spec):
     error."""
 
     kind: ClassVar[str] = JUDGE
+    readout_type = JudgeReadouts
 
     problem: Problem
     axis: str
@@ -123,6 +133,7 @@ class ElicitSpec(Spec):
     ``share`` of its rationale tokens hidden from the slot."""
 
     kind: ClassVar[str] = ELICIT
+    readout_type = ElicitReadouts
 
     problem: Problem
     variant: str
@@ -150,6 +161,7 @@ class VariationSpec(Spec):
     continued greedily from the answer tag)."""
 
     kind: ClassVar[str] = VARIATION
+    readout_type = VariationReadouts
 
     problem: Problem
     axis: str

@@ -32,6 +32,7 @@ from clearsight.grounding.confidence.methods import (
 )
 from clearsight.grounding.problems.images import load_image
 from clearsight.grounding.problems.problem import Problem, is_correct, normalise_answer
+from clearsight.grounding.readouts import TrajectoryReadouts, VariationReadouts
 from clearsight.grounding.specs import (
     EDIT,
     JUDGE,
@@ -150,7 +151,7 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
     return [out[s.key] for s in unit.items]
 
 
-def trajectory_readouts(spec: TrajectorySpec, text: str, forced: bool) -> dict[str, Any]:
+def trajectory_readouts(spec: TrajectorySpec, text: str, forced: bool) -> TrajectoryReadouts:
     """A trajectory record's read-outs from its stored text: a given trajectory parsed as
     written (its written confidence kept), a generated one as the run's template reads it
     (:func:`~clearsight.grounding.trajectories.generation.parse_generated`); ``forced``: whether
@@ -222,12 +223,15 @@ def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[
 
 def _sampled(spec: VariationSpec, result: Sampled, elapsed: float) -> Record:
     text, alt, forced = result
-    readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
-    readouts["answer_forced"] = forced
-    if isinstance(alt, InputError):
-        readouts |= {"accepted": False, "reason": str(alt), "alternative": None}
-    else:
-        readouts |= {"accepted": True, "reason": None, "alternative": alt.to_json()}
+    refused = isinstance(alt, InputError)
+    readouts: VariationReadouts = {
+        "axis": spec.axis,
+        "sample": spec.sample,
+        "answer_forced": forced,
+        "accepted": not refused,
+        "reason": str(alt) if refused else None,
+        "alternative": None if isinstance(alt, InputError) else alt.to_json(),
+    }
     return Record(spec.key, "ok", None, {"text": text}, readouts, elapsed)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypedDict
+from typing import Any, Final, TypedDict
 
 import pandas as pd
 
@@ -24,8 +24,14 @@ from clearsight.probe.bench.protocol import BUILD_PROTOCOL
 from clearsight.probe.posthoc.agreement import validation_table
 from clearsight.probe.posthoc.protocol import BELIEF_PROTOCOL, QTYPE_PROTOCOL
 from clearsight.probe.posthoc.qtypecheck import query_validation_table
+from clearsight.probe.readouts import (
+    BeliefReadouts,
+    BuildReadouts,
+    ConversationReadouts,
+    QueryTypeReadouts,
+)
 from clearsight.probe.transcript import PROTOCOL, Transcript, iter_transcripts
-from clearsight.store import RunStore, StoredRecord
+from clearsight.store import RunStore
 from clearsight.validate import InputError
 
 __all__ = ["SETTING", "ProbeResults", "load_probe_results", "pool_results", "transcripts_frame"]
@@ -76,10 +82,11 @@ class _Setting(TypedDict):
     dataset: str
 
 
-def _setting(transcripts: Mapping[str, Transcript], record: StoredRecord) -> _Setting | None:
+def _setting(transcripts: Mapping[str, Transcript], spec: Mapping[str, Any]) -> _Setting | None:
     """Reasoner (people grouped as ``human``), strategy and dataset of the conversation an
-    analysis record judged, or None when that conversation is not finished in the run."""
-    t = transcripts.get(record.spec["transcript"])
+    analysis item (its stored ``spec``) judged, or None when that conversation is not finished
+    in the run."""
+    t = transcripts.get(spec["transcript"])
     if t is None:
         return None
     who = "human" if t.reasoner.startswith("human:") else t.reasoner
@@ -95,11 +102,13 @@ def _analysis_frames(
     n, the paper's Table 3); ``turn`` is the turn that asked it (the round a record stores,
     larger when a turn before it asked nothing)."""
     beliefs, queries = [], []
-    for record in store.iter_records("ok", kind=BELIEF_PROTOCOL, raw=False):
-        if (base := _setting(transcripts, record)) is not None:
+    for record in store.iter_records(
+        "ok", kind=BELIEF_PROTOCOL, raw=False, readouts=BeliefReadouts
+    ):
+        if (base := _setting(transcripts, record.spec)) is not None:
             beliefs.append({**base, **record.readouts})
-    for record in store.iter_records("ok", kind=QTYPE_PROTOCOL):
-        if (base := _setting(transcripts, record)) is not None:
+    for asked in store.iter_records("ok", kind=QTYPE_PROTOCOL, readouts=QueryTypeReadouts):
+        if (base := _setting(transcripts, asked.spec)) is not None:
             queries += [
                 {
                     **base,
@@ -107,7 +116,7 @@ def _analysis_frames(
                     "turn": q.get("round"),
                     **{k: q.get(k) for k in ("type", "confidence")},
                 }
-                for n, q in enumerate(record.raw, start=1)
+                for n, q in enumerate(asked.raw, start=1)
             ]
     return pd.DataFrame(beliefs), pd.DataFrame(queries)
 
@@ -122,7 +131,9 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
                 "c": record.readouts["c"],
                 "n": record.spec["samples"],
             }
-            for record in store.iter_records("ok", kind=BUILD_PROTOCOL, raw=False)
+            for record in store.iter_records(
+                "ok", kind=BUILD_PROTOCOL, raw=False, readouts=BuildReadouts
+            )
         ]
     )
 
@@ -133,7 +144,10 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(PROTOCOL, BUILD_PROTOCOL)
         transcripts = dict(iter_transcripts(store))
-        seconds = {r.key: r.elapsed_s for r in store.iter_records("ok", kind=PROTOCOL, raw=False)}
+        conversations = store.iter_records(
+            "ok", kind=PROTOCOL, raw=False, readouts=ConversationReadouts
+        )
+        seconds = {r.key: r.elapsed_s for r in conversations}
         beliefs, queries = _analysis_frames(store, transcripts)
         build = _build_frame(store)
         validations = validation_table(store)

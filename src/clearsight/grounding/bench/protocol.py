@@ -39,13 +39,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import driver
 from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.grounding.bench.pairs import AXES, bad_trajectory
+from clearsight.grounding.bench.readouts import CheckReadouts, GoodReadouts, PairEditReadouts
 from clearsight.grounding.bench.specs import (
     CHECK,
     EDIT,
@@ -112,6 +113,8 @@ class BuildBenchConfig(BaseModel):
 # Planning: each stage from the outcomes of the one before
 # --------------------------------------------------------------------------------------------
 
+R = TypeVar("R", bound=Mapping[str, Any])
+
 Outcomes = Mapping[str, Mapping[str, Any]]
 """Read-outs of the ok records by key."""
 
@@ -166,9 +169,11 @@ def plan_validate(
     return out
 
 
-def done_outcomes(store: RunStore, kind: str) -> dict[str, Mapping[str, Any]]:
-    """The read-outs of the ok records of stage ``kind``, by key."""
-    return {rec.key: rec.readouts for rec in store.iter_records("ok", kind=kind, raw=False)}
+def done_outcomes(store: RunStore, kind: str, readouts: type[R]) -> dict[str, R]:
+    """The read-outs of the ok records of stage ``kind``, by key, read as ``readouts`` (the
+    stage's registered type, :mod:`clearsight.grounding.bench.readouts`)."""
+    read = store.iter_records("ok", kind=kind, raw=False, readouts=readouts)
+    return {rec.key: rec.readouts for rec in read}
 
 
 def _stage(kind: str, model: str, items: Sequence[Spec], config: BuildBenchConfig) -> Stage[Spec]:
@@ -190,11 +195,12 @@ def _stages(
     judge = config.judge or config.generator
     goods = plan_good(config, problems)
     yield _stage(GOOD, config.generator, goods, config)
-    checks = plan_check(config, goods, done_outcomes(store, GOOD))
+    checks = plan_check(config, goods, done_outcomes(store, GOOD, GoodReadouts))
     yield _stage(CHECK, judge, checks, config)
-    edits = plan_edits(config, checks, done_outcomes(store, CHECK))
+    edits = plan_edits(config, checks, done_outcomes(store, CHECK, CheckReadouts))
     yield _stage(EDIT, config.generator, edits, config)
-    yield _stage(VALIDATE, judge, plan_validate(config, edits, done_outcomes(store, EDIT)), config)
+    validate = plan_validate(config, edits, done_outcomes(store, EDIT, PairEditReadouts))
+    yield _stage(VALIDATE, judge, validate, config)
 
 
 def _models(config: BuildBenchConfig) -> list[ModelNeed]:

@@ -27,6 +27,12 @@ from clearsight.grounding.bench.protocol import (
     plan_validate,
     source_entries,
 )
+from clearsight.grounding.bench.readouts import (
+    CheckReadouts,
+    GoodReadouts,
+    PairEditReadouts,
+    ValidateReadouts,
+)
 from clearsight.grounding.bench.specs import (
     CHECK,
     EDIT,
@@ -125,7 +131,12 @@ def collect_bench(
     """The pool a build's store holds: the items with at least one kept pair, and the manifest
     (sources, counts, retention = kept / attempted per benchmark and axis, rejection reasons
     by stage or axis, injectors and the model edits' refusal reasons, judge identification)."""
-    done = {kind: done_outcomes(store, kind) for kind in (GOOD, CHECK, EDIT, VALIDATE)}
+    done: dict[str, Outcomes] = {
+        GOOD: done_outcomes(store, GOOD, GoodReadouts),
+        CHECK: done_outcomes(store, CHECK, CheckReadouts),
+        EDIT: done_outcomes(store, EDIT, PairEditReadouts),
+        VALIDATE: done_outcomes(store, VALIDATE, ValidateReadouts),
+    }
     tally = _Tally()
     items = []
     for p in problems:

@@ -14,6 +14,12 @@ from typing import Any, ClassVar
 
 import yaml
 
+from clearsight.grounding.bench.readouts import (
+    CheckReadouts,
+    GoodReadouts,
+    PairEditReadouts,
+    ValidateReadouts,
+)
 from clearsight.grounding.problems.problem import Problem
 from clearsight.grounding.specs import TemplateRef
 from clearsight.grounding.trajectories.trajectory import Template, Trajectory, default_template
@@ -71,6 +77,7 @@ class GoodSpec(Spec):
     """The generator's trajectory for a problem (stage 1)."""
 
     kind: ClassVar[str] = GOOD
+    readout_type = GoodReadouts
 
     problem: Problem
     generator: str
@@ -84,6 +91,7 @@ class CheckSpec(Spec):
     """The answer check of a generated trajectory, and the judge's acceptance (stage 2)."""
 
     kind: ClassVar[str] = CHECK
+    readout_type = CheckReadouts
 
     problem: Problem
     trajectory: Trajectory
@@ -96,6 +104,7 @@ class PairEditSpec(Spec):
     """The one error on ``axis`` of a kept good trajectory (stage 3)."""
 
     kind: ClassVar[str] = EDIT
+    readout_type = PairEditReadouts
 
     problem: Problem
     axis: str
@@ -110,6 +119,7 @@ class ValidateSpec(Spec):
     """The validation of one assembled pair (stage 4)."""
 
     kind: ClassVar[str] = VALIDATE
+    readout_type = ValidateReadouts
 
     problem: Problem
     axis: str

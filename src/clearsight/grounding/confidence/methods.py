@@ -61,7 +61,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from clearsight.grounding.problems.problem import Problem
+    from clearsight.grounding.readouts import ElicitReadouts
+from clearsight.grounding.problems.problem import Problem
 
 #: The read-out a run uses unless told otherwise (the template's own slot).
 DEFAULT_READOUT = "verbalize"
@@ -264,7 +265,7 @@ class ReadoutResult:
         coverage for its one 0-9 slot)."""
         return sum(self.masses.values()) / len(self.masses)
 
-    def to_readouts(self) -> dict[str, Any]:
+    def to_readouts(self) -> ElicitReadouts:
         """The record's read-outs (``probs``/``mass`` of the first slot, as before)."""
         first = next(iter(self.distributions))
         return {

@@ -207,7 +207,8 @@ def build_stage1(
     summary = driver.run(BUILD, config, run_dir, execution)
     items = _plan(config)
     with RunStore.open(run_dir, read_only=True) as store:
-        done = {r.key: r for r in store.iter_records("ok", kind=BUILD_PROTOCOL)}
+        read = store.iter_records("ok", kind=BUILD_PROTOCOL, readouts=BuildReadouts)
+        done = {r.key: r for r in read}
     results = []
     for spec in items:
         if spec.key not in done:

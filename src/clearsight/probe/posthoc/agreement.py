@@ -22,7 +22,7 @@ hash and the judge), which the report's Table 5 lists (:func:`validation_table`)
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -32,6 +32,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from clearsight.probe.judges import Judge, consistency
+from clearsight.probe.readouts import JudgeValidationReadouts
 from clearsight.probe.specs import JUDGE_VALIDATION_PROTOCOL, JudgeValidationSpec
 from clearsight.seeding import content_hash
 from clearsight.store import Record, RunStore
@@ -296,12 +297,16 @@ def store_validation(
 
 
 def stored_validations(
-    store: RunStore, kind: str, columns: Sequence[str], percent: Sequence[str]
+    store: RunStore,
+    kind: tuple[str, type[Mapping[str, Any]]],
+    columns: Sequence[str],
+    percent: Sequence[str],
 ) -> pd.DataFrame:
-    """Every stored validation of ``kind`` in the run, one row each with ``columns``: the
-    ``percent`` shares times 100, ``labels`` (the labels' hash) cut to 12 characters, ``n``
-    an integer (empty when none is stored)."""
-    rows = [dict(r.readouts) for r in store.iter_records("ok", kind=kind, raw=False)]
+    """Every stored validation of ``kind`` (the item kind and its registered read-out type) in
+    the run, one row each with ``columns``: the ``percent`` shares times 100, ``labels`` (the
+    labels' hash) cut to 12 characters, ``n`` an integer (empty when none is stored)."""
+    read = store.iter_records("ok", kind=kind[0], raw=False, readouts=kind[1])
+    rows = [dict(r.readouts) for r in read]
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)
@@ -316,4 +321,5 @@ def validation_table(store: RunStore) -> pd.DataFrame:
     the shares as percent (empty when none is stored)."""
     columns = ["judge", "labels", "n", "exact", "within1", "mae", "kappa", "kappa_quadratic"]
     percent = ["exact", "within1"]
-    return stored_validations(store, JUDGE_VALIDATION_PROTOCOL, [*columns, "pearson"], percent)
+    kind = (JUDGE_VALIDATION_PROTOCOL, JudgeValidationReadouts)
+    return stored_validations(store, kind, [*columns, "pearson"], percent)

@@ -32,6 +32,7 @@ import pandas as pd
 
 from clearsight.probe.posthoc.agreement import cohen_kappa, read_label_file, stored_validations
 from clearsight.probe.posthoc.querytypes import QUERY_TYPES, QueryReadout, classified, query_request
+from clearsight.probe.readouts import QueryTypeValidationReadouts
 from clearsight.probe.specs import QTYPE_VALIDATION_PROTOCOL, QueryTypeValidationSpec
 from clearsight.seeding import content_hash
 from clearsight.store import Record, RunStore
@@ -217,5 +218,6 @@ def query_validation_table(store: RunStore) -> pd.DataFrame:
     """Every stored query-type judge validation of the run, one row per judge, read-out and
     label set, the shares as percent (empty when none is stored)."""
     columns = ["judge", "readout", "labels", "n", "consensus", "union", "kappa", "unparsed"]
-    table = stored_validations(store, QTYPE_VALIDATION_PROTOCOL, columns, ["consensus", "union"])
+    kind = (QTYPE_VALIDATION_PROTOCOL, QueryTypeValidationReadouts)
+    table = stored_validations(store, kind, columns, ["consensus", "union"])
     return table.astype({"unparsed": int}) if not table.empty else table
