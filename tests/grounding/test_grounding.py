@@ -23,13 +23,12 @@ from clearsight.grounding.problems.hub import load_benchmark
 from clearsight.grounding.problems.images import render_image
 from clearsight.grounding.problems.problem import Problem, is_correct, load_jsonl, normalise_answer
 from clearsight.grounding.tgs import item_differences, scores, self_variant, two_stage_score
-from clearsight.grounding.trajectories.trajectory import (
-    Trajectory,
-    good_trajectory,
+from clearsight.grounding.trajectories.parsing import (
     parse_trajectory,
     segmenter_agreement,
     split_at_slot,
 )
+from clearsight.grounding.trajectories.trajectory import Trajectory, good_trajectory
 from clearsight.grounding.variation import share_below
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from clearsight.models.hf import ADAPTER_MANIFEST
-from clearsight.probe.accuracy import adapter_bases, distill_table
+from clearsight.probe.distill.analysis import adapter_bases, distill_table
 from clearsight.probe.distill.sft import IGNORE, sft_example, successful_trajectories
 from clearsight.probe.instances import Instance
 from clearsight.probe.sensor import SensorReply

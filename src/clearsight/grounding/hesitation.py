@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.grounding.trajectories.trajectory import Trajectory, sentences
+from clearsight.grounding.trajectories.parsing import sentences
+from clearsight.grounding.trajectories.trajectory import Trajectory
 from clearsight.grounding.trajectories.written import WrittenTrajectory, sentence_spans
 
 if TYPE_CHECKING:

@@ -45,8 +45,8 @@ from clearsight.grounding.specs import (
     VariationSpec,
 )
 from clearsight.grounding.trajectories.generation import generate_trajectories, parse_generated
+from clearsight.grounding.trajectories.parsing import parse_trajectory, split_at_slot
 from clearsight.grounding.trajectories.templates import template_by_id
-from clearsight.grounding.trajectories.trajectory import parse_trajectory, split_at_slot
 from clearsight.grounding.variation import Sampled, sample_alternatives
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Response, masked_scorer

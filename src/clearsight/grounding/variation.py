@@ -37,13 +37,13 @@ from clearsight.grounding.trajectories.generation import (
     has_answer,
     last_sentence_end,
 )
+from clearsight.grounding.trajectories.parsing import parse_trajectory
 from clearsight.grounding.trajectories.templates import template_by_id
 from clearsight.grounding.trajectories.trajectory import (
     Template,
     Trajectory,
     default_template,
     good_trajectory,
-    parse_trajectory,
     user_message,
 )
 from clearsight.grounding.trajectories.written import force_suffix, parse_written

@@ -10,7 +10,7 @@ anything the run kept aside. Tables 4 and 6 compare runs with another sensor or 
 and cross-run calibration (:mod:`~clearsight.probe.accuracy`), the belief probe
 (:mod:`~clearsight.probe.posthoc.belief`), query types
 (:mod:`~clearsight.probe.posthoc.querytypes`), self-distillation's before-and-after
-(:func:`~clearsight.probe.accuracy.distill_table`) and the judges against people
+(:func:`~clearsight.probe.distill.analysis.distill_table`) and the judges against people
 (:mod:`~clearsight.probe.posthoc.agreement`).
 """
 
@@ -26,10 +26,8 @@ import pandas as pd
 from clearsight.probe.accuracy import (
     RiskPanel,
     ablation_table,
-    adapter_bases,
     calls_table,
     consistency_bins,
-    distill_table,
     domain_table,
     latency_table,
     queries_table,
@@ -38,6 +36,7 @@ from clearsight.probe.accuracy import (
     sensor_table,
     summary_table,
 )
+from clearsight.probe.distill.analysis import adapter_bases, distill_table
 from clearsight.probe.posthoc.belief import BeliefCurves, belief_curves, belief_table
 from clearsight.probe.posthoc.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results

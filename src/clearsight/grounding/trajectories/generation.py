@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.parsing import cut_at_slot, parse_trajectory
 from clearsight.grounding.trajectories.trajectory import (
     Template,
     Trajectory,
-    cut_at_slot,
     default_template,
-    parse_trajectory,
     user_message,
 )
 from clearsight.grounding.trajectories.written import finish_written, force_suffix, parse_written

@@ -8,7 +8,7 @@ spans, hesitation cuts its sentences out of it).
 
 * ``think`` (the paper's Qwen3-VL template, segmented afterwards, App. A.1.2): the sentences
   inside the think block are labelled by the rule-based segmenter
-  (:func:`~clearsight.grounding.trajectories.trajectory.label_sentences`): the leading restated
+  (:func:`~clearsight.grounding.trajectories.parsing.label_sentences`): the leading restated
   observations are the vision span, the rest of the block the reasoning span (an answer
   sentence inside the block is reasoning: the final answer follows the block). The answer is
   what follows the answer tag after the block, up to the end of its line; without a tag, the
@@ -28,15 +28,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clearsight.grounding.trajectories.trajectory import (
+from clearsight.grounding.trajectories.parsing import (
     _ANSWER_CUE,
     _SENT,
+    cut_at_slot,
+    label_sentences,
+)
+from clearsight.grounding.trajectories.trajectory import (
     SEGMENTS,
     Template,
     Trajectory,
-    cut_at_slot,
     default_template,
-    label_sentences,
 )
 from clearsight.validate import InputError
 
@@ -121,7 +123,7 @@ def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Character spans (stripped) of the sentences of ``text[start:end]``, split as
-    :func:`~clearsight.grounding.trajectories.trajectory.sentences` splits them."""
+    :func:`~clearsight.grounding.trajectories.parsing.sentences` splits them."""
     stop = len(text) if end is None else end
     out = []
     for m in _SENT.finditer(text, start, stop):

@@ -15,13 +15,13 @@ out; after each epoch the mean loss on the training and validation conversations
 and the adapter of the epoch with the lowest validation loss is the one saved (the last epoch
 when nothing could be held out; the manifest says which).
 
-**Output.** ``out/`` holds the adapter (``adapter_model.safetensors``, ``adapter_config.json``)
-and :data:`~clearsight.models.hf.ADAPTER_MANIFEST`: the base model spec, the run, the
-trajectories' keys and instance ids (train / validation), the data hash, every
-hyper-parameter, the seed, the loss history and the chosen epoch. ``hf:<out>`` then loads the
-base with the adapter merged, a reasoner like any other, so one probe run with both
-``--reasoner hf:<base>`` and ``--reasoner hf:<out>`` gives Table 2's BP accuracy before and
-after (:func:`~clearsight.probe.accuracy.distill_table`), on instances the adapter never saw.
+**Output.** ``out/`` holds the adapter (``adapter_model.safetensors``, ``adapter_config.json``) and
+:data:`~clearsight.models.hf.ADAPTER_MANIFEST`: the base model spec, the run, the trajectories' keys
+and instance ids (train / validation), the data hash, every hyper-parameter, the seed, the loss
+history and the chosen epoch. ``hf:<out>`` then loads the base with the adapter merged, a reasoner
+like any other, so one probe run with both ``--reasoner hf:<base>`` and ``--reasoner hf:<out>``
+gives Table 2's BP accuracy before and after
+(:func:`~clearsight.probe.distill.analysis.distill_table`), on instances the adapter never saw.
 """
 
 from __future__ import annotations
