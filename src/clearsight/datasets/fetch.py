@@ -35,6 +35,7 @@ from clearsight.datasets.hub import HUB_SPECS, HubSpec
 from clearsight.datasets.snapshot import FETCH_RECORD, check_schema, locate
 from clearsight.fetch.cache import cache_dir
 from clearsight.fetch.steps import StepResult
+from clearsight.paths import resolves_inside, write_target
 from clearsight.validate import InputError
 
 #: The download function's signature: huggingface_hub's ``snapshot_download``.
@@ -145,7 +146,7 @@ def _verify_snapshot(spec: HubSpec, dest: Path) -> int:
             for f in located.files
         },
     }
-    (dest / FETCH_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_target(dest / FETCH_RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
     return rows
 
 
@@ -252,13 +253,12 @@ def _download(url: str, path: Path, opener: Opener) -> str:
 def _unpack(archive: Path, keep: str, dest: Path) -> None:
     """Extract the members of ``archive`` under ``keep`` into ``dest`` (a member naming a path
     outside ``dest`` is refused)."""
-    root = dest.resolve()
     with zipfile.ZipFile(archive) as zf:
         for member in zf.infolist():
             if not member.filename.startswith(keep) or member.is_dir():
                 continue
-            target = (dest / member.filename).resolve()
-            if not target.is_relative_to(root):
+            target = resolves_inside(dest, member.filename)
+            if target is None:
                 raise InputError(
                     f"{archive.name} holds a member outside its folder: {member.filename}"
                 )
