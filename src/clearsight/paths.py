@@ -2,8 +2,9 @@
 file written into a folder is never a symbolic link out of it.
 
 :func:`resolves_inside` is the one containment check: every loader resolves the image paths a
-dataset's rows name with it (a hub snapshot, a datasets cache, a local copy, a benchmark's
-folder), and the web page the files a URL names (:func:`clearsight.ui.runs.safe_file`). ``..``
+dataset's rows name with it (:func:`inside_source`: a hub snapshot, a datasets cache, a local
+copy, a benchmark's folder), and the web page the files a URL names
+(:func:`clearsight.ui.runs.safe_file`). ``..``
 segments and symbolic links are followed before the check, so neither leads out.
 :func:`write_target` is the one check of every writer that puts named files into a user's
 folder (``clearsight examples --copy``, reports, cards, boards, a TGS-Bench file and its
@@ -16,9 +17,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clearsight.validate import InputError
+from clearsight.validate import InputError, short_repr
 
-__all__ = ["resolves_inside", "write_target"]
+__all__ = ["inside_source", "resolves_inside", "write_target"]
 
 
 def resolves_inside(root: Path | str, path: Path | str) -> Path | None:
@@ -36,6 +37,18 @@ def resolves_inside(root: Path | str, path: Path | str) -> Path | None:
     if candidate == base or not candidate.is_relative_to(base):
         return None
     return candidate
+
+
+def inside_source(root: Path | str, path: Path | str, where: str) -> Path:
+    """``root / path``, as the source names it, where it resolves inside ``root``; else an
+    InputError ``WHERE: its image PATH leaves ROOT`` (a row of a dataset naming a file
+    elsewhere would have it read and shown to a model)."""
+    if resolves_inside(root, path) is None:
+        raise InputError(
+            f"{where}: its image {short_repr(str(path))} leaves {root} (a path a source names "
+            "must resolve inside it: '..', absolute paths elsewhere and links out are refused)"
+        )
+    return Path(root) / path
 
 
 def write_target(path: Path) -> Path:
