@@ -19,16 +19,11 @@ from clearsight.probe.judges import (
     make_judge,
     parse_yes_no,
 )
+from clearsight.probe.records import load_transcripts, store_transcript, transcript_spec
 from clearsight.probe.sensor import Sensor, SensorReply
 from clearsight.probe.sources.layouts import row_instance, split_options
 from clearsight.probe.sources.load import load_instances
-from clearsight.probe.transcript import (
-    Transcript,
-    Turn,
-    load_transcripts,
-    store_transcript,
-    transcript_spec,
-)
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 

@@ -24,8 +24,9 @@ from clearsight.probe.posthoc.agreement import agreement
 from clearsight.probe.posthoc.belief import belief_probe, belief_summary, parse_distribution
 from clearsight.probe.posthoc.querytypes import classify_queries
 from clearsight.probe.protocol import run_probe
+from clearsight.probe.records import load_transcripts, store_transcript
 from clearsight.probe.results import load_probe_results, transcripts_frame
-from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 from fixtures.probe_runs import IDS, probe_config, scripts

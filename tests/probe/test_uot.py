@@ -260,7 +260,7 @@ def test_the_stored_tree_round_trips(tmp_path: Path) -> None:
     assert search is not None
     for raw in search["candidates"]:
         assert Candidate.from_json(raw).to_json() == raw
-    from clearsight.probe.transcript import load_transcripts, store_transcript
+    from clearsight.probe.records import load_transcripts, store_transcript
 
     with RunStore.open(tmp_path / "run") as store:
         store_transcript(store, t)

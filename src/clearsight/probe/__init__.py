@@ -53,10 +53,10 @@ if TYPE_CHECKING:
     )
     from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
     from clearsight.probe.protocol import PROBE, run_probe
+    from clearsight.probe.records import load_transcripts
     from clearsight.probe.sources.hub import hub_instances
     from clearsight.probe.sources.layouts import LAYOUTS
     from clearsight.probe.sources.load import instances_from_jsonl, load_instances, resolve_source
-    from clearsight.probe.transcript import load_transcripts
     from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing

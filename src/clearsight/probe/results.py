@@ -30,7 +30,8 @@ from clearsight.probe.readouts import (
     ConversationReadouts,
     QueryTypeReadouts,
 )
-from clearsight.probe.transcript import PROTOCOL, Transcript, iter_transcripts
+from clearsight.probe.records import iter_transcripts
+from clearsight.probe.transcript import PROTOCOL, Transcript
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 

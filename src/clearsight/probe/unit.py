@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from clearsight.probe.plan import ProbeUnit
 from clearsight.probe.reasoner.loop import LoopSettings, run_conversation
 from clearsight.probe.reasoner.uot_search import SearchSettings
+from clearsight.probe.records import transcript_record
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.specs import ConversationSpec, PlannedSpec
 from clearsight.probe.strategies.direct import run_direct
-from clearsight.probe.transcript import Transcript, transcript_record
+from clearsight.probe.transcript import Transcript
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import Record
 

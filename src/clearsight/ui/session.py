@@ -175,7 +175,7 @@ def session_spec(transcript: Transcript, settings: ServeSettings) -> TranscriptS
     """The item spec of a human session: the transcript's identifying fields (instance,
     reasoner, strategy, sensor, run, K, budget, signal) plus the run seed and the judge, which
     with the person's queries determine every reply."""
-    from clearsight.probe.transcript import transcript_spec
+    from clearsight.probe.records import transcript_spec
 
     return transcript_spec(transcript, seed=settings.seed, judge=settings.judge)
 
@@ -450,7 +450,7 @@ class HumanPlay:
 
     def _store(self, transcript: Transcript, spec: TranscriptSpec, finished: bool) -> str:
         """Write the session's record (and item, and the run's manifest if it is new)."""
-        from clearsight.probe.transcript import store_transcript
+        from clearsight.probe.records import store_transcript
 
         with RunStore.open(self.run_dir) as store:
             if "config" not in store.manifest():

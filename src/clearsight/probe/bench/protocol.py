@@ -36,12 +36,13 @@ from clearsight.probe.instances import Instance
 from clearsight.probe.plan import select_instances
 from clearsight.probe.readouts import BuildReadouts
 from clearsight.probe.reasoner.parsing import parse_letter
+from clearsight.probe.records import load_transcripts
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.sources.load import resolve_source, source_manifest
 from clearsight.probe.specs import BUILD_PROTOCOL as BUILD_PROTOCOL
 from clearsight.probe.specs import BuildSpec
 from clearsight.probe.strategies.direct import DIRECT, direct_question
-from clearsight.probe.transcript import PROTOCOL, load_transcripts
+from clearsight.probe.transcript import PROTOCOL
 from clearsight.provenance import run_manifest
 from clearsight.seeding import derive_seed
 from clearsight.store import Record, RunStore

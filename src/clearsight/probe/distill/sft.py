@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clearsight.probe.transcript import Transcript, iter_transcripts
+from clearsight.probe.records import iter_transcripts
+from clearsight.probe.transcript import Transcript
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 
