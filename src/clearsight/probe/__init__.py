@@ -93,7 +93,7 @@ _EXPORTS = {
     "read_human_labels": "clearsight.probe.posthoc.agreement:read_human_labels",
     "store_validation": "clearsight.probe.posthoc.agreement:store_validation",
     "make_judge": "clearsight.probe.judges:make_judge",
-    "load_transcripts": "clearsight.probe.transcript:load_transcripts",
+    "load_transcripts": "clearsight.probe.records:load_transcripts",
 }
 
 __all__ = [
