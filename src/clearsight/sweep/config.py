@@ -18,7 +18,7 @@ from pydantic import (
 from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
 from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
 from clearsight.sweep.conditions import Arm
-from clearsight.sweep.observer import ObserverConfig
+from clearsight.sweep.references.observer import ObserverConfig
 from clearsight.validate import InputError
 
 Control = Literal["clean", "blank", "shuffled", "imagenet_c"]

@@ -53,7 +53,8 @@ CONTROLS: tuple[str, ...] = ("clean", "blank", "shuffled")
 LETTER_WORDINGS: tuple[str, ...] = ("mcq.reason", "mcq.generic", "mcq.none")
 #: The wordings whose questions offer no abstain option (no abstain rate to read).
 ABSTAIN_FREE_WORDINGS: tuple[str, ...] = ("mcq.none",)
-#: What a person's model name starts with (``human:<name>``; :mod:`clearsight.sweep.human`).
+#: What a person's model name starts with (``human:<name>``;
+#: :mod:`clearsight.sweep.references.human`).
 HUMAN_PREFIX: Final = "human:"
 #: Verbalized-confidence wordings, the main one first.
 VERBAL_WORDINGS: tuple[str, ...] = ("verbal.plain", "verbal.percent", "verbal.scale")

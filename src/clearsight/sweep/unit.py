@@ -3,7 +3,7 @@
 A unit (:class:`SweepUnit`) is the questions of one scene for one model: the worker decodes the
 scene once (:func:`load_scene`), renders each degraded image once for all the questions that use
 it (:class:`_Images`; pixels never reach the store), builds each item's request — the image with
-the target's box, the prompt, the decoding, and the :class:`~clearsight.sweep.observer.
+the target's box, the prompt, the decoding, and the :class:`~clearsight.sweep.references.observer.
 ObserverReference` a reference observer reads — asks the model in one batch and turns each
 checked reply into a record with its read-outs (:func:`~clearsight.sweep.readouts.
 sweep_readouts`). The model-free units compute each ImageNet-C severity's equivalent visibility
@@ -38,8 +38,8 @@ from clearsight.sweep.conditions import (
     imagenet_c_seed,
     imagenet_c_stack,
 )
-from clearsight.sweep.observer import ObserverReference
 from clearsight.sweep.readouts import sweep_readouts
+from clearsight.sweep.references.observer import ObserverReference
 from clearsight.sweep.specs import DepthItem, SceneRef, SweepItem, VeqItem
 from clearsight.tasks import Question
 from clearsight.validate import InputError

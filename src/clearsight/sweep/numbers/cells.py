@@ -20,7 +20,7 @@ V*_aware)) every awareness signal of a model, task and arm with *one* accuracy c
 of the main wording (:func:`~clearsight.sweep.results.primary_wording` among the wordings the
 model was asked: the reason-naming letter wording first); ``own`` pairs each awareness signal
 with the accuracy of its own wording, so both crossings are measured on one set of replies.
-:mod:`clearsight.sweep.crossings` evaluates it.
+:mod:`clearsight.sweep.numbers.crossings` evaluates it.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _ordered_columns(present: set[Column], levels: dict[str, tuple[float, ...]])
 
 class CrossingFields(TypedDict):
     """What names one crossing and where its floor and clean value come from (the first
-    columns of the crossings frame, :class:`clearsight.sweep.crossings.SceneBootstrap`)."""
+    columns of the crossings frame, :class:`clearsight.sweep.numbers.crossings.SceneBootstrap`)."""
 
     model: str
     task: str
