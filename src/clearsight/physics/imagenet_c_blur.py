@@ -70,7 +70,7 @@ def _disk(radius: int, alias_blur: float) -> npt.NDArray[np.float32]:
     xs, ys = np.meshgrid(grid, grid)
     disk = np.array((xs**2 + ys**2) <= radius**2, dtype=np.float32)
     disk /= np.sum(disk)
-    return cv2.GaussianBlur(disk, ksize=ksize, sigmaX=alias_blur)  # type: ignore[no-any-return]
+    return cv2.GaussianBlur(disk, ksize=ksize, sigmaX=alias_blur).astype(np.float32, copy=False)
 
 
 def defocus_blur(
@@ -162,7 +162,8 @@ def clipped_zoom(
     top = (x.shape[0] - crop_h) // 2
     left = (x.shape[1] - crop_w) // 2
     crop = np.ascontiguousarray(x[top : top + crop_h, left : left + crop_w])
-    out_h, out_w = int(round(crop_h * factor)), int(round(crop_w * factor))
+    # scipy's own expression for the output shape (round() of a NumPy float may stay a float)
+    out_h, out_w = int(round(crop_h * factor)), int(round(crop_w * factor))  # noqa: RUF046
     keep_h, keep_w = (out_h, out_w) if keep is None else (min(keep[0], out_h), min(keep[1], out_w))
     rows, row_w = _zoom_axis(crop_h, out_h, keep_h)
     cols, col_w = _zoom_axis(crop_w, out_w, keep_w)

@@ -48,7 +48,7 @@ def brightness(
     """HSV value ``v + c`` (clipped to 1)."""
     from clearsight.physics import imagenet_c_loops
 
-    return imagenet_c_loops.hsv_adjust(image, 2, 1.0, BRIGHTNESS[severity - 1])  # type: ignore[no-any-return]
+    return imagenet_c_loops.hsv_adjust(image, 2, 1.0, BRIGHTNESS[severity - 1])
 
 
 def saturate(
@@ -58,7 +58,7 @@ def saturate(
     from clearsight.physics import imagenet_c_loops
 
     scale, offset = SATURATE[severity - 1]
-    return imagenet_c_loops.hsv_adjust(image, 1, float(scale), float(offset))  # type: ignore[no-any-return]
+    return imagenet_c_loops.hsv_adjust(image, 1, float(scale), float(offset))
 
 
 def jpeg_compression(
@@ -67,7 +67,7 @@ def jpeg_compression(
     """Pillow's JPEG encoding at quality 25..7, decoded again."""
     buffer = io.BytesIO()
     Image.fromarray(image).save(buffer, "JPEG", quality=JPEG_QUALITY[severity - 1])
-    return np.asarray(Image.open(buffer), dtype=np.uint8)
+    return np.array(Image.open(buffer), dtype=np.uint8)
 
 
 def pixelate(
@@ -79,7 +79,7 @@ def pixelate(
     small = Image.fromarray(image).resize(
         (int(width * factor), int(height * factor)), Image.Resampling.BOX
     )
-    return np.asarray(small.resize((width, height), Image.Resampling.NEAREST), dtype=np.uint8)
+    return np.array(small.resize((width, height), Image.Resampling.NEAREST), dtype=np.uint8)
 
 
 def elastic_transform(

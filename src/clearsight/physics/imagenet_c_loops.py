@@ -151,7 +151,9 @@ def hsv_adjust(  # pragma: no cover - compiled; checked against the reference
     out = np.empty_like(image)
     for i in range(height):
         for j in range(width):
-            hsv = _rgb_to_hsv(image[i, j, 0] / 255.0, image[i, j, 1] / 255.0, image[i, j, 2] / 255.0)
+            hsv = _rgb_to_hsv(
+                image[i, j, 0] / 255.0, image[i, j, 1] / 255.0, image[i, j, 2] / 255.0
+            )
             h, s, v = hsv
             if channel == 1:
                 s = min(max(s * scale + offset, 0.0), 1.0)

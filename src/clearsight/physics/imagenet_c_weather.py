@@ -67,8 +67,11 @@ def frost_photo(index: int) -> npt.NDArray[np.uint8]:
     path = resources.files("clearsight.physics") / "data" / "frost" / FROST_FILES[index]
     with resources.as_file(path) as file:
         photo = cv2.imread(str(file))
-    photo.setflags(write=False)
-    return photo  # type: ignore[no-any-return]
+    if photo is None:
+        raise FileNotFoundError(f"the frost photograph {FROST_FILES[index]} is not installed")
+    out: npt.NDArray[np.uint8] = photo.astype(np.uint8, copy=False)
+    out.setflags(write=False)
+    return out
 
 
 def _frost_scale(frost_hw: tuple[int, ...], image_hw: tuple[int, ...]) -> float:
@@ -107,7 +110,7 @@ def _water_drops(liquid: npt.NDArray[np.float64], strength: float) -> npt.NDArra
     drops = layer * dist
     drops /= np.max(drops)
     drops *= strength
-    return drops  # type: ignore[no-any-return]
+    return drops
 
 
 def spatter(
@@ -125,7 +128,10 @@ def spatter(
         turquoise = np.array([175 / 255.0, 238 / 255.0, 238 / 255.0], np.float32)
         return to_uint8(x + drops * turquoise)
     cover = ndimage.gaussian_filter(
-        np.where(liquid > threshold, 1, 0).astype(np.float32), strength, mode="nearest", truncate=4.0
+        np.where(liquid > threshold, 1, 0).astype(np.float32),
+        strength,
+        mode="nearest",
+        truncate=4.0,
     )
     cover[cover < 0.8] = 0
     brown = np.array([63 / 255.0, 42 / 255.0, 20 / 255.0]) * cover[..., None].astype(np.float64)
