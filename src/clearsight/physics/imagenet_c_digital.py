@@ -39,7 +39,10 @@ def contrast(
     """``(x - mean) c + mean`` with each channel's mean over the image."""
     x = image / 255.0
     means = np.mean(x, axis=(0, 1), keepdims=True)
-    return to_uint8((x - means) * CONTRAST[severity - 1] + means)
+    x -= means
+    x *= CONTRAST[severity - 1]
+    x += means
+    return to_uint8(x)
 
 
 def brightness(

@@ -23,16 +23,20 @@ SPECKLE_SCALE: Final = (0.15, 0.2, 0.35, 0.45, 0.6)
 
 
 def to_uint8(unit: npt.NDArray[np.floating]) -> npt.NDArray[np.uint8]:
-    """``clip(unit, 0, 1) * 255`` truncated to uint8: how the reference ends most corruptions."""
-    return (np.clip(unit, 0, 1) * 255).astype(np.uint8)
+    """``clip(unit, 0, 1) * 255`` truncated to uint8: how the reference ends most corruptions.
+    Computed in place: ``unit`` (always a temporary of the caller's) is overwritten."""
+    np.clip(unit, 0, 1, out=unit)
+    unit *= 255
+    return unit.astype(np.uint8)
 
 
 def gaussian_noise(
     image: npt.NDArray[np.uint8], severity: int, rng: np.random.RandomState
 ) -> npt.NDArray[np.uint8]:
     """``x + N(0, s^2)`` per value."""
-    x = image / 255.0
-    return to_uint8(x + rng.normal(0.0, GAUSSIAN_SCALE[severity - 1], x.shape))
+    noise = rng.normal(0.0, GAUSSIAN_SCALE[severity - 1], image.shape)
+    noise += image / 255.0  # x + noise (addition commutes exactly)
+    return to_uint8(noise)
 
 
 def shot_noise(
@@ -40,7 +44,9 @@ def shot_noise(
 ) -> npt.NDArray[np.uint8]:
     """``Poisson(x c) / c`` per value: photon noise at c photons per unit intensity."""
     photons = SHOT_PHOTONS[severity - 1]
-    return to_uint8(rng.poisson(image / 255.0 * photons) / float(photons))
+    x = image / 255.0
+    x *= photons
+    return to_uint8(rng.poisson(x) / float(photons))
 
 
 def impulse_noise(
@@ -62,4 +68,7 @@ def speckle_noise(
 ) -> npt.NDArray[np.uint8]:
     """``x + x N(0, s^2)`` per value: noise proportional to the intensity."""
     x = image / 255.0
-    return to_uint8(x + x * rng.normal(0.0, SPECKLE_SCALE[severity - 1], x.shape))
+    noise = rng.normal(0.0, SPECKLE_SCALE[severity - 1], x.shape)
+    noise *= x
+    noise += x  # x + x noise, the products and sums commuted exactly
+    return to_uint8(noise)
