@@ -79,7 +79,8 @@ def defocus_blur(
     """Each channel correlated with an anti-aliased disk (OpenCV, edges reflected); one call
     on the three channels, which OpenCV filters one by one as the reference's three calls do."""
     kernel = _disk(*DEFOCUS[severity - 1])
-    return to_uint8(cv2.filter2D(image / 255.0, -1, kernel))
+    blurred = cv2.filter2D(image / 255.0, -1, kernel)  # float64 in, float64 out
+    return to_uint8(blurred.astype(np.float64, copy=False))
 
 
 def motion_streak(
