@@ -35,7 +35,7 @@ from clearsight.metrics import (
     reliability_bins,
     risk_coverage,
 )
-from clearsight.sweep.numbers.cells import FloatArray, signals_for
+from clearsight.sweep.numbers.cells import FloatArray
 from clearsight.sweep.numbers.crossings import SceneBootstrap
 from clearsight.sweep.results import (
     RunData,
@@ -44,6 +44,7 @@ from clearsight.sweep.results import (
     level_label,
     primary_wording,
 )
+from clearsight.sweep.signals import signals_for
 
 __all__ = [
     "ReliabilityCut",
