@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from clearsight.fetch.cache import cache_dir
+from clearsight.cache import cache_dir
 
 
 def image_path(data: bytes, folder: str) -> Path:
