@@ -101,7 +101,7 @@ def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
         calls.append((run, list(others), n_boot, seed))
         for name in ("report.html", "summary.md", "summary.csv"):
             (run / name).write_text("# Trajectory grounding\n")
-        from clearsight.report.output import ReportPaths
+        from clearsight.pages.output import ReportPaths
 
         paths = ReportPaths(run, run / "report.html", run / "summary.md", run / "summary.csv")
         return paths, {}

@@ -231,8 +231,8 @@ def test_judge_agreement_against_hand_values() -> None:
 
 
 def test_results_and_report(tmp_path: Path) -> None:
+    from clearsight.pages.html import cell_text
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.report.html import cell_text
     from clearsight.report.probe import MAIN_TABLE, build_probe_report, probe_tables
 
     run = tmp_path / "run"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clearsight.pages.output import markdown_section
 from clearsight.report import build_report
 from clearsight.report.headline import sweep_headline, sweep_sentence
-from clearsight.report.output import markdown_section
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.headline import HEADLINE_SIGNALS, headline_table

@@ -24,8 +24,8 @@ import pytest
 from PIL import Image
 
 from clearsight.metrics import bootstrap_weights, crossing_visibility, percentile_interval
+from clearsight.pages.html import Col, esc, table
 from clearsight.report import build_report
-from clearsight.report.html import Col, esc, table
 from clearsight.report.labels import crossing_label, depth_line, w_label
 from clearsight.store import Record, RunStore, StoredRecord, load_run
 from clearsight.sweep import summary_table

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from clearsight.pages.plots import overlapping_ticks, pyplot, slant_crowded_ticks
 from clearsight.physics import SWEEP_LEVELS_M
 from clearsight.report import build_report
-from clearsight.report.plots import overlapping_ticks, pyplot, slant_crowded_ticks
 from clearsight.report.sections import asked_panels
 from clearsight.sweep.analysis import analyse_sweep
 from clearsight.sweep.config import SweepConfig

@@ -21,8 +21,8 @@ from clearsight.grounding.protocol import GROUNDING
 from clearsight.grounding.readouts import DEFAULT_READOUT
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
 from clearsight.grounding.templates import template_statement
+from clearsight.specs import REASK_KIND
 from clearsight.store import RunStore
-from clearsight.verify.specs import VERIFY_KIND
 
 __all__ = ["GroundingResults", "SampledVariation", "load_grounding_results"]
 
@@ -110,7 +110,7 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
                 v.reasons[why] = v.reasons.get(why, 0) + 1
         failures: dict[str, int] = {}
         for rec in store.iter_records("failed", raw=False):
-            if rec.protocol == VERIFY_KIND:  # a re-ask: the report's Reproducibility section
+            if rec.protocol == REASK_KIND:  # a re-ask: the report's Reproducibility section
                 continue
             reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
             failures[reason] = failures.get(reason, 0) + 1

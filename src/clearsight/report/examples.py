@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from clearsight.report import plots
-from clearsight.report.html import esc, fmt_num, img, pre
+from clearsight.pages.html import esc, fmt_num, img, pre
+from clearsight.pages.plots import png_thumbnail
 from clearsight.sweep.results import (
     TASK_NAMES,
     RunData,
@@ -113,7 +113,7 @@ def _thumbnails(data: RunData, rows: pd.DataFrame, arm: str, picks: list[tuple[s
         for (cond, v), image in zip(picks, images, strict=True):
             boxed = draw_box(np.array(image), box, thickness)  # type: ignore[arg-type]
             label = "clean" if cond == "clean" else f"{cond} {level_label(v)} m"
-            figs.append(img(plots.png_thumbnail(boxed), label, label, css_class="thumb"))
+            figs.append(img(png_thumbnail(boxed), label, label, css_class="thumb"))
         notes = [n for n in (scene.attribution, scene.depth_note) if n]
         note = "".join(f"<p class='note'>{esc(n)}</p>" for n in notes)
         return f"<div class='thumbs'>{''.join(figs)}</div>{note}"

@@ -4,7 +4,7 @@ beside them.
 Rendering only: every number comes from the run's analysis
 (:func:`clearsight.grounding.analysis.analyse_grounding`, a
 :class:`~clearsight.grounding.analysis.GroundingAnalysis`), here titled, drawn and written in
-the layout every report shares (:mod:`clearsight.report.output`): ``report.html`` with the
+the layout every report shares (:mod:`clearsight.pages.output`): ``report.html`` with the
 tables (per benchmark and overall; the calibration read-outs side by side, the paper's Table 2;
 content variation, hesitation, the exact Wilcoxon tests, the judge, the TGS-Bench retention and
 the failures) and its figures (:mod:`clearsight.report.grounding_figures`), ``summary.md`` and
@@ -25,7 +25,9 @@ import pandas as pd
 
 from clearsight.grounding.analysis import TABLE2, GroundingAnalysis, WilcoxonTest, analyse_grounding
 from clearsight.grounding.tgs import AXES, Score
-from clearsight.report.cost import cost_html, cost_markdown
+from clearsight.pages.cost import cost_html, cost_markdown
+from clearsight.pages.html import esc, frame_table, img, page
+from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.grounding_figures import (
     ece_tgs_figure,
     hesitation_figure,
@@ -42,8 +44,6 @@ from clearsight.report.headline import (
     headline_html,
     headline_markdown,
 )
-from clearsight.report.html import esc, frame_table, img, page
-from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 
 ROWS: tuple[tuple[str, str], ...] = (

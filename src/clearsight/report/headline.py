@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from clearsight.report.html import esc, fmt_ci, frame_table
+from clearsight.pages.html import esc, fmt_ci, frame_table
+from clearsight.pages.output import md_table, md_text
 from clearsight.report.labels import SIGNAL_LABELS, crossing_label, interval, interval_m, w_label
-from clearsight.report.output import md_table, md_text
 from clearsight.sweep.headline import HEADLINE_SIGNALS
 from clearsight.sweep.results import TASK_NAMES, level_label
 

@@ -1,7 +1,7 @@
 """The report's figures as PNG bytes: sweep curves (Fig. 3), reliability diagrams, risk-coverage
 curves with AURC against visibility, ImageNet-C severities on the physical axis (Fig. 7), and
-image thumbnails; and the drawing helpers the other protocols' reports share (:func:`png`,
-:func:`pyplot`, :func:`error_bars`, :func:`risk_coverage_figure`).
+image thumbnails; and :func:`risk_coverage_figure`, which the other protocols' reports share
+(the drawing helpers every figure uses: :mod:`clearsight.pages.plots`).
 
 Every figure draws numbers it is given — the sweep's from
 :class:`clearsight.sweep.analysis.SweepAnalysis` — and returns PNG bytes (or None when there is
@@ -14,16 +14,14 @@ left to the murkiest on the right, the clean image as a separate marker further 
 
 from __future__ import annotations
 
-import io
-import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
+from clearsight.pages.plots import FloatArray, error_bars, png, pyplot
 from clearsight.report.labels import SIGNAL_LABELS
 from clearsight.sweep.crossings import NO_VERBAL
 from clearsight.sweep.results import is_person, level_label, offers_abstain, primary_wording
@@ -32,20 +30,16 @@ if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis
     from clearsight.sweep.confidence import ReliabilityPanel, RiskPanel
 
-FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "COLOURS",
     "Drawn",
+    "accuracy_panels",
     "curves_figure",
-    "error_bars",
     "imagenet_c_figure",
-    "overlapping_ticks",
-    "png_thumbnail",
     "reliability_figure",
     "risk_coverage_figure",
     "selective_figure",
-    "slant_crowded_ticks",
 ]
 
 #: One colour per signal, the same in every figure (colour-blind-safe Okabe–Ito hues).
@@ -62,82 +56,6 @@ STYLES: dict[str, tuple[str, str]] = {
     "verbal_conf": ("--", "s"),
     "abstain": ("-", "D"),
 }
-_DPI = 100
-
-
-def error_bars(estimate: npt.ArrayLike, low: npt.ArrayLike, high: npt.ArrayLike) -> FloatArray:
-    """matplotlib's ``(2, n)`` error-bar lengths ``[estimate - low, high - estimate]``.
-
-    Never negative (matplotlib refuses negative lengths): a bound on the wrong side of its
-    estimate, or a missing one (NaN), draws no bar on that side instead of failing the figure.
-    """
-    est = np.atleast_1d(np.asarray(estimate, dtype=np.float64))
-    lo, hi = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
-    lengths = np.vstack([est - lo, hi - est])
-    return np.where(np.isfinite(lengths) & (lengths > 0), lengths, 0.0)
-
-
-def pyplot() -> Any:
-    """matplotlib.pyplot on the headless Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def png(fig: Any) -> bytes:
-    """Save ``fig`` as PNG bytes and close it; x tick labels that would overlap are slanted
-    first (:func:`slant_crowded_ticks`)."""
-    if slant_crowded_ticks(fig):
-        fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
-    pyplot().close(fig)
-    return buf.getvalue()
-
-
-def overlapping_ticks(ax: Any, renderer: Any, pad_px: float = 2.0) -> list[tuple[str, str]]:
-    """The pairs of neighbouring x tick labels of ``ax`` that overlap as drawn by ``renderer``
-    (less than ``pad_px`` apart), left to right: level labels whose boxes meet; slanted labels
-    whose anchors are closer than a line of their text across the slant."""
-    labels = sorted(
-        (t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()), key=_anchor_x
-    )
-    pairs = []
-    for a, b in itertools.pairwise(labels):
-        box_a, box_b = a.get_window_extent(renderer), b.get_window_extent(renderer)
-        angle = math.radians(a.get_rotation() % 180)
-        if angle:
-            line = a.get_fontsize() * ax.figure.dpi / 72.0
-            apart = abs(_anchor_x(b) - _anchor_x(a)) * math.sin(angle)
-            meet = apart < line + pad_px
-        else:
-            meet = box_a.x1 + pad_px > box_b.x0 and box_a.y1 > box_b.y0 and box_b.y1 > box_a.y0
-        if meet:
-            pairs.append((a.get_text(), b.get_text()))
-    return pairs
-
-
-def _anchor_x(label: Any) -> float:
-    """Where a tick label is anchored on the screen, in pixels from the left."""
-    return float(label.get_transform().transform(label.get_position())[0])
-
-
-def slant_crowded_ticks(fig: Any) -> bool:
-    """Slant (45°, right-aligned) the x tick labels of every axes of ``fig`` where two of
-    them overlap as drawn; whether any was slanted."""
-    fig.draw_without_rendering()  # lays the ticks out where they will be drawn
-    renderer = fig.canvas.get_renderer()
-    slanted = False
-    for ax in fig.axes:
-        if ax.get_visible() and overlapping_ticks(ax, renderer):
-            for label in ax.get_xticklabels():
-                label.set_rotation(45)
-                label.set_horizontalalignment("right")
-            slanted = True
-    return slanted
 
 
 def _clean_x(levels: Sequence[float]) -> float:
@@ -543,17 +461,6 @@ def imagenet_c_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     return png(fig)
 
 
-def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
-    """An RGB uint8 image as PNG bytes, shrunk so its longer side is at most ``max_side``."""
-    from PIL import Image
-
-    im = Image.fromarray(np.ascontiguousarray(image))
-    im.thumbnail((max_side, max_side))
-    buf = io.BytesIO()
-    im.save(buf, format="PNG", optimize=True)
-    return buf.getvalue()
-
-
 _CUT_COLOURS = ("0.15", "#CC79A7", "#D55E00", "#0072B2", "#009E73")
 
 
@@ -712,4 +619,44 @@ def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
         else:
             ax.set_axis_off()
     fig.tight_layout()
+    return png(fig)
+
+
+def accuracy_panels(curves: pd.DataFrame, wording: str, arms: Sequence[str]) -> bytes | None:
+    """Accuracy of ``wording`` against visibility per arm, a small panel each (the card's), each
+    model a line with its 95 % photo-bootstrap band, the clean accuracy left of the clearest
+    level."""
+    acc = curves[(curves["signal"] == "accuracy") & (curves["wording"] == wording)]
+    if acc.empty or not arms:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.1), squeeze=False)
+    for ax, arm in zip(axes[0], arms, strict=True):
+        for model, rows in acc.groupby("model", sort=False):
+            lv = rows[rows["condition"] == arm].sort_values("x", ascending=False)
+            if lv.empty:
+                continue
+            x = lv["x"].to_numpy(float)
+            (line,) = ax.plot(x, lv["estimate"], marker="o", ms=3, lw=1.4, label=str(model))
+            ax.fill_between(x, lv["low"], lv["high"], color=line.get_color(), alpha=0.12, lw=0)
+            clean = rows[rows["condition"] == "clean"]
+            if len(clean):
+                c = clean.iloc[0]
+                err = error_bars(c.estimate, [c.low], [c.high])
+                ax.errorbar(
+                    [x.max() * 4],
+                    [c.estimate],
+                    yerr=err,
+                    fmt="s",
+                    ms=4,
+                    color=line.get_color(),
+                    capsize=2,
+                )
+        ax.set_xscale("log")
+        ax.invert_xaxis()
+        ax.set_ylim(-0.02, 1.05)
+        ax.set_title(f"{arm}: accuracy ({wording})", fontsize=9)
+        ax.set_xlabel("visibility V (m); square: clean", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7, loc="lower left")
     return png(fig)

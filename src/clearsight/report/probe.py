@@ -5,7 +5,7 @@ Rendering only: every number comes from the run's analysis
 (:func:`clearsight.probe.analysis.analyse_probe`, a
 :class:`~clearsight.probe.analysis.ProbeAnalysis`), here titled, drawn and written in the
 layout every report shares
-(:mod:`clearsight.report.output`): a self-contained ``report.html`` (every model output
+(:mod:`clearsight.pages.output`): a self-contained ``report.html`` (every model output
 escaped), ``summary.md`` with every table and ``summary.csv`` with Table 1, the main one.
 """
 
@@ -16,21 +16,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.pages.cost import cost_markdown
+from clearsight.pages.html import cell_text, details, esc, frame_table, img, page, pre
+from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
+from clearsight.pages.plots import png, pyplot
 from clearsight.probe.accuracy import RiskPanel, setting_label
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
 from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
 from clearsight.probe.transcript import Transcript
 from clearsight.probe.uot import SearchRecord
-from clearsight.report.cost import cost_markdown
 from clearsight.report.headline import (
     PROBE_CAPTION,
     headline_html,
     headline_markdown,
     probe_headline,
 )
-from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
-from clearsight.report.output import ReportPaths, md_table, md_text, write_report
-from clearsight.report.plots import Drawn, png, pyplot, risk_coverage_figure
+from clearsight.report.plots import Drawn, risk_coverage_figure
 from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 
 __all__ = [

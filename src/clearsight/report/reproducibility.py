@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.report.html import esc, fmt_num, frame_table, page
-from clearsight.report.output import md_table, md_text
+from clearsight.pages.html import esc, fmt_num, frame_table, page
+from clearsight.pages.output import md_table, md_text
 
 if TYPE_CHECKING:
     from clearsight.verify.comparison import Comparison

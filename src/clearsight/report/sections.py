@@ -2,7 +2,7 @@
 calibration, selective prediction, full sweep and controls, ImageNet-C on the physical axis,
 the guard's estimate, qualitative examples.
 
-Each function returns an HTML fragment built from :mod:`clearsight.report.html`'s escaping
+Each function returns an HTML fragment built from :mod:`clearsight.pages.html`'s escaping
 primitives; :func:`render_report` joins them into the page. Numbers come from the run's
 :class:`~clearsight.sweep.analysis.SweepAnalysis`, figures from :mod:`clearsight.report.plots`,
 the qualitative examples from :mod:`clearsight.report.examples`.
@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from clearsight.pages.cost import cost_html, devices_line
+from clearsight.pages.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, page, table
 from clearsight.report import plots
-from clearsight.report.cost import cost_html, devices_line
 from clearsight.report.examples import examples_section
 from clearsight.report.guard import guard_section_html
 from clearsight.report.headline import (
@@ -26,7 +27,6 @@ from clearsight.report.headline import (
     sweep_caption,
     sweep_headline,
 )
-from clearsight.report.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, page, table
 from clearsight.report.labels import (
     SIGNAL_LABELS,
     depth_line,

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from clearsight.report.cost import cost_markdown
+from clearsight.pages.cost import cost_markdown
+from clearsight.pages.html import fmt_ci, fmt_num, fmt_range
+from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.headline import headline_markdown, sweep_caption, sweep_headline
-from clearsight.report.html import fmt_ci, fmt_num, fmt_range
 from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
-from clearsight.report.output import ReportPaths, md_table, md_text, write_report
 from clearsight.report.reproducibility import reproducibility_markdown
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep

@@ -9,15 +9,16 @@ tables the run's report shows, one per verify setting.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from clearsight.faces import face_of_kind
+from clearsight.faces.verifying import View
 from clearsight.store import RunStore
-from clearsight.verify.kinds import KINDS
 from clearsight.verify.pairs import agreement_table, differing, paired_readouts
 from clearsight.verify.specs import DEFAULT_TOLERANCE, VERIFY_KIND
 
@@ -26,6 +27,16 @@ __all__ = ["CHECK_COLUMNS", "VerifyResult", "reproducibility", "verify_pairs", "
 #: What names one verify's setting (its rows share them).
 CHECK_COLUMNS = ("asked", "batch_size", "seed")
 _LABELS = ("key", "of", "model", "scene", "condition", "level_m", "wording", "status", "error")
+
+
+def _view(kind: str) -> View:
+    """How the read-outs of items of ``kind`` are compared (its protocol's face says)."""
+    face = face_of_kind(kind)
+    return face.reask.view if face is not None and face.reask is not None else _as_stored
+
+
+def _as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+    return readouts
 
 
 def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.DataFrame:
@@ -59,7 +70,7 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
                 "seed": rec.spec["seed"],
             }
         )
-        view = KINDS[rec.spec["of_kind"]].view
+        view = _view(rec.spec["of_kind"])
         originals.append(view(original.readouts) if original is not None else None)
         reasks.append(view(rec.readouts) if rec.status == "ok" else None)
     frame = pd.DataFrame(labels, columns=[*_LABELS, *CHECK_COLUMNS])

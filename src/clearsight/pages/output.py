@@ -4,7 +4,7 @@ Every protocol's report writes the same three files into the run directory (or t
 it is given): ``report.html`` (the self-contained page), ``summary.md`` (its tables in Markdown)
 and ``summary.csv`` (its main table, for a spreadsheet or a script), and returns their
 :class:`ReportPaths`. Text that came from a model or an instance file is escaped for each
-format: HTML in the page (:func:`clearsight.report.html.esc`), Markdown in the summary
+format: HTML in the page (:func:`clearsight.pages.html.esc`), Markdown in the summary
 (:func:`md_text`, :func:`md_table`), formula cells in the CSV (:func:`csv_text`).
 """
 
