@@ -25,7 +25,7 @@ from clearsight.card.parts import SENSOR_ROLE, Part, PartJSON, plan_parts
 from clearsight.faces import face_of
 from clearsight.faces.card import CardSection, Number, NumberJSON
 from clearsight.pages.output import write_atomic
-from clearsight.store import run_protocol
+from clearsight.store import DB_NAME, run_manifest, run_protocol
 
 if TYPE_CHECKING:
     from clearsight.driver import RunOptions, RunSummary
@@ -140,11 +140,7 @@ def write_card(
     """Read the card's runs, each through its protocol's face (its card section), (re)write the
     full reports of the ``stale`` parts (their runs changed, or they have none yet), then
     ``card.json`` and ``card.html``; returns card.json's content."""
-    sections = {
-        part: _section(out / part, config.n_boot, config.seed)
-        for part in RUNS
-        if (out / part).is_dir()
-    }
+    sections = {part: card_section(out / part, config.n_boot, config.seed) for part in runs(out)}
     numbers: dict[str, list[Number]] = {model: []}
     for part, section in sections.items():
         for name, found in section.by_model.items():
@@ -170,7 +166,14 @@ def write_card(
     return card
 
 
-def _section(run_dir: Path, n_boot: int, seed: int) -> CardSection:
+def runs(out: Path) -> list[str]:
+    """The card's runs in page order: those of :data:`RUNS` the card directory holds, then any
+    other run directory in it (a run of another protocol added to the card), by name."""
+    others = sorted(d.name for d in out.iterdir() if (d / DB_NAME).is_file() and d.name not in RUNS)
+    return [*(part for part in RUNS if (out / part).is_dir()), *others]
+
+
+def card_section(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     """The card section of the run in ``run_dir``, from its protocol's face."""
     face = face_of(run_protocol(run_dir))
     return face.need(face.card, "card section")(run_dir, n_boot, seed)
@@ -179,14 +182,9 @@ def _section(run_dir: Path, n_boot: int, seed: int) -> CardSection:
 def manifest_hash(model: str, out: Path, config: CardConfig) -> str:
     """content_hash of the card's configuration, its model and each part run's config hash."""
     from clearsight.seeding import content_hash
-    from clearsight.store import RunStore
 
-    runs = {}
-    for part in RUNS:
-        if (out / part).is_dir():
-            with RunStore.open(out / part, read_only=True) as store:
-                runs[part] = store.manifest().get("config_hash")
-    return content_hash({"model": model, "config": config.model_dump(mode="json"), "runs": runs})
+    hashes = {part: run_manifest(out / part).get("config_hash") for part in runs(out)}
+    return content_hash({"model": model, "config": config.model_dump(mode="json"), "runs": hashes})
 
 
 def load_card(card_dir: Path) -> CardJSON:
