@@ -91,7 +91,7 @@ def test_a_grounding_run_gets_the_grounding_report(tmp_path: Path, tiny_llama_pa
 def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.report.grounding as renderer
+    import clearsight.grounding.page.report as renderer
 
     calls: list[tuple[Path, list[Path], int, int]] = []
 

@@ -162,7 +162,7 @@ def test_the_grounding_report_and_the_card_render_a_cost_table() -> None:
     from clearsight.card.numbers import card_cost, cost_json
     from clearsight.card.page import render_card
     from clearsight.grounding import GroundingAnalysis
-    from clearsight.report.grounding import summary_markdown
+    from clearsight.grounding.page.report import summary_markdown
 
     cost = cost_table(
         [("hf:m", {"usage": {"prompt_tokens": 10, "images": 1}, "latency_s": 2.0})] * 3

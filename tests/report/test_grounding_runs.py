@@ -148,7 +148,7 @@ def _overlaps(fig: Any) -> list[tuple[str, str]]:
 def test_the_comparison_figures_have_no_overlapping_labels_and_units_on_their_axes(
     runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.report.grounding_figures as figures
+    import clearsight.grounding.page.figures as figures
     from clearsight.grounding import analyse_grounding
     from clearsight.pages.plots import slant_crowded_ticks
 

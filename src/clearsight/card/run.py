@@ -25,6 +25,7 @@ from clearsight.card.parts import SENSOR_ROLE, Part, PartJSON, plan_parts
 from clearsight.faces import face_of
 from clearsight.faces.card import CardSection, Number, NumberJSON
 from clearsight.pages.output import write_atomic
+from clearsight.report import appendix
 from clearsight.store import DB_NAME, run_manifest, run_protocol
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def write_card(
             numbers.setdefault(name, []).extend(found)
         numbers[model].extend(section.numbers)
         if part in stale and section.write_report is not None:
-            section.write_report()
+            section.write_report(appendix(out / part))
     cost = card_cost({part: section.cost for part, section in sections.items()})
     card: CardJSON = {
         "card_version": CARD_VERSION,

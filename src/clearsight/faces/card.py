@@ -19,7 +19,7 @@ from clearsight.pages.plots import error_bars, png, pyplot
 if TYPE_CHECKING:
     import pandas as pd
 
-    from clearsight.pages.output import ReportPaths
+    from clearsight.pages.output import Appendix, ReportPaths
 
 __all__ = ["CardSection", "Number", "NumberJSON", "as_float", "ci_number", "number_bars"]
 
@@ -89,15 +89,15 @@ class CardSection:
     """One run's part of a card: ``title`` (its figure's caption), ``numbers`` (those of the
     run's own model) and ``by_model`` (a run of several models: each model's), ``cost`` (the
     run's cost table, :func:`clearsight.store.run_cost`), ``figure`` (PNG; None: the card
-    draws the numbers as bars) and ``write_report`` (writes the run's full report from the
-    analysis the section was read from)."""
+    draws the numbers as bars) and ``write_report`` (writes the run's full report, with the
+    appendix the card gives, from the analysis the section was read from)."""
 
     title: str
     numbers: tuple[Number, ...] = ()
     by_model: Mapping[str, tuple[Number, ...]] = field(default_factory=dict)
     cost: pd.DataFrame | None = None
     figure: bytes | None = None
-    write_report: Callable[[], ReportPaths] | None = None
+    write_report: Callable[[Appendix], ReportPaths] | None = None
 
 
 def number_bars(numbers: Sequence[Number], title: str) -> bytes | None:

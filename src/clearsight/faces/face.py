@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from clearsight.pages.output import NO_APPENDIX, Appendix
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -33,7 +34,15 @@ if TYPE_CHECKING:
     from clearsight.faces.verifying import Derive, Reaskable
     from clearsight.pages.output import ReportPaths
 
-__all__ = ["ProtocolFace", "ReportRequest", "Row", "Scalar", "frame_rows"]
+__all__ = [
+    "NO_APPENDIX",
+    "Appendix",
+    "ProtocolFace",
+    "ReportRequest",
+    "Row",
+    "Scalar",
+    "frame_rows",
+]
 
 #: A value of an exported row.
 Scalar = str | int | float | bool | None
@@ -47,7 +56,7 @@ T = TypeVar("T")
 class ReportRequest:
     """What ``clearsight report`` was asked for: the run, where the files go (None: its run
     directory), further runs shown beside it, the bootstrap's draws and seed (None: the
-    protocol's own defaults) and whether example images are drawn."""
+    protocol's own defaults), whether example images are drawn and the :class:`Appendix`."""
 
     run_dir: Path
     out_dir: Path | None = None
@@ -55,6 +64,7 @@ class ReportRequest:
     n_boot: int | None = None
     seed: int | None = None
     thumbnails: bool = True
+    appendix: Appendix = NO_APPENDIX
 
     def alone(self, protocol: str) -> None:
         """InputError where runs were given beside a report that shows one run."""

@@ -30,7 +30,7 @@ Modules, in the order of the method:
 * :mod:`~clearsight.grounding.results` — a finished run read back;
   :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals;
   :mod:`~clearsight.grounding.analysis` — the paper's numbers of a run
-  (:func:`analyse_grounding`), which :mod:`clearsight.report.grounding` renders.
+  (:func:`analyse_grounding`), which :mod:`clearsight.grounding.page.report` renders.
 
 Nothing here imports torch at import time; the model-facing functions take a loaded backend.
 """
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     from clearsight.grounding.build_pool import read_bench
     from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
+    from clearsight.grounding.page.report import build_grounding_report, render_grounding_report
     from clearsight.grounding.problems import LAYOUTS, Problem, load_jsonl
     from clearsight.grounding.protocol import GROUNDING, run_grounding
-    from clearsight.report.grounding import build_grounding_report, render_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -60,8 +60,8 @@ _EXPORTS = {
     "run_grounding": "clearsight.grounding.protocol:run_grounding",
     "analyse_grounding": "clearsight.grounding.analysis:analyse_grounding",
     "GroundingAnalysis": "clearsight.grounding.analysis:GroundingAnalysis",
-    "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
-    "render_grounding_report": "clearsight.report.grounding:render_grounding_report",
+    "build_grounding_report": "clearsight.grounding.page.report:build_grounding_report",
+    "render_grounding_report": "clearsight.grounding.page.report:render_grounding_report",
     "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.build:run_build_bench",
     "read_bench": "clearsight.grounding.build_pool:read_bench",

@@ -2,7 +2,7 @@
 ``clearsight verify``, the card and export ask of a grounding run, and
 :data:`BUILD_BENCH_FACE`, a TGS-Bench build's (:class:`~clearsight.faces.face.ProtocolFace`).
 
-* **report**: :func:`clearsight.report.grounding.build_grounding_report`, other grounding runs
+* **report**: :func:`clearsight.grounding.page.report.build_grounding_report`, other grounding runs
   beside it, written into the run's directory; the bootstrap's draws and seed default to those
   of the run's configuration (what ``clearsight grounding run`` reported with).
 * **verify**: the elicitations (kind ``grounding.elicit``) rebuilt from their stored form —
@@ -63,14 +63,18 @@ TGS_KEYS: tuple[tuple[str, str], ...] = (
 
 
 def _report(request: ReportRequest) -> ReportPaths:
-    from clearsight.report.grounding import build_grounding_report
+    from clearsight.grounding.page.report import build_grounding_report
 
     request.in_place("grounding")
     config = run_manifest(request.run_dir).get("config") or {}
     n_boot = int(config.get("n_boot", 5000)) if request.n_boot is None else request.n_boot
     seed = int(config.get("seed", 0)) if request.seed is None else request.seed
     paths, _ = build_grounding_report(
-        request.run_dir, others=list(request.others), n_boot=n_boot, seed=seed
+        request.run_dir,
+        others=list(request.others),
+        n_boot=n_boot,
+        seed=seed,
+        appendix=request.appendix,
     )
     return paths
 
@@ -191,7 +195,7 @@ def grounding_numbers(analysis: GroundingAnalysis) -> tuple[Number, ...]:
 
 def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     from clearsight.grounding.analysis import analyse_grounding
-    from clearsight.report.grounding import render_grounding_report
+    from clearsight.grounding.page.report import render_grounding_report
 
     analysis = analyse_grounding(run_dir, n_boot=n_boot, seed=seed)
     numbers = grounding_numbers(analysis)
@@ -200,7 +204,7 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
         numbers=numbers,
         cost=analysis.cost,
         figure=number_bars(numbers, "TGS with 95 % intervals"),
-        write_report=lambda: render_grounding_report(analysis, run_dir),
+        write_report=lambda appendix: render_grounding_report(analysis, run_dir, appendix),
     )
 
 

@@ -7,7 +7,7 @@ judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternative
 (``VARIATION``) and the elicited confidence distributions (``ELICIT``).
 :func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
 into :class:`GroundingResults`; :mod:`clearsight.grounding.analysis` scores them and
-:mod:`clearsight.report.grounding` renders the scores.
+:mod:`clearsight.grounding.page.report` renders the scores.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from typing import Any
 import pandas as pd
 
 __all__ = [
+    "NO_APPENDIX",
+    "Appendix",
     "ReportPaths",
     "csv_text",
     "markdown_section",
@@ -47,6 +49,21 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(redact(text), encoding="utf-8")
     os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Appendix:
+    """What a report shows besides its protocol's own sections, made outside the protocol by
+    :func:`clearsight.report.build_report`: the run's re-asks by ``clearsight verify`` (its
+    Reproducibility section), as the page's HTML and summary.md's lines; empty where the run has
+    none. A protocol's page places it and never reads it from the run itself."""
+
+    html: str = ""
+    markdown: tuple[str, ...] = ()
+
+
+#: A report without an appendix.
+NO_APPENDIX = Appendix()
 
 
 def write_report(

@@ -1,6 +1,7 @@
 """Drawing helpers every figure shares, whatever protocol it shows: matplotlib headless
 (:func:`pyplot`), a figure as PNG bytes with crowded tick labels slanted (:func:`png`), error-bar
-lengths that never fail a figure (:func:`error_bars`) and image thumbnails (:func:`png_thumbnail`).
+lengths that never fail a figure (:func:`error_bars`), image thumbnails (:func:`png_thumbnail`)
+and risk-coverage curves drawn from any protocol's analysis (:func:`risk_coverage_figure`).
 """
 
 from __future__ import annotations
@@ -8,18 +9,24 @@ from __future__ import annotations
 import io
 import itertools
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "CUT_COLOURS",
+    "Curve",
+    "Drawn",
     "FloatArray",
     "error_bars",
     "overlapping_ticks",
     "png",
     "png_thumbnail",
     "pyplot",
+    "risk_coverage_figure",
+    "risk_coverage_panel",
     "slant_crowded_ticks",
 ]
 
@@ -111,3 +118,76 @@ def png_thumbnail(image: npt.NDArray[np.uint8], max_side: int = 220) -> bytes:
     buf = io.BytesIO()
     im.save(buf, format="PNG", optimize=True)
     return buf.getvalue()
+
+
+CUT_COLOURS = ("0.15", "#CC79A7", "#D55E00", "#0072B2", "#009E73")
+
+
+class Curve(Protocol):
+    """What a risk-coverage panel draws of one curve (a
+    :class:`clearsight.metrics.RiskCoverage` is one): coverage and risk at each threshold,
+    highest confidence first, and the area under it."""
+
+    @property
+    def coverage(self) -> FloatArray: ...
+
+    @property
+    def risk(self) -> FloatArray: ...
+
+    @property
+    def aurc(self) -> float: ...
+
+
+#: A given risk-coverage curve: its label, its number of answers and the curve (None: none);
+#: the protocols' reports hand these to :func:`risk_coverage_figure`.
+Drawn = tuple[str, int, Curve | None]
+
+
+def risk_coverage_panel(
+    ax: Any, curves: Sequence[Drawn], title: str, empty: str = "no scored answer"
+) -> None:
+    """Risk against coverage of each given curve; ``empty`` says why when none has a scored
+    answer."""
+    drawn = 0
+    for k, (label, n, curve) in enumerate(curves):
+        colour = CUT_COLOURS[k % len(CUT_COLOURS)]
+        if curve is None or n == 0:
+            continue
+        ax.step(
+            np.r_[0.0, curve.coverage],
+            np.r_[curve.risk[0], curve.risk],
+            where="pre",
+            color=colour,
+            lw=1.2,
+            label=f"{label}: n={n}, AURC {curve.aurc:.3f}",
+        )
+        drawn += 1
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("coverage (share of answers accepted, 0–1)", fontsize=8)
+    ax.set_ylabel("risk (error share accepted, 0–1)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.25, lw=0.5)
+    ax.set_title(title, fontsize=9)
+    if drawn:
+        ax.legend(fontsize=6.5, loc="upper left", frameon=False)
+    else:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+
+
+def risk_coverage_figure(panels: Sequence[tuple[str, Sequence[Drawn]]]) -> bytes | None:
+    """Risk-coverage curves, one panel per (title, curves), three panels to a row (None when
+    no panel has a scored answer); the curves are computed by the protocols' analyses
+    (grounding, probe)."""
+    if not any(n for _, curves in panels for _, n, _ in curves):
+        return None
+    n_cols = min(3, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    plt = pyplot()
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.8 * n_cols, 3.4 * n_rows), squeeze=False)
+    for k, (title, curves) in enumerate(panels):
+        risk_coverage_panel(axes[k // n_cols][k % n_cols], curves, title)
+    for k in range(len(panels), n_rows * n_cols):
+        axes[k // n_cols][k % n_cols].set_axis_off()
+    fig.tight_layout()
+    return png(fig)

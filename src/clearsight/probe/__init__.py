@@ -46,12 +46,12 @@ if TYPE_CHECKING:
     from clearsight.probe.instances import OWN_FIELDS, Instance
     from clearsight.probe.judges import make_judge
     from clearsight.probe.layouts import LAYOUTS
+    from clearsight.probe.page.report import build_probe_report, probe_tables, render_probe_report
     from clearsight.probe.plan import select_instances
     from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
     from clearsight.probe.protocol import PROBE, run_probe
     from clearsight.probe.sources import instances_from_jsonl, load_instances, resolve_source
     from clearsight.probe.transcript import load_transcripts
-    from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -61,9 +61,9 @@ _EXPORTS = {
     "run_probe": "clearsight.probe.protocol:run_probe",
     "analyse_probe": "clearsight.probe.analysis:analyse_probe",
     "ProbeAnalysis": "clearsight.probe.analysis:ProbeAnalysis",
-    "build_probe_report": "clearsight.report.probe:build_probe_report",
-    "render_probe_report": "clearsight.report.probe:render_probe_report",
-    "probe_tables": "clearsight.report.probe:probe_tables",
+    "build_probe_report": "clearsight.probe.page.report:build_probe_report",
+    "render_probe_report": "clearsight.probe.page.report:render_probe_report",
+    "probe_tables": "clearsight.probe.page.report:probe_tables",
     "BuildConfig": "clearsight.probe.build:BuildConfig",
     "build_stage1": "clearsight.probe.build:build_stage1",
     "build_stage2": "clearsight.probe.build:build_stage2",

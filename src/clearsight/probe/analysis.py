@@ -6,7 +6,7 @@ Everything is recomputed from the run's records
 stored belief-probe and query-type results, stage-1 build samples, judges' validations),
 never from anything the run kept aside. Tables 4 and 6 compare runs with another sensor or
 K, read as one (``analyse_probe(run, others)``).
-:func:`analyse_probe` computes :class:`ProbeAnalysis`; :mod:`clearsight.report.probe` only
+:func:`analyse_probe` computes :class:`ProbeAnalysis`; :mod:`clearsight.probe.page.report` only
 renders it. The computations are the protocol's own: accuracy and cross-run calibration
 (:mod:`~clearsight.probe.accuracy`), the belief probe (:mod:`~clearsight.probe.belief`), query
 types (:mod:`~clearsight.probe.querytypes`), self-distillation's before-and-after

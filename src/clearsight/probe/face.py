@@ -2,7 +2,7 @@
 and export ask of a probe run — and of a benchmark build's stage 1, reported as the probe (its
 sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.ProtocolFace`).
 
-* **report**: :func:`clearsight.report.probe.build_probe_report`, runs with another sensor or K
+* **report**: :func:`clearsight.probe.page.report.build_probe_report`, runs with another sensor or K
   beside it, written into the run's directory.
 * **verify**: the direct answers (the sensor answering the question itself, one sample; kind
   ``probe``) rebuilt from their stored form and kept only where the rebuilt item's key is the
@@ -42,10 +42,10 @@ __all__ = ["PROBE_FACE", "direct_of", "probe_numbers"]
 
 
 def _report(request: ReportRequest) -> ReportPaths:
-    from clearsight.report.probe import build_probe_report
+    from clearsight.probe.page.report import build_probe_report
 
     request.in_place("probe")
-    return build_probe_report(request.run_dir, request.others)
+    return build_probe_report(request.run_dir, request.others, request.appendix)
 
 
 # ----------------------------------------------------------------------------------- verify
@@ -160,7 +160,7 @@ def probe_numbers(run_dir: Path, n_boot: int, seed: int) -> tuple[Number, ...]:
 
 
 def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
-    from clearsight.report.probe import build_probe_report
+    from clearsight.probe.page.report import build_probe_report
 
     numbers = probe_numbers(run_dir, n_boot, seed)
     return CardSection(
@@ -168,7 +168,7 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
         numbers=numbers,
         cost=run_cost(run_dir, spec_model("sensor")),
         figure=number_bars(numbers, "probe accuracy and cross-run ECE"),
-        write_report=lambda: build_probe_report(run_dir),
+        write_report=lambda appendix: build_probe_report(run_dir, (), appendix),
     )
 
 

@@ -3,13 +3,12 @@
 :func:`build_report` writes the report of any run — ``report.html``, ``summary.md`` and
 ``summary.csv`` — by asking the face of the protocol the run's manifest names
 (:func:`clearsight.faces.face_of`, :func:`clearsight.store.run_protocol`); it names no protocol
-itself. Rendering only: each protocol's numbers come from its own package's analysis. The
-renderers are this package's modules: :mod:`clearsight.report.sweep` (the page's sections in
-:mod:`clearsight.report.sections`, the qualitative examples in :mod:`clearsight.report.examples`,
-the guard's section in :mod:`clearsight.report.guard`), :mod:`clearsight.report.grounding`,
-:mod:`clearsight.report.probe`, the sweep's figures in :mod:`clearsight.report.plots` (drawing
-given numbers) and its labels in :mod:`clearsight.report.labels`; the building blocks every
-page shares are :mod:`clearsight.pages`.
+itself. Each protocol composes its own page from its analysis in its own package (the sweep's:
+:mod:`clearsight.sweep.page`; grounding's: :mod:`clearsight.grounding.page`; the probe's:
+:mod:`clearsight.probe.page`) with the building blocks every page shares
+(:mod:`clearsight.pages`). What this package adds to every page is the :func:`appendix`: the
+run's re-asks by ``clearsight verify``, rendered by :mod:`clearsight.report.reproducibility`
+(which also renders ``clearsight compare``'s page).
 """
 
 from __future__ import annotations
@@ -19,14 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clearsight.faces import face_of, registered
-from clearsight.faces.face import ReportRequest
+from clearsight.faces.face import Appendix, ReportRequest
+from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 from clearsight.store import run_protocol
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.pages.output import ReportPaths
 
-__all__ = ["build_report", "run_protocol"]
+__all__ = ["appendix", "build_report", "run_protocol"]
 
 
 def build_report(
@@ -52,12 +52,20 @@ def build_report(
     if face is None or face.report is None:
         known = ", ".join(n for n in registered() if face_of(n).report is not None)
         raise InputError(f"{run_dir} is a {made_by} run: reports are of {known} runs")
+    run = Path(run_dir)
     request = ReportRequest(
-        Path(run_dir),
+        run,
         None if out_dir is None else Path(out_dir),
         tuple(Path(o) for o in others),
         n_boot,
         seed,
         thumbnails,
+        appendix(run),
     )
     return face.report(request)
+
+
+def appendix(run_dir: Path) -> Appendix:
+    """What every report adds to its protocol's page: the run's re-asks by ``clearsight
+    verify`` (:mod:`clearsight.report.reproducibility`; empty without re-asks)."""
+    return Appendix(reproducibility_html(run_dir), tuple(reproducibility_markdown(run_dir)))

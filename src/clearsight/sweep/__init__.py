@@ -16,7 +16,7 @@ prediction), :mod:`~clearsight.sweep.equivalence` (ImageNet-C severities on the 
 :mod:`~clearsight.sweep.guarded` (the visibility guard's estimate); besides
 :mod:`~clearsight.sweep.preview` (contact sheets of the conditions) and
 :mod:`~clearsight.sweep.human` (people answering the sweep's questions). The report that renders
-the analysis is :mod:`clearsight.report.sweep`.
+the analysis is :mod:`clearsight.sweep.page.report`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 from clearsight import lazy_face
 
 if TYPE_CHECKING:
-    from clearsight.report.sweep import build_sweep_report, summary_table
     from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.equivalence import equivalence_table
     from clearsight.sweep.equivalence import summarise as summarise_equivalence
+    from clearsight.sweep.page.report import build_sweep_report, summary_table
     from clearsight.sweep.plan import plan_sweep, scene_refs
     from clearsight.sweep.preview import contact_sheet
     from clearsight.sweep.protocol import SWEEP, run_sweep
@@ -45,8 +45,8 @@ _EXPORTS = {
     "run_sweep": "clearsight.sweep.protocol:run_sweep",
     "analyse_sweep": "clearsight.sweep.analysis:analyse_sweep",
     "SweepAnalysis": "clearsight.sweep.analysis:SweepAnalysis",
-    "build_sweep_report": "clearsight.report.sweep:build_sweep_report",
-    "summary_table": "clearsight.report.sweep:summary_table",
+    "build_sweep_report": "clearsight.sweep.page.report:build_sweep_report",
+    "summary_table": "clearsight.sweep.page.report:summary_table",
     "contact_sheet": "clearsight.sweep.preview:contact_sheet",
     "equivalence_table": "clearsight.sweep.equivalence:equivalence_table",
     "summarise_equivalence": "clearsight.sweep.equivalence:summarise",

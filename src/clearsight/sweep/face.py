@@ -1,7 +1,7 @@
 """The sweep after its run: :data:`SWEEP_FACE`, what its report, ``clearsight verify``, the card
 and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
 
-* **report**: :func:`clearsight.report.sweep.build_sweep_report` (2000 bootstrap draws, seed 0
+* **report**: :func:`clearsight.sweep.page.report.build_sweep_report` (2000 bootstrap draws, seed 0
   unless told), one run per report.
 * **verify**: the questions to the VLMs (kind ``sweep``), planned again from the run's
   configuration (an item is a pure function of its spec, so the same configuration plans the
@@ -58,7 +58,7 @@ _W_SIGNALS: tuple[tuple[str, str, bool], ...] = (
 
 
 def _report(request: ReportRequest) -> ReportPaths:
-    from clearsight.report.sweep import build_sweep_report
+    from clearsight.sweep.page.report import build_sweep_report
 
     request.alone("sweep")
     return build_sweep_report(
@@ -67,6 +67,7 @@ def _report(request: ReportRequest) -> ReportPaths:
         n_boot=N_BOOT if request.n_boot is None else request.n_boot,
         seed=SEED if request.seed is None else request.seed,
         thumbnails=request.thumbnails,
+        appendix=request.appendix,
     )
 
 
@@ -157,7 +158,7 @@ def _derive(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
 
 def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
     """V* of a crossings row, shown as the report shows it ('≤ 1.95 m [1.95, 2.63] m')."""
-    from clearsight.report.labels import crossing_label, interval_m
+    from clearsight.sweep.page.labels import crossing_label, interval_m
 
     v, lo, hi = as_float(row["v_star_m"]), as_float(row["v_low_m"]), as_float(row["v_high_m"])
     censored = str(row["censored"] or "")
@@ -168,8 +169,8 @@ def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
 def _w_number(key: str, row: Any) -> Number:
     """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]'),
     and the reason beside it where the reference observer's W is not about 0 by design."""
-    from clearsight.report.labels import interval, w_label
     from clearsight.sweep.observer import observer_note
+    from clearsight.sweep.page.labels import interval, w_label
 
     w, lo, hi = as_float(row["w"]), as_float(row["w_low"]), as_float(row["w_high"])
     bound = str(row["w_bound"] or "")
@@ -257,9 +258,9 @@ def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
 def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     """The sweep's card section: every model's numbers, the accuracy curves of the letter
     wording and the report written from the same analysis (no example images)."""
-    from clearsight.report.plots import accuracy_panels
-    from clearsight.report.sweep import write_sweep_report
     from clearsight.sweep.analysis import analyse_sweep
+    from clearsight.sweep.page.plots import accuracy_panels
+    from clearsight.sweep.page.report import write_sweep_report
 
     analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed)
     wordings = analysis.data.wordings("identify")
@@ -269,7 +270,7 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
         by_model={m: tuple(v) for m, v in sweep_numbers(analysis).items()},
         cost=analysis.cost,
         figure=accuracy_panels(analysis.curves, letter, analysis.data.arms),
-        write_report=lambda: write_sweep_report(analysis, run_dir, thumbnails=False),
+        write_report=lambda appendix: write_sweep_report(analysis, run_dir, appendix),
     )
 
 
