@@ -130,7 +130,8 @@ def _report(request: ReportRequest) -> ReportPaths:
     accuracy, confidence = frame["correct"].mean(), frame["confidence"].mean()
     summary = pd.DataFrame([{"items": len(frame), "accuracy": accuracy, "confidence": confidence}])
     text = f"# toy summary\n\naccuracy: {accuracy:.3f}\nmean confidence: {confidence:.3f}\n"
-    html = page("toy", f"<h1>toy</h1><p>{esc(text)}</p>")
+    html = page("toy", f"<h1>toy</h1><p>{esc(text)}</p>{request.appendix.html}")
+    text += "\n".join(request.appendix.markdown)  # the report's own part: re-asks, if any
     return write_report(
         request.out_dir or request.run_dir, html=html, summary_md=text, summary_csv=summary
     )
@@ -148,7 +149,7 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
         "toy",
         numbers=numbers,
         figure=number_bars(numbers, "toy accuracy"),
-        write_report=lambda: _report(ReportRequest(run_dir)),
+        write_report=lambda appendix: _report(ReportRequest(run_dir, appendix=appendix)),
     )
 
 

@@ -96,7 +96,7 @@ def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
     calls: list[tuple[Path, list[Path], int, int]] = []
 
     def build_grounding_report(
-        run: Path, n_boot: int = 5000, seed: int = 0, others: Any = ()
+        run: Path, n_boot: int = 5000, seed: int = 0, others: Any = (), appendix: Any = None
     ) -> tuple[Any, dict[str, Any]]:
         calls.append((run, list(others), n_boot, seed))
         for name in ("report.html", "summary.md", "summary.csv"):
