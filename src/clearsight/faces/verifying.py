@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
 
-__all__ = ["Answer", "Derive", "Reaskable", "Typed", "View", "rebuilt"]
+__all__ = [
+    "Answer",
+    "Derive",
+    "ItemLabels",
+    "Reaskable",
+    "Typed",
+    "View",
+    "as_stored",
+    "no_labels",
+    "rebuilt",
+]
 
 #: A batch of typed items, the model spec and options that answer them, and the context of
 #: :attr:`Reaskable.context` -> their records, under the items' own keys.
@@ -32,6 +42,23 @@ View = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 Derive = Callable[[Mapping[str, Any], Any, Mapping[str, Any]], Mapping[str, Any]]
 
 
+class ItemLabels(TypedDict):
+    """How a re-asked item is labelled in verify's tables: the model that answered it, its
+    scene (a problem, an instance), its condition (a variant, a strategy), its level (a masked
+    share) and its wording (a read-out); None where the kind has no such thing."""
+
+    model: str | None
+    scene: str | None
+    condition: str | None
+    level_m: float | None
+    wording: str | None
+
+
+def no_labels(spec: Mapping[str, Any]) -> ItemLabels:
+    """The labels of an item no face labels: none."""
+    return ItemLabels(model=None, scene=None, condition=None, level_m=None, wording=None)
+
+
 def _no_context(config: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
@@ -40,7 +67,8 @@ def _every(spec: Mapping[str, Any]) -> bool:
     return True
 
 
-def _as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+def as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Read-outs compared as they are stored."""
     return readouts
 
 
@@ -58,10 +86,12 @@ class Reaskable:
     generation budget)."""
     eligible: Callable[[Mapping[str, Any]], bool] = _every
     """Which stored items of the kind can be re-asked (the probe: direct answers)."""
-    view: View = _as_stored
+    view: View = as_stored
     """The read-outs as :func:`clearsight.verify.pairs.paired_readouts` reads them."""
     model_field: str = "model"
     """The spec field that names the model that answered (the probe: ``sensor``)."""
+    labels: Callable[[Mapping[str, Any]], ItemLabels] = no_labels
+    """A stored item's labels in verify's tables (:class:`ItemLabels`)."""
 
 
 def rebuilt(

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import Reaskable, rebuilt
+from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_manifest
@@ -85,6 +85,17 @@ def _report(request: ReportRequest) -> ReportPaths:
 def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
     variant = str(spec.get("variant", "")).split("/")[0]
     return (spec.get("model"), variant, spec.get("share"))
+
+
+def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+    """An elicitation's problem, variant, masked share and read-out."""
+    return ItemLabels(
+        model=spec.get("model"),
+        scene=(spec.get("problem") or {}).get("id"),
+        condition=spec.get("variant"),
+        level_m=spec.get("share"),
+        wording=(spec.get("readout") or {}).get("name"),
+    )
 
 
 def problem_of(stored: Mapping[str, Any]) -> Problem:
@@ -218,7 +229,7 @@ def _rows(run_dir: Path) -> Iterator[Row]:
 GROUNDING_FACE = ProtocolFace(
     "grounding",
     report=_report,
-    reask=Reaskable("grounding.elicit", _stratum, _typed, _masked, _answer),
+    reask=Reaskable("grounding.elicit", _stratum, _typed, _masked, _answer, labels=_labels),
     derive={
         "grounding.trajectory": _trajectory,
         "grounding.elicit": _elicit,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import Reaskable, rebuilt
+from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_cost, spec_model
@@ -94,6 +94,17 @@ def _answer(
         asked.__dict__["key"] = item.key  # the cached key: the item's, not the swapped spec's
         records += run_probe_unit(ProbeUnit(asked))
     return records
+
+
+def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+    """A direct answer's sensor, instance and strategy."""
+    return ItemLabels(
+        model=spec.get("sensor"),
+        scene=(spec.get("instance") or {}).get("id"),
+        condition=spec.get("strategy"),
+        level_m=None,
+        wording=None,
+    )
 
 
 def _generates(item: Any) -> Capabilities:
@@ -191,6 +202,7 @@ PROBE_FACE = ProtocolFace(
         eligible=_direct,
         view=_view,
         model_field="sensor",
+        labels=_labels,
     ),
     derive={"probe": _derive},
     card=_card,

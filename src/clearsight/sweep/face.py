@@ -32,7 +32,7 @@ import pandas as pd
 
 from clearsight.faces.card import CardSection, Number, as_float, ci_number
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import Reaskable
+from clearsight.faces.verifying import ItemLabels, Reaskable
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
@@ -89,6 +89,16 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
             if item.key in stored:
                 found[item.key] = item
     return found
+
+
+def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+    return ItemLabels(
+        model=spec.get("model"),
+        scene=(spec.get("scene") or {}).get("id"),
+        condition=spec.get("condition"),
+        level_m=spec.get("level_m"),
+        wording=spec.get("wording"),
+    )
 
 
 def _needs(item: Any) -> Capabilities:
@@ -284,7 +294,7 @@ def _rows(run_dir: Path) -> Iterator[Row]:
 SWEEP_FACE = ProtocolFace(
     "sweep",
     report=_report,
-    reask=Reaskable("sweep", _stratum, _typed, _needs, _answer, _context),
+    reask=Reaskable("sweep", _stratum, _typed, _needs, _answer, _context, labels=_labels),
     derive={"sweep": _derive},
     card=_card,
     rows=_rows,
