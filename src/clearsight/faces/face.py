@@ -14,7 +14,9 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``derive``: per item kind, its read-outs derived again from a record's raw output
   (``clearsight verify --readouts``);
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
-* ``rows``: the run's records as typed rows, one per finished item (for export).
+* ``rows``: the run's records as typed rows, one per finished item (for export);
+* ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
+  B, the tolerance, the bootstrap's draws and seed).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from clearsight.faces.card import CardSection
+    from clearsight.faces.comparison import Comparison
     from clearsight.faces.verifying import Derive, Reaskable
     from clearsight.pages.output import ReportPaths
 
@@ -93,6 +96,7 @@ class ProtocolFace:
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
+    compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:
         """``part`` of this face, or an InputError saying that its protocol has no ``what``."""

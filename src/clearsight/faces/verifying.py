@@ -87,7 +87,7 @@ class Reaskable:
     eligible: Callable[[Mapping[str, Any]], bool] = _every
     """Which stored items of the kind can be re-asked (the probe: direct answers)."""
     view: View = as_stored
-    """The read-outs as :func:`clearsight.verify.pairs.paired_readouts` reads them."""
+    """The read-outs as :func:`clearsight.faces.pairs.paired_readouts` reads them."""
     model_field: str = "model"
     """The spec field that names the model that answered (the probe: ``sensor``)."""
     labels: Callable[[Mapping[str, Any]], ItemLabels] = no_labels

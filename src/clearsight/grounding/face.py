@@ -39,6 +39,7 @@ from clearsight.store import Record, run_manifest
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from clearsight.faces.comparison import Comparison
     from clearsight.grounding.analysis import GroundingAnalysis
     from clearsight.grounding.bench_file import TgsBench
     from clearsight.grounding.problems import Problem
@@ -219,6 +220,12 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     )
 
 
+def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
+    from clearsight.grounding.compare import compare_grounding
+
+    return compare_grounding(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
+
+
 def _rows(run_dir: Path) -> Iterator[Row]:
     from clearsight.grounding.results import load_grounding_results
 
@@ -237,6 +244,7 @@ GROUNDING_FACE = ProtocolFace(
     },
     card=_card,
     rows=_rows,
+    compare=_compare,
 )
 
 

@@ -41,6 +41,7 @@ from clearsight.tasks import Question
 from clearsight.tasks.question import TemplateRef
 
 if TYPE_CHECKING:
+    from clearsight.faces.comparison import Comparison
     from clearsight.pages.output import ReportPaths
     from clearsight.sweep.analysis import SweepAnalysis
 
@@ -284,6 +285,12 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     )
 
 
+def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
+    from clearsight.sweep.compare import compare_sweeps
+
+    return compare_sweeps(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
+
+
 def _rows(run_dir: Path) -> Iterator[Row]:
     from clearsight.sweep.results import load_run_data
 
@@ -298,4 +305,5 @@ SWEEP_FACE = ProtocolFace(
     derive={"sweep": _derive},
     card=_card,
     rows=_rows,
+    compare=_compare,
 )

@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from clearsight.faces import face_of_kind
+from clearsight.faces.pairs import agreement_table, differing, paired_readouts
 from clearsight.faces.verifying import ItemLabels, View, as_stored, no_labels
 from clearsight.store import RunStore
-from clearsight.verify.pairs import agreement_table, differing, paired_readouts
 from clearsight.verify.specs import DEFAULT_TOLERANCE, VERIFY_KIND
 
 __all__ = ["CHECK_COLUMNS", "VerifyResult", "reproducibility", "verify_pairs", "verify_run"]
@@ -43,7 +43,7 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
     """Every re-ask in ``store`` (only ``keys`` where given) beside the record it repeats: the
     labels of :data:`_LABELS` (the item's own, as its protocol's face labels it:
     :class:`~clearsight.faces.verifying.ItemLabels`) and :data:`CHECK_COLUMNS`,
-    then the columns of :func:`~clearsight.verify.pairs.paired_readouts` (``_a``: the run's
+    then the columns of :func:`~clearsight.faces.pairs.paired_readouts` (``_a``: the run's
     record, ``_b``: the re-ask; a failed re-ask has no read-outs)."""
     labels: list[dict[str, Any]] = []
     originals, reasks = [], []
@@ -73,7 +73,7 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
 @dataclass(frozen=True)
 class VerifyResult:
     """One verify's re-asks beside the run's records: ``pairs`` (one row per item),
-    ``table`` (:func:`~clearsight.verify.pairs.agreement_table`), ``differ`` (the items that
+    ``table`` (:func:`~clearsight.faces.pairs.agreement_table`), ``differ`` (the items that
     moved beyond ``tolerance``, worst first) and ``unplanned`` (sampled keys the run's
     configuration no longer plans: not asked)."""
 
