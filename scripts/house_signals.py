@@ -31,11 +31,11 @@ imported or run), so two checkouts are measured the same way:
   ``src/clearsight`` — that run back up: the fewest room arrows whose removal leaves the rooms
   in layers (a minimum feedback arc set of the room graph, exact per strongly connected
   component), listed in ``arrows_back_up_at``; a house without room circles has none;
-* ``protocol_top_level_modules``: per protocol package, its modules directly in its folder
-  (``__init__.py`` left out);
-* ``item_kinds_typed``: the spec classes that name an item kind (``kind: ClassVar[str] = ...``)
-  and, of them, those that register a typed read-out (``readout_type = ...``), as ``n of m``;
 * ``dict_or_mapping_str_any_lines``: lines holding ``dict[str, Any]`` or ``Mapping[str, Any]``.
+* ``protocol_top_modules``: per protocol package, its modules directly in its folder other than
+  ``__init__.py`` (its sub-packages hold the rest), the largest count first;
+* ``typed_readout_kinds``: item kinds (a class of the protocol packages or ``verify/`` that
+  sets ``kind``) whose class also sets ``readout_type``, of all of them.
 """
 
 from __future__ import annotations
@@ -299,26 +299,33 @@ def _back_up(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     return back
 
 
-def _assigned(node: ast.ClassDef) -> set[str]:
-    """The names a class body gives a value (``x = ...`` and ``x: T = ...``)."""
-    names = set()
-    for s in node.body:
-        if isinstance(s, ast.AnnAssign) and s.value is not None:
-            names.add(ast.unparse(s.target))
-        elif isinstance(s, ast.Assign):
-            names.update(ast.unparse(target) for target in s.targets)
-    return names
+def _top_modules(pkg: Path) -> str:
+    """``name count`` per protocol package, the largest count first."""
+    counts = {p: sum(f.name != "__init__.py" for f in (pkg / p).glob("*.py")) for p in PROTOCOLS}
+    return ", ".join(f"{p} {n}" for p, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def _item_kinds(paths: list[Path]) -> tuple[int, int]:
-    """(spec classes with a typed read-out, spec classes naming an item kind)."""
+def _typed_kinds(pkg: Path) -> str:
+    """``typed of all`` item kinds: classes that assign ``kind``, and of those the ones that
+    also assign ``readout_type`` in their body."""
     kinds = typed = 0
-    for path in paths:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef) and "kind" in (names := _assigned(node)):
-                kinds += 1
-                typed += "readout_type" in names
-    return typed, kinds
+    for folder in (*PROTOCOLS, "verify"):
+        for path in sorted((pkg / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                names = {
+                    target.id
+                    for stmt in node.body
+                    if isinstance(stmt, ast.Assign | ast.AnnAssign)
+                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                    if isinstance(target, ast.Name)
+                    and (not isinstance(stmt, ast.AnnAssign) or stmt.value is not None)
+                }
+                if "kind" in names:
+                    kinds += 1
+                    typed += "readout_type" in names
+    return f"{typed} of {kinds}"
 
 
 def measure(root: Path) -> dict[str, object]:
@@ -344,7 +351,6 @@ def measure(root: Path) -> dict[str, object]:
     post_run = [n for n in modules if n.split(".")[1:2] and n.split(".")[1] in POST_RUN]
     reaching = sorted(n for n in post_run if any(_room(m) in PROTOCOLS for m in graph[n]))
     back = _back_up(graph)
-    typed, kinds = _item_kinds(paths)
     texts = [p.read_text() for p in paths]
     return {
         "largest_protocol_module": max(_lines(p) for p in protocol_files),
@@ -364,15 +370,13 @@ def measure(root: Path) -> dict[str, object]:
         "post_run_modules_importing_protocols_at": ", ".join(reaching) or "-",
         "arrows_back_up": len(back),
         "arrows_back_up_at": ", ".join(f"{a} -> {b}" for a, b in back) or "-",
-        "protocol_top_level_modules": {
-            p: sum(1 for f in (pkg / p).glob("*.py") if f.name != "__init__.py") for p in PROTOCOLS
-        },
-        "item_kinds_typed": f"{typed} of {kinds}",
         "dict_or_mapping_str_any_lines": sum(
             "dict[str, Any]" in line or "Mapping[str, Any]" in line
             for text in texts
             for line in text.splitlines()
         ),
+        "protocol_top_modules": _top_modules(pkg),
+        "typed_readout_kinds": _typed_kinds(pkg),
     }
 
 

@@ -58,6 +58,7 @@ REASK_KIND = "verify"
 SPEC_MODULES = (
     "clearsight.sweep.specs",
     "clearsight.grounding.specs",
+    "clearsight.grounding.bench.specs",
     "clearsight.probe.specs",
     "clearsight.verify.specs",
 )

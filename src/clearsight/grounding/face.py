@@ -12,9 +12,10 @@
   Read-outs derived again: a trajectory's text parsed again
   (:func:`~clearsight.grounding.unit.trajectory_readouts`; whether its answer was forced is not
   in the text and is taken as stored); an elicitation's distributions from its stored
-  per-candidate probabilities (:func:`~clearsight.grounding.numerals.numeral_distribution`),
-  combined by its read-out (:func:`~clearsight.grounding.readouts.combine`); a judgement's
-  p(bad) (:func:`~clearsight.grounding.bench.judge_p_bad`). Edits and sampled variations are
+  per-candidate probabilities
+  (:func:`~clearsight.grounding.confidence.numerals.numeral_distribution`), combined by its
+  read-out (:func:`~clearsight.grounding.confidence.methods.combine`); a judgement's p(bad)
+  (:func:`~clearsight.grounding.bench.pairs.judge_p_bad`). Edits and sampled variations are
   counted, not read.
 * **card**: TGS-self and TGS-pair per axis, overall, with the two-stage bootstrap of
   :func:`~clearsight.grounding.analysis.analyse_grounding`.
@@ -41,8 +42,8 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
     from clearsight.grounding.analysis import GroundingAnalysis
-    from clearsight.grounding.bench_file import TgsBench
-    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.bench.file import TgsBench
+    from clearsight.grounding.problems.problem import Problem
     from clearsight.pages.output import ReportPaths
 
 __all__ = [
@@ -101,7 +102,7 @@ def _labels(spec: Mapping[str, Any]) -> ItemLabels:
 
 def problem_of(stored: Mapping[str, Any]) -> Problem:
     """A grounding problem from its stored form."""
-    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.problems.problem import Problem
 
     problem = dict(stored)
     problem["options"] = tuple(problem.get("options") or ())
@@ -111,7 +112,7 @@ def problem_of(stored: Mapping[str, Any]) -> Problem:
 def elicit_of(stored: Mapping[str, Any]) -> Spec:
     """A grounding elicitation from its stored form."""
     from clearsight.grounding.specs import ElicitSpec, ReadoutRef, TemplateRef
-    from clearsight.grounding.written import trajectory_from_json
+    from clearsight.grounding.trajectories.written import trajectory_from_json
 
     readout = stored.get("readout")
     return ElicitSpec(
@@ -165,9 +166,9 @@ def _trajectory(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) ->
 
 
 def _elicit(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapping[str, Any]:
-    from clearsight.grounding.elicit import Elicited
-    from clearsight.grounding.numerals import numeral_distribution
-    from clearsight.grounding.readouts import DEFAULT_READOUT, combine, get_readout
+    from clearsight.grounding.confidence.elicit import Elicited
+    from clearsight.grounding.confidence.methods import DEFAULT_READOUT, combine, get_readout
+    from clearsight.grounding.confidence.numerals import numeral_distribution
 
     readout = get_readout((spec.get("readout") or {}).get("name", DEFAULT_READOUT))
     elicited = []
@@ -183,7 +184,7 @@ def _elicit(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
 
 
 def _judge(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapping[str, Any]:
-    from clearsight.grounding.bench import judge_p_bad
+    from clearsight.grounding.bench.pairs import judge_p_bad
 
     p_bad = judge_p_bad(raw.get("candidate_probs") or {}, spec["bad_first"])
     if p_bad is None:

@@ -11,8 +11,8 @@ sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.Protocol
   its random stream still the item's (its key). Conversations (a reasoner and K sensor samples
   a turn) are not re-asked: their turns depend on every earlier reply. Read-outs derived again:
   a direct answer's letter parsed again from the sensor's text
-  (:func:`~clearsight.probe.parsing.parse_letter`), a conversation's commit from its last turn's
-  text (:func:`~clearsight.probe.parsing.parse_action`), then the summary
+  (:func:`~clearsight.probe.reasoner.parsing.parse_letter`), a conversation's commit from its
+  last turn's text (:func:`~clearsight.probe.reasoner.parsing.parse_action`), then the summary
   (:meth:`~clearsight.probe.transcript.Transcript.readouts`). Earlier turns' queries are not
   parsed again: each was answered by the sensor as it was parsed then.
 * **card**: accuracy and cross-run ECE with question-bootstrap intervals
@@ -129,7 +129,7 @@ def _derive(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
 def _committed_again(t: Transcript, letters: tuple[str, ...]) -> Transcript:
     """``t`` with the letter of its last turn parsed again from the text it was parsed from
     (a direct answer: the sensor's; a conversation's: the reasoner's last turn)."""
-    from clearsight.probe.parsing import parse_action, parse_letter
+    from clearsight.probe.reasoner.parsing import parse_action, parse_letter
 
     last = t.turns[-1]
     failed = last.reply is not None and last.reply.error is not None
