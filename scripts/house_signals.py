@@ -24,6 +24,14 @@ imported or run), so two checkouts are measured the same way:
   docstrings left out; overlapping windows of one pair of places counted once);
 * ``protocols_in_init``: how many of the three protocols (sweep, grounding, probe) the lazy
   export table of ``clearsight/__init__.py`` reaches;
+* ``post_run_modules_importing_protocols``: modules under ``report/``, ``card/``, ``verify/`` or
+  ``ui/`` that import a protocol package (an arrow of the graph above: type-checking and
+  in-function imports count), with ``..._of`` the number of modules there;
+* ``arrows_back_up``: arrows between rooms — a room is a top-level package or module of
+  ``src/clearsight`` — that run back up: the fewest room arrows whose removal leaves the rooms
+  in layers (a minimum feedback arc set of the room graph, exact per strongly connected
+  component), listed in ``arrows_back_up_at``; a house without room circles has none;
+* ``dict_or_mapping_str_any_lines``: lines holding ``dict[str, Any]`` or ``Mapping[str, Any]``.
 * ``protocol_top_modules``: per protocol package, its modules directly in its folder other than
   ``__init__.py`` (its sub-packages hold the rest), the largest count first;
 * ``typed_readout_kinds``: item kinds (a class of the protocol packages or ``verify/`` that
@@ -40,6 +48,7 @@ from collections import defaultdict
 from pathlib import Path
 
 PROTOCOLS = ("sweep", "grounding", "probe")
+POST_RUN = ("report", "card", "verify", "ui")
 WINDOW = 6
 
 
@@ -241,6 +250,55 @@ def _protocols_in_init(init: Path) -> int:
     return sum(f"clearsight.{p}" in text for p in PROTOCOLS)
 
 
+def _room(module: str) -> str:
+    """The room of a ``clearsight`` module: its top-level package or module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _fewest_back(nodes: list[str], arcs: dict[tuple[str, str], int]) -> list[tuple[str, str]]:
+    """The fewest arcs among ``nodes`` that run against some order of them (exact: dynamic
+    programming over subsets, each subset's best order placing its last node lowest)."""
+    index = {n: i for i, n in enumerate(nodes)}
+    into: list[int] = [0] * len(nodes)  # bit j of into[i]: an arc j -> i
+    for a, b in arcs:
+        into[index[b]] |= 1 << index[a]
+    best = {0: (0, -1)}
+    for mask in range(1, 1 << len(nodes)):
+        choices = []
+        for i in range(len(nodes)):
+            if mask >> i & 1:
+                rest = mask & ~(1 << i)
+                # node i placed below every node of rest: arcs i -> rest run up
+                up = sum(1 for j in range(len(nodes)) if rest >> j & 1 and into[j] >> i & 1)
+                choices.append((best[rest][0] + up, i))
+        best[mask] = min(choices)
+    order, mask = [], (1 << len(nodes)) - 1
+    while mask:
+        i = best[mask][1]
+        order.append(nodes[i])
+        mask &= ~(1 << i)
+    height = {n: k for k, n in enumerate(order)}  # the first taken is the lowest
+    return sorted((a, b) for a, b in arcs if height[a] < height[b])
+
+
+def _back_up(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The room arrows that run back up (see the module docstring)."""
+    rooms: dict[str, set[str]] = defaultdict(set)
+    for module, targets in graph.items():
+        for target in targets:
+            if _room(module) != _room(target):
+                rooms[_room(module)].add(_room(target))
+    for room in list(rooms):
+        for target in list(rooms[room]):
+            rooms.setdefault(target, set())
+    back: list[tuple[str, str]] = []
+    for component in _circles(dict(rooms)):
+        arcs = {(a, b): 1 for a in component for b in rooms[a] if b in component}
+        back += _fewest_back(component, arcs)
+    return back
+
+
 def _top_modules(pkg: Path) -> str:
     """``name count`` per protocol package, the largest count first."""
     counts = {p: sum(f.name != "__init__.py" for f in (pkg / p).glob("*.py")) for p in PROTOCOLS}
@@ -290,6 +348,10 @@ def measure(root: Path) -> dict[str, object]:
     )
     longest, where = _longest_function(paths)
     circles = _circles(graph)
+    post_run = [n for n in modules if n.split(".")[1:2] and n.split(".")[1] in POST_RUN]
+    reaching = sorted(n for n in post_run if any(_room(m) in PROTOCOLS for m in graph[n]))
+    back = _back_up(graph)
+    texts = [p.read_text() for p in paths]
     return {
         "largest_protocol_module": max(_lines(p) for p in protocol_files),
         "loose_modules": sum(1 for p in pkg.glob("*.py") if p.name != "__init__.py"),
@@ -303,6 +365,16 @@ def measure(root: Path) -> dict[str, object]:
         "dict_str_any": sum(p.read_text().count("dict[str, Any]") for p in paths),
         "repeated_block_pairs": _repeated_pairs(paths),
         "protocols_in_init": _protocols_in_init(pkg / "__init__.py"),
+        "post_run_modules_importing_protocols": len(reaching),
+        "post_run_modules_importing_protocols_of": len(post_run),
+        "post_run_modules_importing_protocols_at": ", ".join(reaching) or "-",
+        "arrows_back_up": len(back),
+        "arrows_back_up_at": ", ".join(f"{a} -> {b}" for a, b in back) or "-",
+        "dict_or_mapping_str_any_lines": sum(
+            "dict[str, Any]" in line or "Mapping[str, Any]" in line
+            for text in texts
+            for line in text.splitlines()
+        ),
         "protocol_top_modules": _top_modules(pkg),
         "typed_readout_kinds": _typed_kinds(pkg),
     }

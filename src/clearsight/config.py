@@ -27,7 +27,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, overload
+from typing import Any, Final, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -39,9 +39,6 @@ from yaml.scanner import ScannerError
 
 from clearsight.credentials import refuse_credentials
 from clearsight.validate import InputError, invalid, invalid_options, short_repr
-
-if TYPE_CHECKING:
-    from clearsight.sweep import SweepConfig
 
 
 class _Null(enum.Enum):
@@ -58,11 +55,6 @@ Assignment = tuple[tuple[str, ...], object]
 M = TypeVar("M")
 
 
-@overload
-def load_config(path: Path | None) -> SweepConfig: ...
-
-
-@overload
 def load_config(
     path: Path | None,
     model: type[M],
@@ -70,18 +62,9 @@ def load_config(
     assignments: Sequence[Assignment] = (),
     *,
     what: str | None = None,
-) -> M: ...
-
-
-def load_config(
-    path: Path | None,
-    model: type[Any] | None = None,
-    overrides: Mapping[str, object] | None = None,
-    assignments: Sequence[Assignment] = (),
-    *,
-    what: str | None = None,
-) -> Any:
-    """A ``model`` (by default a :class:`SweepConfig`; a pydantic model or a dataclass) from
+) -> M:
+    """A ``model`` (a protocol's configuration or a command's options: a pydantic model or a
+    dataclass) from
     the YAML file at ``path`` of its fields (None: no file), with ``overrides`` and then
     ``assignments`` laid over the file: the one way every command reads ``--config`` and the
     values given on its command line.
@@ -93,14 +76,10 @@ def load_config(
     its keys too. Everything wrong (an unreadable file, bad YAML, a key the model does not know,
     a bad value from the file or the command line) is one :class:`InputError` line naming the
     file and each bad field (:func:`invalid_options`); ``what`` names the configuration in it
-    (default: ``sweep config`` for a SweepConfig). A key naming a credential anywhere in it is
-    refused first, its value never quoted
+    (default: from the model's name, ``sweep config`` for a SweepConfig). A key naming a
+    credential anywhere in it is refused first, its value never quoted
     (:func:`~clearsight.credentials.refuse_credentials`).
     """
-    if model is None:
-        from clearsight.sweep import SweepConfig
-
-        model = SweepConfig
     what = what or f"{model.__name__.removesuffix('Config').lower()} config"
     data = _overlay(_read_yaml(path, what) if path is not None else {}, overrides or {})
     for keys, value in assignments:

@@ -37,6 +37,7 @@ from clearsight.seeding import content_hash
 
 __all__ = [
     "OMIT_NONE",
+    "REASK_KIND",
     "SPEC_MODULES",
     "Options",
     "Part",
@@ -48,6 +49,10 @@ __all__ = [
 
 #: Field metadata: leave the field out of the JSON form (and the key) while it is None.
 OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
+
+#: The item kind of ``clearsight verify``'s re-asks: records a run's own results leave out (its
+#: report shows them in its Reproducibility section).
+REASK_KIND = "verify"
 
 #: The modules that define the protocols' spec classes (imported by :func:`spec_class`).
 SPEC_MODULES = (

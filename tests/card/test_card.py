@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from clearsight.card import CardResult, load_card, run_card
-from clearsight.card.numbers import TGS_KEYS
 from clearsight.card.page import parts_list
+from clearsight.grounding.face import TGS_KEYS
 from clearsight.probe.results import load_probe_results
 from fixtures.cards import SCRIPT, SMALL
 

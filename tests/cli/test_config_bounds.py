@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.config import load_config
+from clearsight.sweep.config import SweepConfig
 from clearsight.validate import InputError
 
 runner = CliRunner()
@@ -48,7 +49,7 @@ def test_an_alias_bomb_is_refused_in_milliseconds(tmp_path: Path) -> None:
     assert len(config.read_text().splitlines()) == 9
     started = time.perf_counter()
     with pytest.raises(InputError, match="aliases expand to more than 10000 nodes") as info:
-        load_config(config)
+        load_config(config, SweepConfig)
     elapsed_ms = 1000 * (time.perf_counter() - started)
     print(f"yaml_alias_bomb_refused_ms: {elapsed_ms:.1f}")
     assert elapsed_ms < 500
@@ -58,7 +59,7 @@ def test_an_alias_bomb_is_refused_in_milliseconds(tmp_path: Path) -> None:
 def test_a_few_aliases_still_load(tmp_path: Path) -> None:
     config = tmp_path / "reuse.yaml"
     config.write_text("seed: 3\narms: &a [fog]\ncontrols: [clean]\ntasks: [identify]\n")
-    assert load_config(config).seed == 3
+    assert load_config(config, SweepConfig).seed == 3
     text = "x: &x {a: 1, b: [1, 2]}\ny: *x\nz: [*x, *x]\n"
     from clearsight.config import load_yaml
 

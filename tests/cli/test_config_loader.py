@@ -35,13 +35,13 @@ def test_null_sets_none_and_a_mapping_overlays_key_by_key(tmp_path: Path) -> Non
 
 def test_without_a_file_the_flags_lay_over_the_defaults() -> None:
     assert load_config(None, SweepConfig, {"seed": 3, "arms": None}) == SweepConfig(seed=3)
-    assert load_config(None) == SweepConfig()
+    assert load_config(None, SweepConfig) == SweepConfig()
 
 
 def test_a_check_across_fields_keeps_its_own_message(tmp_path: Path) -> None:
     path = _write(tmp_path, {"model_wordings": {"hf:x": ["mcq.reason"]}})
     with pytest.raises(InputError) as info:
-        load_config(path)
+        load_config(path, SweepConfig)
     assert str(info.value) == (
         f"invalid sweep config in {path}: model_wordings names 'hf:x', which is not in models"
     )

@@ -91,17 +91,17 @@ def test_a_grounding_run_gets_the_grounding_report(tmp_path: Path, tiny_llama_pa
 def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.report.grounding as renderer
+    import clearsight.grounding.page.report as renderer
 
     calls: list[tuple[Path, list[Path], int, int]] = []
 
     def build_grounding_report(
-        run: Path, n_boot: int = 5000, seed: int = 0, others: Any = ()
+        run: Path, n_boot: int = 5000, seed: int = 0, others: Any = (), appendix: Any = None
     ) -> tuple[Any, dict[str, Any]]:
         calls.append((run, list(others), n_boot, seed))
         for name in ("report.html", "summary.md", "summary.csv"):
             (run / name).write_text("# Trajectory grounding\n")
-        from clearsight.report.output import ReportPaths
+        from clearsight.pages.output import ReportPaths
 
         paths = ReportPaths(run, run / "report.html", run / "summary.md", run / "summary.csv")
         return paths, {}

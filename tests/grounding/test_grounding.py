@@ -326,7 +326,7 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     from html import unescape
 
     from clearsight.grounding import build_grounding_report
-    from clearsight.report.grounding import tables
+    from clearsight.grounding.page.report import tables
 
     run = tmp_path / "grounding"
     _grounding_run(run)

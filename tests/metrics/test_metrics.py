@@ -743,7 +743,7 @@ def test_contain_estimate_moves_only_rounding_gaps():
 
 @pytest.mark.exact_floats("both sides are the same subtractions of the same binary64 values")
 def test_error_bars_are_never_negative():
-    from clearsight.report.plots import error_bars
+    from clearsight.pages.plots import error_bars
 
     bars = error_bars([0.5, 0.5, 0.5], [0.5 + 1e-16, 0.4, np.nan], [0.6, 0.5 - 1e-16, 0.7])
     np.testing.assert_array_equal(bars, [[0.0, 0.5 - 0.4, 0.0], [0.6 - 0.5, 0.0, 0.7 - 0.5]])

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clearsight.fetch.cache import cache_dir
+from clearsight.cache import cache_dir
 from clearsight.perceiver.tfjs import (
     SUPPORTED_OPS,
     dequantize,

@@ -142,8 +142,8 @@ def test_p_correct_p_chosen_and_steps_to_threshold_on_a_hand_trace() -> None:
 
 
 def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
+    from clearsight.probe.page.report import belief_figure
     from clearsight.probe.posthoc.belief import belief_curves
-    from clearsight.report.probe import belief_figure
 
     beliefs = pd.DataFrame(
         {
@@ -202,7 +202,7 @@ def test_each_conversation_is_replayed_by_its_own_reasoner(tmp_path: Path) -> No
         assert r.readouts["p_chosen"] == pytest.approx(1.0)
     # the report draws Fig. 4 above Table 7's numbers
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.report.probe import FIG4, probe_figures, probe_tables
+    from clearsight.probe.page.report import FIG4, probe_figures, probe_tables
 
     analysis = analyse_probe(run)
     assert FIG4 in probe_figures(analysis, probe_tables(analysis))

@@ -142,10 +142,10 @@ def test_judges_command_stores_table_5(tmp_path: Path) -> None:
     from clearsight.cli import app
     from clearsight.probe.analysis import analyse_probe
     from clearsight.probe.instances import Instance
+    from clearsight.probe.page.report import probe_tables
     from clearsight.probe.records import store_transcript
     from clearsight.probe.results import load_probe_results
     from clearsight.probe.transcript import Transcript
-    from clearsight.report.probe import probe_tables
     from clearsight.store import RunStore
 
     run = tmp_path / "run"

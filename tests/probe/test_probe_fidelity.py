@@ -174,7 +174,7 @@ def test_runs_with_another_k_or_sensor_stand_side_by_side(tmp_path: Path) -> Non
 
 def test_table_8_is_the_mean_stored_seconds_per_conversation(tmp_path: Path) -> None:
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.report.probe import probe_tables
+    from clearsight.probe.page.report import probe_tables
 
     run = tmp_path / "run"
     config = probe_config(tmp_path)
@@ -227,7 +227,7 @@ def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run_probe(probe_config(tmp_path), run, progress=False)
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.report.probe import FIG6, probe_figures, probe_tables
+    from clearsight.probe.page.report import FIG6, probe_figures, probe_tables
 
     analysis = analyse_probe(run)
     tables = probe_tables(analysis)
@@ -354,8 +354,8 @@ def test_the_query_types_command_stores_the_validation(tmp_path: Path) -> None:
 
     from clearsight.cli import app
     from clearsight.probe.analysis import analyse_probe
+    from clearsight.probe.page.report import probe_tables
     from clearsight.probe.results import load_probe_results
-    from clearsight.report.probe import probe_tables
 
     run = tmp_path / "run"
     run_probe(probe_config(tmp_path, strategies=("direct",)), run, progress=False)

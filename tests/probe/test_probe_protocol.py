@@ -232,9 +232,9 @@ def test_judge_agreement_against_hand_values() -> None:
 
 
 def test_results_and_report(tmp_path: Path) -> None:
+    from clearsight.pages.html import cell_text
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.report.html import cell_text
-    from clearsight.report.probe import MAIN_TABLE, build_probe_report, probe_tables
+    from clearsight.probe.page.report import MAIN_TABLE, build_probe_report, probe_tables
 
     run = tmp_path / "run"
     run_probe(probe_config(tmp_path), run, progress=False)
@@ -280,7 +280,7 @@ def test_results_and_report(tmp_path: Path) -> None:
     assert {"aurc", "e_aurc"} <= set(by_dataset.columns)
     assert ((by_dataset.aurc >= by_dataset.e_aurc - 1e-12) & (by_dataset.e_aurc >= -1e-12)).all()
     assert "Selective prediction (cross-run confidence)" in html
-    from clearsight.report.probe import FIG4, FIG5, probe_figures
+    from clearsight.probe.page.report import FIG4, FIG5, probe_figures
 
     figures = probe_figures(analysis, probe_tables(analysis))
     # Fig. 2 (direct runs give the consistency), Fig. 3 (a signal setting), Fig. 5 (queries)
@@ -406,8 +406,8 @@ def test_cli_probe_run_report_and_judges(tmp_path: Path) -> None:
 
 
 def test_report_escapes_model_output(tmp_path: Path) -> None:
+    from clearsight.probe.page.report import build_probe_report
     from clearsight.probe.sensor import SensorReply
-    from clearsight.report.probe import build_probe_report
 
     i = Instance("q", "x.png", "<b>Q</b>?", ("a", "b"), "B", "seedbench", "scene")
     evil = "<script>alert(1)</script>"
@@ -587,8 +587,8 @@ def test_belief_figure_draws_one_trace_per_conversation() -> None:
 
     from PIL import Image
 
+    from clearsight.probe.page.report import belief_figure
     from clearsight.probe.posthoc.belief import belief_curves
-    from clearsight.report.probe import belief_figure
 
     beliefs = pd.DataFrame(
         {"p_correct": [[1 / 3, 0.5, 0.8], [1 / 3, 0.2]], "correct": [True, False]}

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clearsight.pages.cost import cost_display, cost_html, cost_markdown
 from clearsight.report import build_report
-from clearsight.report.cost import cost_display, cost_html, cost_markdown
 from clearsight.store import MEASURES, RunStore, cost_table, record_cost, run_cost, spec_model
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep
@@ -162,7 +162,7 @@ def test_the_grounding_report_and_the_card_render_a_cost_table() -> None:
     from clearsight.card.numbers import card_cost, cost_json
     from clearsight.card.page import render_card
     from clearsight.grounding import GroundingAnalysis
-    from clearsight.report.grounding import summary_markdown
+    from clearsight.grounding.page.report import summary_markdown
 
     cost = cost_table(
         [("hf:m", {"usage": {"prompt_tokens": 10, "images": 1}, "latency_s": 2.0})] * 3
@@ -205,7 +205,7 @@ def test_the_device_a_model_was_loaded_on_is_in_the_manifest_and_the_report(
 
 
 def test_a_backend_that_says_nothing_of_its_device_is_not_recorded(tmp_path: Path) -> None:
-    from clearsight.report.cost import devices_line
+    from clearsight.pages.cost import devices_line
 
     run = _scripted_sweep(tmp_path)
     with RunStore.open(run, read_only=True) as store:

@@ -148,9 +148,9 @@ def _overlaps(fig: Any) -> list[tuple[str, str]]:
 def test_the_comparison_figures_have_no_overlapping_labels_and_units_on_their_axes(
     runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.report.grounding_figures as figures
+    import clearsight.grounding.page.figures as figures
     from clearsight.grounding import analyse_grounding
-    from clearsight.report.plots import slant_crowded_ticks
+    from clearsight.pages.plots import slant_crowded_ticks
 
     analysis = analyse_grounding(runs[0], [runs[1]], n_boot=100)
     drawn: dict[str, Any] = {}

@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from clearsight.pages.output import markdown_section
 from clearsight.report import build_report
-from clearsight.report.headline import sweep_headline, sweep_sentence
-from clearsight.report.output import markdown_section
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.headline import HEADLINE_SIGNALS, headline_table
+from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS, headline_table
+from clearsight.sweep.page.headline import sweep_headline, sweep_sentence
 from clearsight.sweep.protocol import run_sweep
 
 LEVELS = tuple(250.0 * 2.0**-k for k in range(11))  # 250 m ... 0.244 m: every crossing inside

@@ -24,14 +24,14 @@ import pytest
 from PIL import Image
 
 from clearsight.metrics import bootstrap_weights, crossing_visibility, percentile_interval
+from clearsight.pages.html import Col, esc, table
 from clearsight.report import build_report
-from clearsight.report.html import Col, esc, table
-from clearsight.report.labels import crossing_label, depth_line, w_label
 from clearsight.store import Record, RunStore, StoredRecord, load_run
 from clearsight.sweep import summary_table
-from clearsight.sweep.analysis import analyse_run
+from clearsight.sweep.analysis import analyse_run, analyse_sweep
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers.crossings import scene_bootstrap
+from clearsight.sweep.page.labels import crossing_label, depth_line, w_label
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.references.observer import observer_note
 from clearsight.sweep.results import load_run_data
@@ -183,7 +183,7 @@ def test_default_out_dir_and_summary_table(small_run: Path, tmp_path: Path) -> N
     paths = build_report(run, n_boot=N_BOOT, thumbnails=False)
     assert paths.out_dir == run
     assert (run / "report.html").is_file()
-    printed = summary_table(run, n_boot=N_BOOT)
+    printed = summary_table(analyse_sweep(run, n_boot=N_BOOT))
     csv = _read_csv(paths.summary_csv)
     assert list(printed["V*"]) == list(csv["v_star"])
     assert {"model", "arm", "signal", "V*", "W"} <= set(printed.columns)
@@ -717,7 +717,7 @@ def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
 def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:
     from io import BytesIO
 
-    from clearsight.report.plots import selective_figure
+    from clearsight.sweep.page.figures import selective_figure
 
     data = load_run_data(small_run)
     analysis = analyse_run(data, n_boot=N_BOOT)

@@ -49,7 +49,7 @@ def test_summary_md_escapes_a_models_and_a_runs_name(tmp_path: Path) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_md_text_is_inert_on_one_line(text: str) -> None:
-    from clearsight.report.output import md_text
+    from clearsight.pages.output import md_text
 
     out = md_text(text)
     assert "<" not in out
@@ -65,7 +65,7 @@ def test_md_text_is_inert_on_one_line(text: str) -> None:
 
 
 def test_csv_cells_a_spreadsheet_would_run_open_as_text() -> None:
-    from clearsight.report.output import csv_text
+    from clearsight.pages.output import csv_text
 
     frame = pd.DataFrame(
         {

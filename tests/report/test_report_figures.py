@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from clearsight.pages.plots import overlapping_ticks, pyplot, slant_crowded_ticks
 from clearsight.physics import SWEEP_LEVELS_M
 from clearsight.report import build_report
-from clearsight.report.plots import overlapping_ticks, pyplot, slant_crowded_ticks
-from clearsight.report.sections import asked_panels
 from clearsight.sweep.analysis import analyse_sweep
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.page.sections import asked_panels
 from clearsight.sweep.protocol import run_sweep
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -59,10 +59,10 @@ def test_no_panel_for_an_arm_or_a_wording_that_did_not_run(run: Path) -> None:
 
 def test_crowded_visibility_ticks_are_slanted_until_none_overlap() -> None:
     plt = pyplot()
-    from clearsight.report.plots import _visibility_axis
+    from clearsight.sweep.page.plots import visibility_axis
 
     fig, ax = plt.subplots(figsize=(3.0, 2.4))
-    _visibility_axis(ax, SWEEP_LEVELS_M)  # nine labels on a narrow panel: they collide
+    visibility_axis(ax, SWEEP_LEVELS_M)  # nine labels on a narrow panel: they collide
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     assert overlapping_ticks(ax, renderer)
@@ -72,7 +72,7 @@ def test_crowded_visibility_ticks_are_slanted_until_none_overlap() -> None:
     assert overlapping_ticks(ax, renderer) == []
     assert {t.get_rotation() for t in ax.get_xticklabels()} == {45.0}
     wide, wide_ax = plt.subplots(figsize=(9, 3))
-    _visibility_axis(wide_ax, SWEEP_LEVELS_M)
+    visibility_axis(wide_ax, SWEEP_LEVELS_M)
     assert not slant_crowded_ticks(wide)  # room enough: left level
     plt.close(fig)
     plt.close(wide)

@@ -349,7 +349,8 @@ def test_physics_sources_hold_no_control_characters() -> None:
 
 
 def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
-    from clearsight.report.examples import examples_section
+    from clearsight.sweep.images.examples import sweep_examples
+    from clearsight.sweep.page.examples import examples_section
     from fixtures.coco import synthetic_coco
 
     annotations, images = synthetic_coco(tmp_path / "coco", 2)
@@ -368,7 +369,9 @@ def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
     run_sweep(config, tmp_path / "run", progress=False)
     data = load_run_data(tmp_path / "run")
     assert (data.records["scene.source"] == "coco").all()
-    html = examples_section(data, "identify", thumbnails=True)
+    examples = sweep_examples(data, "identify", thumbnails=True)
+    assert [label for label, _ in examples.thumbnails] == ["clean", "fog 15.6 m", "fog 1.95 m"]
+    html = examples_section(data, examples)  # rendered from what the analysis drew
     assert html.count("class='thumb'") == 3  # clean, 15.6 m and 1.95 m
     assert "not rendered" not in html
     assert "COCO" in html  # the image's attribution

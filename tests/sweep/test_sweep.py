@@ -227,14 +227,14 @@ def test_malformed_config_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("arms: [fog\n")
     with pytest.raises(InputError, match="not valid YAML"):
-        load_config(bad)
+        load_config(bad, SweepConfig)
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text("arms: [smoke]\n")
     with pytest.raises(InputError, match=r"wrong\.yaml"):
-        load_config(wrong)
+        load_config(wrong, SweepConfig)
     good = tmp_path / "good.yaml"
     good.write_text("arms: [water]\nseed: 3\n")
-    assert load_config(good).arms == ("water",)
+    assert load_config(good, SweepConfig).arms == ("water",)
 
 
 def _coco_fixture(root: Path) -> tuple[Path, Path]:

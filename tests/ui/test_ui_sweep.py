@@ -297,9 +297,9 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
     crossed at t = (.9 - .575) / .8 = .40625 of that step; so W = (.5 - .40625) log10(.5 /
     3.90625). Every answered item is right at .9: ECE = .1 exactly."""
     from clearsight.report import build_report
-    from clearsight.report.headline import sweep_headline
     from clearsight.sweep.analysis import analyse_run
-    from clearsight.sweep.headline import headline_table
+    from clearsight.sweep.numbers.headline import headline_table
+    from clearsight.sweep.page.headline import sweep_headline
 
     _answer_all(HumanSweep(run, SWEEP), "ann")
     analysis = analyse_run(load_run_data(run), n_boot=50)

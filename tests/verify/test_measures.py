@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
+from clearsight.faces.measures import agreement, delta_summary, letter_deltas, same_answer
+from clearsight.faces.pairs import agreement_table, differing, paired_readouts
 from clearsight.validate import InputError
-from clearsight.verify.measures import agreement, delta_summary, letter_deltas, same_answer
-from clearsight.verify.pairs import agreement_table, differing, paired_readouts
 
 
 def test_agreement_counts_equal_answers_and_no_answer_both_times() -> None:

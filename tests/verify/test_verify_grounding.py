@@ -12,13 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
+from clearsight.faces import face_of
 from clearsight.grounding import GroundingConfig, run_grounding
+from clearsight.grounding.face import elicit_of
 from clearsight.grounding.problems.bundled import bundled_problems
 from clearsight.store import RunStore
 from clearsight.sweep import SweepConfig, run_sweep
 from clearsight.verify import DEFAULT_TOLERANCE, VerifyConfig, compare_runs, rederive, verify_run
-from clearsight.verify.kinds import elicit_of
-from clearsight.verify.rederivation import DERIVED
 from clearsight.verify.specs import VERIFY_KIND
 from fixtures.store_edits import edit_readout
 
@@ -129,11 +129,12 @@ def test_verify_readouts_of_a_grounding_run_finds_exactly_the_records_edited_by_
 def test_a_judgement_is_derived_again_from_the_judge_probabilities() -> None:
     """p_bad = p(bad side's number) / (p("1") + p("2")), here 0.3 / 0.4 and 0.1 / 0.4."""
     raw = {"candidate_probs": {"1": 0.3, "2": 0.1, "3": 0.5}}
-    first = DERIVED["grounding.judge"]({"bad_first": True, "axis": "answer"}, raw, {})
+    judge = face_of("grounding").derive["grounding.judge"]
+    first = judge({"bad_first": True, "axis": "answer"}, raw, {})
     assert first == {"p_bad": pytest.approx(0.75), "picked_bad": True, "axis": "answer"}
-    second = DERIVED["grounding.judge"]({"bad_first": False, "axis": "vision"}, raw, {})
+    second = judge({"bad_first": False, "axis": "vision"}, raw, {})
     assert second == {"p_bad": pytest.approx(0.25), "picked_bad": False, "axis": "vision"}
-    none = DERIVED["grounding.judge"]({"bad_first": True, "axis": "answer"}, {}, {})
+    none = judge({"bad_first": True, "axis": "answer"}, {}, {})
     assert "unreadable" in none
 
 

@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight.cli import app
+from clearsight.faces import face_of
+from clearsight.probe.face import direct_of
 from clearsight.probe.protocol import run_probe
 from clearsight.store import RunStore
 from clearsight.verify import VerifyConfig, rederive, verify_run
-from clearsight.verify.kinds import direct_of
-from clearsight.verify.rederivation import DERIVED
 from fixtures.probe_runs import probe_config
 from fixtures.store_edits import edit_readout
 
@@ -101,7 +101,7 @@ def test_a_stored_answer_is_parsed_again_from_its_text(probe_run: tuple[Path, st
     run = probe_run[0]
     with RunStore.open(run, read_only=True) as store:
         records = list(store.iter_records("ok", kind="probe"))
-    derive = DERIVED["probe"]
+    derive = face_of("probe").derive["probe"]
     for rec in records:
         raw = json.loads(json.dumps(rec.raw))
         assert derive(rec.spec, raw, rec.readouts) == rec.readouts

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from clearsight.card.numbers import Number, NumberJSON
 from clearsight.card.page import numbers_table
 from clearsight.card.run import CardJSON, load_card
-from clearsight.report.html import esc, fmt_ci, frame_table, page
-from clearsight.report.output import csv_text, write_atomic
+from clearsight.faces.card import Number, NumberJSON
+from clearsight.pages.html import esc, fmt_ci, frame_table, page
+from clearsight.pages.output import csv_text, write_atomic
 from clearsight.validate import InputError
 
 #: Columns that make two sweep records the same item (the model aside).

@@ -2,7 +2,7 @@
 
 Inline CSS (the report's), the three plots as PNG data URIs, no script and no external
 resource. Every string that comes from a model or a run (model names, notes, error lines)
-passes through :func:`clearsight.report.html.esc`. Each number sits in a cell carrying
+passes through :func:`clearsight.pages.html.esc`. Each number sits in a cell carrying
 ``data-key="MODEL|KEY"``, the key it has in ``card.json``, so the page and the file can be
 checked against each other.
 """
@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from clearsight.card.numbers import Number
 from clearsight.card.parts import FETCH_COMMAND, Part
-from clearsight.report.cost import cost_html
-from clearsight.report.html import esc, img, page
-from clearsight.report.plots import error_bars, png, pyplot
+from clearsight.faces.card import Number
+from clearsight.pages.cost import cost_html
+from clearsight.pages.html import esc, img, page
 
 #: Extra CSS of the card (the report's CSS comes first).
 _CARD_CSS = (
@@ -64,62 +62,6 @@ def parts_list(parts: Sequence[Part]) -> str:
     if any(not p.runs and FETCH_COMMAND in p.note for p in parts):
         hint = f"<p class='note'>Run <code>{esc(FETCH_COMMAND)}</code> to fetch what is missing."
     return f"<ul class='parts'>{''.join(items)}</ul>{hint}"
-
-
-def sweep_figure(curves: pd.DataFrame, wording: str, arms: Sequence[str]) -> bytes | None:
-    """Accuracy against visibility per arm, each model a line with its 95 % photo-bootstrap
-    band, the clean accuracy left of the clearest level."""
-    acc = curves[(curves["signal"] == "accuracy") & (curves["wording"] == wording)]
-    if acc.empty or not arms:
-        return None
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.1), squeeze=False)
-    for ax, arm in zip(axes[0], arms, strict=True):
-        for model, rows in acc.groupby("model", sort=False):
-            lv = rows[rows["condition"] == arm].sort_values("x", ascending=False)
-            if lv.empty:
-                continue
-            x = lv["x"].to_numpy(float)
-            (line,) = ax.plot(x, lv["estimate"], marker="o", ms=3, lw=1.4, label=str(model))
-            ax.fill_between(x, lv["low"], lv["high"], color=line.get_color(), alpha=0.12, lw=0)
-            clean = rows[rows["condition"] == "clean"]
-            if len(clean):
-                c = clean.iloc[0]
-                err = error_bars(c.estimate, [c.low], [c.high])
-                ax.errorbar(
-                    [x.max() * 4],
-                    [c.estimate],
-                    yerr=err,
-                    fmt="s",
-                    ms=4,
-                    color=line.get_color(),
-                    capsize=2,
-                )
-        ax.set_xscale("log")
-        ax.invert_xaxis()
-        ax.set_ylim(-0.02, 1.05)
-        ax.set_title(f"{arm}: accuracy ({wording})", fontsize=9)
-        ax.set_xlabel("visibility V (m); square: clean", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7, loc="lower left")
-    return png(fig)
-
-
-def bars_figure(numbers: Sequence[Number], title: str) -> bytes | None:
-    """The numbers as bars with their 95 % intervals (one small panel)."""
-    shown = [n for n in numbers if np.isfinite(n.estimate)]
-    if not shown:
-        return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(4.2, 3.1))
-    est = np.array([n.estimate for n in shown])
-    err = error_bars(est, [n.low for n in shown], [n.high for n in shown])
-    ax.bar(range(len(shown)), est, yerr=err, capsize=3, color="#4c72b0")
-    ax.axhline(0, color="#888", lw=0.8)
-    ax.set_xticks(range(len(shown)), [n.key for n in shown], rotation=20, ha="right", fontsize=7)
-    ax.set_title(title, fontsize=9)
-    ax.tick_params(labelsize=7)
-    return png(fig)
 
 
 def render_card(

@@ -21,25 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from clearsight.card.config import BLIND_CONTROL, OBSERVER, CardConfig
-from clearsight.card.numbers import (
-    Number,
-    NumberJSON,
-    card_cost,
-    cost_json,
-    grounding_numbers,
-    numbers_json,
-    probe_numbers,
-    read_probe_frame,
-    sweep_numbers,
-)
-from clearsight.card.page import bars_figure, render_card, sweep_figure
+from clearsight.card.numbers import card_cost, cost_json, numbers_json
+from clearsight.card.page import render_card
 from clearsight.card.parts import SENSOR_ROLE, Part, PartJSON, plan_parts
-from clearsight.report.output import write_atomic
-from clearsight.store import run_cost, spec_model
+from clearsight.faces import face_of
+from clearsight.faces.card import CardSection, Number, NumberJSON
+from clearsight.pages.output import write_atomic
+from clearsight.report import appendix
+from clearsight.store import DB_NAME, run_manifest, run_protocol
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from clearsight.driver import RunOptions, RunSummary
     from clearsight.execute import ExecutorName
 
@@ -49,6 +40,8 @@ CARD_JSON = "card.json"
 CARD_HTML = "card.html"
 #: The full report each part's run directory holds.
 REPORT = "report.html"
+#: The card's runs, each in its own directory under the card's, in page order.
+RUNS = ("sweep", "grounding", "probe")
 
 
 class CardJSON(TypedDict):
@@ -147,39 +140,18 @@ def run_card(
 def write_card(
     model: str, out: Path, config: CardConfig, parts: list[Part], stale: set[str]
 ) -> CardJSON:
-    """Read the card's runs, (re)write the full reports of the ``stale`` parts (their runs
-    changed, or they have none yet), then ``card.json`` and ``card.html``; returns
-    card.json's content."""
-    from clearsight.grounding import analyse_grounding, render_grounding_report
-    from clearsight.probe import build_probe_report
-    from clearsight.report.sweep import write_sweep_report
-    from clearsight.sweep.analysis import analyse_sweep
-
-    n_boot, seed = config.n_boot, config.seed
-    analysis = analyse_sweep(out / "sweep", n_boot=n_boot, seed=seed)
-    numbers: dict[str, list[Number]] = sweep_numbers(analysis)
-    numbers = {model: numbers.get(model, []), **{m: v for m, v in numbers.items() if m != model}}
-    if "sweep" in stale:
-        write_sweep_report(analysis, out / "sweep", thumbnails=False)
-    reports = {"sweep": f"sweep/{REPORT}"}
-    tgs: list[Number] = []
-    costs: dict[str, pd.DataFrame | None] = {"sweep": analysis.cost}
-    if (out / "grounding").is_dir():
-        grounding = analyse_grounding(out / "grounding", n_boot=n_boot, seed=seed)
-        if "grounding" in stale:
-            render_grounding_report(grounding, out / "grounding")
-        tgs = grounding_numbers(grounding)
-        costs["grounding"] = grounding.cost
-        reports["grounding"] = f"grounding/{REPORT}"
-    probe: list[Number] = []
-    if (out / "probe").is_dir():
-        probe = probe_numbers(read_probe_frame(out / "probe"), n_boot, seed)
-        costs["probe"] = run_cost(out / "probe", spec_model("sensor"))
-        if "probe" in stale:
-            build_probe_report(out / "probe")
-        reports["probe"] = f"probe/{REPORT}"
-    numbers[model] = [*numbers[model], *tgs, *probe]
-    cost = card_cost(costs)
+    """Read the card's runs, each through its protocol's face (its card section), (re)write the
+    full reports of the ``stale`` parts (their runs changed, or they have none yet), then
+    ``card.json`` and ``card.html``; returns card.json's content."""
+    sections = {part: card_section(out / part, config.n_boot, config.seed) for part in runs(out)}
+    numbers: dict[str, list[Number]] = {model: []}
+    for part, section in sections.items():
+        for name, found in section.by_model.items():
+            numbers.setdefault(name, []).extend(found)
+        numbers[model].extend(section.numbers)
+        if part in stale and section.write_report is not None:
+            section.write_report(appendix(out / part))
+    cost = card_cost({part: section.cost for part, section in sections.items()})
     card: CardJSON = {
         "card_version": CARD_VERSION,
         "model": model,
@@ -189,30 +161,33 @@ def write_card(
         "numbers": {m: numbers_json(v) for m, v in numbers.items()},
         "cost": cost_json(cost),
         "parts": [p.to_json() for p in parts],
-        "reports": reports,
+        "reports": {part: f"{part}/{REPORT}" for part in sections},
     }
-    letter = next((w for w in config.wordings if not w.startswith("verbal.")), config.wordings[0])
-    figures = [
-        ("accuracy against visibility", sweep_figure(analysis.curves, letter, analysis.data.arms)),
-        ("trajectory grounding (TGS)", bars_figure(tgs, "TGS with 95 % intervals")),
-        ("probe", bars_figure(probe, "probe accuracy and cross-run ECE")),
-    ]
+    figures = [(section.title, section.figure) for section in sections.values()]
     write_atomic(out / CARD_JSON, json.dumps(card, indent=1, allow_nan=False) + "\n")
     write_atomic(out / CARD_HTML, render_card(card, numbers, parts, figures, cost))
     return card
 
 
+def runs(out: Path) -> list[str]:
+    """The card's runs in page order: those of :data:`RUNS` the card directory holds, then any
+    other run directory in it (a run of another protocol added to the card), by name."""
+    others = sorted(d.name for d in out.iterdir() if (d / DB_NAME).is_file() and d.name not in RUNS)
+    return [*(part for part in RUNS if (out / part).is_dir()), *others]
+
+
+def card_section(run_dir: Path, n_boot: int, seed: int) -> CardSection:
+    """The card section of the run in ``run_dir``, from its protocol's face."""
+    face = face_of(run_protocol(run_dir))
+    return face.need(face.card, "card section")(run_dir, n_boot, seed)
+
+
 def manifest_hash(model: str, out: Path, config: CardConfig) -> str:
     """content_hash of the card's configuration, its model and each part run's config hash."""
     from clearsight.seeding import content_hash
-    from clearsight.store import RunStore
 
-    runs = {}
-    for part in ("sweep", "grounding", "probe"):
-        if (out / part).is_dir():
-            with RunStore.open(out / part, read_only=True) as store:
-                runs[part] = store.manifest().get("config_hash")
-    return content_hash({"model": model, "config": config.model_dump(mode="json"), "runs": runs})
+    hashes = {part: run_manifest(out / part).get("config_hash") for part in runs(out)}
+    return content_hash({"model": model, "config": config.model_dump(mode="json"), "runs": hashes})
 
 
 def load_card(card_dir: Path) -> CardJSON:

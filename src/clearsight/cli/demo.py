@@ -180,8 +180,8 @@ def _first_stage(config: SweepConfig, out: Path, execution: ExecutionOptions) ->
 def _print_headline(out: Path) -> None:
     """Write the report of the run in ``out`` (without the examples' thumbnails, seconds
     faster) and print its headline (summary.md's ``## Headline`` section) and its path."""
+    from clearsight.pages.output import markdown_section
     from clearsight.report import build_report
-    from clearsight.report.output import markdown_section
 
     paths = build_report(out, thumbnails=False)
     typer.echo(markdown_section(paths.summary_md.read_text(encoding="utf-8"), "Headline"))

@@ -142,7 +142,7 @@ def report(
     of the first run against each other; written as the first run's report.html, summary.md
     and summary.csv (what `clearsight report RUN [OTHERS]` writes for a grounding run)."""
     from clearsight.cli.report import write_report
-    from clearsight.report import run_protocol
+    from clearsight.store import run_protocol
 
     run, *others = runs
     made_by = run_protocol(run)

@@ -26,15 +26,16 @@ def report(
     """Write report.html, summary.md and summary.csv of a run and print its summary.
 
     A finished or partial run of the sweep, trajectory grounding or the probe (a benchmark
-    build's stage 1 included); for a TGS-Bench build, the pool's retention. What each number
+    build's stage 1 included) — any run whose protocol has a report; for a TGS-Bench build, the
+    pool's retention. What each number
     means: docs/methods.md (`clearsight docs methods`)."""
-    from clearsight.report import BUILD_BENCH, run_protocol
+    from clearsight.faces import face_of, registered
+    from clearsight.store import run_protocol
 
-    if run_protocol(run) == BUILD_BENCH:
-        from clearsight import grounding
-
-        config = grounding.BuildBenchConfig.model_validate(_config_of(run))
-        print_bench(grounding.read_bench(config, run))
+    made_by = run_protocol(run)
+    face = face_of(made_by) if made_by in registered() else None
+    if face is not None and face.report is None and face.describe is not None:
+        typer.echo(face.describe(run))
         return
     write_report(run, others or ())
 
@@ -50,31 +51,8 @@ def write_report(run: Path, others: tuple[Path, ...] | list[Path] = ()) -> None:
 
 
 def print_bench(bench: TgsBench, written: tuple[Path, Path] | None = None) -> None:
-    """A TGS-Bench pool's retention table, rejection reasons, injectors and (``written``) the
-    files it was written to."""
-    from clearsight.grounding import retention_table
+    """A TGS-Bench pool's retention, rejection reasons, injectors and (``written``) the files it
+    was written to (:func:`clearsight.grounding.face.bench_summary`)."""
+    from clearsight.grounding.face import bench_summary
 
-    manifest = bench.manifest
-    typer.echo("retention (kept / attempted):")
-    typer.echo(retention_table(manifest).to_string(index=False))
-    for title, key in (
-        ("rejections", "rejections"),
-        ("injectors", "injectors"),
-        ("model edits refused (the rule stepped in)", "model_edits_refused"),
-        ("judge picked the bad side", "judge_picked_bad"),
-    ):
-        for where, counts in (manifest.get(key) or {}).items():
-            typer.echo(f"{title}: {where}: {counts}")
-    size = f"{len(bench.items)} items, {sum(len(i.pairs) for i in bench.items)} pairs"
-    if written is None:
-        typer.echo(f"pool: {size}")
-    else:
-        typer.echo(f"wrote {written[0]} ({size}) and {written[1]}")
-
-
-def _config_of(run: Path) -> object:
-    """The configuration a run's manifest holds."""
-    from clearsight.store import RunStore
-
-    with RunStore.open(run, read_only=True) as store:
-        return store.manifest().get("config") or {}
+    typer.echo(bench_summary(bench, written))

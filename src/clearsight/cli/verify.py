@@ -110,7 +110,7 @@ def compare(
     the paired bootstrap interval of their difference: a sweep's accuracy per level, ECE,
     AURC, V*_acc and W over source photos; a grounding run's TGS-self and TGS-pair by the
     two-stage bootstrap over benchmarks and problems."""
-    from clearsight.report.output import csv_text, write_atomic
+    from clearsight.pages.output import csv_text, write_atomic
     from clearsight.report.reproducibility import compare_csv, compare_page
     from clearsight.verify import compare_runs
 

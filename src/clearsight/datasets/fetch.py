@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from clearsight.cache import cache_dir
 from clearsight.datasets.hub import HUB_SPECS, HubSpec
 from clearsight.datasets.snapshot import FETCH_RECORD, check_schema, locate
-from clearsight.fetch.cache import cache_dir
 from clearsight.fetch.steps import StepResult
 from clearsight.paths import resolves_inside, write_target
 from clearsight.validate import InputError

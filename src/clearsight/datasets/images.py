@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from clearsight.fetch.cache import cache_dir
+from clearsight.cache import cache_dir
 
 
 def image_path(data: bytes, folder: str) -> Path:

@@ -31,7 +31,7 @@ Modules, in the order of the method:
 * :mod:`~clearsight.grounding.results` — a finished run read back;
   :mod:`~clearsight.grounding.tgs` — TGS-self, the masking curve, TGS-pair and their intervals;
   :mod:`~clearsight.grounding.analysis` — the paper's numbers of a run
-  (:func:`analyse_grounding`), which :mod:`clearsight.report.grounding` renders.
+  (:func:`analyse_grounding`), which :mod:`clearsight.grounding.page.report` renders.
 
 Nothing here imports torch at import time; the model-facing functions take a loaded backend.
 """
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     )
     from clearsight.grounding.problems.problem import LAYOUTS, Problem, load_jsonl
     from clearsight.grounding.protocol import GROUNDING, run_grounding
-    from clearsight.report.grounding import build_grounding_report, render_grounding_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -66,8 +65,8 @@ _EXPORTS = {
     "run_grounding": "clearsight.grounding.protocol:run_grounding",
     "analyse_grounding": "clearsight.grounding.analysis:analyse_grounding",
     "GroundingAnalysis": "clearsight.grounding.analysis:GroundingAnalysis",
-    "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
-    "render_grounding_report": "clearsight.report.grounding:render_grounding_report",
+    "build_grounding_report": "clearsight.grounding.page.report:build_grounding_report",
+    "render_grounding_report": "clearsight.grounding.page.report:render_grounding_report",
     "BuildBenchConfig": "clearsight.grounding.bench.protocol:BuildBenchConfig",
     "run_build_bench": "clearsight.grounding.bench.protocol:run_build_bench",
     "read_bench": "clearsight.grounding.bench.results:read_bench",

@@ -13,7 +13,7 @@ masking curve, the risk-coverage curves of the confidence gating the own answers
 Wilcoxon test of visible against masked confidence over benchmark means, and — for further
 runs given as ``others`` (other checkpoints or methods) — their analyses, each run named
 uniquely, and exact Wilcoxon tests of TGS-self and TGS-pair between the runs.
-:mod:`clearsight.report.grounding` renders it.
+:mod:`clearsight.grounding.page.report` renders it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternative
 :func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`,
 each kind's read-outs as its registered type (:mod:`clearsight.grounding.readouts`), into
 :class:`GroundingResults`; :mod:`clearsight.grounding.analysis` scores them and
-:mod:`clearsight.report.grounding` renders the scores.
+:mod:`clearsight.grounding.page.report` renders the scores.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from clearsight.grounding.readouts import (
 )
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
 from clearsight.grounding.trajectories.templates import template_statement
+from clearsight.specs import REASK_KIND
 from clearsight.store import RunStore
-from clearsight.verify.specs import VERIFY_KIND
 
 __all__ = ["GroundingResults", "SampledVariation", "load_grounding_results"]
 
@@ -153,7 +153,7 @@ def _failures(store: RunStore) -> dict[str, int]:
     Reproducibility section."""
     failures: dict[str, int] = {}
     for rec in store.iter_records("failed", raw=False):
-        if rec.protocol == VERIFY_KIND:
+        if rec.protocol == REASK_KIND:
             continue
         reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
         failures[reason] = failures.get(reason, 0) + 1

@@ -4,7 +4,7 @@ sweep, and its estimate's error against the sweep's true visibility (docs/guard.
 
 :mod:`.estimate` measures (dark channel prior, visibility in metres with depth),
 :mod:`.backend` wraps a model, :mod:`.calibrate` fits and stores the threshold;
-:mod:`clearsight.report.guard` (the sweep report's guard section) compares the estimate with the
+:mod:`clearsight.sweep.page.guard` (the sweep report's guard section) compares the estimate with the
 true V.
 """
 

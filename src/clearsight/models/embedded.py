@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from clearsight.fetch.cache import cache_dir
+from clearsight.cache import cache_dir
 from clearsight.models.extras import install_hint
 from clearsight.validate import InputError
 

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
-from clearsight.fetch.cache import cache_dir
+from clearsight.cache import cache_dir
 from clearsight.validate import InputError
 
 #: The npm package and the exact version whose files the checksums below describe.

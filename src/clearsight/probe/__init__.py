@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from clearsight.probe.distill.train import distill as run_distill
     from clearsight.probe.instances import OWN_FIELDS, Instance
     from clearsight.probe.judges import make_judge
+    from clearsight.probe.page.report import build_probe_report, probe_tables, render_probe_report
     from clearsight.probe.plan import select_instances
     from clearsight.probe.posthoc.agreement import (
         human_agreement,
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
     from clearsight.probe.sources.hub import hub_instances
     from clearsight.probe.sources.layouts import LAYOUTS
     from clearsight.probe.sources.load import instances_from_jsonl, load_instances, resolve_source
-    from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -67,9 +67,9 @@ _EXPORTS = {
     "run_probe": "clearsight.probe.protocol:run_probe",
     "analyse_probe": "clearsight.probe.analysis:analyse_probe",
     "ProbeAnalysis": "clearsight.probe.analysis:ProbeAnalysis",
-    "build_probe_report": "clearsight.report.probe:build_probe_report",
-    "render_probe_report": "clearsight.report.probe:render_probe_report",
-    "probe_tables": "clearsight.report.probe:probe_tables",
+    "build_probe_report": "clearsight.probe.page.report:build_probe_report",
+    "render_probe_report": "clearsight.probe.page.report:render_probe_report",
+    "probe_tables": "clearsight.probe.page.report:probe_tables",
     "BuildConfig": "clearsight.probe.bench.protocol:BuildConfig",
     "build_stage1": "clearsight.probe.bench.protocol:build_stage1",
     "build_stage2": "clearsight.probe.bench.protocol:build_stage2",

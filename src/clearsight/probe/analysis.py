@@ -6,8 +6,8 @@ Everything is recomputed from the run's records
 belief-probe and query-type results, stage-1 build samples, judges' validations), never from
 anything the run kept aside. Tables 4 and 6 compare runs with another sensor or K, read as one
 (``analyse_probe(run, others)``). :func:`analyse_probe` computes :class:`ProbeAnalysis`;
-:mod:`clearsight.report.probe` only renders it. The computations are the protocol's own: accuracy
-and cross-run calibration (:mod:`~clearsight.probe.accuracy`), the belief probe
+:mod:`clearsight.probe.page.report` only renders it. The computations are the protocol's own:
+accuracy and cross-run calibration (:mod:`~clearsight.probe.accuracy`), the belief probe
 (:mod:`~clearsight.probe.posthoc.belief`), query types
 (:mod:`~clearsight.probe.posthoc.querytypes`), self-distillation's before-and-after
 (:func:`~clearsight.probe.distill.analysis.distill_table`) and the judges against people
@@ -23,6 +23,7 @@ from typing import Final
 
 import pandas as pd
 
+from clearsight.metrics.bootstrap import Interval
 from clearsight.probe.accuracy import (
     RiskPanel,
     ablation_table,
@@ -141,3 +142,60 @@ def analyse_probe(run_dir: Path | str, others: Sequence[Path | str] = ()) -> Pro
         return replace(probe_analysis(results), cost=cost)
     runs = [(str(run_dir), results), *((str(o), load_probe_results(o)) for o in others)]
     return replace(probe_analysis(pool_results(runs)), cost=cost)
+
+
+@dataclass(frozen=True)
+class ProbeIntervals:
+    """A probe run's headline numbers with their question-bootstrap intervals (the card's):
+    ``accuracy`` = mean over finished conversations of [committed = gold], its interval from
+    an instance (cluster) bootstrap, over ``n`` conversations; ``cross_run_ece`` =
+    ``sum_b (n_b / N) |acc_b - conf_b|`` over questions, each question's confidence the share
+    of its R runs committing its most common answer (:func:`clearsight.metrics.cross_run_ece`),
+    its interval from resampling questions, over ``questions`` (None: a question has fewer
+    than two runs)."""
+
+    accuracy: Interval
+    n: int
+    cross_run_ece: Interval | None
+    questions: int
+
+
+def probe_intervals(frame: pd.DataFrame, n_boot: int, seed: int) -> ProbeIntervals | None:
+    """The :class:`ProbeIntervals` of the finished conversations in ``frame``
+    (:func:`~clearsight.probe.results.transcripts_frame`; None when it is empty)."""
+    from clearsight.metrics.bootstrap import cluster_bootstrap_mean
+
+    if frame.empty:
+        return None
+    correct = frame["correct"].astype(float).to_numpy()
+    acc = cluster_bootstrap_mean(correct, frame["instance_id"].to_numpy(), n_boot=n_boot, seed=seed)
+    commits, gold = _commits(frame)
+    ece = _ece_interval(commits, gold, n_boot, seed) if all(len(c) >= 2 for c in commits) else None
+    return ProbeIntervals(acc, len(frame), ece, len(gold))
+
+
+def _commits(frame: pd.DataFrame) -> tuple[list[list[str | None]], list[str]]:
+    """Per question: its runs' commits in run order, and its gold letter."""
+    commits, gold = [], []
+    for _, group in frame.sort_values("run", kind="stable").groupby("instance_id", sort=True):
+        commits.append([None if pd.isna(c) else str(c) for c in group["committed"]])
+        gold.append(str(group["gold"].iloc[0]))
+    return commits, gold
+
+
+def _ece_interval(
+    commits: list[list[str | None]], gold: list[str], n_boot: int, seed: int
+) -> Interval:
+    """Cross-run ECE and its percentile interval over questions drawn with replacement."""
+    import numpy as np
+
+    from clearsight.metrics.bootstrap import bootstrap_weights, percentile_interval
+    from clearsight.metrics.crossrun import cross_run_ece
+
+    estimate = cross_run_ece(commits, gold)
+    reps = []
+    for w in bootstrap_weights(len(gold), n_boot, seed):
+        idx = np.repeat(np.arange(len(gold)), w)
+        reps.append(cross_run_ece([commits[i] for i in idx], [gold[i] for i in idx]))
+    low, high = percentile_interval(reps)
+    return Interval(estimate, low, high, n_boot, 0.95)

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.report.html import esc, fmt_num, frame_table, page
-from clearsight.report.output import md_table, md_text
+from clearsight.pages.html import esc, fmt_num, frame_table, page
+from clearsight.pages.output import md_table, md_text
 
 if TYPE_CHECKING:
-    from clearsight.verify.comparison import Comparison
+    from clearsight.faces.comparison import Comparison
     from clearsight.verify.results import VerifyResult
 
 __all__ = [
@@ -48,7 +48,7 @@ def _num(value: Any, digits: int = 4) -> str:
 
 
 def table_display(table: pd.DataFrame) -> pd.DataFrame:
-    """An agreement table (:func:`clearsight.verify.pairs.agreement_table`) as text."""
+    """An agreement table (:func:`clearsight.faces.pairs.agreement_table`) as text."""
     return pd.DataFrame(
         {
             "read-out": table["readout"],

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import yaml
 
-from clearsight.fetch.cache import cache_dir
+from clearsight.cache import cache_dir
 from clearsight.scenes.depth import assumed_depth, motorcycle_depth
 from clearsight.scenes.model import Box, DepthProvenance, Scene, Target
 from clearsight.validate import InputError

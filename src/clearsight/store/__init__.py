@@ -27,7 +27,7 @@ from clearsight.store._json import compact_json
 from clearsight.store._manifest import ConfigMismatch
 from clearsight.store._readouts import readouts_of
 from clearsight.store._records import Record, StoredRecord
-from clearsight.store._run_store import RunStore, load_run
+from clearsight.store._run_store import RunStore, load_run, run_manifest, run_protocol
 from clearsight.store._schema import FRAME_COLUMNS, SCHEMA_VERSION
 
 __all__ = [
@@ -52,6 +52,8 @@ __all__ = [
     "readouts_of",
     "record_cost",
     "run_cost",
+    "run_manifest",
+    "run_protocol",
     "select",
     "spec_model",
 ]

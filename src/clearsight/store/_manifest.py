@@ -25,9 +25,6 @@ __all__ = ["STORE_KEYS", "ConfigMismatch", "RunStart", "wrong_protocol"]
 # Manifest keys the store writes itself; a caller's manifest may not use them.
 STORE_KEYS = frozenset({"schema_version", "created_at", "config_hash", "starts", "history", "plan"})
 
-# The protocols whose runs `clearsight report RUN` reports (named in the refusal of another).
-_REPORTED = frozenset({"sweep", "probe", "probe.build", "grounding"})
-
 
 class ConfigMismatch(InputError):  # noqa: N818 - the name the CLI and callers use
     """An existing run with records was started with a different configuration."""
@@ -47,11 +44,13 @@ class ConfigMismatch(InputError):  # noqa: N818 - the name the CLI and callers u
 
 def wrong_protocol(made_by: object, protocols: tuple[str, ...], run: Path) -> InputError | None:
     """The refusal of a run made by protocol ``made_by`` read as one of ``protocols`` (None when
-    it is one of them, or names none); it names the command of the run's own protocol."""
+    it is one of them, or names none); it names ``clearsight report``, which asks the run's own
+    protocol (:mod:`clearsight.faces`)."""
     if made_by is None or made_by in protocols:
         return None
-    command = f"clearsight report {run}" if made_by in _REPORTED else "the command of that protocol"
-    return InputError(f"{run} is a {made_by} run, not a {protocols[0]} run: use {command}")
+    return InputError(
+        f"{run} is a {made_by} run, not a {protocols[0]} run: use clearsight report {run}"
+    )
 
 
 class Start(TypedDict):

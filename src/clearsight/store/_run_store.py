@@ -26,6 +26,7 @@ from clearsight.credentials import secret_values
 from clearsight.specs import Spec
 from clearsight.store._bulk import collector_paused
 from clearsight.store._connect import (
+    DB_NAME,
     connect_reader,
     connect_writer,
     db_path,
@@ -52,7 +53,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ADD_CHUNK", "BULK_ADD", "RunStore", "load_run"]
+__all__ = ["ADD_CHUNK", "BULK_ADD", "RunStore", "load_run", "run_manifest", "run_protocol"]
 
 # Items added per transaction. Into a run that holds items, each commit rewrites every page of
 # the key index its items touched, and random keys touch most of them once the index is large:
@@ -302,3 +303,20 @@ def load_run(
         return store.to_frame(
             include_raw=include_raw, status=status, kind=kind, columns=columns, where=where
         )
+
+
+def run_manifest(path: Path | str) -> dict[str, Any]:
+    """The manifest of the run in ``path`` (its directory or its ``run.sqlite``), read without
+    writing; a path that holds no run is an InputError saying so."""
+    run = Path(path)
+    if not (run / DB_NAME).is_file() and not run.is_file():
+        raise InputError(f"{run} holds no run (no {DB_NAME}): give a run directory")
+    with RunStore.open(run, read_only=True) as store:
+        return store.manifest()
+
+
+def run_protocol(path: Path | str) -> str:
+    """The protocol that made the run in ``path``, as its manifest names it (``sweep`` for a
+    run whose manifest names none: runs stored before manifests named their protocol), the
+    key of its face (:func:`clearsight.faces.face_of`)."""
+    return str(run_manifest(path).get("protocol") or "sweep")

@@ -17,7 +17,7 @@ typed value) over :mod:`~clearsight.sweep.numbers.cells` and
 :mod:`~clearsight.sweep.numbers.guarded` (the visibility guard's estimate); besides
 :mod:`~clearsight.sweep.images.preview` (contact sheets of the conditions) and
 :mod:`~clearsight.sweep.references.human` (people answering the sweep's questions). The report that
-renders the analysis is :mod:`clearsight.report.sweep`.
+renders the analysis is :mod:`clearsight.sweep.page.report`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 from clearsight import lazy_face
 
 if TYPE_CHECKING:
-    from clearsight.report.sweep import build_sweep_report, summary_table
     from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.images.equivalence import equivalence_table
     from clearsight.sweep.images.equivalence import summarise as summarise_equivalence
     from clearsight.sweep.images.preview import contact_sheet
+    from clearsight.sweep.page.report import build_sweep_report, summary_table
     from clearsight.sweep.plan import plan_sweep, scene_refs
     from clearsight.sweep.protocol import SWEEP, run_sweep
 
@@ -46,8 +46,8 @@ _EXPORTS = {
     "run_sweep": "clearsight.sweep.protocol:run_sweep",
     "analyse_sweep": "clearsight.sweep.analysis:analyse_sweep",
     "SweepAnalysis": "clearsight.sweep.analysis:SweepAnalysis",
-    "build_sweep_report": "clearsight.report.sweep:build_sweep_report",
-    "summary_table": "clearsight.report.sweep:summary_table",
+    "build_sweep_report": "clearsight.sweep.page.report:build_sweep_report",
+    "summary_table": "clearsight.sweep.page.report:summary_table",
     "contact_sheet": "clearsight.sweep.images.preview:contact_sheet",
     "equivalence_table": "clearsight.sweep.images.equivalence:equivalence_table",
     "summarise_equivalence": "clearsight.sweep.images.equivalence:summarise",

@@ -34,6 +34,7 @@ from clearsight.sweep.images.equivalence import (
     monotone_veq_share,
     veq_summary,
 )
+from clearsight.sweep.images.examples import Examples, sweep_examples
 from clearsight.sweep.numbers.confidence import (
     ReliabilityPanel,
     RiskPanel,
@@ -93,9 +94,11 @@ class SweepAnalysis:
     bootstrap, each task's :class:`TaskAnalysis` (in the run's task order), the ImageNet-C
     summaries (``veq``: :func:`~clearsight.sweep.images.equivalence.veq_summary`; ``monotone``;
     ``ranges``), the scene set's depth, the guard's estimate table (empty without a guarded
-    model), the number of distinct targets with records and what each model cost
-    (``cost``: :func:`~clearsight.store.run_cost`, one row per model);
-    :func:`~clearsight.sweep.headline.headline_table` reads the figures a reader looks for
+    model), the number of distinct targets with records, what each model cost
+    (``cost``: :func:`~clearsight.store.run_cost`, one row per model) and the qualitative
+    examples of its first task (:func:`first_task`;
+    :func:`~clearsight.sweep.images.examples.sweep_examples`);
+    :func:`~clearsight.sweep.numbers.headline.headline_table` reads the figures a reader looks for
     first off them."""
 
     data: RunData
@@ -108,6 +111,7 @@ class SweepAnalysis:
     guard: pd.DataFrame
     n_targets: int
     cost: pd.DataFrame
+    examples: Examples | None = None
 
     @property
     def curves(self) -> pd.DataFrame:
@@ -121,17 +125,27 @@ class SweepAnalysis:
         return self.bootstrap.crossings
 
 
-def analyse_sweep(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> SweepAnalysis:
+def analyse_sweep(
+    run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0, thumbnails: bool = False
+) -> SweepAnalysis:
     """Read the sweep run in ``run_dir`` (read-only) and compute its :class:`SweepAnalysis`:
     ``n_boot`` bootstrap replicates resample scenes with replacement from
-    ``numpy.random.default_rng(seed)``, so the same run, B and seed give the same numbers."""
-    return analyse_run(load_run_data(Path(run_dir)), n_boot=n_boot, seed=seed)
+    ``numpy.random.default_rng(seed)``, so the same run, B and seed give the same numbers;
+    ``thumbnails`` draws the examples' images (a few seconds: a scene load and the physics)."""
+    data = load_run_data(Path(run_dir))
+    return analyse_run(data, n_boot=n_boot, seed=seed, thumbnails=thumbnails)
 
 
 def analyse_run(
-    data: RunData, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+    data: RunData,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+    thumbnails: bool = False,
 ) -> SweepAnalysis:
-    """The :class:`SweepAnalysis` of a run already read (``level``: the intervals' coverage)."""
+    """The :class:`SweepAnalysis` of a run already read (``level``: the intervals' coverage;
+    ``thumbnails``: draw the examples' images)."""
     boot = scene_bootstrap(data, n_boot=n_boot, seed=seed, level=level)
     veq = veq_summary(data.veq)
     rec = data.records
@@ -146,7 +160,14 @@ def analyse_run(
         guard=guard_estimate_table(data),
         n_targets=rec[["scene", "target"]].drop_duplicates().shape[0] if not rec.empty else 0,
         cost=run_cost(data.run_dir, spec_model("model")),
+        examples=sweep_examples(data, first_task(data), thumbnails) if data.tasks else None,
     )
+
+
+def first_task(data: RunData) -> str:
+    """The task the report's single-task sections show: identification where the run has it,
+    else its first (a run with tasks)."""
+    return "identify" if "identify" in data.tasks else data.tasks[0]
 
 
 def _task_analysis(

@@ -23,9 +23,9 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
+from clearsight.specs import REASK_KIND
 from clearsight.store import RunStore
 from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
-from clearsight.verify.specs import VERIFY_KIND
 
 __all__ = [
     "ABSTAIN_FREE_WORDINGS",
@@ -287,9 +287,9 @@ def _own_counts(store: RunStore) -> dict[str, int]:
     (items of their own kind, counted in the report's Reproducibility section)."""
     counts = store.counts()
     reasks = {
-        "items": store.count_items(VERIFY_KIND),
-        "ok": store.count_records(status="ok", kind=VERIFY_KIND),
-        "failed": store.count_records(status="failed", kind=VERIFY_KIND),
+        "items": store.count_items(REASK_KIND),
+        "ok": store.count_records(status="ok", kind=REASK_KIND),
+        "failed": store.count_records(status="failed", kind=REASK_KIND),
     }
     reasks["pending"] = reasks["items"] - reasks["ok"]
     return {name: n - reasks.get(name, 0) for name, n in counts.items()}
@@ -310,7 +310,7 @@ def load_run_data(run_dir: Path) -> RunData:
         errors = [
             record.error
             for record in store.iter_records("failed", raw=False)
-            if record.protocol != VERIFY_KIND  # re-asks: the report's Reproducibility section
+            if record.protocol != REASK_KIND  # re-asks: the report's Reproducibility section
         ]
     failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
     veq = pd.DataFrame(

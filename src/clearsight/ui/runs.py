@@ -41,7 +41,7 @@ MAX_PER_PAGE = 200
 #: Files listed at most by :func:`list_files` (a run directory holds a handful).
 MAX_FILES = 500
 #: The only files served (by name, at any depth): what every report writes
-#: (:func:`clearsight.report.output.write_report`). The store, instance files, images and
+#: (:func:`clearsight.pages.output.write_report`). The store, instance files, images and
 #: anything else a run directory holds are neither listed nor served.
 REPORT_FILES = frozenset({"report.html", "summary.md", "summary.csv"})
 

@@ -1,13 +1,14 @@
 """Reproducibility checks of finished runs: re-asks, read-outs derived again, two runs matched.
 
 :mod:`~clearsight.verify.specs` (a re-ask as an item kind), :mod:`~clearsight.verify.reask`
-(the sample and the protocol that asks it again), :mod:`~clearsight.verify.measures` (agreement
-and |Δ| as array functions), :mod:`~clearsight.verify.pairs` (two read-outs of the same items
-side by side), :mod:`~clearsight.verify.results` (a run's re-asks beside its records),
-:mod:`~clearsight.verify.rederivation` (read-outs from raw outputs again) and
-:mod:`~clearsight.verify.compare` (two sweep runs of one design; two grounding runs:
-:mod:`~clearsight.verify.compare_grounding`). The report's section and the
-compare page render in :mod:`clearsight.report.reproducibility`.
+(the sample and the protocol that asks it again), :mod:`~clearsight.verify.results` (a run's
+re-asks beside its records), :mod:`~clearsight.verify.rederivation` (read-outs from raw outputs
+again) and :mod:`~clearsight.verify.compare` (two runs of one design matched). What each
+protocol knows — the kind it re-asks, how a kind's read-outs are derived, how two of its runs
+are matched — is its face's (:mod:`clearsight.faces`); the measures and the side-by-side
+read-outs every protocol's comparison uses are :mod:`clearsight.faces.pairs` and
+:mod:`clearsight.faces.measures`. The report's section and the compare page render in
+:mod:`clearsight.report.reproducibility`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING
 from clearsight import lazy_face
 
 if TYPE_CHECKING:
+    from clearsight.faces.comparison import Comparison
     from clearsight.verify.compare import compare_runs
-    from clearsight.verify.comparison import Comparison
     from clearsight.verify.reask import VERIFY, VerifyConfig
     from clearsight.verify.rederivation import Rederived, rederive
     from clearsight.verify.results import VerifyResult, reproducibility, verify_run
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "DEFAULT_TOLERANCE": "clearsight.verify.specs:DEFAULT_TOLERANCE",
-    "Comparison": "clearsight.verify.comparison:Comparison",
+    "Comparison": "clearsight.faces.comparison:Comparison",
     "compare_runs": "clearsight.verify.compare:compare_runs",
     "VERIFY": "clearsight.verify.reask:VERIFY",
     "VerifyConfig": "clearsight.verify.reask:VerifyConfig",

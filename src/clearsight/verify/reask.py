@@ -1,7 +1,8 @@
 """Asking a sample of a finished run's items again: the ``verify`` protocol the driver runs.
 
 The sample (:func:`sample_keys`) is drawn with a seed from the run's finished items of the kind
-verify re-asks (:mod:`clearsight.verify.kinds`: a sweep's questions, trajectory grounding's
+verify re-asks (the run's protocol's face says which, :attr:`ProtocolFace.reask
+<clearsight.faces.face.ProtocolFace.reask>`: a sweep's questions, trajectory grounding's
 elicitations), stratified — a sweep's over models, conditions (each level and severity its
 own), tasks and wordings; grounding's over models, variants and masked shares — each stratum
 shuffled, then one item from each in turn until ``sample`` are drawn, so a small sample still
@@ -24,11 +25,12 @@ import numpy as np
 
 from clearsight.driver import ModelNeed, Protocol, Stage
 from clearsight.execute.unit import KeyedItems
+from clearsight.faces import face_of, face_of_kind, registered
+from clearsight.faces.verifying import Reaskable
 from clearsight.models.base import Capabilities
 from clearsight.specs import Options
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
-from clearsight.verify.kinds import KINDS, Reaskable, reaskable
 from clearsight.verify.specs import VERIFY_KIND, ReaskSpec
 
 __all__ = ["VERIFY", "ReaskPlan", "ReaskUnit", "VerifyConfig", "run_reask_unit", "sample_keys"]
@@ -107,13 +109,27 @@ def _sampled(store: RunStore, kind: Reaskable, n: int, seed: int) -> dict[str, d
     return {key: specs[key] for key in sample_keys(strata, n, seed)}
 
 
+def _reaskable(protocol: object) -> Reaskable | None:
+    """The kind verify re-asks in a run of ``protocol`` (None: none)."""
+    name = str(protocol or "sweep")
+    return face_of(name).reask if name in registered() else None
+
+
+def _of_kind(kind: str) -> Reaskable:
+    """The re-askable kind ``kind``, as its protocol's face declares it."""
+    face = face_of_kind(kind)
+    if face is None or face.reask is None or face.reask.kind != kind:
+        raise InputError(f"verify re-asks no item of kind {kind!r}")
+    return face.reask
+
+
 def plan_reasks(config: VerifyConfig) -> ReaskPlan:
     """The re-asks of a verify (see the module docstring)."""
     with RunStore.open(config.run_dir, read_only=True) as store:
         manifest = store.manifest()
-        kind = reaskable(manifest.get("protocol"))
+        kind = _reaskable(manifest.get("protocol"))
         if kind is None:
-            readable = ", ".join(sorted({k.protocol for k in KINDS.values()}))
+            readable = ", ".join(n for n in registered() if face_of(n).reask is not None)
             raise InputError(
                 f"the run {config.run_dir} is a {manifest.get('protocol') or 'unknown'} run: "
                 f"verify re-asks the items of {readable} runs"
@@ -161,13 +177,14 @@ def _units(plan: ReaskPlan, pending: Sequence[ReaskSpec]) -> list[ReaskUnit]:
 
 def run_reask_unit(unit: ReaskUnit) -> list[Record]:
     """Records of one batch of re-asks: each item answered as its own protocol answers it
-    (:data:`~clearsight.verify.kinds.KINDS`), stored under the re-ask's key."""
+    (its protocol's :class:`~clearsight.faces.verifying.Reaskable`), stored under the re-ask's
+    key."""
     import dataclasses
 
     keys = {spec.item.key: spec.key for spec in unit.items}
     try:
         items = [spec.item for spec in unit.items]
-        records = KINDS[unit.of_kind].answer(items, unit.model, unit.model_options, unit.context)
+        records = _of_kind(unit.of_kind).answer(items, unit.model, unit.model_options, unit.context)
     except Exception as exc:  # recorded with its reason; the verify goes on
         return [Record.failed(spec.key, exc) for spec in unit.items]
     return [dataclasses.replace(r, key=keys[r.key]) for r in records]
@@ -177,7 +194,7 @@ def _models(config: VerifyConfig) -> list[ModelNeed]:
     """The models the re-asks go to, each able to do what its items need."""
     needs: dict[tuple[str, str], ModelNeed] = {}
     for spec in _plan_of(config).specs:
-        need = KINDS[spec.of_kind].needs(spec.item)
+        need = _of_kind(spec.of_kind).needs(spec.item)
         found = needs.get((spec.model, spec.model_options.digest))
         if found is not None:
             need = Capabilities(

@@ -9,16 +9,17 @@ tables the run's report shows, one per verify setting.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from clearsight.faces import face_of_kind
+from clearsight.faces.pairs import agreement_table, differing, paired_readouts
+from clearsight.faces.verifying import ItemLabels, View, as_stored, no_labels
 from clearsight.store import RunStore
-from clearsight.verify.kinds import KINDS
-from clearsight.verify.pairs import agreement_table, differing, paired_readouts
 from clearsight.verify.specs import DEFAULT_TOLERANCE, VERIFY_KIND
 
 __all__ = ["CHECK_COLUMNS", "VerifyResult", "reproducibility", "verify_pairs", "verify_run"]
@@ -28,11 +29,21 @@ CHECK_COLUMNS = ("asked", "batch_size", "seed")
 _LABELS = ("key", "of", "model", "scene", "condition", "level_m", "wording", "status", "error")
 
 
+def _read_as(kind: str) -> tuple[Callable[[Mapping[str, Any]], ItemLabels], View]:
+    """How items of ``kind`` are labelled and compared (its protocol's face says; a kind no
+    face re-asks: unlabelled, compared as stored)."""
+    face = face_of_kind(kind)
+    found = face.reask if face is not None else None
+    if found is None or found.kind != kind:
+        return no_labels, as_stored
+    return found.labels, found.view
+
+
 def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.DataFrame:
     """Every re-ask in ``store`` (only ``keys`` where given) beside the record it repeats: the
-    labels of :data:`_LABELS` (a grounding elicitation's problem, variant, masked share and
-    read-out in the scene, condition, level and wording columns) and :data:`CHECK_COLUMNS`,
-    then the columns of :func:`~clearsight.verify.pairs.paired_readouts` (``_a``: the run's
+    labels of :data:`_LABELS` (the item's own, as its protocol's face labels it:
+    :class:`~clearsight.faces.verifying.ItemLabels`) and :data:`CHECK_COLUMNS`,
+    then the columns of :func:`~clearsight.faces.pairs.paired_readouts` (``_a``: the run's
     record, ``_b``: the re-ask; a failed re-ask has no read-outs)."""
     labels: list[dict[str, Any]] = []
     originals, reasks = [], []
@@ -40,18 +51,12 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
         if keys is not None and rec.key not in keys:
             continue
         original = store.record(rec.spec["of"])
-        spec = original.spec if original is not None else {}
+        labelled, view = _read_as(rec.spec["of_kind"])
         labels.append(
             {
                 "key": rec.key,
                 "of": rec.spec["of"],
-                "model": spec.get("model", spec.get("sensor")),
-                "scene": (
-                    spec.get("scene") or spec.get("problem") or spec.get("instance") or {}
-                ).get("id"),
-                "condition": spec.get("condition", spec.get("variant", spec.get("strategy"))),
-                "level_m": spec.get("level_m", spec.get("share")),
-                "wording": spec.get("wording", (spec.get("readout") or {}).get("name")),
+                **labelled(original.spec if original is not None else {}),
                 "status": rec.status,
                 "error": rec.error,
                 "asked": rec.spec["model"],
@@ -59,7 +64,6 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
                 "seed": rec.spec["seed"],
             }
         )
-        view = KINDS[rec.spec["of_kind"]].view
         originals.append(view(original.readouts) if original is not None else None)
         reasks.append(view(rec.readouts) if rec.status == "ok" else None)
     frame = pd.DataFrame(labels, columns=[*_LABELS, *CHECK_COLUMNS])
@@ -69,7 +73,7 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
 @dataclass(frozen=True)
 class VerifyResult:
     """One verify's re-asks beside the run's records: ``pairs`` (one row per item),
-    ``table`` (:func:`~clearsight.verify.pairs.agreement_table`), ``differ`` (the items that
+    ``table`` (:func:`~clearsight.faces.pairs.agreement_table`), ``differ`` (the items that
     moved beyond ``tolerance``, worst first) and ``unplanned`` (sampled keys the run's
     configuration no longer plans: not asked)."""
 

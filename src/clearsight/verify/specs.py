@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypedDict
 
-from clearsight.specs import Options, Spec
+from clearsight.specs import REASK_KIND, Options, Spec
 
 __all__ = ["DEFAULT_TOLERANCE", "VERIFY_KIND", "ReaskReadouts", "ReaskSpec"]
 
-#: The item kind of a re-ask.
-VERIFY_KIND = "verify"
+#: The item kind of a re-ask (:data:`clearsight.specs.REASK_KIND`).
+VERIFY_KIND = REASK_KIND
 
 #: The |Δ| of a probability, a confidence or a JSD beyond which two answers to an item differ,
 #: by default (stated with every result; ``--tolerance``).

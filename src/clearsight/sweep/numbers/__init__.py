@@ -1,2 +1,3 @@
 """The parts of the sweep's analysis: per-scene bootstrap cells, crossing curves and W,
-calibration and selective prediction, the wordings' Table VI and the guard's estimate."""
+calibration and selective prediction, the headline's figures, the wordings' Table VI and the
+guard's estimate."""

@@ -2,8 +2,8 @@
 
 :func:`build_sweep_report` reads the run (read-only), computes its numbers with one seeded
 scene bootstrap (:func:`clearsight.sweep.analysis.analyse_sweep`) and writes the three files
-(:func:`write_sweep_report`: a given analysis rendered). :func:`summary_table` gives the
-crossings/W table as a DataFrame for the CLI to print.
+(:func:`write_sweep_report`: a given analysis rendered, nothing read from the run).
+:func:`summary_table` gives an analysis' crossings/W table as a DataFrame to print.
 
 The page follows the paper's order: the run's provenance, then per task (identification t2
 first, verification t3 in its own section) the curves (Fig. 3), crossings and W, reliability
@@ -17,58 +17,29 @@ from pathlib import Path
 
 import pandas as pd
 
-from clearsight.report.cost import cost_markdown
-from clearsight.report.headline import headline_markdown, sweep_caption, sweep_headline
-from clearsight.report.html import fmt_ci, fmt_num, fmt_range
-from clearsight.report.labels import depth_line, interval, interval_m, labelled_crossings
-from clearsight.report.output import ReportPaths, md_table, md_text, write_report
-from clearsight.report.reproducibility import reproducibility_markdown
-from clearsight.report.sections import DEPTH_NOTE, render_report
+from clearsight.faces.face import NO_APPENDIX, Appendix
+from clearsight.pages.cost import cost_markdown
+from clearsight.pages.headline import headline_markdown
+from clearsight.pages.html import fmt_ci, fmt_num, fmt_range
+from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
-from clearsight.sweep.headline import headline_table
-from clearsight.sweep.numbers.crossings import scene_bootstrap
-from clearsight.sweep.results import TASK_NAMES, load_run_data
+from clearsight.sweep.numbers.headline import headline_table
+from clearsight.sweep.page.headline import sweep_caption, sweep_headline
+from clearsight.sweep.page.labels import depth_line, interval, interval_m, labelled_crossings
+from clearsight.sweep.page.sections import DEPTH_NOTE, render_report
+from clearsight.sweep.results import TASK_NAMES
 
 __all__ = ["build_sweep_report", "summary_table", "write_sweep_report"]
 
 
-# The last analysis, so summary_table() right after build_report() (the CLI) does not redo it.
-_LAST: dict[tuple[str, int, int, tuple[float, ...]], pd.DataFrame] = {}
-
-
-def _run_stamp(run_dir: Path) -> tuple[float, ...]:
-    """Modification times of the run's database files (changes when records are added)."""
-    return tuple(
-        p.stat().st_mtime_ns / 1e9
-        for p in (run_dir / "run.sqlite", run_dir / "run.sqlite-wal")
-        if p.exists()
-    )
-
-
-def _cache_key(run_dir: Path, n_boot: int, seed: int) -> tuple[str, int, int, tuple[float, ...]]:
-    return (str(Path(run_dir).resolve()), n_boot, seed, _run_stamp(Path(run_dir)))
-
-
-# ----------------------------------------------------------------------------------- public
-
-
-def summary_table(run_dir: Path | str, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """The crossings and W of every model × task × arm × wording × signal, ready to print.
+def summary_table(analysis: SweepAnalysis) -> pd.DataFrame:
+    """The crossings and W of every model × task × arm × wording × signal of ``analysis``,
+    ready to print.
 
     Columns: model, task, arm, wording, signal, ``V*`` (with '≤ 1.95 m' / '≥ 250 m' for
     censored crossings), its 95 % interval, ``W`` (with '≥' / '≤' for bounds) and its interval.
-    Reuses the analysis of a :func:`build_sweep_report` call on the same unchanged run in this
-    process; otherwise runs the bootstrap alone (no tables, no figures).
     """
-    key = _cache_key(Path(run_dir), n_boot, seed)
-    crossings = _LAST.get(key)
-    if crossings is None:
-        data = load_run_data(Path(run_dir))
-        boot = scene_bootstrap(data, n_boot=n_boot, seed=seed)
-        crossings = labelled_crossings(boot.crossings, data.levels)
-        _LAST.clear()
-        _LAST[key] = crossings
-    return _display_crossings(crossings)
+    return _display_crossings(labelled_crossings(analysis.crossings, analysis.data.levels))
 
 
 def build_sweep_report(
@@ -78,40 +49,38 @@ def build_sweep_report(
     n_boot: int = 2000,
     seed: int = 0,
     thumbnails: bool = True,
+    appendix: Appendix = NO_APPENDIX,
 ) -> ReportPaths:
     """Write ``report.html``, ``summary.md`` and ``summary.csv`` for the run in ``run_dir``.
 
     ``out_dir`` defaults to the run directory. ``n_boot`` bootstrap replicates resample scenes
     with replacement from ``numpy.random.default_rng(seed)``: the same run, B and seed give the
-    same numbers. ``thumbnails`` renders the qualitative examples' images (bundled scenes only;
-    they need the photo, its depth and the physics, a few seconds).
+    same numbers. ``thumbnails`` draws the qualitative examples' images (they need the photo,
+    its depth and the physics, a few seconds). ``appendix``: what the report adds that is not
+    the sweep's (the run's re-asks: :func:`clearsight.report.build_report` gives it).
     """
     run_dir = Path(run_dir)
-    key = _cache_key(run_dir, n_boot, seed)
-    analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed)
-    _LAST.clear()
-    _LAST[key] = labelled_crossings(analysis.crossings, analysis.data.levels)
+    analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed, thumbnails=thumbnails)
     out = Path(out_dir) if out_dir is not None else run_dir
-    return write_sweep_report(analysis, out, thumbnails=thumbnails)
+    return write_sweep_report(analysis, out, appendix)
 
 
 def write_sweep_report(
-    analysis: SweepAnalysis, out_dir: Path | str, *, thumbnails: bool = True
+    analysis: SweepAnalysis, out_dir: Path | str, appendix: Appendix = NO_APPENDIX
 ) -> ReportPaths:
-    """Render ``analysis`` (:func:`~clearsight.sweep.analysis.analyse_sweep`) as
-    ``report.html``, ``summary.md`` and ``summary.csv`` in ``out_dir``: summary.csv is the
-    crossings with their labels and the bootstrap's B, seed and interval level."""
+    """Render ``analysis`` (:func:`~clearsight.sweep.analysis.analyse_sweep`, its examples
+    included) and ``appendix`` as ``report.html``, ``summary.md`` and ``summary.csv`` in
+    ``out_dir``: summary.csv is the crossings with their labels and the bootstrap's B, seed and
+    interval level. The headline table is computed once, for the page and summary.md."""
     boot = analysis.bootstrap
     crossings = labelled_crossings(analysis.crossings, analysis.data.levels)
+    headline = headline_table(analysis)
     return write_report(
         Path(out_dir),
-        html=render_report(analysis, thumbnails=thumbnails),
-        summary_md=summary_markdown(analysis),
+        html=render_report(analysis, headline, appendix),
+        summary_md=summary_markdown(analysis, headline, appendix),
         summary_csv=crossings.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level),
     )
-
-
-# ------------------------------------------------------------------------------ summaries
 
 
 def _display_crossings(crossings: pd.DataFrame) -> pd.DataFrame:
@@ -163,12 +132,12 @@ def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def summary_markdown(analysis: SweepAnalysis) -> str:
-    """summary.md: the headline (``## Headline``: :mod:`clearsight.report.headline`), the
-    crossings/W table and the controls table of each task, and the ImageNet-C severities on
-    the metre axis."""
+def summary_markdown(analysis: SweepAnalysis, headline: pd.DataFrame, appendix: Appendix) -> str:
+    """summary.md: the headline (``## Headline``: ``headline`` rendered by
+    :mod:`clearsight.sweep.page.headline`), the crossings/W table and the controls table of
+    each task, the ImageNet-C severities on the metre axis and the ``appendix``."""
     data, boot = analysis.data, analysis.bootstrap
-    frame, sentences = sweep_headline(headline_table(analysis), data.levels)
+    frame, sentences = sweep_headline(headline, data.levels)
     lines = [
         f"# clearsight sweep summary — {md_text(data.name)}",
         "",
@@ -198,7 +167,7 @@ def summary_markdown(analysis: SweepAnalysis) -> str:
             else "_No control conditions in this run._\n"
         )
     lines += _imagenet_markdown(analysis)
-    lines += reproducibility_markdown(data.run_dir)  # none without re-asks
+    lines += appendix.markdown  # none without re-asks
     lines += cost_markdown(analysis.cost)
     return "\n".join(lines)
 

@@ -5,7 +5,7 @@ item in two runs). :func:`paired_readouts` lines up the read-outs of the n items
 answer's, a grounding elicitation's), :func:`agreement_table` gives per read-out the agreement
 of the answers and the largest and median |Δ| of the option probabilities, the internal and
 the verbalized confidence, the expected confidence of an elicitation and the Jensen–Shannon
-divergence of its 11-way distribution (:mod:`clearsight.verify.measures`), and
+divergence of its 11-way distribution (:mod:`clearsight.faces.measures`), and
 :func:`differing` the items that moved beyond the tolerance.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clearsight.verify.measures import agreement, delta_summary, letter_deltas, same_answer
+from clearsight.faces.measures import agreement, delta_summary, letter_deltas, same_answer
 
 __all__ = ["READOUTS", "agreement_table", "differing", "paired_readouts"]
 

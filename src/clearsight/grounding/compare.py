@@ -7,7 +7,7 @@ seed, the batching and the report's bootstrap draws). An elicitation is matched 
 by its problem, variant (which trajectory, which side, which masked share) and read-out; an own
 trajectory by its problem. The elicitations are compared by the Jensen–Shannon divergence of
 their 11-way distributions and the |Δ| of their expected confidences, the trajectories by the
-agreement of their answers (the agreement table of :mod:`clearsight.verify.pairs`).
+agreement of their answers (the agreement table of :mod:`clearsight.faces.pairs`).
 
 The figures (:func:`grounding_figures`), per read-out: TGS-self and TGS-pair per axis and
 averaged, each run's value on the problems both runs score, and the difference A - B with a 95 %
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clearsight.verify.comparison import Comparison, one_design
-from clearsight.verify.pairs import agreement_table, differing, paired_readouts
+from clearsight.faces.comparison import Comparison, one_design
+from clearsight.faces.pairs import agreement_table, differing, paired_readouts
 
 __all__ = ["FREE_FIELDS", "compare_grounding", "grounding_figures"]
 
@@ -78,7 +78,7 @@ def compare_grounding(
     run_a: Path, run_b: Path, *, tolerance: float, n_boot: int = 2000, seed: int = 0
 ) -> Comparison:
     """Match two grounding runs of one design item by item (module docstring): a
-    :class:`~clearsight.verify.comparison.Comparison`; InputError for two designs."""
+    :class:`~clearsight.faces.comparison.Comparison`; InputError for two designs."""
     (design_a, model_a), (design_b, model_b) = _design(run_a), _design(run_b)
     one_design(run_a, run_b, design_a, design_b)
     items_a, items_b = _items(run_a), _items(run_b)
@@ -130,7 +130,7 @@ def _differences(run: Path) -> dict[str, pd.DataFrame]:
 def grounding_figures(run_a: Path, run_b: Path, *, n_boot: int, seed: int) -> pd.DataFrame:
     """Per read-out the TGS figures of both runs on their common problems and the paired
     two-stage interval of A - B (module docstring); the columns of
-    :func:`clearsight.verify.compare.paired_figures` (``task``: the read-out)."""
+    :func:`clearsight.sweep.comparison.paired.paired_figures` (``task``: the read-out)."""
     from clearsight.grounding.tgs import pair_score, two_stage_score
 
     (_, model_a), (_, model_b) = _design(run_a), _design(run_b)

@@ -25,7 +25,7 @@ import numpy as np
 from clearsight.grounding.analysis import GroundingAnalysis, ReadoutScores
 from clearsight.grounding.tgs import AXES, Score
 from clearsight.grounding.variation import JSD_THRESHOLD
-from clearsight.report.plots import error_bars, png, pyplot, risk_coverage_figure
+from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_figure
 
 __all__ = [
     "ece_tgs_figure",

@@ -14,7 +14,7 @@ in the verbalized columns. Each W is the one the analysis paired
 (:func:`~clearsight.sweep.numbers.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
 accuracy crossing it uses.
 
-For the sentence that reads a row (:mod:`clearsight.report.headline`) the table also holds,
+For the sentence that reads a row (:mod:`clearsight.sweep.page.headline`) the table also holds,
 per signal, its mean at the first level (clearest first) where the accuracy has fallen below
 its half point (``half`` of the accuracy's crossing; none where the clean accuracy is not above
 it): what the model's awareness says when it has lost half its accuracy. A model × arm with

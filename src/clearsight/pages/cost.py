@@ -12,8 +12,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from clearsight.report.html import esc, frame_table
-from clearsight.report.output import md_table
+from clearsight.pages.html import esc, frame_table
+from clearsight.pages.output import md_table
 
 __all__ = ["COST_NOTE", "cost_display", "cost_html", "cost_markdown", "devices_line"]
 

@@ -4,7 +4,7 @@ Every protocol's report writes the same three files into the run directory (or t
 it is given): ``report.html`` (the self-contained page), ``summary.md`` (its tables in Markdown)
 and ``summary.csv`` (its main table, for a spreadsheet or a script), and returns their
 :class:`ReportPaths`. Text that came from a model or an instance file is escaped for each
-format: HTML in the page (:func:`clearsight.report.html.esc`), Markdown in the summary
+format: HTML in the page (:func:`clearsight.pages.html.esc`), Markdown in the summary
 (:func:`md_text`, :func:`md_table`), formula cells in the CSV (:func:`csv_text`).
 """
 
@@ -21,6 +21,8 @@ import pandas as pd
 from clearsight.paths import write_target
 
 __all__ = [
+    "NO_APPENDIX",
+    "Appendix",
     "ReportPaths",
     "csv_text",
     "markdown_section",
@@ -51,6 +53,21 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = write_target(path.with_name(f".{path.name}.tmp"))
     tmp.write_text(redact(text), encoding="utf-8")
     os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Appendix:
+    """What a report shows besides its protocol's own sections, made outside the protocol by
+    :func:`clearsight.report.build_report`: the run's re-asks by ``clearsight verify`` (its
+    Reproducibility section), as the page's HTML and summary.md's lines; empty where the run has
+    none. A protocol's page places it and never reads it from the run itself."""
+
+    html: str = ""
+    markdown: tuple[str, ...] = ()
+
+
+#: A report without an appendix.
+NO_APPENDIX = Appendix()
 
 
 def write_report(

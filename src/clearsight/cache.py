@@ -1,4 +1,6 @@
-"""Where clearsight keeps data it fetched or converted (never inside the package)."""
+"""Where clearsight keeps data it fetched or converted (never inside the package): a base
+module, so models, the perceiver, scenes and datasets read the cache without importing the
+``fetch`` command's package."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from clearsight.report.html import esc, frame_table
+from clearsight.pages.html import esc, frame_table
 
 __all__ = ["guard_section_html"]
 

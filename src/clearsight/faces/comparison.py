@@ -1,7 +1,7 @@
 """What ``clearsight compare`` finds for two runs of one design, and the check that they are.
 
-Two sweep runs: :mod:`clearsight.verify.compare`; two trajectory-grounding runs:
-:mod:`clearsight.verify.compare_grounding`.
+Two sweep runs: :mod:`clearsight.sweep.comparison.matching`; two trajectory-grounding runs:
+:mod:`clearsight.grounding.compare`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ __all__ = ["Comparison", "one_design"]
 class Comparison:
     """``pairs``: the common items, one row each (labels and paired read-outs; ``_a`` run A);
     ``table``: their agreement table; ``differ``: the items that moved beyond the tolerance;
-    ``figures``: :func:`~clearsight.verify.compare.paired_figures` (a grounding run's:
-    :func:`~clearsight.verify.compare_grounding.grounding_figures`); ``n_a``/``n_b``: each
+    ``figures``: :func:`~clearsight.sweep.comparison.paired.paired_figures` (a grounding run's:
+    :func:`~clearsight.grounding.compare.grounding_figures`); ``n_a``/``n_b``: each
     run's finished items."""
 
     run_a: Path

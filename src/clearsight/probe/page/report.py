@@ -5,7 +5,7 @@ Rendering only: every number comes from the run's analysis
 (:func:`clearsight.probe.analysis.analyse_probe`, a
 :class:`~clearsight.probe.analysis.ProbeAnalysis`), here titled, drawn and written in the
 layout every report shares
-(:mod:`clearsight.report.output`): a self-contained ``report.html`` (every model output
+(:mod:`clearsight.pages.output`): a self-contained ``report.html`` (every model output
 escaped), ``summary.md`` with every table and ``summary.csv`` with Table 1, the main one.
 """
 
@@ -16,22 +16,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.faces.face import NO_APPENDIX, Appendix
+from clearsight.pages.cost import cost_markdown
+from clearsight.pages.headline import headline_html, headline_markdown
+from clearsight.pages.html import cell_text, details, esc, frame_table, img, page, pre
+from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
+from clearsight.pages.plots import Drawn, png, pyplot, risk_coverage_figure
 from clearsight.probe.accuracy import RiskPanel, setting_label
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
+from clearsight.probe.page.headline import PROBE_CAPTION, probe_headline
 from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD, BeliefCurves
 from clearsight.probe.reasoner.uot_search import SearchRecord
 from clearsight.probe.transcript import Transcript
-from clearsight.report.cost import cost_markdown
-from clearsight.report.headline import (
-    PROBE_CAPTION,
-    headline_html,
-    headline_markdown,
-    probe_headline,
-)
-from clearsight.report.html import cell_text, details, esc, frame_table, img, page, pre
-from clearsight.report.output import ReportPaths, md_table, md_text, write_report
-from clearsight.report.plots import Drawn, png, pyplot, risk_coverage_figure
-from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 
 __all__ = [
     "FIG5",
@@ -292,9 +288,11 @@ def _tables_html_md(
     return body, md
 
 
-def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportPaths:
-    """Write ``report.html``, ``summary.md`` and ``summary.csv`` of ``analysis`` into the
-    probe run directory ``run_dir``."""
+def render_probe_report(
+    analysis: ProbeAnalysis, run_dir: Path | str, appendix: Appendix = NO_APPENDIX
+) -> ReportPaths:
+    """Write ``report.html``, ``summary.md`` and ``summary.csv`` of ``analysis`` (and the
+    report's ``appendix``) into the probe run directory ``run_dir``."""
     run = Path(run_dir)
     tables = probe_tables(analysis)
     figures = probe_figures(analysis, tables)
@@ -329,10 +327,8 @@ def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportP
     )
     body.append("<h2>Example conversations</h2>")
     body.append(_examples(analysis.examples))
-    body.append(reproducibility_html(Path(run_dir)))  # empty without re-asks
-    md.append(
-        "\n" + "\n".join([*reproducibility_markdown(Path(run_dir)), *cost_markdown(analysis.cost)])
-    )
+    body.append(appendix.html)  # empty without re-asks
+    md.append("\n" + "\n".join([*appendix.markdown, *cost_markdown(analysis.cost)]))
     return write_report(
         run,
         html=page(f"clearsight probe: {run.name}", "\n".join(body)),
@@ -341,9 +337,12 @@ def render_probe_report(analysis: ProbeAnalysis, run_dir: Path | str) -> ReportP
     )
 
 
-def build_probe_report(run_dir: Path | str, others: Sequence[Path | str] = ()) -> ReportPaths:
+def build_probe_report(
+    run_dir: Path | str, others: Sequence[Path | str] = (), appendix: Appendix = NO_APPENDIX
+) -> ReportPaths:
     """Write ``report.html``, ``summary.md`` and ``summary.csv`` into the probe run directory
     (its analysis, :func:`~clearsight.probe.analysis.analyse_probe`, rendered); ``others``:
     further probe runs whose settings stand beside the run's own in every table (with another
-    sensor or K, Tables 4 and 6 too; ``clearsight report RUN OTHER...``)."""
-    return render_probe_report(analyse_probe(run_dir, others), run_dir)
+    sensor or K, Tables 4 and 6 too; ``clearsight report RUN OTHER...``); ``appendix``: what
+    the report adds that is not the probe's (the run's re-asks)."""
+    return render_probe_report(analyse_probe(run_dir, others), run_dir, appendix)

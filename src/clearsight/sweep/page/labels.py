@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from clearsight.report.html import fmt_num, fmt_range
+from clearsight.pages.html import fmt_num, fmt_range
 from clearsight.sweep.analysis import DepthSummary
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import SIGNALS

@@ -1,0 +1,166 @@
+"""Trajectory grounding's report tables as frames of display cells, drawn from its analysis:
+the read-outs' scores (Table 2, :func:`readouts_frame`), content variation, hesitation, the
+tests, the judge, failures and retention; summary.csv is :func:`tables`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from clearsight.grounding.analysis import TABLE2, GroundingAnalysis, WilcoxonTest
+from clearsight.grounding.page.figures import methods
+from clearsight.grounding.tgs import AXES, Score
+
+ROWS: tuple[tuple[str, str], ...] = (
+    ("tgs_self", "TGS-self"),
+    ("tgs_pair_vision", "TGS-pair vision"),
+    ("tgs_pair_reasoning", "TGS-pair reasoning"),
+    ("tgs_pair_answer", "TGS-pair answer"),
+    ("tgs_pair", "TGS-pair (mean of axes)"),
+    ("ECE", "ECE (visible self confidence; mean over benchmarks)"),
+    ("AUROC", "AUROC (visible self confidence; mean over benchmarks)"),
+    ("ECE_pooled", "ECE pooled over items (item bootstrap)"),
+    ("AUROC_pooled", "AUROC pooled over items (item bootstrap)"),
+    ("AURC", "AURC (visible self confidence gating answers)"),
+    ("E_AURC", "E-AURC (visible self confidence gating answers)"),
+)
+
+
+def _fmt(score: Score | None) -> str:
+    """A score of the scores table: estimate [low, high] (n, SD across benchmarks)."""
+    if score is None or math.isnan(score.interval.estimate):
+        return "n/a"
+    i, sd = score.interval, score.sd_benchmarks
+    spread = "" if math.isnan(sd) else f", SD across benchmarks {sd:.4f}"
+    return f"{i.estimate:+.4f} [{i.low:+.4f}, {i.high:+.4f}] (n={score.n_items}{spread})"
+
+
+def tables(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """Rows: the scores; columns: overall and each benchmark ("estimate [low, high]")."""
+    rows = []
+    for key, label in ROWS:
+        row = {"score": label, "overall": _fmt(analysis.overall.get(key))}
+        for bench, sc in analysis.per_benchmark.items():
+            row[bench] = _fmt(sc.get(key))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: How the page and the summary state the intervals.
+INTERVALS = (
+    "Estimates with 95 % two-stage bootstrap intervals (benchmarks, then items within them): "
+    "ECE and AUROC too are each benchmark's own, averaged over the benchmarks; the rows "
+    "'pooled over items', AURC and E-AURC pool the items, with an item bootstrap."
+)
+
+
+def beside(analysis: GroundingAnalysis) -> str:
+    """'; beside it: the runs a, b' where other runs are compared with this one."""
+    names = ", ".join(a.name for a in analysis.others)
+    return f"; beside it: the runs {names}" if names else ""
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A number of the analysis with ``digits`` decimals ('n/a' when missing or NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def variation_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """Content variation per axis: alternatives scored, the share with JSD <= 0.1, and for
+    sampled alternatives how many were sampled and accepted, and the main rejection
+    reasons."""
+    sampling = analysis.variation_sampling
+    rows = []
+    for axis, v in analysis.variation.items():
+        row: dict[str, str | int] = {"axis": axis, "alternatives": v.n}
+        row["P(JSD <= 0.1)"] = num(v.share)
+        if axis in sampling:
+            s = sampling[axis]
+            row["sampled / accepted"] = f"{s.sampled} / {s.accepted}"
+            top = sorted(s.reasons.items(), key=lambda kv: -kv[1])[:2]
+            row["rejected because"] = "; ".join(f"{n} x {why}" for why, n in top)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: Table 2's score columns: the paper's four, then ECE and AUROC pooled over items.
+TABLE2_COLUMNS = (*TABLE2, "ECE pooled", "AUROC pooled")
+
+
+def readouts_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """The methods side by side (the paper's Table 2): every read-out of the run and of the
+    runs beside it (:func:`~clearsight.grounding.page.figures.methods`), with ECE, AUROC
+    (means over benchmarks), TGS-self, TGS-pair, ECE and AUROC pooled over items (estimate
+    [95 % interval]), coverage and P(JSD <= 0.1) per axis."""
+    rows = []
+    for name, r in methods(analysis):
+        row: dict[str, str] = {"method": name}
+        for key, column in zip(
+            (*TABLE2, "ECE_pooled", "AUROC_pooled"), TABLE2_COLUMNS, strict=True
+        ):
+            d = r.scores.get(key)
+            i = d.interval if d is not None else None
+            ok = i is not None and not math.isnan(i.estimate)
+            row[column] = f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]" if i and ok else "n/a"
+        row["coverage"] = num(r.coverage)
+        for axis in AXES:
+            v = r.variation[axis]
+            row[f"P(JSD<=0.1) {axis}"] = f"{num(v.share)} (n={v.n})"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def hesitation_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """Hesitation events, the share whose confidence moved by at most 0.02, the mean change."""
+    h = analysis.hesitation
+    if h is None:
+        return pd.DataFrame()
+    row = {
+        "events": h.n_events,
+        "trajectories with an event": h.n_trajectories,
+        "most events in one trajectory": h.max_events_per_trajectory,
+        "P(|c_pre - c_post| <= 0.02)": num(h.stable_share),
+        "mean change": num(h.mean_change, 4),
+    }
+    return pd.DataFrame([row])
+
+
+def _test_row(test: str, w: WilcoxonTest) -> dict[str, str | int]:
+    """One row of the tests table."""
+    return {"test": test, "T": num(w.statistic, 1), "p": num(w.p, 4), "benchmarks": w.n}
+
+
+def tests_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """The exact Wilcoxon tests: visible against masked, then this run against the others."""
+    rows = []
+    if (w := analysis.visible_vs_masked) is not None:
+        rows.append(_test_row("visible vs masked confidence, over benchmark means", w))
+    for c in analysis.comparisons:
+        rows.append(_test_row(f"{c.score}: this run vs {c.other}", c.test))
+    return pd.DataFrame(rows)
+
+
+def judge_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """Per axis: pairs judged and the share where the judge picked the bad side."""
+    rows = [
+        {"axis": axis, "pairs": v["n"], "picked the bad side": num(v["picked_bad"])}
+        for axis, v in analysis.judge.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def failures_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """Failed or skipped items by kind and reason."""
+    rows = [{"kind: reason": k, "items": n} for k, n in sorted(analysis.failures.items())]
+    return pd.DataFrame(rows)
+
+
+def retention_frame(analysis: GroundingAnalysis) -> pd.DataFrame | None:
+    """The TGS-Bench retention table when the run scored a TGS-Bench file with one."""
+    frame = analysis.retention
+    return frame if frame is not None and not frame.empty else None

@@ -1,0 +1,210 @@
+"""The probe after its run: :data:`PROBE_FACE`, what its report, ``clearsight verify``, the card
+and export ask of a probe run — and of a benchmark build's stage 1, reported as the probe (its
+sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.ProtocolFace`).
+
+* **report**: :func:`clearsight.probe.page.report.build_probe_report`, runs with another sensor or K
+  beside it, written into the run's directory.
+* **verify**: the direct answers (the sensor answering the question itself, one sample; kind
+  ``probe``) rebuilt from their stored form and kept only where the rebuilt item's key is the
+  stored one, stratified over sensors, datasets and runs, answered by the probe's own unit
+  (:func:`clearsight.probe.unit.run_probe_unit`) with the sensor swapped for the model asked,
+  its random stream still the item's (its key). Conversations (a reasoner and K sensor samples
+  a turn) are not re-asked: their turns depend on every earlier reply. Read-outs derived again:
+  a direct answer's letter parsed again from the sensor's text
+  (:func:`~clearsight.probe.reasoner.parsing.parse_letter`), a conversation's commit from its
+  last turn's text (:func:`~clearsight.probe.reasoner.parsing.parse_action`), then the summary
+  (:meth:`~clearsight.probe.transcript.Transcript.readouts`). Earlier turns' queries are not
+  parsed again: each was answered by the sensor as it was parsed then.
+* **card**: accuracy and cross-run ECE with question-bootstrap intervals
+  (:func:`~clearsight.probe.analysis.probe_intervals`).
+* **rows**: one per finished conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clearsight.faces.card import CardSection, Number, ci_number, number_bars
+from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
+from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
+from clearsight.models.base import Capabilities
+from clearsight.specs import Spec
+from clearsight.store import Record, run_cost, spec_model
+
+if TYPE_CHECKING:
+    from clearsight.pages.output import ReportPaths
+    from clearsight.probe.transcript import Transcript
+
+__all__ = ["PROBE_FACE", "direct_of", "probe_numbers"]
+
+
+def _report(request: ReportRequest) -> ReportPaths:
+    from clearsight.probe.page.report import build_probe_report
+
+    request.in_place("probe")
+    return build_probe_report(request.run_dir, request.others, request.appendix)
+
+
+# ----------------------------------------------------------------------------------- verify
+
+
+def _direct(spec: Mapping[str, Any]) -> bool:
+    return spec.get("strategy") == "direct" and "instance" in spec
+
+
+def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (spec.get("sensor"), (spec.get("instance") or {}).get("dataset"), spec.get("run"))
+
+
+def direct_of(stored: Mapping[str, Any]) -> Spec:
+    """A probe's direct answer from its stored form."""
+    from clearsight.probe.instances import Instance
+    from clearsight.probe.specs import DirectSpec
+
+    return DirectSpec(
+        instance=Instance.from_json(stored["instance"]),
+        sensor=stored["sensor"],
+        sensor_options=dict(stored.get("sensor_options") or {}),
+        sensor_max_new_tokens=stored["sensor_max_new_tokens"],
+        temperature=stored["temperature"],
+        seed=stored["seed"],
+        prompt=stored["prompt"],
+        run=stored["run"],
+    )
+
+
+def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -> dict[str, Spec]:
+    return rebuilt(direct_of, stored)
+
+
+def _answer(
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+) -> list[Record]:
+    """Each direct answer by the probe's own unit, the sensor swapped for ``model``; the
+    item's key kept (its records' key and the seed of its random stream)."""
+    from clearsight.probe.plan import ProbeUnit
+    from clearsight.probe.unit import run_probe_unit
+
+    records = []
+    for item in items:
+        asked = replace(item, sensor=model, sensor_options=dict(options))
+        asked.__dict__["key"] = item.key  # the cached key: the item's, not the swapped spec's
+        records += run_probe_unit(ProbeUnit(asked))
+    return records
+
+
+def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+    """A direct answer's sensor, instance and strategy."""
+    return ItemLabels(
+        model=spec.get("sensor"),
+        scene=(spec.get("instance") or {}).get("id"),
+        condition=spec.get("strategy"),
+        level_m=None,
+        wording=None,
+    )
+
+
+def _generates(item: Any) -> Capabilities:
+    return Capabilities(generate=True)
+
+
+def _view(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {"answer": readouts.get("committed")}
+
+
+def _derive(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapping[str, Any]:
+    from clearsight.probe.instances import Instance
+    from clearsight.probe.transcript import Transcript
+
+    transcript = Transcript.from_json(raw)
+    if "instance" in spec and transcript.turns:
+        letters = Instance.from_json(spec["instance"]).letters
+        transcript = _committed_again(transcript, letters)
+    return dict(transcript.readouts())
+
+
+def _committed_again(t: Transcript, letters: tuple[str, ...]) -> Transcript:
+    """``t`` with the letter of its last turn parsed again from the text it was parsed from
+    (a direct answer: the sensor's; a conversation's: the reasoner's last turn)."""
+    from clearsight.probe.reasoner.parsing import parse_action, parse_letter
+
+    last = t.turns[-1]
+    failed = last.reply is not None and last.reply.error is not None
+    if t.strategy == "direct":
+        if failed:
+            return t
+        letter = parse_letter(last.raw, letters, t.options)
+        last = replace(last, commit=letter, note="" if letter else "unparsed")
+        stop = "committed" if letter else "unparsed"
+    else:
+        if not last.raw or t.stop not in ("committed", "budget"):
+            return t
+        action = parse_action(last.raw, letters, t.options)
+        letter = action.letter if action.kind == "commit" else None
+        last = replace(last, commit=letter)
+        stop = "committed" if letter else t.stop
+    return replace(t, turns=(*t.turns[:-1], last)).finish(letter, stop)
+
+
+# ------------------------------------------------------------------------- card and export
+
+
+def probe_numbers(run_dir: Path, n_boot: int, seed: int) -> tuple[Number, ...]:
+    """The card's probe accuracy and cross-run ECE of the run in ``run_dir``, with their
+    question-bootstrap intervals (:func:`~clearsight.probe.analysis.probe_intervals`)."""
+    from clearsight.probe.analysis import probe_intervals
+    from clearsight.probe.results import load_probe_results
+
+    found = probe_intervals(load_probe_results(run_dir).transcripts, n_boot, seed)
+    if found is None:
+        return ()
+    acc, ece = found.accuracy, found.cross_run_ece
+    numbers = [ci_number("probe accuracy", acc.estimate, acc.low, acc.high, found.n, 2)]
+    if ece is not None:
+        numbers.append(
+            ci_number("probe cross-run ECE", ece.estimate, ece.low, ece.high, found.questions)
+        )
+    return tuple(numbers)
+
+
+def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
+    from clearsight.probe.page.report import build_probe_report
+
+    numbers = probe_numbers(run_dir, n_boot, seed)
+    return CardSection(
+        "probe",
+        numbers=numbers,
+        cost=run_cost(run_dir, spec_model("sensor")),
+        figure=number_bars(numbers, "probe accuracy and cross-run ECE"),
+        write_report=lambda appendix: build_probe_report(run_dir, (), appendix),
+    )
+
+
+def _rows(run_dir: Path) -> Iterator[Row]:
+    from clearsight.probe.results import load_probe_results
+
+    return frame_rows(load_probe_results(run_dir).transcripts)
+
+
+#: The probe's face after its run (see the module docstring).
+PROBE_FACE = ProtocolFace(
+    "probe",
+    report=_report,
+    reask=Reaskable(
+        "probe",
+        _stratum,
+        _typed,
+        _generates,
+        _answer,
+        eligible=_direct,
+        view=_view,
+        model_field="sensor",
+        labels=_labels,
+    ),
+    derive={"probe": _derive},
+    card=_card,
+    rows=_rows,
+)

@@ -1,0 +1,128 @@
+"""The sweep page's ImageNet-C section: the corruption severities placed on the physical
+visibility axis (Fig. 7) with their table. Rendering only: every number comes from the analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from clearsight.pages.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, table
+from clearsight.sweep.analysis import SweepAnalysis
+from clearsight.sweep.page import figures
+from clearsight.sweep.results import (
+    TASK_NAMES,
+    RunData,
+    primary_wording,
+)
+
+__all__ = ["imagenet_section"]
+
+
+def imagenet_section(analysis: SweepAnalysis, task: str) -> str:
+    """Fig. 7 and the severity table."""
+    data = analysis.data
+    name = esc(TASK_NAMES.get(task, task))
+    head = f"<h2 id='imagenet-c'>ImageNet-C fog on the physical axis — {name}</h2>"
+    tab = analysis.tasks[task].imagenet_c
+    share = analysis.monotone
+    if tab.empty and data.veq.empty:
+        return head + "<p class='note'>No ImageNet-C records in this run.</p>"
+    parts = [head]
+    if data.veq.empty:
+        parts.append(
+            "<p class='warn'>No gain-matched V_eq records: severities cannot be placed on the "
+            "visibility axis.</p>"
+        )
+    fig = figures.imagenet_c_figure(analysis, task) if not tab.empty else None
+    parts.append(
+        img(
+            fig,
+            "ImageNet-C severities on the fog accuracy curve",
+            "Each ImageNet-C fog severity (s1–s5) at its median gain-matched equivalent "
+            "visibility V_eq over scenes, horizontal bar: V_eq interquartile range; vertical "
+            "bar: 95 % bootstrap interval of its accuracy. Line and band: the physical fog "
+            "accuracy curve.",
+        )
+    )
+    if share.n:
+        parts.append(
+            f"<p>V_eq decreases strictly over the severities for "
+            f"{esc(f'{100 * share.strict:.0f}')} % of {esc(share.n)} scenes "
+            f"(non-increasing, ties allowed: {esc(f'{100 * share.non_strict:.0f}')} %).</p>"
+        )
+    ranges = analysis.ranges
+    if not math.isnan(ranges.nominal_pp):
+        parts.append(
+            f"<p>Accuracy dynamic range, pooled across models, tasks and wordings: "
+            f"{esc(f'{ranges.nominal_pp:.1f}')} percentage points over the ImageNet-C "
+            f"severities against {esc(fmt_num(ranges.physical_pp, 1))} over the physical fog "
+            f"levels (largest minus smallest accuracy).</p>"
+        )
+    if not tab.empty:
+        parts.append(_imagenet_wide(data, tab, task))
+        parts.append(details("Every wording", table(tab, _imagenet_cols())))
+    return "\n".join(parts)
+
+
+def _imagenet_cols() -> list[Col]:
+    """Columns of the long ImageNet-C table."""
+    return [
+        Col("model", lambda r: r.model, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("severity", lambda r: fmt_num(r.severity, 0)),
+        Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1)),
+        Col("V_eq IQR (m)", lambda r: fmt_range(r.veq_q25, r.veq_q75, 1)),
+        Col("V_eq P90/P10", lambda r: fmt_num(r.veq_p90_p10, 2)),
+        Col("median gain", lambda r: fmt_num(r.gain_median, 3)),
+        Col("gain IQR", lambda r: fmt_range(r.gain_q25, r.gain_q75, 3)),
+        Col("gain P90/P10", lambda r: fmt_num(r.gain_p90_p10, 2)),
+        Col("scenes", lambda r: fmt_num(r.n_scenes, 0)),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),
+        Col("clean", lambda r: fmt_num(r.clean_accuracy)),
+        Col("Δ vs clean (pp)", lambda r: fmt_num(r.delta_pp, 1)),
+    ]
+
+
+def _imagenet_wide(data: RunData, tab: pd.DataFrame, task: str) -> str:
+    """Rows: severities with their V_eq; column groups: each model's main-wording accuracy."""
+    wording = primary_wording(data.wordings(task), verbal=False) or primary_wording(
+        data.wordings(task), verbal=True
+    )
+    main = tab[tab["wording"] == wording]
+    rows = main.drop_duplicates("severity").sort_values("severity")
+    cols = [
+        Col("severity", lambda r: fmt_num(r.severity, 0)),
+        Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1), group="equivalent visibility"),
+        Col("IQR (m)", lambda r: fmt_range(r.veq_q25, r.veq_q75, 1), group="equivalent visibility"),
+        Col("median gain", lambda r: fmt_num(r.gain_median, 3), group="equivalent visibility"),
+        Col("scenes", lambda r: fmt_num(r.n_scenes, 0), group="equivalent visibility"),
+    ]
+    idx = main.set_index(["model", "severity"])
+    for model in data.models:
+        if model not in set(main["model"]):
+            continue
+        group = f"{model} ({wording})"
+        cols += [
+            Col("accuracy [95% CI]", _imagenet_cell(idx, model, "acc"), group=group),
+            Col("Δ vs clean (pp)", _imagenet_cell(idx, model, "delta"), group=group),
+        ]
+    return table(rows, cols)
+
+
+def _imagenet_cell(idx: pd.DataFrame, model: str, what: str) -> Any:
+    """A cell getter of the wide ImageNet-C table."""
+
+    def cell(row: Any) -> str:
+        key = (model, row.severity)
+        if key not in idx.index:
+            return "–"
+        r = idx.loc[key]
+        if what == "acc":
+            return fmt_ci(r["accuracy"], r["acc_low"], r["acc_high"])
+        return fmt_num(r["delta_pp"], 1)
+
+    return cell

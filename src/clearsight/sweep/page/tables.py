@@ -1,0 +1,243 @@
+"""The sweep page's tables of one task: crossings and W (with the per-task headline table), the
+wordings, the full sweep table (Tables IX/X) and the controls; the confidence tables are in
+:mod:`~clearsight.sweep.page.confidence`, the ImageNet-C section in
+:mod:`~clearsight.sweep.page.imagenet`. Rendering only: every number comes from the analysis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from clearsight.pages.html import Col, details, esc, fmt_ci, fmt_num, table
+from clearsight.sweep.page.headline import W_PAIRING_NOTES
+from clearsight.sweep.page.labels import (
+    SIGNAL_LABELS,
+    interval,
+    interval_m,
+)
+from clearsight.sweep.references.observer import observer_note
+from clearsight.sweep.results import (
+    RunData,
+    confidence_signal,
+    is_person,
+    is_verbal,
+    primary_wording,
+)
+
+__all__ = ["controls_html", "crossings_html", "sweep_html", "wordings_html"]
+
+
+#: Rows of a frame keyed by a tuple of their key columns (cheap cell lookups for wide tables).
+Lookup = dict[tuple[Any, ...], dict[Any, Any]]
+
+
+def _crossing_cell(lookup: Lookup, wording: str, signal: str, what: str) -> Any:
+    """A cell getter for the headline table: V*, its CI, W or W's CI of one signal."""
+
+    def cell(row: Any) -> str:
+        r = lookup.get((row.model, row.arm, wording, signal))
+        if r is None and signal == "verbal_conf" and is_person(row.model):
+            # a person's stated confidence comes with their letter answers, in that wording
+            mine = (
+                v for k, v in lookup.items() if k[:2] == (row.model, row.arm) and k[3] == signal
+            )
+            r = next(mine, None)
+        if r is None:
+            return "–"
+        if r["censored"] == "undefined":  # no number to show: say why in the V* cell
+            return str(r["note"] or "n/a") if what == "v" else "–"
+        return {
+            "v": str(r["v_star"]),
+            "v_ci": interval_m(float(r["v_low_m"]), float(r["v_high_m"])),
+            "w": _with_reason(str(r["w_display"]), row.model, wording, signal),
+            "w_ci": interval(float(r["w_low"]), float(r["w_high"])),
+        }[what]
+
+    return cell
+
+
+def _with_reason(w_display: str, model: str, wording: str, signal: str) -> str:
+    """A W as shown, with the reason beside it where the reference observer's W is not about 0
+    by design (:func:`clearsight.sweep.references.observer.observer_note`)."""
+    reason = observer_note(model, wording, signal)
+    return f"{w_display} ({reason})" if reason and w_display else w_display
+
+
+def _headline_html(data: RunData, cr: pd.DataFrame, task: str) -> str:
+    """Per model × arm: accuracy V* of the main wording, then V* and W of each awareness signal."""
+    wordings = data.wordings(task)
+    letter = primary_wording(wordings, verbal=False)
+    verbal = primary_wording(wordings, verbal=True)
+    main = letter or verbal
+    if main is None:
+        return ""
+    aware: list[tuple[str, str]] = []
+    if letter is not None:
+        aware.append((letter, "internal_conf"))
+    if verbal is not None:
+        aware.append((verbal, "verbal_conf"))
+    aware += [(w, "abstain") for w in wordings if not is_verbal(w)] or [(main, "abstain")]
+    lookup: Lookup = {
+        (r["model"], r["arm"], r["wording"], r["signal"]): r for r in cr.to_dict("records")
+    }
+    frame = pd.DataFrame([(m, a) for m in data.models for a in data.arms], columns=["model", "arm"])
+    acc_group = f"accuracy ({main})"
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("arm", lambda r: r.arm, text=True),
+        Col("V*_acc", _crossing_cell(lookup, main, "accuracy", "v"), group=acc_group),
+        Col("95% CI", _crossing_cell(lookup, main, "accuracy", "v_ci"), group=acc_group),
+    ]
+    for wording, signal in aware:
+        group = f"{SIGNAL_LABELS[signal]} ({wording})"
+        cols += [
+            Col("V*", _crossing_cell(lookup, wording, signal, "v"), group=group),
+            Col("W", _crossing_cell(lookup, wording, signal, "w"), group=group),
+            Col("W 95% CI", _crossing_cell(lookup, wording, signal, "w_ci"), group=group),
+        ]
+    return table(frame, cols)
+
+
+def crossings_html(data: RunData, crossings: pd.DataFrame, task: str, pairing: str) -> str:
+    """The headline crossings/W table and the full one of one task (``crossings``: labelled,
+    :func:`~clearsight.sweep.page.labels.labelled_crossings`; ``pairing``: the analysis' W
+    pairing, stated above the tables)."""
+    cr = crossings[crossings["task"] == task]
+    if cr.empty:
+        return "<h3>Crossings and W</h3><p class='note'>No sweep levels to cross.</p>"
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("arm", lambda r: r.arm, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("signal", lambda r: SIGNAL_LABELS.get(r.signal, r.signal), text=True),
+        Col("clean", lambda r: fmt_num(r.clean)),
+        Col("floor", lambda r: f"{fmt_num(r.floor)} ({r.floor_source})"),
+        Col("V*", lambda r: r.v_star),
+        Col("V* 95% CI", lambda r: interval_m(r.v_low_m, r.v_high_m)),
+        Col("W", lambda r: _with_reason(r.w_display, r.model, r.wording, r.signal)),
+        Col("W 95% CI", lambda r: interval(r.w_low, r.w_high)),
+        Col("W bound", lambda r: r.w_bound),
+        Col(
+            "W against", lambda r: f"accuracy of {r.w_accuracy}" if r.w_accuracy else "", text=True
+        ),
+        Col("note", lambda r: r.note, text=True),
+    ]
+    return (
+        "<h3>Crossing visibilities and blind-spot width W</h3>"
+        "<p class='note'>V*: where the signal first gets past half-way between its clean value "
+        "and its floor, interpolated in log V; '≤ 1.95 m' never crossed (censored below), "
+        "'≥ 250 m' already crossed at the clearest level. W = log10(V*_acc / V*_aware); "
+        "W &gt; 0: accuracy fails at a clearer level than the awareness signal reacts (a blind "
+        "spot). Bounds: a censored crossing makes W a lower or upper bound, or undetermined. "
+        f"{esc(W_PAIRING_NOTES[pairing])} The full table names each W's accuracy "
+        "('W against').</p>"
+        + _headline_html(data, cr, task)
+        + details(
+            "All crossings: every wording and signal, with clean values and floors", table(cr, cols)
+        )
+    )
+
+
+def wordings_html(wordings: pd.DataFrame, data: RunData) -> str:
+    """Table VI: the verbalized wordings on each model's matched images, at the clean images
+    and the murkiest level of each arm (every level in the collapsed table)."""
+    if wordings.empty or wordings["wording"].nunique() < 2:
+        return ""
+    murkiest = {(arm, lv[-1]) for arm, lv in data.levels.items()}
+    keys = zip(wordings["condition"], wordings["x"], strict=True)
+    shown = wordings[[c == "clean" or (c, x) in murkiest for c, x in keys]]
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("condition", lambda r: r.condition, text=True),
+        Col("V (m)", lambda r: r.level, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("scenes", lambda r: fmt_num(r.n_scenes, 0)),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("accuracy", lambda r: fmt_num(r.accuracy)),
+        Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
+        Col("parsed", lambda r: fmt_num(r.verbal_parsed)),
+    ]
+    return (
+        "<h3>Verbalized wordings on matched images (Table VI)</h3>"
+        "<p class='note'>Each model's verbalized wordings compared on the same scenes: those it "
+        "answered in every verbalized wording it was asked ('scenes'), so a difference between "
+        "rows is the wording's, not the images'. Clean images and the murkiest level of each "
+        "arm; every level below.</p>"
+        + table(shown, cols)
+        + details("Every level", table(wordings, cols), open_=False)
+    )
+
+
+def sweep_html(data: RunData, sweep: pd.DataFrame, task: str) -> str:
+    """The full sweep table, one table per model × arm, wordings side by side."""
+    if sweep.empty:
+        return ""
+    blocks = []
+    for model in data.models:
+        for arm in data.arms:
+            sub = sweep[(sweep["model"] == model) & sweep["condition"].isin(["clean", arm])]
+            if sub.empty:
+                continue
+            blocks.append(f"<h4>{esc(model)} — {esc(arm)}</h4>" + _wide_sweep(sub, task, model))
+    return "<h3>Full sweep</h3>" + details(
+        "Accuracy, confidences and abstain rate at every level, per wording (Tables IX/X)",
+        "\n".join(blocks),
+        open_=False,
+    )
+
+
+def _wide_sweep(sub: pd.DataFrame, task: str, model: str) -> str:
+    """Rows: clean + levels; column groups: wordings (the confidence each reads for
+    ``model``: :func:`~clearsight.sweep.results.confidence_signal`)."""
+    wordings = list(dict.fromkeys(sub["wording"]))
+    levels = list(dict.fromkeys(sub["level"]))
+    idx: Lookup = {(r["level"], r["wording"]): r for r in sub.to_dict("records")}
+    rows = pd.DataFrame({"level": levels})
+    cols = [Col("V (m)", lambda r: r.level, text=True)]
+    for w in wordings:
+        conf = confidence_signal(model, w)
+        fields: list[tuple[str, str, int]] = [("acc", "accuracy", 2)]
+        if task == "verify":
+            fields += [("acc true", "acc_true", 2), ("acc distr.", "acc_distractor", 2)]
+        fields += [("conf", conf, 2)]
+        if is_verbal(w):
+            fields.append(("parsed", "verbal_parsed", 2))
+        fields += [("abstain", "abstain_rate", 2), ("n", "n", 0)]
+        for header, field, digits in fields:
+            cols.append(Col(header, _lookup(idx, w, field, digits), group=w))
+    return table(rows, cols)
+
+
+def _lookup(idx: Lookup, wording: str, field: str, digits: int) -> Any:
+    """A cell getter reading ``field`` of (row.level, wording) from ``idx``."""
+
+    def cell(row: Any) -> str:
+        r = idx.get((row.level, wording))
+        return "–" if r is None else fmt_num(r.get(field), digits)
+
+    return cell
+
+
+def controls_html(controls: pd.DataFrame) -> str:
+    """Clean, blank and shuffled images against chance."""
+    if controls.empty:
+        return "<h3>Controls</h3><p class='note'>No control conditions in this run.</p>"
+    cols = [
+        Col("model", lambda r: r.model, text=True),
+        Col("wording", lambda r: r.wording, text=True),
+        Col("condition", lambda r: r.condition, text=True),
+        Col("n", lambda r: fmt_num(r.n, 0)),
+        Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),
+        Col("acc. answered", lambda r: fmt_num(r.accuracy_answered)),
+        Col("internal conf", lambda r: fmt_num(r.internal_conf)),
+        Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
+        Col("abstain", lambda r: fmt_num(r.abstain_rate)),
+        Col("chance", lambda r: fmt_num(r.chance)),
+    ]
+    return (
+        "<h3>Controls</h3><p class='note'>Blank: a mid-grey image with the box kept; shuffled: "
+        "another scene's clean pixels and box. Near-chance accuracy on both says the question "
+        "cannot be solved from the box or the category prior alone.</p>" + table(controls, cols)
+    )
