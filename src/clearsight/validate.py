@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,12 +40,33 @@ def invalid(what: str, problem: str, source: object = None) -> InputError:
     return InputError(" ".join(f"invalid {what}{where}: {problem}".split()))
 
 
-def invalid_options(exc: ValidationError, what: str, source: object = None) -> InputError:
+def invalid_options(
+    exc: ValidationError,
+    what: str,
+    source: object = None,
+    sources: Mapping[str, str] | None = None,
+    fields: Iterable[str] = (),
+) -> InputError:
     """A pydantic :class:`~pydantic.ValidationError` as :func:`invalid`: every error pydantic
     found, ``field.path: message (got value)``, joined by ``; ``, so one try shows the user all
     that is wrong wherever the options came from. A key the model does not know is
-    ``key: unknown field`` (the options models forbid extra fields)."""
-    return invalid(what, "; ".join(_problem(e) for e in exc.errors(include_url=False)), source)
+    ``key: unknown field`` (the options models forbid extra fields). ``sources`` names where
+    some top-level fields came from (``--wordings``, ``--set wordings=...``; the others from
+    ``source``, else their defaults): each problem then says where the fields it names came
+    from (a check across fields: those of ``fields`` its message names), and the line does not
+    blame ``source`` alone."""
+    errors = exc.errors(include_url=False)
+    if not sources:
+        return invalid(what, "; ".join(_problem(e) for e in errors), source)
+    fallback = str(source) if source is not None else "the default"
+    problems = []
+    for error in errors:
+        named = [str(error["loc"][0])] if error["loc"] else []
+        if not named:  # a check across fields: the fields its message names
+            named = [f for f in fields if re.search(rf"\b{re.escape(f)}\b", error["msg"])]
+        where = ", ".join(f"{f} from {sources.get(f, fallback)}" for f in dict.fromkeys(named))
+        problems.append(f"{_problem(error)} ({where})" if where else _problem(error))
+    return invalid(what, "; ".join(problems))
 
 
 def _problem(error: ErrorDetails) -> str:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -118,7 +118,9 @@ class ConfigCommand:
     parameters. ``implied`` gives values implied by the options given (by flag), laid under
     them; ``what`` names the configuration in errors; without ``files`` the command takes no
     ``--config``, ``--set`` or ``--show-config`` (its model holds a command's options, not a
-    run's configuration)."""
+    run's configuration). ``narrow`` gets the configuration's data before validation and the
+    fields the command line set (field -> the option that set it), and returns the data with
+    what those made inconsistent dropped (saying so)."""
 
     name: str
     model: Callable[[], type[Any]]
@@ -128,6 +130,7 @@ class ConfigCommand:
     implied: Callable[[Mapping[str, Any]], Mapping[str, object]] | None = None
     what: str | None = None
     files: bool = True
+    narrow: Callable[[dict[str, Any], Mapping[str, str]], dict[str, Any]] | None = None
 
     def click_command(self) -> Any:
         """The command, its options generated from the model's fields now."""
@@ -192,12 +195,23 @@ class ConfigCommand:
             if values[o.param] is not None
         }
         implied = self.implied(given) if self.implied is not None else {}
+        texts = values.get(_SET) or ()
         assignments = [
             *((tuple(path.split(".")), value) for path, value in implied.items()),
             *_assignments(options, values),
-            *(parse_assignment(text) for text in values.get(_SET) or ()),
+            *(parse_assignment(text) for text in texts),
         ]
-        config = load_config(values.get(_CONFIG), model, None, assignments, what=self.what)
+        sources = _sources(options, values, texts)
+        narrow = self.narrow
+        config = load_config(
+            values.get(_CONFIG),
+            model,
+            None,
+            assignments,
+            what=self.what,
+            sources=sources,
+            adjust=None if narrow is None else lambda data: narrow(data, sources),
+        )
         if values.get(_SHOW):
             typer.echo(yaml.safe_dump(_dumped(config), sort_keys=False, allow_unicode=True))
             return
@@ -301,6 +315,17 @@ def _assignments(options: list[_Option], values: Mapping[str, Any]) -> list[Assi
         if assignment is not None:
             out.append(assignment)
     return out
+
+
+def _sources(
+    options: list[_Option], values: Mapping[str, Any], texts: Sequence[str]
+) -> dict[str, str]:
+    """Where the command line set each top-level field it set: the option, or ``--set TEXT``
+    (the last one that set it)."""
+    found = {o.path[0]: o.flag for o in options if values[o.param] is not None}
+    for text in texts:
+        found[text.partition("=")[0].split(".")[0].strip()] = f"--set {text}"
+    return found
 
 
 def _parameter(

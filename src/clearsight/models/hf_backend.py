@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from clearsight.execute import progress
 from clearsight.models import hf_hidden, hf_memory, hf_prefix
 from clearsight.models.base import (
     Capabilities,
@@ -574,6 +575,7 @@ class HfBackend:
                 outs = self._chunk([todo[pending[j]] for j in chunk.indices])
             share = (time.perf_counter() - t0) / len(outs)
             done.update((pending[j], (o, share)) for j, o in zip(chunk.indices, outs, strict=True))
+            progress.report(len(done), len(todo))
         # duplicates share the computation; what was dropped is recorded per request
         return [self._response(item, *done[unique[k]]) for k, item in zip(keys, items, strict=True)]
 
