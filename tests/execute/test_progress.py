@@ -168,3 +168,28 @@ def test_the_manifest_records_the_threads_and_the_run_says_what_it_does(
     for run, threads in (("a", 1), ("b", 2)):
         with RunStore.open(tmp_path / run, read_only=True) as store:
             assert store.manifest()["cpu_threads"] == threads
+
+
+def test_an_hf_model_reports_its_rows_as_they_finish_generating(
+    hf_models_dir: Path, smollm2_path: Path
+) -> None:
+    from fixtures.hf_tiny import build_tiny
+
+    from clearsight.models import Decoding, Message, Request
+    from clearsight.models.hf import make_hf
+
+    path = hf_models_dir / "tiny-llama"
+    if not (path / "config.json").is_file():
+        build_tiny("llama", path, smollm2_path)
+    backend = make_hf(str(path), {"batch_size": 2})
+    requests = [  # one short and one long reply per chunk of two
+        Request((Message.user(f"Say {k}."),), Decoding(max_new_tokens=1 + 7 * (k % 2)))
+        for k in range(4)
+    ]
+    shares: list[float] = []
+    with progress.reporting_to(shares.append):
+        backend.complete(requests)
+    assert shares[-1] == 1.0
+    # inside the first chunk its short reply is done before its long one: a quarter of the call
+    assert pytest.approx(0.25, abs=1e-12) in shares
+    assert all(0.0 <= s <= 1.0 for s in shares)

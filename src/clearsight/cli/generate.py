@@ -120,7 +120,8 @@ class ConfigCommand:
     ``--config``, ``--set`` or ``--show-config`` (its model holds a command's options, not a
     run's configuration). ``narrow`` gets the configuration's data before validation and the
     fields the command line set (field -> the option that set it), and returns the data with
-    what those made inconsistent dropped (saying so)."""
+    what those made inconsistent dropped (saying so). With ``file_argument`` the YAML file is
+    the command's positional CONFIG (required) instead of ``--config``."""
 
     name: str
     model: Callable[[], type[Any]]
@@ -131,6 +132,7 @@ class ConfigCommand:
     what: str | None = None
     files: bool = True
     narrow: Callable[[dict[str, Any], Mapping[str, str]], dict[str, Any]] | None = None
+    file_argument: bool = False
 
     def click_command(self) -> Any:
         """The command, its options generated from the model's fields now."""
@@ -155,7 +157,7 @@ class ConfigCommand:
         panel = getattr(model, "model_config", {}).get("title") or f"{model.__name__} fields"
         parameters = [
             *own,
-            *(_file_parameters(model) if self.files else ()),
+            *(_file_parameters(model, self.file_argument) if self.files else ()),
             *(_parameter(o, _panel(o, panel)) for o in options),
             *(_parameter(o, "Execution", self.execution) for o in runs),
         ]
@@ -372,15 +374,14 @@ def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
     return escape(text if shown == NONE else f"{text} Default: {shown}.")
 
 
-def _file_parameters(model: type[Any]) -> list[inspect.Parameter]:
-    """``--config``, ``--set`` and ``--show-config``."""
+def _file_parameters(model: type[Any], positional: bool = False) -> list[inspect.Parameter]:
+    """``--config`` (``positional``: the argument CONFIG), ``--set`` and ``--show-config``."""
     name = model.__name__
+    config: Any = _option(["--config"], f"YAML file of {name} fields.", None, False, "FILE")
+    if positional:
+        config = typer.Argument(help=f"YAML file of {name} fields.", metavar="CONFIG")
     specs: list[tuple[str, Any, Any]] = [
-        (
-            _CONFIG,
-            Path | None,
-            _option(["--config"], f"YAML file of {name} fields.", None, False, "FILE"),
-        ),
+        (_CONFIG, Path if positional else Path | None, config),
         (
             _SET,
             list[str] | None,
@@ -409,7 +410,7 @@ def _file_parameters(model: type[Any]) -> list[inspect.Parameter]:
         inspect.Parameter(
             param,
             inspect.Parameter.KEYWORD_ONLY,
-            default=False if hint is bool else None,
+            default=False if hint is bool else (... if hint is Path else None),
             annotation=Annotated[hint, info],
         )
         for param, hint, info in specs

@@ -86,15 +86,18 @@ def narrowed_wordings(data: dict[str, Any], given: Mapping[str, str]) -> dict[st
     return data | {"wording_scenes": {w: n for w, n in scenes.items() if w not in dropped}}
 
 
+#: The documented short names of the sweep's fields (``sweep run`` and ``plan`` take them).
+ALIASES = (
+    Alias("--model", "models"),
+    Alias("--n", "coco_n"),
+    Alias("--coco-depth", "coco_depth_model"),
+)
+
 RUN = ConfigCommand(
     "run",
     lambda: protocol.SweepConfig,
     run,
-    aliases=(
-        Alias("--model", "models"),
-        Alias("--n", "coco_n"),
-        Alias("--coco-depth", "coco_depth_model"),
-    ),
+    aliases=ALIASES,
     execution={"executor": "process"},
     narrow=narrowed_wordings,
 )
