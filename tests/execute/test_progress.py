@@ -173,10 +173,9 @@ def test_the_manifest_records_the_threads_and_the_run_says_what_it_does(
 def test_an_hf_model_reports_its_rows_as_they_finish_generating(
     hf_models_dir: Path, smollm2_path: Path
 ) -> None:
-    from fixtures.hf_tiny import build_tiny
-
     from clearsight.models import Decoding, Message, Request
     from clearsight.models.hf import make_hf
+    from fixtures.hf_tiny import build_tiny
 
     path = hf_models_dir / "tiny-llama"
     if not (path / "config.json").is_file():
