@@ -16,10 +16,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy is imported where an array is checked: the command line starts without it
+    import numpy as np
+    import numpy.typing as npt
     from pydantic import ValidationError
     from pydantic_core import ErrorDetails
 
@@ -123,6 +122,8 @@ def jsonl_values(text: str, source: object) -> list[tuple[int, Any]]:
 
 def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:
     """Return ``image`` if it is a uint8 array of shape HxWx3 (RGB), else raise InputError."""
+    import numpy as np
+
     if not isinstance(image, np.ndarray):
         raise InputError(f"{name} must be a numpy array, got {type(image).__name__}")
     if image.dtype != np.uint8:
@@ -136,6 +137,8 @@ def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:
 
 def check_depth(depth_m: object, shape: tuple[int, ...]) -> npt.NDArray[np.floating]:
     """Return ``depth_m`` if it is a finite, non-negative float HxW map matching ``shape[:2]``."""
+    import numpy as np
+
     if not isinstance(depth_m, np.ndarray):
         raise InputError(f"depth_m must be a numpy array, got {type(depth_m).__name__}")
     if not np.issubdtype(depth_m.dtype, np.floating):

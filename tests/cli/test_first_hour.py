@@ -91,3 +91,27 @@ def test_report_prints_the_headline_and_the_whole_summary_with_verbose(tmp_path:
     assert len(quiet.stdout.splitlines()) < len(summary.splitlines())
     assert loud.stdout.startswith(summary)
     assert quiet.stdout.splitlines()[-1] == loud.stdout.splitlines()[-1]  # report: its path
+
+
+def test_sweep_help_shows_the_run_options_with_no_name_cut() -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+    from clearsight.cli.fields import config_fields
+
+    result = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert result.exit_code == 0
+    assert "…" not in result.stdout
+    shown = result.stdout.split(" sweep run [OPTIONS]")
+    assert len(shown) == 2  # the group's help, then its default command's
+    for name in config_fields(SweepConfig):
+        assert f"--{name.replace('_', '-')}" in shown[1], name
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+
+
+def test_the_command_line_starts_without_numpy() -> None:
+    import sys
+
+    code = "import sys, clearsight.cli; print('numpy' in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "False"

@@ -63,7 +63,7 @@ _CONFIG, _SET, _SHOW = "config__file", "config__set", "config__show"
 
 EPILOG = (
     "Each field can be set in the --config file (YAML), by its option, or with --set "
-    "FIELD=VALUE (FIELD dotted for a nested field, VALUE in YAML: 3, \\[a, b], {k: 1}, null); "
+    "FIELD=VALUE (FIELD dotted for a nested field, VALUE in YAML: 3, [a, b], {k: 1}, null); "
     "later ones win: the file, then the options, then --set. A list option takes "
     f"comma-separated values or is repeated; {NONE} empties it, or unsets a field that may be "
     "unset."
@@ -136,8 +136,16 @@ class ConfigCommand:
 
     def click_command(self) -> Any:
         """The command, its options generated from the model's fields now."""
-        app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        app.command(self.name, epilog=EPILOG if self.files else None)(self._callback())
+        app = typer.Typer(
+            add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+        )
+        # click's plain help never cuts an option's name (Rich's table did, at 80 columns), and
+        # takes the terminal's width up to 160 columns
+        app.command(
+            self.name,
+            epilog=EPILOG if self.files else None,
+            context_settings={"max_content_width": 160},
+        )(self._callback())
         return typer.main.get_command(app)
 
     def summary_command(self) -> Any:
@@ -249,12 +257,18 @@ class CommandGroup(Group):
         return super().get_command(ctx, cmd_name)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """The group's help, listing generated commands by their summaries."""
+        """The group's help, listing generated commands by their summaries, then the help of
+        :attr:`default` (the options given to the group go to it: where they are looked for)."""
         self._listing = True
         try:
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+        if self.default is None:
+            return
+        command = self.get_command(ctx, self.default)
+        with command.make_context(self.default, [], parent=ctx, resilient_parsing=True) as sub:
+            command.format_help(sub, formatter)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """Options with no command name before them go to :attr:`default`."""
@@ -356,8 +370,6 @@ def _panel(option: _Option, fields: str) -> str:
 def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
     """An option's help: the field's description, what the option takes, its default (as the
     option would take it)."""
-    from rich.markup import escape  # typer's help reads Rich markup: "[...]" is shown as is
-
     shape, dotted = option.shape, ".".join(option.path)
     text = option.help or option.field.description
     if option.param.startswith("alias__"):
@@ -366,12 +378,12 @@ def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
         text += " Comma-separated or repeated."
     default = defaults.get(dotted, option.field.default)
     if option.field.required:
-        return escape(f"{text} Required.")
+        return f"{text} Required."
     if shape.kind == "flag" and isinstance(default, bool):
         shown = option.flag if default else f"--no-{option.flag[2:]}"
     else:
         shown = default_text(shape, default)
-    return escape(text if shown == NONE else f"{text} Default: {shown}.")
+    return text if shown == NONE else f"{text} Default: {shown}."
 
 
 def _file_parameters(model: type[Any], positional: bool = False) -> list[inspect.Parameter]:
