@@ -247,6 +247,7 @@ print(json.dumps(out))
         assert entry["heavy"] == [], entry
     # the root's help imports no configuration; the sweep group's only its default command's
     # (it shows that command's options: issue 49)
-    assert results[0]["args"] == [] and results[0]["configs"] == [], results[0]
+    assert results[0]["args"] == [], results[0]
+    assert results[0]["configs"] == [], results[0]
     assert results[1]["args"] == ["sweep"], results[1]
     assert results[1]["configs"] == ["clearsight.sweep.config"], results[1]
