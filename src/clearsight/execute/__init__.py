@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from clearsight.execute.pool import run_pool
@@ -137,7 +138,7 @@ def _run_here(units: Sequence[Unit], run: Callable[[Any], list[Record]], tally: 
     """Run the units one by one in this process, each one's progress on the bar; a unit that
     raises has its items recorded as failed with the reason, and the run goes on."""
     for unit in units:
-        with reporting_to(lambda share, unit=unit: tally.partial(unit, share)):
+        with reporting_to(partial(tally.partial, unit)):
             try:
                 records = run(unit)
             except Exception as exc:
