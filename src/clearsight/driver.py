@@ -668,14 +668,15 @@ def _execute_stage(
 
 def _teller(enabled: bool) -> Callable[[str], None]:
     """What the run says before its first progress bar (loading, planning, storing), one line
-    on stderr each with the seconds since it began; nothing when ``enabled`` is false."""
+    on stderr each with the seconds since it began, where stderr is a terminal (a person
+    waiting; a log or a pipe keeps its one error line); nothing when ``enabled`` is false."""
     import sys
     import time
 
     began = time.perf_counter()
 
     def say(what: str) -> None:
-        if enabled:
+        if enabled and sys.stderr.isatty():
             print(f"[{time.perf_counter() - began:5.1f} s] {what}", file=sys.stderr, flush=True)
 
     return say

@@ -4,6 +4,7 @@ CPU thread unless told otherwise (recorded in the manifest)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,6 +153,7 @@ def test_the_manifest_records_the_threads_and_the_run_says_what_it_does(
         monkeypatch.setenv(name, "1")
         monkeypatch.delenv(name)
     threads_before = torch.get_num_threads()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a person at a terminal
     config = SweepConfig(
         scene_ids=("skimage-chelsea",), arms=("fog",), tasks=("identify",), controls=("clean",)
     )
@@ -165,6 +167,9 @@ def test_the_manifest_records_the_threads_and_the_run_says_what_it_does(
     finally:
         torch.set_num_threads(threads_before)
     assert capsys.readouterr().err == ""  # without progress the run says nothing
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    run_sweep(config, tmp_path / "c")
+    assert "loading" not in capsys.readouterr().err  # a log or a pipe: no status lines
     for run, threads in (("a", 1), ("b", 2)):
         with RunStore.open(tmp_path / run, read_only=True) as store:
             assert store.manifest()["cpu_threads"] == threads
