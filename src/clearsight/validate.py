@@ -51,21 +51,27 @@ def invalid_options(
     that is wrong wherever the options came from. A key the model does not know is
     ``key: unknown field`` (the options models forbid extra fields). ``sources`` names where
     some top-level fields came from (``--wordings``, ``--set wordings=...``; the others from
-    ``source``, else their defaults): each problem then says where the fields it names came
-    from (a check across fields: those of ``fields`` its message names), and the line does not
-    blame ``source`` alone."""
+    ``source``, else their defaults): where a problem concerns one of them (a check across
+    fields: where its message names one of ``fields`` that is), each problem says where the
+    fields it names came from, and the line does not blame ``source`` alone."""
     errors = exc.errors(include_url=False)
-    if not sources:
+    named = [_fields_of(e, fields) for e in errors]
+    if not any(f in (sources or {}) for names in named for f in names):
         return invalid(what, "; ".join(_problem(e) for e in errors), source)
     fallback = str(source) if source is not None else "the default"
     problems = []
-    for error in errors:
-        named = [str(error["loc"][0])] if error["loc"] else []
-        if not named:  # a check across fields: the fields its message names
-            named = [f for f in fields if re.search(rf"\b{re.escape(f)}\b", error["msg"])]
-        where = ", ".join(f"{f} from {sources.get(f, fallback)}" for f in dict.fromkeys(named))
+    for error, names in zip(errors, named, strict=True):
+        where = ", ".join(f"{f} from {(sources or {}).get(f, fallback)}" for f in names)
         problems.append(f"{_problem(error)} ({where})" if where else _problem(error))
     return invalid(what, "; ".join(problems))
+
+
+def _fields_of(error: ErrorDetails, fields: Iterable[str]) -> list[str]:
+    """The top-level fields an error concerns: its location's first, else (a check across
+    fields) those of ``fields`` its message names."""
+    if error["loc"]:
+        return [str(error["loc"][0])]
+    return list(dict.fromkeys(f for f in fields if re.search(rf"\b{re.escape(f)}\b", error["msg"])))
 
 
 def _problem(error: ErrorDetails) -> str:
