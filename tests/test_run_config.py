@@ -9,7 +9,7 @@ import pytest
 
 from clearsight.grounding import GroundingConfig
 from clearsight.probe import ProbeConfig
-from clearsight.probe.uot import SearchSettings
+from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.provenance import RunConfig
 from clearsight.sweep.config import SweepConfig
 
@@ -23,6 +23,7 @@ CHANGED: dict[type[RunConfig], list[dict[str, Any]]] = {
         {"prior_scene_ids": ("skimage-chelsea", "skimage-coffee")},
         {"models": ("observer",), "model_scenes": {"observer": 2}},
         {"w_accuracy": "own"},
+        {"imagenet_c_corruptions": ("fog", "snow")},
     ],
     ProbeConfig: [{"uot": SearchSettings(depth=2)}],
     GroundingConfig: [{"bench": "b.jsonl"}, {"variation_samples": 3}, {"readouts": ("ptrue",)}],

@@ -11,7 +11,7 @@ its interval. Each signal is read in one wording: the model's first letter wordi
 first verbalized wording for verbalized confidence — for a person (``human:<name>``), who states
 a confidence with a slider beside each letter answer, their letter wording's stated confidence,
 in the verbalized columns. Each W is the one the analysis paired
-(:func:`~clearsight.sweep.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
+(:func:`~clearsight.sweep.numbers.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
 accuracy crossing it uses.
 
 For the sentence that reads a row (:mod:`clearsight.report.headline`) the table also holds,

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from clearsight.scenes.coco import CocoTarget
 from clearsight.specs import OMIT_NONE, Options, Part, Spec
+from clearsight.sweep.readouts import DepthReadouts, SweepReadouts, VeqReadouts
 from clearsight.tasks import Question
 
 __all__ = [
@@ -85,11 +86,14 @@ class SweepItem(Spec):
     ``true``/``distractor`` for verification (None for identification). ``plasma``
     (ImageNet-C only) is ``independent`` where the severity has its own plasma draw; None —
     left out of the key, as in runs made before the choice — where the scene's severities
-    share one (:func:`~clearsight.sweep.conditions.imagenet_c_seed`).
+    share one (:func:`~clearsight.sweep.conditions.imagenet_c_seed`). ``corruption``
+    (ImageNet-C only) names the corruption; None — left out of the key, as in runs made before
+    the other corruptions — is fog.
     """
 
     kind: ClassVar[str] = PROTOCOL
     parts: ClassVar[tuple[str, ...]] = ("scene", "question", "physics", "model_options")
+    readout_type = SweepReadouts
 
     scene: SceneRef
     target: int
@@ -108,19 +112,22 @@ class SweepItem(Spec):
     model: str
     model_options: Options
     plasma: str | None = field(default=None, metadata=OMIT_NONE)
+    corruption: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
 class VeqItem(Spec):
-    """The gain-matched equivalent visibility of one scene at one ImageNet-C fog severity
-    (``plasma`` as :class:`SweepItem`'s)."""
+    """The gain-matched equivalent visibility of one scene at one ImageNet-C severity
+    (``plasma`` and ``corruption`` as :class:`SweepItem`'s)."""
 
     kind: ClassVar[str] = VEQ_PROTOCOL
+    readout_type = VeqReadouts
 
     scene: SceneRef
     severity: int
     seed: int
     plasma: str | None = field(default=None, metadata=OMIT_NONE)
+    corruption: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -129,5 +136,6 @@ class DepthItem(Spec):
     clip bounds): what sets the meaning of the run's metres, summarised in the report."""
 
     kind: ClassVar[str] = DEPTH_PROTOCOL
+    readout_type = DepthReadouts
 
     scene: SceneRef
