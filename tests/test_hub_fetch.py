@@ -229,19 +229,19 @@ def test_the_loading_side_finds_what_the_layout_holds(
     from huggingface_hub import try_to_load_from_cache
 
     from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
-    from clearsight.sweep.plan import _require_depth_model
+    from clearsight.sweep.plan import require_depth_model
 
     snapshot = lay_out(tmp_path, DEFAULT_DEPTH_MODEL)
     found = try_to_load_from_cache(DEFAULT_DEPTH_MODEL, "config.json", cache_dir=tmp_path)
     assert found == str(snapshot / "config.json")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
-    _require_depth_model(DEFAULT_DEPTH_MODEL)
-    _require_depth_model("assumed:40")
+    require_depth_model(DEFAULT_DEPTH_MODEL)
+    require_depth_model("assumed:40")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty"))
     with pytest.raises(InputError, match=r"`clearsight fetch --depth`"):
-        _require_depth_model(DEFAULT_DEPTH_MODEL)
+        require_depth_model(DEFAULT_DEPTH_MODEL)
     with pytest.raises(InputError, match=r"`clearsight fetch --model org/other-depth`"):
-        _require_depth_model("org/other-depth")
+        require_depth_model("org/other-depth")
 
 
 @settings(max_examples=60, deadline=None)

@@ -25,7 +25,8 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import enum
-from collections.abc import Mapping, Sequence
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
@@ -62,6 +63,8 @@ def load_config(
     assignments: Sequence[Assignment] = (),
     *,
     what: str | None = None,
+    sources: Mapping[str, str] | None = None,
+    adjust: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> M:
     """A ``model`` (a protocol's configuration or a command's options: a pydantic model or a
     dataclass) from
@@ -71,21 +74,29 @@ def load_config(
 
     An override of None is a flag the user did not give: the file's value stands, else the
     model's default; :data:`NULL` sets a field to None; a mapping over a mapping sets only its
-    keys. An assignment sets the field at its path (creating the mappings on the way, starting
-    from the file's or else the field's default); a mapping assigned over a mapping sets only
-    its keys too. Everything wrong (an unreadable file, bad YAML, a key the model does not know,
-    a bad value from the file or the command line) is one :class:`InputError` line naming the
-    file and each bad field (:func:`invalid_options`); ``what`` names the configuration in it
-    (default: from the model's name, ``sweep config`` for a SweepConfig). A key naming a
-    credential anywhere in it is refused first, its value never quoted
+    keys. An assignment sets the field at its path to its value, replacing what was there (a
+    mapping included: ``wording_scenes={}`` empties the file's), creating the mappings on the
+    way from the file's or else the field's default (a dotted path sets one key of a mapping);
+    None assigned to a mapping or list field that may not be None empties it. ``adjust`` sees
+    the data last, before validation (a command narrows what a flag made inconsistent).
+    Everything wrong (an unreadable file, bad YAML, a key the model does not know, a bad value
+    from the file or the command line) is one :class:`InputError` line naming each bad field
+    and where it came from (:func:`invalid_options`): ``sources`` maps the fields the command
+    line set to the option that set them; the others came from the file. ``what`` names the
+    configuration (default: from the model's name, ``sweep config`` for a SweepConfig). A key
+    naming a credential anywhere in it is refused first, its value never quoted
     (:func:`~clearsight.credentials.refuse_credentials`).
     """
     what = what or f"{model.__name__.removesuffix('Config').lower()} config"
     data = _overlay(_read_yaml(path, what) if path is not None else {}, overrides or {})
     for keys, value in assignments:
+        if value is None and len(keys) == 1:
+            value = _emptied(model, keys[0])
         data = _assign(data, keys, value, _default_mapping(model, keys[0]))
+    if adjust is not None:
+        data = adjust(data)
     refuse_credentials(data, what, path)
-    return _validated(model, data, what, path)
+    return _validated(model, data, what, path, sources or {})
 
 
 def parse_assignment(text: str) -> Assignment:
@@ -114,19 +125,37 @@ def parse_assignment(text: str) -> Assignment:
         ) from None
 
 
-def _validated(model: type[Any], data: dict[str, Any], what: str, path: Path | None) -> Any:
-    """``data`` as a ``model``: a pydantic model validates it; a dataclass refuses a key it
-    does not have and checks its values itself (its ``__post_init__``)."""
+def _validated(
+    model: type[Any], data: dict[str, Any], what: str, path: Path | None, sources: Mapping[str, str]
+) -> Any:
+    """``data`` as a ``model``: a pydantic model validates it (its errors naming where each
+    field came from: ``sources``, else ``path``); a dataclass refuses a key it does not have
+    and checks its values itself (its ``__post_init__``)."""
     if issubclass(model, BaseModel):
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            raise invalid_options(exc, what, path) from exc
+            raise invalid_options(exc, what, path, sources, model.model_fields) from exc
     known = {f.name for f in dataclasses.fields(model)}
     unknown = [key for key in data if key not in known]
     if unknown:
         raise invalid(what, "; ".join(f"{key}: unknown field" for key in unknown), path)
     return model(**data)
+
+
+def _emptied(model: type[Any], name: str) -> object:
+    """What None assigned to ``model``'s field ``name`` means: None where the field may be
+    None, else the empty value of a mapping or list field (``--set wording_scenes=null``)."""
+    fields = getattr(model, "model_fields", {})
+    if name not in fields:
+        return None
+    annotation = fields[name].annotation
+    if type(None) in typing.get_args(annotation):
+        return None
+    origin = typing.get_origin(annotation)
+    if origin in (dict, Mapping):
+        return {}
+    return [] if origin in (list, tuple, Sequence) else None
 
 
 def _default_mapping(model: type[Any], name: str) -> Mapping[str, Any]:
@@ -211,10 +240,6 @@ def _assign(
     below = merged.get(head, default)
     if rest:
         merged[head] = _assign(below if isinstance(below, Mapping) else {}, rest, value, {})
-    elif isinstance(value, Mapping) and isinstance(below, Mapping):
-        merged[head] = {**below}
-        for key, item in value.items():
-            merged[head] = _assign(merged[head], (str(key),), item, {})
     else:
         merged[head] = value
     return merged

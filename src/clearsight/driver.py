@@ -31,7 +31,7 @@ import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
@@ -47,6 +47,7 @@ from clearsight.execute import (
     in_process,
     write_or_fail,
 )
+from clearsight.execute.threads import run_threads, use_threads
 from clearsight.faults import EXIT_FAULT, os_exit_code, os_fault
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -99,7 +100,10 @@ class Execution:
     ray: RayConfig | None = None
     """Cluster address, replicas, CPUs/GPUs per replica (``--executor ray`` only)."""
     progress: bool = True
-    """Show a progress bar per stage."""
+    """Show a progress bar per stage, and say what the run does before its first bar."""
+    threads: int | None = None
+    """CPU threads of each of the run's processes (None: 1, or ``OMP_NUM_THREADS`` where set;
+    :mod:`clearsight.execute.threads`)."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +216,9 @@ class RunLocked(InputError):  # noqa: N818 - reads as what happened: `except Run
 # Before anything is created: models
 
 
-def check_models(needs: Sequence[ModelNeed], execution: Execution) -> dict[str, dict[str, Any]]:
+def check_models(
+    needs: Sequence[ModelNeed], execution: Execution, say: Callable[[str], None] | None = None
+) -> dict[str, dict[str, Any]]:
     """Load every named model, check its capabilities and run its ``preflight`` where it has
     one (a server's backend asks the server: reachable, model served, log-probabilities);
     InputError on the first that fails (first of all on options that hold a credential:
@@ -225,7 +231,7 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> dict[str, 
 
     Returns what each loaded model says of itself (model name -> its backend's ``info``: for
     ``hf:`` the device, dtype, architecture and revision), for the run's manifest; empty on Ray
-    and for backends that say nothing.
+    and for backends that say nothing. ``say`` hears which models load (a minute can pass).
     """
     from clearsight.credentials import refuse_credentials
     from clearsight.models import split_model_spec
@@ -237,6 +243,8 @@ def check_models(needs: Sequence[ModelNeed], execution: Execution) -> dict[str, 
         unique.setdefault((need.name, repr(sorted(need.options.items()))), need)
     if execution.executor == "ray" or not unique:
         return {}
+    if say is not None:
+        say(f"loading {', '.join(dict.fromkeys(n.name for n in unique.values()))}")
     if in_process(execution.executor, execution.workers):
         problem, loaded = _check_loaded(list(unique.values()), keep=True)
     else:
@@ -415,6 +423,9 @@ def run(
     run_dir = Path(run_dir)
     check_execution(execution.executor, execution.workers)
     _refuse_in_a_worker()
+    threads = run_threads(execution.threads)
+    use_threads(threads)  # before a model loads: torch starts its pool with it
+    say = _teller(execution.progress)
     # the lock sits beside the database (a run may be named by its run.sqlite file)
     lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
     fingerprint = _fingerprint(protocol, config)
@@ -423,7 +434,8 @@ def run(
             done = _finished(lock_dir, fingerprint)
         if done is not None:
             return RunSummary(run_dir, done)
-    loaded = check_models(protocol.models(config), execution)
+    loaded = check_models(protocol.models(config), execution, say)
+    say(f"planning the {protocol.name} run")
     with collector_paused():  # a plan's items all stay alive (clearsight.store.collector_paused)
         plan = protocol.plan(config)
     stages: dict[str, Summary] = {}
@@ -431,12 +443,14 @@ def run(
     if protocol.manifest is None:
         _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        _begin(protocol, config, plan, store, allow_mismatch, loaded)
-        planned = _Planned(store, fingerprint)
+        _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
+        planned = _Planned(store, fingerprint, say)
         with _sigterm_stops_cleanly():
             try:
                 for stage in protocol.stages(config, plan, store):
-                    stages[stage.kind] = _execute_stage(store, stage, execution, reasons, planned)
+                    stages[stage.kind] = _execute_stage(
+                        store, stage, replace(execution, threads=threads), reasons, planned
+                    )
             except Interrupted as exc:
                 raise Interrupted(_total(stages, exc.summary), terminated=exc.terminated) from None
             except KeyboardInterrupt as exc:  # between two stages' executions
@@ -460,6 +474,8 @@ class RunOptions(TypedDict, total=False):
     """Worker processes (default 1)."""
     progress: bool
     """Show a progress bar per stage (default True)."""
+    threads: int | None
+    """CPU threads per process (default: 1, or ``OMP_NUM_THREADS`` where set)."""
     ray: RayConfig | None
     """Cluster settings (``executor="ray"`` only)."""
 
@@ -474,6 +490,7 @@ def run_with(
         options.get("workers", 1),
         options.get("ray"),
         options.get("progress", True),
+        options.get("threads"),
     )
     return run(
         protocol,
@@ -522,9 +539,12 @@ class _Planned:
     """The manifest's ``plan`` entry as a run stores its stages: the fingerprint, the items
     stored per kind, and whether every stage was planned (see :class:`Protocol`)."""
 
-    def __init__(self, store: RunStore, fingerprint: str | None) -> None:
+    def __init__(
+        self, store: RunStore, fingerprint: str | None, say: Callable[[str], None]
+    ) -> None:
         self.store = store
         self.fingerprint = fingerprint
+        self.say = say
         entry = store.manifest().get("plan")
         same = isinstance(entry, dict) and entry.get("fingerprint") == fingerprint
         self.before: dict[str, int] = dict(entry["stages"]) if same and entry else {}
@@ -570,10 +590,12 @@ def _begin(
     store: RunStore,
     allow_mismatch: bool,
     loaded: Mapping[str, Mapping[str, Any]],
+    threads: int,
 ) -> None:
     """Begin (or resume) the protocol's own run, or check the run it adds to. ``loaded``: what
     the models said of themselves when the driver loaded them (:func:`check_models`), kept as
-    the manifest's ``loaded_models`` (the latest start's: a resume may run on another device)."""
+    the manifest's ``loaded_models``, and ``threads``, the CPU threads of each of its processes,
+    as ``cpu_threads`` (both the latest start's: a resume may run on another machine)."""
     made_by = store.manifest().get("protocol")
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
         store.expect_protocol(*protocol.adds_to)
@@ -586,6 +608,7 @@ def _begin(
         manifest["presets"] = presets
     if loaded:
         manifest["loaded_models"] = {name: dict(info) for name, info in loaded.items()}
+    manifest["cpu_threads"] = threads
     store.begin_run(manifest, allow_mismatch=allow_mismatch)
 
 
@@ -611,6 +634,7 @@ def _execute_stage(
     if wrong:
         raise TypeError(f"stage {stage.kind!r} holds items of kind {sorted(wrong)}")
     if not planned.stored(stage.kind, len(items)):
+        planned.say(f"storing {len(items):,} {stage.kind} items")
         store.add_items(items)
     planned.add(stage.kind, len(items))
     units = stage.units(_pending(store, stage.kind, items))
@@ -638,7 +662,24 @@ def _execute_stage(
         ray=execution.ray,
         keep_ray=True,  # one local instance for every stage; _ray_block ends it with the run
         on_commit=counted,
+        threads=execution.threads or 1,
     )
+
+
+def _teller(enabled: bool) -> Callable[[str], None]:
+    """What the run says before its first progress bar (loading, planning, storing), one line
+    on stderr each with the seconds since it began, where stderr is a terminal (a person
+    waiting; a log or a pipe keeps its one error line); nothing when ``enabled`` is false."""
+    import sys
+    import time
+
+    began = time.perf_counter()
+
+    def say(what: str) -> None:
+        if enabled and sys.stderr.isatty():
+            print(f"[{time.perf_counter() - began:5.1f} s] {what}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def _pending(store: RunStore, kind: str, items: Items[S]) -> Items[S]:

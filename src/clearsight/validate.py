@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy is imported where an array is checked: the command line starts without it
+    import numpy as np
+    import numpy.typing as npt
     from pydantic import ValidationError
     from pydantic_core import ErrorDetails
 
@@ -39,12 +39,39 @@ def invalid(what: str, problem: str, source: object = None) -> InputError:
     return InputError(" ".join(f"invalid {what}{where}: {problem}".split()))
 
 
-def invalid_options(exc: ValidationError, what: str, source: object = None) -> InputError:
+def invalid_options(
+    exc: ValidationError,
+    what: str,
+    source: object = None,
+    sources: Mapping[str, str] | None = None,
+    fields: Iterable[str] = (),
+) -> InputError:
     """A pydantic :class:`~pydantic.ValidationError` as :func:`invalid`: every error pydantic
     found, ``field.path: message (got value)``, joined by ``; ``, so one try shows the user all
     that is wrong wherever the options came from. A key the model does not know is
-    ``key: unknown field`` (the options models forbid extra fields)."""
-    return invalid(what, "; ".join(_problem(e) for e in exc.errors(include_url=False)), source)
+    ``key: unknown field`` (the options models forbid extra fields). ``sources`` names where
+    some top-level fields came from (``--wordings``, ``--set wordings=...``; the others from
+    ``source``, else their defaults): where a problem concerns one of them (a check across
+    fields: where its message names one of ``fields`` that is), each problem says where the
+    fields it names came from, and the line does not blame ``source`` alone."""
+    errors = exc.errors(include_url=False)
+    named = [_fields_of(e, fields) for e in errors]
+    if not any(f in (sources or {}) for names in named for f in names):
+        return invalid(what, "; ".join(_problem(e) for e in errors), source)
+    fallback = str(source) if source is not None else "the default"
+    problems = []
+    for error, names in zip(errors, named, strict=True):
+        where = ", ".join(f"{f} from {(sources or {}).get(f, fallback)}" for f in names)
+        problems.append(f"{_problem(error)} ({where})" if where else _problem(error))
+    return invalid(what, "; ".join(problems))
+
+
+def _fields_of(error: ErrorDetails, fields: Iterable[str]) -> list[str]:
+    """The top-level fields an error concerns: its location's first, else (a check across
+    fields) those of ``fields`` its message names."""
+    if error["loc"]:
+        return [str(error["loc"][0])]
+    return list(dict.fromkeys(f for f in fields if re.search(rf"\b{re.escape(f)}\b", error["msg"])))
 
 
 def _problem(error: ErrorDetails) -> str:
@@ -101,6 +128,8 @@ def jsonl_values(text: str, source: object) -> list[tuple[int, Any]]:
 
 def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:
     """Return ``image`` if it is a uint8 array of shape HxWx3 (RGB), else raise InputError."""
+    import numpy as np
+
     if not isinstance(image, np.ndarray):
         raise InputError(f"{name} must be a numpy array, got {type(image).__name__}")
     if image.dtype != np.uint8:
@@ -114,6 +143,8 @@ def check_image(image: object, name: str = "image") -> npt.NDArray[np.uint8]:
 
 def check_depth(depth_m: object, shape: tuple[int, ...]) -> npt.NDArray[np.floating]:
     """Return ``depth_m`` if it is a finite, non-negative float HxW map matching ``shape[:2]``."""
+    import numpy as np
+
     if not isinstance(depth_m, np.ndarray):
         raise InputError(f"depth_m must be a numpy array, got {type(depth_m).__name__}")
     if not np.issubdtype(depth_m.dtype, np.floating):

@@ -231,5 +231,6 @@ def test_a_bad_flag_value_is_one_line_and_writes_nothing(tmp_path: Path, name: s
     _, what, _, _, flag, problem = COMMANDS[name]
     output, code = _invoke(name, tmp_path, flag)
     assert code == 2, output
-    assert output == f"error: invalid {what}: {problem}\n"
+    field = problem.split(":")[0].split(".")[0]  # the error names the option that gave it
+    assert output == f"error: invalid {what}: {problem} ({field} from {flag[0]})\n"
     _nothing_written(tmp_path)

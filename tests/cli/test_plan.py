@@ -109,3 +109,39 @@ def test_plan_of_a_missing_file_is_an_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(tmp_path / "none.yaml")])
     assert result.exit_code == 2
     assert "error:" in result.output
+
+
+def test_plan_counts_the_published_design_with_no_coco_file_and_no_depth_weights(
+    tmp_path: Path,
+) -> None:
+    args = ["plan", str(ROOT / "examples" / "sweep-coco-hf.yaml"), "--rate", "20", "--n", "4"]
+    missing = ["--coco-annotations", str(tmp_path / "none.json"), "--coco-depth", "org/unfetched"]
+    result = runner.invoke(app, [*args, *missing])
+    assert result.exit_code == 0, result.output
+    assert "note: the depth model org/unfetched is not fetched: depth assumed:40" in result.stderr
+    assert "planned on 4 stand-in scenes" in result.stderr
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:7]}
+    for model, row in rows.items():  # the counts of 4 real COCO images (the test above)
+        scale = 5 if model == "total" else 1
+        assert row[1:7] == [f"{n * scale:,}" for n in (1440, 4, 1440, 864, 96, 96)]
+
+
+def test_plan_takes_the_sweeps_options() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            str(ROOT / "examples" / "sweep-coco-hf.yaml"),
+            "--model",
+            "observer",
+            "--n",
+            "2",
+            "--wordings",
+            "mcq.reason,mcq.generic",
+            "--coco-depth",
+            "assumed:30",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert [line.split()[0] for line in result.stdout.splitlines()[1:3]] == ["observer", "total"]
+    assert "wording_scenes entries dropped" in result.stderr

@@ -40,7 +40,7 @@ def test_a_sweep_run_gets_the_sweep_report(tmp_path: Path) -> None:
         wordings=("mcq.reason",),
     )
     run_sweep(config, run, progress=False)
-    result = runner.invoke(app, ["report", str(run)])
+    result = runner.invoke(app, ["report", str(run), "--verbose"])
     assert result.exit_code == 0, result.output
     assert "# clearsight sweep summary" in result.output
     assert f"report: {run / 'report.html'}" in result.output
@@ -55,7 +55,7 @@ def test_a_probe_run_and_a_build_run_get_the_probe_report(tmp_path: Path) -> Non
 
     run = tmp_path / "probe"
     run_probe(probe_config(tmp_path), run, progress=False)
-    result = runner.invoke(app, ["report", str(run)])
+    result = runner.invoke(app, ["report", str(run), "--verbose"])
     assert result.exit_code == 0, result.output
     assert "# Probe report" in result.output
     assert "Table 1" in result.output
@@ -66,7 +66,7 @@ def test_a_probe_run_and_a_build_run_get_the_probe_report(tmp_path: Path) -> Non
     built = runner.invoke(app, [*args, "--sensor", f"scripted:{sensor}"])
     assert built.exit_code == 0, built.output
     assert run_protocol(store) == "probe.build"
-    reported = runner.invoke(app, ["report", str(store)])
+    reported = runner.invoke(app, ["report", str(store), "--verbose"])
     assert reported.exit_code == 0, reported.output
     assert "# Probe report" in reported.output
     assert (store / "report.html").is_file()
@@ -79,7 +79,7 @@ def test_a_grounding_run_gets_the_grounding_report(tmp_path: Path, tiny_llama_pa
 
     run = tmp_path / "grounding"
     run_grounding(grounding_config(tiny_llama_path), run, progress=False)
-    result = runner.invoke(app, ["report", str(run)])
+    result = runner.invoke(app, ["report", str(run), "--verbose"])
     assert result.exit_code == 0, result.output
     assert f"report: {run / 'report.html'}" in result.output
     summary = (run / "summary.md").read_text()
@@ -138,7 +138,7 @@ def test_a_bench_build_prints_its_retention(
         tmp_path / "b",
         {"protocol": "grounding.build-bench", "config": config.model_dump(mode="json")},
     )
-    result = runner.invoke(app, ["report", str(run)])
+    result = runner.invoke(app, ["report", str(run), "--verbose"])
     assert result.exit_code == 0, result.output
     assert seen == [(config, run)]
     assert "retention (kept / attempted):" in result.output
@@ -160,7 +160,7 @@ def test_what_has_no_report_is_one_error_line(
     run = tmp_path / "r"
     if manifest is not None:
         _manifest_only(run, manifest)
-    result = runner.invoke(app, ["report", str(run)])
+    result = runner.invoke(app, ["report", str(run), "--verbose"])
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1
     assert result.output.startswith("error: ")

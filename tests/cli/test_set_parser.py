@@ -167,13 +167,15 @@ def test_assignments_set_their_fields_and_nothing_else(model: type[Any]) -> None
     check()
 
 
-def test_later_assignments_win_and_a_mapping_sets_only_its_keys(tmp_path: Path) -> None:
+def test_later_assignments_win_and_a_mapping_replaces_the_files(tmp_path: Path) -> None:
     config = tmp_path / "g.yaml"
     config.write_text("model_options: {batch_size: 4, device: cpu}\nseed: 1\n")
     texts = ["seed=2", "seed=3", "model_options={batch_size: 8}", "judge=hf:x"]
     got = load_config(config, GroundingConfig, None, [parse_assignment(t) for t in texts])
     assert (got.seed, got.judge) == (3, "hf:x")
-    assert got.model_options == {"batch_size": 8, "device": "cpu"}
+    assert got.model_options == {"batch_size": 8}
+    one_key = load_config(config, GroundingConfig, None, [parse_assignment("model_options.x=1")])
+    assert one_key.model_options == {"batch_size": 4, "device": "cpu", "x": 1}
 
 
 @pytest.mark.parametrize(

@@ -303,14 +303,14 @@ def test_greedy_matching_by_score():
 
 
 def test_the_detector_uses_the_workers_thread_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from clearsight.execute.pool import limit_worker_threads
+    from clearsight.execute.threads import use_threads
     from clearsight.perceiver.detector import default_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert default_threads() == 0  # onnxruntime's one per core
     for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         monkeypatch.setenv(name, "8")  # restored after the test
-    limit_worker_threads()  # what a pool worker does at start-up
+    use_threads(1)  # what a pool worker does at start-up
     assert default_threads() == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
     assert default_threads() == 4

@@ -162,7 +162,7 @@ def test_runs_with_another_k_or_sensor_stand_side_by_side(tmp_path: Path) -> Non
         alone[other]["acc"], abs=TOL
     )
 
-    out = CliRunner().invoke(app, ["report", str(five), str(three)])
+    out = CliRunner().invoke(app, ["report", str(five), str(three), "--verbose"])
     assert out.exit_code == 0, out.output
     assert "Table 6: accuracy (mean ± SD over runs, %) and cross-run ECE by dataset" in out.output
     with pytest.raises(InputError, match="reasoner/strategy/sensor/K/signal"):

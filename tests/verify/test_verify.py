@@ -107,7 +107,7 @@ def test_verify_of_a_deterministic_run_agrees_everywhere(
     assert "all 12 items agree within 0.0001" in out.output
     with RunStore.open(run, read_only=True) as store:
         assert store.count_records(kind=VERIFY_KIND) == 12
-    report = runner.invoke(app, ["report", str(run)])
+    report = runner.invoke(app, ["report", str(run), "--verbose"])
     assert report.exit_code == 0, report.output
     assert "## Reproducibility" in report.output
     assert "asked observer, batches of 4, seed 3: 12 items, 0 differ beyond 0.0001" in report.output
@@ -130,7 +130,7 @@ def test_failed_reasks_are_counted_in_reproducibility_not_in_the_sweeps_failures
     after = load_run_data(run)
     assert after.failures.empty  # the sweep's own records all finished
     assert after.counts == before.counts
-    report = runner.invoke(app, ["report", str(run)])
+    report = runner.invoke(app, ["report", str(run), "--verbose"])
     assert report.exit_code == 0, report.output
     assert "batches of 2, seed 0: 4 items, 4 differ beyond 0.0001 (4 re-asks failed; " in (
         report.output

@@ -41,6 +41,7 @@ __all__ = ["PERCEIVERS", "app", "demo_config", "demo_models", "main"]
 app = typer.Typer(
     cls=command_group(
         card.CARD,
+        plan.PLAN,
         serve.SERVE,
         fetch.FETCH,
         demo.DEMO,
@@ -76,7 +77,6 @@ app.add_typer(sweep.app, name="sweep")
 app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
-app.command()(plan.plan)
 app.command()(card.board)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)

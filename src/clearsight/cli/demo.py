@@ -146,6 +146,7 @@ def demo(options: DemoOptions, out: RunDir = Path("runs/demo")) -> None:
     scene_ids = None if scenes is None else tuple(s.strip() for s in scenes.split(",") if s.strip())
     config = without_lone_shuffle(_only_scenes(demo_config(), scene_ids))
     _say_what_runs(config)
+    _prepare_embedded(config)
     execution = ExecutionOptions(executor="process", workers=options.workers, fresh=options.fresh)
     if not options.fresh and _stored_config(out) == config.model_dump(mode="json"):
         typer.echo(f"demo: {out} holds the full demo: resuming it")
@@ -161,6 +162,16 @@ def demo(options: DemoOptions, out: RunDir = Path("runs/demo")) -> None:
         execution = execution.model_copy(update={"fresh": False, "allow_mismatch": True})
         typer.echo("demo: the full demo now (the first stage's records are reused)")
     finished(run_and_report(config, out, execution))
+
+
+def _prepare_embedded(config: SweepConfig) -> None:
+    """Convert SmolLM2's GGUF now where a model of ``config`` needs it and it is not converted
+    yet (about a minute, once: ``make embedded`` / ``clearsight fetch --steps embedded`` do it
+    ahead), so the first stage's minute is the sweep's own."""
+    from clearsight.models.embedded import smollm2_dir
+
+    if any(m == BLIND_CONTROL or m in PERCEIVERS for m in config.models):
+        smollm2_dir()
 
 
 def _first_stage(config: SweepConfig, out: Path, execution: ExecutionOptions) -> RunSummary:

@@ -1,5 +1,5 @@
 """How a run command executes its protocol: the execution options every run command shares
-(executor, workers, Ray, ``--fresh``, ``--allow-mismatch``), declared once as
+(executor, workers, threads, Ray, ``--fresh``, ``--allow-mismatch``), declared once as
 :class:`ExecutionOptions` and generated onto each command like its configuration's fields, and
 how a run's summary ends the command (docs/scale.md)."""
 
@@ -51,9 +51,18 @@ class ExecutionOptions(BaseModel):
         0.0, ge=0, description="GPUs per Ray replica (0.5: two share a GPU)."
     )
     cpus_per_replica: float = Field(1.0, ge=0.1, description="CPUs per Ray replica.")
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="CPU threads of each process (torch, BLAS, numba; default 1, or "
+        "OMP_NUM_THREADS: more threads than idle cores run many times slower).",
+    )
     fresh: bool = Field(False, description="Delete the run's records first.")
     allow_mismatch: bool = Field(
         False, description="Add records of a changed configuration to the run."
+    )
+    verbose: bool = Field(
+        False, description="After the run, print the report's whole summary, not its headline."
     )
 
     @field_validator("executor")
@@ -88,6 +97,7 @@ class ExecutionOptions(BaseModel):
             executor=cast("ExecutorName", self.executor),  # checked by _known_executor
             workers=self.workers,
             ray=self.ray(),
+            threads=self.threads,
         )
 
 

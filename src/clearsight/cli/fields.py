@@ -8,7 +8,8 @@ line gave into the field's value:
 * a ``bool`` is a flag pair ``--name/--no-name``;
 * a list or tuple takes comma-separated values, and is repeatable (``none``: empty, or None
   where the field may be None);
-* a mapping or a nested model takes a YAML mapping (``'{batch_size: 8}'``), laid over the file's;
+* a mapping or a nested model takes a YAML mapping (``'{batch_size: 8}'``), which replaces the
+  file's (``none``: empty, or None where the field may be None);
 * a field of any type (``Any``) takes a YAML value;
 * anything else takes one value, converted to an ``int``, ``float`` or path where the field is
   one (``none``: None, where a text field may be None).
@@ -129,6 +130,8 @@ def option_value(shape: Shape, given: Any) -> Any:
         if values == [NONE]:
             return None if shape.optional else []
         return values
+    if shape.kind == "mapping" and given == NONE:
+        return None if shape.optional else {}
     if shape.kind in ("mapping", "yaml"):
         from clearsight.config import parse_assignment
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -63,7 +63,7 @@ _CONFIG, _SET, _SHOW = "config__file", "config__set", "config__show"
 
 EPILOG = (
     "Each field can be set in the --config file (YAML), by its option, or with --set "
-    "FIELD=VALUE (FIELD dotted for a nested field, VALUE in YAML: 3, \\[a, b], {k: 1}, null); "
+    "FIELD=VALUE (FIELD dotted for a nested field, VALUE in YAML: 3, [a, b], {k: 1}, null); "
     "later ones win: the file, then the options, then --set. A list option takes "
     f"comma-separated values or is repeated; {NONE} empties it, or unsets a field that may be "
     "unset."
@@ -118,7 +118,10 @@ class ConfigCommand:
     parameters. ``implied`` gives values implied by the options given (by flag), laid under
     them; ``what`` names the configuration in errors; without ``files`` the command takes no
     ``--config``, ``--set`` or ``--show-config`` (its model holds a command's options, not a
-    run's configuration)."""
+    run's configuration). ``narrow`` gets the configuration's data before validation and the
+    fields the command line set (field -> the option that set it), and returns the data with
+    what those made inconsistent dropped (saying so). With ``file_argument`` the YAML file is
+    the command's positional CONFIG (required) instead of ``--config``."""
 
     name: str
     model: Callable[[], type[Any]]
@@ -128,11 +131,21 @@ class ConfigCommand:
     implied: Callable[[Mapping[str, Any]], Mapping[str, object]] | None = None
     what: str | None = None
     files: bool = True
+    narrow: Callable[[dict[str, Any], Mapping[str, str]], dict[str, Any]] | None = None
+    file_argument: bool = False
 
     def click_command(self) -> Any:
         """The command, its options generated from the model's fields now."""
-        app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        app.command(self.name, epilog=EPILOG if self.files else None)(self._callback())
+        app = typer.Typer(
+            add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+        )
+        # click's plain help never cuts an option's name (Rich's table did, at 80 columns), and
+        # takes the terminal's width up to 160 columns
+        app.command(
+            self.name,
+            epilog=EPILOG if self.files else None,
+            context_settings={"max_content_width": 160},
+        )(self._callback())
         return typer.main.get_command(app)
 
     def summary_command(self) -> Any:
@@ -152,7 +165,7 @@ class ConfigCommand:
         panel = getattr(model, "model_config", {}).get("title") or f"{model.__name__} fields"
         parameters = [
             *own,
-            *(_file_parameters(model) if self.files else ()),
+            *(_file_parameters(model, self.file_argument) if self.files else ()),
             *(_parameter(o, _panel(o, panel)) for o in options),
             *(_parameter(o, "Execution", self.execution) for o in runs),
         ]
@@ -192,12 +205,23 @@ class ConfigCommand:
             if values[o.param] is not None
         }
         implied = self.implied(given) if self.implied is not None else {}
+        texts = values.get(_SET) or ()
         assignments = [
             *((tuple(path.split(".")), value) for path, value in implied.items()),
             *_assignments(options, values),
-            *(parse_assignment(text) for text in values.get(_SET) or ()),
+            *(parse_assignment(text) for text in texts),
         ]
-        config = load_config(values.get(_CONFIG), model, None, assignments, what=self.what)
+        sources = _sources(options, values, texts)
+        narrow = self.narrow
+        config = load_config(
+            values.get(_CONFIG),
+            model,
+            None,
+            assignments,
+            what=self.what,
+            sources=sources,
+            adjust=None if narrow is None else lambda data: narrow(data, sources),
+        )
         if values.get(_SHOW):
             typer.echo(yaml.safe_dump(_dumped(config), sort_keys=False, allow_unicode=True))
             return
@@ -233,12 +257,18 @@ class CommandGroup(Group):
         return super().get_command(ctx, cmd_name)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """The group's help, listing generated commands by their summaries."""
+        """The group's help, listing generated commands by their summaries, then the help of
+        :attr:`default` (the options given to the group go to it: where they are looked for)."""
         self._listing = True
         try:
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+        if self.default is None:
+            return
+        command = self.get_command(ctx, self.default)
+        with command.make_context(self.default, [], parent=ctx, resilient_parsing=True) as sub:
+            command.format_help(sub, formatter)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """Options with no command name before them go to :attr:`default`."""
@@ -303,6 +333,17 @@ def _assignments(options: list[_Option], values: Mapping[str, Any]) -> list[Assi
     return out
 
 
+def _sources(
+    options: list[_Option], values: Mapping[str, Any], texts: Sequence[str]
+) -> dict[str, str]:
+    """Where the command line set each top-level field it set: the option, or ``--set TEXT``
+    (the last one that set it)."""
+    found = {o.path[0]: o.flag for o in options if values[o.param] is not None}
+    for text in texts:
+        found[text.partition("=")[0].split(".")[0].strip()] = f"--set {text}"
+    return found
+
+
 def _parameter(
     option: _Option, panel: str, defaults: Mapping[str, object] | None = None
 ) -> inspect.Parameter:
@@ -329,8 +370,6 @@ def _panel(option: _Option, fields: str) -> str:
 def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
     """An option's help: the field's description, what the option takes, its default (as the
     option would take it)."""
-    from rich.markup import escape  # typer's help reads Rich markup: "[...]" is shown as is
-
     shape, dotted = option.shape, ".".join(option.path)
     text = option.help or option.field.description
     if option.param.startswith("alias__"):
@@ -339,23 +378,22 @@ def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
         text += " Comma-separated or repeated."
     default = defaults.get(dotted, option.field.default)
     if option.field.required:
-        return escape(f"{text} Required.")
+        return f"{text} Required."
     if shape.kind == "flag" and isinstance(default, bool):
         shown = option.flag if default else f"--no-{option.flag[2:]}"
     else:
         shown = default_text(shape, default)
-    return escape(text if shown == NONE else f"{text} Default: {shown}.")
+    return text if shown == NONE else f"{text} Default: {shown}."
 
 
-def _file_parameters(model: type[Any]) -> list[inspect.Parameter]:
-    """``--config``, ``--set`` and ``--show-config``."""
+def _file_parameters(model: type[Any], positional: bool = False) -> list[inspect.Parameter]:
+    """``--config`` (``positional``: the argument CONFIG), ``--set`` and ``--show-config``."""
     name = model.__name__
+    config: Any = _option(["--config"], f"YAML file of {name} fields.", None, False, "FILE")
+    if positional:
+        config = typer.Argument(help=f"YAML file of {name} fields.", metavar="CONFIG")
     specs: list[tuple[str, Any, Any]] = [
-        (
-            _CONFIG,
-            Path | None,
-            _option(["--config"], f"YAML file of {name} fields.", None, False, "FILE"),
-        ),
+        (_CONFIG, Path if positional else Path | None, config),
         (
             _SET,
             list[str] | None,
@@ -384,7 +422,7 @@ def _file_parameters(model: type[Any]) -> list[inspect.Parameter]:
         inspect.Parameter(
             param,
             inspect.Parameter.KEYWORD_ONLY,
-            default=False if hint is bool else None,
+            default=False if hint is bool else (... if hint is Path else None),
             annotation=Annotated[hint, info],
         )
         for param, hint, info in specs

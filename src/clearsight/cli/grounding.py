@@ -41,7 +41,7 @@ def run(
     summary = execution.start(protocol.run_grounding, config, out)
     for stage, s in summary.stages.items():
         typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
-    write_report(out)
+    write_report(out, verbose=execution.verbose)
     return summary
 
 

@@ -4,18 +4,26 @@ The sweep is planned as ``clearsight sweep run`` plans it (nothing rendered, no 
 nothing written) and its budget printed per model and in total
 (:mod:`clearsight.sweep.budget`): items, units, prompt passes, generations, distinct images,
 vision encodes, the store's size and, from ``--rate`` (items per second, measured on a first
-run or a benchmark), the model time.
+run or a benchmark), the model time. It takes the options ``sweep`` takes (one generated set,
+:data:`~clearsight.cli.sweep.ALIASES` included), and plans a COCO design before anything is
+downloaded: without its annotation file, on ``coco_n`` stand-in scenes of one target each
+(:func:`~clearsight.sweep.plan.stand_in_refs`); without its depth model, with depth assumed.
+Either is said in a note.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from clearsight.cli.generate import ConfigCommand
+from clearsight.cli.sweep import ALIASES, narrowed_wordings
+
 if TYPE_CHECKING:
+    from clearsight.sweep import SweepConfig
     from clearsight.sweep.budget import ModelBudget
+    from clearsight.sweep.specs import SceneRef
 
 #: The printed columns: (heading, field).
 COLUMNS = (
@@ -29,44 +37,67 @@ COLUMNS = (
     ("model time", "model_s"),
 )
 
+#: The depth a plan assumes where the design's depth model is not fetched (counts do not
+#: depend on depth).
+ASSUMED_DEPTH = "assumed:40"
+
 
 def plan(
-    config: Annotated[Path, typer.Argument(help="A sweep configuration file (YAML).")],
+    config: SweepConfig,
     rate: Annotated[
         float | None,
         typer.Option(
             "--rate", help="Model items per second (from a first run or a benchmark), for time."
         ),
     ] = None,
-    assignments: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="FIELD=VALUE over the file (repeatable; a dotted FIELD)."),
-    ] = None,
 ) -> None:
     """Plan a sweep without running it and print what it will cost, per model and in total.
 
     Vision encodes count one per distinct image on hf: (the requests that show one image share
     its encode; Gemma 3, Mllama, PaliGemma and Qwen3.5 encode per item), one per item on other
-    backends, none for the reference observer."""
+    backends, none for the reference observer. A COCO design plans without its files: stand-in
+    scenes where the annotation file is missing, depth assumed where the depth model is."""
     import time
 
-    from clearsight.config import load_config, parse_assignment
     from clearsight.sweep.budget import budget, totals
-    from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.plan import plan_sweep
     from clearsight.validate import InputError
 
     if rate is not None and not rate > 0:
         raise InputError(f"--rate must be a positive number of items per second, got {rate}")
-    if not config.is_file():
-        raise InputError(f"{config} is not a file")
     started = time.perf_counter()
-    sets = [parse_assignment(a) for a in assignments or ()]
-    cfg = load_config(config, SweepConfig, None, sets)
-    budgets = budget(plan_sweep(cfg), dict.fromkeys(cfg.models, rate) if rate else None)
+    config, refs = _without_assets(config)
+    budgets = budget(plan_sweep(config, refs), dict.fromkeys(config.models, rate) if rate else None)
     for line in table([*budgets, totals(budgets)]):
         typer.echo(line)
     typer.echo(f"planned in {time.perf_counter() - started:.1f} s")
+
+
+def _without_assets(config: SweepConfig) -> tuple[SweepConfig, list[SceneRef] | None]:
+    """``config`` with depth assumed where its depth model is not fetched, and stand-in scenes
+    where its COCO annotation file is missing (None: its own scenes), each said in a note."""
+    from clearsight.sweep.plan import require_depth_model, stand_in_refs
+    from clearsight.validate import InputError
+
+    if config.scenes != "coco":
+        return config, None
+    try:
+        require_depth_model(config.coco_depth_model)
+    except InputError:
+        _note(f"the depth model {config.coco_depth_model} is not fetched: depth {ASSUMED_DEPTH}")
+        config = config.model_copy(update={"coco_depth_model": ASSUMED_DEPTH})
+    annotations = config.coco_annotations
+    if annotations is not None and annotations.is_file():
+        return config, None
+    _note(
+        f"no COCO annotation file at {annotations}: planned on {config.coco_n} stand-in scenes "
+        "of one target each (coco_n; the counts a real selection of as many images gives)"
+    )
+    return config, stand_in_refs(config)
+
+
+def _note(text: str) -> None:
+    typer.secho(f"note: {text}", fg=typer.colors.YELLOW, err=True)
 
 
 def table(budgets: list[ModelBudget]) -> list[str]:
@@ -94,3 +125,16 @@ def _shown(field: str, value: object) -> str:
         hours = float(value) / 3600  # type: ignore[arg-type]
         return f"{hours:.1f} h"
     return f"{value:,}"
+
+
+def _sweep_config() -> type[SweepConfig]:
+    from clearsight.sweep import SweepConfig
+
+    return SweepConfig
+
+
+#: ``plan``, generated as ``sweep run`` is (the same fields and aliases), its design file the
+#: positional CONFIG.
+PLAN = ConfigCommand(
+    "plan", _sweep_config, plan, aliases=ALIASES, narrow=narrowed_wordings, file_argument=True
+)

@@ -35,7 +35,7 @@ def run(
     from clearsight.cli.report import write_report
 
     summary = execution.start(protocol.run_probe, config, out)
-    write_report(out)
+    write_report(out, verbose=execution.verbose)
     return summary
 
 

@@ -22,8 +22,11 @@ def report(
             "for the probe, runs with another sensor or K: Tables 4 and 6)."
         ),
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Print the whole summary.md, not its headline.")
+    ] = False,
 ) -> None:
-    """Write report.html, summary.md and summary.csv of a run and print its summary.
+    """Write report.html, summary.md and summary.csv of a run and print its headline.
 
     A finished or partial run of the sweep, trajectory grounding or the probe (a benchmark
     build's stage 1 included) — any run whose protocol has a report; for a TGS-Bench build, the
@@ -37,16 +40,23 @@ def report(
     if face is not None and face.report is None and face.describe is not None:
         typer.echo(face.describe(run))
         return
-    write_report(run, others or ())
+    write_report(run, others or (), verbose=verbose)
 
 
-def write_report(run: Path, others: tuple[Path, ...] | list[Path] = ()) -> None:
-    """Write the report of ``run`` (with ``others`` beside it), print its summary (summary.md)
-    and where the page is."""
+def write_report(
+    run: Path, others: tuple[Path, ...] | list[Path] = (), *, verbose: bool = False
+) -> None:
+    """Write the report of ``run`` (with ``others`` beside it), print its headline (the whole
+    summary.md with ``verbose``, or where it has no headline) and where the files are."""
     from clearsight.report import build_report
+    from clearsight.report.output import markdown_section
 
     paths = build_report(run, others=others)
-    typer.echo(paths.summary_md.read_text(encoding="utf-8").rstrip())
+    summary = paths.summary_md.read_text(encoding="utf-8").rstrip()
+    headline = "" if verbose else markdown_section(summary, "Headline")
+    typer.echo(headline or summary)
+    if headline:
+        typer.echo(f"summary: {paths.summary_md} (--verbose prints it)")
     typer.echo(f"report: {paths.html}")
 
 

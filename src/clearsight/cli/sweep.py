@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -39,7 +40,7 @@ def run_and_report(config: SweepConfig, out: Path, execution: ExecutionOptions) 
 
         smollm2_dir()  # convert the GGUF once here, not in every worker
     summary = execution.start(protocol.run_sweep, config, out)
-    write_report(out)
+    write_report(out, verbose=execution.verbose)
     return summary
 
 
@@ -62,16 +63,43 @@ def without_lone_shuffle(config: SweepConfig) -> SweepConfig:
     return protocol.SweepConfig.model_validate(data)
 
 
+def narrowed_wordings(data: dict[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+    """``data`` with the ``wording_scenes`` entries of wordings the command line's
+    ``wordings`` no longer asks dropped, said in a note (a design narrowed from the command
+    line, ``--wordings mcq.reason,mcq.generic`` on a file that limits its verbal wordings);
+    ``wording_scenes`` given on the command line too is left as given."""
+    if "wordings" not in given or "wording_scenes" in given:
+        return data
+    scenes = data.get("wording_scenes")
+    wordings = data.get("wordings")
+    if not isinstance(scenes, Mapping) or not isinstance(wordings, list | tuple):
+        return data
+    dropped = [w for w in scenes if w not in wordings]
+    if not dropped:
+        return data
+    typer.secho(
+        f"note: wording_scenes entries dropped ({', '.join(map(str, dropped))}): "
+        f"{given['wordings']} does not ask them",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
+    return data | {"wording_scenes": {w: n for w, n in scenes.items() if w not in dropped}}
+
+
+#: The documented short names of the sweep's fields (``sweep run`` and ``plan`` take them).
+ALIASES = (
+    Alias("--model", "models"),
+    Alias("--n", "coco_n"),
+    Alias("--coco-depth", "coco_depth_model"),
+)
+
 RUN = ConfigCommand(
     "run",
     lambda: protocol.SweepConfig,
     run,
-    aliases=(
-        Alias("--model", "models"),
-        Alias("--n", "coco_n"),
-        Alias("--coco-depth", "coco_depth_model"),
-    ),
+    aliases=ALIASES,
     execution={"executor": "process"},
+    narrow=narrowed_wordings,
 )
 
 app = typer.Typer(

@@ -19,10 +19,12 @@ CPUs and GPUs per replica) from the ``ray`` argument.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from clearsight.execute.pool import run_pool
+from clearsight.execute.progress import UnitProgress, reporting_to
 from clearsight.execute.unit import Unit, failed_records
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
@@ -59,9 +61,13 @@ class Terminated(KeyboardInterrupt):
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
+    """The stage's bar: items done, their rate and the time left, redrawn at least every
+    second (``mininterval``) so a long unit's partial progress shows as it comes."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="item", disable=not enabled, smoothing=0.1)
+    return tqdm(
+        total=total, desc=desc, unit="item", disable=not enabled, smoothing=0.1, mininterval=1.0
+    )
 
 
 def check_execution(executor: str, workers: int) -> None:
@@ -91,6 +97,7 @@ def execute(
     ray: RayConfig | None = None,
     keep_ray: bool = False,
     on_commit: Callable[[list[Record]], None] | None = None,
+    threads: int = 1,
 ) -> Summary:
     """Run ``run(unit)`` for every unit and write each unit's records as it finishes.
 
@@ -99,6 +106,9 @@ def execute(
     a local instance of ``workers`` CPUs, shut down at the end unless ``keep_ray``: then the
     caller ends it with :func:`clearsight.execute.on_ray.shutdown_local`, as the driver does after
     a run's last stage). ``on_commit`` sees each unit's records after they are stored.
+    ``threads``: the CPU threads of each pool worker (:mod:`clearsight.execute.threads`; the
+    caller sets its own process's). The bar counts a unit's items as its backend answers them
+    (:mod:`clearsight.execute.progress`; serial and process pool), not only once it is stored.
     """
     check_execution(executor, workers)
     if executor == "ray":
@@ -114,9 +124,9 @@ def execute(
             assert ray is not None
             run_on_ray(units, run, tally.commit, workers=workers, config=ray, keep_local=keep_ray)
         elif in_process(executor, workers):
-            _run_here(units, run, tally.commit)
+            _run_here(units, run, tally)
         else:
-            run_pool(units, run, workers, tally.commit)
+            run_pool(units, run, workers, tally.commit, threads=threads, partial=tally.partial)
     except KeyboardInterrupt as exc:
         tally.bar.close()
         raise Interrupted(tally.summary(), terminated=isinstance(exc, Terminated)) from None
@@ -124,25 +134,22 @@ def execute(
     return tally.summary()
 
 
-def _run_here(
-    units: Sequence[Unit],
-    run: Callable[[Any], list[Record]],
-    commit: Callable[[list[Record]], None],
-) -> None:
-    """Run the units one by one in this process; a unit that raises has its items recorded as
-    failed with the reason, and the run goes on."""
+def _run_here(units: Sequence[Unit], run: Callable[[Any], list[Record]], tally: _Tally) -> None:
+    """Run the units one by one in this process, each one's progress on the bar; a unit that
+    raises has its items recorded as failed with the reason, and the run goes on."""
     for unit in units:
-        try:
-            records = run(unit)
-        except Exception as exc:
-            records = failed_records(unit, exc)
-        commit(records)
+        with reporting_to(partial(tally.partial, unit)):
+            try:
+                records = run(unit)
+            except Exception as exc:
+                records = failed_records(unit, exc)
+        tally.commit(records, unit)
 
 
 @dataclass
 class _Tally:
     """Each finished unit's records stored (:func:`write_or_fail`) and counted, the progress
-    bar moved, ``on_commit`` told."""
+    bar moved (by the units in flight's partial progress too), ``on_commit`` told."""
 
     store: RunStore
     bar: Any
@@ -150,14 +157,28 @@ class _Tally:
     ok: int = 0
     failed: int = 0
     done: int = 0
+    in_flight: dict[int, UnitProgress] = field(default_factory=dict)
+    committed: set[int] = field(default_factory=set)
 
-    def commit(self, records: list[Record]) -> None:
-        """Store one unit's records and count them."""
+    def partial(self, unit: Unit, share: float) -> None:
+        """``share`` of ``unit`` is done (a report that comes after its commit is dropped)."""
+        if id(unit) not in self.committed:
+            shown = self.in_flight.setdefault(id(unit), UnitProgress(self.bar.update, unit.size))
+            shown(share)
+
+    def commit(self, records: list[Record], unit: Unit | None = None) -> None:
+        """Store one unit's records and count them (on the bar: instead of its partial share)."""
         records = write_or_fail(self.store, records)
         self.ok += sum(r.status == "ok" for r in records)
         self.failed += sum(r.status == "failed" for r in records)
         self.done += 1
-        self.bar.update(len(records))
+        shown = self.in_flight.pop(id(unit), None) if unit is not None else None
+        if unit is not None:
+            self.committed.add(id(unit))
+        if shown is not None:
+            shown.settle(len(records))
+        else:
+            self.bar.update(len(records))
         if self.on_commit is not None:
             self.on_commit(records)
 

@@ -102,9 +102,9 @@ class Replica:
     def __init__(self, run: bytes, threads: int) -> None:
         from ray import cloudpickle
 
-        from clearsight.execute.pool import limit_worker_threads
+        from clearsight.execute.threads import use_threads
 
-        limit_worker_threads(threads)
+        use_threads(threads)
         self._run: Callable[[Any], list[Record]] = cloudpickle.loads(run)
 
     def ready(self) -> int:

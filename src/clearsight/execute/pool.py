@@ -1,5 +1,7 @@
-"""The process-pool executor: spawned workers that use one numba/BLAS thread each and exit with
-their parent, kept ``2 x workers`` units deep, costliest unit first."""
+"""The process-pool executor: spawned workers that use one numba/BLAS/torch thread each (or the
+run's ``threads``) and exit with their parent, kept ``2 x workers`` units deep, costliest unit
+first; each worker sends how far its unit has got (:mod:`clearsight.execute.progress`) to the
+parent, which moves the bar between the units' commits."""
 
 from __future__ import annotations
 
@@ -12,19 +14,14 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from typing import Any
 
+from clearsight.execute import progress
+from clearsight.execute.threads import use_threads
 from clearsight.execute.unit import Unit, failed_records
 from clearsight.store import Record
 from clearsight.validate import InputError
 
 # How often a pool worker checks that the process that started it is still alive.
 _PARENT_POLL_S = 0.5
-
-
-def limit_worker_threads(threads: int = 1) -> None:
-    """Each worker uses ``threads`` threads for numba and BLAS (one in a pool worker: the pool
-    supplies the parallelism). Effective only before numba or the BLAS library is imported."""
-    for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[name] = str(threads)
 
 
 def _watch_parent(parent: int, poll_s: float = _PARENT_POLL_S) -> None:
@@ -39,10 +36,22 @@ def _watch_parent(parent: int, poll_s: float = _PARENT_POLL_S) -> None:
     threading.Thread(target=watch, name="clearsight-parent-watch", daemon=True).start()
 
 
-def _init_worker(parent: int) -> None:
-    """Pool worker start-up: one numba/BLAS thread, and exit with the parent."""
-    limit_worker_threads()
+#: In a pool worker: the queue its progress reports go to (set by :func:`_init_worker`).
+_REPORTS: list[Any] = []
+
+
+def _init_worker(parent: int, threads: int, reports: Any) -> None:
+    """Pool worker start-up: ``threads`` numba/BLAS/torch threads, progress reports sent to
+    ``reports``, and exit with the parent."""
+    use_threads(threads)
+    _REPORTS[:] = [reports]
     _watch_parent(parent)
+
+
+def _run_reported(run: Callable[[Any], list[Record]], unit: Unit, index: int) -> list[Record]:
+    """``run(unit)`` in a worker, its progress sent to the parent as ``(index, share)``."""
+    with progress.reporting_to(lambda share: _REPORTS[0].put((index, share))):
+        return run(unit)
 
 
 def worker_died(exc: BaseException) -> str:
@@ -59,38 +68,49 @@ def run_pool(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
     workers: int,
-    commit: Callable[[list[Record]], None],
+    commit: Callable[[list[Record], Unit], None],
+    *,
+    threads: int = 1,
+    partial: Callable[[Unit, float], None] | None = None,
 ) -> None:
     """Keep ``workers`` units in flight, costliest first, committing each as it completes (a
-    unit whose ``run`` raised as its items' failed records with the reason)."""
+    unit whose ``run`` raised as its items' failed records with the reason); ``partial`` hears
+    how far each unit in flight has got (its share done), twice a second at most."""
     ordered = sorted(units, key=lambda u: -u.cost)
+    context = get_context("spawn")
+    reports = context.SimpleQueue()
     pool = ProcessPoolExecutor(
         max_workers=workers,
-        mp_context=get_context("spawn"),
+        mp_context=context,
         initializer=_init_worker,
-        initargs=(os.getpid(),),
+        initargs=(os.getpid(), threads, reports),
     )
-    running: dict[Future[list[Record]], Unit] = {}
-    queue = iter(ordered)
+    running: dict[Future[list[Record]], tuple[int, Unit]] = {}
+    queue = enumerate(ordered)
+
+    def submit(index: int, unit: Unit) -> None:
+        running[pool.submit(_run_reported, run, unit, index)] = (index, unit)
+
     try:
-        for unit in queue:
-            running[pool.submit(run, unit)] = unit
+        for index, unit in queue:
+            submit(index, unit)
             if len(running) >= 2 * workers:
                 break
         while running:
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+            _drain(reports, ordered, partial)
             for fut in finished:
-                unit = running.pop(fut)
+                _, unit = running.pop(fut)
                 try:
                     records = fut.result()
                 except BrokenProcessPool:
                     raise
                 except Exception as exc:  # its items fail with the reason; the run goes on
                     records = failed_records(unit, exc)
-                commit(records)
+                commit(records, unit)
                 nxt = next(queue, None)
                 if nxt is not None:
-                    running[pool.submit(run, nxt)] = nxt
+                    submit(*nxt)
     except BrokenProcessPool as exc:
         stop_pool(pool)
         raise InputError(worker_died(exc)) from None
@@ -98,6 +118,16 @@ def run_pool(
         stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _drain(
+    reports: Any, ordered: Sequence[Unit], partial: Callable[[Unit, float], None] | None
+) -> None:
+    """Hand the progress reports the workers sent so far to ``partial``."""
+    while not reports.empty():
+        index, share = reports.get()
+        if partial is not None:
+            partial(ordered[index], share)
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:

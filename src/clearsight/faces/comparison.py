@@ -49,5 +49,8 @@ def one_design(
         )
         raise InputError(
             f"{run_a} and {run_b} are runs of different designs (their configurations differ "
-            f"in {', '.join(fields)}): compare matches the items of one design"
+            f"in {', '.join(fields)}, which must match): compare matches the items of one "
+            "design; run one of them again with the other's values of those fields (to ask a "
+            "model fewer wordings or conditions, narrow model_wordings or model_conditions, "
+            "which may differ)"
         )

@@ -21,6 +21,7 @@ import importlib.metadata
 import importlib.util
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -102,6 +103,11 @@ def smollm2_dir(root: Path | None = None) -> Path:
     if _is_current(target, record):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    print(  # a minute of silence at a run's start looks like a hang
+        f"converting SmolLM2-135M-Instruct's GGUF into {target} (once, about a minute)",
+        file=sys.stderr,
+        flush=True,
+    )
     tmp = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_ALIAS}-", dir=target.parent))
     try:
         convert_gguf(gguf, tmp / "model")

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from clearsight.execute import progress
 from clearsight.models import hf_hidden, hf_memory, hf_prefix
 from clearsight.models.base import (
     Capabilities,
@@ -564,16 +565,19 @@ class HfBackend:
         lengths = [len(todo[i].prompt) for i in pending]
         for chunk in hf_prefix.plan_chunks(lengths, groups, rows):
             t0 = time.perf_counter()
-            if chunk.shared:
-                outs = hf_prefix.run_groups(
-                    self,
-                    [[todo[pending[j]] for j in g] for g in chunk.groups],
-                    [[splits[j] for j in g] for g in chunk.groups],  # type: ignore[misc]
-                )
-            else:
-                outs = self._chunk([todo[pending[j]] for j in chunk.indices])
+            span = (len(done) / len(todo), (len(done) + len(chunk.indices)) / len(todo))
+            with progress.within(*span):  # generation says which of the chunk's rows are done
+                if chunk.shared:
+                    outs = hf_prefix.run_groups(
+                        self,
+                        [[todo[pending[j]] for j in g] for g in chunk.groups],
+                        [[splits[j] for j in g] for g in chunk.groups],  # type: ignore[misc]
+                    )
+                else:
+                    outs = self._chunk([todo[pending[j]] for j in chunk.indices])
             share = (time.perf_counter() - t0) / len(outs)
             done.update((pending[j], (o, share)) for j, o in zip(chunk.indices, outs, strict=True))
+            progress.report(len(done), len(todo))
         # duplicates share the computation; what was dropped is recorded per request
         return [self._response(item, *done[unique[k]]) for k, item in zip(keys, items, strict=True)]
 
@@ -805,6 +809,7 @@ class HfBackend:
             cache = past_cache(out)
             logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
             step += 1
+            progress.report(sum(decode.done), len(decode.done))
         self._decoded(decode, results)
 
     def _step(self, decode: _Decode, logp: torch.Tensor, pad_id: int) -> list[int]:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from clearsight.execute import progress
 from clearsight.models.base import HiddenRequest, HiddenScores, Request, RequestFailedError
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
@@ -221,11 +222,14 @@ def score_hidden(host: Host, requests: Sequence[HiddenRequest], batch_size: int)
         for p in prepared
     ]
     todo = [i for i, p in enumerate(prepared) if isinstance(p, Prepared)]
+    scored = 0
     for chunk, share in chunks(prepared, todo, batch_size):
         preps = [p for i in chunk if isinstance(p := prepared[i], Prepared)]
         results = run_shared(host, preps) if share else None
         for i, result in zip(chunk, results or run_chunk(host, preps), strict=True):
             out[i] = result
+        scored += len(chunk)
+        progress.report(scored, len(todo))
     return out
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from clearsight.execute import progress
 from clearsight.models.base import (
     Capabilities,
     Decoding,
@@ -192,7 +193,10 @@ class PerceiverBackend:
         cache: dict[str, Perception] = {}
         prepared: list[tuple[Perception, ParsedQuestion, str, float] | RequestFailedError] = []
         readings: list[Reading | None] = []
-        for request in requests:
+        # looking at the images is half the call in LLM mode (SmolLM2 reads then), all of it else
+        looking = 0.5 if self.mode == "llm" else 1.0
+        for n, request in enumerate(requests):
+            progress.report(n * looking, len(requests))
             t0 = time.perf_counter()
             try:
                 image, question = _image_and_question(request)
@@ -279,7 +283,8 @@ class PerceiverBackend:
             for request, (_, q, evidence, _) in zip(requests, prepared, strict=True)
         ]
         t0 = time.perf_counter()
-        answers = self.llm.complete(inner) if inner else []
+        with progress.within(0.5, 1.0):
+            answers = self.llm.complete(inner) if inner else []
         share = (time.perf_counter() - t0) / max(len(requests), 1)
         return [
             self._answer(request, x, plan, inner, answers, share)

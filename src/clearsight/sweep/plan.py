@@ -87,7 +87,7 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
 
         if config.coco_annotations is None or config.coco_images is None:
             raise InputError("scenes='coco' needs coco_annotations and coco_images")
-        _require_depth_model(config.coco_depth_model)
+        require_depth_model(config.coco_depth_model)
         targets = select_coco_targets(
             config.coco_annotations,
             config.coco_images,
@@ -114,7 +114,42 @@ def scene_refs(config: SweepConfig) -> list[SceneRef]:
     return refs
 
 
-def _require_depth_model(model: str) -> None:
+def stand_in_refs(config: SweepConfig) -> list[SceneRef]:
+    """``coco_n`` stand-in COCO scenes of one target each, their categories cycling through
+    the selection's super-categories (the selection balances them): what
+    ``clearsight plan`` counts a COCO design on before its annotation file is downloaded. The
+    counts of items, units, passes and images are those of the real selection of ``coco_n``
+    images; no stand-in is ever run."""
+    from clearsight.scenes.categories import COCO_CATEGORIES
+    from clearsight.scenes.coco import CocoSelectionConfig, CocoTarget
+
+    kept = CocoSelectionConfig().supercategories
+    names = [name for _, name, sup in COCO_CATEGORIES if sup in kept]
+    box = (160, 120, 480, 360)
+    return [
+        SceneRef(
+            "coco",
+            f"stand-in-{i}",
+            (names[i % len(names)],),
+            (box,),
+            coco=CocoTarget(
+                f"stand-in-{i}",
+                Path(f"stand-in-{i}.jpg"),
+                i,
+                640,
+                480,
+                box,
+                names[i % len(names)],
+                i,
+                "",
+                "",
+            ),
+        )
+        for i in range(config.coco_n)
+    ]
+
+
+def require_depth_model(model: str) -> None:
     """A COCO sweep's depth model, unless stated (``assumed:<metres>``), must be a local
     directory or in the Hugging Face cache before the run starts (a worker never downloads):
     else one InputError saying how to fetch it."""
@@ -231,9 +266,10 @@ def _condition_entries(config: SweepConfig) -> list[dict[str, Any]]:
     ]
 
 
-def plan_sweep(config: SweepConfig) -> SweepPlan:
-    """Every item of the sweep: scenes x targets x conditions x tasks x wordings x models."""
-    refs = scene_refs(config)
+def plan_sweep(config: SweepConfig, refs: Sequence[SceneRef] | None = None) -> SweepPlan:
+    """Every item of the sweep: scenes x targets x conditions x tasks x wordings x models
+    (``refs``: the scenes, where not the configuration's own: :func:`stand_in_refs`)."""
+    refs = scene_refs(config) if refs is None else list(refs)
     prior = category_prior(_prior_categories(config, refs))
     scheme = distractor_scheme(config, prior)
     prompt_hashes: dict[str, str] = {}

@@ -1,0 +1,199 @@
+"""Progress inside a unit: the bar counts a unit's items as its backend answers them, in this
+process and from pool workers, settles on the stored records, and the run's processes use one
+CPU thread unless told otherwise (recorded in the manifest)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clearsight import execute
+from clearsight.execute import progress
+from clearsight.execute.threads import run_threads, use_threads
+from clearsight.store import Record, RunStore
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A unit of ``size`` items whose run reports quarter by quarter."""
+
+    keys: tuple[str, ...]
+    pause_s: float = 0.0
+    model: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+    @property
+    def cost(self) -> float:
+        return float(self.size)
+
+
+def reporting_run(unit: _Unit) -> list[Record]:
+    """Answer the unit's items in quarters, reporting each (module level: pool workers pickle
+    it), then return their records."""
+    for done in range(1, 4):
+        progress.report(done, 4)
+        time.sleep(unit.pause_s)
+    return [Record(k, "ok", None, {}, {}, 0.0) for k in unit.keys]
+
+
+class _Bar:
+    """A progress bar that keeps every position it was moved to."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.seen: list[int] = []
+
+    def update(self, k: int) -> None:
+        self.n += k
+        self.seen.append(self.n)
+
+    def close(self) -> None:
+        pass
+
+
+def _store_with(tmp_path: Path, n: int) -> tuple[RunStore, list[str]]:
+    from clearsight.sweep.specs import SceneRef, VeqItem
+
+    store = RunStore.open(tmp_path / "run")
+    store.begin_run({"config": {}})
+    scene = SceneRef("bundled", "s", ("dog",), ((0, 0, 1, 1),))
+    items = [VeqItem(scene=scene, severity=1, seed=i) for i in range(n)]
+    store.add_items(items)
+    return store, [it.key for it in items]
+
+
+@pytest.mark.parametrize(("executor", "workers"), [("serial", 1), ("process", 2)])
+def test_the_bar_counts_a_units_items_before_the_unit_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, workers: int
+) -> None:
+    bar = _Bar()
+    monkeypatch.setattr(execute, "_progress", lambda total, desc, enabled: bar)
+    store, keys = _store_with(tmp_path, 16)
+    pause = 0.0 if executor == "serial" else 0.7  # the pool's parent drains twice a second
+    units = [_Unit(tuple(keys[:8]), pause), _Unit(tuple(keys[8:]), pause)]
+    with store:
+        summary = execute.execute(
+            units,
+            reporting_run,
+            store,
+            executor=executor,  # type: ignore[arg-type]
+            workers=workers,
+        )
+    assert summary.ok == 16
+    assert bar.n == 16
+    partial = [n for n in bar.seen if n % 8]  # positions inside a unit
+    assert partial, bar.seen  # 2 and 4 (a quarter, a half of 8) before the first commit
+    assert bar.seen == sorted(bar.seen)  # never backwards
+    if executor == "serial":
+        assert bar.seen == [2, 4, 6, 8, 10, 12, 14, 16]
+
+
+def test_a_unit_never_shows_its_last_item_before_it_is_stored() -> None:
+    bar = _Bar()
+    shown = progress.UnitProgress(bar.update, 3)
+    shown(0.2)  # 0 items: nothing moves
+    shown(1.0)
+    shown(0.5)  # a lower share does not move it back
+    assert bar.seen == [2]
+    shown.settle(3)
+    assert bar.n == 3
+
+
+def test_an_inner_call_covers_its_share_of_the_outer_one() -> None:
+    got: list[float] = []
+    with progress.reporting_to(got.append):
+        progress.report(1, 2)
+        with progress.within(0.5, 1.0):
+            progress.report(1, 4)
+            progress.report(4, 4)
+    assert got == pytest.approx([0.5, 0.625, 1.0], abs=1e-12)
+    progress.report(1, 2)  # no sink: nothing happens, nothing raises
+
+
+def test_a_run_uses_one_thread_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("OMP_NUM_THREADS")  # unset now, and again after the test
+    assert run_threads(None) == 1
+    assert run_threads(3) == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert run_threads(None) == 2
+    for junk in ("", "0", "two", "-1"):
+        monkeypatch.setenv("OMP_NUM_THREADS", junk)
+        assert run_threads(None) == 1
+    before = torch.get_num_threads()
+    try:
+        use_threads(1)
+        assert torch.get_num_threads() == 1
+        import os
+
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_manifest_records_the_threads_and_the_run_says_what_it_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    from clearsight.execute.threads import THREAD_VARIABLES
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.protocol import run_sweep
+
+    for name in THREAD_VARIABLES:  # as they were after the test (set, so that it is recorded)
+        monkeypatch.setenv(name, "1")
+        monkeypatch.delenv(name)
+    threads_before = torch.get_num_threads()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a person at a terminal
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea",), arms=("fog",), tasks=("identify",), controls=("clean",)
+    )
+    run_sweep(config, tmp_path / "a")
+    said = capsys.readouterr().err
+    assert "loading observer" in said
+    assert "planning the sweep run" in said
+    assert "storing" in said
+    try:
+        run_sweep(config, tmp_path / "b", threads=2, progress=False)
+    finally:
+        torch.set_num_threads(threads_before)
+    assert capsys.readouterr().err == ""  # without progress the run says nothing
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    run_sweep(config, tmp_path / "c")
+    assert "loading" not in capsys.readouterr().err  # a log or a pipe: no status lines
+    for run, threads in (("a", 1), ("b", 2)):
+        with RunStore.open(tmp_path / run, read_only=True) as store:
+            assert store.manifest()["cpu_threads"] == threads
+
+
+def test_an_hf_model_reports_its_rows_as_they_finish_generating(
+    hf_models_dir: Path, smollm2_path: Path
+) -> None:
+    from clearsight.models import Decoding, Message, Request
+    from clearsight.models.hf import make_hf
+    from fixtures.hf_tiny import build_tiny
+
+    path = hf_models_dir / "tiny-llama"
+    if not (path / "config.json").is_file():
+        build_tiny("llama", path, smollm2_path)
+    backend = make_hf(str(path), {"batch_size": 2})
+    requests = [  # one short and one long reply per chunk of two
+        Request((Message.user(f"Say {k}."),), Decoding(max_new_tokens=1 + 7 * (k % 2)))
+        for k in range(4)
+    ]
+    shares: list[float] = []
+    with progress.reporting_to(shares.append):
+        backend.complete(requests)
+    assert shares[-1] == 1.0
+    # inside the first chunk its short reply is done before its long one: a quarter of the call
+    assert pytest.approx(0.25, abs=1e-12) in shares
+    assert all(0.0 <= s <= 1.0 for s in shares)
