@@ -229,7 +229,7 @@ def test_the_loading_side_finds_what_the_layout_holds(
     from huggingface_hub import try_to_load_from_cache
 
     from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
-    from clearsight.sweep.plan import require_depth_model
+    from clearsight.sweep.scenes import require_depth_model
 
     snapshot = lay_out(tmp_path, DEFAULT_DEPTH_MODEL)
     found = try_to_load_from_cache(DEFAULT_DEPTH_MODEL, "config.json", cache_dir=tmp_path)

@@ -7,7 +7,7 @@ vision encodes, the store's size and, from ``--rate`` (items per second, measure
 run or a benchmark), the model time. It takes the options ``sweep`` takes (one generated set,
 :data:`~clearsight.cli.sweep.ALIASES` included), and plans a COCO design before anything is
 downloaded: without its annotation file, on ``coco_n`` stand-in scenes of one target each
-(:func:`~clearsight.sweep.plan.stand_in_refs`); without its depth model, with depth assumed.
+(:func:`~clearsight.sweep.scenes.stand_in_refs`); without its depth model, with depth assumed.
 Either is said in a note.
 """
 
@@ -76,7 +76,7 @@ def plan(
 def _without_assets(config: SweepConfig) -> tuple[SweepConfig, list[SceneRef] | None]:
     """``config`` with depth assumed where its depth model is not fetched, and stand-in scenes
     where its COCO annotation file is missing (None: its own scenes), each said in a note."""
-    from clearsight.sweep.plan import require_depth_model, stand_in_refs
+    from clearsight.sweep.scenes import require_depth_model, stand_in_refs
     from clearsight.validate import InputError
 
     if config.scenes != "coco":

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     from clearsight.sweep.images.equivalence import summarise as summarise_equivalence
     from clearsight.sweep.images.preview import contact_sheet
     from clearsight.sweep.page.report import build_sweep_report, summary_table
-    from clearsight.sweep.plan import plan_sweep, scene_refs
+    from clearsight.sweep.plan import plan_sweep
     from clearsight.sweep.protocol import SWEEP, run_sweep
+    from clearsight.sweep.scenes import scene_refs
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
 #: the package stays cheap: a command's --help never loads numpy's kernels or torch).
@@ -42,7 +43,7 @@ _EXPORTS = {
     "SweepConfig": "clearsight.sweep.config:SweepConfig",
     "SWEEP": "clearsight.sweep.protocol:SWEEP",
     "plan_sweep": "clearsight.sweep.plan:plan_sweep",
-    "scene_refs": "clearsight.sweep.plan:scene_refs",
+    "scene_refs": "clearsight.sweep.scenes:scene_refs",
     "run_sweep": "clearsight.sweep.protocol:run_sweep",
     "analyse_sweep": "clearsight.sweep.analysis:analyse_sweep",
     "SweepAnalysis": "clearsight.sweep.analysis:SweepAnalysis",

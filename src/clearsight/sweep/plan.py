@@ -6,8 +6,9 @@ one model with one prompt wording. Its typed spec (:class:`~clearsight.sweep.spe
 holds everything that determines its output (scene reference, box, question with options and
 answer key, physics parameters, model, seed) and its key is the spec's content hash
 (:mod:`clearsight.specs`). Planning is a pure function of the config: the scenes as references
-(no pixels decoded), the category prior and distractor scheme, every target's questions in every
-wording, and the items grouped into units of one scene and one model
+(no pixels decoded: :mod:`~clearsight.sweep.scenes`), the category prior and distractor
+scheme, every target's questions in every wording, and the items grouped into units of one
+scene and one model
 (:mod:`~clearsight.sweep.unit` runs them). A unit's items are a grid (:mod:`clearsight.store`
 (grids)): its fixed fields x its questions x its conditions, stored from those groups and built
 as typed items only when the unit runs (the paper's 1.8 million are never all objects at once).
@@ -17,20 +18,17 @@ visibility and the scene's depth profile.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
-from clearsight.models import install_hint
 from clearsight.physics import derangement
-from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
 from clearsight.seeding import rng_for
 from clearsight.specs import Options
 from clearsight.store import SpecGrid
 from clearsight.sweep.conditions import corruption_field, plasma_field
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.scenes import prior_categories, scene_refs
 from clearsight.sweep.specs import (
     DepthItem,
     Physics,
@@ -49,126 +47,12 @@ from clearsight.tasks import (
     verbalized_question,
     verification_questions,
 )
-from clearsight.validate import InputError
 
 _VERBAL_TEMPLATE = {
     "verbal.plain": "verbal.plain.v1",
     "verbal.percent": "verbal.percent.v1",
     "verbal.scale": "verbal.scale.v1",
 }
-
-
-# --------------------------------------------------------------------------------------------
-# Scenes as references a worker can load
-# --------------------------------------------------------------------------------------------
-
-
-def scene_refs(config: SweepConfig) -> list[SceneRef]:
-    """The scenes of a sweep, as references (no pixels are decoded here)."""
-    if config.scenes == "bundled":
-        from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs
-
-        specs = bundled_specs()
-        ids = list(config.scene_ids) if config.scene_ids is not None else bundled_scene_ids()
-        unknown = [i for i in ids if i not in specs]
-        if unknown:
-            raise InputError(f"unknown scene ids {unknown}; bundled scenes: {', '.join(specs)}")
-        refs = [
-            SceneRef(
-                "bundled",
-                i,
-                tuple(t.category for t in specs[i].targets),
-                tuple(t.box.as_tuple() for t in specs[i].targets),
-            )
-            for i in ids
-        ]
-    else:
-        from clearsight.scenes.coco import CocoSelectionConfig, select_coco_targets
-
-        if config.coco_annotations is None or config.coco_images is None:
-            raise InputError("scenes='coco' needs coco_annotations and coco_images")
-        require_depth_model(config.coco_depth_model)
-        targets = select_coco_targets(
-            config.coco_annotations,
-            config.coco_images,
-            CocoSelectionConfig(n=config.coco_n, seed=config.seed),
-        )
-        refs = [
-            SceneRef(
-                "coco",
-                t.scene_id,
-                (t.category,),
-                (t.box,),
-                coco=t,
-            )
-            for t in targets
-        ]
-    if not refs:
-        raise InputError(
-            "the scene set is empty: no scene to sweep (check scene ids or `make data`)"
-        )
-    if not config.all_targets:
-        refs = [
-            dataclasses.replace(r, categories=r.categories[:1], boxes=r.boxes[:1]) for r in refs
-        ]
-    return refs
-
-
-def stand_in_refs(config: SweepConfig) -> list[SceneRef]:
-    """``coco_n`` stand-in COCO scenes of one target each, their categories cycling through
-    the selection's super-categories (the selection balances them): what
-    ``clearsight plan`` counts a COCO design on before its annotation file is downloaded. The
-    counts of items, units, passes and images are those of the real selection of ``coco_n``
-    images; no stand-in is ever run."""
-    from clearsight.scenes.categories import COCO_CATEGORIES
-    from clearsight.scenes.coco import CocoSelectionConfig, CocoTarget
-
-    kept = CocoSelectionConfig().supercategories
-    names = [name for _, name, sup in COCO_CATEGORIES if sup in kept]
-    box = (160, 120, 480, 360)
-    return [
-        SceneRef(
-            "coco",
-            f"stand-in-{i}",
-            (names[i % len(names)],),
-            (box,),
-            coco=CocoTarget(
-                f"stand-in-{i}",
-                Path(f"stand-in-{i}.jpg"),
-                i,
-                640,
-                480,
-                box,
-                names[i % len(names)],
-                i,
-                "",
-                "",
-            ),
-        )
-        for i in range(config.coco_n)
-    ]
-
-
-def require_depth_model(model: str) -> None:
-    """A COCO sweep's depth model, unless stated (``assumed:<metres>``), must be a local
-    directory or in the Hugging Face cache before the run starts (a worker never downloads):
-    else one InputError saying how to fetch it."""
-    if model.startswith("assumed:") or Path(model).expanduser().is_dir():
-        return
-    try:
-        from clearsight.fetch.hub import cached_snapshot
-
-        found = cached_snapshot(model)
-    except ImportError:
-        hint = install_hint("hf")
-        raise InputError(f"the depth model {model!r} needs huggingface_hub: {hint}") from None
-    if found is None:
-        flag = "--depth" if model == DEFAULT_DEPTH_MODEL else f"--model {model}"
-        raise InputError(
-            f"the depth model {model!r} is neither a local directory nor in the Hugging Face "
-            f"cache: fetch it once with `clearsight fetch {flag}` (or copy a cache that holds "
-            "it), or state a depth with coco_depth_model: assumed:<metres>"
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,9 +152,10 @@ def _condition_entries(config: SweepConfig) -> list[dict[str, Any]]:
 
 def plan_sweep(config: SweepConfig, refs: Sequence[SceneRef] | None = None) -> SweepPlan:
     """Every item of the sweep: scenes x targets x conditions x tasks x wordings x models
-    (``refs``: the scenes, where not the configuration's own: :func:`stand_in_refs`)."""
+    (``refs``: the scenes, where not the configuration's own:
+    :func:`~clearsight.sweep.scenes.stand_in_refs`)."""
     refs = scene_refs(config) if refs is None else list(refs)
-    prior = category_prior(_prior_categories(config, refs))
+    prior = category_prior(prior_categories(config, refs))
     scheme = distractor_scheme(config, prior)
     prompt_hashes: dict[str, str] = {}
     models = [_ModelPlan.of(config, m) for m in config.models]
@@ -291,20 +176,6 @@ def plan_sweep(config: SweepConfig, refs: Sequence[SceneRef] | None = None) -> S
     depth = tuple(DepthUnit(ref, config.coco_depth_model, (DepthItem(ref),)) for ref in refs)
     veq = tuple(_veq_units(config, refs))
     return SweepPlan(tuple(units), veq, depth, prompt_hashes, prior, scheme)
-
-
-def _prior_categories(config: SweepConfig, refs: Sequence[SceneRef]) -> list[str]:
-    """The target categories the category prior is made of: the run's scenes', or those of
-    ``prior_scene_ids`` (bundled scenes, which must include the run's)."""
-    if config.prior_scene_ids is None:
-        return [c for r in refs for c in r.categories]
-    if config.scenes != "bundled":
-        raise InputError("prior_scene_ids names bundled scenes: it needs scenes='bundled'")
-    outside = sorted({r.id for r in refs} - set(config.prior_scene_ids))
-    if outside:
-        raise InputError(f"prior_scene_ids must include the run's scenes; it lacks {outside}")
-    every = scene_refs(config.model_copy(update={"scene_ids": config.prior_scene_ids}))
-    return [c for r in every for c in r.categories]
 
 
 @dataclass(frozen=True)
