@@ -35,7 +35,9 @@ from clearsight.provenance import run_manifest
 from clearsight.specs import Spec
 from clearsight.store import Record, RunStore
 
+#: The protocol's name, and the kind of its one item (another test's spec is kind ``toy``).
 KIND = "toy"
+ITEM_KIND = "toy.parity"
 runner = CliRunner()
 
 
@@ -51,7 +53,7 @@ class ToyReadouts(TypedDict):
 class ToySpec(Spec):
     """Is ``n`` even? Asked of ``model``."""
 
-    kind: ClassVar[str] = KIND
+    kind: ClassVar[str] = ITEM_KIND
     readout_type: ClassVar[type[ToyReadouts]] = ToyReadouts
 
     n: int
@@ -99,7 +101,7 @@ def run_toy_unit(unit: ToyUnit) -> list[Record]:
 
 
 def _stages(config: ToyConfig, plan: list[ToySpec], store: RunStore) -> Iterator[driver.Stage[Any]]:
-    yield driver.Stage(KIND, plan, lambda pending: [ToyUnit(tuple(pending))], run_toy_unit)
+    yield driver.Stage(ITEM_KIND, plan, lambda pending: [ToyUnit(tuple(pending))], run_toy_unit)
 
 
 TOY: driver.Protocol[ToyConfig, list[ToySpec]] = driver.Protocol(
@@ -119,7 +121,7 @@ def _frame(run_dir: Path) -> pd.DataFrame:
     with RunStore.open(run_dir, read_only=True) as store:
         rows = [
             {"n": rec.spec["n"], **rec.readouts}
-            for rec in store.iter_records("ok", kind=KIND, readouts=ToyReadouts)
+            for rec in store.iter_records("ok", kind=ITEM_KIND, readouts=ToyReadouts)
         ]
     return pd.DataFrame(rows, columns=["n", "answer", "confidence", "correct"])
 
@@ -157,7 +159,7 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(_frame(run_dir))
 
 
-TOY_FACE = ProtocolFace(KIND, report=_report, derive={KIND: _derive}, card=_card, rows=_rows)
+TOY_FACE = ProtocolFace(KIND, report=_report, derive={ITEM_KIND: _derive}, card=_card, rows=_rows)
 
 
 # ---------------------------------------------------------------------------------- tests
@@ -190,7 +192,7 @@ def test_the_toy_run_is_reported_by_clearsight_report(toy_run: Path) -> None:
 def test_the_toy_readouts_are_derived_again_by_verify(toy_run: Path) -> None:
     result = runner.invoke(app, ["verify", str(toy_run), "--readouts"])
     assert result.exit_code == 0, result.output
-    assert "read-outs derived again from raw outputs: 6 toy" in result.output
+    assert "read-outs derived again from raw outputs: 6 toy.parity" in result.output
     assert "0 records' stored read-outs differ" in result.output
     # a stored read-out edited by hand is found: the toy's own derivation ran
     import sqlite3

@@ -49,7 +49,7 @@ def write_report(
     """Write the report of ``run`` (with ``others`` beside it), print its headline (the whole
     summary.md with ``verbose``, or where it has no headline) and where the files are."""
     from clearsight.report import build_report
-    from clearsight.report.output import markdown_section
+    from clearsight.pages.output import markdown_section
 
     paths = build_report(run, others=others)
     summary = paths.summary_md.read_text(encoding="utf-8").rstrip()
