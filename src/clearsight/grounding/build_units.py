@@ -37,7 +37,7 @@ from clearsight.grounding.problems import is_correct, normalise_answer
 from clearsight.grounding.unit import GroundingUnit, per_item, problem_image
 from clearsight.models import shared_backend
 from clearsight.models.base import Request
-from clearsight.models.replies import checked_replies
+from clearsight.models.replies import checked_replies, noting_replaced
 from clearsight.seeding import rng_for
 from clearsight.store import Record
 from clearsight.validate import InputError
@@ -82,7 +82,7 @@ def _run_good(unit: GroundingUnit[GoodSpec], started: float) -> list[Record]:
 def _good(spec: GoodSpec, g: Generated, elapsed: float) -> Record:
     traj = None if g.trajectory is None else g.trajectory.to_json()
     reason = None if g.reason is None else f"no trajectory: {g.reason}"
-    raw = {"text": g.text, "answer_forced": g.answer_forced}
+    raw = noting_replaced({"text": g.text, "answer_forced": g.answer_forced}, g.replaced)
     return _outcome(spec.key, traj is not None, reason, elapsed, raw, trajectory=traj)
 
 

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.grounding.trajectories import Trajectory, sentences
-from clearsight.grounding.written import WrittenTrajectory, sentence_spans
+from clearsight.grounding.trajectories import Trajectory, sentence_spans, sentences
+from clearsight.grounding.written import WrittenTrajectory
 
 if TYPE_CHECKING:
     import pandas as pd
