@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clearsight.grounding import GroundingConfig, run_grounding
+from clearsight.grounding.bench import Edit, inject_errors
 from clearsight.grounding.generation import generate_trajectories, parse_generated
 from clearsight.grounding.generator import bundled_problems
 from clearsight.grounding.problems import is_correct
@@ -138,10 +139,6 @@ def _segment_all(text: str) -> None:
     parse_action(text, ("A", "B", "C", "D"))
 
 
-#: (characters, seconds) of the largest text the property test segmented, for the report.
-LARGEST: list[tuple[int, float]] = [(0, 0.0)]
-
-
 @settings(
     max_examples=25,
     deadline=None,
@@ -154,8 +151,7 @@ def test_segmentation_is_linear_in_the_texts_length(text: str) -> None:
     started = time.perf_counter()
     _segment_all(text)
     elapsed = time.perf_counter() - started
-    if len(text) >= LARGEST[0][0]:
-        LARGEST[0] = (len(text), elapsed)
+    print(f"segmented {len(text)} characters in {elapsed:.3f} s")  # shown with -s
     assert elapsed < 0.5 + SECONDS_PER_MB * len(text) / 1e6, (len(text), elapsed)
 
 
@@ -223,3 +219,28 @@ def test_a_trajectory_without_surrogates_keeps_its_raw_output_as_before() -> Non
     (got,) = generate_trajectories(backend, [PROBLEM], [None], THINK, max_new_tokens=50)
     assert not isinstance(got, Exception)
     assert got.replaced == ()
+
+
+def test_a_generators_edit_records_its_replaced_surrogates() -> None:
+    """A TGS-Bench edit keeps the generator's reply (its attempt): where its lone surrogates
+    were replaced is stored with it, and an edit of a clean reply is stored as before."""
+    span = "There are 33 pencils in the box."
+    lone = ScriptedBackend(ordered=[Response(texts=(f"There are 38 pencils in the box{LONE}.",))])
+    (edit,) = inject_errors(lone, [("vision", span)], [0])
+    assert isinstance(edit, Edit)
+    assert edit.model_attempt == "There are 38 pencils in the box\ufffd."
+    assert edit.to_json()["extra"] == {"replaced_surrogates": ["texts[0]"]}
+    clean = ScriptedBackend(ordered=[Response(texts=("There are 38 pencils in the box.",))])
+    (edit,) = inject_errors(clean, [("vision", span)], [0])
+    assert isinstance(edit, Edit)
+    assert "extra" not in edit.to_json()
+    assert set(edit.to_json()) == {
+        "axis",
+        "original",
+        "edited",
+        "injector",
+        "rule",
+        "model_attempt",
+        "model_refused",
+        "similarity",
+    }

@@ -177,7 +177,7 @@ def _run_edit(unit: GroundingUnit[PairEditSpec], started: float) -> list[Record]
             out.append(_outcome(spec.key, False, f"no edit: {e}", elapsed))
         else:
             keep = ("edited", "injector", "rule", "model_refused", "similarity")
-            raw = {"model_attempt": e.model_attempt}
+            raw = noting_replaced({"model_attempt": e.model_attempt}, e.replaced)
             out.append(
                 _outcome(spec.key, True, None, elapsed, raw, **{k: getattr(e, k) for k in keep})
             )
