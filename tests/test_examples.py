@@ -186,6 +186,20 @@ def test_examples_are_listed_printed_and_copied(tmp_path: Path) -> None:
     assert "no example 'nope'; there are: grounding-tgs-bench" in missing.output
 
 
+def test_examples_copy_never_writes_through_a_link_out_of_its_folder(tmp_path: Path) -> None:
+    """A dangling symbolic link in the folder, named as an example, pointing outside it: the
+    copy refuses it in one line (exit 2) and writes nothing outside the folder."""
+    out, outside = tmp_path / "mine", tmp_path / "outside.yaml"
+    out.mkdir()
+    name = shipped_files("examples")[0].name
+    (out / name).symlink_to(outside)
+    result = CliRunner().invoke(app, ["examples", "--copy", str(out)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"error: refused to write {out / name}: it is a symbolic link to ")
+    assert not outside.exists()
+
+
 # ------------------------------------------------------------------ docs/methods.md and links
 
 REPO = Path(__file__).parents[1]

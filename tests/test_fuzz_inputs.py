@@ -8,6 +8,7 @@ runs in well under a minute."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,122 @@ def test_the_command_line_refuses_a_bad_instance_file_and_writes_nothing(tmp_pat
         assert result.output.startswith("error: ")
         assert len(result.output.strip().splitlines()) == 1, result.output
         assert not out.exists()
+
+    check()
+
+
+#: Every command that reads a file the user names, FILE standing for it (for ``board``, DIR is a
+#: card directory whose card.json is the file) and OUT for what it would write; the name the
+#: file gets. Models are scripted files that load, so the file is what is refused.
+_OUT = ("--out", "OUT")
+_NO_GENERATOR = ("--generator", "none")
+_BENCH_OUT = ("--out", "OUT/b.jsonl", "--run-dir", "OUT/run")
+_FILE_COMMANDS: dict[str, tuple[list[str], str]] = {
+    "sweep --config": (["sweep", "run", "--config", "FILE", "--out", "OUT"], "config.yaml"),
+    "plan": (["plan", "FILE"], "config.yaml"),
+    "probe --config": (["probe", "run", "--config", "FILE", "--out", "OUT"], "config.yaml"),
+    "probe --instances": (
+        [
+            "probe",
+            "run",
+            "--instances",
+            "FILE",
+            "--sensor",
+            "SENSOR",
+            "--reasoners",
+            "REASONER",
+            *_OUT,
+        ],
+        "rows.jsonl",
+    ),
+    "probe --sensor": (
+        ["probe", "run", "--sensor", "scripted:FILE", "--reasoners", "REASONER", "--out", "OUT"],
+        "sensor.jsonl",
+    ),
+    "probe build --config": (
+        ["probe", "build", "--config", "FILE", "--out", "OUT/kept.jsonl", "--store", "OUT/s"],
+        "config.yaml",
+    ),
+    "instances": (["instances", "--instances", "FILE"], "rows.jsonl"),
+    "grounding --config": (["grounding", "run", "--config", "FILE", "--out", "OUT"], "c.yaml"),
+    "grounding --instances": (
+        ["grounding", "run", "--instances", "FILE", "--model", "MODEL", *_NO_GENERATOR, *_OUT],
+        "problems.jsonl",
+    ),
+    "grounding --bench": (
+        ["grounding", "run", "--bench", "FILE", "--model", "MODEL", *_NO_GENERATOR, *_OUT],
+        "bench.jsonl",
+    ),
+    "build-bench --instances": (
+        ["grounding", "build-bench", "--instances", "FILE", "--generator", "MODEL", *_BENCH_OUT],
+        "problems.jsonl",
+    ),
+    "problems": (["problems", "--instances", "FILE"], "problems.jsonl"),
+    "board": (["board", "DIR", "DIR", "--out", "OUT"], "card.json"),
+}
+#: Malformed files: bytes that are no UTF-8 text, UTF-16 text of a well-formed file, and
+#: JSON / YAML values of the wrong shape (no mapping, no list of rows).
+_NOT_UTF8 = st.binary(min_size=1, max_size=48).filter(lambda b: not _utf8(b))
+_UTF16 = st.sampled_from(
+    ['{"id": "q", "question": "Q?", "answer": "1"}', "seed: 3\n", '{"card_version": 1}']
+).map(lambda text: text.encode("utf-16"))
+_SHAPE_VALUE = st.recursive(
+    st.booleans() | st.integers() | st.text(min_size=1, max_size=8).filter(str.strip),
+    lambda inner: st.lists(inner, min_size=1, max_size=3),
+    max_leaves=6,
+)
+_WRONG_SHAPE = _SHAPE_VALUE.map(lambda v: json.dumps(v).encode())
+MALFORMED = _NOT_UTF8 | _UTF16 | _WRONG_SHAPE
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _file_command(name: str, tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """The command line of ``name`` in ``tmp_path``, its input file and its output path."""
+    from fixtures.probe_runs import scripts
+
+    sensor, reasoner = scripts(tmp_path)
+    model = tmp_path / "model.jsonl"
+    lines = [{"texts": ["A"]}, {"hidden": {"share": 1.0, "sequence_probs": {"3": 1.0}}}]
+    model.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    template, file_name = _FILE_COMMANDS[name]
+    card_dir, out = tmp_path / "card", tmp_path / "out"
+    card_dir.mkdir(exist_ok=True)
+    path = card_dir / file_name if name == "board" else tmp_path / file_name
+    words = {"SENSOR": sensor, "REASONER": reasoner, "MODEL": f"scripted:{model}"}
+    words |= {"FILE": str(path), "DIR": str(card_dir), "OUT": str(out)}
+    names = re.compile(r"\b(FILE|DIR|OUT|SENSOR|REASONER|MODEL)\b")
+    args = [names.sub(lambda m: words[m[1]], arg) for arg in template]
+    return args, path, out
+
+
+@pytest.mark.parametrize("name", _FILE_COMMANDS)
+def test_every_command_refuses_a_malformed_input_file_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Issue 48: random bytes, UTF-16 text or a value of the wrong shape in any file a command
+    reads is exit 2 and one ``error:`` line naming the file, no traceback, nothing written."""
+    monkeypatch.setenv("CLEARSIGHT_CACHE", str(tmp_path / "cache"))
+    args, path, out = _file_command(name, tmp_path)
+
+    @settings(max_examples=12, deadline=None)
+    @given(MALFORMED)
+    def check(data: bytes) -> None:
+        path.write_bytes(data)
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (data, result.output)
+        (line,) = result.output.strip().splitlines()
+        assert line.startswith("error: "), line
+        assert str(path if name != "board" else path.parent) in line, line
+        assert "Traceback" not in result.output
+        assert not out.exists()
+        assert not (tmp_path / "cache").exists()
 
     check()
 

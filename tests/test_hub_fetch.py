@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clearsight.fetch.hub import Fetched, cached_snapshot, fetch_model, hub_id_of, verify_snapshot
 from clearsight.validate import InputError
@@ -239,3 +242,40 @@ def test_the_loading_side_finds_what_the_layout_holds(
         _require_depth_model(DEFAULT_DEPTH_MODEL)
     with pytest.raises(InputError, match=r"`clearsight fetch --model org/other-depth`"):
         _require_depth_model("org/other-depth")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(st.characters(codec="ascii"), max_size=300)
+    | st.integers(97, 6000).map(lambda n: "org/" + "x" * n)
+)
+def test_a_model_id_is_a_hub_id_or_one_input_error(name: str) -> None:
+    """A --model that cannot be a hub id (too long for the hub and for a file name in the
+    cache, characters the hub refuses) is refused as bad input, never read as a path (a 5,000
+    character id was an OSError, exit 4)."""
+    try:
+        hub_id = hub_id_of(name)
+    except InputError as exc:
+        error = str(exc)
+    else:
+        error = ""
+        org, _, repo = hub_id.partition("/")
+        for part in (org, repo):
+            assert re.fullmatch(r"[A-Za-z0-9_.-]{1,96}", part)
+            assert "--" not in part
+            assert ".." not in part
+            assert not part.startswith(("-", "."))
+            assert not part.endswith(("-", "."))
+    assert "\n" not in error
+
+
+def test_a_very_long_model_id_exits_2_with_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    result = CliRunner().invoke(app, ["fetch", "--model", "org/" + "x" * 5000])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --model 'org/xxxx")
+    assert "is neither a hub id (ORG/NAME" in line

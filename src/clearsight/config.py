@@ -38,7 +38,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from yaml.scanner import ScannerError
 
 from clearsight.credentials import refuse_credentials
-from clearsight.validate import InputError, invalid, invalid_options
+from clearsight.validate import InputError, invalid, invalid_options, short_repr
 
 if TYPE_CHECKING:
     from clearsight.sweep import SweepConfig
@@ -113,12 +113,18 @@ def parse_assignment(text: str) -> Assignment:
     """``FIELD=VALUE`` (what ``--set`` takes) as the field's path and its value: the field's
     names joined by dots (``uot.depth``, ``model_options.batch_size``), the value read as YAML
     (``3`` an integer, ``[fog, water]`` a list, ``null`` None, ``{k: 1}`` a mapping; anything
-    else a string). A text without ``=``, an empty name in the path or a value that is not YAML
-    is an :class:`InputError` naming the text."""
+    else a string). A text without ``=``, an empty name in the path, a path deeper than a file
+    may nest (:data:`MAX_DEPTH`) or a value that is not YAML is an :class:`InputError` naming
+    the text."""
     path, sep, value = text.partition("=")
     if not sep:
         raise InputError(f"--set {text!r}: give FIELD=VALUE (a dotted FIELD for a nested field)")
     keys = tuple(key.strip() for key in path.split("."))
+    if len(keys) > MAX_DEPTH:
+        raise InputError(
+            f"--set {short_repr(text)}: the field path nests {len(keys)} names deep, at most "
+            f"{MAX_DEPTH} (as a configuration file may)"
+        )
     if not all(keys):
         raise InputError(f"--set {text!r}: {path!r} is not a field path (names joined by dots)")
     try:

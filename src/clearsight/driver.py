@@ -47,7 +47,7 @@ from clearsight.execute import (
     in_process,
     write_or_fail,
 )
-from clearsight.faults import EXIT_FAULT, os_fault
+from clearsight.faults import EXIT_FAULT, os_exit_code, os_fault
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import DB_NAME, Items, Record, RunStore, as_items, collector_paused
@@ -306,8 +306,8 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     :class:`RunLocked` naming its pid. Readers (reports, the web UI) take no lock. The lock
     file is opened without following a symbolic link and must be a regular file of one name
     (:func:`_open_lock`): the pid is never written through it into another file. A ``run_dir``
-    that is a file is bad input; one that cannot be created or locked (a read-only file
-    system) a :class:`~clearsight.faults.RunFault`.
+    that is a file, or lies under one (``--out FILE/run``), is bad input; one that cannot be
+    created or locked (a read-only file system) a :class:`~clearsight.faults.RunFault`.
     """
     import fcntl
 
@@ -318,7 +318,10 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise os_fault(exc, "cannot create the run directory") from exc
+        fault = os_fault(exc, "cannot create the run directory")
+        if os_exit_code(exc) == 2:  # a file on the way (``--out FILE/run``): bad input
+            raise InputError(str(fault)) from exc
+        raise fault from exc
     fd = _open_lock(run_dir / LOCK_NAME)
     try:
         try:

@@ -3,6 +3,7 @@ nothing written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,44 @@ def test_board_refuses_too_few_cards_and_a_folder_without_one(tmp_path: Path) ->
     (empty / "card.json").write_text("[1]")
     assert "is not a clearsight card" in _error(["board", str(empty), str(empty)])
     assert not out.exists()
+
+
+_CARD = {
+    "card_version": 1,
+    "model": "m",
+    "manifest_hash": "h",
+    "config": {"n_boot": 100, "seed": 0},
+    "roles": {"m": "card model"},
+    "numbers": {"m": {"acc": {"key": "acc", "estimate": 0.5, "low": 0.4, "high": 0.6, "text": ""}}},
+    "cost": [],
+    "parts": [],
+    "reports": {},
+}
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ({"numbers": None}, "its 'numbers' is missing or not a dict"),
+        ({"model": 3}, "its 'model' is missing or not a str"),
+        ({"numbers": {"m": {"acc": {"key": "acc"}}}}, "its numbers of 'm' are missing or malf"),
+        ({"numbers": {"other": {}}}, "its numbers of 'm' are missing or malformed"),
+        ({"config": {"n_boot": "many", "seed": 0}}, "lacks the integers n_boot and seed"),
+    ],
+)
+def test_board_refuses_a_card_json_missing_a_field_in_one_line(
+    tmp_path: Path, edit: dict[str, object], says: str
+) -> None:
+    """A card.json without a field the board reads (a KeyError traceback before) or with one
+    of the wrong type is one line, exit 2."""
+    card = tmp_path / "card"
+    card.mkdir()
+    fields = {k: v for k, v in {**_CARD, **edit}.items() if v is not None}
+    (card / "card.json").write_text(json.dumps(fields))
+    line = _error(["board", str(card), str(card), "--out", str(tmp_path / "board")])
+    assert line.startswith(f"error: {card / 'card.json'} is not a clearsight card of version 1: ")
+    assert says in line
+    assert not (tmp_path / "board").exists()
 
 
 def test_fetch_refuses_an_unknown_step() -> None:

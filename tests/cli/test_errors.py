@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.probe.instances import bundled_instances
-from fixtures.probe_runs import IDS
+from fixtures.probe_runs import IDS, scripts
 
 runner = CliRunner()
 
@@ -84,3 +84,16 @@ def test_options_given_as_a_string_are_refused_not_split(tmp_path: Path) -> None
     assert result.exit_code == 2, result.output
     line = _one_error_line(result.output)
     assert "invalid options in instance 'x1': options must be a list of texts, got 'ab'" in line
+
+
+def test_an_out_through_a_regular_file_is_bad_input(tmp_path: Path) -> None:
+    """``--out FILE/run`` where FILE is a regular file names the wrong kind of path: exit 2
+    (bad input, as the README's table says), not 4 (the disk failed)."""
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "run"
+    sensor, reasoner = scripts(tmp_path)
+    args = ["probe", "run", "--instance-ids", IDS[0], "--sensor", sensor, "--reasoners", reasoner]
+    result = runner.invoke(app, [*args, "--strategies", "direct", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    line = _one_error_line(result.output)
+    assert line.startswith(f"error: cannot create the run directory in {out}: Not a directory")

@@ -190,3 +190,38 @@ def test_a_bad_field_or_value_is_one_line_naming_the_field(text: str, problem: s
         load_config(None, SweepConfig, None, [parse_assignment(text)])
     assert str(info.value).startswith("invalid sweep config: ")
     assert problem in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 20_000), st.sampled_from(["1", "{a: 1}", "[x]"]))
+def test_a_field_path_of_any_depth_is_set_or_one_input_error(depth: int, value: str) -> None:
+    """A dotted path nests as deep as a configuration file may (``MAX_DEPTH``) or is refused in
+    one line naming it: a path of thousands of names was a RecursionError traceback."""
+    from clearsight.config import MAX_DEPTH
+
+    text = ".".join(["uot"] * depth) + f"={value}"
+    if depth > MAX_DEPTH:
+        with pytest.raises(InputError) as err:
+            parse_assignment(text)
+        assert str(err.value).startswith("--set 'uot.uot.uot.")
+        assert f"nests {depth} names deep, at most {MAX_DEPTH}" in str(err.value)
+        assert len(str(err.value)) < 300
+        return
+    keys, _ = parse_assignment(text)
+    assert len(keys) == depth
+    with pytest.raises(InputError):  # set, then refused by the configuration's own checks
+        load_config(None, ProbeConfig, assignments=[(keys, yaml.safe_load(value))])
+
+
+def test_a_very_deep_set_on_the_command_line_is_one_error_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from clearsight.cli import app
+
+    deep = ".".join(["uot"] * 5000) + "=1"
+    result = CliRunner().invoke(app, ["probe", "run", "--set", deep, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --set 'uot.uot.")
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()

@@ -150,3 +150,27 @@ def test_grounding_runs_only_the_named_problem_file(
         "files": [{"source": str(problems.resolve()), "sha256": _sha256(problems), "count": 3}],
         "count": 3,
     }
+
+
+@pytest.mark.parametrize("command", ["run", "build-bench"])
+def test_a_problem_source_with_no_rows_is_one_line_and_writes_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    """A benchmark or file that holds no problems is bad input (exit 2, one line): not an empty
+    run and an empty TGS-Bench file with exit 0."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    model = tmp_path / "model.jsonl"
+    lines = [{"texts": ["A"]}, {"hidden": {"share": 1.0, "sequence_probs": {"3": 1.0}}}]
+    model.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = ["--out", str(tmp_path / "run")]
+    if command == "run":
+        args = ["grounding", "run", "--model", f"scripted:{model}", "--generator", "none", *out]
+    else:
+        args = ["grounding", "build-bench", "--generator", f"scripted:{model}", "--out"]
+        args += [str(tmp_path / "b" / "bench.jsonl"), "--run-dir", str(tmp_path / "run")]
+    result = runner.invoke(app, [*args, "--instances", str(empty)])
+    assert result.exit_code == 2, result.output
+    assert result.output == f"error: no problems in {empty}: it holds no rows\n"
+    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "b").exists()

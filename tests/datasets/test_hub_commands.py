@@ -72,6 +72,19 @@ def test_instances_lists_refused_rows_by_id(tmp_path: Path) -> None:
     )
 
 
+def test_instances_cuts_a_long_question_as_problems_does(tmp_path: Path) -> None:
+    """A 1 MB question or option is listed cut to one short line, not printed in full."""
+    row = {"id": "q", "image": "a.png", "question": "why " * 250_000, "gold": "A"}
+    source = tmp_path / "big.jsonl"
+    source.write_text(json.dumps({**row, "options": ["x" * 10_000, "y"]}) + "\n")
+    result = runner.invoke(app, ["instances", "--instances", str(source)])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("  q [")]
+    assert line.startswith("  q [] gold A: why why")
+    assert len(line) <= 2 * 160 + 5
+    assert len(result.output) < 2_000
+
+
 def test_instances_of_the_alias_route_and_the_bundled_set(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
@@ -267,10 +280,12 @@ def test_a_fetched_schema_that_is_not_followed_is_refused(tmp_path: Path) -> Non
 
 
 def test_fetch_offline_says_in_one_line_what_to_do() -> None:
+    """A dataset named with --dataset that cannot be fetched is exit 2, as --help says (it
+    was exit 0, "skipped")."""
     result = runner.invoke(app, ["fetch", "--dataset", "mmstar"])
-    assert result.exit_code == 0, result.output
-    (line,) = result.output.strip().splitlines()
-    assert line.startswith("dataset mmstar: skipped: the hub is not reachable (")
+    assert result.exit_code == 2, result.output
+    line = _one_error_line(result.output)
+    assert line.startswith("error: cannot fetch dataset mmstar: the hub is not reachable (")
     assert "run `huggingface-cli download Lin-Chen/MMStar --repo-type dataset --include " in line
     bad = runner.invoke(app, ["fetch", "--dataset", "nope"])
     assert bad.exit_code == 2
@@ -332,8 +347,10 @@ def test_fetch_coco_offline_is_one_line(tmp_path: Path) -> None:
     def unreachable(url: str, timeout: float) -> Any:
         raise OSError("[Errno -2] Name or service not known")
 
-    result = fetch_coco(tmp_path / "coco", opener=unreachable)
-    assert result.status == "skipped"
+    with pytest.raises(InputError) as err:
+        fetch_coco(tmp_path / "coco", opener=unreachable)
     assert list(tmp_path.iterdir()) == []  # nothing left behind
-    assert result.detail.startswith("images.cocodataset.org is not reachable (OSError: [Errno -2]")
-    assert "\n" not in result.detail
+    assert str(err.value).startswith(
+        "cannot fetch dataset coco: images.cocodataset.org is not reachable (OSError: [Errno -2]"
+    )
+    assert "\n" not in str(err.value)

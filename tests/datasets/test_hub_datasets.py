@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -254,6 +255,71 @@ def test_a_missing_source_says_how_to_fetch(tmp_path: Path) -> None:
         load_instances("hf:", "mmstar")
     with pytest.raises(InputError, match="no hub loader for 'reasonvqa'"):
         hub_spec("reasonvqa")
+
+
+# ------------------------------------------- one loader rule: ids, images, paths (issue 48)
+
+_IDS = sorted(n for n in FIXTURES if HUB_SPECS[n].id is not None and HUB_SPECS[n].explode is None)
+
+
+@pytest.mark.parametrize("name", _IDS)
+def test_a_repeated_id_is_refused_naming_both_rows_before_any_image(
+    tmp_path: Path, name: str
+) -> None:
+    """Two different rows under one id would be run and stored as one: refused, naming both
+    rows, before an image is cached (also for a loader that refused them after caching)."""
+    spec = HUB_SPECS[name]
+    assert spec.id is not None
+    columns = {column: values * 2 for column, values in FIXTURES[name].columns.items()}
+    ids = [columns[spec.id][0]] * len(columns[spec.id])
+    root = build_snapshot(name, tmp_path / "datasets" / name, {**columns, spec.id: ids})
+    with pytest.raises(InputError) as err:
+        _load(name, root)
+    text = str(err.value)
+    assert text.startswith(f"duplicate {'instance' if spec.protocol == 'probe' else 'problem'}")
+    assert f"'{name}/{ids[0]}'" in text
+    assert re.search(r"row \d+ and again in .* row \d+ \(ids must be unique\)", text), text
+    assert not (tmp_path / "clearsight").exists()
+
+
+def test_a_row_refused_after_valid_ones_leaves_no_image(tmp_path: Path) -> None:
+    """Images are cached only once the whole source is valid: the first row's image is not
+    left behind by a refusal of the second."""
+    for name, changes in (("cvqa", {"Label": [1, -1]}), ("MathVista", {"answer": ["35°", ""]})):
+        columns = {**FIXTURES[name].columns, **changes}
+        root = build_snapshot(name, tmp_path / "datasets" / name, columns)
+        with pytest.raises(InputError, match=f"{name} row .* refused"):
+            _load(name, root)
+        assert not (tmp_path / "clearsight").exists(), name
+
+
+def _image_paths(root: Path, name: str, paths: list[str]) -> None:
+    """Rewrite the replica's image column as path-only Image values (no bytes)."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    file, column = root / FIXTURES[name].file, HUB_SPECS[name].image
+    table = pq.read_table(file)
+    field = table.schema.field(column)
+    values = pa.array([{"bytes": None, "path": p} for p in paths], type=field.type)
+    pq.write_table(table.set_column(table.schema.get_field_index(column), field, values), file)
+
+
+@pytest.mark.parametrize("how", ["dotdot", "symlink", "absolute"])
+def test_an_image_path_leaving_the_snapshot_is_refused(tmp_path: Path, how: str) -> None:
+    """A path-only image must resolve inside the snapshot: ``..``, an absolute path and a
+    symbolic link out are refused by row id (the picture would be read and shown to a model)."""
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(png(9))
+    root = build_snapshot("mmstar", tmp_path / "snap")
+    (root / "in.png").write_bytes(png(8))
+    (root / "link.png").symlink_to(secret)
+    escape = {"dotdot": "../secret.png", "symlink": "link.png", "absolute": str(secret)}[how]
+    _image_paths(root, "mmstar", ["in.png", escape])
+    with pytest.raises(InputError, match=r"mmstar row 1 refused: its image .* leaves "):
+        load_instances(root, "mmstar")
+    _image_paths(root, "mmstar", ["in.png", "in.png"])  # inside: read as it is
+    assert [Path(i.image) for i in load_instances(root, "mmstar")] == [root / "in.png"] * 2
 
 
 # ------------------------------------------------------------------ lettered options

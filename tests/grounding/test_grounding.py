@@ -376,3 +376,21 @@ def test_the_grounding_report_refuses_a_run_of_another_protocol(tmp_path: Path) 
     with pytest.raises(InputError, match="is a probe run, not a grounding run"):
         build_grounding_report(tmp_path / "p")
     assert not (tmp_path / "p" / "report.html").exists()
+
+
+@pytest.mark.parametrize("escape", ["../../secret.png", "link.png", "/etc/hostname"])
+def test_a_benchmark_image_path_leaving_its_folder_is_refused(tmp_path: Path, escape: str) -> None:
+    """A benchmark copy's (and a problem file's) image paths resolve inside its folder:
+    ``..``, an absolute path elsewhere and a symbolic link out are refused by record."""
+    (tmp_path / "secret.png").write_bytes(b"x")
+    mv = tmp_path / "datasets" / "MathVista"
+    mv.mkdir(parents=True)
+    (mv / "link.png").symlink_to(tmp_path / "secret.png")
+    record = {"pid": "7", "question": "How many?", "answer": "12", "image": escape}
+    (mv / "testmini.jsonl").write_text(json.dumps(record) + "\n")
+    with pytest.raises(InputError, match=r"MathVista record 0: its image .* leaves "):
+        load_benchmark("MathVista", tmp_path / "datasets")
+    own = mv / "own.jsonl"
+    own.write_text(json.dumps({"id": 1, "question": "Is it?", "answer": "yes", "image": escape}))
+    with pytest.raises(InputError, match=r"own record 0: its image .* leaves "):
+        load_jsonl(own)

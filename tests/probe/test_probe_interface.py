@@ -345,3 +345,65 @@ def test_a_process_loads_smollm2_once_for_reasoner_sensor_and_judge() -> None:
     judge = sensor.judge
     assert isinstance(judge, LLMJudge)
     assert judge.backend is reasoner
+
+
+# ----------------------------------------------- one loader rule for local copies (issue 48)
+
+
+def test_a_local_copy_with_a_repeated_id_is_refused_before_any_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows 1 and 2 under one id: refused naming both rows, and neither row's embedded image
+    is cached (the first row's was, before the refusal)."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CLEARSIGHT_CACHE", str(cache))
+    table = pa.table(
+        {
+            "ID": ["a", "a"],
+            "Question": ["Q?", "Other?"],
+            "Options": [["x", "y"], ["u", "v"]],
+            "Label": [1, 0],
+            "image": [{"bytes": b"one", "path": None}, {"bytes": b"two", "path": None}],
+        }
+    )
+    pq.write_table(table, tmp_path / "rows.parquet")
+    with pytest.raises(InputError) as err:
+        load_instances(tmp_path / "rows.parquet", "cvqa")
+    assert str(err.value) == (
+        f"duplicate instance id 'cvqa/a': given in {tmp_path / 'rows.parquet'} row 1 and again "
+        f"in {tmp_path / 'rows.parquet'} row 2 (ids must be unique)"
+    )
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize("how", ["dotdot", "symlink", "absolute"])
+def test_an_image_path_leaving_a_local_copy_is_refused(tmp_path: Path, how: str) -> None:
+    """A dataset's rows name images inside their folder: ``..``, an absolute path elsewhere or
+    a symbolic link out is refused with the row (clearsight's own rows, what ``probe build``
+    writes, may name absolute paths; their relative ones stay inside too)."""
+    from clearsight.probe.sources import instances_from_jsonl
+
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"x")
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "link.png").symlink_to(secret)
+    escape = {"dotdot": "../secret.png", "symlink": "link.png", "absolute": str(secret)}[how]
+    row = {"id": "q1", "question": "Which?", "options": ["a", "b"], "answer": "A"}
+    (folder / "rows.jsonl").write_text(json.dumps({**row, "image": escape}) + "\n")
+    with pytest.raises(InputError, match=r"mmstar row q1: its image .* leaves "):
+        load_instances(folder / "rows.jsonl", "mmstar")
+    own = {**row, "gold": "A", "image": escape}
+    (folder / "own.jsonl").write_text(json.dumps(own) + "\n")
+    if how == "absolute":
+        (inst,) = instances_from_jsonl(folder / "own.jsonl")
+        assert inst.image == str(secret)
+    else:
+        with pytest.raises(InputError, match=r"instance q1: its image .* leaves "):
+            instances_from_jsonl(folder / "own.jsonl")
+    (folder / "rows.jsonl").write_text(json.dumps({**row, "image": "sub/in.png"}) + "\n")
+    (inst,) = load_instances(folder / "rows.jsonl", "mmstar")
+    assert inst.image == str(folder / "sub" / "in.png")

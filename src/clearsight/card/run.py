@@ -12,7 +12,9 @@ configuration hash each part's run recorded.
 
 from __future__ import annotations
 
+import functools
 import json
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,18 +216,64 @@ def manifest_hash(model: str, out: Path, config: CardConfig) -> str:
 
 
 def load_card(card_dir: Path) -> CardJSON:
-    """A card directory's card.json (InputError when it has none or it is not a card)."""
+    """A card directory's card.json: an InputError when it has none, it is not UTF-8 JSON
+    (UTF-16, binary) or it is not a card of this version with every field a board reads
+    (:func:`_card_problem`)."""
     from clearsight.validate import InputError
 
     path = Path(card_dir) / CARD_JSON
     try:
-        card = json.loads(path.read_text(encoding="utf-8"))
+        card = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise InputError(
             f"{card_dir} holds no {CARD_JSON}: run `clearsight card MODEL --out {card_dir}` first"
         ) from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {path}: not UTF-8 JSON ({exc.reason})") from None
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(card, dict) or card.get("card_version") != CARD_VERSION:
-        raise InputError(f"{path} is not a clearsight card (card_version {CARD_VERSION})")
-    return cast("CardJSON", card)  # written by write_card: its version says its layout
+    problem = _card_problem(card)
+    if problem is not None:
+        raise InputError(f"{path} is not a clearsight card of version {CARD_VERSION}: {problem}")
+    return cast("CardJSON", card)
+
+
+@functools.cache
+def _card_fields() -> dict[str, type]:
+    """The fields of card.json and the JSON type each holds, read from :class:`CardJSON`."""
+    hints = typing.get_type_hints(CardJSON)
+    return {name: typing.get_origin(hint) or hint for name, hint in hints.items()}
+
+
+def _card_problem(card: object) -> str | None:
+    """Why ``card`` (card.json's value) is no card a board can read, or None: its version,
+    every field of :class:`CardJSON` of its type, the model's numbers each a
+    :class:`~clearsight.card.numbers.NumberJSON`, the bootstrap's ``n_boot`` and ``seed``."""
+    from clearsight.validate import short_repr
+
+    if not isinstance(card, dict):
+        return f"it holds {type(card).__name__}, not an object"
+    if card.get("card_version") != CARD_VERSION:
+        return f"its card_version is {short_repr(card.get('card_version'))}"
+    for name, kind in _card_fields().items():
+        if not isinstance(card.get(name), kind):
+            return f"its {name!r} is missing or not a {kind.__name__}"
+    numbers = card["numbers"].get(card["model"])
+    if not isinstance(numbers, dict) or not all(map(_is_number, numbers.values())):
+        return f"its numbers of {short_repr(card['model'])} are missing or malformed"
+    if not all(isinstance(card["config"].get(k), int) for k in ("n_boot", "seed")):
+        return "its config lacks the integers n_boot and seed"
+    return None
+
+
+def _is_number(value: object) -> bool:
+    """Whether ``value`` is a :class:`~clearsight.card.numbers.NumberJSON`."""
+    if not isinstance(value, dict) or not isinstance(value.get("key"), str):
+        return False
+    bounds = [value.get(k, "") for k in ("estimate", "low", "high")]
+    return (
+        all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in bounds)
+        and isinstance(value.get("text"), str)
+        and isinstance(value.get("bound", ""), str)
+        and isinstance(value.get("n", 0), int)
+    )

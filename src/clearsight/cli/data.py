@@ -34,6 +34,14 @@ Dataset = Annotated[
     ),
 ]
 Show = Annotated[int, typer.Option(min=0, help="How many of the first rows to print.")]
+#: Most characters of a listed row's text (a row of any size is listed on one short line).
+WIDTH = 160
+
+
+def _cut(text: str) -> str:
+    """``text`` on one line, cut to :data:`WIDTH` characters (``…`` marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= WIDTH else flat[: WIDTH - 1] + "…"
 
 
 def _echo_fields(fields: dict[str, str]) -> None:
@@ -50,8 +58,10 @@ def _echo_refused(refused: list[str]) -> None:
 
 
 def _instance_line(inst: Instance) -> str:
+    """A listed instance: its id, category, gold and question, then its options, each cut."""
     options = "  ".join(f"({k}) {v}" for k, v in zip(inst.letters, inst.options, strict=True))
-    return f"  {inst.id} [{inst.category}] gold {inst.gold}: {inst.question} | {options}"
+    head = f"{inst.id} [{inst.category}] gold {inst.gold}: {inst.question}"
+    return f"  {_cut(head)} | {_cut(options)}"
 
 
 def _probe_listing(
@@ -115,9 +125,9 @@ def instances(instances: Instances = "bundled", dataset: Dataset = None, show: S
 
 
 def _problem_line(p: Problem) -> str:
-    question = " ".join(p.question.split())
+    """A listed problem: its id, answer type, image or not, gold and question, cut."""
     image = "no image" if p.image is None else "image"
-    return f"  {p.id} [{p.answer_type}, {image}] gold {p.gold}: {question[:160]}"
+    return f"  {_cut(f'{p.id} [{p.answer_type}, {image}] gold {p.gold}: {p.question}')}"
 
 
 def _benchmark_listing(

@@ -67,12 +67,14 @@ def examples(
 
 
 def _copy_examples(folder: Path) -> None:
-    """Copy every example into ``folder``, keeping a file that exists."""
+    """Copy every example into ``folder``, keeping a file that exists; a symbolic link out of
+    the folder is refused, never written through (:func:`~clearsight.paths.write_target`)."""
+    from clearsight.paths import write_target
     from clearsight.shipped import shipped_files
 
     folder.mkdir(parents=True, exist_ok=True)
     for path in shipped_files("examples"):
-        target = folder / path.name
+        target = write_target(folder / path.name)
         if target.exists():
             typer.echo(f"kept {target} (it exists)")
         else:

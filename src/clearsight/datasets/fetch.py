@@ -16,7 +16,9 @@ and verified.
   scenes read (``--coco-images``, ``--coco-annotations``) — and verified: every image the
   annotations list is present.
 
-Without the network (or huggingface_hub) a fetch is skipped with one line saying what to do.
+A dataset named to be fetched that cannot be (no network, no huggingface_hub) is an
+:class:`~clearsight.validate.InputError`: one line saying what to do, exit code 2 (as ``clearsight
+fetch --help`` says), never a "skipped" exit 0.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from clearsight.datasets.hub import HUB_SPECS, HubSpec
 from clearsight.datasets.snapshot import FETCH_RECORD, check_schema, locate
 from clearsight.fetch.cache import cache_dir
 from clearsight.fetch.steps import StepResult
+from clearsight.paths import resolves_inside, write_target
 from clearsight.validate import InputError
 
 #: The download function's signature: huggingface_hub's ``snapshot_download``.
@@ -64,7 +67,7 @@ def fetch_dataset(
 ) -> StepResult:
     """Fetch and verify dataset ``name`` (module docstring); ``download`` / ``opener`` stand
     in for huggingface_hub and urllib in tests. InputError for an unknown name, or for files
-    that arrive with a schema other than the one followed."""
+    that arrive with a schema other than the one followed, or that cannot be fetched here."""
     if name == "coco":
         return fetch_coco(coco_dir(), opener=opener)
     if name not in HUB_SPECS:
@@ -77,9 +80,10 @@ def fetch_dataset(
         try:
             from huggingface_hub import snapshot_download
         except ImportError:
-            return StepResult(
-                step, "skipped", "needs huggingface_hub: pip install 'clearsight[data]'"
-            )
+            raise InputError(
+                f"cannot fetch dataset {name}: it needs huggingface_hub: "
+                "pip install 'clearsight[data]'"
+            ) from None
         download = snapshot_download
     try:
         download(
@@ -90,7 +94,7 @@ def fetch_dataset(
             local_dir=str(dest),
         )
     except OSError as exc:  # huggingface_hub's errors (offline, not found, gated) are OSErrors
-        return StepResult(step, "skipped", _offline_line(spec, dest, exc))
+        raise InputError(f"cannot fetch dataset {name}: {_offline_line(spec, dest, exc)}") from None
     rows = _verify_snapshot(spec, dest)
     return StepResult(step, "fetched", f"{rows} rows of {spec.where()} verified in {dest}")
 
@@ -145,7 +149,7 @@ def _verify_snapshot(spec: HubSpec, dest: Path) -> int:
             for f in located.files
         },
     }
-    (dest / FETCH_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_target(dest / FETCH_RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
     return rows
 
 
@@ -226,7 +230,9 @@ def fetch_coco(
             try:
                 digest = _download(archive.url, path, opener)
             except OSError as exc:
-                return StepResult("dataset coco", "skipped", _coco_offline_line(dest, exc))
+                raise InputError(
+                    f"cannot fetch dataset coco: {_coco_offline_line(dest, exc)}"
+                ) from None
             if digest != archive.md5:
                 raise InputError(
                     f"{archive.url} arrived with MD5 {digest}, not the published {archive.md5}; "
@@ -252,13 +258,12 @@ def _download(url: str, path: Path, opener: Opener) -> str:
 def _unpack(archive: Path, keep: str, dest: Path) -> None:
     """Extract the members of ``archive`` under ``keep`` into ``dest`` (a member naming a path
     outside ``dest`` is refused)."""
-    root = dest.resolve()
     with zipfile.ZipFile(archive) as zf:
         for member in zf.infolist():
             if not member.filename.startswith(keep) or member.is_dir():
                 continue
-            target = (dest / member.filename).resolve()
-            if not target.is_relative_to(root):
+            target = resolves_inside(dest, member.filename)
+            if target is None:
                 raise InputError(
                     f"{archive.name} holds a member outside its folder: {member.filename}"
                 )

@@ -9,6 +9,7 @@ and are never written twice.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 
 from clearsight.fetch.cache import cache_dir
@@ -28,10 +29,15 @@ def write_image(path: Path, data: bytes) -> None:
         tmp.replace(path)
 
 
-def pending_image(image: bytes | str | None, folder: str) -> tuple[str | None, bytes | None]:
-    """A row's image reference and the bytes still to write there: embedded bytes get their
-    cache path under ``folder`` (written by :func:`write_image` once the row is valid), a
-    path stays as it is."""
-    if isinstance(image, bytes):
-        return str(image_path(image, folder)), image
-    return image, None
+def image_reference(image: bytes | str | None, folder: str) -> str | None:
+    """A row's image reference: embedded bytes their cache path under ``folder`` (written by
+    :func:`write_images` once the whole source is valid), a path as it is."""
+    return str(image_path(image, folder)) if isinstance(image, bytes) else image
+
+
+def write_images(images: Iterable[bytes | str | None], folder: str) -> None:
+    """Write the embedded bytes among ``images`` into the cache's ``folder``: called once every
+    row of a source is valid and its ids unique, so a refused source leaves no image behind."""
+    for image in images:
+        if isinstance(image, bytes):
+            write_image(image_path(image, folder), image)

@@ -8,25 +8,29 @@ form (a letter); otherwise its answer is a free value. The gold of a multiple-ch
 read in the spec's form only: a letter, an index or an option's text that does not name one
 of the row's options is **refused** with the row's id, never matched loosely or guessed.
 
-Nothing here writes: embedded image bytes stay in the row (:attr:`HubRow.image`) until a
-protocol writes them once the row is valid (:func:`clearsight.datasets.images.pending_image`).
+:func:`load_rows` is every hub loader's one rule: each row read and converted into a protocol's
+record, ids unique (a repeated one refused naming both rows), and only then the embedded images
+written (:func:`clearsight.datasets.images.write_images`), so a refused source leaves nothing in
+the cache. A path-only image must resolve inside the snapshot
+(:func:`clearsight.paths.inside_source`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from clearsight.datasets.hub import HubSpec
+from clearsight.datasets.images import write_images
 from clearsight.datasets.snapshot import Located, check_schema, table_rows
-from clearsight.validate import InputError, short_repr
+from clearsight.paths import inside_source
+from clearsight.validate import InputError, refuse_repeated_ids, short_repr
 
 LETTERS: Final = "ABCDEFGHIJ"
-T = TypeVar("T")
 Kind = Literal["choice", "choices", "value"]
 
 # an option marker: "(A)", "A.", "A:", "A)", full-width forms, at the start or after a space
@@ -44,7 +48,7 @@ class HubRow:
     (empty for a free answer, or where the options are only drawn in the image);
     ``options_in_text``: whether ``question`` lists them itself; ``gold``: the correct letter,
     letters (``"A, C"``) or free value; ``kind``: ``choice``, ``choices`` or ``value``;
-    ``image``: embedded bytes, a file path, or None.
+    ``image``: embedded bytes, a file path, or None; ``row``: its row of the split (from 1).
     """
 
     id: str
@@ -56,6 +60,7 @@ class HubRow:
     kind: Kind
     image: bytes | str | None
     category: str
+    row: int = 0
 
 
 def lettered_options(text: str) -> tuple[str, tuple[str, ...]]:
@@ -200,8 +205,7 @@ def _image(value: Any, root: Path, spec: HubSpec, key: str) -> bytes | str | Non
         value = value.get("path")
     if not value:
         return None
-    path = Path(str(value))
-    path = path if path.is_absolute() else root / path
+    path = inside_source(root, str(value), f"{spec.name} row {key} refused")
     if not path.is_file():
         raise InputError(
             f"{spec.name} row {key} refused: its image has no bytes and {path} does not exist"
@@ -209,7 +213,7 @@ def _image(value: Any, root: Path, spec: HubSpec, key: str) -> bytes | str | Non
     return str(path)
 
 
-def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path) -> HubRow:
+def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path, n: int) -> HubRow:
     """One question of the split (module docstring)."""
     options, stem = _options(row, spec, key)
     choice = _is_choice(row, spec, options)
@@ -230,21 +234,23 @@ def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path) -> HubRow:
         kind=kind,
         image=_image(row.get(spec.image), root, spec, key) if spec.image else None,
         category=_text(row.get(spec.category)) if spec.category else "",
+        row=n,
     )
 
 
-def _questions(located: Located) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(id, row)`` of the split's kept rows, a list column's items exploded into rows."""
+def _questions(located: Located) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """``(id, row number from 1, row)`` of the split's kept rows, a list column's items
+    exploded into rows."""
     spec = located.spec
     for n, row in enumerate(table_rows(located.files, spec.columns)):
         if any(_text(row.get(column)) != value for column, value in spec.keep):
             continue
         key = _text(row.get(spec.id)) if spec.id else str(n)
         if spec.explode is None:
-            yield key, row
+            yield key, n + 1, row
             continue
         for k, item in enumerate(row.get(spec.explode) or ()):
-            yield f"{key}/{k}", {**row, **(item if isinstance(item, Mapping) else {})}
+            yield f"{key}/{k}", n + 1, {**row, **(item if isinstance(item, Mapping) else {})}
 
 
 def hub_rows(
@@ -256,11 +262,11 @@ def hub_rows(
     row left out (what ``clearsight instances`` / ``problems`` report)."""
     check_schema(located)
     count = 0
-    for key, row in _questions(located):
+    for key, n, row in _questions(located):
         if limit is not None and count >= limit:
             return
         try:
-            out = _row(row, located.spec, key, located.root)
+            out = _row(row, located.spec, key, located.root, n)
         except InputError as exc:
             if refused is None:
                 raise
@@ -270,20 +276,48 @@ def hub_rows(
         yield out
 
 
-def converted(
-    rows: Iterable[HubRow], convert: Callable[[HubRow], T], refused: list[str] | None = None
-) -> list[T]:
-    """``convert`` of every row (a protocol's record): a row it refuses is an InputError, or,
-    given ``refused``, its message is appended there and the row left out."""
-    out = []
-    for row in rows:
+class Record(Protocol):
+    """What a hub loader makes of a row: a probe instance or a grounding problem, by its id."""
+
+    @property
+    def id(self) -> str: ...
+
+
+R = TypeVar("R", bound=Record)
+
+
+def load_rows(
+    located: Located,
+    convert: Callable[[HubRow], R],
+    what: str,
+    *,
+    limit: int | None = None,
+    write: bool = True,
+    refused: list[str] | None = None,
+) -> list[R]:
+    """``convert`` of every row of ``located`` (:func:`hub_rows`, at most ``limit``): a row it
+    refuses is an InputError, or, given ``refused``, its message is appended there and the row
+    left out; two records under one id are an InputError naming both rows (``what``: the
+    record's name, ``instance`` or ``problem``). Only then, and unless ``write`` is False, the
+    rows' embedded images are written to the cache folder ``<protocol>-images/<dataset>``."""
+    kept: list[tuple[HubRow, R]] = []
+    for row in hub_rows(located, limit, refused):
         try:
-            out.append(convert(row))
+            kept.append((row, convert(row)))
         except InputError as exc:
             if refused is None:
                 raise
             refused.append(str(exc))
-    return out
+    where = f"{located.spec.name} ({located.root})"
+    refuse_repeated_ids(((rec.id, f"{where} row {row.row}") for row, rec in kept), what)
+    if write:
+        write_images((row.image for row, _ in kept), image_folder(located.spec))
+    return [record for _, record in kept]
+
+
+def image_folder(spec: HubSpec) -> str:
+    """The cache folder of a hub dataset's embedded images: ``<protocol>-images/<name>``."""
+    return f"{spec.protocol}-images/{spec.name}"
 
 
 def provenance(spec: HubSpec) -> dict[str, str]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from clearsight.validate import InputError
+from clearsight.validate import InputError, short_repr
 
 __all__ = ["Snapshot", "cached_snapshot", "fetch_model", "hub_id_of", "verify_snapshot"]
 
@@ -36,6 +36,9 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _CHUNK = 1 << 20
+#: One part of a hub id (``ORG`` or ``NAME``) as the hub accepts it: at most 96 of letters,
+#: digits, ``-``, ``_`` and ``.``, no ``--`` or ``..``, starting and ending with a word character.
+_HUB_NAME = re.compile(r"(?!.*(?:--|\.\.))[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,12 @@ def hub_id_of(name: str) -> str:
 
     preset = find_preset(name)
     if preset is None:
-        if "/" not in name:
+        org, sep, repo = name.partition("/")
+        if not (sep and _HUB_NAME.fullmatch(org) and _HUB_NAME.fullmatch(repo)):
             raise InputError(
-                f"--model {name!r} is neither a hub id (ORG/NAME) nor a preset; "
-                "`clearsight models` lists the presets"
+                f"--model {short_repr(name)} is neither a hub id (ORG/NAME, each at most 96 "
+                "letters, digits, '-', '_' or '.', no '--' or '..', neither '-' nor '.' at either "
+                "end) nor a preset; `clearsight models` lists the presets"
             )
         return name
     if preset.hub_id is None:

@@ -34,6 +34,7 @@ import pandas as pd
 from clearsight.grounding.bench import AXES
 from clearsight.grounding.problems import Problem
 from clearsight.grounding.trajectories import SEGMENTS, Trajectory
+from clearsight.paths import write_target
 from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
 
 __all__ = [
@@ -152,8 +153,8 @@ def write_bench(bench: TgsBench, path: Path | str) -> tuple[Path, Path]:
         "n_pairs": sum(len(item.pairs) for item in bench.items),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    mpath = manifest_path(path)
+    mpath = write_target(manifest_path(path))
+    write_target(path).write_bytes(data)
     mpath.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path, mpath
 

@@ -10,17 +10,19 @@ names (:func:`~clearsight.datasets.rows.hub_rows`) and makes each row a
 :class:`~clearsight.grounding.problems.Problem`: the question as the dataset gives it, its
 options listed under it as ``A. ...`` unless the text lists them already, the gold letter
 (``letter``), letters (``"A, C"``, compared as ``text``) or free value (its type inferred), and
-the image written once to ``$CLEARSIGHT_CACHE/grounding-images/NAME/``.
+the image written once to ``$CLEARSIGHT_CACHE/grounding-images/NAME/`` when the whole split is
+valid and its ids unique (:func:`~clearsight.datasets.rows.load_rows`).
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec
-from clearsight.datasets.images import pending_image, write_image
-from clearsight.datasets.rows import HubRow, converted, hub_rows
+from clearsight.datasets.images import image_reference
+from clearsight.datasets.rows import HubRow, image_folder, load_rows
 from clearsight.datasets.snapshot import locate, source_record
 from clearsight.grounding.problems import (
     LAYOUTS,
@@ -36,12 +38,10 @@ from clearsight.provenance import source_digest
 from clearsight.validate import InputError
 
 
-def hub_problem(row: HubRow, spec: HubSpec, write: bool = True) -> Problem:
-    """One row as a problem; its embedded image is written (unless ``write`` is False) only
-    once the row is valid."""
+def hub_problem(row: HubRow, spec: HubSpec) -> Problem:
+    """One row as a problem (its embedded image referenced at its cache path, not written)."""
     listed = row.options_in_text or not row.options
     question = row.question if listed else with_options(row.question, row.options)
-    image, data = pending_image(row.image, f"grounding-images/{spec.name}")
     answer_type: AnswerType
     if row.kind == "choice":
         answer_type = "letter"
@@ -49,18 +49,15 @@ def hub_problem(row: HubRow, spec: HubSpec, write: bool = True) -> Problem:
         answer_type = "text"
     else:
         answer_type = infer_answer_type(row.gold, ())
-    problem = Problem(
+    return Problem(
         id=f"{spec.name}/{row.id}",
         benchmark=spec.name,
         question=question,
         gold=row.gold,
         answer_type=answer_type,
-        image=image,
+        image=image_reference(row.image, image_folder(spec)),
         options=row.options,
     )
-    if data is not None and write:
-        write_image(Path(str(image)), data)
-    return problem
 
 
 def hub_source(name: str, datasets_dir: str | Path) -> str | Path:
@@ -80,8 +77,9 @@ def hub_problems(
     folder) or, with ``datasets_dir`` ``hf:``, from the caches; at most ``limit``; ``write``
     and ``refused`` as :func:`clearsight.probe.hub.hub_instances`."""
     spec = hub_spec(name, "grounding")
-    rows = hub_rows(locate(spec, hub_source(name, datasets_dir)), limit, refused)
-    return converted(rows, lambda row: hub_problem(row, spec, write), refused)
+    located = locate(spec, hub_source(name, datasets_dir))
+    convert = functools.partial(hub_problem, spec=spec)
+    return load_rows(located, convert, "problem", limit=limit, write=write, refused=refused)
 
 
 def is_hub_benchmark(name: str, datasets_dir: str | Path) -> bool:

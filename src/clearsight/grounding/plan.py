@@ -49,7 +49,8 @@ from clearsight.validate import InputError, refuse_repeated_ids
 
 def load_problems(config: GroundingConfig) -> list[Problem]:
     """The run's problems: bundled ones, then loaded benchmarks and JSONL files; ids unique
-    (a repeated one is an InputError naming it and both sources)."""
+    (a repeated one is an InputError naming it and both sources). A named source that holds
+    no problems, or a run left with none, is an InputError: never an empty run or bench."""
     sources = [
         ("the bundled problems", bundled_problems(config.n_problems, config.families, config.seed))
     ]
@@ -62,8 +63,14 @@ def load_problems(config: GroundingConfig) -> list[Problem]:
         sources.append((str(path), load_jsonl(path)[: config.limit]))
     if config.bench is not None:
         sources.append((str(config.bench), bench_problems(load_bench(config.bench))))
+    for where, problems in sources[1:]:
+        if not problems:
+            raise InputError(f"no problems in {where}: it holds no rows")
     refuse_repeated_ids(((p.id, where) for where, ps in sources for p in ps), "problem")
-    return [p for _, ps in sources for p in ps]
+    problems = [p for _, ps in sources for p in ps]
+    if not problems:
+        raise InputError("no problems: give --n N (bundled problems) or a source of them")
+    return problems
 
 
 def plan_trajectories(config: GroundingConfig, problems: Sequence[Problem]) -> list[TrajectorySpec]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from clearsight.paths import inside_source
 from clearsight.specs import Part
 from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
 
@@ -235,8 +236,9 @@ def with_options(question: str, options: Sequence[str]) -> str:
 def record_problem(
     rec: Mapping[str, Any], layout: Layout, name: str, root: Path, n: int
 ) -> Problem:
-    """Record ``n`` of benchmark ``name`` (read with ``layout``, images relative to ``root``)
-    as a problem; InputError naming the record and field for a record that cannot be one."""
+    """Record ``n`` of benchmark ``name`` (read with ``layout``, images relative to ``root`` and
+    resolving inside it: :func:`~clearsight.paths.inside_source`) as a problem; InputError
+    naming the record and field for a record that cannot be one."""
     for field in (layout.question, layout.answer):
         if field not in rec:
             raise InputError(f"{name} record {n}: missing field {field!r}")
@@ -263,7 +265,7 @@ def record_problem(
     if options and answer in options and not (len(answer) == 1 and answer in LETTERS):
         answer = LETTERS[options.index(answer)]  # answer given as the option text
     image = rec.get(layout.image) if layout.image else None
-    image_ref = str(root / str(image)) if image else None
+    image_ref = str(inside_source(root, str(image), f"{name} record {n}")) if image else None
     atype = rec.get("answer_type") if rec.get("answer_type") in ANSWER_TYPES else None
     return Problem(
         id=f"{name}/{rec.get(layout.id, n)}",

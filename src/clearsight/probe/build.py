@@ -30,6 +30,7 @@ from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
+from clearsight.paths import write_target
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
 from clearsight.probe.parsing import parse_letter
@@ -242,5 +243,6 @@ def build_stage2(instances: Iterable[Instance], runs: Sequence[Path]) -> list[In
 def write_instances(instances: Iterable[Instance], path: Path) -> Path:
     """Instances as JSONL (one :meth:`Instance.to_json` per line)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in instances))
+    lines = (json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in instances)
+    write_target(path).write_text("".join(lines))
     return path

@@ -38,6 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.models.hf import ADAPTER_MANIFEST, adapter_manifest
+from clearsight.paths import write_target
 from clearsight.probe.sft import (
     SftExample,
     balance_sensors,
@@ -261,7 +262,7 @@ def distill(
     manifest = _manifest(run_dir, reasoner, config, examples, (train, val), history, epoch)
     manifest["before"] = before
     manifest["sensors"] = dict(sorted(Counter(t.sensor for _, t in chosen).items()))
-    (target / ADAPTER_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_target(target / ADAPTER_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return DistillResult(target, manifest)
 
 

@@ -3,17 +3,19 @@
 :func:`hub_instances` reads the split a dataset's :class:`~clearsight.datasets.hub.HubSpec`
 names (:func:`~clearsight.datasets.rows.hub_rows`) and makes each row an
 :class:`~clearsight.probe.instances.Instance`: the question without its lettered options, the
-options, the gold letter, the image written once to ``$CLEARSIGHT_CACHE/probe-images/NAME/``.
-A row the probe cannot pose (no options, no image) is refused with its id.
+options, the gold letter, the image written once to ``$CLEARSIGHT_CACHE/probe-images/NAME/``
+when the whole split is valid (:func:`~clearsight.datasets.rows.load_rows`). A row the probe
+cannot pose (no options, no image) is refused with its id, two rows under one id by both rows.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec, spec_for_hub_id
-from clearsight.datasets.images import pending_image, write_image
-from clearsight.datasets.rows import HubRow, converted, hub_rows
+from clearsight.datasets.images import image_reference
+from clearsight.datasets.rows import HubRow, image_folder, load_rows
 from clearsight.datasets.snapshot import (
     HubRecord,
     is_hub_source,
@@ -25,9 +27,8 @@ from clearsight.probe.instances import Instance
 from clearsight.validate import InputError
 
 
-def hub_instance(row: HubRow, spec: HubSpec, write: bool = True) -> Instance:
-    """One row as an instance; its embedded image is written (unless ``write`` is False) only
-    once the row is valid."""
+def hub_instance(row: HubRow, spec: HubSpec) -> Instance:
+    """One row as an instance (its embedded image referenced at its cache path, not written)."""
     if row.kind != "choice" or len(row.options) < 2:
         raise InputError(
             f"{spec.name} row {row.id} refused: it lists no options; the probe poses "
@@ -35,19 +36,15 @@ def hub_instance(row: HubRow, spec: HubSpec, write: bool = True) -> Instance:
         )
     if row.image is None:
         raise InputError(f"{spec.name} row {row.id} refused: it has no image")
-    image, data = pending_image(row.image, f"probe-images/{spec.name}")
-    inst = Instance(
+    return Instance(
         id=f"{spec.name}/{row.id}",
-        image=str(image),
+        image=str(image_reference(row.image, image_folder(spec))),
         question=row.stem,
         options=row.options,
         gold=row.gold,
         dataset=spec.name,
         category=row.category,
     )
-    if data is not None and write:
-        write_image(Path(inst.image), data)
-    return inst
 
 
 def hub_instances(
@@ -62,8 +59,9 @@ def hub_instances(
     ``write`` False leaves embedded images unwritten, ``refused`` collects refused rows'
     messages instead of raising the first (what ``clearsight instances`` shows)."""
     spec = hub_spec(name, "probe")
-    rows = hub_rows(locate(spec, source), limit, refused)
-    return converted(rows, lambda row: hub_instance(row, spec, write), refused)
+    located = locate(spec, source)
+    convert = functools.partial(hub_instance, spec=spec)
+    return load_rows(located, convert, "instance", limit=limit, write=write, refused=refused)
 
 
 def hub_dataset(source: str | Path) -> str | None:

@@ -19,8 +19,9 @@ from typing import Any, Final
 
 import numpy as np
 
-from clearsight.datasets.images import image_path, write_image
+from clearsight.datasets.images import image_path, write_images
 from clearsight.datasets.rows import lettered_options
+from clearsight.paths import inside_source
 from clearsight.probe.instances import LETTERS, Instance, is_text
 from clearsight.validate import InputError
 
@@ -128,10 +129,14 @@ def _gold_letter(answer: Any, options: Sequence[str], yes_no: bool) -> str:
     raise InputError(f"answer {answer!r} is neither a letter, an index nor one of the options")
 
 
-def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> tuple[str, bytes | None]:
+def _image_ref(
+    value: Any, dataset: str, key: str, base: Path | None, root: Path | None
+) -> tuple[str, bytes | None]:
     """A path for the row's image and the bytes to write there: a path as given (relative to
-    ``base``, nothing to write), or embedded bytes, kept in the data cache under their content
-    hash (:func:`~clearsight.datasets.images.write_image` writes them once the row is valid)."""
+    ``base``, resolving inside the source's folder ``root``, else ``base``:
+    :func:`~clearsight.paths.inside_source`; nothing to write), or embedded
+    bytes, kept in the data cache under their content hash (written once the whole source is
+    valid: :func:`~clearsight.datasets.images.write_images`)."""
     if isinstance(value, list) and value:  # SeedBench rows hold a list of frames
         value = value[0]
     data: bytes | None = None
@@ -143,12 +148,13 @@ def _image_ref(value: Any, dataset: str, key: str, base: Path | None) -> tuple[s
     elif isinstance(value, bytes | bytearray):
         data = bytes(value)
     if data is not None:
-        return str(image_path(data, f"probe-images/{dataset}")), data
+        return str(image_path(data, image_folder(dataset))), data
     if value is None or isinstance(value, Mapping | list):
         raise InputError(f"missing image in {dataset} row {key}: no path or bytes")
-    path = Path(str(value))
-    if not path.is_absolute() and base is not None:
-        path = base / path
+    if base is None:
+        return str(value), None
+    path = base / str(value)
+    inside_source(root or base, path, f"{dataset} row {key}")
     return str(path), None
 
 
@@ -175,6 +181,23 @@ def row_instance(
     """One dataset row as an :class:`Instance`, read with the dataset's :data:`LAYOUTS` entry
     (a row may also use the generic fields id, image, question, options, answer); ``write``
     False leaves an embedded image unwritten."""
+    inst, data = pending_instance(row, dataset, base)
+    if write:
+        write_images([data], image_folder(dataset))
+    return inst
+
+
+def image_folder(dataset: str) -> str:
+    """The cache folder of a local copy's embedded images: ``probe-images/<dataset>``."""
+    return f"probe-images/{dataset}"
+
+
+def pending_instance(
+    row: Mapping[str, Any], dataset: str, base: Path | None = None, root: Path | None = None
+) -> tuple[Instance, bytes | None]:
+    """:func:`row_instance` and the embedded image bytes still to write at its image path (a
+    loader writes them once the whole source is valid: :func:`write_images`); a path-only
+    image must resolve inside ``root`` (the source's folder; default ``base``)."""
     if dataset not in LAYOUTS:
         raise InputError(f"unknown dataset {dataset!r}; loaders exist for {', '.join(LAYOUTS)}")
     layout = LAYOUTS[dataset]
@@ -198,7 +221,7 @@ def row_instance(
     if answer is None:
         raise InputError(f"{dataset} row {key}: no answer")
     gold = _gold_letter(answer, options, layout.yes_no)
-    image, data = _image_ref(_first(row, (*layout.image, "image")), dataset, key, base)
+    image, data = _image_ref(_first(row, (*layout.image, "image")), dataset, key, base, root)
     category = _first(row, layout.category)
     inst = Instance(
         id=f"{dataset}/{key}",
@@ -209,6 +232,4 @@ def row_instance(
         dataset=dataset,
         category="" if category is None else str(category),
     )
-    if data is not None and write:  # only a valid row leaves its image in the cache
-        write_image(Path(image), data)
-    return inst
+    return inst, data

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
 
 from clearsight.datasets.hub import HUB_SPECS
+from clearsight.datasets.images import write_images
 from clearsight.datasets.snapshot import is_hub_source
+from clearsight.paths import inside_source
 from clearsight.probe.hub import hub_dataset, hub_instances, hub_record
 from clearsight.probe.instances import OWN_FIELDS, Instance, bundled_instances
-from clearsight.probe.layouts import LAYOUTS, row_instance
+from clearsight.probe.layouts import LAYOUTS, image_folder, pending_instance
 from clearsight.provenance import source_digest
 from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids
 
@@ -232,12 +234,16 @@ def load_instances(
         return bundled_instances()[:limit]
     if dataset in HUB_SPECS and is_hub_source(source):
         return hub_instances(dataset, source, limit, write)
-    out: list[Instance] = []
+    root = Path(source) if Path(source).is_dir() else Path(source).parent
+    pending = []
     for row, base in _rows(Path(source)):
-        out.append(row_instance(row, dataset, base, write))
-        if limit is not None and len(out) >= limit:
+        pending.append(pending_instance(row, dataset, base, root))
+        if limit is not None and len(pending) >= limit:
             break
+    out = [inst for inst, _ in pending]
     _refuse_repeats(out, source)
+    if write:  # only a valid source leaves its images in the cache
+        write_images((data for _, data in pending), image_folder(dataset))
     return out
 
 
@@ -249,12 +255,15 @@ def _refuse_repeats(instances: Sequence[Instance], source: Path | str) -> None:
 
 
 def instances_from_jsonl(path: Path | str) -> list[Instance]:
-    """Instances written one per line in :meth:`Instance.to_json` form (any dataset)."""
+    """Instances written one per line in :meth:`Instance.to_json` form (any dataset): a
+    relative image path resolves inside the file's folder (:func:`~clearsight.paths.
+    inside_source`); an absolute one, as ``probe build`` writes them, is kept."""
     out = []
     for row, base in _rows(Path(path)):
         inst = Instance.from_json(row)
         if not inst.image.startswith("bundled:") and not Path(inst.image).is_absolute():
-            inst = replace(inst, image=str(base / inst.image))
+            image = inside_source(base, inst.image, f"instance {inst.id}")
+            inst = replace(inst, image=str(image))
         out.append(inst)
     _refuse_repeats(out, path)
     return out

@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from clearsight.paths import write_target
+
 __all__ = [
     "ReportPaths",
     "csv_text",
@@ -41,10 +43,12 @@ class ReportPaths:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a file;
-    the value of any key variable in it is redacted (:func:`clearsight.credentials.redact`)."""
+    the value of any key variable in it is redacted (:func:`clearsight.credentials.redact`).
+    The temporary file is never a link out of the folder (:func:`~clearsight.paths.write_target`);
+    ``path`` itself is replaced, never written through."""
     from clearsight.credentials import redact
 
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = write_target(path.with_name(f".{path.name}.tmp"))
     tmp.write_text(redact(text), encoding="utf-8")
     os.replace(tmp, path)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from clearsight.paths import resolves_inside
 from clearsight.store import DB_NAME, RunStore, StoredRecord, compact_json
 from clearsight.validate import InputError
 
@@ -209,19 +210,14 @@ def safe_file(run_dir: Path, relative: str) -> Path | None:
 
     ``relative`` comes from a URL, already percent-decoded (so ``%2e%2e%2f`` arrives as
     ``../``). The joined path is resolved — ``..`` segments and symlinks followed — and must
-    still lie inside the resolved run directory and be a regular file named in
+    still lie inside the resolved run directory (:func:`~clearsight.paths.resolves_inside`,
+    the check every loader makes of the paths a dataset names) and be a regular file named in
     :data:`REPORT_FILES`; absolute paths, NUL bytes, directories, missing files and any other
     file (the store, an instance file, an image) give None. The caller answers None with 404,
     revealing nothing.
     """
-    if not relative or "\x00" in relative:
-        return None
-    root = run_dir.resolve()
-    try:
-        candidate = (root / relative).resolve()
-    except (OSError, RuntimeError, ValueError):  # symlink loops, bad names
-        return None
-    if candidate == root or not candidate.is_relative_to(root) or not candidate.is_file():
+    candidate = resolves_inside(run_dir, relative)
+    if candidate is None or not candidate.is_file():
         return None
     return candidate if candidate.name in REPORT_FILES else None
 
