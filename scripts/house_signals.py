@@ -23,7 +23,11 @@ imported or run), so two checkouts are measured the same way:
   token shape (names, strings and numbers replaced by placeholders; blank lines, comments and
   docstrings left out; overlapping windows of one pair of places counted once);
 * ``protocols_in_init``: how many of the three protocols (sweep, grounding, probe) the lazy
-  export table of ``clearsight/__init__.py`` reaches.
+  export table of ``clearsight/__init__.py`` reaches;
+* ``protocol_top_modules``: per protocol package, its modules directly in its folder other than
+  ``__init__.py`` (its sub-packages hold the rest), the largest count first;
+* ``typed_readout_kinds``: item kinds (a class of the protocol packages or ``verify/`` that
+  sets ``kind``) whose class also sets ``readout_type``, of all of them.
 """
 
 from __future__ import annotations
@@ -237,6 +241,35 @@ def _protocols_in_init(init: Path) -> int:
     return sum(f"clearsight.{p}" in text for p in PROTOCOLS)
 
 
+def _top_modules(pkg: Path) -> str:
+    """``name count`` per protocol package, the largest count first."""
+    counts = {p: sum(f.name != "__init__.py" for f in (pkg / p).glob("*.py")) for p in PROTOCOLS}
+    return ", ".join(f"{p} {n}" for p, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _typed_kinds(pkg: Path) -> str:
+    """``typed of all`` item kinds: classes that assign ``kind``, and of those the ones that
+    also assign ``readout_type`` in their body."""
+    kinds = typed = 0
+    for folder in (*PROTOCOLS, "verify"):
+        for path in sorted((pkg / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                names = {
+                    target.id
+                    for stmt in node.body
+                    if isinstance(stmt, ast.Assign | ast.AnnAssign)
+                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                    if isinstance(target, ast.Name)
+                    and (not isinstance(stmt, ast.AnnAssign) or stmt.value is not None)
+                }
+                if "kind" in names:
+                    kinds += 1
+                    typed += "readout_type" in names
+    return f"{typed} of {kinds}"
+
+
 def measure(root: Path) -> dict[str, object]:
     """Every signal of the module docstring for the checkout at ``root``."""
     pkg = root / "src" / "clearsight"
@@ -270,6 +303,8 @@ def measure(root: Path) -> dict[str, object]:
         "dict_str_any": sum(p.read_text().count("dict[str, Any]") for p in paths),
         "repeated_block_pairs": _repeated_pairs(paths),
         "protocols_in_init": _protocols_in_init(pkg / "__init__.py"),
+        "protocol_top_modules": _top_modules(pkg),
+        "typed_readout_kinds": _typed_kinds(pkg),
     }
 
 

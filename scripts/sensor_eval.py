@@ -3,10 +3,10 @@
 Three measurements of one sensor (default ``perceiver:detector``, the default sensor of
 ``clearsight serve``):
 
-* **direct accuracy** — every bundled question asked the way the probe's VLM-Direct strategy
-  asks it (:func:`clearsight.probe.strategies.direct.run_direct`: the question, the lettered
-  options, "answer with the letter", one sample at the sensor's temperature 1.0), the letter
-  read by :func:`~clearsight.probe.parsing.parse_letter` and compared with the gold letter, over
+* **direct accuracy** — every bundled question asked the way the probe's VLM-Direct strategy asks it
+  (:func:`clearsight.probe.strategies.direct.run_direct`: the question, the lettered options,
+  "answer with the letter", one sample at the sensor's temperature 1.0), the letter read by
+  :func:`~clearsight.probe.reasoner.parsing.parse_letter` and compared with the gold letter, over
   ``--runs`` runs (seeds from ``rng_for("sensor_eval", instance, run)``);
 * **free-form replies** — the question alone, as a player would type it on the page, one sample
   each; a reply is counted as naming an option when, articles dropped, all its words lie in

@@ -21,12 +21,18 @@ from fixtures.kept_runs import (
     load_kept,
     make_runs,
     same_cell,
+    typed_readouts,
 )
 
 
 @pytest.fixture(scope="module")
-def now(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return kept_of(make_runs(tmp_path_factory.mktemp("kept")))
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_runs(tmp_path_factory.mktemp("kept"))
+
+
+@pytest.fixture(scope="module")
+def now(runs: dict[str, Path]) -> dict[str, Any]:
+    return kept_of(runs)
 
 
 @pytest.mark.slow
@@ -58,6 +64,19 @@ def test_reported_numbers_are_kept(protocol: str, now: dict[str, Any]) -> None:
         if not same_cell(a, b)
     ]
     assert not differ, f"{len(differ)} cells of summary.csv changed, e.g. {differ[:3]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["sweep", "probe", "grounding"])
+def test_every_stored_readout_is_of_its_kind_s_type(protocol: str, runs: dict[str, Path]) -> None:
+    """Each kind's ok records of the run read back typed (every stored shape of read-outs has
+    the keys its kind's TypedDict declares), and every ok record is read so."""
+    from clearsight.store import RunStore
+
+    typed = typed_readouts(runs[protocol])
+    with RunStore.open(runs[protocol], read_only=True) as store:
+        assert sum(typed.values()) == store.count_records(status="ok") > 0
+    assert all(n > 0 for n in typed.values())
 
 
 def test_the_fixture_keeps_something() -> None:

@@ -104,9 +104,9 @@ def test_the_sweep_example_stops_before_the_run_without_its_depth_model(tmp_path
 
 
 def _bench(tmp_path: Path) -> Path:
-    from clearsight.grounding.bench_file import BenchItem, BenchPair, TgsBench, write_bench
-    from clearsight.grounding.problems import Problem
-    from clearsight.grounding.trajectories import Trajectory
+    from clearsight.grounding.bench.file import BenchItem, BenchPair, TgsBench, write_bench
+    from clearsight.grounding.problems.problem import Problem
+    from clearsight.grounding.trajectories.trajectory import Trajectory
 
     items = []
     for i in range(3):

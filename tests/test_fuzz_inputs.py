@@ -22,18 +22,18 @@ from typer.testing import CliRunner
 from clearsight.cli import app
 from clearsight.config import load_config
 from clearsight.grounding import GroundingConfig
-from clearsight.grounding.numerals import numeral_distribution
-from clearsight.grounding.problems import ANSWER_TYPES, load_jsonl, normalise_answer
+from clearsight.grounding.confidence.numerals import numeral_distribution
+from clearsight.grounding.problems.problem import ANSWER_TYPES, load_jsonl, normalise_answer
 from clearsight.models import load_backend, split_model_spec
 from clearsight.models.hf_options import parse_options as parse_hf_options
 from clearsight.models.openai_api import parse_model_spec
 from clearsight.perceiver.options import parse_options as parse_perceiver_options
-from clearsight.probe.build import BuildConfig
+from clearsight.probe.bench.protocol import BuildConfig
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import OWN_FIELDS
-from clearsight.probe.layouts import LAYOUTS
-from clearsight.probe.parsing import parse_action
-from clearsight.probe.sources import instances_from_jsonl, load_instances
+from clearsight.probe.reasoner.parsing import parse_action
+from clearsight.probe.sources.layouts import LAYOUTS
+from clearsight.probe.sources.load import instances_from_jsonl, load_instances
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.readouts import parse_confidence, parse_verbalized
 from clearsight.validate import InputError

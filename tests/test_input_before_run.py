@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.probe.instances import Instance
-from clearsight.probe.sources import load_instances
+from clearsight.probe.sources.load import load_instances
 from clearsight.validate import InputError
 from fixtures.probe_runs import scripts
 

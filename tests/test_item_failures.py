@@ -244,7 +244,7 @@ def test_a_server_reply_cut_inside_a_surrogate_pair_is_stored(tmp_path: Path) ->
 
 def test_a_probe_reply_cut_inside_a_surrogate_pair_is_repaired_and_said(tmp_path: Path) -> None:
     from clearsight.probe.protocol import run_probe
-    from clearsight.probe.transcript import load_transcripts
+    from clearsight.probe.records import load_transcripts
     from fixtures.probe_runs import probe_config
 
     reasoner = _script(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clearsight.grounding.bench_file import TgsBench, write_bench
+from clearsight.grounding.bench.file import TgsBench, write_bench
 from clearsight.paths import resolves_inside, write_target
 from clearsight.report.output import write_atomic
 from clearsight.validate import InputError

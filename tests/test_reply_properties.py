@@ -222,10 +222,10 @@ def test_sweep_items_end_ok_or_failed(
 
 def _grounding_units() -> list[Any]:
     from clearsight.grounding.config import GroundingConfig
-    from clearsight.grounding.generator import bundled_problems
     from clearsight.grounding.plan import plan_edits, plan_judge, plan_trajectories, plan_variations
+    from clearsight.grounding.problems.bundled import bundled_problems
     from clearsight.grounding.specs import EDIT, JUDGE, TRAJECTORY, VARIATION
-    from clearsight.grounding.trajectories import good_trajectory
+    from clearsight.grounding.trajectories.trajectory import good_trajectory
     from clearsight.grounding.unit import GroundingUnit
 
     cfg = GroundingConfig(
@@ -270,7 +270,7 @@ def test_grounding_items_end_ok_or_failed(
 def _numeral_row() -> Any:
     """A prepared numeral read-out: numerals 0-9 one token each (ids 0-9), 10 as the tokens of
     1 then 0, so the read-out needs the row after 1 too."""
-    from clearsight.grounding.numerals import NUMERALS
+    from clearsight.grounding.confidence.numerals import NUMERALS
     from clearsight.models.base import Message
     from clearsight.models.hf_hidden import Prepared
 
@@ -301,7 +301,12 @@ def _log_softmax(logits: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 def test_the_numeral_read_out_is_a_distribution_or_a_reason(
     row: list[float], normalised: bool
 ) -> None:
-    from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest, elicited
+    from clearsight.grounding.confidence.elicit import (
+        Elicited,
+        ElicitFailure,
+        ElicitRequest,
+        elicited,
+    )
     from clearsight.models.base import Message, TextPart
     from clearsight.models.hf_hidden import row_scores
 

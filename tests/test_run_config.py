@@ -9,7 +9,7 @@ import pytest
 
 from clearsight.grounding import GroundingConfig
 from clearsight.probe import ProbeConfig
-from clearsight.probe.uot import SearchSettings
+from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.provenance import RunConfig
 from clearsight.sweep.config import SweepConfig
 

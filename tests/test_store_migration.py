@@ -218,3 +218,19 @@ def test_a_schema_3_sweep_keeps_every_row_and_resumes_with_nothing_to_do(tmp_pat
     summary = run_sweep(config, run, progress=False, allow_mismatch=True)
     assert {kind: s.units for kind, s in summary.stages.items()} == dict.fromkeys(summary.stages, 0)
     assert table("items") == items
+
+
+@pytest.mark.parametrize(
+    ("name", "fixtures"),
+    [("sweep", FIXTURES), ("probe", FIXTURES), ("grounding", FIXTURES), ("sweep", SCHEMA3)],
+)
+def test_an_old_run_s_readouts_read_back_typed(tmp_path: Path, name: str, fixtures: Path) -> None:
+    """Runs stored before a key was added to a kind's read-outs (the probe's ``failed_calls``,
+    a belief's ``unparsed``, a V_eq's ``gain``, an elicitation's slots) read back as the kind's
+    registered type: every ok record of every kind they hold."""
+    from fixtures.kept_runs import typed_readouts
+
+    run = restore(name, tmp_path / "run", fixtures)
+    typed = typed_readouts(run, migrate=True)
+    with RunStore.open(run, read_only=True) as store:
+        assert sum(typed.values()) == store.count_records(status="ok") > 0

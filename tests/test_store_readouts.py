@@ -177,3 +177,54 @@ def test_the_type_checker_knows_a_typed_records_readouts(tmp_path: Path) -> None
     assert 'typed.py:12: error: TypedDict "Scored" has no key "nope"' in out
     assert 'typed.py:14: note: Revealed type is "typing.Mapping[str, Any]"' in out
     assert "Found 1 error in 1 file" in out  # nothing else: the store's own types hold
+
+
+def _protocol_kinds() -> set[str]:
+    """Every item kind a spec class of the protocol packages names (all their modules
+    imported, so a spec class outside the modules of ``clearsight.specs.SPEC_MODULES`` counts
+    too)."""
+    import importlib
+    import pkgutil
+
+    import clearsight
+
+    for found in pkgutil.walk_packages(clearsight.__path__, "clearsight."):
+        if found.name.split(".")[1] in ("sweep", "grounding", "probe", "verify"):
+            importlib.import_module(found.name)
+
+    def below(cls: type[Spec]) -> list[type[Spec]]:
+        return [c for s in cls.__subclasses__() for c in (s, *below(s))]
+
+    return {
+        c.__dict__["kind"]
+        for c in below(Spec)
+        if c.__module__.startswith("clearsight.") and "kind" in c.__dict__
+    }
+
+
+def test_every_item_kind_of_every_protocol_registers_its_typed_readouts() -> None:
+    """Each protocol's and sub-protocol's item kinds declare a TypedDict read-out, found from a
+    fresh interpreter by kind alone (``readouts_of`` imports the spec modules it needs)."""
+    kinds = _protocol_kinds()
+    assert {k.split(".")[0] for k in kinds} == {
+        "sweep",
+        "grounding",
+        "probe",
+        "verify",
+        "tgs_bench",
+    }
+    code = (
+        "import sys; from typing_extensions import is_typeddict;"
+        "from clearsight.store import readouts_of;"
+        "print(' '.join(k for k in sys.argv[1:] if not is_typeddict(readouts_of(k))))"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", code, *sorted(kinds)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+        timeout=300,
+        check=True,
+    ).stdout
+    assert out.split() == [], f"item kinds without a typed read-out: {out.strip()}"

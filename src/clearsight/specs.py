@@ -53,6 +53,7 @@ OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
 SPEC_MODULES = (
     "clearsight.sweep.specs",
     "clearsight.grounding.specs",
+    "clearsight.grounding.bench.specs",
     "clearsight.probe.specs",
     "clearsight.verify.specs",
 )

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from clearsight.config import load_config
 from clearsight.grounding import GroundingConfig
-from clearsight.probe.build import BuildConfig
+from clearsight.probe.bench.protocol import BuildConfig
 from clearsight.probe.config import ProbeConfig
 from clearsight.sweep.config import SweepConfig
 from clearsight.validate import InputError

@@ -122,7 +122,7 @@ def test_a_grounding_run_is_reported_with_its_own_bootstrap_and_others(
 def test_a_bench_build_prints_its_retention(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clearsight.grounding.build_pool as build_pool
+    import clearsight.grounding.bench.results as build_pool
     from clearsight.grounding import BuildBenchConfig, TgsBench
 
     seen: list[Any] = []

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from clearsight.datasets.hub import HUB_SPECS, hub_spec
 from clearsight.datasets.rows import LETTERS, hub_rows, lettered_options
 from clearsight.datasets.snapshot import is_hub_source, locate, snake_case
-from clearsight.grounding.hub import hub_problems, load_benchmark
-from clearsight.grounding.problems import Problem
-from clearsight.probe.hub import hub_instances
+from clearsight.grounding.problems.hub import hub_problems, load_benchmark
+from clearsight.grounding.problems.problem import Problem
 from clearsight.probe.instances import Instance
-from clearsight.probe.sources import load_instances
+from clearsight.probe.sources.hub import hub_instances
+from clearsight.probe.sources.load import load_instances
 from clearsight.validate import InputError
 from fixtures.hub_snapshots import (
     FIXTURES,
@@ -402,8 +402,8 @@ def test_any_row_of_a_schema_loads_or_is_refused_by_id_leaving_no_image(data: An
 def test_a_runs_manifest_records_the_hub_split_it_read(tmp_path: Path) -> None:
     import hashlib
 
-    from clearsight.grounding.hub import benchmark_record
-    from clearsight.probe.sources import source_manifest
+    from clearsight.grounding.problems.hub import benchmark_record
+    from clearsight.probe.sources.load import source_manifest
 
     root = build_snapshot("mmstar", tmp_path / "mmstar")
     data = (root / "mmstar.parquet").read_bytes()

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clearsight.grounding.bench_file import (
+from clearsight.grounding.bench.file import (
     BenchItem,
     BenchPair,
     TgsBench,
@@ -24,10 +24,10 @@ from clearsight.grounding.bench_file import (
     retention_table,
     write_bench,
 )
-from clearsight.grounding.build import BuildBenchConfig, run_build_bench
-from clearsight.grounding.build_pool import read_bench, reason_kind
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import Trajectory
+from clearsight.grounding.bench.protocol import BuildBenchConfig, run_build_bench
+from clearsight.grounding.bench.results import read_bench, reason_kind
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import Trajectory
 from clearsight.validate import InputError
 
 # Four problems of an external benchmark (no solution field); the generator gets 3 right.

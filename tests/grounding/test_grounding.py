@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from clearsight.grounding.bench import check_edit, inject_rule, perturb_answer, similarity
-from clearsight.grounding.generator import TEXT_FAMILIES, bundled_problems, generate
+from clearsight.grounding.bench.pairs import check_edit, inject_rule, perturb_answer, similarity
 from clearsight.grounding.hesitation import (
     event_pairs,
     find_hesitations,
@@ -19,17 +18,17 @@ from clearsight.grounding.hesitation import (
     parse_hesitation_variant,
     stable_share,
 )
-from clearsight.grounding.hub import load_benchmark
-from clearsight.grounding.images import render_image
-from clearsight.grounding.problems import Problem, is_correct, load_jsonl, normalise_answer
+from clearsight.grounding.problems.bundled import TEXT_FAMILIES, bundled_problems, generate
+from clearsight.grounding.problems.hub import load_benchmark
+from clearsight.grounding.problems.images import render_image
+from clearsight.grounding.problems.problem import Problem, is_correct, load_jsonl, normalise_answer
 from clearsight.grounding.tgs import item_differences, scores, self_variant, two_stage_score
-from clearsight.grounding.trajectories import (
-    Trajectory,
-    good_trajectory,
+from clearsight.grounding.trajectories.parsing import (
     parse_trajectory,
     segmenter_agreement,
     split_at_slot,
 )
+from clearsight.grounding.trajectories.trajectory import Trajectory, good_trajectory
 from clearsight.grounding.variation import share_below
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
@@ -308,9 +307,15 @@ def _grounding_run(run: Path) -> None:
         for r in (0.25, 0.5, 0.75):
             spec = {"problem": problem, "variant": self_variant(r), "share": r, "meta": {}}
             add(ELICIT, spec, {"expected": 0.8 - 0.1 * r, "probs": [0.0] * 11, "mass": 1.0})
-        readouts = {"correct": i % 2 == 0, "answer": "1", "answer_forced": False}
+        own = {"vision": "seen", "reasoning": "so", "answer": "1"}
+        readouts = {"trajectory": own, "answer": "1", "correct": i % 2 == 0}
+        readouts |= {"written_confidence": None, "answer_forced": False}
         add(TRAJECTORY, {"problem": problem}, readouts)
-        add(JUDGE, {"problem": problem}, {"axis": "answer", "picked_bad": i < 2})
+        add(
+            JUDGE,
+            {"problem": problem},
+            {"p_bad": 0.9 if i < 2 else 0.1, "picked_bad": i < 2, "axis": "answer"},
+        )
     with RunStore.open(run) as store:
         store.begin_run({"config": {}, "protocol": "grounding"})
         store.add_items([*items, ("bad", ELICIT, {"problem": {"id": "p9"}})])

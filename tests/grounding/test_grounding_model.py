@@ -13,15 +13,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from clearsight.grounding.elicit import (  # noqa: E402
+from clearsight.grounding.confidence.elicit import (  # noqa: E402
     Elicited,
     ElicitFailure,
     ElicitRequest,
     elicit,
 )
-from clearsight.grounding.generator import bundled_problems  # noqa: E402
-from clearsight.grounding.numerals import NUMERALS  # noqa: E402
-from clearsight.grounding.trajectories import Trajectory, elicit_messages  # noqa: E402
+from clearsight.grounding.confidence.numerals import NUMERALS  # noqa: E402
+from clearsight.grounding.problems.bundled import bundled_problems  # noqa: E402
+from clearsight.grounding.trajectories.trajectory import Trajectory, elicit_messages  # noqa: E402
 from clearsight.models.base import Request  # noqa: E402
 from clearsight.models.hf import make_hf  # noqa: E402
 from clearsight.models.hf_backend import HfBackend  # noqa: E402
@@ -264,7 +264,7 @@ def test_unexpected_numeral_tokenization_fails_with_its_reason(
 def test_bad_inputs_become_records_with_reasons(tiny_llama_path: Path, tmp_path: Path) -> None:
     from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.plan import plan_elicitations, plan_trajectories
-    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.problems.problem import Problem
     from clearsight.grounding.specs import ELICIT, TRAJECTORY
     from clearsight.grounding.unit import GroundingUnit, run_unit
 

@@ -14,10 +14,8 @@ pytest.importorskip("torch")
 
 from test_grounding_model import Calls, one_thread  # noqa: F401  (one thread: faster)
 
-from clearsight.grounding.elicit import Elicited, ElicitFailure, elicit
-from clearsight.grounding.generator import bundled_problems
-from clearsight.grounding.numerals import numeral_distribution
-from clearsight.grounding.readouts import (
+from clearsight.grounding.confidence.elicit import Elicited, ElicitFailure, elicit
+from clearsight.grounding.confidence.methods import (
     aggregate,
     bundled_readouts,
     combine,
@@ -28,7 +26,9 @@ from clearsight.grounding.readouts import (
     slot_messages,
     steerconf_confidence,
 )
-from clearsight.grounding.trajectories import elicit_messages, good_trajectory
+from clearsight.grounding.confidence.numerals import numeral_distribution
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.trajectories.trajectory import elicit_messages, good_trajectory
 from clearsight.models.hf import make_hf
 from clearsight.validate import InputError
 

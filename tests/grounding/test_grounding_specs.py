@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from clearsight.grounding.config import GroundingConfig
-from clearsight.grounding.generator import bundled_problems
 from clearsight.grounding.plan import plan_edits, plan_elicitations, plan_judge, plan_trajectories
-from clearsight.grounding.problems import Problem
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.problems.problem import Problem
 from clearsight.grounding.protocol import _stages
 from clearsight.grounding.specs import (
     EDIT,
@@ -25,7 +25,7 @@ from clearsight.grounding.specs import (
     JudgeSpec,
     TrajectorySpec,
 )
-from clearsight.grounding.trajectories import default_template
+from clearsight.grounding.trajectories.trajectory import default_template
 from clearsight.grounding.unit import GroundingUnit, run_unit
 from clearsight.seeding import content_hash, derive_seed
 from clearsight.specs import Spec, json_key, spec_class

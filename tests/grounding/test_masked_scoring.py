@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from clearsight.grounding.elicit import Elicited, ElicitFailure, ElicitRequest, elicit
-from clearsight.grounding.generator import bundled_problems
-from clearsight.grounding.trajectories import elicit_messages, good_trajectory
+from clearsight.grounding.confidence.elicit import Elicited, ElicitFailure, ElicitRequest, elicit
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.trajectories.trajectory import elicit_messages, good_trajectory
 from clearsight.models import load_backend
 from clearsight.models.base import (
     HiddenRequest,

@@ -13,28 +13,28 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from clearsight.grounding import GroundingConfig, build_grounding_report, run_grounding
-from clearsight.grounding.generation import generate_trajectories
-from clearsight.grounding.generator import bundled_problems
+from clearsight.grounding.confidence.methods import get_readout, readout_requests
 from clearsight.grounding.hesitation import find_hesitations
 from clearsight.grounding.plan import plan_elicitations, plan_trajectories
-from clearsight.grounding.readouts import get_readout, readout_requests
+from clearsight.grounding.problems.bundled import bundled_problems
 from clearsight.grounding.specs import ELICIT, TRAJECTORY, TemplateRef
-from clearsight.grounding.templates import (
+from clearsight.grounding.trajectories.generation import generate_trajectories
+from clearsight.grounding.trajectories.templates import (
     choose_template,
     get_template,
     template_by_id,
     template_statement,
     trajectory_tokens,
 )
-from clearsight.grounding.trajectories import SEGMENTS, Trajectory
-from clearsight.grounding.variation import axis_prefix, sampled_alternative
-from clearsight.grounding.written import (
+from clearsight.grounding.trajectories.trajectory import SEGMENTS, Trajectory
+from clearsight.grounding.trajectories.written import (
     WrittenTrajectory,
     finish_written,
     force_suffix,
     parse_written,
     trajectory_from_json,
 )
+from clearsight.grounding.variation import axis_prefix, sampled_alternative
 from clearsight.models.base import Response
 from clearsight.models.presets import resolve_options
 from clearsight.models.scripted import ScriptedBackend

@@ -15,21 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clearsight.grounding import GroundingConfig, run_grounding
-from clearsight.grounding.bench import Edit, inject_errors
-from clearsight.grounding.generation import generate_trajectories, parse_generated
-from clearsight.grounding.generator import bundled_problems
-from clearsight.grounding.problems import is_correct
-from clearsight.grounding.templates import get_template
-from clearsight.grounding.trajectories import (
-    default_template,
-    parse_trajectory,
-    sentence_spans,
-    sentences,
-)
-from clearsight.grounding.written import parse_written
+from clearsight.grounding.bench.pairs import Edit, inject_errors
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.problems.problem import is_correct
+from clearsight.grounding.trajectories.generation import generate_trajectories, parse_generated
+from clearsight.grounding.trajectories.parsing import parse_trajectory, sentence_spans, sentences
+from clearsight.grounding.trajectories.templates import get_template
+from clearsight.grounding.trajectories.trajectory import default_template
+from clearsight.grounding.trajectories.written import parse_written
 from clearsight.models.base import Response
 from clearsight.models.scripted import ScriptedBackend
-from clearsight.probe.parsing import parse_action
+from clearsight.probe.reasoner.parsing import parse_action
 from clearsight.store import RunStore
 
 THINK = get_template("think")

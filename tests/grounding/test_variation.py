@@ -15,13 +15,13 @@ pytest.importorskip("torch")
 
 from test_grounding_model import Calls, one_thread  # noqa: F401  (one thread: faster)
 
+from clearsight.grounding.confidence.elicit import elicit
+from clearsight.grounding.confidence.methods import get_readout, readout_requests
 from clearsight.grounding.config import GroundingConfig
-from clearsight.grounding.elicit import elicit
-from clearsight.grounding.generator import bundled_problems
 from clearsight.grounding.plan import plan_elicitations, plan_variations
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.readouts import get_readout, readout_requests
-from clearsight.grounding.trajectories import Trajectory
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.trajectories.trajectory import Trajectory
 from clearsight.grounding.variation import (
     axis_prefix,
     jsd_per_item,

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
+from clearsight.grounding.confidence.elicit import Elicited, ElicitRequest, elicit
 from clearsight.models import Decoding, Message, Request, TextPart
 from clearsight.models.base import Capabilities, HiddenRequest, HiddenScores, require
 from clearsight.physics.controls import draw_box

@@ -9,7 +9,7 @@ import pytest
 from clearsight.models.base import Message, Request
 from clearsight.perceiver import PerceiverBackend, PerceiverOptions
 from clearsight.probe.instances import Instance, bundled_instances, instance_image
-from clearsight.probe.parsing import parse_letter
+from clearsight.probe.reasoner.parsing import parse_letter
 from clearsight.probe.strategies.direct import direct_question
 
 

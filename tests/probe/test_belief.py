@@ -15,14 +15,14 @@ import pytest
 from PIL import Image
 
 from clearsight.models.base import Capabilities, Request, Response
-from clearsight.probe.belief import (
+from clearsight.probe.instances import Instance
+from clearsight.probe.posthoc.belief import (
     BeliefTrace,
     belief_probe,
     belief_summary,
     belief_table,
     next_reasoning_step,
 )
-from clearsight.probe.instances import Instance
 from clearsight.probe.sensor import SensorReply
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.validate import InputError
@@ -142,7 +142,7 @@ def test_p_correct_p_chosen_and_steps_to_threshold_on_a_hand_trace() -> None:
 
 
 def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
-    from clearsight.probe.belief import belief_curves
+    from clearsight.probe.posthoc.belief import belief_curves
     from clearsight.report.probe import belief_figure
 
     beliefs = pd.DataFrame(
@@ -169,7 +169,7 @@ def test_each_conversation_is_replayed_by_its_own_reasoner(tmp_path: Path) -> No
     """A run with reasoner A (scripted) analysed with judge B: the belief items name A and
     hold A's stated distribution (B would have said A=0.2, B=0.8); query types stay B's."""
     from clearsight.driver import Execution
-    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
     from clearsight.probe.protocol import run_probe
     from clearsight.store import RunStore
 

@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 
 from clearsight.models.hf import ADAPTER_MANIFEST
-from clearsight.probe.accuracy import adapter_bases, distill_table
+from clearsight.probe.distill.analysis import adapter_bases, distill_table
+from clearsight.probe.distill.sft import IGNORE, sft_example, successful_trajectories
 from clearsight.probe.instances import Instance
+from clearsight.probe.records import store_transcript
 from clearsight.probe.sensor import SensorReply
-from clearsight.probe.sft import IGNORE, sft_example, successful_trajectories
-from clearsight.probe.transcript import Transcript, Turn, store_transcript
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.seeding import content_hash
 from clearsight.store import RunStore
 from clearsight.validate import InputError

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearsight.probe.agreement import (
+from clearsight.probe.judges import ExactJudge
+from clearsight.probe.posthoc.agreement import (
     agreement,
     cohen_kappa,
     human_agreement,
     pearson,
     read_human_labels,
 )
-from clearsight.probe.judges import ExactJudge
 from clearsight.validate import InputError
 
 TOL = 1e-9
@@ -142,8 +142,9 @@ def test_judges_command_stores_table_5(tmp_path: Path) -> None:
     from clearsight.cli import app
     from clearsight.probe.analysis import analyse_probe
     from clearsight.probe.instances import Instance
+    from clearsight.probe.records import store_transcript
     from clearsight.probe.results import load_probe_results
-    from clearsight.probe.transcript import Transcript, store_transcript
+    from clearsight.probe.transcript import Transcript
     from clearsight.report.probe import probe_tables
     from clearsight.store import RunStore
 

@@ -66,7 +66,7 @@ def _queries(rows: list[tuple[str, int, str]]) -> pd.DataFrame:
 
 
 def test_table_3_averages_the_datasets_shares() -> None:
-    from clearsight.probe.querytypes import query_type_table
+    from clearsight.probe.posthoc.querytypes import query_type_table
 
     frame = _queries(
         [
@@ -97,7 +97,7 @@ def test_a_first_turn_without_a_query_leaves_the_first_query_in_round_1(tmp_path
     """The reasoner's first turn asks nothing (a note, a nudge); its second asks. The paper
     counts rounds by query, so that query is round 1 of Table 3 (its turn, 2, is kept)."""
     from clearsight.driver import Execution
-    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
     from clearsight.probe.results import load_probe_results
 
     config = probe_config(tmp_path, instance_ids=IDS[:1], strategies=("bp",), runs=1)
@@ -251,7 +251,7 @@ QUERY_LABELS = [
 
 
 def test_the_query_type_judge_against_people_by_hand(tmp_path: Path) -> None:
-    from clearsight.probe.qtypecheck import query_type_agreement, read_query_labels
+    from clearsight.probe.posthoc.qtypecheck import query_type_agreement, read_query_labels
 
     labels = read_query_labels(_write(tmp_path / "labels.jsonl", QUERY_LABELS))
     assert [x.consensus for x in labels] == ["Descriptive", "Targeted", "Targeted", "Confirmatory"]
@@ -299,7 +299,7 @@ def _write_tmp(rows: list[dict[str, object]]) -> Path:
 def test_bad_query_labels_are_input_errors(
     tmp_path: Path, row: dict[str, object], message: str
 ) -> None:
-    from clearsight.probe.qtypecheck import read_query_labels
+    from clearsight.probe.posthoc.qtypecheck import read_query_labels
 
     path = _write(tmp_path / "bad.jsonl", [QUERY_LABELS[0], row])
     with pytest.raises(InputError, match=message) as info:
@@ -333,8 +333,8 @@ _types = st.sampled_from(["Descriptive", "targeted", "CONTRASTIVE", "Confirmator
     )
 )
 def test_any_query_label_line_reads_or_is_an_input_error(value: object) -> None:
-    from clearsight.probe.qtypecheck import read_query_labels
-    from clearsight.probe.querytypes import QUERY_TYPES
+    from clearsight.probe.posthoc.qtypecheck import read_query_labels
+    from clearsight.probe.posthoc.querytypes import QUERY_TYPES
 
     path = _write_tmp([value])  # type: ignore[list-item]
     try:
@@ -399,8 +399,8 @@ def _trajectory(sensor: str, n: int) -> tuple[str, Transcript]:
 
 
 def test_distillation_takes_as_many_trajectories_from_each_sensor() -> None:
-    from clearsight.probe.distill import DistillConfig
-    from clearsight.probe.sft import balance_sensors
+    from clearsight.probe.distill.sft import balance_sensors
+    from clearsight.probe.distill.train import DistillConfig
 
     assert DistillConfig().balance is True
     chosen = [

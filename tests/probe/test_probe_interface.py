@@ -19,16 +19,11 @@ from clearsight.probe.judges import (
     make_judge,
     parse_yes_no,
 )
-from clearsight.probe.layouts import row_instance, split_options
+from clearsight.probe.records import load_transcripts, store_transcript, transcript_spec
 from clearsight.probe.sensor import Sensor, SensorReply
-from clearsight.probe.sources import load_instances
-from clearsight.probe.transcript import (
-    Transcript,
-    Turn,
-    load_transcripts,
-    store_transcript,
-    transcript_spec,
-)
+from clearsight.probe.sources.layouts import row_instance, split_options
+from clearsight.probe.sources.load import load_instances
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 
@@ -384,7 +379,7 @@ def test_an_image_path_leaving_a_local_copy_is_refused(tmp_path: Path, how: str)
     """A dataset's rows name images inside their folder: ``..``, an absolute path elsewhere or
     a symbolic link out is refused with the row (clearsight's own rows, what ``probe build``
     writes, may name absolute paths; their relative ones stay inside too)."""
-    from clearsight.probe.sources import instances_from_jsonl
+    from clearsight.probe.sources.load import instances_from_jsonl
 
     secret = tmp_path / "secret.png"
     secret.write_bytes(b"x")

@@ -17,15 +17,16 @@ import pytest
 from clearsight.metrics import cross_run_ece, cross_run_prediction
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.probe.accuracy import summary_table
-from clearsight.probe.agreement import agreement
-from clearsight.probe.belief import belief_probe, belief_summary, parse_distribution
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import make_judge, normalise
 from clearsight.probe.plan import plan_probe
+from clearsight.probe.posthoc.agreement import agreement
+from clearsight.probe.posthoc.belief import belief_probe, belief_summary, parse_distribution
+from clearsight.probe.posthoc.querytypes import classify_queries
 from clearsight.probe.protocol import run_probe
-from clearsight.probe.querytypes import classify_queries
+from clearsight.probe.records import load_transcripts, store_transcript
 from clearsight.probe.results import load_probe_results, transcripts_frame
-from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 from fixtures.probe_runs import IDS, probe_config, scripts
@@ -290,7 +291,7 @@ def test_results_and_report(tmp_path: Path) -> None:
 
 
 def _build_config(tmp_path: Path, **kw: object) -> Any:
-    from clearsight.probe.build import BuildConfig
+    from clearsight.probe.bench.protocol import BuildConfig
 
     a = Instance("bundled/a", "bundled:skimage-coffee", "Q1?", ("x", "y"), "A", "bundled", "c")
     b = Instance("bundled/b", "bundled:skimage-coffee", "Q2?", ("x", "y"), "A", "bundled", "c")
@@ -309,7 +310,7 @@ def _build_config(tmp_path: Path, **kw: object) -> Any:
 
 def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
     from clearsight.driver import Execution
-    from clearsight.probe.build import build_stage1, build_stage2
+    from clearsight.probe.bench.protocol import build_stage1, build_stage2
 
     config, (a, b) = _build_config(tmp_path)
     summary, results = build_stage1(config, tmp_path / "b", Execution(progress=False))
@@ -331,7 +332,7 @@ def test_build_stage1_keeps_unreliable_questions(tmp_path: Path) -> None:
 
 def test_build_stage1_adds_to_a_probe_run_and_says_what_failed(tmp_path: Path) -> None:
     from clearsight.driver import EXIT_FAILED_ITEMS, Execution
-    from clearsight.probe.build import build_stage1
+    from clearsight.probe.bench.protocol import build_stage1
 
     run = tmp_path / "run"
     run_probe(probe_config(tmp_path), run, progress=False)
@@ -429,7 +430,7 @@ def test_real_models_one_conversation() -> None:
     from clearsight.models import load_backend
     from clearsight.probe.instances import bundled_instances
     from clearsight.probe.judges import consistency
-    from clearsight.probe.loop import LoopSettings, run_conversation
+    from clearsight.probe.reasoner.loop import LoopSettings, run_conversation
     from clearsight.probe.sensor import Sensor
 
     try:
@@ -465,7 +466,7 @@ def _judge(tmp_path: Path) -> str:
 
 def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     from clearsight.driver import EXIT_FAILED_ITEMS, Execution
-    from clearsight.probe.posthoc import (
+    from clearsight.probe.posthoc.protocol import (
         BELIEF_PROTOCOL,
         QTYPE_PROTOCOL,
         AnalysisConfig,
@@ -506,8 +507,8 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
     every probe kind always used, over the JSON stored for it (so a run from before the typed
     specs resumes with nothing pending)."""
     from clearsight.driver import Execution
-    from clearsight.probe.build import build_stage1
-    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.probe.bench.protocol import build_stage1
+    from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
     from clearsight.seeding import content_hash
     from clearsight.specs import json_key
 
@@ -547,7 +548,7 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
 
 
 def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
-    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
 
     config = AnalysisConfig(judge_model=_judge(tmp_path))
     with pytest.raises(InputError, match="holds no probe run"):
@@ -586,7 +587,7 @@ def test_belief_figure_draws_one_trace_per_conversation() -> None:
 
     from PIL import Image
 
-    from clearsight.probe.belief import belief_curves
+    from clearsight.probe.posthoc.belief import belief_curves
     from clearsight.report.probe import belief_figure
 
     beliefs = pd.DataFrame(
@@ -614,7 +615,7 @@ class _Judge:
 
 
 def test_query_types_judged_with_a_rationale_and_a_json_label() -> None:
-    from clearsight.probe.querytypes import parse_query_judgement
+    from clearsight.probe.posthoc.querytypes import parse_query_judgement
     from clearsight.probe.sensor import SensorReply
 
     i = Instance("q", "x.png", "Which colour?", ("red", "blue"), "B", "seedbench", "scene")

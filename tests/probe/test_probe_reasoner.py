@@ -11,8 +11,8 @@ from clearsight.models.base import Capabilities, Request, Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import ExactJudge
-from clearsight.probe.loop import LoopSettings, conversation_messages, run_conversation
-from clearsight.probe.parsing import parse_action, parse_letter
+from clearsight.probe.reasoner.loop import LoopSettings, conversation_messages, run_conversation
+from clearsight.probe.reasoner.parsing import parse_action, parse_letter
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.strategies import prompt_hash
 from clearsight.probe.strategies.direct import run_direct

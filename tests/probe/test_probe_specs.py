@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from clearsight.probe.build import BuildConfig, _plan
+from clearsight.probe.bench.protocol import BuildConfig, _plan
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance, bundled_instances
 from clearsight.probe.plan import plan_probe
+from clearsight.probe.records import transcript_spec
 from clearsight.probe.specs import (
     BELIEF_PROTOCOL,
     BUILD_PROTOCOL,
@@ -27,7 +28,7 @@ from clearsight.probe.specs import (
     TranscriptSpec,
 )
 from clearsight.probe.strategies import prompt_hash
-from clearsight.probe.transcript import Transcript, transcript_spec
+from clearsight.probe.transcript import Transcript
 from clearsight.seeding import content_hash
 from clearsight.specs import Spec, json_key, spec_class
 from clearsight.validate import InputError

@@ -16,11 +16,8 @@ from clearsight.models.base import Capabilities, Request, Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import ExactJudge
-from clearsight.probe.loop import LoopSettings, run_conversation
-from clearsight.probe.sensor import Sensor
-from clearsight.probe.strategies import prompt_hash
-from clearsight.probe.transcript import Transcript
-from clearsight.probe.uot import (
+from clearsight.probe.reasoner.loop import LoopSettings, run_conversation
+from clearsight.probe.reasoner.uot_search import (
     Candidate,
     SearchSettings,
     information_gain,
@@ -28,6 +25,9 @@ from clearsight.probe.uot import (
     parse_possible,
     uot_reward,
 )
+from clearsight.probe.sensor import Sensor
+from clearsight.probe.strategies import prompt_hash
+from clearsight.probe.transcript import Transcript
 
 INST3 = Instance(
     "t/3",
@@ -260,7 +260,7 @@ def test_the_stored_tree_round_trips(tmp_path: Path) -> None:
     assert search is not None
     for raw in search["candidates"]:
         assert Candidate.from_json(raw).to_json() == raw
-    from clearsight.probe.transcript import load_transcripts, store_transcript
+    from clearsight.probe.records import load_transcripts, store_transcript
 
     with RunStore.open(tmp_path / "run") as store:
         store_transcript(store, t)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from clearsight.grounding.numerals import NUMERALS, numeral_distribution
+from clearsight.grounding.confidence.numerals import NUMERALS, numeral_distribution
 from clearsight.models.logprobs import candidate_probs_from_top_logprobs, token_text
 from clearsight.sweep.readouts import (
     detect_abstention,

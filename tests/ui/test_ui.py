@@ -14,8 +14,8 @@ from starlette.testclient import TestClient
 from clearsight.models.base import Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
+from clearsight.probe.records import load_transcripts
 from clearsight.probe.sensor import Sensor
-from clearsight.probe.transcript import load_transcripts
 from clearsight.seeding import rng_for
 from clearsight.store import Record, RunStore
 from clearsight.ui.app import PAGE_CSP, create_app
@@ -471,8 +471,9 @@ def test_a_sensor_that_cannot_load_is_recorded_not_fatal(
 
 
 def test_record_page_shows_a_model_conversation(tmp_path: Path) -> None:
+    from clearsight.probe.records import store_transcript
     from clearsight.probe.sensor import SensorReply
-    from clearsight.probe.transcript import Transcript, Turn, store_transcript
+    from clearsight.probe.transcript import Transcript, Turn
 
     inst = _instance(tmp_path)
     reply = SensorReply("What colour?", CAR_SAMPLES, 0, "red", 4, 5, judge="exact")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from clearsight.probe.transcript import load_transcripts
+from clearsight.probe.records import load_transcripts
 from clearsight.ui.app import create_app
 from clearsight.ui.session import HumanPlay
 from clearsight.ui.settings import ServeSettings

@@ -34,8 +34,9 @@ from starlette.testclient import TestClient
 from clearsight.models.base import Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
+from clearsight.probe.records import load_transcripts, store_transcript
 from clearsight.probe.sensor import Sensor, SensorReply
-from clearsight.probe.transcript import Transcript, Turn, load_transcripts, store_transcript
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.ui.app import create_app
 from clearsight.ui.session import HumanPlay

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.grounding import GroundingConfig, run_grounding
-from clearsight.grounding.generator import bundled_problems
+from clearsight.grounding.problems.bundled import bundled_problems
 from clearsight.store import RunStore
 from clearsight.sweep import SweepConfig, run_sweep
 from clearsight.verify import DEFAULT_TOLERANCE, VerifyConfig, compare_runs, rederive, verify_run

@@ -1,5 +1,5 @@
 """``clearsight probe build``: the probe benchmark's two-stage filter, its options generated from
-:class:`~clearsight.probe.build.BuildConfig`."""
+:class:`~clearsight.probe.bench.protocol.BuildConfig`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``clearsight grounding run`` and ``clearsight grounding build-bench``: trajectory grounding
 and its TGS-Bench builder, their options generated from
 :class:`~clearsight.grounding.protocol.GroundingConfig` and
-:class:`~clearsight.grounding.build.BuildBenchConfig`; ``clearsight grounding report RUN
+:class:`~clearsight.grounding.bench.protocol.BuildBenchConfig`; ``clearsight grounding report RUN
 [RUN ...]`` compares runs (checkpoints, methods) in one report."""
 
 from __future__ import annotations

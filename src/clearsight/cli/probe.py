@@ -190,8 +190,8 @@ def query_types(
     person's type (the paper's union match rate) and Cohen's kappa against the consensus, and
     stores them in RUN for the report."""
     from clearsight.models import shared_backend
-    from clearsight.probe import qtypecheck
-    from clearsight.probe.posthoc import AnalysisConfig, prompt_hashes
+    from clearsight.probe.posthoc import qtypecheck
+    from clearsight.probe.posthoc.protocol import AnalysisConfig, prompt_hashes
     from clearsight.probe.specs import QTYPE_PROTOCOL, QueryTypeValidationSpec
     from clearsight.store import DB_NAME
 

@@ -8,8 +8,8 @@ snapshot folder, the hub cache or the ``datasets`` cache and refuses, in one lin
 that is not the one the mapping follows; :mod:`~clearsight.datasets.rows` reads the rows into
 :class:`~clearsight.datasets.rows.HubRow` s (a row whose gold is not among its options is
 refused by id); :mod:`~clearsight.datasets.fetch` downloads and verifies snapshots (and COCO
-val2017). The probe (:mod:`clearsight.probe.hub`) and trajectory grounding
-(:mod:`clearsight.grounding.hub`) turn rows into their own records.
+val2017). The probe (:mod:`clearsight.probe.sources.hub`) and trajectory grounding
+(:mod:`clearsight.grounding.problems.hub`) turn rows into their own records.
 """
 
 from __future__ import annotations

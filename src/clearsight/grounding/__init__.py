@@ -4,24 +4,25 @@ Modules, in the order of the method:
 
 * :mod:`~clearsight.grounding.config` — :class:`GroundingConfig`, a run's configuration;
   :mod:`~clearsight.grounding.specs` — its five item kinds as typed specs.
-* :mod:`~clearsight.grounding.problems` — :class:`Problem`, answers and problem files;
-  :mod:`~clearsight.grounding.hub` — the paper's benchmarks (JSONL layouts or hub snapshots);
-  :mod:`~clearsight.grounding.generator` — bundled verifiable problems,
-  :mod:`~clearsight.grounding.images` their pictures.
-* :mod:`~clearsight.grounding.trajectories` — the template (observation, reasoning, answer,
-  confidence 0-10), parsing, segmentation into vision / reasoning / answer spans;
-  :mod:`~clearsight.grounding.templates` — the model-native templates (think block,
-  VL-Calibration tags) and a run's choice among them; :mod:`~clearsight.grounding.written` —
-  native trajectories segmented as written; :mod:`~clearsight.grounding.generation` — a
-  model's own trajectories.
-* :mod:`~clearsight.grounding.elicit` — the 11-way numeral distribution at the confidence slot
-  from ONE forward pass (the backend's masked scoring), with or without hidden rationale tokens;
-  :mod:`~clearsight.grounding.numerals`, :mod:`~clearsight.grounding.readouts` — the numeral
-  read-out and the calibration methods' read-outs.
-* :mod:`~clearsight.grounding.bench` — TGS-Bench pairs (answer by rule, vision and reasoning by
-  single-error injection, checked); :mod:`~clearsight.grounding.bench_file` — its file;
-  :mod:`~clearsight.grounding.build` (with ``build_items``, ``build_units``, ``build_pool``) —
-  building it for any problem set.
+* :mod:`~clearsight.grounding.problems.problem` — :class:`Problem`, answers and problem files;
+  :mod:`~clearsight.grounding.problems.hub` — the paper's benchmarks (JSONL layouts or hub
+  snapshots); :mod:`~clearsight.grounding.problems.bundled` — bundled verifiable problems,
+  :mod:`~clearsight.grounding.problems.images` their pictures.
+* :mod:`~clearsight.grounding.trajectories.trajectory` — the template (observation, reasoning,
+  answer, confidence 0-10), parsing, segmentation into vision / reasoning / answer spans;
+  :mod:`~clearsight.grounding.trajectories.templates` — the model-native templates (think block,
+  VL-Calibration tags) and a run's choice among them;
+  :mod:`~clearsight.grounding.trajectories.written` — native trajectories segmented as written;
+  :mod:`~clearsight.grounding.trajectories.generation` — a model's own trajectories.
+* :mod:`~clearsight.grounding.confidence.elicit` — the 11-way numeral distribution at the confidence
+  slot from ONE forward pass (the backend's masked scoring), with or without hidden rationale
+  tokens; :mod:`~clearsight.grounding.confidence.numerals`,
+  :mod:`~clearsight.grounding.confidence.methods` — the numeral read-out and the calibration
+  methods' read-outs.
+* :mod:`~clearsight.grounding.bench.pairs` — TGS-Bench pairs (answer by rule, vision and
+  reasoning by single-error injection, checked); :mod:`~clearsight.grounding.bench.file` — its
+  file; :mod:`~clearsight.grounding.bench.protocol` (with its ``specs``, ``unit`` and
+  ``results``) — building it for any problem set.
 * :mod:`~clearsight.grounding.variation`, :mod:`~clearsight.grounding.hesitation` — content
   variation (JSD) and hesitation events.
 * :mod:`~clearsight.grounding.plan` (items per stage), :mod:`~clearsight.grounding.unit` (a
@@ -43,12 +44,17 @@ from clearsight import lazy_face
 
 if TYPE_CHECKING:
     from clearsight.grounding.analysis import GroundingAnalysis, analyse_grounding
-    from clearsight.grounding.bench_file import TgsBench, retention_table, write_bench
-    from clearsight.grounding.build import BuildBenchConfig, run_build_bench
-    from clearsight.grounding.build_pool import read_bench
+    from clearsight.grounding.bench.file import TgsBench, retention_table, write_bench
+    from clearsight.grounding.bench.protocol import BuildBenchConfig, run_build_bench
+    from clearsight.grounding.bench.results import read_bench
     from clearsight.grounding.config import GroundingConfig
-    from clearsight.grounding.hub import hub_problems, hub_source, is_hub_benchmark, load_benchmark
-    from clearsight.grounding.problems import LAYOUTS, Problem, load_jsonl
+    from clearsight.grounding.problems.hub import (
+        hub_problems,
+        hub_source,
+        is_hub_benchmark,
+        load_benchmark,
+    )
+    from clearsight.grounding.problems.problem import LAYOUTS, Problem, load_jsonl
     from clearsight.grounding.protocol import GROUNDING, run_grounding
     from clearsight.report.grounding import build_grounding_report, render_grounding_report
 
@@ -62,19 +68,19 @@ _EXPORTS = {
     "GroundingAnalysis": "clearsight.grounding.analysis:GroundingAnalysis",
     "build_grounding_report": "clearsight.report.grounding:build_grounding_report",
     "render_grounding_report": "clearsight.report.grounding:render_grounding_report",
-    "BuildBenchConfig": "clearsight.grounding.build:BuildBenchConfig",
-    "run_build_bench": "clearsight.grounding.build:run_build_bench",
-    "read_bench": "clearsight.grounding.build_pool:read_bench",
-    "write_bench": "clearsight.grounding.bench_file:write_bench",
-    "retention_table": "clearsight.grounding.bench_file:retention_table",
-    "TgsBench": "clearsight.grounding.bench_file:TgsBench",
-    "Problem": "clearsight.grounding.problems:Problem",
-    "LAYOUTS": "clearsight.grounding.problems:LAYOUTS",
-    "load_jsonl": "clearsight.grounding.problems:load_jsonl",
-    "load_benchmark": "clearsight.grounding.hub:load_benchmark",
-    "hub_problems": "clearsight.grounding.hub:hub_problems",
-    "hub_source": "clearsight.grounding.hub:hub_source",
-    "is_hub_benchmark": "clearsight.grounding.hub:is_hub_benchmark",
+    "BuildBenchConfig": "clearsight.grounding.bench.protocol:BuildBenchConfig",
+    "run_build_bench": "clearsight.grounding.bench.protocol:run_build_bench",
+    "read_bench": "clearsight.grounding.bench.results:read_bench",
+    "write_bench": "clearsight.grounding.bench.file:write_bench",
+    "retention_table": "clearsight.grounding.bench.file:retention_table",
+    "TgsBench": "clearsight.grounding.bench.file:TgsBench",
+    "Problem": "clearsight.grounding.problems.problem:Problem",
+    "LAYOUTS": "clearsight.grounding.problems.problem:LAYOUTS",
+    "load_jsonl": "clearsight.grounding.problems.problem:load_jsonl",
+    "load_benchmark": "clearsight.grounding.problems.hub:load_benchmark",
+    "hub_problems": "clearsight.grounding.problems.hub:hub_problems",
+    "hub_source": "clearsight.grounding.problems.hub:hub_source",
+    "is_hub_benchmark": "clearsight.grounding.problems.hub:is_hub_benchmark",
 }
 
 __all__ = [

@@ -26,9 +26,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from clearsight.grounding.bench_file import retention_table
+from clearsight.grounding.bench.file import retention_table
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT, bundled_readouts
 from clearsight.grounding.hesitation import event_pairs, stable_share
-from clearsight.grounding.readouts import DEFAULT_READOUT, bundled_readouts
 from clearsight.grounding.results import GroundingResults, SampledVariation, load_grounding_results
 from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences, scores
 from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from clearsight.grounding.generator import TEXT_FAMILIES
-from clearsight.grounding.readouts import DEFAULT_READOUT, get_readout
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT, get_readout
+from clearsight.grounding.problems.bundled import TEXT_FAMILIES
 from clearsight.grounding.tgs import MASK_RATIOS
 from clearsight.provenance import RunConfig
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.grounding.templates import Chosen
+    from clearsight.grounding.trajectories.templates import Chosen
 
 
 class GroundingConfig(RunConfig):
@@ -95,7 +95,7 @@ class GroundingConfig(RunConfig):
     @field_validator("trajectory_template")
     @classmethod
     def _known_template(cls, v: str) -> str:
-        from clearsight.grounding.templates import check_choice
+        from clearsight.grounding.trajectories.templates import check_choice
 
         return check_choice(v)
 
@@ -119,13 +119,13 @@ class GroundingConfig(RunConfig):
     def template(self) -> Chosen:
         """The template the measured model's own trajectories are written in (the
         ``trajectory_template`` choice resolved for its family)."""
-        from clearsight.grounding.templates import choose_template
+        from clearsight.grounding.trajectories.templates import choose_template
 
         return choose_template(self.trajectory_template, self.model, self.options_of(self.model))
 
     def trajectory_tokens(self) -> int:
         """The tokens an own trajectory may generate (``max_new_tokens``, else the model's
         default)."""
-        from clearsight.grounding.templates import trajectory_tokens
+        from clearsight.grounding.trajectories.templates import trajectory_tokens
 
         return trajectory_tokens(self.model, self.options_of(self.model), self.max_new_tokens)

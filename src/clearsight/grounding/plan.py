@@ -15,14 +15,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from clearsight.grounding.bench import AXES, bad_trajectory, perturb_answer
-from clearsight.grounding.bench_file import bench_problems, load_bench
+from clearsight.grounding.bench.file import bench_problems, load_bench
+from clearsight.grounding.bench.pairs import AXES, bad_trajectory, perturb_answer
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT, get_readout
 from clearsight.grounding.config import GroundingConfig
-from clearsight.grounding.generator import bundled_problems
 from clearsight.grounding.hesitation import find_hesitations, hesitation_variant
-from clearsight.grounding.hub import load_benchmark
-from clearsight.grounding.problems import Problem, load_jsonl
-from clearsight.grounding.readouts import DEFAULT_READOUT, get_readout
+from clearsight.grounding.problems.bundled import bundled_problems
+from clearsight.grounding.problems.hub import load_benchmark
+from clearsight.grounding.problems.problem import Problem, load_jsonl
 from clearsight.grounding.specs import (
     EditSpec,
     ElicitSpec,
@@ -34,7 +34,8 @@ from clearsight.grounding.specs import (
     template_ref,
 )
 from clearsight.grounding.tgs import bench_variant, self_variant
-from clearsight.grounding.trajectories import Trajectory, good_trajectory
+from clearsight.grounding.trajectories.trajectory import Trajectory, good_trajectory
+from clearsight.grounding.trajectories.written import trajectory_from_json
 from clearsight.grounding.variation import (
     ANSWER_TOKENS,
     TEMPERATURE,
@@ -42,7 +43,6 @@ from clearsight.grounding.variation import (
     alternative,
     variation_variant,
 )
-from clearsight.grounding.written import trajectory_from_json
 from clearsight.seeding import derive_seed, rng_for
 from clearsight.validate import InputError, refuse_repeated_ids
 

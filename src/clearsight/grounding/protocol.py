@@ -13,7 +13,7 @@ function of its spec:
 2. ``grounding.edit`` (:class:`~clearsight.grounding.specs.EditSpec`) — (problem, axis, span,
    generator): TGS-Bench's vision / reasoning error injection on the canonical trajectory
    (model edit, checked; rule fallback). The problems of a TGS-Bench file
-   (``GroundingConfig.bench``, :mod:`clearsight.grounding.bench_file`) bring their pairs.
+   (``GroundingConfig.bench``, :mod:`clearsight.grounding.bench.file`) bring their pairs.
 3. ``grounding.judge`` (:class:`~clearsight.grounding.specs.JudgeSpec`, when a judge is
    configured) — (problem, pair, order, judge): which side of a TGS-Bench pair holds the error.
 4. ``grounding.variation`` (:class:`~clearsight.grounding.specs.VariationSpec`, sampled
@@ -22,11 +22,11 @@ function of its spec:
    sample is kept with its reason (``accepted`` false) and not scored.
 5. ``grounding.elicit`` (:class:`~clearsight.grounding.specs.ElicitSpec`) — (problem, variant,
    trajectory, share, model, read-out): one confidence read-out
-   (:mod:`clearsight.grounding.readouts`; one forward pass per slot). Variants: ``self/rX``
-   (own trajectory with share X of the rationale masked), ``bench/good``, ``bench/<axis>/bad``,
-   ``variation/<axis>/s<k>`` (sampled) or ``variation/<axis>/alt`` (hand-written),
-   ``hesitation/pre`` and ``hesitation/post`` (the first hesitation event; event k >= 1:
-   ``hesitation/<k>/pre`` and ``.../post``).
+   (:mod:`clearsight.grounding.confidence.methods`; one forward pass per slot). Variants:
+   ``self/rX`` (own trajectory with share X of the rationale masked), ``bench/good``,
+   ``bench/<axis>/bad``, ``variation/<axis>/s<k>`` (sampled) or ``variation/<axis>/alt``
+   (hand-written), ``hesitation/pre`` and ``hesitation/post`` (the first hesitation event; event k
+   >= 1: ``hesitation/<k>/pre`` and ``.../post``).
 
 The later stages are planned from the stored records of the earlier ones, with
 the trajectories inside their specs, so a rerun resumes at any stage. Items are grouped into
@@ -41,9 +41,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from clearsight import driver
 from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
-from clearsight.grounding.bench_file import bench_edits, load_bench
+from clearsight.grounding.bench.file import bench_edits, load_bench
 from clearsight.grounding.config import GroundingConfig
-from clearsight.grounding.hub import benchmark_record
 from clearsight.grounding.plan import (
     load_problems,
     plan_edits,
@@ -52,10 +51,11 @@ from clearsight.grounding.plan import (
     plan_trajectories,
     plan_variations,
 )
-from clearsight.grounding.problems import Problem, load_jsonl
+from clearsight.grounding.problems.hub import benchmark_record
+from clearsight.grounding.problems.problem import Problem, load_jsonl
 from clearsight.grounding.specs import EDIT, ELICIT, JUDGE, TRAJECTORY, VARIATION, template_ref
+from clearsight.grounding.trajectories.written import trajectory_from_json
 from clearsight.grounding.unit import MASKED_PURPOSE, GroundingUnit, run_unit
-from clearsight.grounding.written import trajectory_from_json
 from clearsight.models.base import Capabilities
 from clearsight.provenance import run_manifest, source_digest
 from clearsight.seeding import derive_seed

@@ -5,8 +5,9 @@ A grounding run holds records of five item kinds, named once in
 (:data:`~clearsight.grounding.specs.TRAJECTORY`), the TGS-Bench edits (``EDIT``), the
 judge's verdicts on pairs (``JUDGE``), the sampled content-variation alternatives
 (``VARIATION``) and the elicited confidence distributions (``ELICIT``).
-:func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`
-into :class:`GroundingResults`; :mod:`clearsight.grounding.analysis` scores them and
+:func:`load_grounding_results` reads them by kind through :class:`~clearsight.store.RunStore`,
+each kind's read-outs as its registered type (:mod:`clearsight.grounding.readouts`), into
+:class:`GroundingResults`; :mod:`clearsight.grounding.analysis` scores them and
 :mod:`clearsight.report.grounding` renders the scores.
 """
 
@@ -17,10 +18,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT
 from clearsight.grounding.protocol import GROUNDING
-from clearsight.grounding.readouts import DEFAULT_READOUT
+from clearsight.grounding.readouts import (
+    ElicitReadouts,
+    JudgeReadouts,
+    TrajectoryReadouts,
+    VariationReadouts,
+)
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
-from clearsight.grounding.templates import template_statement
+from clearsight.grounding.trajectories.templates import template_statement
 from clearsight.store import RunStore
 from clearsight.verify.specs import VERIFY_KIND
 
@@ -59,7 +66,7 @@ class GroundingResults:
     """Sampled content variation per axis."""
     trajectory: str = ""
     """The template of the run's own trajectories, as the report states it
-    (:func:`~clearsight.grounding.templates.template_statement`)."""
+    (:func:`~clearsight.grounding.trajectories.templates.template_statement`)."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
@@ -67,25 +74,46 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
     another protocol."""
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(GROUNDING.name)
-        trajectory = template_statement(store.manifest())
-        elicitations = [
+        return GroundingResults(
+            name=Path(run_dir).name,
+            elicitations=_elicitations(store),
+            trajectories=_trajectories(store),
+            judge=_judge(store),
+            failures=_failures(store),
+            variation=_variation(store),
+            trajectory=template_statement(store.manifest()),
+        )
+
+
+def _elicitations(store: RunStore) -> pd.DataFrame:
+    """One row per ok elicitation (see :class:`GroundingResults`); a run made before read-outs
+    were selectable stores its one slot's ``probs`` and ``mass`` alone."""
+    rows = []
+    for rec in store.iter_records("ok", kind=ELICIT, raw=False, readouts=ElicitReadouts):
+        out, problem = rec.readouts, rec.spec["problem"]
+        rows.append(
             {
-                "problem": rec.spec["problem"]["id"],
-                "benchmark": rec.spec["problem"]["benchmark"],
+                "problem": problem["id"],
+                "benchmark": problem["benchmark"],
                 "variant": rec.spec["variant"],
-                "expected": rec.readouts["expected"],
-                "probs": rec.readouts["probs"],
-                "mass": rec.readouts["mass"],
+                "expected": out["expected"],
+                "probs": out["probs"],
+                "mass": out["mass"],
                 "readout": (rec.spec.get("readout") or {}).get("name", DEFAULT_READOUT),
-                "distributions": rec.readouts.get("distributions")
-                or {"confidence": rec.readouts["probs"]},
-                "coverage": rec.readouts.get("coverage", rec.readouts["mass"]),
+                "distributions": out.get("distributions") or {"confidence": out["probs"]},
+                "coverage": out.get("coverage", out["mass"]),
                 "share": rec.spec["share"],
                 "meta": rec.spec["meta"],
             }
-            for rec in store.iter_records("ok", kind=ELICIT, raw=False)
-        ]
-        trajectories = [
+        )
+    return pd.DataFrame(rows)
+
+
+def _trajectories(store: RunStore) -> pd.DataFrame:
+    """One row per ok own trajectory (see :class:`GroundingResults`)."""
+    read = store.iter_records("ok", kind=TRAJECTORY, raw=False, readouts=TrajectoryReadouts)
+    return pd.DataFrame(
+        [
             {
                 "problem": rec.spec["problem"]["id"],
                 "benchmark": rec.spec["problem"]["benchmark"],
@@ -93,33 +121,40 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
                 "answer": rec.readouts["answer"],
                 "answer_forced": rec.readouts["answer_forced"],
             }
-            for rec in store.iter_records("ok", kind=TRAJECTORY, raw=False)
+            for rec in read
         ]
-        verdicts: dict[str, list[bool]] = {}
-        for rec in store.iter_records("ok", kind=JUDGE, raw=False):
-            verdicts.setdefault(str(rec.readouts["axis"]), []).append(
-                bool(rec.readouts["picked_bad"])
-            )
-        variation: dict[str, SampledVariation] = {}
-        for rec in store.iter_records("ok", kind=VARIATION, raw=False):
-            v = variation.setdefault(str(rec.readouts["axis"]), SampledVariation())
-            v.sampled += 1
-            v.accepted += bool(rec.readouts["accepted"])
-            if not rec.readouts["accepted"]:
-                why = str(rec.readouts["reason"])[:60]
-                v.reasons[why] = v.reasons.get(why, 0) + 1
-        failures: dict[str, int] = {}
-        for rec in store.iter_records("failed", raw=False):
-            if rec.protocol == VERIFY_KIND:  # a re-ask: the report's Reproducibility section
-                continue
-            reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
-            failures[reason] = failures.get(reason, 0) + 1
-    return GroundingResults(
-        name=Path(run_dir).name,
-        elicitations=pd.DataFrame(elicitations),
-        trajectories=pd.DataFrame(trajectories),
-        judge={a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v},
-        failures=failures,
-        variation=variation,
-        trajectory=trajectory,
     )
+
+
+def _judge(store: RunStore) -> dict[str, dict[str, float]]:
+    """Per axis, the pairs judged (``n``) and the share where the judge picked the bad side."""
+    verdicts: dict[str, list[bool]] = {}
+    for rec in store.iter_records("ok", kind=JUDGE, raw=False, readouts=JudgeReadouts):
+        verdicts.setdefault(rec.readouts["axis"], []).append(bool(rec.readouts["picked_bad"]))
+    return {a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v}
+
+
+def _variation(store: RunStore) -> dict[str, SampledVariation]:
+    """Sampled content variation per axis, its rejections counted by reason."""
+    variation: dict[str, SampledVariation] = {}
+    for rec in store.iter_records("ok", kind=VARIATION, raw=False, readouts=VariationReadouts):
+        out = rec.readouts
+        v = variation.setdefault(out["axis"], SampledVariation())
+        v.sampled += 1
+        v.accepted += bool(out["accepted"])
+        if not out["accepted"]:
+            why = str(out["reason"])[:60]
+            v.reasons[why] = v.reasons.get(why, 0) + 1
+    return variation
+
+
+def _failures(store: RunStore) -> dict[str, int]:
+    """Failed records counted by ``"<kind>: <reason>"``, re-asks left to the report's
+    Reproducibility section."""
+    failures: dict[str, int] = {}
+    for rec in store.iter_records("failed", raw=False):
+        if rec.protocol == VERIFY_KIND:
+            continue
+        reason = f"{rec.protocol}: {(rec.error or '')[:80]}"
+        failures[reason] = failures.get(reason, 0) + 1
+    return failures

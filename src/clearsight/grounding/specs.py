@@ -2,9 +2,9 @@
 
 Each class is what a worker gets and what the store keeps (:meth:`~clearsight.specs.Spec.to_json`,
 keyed by :attr:`~clearsight.specs.Spec.key`); :mod:`clearsight.grounding.protocol` plans and
-runs them. A :class:`~clearsight.grounding.problems.Problem` is stored as its
-:meth:`~clearsight.grounding.problems.Problem.to_json`, a
-:class:`~clearsight.grounding.trajectories.Trajectory` as its three texts.
+runs them. A :class:`~clearsight.grounding.problems.problem.Problem` is stored as its
+:meth:`~clearsight.grounding.problems.problem.Problem.to_json`, a
+:class:`~clearsight.grounding.trajectories.trajectory.Trajectory` as its three texts.
 """
 
 from __future__ import annotations
@@ -14,8 +14,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from clearsight.grounding.problems import Problem
-from clearsight.grounding.trajectories import Template, Trajectory, default_template
+from clearsight.grounding.problems.problem import Problem
+from clearsight.grounding.readouts import (
+    EditReadouts,
+    ElicitReadouts,
+    JudgeReadouts,
+    TrajectoryReadouts,
+    VariationReadouts,
+)
+from clearsight.grounding.trajectories.trajectory import Template, Trajectory, default_template
 from clearsight.specs import OMIT_NONE, Spec
 
 __all__ = [
@@ -60,7 +67,7 @@ def template_ref(template: Template | None = None) -> TemplateRef:
 @dataclass(frozen=True)
 class ReadoutRef:
     """The calibration read-out an elicitation is scored with, by name and content hash
-    (:mod:`clearsight.grounding.readouts`; an edited read-out makes new items)."""
+    (:mod:`clearsight.grounding.confidence.methods`; an edited read-out makes new items)."""
 
     name: str
     hash: str
@@ -72,6 +79,7 @@ class TrajectorySpec(Spec):
     that brings one (``given``), that text cut at its confidence slot."""
 
     kind: ClassVar[str] = TRAJECTORY
+    readout_type = TrajectoryReadouts
 
     problem: Problem
     model: str
@@ -88,6 +96,7 @@ class EditSpec(Spec):
     generator's edit, checked; the rule's where it fails)."""
 
     kind: ClassVar[str] = EDIT
+    readout_type = EditReadouts
 
     problem_id: str
     axis: str
@@ -106,6 +115,7 @@ class JudgeSpec(Spec):
     error."""
 
     kind: ClassVar[str] = JUDGE
+    readout_type = JudgeReadouts
 
     problem: Problem
     axis: str
@@ -123,6 +133,7 @@ class ElicitSpec(Spec):
     ``share`` of its rationale tokens hidden from the slot."""
 
     kind: ClassVar[str] = ELICIT
+    readout_type = ElicitReadouts
 
     problem: Problem
     variant: str
@@ -150,6 +161,7 @@ class VariationSpec(Spec):
     continued greedily from the answer tag)."""
 
     kind: ClassVar[str] = VARIATION
+    readout_type = VariationReadouts
 
     problem: Problem
     axis: str

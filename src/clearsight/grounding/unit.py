@@ -17,12 +17,22 @@ import numpy as np
 import numpy.typing as npt
 
 from clearsight.execute.unit import KeyedItems
-from clearsight.grounding.bench import EditFailedError, inject_errors, judge_p_bad, judge_request
-from clearsight.grounding.elicit import Elicited, ElicitRequest, elicit
-from clearsight.grounding.generation import generate_trajectories, parse_generated
-from clearsight.grounding.images import load_image
-from clearsight.grounding.problems import Problem, is_correct, normalise_answer
-from clearsight.grounding.readouts import DEFAULT_READOUT, combine, get_readout, readout_requests
+from clearsight.grounding.bench.pairs import (
+    EditFailedError,
+    inject_errors,
+    judge_p_bad,
+    judge_request,
+)
+from clearsight.grounding.confidence.elicit import Elicited, ElicitRequest, elicit
+from clearsight.grounding.confidence.methods import (
+    DEFAULT_READOUT,
+    combine,
+    get_readout,
+    readout_requests,
+)
+from clearsight.grounding.problems.images import load_image
+from clearsight.grounding.problems.problem import Problem, is_correct, normalise_answer
+from clearsight.grounding.readouts import TrajectoryReadouts, VariationReadouts
 from clearsight.grounding.specs import (
     EDIT,
     JUDGE,
@@ -34,8 +44,9 @@ from clearsight.grounding.specs import (
     TrajectorySpec,
     VariationSpec,
 )
-from clearsight.grounding.templates import template_by_id
-from clearsight.grounding.trajectories import parse_trajectory, split_at_slot
+from clearsight.grounding.trajectories.generation import generate_trajectories, parse_generated
+from clearsight.grounding.trajectories.parsing import parse_trajectory, split_at_slot
+from clearsight.grounding.trajectories.templates import template_by_id
 from clearsight.grounding.variation import Sampled, sample_alternatives
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Response, masked_scorer
@@ -140,12 +151,12 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
     return [out[s.key] for s in unit.items]
 
 
-def trajectory_readouts(spec: TrajectorySpec, text: str, forced: bool) -> dict[str, Any]:
+def trajectory_readouts(spec: TrajectorySpec, text: str, forced: bool) -> TrajectoryReadouts:
     """A trajectory record's read-outs from its stored text: a given trajectory parsed as
     written (its written confidence kept), a generated one as the run's template reads it
-    (:func:`~clearsight.grounding.generation.parse_generated`); ``forced``: whether its answer
-    was forced. InputError when the text is not a trajectory. ``clearsight verify --readouts``
-    derives a stored record's read-outs again with it."""
+    (:func:`~clearsight.grounding.trajectories.generation.parse_generated`); ``forced``: whether
+    its answer was forced. InputError when the text is not a trajectory. ``clearsight verify
+    --readouts`` derives a stored record's read-outs again with it."""
     written = None
     if spec.given is not None:
         slotted = split_at_slot(text)
@@ -212,20 +223,23 @@ def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[
 
 def _sampled(spec: VariationSpec, result: Sampled, elapsed: float) -> Record:
     text, alt, forced, replaced = result
-    readouts: dict[str, Any] = {"axis": spec.axis, "sample": spec.sample}
-    readouts["answer_forced"] = forced
-    if isinstance(alt, InputError):
-        readouts |= {"accepted": False, "reason": str(alt), "alternative": None}
-    else:
-        readouts |= {"accepted": True, "reason": None, "alternative": alt.to_json()}
-    return Record(
-        spec.key, "ok", None, noting_replaced({"text": text}, replaced), readouts, elapsed
-    )
+    refused = isinstance(alt, InputError)
+    readouts: VariationReadouts = {
+        "axis": spec.axis,
+        "sample": spec.sample,
+        "answer_forced": forced,
+        "accepted": not refused,
+        "reason": str(alt) if refused else None,
+        "alternative": None if isinstance(alt, InputError) else alt.to_json(),
+    }
+    raw = noting_replaced({"text": text}, replaced)
+    return Record(spec.key, "ok", None, raw, readouts, elapsed)
 
 
 def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]:
     """Each item's read-out: one elicitation per slot of its read-out, all of the unit's
-    batched together, combined per item (:func:`clearsight.grounding.readouts.combine`)."""
+    batched together, combined per item
+    (:func:`clearsight.grounding.confidence.methods.combine`)."""
     backend = shared_backend(unit.model, unit.model_options)
     planned: list[tuple[int, int] | str] = []  # per item: its requests' range, or why none
     requests: list[ElicitRequest] = []

@@ -30,19 +30,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.grounding.bench import AXES, bad_trajectory, perturb_answer
-from clearsight.grounding.generation import finish_generation, has_answer, last_sentence_end
-from clearsight.grounding.problems import Problem, normalise_answer
-from clearsight.grounding.templates import template_by_id
-from clearsight.grounding.trajectories import (
+from clearsight.grounding.bench.pairs import AXES, bad_trajectory, perturb_answer
+from clearsight.grounding.problems.problem import Problem, normalise_answer
+from clearsight.grounding.trajectories.generation import (
+    finish_generation,
+    has_answer,
+    last_sentence_end,
+)
+from clearsight.grounding.trajectories.parsing import parse_trajectory
+from clearsight.grounding.trajectories.templates import template_by_id
+from clearsight.grounding.trajectories.trajectory import (
     Template,
     Trajectory,
     default_template,
     good_trajectory,
-    parse_trajectory,
     user_message,
 )
-from clearsight.grounding.written import force_suffix, parse_written
+from clearsight.grounding.trajectories.written import force_suffix, parse_written
 from clearsight.metrics.divergence import jsd_bits_batch
 from clearsight.models.base import Decoding, Message, Request, TextPart
 from clearsight.models.replies import checked_replies, replaced_where

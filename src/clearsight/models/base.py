@@ -280,16 +280,15 @@ class HiddenRequest:
 class HiddenScores:
     """What masked scoring gives for one :class:`HiddenRequest` (raw model output).
 
-    ``sequence_probs[c]``: the probability of candidate ``c``'s tokens at the slot,
-    ``p(t1) p(t2 | t1) ...``, not renormalised. ``end_probs[c]``, for each candidate that is a
-    string prefix of another (``"1"`` of ``"10"``): ``p(end | c)``, one minus the probability
-    of the next tokens that continue ``c``'s tokens into a longer candidate's (1 where no
-    longer candidate's tokens continue them) — what
-    :func:`clearsight.grounding.numerals.numeral_distribution` needs so that ``"1"`` does not
-    count the mass of ``"10"``. ``candidate_tokens``: each candidate's tokens in context, in the
-    request's order; ``hidden_tokens``: how many tokens were hidden; ``prompt_tokens``: the
-    prompt's length in tokens; ``top_tokens``: the most likely tokens at the slot with their
-    probabilities.
+    ``sequence_probs[c]``: the probability of candidate ``c``'s tokens at the slot, ``p(t1) p(t2 |
+    t1) ...``, not renormalised. ``end_probs[c]``, for each candidate that is a string prefix of
+    another (``"1"`` of ``"10"``): ``p(end | c)``, one minus the probability of the next tokens that
+    continue ``c``'s tokens into a longer candidate's (1 where no longer candidate's tokens continue
+    them) — what :func:`clearsight.grounding.confidence.numerals.numeral_distribution` needs so that
+    ``"1"`` does not count the mass of ``"10"``. ``candidate_tokens``: each candidate's tokens in
+    context, in the request's order; ``hidden_tokens``: how many tokens were hidden;
+    ``prompt_tokens``: the prompt's length in tokens; ``top_tokens``: the most likely tokens at the
+    slot with their probabilities.
     """
 
     sequence_probs: Mapping[str, float]

@@ -58,7 +58,7 @@ class Preset(BaseModel):
     vllm: dict[str, Any]
     trajectory_tokens: int | None = Field(None, ge=1)
     """Tokens the model's own grounding trajectory may generate by default (None: its
-    backend's default, :func:`clearsight.grounding.templates.trajectory_tokens`)."""
+    backend's default, :func:`clearsight.grounding.trajectories.templates.trajectory_tokens`)."""
     note: str = ""
 
     @field_validator("hf")

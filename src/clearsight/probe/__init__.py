@@ -5,23 +5,24 @@ query, one realised, consistency u shown as "(u/K)") and commits to a lettered o
 
 The protocol's shape: :mod:`~clearsight.probe.config` (``ProbeConfig``),
 :mod:`~clearsight.probe.specs` (every item's typed spec), :mod:`~clearsight.probe.plan` (the
-conversations), :mod:`~clearsight.probe.unit` (running one), :mod:`~clearsight.probe.readouts`
-(the stored read-outs, typed), :mod:`~clearsight.probe.results` (a run read back as frames),
+conversations), :mod:`~clearsight.probe.unit` (running one), :mod:`~clearsight.probe.readouts` (the
+stored read-outs, typed), :mod:`~clearsight.probe.results` (a run read back as frames),
 :mod:`~clearsight.probe.analysis` (the paper's numbers as one typed value, computed by
-:mod:`~clearsight.probe.accuracy`, :mod:`~clearsight.probe.belief` and
-:mod:`~clearsight.probe.querytypes`) and
-:mod:`~clearsight.probe.protocol` (``PROBE``, ``run_probe``). Its domain: the questions
-(:mod:`~clearsight.probe.instances`, :mod:`~clearsight.probe.layouts`,
-:mod:`~clearsight.probe.sources`, :mod:`~clearsight.probe.hub`), the sensor and the judges
-behind u (:mod:`~clearsight.probe.sensor`, :mod:`~clearsight.probe.judges`), conversations as
-records (:mod:`~clearsight.probe.transcript`), the strategies as values
+:mod:`~clearsight.probe.accuracy`, :mod:`~clearsight.probe.posthoc.belief` and
+:mod:`~clearsight.probe.posthoc.querytypes`) and :mod:`~clearsight.probe.protocol` (``PROBE``,
+``run_probe``). Its domain: the questions (:mod:`~clearsight.probe.instances`,
+:mod:`~clearsight.probe.sources.layouts`, :mod:`~clearsight.probe.sources.load`,
+:mod:`~clearsight.probe.sources.hub`), the sensor and the judges behind u
+(:mod:`~clearsight.probe.sensor`, :mod:`~clearsight.probe.judges`), conversations as records
+(:mod:`~clearsight.probe.transcript`), the strategies as values
 (:mod:`~clearsight.probe.strategies`) with the texts they read
-(:mod:`~clearsight.probe.prompts`), the reading of a reply (:mod:`~clearsight.probe.parsing`),
-the loop (:mod:`~clearsight.probe.loop`) and the UoT search's scores
-(:mod:`~clearsight.probe.uot`); and its companions: the post-hoc analyses
-(:mod:`~clearsight.probe.posthoc`), the two-stage benchmark filter
-(:mod:`~clearsight.probe.build`), judges against people (:mod:`~clearsight.probe.agreement`)
-and self-distillation (:mod:`~clearsight.probe.sft`, :mod:`~clearsight.probe.distill`).
+(:mod:`~clearsight.probe.reasoner.prompts`), the reading of a reply
+(:mod:`~clearsight.probe.reasoner.parsing`), the loop (:mod:`~clearsight.probe.reasoner.loop`) and
+the UoT search's scores (:mod:`~clearsight.probe.reasoner.uot_search`); and its companions: the
+post-hoc analyses (:mod:`~clearsight.probe.posthoc.protocol`), the two-stage benchmark filter
+(:mod:`~clearsight.probe.bench.protocol`), judges against people
+(:mod:`~clearsight.probe.posthoc.agreement`) and self-distillation
+(:mod:`~clearsight.probe.distill.sft`, :mod:`~clearsight.probe.distill.train`).
 """
 
 from __future__ import annotations
@@ -31,26 +32,31 @@ from typing import TYPE_CHECKING
 from clearsight import lazy_face
 
 if TYPE_CHECKING:
-    from clearsight.probe.agreement import (
+    from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
+    from clearsight.probe.bench.protocol import (
+        BuildConfig,
+        build_stage1,
+        build_stage2,
+        write_instances,
+    )
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.distill.train import DistillConfig, distill
+    from clearsight.probe.distill.train import distill as run_distill
+    from clearsight.probe.instances import OWN_FIELDS, Instance
+    from clearsight.probe.judges import make_judge
+    from clearsight.probe.plan import select_instances
+    from clearsight.probe.posthoc.agreement import (
         human_agreement,
         judge_agreement,
         read_human_labels,
         store_validation,
     )
-    from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
-    from clearsight.probe.build import BuildConfig, build_stage1, build_stage2, write_instances
-    from clearsight.probe.config import ProbeConfig
-    from clearsight.probe.distill import DistillConfig, distill
-    from clearsight.probe.distill import distill as run_distill
-    from clearsight.probe.hub import hub_instances
-    from clearsight.probe.instances import OWN_FIELDS, Instance
-    from clearsight.probe.judges import make_judge
-    from clearsight.probe.layouts import LAYOUTS
-    from clearsight.probe.plan import select_instances
-    from clearsight.probe.posthoc import AnalysisConfig, run_probe_analysis
+    from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
     from clearsight.probe.protocol import PROBE, run_probe
-    from clearsight.probe.sources import instances_from_jsonl, load_instances, resolve_source
-    from clearsight.probe.transcript import load_transcripts
+    from clearsight.probe.records import load_transcripts
+    from clearsight.probe.sources.hub import hub_instances
+    from clearsight.probe.sources.layouts import LAYOUTS
+    from clearsight.probe.sources.load import instances_from_jsonl, load_instances, resolve_source
     from clearsight.report.probe import build_probe_report, probe_tables, render_probe_report
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
@@ -64,30 +70,30 @@ _EXPORTS = {
     "build_probe_report": "clearsight.report.probe:build_probe_report",
     "render_probe_report": "clearsight.report.probe:render_probe_report",
     "probe_tables": "clearsight.report.probe:probe_tables",
-    "BuildConfig": "clearsight.probe.build:BuildConfig",
-    "build_stage1": "clearsight.probe.build:build_stage1",
-    "build_stage2": "clearsight.probe.build:build_stage2",
-    "write_instances": "clearsight.probe.build:write_instances",
-    "AnalysisConfig": "clearsight.probe.posthoc:AnalysisConfig",
-    "run_probe_analysis": "clearsight.probe.posthoc:run_probe_analysis",
-    "DistillConfig": "clearsight.probe.distill:DistillConfig",
-    "distill": "clearsight.probe.distill:distill",
-    # the submodule clearsight.probe.distill shadows the name "distill" once it is imported
-    "run_distill": "clearsight.probe.distill:distill",
+    "BuildConfig": "clearsight.probe.bench.protocol:BuildConfig",
+    "build_stage1": "clearsight.probe.bench.protocol:build_stage1",
+    "build_stage2": "clearsight.probe.bench.protocol:build_stage2",
+    "write_instances": "clearsight.probe.bench.protocol:write_instances",
+    "AnalysisConfig": "clearsight.probe.posthoc.protocol:AnalysisConfig",
+    "run_probe_analysis": "clearsight.probe.posthoc.protocol:run_probe_analysis",
+    "DistillConfig": "clearsight.probe.distill.train:DistillConfig",
+    "distill": "clearsight.probe.distill.train:distill",
+    # the sub-package clearsight.probe.distill shadows the name "distill" once it is imported
+    "run_distill": "clearsight.probe.distill.train:distill",
     "select_instances": "clearsight.probe.plan:select_instances",
     "Instance": "clearsight.probe.instances:Instance",
     "OWN_FIELDS": "clearsight.probe.instances:OWN_FIELDS",
-    "LAYOUTS": "clearsight.probe.layouts:LAYOUTS",
-    "instances_from_jsonl": "clearsight.probe.sources:instances_from_jsonl",
-    "load_instances": "clearsight.probe.sources:load_instances",
-    "resolve_source": "clearsight.probe.sources:resolve_source",
-    "hub_instances": "clearsight.probe.hub:hub_instances",
-    "judge_agreement": "clearsight.probe.agreement:judge_agreement",
-    "human_agreement": "clearsight.probe.agreement:human_agreement",
-    "read_human_labels": "clearsight.probe.agreement:read_human_labels",
-    "store_validation": "clearsight.probe.agreement:store_validation",
+    "LAYOUTS": "clearsight.probe.sources.layouts:LAYOUTS",
+    "instances_from_jsonl": "clearsight.probe.sources.load:instances_from_jsonl",
+    "load_instances": "clearsight.probe.sources.load:load_instances",
+    "resolve_source": "clearsight.probe.sources.load:resolve_source",
+    "hub_instances": "clearsight.probe.sources.hub:hub_instances",
+    "judge_agreement": "clearsight.probe.posthoc.agreement:judge_agreement",
+    "human_agreement": "clearsight.probe.posthoc.agreement:human_agreement",
+    "read_human_labels": "clearsight.probe.posthoc.agreement:read_human_labels",
+    "store_validation": "clearsight.probe.posthoc.agreement:store_validation",
     "make_judge": "clearsight.probe.judges:make_judge",
-    "load_transcripts": "clearsight.probe.transcript:load_transcripts",
+    "load_transcripts": "clearsight.probe.records:load_transcripts",
 }
 
 __all__ = [

@@ -17,10 +17,10 @@ Everything is computed from the frame of finished conversations
   consistency c on the instance (how many direct answers were right; Fig. 2, and by dataset
   Fig. 6).
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
-* :func:`calls_table` — VLM calls per question (Table 9); :func:`distill_table` — BP accuracy
-  before and after self-distillation (Table 2); :func:`queries_table` — queries per
-  conversation (Fig. 5); :func:`risk_panels` — the cross-run confidence against correctness,
-  per reasoner and sensor (the risk-coverage curves).
+* :func:`calls_table` — VLM calls per question (Table 9); :func:`queries_table` — queries per
+  conversation (Fig. 5) (BP accuracy before and after self-distillation, Table 2, is
+  :mod:`clearsight.probe.distill.analysis`); :func:`risk_panels` — the cross-run confidence
+  against correctness, per reasoner and sensor (the risk-coverage curves).
 * :func:`latency_table` — seconds per conversation by strategy and sensor (Table 8).
 * :func:`sensor_table` and :func:`samples_table` — runs with another sensor or K side by side
   (Tables 4 and 6, from :func:`summary_table` by dataset of several runs read as one).
@@ -28,7 +28,7 @@ Everything is computed from the frame of finished conversations
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +38,6 @@ import pandas as pd
 from clearsight.metrics.calibration import ece
 from clearsight.metrics.crossrun import cross_run_prediction
 from clearsight.metrics.selective import RiskCoverage, risk_coverage
-from clearsight.models.hf import adapter_manifest
 from clearsight.probe.results import SETTING
 
 
@@ -341,33 +340,3 @@ def risk_panels(frame: pd.DataFrame) -> tuple[RiskPanel, ...]:
         )
         panels.append(RiskPanel(f"{reasoner} with sensor {sensor}", curves))
     return tuple(panels)
-
-
-def adapter_bases(reasoners: Sequence[str]) -> dict[str, str]:
-    """``{adapter reasoner: its base}`` for the reasoners that are distilled adapters
-    (``hf:<directory>`` holding :data:`~clearsight.models.hf.ADAPTER_MANIFEST`)."""
-    out = {}
-    for name in reasoners:
-        if name.startswith("hf:"):
-            manifest = adapter_manifest(name.removeprefix("hf:"))
-            if manifest is not None:
-                out[name] = str(manifest["base"])
-    return out
-
-
-def distill_table(frame: pd.DataFrame, bases: Mapping[str, str]) -> pd.DataFrame:
-    """Table 2: BP accuracy (%, over conversations) by dataset for each distilled reasoner
-    (``bases``: adapter reasoner -> its base) and its base, run in the same probe run; one row
-    per reasoner with the number of conversations. Empty unless some adapter ran BP."""
-    if frame.empty or not bases:
-        return pd.DataFrame()
-    bp = frame[frame["strategy"] == "bp"]
-    keep = set(bases) | set(bases.values())
-    bp = bp[bp["reasoner"].isin(keep)]
-    if not set(bp["reasoner"]) & set(bases):
-        return pd.DataFrame()
-    table = bp.pivot_table(index="reasoner", columns="dataset", values="correct", aggfunc="mean")
-    table = table * 100
-    table.insert(0, "conversations", bp.groupby("reasoner").size())
-    table.insert(0, "distilled from", [bases.get(r, "") for r in table.index])
-    return table.reset_index()

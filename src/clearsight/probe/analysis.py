@@ -2,16 +2,16 @@
 the risk-coverage curves, as one typed value.
 
 Everything is recomputed from the run's records
-(:func:`~clearsight.probe.results.load_probe_results`: transcripts of models and people, the
-stored belief-probe and query-type results, stage-1 build samples, judges' validations),
-never from anything the run kept aside. Tables 4 and 6 compare runs with another sensor or
-K, read as one (``analyse_probe(run, others)``).
-:func:`analyse_probe` computes :class:`ProbeAnalysis`; :mod:`clearsight.report.probe` only
-renders it. The computations are the protocol's own: accuracy and cross-run calibration
-(:mod:`~clearsight.probe.accuracy`), the belief probe (:mod:`~clearsight.probe.belief`), query
-types (:mod:`~clearsight.probe.querytypes`), self-distillation's before-and-after
-(:func:`~clearsight.probe.accuracy.distill_table`) and the judges against people
-(:mod:`~clearsight.probe.agreement`).
+(:func:`~clearsight.probe.results.load_probe_results`: transcripts of models and people, the stored
+belief-probe and query-type results, stage-1 build samples, judges' validations), never from
+anything the run kept aside. Tables 4 and 6 compare runs with another sensor or K, read as one
+(``analyse_probe(run, others)``). :func:`analyse_probe` computes :class:`ProbeAnalysis`;
+:mod:`clearsight.report.probe` only renders it. The computations are the protocol's own: accuracy
+and cross-run calibration (:mod:`~clearsight.probe.accuracy`), the belief probe
+(:mod:`~clearsight.probe.posthoc.belief`), query types
+(:mod:`~clearsight.probe.posthoc.querytypes`), self-distillation's before-and-after
+(:func:`~clearsight.probe.distill.analysis.distill_table`) and the judges against people
+(:mod:`~clearsight.probe.posthoc.agreement`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ import pandas as pd
 from clearsight.probe.accuracy import (
     RiskPanel,
     ablation_table,
-    adapter_bases,
     calls_table,
     consistency_bins,
-    distill_table,
     domain_table,
     latency_table,
     queries_table,
@@ -38,8 +36,9 @@ from clearsight.probe.accuracy import (
     sensor_table,
     summary_table,
 )
-from clearsight.probe.belief import BeliefCurves, belief_curves, belief_table
-from clearsight.probe.querytypes import query_type_table
+from clearsight.probe.distill.analysis import adapter_bases, distill_table
+from clearsight.probe.posthoc.belief import BeliefCurves, belief_curves, belief_table
+from clearsight.probe.posthoc.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results
 from clearsight.probe.transcript import Transcript
 from clearsight.store import run_cost, spec_model
@@ -69,7 +68,7 @@ class ProbeAnalysis:
     Fig. 6, Fig. 2 by dataset. ``latency``: Table 8, seconds per conversation by strategy and
     sensor. ``sensors`` and ``samples``: Tables 4 and 6, settings with another sensor or K
     side by side (empty unless the runs read hold them). ``query_type_validations``: the
-    query-type judge against people's labels (:mod:`~clearsight.probe.qtypecheck`)."""
+    query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
 
     conversations: int
     domains: pd.DataFrame

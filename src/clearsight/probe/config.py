@@ -1,7 +1,7 @@
 """The probe's configuration: everything that determines a probe run's transcripts.
 
 docs/methods.md §6. :class:`ProbeConfig` names the instances (the bundled set, a local copy or
-a hub snapshot, :mod:`~clearsight.probe.sources`), the reasoners and the sensor with their
+a hub snapshot, :mod:`~clearsight.probe.sources.load`), the reasoners and the sensor with their
 backend options, the strategies (:mod:`~clearsight.probe.strategies`), K, the judge behind u,
 R runs, the budget T, the consistency signals shown and the decoding; the command line and
 YAML files are read into it.
@@ -13,9 +13,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from clearsight.probe.sources import resolve_source
+from clearsight.probe.reasoner.uot_search import SearchSettings
+from clearsight.probe.sources.load import resolve_source
 from clearsight.probe.specs import Signal
-from clearsight.probe.uot import SearchSettings
 from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
 
 #: The strategies a run may name (the table of values is

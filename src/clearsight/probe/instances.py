@@ -1,14 +1,14 @@
 """Probe instances: multiple-choice questions about an image the reasoner never sees.
 
 An :class:`Instance` is what the active-reasoning protocol (docs/methods.md §6) hands a blind
-reasoner and a sensor: the question and its lettered options go to the reasoner, the image only
-to the sensor, the gold letter only to the scorer. Here: the instance itself, the **bundled**
-set (:func:`bundled_instances`: questions on the photos that installed packages carry
-(``clearsight scenes``), stored in ``data/bundled.yaml``, each gold answer checked by a person
-looking at the photo; it runs on every machine) and an instance's image
-(:func:`instance_image`). Local copies of the benchmark datasets are read by
-:mod:`~clearsight.probe.sources` (the files) and :mod:`~clearsight.probe.layouts` (their rows),
-hub snapshots by :mod:`~clearsight.probe.hub`.
+reasoner and a sensor: the question and its lettered options go to the reasoner, the image only to
+the sensor, the gold letter only to the scorer. Here: the instance itself, the **bundled** set
+(:func:`bundled_instances`: questions on the photos that installed packages carry (``clearsight
+scenes``), stored in ``data/bundled.yaml``, each gold answer checked by a person looking at the
+photo; it runs on every machine) and an instance's image (:func:`instance_image`). Local copies of
+the benchmark datasets are read by :mod:`~clearsight.probe.sources.load` (the files) and
+:mod:`~clearsight.probe.sources.layouts` (their rows), hub snapshots by
+:mod:`~clearsight.probe.sources.hub`.
 
 An image reference is ``bundled:<scene id>`` (the scene's image, cropped as the scene is, with
 no box drawn) or a file path. Instances are frozen and JSON-able (:meth:`Instance.to_json`), so

@@ -18,11 +18,11 @@ from typing import Any, TypedDict
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
-from clearsight.probe.sources import instances_from_jsonl, load_instances
+from clearsight.probe.reasoner.uot_search import SearchSettings
+from clearsight.probe.sources.load import instances_from_jsonl, load_instances
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
 from clearsight.probe.strategies import strategy_named
 from clearsight.probe.strategies.base import Strategy
-from clearsight.probe.uot import SearchSettings
 from clearsight.validate import InputError
 
 

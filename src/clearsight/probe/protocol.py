@@ -20,7 +20,7 @@ from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.plan import plan_probe
-from clearsight.probe.sources import source_manifest
+from clearsight.probe.sources.load import source_manifest
 from clearsight.probe.specs import PlannedSpec
 from clearsight.probe.strategies import prompt_hash, strategy_named
 from clearsight.probe.transcript import PROTOCOL

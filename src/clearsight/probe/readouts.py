@@ -7,20 +7,25 @@ One shape per item kind, built where the raw output is made and read back by
   transcript (:meth:`~clearsight.probe.transcript.Transcript.readouts`), beside the whole
   transcript as its raw output (:class:`TranscriptJson`, each turn a :class:`TurnJson`);
 * a belief probe (``probe.belief``): :class:`BeliefReadouts`, the paper's Fig. 4 numbers of one
-  conversation (:func:`~clearsight.probe.belief.belief_summary`);
+  conversation (:func:`~clearsight.probe.posthoc.belief.belief_summary`);
 * the query types of a conversation (``probe.qtype``): :class:`QueryTypeReadouts`;
 * a build stage-1 question (``probe.build``): :class:`BuildReadouts`, the letters its direct
-  answers named and how many were right.
+  answers named and how many were right;
+* a judge's u against people's labels (``probe.judges``):
+  :class:`JudgeValidationReadouts`; the query-type judge against people's types
+  (``probe.qtype-judges``): :class:`QueryTypeValidationReadouts`.
 
-The keys are the ones these records were always stored with.
+Each is registered as its spec's ``readout_type`` (:mod:`clearsight.probe.specs`). The keys are
+the ones these records were always stored with; a key that runs made before it existed lack is
+``NotRequired``, so those runs still read.
 """
 
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from clearsight.probe.reasoner.uot_search import SearchRecord
 from clearsight.probe.sensor import ReplyJson
-from clearsight.probe.uot import SearchRecord
 
 
 class TurnJson(TypedDict):
@@ -85,7 +90,7 @@ class ConversationReadouts(TypedDict):
     rounds: int
     queries: int
     vlm_calls: int
-    failed_calls: int
+    failed_calls: NotRequired[int]
     sensor_errors: int
     mean_u: float | None
     k: int
@@ -102,7 +107,7 @@ class BeliefReadouts(TypedDict):
     steps_to_threshold: int | None
     reached: bool
     correct: bool
-    unparsed: int
+    unparsed: NotRequired[int]
 
 
 class QueryTypeReadouts(TypedDict):
@@ -118,3 +123,38 @@ class BuildReadouts(TypedDict):
     letters: list[str | None]
     c: int
     id: str
+
+
+class JudgeValidationReadouts(TypedDict):
+    """One judge's u against people's labels of u: the judge and the labels' hash, the
+    agreement (:class:`~clearsight.probe.posthoc.agreement.Agreement`: ``n`` replies, exact
+    and within-1 shares, mean absolute error, Cohen's kappa plain and quadratic, Pearson) and
+    the seconds it took."""
+
+    judge: str
+    labels: str
+    n: float
+    exact: float
+    within1: float
+    mae: float
+    kappa: float
+    kappa_quadratic: float
+    pearson: float
+    seconds: float
+
+
+class QueryTypeValidationReadouts(TypedDict):
+    """The query-type judge against people's types: the judge, its read-out and the labels'
+    hash, the agreement (:class:`~clearsight.probe.posthoc.qtypecheck.QueryTypeAgreement`:
+    ``n`` queries, the consensus and union match rates, kappa, unparsed) and the seconds it
+    took."""
+
+    judge: str
+    readout: str
+    labels: str
+    n: float
+    consensus: float
+    union: float
+    kappa: float
+    unparsed: float
+    seconds: float

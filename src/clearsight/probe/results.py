@@ -2,10 +2,10 @@
 
 A probe run holds records of six item kinds, each named once where it is written: the
 conversations (:data:`clearsight.probe.transcript.PROTOCOL`), the LLM judge's belief probes
-and query types (:data:`clearsight.probe.posthoc.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
-the stage-1 build samples (:data:`clearsight.probe.build.BUILD_PROTOCOL`) and the judges'
-validations against people's labels of u (:mod:`clearsight.probe.agreement`) and of query
-types (:mod:`clearsight.probe.qtypecheck`).
+and query types (:data:`clearsight.probe.posthoc.protocol.BELIEF_PROTOCOL` and ``QTYPE_PROTOCOL``),
+the stage-1 build samples (:data:`clearsight.probe.bench.protocol.BUILD_PROTOCOL`) and the judges'
+validations against people's labels of u (:mod:`clearsight.probe.posthoc.agreement`) and of query
+types (:mod:`clearsight.probe.posthoc.qtypecheck`).
 :func:`load_probe_results` reads each kind through :class:`~clearsight.store.RunStore`'s reads
 by kind into the frames of :class:`ProbeResults`; :mod:`clearsight.probe.analysis` computes the
 run's numbers from them.
@@ -16,16 +16,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypedDict
+from typing import Any, Final, TypedDict
 
 import pandas as pd
 
-from clearsight.probe.agreement import validation_table
-from clearsight.probe.build import BUILD_PROTOCOL
-from clearsight.probe.posthoc import BELIEF_PROTOCOL, QTYPE_PROTOCOL
-from clearsight.probe.qtypecheck import query_validation_table
-from clearsight.probe.transcript import PROTOCOL, Transcript, iter_transcripts
-from clearsight.store import RunStore, StoredRecord
+from clearsight.probe.bench.protocol import BUILD_PROTOCOL
+from clearsight.probe.posthoc.agreement import validation_table
+from clearsight.probe.posthoc.protocol import BELIEF_PROTOCOL, QTYPE_PROTOCOL
+from clearsight.probe.posthoc.qtypecheck import query_validation_table
+from clearsight.probe.readouts import (
+    BeliefReadouts,
+    BuildReadouts,
+    ConversationReadouts,
+    QueryTypeReadouts,
+)
+from clearsight.probe.records import iter_transcripts
+from clearsight.probe.transcript import PROTOCOL, Transcript
+from clearsight.store import RunStore
 from clearsight.validate import InputError
 
 __all__ = ["SETTING", "ProbeResults", "load_probe_results", "pool_results", "transcripts_frame"]
@@ -57,7 +64,7 @@ class ProbeResults:
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
     people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
-    people's labels of query types (:mod:`~clearsight.probe.qtypecheck`)."""
+    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
@@ -76,10 +83,11 @@ class _Setting(TypedDict):
     dataset: str
 
 
-def _setting(transcripts: Mapping[str, Transcript], record: StoredRecord) -> _Setting | None:
+def _setting(transcripts: Mapping[str, Transcript], spec: Mapping[str, Any]) -> _Setting | None:
     """Reasoner (people grouped as ``human``), strategy and dataset of the conversation an
-    analysis record judged, or None when that conversation is not finished in the run."""
-    t = transcripts.get(record.spec["transcript"])
+    analysis item (its stored ``spec``) judged, or None when that conversation is not finished
+    in the run."""
+    t = transcripts.get(spec["transcript"])
     if t is None:
         return None
     who = "human" if t.reasoner.startswith("human:") else t.reasoner
@@ -95,11 +103,13 @@ def _analysis_frames(
     n, the paper's Table 3); ``turn`` is the turn that asked it (the round a record stores,
     larger when a turn before it asked nothing)."""
     beliefs, queries = [], []
-    for record in store.iter_records("ok", kind=BELIEF_PROTOCOL, raw=False):
-        if (base := _setting(transcripts, record)) is not None:
+    for record in store.iter_records(
+        "ok", kind=BELIEF_PROTOCOL, raw=False, readouts=BeliefReadouts
+    ):
+        if (base := _setting(transcripts, record.spec)) is not None:
             beliefs.append({**base, **record.readouts})
-    for record in store.iter_records("ok", kind=QTYPE_PROTOCOL):
-        if (base := _setting(transcripts, record)) is not None:
+    for asked in store.iter_records("ok", kind=QTYPE_PROTOCOL, readouts=QueryTypeReadouts):
+        if (base := _setting(transcripts, asked.spec)) is not None:
             queries += [
                 {
                     **base,
@@ -107,7 +117,7 @@ def _analysis_frames(
                     "turn": q.get("round"),
                     **{k: q.get(k) for k in ("type", "confidence")},
                 }
-                for n, q in enumerate(record.raw, start=1)
+                for n, q in enumerate(asked.raw, start=1)
             ]
     return pd.DataFrame(beliefs), pd.DataFrame(queries)
 
@@ -122,7 +132,9 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
                 "c": record.readouts["c"],
                 "n": record.spec["samples"],
             }
-            for record in store.iter_records("ok", kind=BUILD_PROTOCOL, raw=False)
+            for record in store.iter_records(
+                "ok", kind=BUILD_PROTOCOL, raw=False, readouts=BuildReadouts
+            )
         ]
     )
 
@@ -133,7 +145,10 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(PROTOCOL, BUILD_PROTOCOL)
         transcripts = dict(iter_transcripts(store))
-        seconds = {r.key: r.elapsed_s for r in store.iter_records("ok", kind=PROTOCOL, raw=False)}
+        conversations = store.iter_records(
+            "ok", kind=PROTOCOL, raw=False, readouts=ConversationReadouts
+        )
+        seconds = {r.key: r.elapsed_s for r in conversations}
         beliefs, queries = _analysis_frames(store, transcripts)
         build = _build_frame(store)
         validations = validation_table(store)

@@ -21,6 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, get_args
 
 from clearsight.probe.instances import Instance
+from clearsight.probe.readouts import (
+    BeliefReadouts,
+    BuildReadouts,
+    ConversationReadouts,
+    JudgeValidationReadouts,
+    QueryTypeReadouts,
+    QueryTypeValidationReadouts,
+)
 from clearsight.specs import OMIT_NONE, Spec
 from clearsight.validate import InputError
 
@@ -67,6 +75,7 @@ class ProbeSpec(Spec):
     fields every probe item has; the subclasses are its shapes)."""
 
     kind: ClassVar[str] = PROTOCOL
+    readout_type = ConversationReadouts
 
     sensor: str
     strategy: str
@@ -164,6 +173,7 @@ class BeliefSpec(AnalysisSpec):
     ``judge`` (with the ``stated`` read-out, the conversation's own reasoner)."""
 
     kind: ClassVar[str] = BELIEF_PROTOCOL
+    readout_type = BeliefReadouts
 
     readout: str | None = field(default=None, metadata=OMIT_NONE)
     """``stated`` (the paper's: the distribution the replaying reasoner writes) or None: the
@@ -176,6 +186,7 @@ class QueryTypeSpec(AnalysisSpec):
     """The type of each query of a conversation."""
 
     kind: ClassVar[str] = QTYPE_PROTOCOL
+    readout_type = QueryTypeReadouts
 
     readout: str | None = field(default=None, metadata=OMIT_NONE)
     """``judge`` (rationale and JSON label) or None: the type names' scores, the only read-out
@@ -187,6 +198,7 @@ class JudgeValidationSpec(Spec):
     """One judge's u compared with people's labels of u (``probe judges --human-labels``)."""
 
     kind: ClassVar[str] = JUDGE_VALIDATION_PROTOCOL
+    readout_type = JudgeValidationReadouts
 
     labels: str
     """The content hash of the labels (a changed label file is a new item)."""
@@ -200,6 +212,7 @@ class QueryTypeValidationSpec(Spec):
     (``probe query-types --human-labels``)."""
 
     kind: ClassVar[str] = QTYPE_VALIDATION_PROTOCOL
+    readout_type = QueryTypeValidationReadouts
 
     labels: str
     """The content hash of the labels (a changed label file is a new item)."""
@@ -216,6 +229,7 @@ class BuildSpec(Spec):
     """A build stage-1 item: one question answered directly by one sensor ``samples`` times."""
 
     kind: ClassVar[str] = BUILD_PROTOCOL
+    readout_type = BuildReadouts
 
     instance: Instance
     sensor: str

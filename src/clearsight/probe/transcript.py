@@ -1,4 +1,5 @@
-"""Conversations of a blind reasoner with the sensor, as stored records.
+"""Conversations of a blind reasoner with the sensor: turns and transcripts, and their stored
+forms.
 
 A :class:`Transcript` is the whole of one probe item (a record holds the whole conversation:
 queries, K samples, u, commit, outcome): who reasoned (a model spec, or
@@ -8,29 +9,22 @@ run, every :class:`Turn` with the reasoner's raw text, its query and the
 stopped (:data:`STOP_REASONS`). Models and humans are stored the same way, in the same
 :class:`~clearsight.store.RunStore`, so one report covers both.
 
-A transcript is stored as one record of protocol ``probe`` under the key of its item spec (a
-:class:`~clearsight.probe.specs.ProbeSpec`: the planned one, or by default its identifying
-fields, :class:`~clearsight.probe.specs.TranscriptSpec`). The record's ``raw`` is
-:meth:`Transcript.to_json` (so everything is recomputable from it) and its ``readouts`` the
-summary :meth:`Transcript.readouts`. An unfinished conversation may be stored too
-(``finished=False``): it is a ``failed`` record saying how far it got, which a finished one
-replaces and which a resumed run redoes.
+A transcript's record holds :meth:`Transcript.to_json` as its raw output (so everything is
+recomputable from it) and the summary :meth:`Transcript.readouts` as its read-outs; storing
+and reading them is :mod:`clearsight.probe.records`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Final
 
 from clearsight.probe.instances import DOMAIN, Instance
 from clearsight.probe.readouts import ConversationReadouts, TranscriptJson, TurnJson
+from clearsight.probe.reasoner.uot_search import SearchRecord
 from clearsight.probe.sensor import SensorReply
 from clearsight.probe.specs import PROTOCOL as PROTOCOL
-from clearsight.probe.specs import ProbeSpec, TranscriptSpec
-from clearsight.probe.uot import SearchRecord
-from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
 #: Why a conversation ended.
@@ -49,9 +43,9 @@ STOP_REASONS: Final[tuple[str, ...]] = (
 class Turn:
     """One round: what the reasoner wrote, the query it sent or the answer it committed, and
     the sensor's reply. ``shown_u`` is the consistency the reasoner was shown (None when the
-    signal was withheld); ``note`` records a parsing repair such as "no query found";
-    ``search`` is the tree a searching strategy considered before the turn (UoT's candidates,
-    simulated replies, partitions and scores, :mod:`clearsight.probe.uot`), None for the
+    signal was withheld); ``note`` records a parsing repair such as "no query found"; ``search``
+    is the tree a searching strategy considered before the turn (UoT's candidates, simulated
+    replies, partitions and scores, :mod:`clearsight.probe.reasoner.uot_search`), None for the
     others."""
 
     index: int
@@ -305,79 +299,3 @@ class Transcript:
             stop=stop,
             correct=committed is not None and committed == self.gold,
         )
-
-
-# --------------------------------------------------------------------------------------------
-# The store
-# --------------------------------------------------------------------------------------------
-
-
-def transcript_record(
-    transcript: Transcript, key: str, *, finished: bool = True, elapsed_s: float = 0.0
-) -> Record:
-    """The store record of a transcript: ``ok`` when finished, else ``failed`` with how far it
-    got (a finished record replaces it)."""
-    if finished:
-        return Record(key, "ok", None, transcript.to_json(), transcript.readouts(), elapsed_s)
-    return Record(
-        key,
-        "failed",
-        f"unfinished: {transcript.rounds} turns so far",
-        transcript.to_json(),
-        transcript.readouts(),
-        elapsed_s,
-    )
-
-
-def transcript_spec(
-    transcript: Transcript, *, seed: int | None = None, judge: str | None = None
-) -> TranscriptSpec:
-    """The item spec of a transcript stored without a planned one (``seed`` and ``judge``: a
-    serve session's, which with the person's queries determine every reply)."""
-    return TranscriptSpec(
-        instance_id=transcript.instance_id,
-        reasoner=transcript.reasoner,
-        strategy=transcript.strategy,
-        sensor=transcript.sensor,
-        run=transcript.run,
-        k=transcript.k,
-        budget=transcript.budget,
-        signal=transcript.signal,
-        seed=seed,
-        judge=judge,
-        session=transcript.meta.get("session"),
-    )
-
-
-def store_transcript(
-    store: RunStore,
-    transcript: Transcript,
-    spec: ProbeSpec | None = None,
-    *,
-    finished: bool = True,
-    elapsed_s: float = 0.0,
-) -> str:
-    """Add the transcript's item (``spec``; by default :func:`transcript_spec` the
-    transcript) if new and write its record; return the key."""
-    item = transcript_spec(transcript) if spec is None else spec
-    store.add_items([(item.key, item.kind, item.to_json())])
-    store.write_records(
-        [transcript_record(transcript, item.key, finished=finished, elapsed_s=elapsed_s)]
-    )
-    return item.key
-
-
-def iter_transcripts(
-    store: RunStore, *, include_unfinished: bool = False
-) -> Iterator[tuple[str, Transcript]]:
-    """``(key, transcript)`` for every finished probe record (and unfinished ones on request)."""
-    for record in store.iter_records(None if include_unfinished else "ok", kind=PROTOCOL):
-        if record.raw:
-            yield record.key, Transcript.from_json(record.raw)
-
-
-def load_transcripts(run: Path | str, *, include_unfinished: bool = False) -> list[Transcript]:
-    """Every finished transcript of the run directory ``run`` (opened read-only, so safe while
-    a run or a UI is writing), in the order their items were added."""
-    with RunStore.open(run, read_only=True) as store:
-        return [t for _, t in iter_transcripts(store, include_unfinished=include_unfinished)]

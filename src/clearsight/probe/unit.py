@@ -13,13 +13,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from clearsight.probe.loop import LoopSettings, run_conversation
 from clearsight.probe.plan import ProbeUnit
+from clearsight.probe.reasoner.loop import LoopSettings, run_conversation
+from clearsight.probe.reasoner.uot_search import SearchSettings
+from clearsight.probe.records import transcript_record
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.specs import ConversationSpec, PlannedSpec
 from clearsight.probe.strategies.direct import run_direct
-from clearsight.probe.transcript import Transcript, transcript_record
-from clearsight.probe.uot import SearchSettings
+from clearsight.probe.transcript import Transcript
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import Record
 

@@ -18,9 +18,9 @@ import pandas as pd
 
 from clearsight.probe.accuracy import RiskPanel, setting_label
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
-from clearsight.probe.belief import BELIEF_THRESHOLD, BeliefCurves
+from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD, BeliefCurves
+from clearsight.probe.reasoner.uot_search import SearchRecord
 from clearsight.probe.transcript import Transcript
-from clearsight.probe.uot import SearchRecord
 from clearsight.report.cost import cost_markdown
 from clearsight.report.headline import (
     PROBE_CAPTION,
@@ -178,7 +178,8 @@ def belief_figure(beliefs: BeliefCurves) -> bytes | None:
     uniform), one thin line per probed conversation coloured by its final correctness (gaps at
     unparsed steps), the mean p_correct(t) per reasoner as a thick line (over the conversations
     with a parsed b_t), and p_chosen, the belief in the committed option at the last step, as a
-    marker at the end of each conversation (:func:`~clearsight.probe.belief.belief_curves`)."""
+    marker at the end of each conversation
+    (:func:`~clearsight.probe.posthoc.belief.belief_curves`)."""
     if not beliefs.curves:
         return None
     plt = pyplot()
@@ -235,8 +236,9 @@ def selective_figure(panels: Sequence[RiskPanel]) -> bytes | None:
 
 
 def _search_lines(search: SearchRecord | None) -> list[str]:
-    """The UoT tree of a turn in brief (:mod:`clearsight.probe.uot`): the options possible
-    before and after, and each root candidate with its IG, R_u and R_e (the asked one marked)."""
+    """The UoT tree of a turn in brief (:mod:`clearsight.probe.reasoner.uot_search`): the options
+    possible before and after, and each root candidate with its IG, R_u and R_e (the asked one
+    marked)."""
     if not search or "candidates" not in search:
         return []
     before = ",".join(search.get("possible_before", []))

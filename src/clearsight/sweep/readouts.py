@@ -3,7 +3,7 @@
 Kept apart from the backends (lm-evaluation-harness style) so a run can be re-scored without
 calling a model again (docs/methods.md §3). An API backend's letter probabilities come from its
 top-k log-probabilities (:mod:`clearsight.models.logprobs`); trajectory grounding's numerals
-are read in :mod:`clearsight.grounding.numerals`.
+are read in :mod:`clearsight.grounding.confidence.numerals`.
 
 * **Letter probabilities** (:func:`letter_readout`). The next-token distribution at the answer
   position restricted to the offered letters: the raw probabilities and their total mass are
@@ -16,7 +16,9 @@ are read in :mod:`clearsight.grounding.numerals`.
 * **Abstention from text** (:func:`detect_abstention`): the abstain letter as the answer, or
   the abstain option's own words in a reply that names no letter.
 * **A sweep item's read-outs** (:func:`sweep_readouts`): one :class:`SweepReadouts` per
-  answered question, what a sweep record stores beside the raw output.
+  answered question, what a sweep record stores beside the raw output; a V_eq record's
+  :class:`VeqReadouts` and a depth record's :class:`DepthReadouts` (computed by the model-free
+  units, :mod:`clearsight.sweep.unit`).
 """
 
 from __future__ import annotations
@@ -204,6 +206,26 @@ class SweepReadouts(TypedDict):
     letter_probs: NotRequired[dict[str, float]]
     abstained: bool
     correct: bool
+
+
+class VeqReadouts(TypedDict):
+    """A V_eq record (kind ``sweep.veq``): the gain-matched equivalent visibility in metres of
+    one scene at one ImageNet-C severity, and the retained contrast gain it matches (``gain``,
+    left out by runs made before it was stored)."""
+
+    v_eq_m: float
+    gain: NotRequired[float]
+
+
+class DepthReadouts(TypedDict):
+    """A depth record (kind ``sweep.depth``): the scene's
+    :class:`~clearsight.scenes.depth.DepthProfile` as stored."""
+
+    median_m: float
+    q25_m: float
+    q75_m: float
+    near_share: float
+    far_share: float
 
 
 def sweep_readouts(q: Question, raw: Mapping[str, Any]) -> SweepReadouts:

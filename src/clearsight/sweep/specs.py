@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from clearsight.scenes.coco import CocoTarget
 from clearsight.specs import OMIT_NONE, Options, Part, Spec
+from clearsight.sweep.readouts import DepthReadouts, SweepReadouts, VeqReadouts
 from clearsight.tasks import Question
 
 __all__ = [
@@ -90,6 +91,7 @@ class SweepItem(Spec):
 
     kind: ClassVar[str] = PROTOCOL
     parts: ClassVar[tuple[str, ...]] = ("scene", "question", "physics", "model_options")
+    readout_type = SweepReadouts
 
     scene: SceneRef
     target: int
@@ -116,6 +118,7 @@ class VeqItem(Spec):
     (``plasma`` as :class:`SweepItem`'s)."""
 
     kind: ClassVar[str] = VEQ_PROTOCOL
+    readout_type = VeqReadouts
 
     scene: SceneRef
     severity: int
@@ -129,5 +132,6 @@ class DepthItem(Spec):
     clip bounds): what sets the meaning of the run's metres, summarised in the report."""
 
     kind: ClassVar[str] = DEPTH_PROTOCOL
+    readout_type = DepthReadouts
 
     scene: SceneRef

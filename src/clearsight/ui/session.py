@@ -14,13 +14,13 @@ the same queries draws the same replies.
 
 **The signal ablation** (the paper's Fig. 3). Each session has the consistency signal of a model
 conversation (``Transcript.signal``: ``true``, ``none`` or ``random``), fixed when it starts
-(:meth:`HumanPlay.session_signal`: the server's ``signal``, or with ``balanced`` the person's
-n-th session takes entry ``n mod 3`` of an order of the three seeded by the run seed and their
-name) and stored, with the u shown in each turn (``Turn.shown_u``), exactly as the probe loop
-stores a model's (:func:`~clearsight.probe.prompts.shown_consistency`; the random u of turn i
-drawn from a generator seeded by the session key and i), so the report's ablation table puts
-people beside models. The person's pages show the shown u (none at all under ``none``) and
-never name the signal: a random u looks like a true one.
+(:meth:`HumanPlay.session_signal`: the server's ``signal``, or with ``balanced`` the person's n-th
+session takes entry ``n mod 3`` of an order of the three seeded by the run seed and their name) and
+stored, with the u shown in each turn (``Turn.shown_u``), exactly as the probe loop stores a model's
+(:func:`~clearsight.probe.reasoner.prompts.shown_consistency`; the random u of turn i drawn from a
+generator seeded by the session key and i), so the report's ablation table puts people beside
+models. The person's pages show the shown u (none at all under ``none``) and never name the signal:
+a random u looks like a true one.
 
 All state lives in the store; this object holds only the settings, the instances and the
 (lazily loaded) sensor, and locks that let one turn at a time reach the store and the sensor
@@ -155,8 +155,8 @@ def load_instance_set(source: str) -> list[Instance]:
     """The instances ``--instances`` names: ``bundled``, ``<dataset>:<path>`` (a local copy read
     with that dataset's layout) or the path of a JSONL file of instances."""
     from clearsight.probe.instances import bundled_instances
-    from clearsight.probe.layouts import LAYOUTS
-    from clearsight.probe.sources import instances_from_jsonl, load_instances
+    from clearsight.probe.sources.layouts import LAYOUTS
+    from clearsight.probe.sources.load import instances_from_jsonl, load_instances
 
     if source == "bundled":
         return bundled_instances()
@@ -175,7 +175,7 @@ def session_spec(transcript: Transcript, settings: ServeSettings) -> TranscriptS
     """The item spec of a human session: the transcript's identifying fields (instance,
     reasoner, strategy, sensor, run, K, budget, signal) plus the run seed and the judge, which
     with the person's queries determine every reply."""
-    from clearsight.probe.transcript import transcript_spec
+    from clearsight.probe.records import transcript_spec
 
     return transcript_spec(transcript, seed=settings.seed, judge=settings.judge)
 
@@ -462,7 +462,7 @@ class HumanPlay:
 
     def _store(self, transcript: Transcript, spec: TranscriptSpec, finished: bool) -> str:
         """Write the session's record (and item) into the run's store."""
-        from clearsight.probe.transcript import store_transcript
+        from clearsight.probe.records import store_transcript
 
         with RunStore.open(self.run_dir) as store:
             return store_transcript(store, transcript, spec, finished=finished)
@@ -559,7 +559,7 @@ class HumanPlay:
         """Send the person's query to the sensor and store the turn with the u the person is
         shown under the session's signal (the session ends with stop reason ``budget`` when
         this was the last turn)."""
-        from clearsight.probe.prompts import shown_consistency
+        from clearsight.probe.reasoner.prompts import shown_consistency
         from clearsight.probe.transcript import Turn
 
         query = query.strip()

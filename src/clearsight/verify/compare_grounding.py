@@ -59,7 +59,7 @@ def _design(run: Path) -> tuple[dict[str, Any], str]:
 def _items(run: Path) -> dict[tuple[Any, ...], tuple[str, Mapping[str, Any]]]:
     """A run's finished elicitations by (problem, variant, read-out) and own trajectories by
     problem: key and read-outs."""
-    from clearsight.grounding.readouts import DEFAULT_READOUT
+    from clearsight.grounding.confidence.methods import DEFAULT_READOUT
     from clearsight.grounding.specs import ELICIT, TRAJECTORY
     from clearsight.store import RunStore
 

@@ -27,7 +27,7 @@ from clearsight.specs import Spec
 from clearsight.store import Record
 
 if TYPE_CHECKING:
-    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.problems.problem import Problem
 
 __all__ = ["KINDS", "Reaskable", "reaskable"]
 
@@ -134,7 +134,7 @@ def _grounding_stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def problem_of(stored: Mapping[str, Any]) -> Problem:
     """A grounding problem from its stored form."""
-    from clearsight.grounding.problems import Problem
+    from clearsight.grounding.problems.problem import Problem
 
     problem = dict(stored)
     problem["options"] = tuple(problem.get("options") or ())
@@ -144,7 +144,7 @@ def problem_of(stored: Mapping[str, Any]) -> Problem:
 def elicit_of(stored: Mapping[str, Any]) -> Spec:
     """A grounding elicitation from its stored form."""
     from clearsight.grounding.specs import ElicitSpec, ReadoutRef, TemplateRef
-    from clearsight.grounding.written import trajectory_from_json
+    from clearsight.grounding.trajectories.written import trajectory_from_json
 
     readout = stored.get("readout")
     return ElicitSpec(

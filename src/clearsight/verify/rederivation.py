@@ -13,13 +13,13 @@ ones (numbers equal within :data:`TOLERANCE`; any other value exactly):
   confidence; whether its answer was forced is not in the text and is taken as stored);
 * a grounding elicitation: each slot's distribution, mass and expected confidence from its
   stored per-candidate probabilities
-  (:func:`clearsight.grounding.numerals.numeral_distribution`), combined by its read-out
-  (:func:`clearsight.grounding.readouts.combine`);
-* a grounding judgement: :func:`clearsight.grounding.bench.judge_p_bad` on the judge's stored
+  (:func:`clearsight.grounding.confidence.numerals.numeral_distribution`), combined by its read-out
+  (:func:`clearsight.grounding.confidence.methods.combine`);
+* a grounding judgement: :func:`clearsight.grounding.bench.pairs.judge_p_bad` on the judge's stored
   candidate probabilities;
 * a probe transcript: a direct answer's letter parsed again from the sensor's text
-  (:func:`clearsight.probe.parsing.parse_letter`), a conversation's commit from its last
-  turn's text (:func:`clearsight.probe.parsing.parse_action`), then the summary
+  (:func:`clearsight.probe.reasoner.parsing.parse_letter`), a conversation's commit from its last
+  turn's text (:func:`clearsight.probe.reasoner.parsing.parse_action`), then the summary
   (:meth:`clearsight.probe.transcript.Transcript.readouts`). Earlier turns' queries are not
   parsed again: each query was answered by the sensor as it was parsed then.
 
@@ -120,9 +120,9 @@ def _trajectory(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) ->
 
 
 def _elicit(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapping[str, Any]:
-    from clearsight.grounding.elicit import Elicited
-    from clearsight.grounding.numerals import numeral_distribution
-    from clearsight.grounding.readouts import DEFAULT_READOUT, combine, get_readout
+    from clearsight.grounding.confidence.elicit import Elicited
+    from clearsight.grounding.confidence.methods import DEFAULT_READOUT, combine, get_readout
+    from clearsight.grounding.confidence.numerals import numeral_distribution
 
     readout = get_readout((spec.get("readout") or {}).get("name", DEFAULT_READOUT))
     elicited = []
@@ -138,7 +138,7 @@ def _elicit(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
 
 
 def _judge(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapping[str, Any]:
-    from clearsight.grounding.bench import judge_p_bad
+    from clearsight.grounding.bench.pairs import judge_p_bad
 
     p_bad = judge_p_bad(raw.get("candidate_probs") or {}, spec["bad_first"])
     if p_bad is None:
@@ -160,7 +160,7 @@ def _probe(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapp
 def _committed_again(t: Transcript, letters: tuple[str, ...]) -> Transcript:
     """``t`` with the letter of its last turn parsed again from the text it was parsed from
     (a direct answer: the sensor's; a conversation's: the reasoner's last turn)."""
-    from clearsight.probe.parsing import parse_action, parse_letter
+    from clearsight.probe.reasoner.parsing import parse_action, parse_letter
 
     last = t.turns[-1]
     failed = last.reply is not None and last.reply.error is not None

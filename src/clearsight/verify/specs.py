@@ -7,17 +7,18 @@ those, so a re-ask never overwrites the record it repeats (nor another verify's)
 ``clearsight verify`` with the same settings finds its finished re-asks and asks only the rest.
 The typed item it repeats travels with it to the worker (``item``) but is not stored: the
 original item is in the run under ``of``. Two answers differ beyond :data:`DEFAULT_TOLERANCE`
-unless a verify states another.
+unless a verify states another. A re-ask's read-outs are those of the kind it repeats
+(:class:`ReaskReadouts`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from clearsight.specs import Options, Spec
 
-__all__ = ["DEFAULT_TOLERANCE", "VERIFY_KIND", "ReaskSpec"]
+__all__ = ["DEFAULT_TOLERANCE", "VERIFY_KIND", "ReaskReadouts", "ReaskSpec"]
 
 #: The item kind of a re-ask.
 VERIFY_KIND = "verify"
@@ -27,11 +28,38 @@ VERIFY_KIND = "verify"
 DEFAULT_TOLERANCE = 1e-4
 
 
+class ReaskReadouts(TypedDict, total=False):
+    """A re-ask's read-outs: those of the kind it repeats, as that kind stores them — a sweep
+    answer's (:class:`~clearsight.sweep.readouts.SweepReadouts`) or an elicitation's
+    (:class:`~clearsight.grounding.readouts.ElicitReadouts`), the kinds verify re-asks
+    (:mod:`clearsight.verify.kinds`). Which keys a record holds follows ``of_kind``, so none is
+    required here: the check is that a re-ask holds no key those kinds do not store."""
+
+    chance: float
+    n_options: int
+    answer: str | None
+    internal_conf: float | None
+    verbal_conf: float | None
+    letter_mass: float | None
+    verbal_parsed: bool
+    letter_probs: dict[str, float]
+    abstained: bool
+    correct: bool
+    expected: float
+    probs: list[float]
+    mass: float
+    readout: str
+    distributions: dict[str, list[float]]
+    confidences: dict[str, float]
+    coverage: float
+
+
 @dataclass(frozen=True)
 class ReaskSpec(Spec):
     """One finished item asked again (see the module docstring)."""
 
     kind: ClassVar[str] = VERIFY_KIND
+    readout_type = ReaskReadouts
     parts: ClassVar[tuple[str, ...]] = ("model_options",)
     stored: ClassVar[tuple[str, ...] | None] = (
         "of",

@@ -2,14 +2,14 @@
 and — for a strategy whose reasoner converses with the sensor — the chat it builds and the
 turn it takes.
 
-The loop (:func:`clearsight.probe.loop.run_conversation`) holds a :class:`Conversing` strategy
-and asks it for each turn, handing it a :class:`Talk` (the instance, the conversation so far,
-the reasoner, the sensor, the random streams and the reasoner's decoding); the strategy builds
-its prompt, calls the reasoner (once, or many times for a search), reads the reply, asks the
-sensor and returns the :class:`~clearsight.probe.transcript.Turn` to record, with whatever it
-wants kept beside it (a search's tree). The loop knows no strategy by name: it ends a
-conversation on a commit, on the budget, on an overflowing context (a turn of ``None``) or on
-the reasoner's failure, the same for every strategy.
+The loop (:func:`clearsight.probe.reasoner.loop.run_conversation`) holds a :class:`Conversing`
+strategy and asks it for each turn, handing it a :class:`Talk` (the instance, the conversation so
+far, the reasoner, the sensor, the random streams and the reasoner's decoding); the strategy builds
+its prompt, calls the reasoner (once, or many times for a search), reads the reply, asks the sensor
+and returns the :class:`~clearsight.probe.transcript.Turn` to record, with whatever it wants kept
+beside it (a search's tree). The loop knows no strategy by name: it ends a conversation on a commit,
+on the budget, on an overflowing context (a turn of ``None``) or on the reasoner's failure, the same
+for every strategy.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from clearsight.probe.instances import Instance
-from clearsight.probe.prompts import chat
+from clearsight.probe.reasoner.prompts import chat
+from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.transcript import Transcript, Turn
-from clearsight.probe.uot import SearchSettings
 
 if TYPE_CHECKING:
     from clearsight.models.base import Backend, Decoding, Message
@@ -58,7 +58,7 @@ class Talk:
 
     def chat(self, system: str, *, compact: bool = False) -> list[Message]:
         """The conversation so far as the reasoner reads it, under ``system``
-        (:func:`~clearsight.probe.prompts.chat`)."""
+        (:func:`~clearsight.probe.reasoner.prompts.chat`)."""
         t = self.transcript
         return chat(
             self.instance,

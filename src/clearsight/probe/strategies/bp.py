@@ -7,7 +7,7 @@ The strategy is its system prompt (entry ``bp`` of ``prompts/strategies.yaml``);
 the prompted strategies' one reasoner call
 (:class:`~clearsight.probe.strategies.prompted.Prompted`).
 Its conversations are the ones the belief probe replays and self-distillation trains on
-(:mod:`clearsight.probe.posthoc`, :mod:`clearsight.probe.distill`).
+(:mod:`clearsight.probe.posthoc.protocol`, :mod:`clearsight.probe.distill.train`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """VLM Direct, the baseline: no reasoner, the sensor answers the multiple-choice question itself.
 
 One sample (one VLM call) per run, at the run's temperature, of the direct question
-(``common.direct`` of ``prompts/strategies.yaml``: the question, the lettered options, "answer
-with the letter"); the letter is read forgivingly (:func:`~clearsight.probe.parsing.parse_letter`)
-and a reply naming no option ends the conversation ``unparsed``. Build stage 1 asks the same
-question (:func:`direct_question`) eleven times per sensor.
+(``common.direct`` of ``prompts/strategies.yaml``: the question, the lettered options, "answer with
+the letter"); the letter is read forgivingly
+(:func:`~clearsight.probe.reasoner.parsing.parse_letter`) and a reply naming no option ends the
+conversation ``unparsed``. Build stage 1 asks the same question (:func:`direct_question`) eleven
+times per sensor.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any, Final
 import numpy as np
 
 from clearsight.probe.instances import Instance
-from clearsight.probe.parsing import parse_letter
-from clearsight.probe.prompts import fill_prompt, prompts
+from clearsight.probe.reasoner.parsing import parse_letter
+from clearsight.probe.reasoner.prompts import fill_prompt, prompts
 from clearsight.probe.sensor import Sensor, SensorReply
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.seeding import content_hash

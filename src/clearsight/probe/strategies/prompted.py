@@ -7,7 +7,7 @@ UoT's prompts and keeps its search) each read their own entry of
 ``prompts/strategies.yaml`` and take the same turn (:meth:`Prompted.turn`): the chat so far
 (compacted to the bare actions when it no longer fits the context, and the conversation ended
 when even that does not fit), one reasoner call, its action parsed
-(:func:`~clearsight.probe.parsing.parse_action`), a query sent to the sensor with the u the
+(:func:`~clearsight.probe.reasoner.parsing.parse_action`), a query sent to the sensor with the u the
 reasoner is shown.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clearsight.probe.parsing import parse_action
-from clearsight.probe.prompts import prompts, shown_consistency
+from clearsight.probe.reasoner.parsing import parse_action
+from clearsight.probe.reasoner.prompts import prompts, shown_consistency
 from clearsight.probe.strategies.base import Talk
 from clearsight.probe.transcript import Turn
 from clearsight.seeding import content_hash

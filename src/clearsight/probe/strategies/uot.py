@@ -1,16 +1,16 @@
 """Uncertainty of Thoughts (Hu et al., 2024) as a probe strategy: a search each turn, and a
 prompt-only variant.
 
-:data:`UOT` searches (:mod:`clearsight.probe.uot` holds the settings, the scores and the tree):
-each turn that asks, the conversation's own reasoner proposes candidate questions, simulates
-replies and partitions the options still possible by each (:class:`_Search`), the candidate of
-largest expected reward is asked, and the options are updated from the real reply; one option
-left is committed, and on the last turn of the budget the reasoner answers from the
-conversation. The tree is stored with the turn (:class:`~clearsight.probe.uot.SearchRecord`).
-:data:`UOT_PROMPT` is UoT as a system prompt only (entry ``uot`` of
-``prompts/strategies.yaml``, which strategy ``uot`` read before it became a search, so its
-prompt hash is unchanged): a lighter variant of this toolkit's, not the paper's, which adapts
-UoT's prompts to VQA and keeps its search (:data:`UOT`, a default strategy).
+:data:`UOT` searches (:mod:`clearsight.probe.reasoner.uot_search` holds the settings, the scores and
+the tree): each turn that asks, the conversation's own reasoner proposes candidate questions,
+simulates replies and partitions the options still possible by each (:class:`_Search`), the
+candidate of largest expected reward is asked, and the options are updated from the real reply; one
+option left is committed, and on the last turn of the budget the reasoner answers from the
+conversation. The tree is stored with the turn
+(:class:`~clearsight.probe.reasoner.uot_search.SearchRecord`). :data:`UOT_PROMPT` is UoT as a system
+prompt only (entry ``uot`` of ``prompts/strategies.yaml``, which strategy ``uot`` read before it
+became a search, so its prompt hash is unchanged): a lighter variant of this toolkit's, not the
+paper's, which adapts UoT's prompts to VQA and keeps its search (:data:`UOT`, a default strategy).
 """
 
 from __future__ import annotations
@@ -23,12 +23,9 @@ import numpy as np
 
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import normalise
-from clearsight.probe.parsing import parse_action
-from clearsight.probe.prompts import prompts, render_reply, shown_consistency, uot_prompts
-from clearsight.probe.strategies.base import Talk
-from clearsight.probe.strategies.prompted import Prompted
-from clearsight.probe.transcript import Transcript, Turn
-from clearsight.probe.uot import (
+from clearsight.probe.reasoner.parsing import parse_action
+from clearsight.probe.reasoner.prompts import prompts, render_reply, shown_consistency, uot_prompts
+from clearsight.probe.reasoner.uot_search import (
     Candidate,
     Outcome,
     SearchRecord,
@@ -36,6 +33,9 @@ from clearsight.probe.uot import (
     parse_possible,
     score_candidate,
 )
+from clearsight.probe.strategies.base import Talk
+from clearsight.probe.strategies.prompted import Prompted
+from clearsight.probe.transcript import Transcript, Turn
 from clearsight.seeding import content_hash
 
 if TYPE_CHECKING:
@@ -112,7 +112,8 @@ class _Search:
     def expand(
         self, possible: Sequence[str], history: Sequence[str], level: int = 1
     ) -> list[Candidate]:
-        """The scored candidate questions of a node (:mod:`clearsight.probe.uot`, steps 1-4)."""
+        """The scored candidate questions of a node
+        (:mod:`clearsight.probe.reasoner.uot_search`, steps 1-4)."""
         proposals = self.propose(possible, history)
         r = self.settings.replies
         asks = [self._fill("simulate", possible, query=q) for q, _ in proposals for _ in range(r)]
