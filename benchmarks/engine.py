@@ -32,8 +32,8 @@ from typing import Any
 from _timing import report
 from clearsight.perceiver.backend import PerceiverBackend
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.observer import ObserverBackend
 from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.references.observer import ObserverBackend
 
 #: The perceiver sweeps: two scenes, fog and every cheap control, one task, one wording.
 PERCEIVER_SWEEP: dict[str, Any] = {

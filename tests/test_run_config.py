@@ -23,6 +23,7 @@ CHANGED: dict[type[RunConfig], list[dict[str, Any]]] = {
         {"prior_scene_ids": ("skimage-chelsea", "skimage-coffee")},
         {"models": ("observer",), "model_scenes": {"observer": 2}},
         {"w_accuracy": "own"},
+        {"imagenet_c_corruptions": ("fog", "snow")},
     ],
     ProbeConfig: [{"uot": SearchSettings(depth=2)}],
     GroundingConfig: [{"bench": "b.jsonl"}, {"variation_samples": 3}, {"readouts": ("ptrue",)}],

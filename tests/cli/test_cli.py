@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.scenes.bundled import load_bundled_scene
-from clearsight.sweep.equivalence import equivalence_table, monotone_veq_share, summarise
+from clearsight.sweep.images.equivalence import equivalence_table, monotone_veq_share, summarise
 from clearsight.sweep.plan import plan_sweep
 
 runner = CliRunner()

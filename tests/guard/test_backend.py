@@ -23,8 +23,8 @@ from clearsight.models import (
     load_backend,
 )
 from clearsight.physics import fog
-from clearsight.sweep.observer import ObserverReference
 from clearsight.sweep.readouts import parse_verbalized, sweep_readouts
+from clearsight.sweep.references.observer import ObserverReference
 from clearsight.tasks import category_prior, identification_question, verbalized_question
 from clearsight.validate import InputError
 

@@ -36,8 +36,8 @@ from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.store import load_run
 from clearsight.sweep.conditions import arm_stack
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.crossings import scene_bootstrap
-from clearsight.sweep.guarded import guard_estimate_table, guard_estimates
+from clearsight.sweep.numbers.crossings import scene_bootstrap
+from clearsight.sweep.numbers.guarded import guard_estimate_table, guard_estimates
 from clearsight.sweep.plan import plan_sweep
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data

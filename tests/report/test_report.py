@@ -31,9 +31,9 @@ from clearsight.store import Record, RunStore, StoredRecord, load_run
 from clearsight.sweep import summary_table
 from clearsight.sweep.analysis import analyse_run
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.crossings import scene_bootstrap
-from clearsight.sweep.observer import observer_note
+from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.references.observer import observer_note
 from clearsight.sweep.results import load_run_data
 from fixtures.coco import synthetic_coco
 
@@ -168,7 +168,7 @@ def test_files_self_contained_and_rows(small_run: Path, tmp_path: Path) -> None:
     assert "Controls" in md
     assert "| observer |" in md
     # the ImageNet-C severities on the metre axis, as the report states them
-    from clearsight.sweep.equivalence import dynamic_ranges, monotone_veq_share
+    from clearsight.sweep.images.equivalence import dynamic_ranges, monotone_veq_share
 
     data = load_run_data(small_run)
     share = monotone_veq_share(data.veq)
@@ -306,7 +306,11 @@ def test_imagenet_c_and_controls(small_run: Path) -> None:
     data = load_run_data(small_run)
     boot = scene_bootstrap(data, n_boot=N_BOOT)
     from clearsight.sweep.analysis import controls_table
-    from clearsight.sweep.equivalence import imagenet_c_table, monotone_veq_share, veq_summary
+    from clearsight.sweep.images.equivalence import (
+        imagenet_c_table,
+        monotone_veq_share,
+        veq_summary,
+    )
 
     tab = imagenet_c_table(boot.curves, veq_summary(data.veq), "identify")
     assert sorted(tab.severity.unique()) == [1, 2, 3, 4, 5]
@@ -537,7 +541,7 @@ def test_a_50_scene_coco_run_of_the_default_design_reports(tmp_path: Path) -> No
 
 
 def test_veq_summary_hand_computed() -> None:
-    from clearsight.sweep.equivalence import veq_summary
+    from clearsight.sweep.images.equivalence import veq_summary
 
     veq = pd.DataFrame(
         {"scene": list("abcde"), "severity": [1] * 5, "v_eq_m": [10.0, 20.0, 30.0, 40.0, 50.0]}
@@ -552,7 +556,7 @@ def test_veq_summary_hand_computed() -> None:
 
 
 def test_veq_summary_of_gains_hand_computed() -> None:
-    from clearsight.sweep.equivalence import veq_summary
+    from clearsight.sweep.images.equivalence import veq_summary
 
     veq = pd.DataFrame(
         {
@@ -590,7 +594,7 @@ def _pooled_fog_cell(data: Any, row: Any) -> pd.DataFrame:
 
 def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> None:
     from clearsight.metrics import auroc, brier, ece, mce
-    from clearsight.sweep.confidence import calibration_table
+    from clearsight.sweep.numbers.confidence import calibration_table
 
     data = load_run_data(small_run)
     cal = calibration_table(data, "identify", scene_bootstrap(data, n_boot=N_BOOT))
@@ -614,7 +618,7 @@ def test_calibration_table_has_scene_bootstrap_intervals(small_run: Path) -> Non
 
 def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) -> None:
     from clearsight.metrics import risk_coverage
-    from clearsight.sweep.confidence import selective_table
+    from clearsight.sweep.numbers.confidence import selective_table
 
     data = load_run_data(small_run)
     sel = selective_table(data, "identify", scene_bootstrap(data, n_boot=N_BOOT))
@@ -638,7 +642,7 @@ def test_selective_table_matches_risk_coverage(small_run: Path, tmp_path: Path) 
 
 
 def test_dynamic_ranges_hand_computed() -> None:
-    from clearsight.sweep.equivalence import dynamic_ranges
+    from clearsight.sweep.images.equivalence import dynamic_ranges
 
     rows = [
         # fog: 250 m all right, 1.95 m half right (two models pooled); ImageNet-C: 0.75 vs 0.5

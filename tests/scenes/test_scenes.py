@@ -138,7 +138,7 @@ def test_box_and_target_validation():
 def test_preview_contact_sheet(tmp_path: Path):
     from PIL import Image
 
-    from clearsight.sweep.preview import contact_sheet
+    from clearsight.sweep.images.preview import contact_sheet
 
     path = contact_sheet(load_bundled_scene("skimage-chelsea"), tmp_path / "p.png")
     with Image.open(path) as im:

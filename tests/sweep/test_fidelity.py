@@ -19,7 +19,7 @@ from clearsight.physics.equivalence import FogGainCurve
 from clearsight.seeding import derive_seed
 from clearsight.store import RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.crossings import scene_bootstrap
+from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.plan import plan_sweep
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import RunData, load_run_data
@@ -202,7 +202,7 @@ def test_table_vi_compares_the_verbal_wordings_on_the_same_scenes() -> None:
             correct = 1.0 if scene == "a" else 0.0
             row = _row(wording, "clean", math.nan, verbal_conf=value, correct=correct)
             rows.append(row | {"scene": scene})
-    from clearsight.sweep.wordings import wording_table
+    from clearsight.sweep.numbers.wordings import wording_table
 
     table = wording_table(_run_data(rows), "identify")
     clean = table[table["condition"] == "clean"].set_index("wording")
@@ -269,7 +269,7 @@ def test_the_monotone_share_under_independent_plasma_matches_a_hand_count() -> N
     with each severity's own seed; the share of scenes whose V_eq falls at every step counted
     by hand equals the one the sweep's model-free stage gives."""
     from clearsight.scenes.bundled import load_bundled_scene
-    from clearsight.sweep.equivalence import monotone_veq_share
+    from clearsight.sweep.images.equivalence import monotone_veq_share
     from clearsight.sweep.unit import run_veq_unit
 
     corrupt = _reference_corrupt()

@@ -7,13 +7,13 @@ import pytest
 
 from clearsight.models import Decoding, Message, Request, load_backend
 from clearsight.physics import fog
-from clearsight.sweep.observer import (
+from clearsight.sweep.readouts import letter_readout, parse_verbalized
+from clearsight.sweep.references.observer import (
     ObserverConfig,
     ObserverReference,
     p_detect,
     retained_contrast,
 )
-from clearsight.sweep.readouts import letter_readout, parse_verbalized
 from clearsight.validate import InputError
 
 
@@ -151,7 +151,7 @@ def test_letter_readout_renormalises_and_keeps_raw():
 def test_the_observers_generic_abstention_w_carries_its_reason() -> None:
     """The reference observer never picks 'I don't know' (by design): its W there is shown
     with the reason; every other model, wording and signal gets none."""
-    from clearsight.sweep.observer import observer_note
+    from clearsight.sweep.references.observer import observer_note
 
     assert "by design" in observer_note("observer", "mcq.generic", "abstain")
     assert observer_note("observer", "mcq.reason", "abstain") == ""

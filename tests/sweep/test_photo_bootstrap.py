@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from clearsight.scenes.bundled import bundled_photo, bundled_specs
-from clearsight.sweep.crossings import scene_bootstrap
+from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.results import RunData, photo_clusters
 
 LEVELS = (100.0, 10.0, 1.0)

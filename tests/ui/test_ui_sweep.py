@@ -29,15 +29,15 @@ from starlette.testclient import TestClient
 from clearsight.specs import Options
 from clearsight.store import RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.human import (
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.references.human import (
     human_items,
     human_readouts,
     human_wording,
     item_png,
     session_order,
 )
-from clearsight.sweep.plan import plan_sweep
-from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import level_label, load_run_data
 from clearsight.sweep.specs import SweepItem
 from clearsight.sweep.unit import _Images, load_scene
@@ -265,7 +265,7 @@ def test_a_person_who_comes_back_continues_where_they_stopped(run: Path) -> None
 
 def test_the_report_draws_the_person_beside_the_observer(run: Path) -> None:
     from clearsight.report import build_report
-    from clearsight.sweep.crossings import scene_bootstrap
+    from clearsight.sweep.numbers.crossings import scene_bootstrap
 
     _answer_all(HumanSweep(run, SWEEP), "ann")
     data = load_run_data(run)
@@ -337,7 +337,7 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
 
 
 def test_a_verbal_wording_gives_the_persons_confidence_its_curve(run: Path) -> None:
-    from clearsight.sweep.crossings import scene_bootstrap
+    from clearsight.sweep.numbers.crossings import scene_bootstrap
 
     sweep = HumanSweep(run, ServeSettings(sweep=True, wording="verbal.plain"))
     assert {i.wording for i in sweep.order("ann")} == {"verbal.plain"}

@@ -36,7 +36,7 @@ from clearsight.report.html import fmt_ci
 from clearsight.report.labels import crossing_label, interval, interval_m, w_label
 from clearsight.store import COST_COLUMNS
 from clearsight.sweep.analysis import SweepAnalysis
-from clearsight.sweep.observer import observer_note
+from clearsight.sweep.references.observer import observer_note
 from clearsight.sweep.results import is_verbal
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@ triggers abstention" and leaves testing it open (its §VI). This wrapper
 is that guard around any backend (``guard:perceiver:llm``, ``guard:observer``,
 ``guard:hf:...``). For each request it estimates the image's visibility
 (:func:`~clearsight.guard.estimate.estimate_visibility`: metres where the request's
-:class:`~clearsight.sweep.observer.ObserverReference` carries the scene's depth map, else the
+:class:`~clearsight.sweep.references.observer.ObserverReference` carries the scene's depth map,
+else the
 depth-free median transmission) and compares it with its threshold:
 
 * **below** (V_hat < ``threshold_m``; without depth, t < ``threshold_t``) and the question
@@ -43,7 +44,7 @@ from clearsight.models import (
     shared_backend,
     split_model_spec,
 )
-from clearsight.sweep.observer import ObserverReference
+from clearsight.sweep.references.observer import ObserverReference
 from clearsight.validate import InputError, invalid_options
 
 #: Probability mass the abstaining guard leaves to the content letters, shared equally.

@@ -4,7 +4,7 @@
 calibration and a held-out share by a seeded permutation (:func:`split_scenes`: the same
 scenes and seed give the same split, whatever the order they are stored in), and on the
 calibration scenes alone takes M's accuracy crossing V* (the sweep's own crossing, from the
-scene bootstrap of its analysis, :func:`clearsight.sweep.crossings.scene_bootstrap`,
+scene bootstrap of its analysis, :func:`clearsight.sweep.numbers.crossings.scene_bootstrap`,
 docs/methods.md §4) in every arm, task and letter or verbal wording the run has. The guard
 must abstain wherever M can no longer answer, and it cannot tell the arm from the image, so the
 threshold comes from the **largest** of those crossings: below it M's accuracy has gone in at
@@ -173,7 +173,7 @@ def calibrate(
     """Fit the guard's thresholds for ``model`` on a calibration split of the sweep in
     ``run_dir`` on the ``scale`` of the module docstring; InputError when the run has no
     records of ``model`` or no accuracy crossing on the calibration scenes."""
-    from clearsight.sweep.crossings import scene_bootstrap
+    from clearsight.sweep.numbers.crossings import scene_bootstrap
     from clearsight.sweep.results import load_run_data
 
     data = load_run_data(run_dir)

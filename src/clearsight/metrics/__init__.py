@@ -1,6 +1,7 @@
 """Metrics as pure array functions: calibration, crossing visibility and blind-spot width,
 seeded cluster and two-stage bootstrap intervals, Jensen–Shannon divergence, selective
-prediction (risk-coverage, AURC), cross-run calibration, trajectory-grounding scores and the
+prediction (risk-coverage, AURC), cross-run calibration, post-hoc recalibration maps (temperature,
+Platt, isotonic) and a conformal abstention threshold, trajectory-grounding scores and the
 exact Wilcoxon test (docs/methods.md §4–6). Each function states its formula in its docstring."""
 
 from clearsight.metrics.bootstrap import (
@@ -38,6 +39,17 @@ from clearsight.metrics.crossing import (
 )
 from clearsight.metrics.crossrun import cross_run_ece, cross_run_prediction
 from clearsight.metrics.divergence import jsd_bits, jsd_bits_batch
+from clearsight.metrics.recalibration import (
+    IsotonicMap,
+    PlattMap,
+    apply_isotonic,
+    apply_platt,
+    apply_temperature,
+    conformal_threshold,
+    fit_isotonic,
+    fit_platt,
+    fit_temperature,
+)
 from clearsight.metrics.selective import RiskCoverage, aurc_statistic, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.metrics.tgs import TgsPair, benchmark_means, tgs_pair, tgs_self
@@ -51,9 +63,14 @@ __all__ = [
     "Crossing",
     "CrossingBatch",
     "Interval",
+    "IsotonicMap",
+    "PlattMap",
     "ReliabilityBins",
     "RiskCoverage",
     "TgsPair",
+    "apply_isotonic",
+    "apply_platt",
+    "apply_temperature",
     "aurc_statistic",
     "auroc",
     "benchmark_means",
@@ -66,11 +83,15 @@ __all__ = [
     "cluster_bootstrap",
     "cluster_bootstrap_mean",
     "cluster_sums",
+    "conformal_threshold",
     "cross_run_ece",
     "cross_run_prediction",
     "crossing_visibility",
     "crossing_visibility_batch",
     "ece",
+    "fit_isotonic",
+    "fit_platt",
+    "fit_temperature",
     "jsd_bits",
     "jsd_bits_batch",
     "mce",

@@ -96,8 +96,8 @@ class Request:
     :attr:`Response.candidate_probs`. ``generate=False`` asks only for those probabilities.
 
     ``reference``: what a protocol lets a *reference* backend know about the item beyond the
-    prompt (the sweep's :class:`~clearsight.sweep.observer.ObserverReference`: the clean image,
-    the box, which option names the object in it). It is opaque here on purpose — this module
+    prompt (the sweep's :class:`~clearsight.sweep.references.observer.ObserverReference`: the clean
+    image, the box, which option names the object in it). It is opaque here on purpose — this module
     knows no protocol's types: every real backend ignores it, never renders it into a prompt,
     and a backend that reads one (the sweep's reference observer, the visibility guard) checks
     its type with ``isinstance`` and refuses a request without the one it reads.

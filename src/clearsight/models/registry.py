@@ -13,7 +13,7 @@ from clearsight.validate import InputError
 
 #: prefix -> "module:factory"; the factory takes (argument after the colon, options) -> Backend.
 _REGISTRY: dict[str, str] = {
-    "observer": "clearsight.sweep.observer:make_observer",
+    "observer": "clearsight.sweep.references.observer:make_observer",
     "scripted": "clearsight.models.scripted:make_scripted",
     "hf": "clearsight.models.hf:make_hf",
     "openai": "clearsight.models.openai_api:make_openai",

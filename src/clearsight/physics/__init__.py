@@ -1,5 +1,5 @@
-"""Physics of visibility: sRGB codec, Koschmieder fog, underwater absorption, ImageNet-C fog,
-equivalent visibility, and the blank/shuffled controls with the red target box."""
+"""Physics of visibility: sRGB codec, Koschmieder fog, underwater absorption, ImageNet-C's
+corruptions, equivalent visibility, and the blank/shuffled controls with the red target box."""
 
 from clearsight.physics.controls import (
     BLANK_GREY,
@@ -15,7 +15,16 @@ from clearsight.physics.equivalence import (
     imagenet_c_equivalents,
     retained_gain,
 )
-from clearsight.physics.imagenet_c import FOG_SEVERITY_PARAMS, imagenet_c_fog, plasma_fractal
+from clearsight.physics.imagenet_c import (
+    CORRUPTION_GROUPS,
+    CORRUPTIONS,
+    FOG_SEVERITY_PARAMS,
+    corrupt,
+    corruption_names,
+    imagenet_c_fog,
+    imagenet_c_image,
+    plasma_fractal,
+)
 from clearsight.physics.medium import (
     DEFAULT_AIRLIGHT,
     DEFAULT_WAVELENGTHS_NM,
@@ -46,6 +55,8 @@ __all__ = [
     "BLANK_GREY",
     "BOX_COLOUR",
     "BOX_THICKNESS_PX",
+    "CORRUPTIONS",
+    "CORRUPTION_GROUPS",
     "DEFAULT_AIRLIGHT",
     "DEFAULT_WAVELENGTHS_NM",
     "DEPTH_CLIP_M",
@@ -56,6 +67,8 @@ __all__ = [
     "Equivalence",
     "absorption",
     "blank_like",
+    "corrupt",
+    "corruption_names",
     "decode_srgb8",
     "derangement",
     "draw_box",
@@ -67,6 +80,7 @@ __all__ = [
     "fog_linear",
     "imagenet_c_equivalents",
     "imagenet_c_fog",
+    "imagenet_c_image",
     "linear_to_srgb",
     "plasma_fractal",
     "quantize8",

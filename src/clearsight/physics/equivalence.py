@@ -21,7 +21,7 @@ import numpy.typing as npt
 from scipy.ndimage import gaussian_filter
 from scipy.optimize import brentq
 
-from clearsight.physics.imagenet_c import imagenet_c_fog
+from clearsight.physics.imagenet_c import imagenet_c_image
 from clearsight.physics.kernel import fog_luma
 from clearsight.physics.medium import DEFAULT_AIRLIGHT, DEPTH_CLIP_M, VISIBILITY_CONSTANT
 from clearsight.physics.srgb import srgb_to_linear
@@ -162,17 +162,18 @@ def imagenet_c_equivalents(
     depth_m: npt.NDArray[np.floating],
     seed: int | Sequence[int],
     severities: Sequence[int] = (1, 2, 3, 4, 5),
+    corruption: str = "fog",
 ) -> list[Equivalence]:
-    """Retained gain and V_eq of ImageNet-C fog at each severity, the plasma drawn from a fresh
-    ``RandomState`` per severity (as the original code seeds per call): ``seed`` one seed for
-    every severity (a common draw), or one per severity in ``severities``' order (independent
-    draws, as the benchmark drew each image and severity)."""
+    """Retained gain and V_eq of ImageNet-C ``corruption`` (fog unless named) at each severity,
+    its randomness drawn from a fresh ``RandomState`` per severity (as the original code seeds
+    per call): ``seed`` one seed for every severity (a common draw), or one per severity in
+    ``severities``' order (independent draws, as the benchmark drew each image and severity)."""
     seeds = [seed] * len(severities) if isinstance(seed, int) else list(seed)
     if len(seeds) != len(severities):
         raise InputError(f"{len(seeds)} plasma seeds for {len(severities)} severities")
     curve = FogGainCurve(image, depth_m)
     fogged = (
-        imagenet_c_fog(image, sev, np.random.RandomState(s))
+        imagenet_c_image(image, corruption, sev, np.random.RandomState(s))
         for sev, s in zip(severities, seeds, strict=True)
     )
     gains = [curve.gain_of(f) for f in fogged]

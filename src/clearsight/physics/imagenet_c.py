@@ -1,4 +1,5 @@
-"""ImageNet-C fog (Hendrycks & Dietterich 2019), bit-identical to the reference code.
+"""ImageNet-C (Hendrycks & Dietterich 2019): its fog here, and :func:`corrupt`, every one of its
+19 corruptions by name, each bit-identical to the reference code.
 
 The nominal control of the sweep: ``x = img/255; m = max(x); x += c0 * P; out = clip(x m /
 (m + c0), 0, 1) * 255`` truncated to uint8, with P a diamond-square plasma fractal normalised to
@@ -11,15 +12,30 @@ output equals the original (``imagecorruptions.corrupt(img, 'fog', severity)``) 
 ``np.random.seed(s)``, bit for bit: the same draws in the same order with the same float64
 operations. The speed-up over the original comes from shifting with slices instead of
 ``np.roll`` copies and from updating the image in place.
+
+:func:`corrupt` holds the others by the names the ``imagecorruptions`` package gives them, the
+15 common corruptions of the benchmark and its 4 validation ones, with the same promise: after
+``np.random.seed(s)`` the package's ``corrupt(image, severity, name)`` and ``corrupt(image,
+name, severity, RandomState(s))`` here give the same bytes (the noises:
+:mod:`~clearsight.physics.imagenet_c_noise`; the blurs: :mod:`~clearsight.physics.imagenet_c_blur`;
+snow, frost, spatter: :mod:`~clearsight.physics.imagenet_c_weather`; the rest:
+:mod:`~clearsight.physics.imagenet_c_digital`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from clearsight.physics import (
+    imagenet_c_blur,
+    imagenet_c_digital,
+    imagenet_c_noise,
+    imagenet_c_weather,
+)
 from clearsight.validate import InputError, check_image
 
 #: (c0, wibble decay) for severities 1..5.
@@ -90,14 +106,27 @@ def imagenet_c_fog(
     image: npt.NDArray[np.uint8], severity: int, rng: np.random.RandomState
 ) -> npt.NDArray[np.uint8]:
     """ImageNet-C fog at ``severity`` 1..5 with the plasma drawn from ``rng``: uint8 HxWx3."""
+    _check_arguments(image, severity, rng, "imagenet_c_fog")
+    return _fog(image, severity, rng)
+
+
+def _check_arguments(image: object, severity: object, rng: object, caller: str) -> None:
+    """The checks every corruption shares: a uint8 RGB image, a severity 1..5 and a
+    ``RandomState``."""
     check_image(image)
     if not isinstance(severity, int | np.integer) or not 1 <= severity <= 5:
         raise InputError(f"ImageNet-C severity must be an integer 1..5, got {severity!r}")
     if not isinstance(rng, np.random.RandomState):
         raise InputError(
-            "imagenet_c_fog needs a numpy.random.RandomState (the original algorithm's "
+            f"{caller} needs a numpy.random.RandomState (the original algorithm's "
             f"generator), got {type(rng).__name__}"
         )
+
+
+def _fog(
+    image: npt.NDArray[np.uint8], severity: int, rng: np.random.RandomState
+) -> npt.NDArray[np.uint8]:
+    """The fog itself, arguments checked."""
     c0, decay = FOG_SEVERITY_PARAMS[severity - 1]
     h, w = image.shape[:2]
     plasma = plasma_fractal(_next_power_of_two(max(image.shape)), decay, rng)
@@ -109,3 +138,80 @@ def imagenet_c_fog(
     np.clip(x, 0.0, 1.0, out=x)
     x *= 255.0
     return x.astype(np.uint8)
+
+
+Corruption = Callable[[npt.NDArray[np.uint8], int, np.random.RandomState], npt.NDArray[np.uint8]]
+
+#: The 15 corruptions of ImageNet-C's benchmark, in the reference's order.
+COMMON_CORRUPTIONS: Final[dict[str, Corruption]] = {
+    "gaussian_noise": imagenet_c_noise.gaussian_noise,
+    "shot_noise": imagenet_c_noise.shot_noise,
+    "impulse_noise": imagenet_c_noise.impulse_noise,
+    "defocus_blur": imagenet_c_blur.defocus_blur,
+    "glass_blur": imagenet_c_blur.glass_blur,
+    "motion_blur": imagenet_c_blur.motion_blur,
+    "zoom_blur": imagenet_c_blur.zoom_blur,
+    "snow": imagenet_c_weather.snow,
+    "frost": imagenet_c_weather.frost,
+    "fog": _fog,
+    "brightness": imagenet_c_digital.brightness,
+    "contrast": imagenet_c_digital.contrast,
+    "elastic_transform": imagenet_c_digital.elastic_transform,
+    "pixelate": imagenet_c_digital.pixelate,
+    "jpeg_compression": imagenet_c_digital.jpeg_compression,
+}
+#: Its 4 validation corruptions (held out of the benchmark for model selection).
+VALIDATION_CORRUPTIONS: Final[dict[str, Corruption]] = {
+    "speckle_noise": imagenet_c_noise.speckle_noise,
+    "gaussian_blur": imagenet_c_blur.gaussian_blur,
+    "spatter": imagenet_c_weather.spatter,
+    "saturate": imagenet_c_digital.saturate,
+}
+CORRUPTIONS: Final[dict[str, Corruption]] = COMMON_CORRUPTIONS | VALIDATION_CORRUPTIONS
+#: Names that stand for several corruptions.
+CORRUPTION_GROUPS: Final[dict[str, tuple[str, ...]]] = {
+    "common": tuple(COMMON_CORRUPTIONS),
+    "validation": tuple(VALIDATION_CORRUPTIONS),
+    "all": tuple(CORRUPTIONS),
+}
+
+
+def corruption_names(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` with each group (``common``, ``validation``, ``all``) expanded, in the order
+    given, each corruption once; InputError naming the first that is neither."""
+    out: dict[str, None] = {}
+    for name in names:
+        if name in CORRUPTION_GROUPS:
+            out.update(dict.fromkeys(CORRUPTION_GROUPS[name]))
+        elif name in CORRUPTIONS:
+            out[name] = None
+        else:
+            raise InputError(
+                f"unknown ImageNet-C corruption {name!r}: expected one of "
+                f"{', '.join([*CORRUPTION_GROUPS, *CORRUPTIONS])}"
+            )
+    return tuple(out)
+
+
+def imagenet_c_image(
+    image: npt.NDArray[np.uint8], name: str, severity: int, rng: np.random.RandomState
+) -> npt.NDArray[np.uint8]:
+    """:func:`corrupt`, but fog through :func:`imagenet_c_fog` (which has no minimum size): the
+    sweep's renderer, so its fog items render as they always did."""
+    if name == "fog":
+        return imagenet_c_fog(image, severity, rng)
+    return corrupt(image, name, severity, rng)
+
+
+def corrupt(
+    image: npt.NDArray[np.uint8], name: str, severity: int, rng: np.random.RandomState
+) -> npt.NDArray[np.uint8]:
+    """ImageNet-C corruption ``name`` at ``severity`` 1..5 of a uint8 HxWx3 image (at least
+    32x32 px), its randomness drawn from ``rng``: the reference's output after
+    ``np.random.seed`` of the seed ``rng`` was made with."""
+    if name not in CORRUPTIONS:
+        corruption_names([name])
+    _check_arguments(image, severity, rng, "corrupt")
+    if min(image.shape[:2]) < 32:  # the reference's minimum (frost's crop needs room)
+        raise InputError(f"ImageNet-C needs an image of at least 32x32 px, got {image.shape}")
+    return CORRUPTIONS[name](image, int(severity), rng)

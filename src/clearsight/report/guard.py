@@ -1,5 +1,6 @@
 """The sweep report's guard section: the visibility guard's estimate against the true
-visibility of a sweep, per guarded model and arm (the numbers: :mod:`clearsight.sweep.guarded`).
+visibility of a sweep, per guarded model and arm (the numbers:
+:mod:`clearsight.sweep.numbers.guarded`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ __all__ = ["guard_section_html"]
 
 def guard_section_html(tab: pd.DataFrame) -> str:
     """The report's guard section: the estimate-error table
-    (:func:`~clearsight.sweep.guarded.guard_estimate_table`) with what its columns mean; empty
-    for a run without guarded models (so the report can always call it)."""
+    (:func:`~clearsight.sweep.numbers.guarded.guard_estimate_table`) with what its columns mean;
+    empty for a run without guarded models (so the report can always call it)."""
     if tab.empty:
         return ""
     note = (

@@ -14,6 +14,7 @@ import pandas as pd
 from clearsight.report.html import fmt_num, fmt_range
 from clearsight.sweep.analysis import DepthSummary
 from clearsight.sweep.results import level_label
+from clearsight.sweep.signals import SIGNALS
 
 __all__ = [
     "SIGNAL_LABELS",
@@ -27,12 +28,8 @@ __all__ = [
     "w_label",
 ]
 
-SIGNAL_LABELS: dict[str, str] = {
-    "accuracy": "accuracy",
-    "internal_conf": "internal confidence",
-    "verbal_conf": "verbalized confidence",
-    "abstain": "abstain rate",
-}
+#: Each signal's name on the page (:class:`clearsight.sweep.signals.Signal`'s ``label``).
+SIGNAL_LABELS: dict[str, str] = {s.name: s.label for s in SIGNALS}
 
 
 def metres(v: float) -> str:

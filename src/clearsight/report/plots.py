@@ -25,12 +25,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from clearsight.report.labels import SIGNAL_LABELS
-from clearsight.sweep.crossings import NO_VERBAL
+from clearsight.sweep.numbers.crossings import NO_VERBAL
 from clearsight.sweep.results import is_person, level_label, offers_abstain, primary_wording
 
 if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis
-    from clearsight.sweep.confidence import ReliabilityPanel, RiskPanel
+    from clearsight.sweep.numbers.confidence import ReliabilityPanel, RiskPanel
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -445,7 +445,7 @@ def _reliability_panel(ax: Any, panel: ReliabilityPanel, title: str) -> None:
 def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | None:
     """Reliability diagrams of internal and verbalized confidence per model and arm.
 
-    ``rows`` (:func:`clearsight.sweep.confidence.reliability_panels`): model × arm; columns:
+    ``rows`` (:func:`clearsight.sweep.numbers.confidence.reliability_panels`): model × arm; columns:
     internal confidence of each letter wording, then the main verbal wording's verbalized
     confidence. Marker area ∝ items in the bin; answered items only (with the reason-naming
     wording a model that abstains when unsure answers few murky items).
@@ -488,7 +488,7 @@ def imagenet_c_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     Per model (main letter wording): the fog accuracy curve with its 95 % band, and each
     severity's accuracy at the median gain-matched V_eq, a horizontal bar for the V_eq IQR
     over scenes and a vertical bar for the accuracy's 95 % interval (the task's
-    :func:`~clearsight.sweep.equivalence.imagenet_c_table`).
+    :func:`~clearsight.sweep.images.equivalence.imagenet_c_table`).
     """
     data, table = analysis.data, analysis.tasks[task].imagenet_c
     if table.empty or "fog" not in data.levels or table["veq_median"].isna().all():
@@ -679,8 +679,8 @@ def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     internal and the verbalized confidence at the clean images, the middle level and the
     murkiest level, and each signal's AURC (with its photo-bootstrap 95 % interval) against
     visibility (the task's risk panels and selective table,
-    :mod:`clearsight.sweep.confidence`). Answered items only, as in the table; no panel for a
-    wording the model was not asked.
+    :mod:`clearsight.sweep.numbers.confidence`). Answered items only, as in the table; no panel for
+    a wording the model was not asked.
     """
     table = analysis.tasks[task].selective
     # a panel per wording the model was asked (none for those it was not)

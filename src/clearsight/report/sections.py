@@ -36,9 +36,9 @@ from clearsight.report.labels import (
 )
 from clearsight.report.reproducibility import reproducibility_html
 from clearsight.sweep.analysis import SweepAnalysis
-from clearsight.sweep.confidence import ReliabilityPanel
 from clearsight.sweep.headline import headline_table
-from clearsight.sweep.observer import observer_note
+from clearsight.sweep.numbers.confidence import ReliabilityPanel
+from clearsight.sweep.references.observer import observer_note
 from clearsight.sweep.results import (
     TASK_NAMES,
     RunData,
@@ -267,7 +267,7 @@ def _crossing_cell(lookup: Lookup, wording: str, signal: str, what: str) -> Any:
 
 def _with_reason(w_display: str, model: str, wording: str, signal: str) -> str:
     """A W as shown, with the reason beside it where the reference observer's W is not about 0
-    by design (:func:`clearsight.sweep.observer.observer_note`)."""
+    by design (:func:`clearsight.sweep.references.observer.observer_note`)."""
     reason = observer_note(model, wording, signal)
     return f"{w_display} ({reason})" if reason and w_display else w_display
 

@@ -25,8 +25,8 @@ from clearsight.report.output import ReportPaths, md_table, md_text, write_repor
 from clearsight.report.reproducibility import reproducibility_markdown
 from clearsight.report.sections import DEPTH_NOTE, render_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
-from clearsight.sweep.crossings import scene_bootstrap
 from clearsight.sweep.headline import headline_table
+from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.results import TASK_NAMES, load_run_data
 
 __all__ = ["build_sweep_report", "summary_table", "write_sweep_report"]

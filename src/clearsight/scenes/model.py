@@ -64,8 +64,8 @@ class Scene:
     monocular model) or assumed (a stated layout); ``depth_note`` says how, in words a report can
     show. Visibility in metres is only as good as the depth scale, so the provenance travels with
     every result. ``photo`` names the photo the scene was cut from (crops of one photo share
-    it, so a bootstrap resamples them together, :mod:`clearsight.sweep.crossings`); empty where
-    the scene is its own photo.
+    it, so a bootstrap resamples them together, :mod:`clearsight.sweep.numbers.crossings`); empty
+    where the scene is its own photo.
     """
 
     id: str

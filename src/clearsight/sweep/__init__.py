@@ -5,18 +5,19 @@ Modules, in the order of the method: :mod:`~clearsight.sweep.config` (what a run
 is rendered under), :mod:`~clearsight.sweep.specs` (what an item is made of),
 :mod:`~clearsight.sweep.plan` (a config's scenes, questions and items, grouped into units),
 :mod:`~clearsight.sweep.unit` (a unit's images and requests run into records, inside a worker),
-:mod:`~clearsight.sweep.observer` (the reference observer and what it may know of an item),
-:mod:`~clearsight.sweep.readouts` (letter probabilities, verbalized confidence and abstention
+:mod:`~clearsight.sweep.references.observer` (the reference observer and what it may know of an
+item), :mod:`~clearsight.sweep.readouts` (letter probabilities, verbalized confidence and abstention
 read from the stored raw output), :mod:`~clearsight.sweep.protocol` (the protocol value the
 driver runs: stages, manifest, fingerprint), :mod:`~clearsight.sweep.results` (the records read
 back as frames), and the paper's numbers: :mod:`~clearsight.sweep.analysis` (everything, as one
-typed value) over :mod:`~clearsight.sweep.cells` and :mod:`~clearsight.sweep.crossings` (curves,
-V* and W with one scene bootstrap), :mod:`~clearsight.sweep.confidence` (calibration, selective
-prediction), :mod:`~clearsight.sweep.equivalence` (ImageNet-C severities on the metre axis) and
-:mod:`~clearsight.sweep.guarded` (the visibility guard's estimate); besides
-:mod:`~clearsight.sweep.preview` (contact sheets of the conditions) and
-:mod:`~clearsight.sweep.human` (people answering the sweep's questions). The report that renders
-the analysis is :mod:`clearsight.report.sweep`.
+typed value) over :mod:`~clearsight.sweep.numbers.cells` and
+:mod:`~clearsight.sweep.numbers.crossings` (curves, V* and W with one scene bootstrap),
+:mod:`~clearsight.sweep.numbers.confidence` (calibration, selective prediction),
+:mod:`~clearsight.sweep.images.equivalence` (ImageNet-C severities on the metre axis) and
+:mod:`~clearsight.sweep.numbers.guarded` (the visibility guard's estimate); besides
+:mod:`~clearsight.sweep.images.preview` (contact sheets of the conditions) and
+:mod:`~clearsight.sweep.references.human` (people answering the sweep's questions). The report that
+renders the analysis is :mod:`clearsight.report.sweep`.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
     from clearsight.report.sweep import build_sweep_report, summary_table
     from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
     from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.equivalence import equivalence_table
-    from clearsight.sweep.equivalence import summarise as summarise_equivalence
+    from clearsight.sweep.images.equivalence import equivalence_table
+    from clearsight.sweep.images.equivalence import summarise as summarise_equivalence
+    from clearsight.sweep.images.preview import contact_sheet
     from clearsight.sweep.plan import plan_sweep, scene_refs
-    from clearsight.sweep.preview import contact_sheet
     from clearsight.sweep.protocol import SWEEP, run_sweep
 
 #: The package's face: name -> "module:attribute", imported when first asked for (so importing
@@ -47,9 +48,9 @@ _EXPORTS = {
     "SweepAnalysis": "clearsight.sweep.analysis:SweepAnalysis",
     "build_sweep_report": "clearsight.report.sweep:build_sweep_report",
     "summary_table": "clearsight.report.sweep:summary_table",
-    "contact_sheet": "clearsight.sweep.preview:contact_sheet",
-    "equivalence_table": "clearsight.sweep.equivalence:equivalence_table",
-    "summarise_equivalence": "clearsight.sweep.equivalence:summarise",
+    "contact_sheet": "clearsight.sweep.images.preview:contact_sheet",
+    "equivalence_table": "clearsight.sweep.images.equivalence:equivalence_table",
+    "summarise_equivalence": "clearsight.sweep.images.equivalence:summarise",
 }
 
 __all__ = [

@@ -2,13 +2,13 @@
 
 :func:`analyse_sweep` reads a finished (or partial) run and computes everything the paper
 states about it, once, with one seeded scene bootstrap: the curves, crossing visibilities V*
-and blind-spot widths W (:mod:`clearsight.sweep.crossings`), per task the full sweep and
+and blind-spot widths W (:mod:`clearsight.sweep.numbers.crossings`), per task the full sweep and
 controls tables, the calibration and selective-prediction tables with their intervals and the
 numbers behind the reliability diagrams and risk-coverage curves
-(:mod:`clearsight.sweep.confidence`), the ImageNet-C severities on the metre axis
-(:mod:`clearsight.sweep.equivalence`), the depth of the scene set and, for guarded models, the
-guard's estimate against the true visibility (:mod:`clearsight.sweep.guarded`). Nothing here
-renders: :mod:`clearsight.report` draws and formats a :class:`SweepAnalysis`.
+(:mod:`clearsight.sweep.numbers.confidence`), the ImageNet-C severities on the metre axis
+(:mod:`clearsight.sweep.images.equivalence`), the depth of the scene set and, for guarded models,
+the guard's estimate against the true visibility (:mod:`clearsight.sweep.numbers.guarded`). Nothing
+here renders: :mod:`clearsight.report` draws and formats a :class:`SweepAnalysis`.
 
 Tables are DataFrames with the columns their functions document (they are written as CSV and
 rendered as tables); everything else is a frozen dataclass.
@@ -26,16 +26,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.store import run_cost, spec_model
-from clearsight.sweep.confidence import (
-    ReliabilityPanel,
-    RiskPanel,
-    calibration_table,
-    reliability_panels,
-    risk_panels,
-    selective_table,
-)
-from clearsight.sweep.crossings import SceneBootstrap, scene_bootstrap
-from clearsight.sweep.equivalence import (
+from clearsight.sweep.images.equivalence import (
     DynamicRanges,
     MonotoneShare,
     dynamic_ranges,
@@ -43,9 +34,18 @@ from clearsight.sweep.equivalence import (
     monotone_veq_share,
     veq_summary,
 )
-from clearsight.sweep.guarded import guard_estimate_table
+from clearsight.sweep.numbers.confidence import (
+    ReliabilityPanel,
+    RiskPanel,
+    calibration_table,
+    reliability_panels,
+    risk_panels,
+    selective_table,
+)
+from clearsight.sweep.numbers.crossings import SceneBootstrap, scene_bootstrap
+from clearsight.sweep.numbers.guarded import guard_estimate_table
+from clearsight.sweep.numbers.wordings import wording_table
 from clearsight.sweep.results import ARMS, CONTROLS, RunData, is_verbal, level_label, load_run_data
-from clearsight.sweep.wordings import wording_table
 
 __all__ = [
     "DepthSummary",
@@ -65,11 +65,11 @@ class TaskAnalysis:
 
     ``chance``: 1/k, k the median number of content options. ``sweep``: :func:`sweep_table`;
     ``wordings``: the verbalized wordings on matched images (Table VI,
-    :func:`~clearsight.sweep.wordings.wording_table`);
+    :func:`~clearsight.sweep.numbers.wordings.wording_table`);
     ``controls``: :func:`controls_table`; ``calibration`` and ``selective``:
-    :func:`~clearsight.sweep.confidence.calibration_table` and
-    :func:`~clearsight.sweep.confidence.selective_table`; ``imagenet_c``:
-    :func:`~clearsight.sweep.equivalence.imagenet_c_table`; ``asked``: :func:`asked_accuracy`
+    :func:`~clearsight.sweep.numbers.confidence.calibration_table` and
+    :func:`~clearsight.sweep.numbers.confidence.selective_table`; ``imagenet_c``:
+    :func:`~clearsight.sweep.images.equivalence.imagenet_c_table`; ``asked``: :func:`asked_accuracy`
     (verification only); ``reliability`` and ``risk``: the panels of the reliability diagrams
     and risk-coverage curves, a row per model and arm.
     """
@@ -91,7 +91,7 @@ class TaskAnalysis:
 class SweepAnalysis:
     """A sweep run's numbers (module docstring): the run read back (``data``), its scene
     bootstrap, each task's :class:`TaskAnalysis` (in the run's task order), the ImageNet-C
-    summaries (``veq``: :func:`~clearsight.sweep.equivalence.veq_summary`; ``monotone``;
+    summaries (``veq``: :func:`~clearsight.sweep.images.equivalence.veq_summary`; ``monotone``;
     ``ranges``), the scene set's depth, the guard's estimate table (empty without a guarded
     model), the number of distinct targets with records and what each model cost
     (``cost``: :func:`~clearsight.store.run_cost`, one row per model);
@@ -111,7 +111,7 @@ class SweepAnalysis:
 
     @property
     def curves(self) -> pd.DataFrame:
-        """The bootstrap's curves (:class:`~clearsight.sweep.crossings.SceneBootstrap`)."""
+        """The bootstrap's curves (:class:`~clearsight.sweep.numbers.crossings.SceneBootstrap`)."""
         return self.bootstrap.curves
 
     @property

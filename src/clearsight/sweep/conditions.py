@@ -18,10 +18,10 @@ from clearsight.physics import (
     DEFAULT_WAVELENGTHS_NM,
     SWEEP_LEVELS_M,
     fog_levels,
-    imagenet_c_fog,
     turbid_levels,
     underwater_levels,
 )
+from clearsight.physics.imagenet_c import imagenet_c_image
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed
 from clearsight.validate import InputError
@@ -87,13 +87,23 @@ def arm_physics(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 PlasmaDraw = Literal["independent", "common"]
 
 
-def imagenet_c_seed(scene_id: str, seed: int, severity: int | None = None) -> int:
-    """The plasma seed of a scene's ImageNet-C fog at ``severity``, from the run seed: the
-    item's own (scene, severity, seed), or with ``severity`` None the one seed every severity
-    of the scene shares (the ``common`` draw)."""
+def imagenet_c_seed(
+    scene_id: str, seed: int, severity: int | None = None, corruption: str = "fog"
+) -> int:
+    """The seed of a scene's ImageNet-C ``corruption`` at ``severity`` (fog's plasma, the
+    other corruptions' draws), from the run seed: the item's own (corruption, scene, severity,
+    seed), or with ``severity`` None the one seed every severity of the scene shares (the
+    ``common`` draw)."""
+    tag = f"imagenet_c_{corruption}"
     if severity is None:
-        return derive_seed("imagenet_c_fog", scene_id, seed)
-    return derive_seed("imagenet_c_fog", scene_id, int(severity), seed)
+        return derive_seed(tag, scene_id, seed)
+    return derive_seed(tag, scene_id, int(severity), seed)
+
+
+def corruption_field(corruption: str) -> str | None:
+    """The ``corruption`` field of an ImageNet-C item (None: fog, left out of the key as in the
+    runs made before the other corruptions)."""
+    return None if corruption == "fog" else corruption
 
 
 def plasma_field(plasma: PlasmaDraw) -> str | None:
@@ -107,16 +117,21 @@ def imagenet_c_stack(
     severities: Sequence[int] = IMAGENET_C_SEVERITIES,
     seed: int = 0,
     plasma: PlasmaDraw = "independent",
+    corruption: str = "fog",
 ) -> npt.NDArray[np.uint8]:
-    """ImageNet-C fog at each severity, (S, H, W, 3), without a box; each severity's plasma
-    drawn from ``RandomState(imagenet_c_seed(...))``, its own or the scene's (``plasma``)."""
+    """ImageNet-C ``corruption`` (fog unless named) at each severity, (S, H, W, 3), without a
+    box; each severity's randomness drawn from ``RandomState(imagenet_c_seed(...))``, its own
+    or the scene's (``plasma``)."""
     own = plasma == "independent"
     return np.stack(
         [
-            imagenet_c_fog(
+            imagenet_c_image(
                 scene.image,
+                corruption,
                 sev,
-                np.random.RandomState(imagenet_c_seed(scene.id, seed, sev if own else None)),
+                np.random.RandomState(
+                    imagenet_c_seed(scene.id, seed, sev if own else None, corruption)
+                ),
             )
             for sev in severities
         ]

@@ -15,10 +15,15 @@ from pydantic import (
     model_validator,
 )
 
-from clearsight.physics import DEFAULT_WAVELENGTHS_NM, SWEEP_LEVELS_M, WATER_TABLES
+from clearsight.physics import (
+    DEFAULT_WAVELENGTHS_NM,
+    SWEEP_LEVELS_M,
+    WATER_TABLES,
+    corruption_names,
+)
 from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
 from clearsight.sweep.conditions import Arm
-from clearsight.sweep.observer import ObserverConfig
+from clearsight.sweep.references.observer import ObserverConfig
 from clearsight.validate import InputError
 
 Control = Literal["clean", "blank", "shuffled", "imagenet_c"]
@@ -46,6 +51,7 @@ class SweepConfig(RunConfig):
         "prior_scene_ids",
         "model_scenes",
         "w_accuracy",
+        "imagenet_c_corruptions",
     )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -87,7 +93,13 @@ class SweepConfig(RunConfig):
         ("clean", "blank", "shuffled", "imagenet_c"), description="Control conditions."
     )
     imagenet_c_severities: tuple[int, ...] = Field(
-        (1, 2, 3, 4, 5), description="ImageNet-C fog severities of the nominal control."
+        (1, 2, 3, 4, 5), description="ImageNet-C severities of the nominal control."
+    )
+    imagenet_c_corruptions: tuple[str, ...] = Field(
+        ("fog",),
+        description="ImageNet-C corruptions of the nominal control, by the imagecorruptions "
+        "package's names (gaussian_noise, ..., fog, ..., saturate) or groups: 'common' (the "
+        "benchmark's 15), 'validation' (its 4 others), 'all'. Default the paper's fog.",
     )
     tasks: tuple[Literal["identify", "verify"], ...] = Field(
         ("identify", "verify"), description="t2 identification and t3 verification."
@@ -184,6 +196,20 @@ class SweepConfig(RunConfig):
         if v not in WATER_TABLES:
             raise ValueError(f"unknown water table {v!r}; known: {WATER_TABLES}")
         return v
+
+    @field_validator("imagenet_c_corruptions", mode="before")
+    @classmethod
+    def _corruptions(cls, v: Any) -> tuple[str, ...]:
+        names = (v,) if isinstance(v, str) else v
+        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+            raise ValueError("must be a list of ImageNet-C corruption names")
+        try:
+            expanded = corruption_names(names)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+        if not expanded:
+            raise ValueError("must name at least one ImageNet-C corruption")
+        return expanded
 
     @field_validator("imagenet_c_severities")
     @classmethod
@@ -302,10 +328,11 @@ class SweepConfig(RunConfig):
         return limit is None or index < limit
 
     def unused_later_fields(self) -> frozenset[str]:
-        """``imagenet_c_plasma`` where the run shows no ImageNet-C image (its records do not
-        depend on it, and a run stored before the choice resumes)."""
+        """``imagenet_c_plasma`` and ``imagenet_c_corruptions`` where the run shows no
+        ImageNet-C image (its records do not depend on them, and a run stored before the
+        choices resumes)."""
         shows = "imagenet_c" in self.controls and bool(self.imagenet_c_severities)
-        return frozenset() if shows else frozenset({"imagenet_c_plasma"})
+        return frozenset() if shows else frozenset({"imagenet_c_plasma", "imagenet_c_corruptions"})
 
     def model_on_scene(self, model: str, index: int) -> bool:
         """Whether ``model`` is asked on the scene at ``index`` (0-based) of the scene set."""

@@ -11,7 +11,7 @@ its interval. Each signal is read in one wording: the model's first letter wordi
 first verbalized wording for verbalized confidence — for a person (``human:<name>``), who states
 a confidence with a slider beside each letter answer, their letter wording's stated confidence,
 in the verbalized columns. Each W is the one the analysis paired
-(:func:`~clearsight.sweep.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
+(:func:`~clearsight.sweep.numbers.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
 accuracy crossing it uses.
 
 For the sentence that reads a row (:mod:`clearsight.report.headline`) the table also holds,
@@ -30,18 +30,15 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from clearsight.sweep.results import confidence_signal, is_person, is_verbal
+from clearsight.sweep.signals import AWARENESS
 
 if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis
 
 __all__ = ["HEADLINE_SIGNALS", "headline_table"]
 
-#: The awareness signals of the headline, and the sweep table's column holding each one's mean.
-HEADLINE_SIGNALS: dict[str, str] = {
-    "internal_conf": "internal_conf",
-    "verbal_conf": "verbal_conf",
-    "abstain": "abstain_rate",
-}
+#: The awareness signals of the headline: every one, in the tables' order.
+HEADLINE_SIGNALS: tuple[str, ...] = tuple(s.name for s in AWARENESS)
 
 
 def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
@@ -152,8 +149,9 @@ def _signals(
     """Per awareness signal: W with its bound and interval (NaN, bound '' where the signal
     was not read) and its mean at ``fallen_m``."""
     out: dict[str, float | str] = {}
-    for signal, column in HEADLINE_SIGNALS.items():
-        wording = verbal if signal == "verbal_conf" else letter
+    for aware in AWARENESS:
+        signal, column = aware.name, aware.mean_column
+        wording = verbal if aware.headline_wording == "verbal" else letter
         row = here[(here["signal"] == signal) & (here["wording"] == wording)]
         found = not row.empty
         out[f"w_{signal}"] = float(row.iloc[0]["w"]) if found else math.nan

@@ -29,7 +29,7 @@ from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
 from clearsight.seeding import rng_for
 from clearsight.specs import Options
 from clearsight.store import SpecGrid
-from clearsight.sweep.conditions import plasma_field
+from clearsight.sweep.conditions import corruption_field, plasma_field
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.specs import (
     DepthItem,
@@ -212,19 +212,22 @@ class SweepPlan:
 def _condition_entries(config: SweepConfig) -> list[dict[str, Any]]:
     """The condition fields of every item (one entry object per condition, shared by every
     scene and model, so the store encodes each once): clean, the arms' levels, blank, shuffled
-    (its ``shown`` set per scene), the ImageNet-C severities with their ``plasma`` draw."""
+    (its ``shown`` set per scene), each ImageNet-C corruption's severities with their
+    ``plasma`` draw."""
     plasma = plasma_field(config.imagenet_c_plasma)
-    conds: list[tuple[str, float | None, int | None]] = []
-    conds += [("clean", None, None)] if "clean" in config.controls else []
+    conds: list[tuple[str, float | None, int | None, str | None]] = []
+    conds += [("clean", None, None, None)] if "clean" in config.controls else []
     for arm in config.arms:
-        conds += [(arm, v, None) for v in config.levels_m]
-    conds += [(c, None, None) for c in ("blank", "shuffled") if c in config.controls]
+        conds += [(arm, v, None, None) for v in config.levels_m]
+    conds += [(c, None, None, None) for c in ("blank", "shuffled") if c in config.controls]
     if "imagenet_c" in config.controls:
-        conds += [("imagenet_c", None, s) for s in config.imagenet_c_severities]
+        for name in config.imagenet_c_corruptions:
+            conds += [("imagenet_c", None, s, name) for s in config.imagenet_c_severities]
     return [
         {"condition": c, "level_m": v, "severity": s, "shown": None}
         | {"plasma": plasma if c == "imagenet_c" else None}
-        for c, v, s in conds
+        | {"corruption": None if name is None else corruption_field(name)}
+        for c, v, s, name in conds
     ]
 
 
@@ -393,7 +396,11 @@ def _veq_units(config: SweepConfig, refs: Sequence[SceneRef]) -> list[VeqUnit]:
         VeqUnit(
             ref,
             config.coco_depth_model,
-            tuple(VeqItem(ref, s, config.seed, plasma) for s in config.imagenet_c_severities),
+            tuple(
+                VeqItem(ref, s, config.seed, plasma, corruption_field(name))
+                for name in config.imagenet_c_corruptions
+                for s in config.imagenet_c_severities
+            ),
         )
         for ref in refs
     ]

@@ -53,7 +53,8 @@ CONTROLS: tuple[str, ...] = ("clean", "blank", "shuffled")
 LETTER_WORDINGS: tuple[str, ...] = ("mcq.reason", "mcq.generic", "mcq.none")
 #: The wordings whose questions offer no abstain option (no abstain rate to read).
 ABSTAIN_FREE_WORDINGS: tuple[str, ...] = ("mcq.none",)
-#: What a person's model name starts with (``human:<name>``; :mod:`clearsight.sweep.human`).
+#: What a person's model name starts with (``human:<name>``;
+#: :mod:`clearsight.sweep.references.human`).
 HUMAN_PREFIX: Final = "human:"
 #: Verbalized-confidence wordings, the main one first.
 VERBAL_WORDINGS: tuple[str, ...] = ("verbal.plain", "verbal.percent", "verbal.scale")
@@ -204,7 +205,17 @@ _READ_COLUMNS = (
     *("scene.id" if c == "scene" else c for c in (*_TEXT_COLUMNS, *_FLOAT_COLUMNS)),
     "correct",
     "abstained",
+    "corruption",
 )
+
+
+def fog_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the ImageNet-C corruptions other than fog (their ``corruption`` set):
+    the analysis places fog's severities on the metre axis; the other corruptions' records
+    are stored and re-render exactly, but their own axis is not read yet (issue 45, item 2)."""
+    if "corruption" not in frame:
+        return frame
+    return frame[frame["corruption"].isna()]
 
 
 def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
@@ -291,8 +302,10 @@ def load_run_data(run_dir: Path) -> RunData:
         store.expect_protocol(PROTOCOL)
         manifest = store.manifest()
         counts = _own_counts(store)
-        records = _typed_records(store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS))
-        veq_rows = store.to_frame(status="ok", kind=VEQ_PROTOCOL)
+        records = _typed_records(
+            fog_only(store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS))
+        )
+        veq_rows = fog_only(store.to_frame(status="ok", kind=VEQ_PROTOCOL))
         depth_rows = store.to_frame(status="ok", kind=DEPTH_PROTOCOL)
         errors = [
             record.error

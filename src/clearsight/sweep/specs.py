@@ -86,7 +86,9 @@ class SweepItem(Spec):
     ``true``/``distractor`` for verification (None for identification). ``plasma``
     (ImageNet-C only) is ``independent`` where the severity has its own plasma draw; None —
     left out of the key, as in runs made before the choice — where the scene's severities
-    share one (:func:`~clearsight.sweep.conditions.imagenet_c_seed`).
+    share one (:func:`~clearsight.sweep.conditions.imagenet_c_seed`). ``corruption``
+    (ImageNet-C only) names the corruption; None — left out of the key, as in runs made before
+    the other corruptions — is fog.
     """
 
     kind: ClassVar[str] = PROTOCOL
@@ -110,12 +112,13 @@ class SweepItem(Spec):
     model: str
     model_options: Options
     plasma: str | None = field(default=None, metadata=OMIT_NONE)
+    corruption: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
 class VeqItem(Spec):
-    """The gain-matched equivalent visibility of one scene at one ImageNet-C fog severity
-    (``plasma`` as :class:`SweepItem`'s)."""
+    """The gain-matched equivalent visibility of one scene at one ImageNet-C severity
+    (``plasma`` and ``corruption`` as :class:`SweepItem`'s)."""
 
     kind: ClassVar[str] = VEQ_PROTOCOL
     readout_type = VeqReadouts
@@ -124,6 +127,7 @@ class VeqItem(Spec):
     severity: int
     seed: int
     plasma: str | None = field(default=None, metadata=OMIT_NONE)
+    corruption: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A unit (:class:`SweepUnit`) is the questions of one scene for one model: the worker decodes the
 scene once (:func:`load_scene`), renders each degraded image once for all the questions that use
 it (:class:`_Images`; pixels never reach the store), builds each item's request — the image with
-the target's box, the prompt, the decoding, and the :class:`~clearsight.sweep.observer.
+the target's box, the prompt, the decoding, and the :class:`~clearsight.sweep.references.observer.
 ObserverReference` a reference observer reads — asks the model in one batch and turns each
 checked reply into a record with its read-outs (:func:`~clearsight.sweep.readouts.
 sweep_readouts`). The model-free units compute each ImageNet-C severity's equivalent visibility
@@ -25,7 +25,7 @@ import numpy.typing as npt
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import Decoding, Message, Request, Response, shared_backend
 from clearsight.models.replies import checked_replies
-from clearsight.physics import blank_like, draw_box, imagenet_c_equivalents
+from clearsight.physics import Equivalence, blank_like, draw_box, imagenet_c_equivalents
 from clearsight.scenes.depth import DepthProvider, depth_profile
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed
@@ -38,8 +38,8 @@ from clearsight.sweep.conditions import (
     imagenet_c_seed,
     imagenet_c_stack,
 )
-from clearsight.sweep.observer import ObserverReference
 from clearsight.sweep.readouts import sweep_readouts
+from clearsight.sweep.references.observer import ObserverReference
 from clearsight.sweep.specs import DepthItem, SceneRef, SweepItem, VeqItem
 from clearsight.tasks import Question
 from clearsight.validate import InputError
@@ -134,23 +134,25 @@ class _Images:
         self.thickness = physics.box_thickness_px
         self._stacks: dict[str, dict[Any, npt.NDArray[np.uint8]]] = {}
         levels: dict[str, set[float]] = defaultdict(set)
-        severities: set[int] = set()
+        severities: dict[str, set[int]] = defaultdict(set)
         plasma: PlasmaDraw = "common"
         for it in items:
             if it.condition in ARMS and it.level_m is not None:
                 levels[it.condition].add(it.level_m)
             elif it.condition == "imagenet_c" and it.severity is not None:
-                severities.add(it.severity)
+                severities[it.corruption or "fog"].add(it.severity)
                 plasma = "independent" if it.plasma == "independent" else "common"
         physics_of = arm_physics(physics.json)
         for arm, lv in levels.items():
             ordered = sorted(lv, reverse=True)
             stack = arm_stack(scene, arm, ordered, **physics_of[arm])  # type: ignore[arg-type]
             self._stacks[arm] = dict(zip(ordered, stack, strict=True))
-        if severities:
-            ordered_sev = sorted(severities)
-            nominal = imagenet_c_stack(scene, ordered_sev, items[0].seed, plasma)
-            self._stacks["imagenet_c"] = dict(zip(ordered_sev, nominal, strict=True))
+        for name, sevs in severities.items():
+            ordered_sev = sorted(sevs)
+            nominal = imagenet_c_stack(scene, ordered_sev, items[0].seed, plasma, name)
+            self._stacks[_stack_name("imagenet_c", name)] = dict(
+                zip(ordered_sev, nominal, strict=True)
+            )
         self._boxed: dict[tuple[Any, ...], npt.NDArray[np.uint8]] = {}
 
     def get(self, item: SweepItem, shown: Scene | None) -> npt.NDArray[np.uint8]:
@@ -168,10 +170,19 @@ class _Images:
             key, base = ("blank", box), blank_like(self.scene.image)
         else:
             level = item.level_m if cond in ARMS else item.severity
-            key, base = (cond, level, box), self._stacks[cond][level]
+            stack = _stack_name(cond, item.corruption or "fog")
+            key, base = (stack, level, box), self._stacks[stack][level]
         if key not in self._boxed:
             self._boxed[key] = draw_box(base.copy(), box, self.thickness)
         return self._boxed[key]
+
+
+def _stack_name(condition: str, corruption: str) -> str:
+    """The stack a condition's images are kept in: its own, one per corruption for ImageNet-C
+    (fog's under ``imagenet_c``, as before the other corruptions)."""
+    if condition != "imagenet_c" or corruption == "fog":
+        return condition
+    return f"imagenet_c.{corruption}"
 
 
 def _shown_letter(q: Question, category: str | None) -> str | None:
@@ -311,17 +322,25 @@ def run_veq_unit(unit: VeqUnit) -> list[Record]:
     severities = [item.severity for item in unit.items]
     try:
         scene = load_scene(unit.scene, unit.depth_model)
-        seeds = [
-            imagenet_c_seed(scene.id, item.seed, item.severity if item.plasma else None)
-            for item in unit.items
-        ]
-        found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, severities)
+        groups: dict[str, list[VeqItem]] = defaultdict(list)
+        for item in unit.items:
+            groups[item.corruption or "fog"].append(item)
+        equivalent: dict[str, Equivalence] = {}
+        for name, group in groups.items():
+            seeds = [
+                imagenet_c_seed(scene.id, i.seed, i.severity if i.plasma else None, name)
+                for i in group
+            ]
+            sevs = [i.severity for i in group]
+            found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, sevs, name)
+            equivalent.update(zip((i.key for i in group), found, strict=True))
     except Exception as exc:
         return _failed(unit, exc, started)
     elapsed = (time.perf_counter() - started) / len(severities)
     return [
         Record(item.key, "ok", None, {}, {"v_eq_m": eq.v_eq_m, "gain": eq.gain}, elapsed)
-        for item, eq in zip(unit.items, found, strict=True)
+        for item in unit.items
+        for eq in [equivalent[item.key]]
     ]
 
 

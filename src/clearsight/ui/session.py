@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from clearsight.seeding import content_hash, rng_for
 from clearsight.store import DB_NAME, RunStore
-from clearsight.sweep.human import human_model
+from clearsight.sweep.references.human import human_model
 from clearsight.ui.runs import RecordJSON, read_record
 from clearsight.ui.settings import ServeSettings
 from clearsight.validate import InputError

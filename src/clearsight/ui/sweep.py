@@ -1,8 +1,8 @@
 """Human sweep sessions: a person answers the visibility sweep's questions on its images.
 
 ``clearsight serve RUN --sweep`` serves a sweep run to people: each person, by name, gets the
-run's questions in their own seeded order (:mod:`clearsight.sweep.human`), one at a time —
-the boxed image, the question with its options (the abstain option among them), a 0-100
+run's questions in their own seeded order (:mod:`clearsight.sweep.references.human`), one at a time
+— the boxed image, the question with its options (the abstain option among them), a 0-100
 confidence slider — and every answer is committed at once as the ``human:<name>`` record of
 that question's sweep item. All state lives in the store: the next question is the first of
 the person's order without a record, so a reload, a closed tab or a restarted server carries on
@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from clearsight.store import DB_NAME, RunStore
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.human import (
+from clearsight.sweep.references.human import (
     human_items,
     human_model,
     human_record,

@@ -17,8 +17,8 @@ interval from one paired bootstrap over source photos: every replicate draws the
 scenes' own difficulty cancels in the difference. V*_acc (as log10 of metres) and the W of the
 internal confidence, the verbalized confidence and the abstention are bootstrapped the same
 way, each run's crossings evaluated on the draw
-(:func:`clearsight.sweep.crossings.crossing_statistic`); a draw where a crossing is undefined
-is left out of its interval.
+(:func:`clearsight.sweep.numbers.crossings.crossing_statistic`); a draw where a crossing is
+undefined is left out of its interval.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ class _Crossings:
 
     @classmethod
     def of(cls, data: Any, union: Sequence[str]) -> _Crossings | None:
-        from clearsight.sweep.crossings import crossing_statistic
+        from clearsight.sweep.numbers.crossings import crossing_statistic
 
         found = crossing_statistic(data)
         if found is None:

@@ -7,7 +7,7 @@ and gives, for every model
 × task × wording, every signal's mean at every condition (clean, each fog/water level, blank,
 shuffled, ImageNet-C severities) with its percentile interval, and every crossing V* and width W
 with theirs (:class:`SceneBootstrap`; the cells, floors and pairs are
-:mod:`clearsight.sweep.cells`'). Every curve, crossing and W of one analysis uses the same
+:mod:`clearsight.sweep.numbers.cells`'). Every curve, crossing and W of one analysis uses the same
 resampled scene sets.
 
 With P photos, replicate b draws the photo counts ``v_b ~ Multinomial(P, (1/P, ..., 1/P))``
@@ -45,8 +45,8 @@ from clearsight.metrics import (
     cluster_bootstrap,
     crossing_visibility_batch,
 )
-from clearsight.sweep import cells
-from clearsight.sweep.cells import Design, FloatArray, IntArray, WPairing
+from clearsight.sweep.numbers import cells
+from clearsight.sweep.numbers.cells import Design, FloatArray, IntArray, WPairing
 from clearsight.sweep.results import RunData
 
 __all__ = ["NO_VERBAL", "SceneBootstrap", "crossing_statistic", "scene_bootstrap"]
@@ -187,7 +187,7 @@ def scene_bootstrap(
     over source photos (module docstring: ``m_b = sum_p v_bp S_p / sum_p v_bp n_p``, ``v_b``
     multinomial photo counts): ``n_boot`` replicates drawn from ``seed``, ``level`` percentile
     intervals, W paired by ``w_pairing`` (None: as the run's manifest says,
-    :func:`~clearsight.sweep.cells.w_pairing_of`). ``n_scenes`` counts the scenes,
+    :func:`~clearsight.sweep.numbers.cells.w_pairing_of`). ``n_scenes`` counts the scenes,
     ``n_clusters`` the photos resampled."""
     design = cells.design(data, w_pairing)
     if design is None:

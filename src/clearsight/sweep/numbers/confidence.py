@@ -10,7 +10,7 @@ levels) — with the wording's confidence signal (internal for letter wordings, 
 verbal ones; a person's stated confidence, the slider, in any wording:
 :func:`~clearsight.sweep.results.confidence_signal`). Intervals resample source photos
 (``cluster``) with the draws, level and seed of the run's
-:class:`~clearsight.sweep.crossings.SceneBootstrap`.
+:class:`~clearsight.sweep.numbers.crossings.SceneBootstrap`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from clearsight.metrics import (
     reliability_bins,
     risk_coverage,
 )
-from clearsight.sweep.cells import FloatArray, signals_for
-from clearsight.sweep.crossings import SceneBootstrap
+from clearsight.sweep.numbers.cells import FloatArray
+from clearsight.sweep.numbers.crossings import SceneBootstrap
 from clearsight.sweep.results import (
     RunData,
     confidence_signal,
@@ -44,6 +44,7 @@ from clearsight.sweep.results import (
     level_label,
     primary_wording,
 )
+from clearsight.sweep.signals import signals_for
 
 __all__ = [
     "ReliabilityCut",

@@ -20,7 +20,7 @@ V*_aware)) every awareness signal of a model, task and arm with *one* accuracy c
 of the main wording (:func:`~clearsight.sweep.results.primary_wording` among the wordings the
 model was asked: the reason-naming letter wording first); ``own`` pairs each awareness signal
 with the accuracy of its own wording, so both crossings are measured on one set of replies.
-:mod:`clearsight.sweep.crossings` evaluates it.
+:mod:`clearsight.sweep.numbers.crossings` evaluates it.
 """
 
 from __future__ import annotations
@@ -34,16 +34,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics import cluster_sums
-from clearsight.sweep.results import (
-    ARMS,
-    RunData,
-    confidence_signal,
-    offers_abstain,
-    primary_wording,
-)
+from clearsight.sweep.results import ARMS, RunData, primary_wording
+from clearsight.sweep.signals import SIGNALS, by_name, signal_values, signals_for
 
 __all__ = [
-    "SIGNALS",
     "W_PAIRINGS",
     "Column",
     "CrossingFields",
@@ -54,15 +48,11 @@ __all__ = [
     "IntArray",
     "WPairing",
     "design",
-    "signal_values",
-    "signals_for",
     "w_pairing_of",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
-
-SIGNALS: tuple[str, ...] = ("accuracy", "internal_conf", "verbal_conf", "abstain")
 
 # A condition column of the bootstrap: (condition, x), x the level (m), severity, or 0.
 Column = tuple[str, float]
@@ -77,26 +67,12 @@ WPairing = Literal["main", "own"]
 W_PAIRINGS: tuple[WPairing, ...] = ("main", "own")
 
 
-def signals_for(wording: str, model: str = "") -> tuple[str, ...]:
-    """Signals a (model, wording) yields: accuracy, its confidence read-out
-    (:func:`~clearsight.sweep.results.confidence_signal`: a person's stated confidence in
-    every wording) and, where the wording offers an abstain option, the abstain rate."""
-    abstain = ("abstain",) if offers_abstain(wording) else ()
-    return ("accuracy", confidence_signal(model, wording), *abstain)
-
-
 def w_pairing_of(data: RunData) -> WPairing:
     """The W pairing a run's manifest records (its ``w_accuracy`` entry, or its config's),
     ``main`` — the paper's — for a run whose manifest names none."""
     config = data.manifest.get("config", {})
     chosen = data.manifest.get("w_accuracy", config.get("w_accuracy", "main"))
     return "own" if chosen == "own" else "main"
-
-
-def signal_values(records: pd.DataFrame, signal: str) -> pd.Series:
-    """The per-record value of ``signal`` (NaN where the record has none)."""
-    column = {"accuracy": "correct", "abstain": "abstained"}.get(signal, signal)
-    return records[column].astype(float)
 
 
 def _column_codes(records: pd.DataFrame) -> pd.Series:
@@ -126,7 +102,7 @@ def _ordered_columns(present: set[Column], levels: dict[str, tuple[float, ...]])
 
 class CrossingFields(TypedDict):
     """What names one crossing and where its floor and clean value come from (the first
-    columns of the crossings frame, :class:`clearsight.sweep.crossings.SceneBootstrap`)."""
+    columns of the crossings frame, :class:`clearsight.sweep.numbers.crossings.SceneBootstrap`)."""
 
     model: str
     task: str
@@ -180,7 +156,7 @@ def _cell_sums(
     codes = _column_codes(records).map(col_index).to_numpy(dtype=np.intp)
     scene_code = np.searchsorted(scenes, records["scene"].astype(str).to_numpy())
     positions = records.groupby(["model", "task", "wording"], sort=False).indices
-    values = {s: signal_values(records, s).to_numpy() for s in SIGNALS}
+    values = {s.name: signal_values(records, s.name).to_numpy() for s in SIGNALS}
     n_k = len(columns)
     vals: list[FloatArray] = []
     clus: list[IntArray] = []
@@ -274,8 +250,9 @@ def _crossing_rows(
                 floor = math.nan if from_blank else chance[base]
                 floor_source = "blank" if from_blank else "chance (no blank control)"
             else:
-                floor = 1.0 if signal == "abstain" else chance[base]
-                floor_source = "all abstain" if signal == "abstain" else "1/k"
+                aware_signal = by_name(signal)
+                floor = 1.0 if aware_signal.floor == "one" else chance[base]
+                floor_source = aware_signal.floor_source
             clean_ok = has(g, ("clean", 0.0))
             x = len(crossings)
             crossings.append(

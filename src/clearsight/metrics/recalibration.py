@@ -1,0 +1,223 @@
+r"""Post-hoc recalibration maps and a conformal abstention threshold, as pure functions: fitted
+on one set of answers (say the clean condition's), applied to any other (each fog level's), so
+that whether a calibration made on clear images survives the weather can be measured.
+
+Three maps of a confidence, each fitted by maximum likelihood or least squares on ``(confidence,
+correct)`` pairs, and a threshold:
+
+- :func:`fit_temperature` / :func:`apply_temperature`: temperature scaling of the letter
+  log-probabilities (one parameter; the argmax never moves);
+- :func:`fit_platt` / :func:`apply_platt`: Platt's logistic map of the confidence's logit;
+- :func:`fit_isotonic` / :func:`apply_isotonic`: the non-decreasing step map (pool adjacent
+  violators), interpolated between its points as scikit-learn's ``IsotonicRegression`` does;
+- :func:`conformal_threshold`: the split-conformal risk-control threshold (Angelopoulos et al.,
+  "Conformal risk control", ICLR 2024) below which a model abstains, so that the expected share
+  of answers that are given *and* wrong stays at most a target ``alpha`` on exchangeable data.
+
+A monotone map cannot move a crossing of accuracy, only of confidence; the threshold's
+guarantee holds only where the new answers are exchangeable with the calibration ones, which a
+change of visibility breaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import optimize, special
+
+from clearsight.metrics._checks import FloatArray, as_float_array, check_same_length
+from clearsight.metrics.calibration import _check_pair as check_pair
+from clearsight.validate import InputError
+
+__all__ = [
+    "IsotonicMap",
+    "PlattMap",
+    "apply_isotonic",
+    "apply_platt",
+    "apply_temperature",
+    "conformal_threshold",
+    "fit_isotonic",
+    "fit_platt",
+    "fit_temperature",
+]
+
+#: Confidences are kept this far from 0 and 1 before their logit is taken.
+LOGIT_EPS = 1e-12
+
+
+def _check_letters(
+    logprobs: npt.ArrayLike, labels: npt.ArrayLike
+) -> tuple[FloatArray, npt.NDArray[np.intp]]:
+    """(N, K) finite log-probabilities and N correct-letter indices 0..K-1."""
+    z = as_float_array(logprobs, "logprobs", ndim=2)
+    if not np.isfinite(z).all():
+        raise InputError("logprobs must be finite (a letter the model never gives: drop it)")
+    y = as_float_array(labels, "labels")
+    check_same_length(z, y, "logprobs", "labels")
+    if not np.all((y == np.round(y)) & (y >= 0) & (y < z.shape[1])):
+        raise InputError(f"labels must be letter indices 0..{z.shape[1] - 1}")
+    return z, y.astype(np.intp)
+
+
+def apply_temperature(logprobs: npt.ArrayLike, temperature: float) -> FloatArray:
+    r"""The letters' probabilities at temperature :math:`T`:
+
+    .. math::
+
+        p_{ik}(T) = \frac{\exp(z_{ik} / T)}{\sum_j \exp(z_{ij} / T)}
+
+    with :math:`z_{ik}` the log-probability of letter :math:`k` for answer :math:`i` (any
+    constant per row cancels, so log-probabilities and logits give the same map)."""
+    z = as_float_array(logprobs, "logprobs", ndim=2)
+    if not temperature > 0 or not np.isfinite(temperature):
+        raise InputError(f"temperature must be positive and finite, got {temperature!r}")
+    return special.softmax(z / temperature, axis=1)
+
+
+def fit_temperature(logprobs: npt.ArrayLike, labels: npt.ArrayLike) -> float:
+    r"""The temperature that minimises the letters' negative log-likelihood:
+
+    .. math::
+
+        \hat T = \arg\min_{T > 0} -\frac1N \sum_i \log p_{i y_i}(T),
+
+    found over :math:`\beta = 1/T` (the loss is convex in :math:`\beta`: a log-sum-exp of
+    :math:`\beta z_i` less a linear term), bounded to :math:`10^{-4} \le \beta \le 10^4`.
+    ``labels`` are the correct letters' indices."""
+    z, y = _check_letters(logprobs, labels)
+    true = z[np.arange(len(y)), y]
+
+    def nll(log_beta: float) -> float:
+        beta = np.exp(log_beta)
+        return float(np.mean(special.logsumexp(beta * z, axis=1) - beta * true))
+
+    found = optimize.minimize_scalar(
+        nll, bounds=(-4 * np.log(10), 4 * np.log(10)), method="bounded", options={"xatol": 1e-10}
+    )
+    return float(np.exp(-found.x))
+
+
+@dataclass(frozen=True)
+class PlattMap:
+    r"""Platt's map :math:`p(c) = \sigma(a \operatorname{logit}(c) + b)`."""
+
+    a: float
+    b: float
+
+
+def _logit(confidence: FloatArray) -> FloatArray:
+    return special.logit(np.clip(confidence, LOGIT_EPS, 1 - LOGIT_EPS))
+
+
+def fit_platt(confidence: npt.ArrayLike, correct: npt.ArrayLike, max_iter: int = 100) -> PlattMap:
+    r"""The logistic regression of ``correct`` on the confidence's logit :math:`s_i`, by maximum
+    likelihood without a penalty or Platt's smoothed targets:
+
+    .. math::
+
+        (\hat a, \hat b) = \arg\max_{a, b} \sum_i y_i \log \sigma(a s_i + b)
+            + (1 - y_i) \log(1 - \sigma(a s_i + b)),
+
+    by Newton's method (the log-likelihood is concave). Refused where it has no maximum: all
+    answers right or all wrong, or the right ones separated from the wrong by the confidence."""
+    conf, y = check_pair(confidence, correct)
+    s = _logit(conf)
+    x = np.stack([s, np.ones_like(s)], axis=1)
+    theta = np.zeros(2)
+    for _ in range(max_iter):
+        p = special.expit(x @ theta)
+        gradient = x.T @ (y - p)
+        hessian = (x * (p * (1 - p))[:, None]).T @ x
+        try:
+            step = np.linalg.solve(hessian, gradient)
+        except np.linalg.LinAlgError:
+            break
+        theta = theta + step
+        if np.max(np.abs(step)) < 1e-12 * (1 + np.max(np.abs(theta))):
+            return PlattMap(float(theta[0]), float(theta[1]))
+    raise InputError(
+        "Platt's fit has no maximum on these answers: all right, all wrong, or the right ones "
+        "separated from the wrong by their confidence"
+    )
+
+
+def apply_platt(mapping: PlattMap, confidence: npt.ArrayLike) -> FloatArray:
+    """``mapping`` applied to each confidence."""
+    conf = as_float_array(confidence, "confidence")
+    return special.expit(mapping.a * _logit(conf) + mapping.b)
+
+
+@dataclass(frozen=True)
+class IsotonicMap:
+    """A non-decreasing map given at ``x`` (increasing) by ``y``; linear between, constant
+    outside."""
+
+    x: FloatArray
+    y: FloatArray
+
+
+def fit_isotonic(confidence: npt.ArrayLike, correct: npt.ArrayLike) -> IsotonicMap:
+    r"""The non-decreasing least-squares fit of ``correct`` on the confidence:
+
+    .. math::
+
+        \hat m = \arg\min_{m \text{ non-decreasing}} \sum_i (y_i - m(c_i))^2,
+
+    by pooling adjacent violators over the distinct confidences (ties averaged, weighted by
+    their count): a block whose mean exceeds the next block's is merged with it until the
+    means increase."""
+    conf, y = check_pair(confidence, correct)
+    xs, inverse, counts = np.unique(conf, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=y)
+    means: list[float] = []
+    weights: list[float] = []
+    sizes: list[int] = []
+    for total, count in zip(sums, counts, strict=True):
+        mean, weight, size = total / count, float(count), 1
+        while means and means[-1] >= mean:
+            previous, w = means.pop(), weights.pop()
+            mean = (previous * w + mean * weight) / (w + weight)
+            weight += w
+            size += sizes.pop()
+        means.append(mean)
+        weights.append(weight)
+        sizes.append(size)
+    return IsotonicMap(xs, np.repeat(means, sizes))
+
+
+def apply_isotonic(mapping: IsotonicMap, confidence: npt.ArrayLike) -> FloatArray:
+    """``mapping`` at each confidence: interpolated linearly between its points, its end
+    values outside them."""
+    conf = as_float_array(confidence, "confidence")
+    return np.interp(conf, mapping.x, mapping.y)
+
+
+def conformal_threshold(confidence: npt.ArrayLike, correct: npt.ArrayLike, alpha: float) -> float:
+    r"""The smallest threshold :math:`\tau` (answer where :math:`c \ge \tau`, abstain below)
+    whose calibration risk, inflated as conformal risk control requires, is at most
+    :math:`\alpha`:
+
+    .. math::
+
+        \hat\tau = \min \Bigl\{\tau \in \{c_1, \dots, c_n, +\infty\} :
+            \frac{n}{n + 1} \hat R(\tau) + \frac{1}{n + 1} \le \alpha \Bigr\},
+        \qquad \hat R(\tau) = \frac1n \sum_i \mathbb 1[c_i \ge \tau] (1 - y_i).
+
+    The loss, answered and wrong, is bounded by 1 and does not increase with :math:`\tau`, so
+    for a new answer exchangeable with the :math:`n` calibration ones
+    :math:`E\bigl[\mathbb 1[c \ge \hat\tau](1 - y)\bigr] \le \alpha`. :math:`+\infty` (never
+    answer) where no confidence qualifies, always where :math:`\alpha < 1 / (n + 1)`."""
+    conf, y = check_pair(confidence, correct)
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
+    n = conf.size
+    order = np.argsort(conf, kind="stable")
+    sorted_conf, wrong = conf[order], 1.0 - y[order]
+    # wrong answers at or above each candidate: answered ones are those from its first copy on
+    above = np.cumsum(wrong[::-1])[::-1]
+    first = np.searchsorted(sorted_conf, sorted_conf, side="left")
+    risky = above[first]
+    ok = (risky + 1) / (n + 1) <= alpha
+    return float(sorted_conf[np.argmax(ok)]) if ok.any() else float("inf")

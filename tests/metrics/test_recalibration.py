@@ -1,0 +1,137 @@
+"""The recalibration maps and the conformal threshold: hand-computed cases, scikit-learn's
+logistic and isotonic regressions, and conformal risk control's guarantee on exchangeable
+synthetic data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+
+from clearsight.metrics import recalibration as rc
+from clearsight.validate import InputError
+
+
+def test_temperature_by_hand() -> None:
+    """Every answer says (0.2, 0.8); the second letter is right in 2 of 3. The likelihood is
+    largest where sigma(log 4 / T) = 2/3, i.e. log 4 / T = log 2: T = 2."""
+    logprobs = np.log([[0.2, 0.8]] * 3)
+    t = rc.fit_temperature(logprobs, [1, 1, 0])
+    assert t == pytest.approx(2.0, rel=1e-7)
+    probs = rc.apply_temperature(logprobs, t)
+    assert probs[0, 1] == pytest.approx(2 / 3, rel=1e-7)
+    np.testing.assert_allclose(rc.apply_temperature(logprobs, 1.0), [[0.2, 0.8]] * 3, rtol=1e-12)
+
+
+def test_temperature_of_calibrated_answers_is_near_one_and_keeps_the_argmax() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 2, (20000, 4))
+    probs = rc.apply_temperature(logits, 1.0)
+    labels = (rng.uniform(size=(20000, 1)) > probs.cumsum(axis=1)).sum(axis=1)
+    assert rc.fit_temperature(np.log(probs), labels) == pytest.approx(1.0, abs=0.05)
+    hot = rc.apply_temperature(logits, 3.0)
+    np.testing.assert_array_equal(hot.argmax(axis=1), probs.argmax(axis=1))
+    overconfident = rc.fit_temperature(2 * np.log(probs), labels)  # sharpened twice: T ~ 2
+    assert overconfident == pytest.approx(2.0, rel=0.05)
+
+
+def test_temperature_refuses_bad_input() -> None:
+    with pytest.raises(InputError, match="letter indices"):
+        rc.fit_temperature(np.log([[0.5, 0.5]]), [2])
+    with pytest.raises(InputError, match="finite"):
+        rc.fit_temperature([[0.0, -np.inf]], [0])
+    with pytest.raises(InputError, match="positive"):
+        rc.apply_temperature([[0.0, 0.0]], 0.0)
+
+
+def test_platt_by_hand() -> None:
+    """Two confidences, 0.5 (logit 0) right once in 4 and 0.8 (logit log 4) right 3 times in
+    4: the fit passes through both rates, sigma(b) = 1/4 and sigma(a log 4 + b) = 3/4, so
+    b = -log 3 and a = 2 log 3 / log 4 = log 3 / log 2."""
+    conf = [0.5] * 4 + [0.8] * 4
+    correct = [1, 0, 0, 0, 1, 1, 1, 0]
+    fitted = rc.fit_platt(conf, correct)
+    assert fitted.a == pytest.approx(math.log(3) / math.log(2), rel=1e-9)
+    assert fitted.b == pytest.approx(-math.log(3), rel=1e-9)
+    np.testing.assert_allclose(rc.apply_platt(fitted, [0.5, 0.8]), [0.25, 0.75], rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_platt_matches_scikit_learns_logistic_regression(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    conf = rng.uniform(0.05, 0.99, 500)
+    correct = rng.uniform(size=500) < conf**2  # overconfident
+    fitted = rc.fit_platt(conf, correct)
+    s = np.log(conf / (1 - conf))[:, None]
+    reference = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000).fit(s, correct)
+    assert fitted.a == pytest.approx(reference.coef_[0, 0], rel=1e-6)
+    assert fitted.b == pytest.approx(reference.intercept_[0], rel=1e-6, abs=1e-8)
+    np.testing.assert_allclose(
+        rc.apply_platt(fitted, conf), reference.predict_proba(s)[:, 1], rtol=1e-6
+    )
+
+
+def test_platt_refuses_what_has_no_maximum() -> None:
+    with pytest.raises(InputError, match="no maximum"):
+        rc.fit_platt([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])  # separated
+    with pytest.raises(InputError, match="no maximum"):
+        rc.fit_platt([0.2, 0.4, 0.6], [1, 1, 1])
+    assert rc.apply_platt(rc.PlattMap(1.0, 0.0), [0.3])[0] == pytest.approx(0.3)
+
+
+def test_isotonic_by_hand() -> None:
+    """(0.1, 1), (0.2, 0) violate the order and pool to 0.5 each; 0.3 and 0.4 stay at 1."""
+    fitted = rc.fit_isotonic([0.4, 0.1, 0.3, 0.2], [1, 1, 1, 0])
+    np.testing.assert_allclose(fitted.x, [0.1, 0.2, 0.3, 0.4], rtol=0)
+    np.testing.assert_allclose(fitted.y, [0.5, 0.5, 1.0, 1.0], rtol=1e-15)
+    np.testing.assert_allclose(rc.apply_isotonic(fitted, [0.0, 0.25, 0.35, 1.0]), [0.5, 0.75, 1, 1])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_isotonic_matches_scikit_learn(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    conf = np.round(rng.uniform(0.2, 0.95, 400), 2)  # ties, as verbal confidences have
+    correct = (rng.uniform(size=400) < conf**1.5).astype(float)
+    fitted = rc.fit_isotonic(conf, correct)
+    reference = IsotonicRegression(out_of_bounds="clip").fit(conf, correct)
+    query = np.linspace(0.0, 1.0, 1001)
+    np.testing.assert_allclose(
+        rc.apply_isotonic(fitted, query), reference.predict(query), atol=1e-12
+    )
+    assert np.all(np.diff(fitted.y) >= 0)
+
+
+@pytest.mark.exact_floats("the threshold is one of the confidences given, returned as is")
+def test_conformal_threshold_by_hand() -> None:
+    """Nine answers at 0.1..0.9, wrong at 0.1, 0.2, 0.4 and 0.7; alpha 0.3 allows
+    (wrong answered + 1) / 10 <= 0.3, two wrong answers: from 0.3 up (0.4 and 0.7)."""
+    conf = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    correct = [0, 0, 1, 0, 1, 1, 0, 1, 1]
+    assert rc.conformal_threshold(conf, correct, 0.3) == 0.3
+    assert rc.conformal_threshold(conf, correct, 0.2) == 0.5  # one wrong: 0.7
+    assert rc.conformal_threshold(conf, correct, 0.5) == 0.1  # four wrong answered: 5/10
+    assert rc.conformal_threshold(conf, correct, 0.05) == math.inf  # alpha < 1 / (n + 1)
+    # tied confidences are answered together: 0.4 three times, one of them wrong
+    tied = rc.conformal_threshold([0.2, 0.4, 0.4, 0.4, 0.9], [0, 1, 0, 1, 1], 2 / 6)
+    assert tied == 0.4
+    with pytest.raises(InputError, match="alpha"):
+        rc.conformal_threshold(conf, correct, 1.0)
+
+
+def test_conformal_risk_is_at_most_alpha_on_exchangeable_data() -> None:
+    """Calibration and test answers drawn alike (confidence uniform, right with that
+    probability): over 400 seeds the share of test answers given and wrong averages at most
+    alpha, and not far below it (conformal risk control is tight to 2 / (n + 1))."""
+    alpha, n = 0.1, 200
+    risks = []
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        conf = rng.uniform(size=n + 4000)
+        correct = rng.uniform(size=conf.size) < conf
+        tau = rc.conformal_threshold(conf[:n], correct[:n], alpha)
+        risks.append(np.mean((conf[n:] >= tau) & ~correct[n:]))
+    assert np.mean(risks) <= alpha
+    assert np.mean(risks) >= alpha - 2 / (n + 1)
