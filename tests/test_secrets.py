@@ -109,3 +109,55 @@ def test_a_key_in_an_error_lands_in_no_file_of_the_run(
     assert {p.name for p in written} >= {"run.sqlite", "report.html", "summary.md"}
     assert [p.name for p in written if FAKE_KEY.encode() in p.read_bytes()] == []
     assert FAKE_KEY not in result.output
+
+
+# Issue 48, item 4: what the command line prints holds no key either.
+
+OTHER_KEY = "other-secret-98765432"
+PROBE_EXAMPLE = Path(__file__).parents[1] / "examples" / "probe-openai-sensor.yaml"
+
+
+def test_show_config_prints_no_key_variables_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--show-config`` redacts the values of ``OPENAI_API_KEY`` and of the variable a
+    configuration's ``api_key_env`` names, wherever the configuration holds them, as the store
+    does (it printed both)."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("CLEARSIGHT_TEST_SENSOR_VAR", OTHER_KEY)
+    sets = [
+        "sensor_options.api_key_env=CLEARSIGHT_TEST_SENSOR_VAR",
+        f"sensor_options.extra_body={{note: {OTHER_KEY}}}",
+        f"judge=llm:openai:http://127.0.0.1:8001/v1#{FAKE_KEY}",
+    ]
+    args = ["probe", "run", "--config", str(PROBE_EXAMPLE), "--show-config"]
+    result = runner.invoke(app, [*args, *(x for s in sets for x in ("--set", s))])
+    assert result.exit_code == 0, result.output
+    shown = yaml.safe_load(result.output)
+    assert shown["sensor_options"]["api_key_env"] == "CLEARSIGHT_TEST_SENSOR_VAR"
+    assert shown["sensor_options"]["extra_body"] == {"note": "***"}
+    assert shown["judge"] == "llm:openai:http://127.0.0.1:8001/v1#***"
+    assert FAKE_KEY not in result.output
+    assert OTHER_KEY not in result.output
+
+
+def test_help_defaults_show_no_key_variables_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A default shown by ``--help`` that is a key variable's value is shown redacted."""
+    shown = runner.invoke(app, ["grounding", "run", "--help"], terminal_width=200)
+    assert "hf:smollm2-135m" in shown.output  # the model's default, before it names a key
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "hf:smollm2-135m")
+    result = runner.invoke(app, ["grounding", "run", "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "hf:smollm2-135m" not in result.output
+    assert "Default: ***." in result.output
+
+
+def test_an_errors_debug_traceback_shows_no_key_variables_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``--debug`` the traceback before the error line is redacted as the line is."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    missing = tmp_path / FAKE_KEY / "probe.yaml"
+    result = runner.invoke(app, ["--debug", "probe", "run", "--config", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" in result.output
+    assert f"{tmp_path}/***/probe.yaml" in result.output
+    assert FAKE_KEY not in result.output

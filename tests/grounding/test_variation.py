@@ -130,12 +130,12 @@ def test_sampled_alternatives_are_reproducible_and_cost_one_pass_each(
     plan = plan_variations(CONFIG.model_copy(update={"max_new_tokens": 12}), [problem], own)
     first = sample_alternatives(backend, plan, [None] * len(plan))
     again = sample_alternatives(backend, plan[::-1], [None] * len(plan))[::-1]
-    assert [t for t, _, _ in first] == [t for t, _, _ in again]  # seeded per spec, not batch
-    assert len({t for t, _, _ in first}) > 1
-    for spec, (text, _, forced) in zip(plan, first, strict=True):
+    assert [t for t, *_ in first] == [t for t, *_ in again]  # seeded per spec, not batch
+    assert len({t for t, *_ in first}) > 1
+    for spec, (text, _, forced, _) in zip(plan, first, strict=True):
         # 12 tokens rarely reach an answer: those are continued from the answer tag
         assert not forced or (spec.axis != "answer" and "\nAnswer:" in text)
-    assert any(f for _, _, f in first)
+    assert any(f for _, _, f, _ in first)
     verbalize = get_readout("verbalize")
     reqs = [readout_requests(verbalize, problem, OWN, 0.0, k)[0] for k in range(5)]
     calls = Calls(backend.model)

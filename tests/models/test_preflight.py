@@ -9,12 +9,13 @@ completion carries log-probabilities, is refused, or is slow. It records every r
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,25 +41,42 @@ class Server:
         self.models: list[str] | None = ["served-model"]
         self.chat = "logprobs"  # "logprobs", "plain", "refuse", "unknown-model" or "slow"
         self.status = 200  # of every reply (401: a key the server refuses)
+        self.busy = 0  # the first requests answered "busy": 429 (or busy_status), Retry-After
+        self.busy_status = 429
+        self.retry_after = "1"
+        self.trickle_s = 0.0  # > 0: the listing sent one byte at a time, this many s apart
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         self.url = ""
 
     def app(self) -> Any:
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, Response, StreamingResponse
         from starlette.routing import Route
 
         def error(status: int, message: str) -> JSONResponse:
             return JSONResponse({"error": {"message": message}}, status_code=status)
 
-        async def models(request: Request) -> JSONResponse:
+        async def trickled(body: bytes) -> AsyncIterator[bytes]:
+            for i in range(len(body)):
+                await asyncio.sleep(self.trickle_s)
+                yield body[i : i + 1]
+
+        async def models(request: Request) -> Response:
             self.requests.append(("GET", request.url.path, {}))
+            if self.busy > 0:
+                self.busy -= 1
+                busy = error(self.busy_status, "busy: try again later")
+                busy.headers["Retry-After"] = self.retry_after
+                return busy
             if self.status != 200:
                 return error(self.status, "bad key")
             if self.models is None:
                 return error(404, "not found")
             data = [{"id": m, "object": "model"} for m in self.models]
+            if self.trickle_s:
+                body = json.dumps({"object": "list", "data": data}).encode()
+                return StreamingResponse(trickled(body), media_type="application/json")
             return JSONResponse({"object": "list", "data": data})
 
         async def chat(request: Request) -> JSONResponse:
@@ -189,6 +207,54 @@ def test_a_slow_server_times_out_at_the_shorter_limit(server: Server) -> None:
     with pytest.raises(InputError, match=r"no reply within 0\.5 s"):
         preflight(server.spec(), LETTERS, timeout_s=0.5)
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_trickling_server_is_cut_off_at_one_deadline_for_the_whole_request(
+    server: Server,
+) -> None:
+    """A server that sends its listing a byte every 0.2 s never leaves a read waiting as long
+    as the 1 s limit; the deadline bounds the whole request (it held the preflight for the
+    whole body, about 12 s here and 40 s at a byte a second)."""
+    server.trickle_s = 0.2
+    started = time.perf_counter()
+    with pytest.raises(InputError, match=r"no server answers .*\(no reply within 1 s\)"):
+        preflight(server.spec(), TEXT, timeout_s=1.0)
+    assert time.perf_counter() - started < 3.0
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_busy_server_is_waited_for_once_as_it_asks(server: Server, status: int) -> None:
+    """One 429 (or 503) with ``Retry-After: 1`` is waited for and asked again, not a refusal of
+    the whole run."""
+    server.busy, server.busy_status = 1, status
+    started = time.perf_counter()
+    preflight(server.spec(), TEXT)
+    elapsed = time.perf_counter() - started
+    assert [r[0] for r in server.requests] == ["GET", "GET"]
+    assert 1.0 <= elapsed < 5.0
+
+
+def test_a_server_still_busy_after_the_wait_is_refused(server: Server) -> None:
+    server.busy, server.busy_status = 5, 503
+    with pytest.raises(InputError, match=r"HTTP 503: busy.*after waiting 1 s"):
+        preflight(server.spec(), TEXT)
+    assert len(server.requests) == 2
+
+
+def test_a_busy_servers_wait_is_bounded_by_the_deadline(server: Server) -> None:
+    """``Retry-After: 3600`` is waited for as long as one attempt's deadline, no longer."""
+    server.busy, server.retry_after = 1, "3600"
+    started = time.perf_counter()
+    preflight(server.spec(), TEXT, timeout_s=0.5)
+    assert time.perf_counter() - started < 3.0
+    assert len(server.requests) == 2
+
+
+def test_a_busy_answer_without_retry_after_is_refused_at_once(server: Server) -> None:
+    server.busy, server.retry_after = 1, "soon"
+    with pytest.raises(InputError, match=r"HTTP 429: busy"):
+        preflight(server.spec(), TEXT)
+    assert len(server.requests) == 1
 
 
 def test_the_driver_runs_the_preflight_through_the_guard_too(server: Server) -> None:

@@ -139,8 +139,10 @@ def _ending(exc: Exception, *, debug: bool) -> int:
         return _interrupted(exc)
     if not isinstance(exc, InputError | ValidationError | RunFault | OSError):
         raise exc
-    if debug:
-        traceback.print_exception(exc)
+    if debug:  # the traceback quotes values too: redacted as the error line is
+        from clearsight.credentials import redact
+
+        sys.stderr.write(redact("".join(traceback.format_exception(exc))))
     if isinstance(exc, ValidationError):  # its own text ends with a URL, over lines
         exc = invalid_options(exc, f"{exc.title} options")
     if isinstance(exc, InputError):

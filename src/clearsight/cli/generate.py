@@ -10,7 +10,8 @@ asked for (so ``clearsight --help`` imports no configuration):
 * the aliases: documented short or earlier names of fields (``--model`` for ``models``);
 * ``--set FIELD=VALUE``, repeatable: any field, dotted for a nested one (``--set uot.depth=2``),
   the value in YAML (:func:`clearsight.config.parse_assignment`);
-* ``--show-config``: print the resolved configuration as YAML and run nothing;
+* ``--show-config``: print the resolved configuration as YAML and run nothing (the value of
+  every key variable redacted, as a stored run holds it);
 * with ``execution``, the shared :class:`~clearsight.cli.execution.ExecutionOptions`, generated
   the same way;
 * the body's own parameters (a run directory, an output file), declared in its signature.
@@ -56,6 +57,7 @@ from clearsight.cli.fields import (
     shape_of,
 )
 from clearsight.config import Assignment, load_config, parse_assignment
+from clearsight.credentials import redact, redact_value
 from clearsight.validate import InputError
 
 #: The parameters every generated command has (its body's own come first).
@@ -223,7 +225,8 @@ class ConfigCommand:
             adjust=None if narrow is None else lambda data: narrow(data, sources),
         )
         if values.get(_SHOW):
-            typer.echo(yaml.safe_dump(_dumped(config), sort_keys=False, allow_unicode=True))
+            shown = redact_value(_dumped(config))  # as the store writes it: no key's value
+            typer.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))
             return
         summary = self.body(config, **extra, **{name: values[name] for name in own})
         if summary is not None:
@@ -383,7 +386,7 @@ def _help_text(option: _Option, defaults: Mapping[str, object]) -> str:
         shown = option.flag if default else f"--no-{option.flag[2:]}"
     else:
         shown = default_text(shape, default)
-    return text if shown == NONE else f"{text} Default: {shown}."
+    return redact(text if shown == NONE else f"{text} Default: {shown}.")
 
 
 def _file_parameters(model: type[Any], positional: bool = False) -> list[inspect.Parameter]:

@@ -48,8 +48,8 @@ def write_report(
 ) -> None:
     """Write the report of ``run`` (with ``others`` beside it), print its headline (the whole
     summary.md with ``verbose``, or where it has no headline) and where the files are."""
-    from clearsight.report import build_report
     from clearsight.pages.output import markdown_section
+    from clearsight.report import build_report
 
     paths = build_report(run, others=others)
     summary = paths.summary_md.read_text(encoding="utf-8").rstrip()

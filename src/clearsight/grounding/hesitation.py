@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from clearsight.grounding.trajectories.parsing import sentences
+from clearsight.grounding.trajectories.parsing import sentence_spans, sentences
 from clearsight.grounding.trajectories.trajectory import Trajectory
-from clearsight.grounding.trajectories.written import WrittenTrajectory, sentence_spans
+from clearsight.grounding.trajectories.written import WrittenTrajectory
 
 if TYPE_CHECKING:
     import pandas as pd

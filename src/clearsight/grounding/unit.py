@@ -50,7 +50,7 @@ from clearsight.grounding.trajectories.templates import template_by_id
 from clearsight.grounding.variation import Sampled, sample_alternatives
 from clearsight.models import Backend, shared_backend
 from clearsight.models.base import Response, masked_scorer
-from clearsight.models.replies import checked_replies
+from clearsight.models.replies import checked_replies, noting_replaced
 from clearsight.specs import Spec
 from clearsight.store import Record
 from clearsight.validate import InputError
@@ -141,13 +141,13 @@ def _run_trajectories(unit: GroundingUnit[TrajectorySpec], started: float) -> li
         for spec, g in zip(gen, results, strict=True):
             if isinstance(g, Exception):  # no reply that can be read: a rerun asks again
                 out[spec.key] = Record.failed(spec.key, g, elapsed)
-            elif g.trajectory is None:
-                out[spec.key] = Record.failed(
-                    spec.key, f"skipped: {g.reason}", elapsed, {"text": g.text}
-                )
+                continue
+            raw = noting_replaced({"text": g.text}, g.replaced)
+            if g.trajectory is None:
+                out[spec.key] = Record.failed(spec.key, f"skipped: {g.reason}", elapsed, raw)
             else:
                 readouts = trajectory_readouts(spec, g.text, g.answer_forced)
-                out[spec.key] = Record(spec.key, "ok", None, {"text": g.text}, readouts, elapsed)
+                out[spec.key] = Record(spec.key, "ok", None, raw, readouts, elapsed)
     return [out[s.key] for s in unit.items]
 
 
@@ -222,7 +222,7 @@ def _run_variations(unit: GroundingUnit[VariationSpec], started: float) -> list[
 
 
 def _sampled(spec: VariationSpec, result: Sampled, elapsed: float) -> Record:
-    text, alt, forced = result
+    text, alt, forced, replaced = result
     refused = isinstance(alt, InputError)
     readouts: VariationReadouts = {
         "axis": spec.axis,
@@ -232,7 +232,8 @@ def _sampled(spec: VariationSpec, result: Sampled, elapsed: float) -> Record:
         "reason": str(alt) if refused else None,
         "alternative": None if isinstance(alt, InputError) else alt.to_json(),
     }
-    return Record(spec.key, "ok", None, {"text": text}, readouts, elapsed)
+    raw = noting_replaced({"text": text}, replaced)
+    return Record(spec.key, "ok", None, raw, readouts, elapsed)
 
 
 def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]:

@@ -49,7 +49,7 @@ from clearsight.grounding.trajectories.trajectory import (
 from clearsight.grounding.trajectories.written import force_suffix, parse_written
 from clearsight.metrics.divergence import jsd_bits_batch
 from clearsight.models.base import Decoding, Message, Request, TextPart
-from clearsight.models.replies import checked_replies
+from clearsight.models.replies import checked_replies, replaced_where
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 
@@ -177,12 +177,14 @@ def _force_answers(
     specs: Sequence[VariationSpec],
     images: Sequence[Any],
     texts: list[str | Exception],
+    replaced: list[list[str]],
 ) -> set[int]:
     """Vision and reasoning samples that reach no answer within their tokens are cut after
     their last full sentence and continued greedily from the answer tag for their
     ``answer_tokens`` (as an own trajectory is), so that whether they keep the
     answer can be read; ``texts`` is updated in place (a continuation without a reply that can
-    be read: its exception), the indices continued returned."""
+    be read: its exception), and ``replaced`` with where a continuation's lone surrogates were
+    replaced; the indices continued returned."""
     need = [
         i
         for i, (spec, text) in enumerate(zip(specs, texts, strict=True))
@@ -211,6 +213,7 @@ def _force_answers(
     ]
     for i, r in zip(need, checked_replies(backend, requests), strict=True):
         texts[i] = r if isinstance(r, Exception) else bodies[i] + r.texts[0]
+        replaced[i] += [] if isinstance(r, Exception) else replaced_where(r, "answer: ")
     return set(need)
 
 
@@ -241,21 +244,23 @@ def _forced(spec: VariationSpec, text: str) -> str:
     return body + force_suffix(prefix + body, t)
 
 
-#: A sampled alternative: the sampled text, the alternative it makes (or why it was rejected)
-#: and whether its answer had to be forced.
-Sampled = tuple[str, Trajectory | InputError, bool]
+#: A sampled alternative: the sampled text, the alternative it makes (or why it was rejected),
+#: whether its answer had to be forced and where lone surrogates were replaced in its replies.
+Sampled = tuple[str, Trajectory | InputError, bool, list[str]]
 
 
 def sample_alternatives(
     backend: Backend, specs: Sequence[VariationSpec], images: Sequence[Any]
 ) -> list[Sampled | Exception]:
-    """Per spec the sampled text, the alternative it makes (or why it was rejected) and
-    whether its answer had to be forced (:func:`_force_answers`); or the exception that says
+    """Per spec the sampled text, the alternative it makes (or why it was rejected), whether
+    its answer had to be forced (:func:`_force_answers`) and where lone surrogates were
+    replaced in its replies; or the exception that says
     why the model gave no reply that can be read
     (:func:`~clearsight.models.replies.checked_replies`: that spec fails alone)."""
     replies = checked_replies(backend, sample_requests(specs, images))
     texts: list[str | Exception] = [r if isinstance(r, Exception) else r.texts[0] for r in replies]
-    forced = _force_answers(backend, specs, images, texts)
+    replaced = [[] if isinstance(r, Exception) else replaced_where(r) for r in replies]
+    forced = _force_answers(backend, specs, images, texts, replaced)
     out: list[Sampled | Exception] = []
     for i, (spec, text) in enumerate(zip(specs, texts, strict=True)):
         if isinstance(text, Exception):
@@ -263,9 +268,9 @@ def sample_alternatives(
             continue
         try:
             alt = sampled_alternative(spec.problem, spec.trajectory, spec.axis, text, _t(spec))
-            out.append((text, alt, i in forced))
+            out.append((text, alt, i in forced, replaced[i]))
         except InputError as exc:
-            out.append((text, exc, i in forced))
+            out.append((text, exc, i in forced, replaced[i]))
     return out
 
 

@@ -66,7 +66,7 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -89,7 +89,7 @@ from clearsight.models.logprobs import candidate_probs_from_top_logprobs
 from clearsight.validate import InputError, check_image, invalid_options
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import APIStatusError, AsyncOpenAI
 
 log = logging.getLogger(__name__)
 
@@ -625,59 +625,112 @@ PREFLIGHT_CONNECT_S = 3.0
 PREFLIGHT_TIMEOUT_S = 10.0
 
 
+#: Statuses of a server that asks to be asked again later: the preflight waits once for them,
+#: as long as their ``Retry-After`` says (at most its deadline).
+PREFLIGHT_BUSY: Final = (429, 503)
+
+
 def preflight(backend: OpenAIBackend, needs: Capabilities) -> None:
     """Check, before a run creates anything, that ``backend``'s server answers, serves its
     model and, when ``needs`` asks for candidate probabilities or top-k log-probabilities,
     returns them. ``GET /models`` says which models the server serves; one chat completion of
     one token follows when log-probabilities are needed or when the listing does not name the
     model (llama.cpp's server answers under any name; vLLM refuses a name it does not serve).
-    No retries; time limits :data:`PREFLIGHT_CONNECT_S` / :data:`PREFLIGHT_TIMEOUT_S` (or
-    ``timeout_s``, if shorter). Raises InputError naming the model and what is wrong."""
+
+    One deadline, :data:`PREFLIGHT_TIMEOUT_S` (or ``timeout_s``, if shorter), bounds the whole
+    attempt, both requests to their last byte (a server that trickles its reply is cut off at
+    it, not after each slow read); connecting gets :data:`PREFLIGHT_CONNECT_S`. A server busy
+    (:data:`PREFLIGHT_BUSY`) with a ``Retry-After`` is waited for once, that long but never
+    longer than the deadline, and asked again; nothing else is retried. Raises InputError
+    naming the model and what is wrong."""
     import openai
 
-    opts = backend.options
-    key = os.environ.get(opts.api_key_env) or _NO_KEY
-    limit = min(opts.timeout_s, PREFLIGHT_TIMEOUT_S)
-    timeout = openai.Timeout(limit, connect=min(limit, PREFLIGHT_CONNECT_S))
-    want = needs.candidate_probs or needs.top_logprobs
-    served: list[str] | None = None
+    check = _Preflight(backend, needs.candidate_probs or needs.top_logprobs)
     try:
-        with openai.OpenAI(
-            api_key=key, base_url=backend.base_url, timeout=timeout, max_retries=0
-        ) as client:
-            served = _served_models(client)
-            if want or served is None or backend.model not in served:
-                _one_token(client, backend, want)
-    except openai.APIConnectionError as exc:
-        timed_out = isinstance(exc, openai.APITimeoutError)
-        reason = f"no reply within {limit:g} s" if timed_out else exc.__cause__ or exc
-        raise InputError(
-            f"model {backend.name!r} cannot be used: no server answers at {backend.base_url} "
-            f"({_scrub(str(reason), key)}); start the server or correct the URL"
-        ) from None
+        _run(check.ask())
+    except (openai.APIConnectionError, TimeoutError) as exc:
+        raise check.unreachable(exc) from None
     except (openai.APIStatusError, _FatalError) as exc:
+        raise check.refused(exc) from None
+
+
+class _Preflight:
+    """One preflight of ``backend`` (see :func:`preflight`); ``want``: whether the run needs
+    log-probabilities. Keeps what the server listed, for the refusal's message."""
+
+    def __init__(self, backend: OpenAIBackend, want: bool) -> None:
+        self.backend = backend
+        self.want = want
+        self.key = os.environ.get(backend.options.api_key_env) or _NO_KEY
+        self.limit = min(backend.options.timeout_s, PREFLIGHT_TIMEOUT_S)
+        self.served: list[str] | None = None
+        self.waited = 0.0
+
+    async def ask(self) -> None:
+        """The attempt within its deadline; once more after a busy server's ``Retry-After``."""
+        import openai
+
+        timeout = openai.Timeout(self.limit, connect=min(self.limit, PREFLIGHT_CONNECT_S))
+        async with openai.AsyncOpenAI(
+            api_key=self.key, base_url=self.backend.base_url, timeout=timeout, max_retries=0
+        ) as client:
+            while True:
+                try:
+                    async with asyncio.timeout(self.limit):
+                        await self._attempt(client)
+                    return
+                except openai.APIStatusError as exc:
+                    wait = _retry_after(exc.response.headers)
+                    if self.waited or exc.status_code not in PREFLIGHT_BUSY or wait is None:
+                        raise
+                    self.waited = min(wait, self.limit)
+                    await asyncio.sleep(self.waited)
+
+    async def _attempt(self, client: Any) -> None:
+        self.served = await _served_models(client)
+        model = self.backend.model
+        if self.want or self.served is None or model not in self.served:
+            await _one_token(client, self.backend, self.want)
+
+    def unreachable(self, exc: Exception) -> InputError:
+        """The refusal when no server answers at the URL, or none within the deadline."""
+        import openai
+
+        timed_out = isinstance(exc, openai.APITimeoutError | TimeoutError)
+        reason = f"no reply within {self.limit:g} s" if timed_out else exc.__cause__ or exc
+        return InputError(
+            f"model {self.backend.name!r} cannot be used: no server answers at "
+            f"{self.backend.base_url} ({_scrub(str(reason), self.key)}); start the server or "
+            "correct the URL"
+        )
+
+    def refused(self, exc: APIStatusError | _FatalError) -> InputError:
+        """The refusal when the server answers with an error or without what the run needs."""
         if isinstance(exc, _FatalError):
             reason = exc.reason
         else:
             reason = f"HTTP {exc.status_code}: {_error_message(exc)}"
             if exc.status_code in (401, 403):
-                reason += f" (is ${opts.api_key_env} set to a valid key?)"
-        if served is not None and backend.model not in served:
-            shown = ", ".join(repr(m) for m in served[:8]) or "none"
+                reason += f" (is ${self.backend.options.api_key_env} set to a valid key?)"
+            if self.waited:
+                reason += f" (asked again after waiting {self.waited:g} s as it asked)"
+        model = self.backend.model
+        if self.served is not None and model not in self.served:
+            shown = ", ".join(repr(m) for m in self.served[:8]) or "none"
             reason = (
-                f"the server at {backend.base_url} does not serve {backend.model!r} (it lists "
+                f"the server at {self.backend.base_url} does not serve {model!r} (it lists "
                 f"{shown}; name one after '#'): {reason}"
             )
-        raise InputError(f"model {backend.name!r} cannot be used: {_scrub(reason, key)}") from None
+        return InputError(f"model {self.backend.name!r} cannot be used: {_scrub(reason, self.key)}")
 
 
-def _served_models(client: Any) -> list[str] | None:
+async def _served_models(client: Any) -> list[str] | None:
     """The model ids ``GET /models`` lists; None when the server has no such route (404, 405,
     or 501 from a server that implements no GET)."""
     import openai
 
     try:
-        raw = client.models.with_raw_response.list()
+        raw = await client.models.with_raw_response.list()
     except openai.APIStatusError as exc:
         if exc.status_code in (404, 405, 501):
             return None
@@ -689,7 +742,7 @@ def _served_models(client: Any) -> list[str] | None:
         raise _FatalError(f"malformed reply to GET /models: {raw.text[:80]!r}") from exc
 
 
-def _one_token(client: Any, backend: OpenAIBackend, want_logprobs: bool) -> None:
+async def _one_token(client: Any, backend: OpenAIBackend, want_logprobs: bool) -> None:
     """One chat completion of one token, with the top-k log-probabilities a letter read-out
     asks for when ``want_logprobs``; :class:`_FatalError` when the reply lacks what is needed."""
     message = (Message.user("Reply with the letter A."),)
@@ -699,7 +752,7 @@ def _one_token(client: Any, backend: OpenAIBackend, want_logprobs: bool) -> None
         else Request(message, Decoding(max_new_tokens=1))
     )
     body = chat_body(request, backend.model, backend.options, n=1)
-    raw = client.chat.completions.with_raw_response.create(
+    raw = await client.chat.completions.with_raw_response.create(
         **body, extra_body=backend.options.extra_body or None
     )
     try:

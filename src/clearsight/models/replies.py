@@ -48,6 +48,20 @@ from clearsight.validate import short_repr
 REPLACED_SURROGATES: Final = "replaced_surrogates"
 
 
+def replaced_where(reply: Response, part: str = "") -> list[str]:
+    """Where :func:`checked_reply` replaced lone surrogates in ``reply`` (empty when nowhere),
+    each place prefixed with ``part`` (which of several replies a stored text joins)."""
+    return [f"{part}{where}" for where in reply.extra.get(REPLACED_SURROGATES, ())]
+
+
+def noting_replaced(raw: dict[str, Any], where: Sequence[str]) -> dict[str, Any]:
+    """A record's raw output that keeps a reply's text rather than the whole reply (a
+    trajectory, a sampled alternative), with ``extra.replaced_surrogates`` saying ``where``
+    lone surrogates were replaced, as a stored reply (:meth:`Response.to_json`) says it;
+    ``raw`` as it is when nothing was replaced, so the records of good runs do not change."""
+    return {**raw, "extra": {REPLACED_SURROGATES: list(where)}} if where else raw
+
+
 class UnreadableReplyError(ValueError):
     """A backend's reply that breaks the contract of a response; the message says where."""
 

@@ -54,18 +54,16 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
         if settings.sweep:
             _serve_sweep(run_dir, settings, sock, address)
             return
-        play = None if settings.operator else HumanPlay(run_dir, settings)
-        app = create_app(run_dir, settings, play)
-        if settings.host not in LOOPBACK_HOSTS:
-            what = "read the run's records" if play is None else "add sessions to the run"
-            print(
-                f"warning: serving on {settings.host}: anyone who can reach this machine can {what}"
-            )
-        if play is None:
+        if settings.operator:
+            app = create_app(run_dir, settings, None)
+            _warn_exposed(settings, "read the run's records")
             print(f"clearsight serve: operator mode (records and reports, no sessions): {address}")
             _run_server(app, settings, sock)
             return
-        with play.writing():
+        play = HumanPlay(run_dir, settings)
+        with play.writing():  # the lock first: the app makes a new run's store under it
+            app = create_app(run_dir, settings, play)
+            _warn_exposed(settings, "add sessions to the run")
             if (blocked := play.blocked_reason()) is None:
                 import threading
 
@@ -74,6 +72,13 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
                 print(f"clearsight serve: sessions refused: {blocked}")
             print(f"clearsight serve: human sessions: {address}")
             _run_server(app, settings, sock)
+
+
+def _warn_exposed(settings: ServeSettings, what: str) -> None:
+    """Say that anyone who can reach the machine can ``what`` when the server is not on a
+    loopback address."""
+    if settings.host not in LOOPBACK_HOSTS:
+        print(f"warning: serving on {settings.host}: anyone who can reach this machine can {what}")
 
 
 @contextmanager
@@ -120,11 +125,7 @@ def _serve_sweep(run_dir: Path, settings: ServeSettings, sock: socket.socket, ad
     sweep = HumanSweep(run_dir, settings)
     sweep.design()  # not a sweep run, or a wording it does not ask: a bad input, said at once
     app = create_app(run_dir, settings, sweep=sweep)
-    if settings.host not in LOOPBACK_HOSTS:
-        print(
-            f"warning: serving on {settings.host}: anyone who can reach this machine can "
-            "add answers to the run"
-        )
+    _warn_exposed(settings, "add answers to the run")
     with sweep.writing():
         if (blocked := sweep.blocked_reason()) is not None:
             print(f"clearsight serve: sessions refused: {blocked}")

@@ -671,6 +671,7 @@ def create_app(
     if sweep is not None:
         pages = _SweepPages(site, sweep)
     elif play is not None:
+        play.prepare()  # the store, made before the first request (many may come at once)
         pages = _PlayPages(site, play)
     else:
         pages = _RunPages(site)

@@ -448,15 +448,23 @@ class HumanPlay:
 
     # ------------------------------------------------------------------------------ writing
 
+    def prepare(self) -> None:
+        """Create the run's store with its manifest where sessions can be played and there is
+        none yet. The app calls it once, before the server accepts a request
+        (:func:`~clearsight.ui.app.create_app`): a store created by the first session was read
+        half-made by the pages other players asked for at the same time."""
+        if (self.run_dir / DB_NAME).is_file() or self.blocked_reason() is not None:
+            return
+        from clearsight.provenance import run_manifest
+
+        with RunStore.open(self.run_dir) as store:
+            store.begin_run(run_manifest(self._config(), "probe", source="clearsight serve"))
+
     def _store(self, transcript: Transcript, spec: TranscriptSpec, finished: bool) -> str:
-        """Write the session's record (and item, and the run's manifest if it is new)."""
+        """Write the session's record (and item) into the run's store."""
         from clearsight.probe.records import store_transcript
 
         with RunStore.open(self.run_dir) as store:
-            if "config" not in store.manifest():
-                from clearsight.provenance import run_manifest
-
-                store.begin_run(run_manifest(self._config(), "probe", source="clearsight serve"))
             return store_transcript(store, transcript, spec, finished=finished)
 
     def _config(self) -> dict[str, Any]:
@@ -495,6 +503,7 @@ class HumanPlay:
             raise InputError(reason)
         instance = self._instance(instance_id)
         with self._lock:
+            self.prepare()  # a session started without an app (the app made the store first)
             theirs = [row for row in self.sessions() if row.human == reasoner]
             mine = [row for row in theirs if row.instance_id == instance.id]
             for row in mine:

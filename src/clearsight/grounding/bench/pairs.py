@@ -31,7 +31,7 @@ import numpy as np
 from clearsight.grounding.problems.problem import LETTERS, Problem
 from clearsight.grounding.trajectories.trajectory import Trajectory
 from clearsight.models.base import Decoding, Message, Request
-from clearsight.models.replies import checked_replies
+from clearsight.models.replies import checked_replies, noting_replaced, replaced_where
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 
@@ -161,7 +161,8 @@ def edit_request(span: str, axis: str, max_new_tokens: int | None = None) -> Req
 @dataclass(frozen=True)
 class Edit:
     """A bad span: the text, who made it (``model`` or ``rule``), the rule or the model's
-    refused attempt, and the checks' numbers."""
+    refused attempt, the checks' numbers, and where lone surrogates were replaced in the
+    model's reply (stored as ``extra.replaced_surrogates`` only where there were any)."""
 
     axis: str
     original: str
@@ -171,9 +172,11 @@ class Edit:
     model_attempt: str | None
     model_refused: str | None
     similarity: float
+    replaced: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return dict(vars(self))
+        fields = {k: v for k, v in vars(self).items() if k != "replaced"}
+        return noting_replaced(fields, self.replaced)
 
 
 class EditFailedError(RuntimeError):
@@ -192,13 +195,15 @@ def inject_errors(
     InputError where no edit can be made, an :class:`EditFailedError` where the generator's
     reply cannot be read (:func:`~clearsight.models.replies.checked_replies`)."""
     attempts: list[str | Exception | None] = [None] * len(spans)
+    replaced: list[tuple[str, ...]] = [()] * len(spans)
     if generator is not None and spans:
         replies = checked_replies(generator, [edit_request(t, a) for a, t in spans])
         attempts = [
             r if isinstance(r, Exception) else _first_paragraph(r.texts[0]) for r in replies
         ]
+        replaced = [() if isinstance(r, Exception) else tuple(replaced_where(r)) for r in replies]
     out: list[Edit | InputError | EditFailedError] = []
-    for (axis, text), attempt, seed in zip(spans, attempts, seeds, strict=True):
+    for (axis, text), attempt, seed, where in zip(spans, attempts, seeds, replaced, strict=True):
         if isinstance(attempt, Exception):
             out.append(EditFailedError(f"{type(attempt).__name__}: {attempt}"))
             continue
@@ -208,7 +213,15 @@ def inject_errors(
             if refused is None:
                 out.append(
                     Edit(
-                        axis, text, attempt, "model", None, attempt, None, similarity(text, attempt)
+                        axis,
+                        text,
+                        attempt,
+                        "model",
+                        None,
+                        attempt,
+                        None,
+                        similarity(text, attempt),
+                        where,
                     )
                 )
                 continue
@@ -222,7 +235,9 @@ def inject_errors(
             out.append(InputError(f"rule edit of the {axis} span fails its check: {why}"))
             continue
         out.append(
-            Edit(axis, text, edited, "rule", rule, attempt, refused, similarity(text, edited))
+            Edit(
+                axis, text, edited, "rule", rule, attempt, refused, similarity(text, edited), where
+            )
         )
     return out
 

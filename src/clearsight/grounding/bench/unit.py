@@ -38,7 +38,7 @@ from clearsight.grounding.trajectories.generation import Generated, generate_tra
 from clearsight.grounding.unit import GroundingUnit, per_item, problem_image
 from clearsight.models import shared_backend
 from clearsight.models.base import Request
-from clearsight.models.replies import checked_replies
+from clearsight.models.replies import checked_replies, noting_replaced
 from clearsight.seeding import rng_for
 from clearsight.store import Record
 from clearsight.validate import InputError
@@ -83,7 +83,7 @@ def _run_good(unit: GroundingUnit[GoodSpec], started: float) -> list[Record]:
 def _good(spec: GoodSpec, g: Generated, elapsed: float) -> Record:
     traj = None if g.trajectory is None else g.trajectory.to_json()
     reason = None if g.reason is None else f"no trajectory: {g.reason}"
-    raw = {"text": g.text, "answer_forced": g.answer_forced}
+    raw = noting_replaced({"text": g.text, "answer_forced": g.answer_forced}, g.replaced)
     return _outcome(spec.key, traj is not None, reason, elapsed, raw, trajectory=traj)
 
 
@@ -178,7 +178,7 @@ def _run_edit(unit: GroundingUnit[PairEditSpec], started: float) -> list[Record]
             out.append(_outcome(spec.key, False, f"no edit: {e}", elapsed))
         else:
             keep = ("edited", "injector", "rule", "model_refused", "similarity")
-            raw = {"model_attempt": e.model_attempt}
+            raw = noting_replaced({"model_attempt": e.model_attempt}, e.replaced)
             out.append(
                 _outcome(spec.key, True, None, elapsed, raw, **{k: getattr(e, k) for k in keep})
             )

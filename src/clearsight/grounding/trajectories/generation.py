@@ -8,13 +8,18 @@ as written, its spans marked where they stand (:mod:`clearsight.grounding.trajec
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clearsight.grounding.problems.problem import Problem
-from clearsight.grounding.trajectories.parsing import cut_at_slot, parse_trajectory
+from clearsight.grounding.trajectories.parsing import (
+    SENTENCE_END,
+    cut_at_slot,
+    find_tag,
+    parse_trajectory,
+)
 from clearsight.grounding.trajectories.trajectory import (
     Template,
     Trajectory,
@@ -23,7 +28,7 @@ from clearsight.grounding.trajectories.trajectory import (
 )
 from clearsight.grounding.trajectories.written import finish_written, force_suffix, parse_written
 from clearsight.models.base import Decoding, Message, Request, TextPart
-from clearsight.models.replies import checked_replies
+from clearsight.models.replies import checked_replies, replaced_where
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -36,12 +41,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Generated:
     """A model's own trajectory for a problem: the raw text, the parsed trajectory (None with
-    ``reason`` when it cannot be parsed), and whether a second short call supplied the answer."""
+    ``reason`` when it cannot be parsed), whether a second short call supplied the answer, and
+    where lone surrogates were replaced in its replies (``answer:`` prefixes the second call's;
+    :func:`~clearsight.models.replies.replaced_where`)."""
 
     text: str
     trajectory: Trajectory | None
     reason: str | None
     answer_forced: bool
+    replaced: tuple[str, ...] = ()
 
 
 def generate_trajectories(
@@ -68,10 +76,12 @@ def generate_trajectories(
         )
         for p, im in zip(problems, images, strict=True)
     ]
+    replies = checked_replies(backend, first)
     texts: list[str | Exception] = [
         r if isinstance(r, Exception) else finish_generation(t.opening + r.texts[0], t)
-        for r in checked_replies(backend, first)
+        for r in replies
     ]
+    replaced = [[] if isinstance(r, Exception) else replaced_where(r) for r in replies]
     need = [i for i, x in enumerate(texts) if isinstance(x, str) and not has_answer(x, t)]
     if need:
         second, bodies = [], {}
@@ -84,8 +94,11 @@ def generate_trajectories(
             second.append(Request(msgs, Decoding(max_new_tokens=answer_tokens)))
         for i, r in zip(need, checked_replies(backend, second), strict=True):
             texts[i] = r if isinstance(r, Exception) else _after_forced(bodies[i] + r.texts[0], t)
+            replaced[i] += [] if isinstance(r, Exception) else replaced_where(r, "answer: ")
     return [
-        text if isinstance(text, Exception) else parse_generated(text, t, i in need)
+        text
+        if isinstance(text, Exception)
+        else dataclasses.replace(parse_generated(text, t, i in need), replaced=tuple(replaced[i]))
         for i, text in enumerate(texts)
     ]
 
@@ -98,7 +111,7 @@ def has_answer(text: str, t: Template) -> bool:
         except InputError:
             return False
         return True
-    return t.answer_tag.lower() in text.lower()
+    return find_tag(text, t.answer_tag) >= 0
 
 
 def forced_body(text: str, t: Template) -> str:
@@ -138,7 +151,7 @@ def _after_forced(text: str, t: Template) -> str:
 def _cut_after_answer(text: str, t: Template) -> str:
     """The text up to the end of the answer line (later text, e.g. a written confidence or a
     new question, is dropped)."""
-    i = text.lower().find(t.answer_tag.lower())
+    i = find_tag(text, t.answer_tag)
     if i < 0:
         return text
     j = text.find("\n", i + len(t.answer_tag))
@@ -147,5 +160,5 @@ def _cut_after_answer(text: str, t: Template) -> str:
 
 def last_sentence_end(text: str) -> str:
     """``text`` cut after its last complete sentence (a generation stopped mid-sentence)."""
-    m = list(re.finditer(r"[.!?](?=\s|$)|\n", text))
+    m = list(SENTENCE_END.finditer(text))
     return text[: m[-1].end()] if m else text

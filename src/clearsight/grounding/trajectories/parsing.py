@@ -68,14 +68,33 @@ def cut_at_slot(text: str) -> str:
     return text if m is None else text[: m.start()]
 
 
+def find_tag(text: str, tag: str, start: int = 0, *, last: bool = False) -> int:
+    """The position in ``text`` itself of the first (``last``: the last) occurrence of ``tag``
+    at or after ``start``, letter case ignored; -1 when there is none (or ``tag`` is empty).
+
+    Matched case-insensitively where the text stands, never in a case-mapped copy: a lower-case
+    copy can be longer than the text (``"İ".lower()`` is two characters), and a position found
+    in it would point past the tag in the text."""
+    if not tag:
+        return -1
+    pattern = re.compile(re.escape(tag), re.IGNORECASE)
+    if not last:
+        m = pattern.search(text, start)
+        return -1 if m is None else m.start()
+    found = -1
+    for m in pattern.finditer(text, start):
+        found = m.start()
+    return found
+
+
 def _section(text: str, tag: str, stops: Sequence[str]) -> str | None:
-    i = text.lower().find(tag.lower())
+    i = find_tag(text, tag)
     if i < 0:
         return None
     rest = text[i + len(tag) :]
     end = len(rest)
     for stop in stops:
-        j = rest.lower().find(stop.lower())
+        j = find_tag(rest, stop)
         if 0 <= j < end:
             end = j
     return rest[:end].strip()
@@ -91,7 +110,7 @@ def parse_trajectory(text: str, template: Template | None = None) -> Trajectory:
     answer = _section(body, t.answer_tag, ["\n"])
     if answer is not None:
         answer = answer.strip()
-        before = body[: body.lower().find(t.answer_tag.lower())]
+        before = body[: find_tag(body, t.answer_tag)]
         vision = _section(before, t.vision_tag, [t.reasoning_tag])
         reasoning = _section(before, t.reasoning_tag, [])
         if vision is not None and reasoning is not None:
@@ -108,7 +127,11 @@ def parse_trajectory(text: str, template: Template | None = None) -> Trajectory:
 # Rule-based segmenter
 # --------------------------------------------------------------------------------------------
 
-_SENT = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|\n|$)")
+#: Where a sentence ends: after a run of . ! ? followed by white space or the end, and at a
+#: newline. A run is matched from its first mark only (the look-behind) and never given back
+#: (possessive), so finding every end costs one pass over the text, however long a stretch
+#: without an end (a number such as 3.5, a file name, a long think block) is.
+SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++(?=\s|$)|\n")
 _ANSWER_CUE = re.compile(
     r"\b(the (final )?answer is\b|final answer\b|answer\s*:|so the answer\b|answer would be\b|"
     r"the result is\b|option [A-J] is correct\b)",
@@ -122,9 +145,27 @@ _REASON_CUE = re.compile(
 )
 
 
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Character spans in ``text`` of the sentences of ``text[start:end]``, each stripped of
+    surrounding white space (empty ones left out): the text is cut at every
+    :data:`SENTENCE_END`, so every character that is not white space lies in one sentence. One
+    pass over the text (linear in its length)."""
+    stop = len(text) if end is None else end
+    cuts = [m.end() for m in SENTENCE_END.finditer(text, start, stop)]
+    out = []
+    for a, b in zip([start, *cuts], [*cuts, stop], strict=True):
+        body = text[a:b]
+        core = body.strip()
+        if core:
+            lead = a + len(body) - len(body.lstrip())
+            out.append((lead, lead + len(core)))
+    return out
+
+
 def sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (split after . ! ? followed by space, and at newlines)."""
-    return [s.strip() for s in _SENT.findall(text) if s.strip()]
+    """Sentences of ``text`` (split after . ! ? followed by space, and at newlines;
+    :func:`sentence_spans`)."""
+    return [text[a:b] for a, b in sentence_spans(text)]
 
 
 def label_sentences(sents: Sequence[str]) -> list[str]:

@@ -30,9 +30,10 @@ from typing import Any
 
 from clearsight.grounding.trajectories.parsing import (
     _ANSWER_CUE,
-    _SENT,
     cut_at_slot,
+    find_tag,
     label_sentences,
+    sentence_spans,
 )
 from clearsight.grounding.trajectories.trajectory import (
     SEGMENTS,
@@ -121,20 +122,6 @@ def trajectory_from_json(d: dict[str, Any]) -> Trajectory:
     return Trajectory(str(d["vision"]), str(d["reasoning"]), str(d["answer"]))
 
 
-def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
-    """Character spans (stripped) of the sentences of ``text[start:end]``, split as
-    :func:`~clearsight.grounding.trajectories.parsing.sentences` splits them."""
-    stop = len(text) if end is None else end
-    out = []
-    for m in _SENT.finditer(text, start, stop):
-        body = m.group(0)
-        lead = len(body) - len(body.lstrip())
-        core = body.strip()
-        if core:
-            out.append((m.start() + lead, m.start() + lead + len(core)))
-    return out
-
-
 def _stripped(text: str, start: int, end: int) -> Span:
     """``[start, end)`` narrowed to its text without surrounding white space."""
     seg = text[start:end]
@@ -142,15 +129,11 @@ def _stripped(text: str, start: int, end: int) -> Span:
     return a, a + len(seg.strip())
 
 
-def _find(text: str, tag: str, start: int = 0) -> int:
-    return text.lower().find(tag.lower(), start) if tag else -1
-
-
 def _answer_after(text: str, at: int, t: Template) -> Span:
     """The answer span after position ``at`` (the end of the rationale block): see the module
     docstring. InputError when none is stated."""
     end_of_body = at + len(cut_at_slot(text[at:]))
-    tag = _find(text, t.answer_tag, at)
+    tag = find_tag(text, t.answer_tag, at)
     if 0 <= tag < end_of_body:
         a = tag + len(t.answer_tag)
         while a < end_of_body and text[a].isspace():
@@ -179,9 +162,9 @@ def _think(text: str, t: Template) -> WrittenTrajectory:
     if t.block is None:
         raise InputError(f"template {t.id} has the think format but no block tags")
     opening, closing = t.block
-    o = _find(text, opening)
+    o = find_tag(text, opening)
     start = 0 if o < 0 else o + len(opening)
-    c = _find(text, closing, start)
+    c = find_tag(text, closing, start)
     if c < 0:
         raise InputError(f"the trajectory does not close its {closing} block")
     sents = sentence_spans(text, start, c)
@@ -202,12 +185,12 @@ def _closing(tag: str) -> str:
 def _block(text: str, tag: str, tags: tuple[str, ...]) -> Span | None:
     """The stripped content span of block ``tag``: up to the next tag of any block (its own
     closing tag, another's opening or closing one) or the end; None when it is not there."""
-    i = _find(text, tag)
+    i = find_tag(text, tag)
     if i < 0:
         return None
     a = i + len(tag)
     marks = [*tags, *(_closing(x) for x in tags)]
-    stops = [j for j in (_find(text, x, a) for x in marks if x) if j >= 0]
+    stops = [j for j in (find_tag(text, x, a) for x in marks if x) if j >= 0]
     return _stripped(text, a, min(stops, default=len(text)))
 
 
@@ -242,8 +225,9 @@ def finish_written(text: str, template: Template) -> str:
     except InputError:
         return text
     closing = _closing(template.answer_tag) if template.format == "blocks" else ""
-    if closing and text[end:].lstrip().lower().startswith(closing.lower()):
-        end = _find(text, closing, end) + len(closing)
+    at = find_tag(text, closing, end)
+    if at >= 0 and not text[end:at].strip():
+        end = at + len(closing)
     return text[:end]
 
 
@@ -256,14 +240,14 @@ def force_suffix(text: str, template: Template) -> str:
         opened = [
             (i, tag)
             for tag in (template.vision_tag, template.reasoning_tag)
-            if (i := text.lower().rfind(tag.lower())) >= 0
+            if (i := find_tag(text, tag, last=True)) >= 0
         ]
         _, last = max(opened, default=(-1, ""))
-        left_open = last and _find(text, _closing(last), text.lower().rfind(last.lower())) < 0
+        left_open = last and find_tag(text, _closing(last), find_tag(text, last, last=True)) < 0
         return ("\n" + _closing(last) if left_open else "") + "\n" + template.answer_tag
     force = template.force or "\n" + template.answer_tag
     pos = 0
     for piece in (p.strip() for p in force.split("\n")):
-        if piece and _find(text, piece) >= 0:
+        if piece and find_tag(text, piece) >= 0:
             pos = force.find(piece) + len(piece)
     return force[pos:] or "\n" + template.answer_tag

@@ -23,13 +23,16 @@ from typing import Literal
 from clearsight.probe.judges import normalise
 
 _END = r"(?=\s*(?:$|[.,;:!)\]*\n]))"
+# Runs of white space and marks are matched possessively (``*+``): what follows them can never
+# be white space or a mark, so giving some back never makes a match, and a long run of them
+# costs one pass instead of a quadratic search.
 _COMMIT_PAREN = re.compile(
-    r"(?i:answer)(?:\s+(?i:is))?\s*[:=\-]?\s*(?i:option\s+)?[*\[]*\s*\(\s*([A-Ja-j])\s*\)"
+    r"(?i:answer)(?:\s++(?i:is))?\s*+[:=\-]?\s*+(?i:option\s++)?[*\[]*+\s*+\(\s*+([A-Ja-j])\s*+\)"
 )
 _COMMIT_BARE = re.compile(
-    r"(?i:answer)(?:\s+(?i:is))?\s*[:=\-]?\s*(?i:option\s+)?[*\[]*\s*([A-J])" + _END
+    r"(?i:answer)(?:\s++(?i:is))?\s*+[:=\-]?\s*+(?i:option\s++)?[*\[]*+\s*+([A-J])" + _END
 )
-_COMMIT_LEAD = re.compile(r"^\s*[*\[]*\s*\(([A-J])\)|^\s*([A-J])\s*(?:\)|$)")
+_COMMIT_LEAD = re.compile(r"^\s*+[*\[]*+\s*+\(([A-J])\)|^\s*+([A-J])\s*+(?:\)|$)")
 _COMMIT_IS = re.compile(
     r"(?:\(([A-J])\)|(?i:option)\s+\(?([A-J])\)?)\s+(?i:is)\s+(?i:the\s+)?"
     r"(?i:correct|right|answer|best)"
@@ -37,11 +40,19 @@ _COMMIT_IS = re.compile(
 _OPTION_MARK = re.compile(r"\([A-J]\)")
 _COMMIT_TEXT = re.compile(r"(?i:the\s+answer\s+is|answer\s*:)\s*(.+?)\s*(?:$|\n)")
 _QUERY_QUOTED = re.compile(
-    r"(?i:question\s+is|query|ask|action\s*:\s*ask)\s*[:\[]?\s*[\"“”']\s*(.+?)\s*[\"“”']", re.S
+    r"(?i:question\s++is|query|ask|action\s*+:\s*+ask)\s*+[:\[]?\s*+[\"“”']\s*(.+?)\s*[\"“”']", re.S
 )
 _QUERY_LINE = re.compile(r"(?i:question\s+is|query|ask)\s*[:\[]\s*(.+?)\s*\]?\s*(?:$|\n)")
-_QUESTION_SENTENCE = re.compile(r"([A-Z][^.!?\n]*\?)")
-_HALLUCINATED = re.compile(r"\n\s*(?:visual assistant|assistant reply|consistency)\b", re.I)
+#: A sentence ending in a question mark, from its first capital letter. Tried only where a
+#: sentence starts (the text's start, or after . ! ? or a newline) and never backtracking, so
+#: finding them all is one pass over the text (tried at every capital, a long stretch of
+#: capitals without a sentence end took time quadratic in its length).
+_QUESTION_SENTENCE = re.compile(r"(?:^|(?<=[.!?\n]))[^A-Z.!?\n]*+([A-Z][^.!?\n]*+\?)")
+#: A line (after the first) that starts a hallucinated reply; leading spaces and tabs only, so
+#: a long run of blank lines is passed once.
+_HALLUCINATED = re.compile(
+    r"(?<=\n)[^\S\n]*(?:visual assistant|assistant reply|consistency)\b", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ def _query(text: str) -> tuple[int, str] | None:
     sentences = list(_QUESTION_SENTENCE.finditer(text))
     if sentences:
         last = sentences[-1]
-        return last.start(), last.group(1).strip()
+        return last.start(1), last.group(1).strip()
     return None
 
 
