@@ -4,6 +4,8 @@ CPU thread unless told otherwise (recorded in the manifest)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ import pytest
 
 from clearsight import execute
 from clearsight.execute import progress
-from clearsight.execute.threads import run_threads, use_threads
+from clearsight.execute.threads import THREAD_VARIABLES, run_threads, use_threads
 from clearsight.store import Record, RunStore
 
 
@@ -145,7 +147,6 @@ def test_the_manifest_records_the_threads_and_the_run_says_what_it_does(
 ) -> None:
     import torch
 
-    from clearsight.execute.threads import THREAD_VARIABLES
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
 
@@ -197,3 +198,34 @@ def test_an_hf_model_reports_its_rows_as_they_finish_generating(
     # inside the first chunk its short reply is done before its long one: a quarter of the call
     assert pytest.approx(0.25, abs=1e-12) in shares
     assert all(0.0 <= s <= 1.0 for s in shares)
+
+
+def test_runs_of_other_thread_counts_in_one_process_leave_numba_compiling() -> None:
+    """A process that ran with one thread count and then another still compiles numba
+    functions: numba refuses to compile once ``NUMBA_NUM_THREADS`` no longer names the pool it
+    launched, which ``use_threads`` used to rewrite (the physics tests after a two-run test
+    all failed)."""
+    script = (
+        "import numba, numpy as np\n"
+        "from clearsight.execute.threads import use_threads\n"
+        "use_threads(1)\n"
+        "@numba.njit(parallel=True)\n"
+        "def twice(a):\n"
+        "    out = np.empty_like(a)\n"
+        "    for i in numba.prange(a.size):\n"
+        "        out[i] = 2.0 * a[i]\n"
+        "    return out\n"
+        "assert twice(np.ones(8))[0] == 2.0\n"
+        "use_threads(2)\n"
+        "@numba.njit\n"
+        "def thrice(x):\n"
+        "    return 3.0 * x\n"
+        "assert thrice(1.0) == 3.0\n"
+        "print(numba.get_num_threads())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() in {"1", "2"}

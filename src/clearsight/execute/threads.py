@@ -34,13 +34,19 @@ def run_threads(requested: int | None) -> int:
 def use_threads(threads: int) -> None:
     """Make this process (and the processes it spawns) compute with ``threads`` threads: the
     variables for libraries imported later, and torch, numba and BLAS where already imported
-    (numba up to the pool it started with)."""
+    (numba up to the pool it started with).
+
+    Once numba is imported its ``NUMBA_NUM_THREADS`` is left as it is: numba reads it again
+    before every compilation and refuses to compile when it no longer names the pool it
+    launched (a second run of another thread count in one process would stop every later
+    compilation), so the running pool is narrowed with ``set_num_threads`` instead."""
+    numba = sys.modules.get("numba")
     for name in THREAD_VARIABLES:
-        os.environ[name] = str(threads)
+        if not (numba is not None and name == "NUMBA_NUM_THREADS"):
+            os.environ[name] = str(threads)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
-    numba = sys.modules.get("numba")
     if numba is not None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
