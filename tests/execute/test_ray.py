@@ -24,16 +24,10 @@ from clearsight.execute import Interrupted, Summary, execute
 from clearsight.execute.on_ray import RayConfig
 from clearsight.store import Record, RunStore
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.model_free import DepthUnit, VeqUnit, run_depth_unit, run_veq_unit
 from clearsight.sweep.plan import plan_sweep
 from clearsight.sweep.protocol import run_sweep
-from clearsight.sweep.unit import (
-    DepthUnit,
-    SweepUnit,
-    VeqUnit,
-    run_depth_unit,
-    run_unit,
-    run_veq_unit,
-)
+from clearsight.sweep.unit import SweepUnit, run_unit
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL, VEQ_RTOL, assert_close
 from fixtures.units import ToyItem, ToyUnit

@@ -270,7 +270,7 @@ def test_the_monotone_share_under_independent_plasma_matches_a_hand_count() -> N
     by hand equals the one the sweep's model-free stage gives."""
     from clearsight.scenes.bundled import load_bundled_scene
     from clearsight.sweep.images.equivalence import monotone_veq_share
-    from clearsight.sweep.unit import run_veq_unit
+    from clearsight.sweep.model_free import run_veq_unit
 
     corrupt = _reference_corrupt()
     scenes = ("skimage-coffee", "skimage-chelsea", "mpl-grace-hopper")

@@ -28,6 +28,7 @@ from clearsight.specs import Options
 from clearsight.store import SpecGrid
 from clearsight.sweep.conditions import corruption_field, plasma_field
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.model_free import DepthUnit, VeqUnit
 from clearsight.sweep.scenes import prior_categories, scene_refs
 from clearsight.sweep.specs import (
     DepthItem,
@@ -37,7 +38,7 @@ from clearsight.sweep.specs import (
     SweepItem,
     VeqItem,
 )
-from clearsight.sweep.unit import DepthUnit, SweepUnit, VeqUnit
+from clearsight.sweep.unit import SweepUnit
 from clearsight.tasks import (
     AbstainWording,
     DistractorScheme,

@@ -27,16 +27,10 @@ from clearsight.provenance import run_manifest
 from clearsight.specs import Spec
 from clearsight.store import RunStore, SpecGrid, SpecGrids, keys_of, select
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.model_free import DepthUnit, VeqUnit, run_depth_unit, run_veq_unit
 from clearsight.sweep.plan import SweepPlan, plan_sweep
 from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
-from clearsight.sweep.unit import (
-    DepthUnit,
-    SweepUnit,
-    VeqUnit,
-    run_depth_unit,
-    run_unit,
-    run_veq_unit,
-)
+from clearsight.sweep.unit import SweepUnit, run_unit
 
 if TYPE_CHECKING:
     pass

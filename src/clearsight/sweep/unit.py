@@ -6,9 +6,10 @@ it (:class:`_Images`; pixels never reach the store), builds each item's request 
 the target's box, the prompt, the decoding, and the :class:`~clearsight.sweep.references.observer.
 ObserverReference` a reference observer reads — asks the model in one batch and turns each
 checked reply into a record with its read-outs (:func:`~clearsight.sweep.readouts.
-sweep_readouts`). The model-free units compute each ImageNet-C severity's equivalent visibility
-(:class:`VeqUnit`) and each scene's depth profile (:class:`DepthUnit`). A failure of the unit
-fails its items with the reason; a failure of one request or reply fails only its item.
+sweep_readouts`). The model-free units (each ImageNet-C severity's equivalent visibility, each
+scene's depth profile) are :mod:`clearsight.sweep.model_free`'s. A failure of the unit fails its
+items with the reason (:func:`failed_records`); a failure of one request or reply fails only its
+item.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,8 +26,8 @@ import numpy.typing as npt
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import Decoding, Message, Request, Response, shared_backend
 from clearsight.models.replies import checked_replies
-from clearsight.physics import Equivalence, blank_like, draw_box, imagenet_c_equivalents
-from clearsight.scenes.depth import DepthProvider, depth_profile
+from clearsight.physics import blank_like, draw_box
+from clearsight.scenes.depth import DepthProvider
 from clearsight.scenes.model import Scene
 from clearsight.seeding import derive_seed
 from clearsight.store import Record, SpecGrid
@@ -35,17 +36,13 @@ from clearsight.sweep.conditions import (
     PlasmaDraw,
     arm_physics,
     arm_stack,
-    imagenet_c_seed,
     imagenet_c_stack,
 )
 from clearsight.sweep.readouts import sweep_readouts
 from clearsight.sweep.references.observer import ObserverReference
-from clearsight.sweep.specs import DepthItem, SceneRef, SweepItem, VeqItem
+from clearsight.sweep.specs import SceneRef, SweepItem
 from clearsight.tasks import Question
 from clearsight.validate import InputError
-
-#: The item kind of a model-free scene unit.
-ItemT = TypeVar("ItemT", VeqItem, DepthItem)
 
 _SCENE_CACHE: dict[tuple[str, str], Scene] = {}
 
@@ -97,32 +94,6 @@ class SweepUnit(KeyedItems):
     depth_model: str
     items: SpecGrid[SweepItem]
     max_new_tokens: int = 24
-
-
-@dataclass(frozen=True)
-class _SceneUnit(KeyedItems, Generic[ItemT]):
-    """A model-free unit: items of one scene (its reference and depth model), no model."""
-
-    scene: SceneRef
-    depth_model: str
-    items: tuple[ItemT, ...]
-    model: str = ""
-
-
-@dataclass(frozen=True)
-class VeqUnit(_SceneUnit[VeqItem]):
-    """The ImageNet-C equivalent visibilities of one scene (no model)."""
-
-    @property
-    def cost(self) -> float:
-        """Relative run time, so executors start the longest units first: an equivalent
-        visibility costs seconds, a question milliseconds."""
-        return len(self.items) * 500.0
-
-
-@dataclass(frozen=True)
-class DepthUnit(_SceneUnit[DepthItem]):
-    """The depth profile of one scene (no model)."""
 
 
 class _Images:
@@ -246,7 +217,7 @@ def _request(
     )
 
 
-def _failed(unit: KeyedItems, exc: BaseException, started: float) -> list[Record]:
+def failed_records(unit: KeyedItems, exc: BaseException, started: float) -> list[Record]:
     """Every item of ``unit`` failed with ``exc`` (a unit-level failure)."""
     return [Record.failed(key, exc, time.perf_counter() - started) for key in unit.keys]
 
@@ -262,7 +233,7 @@ def run_unit(unit: SweepUnit) -> list[Record]:
         backend = shared_backend(unit.model, unit.model_options)
         images = _Images(scene, items)
     except Exception as exc:  # recorded with its reason; the run goes on
-        return _failed(unit, exc, started)
+        return failed_records(unit, exc, started)
     partners: dict[str, Scene | BaseException] = {}
     built: list[Request | BaseException] = []
     for item in items:
@@ -313,43 +284,3 @@ def _build(
         shown = partner
     clean = None if item.condition == "blank" else (shown or scene)
     return _request(item, images.get(item, shown), clean, unit.max_new_tokens)
-
-
-def run_veq_unit(unit: VeqUnit) -> list[Record]:
-    """The retained gain and equivalent visibility of each of one scene's ImageNet-C
-    severities (one record each)."""
-    started = time.perf_counter()
-    severities = [item.severity for item in unit.items]
-    try:
-        scene = load_scene(unit.scene, unit.depth_model)
-        groups: dict[str, list[VeqItem]] = defaultdict(list)
-        for item in unit.items:
-            groups[item.corruption or "fog"].append(item)
-        equivalent: dict[str, Equivalence] = {}
-        for name, group in groups.items():
-            seeds = [
-                imagenet_c_seed(scene.id, i.seed, i.severity if i.plasma else None, name)
-                for i in group
-            ]
-            sevs = [i.severity for i in group]
-            found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, sevs, name)
-            equivalent.update(zip((i.key for i in group), found, strict=True))
-    except Exception as exc:
-        return _failed(unit, exc, started)
-    elapsed = (time.perf_counter() - started) / len(severities)
-    return [
-        Record(item.key, "ok", None, {}, {"v_eq_m": eq.v_eq_m, "gain": eq.gain}, elapsed)
-        for item in unit.items
-        for eq in [equivalent[item.key]]
-    ]
-
-
-def run_depth_unit(unit: DepthUnit) -> list[Record]:
-    """The depth profile of one scene's depth map as the run loads it (one record)."""
-    started = time.perf_counter()
-    try:
-        profile = depth_profile(load_scene(unit.scene, unit.depth_model).depth_m)
-    except Exception as exc:
-        return _failed(unit, exc, started)
-    elapsed = time.perf_counter() - started
-    return [Record(item.key, "ok", None, {}, profile._asdict(), elapsed) for item in unit.items]
