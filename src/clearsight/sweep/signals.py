@@ -4,8 +4,10 @@ A :class:`Signal` says once what every table, crossing, W, headline and figure n
 name its rows carry, the read-out column of a record its per-record value comes from, the
 wordings (and models) it is read in, the floor its crossing falls towards, the column of the
 sweep table holding its mean, its label and unit on the page, and the kind of wording the
-headline reads it in. :data:`SIGNALS` lists them in the order the tables show them; adding a
-signal is one more value here, plus the read-out that fills its column.
+headline reads it in. :data:`SIGNALS` lists them in the order the tables show them. The
+crossings' signal groups, values and floors, the headline's widths and the page's labels
+iterate them; some figures, the confidence tables' column pairs and the card's rows still name
+their signals.
 
 The signals (docs/methods.md §4): ``accuracy``, the share correct (abstentions count as not
 correct); ``internal_conf``, the letter read-out's probability of its best content option
