@@ -32,7 +32,6 @@ __all__ = [
     "SIGNALS",
     "Signal",
     "by_name",
-    "signal_label",
     "signal_values",
     "signals_for",
 ]
@@ -116,12 +115,6 @@ _BY_NAME: Final = {s.name: s for s in SIGNALS}
 def by_name(name: str) -> Signal:
     """The signal called ``name`` (KeyError for another name)."""
     return _BY_NAME[name]
-
-
-def signal_label(name: str) -> str:
-    """How the page names the signal ``name`` (the name itself for one it does not know)."""
-    signal = _BY_NAME.get(name)
-    return signal.label if signal else name
 
 
 def signals_for(wording: str, model: str = "") -> tuple[str, ...]:
