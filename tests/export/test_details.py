@@ -55,16 +55,49 @@ def test_parquet_reads_back_as_the_faces_rows(
     # the card's header names the file and gives the features datasets reads
     text = (out / "README.md").read_text()
     header = yaml.safe_load(text.split("---\n")[1])
-    assert header["configs"][0]["data_files"] == [
-        {"split": "train", "path": "data/details.parquet"}
-    ]
-    features = datasets.Features._from_yaml_list(header["dataset_info"]["features"])
-    assert features == loaded.features
-    assert header["dataset_info"]["splits"] == [{"name": "train", "num_examples": len(expected)}]
+    assert header["configs"][0] == {
+        "config_name": "default",
+        "data_files": [{"split": "train", "path": "data/details.parquet"}],
+    }
+    info = header["dataset_info"][0]
+    assert datasets.Features._from_yaml_list(info["features"]) == loaded.features
+    assert info["splits"][0]["num_examples"] == len(expected)
     from huggingface_hub import DatasetCard
 
     card = DatasetCard.load(out / "README.md")
     assert card.data.to_dict()["configs"] == header["configs"]
+
+
+def test_the_sweeps_sample_holds_the_image_each_item_was_shown(
+    sweep_run: Path, tmp_path: Path
+) -> None:
+    """The sample: rows of the details, drawn across every condition, each with the pixels the
+    sweep sent its model (:func:`clearsight.sweep.unit.item_image` of the planned item)."""
+    datasets = pytest.importorskip("datasets")
+    import numpy as np
+
+    from clearsight.store import run_manifest
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.plan import plan_sweep
+    from clearsight.sweep.unit import item_image
+
+    out = tmp_path / "out"
+    args = ["export", str(sweep_run), "--format", "parquet", "--out", str(out), "--images", "6"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    sample = datasets.load_dataset(str(out), "sample", split="train", cache_dir=str(tmp_path / "c"))
+    assert isinstance(sample.features["image"], datasets.Image)
+    assert len(sample) == 6
+    rows = {r["key"]: r for r in _face_rows(sweep_run)}
+    config = SweepConfig.model_validate(run_manifest(sweep_run)["config"])
+    items = {i.key: i for u in plan_sweep(config).units for i in u.items}
+    conditions = {r["condition"] for r in rows.values()}
+    assert {row["condition"] for row in sample} == conditions  # 6 draws cover the 4 conditions
+    for row in sample:
+        image = row.pop("image")
+        assert row == rows[row["key"]]
+        shown = item_image(items[row["key"]], config.coco_depth_model)
+        np.testing.assert_array_equal(np.asarray(image.convert("RGB")), shown)
 
 
 def _error_line(output: str) -> str:

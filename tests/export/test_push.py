@@ -168,7 +168,7 @@ def test_push_commits_the_details_and_opens_a_pr_with_the_eval_results(
         "me/clearsight-details",
         False,
     )
-    assert sorted(dataset.files) == ["README.md", "data/details.parquet"]
+    assert sorted(dataset.files) == ["README.md", "data/details.parquet", "data/sample.parquet"]
     face = face_of("sweep")
     rows = [dict(r) for r in face.need(face.rows, "rows")(sweep_run)]
     sent = pd.read_parquet(io.BytesIO(dataset.files["data/details.parquet"]))

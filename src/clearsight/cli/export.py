@@ -18,7 +18,10 @@ _MODEL = typer.Option(
     "--model", help="Only this model of the run (a one-model run's numbers: their model's name)."
 )
 _N_BOOT = typer.Option("--n-boot", min=100, help="Bootstrap draws of every interval.")
-_SEED = typer.Option(help="Seed of the bootstrap.")
+_SEED = typer.Option(help="Seed of the bootstrap and of the details' sample.")
+_IMAGES = typer.Option(
+    "--images", min=0, help="Rows of the details' sample with the image the model was shown."
+)
 
 
 def export(
@@ -31,6 +34,7 @@ def export(
     model: Annotated[str | None, _MODEL] = None,
     n_boot: Annotated[int, _N_BOOT] = 1000,
     seed: Annotated[int, _SEED] = 0,
+    images: Annotated[int, _IMAGES] = 64,
 ) -> None:
     """Write a finished run's results as a Hub dataset, Hub eval results or Every Eval Ever.
 
@@ -38,7 +42,9 @@ def export(
     their 95 % bootstrap intervals; docs/export.md says what each file holds."""
     from clearsight.export import ExportOptions, export_run, parse_repo_id
 
-    options = ExportOptions(n_boot, seed, model, None if hub is None else parse_repo_id(hub))
+    options = ExportOptions(
+        n_boot, seed, model, None if hub is None else parse_repo_id(hub), images
+    )
     for path in export_run(run, fmt, out, options):
         typer.echo(f"wrote {path}")
 
@@ -54,6 +60,7 @@ def push(
     model: Annotated[str | None, _MODEL] = None,
     n_boot: Annotated[int, _N_BOOT] = 1000,
     seed: Annotated[int, _SEED] = 0,
+    images: Annotated[int, _IMAGES] = 64,
 ) -> None:
     """Upload a finished run's details dataset and open a PR with its eval results.
 
@@ -62,6 +69,6 @@ def push(
     request. Nothing is written locally."""
     from clearsight.export import ExportOptions, push_run
 
-    options = ExportOptions(n_boot, seed, model)
+    options = ExportOptions(n_boot, seed, model, images=images)
     pushed = push_run(run, hub, options, pr=pr, model_repo=model_repo)
     typer.echo(f"details: {pushed.dataset}\neval results: {pushed.model_pr}")

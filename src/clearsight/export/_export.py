@@ -25,18 +25,20 @@ class ExportOptions:
     """How numbers are had and named: the bootstrap's ``n_boot`` draws and ``seed`` (those of
     a card, :class:`~clearsight.card.CardConfig`), the ``model`` exported (None: every model of
     the run; a one-model run whose numbers name none needs it) and ``hub``, the Hub dataset
-    ``ORG/NAME`` that holds the run's details (the results' source; None: none yet)."""
+    ``ORG/NAME`` that holds the run's details (the results' source; None: none yet); ``images``:
+    the rows of the details' sample shown with their image (where the protocol shows images)."""
 
     n_boot: int = 1000
     seed: int = 0
     model: str | None = None
     hub: str | None = None
+    images: int = 64
 
 
 def export_files(run: ExportRun, fmt: str, options: ExportOptions) -> Files:
     """The files of ``run`` in format ``fmt`` (:data:`FORMATS`)."""
     if fmt == "parquet":
-        return details_files(run)
+        return details_files(run, options.images, options.seed)
     numbers = run_numbers(run, options.n_boot, options.seed, options.model)
     make = eval_results_files if fmt == "eval-results" else eee_files
     return make(run, numbers, options.hub, options.n_boot)

@@ -82,7 +82,9 @@ def push_run(
     message = f"clearsight {run.version}: {run.benchmark} run {run.run_dir.name}"
     try:
         api.create_repo(hub, repo_type="dataset", exist_ok=True)
-        sent = _commit(api, hub, details_files(run), "dataset", message, pr)
+        sent = _commit(
+            api, hub, details_files(run, options.images, options.seed), "dataset", message, pr
+        )
         pr_url = _commit(api, repo, {eval_results_path(run): results}, "model", message, True)
     except (OSError, vars(errors).get("HTTPError", OSError)) as exc:
         done = f" (the details were sent: {sent})" if sent else " (nothing was sent)"
