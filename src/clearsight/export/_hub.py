@@ -34,18 +34,17 @@ class Pushed:
 
 
 def _one_model(numbers: list[ModelNumbers], model_repo: str | None) -> tuple[ModelNumbers, str]:
-    """The model whose results go to a model repository, and that repository."""
-    named = [m for m in numbers if hub_model_id(m.model)] if model_repo is None else numbers
+    """The model whose results go to a model repository, and that repository (``model_repo``,
+    or the Hub id the model names)."""
+    repos = [(m, model_repo or hub_model_id(m.model)) for m in numbers]
+    named = [(m, repo) for m, repo in repos if repo is not None]
     if len(named) != 1:
         raise InputError(
             f"the run has {len(named)} models for a model repository "
             f"({', '.join(m.model for m in numbers)}): name one with --model NAME"
             + ("" if model_repo else " and its repository with --model-repo ORG/NAME")
         )
-    repo = model_repo or hub_model_id(named[0].model)
-    if repo is None:  # pragma: no cover - named holds only models with a Hub id here
-        raise InputError(f"give the model repository of {named[0].model}: --model-repo ORG/NAME")
-    return named[0], repo
+    return named[0]
 
 
 def _commit(api: Any, repo: str, files: Files, kind: str, message: str, pr: bool) -> str:
