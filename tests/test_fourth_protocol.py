@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clearsight import driver
-from clearsight.card.config import CardConfig
+from clearsight.card import CardConfig
 from clearsight.card.run import card_section, load_card, write_card
 from clearsight.cli import app
 from clearsight.execute.unit import KeyedItems

@@ -113,10 +113,11 @@ def test_a_missing_anchor_is_skipped_with_the_fetch_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from clearsight.card import parts
+    from clearsight.sweep.face.card import SWEEP_CARD_RUN
 
     monkeypatch.setattr(parts, "missing_embedded", lambda: "needs SmolLM2: run `clearsight fetch`")
     cfg = SMALL.model_copy(update={"anchors": ("observer", "hf:smollm2-135m")})
-    anchors = parts.anchor_parts("observer", cfg)
+    anchors = [p for p in SWEEP_CARD_RUN.plan("observer", cfg) if p.name.startswith("anchor ")]
     assert [(p.name, p.runs) for p in anchors] == [("anchor hf:smollm2-135m", False)]
     assert "clearsight fetch" in anchors[0].note
     assert "Run <code>clearsight fetch</code>" in parts_list(anchors)

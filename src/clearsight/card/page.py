@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from clearsight.card.parts import FETCH_COMMAND, Part
+from clearsight.card.parts import FETCH_COMMAND
 from clearsight.faces.card import Number
+from clearsight.faces.card_run import Part
 from clearsight.pages.cost import cost_html
 from clearsight.pages.html import esc, img, page
 

@@ -14,7 +14,14 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``derive``: per item kind, its read-outs derived again from a record's raw output
   (``clearsight verify --readouts``);
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
+* ``card_run``: how the protocol takes part in ``clearsight card`` and ``clearsight board``
+  (:class:`~clearsight.faces.card_run.CardRun`: its parts, its run, what a board pairs);
 * ``rows``: the run's records as typed rows, one per finished item (for export);
+* ``serve``: the protocol's human sessions, which ``clearsight serve`` hosts
+  (:class:`~clearsight.faces.serving.SessionHost`, made from the run directory and the
+  server's settings);
+* ``conversation``: a stored record's conversation as the operator's record page shows it
+  (its ``_transcript.html``; None for a record without one);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
   B, the tolerance, the bootstrap's draws and seed).
 """
@@ -33,7 +40,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from clearsight.faces.card import CardSection
+    from clearsight.faces.card_run import CardRun
     from clearsight.faces.comparison import Comparison
+    from clearsight.faces.serving import ServeSettings, SessionHost
     from clearsight.faces.verifying import Derive, Reaskable
     from clearsight.pages.output import ReportPaths
 
@@ -95,7 +104,10 @@ class ProtocolFace:
     reask: Reaskable | None = None
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
+    card_run: CardRun | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
+    serve: Callable[[Path, ServeSettings], SessionHost] | None = None
+    conversation: Callable[[Mapping[str, object]], object | None] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:

@@ -18,7 +18,10 @@
   (:func:`~clearsight.grounding.bench.pairs.judge_p_bad`). Edits and sampled variations are
   counted, not read.
 * **card**: TGS-self and TGS-pair per axis, overall, with the two-stage bootstrap of
-  :func:`~clearsight.grounding.analysis.analyse_grounding`.
+  :func:`~clearsight.grounding.analysis.analyse_grounding`; in a card run, the card's model on
+  the card's bundled problems, TGS-Bench pairs from the rule edits only (no generator model),
+  without variation and hesitation, where the model scores candidates under a custom
+  attention mask (TGS-self hides the trajectory's spans).
 * **rows**: one per ok elicitation.
 
 A TGS-Bench build has no report page: ``clearsight report`` prints its pool's retention
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.card import CardSection, Number, ci_number, number_bars
+from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
 from clearsight.models.base import Capabilities
@@ -40,7 +44,9 @@ from clearsight.store import Record, run_manifest
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from clearsight.driver import RunOptions, RunSummary
     from clearsight.faces.comparison import Comparison
+    from clearsight.grounding import GroundingConfig
     from clearsight.grounding.analysis import GroundingAnalysis
     from clearsight.grounding.bench.file import TgsBench
     from clearsight.grounding.problems.problem import Problem
@@ -221,6 +227,41 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     )
 
 
+def _card_config(config: CardConfig, model: str) -> GroundingConfig:
+    """The card's trajectory grounding of ``model`` (module docstring)."""
+    from clearsight.grounding import GroundingConfig
+
+    return GroundingConfig(
+        model=model,
+        model_options={},  # the backend's own defaults (not every backend takes batch_size)
+        generator=None,
+        n_problems=config.grounding_problems,
+        max_new_tokens=config.grounding_max_new_tokens,
+        variation=False,
+        hesitation=False,
+        n_boot=config.n_boot,
+        seed=config.seed,
+    )
+
+
+def _card_plan(model: str, config: CardConfig) -> list[Part]:
+    """Trajectory grounding runs on a card where its configuration's models load with what it
+    needs (candidate probabilities under a custom attention mask)."""
+    from clearsight.card.parts import check_needs
+    from clearsight.grounding.protocol import GROUNDING
+
+    skipped = check_needs(GROUNDING.models(_card_config(config, model)), "grounding")
+    return [skipped or Part("grounding", True, "the measured model")]
+
+
+def _card_run(
+    model: str, config: CardConfig, parts: Sequence[Part], run_dir: Path, options: RunOptions
+) -> RunSummary:
+    from clearsight.grounding.protocol import run_grounding
+
+    return run_grounding(_card_config(config, model), run_dir, **serial(options))
+
+
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
     from clearsight.grounding.compare import compare_grounding
 
@@ -244,6 +285,7 @@ GROUNDING_FACE = ProtocolFace(
         "grounding.judge": _judge,
     },
     card=_card,
+    card_run=CardRun(_card_plan, _card_run),
     rows=_rows,
     compare=_compare,
 )

@@ -1,18 +1,37 @@
-"""Settings of ``clearsight serve``: where it listens, its mode (human probe sessions, human
-sweep sessions, or the operator's browser of the run) and how the sessions it runs are set up.
+"""What a protocol's human sessions are given by ``clearsight serve`` and answer it.
 
-The session fields (sensor, K, budget, instance set, seed, the signal a session is assigned)
-enter every human session's item spec, so a session is a pure function of its spec like any
-model transcript; the CLI flags of ``clearsight serve`` mirror these fields one to one.
+:class:`ServeSettings` are the server's settings: where it listens, its mode (human probe
+sessions, human sweep sessions, or the operator's browser of the run) and how the sessions it
+runs are set up. The session fields (sensor, K, budget, instance set, seed, the signal a
+session is assigned) enter every human session's item spec, so a session is a pure function of
+its spec like any model transcript; the CLI flags of ``clearsight serve`` mirror these fields
+one to one.
+
+A protocol whose runs people take part in declares its sessions in its face
+(:attr:`ProtocolFace.serve <clearsight.faces.face.ProtocolFace.serve>`: a
+:class:`SessionHost` made from the run directory and the settings); the server
+(:mod:`clearsight.ui`) hosts it without knowing whose sessions they are: it holds the host's
+lock while serving, makes the host's pages from the :class:`Site` every page shares, and warms
+the host up.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["LOOPBACK_HOSTS", "ServeSettings", "ServeSignal"]
+if TYPE_CHECKING:
+    import jinja2
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+
+__all__ = ["LOOPBACK_HOSTS", "ServeSettings", "ServeSignal", "SessionHost", "Site", "SitePages"]
 
 #: Host names that only this machine can reach; binding elsewhere is the user's explicit choice.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -91,3 +110,56 @@ class ServeSettings(BaseModel):
         if self.wording is not None and not self.sweep:
             raise ValueError("wording applies to sweep mode only")
         return self
+
+    @property
+    def hosted(self) -> str:
+        """The protocol whose sessions a server of these settings hosts (outside operator
+        mode): the one its mode flag names (``--sweep``), else the probe's, the default."""
+        return "sweep" if self.sweep else "probe"
+
+
+@dataclass(frozen=True)
+class Site:
+    """What every page of a served run shares: the run directory, the settings, the templates
+    and the form token."""
+
+    run_dir: Path
+    settings: ServeSettings
+    env: jinja2.Environment
+    token: str
+
+
+class SitePages(Protocol):
+    """The pages of one mode of the server: its routes and its error page."""
+
+    def routes(self) -> Sequence[BaseRoute]:
+        """Every route of the mode (its pages, its actions, the static assets)."""
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """An HTTP error as the mode's error page."""
+
+
+class SessionHost(Protocol):
+    """A protocol's human sessions as the server hosts them (the module docstring).
+
+    ``title``: what the server's start line calls them (``human sessions``); ``exposes``: what
+    anyone who can reach a server bound beyond loopback could do (``add sessions to the run``).
+    """
+
+    title: str
+    exposes: str
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Hold the run directory's writer lock while serving where sessions can be taken."""
+
+    def blocked_reason(self) -> str | None:
+        """Why sessions are refused in this run, or None."""
+
+    def prepare(self) -> None:
+        """Make what the sessions need before the first request (a new run's store)."""
+
+    def warm_up(self) -> None:
+        """Load what the first session would wait for (run in a background thread)."""
+
+    def pages(self, site: Site) -> SitePages:
+        """The sessions' pages and actions on ``site``."""
