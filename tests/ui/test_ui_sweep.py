@@ -525,8 +525,9 @@ def test_sweep_mode_refuses_what_is_not_a_sweep_run(tmp_path: Path) -> None:
     assert "levels_m" in reason
     serve = face_of(SWEEP.hosted).serve  # what `clearsight serve --sweep` makes: refused at once
     assert serve is not None
+    assert serve.sessions is not None
     with pytest.raises(InputError, match="is not a sweep run"):
-        serve(probe, SWEEP)
+        serve.sessions(probe, SWEEP)
 
 
 def test_serving_holds_the_runs_writer_lock(run: Path) -> None:

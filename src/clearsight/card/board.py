@@ -106,10 +106,11 @@ def paired_rows(
     dirs: Sequence[Path], cards: Sequence[CardJSON], n_boot: int, seed: int
 ) -> pd.DataFrame:
     """The ``paired`` rows of board.csv (module docstring): per protocol that pairs items
-    across cards, per pair of cards, per group of items both answered."""
+    across cards and whose run every card holds, per pair of cards, per group of items both
+    answered."""
     rows = []
     for name, card_run in card_runs():
-        if card_run.board is not None:
+        if card_run.board is not None and all((Path(d) / name).is_dir() for d in dirs):
             items = [
                 card_run.board(Path(d) / name, c["model"]) for d, c in zip(dirs, cards, strict=True)
             ]

@@ -36,6 +36,9 @@ class Comparison:
     n_b: int
     protocol: str = "sweep"
     """The runs' protocol: ``sweep`` or ``grounding``."""
+    note: str = ""
+    """How the items were matched and the figures bootstrapped, as ``compare.html`` says it
+    (each protocol's face gives its own)."""
 
 
 def one_design(

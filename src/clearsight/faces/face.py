@@ -17,11 +17,9 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``card_run``: how the protocol takes part in ``clearsight card`` and ``clearsight board``
   (:class:`~clearsight.faces.card_run.CardRun`: its parts, its run, what a board pairs);
 * ``rows``: the run's records as typed rows, one per finished item (for export);
-* ``serve``: the protocol's human sessions, which ``clearsight serve`` hosts
-  (:class:`~clearsight.faces.serving.SessionHost`, made from the run directory and the
-  server's settings);
-* ``conversation``: a stored record's conversation as the operator's record page shows it
-  (its ``_transcript.html``; None for a record without one);
+* ``serve``: what ``clearsight serve`` shows of the protocol's runs
+  (:class:`~clearsight.faces.serving.Serving`: the human sessions it hosts, a record's
+  conversation, the records it withholds);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
   B, the tolerance, the bootstrap's draws and seed).
 """
@@ -42,7 +40,7 @@ if TYPE_CHECKING:
     from clearsight.faces.card import CardSection
     from clearsight.faces.card_run import CardRun
     from clearsight.faces.comparison import Comparison
-    from clearsight.faces.serving import ServeSettings, SessionHost
+    from clearsight.faces.serving import Serving
     from clearsight.faces.verifying import Derive, Reaskable
     from clearsight.pages.output import ReportPaths
 
@@ -106,8 +104,7 @@ class ProtocolFace:
     card: Callable[[Path, int, int], CardSection] | None = None
     card_run: CardRun | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
-    serve: Callable[[Path, ServeSettings], SessionHost] | None = None
-    conversation: Callable[[Mapping[str, object]], object | None] | None = None
+    serve: Serving | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:

@@ -7,17 +7,18 @@ session is assigned) enter every human session's item spec, so a session is a pu
 its spec like any model transcript; the CLI flags of ``clearsight serve`` mirror these fields
 one to one.
 
-A protocol whose runs people take part in declares its sessions in its face
-(:attr:`ProtocolFace.serve <clearsight.faces.face.ProtocolFace.serve>`: a
-:class:`SessionHost` made from the run directory and the settings); the server
-(:mod:`clearsight.ui`) hosts it without knowing whose sessions they are: it holds the host's
-lock while serving, makes the host's pages from the :class:`Site` every page shares, and warms
-the host up.
+A protocol says what the server shows of its runs in its face (:attr:`ProtocolFace.serve
+<clearsight.faces.face.ProtocolFace.serve>`, a :class:`Serving`): the human sessions people
+take part in (a :class:`SessionHost` made from the run directory and the settings), a stored
+record's conversation on the operator's record page, and which records the browser must not
+read. The server (:mod:`clearsight.ui`) hosts the sessions without knowing whose they are: it
+holds the host's lock while serving, makes the host's pages from the :class:`Site` every page
+shares, and warms the host up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,15 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
-__all__ = ["LOOPBACK_HOSTS", "ServeSettings", "ServeSignal", "SessionHost", "Site", "SitePages"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "ServeSettings",
+    "ServeSignal",
+    "Serving",
+    "SessionHost",
+    "Site",
+    "SitePages",
+]
 
 #: Host names that only this machine can reach; binding elsewhere is the user's explicit choice.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -163,3 +172,19 @@ class SessionHost(Protocol):
 
     def pages(self, site: Site) -> SitePages:
         """The sessions' pages and actions on ``site``."""
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What a protocol's face gives ``clearsight serve`` (each part optional):
+
+    * ``sessions(run_dir, settings)``: its human sessions (:class:`SessionHost`);
+    * ``conversation(record)``: a stored record's conversation as the operator's record page
+      shows it (its ``_transcript.html``), None for a record without one;
+    * ``withheld(record)``: why the browser must not read a record's raw output and read-outs
+      (an unfinished person's session holds the gold answer), or None. ``record``: the record
+      as the operator's pages read it (its ``protocol``, ``status``, ``readouts``, ``raw``)."""
+
+    sessions: Callable[[Path, ServeSettings], SessionHost] | None = None
+    conversation: Callable[[Mapping[str, object]], object | None] | None = None
+    withheld: Callable[[Mapping[str, object]], str | None] | None = None

@@ -31,6 +31,7 @@ A TGS-Bench build has no report page: ``clearsight report`` prints its pool's re
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -262,10 +263,22 @@ def _card_run(
     return run_grounding(_card_config(config, model), run_dir, **serial(options))
 
 
+#: What compare.html says of how two grounding runs' items were matched and the figures
+#: bootstrapped.
+_COMPARE_NOTE = (
+    "elicitations matched by problem, variant and read-out (compared by the JSD "
+    "of their 11-way distributions and the |Δ| of their expected confidence), own trajectories "
+    "by problem (their answers). TGS figures per read-out on the problems both runs score; "
+    "differences A - B with 95 % intervals from the two-stage bootstrap (benchmarks, then "
+    "problems) of the per-problem differences, one draw of problems for both runs."
+)
+
+
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
     from clearsight.grounding.compare import compare_grounding
 
-    return compare_grounding(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
+    found = compare_grounding(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
+    return replace(found, note=_COMPARE_NOTE)
 
 
 def _rows(run_dir: Path) -> Iterator[Row]:

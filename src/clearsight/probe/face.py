@@ -20,9 +20,11 @@ sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.Protocol
   asked of an image model as the sensor answering directly (once it answered one free
   question about an image), or of a text-only model as the reasoner asking the card's sensor.
 * **rows**: one per finished conversation.
-* **serve**: a person playing the blind reasoner (:class:`~clearsight.probe.play.session.
-  HumanPlay`, ``clearsight serve``); **conversation**: a stored conversation, turn by turn, on
-  the operator's record page (:func:`~clearsight.probe.play.views.record_conversation`).
+* **serve**: a person playing the blind reasoner
+  (:class:`~clearsight.probe.play.session.HumanPlay`, ``clearsight serve``); a stored
+  conversation, turn by turn, on the operator's record page
+  (:func:`~clearsight.probe.play.views.record_conversation`); an unfinished person's session
+  withheld from the browser (:func:`~clearsight.probe.play.views.withheld`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
+from clearsight.faces.serving import Serving
 from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -275,7 +278,7 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_probe_results(run_dir).transcripts)
 
 
-def _serve(run_dir: Path, settings: ServeSettings) -> SessionHost:
+def _sessions(run_dir: Path, settings: ServeSettings) -> SessionHost:
     from clearsight.probe.play.session import HumanPlay
 
     return HumanPlay(run_dir, settings)
@@ -285,6 +288,12 @@ def _conversation(record: Mapping[str, object]) -> object | None:
     from clearsight.probe.play.views import record_conversation
 
     return record_conversation(record)
+
+
+def _withheld(record: Mapping[str, object]) -> str | None:
+    from clearsight.probe.play.views import withheld
+
+    return withheld(record)
 
 
 #: The probe's face after its run (see the module docstring).
@@ -306,6 +315,5 @@ PROBE_FACE = ProtocolFace(
     card=_card,
     card_run=CardRun(_card_plan, _card_run),
     rows=_rows,
-    serve=_serve,
-    conversation=_conversation,
+    serve=Serving(_sessions, _conversation, _withheld),
 )

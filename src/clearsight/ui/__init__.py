@@ -12,10 +12,12 @@ of any protocol, shows one record's raw JSON and read-outs, and serves the run's
 (nothing else, and nothing outside the run directory). See ``docs/serve.md``.
 
 The sessions are their protocol's: each protocol whose runs people take part in declares them
-in its face (:attr:`ProtocolFace.serve <clearsight.faces.face.ProtocolFace.serve>`, a
-:class:`~clearsight.faces.serving.SessionHost`), and this package hosts whichever the mode
-asks for (:attr:`ServeSettings.hosted <clearsight.faces.serving.ServeSettings.hosted>`)
-without knowing whose they are. Modules: :mod:`~clearsight.ui.runs` (read-only views of a run,
+in its face (:attr:`ProtocolFace.serve <clearsight.faces.face.ProtocolFace.serve>`, whose
+``sessions`` make a :class:`~clearsight.faces.serving.SessionHost`), and this package hosts
+whichever the mode asks for (:attr:`ServeSettings.hosted
+<clearsight.faces.serving.ServeSettings.hosted>`) without knowing whose they are; what the
+operator's pages show or withhold of a record is the record's protocol's to say too.
+Modules: :mod:`~clearsight.ui.runs` (read-only views of a run,
 the path check), :mod:`~clearsight.ui.serving` (the writer lock a server holds),
 :mod:`~clearsight.ui.pages` (what every page shares: templates, forms, session passes),
 :mod:`~clearsight.ui.app` (the Starlette app, the operator's pages, the security headers); the
@@ -63,7 +65,8 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
             _run_server(app, settings, sock)
             return
         face = face_of(settings.hosted)
-        host = face.need(face.serve, "human sessions")(run_dir, settings)
+        serve = face.serve.sessions if face.serve is not None else None
+        host = face.need(serve, "human sessions")(run_dir, settings)
         with host.writing():  # the lock first: the app makes a new run's store under it
             app = create_app(run_dir, settings, host)
             _warn_exposed(settings, host.exposes)

@@ -51,7 +51,6 @@ from clearsight.faces import face_of_kind
 from clearsight.faces.serving import LOOPBACK_HOSTS, ServeSettings, SessionHost, Site, SitePages
 from clearsight.ui.pages import Pages, environment, int_param, pretty
 from clearsight.ui.runs import (
-    HIDDEN,
     MAX_PER_PAGE,
     RecordJSON,
     list_files,
@@ -252,13 +251,15 @@ class _RunPages(Pages):
 
     async def record(self, request: Request) -> Response:
         """One record: spec, read-outs, raw output (cut), and its conversation where its
-        protocol's face shows one (:attr:`~clearsight.faces.face.ProtocolFace.conversation`)."""
+        protocol's face shows one (:attr:`Serving.conversation
+        <clearsight.faces.serving.Serving>`; none of a withheld record, whose raw output is
+        the reason)."""
         rec = self.load_record(request)
         raw_json = pretty(rec["raw"])
-        transcript = None
         face = face_of_kind(rec["protocol"])
-        if face is not None and face.conversation is not None and rec["raw"] is not HIDDEN:
-            transcript = face.conversation(rec)
+        serve = None if face is None else face.serve
+        show = None if serve is None else serve.conversation
+        transcript = None if show is None else show(rec)
         return self.render(
             request,
             "record.html",

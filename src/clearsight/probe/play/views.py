@@ -15,13 +15,18 @@ if TYPE_CHECKING:
     from clearsight.probe.transcript import Transcript, Turn
 
 __all__ = [
+    "WITHHELD",
     "SessionRow",
     "SessionView",
     "TurnView",
     "commit_text",
     "record_conversation",
     "transcript_view",
+    "withheld",
 ]
+
+#: What the operator's pages show instead of an unfinished person's session.
+WITHHELD = "hidden while the session is in progress (it holds the gold answer and all K samples)"
 
 
 @dataclass(frozen=True)
@@ -198,3 +203,16 @@ def record_conversation(record: Mapping[str, object]) -> SessionView | None:
     except (InputError, KeyError, TypeError, ValueError):
         return None
     return transcript_view(str(record["key"]), transcript, record["status"] == "ok")
+
+
+def withheld(record: Mapping[str, object]) -> str | None:
+    """:data:`WITHHELD` for an unfinished human probe session (its record holds the gold
+    letter and every sensor sample, which the person playing it must not be able to read
+    through the browser), else None."""
+    from clearsight.probe.transcript import PROTOCOL
+
+    readouts = record["readouts"]
+    unfinished = record["protocol"] == PROTOCOL and record["status"] != "ok"
+    if unfinished and isinstance(readouts, dict):
+        return WITHHELD if str(readouts.get("reasoner", "")).startswith("human:") else None
+    return None

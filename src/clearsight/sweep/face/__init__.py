@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
+from clearsight.faces.serving import Serving
 from clearsight.faces.verifying import ItemLabels, Reaskable
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -156,10 +158,21 @@ def _derive(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
     return sweep_readouts(_question(json.dumps(spec["question"], sort_keys=True)), raw)
 
 
+#: What compare.html says of how two sweep runs' items were matched and the figures
+#: bootstrapped.
+_COMPARE_NOTE = (
+    "matched by what they ask; answers compared as option texts. Figures on each "
+    "model's first letter wording (W of the verbalized confidence on its first verbalized one); "
+    "differences A - B with 95 % intervals from one paired bootstrap over source photos (both "
+    "runs evaluated on every draw)."
+)
+
+
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
     from clearsight.sweep.comparison.matching import compare_sweeps
 
-    return compare_sweeps(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
+    found = compare_sweeps(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
+    return replace(found, note=_COMPARE_NOTE)
 
 
 def _rows(run_dir: Path) -> Iterator[Row]:
@@ -168,7 +181,7 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_run_data(run_dir).records)
 
 
-def _serve(run_dir: Path, settings: ServeSettings) -> SessionHost:
+def _sessions(run_dir: Path, settings: ServeSettings) -> SessionHost:
     from clearsight.sweep.references.sessions import sweep_sessions
 
     return sweep_sessions(run_dir, settings)
@@ -184,5 +197,5 @@ SWEEP_FACE = ProtocolFace(
     card_run=SWEEP_CARD_RUN,
     rows=_rows,
     compare=_compare,
-    serve=_serve,
+    serve=Serving(sessions=_sessions),
 )

@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 
 __all__ = ["SWEEP_CARD_RUN", "card_sweep_config", "sweep_card", "sweep_numbers"]
 
-#: W signals of the sweep on the card: (page label, signal, read in the letter wording or
-#: not), one per awareness signal — the label the first word of the signal's own (``internal
-#: confidence`` -> ``fog W internal``), so a signal added there reaches the card.
-_W_SIGNALS: tuple[tuple[str, str, bool], ...] = tuple(
-    (s.label.split()[0], s.name, s.headline_wording == "letter") for s in AWARENESS
-)
+
+def _w_signals() -> tuple[tuple[str, str, bool], ...]:
+    """The W numbers of the sweep on the card: (page label, signal, read in the letter wording
+    or not), one per awareness signal (:data:`~clearsight.sweep.signals.AWARENESS`), the label
+    the first word of the signal's own (``internal confidence`` -> ``fog W internal``), so a
+    signal added there reaches the card."""
+    return tuple((s.label.split()[0], s.name, s.headline_wording == "letter") for s in AWARENESS)
+
+
 #: The board's groups of paired items, in its order: the clean images, then each arm pooled
 #: over its levels.
 _BOARD_GROUPS = ("clean", "fog", "water")
@@ -123,7 +126,7 @@ def _arm_numbers(
     numbers = []
     if (acc := row(letter, "accuracy")) is not None:
         numbers.append(_crossing_number(f"{arm} V*_acc", acc, levels))
-    for label, signal, on_letter in _W_SIGNALS:
+    for label, signal, on_letter in _w_signals():
         if (r := row(letter if on_letter else verbal, signal)) is not None:
             numbers.append(_w_number(f"{arm} W {label}", r))
     return numbers
