@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.card.numbers import CardJSON
 from clearsight.card.page import numbers_table
-from clearsight.card.run import CardJSON, load_card
+from clearsight.card.run import load_card
 from clearsight.faces import card_runs
 from clearsight.faces.card import Number, NumberJSON
 from clearsight.pages.html import esc, fmt_ci, frame_table, page

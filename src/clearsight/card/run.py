@@ -20,14 +20,14 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, cast
 
-from clearsight.card.numbers import card_cost, cost_json, numbers_json
+from clearsight.card.numbers import CardJSON, card_cost, cost_json, numbers_json
 from clearsight.card.page import render_card
 from clearsight.card.parts import plan_parts
 from clearsight.faces import card_runs, face_of
-from clearsight.faces.card import CardSection, Number, NumberJSON
-from clearsight.faces.card_run import CardConfig, Part, PartJSON
+from clearsight.faces.card import CardSection, Number
+from clearsight.faces.card_run import CardConfig, Part
 from clearsight.pages.output import write_atomic
 from clearsight.report import appendix
 from clearsight.store import DB_NAME, run_manifest, run_protocol
@@ -42,22 +42,6 @@ CARD_JSON = "card.json"
 CARD_HTML = "card.html"
 #: The full report each part's run directory holds.
 REPORT = "report.html"
-
-
-class CardJSON(TypedDict):
-    """card.json: the card's model, the hash of what made it, the card's configuration (its
-    ``model_dump``), each sweep model's role and numbers (model -> key -> number), the parts
-    and the part reports' paths relative to the card directory."""
-
-    card_version: int
-    model: str
-    manifest_hash: str
-    config: dict[str, Any]
-    roles: dict[str, str]
-    numbers: dict[str, dict[str, NumberJSON]]
-    cost: list[dict[str, str | int | float | None]]
-    parts: list[PartJSON]
-    reports: dict[str, str]
 
 
 @dataclass

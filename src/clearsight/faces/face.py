@@ -99,7 +99,7 @@ class ProtocolFace:
     name: str
     report: Callable[[ReportRequest], ReportPaths] | None = None
     describe: Callable[[Path], str] | None = None
-    reask: Reaskable | None = None
+    reask: Reaskable[Any] | None = None
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
     card_run: CardRun | None = None

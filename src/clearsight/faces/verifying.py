@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Generic, TypedDict, TypeVar
 
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -23,13 +23,18 @@ __all__ = [
     "Typed",
     "View",
     "as_stored",
+    "no_context",
     "no_labels",
     "rebuilt",
 ]
 
+#: What a kind's every re-ask needs from its run's configuration (:attr:`Reaskable.context`:
+#: the sweep's depth model and generation budget; None where it needs nothing).
+C = TypeVar("C")
+
 #: A batch of typed items, the model spec and options that answer them, and the context of
 #: :attr:`Reaskable.context` -> their records, under the items' own keys.
-Answer = Callable[[Sequence[Any], str, Mapping[str, Any], Mapping[str, Any]], list[Record]]
+Answer = Callable[[Sequence[Any], str, Mapping[str, Any], C], list[Record]]
 
 #: A run's configuration (from its manifest) and the stored specs of the sampled items by key
 #: -> the typed items that could be had again, by key.
@@ -59,8 +64,8 @@ def no_labels(spec: Mapping[str, Any]) -> ItemLabels:
     return ItemLabels(model=None, scene=None, condition=None, level_m=None, wording=None)
 
 
-def _no_context(config: Mapping[str, Any]) -> dict[str, Any]:
-    return {}
+def no_context(config: Mapping[str, Any]) -> None:
+    """The context of a kind whose re-asks need nothing from their run's configuration."""
 
 
 def _every(spec: Mapping[str, Any]) -> bool:
@@ -73,17 +78,18 @@ def as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True)
-class Reaskable:
-    """The item kind ``kind`` that verify re-asks (see the module docstring)."""
+class Reaskable(Generic[C]):
+    """The item kind ``kind`` that verify re-asks (see the module docstring); ``C``: what every
+    unit needs from the run's configuration (:attr:`context`)."""
 
     kind: str
     stratum: Callable[[Mapping[str, Any]], tuple[Any, ...]]
     typed: Typed
     needs: Callable[[Any], Capabilities]
-    answer: Answer
-    context: Callable[[Mapping[str, Any]], dict[str, Any]] = _no_context
+    answer: Answer[C]
+    context: Callable[[Mapping[str, Any]], C]
     """What every unit needs from the run's configuration (the sweep: its depth model and
-    generation budget)."""
+    generation budget; :func:`no_context` where nothing)."""
     eligible: Callable[[Mapping[str, Any]], bool] = _every
     """Which stored items of the kind can be re-asked (the probe: direct answers)."""
     view: View = as_stored

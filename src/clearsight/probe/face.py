@@ -38,7 +38,7 @@ from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.serving import Serving
-from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
+from clearsight.faces.verifying import ItemLabels, Reaskable, no_context, rebuilt
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_cost, spec_model
@@ -93,7 +93,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
 ) -> list[Record]:
     """Each direct answer by the probe's own unit, the sensor swapped for ``model``; the
     item's key kept (its records' key and the seed of its random stream)."""
@@ -306,6 +306,7 @@ PROBE_FACE = ProtocolFace(
         _typed,
         _generates,
         _answer,
+        no_context,
         eligible=_direct,
         view=_view,
         model_field="sensor",

@@ -15,7 +15,7 @@ from clearsight.pages.output import md_table, md_text
 
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
-    from clearsight.verify.results import VerifyResult
+    from clearsight.verify.results import VerifyResult, VerifySetting
 
 __all__ = [
     "HEADING",
@@ -83,7 +83,7 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
     )
 
 
-def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
+def _setting(setting: VerifySetting, result: VerifyResult) -> str:
     """One verify setting's line: its items, how many differ, and its failed re-asks (counted
     here, not in the protocol's failures) with their most frequent reason."""
     pairs = result.pairs
@@ -98,7 +98,7 @@ def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
     )
 
 
-def _results(run_dir: Path) -> list[tuple[dict[str, Any], VerifyResult]]:
+def _results(run_dir: Path) -> list[tuple[VerifySetting, VerifyResult]]:
     from clearsight.store import DB_NAME
     from clearsight.verify.results import reproducibility
 

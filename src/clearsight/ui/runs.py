@@ -54,7 +54,7 @@ class RunSummary:
     exists: bool
     counts: dict[str, int]
     protocols: dict[str, int]
-    manifest: dict[str, Any]
+    manifest: Mapping[str, object]
 
 
 class RecordColumns(TypedDict):
@@ -75,8 +75,8 @@ class RecordJSON(RecordColumns):
     store's columns, the item's ``spec``, the ``readouts`` and the ``raw`` output (both the
     reason, a string, where :func:`public_record` withholds them)."""
 
-    spec: dict[str, Any]
-    readouts: Mapping[str, Any] | str
+    spec: Mapping[str, object]
+    readouts: Mapping[str, object] | str
     raw: Any
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,15 +101,24 @@ def _needs(item: Any) -> Capabilities:
     return Capabilities(generate=verbal, candidate_probs=not verbal)
 
 
-def _context(config: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Budget:
+    """What every re-ask of a sweep run needs from its configuration: the depth model its
+    images are rendered with and the generation budget of its verbalized wordings."""
+
+    depth_model: str
+    max_new_tokens: int
+
+
+def _context(config: Mapping[str, Any]) -> _Budget:
     from clearsight.sweep.config import SweepConfig
 
     sweep = SweepConfig.model_validate(config)
-    return {"depth_model": sweep.coco_depth_model, "max_new_tokens": sweep.max_new_tokens}
+    return _Budget(sweep.coco_depth_model, sweep.max_new_tokens)
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: _Budget
 ) -> list[Record]:
     """The sweep's own request of each item, all sent in one call, each reply read as the
     sweep reads it (records under the items' own keys)."""
@@ -124,7 +133,7 @@ def _answer(
         backend = shared_backend(model, options)
     except Exception as exc:  # recorded with its reason
         return [Record.failed(item.key, exc) for item in items]
-    depth, budget = context["depth_model"], context["max_new_tokens"]
+    depth, budget = context.depth_model, context.max_new_tokens
     built: list[Request | BaseException] = []
     for item in items:
         try:
@@ -158,21 +167,10 @@ def _derive(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
     return sweep_readouts(_question(json.dumps(spec["question"], sort_keys=True)), raw)
 
 
-#: What compare.html says of how two sweep runs' items were matched and the figures
-#: bootstrapped.
-_COMPARE_NOTE = (
-    "matched by what they ask; answers compared as option texts. Figures on each "
-    "model's first letter wording (W of the verbalized confidence on its first verbalized one); "
-    "differences A - B with 95 % intervals from one paired bootstrap over source photos (both "
-    "runs evaluated on every draw)."
-)
-
-
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
     from clearsight.sweep.comparison.matching import compare_sweeps
 
-    found = compare_sweeps(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
-    return replace(found, note=_COMPARE_NOTE)
+    return compare_sweeps(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
 
 
 def _rows(run_dir: Path) -> Iterator[Row]:

@@ -17,11 +17,8 @@
   read-out (:func:`~clearsight.grounding.confidence.methods.combine`); a judgement's p(bad)
   (:func:`~clearsight.grounding.bench.pairs.judge_p_bad`). Edits and sampled variations are
   counted, not read.
-* **card**: TGS-self and TGS-pair per axis, overall, with the two-stage bootstrap of
-  :func:`~clearsight.grounding.analysis.analyse_grounding`; in a card run, the card's model on
-  the card's bundled problems, TGS-Bench pairs from the rule edits only (no generator model),
-  without variation and hesitation, where the model scores candidates under a custom
-  attention mask (TGS-self hides the trajectory's spans).
+* **card**: TGS-self and TGS-pair per axis, and the card's run of trajectory grounding
+  (:mod:`clearsight.grounding.face.card`).
 * **rows**: one per ok elicitation.
 
 A TGS-Bench build has no report page: ``clearsight report`` prints its pool's retention
@@ -31,24 +28,19 @@ A TGS-Bench build has no report page: ``clearsight report`` prints its pool's re
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearsight.faces.card import CardSection, Number, ci_number, number_bars
-from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
+from clearsight.faces.verifying import ItemLabels, Reaskable, no_context, rebuilt
+from clearsight.grounding.face.card import GROUNDING_CARD_RUN, TGS_KEYS, grounding_card
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_manifest
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.driver import RunOptions, RunSummary
     from clearsight.faces.comparison import Comparison
-    from clearsight.grounding import GroundingConfig
-    from clearsight.grounding.analysis import GroundingAnalysis
     from clearsight.grounding.bench.file import TgsBench
     from clearsight.grounding.problems.problem import Problem
     from clearsight.pages.output import ReportPaths
@@ -59,16 +51,7 @@ __all__ = [
     "TGS_KEYS",
     "bench_summary",
     "elicit_of",
-    "grounding_numbers",
 ]
-
-#: Grounding scores on the card: (key of the grounding analysis, page label).
-TGS_KEYS: tuple[tuple[str, str], ...] = (
-    ("tgs_self", "TGS-self"),
-    ("tgs_pair_vision", "TGS-pair vision"),
-    ("tgs_pair_reasoning", "TGS-pair reasoning"),
-    ("tgs_pair_answer", "TGS-pair answer"),
-)
 
 
 def _report(request: ReportRequest) -> ReportPaths:
@@ -141,7 +124,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
 ) -> list[Record]:
     """Trajectory grounding's own elicitation of each item, all in one unit."""
     from clearsight.grounding.specs import ELICIT
@@ -199,86 +182,13 @@ def _judge(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapp
     return {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec["axis"]}
 
 
-# ------------------------------------------------------------------------- card and export
-
-
-def grounding_numbers(analysis: GroundingAnalysis) -> tuple[Number, ...]:
-    """TGS-self and TGS-pair per axis of a grounding analysis (overall scores)."""
-    numbers = []
-    for key, label in TGS_KEYS:
-        score = analysis.overall.get(key)
-        if score is not None:
-            i = score.interval
-            numbers.append(ci_number(label, i.estimate, i.low, i.high, score.n_items))
-    return tuple(numbers)
-
-
-def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
-    from clearsight.grounding.analysis import analyse_grounding
-    from clearsight.grounding.page.report import render_grounding_report
-
-    analysis = analyse_grounding(run_dir, n_boot=n_boot, seed=seed)
-    numbers = grounding_numbers(analysis)
-    return CardSection(
-        "trajectory grounding (TGS)",
-        numbers=numbers,
-        cost=analysis.cost,
-        figure=number_bars(numbers, "TGS with 95 % intervals"),
-        write_report=lambda appendix: render_grounding_report(analysis, run_dir, appendix),
-    )
-
-
-def _card_config(config: CardConfig, model: str) -> GroundingConfig:
-    """The card's trajectory grounding of ``model`` (module docstring)."""
-    from clearsight.grounding import GroundingConfig
-
-    return GroundingConfig(
-        model=model,
-        model_options={},  # the backend's own defaults (not every backend takes batch_size)
-        generator=None,
-        n_problems=config.grounding_problems,
-        max_new_tokens=config.grounding_max_new_tokens,
-        variation=False,
-        hesitation=False,
-        n_boot=config.n_boot,
-        seed=config.seed,
-    )
-
-
-def _card_plan(model: str, config: CardConfig) -> list[Part]:
-    """Trajectory grounding runs on a card where its configuration's models load with what it
-    needs (candidate probabilities under a custom attention mask)."""
-    from clearsight.card.parts import check_needs
-    from clearsight.grounding.protocol import GROUNDING
-
-    skipped = check_needs(GROUNDING.models(_card_config(config, model)), "grounding")
-    return [skipped or Part("grounding", True, "the measured model")]
-
-
-def _card_run(
-    model: str, config: CardConfig, parts: Sequence[Part], run_dir: Path, options: RunOptions
-) -> RunSummary:
-    from clearsight.grounding.protocol import run_grounding
-
-    return run_grounding(_card_config(config, model), run_dir, **serial(options))
-
-
-#: What compare.html says of how two grounding runs' items were matched and the figures
-#: bootstrapped.
-_COMPARE_NOTE = (
-    "elicitations matched by problem, variant and read-out (compared by the JSD "
-    "of their 11-way distributions and the |Δ| of their expected confidence), own trajectories "
-    "by problem (their answers). TGS figures per read-out on the problems both runs score; "
-    "differences A - B with 95 % intervals from the two-stage bootstrap (benchmarks, then "
-    "problems) of the per-problem differences, one draw of problems for both runs."
-)
+# ---------------------------------------------------------------------------- compare and export
 
 
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
     from clearsight.grounding.compare import compare_grounding
 
-    found = compare_grounding(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
-    return replace(found, note=_COMPARE_NOTE)
+    return compare_grounding(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
 
 
 def _rows(run_dir: Path) -> Iterator[Row]:
@@ -291,14 +201,16 @@ def _rows(run_dir: Path) -> Iterator[Row]:
 GROUNDING_FACE = ProtocolFace(
     "grounding",
     report=_report,
-    reask=Reaskable("grounding.elicit", _stratum, _typed, _masked, _answer, labels=_labels),
+    reask=Reaskable(
+        "grounding.elicit", _stratum, _typed, _masked, _answer, no_context, labels=_labels
+    ),
     derive={
         "grounding.trajectory": _trajectory,
         "grounding.elicit": _elicit,
         "grounding.judge": _judge,
     },
-    card=_card,
-    card_run=CardRun(_card_plan, _card_run),
+    card=grounding_card,
+    card_run=GROUNDING_CARD_RUN,
     rows=_rows,
     compare=_compare,
 )
