@@ -204,7 +204,7 @@ def card_sweep_config(config: CardConfig, models: tuple[str, ...]) -> SweepConfi
     try:
         return SweepConfig.model_validate(fields)
     except ValidationError as exc:
-        raise invalid_options(exc, "card sweep") from None
+        raise invalid_options(exc, "card config") from None
 
 
 def _plan(model: str, config: CardConfig) -> list[Part]:
@@ -229,7 +229,8 @@ def _run(
     """The card's sweep of the model and the anchors that run, in ``options``' workers."""
     from clearsight.sweep.protocol import run_sweep
 
-    ran = tuple(p.name.removeprefix("anchor ") for p in parts if p.runs and p.name != "sweep")
+    anchors = [p for p in parts if p.name.startswith("anchor ")]
+    ran = tuple(p.name.removeprefix("anchor ") for p in anchors if p.runs)
     models = config.sweep_models(model, ran)
     if BLIND_CONTROL in models:
         from clearsight.models.embedded import smollm2_dir
