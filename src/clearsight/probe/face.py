@@ -38,7 +38,7 @@ from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.serving import Serving
-from clearsight.faces.verifying import ItemLabels, Reaskable, no_context, rebuilt
+from clearsight.faces.verifying import ItemLabels, Reaskable, no_context, rebuilt, text_at
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_cost, spec_model
@@ -63,12 +63,12 @@ def _report(request: ReportRequest) -> ReportPaths:
 # ----------------------------------------------------------------------------------- verify
 
 
-def _direct(spec: Mapping[str, Any]) -> bool:
+def _direct(spec: Mapping[str, object]) -> bool:
     return spec.get("strategy") == "direct" and "instance" in spec
 
 
-def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (spec.get("sensor"), (spec.get("instance") or {}).get("dataset"), spec.get("run"))
+def _stratum(spec: Mapping[str, object]) -> tuple[object, ...]:
+    return (spec.get("sensor"), text_at(spec, "instance", "dataset"), spec.get("run"))
 
 
 def direct_of(stored: Mapping[str, Any]) -> Spec:
@@ -108,12 +108,12 @@ def _answer(
     return records
 
 
-def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+def _labels(spec: Mapping[str, object]) -> ItemLabels:
     """A direct answer's sensor, instance and strategy."""
     return ItemLabels(
-        model=spec.get("sensor"),
-        scene=(spec.get("instance") or {}).get("id"),
-        condition=spec.get("strategy"),
+        model=text_at(spec, "sensor"),
+        scene=text_at(spec, "instance", "id"),
+        condition=text_at(spec, "strategy"),
         level_m=None,
         wording=None,
     )

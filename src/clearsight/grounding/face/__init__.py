@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import ItemLabels, Reaskable, no_context, rebuilt
+from clearsight.faces.verifying import (
+    ItemLabels,
+    Reaskable,
+    no_context,
+    number_at,
+    rebuilt,
+    text_at,
+)
 from clearsight.grounding.face.card import GROUNDING_CARD_RUN, TGS_KEYS, grounding_card
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -74,19 +81,19 @@ def _report(request: ReportRequest) -> ReportPaths:
 # ----------------------------------------------------------------------------------- verify
 
 
-def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+def _stratum(spec: Mapping[str, object]) -> tuple[object, ...]:
     variant = str(spec.get("variant", "")).split("/")[0]
     return (spec.get("model"), variant, spec.get("share"))
 
 
-def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+def _labels(spec: Mapping[str, object]) -> ItemLabels:
     """An elicitation's problem, variant, masked share and read-out."""
     return ItemLabels(
-        model=spec.get("model"),
-        scene=(spec.get("problem") or {}).get("id"),
-        condition=spec.get("variant"),
-        level_m=spec.get("share"),
-        wording=(spec.get("readout") or {}).get("name"),
+        model=text_at(spec, "model"),
+        scene=text_at(spec, "problem", "id"),
+        condition=text_at(spec, "variant"),
+        level_m=number_at(spec, "share"),
+        wording=text_at(spec, "readout", "name"),
     )
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.serving import Serving
-from clearsight.faces.verifying import ItemLabels, Reaskable
+from clearsight.faces.verifying import ItemLabels, Reaskable, number_at, text_at
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
@@ -69,7 +69,7 @@ def _report(request: ReportRequest) -> ReportPaths:
 # ----------------------------------------------------------------------------------- verify
 
 
-def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+def _stratum(spec: Mapping[str, object]) -> tuple[object, ...]:
     cell = (spec["condition"], spec.get("level_m"), spec.get("severity"))
     return (spec["model"], *cell, spec["task"], spec["wording"])
 
@@ -86,13 +86,13 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
     return found
 
 
-def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+def _labels(spec: Mapping[str, object]) -> ItemLabels:
     return ItemLabels(
-        model=spec.get("model"),
-        scene=(spec.get("scene") or {}).get("id"),
-        condition=spec.get("condition"),
-        level_m=spec.get("level_m"),
-        wording=spec.get("wording"),
+        model=text_at(spec, "model"),
+        scene=text_at(spec, "scene", "id"),
+        condition=text_at(spec, "condition"),
+        level_m=number_at(spec, "level_m"),
+        wording=text_at(spec, "wording"),
     )
 
 
