@@ -307,3 +307,32 @@ def test_the_toy_takes_part_in_cards_and_a_board(tmp_path: Path, toy_face: None)
     assert (row["model"], row["other"], row["n"]) == (GUESSER, DOUBTER, 6)
     assert row["estimate"] == pytest.approx(1 / 3, abs=1e-12)
     assert row["low"] <= row["estimate"] <= row["high"]
+
+
+def test_the_toy_run_is_exported_in_every_format(toy_run: Path, tmp_path: Path) -> None:
+    """``clearsight export`` reaches the toy through its face only: its rows as Parquet, its
+    card number as the Hub's eval results and as an Every Eval Ever record."""
+    import yaml
+
+    out = tmp_path / "export"
+    for fmt in ("parquet", "eval-results", "eee"):
+        args = ["export", str(toy_run), "--format", fmt, "--out", str(out), "--n-boot", "200"]
+        result = runner.invoke(app, [*args, "--model", "toy-guesser"])
+        assert result.exit_code == 0, result.output
+    frame = pd.read_parquet(out / "data" / "details.parquet")
+    assert frame["n"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert frame["correct"].tolist() == [True, True, True, True, False, True]
+    (entry,) = yaml.safe_load(
+        (out / "models/toy-guesser/.eval_results/clearsight-toy.yaml").read_text()
+    )
+    assert entry["dataset"]["task_id"] == "toy_accuracy"
+    assert entry["value"] == pytest.approx(5 / 6, abs=1e-12)
+    (record_path,) = (out / "eee").rglob("*.json")
+    record = json.loads(record_path.read_text())
+    schema = Path(__file__).parent / "fixtures" / "every_eval_ever" / "eval.schema.json"
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft7Validator(json.loads(schema.read_text())).validate(record)
+    (found,) = record["evaluation_results"]
+    assert found["evaluation_name"] == "toy accuracy"
+    assert found["metric_config"]["lower_is_better"] is False
+    assert found["score_details"]["score"] == pytest.approx(5 / 6, abs=1e-12)

@@ -20,6 +20,8 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``serve``: what ``clearsight serve`` shows of the protocol's runs
   (:class:`~clearsight.faces.serving.Serving`: the human sessions it hosts, a record's
   conversation, the records it withholds);
+* ``shown``: the image the model was shown for each of some items, as PNG by key, from the
+  run's directory and the items' stored specs (export's sample of a details dataset);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
   B, the tolerance, the bootstrap's draws and seed).
 """
@@ -105,6 +107,7 @@ class ProtocolFace:
     card_run: CardRun | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
     serve: Serving | None = None
+    shown: Callable[[Path, Mapping[str, Mapping[str, Any]]], Mapping[str, bytes]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:
