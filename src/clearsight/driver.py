@@ -136,6 +136,10 @@ class Stage(Generic[S]):
     stream: Callable[[Any, Callable[[list[Record]], None]], list[Record]] | None = None
 
 
+#: ``Protocol.adds_to`` of a protocol that adds to a run of any protocol.
+ANY_RUN: tuple[str, ...] = ("*",)
+
+
 @dataclass(frozen=True)
 class Protocol(Generic[C, P]):
     """A protocol as a value: what :func:`run` needs to run it (see the module docstring).
@@ -147,7 +151,9 @@ class Protocol(Generic[C, P]):
 
     A protocol may add records to an existing run: ``adds_to`` names the protocols whose runs
     it adds to, keeping their manifest (the probe's post-hoc analyses add to a probe run; build
-    stage 1 to a probe run or to an earlier build). A directory without a run begins one with
+    stage 1 to a probe run or to an earlier build); :data:`ANY_RUN` adds to a run of any
+    protocol (``clearsight verify``'s re-asks: its plan asks the run's own protocol, through
+    the registry, whether it can be re-asked). A directory without a run begins one with
     ``manifest``; a protocol without a manifest (None) only adds, so its run must exist.
 
     ``fingerprint(config)``, where given, is JSON data that determines the plan (the config
@@ -598,8 +604,8 @@ def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> 
     if fresh:
         raise InputError(f"{protocol.name} adds to an existing run: fresh would delete it")
     if not (run_dir / DB_NAME).is_file():
-        runs = " or ".join(protocol.adds_to)
-        raise InputError(f"{run_dir} holds no {runs} run for {protocol.name} to add to")
+        runs = "" if protocol.adds_to == ANY_RUN else " or ".join(protocol.adds_to) + " "
+        raise InputError(f"{run_dir} holds no {runs}run for {protocol.name} to add to")
 
 
 def _begin(
@@ -617,7 +623,8 @@ def _begin(
     as ``cpu_threads`` (both the latest start's: a resume may run on another machine)."""
     made_by = store.manifest().get("protocol")
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
-        store.expect_protocol(*protocol.adds_to)
+        if protocol.adds_to != ANY_RUN:
+            store.expect_protocol(*protocol.adds_to)
         return
     from clearsight.models.presets import applied_presets
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from clearsight.driver import ModelNeed, Protocol, Stage
+from clearsight.driver import ANY_RUN, ModelNeed, Protocol, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.faces import face_of, face_of_kind, registered
 from clearsight.faces.verifying import Reaskable
@@ -233,5 +233,5 @@ def _stages(config: VerifyConfig, plan: ReaskPlan, store: RunStore) -> Iterator[
 
 #: Re-asking a finished run's items, as a value for :func:`clearsight.driver.run`.
 VERIFY: Protocol[VerifyConfig, ReaskPlan] = Protocol(
-    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=("sweep", "grounding", "probe")
+    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=ANY_RUN
 )
