@@ -14,7 +14,7 @@ from clearsight.pages.output import markdown_section
 from clearsight.report import build_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS, headline_table
+from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS
 from clearsight.sweep.page.headline import sweep_headline, sweep_sentence
 from clearsight.sweep.protocol import run_sweep
 
@@ -55,7 +55,7 @@ def _one(frame: pd.DataFrame, **where: object) -> pd.Series:
 
 
 def test_a_row_per_arm_shown_and_the_wordings_it_reads(analysis: SweepAnalysis) -> None:
-    table = headline_table(analysis)
+    table = analysis.headline
     assert list(zip(table["model"], table["arm"], strict=True)) == [("observer", "fog")]
     row = table.iloc[0]
     # mcq.reason is read before mcq.generic whatever the configured order
@@ -63,7 +63,7 @@ def test_a_row_per_arm_shown_and_the_wordings_it_reads(analysis: SweepAnalysis) 
 
 
 def test_the_numbers_are_the_analysis_own(analysis: SweepAnalysis) -> None:
-    row = headline_table(analysis).iloc[0]
+    row = analysis.headline.iloc[0]
     key = {"model": "observer", "arm": "fog"}
     crossings, task = analysis.crossings, analysis.tasks["identify"]
     acc = _one(crossings, **key, wording="mcq.reason", signal="accuracy")
@@ -91,7 +91,7 @@ def test_the_numbers_are_the_analysis_own(analysis: SweepAnalysis) -> None:
 
 
 def test_the_fallen_level_is_the_first_below_half(analysis: SweepAnalysis) -> None:
-    row = headline_table(analysis).iloc[0]
+    row = analysis.headline.iloc[0]
     sweep = analysis.tasks["identify"].sweep
     curve = sweep[(sweep["condition"] == "fog") & (sweep["wording"] == "mcq.reason")]
     curve = curve.sort_values("x", ascending=False)
@@ -154,7 +154,7 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
     summary = paths.summary_md.read_text(encoding="utf-8")
     headings = [line for line in summary.splitlines() if line.startswith("## ")]
     assert headings[0] == "## Headline"
-    frame, sentences = sweep_headline(headline_table(analysis), analysis.data.levels)
+    frame, sentences = sweep_headline(analysis.headline, analysis.run.levels)
     section = markdown_section(summary, "Headline")
     assert len([ln for ln in section.splitlines() if ln.startswith("| observer |")]) == len(frame)
     assert f"- {sentences[0]}" in section
