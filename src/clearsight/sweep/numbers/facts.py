@@ -169,12 +169,14 @@ def curve_lines(order: Sequence[str], model: str) -> tuple[CurveLine, ...]:
 
 def crossing_columns(order: Sequence[str]) -> tuple[tuple[str, Signal], ...]:
     """(wording, signal) of each awareness column of the crossings' headline table: each
-    signal in the first wording of its headline kind, a signal drawn in every wording in each
-    letter wording (the main wording without one)."""
+    signal in the first wording of its headline kind that reads it (for a model; a person's
+    stated confidence is found in their letter wording's column), a signal drawn in every
+    wording in each letter wording (the main wording without one)."""
     letters, verbals = _kinds(order)
     columns: list[tuple[str, Signal]] = []
     for signal in AWARENESS:
         own = verbals if signal.headline_wording == "verbal" else letters
-        shown = (letters or [*verbals][:1]) if signal.every_wording else own[:1]
+        reading = [w for w in own if signal.reads("", w)]
+        shown = (letters or verbals[:1]) if signal.every_wording else reading[:1]
         columns += [(w, signal) for w in shown]
     return tuple(columns)
