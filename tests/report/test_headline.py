@@ -17,6 +17,7 @@ from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS
 from clearsight.sweep.page.headline import sweep_headline, sweep_sentence
 from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.signals import by_name
 
 LEVELS = tuple(250.0 * 2.0**-k for k in range(11))  # 250 m ... 0.244 m: every crossing inside
 N_BOOT = 300
@@ -70,7 +71,13 @@ def test_the_numbers_are_the_analysis_own(analysis: SweepAnalysis) -> None:
     assert row["v_acc_m"] == acc["v_star_m"]
     assert (row["v_acc_low_m"], row["v_acc_high_m"]) == (acc["v_low_m"], acc["v_high_m"])
     for signal in HEADLINE_SIGNALS:
-        wording = "verbal.plain" if signal == "verbal_conf" else "mcq.reason"
+        read = by_name(signal)
+        kind = (
+            ("verbal.plain",)
+            if read.headline_wording == "verbal"
+            else ("mcq.reason", "mcq.generic")
+        )
+        wording = next(w for w in kind if read.reads("observer", w))  # the first that reads it
         w = _one(crossings, **key, wording=wording, signal=signal)
         assert row[f"w_{signal}"] == w["w"]
         assert row[f"w_{signal}_bound"] == w["w_bound"]
@@ -163,9 +170,7 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
         "arm",
         "clean accuracy",
         "V*_acc",
-        "W internal confidence",
-        "W verbalized confidence",
-        "W abstain rate",
+        *(f"W {by_name(s).label}" for s in HEADLINE_SIGNALS),
         "ECE internal",
         "ECE verbalized",
         "AURC",

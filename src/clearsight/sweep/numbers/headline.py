@@ -26,7 +26,7 @@ run.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import pandas as pd
@@ -87,10 +87,11 @@ def headline_table(
                     & (crossings["arm"] == arm)
                 ]
                 asked = set(here["wording"])
-                letter = next((w for w in letters if w in asked), "")
-                verbal = next((w for w in verbals if w in asked), "")
-                if model in run.people and not verbal:
-                    verbal = letter  # the slider's stated confidence beside the letter answer
+                kinds = {"letter": [w for w in letters if w in asked]}
+                kinds["verbal"] = [w for w in verbals if w in asked]
+                if model in run.people:  # the slider's stated confidence beside the letters
+                    kinds["verbal"] += kinds["letter"]
+                letter, verbal = (next(iter(kinds[k]), "") for k in ("letter", "verbal"))
                 first = letter or verbal
                 mine = acc[
                     (acc["model"] == model) & (acc["arm"] == arm) & (acc["wording"] == first)
@@ -100,7 +101,7 @@ def headline_table(
                 row: dict[str, float | str] = {"task": task, "model": model, "arm": arm}
                 row |= {"letter": letter, "verbal": verbal}
                 row |= _accuracy(numbers, model, arm, first, mine.iloc[0])
-                row |= _signals(numbers, here, letter, verbal, float(row["fallen_m"]))
+                row |= _signals(numbers, here, kinds, float(row["fallen_m"]))
                 row |= _confidence(numbers, model, arm, letter, verbal, run)
                 rows.append(row)
     return pd.DataFrame(rows)
@@ -160,16 +161,17 @@ def _arm_curve(numbers: TaskTables, model: str, arm: str, wording: str) -> pd.Da
 def _signals(
     numbers: TaskTables,
     here: pd.DataFrame,
-    letter: str,
-    verbal: str,
+    kinds: Mapping[str, Sequence[str]],
     fallen_m: float,
 ) -> dict[str, float | str]:
-    """Per awareness signal: W with its bound and interval (NaN, bound '' where the signal
-    was not read) and its mean at ``fallen_m``."""
+    """Per awareness signal, read in the first wording of its headline kind (``kinds``: the
+    wordings of each kind asked, in order) with a crossing of it: W with its bound and interval
+    (NaN, bound '' where the signal was not read) and its mean at ``fallen_m``."""
     out: dict[str, float | str] = {}
     for aware in AWARENESS:
         signal, column = aware.name, aware.mean_column
-        wording = verbal if aware.headline_wording == "verbal" else letter
+        crossed = set(here.loc[here["signal"] == signal, "wording"])
+        wording = next((w for w in kinds[aware.headline_wording] if w in crossed), "")
         row = here[(here["signal"] == signal) & (here["wording"] == wording)]
         found = not row.empty
         out[f"w_{signal}"] = float(row.iloc[0]["w"]) if found else math.nan

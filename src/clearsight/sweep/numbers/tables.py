@@ -8,7 +8,6 @@ mean is read off :data:`~clearsight.sweep.signals.SIGNALS` (its ``column`` avera
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,7 +80,7 @@ def sweep_table(data: RunData, boot: SceneBootstrap, task: str) -> pd.DataFrame:
     for (model, cond, x, wording), sub in rec.assign(
         x=np.where(rec["condition"] == "clean", 0.0, rec["level_m"])
     ).groupby(["model", "condition", "x", "wording"], sort=False):
-        row: dict[str, Any] = {"model": model, "condition": cond, "x": x, "wording": wording}
+        row: dict[str, object] = {"model": model, "condition": cond, "x": x, "wording": wording}
         row.update(_cell_stats(sub))
         if task == "verify":
             for asked in ("true", "distractor"):
@@ -122,7 +121,7 @@ def controls_table(data: RunData, boot: SceneBootstrap, task: str) -> pd.DataFra
     rec = data.records[(data.records["task"] == task) & data.records["condition"].isin(CONTROLS)]
     rows = []
     for (model, cond, wording), sub in rec.groupby(["model", "condition", "wording"], sort=False):
-        row: dict[str, Any] = {"model": model, "condition": cond, "x": 0.0, "wording": wording}
+        row: dict[str, object] = {"model": model, "condition": cond, "x": 0.0, "wording": wording}
         row.update(_cell_stats(sub))
         row["chance"] = _mean_or_nan(1.0 / sub["n_options"])
         rows.append(row)
