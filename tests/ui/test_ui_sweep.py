@@ -300,7 +300,6 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
     3.90625). Every answered item is right at .9: ECE = .1 exactly."""
     from clearsight.report import build_report
     from clearsight.sweep.analysis import analyse_run
-    from clearsight.sweep.numbers.headline import headline_table
     from clearsight.sweep.page.headline import sweep_headline
 
     _answer_all(HumanSweep(run, SWEEP), "ann")
@@ -321,7 +320,7 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
     assert set(mine["arm"]) == {"fog", "water"}
     assert mine["w"].to_list() == pytest.approx([w, w])
     assert set(mine["w_accuracy"]) == {"mcq.reason"}
-    head = headline_table(analysis)
+    head = analysis.headline
     row = head[(head["model"] == "human:ann") & (head["arm"] == "fog")].iloc[0]
     assert row["verbal"] == "mcq.reason"
     assert row["w_verbal_conf"] == pytest.approx(w)
