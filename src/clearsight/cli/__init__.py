@@ -32,6 +32,7 @@ from clearsight.cli import (
     serve,
     sweep,
     verify,
+    view,
 )
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 from clearsight.cli.generate import command_group
@@ -87,6 +88,7 @@ app.add_typer(models.app, name="models")
 app.add_typer(guard.app, name="guard")
 app.command()(pages.docs)
 app.command()(pages.examples)
+app.command()(view.view)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -16,7 +16,9 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
 * ``rows``: the run's records as typed rows, one per finished item (for export);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
-  B, the tolerance, the bootstrap's draws and seed).
+  B, the tolerance, the bootstrap's draws and seed);
+* ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.view.model.RunView`:
+  its curve points, listings of their items, one item and the image it was shown).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
     from clearsight.faces.verifying import Derive, Reaskable
     from clearsight.pages.output import ReportPaths
+    from clearsight.view.model import RunView
 
 __all__ = [
     "NO_APPENDIX",
@@ -97,6 +100,7 @@ class ProtocolFace:
     card: Callable[[Path, int, int], CardSection] | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
+    view: Callable[[Path], RunView] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:
         """``part`` of this face, or an InputError saying that its protocol has no ``what``."""

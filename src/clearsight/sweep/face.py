@@ -18,6 +18,7 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
   :class:`~clearsight.sweep.analysis.SweepAnalysis` (one bootstrap over source photos).
 * **rows**: one per answered question (the records of
   :func:`~clearsight.sweep.results.load_run_data`).
+* **view**: :class:`clearsight.sweep.view.SweepView` (``clearsight view``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
     from clearsight.pages.output import ReportPaths
     from clearsight.sweep.analysis import SweepAnalysis
+    from clearsight.view.model import RunView
 
 __all__ = ["SWEEP_FACE", "question_of", "sweep_numbers"]
 
@@ -297,6 +299,12 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_run_data(run_dir).records)
 
 
+def _view(run_dir: Path) -> RunView:
+    from clearsight.sweep.view import SweepView
+
+    return SweepView(run_dir)
+
+
 #: The sweep's face after its run (see the module docstring).
 SWEEP_FACE = ProtocolFace(
     "sweep",
@@ -306,4 +314,5 @@ SWEEP_FACE = ProtocolFace(
     card=_card,
     rows=_rows,
     compare=_compare,
+    view=_view,
 )
