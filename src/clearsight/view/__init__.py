@@ -7,7 +7,8 @@ The viewer never names a protocol: a run's protocol offers its
 (:mod:`~clearsight.view.app`) render what the view answers. Modules:
 :mod:`~clearsight.view.model` (the view and its values), :mod:`~clearsight.view.query` (a
 listing's query string, checked), :mod:`~clearsight.view.chart` (the points' charts),
-:mod:`~clearsight.view.app` (the Starlette app). See ``docs/view.md``.
+:mod:`~clearsight.view.pages` (the templates rendered), :mod:`~clearsight.view.app` (the Starlette
+app), :mod:`~clearsight.view.bundle` (the static site). See ``docs/view.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from pathlib import Path
 
 from clearsight.view.model import RunView
 
-__all__ = ["RunView", "open_views"]
+__all__ = ["DEFAULT_SAMPLE", "RunView", "open_views"]
+
+#: Items a static bundle (``clearsight view RUN --bundle DIR``) holds unless told.
+DEFAULT_SAMPLE = 300
 
 
 def open_views(runs: Sequence[Path]) -> list[RunView]:

@@ -27,7 +27,6 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
-import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -41,6 +40,7 @@ from clearsight.ui.settings import LOOPBACK_HOSTS
 from clearsight.validate import InputError
 from clearsight.view.chart import curves_of
 from clearsight.view.model import Query, RunView
+from clearsight.view.pages import render
 from clearsight.view.query import OUTCOMES, SORTS, parse_query
 
 __all__ = ["VIEW_CSP", "create_view_app"]
@@ -56,14 +56,6 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _KEY = re.compile(r"[0-9a-f]{64}")
-#: The listing's columns, in order (a view's row labels outside them are not shown).
-COLUMNS = ("scene", "model", "task", "wording", "condition", "level", "answer", "gold", "outcome")
-
-
-def _environment() -> jinja2.Environment:
-    """The pages' templates, autoescaped (model output reaches a page as text)."""
-    loader = jinja2.PackageLoader("clearsight.view", "templates")
-    return jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
 
 
 @dataclass(frozen=True)
@@ -71,10 +63,9 @@ class _Pages:
     """The app's endpoints over the runs' views."""
 
     views: Sequence[RunView]
-    env: jinja2.Environment
 
     def page(self, name: str, root: str, code: int = 200, **context: Any) -> HTMLResponse:
-        html = self.env.get_template(name).render(root=root, **context)
+        html = render(name, root, **context)
         return HTMLResponse(html, status_code=code, headers=_HEADERS)
 
     def view(self, request: Request) -> RunView:
@@ -98,7 +89,15 @@ class _Pages:
     async def points(self, request: Request) -> Response:
         view = self.view(request)
         points = await run_in_threadpool(view.points)
-        return self.page("points.html", "../../", title=view.title, curves=curves_of(points))
+        curves = curves_of(points, lambda _, p: f"items?{urlencode(dict(p.filters))}")
+        return self.page(
+            "points.html",
+            "../../",
+            title=view.title,
+            curves=curves,
+            every="items",
+            intro="a point lists exactly the items its n counts.",
+        )
 
     async def items(self, request: Request) -> Response:
         view = self.view(request)
@@ -118,7 +117,8 @@ class _Pages:
             sorts=SORTS,
             query=query,
             listing=listing,
-            columns=COLUMNS,
+            item_url=lambda key: f"item/{key}",
+            image_url=lambda key: f"image/{key}.png",
             pages=pages,
             previous=_query_string(query, query.page - 1),
             next=_query_string(query, query.page + 1),
@@ -167,7 +167,7 @@ def create_view_app(
     else any (the user chose to expose the viewer)."""
     if allowed_hosts is None:
         allowed_hosts = sorted(LOOPBACK_HOSTS) if host in LOOPBACK_HOSTS else ["*"]
-    pages = _Pages(tuple(views), _environment())
+    pages = _Pages(tuple(views))
     get: list[tuple[str, Callable[[Request], Awaitable[Response]]]] = [
         ("/", pages.index),
         ("/static/view.css", pages.style),

@@ -7,9 +7,8 @@ to blind whatever their spacing in metres.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 from clearsight.view.model import Point
 
@@ -21,12 +20,12 @@ STEP, HEIGHT, TOP, BOTTOM = 60, 100, 8, 22
 
 @dataclass(frozen=True)
 class PlacedPoint:
-    """A point on its chart: its centre (px), the query string of its listing and what the
-    page says of it."""
+    """A point on its chart: its centre (px), the link to its listing and what the page says
+    of it."""
 
     cx: float
     cy: float
-    query: str
+    href: str
     x_label: str
     value: float
     n: int
@@ -43,25 +42,30 @@ class Curve:
     points: tuple[PlacedPoint, ...]
 
 
-def _placed(points: Sequence[Point]) -> tuple[PlacedPoint, ...]:
+#: The link of a point's listing, from its place among all the points and the point.
+Href = Callable[[int, Point], str]
+
+
+def _placed(members: Sequence[tuple[int, Point]], href: Href) -> tuple[PlacedPoint, ...]:
     placed = []
-    for i, p in enumerate(points):
+    for i, (number, p) in enumerate(members):
         share = min(max(p.value, 0.0), 1.0) if p.value == p.value else 0.0
         cy = TOP + (1.0 - share) * HEIGHT
-        query = urlencode(dict(p.filters))
         cx = STEP / 2 + i * STEP
-        placed.append(PlacedPoint(cx, round(cy, 1), query, p.x_label, p.value, p.n))
+        link = href(number, p)
+        placed.append(PlacedPoint(cx, round(cy, 1), link, p.x_label, p.value, p.n))
     return tuple(placed)
 
 
-def curves_of(points: Sequence[Point]) -> list[Curve]:
-    """The points grouped into their curves, in the order each curve first appears."""
-    grouped: dict[str, list[Point]] = {}
-    for p in points:
-        grouped.setdefault(p.curve, []).append(p)
+def curves_of(points: Sequence[Point], href: Href) -> list[Curve]:
+    """The points grouped into their curves, in the order each curve first appears, each
+    point linking to ``href(its place in points, the point)``."""
+    grouped: dict[str, list[tuple[int, Point]]] = {}
+    for number, p in enumerate(points):
+        grouped.setdefault(p.curve, []).append((number, p))
     curves = []
     for name, members in grouped.items():
-        placed = _placed(members)
+        placed = _placed(members, href)
         path = " ".join(f"{p.cx},{p.cy}" for p in placed) if len(placed) > 1 else ""
         curves.append(Curve(name, STEP * len(placed), TOP + HEIGHT + BOTTOM, path, placed))
     return curves
