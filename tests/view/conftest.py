@@ -12,23 +12,8 @@ import pytest
 
 from clearsight.seeding import derive_seed
 from clearsight.store import RunStore
-from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep
-from fixtures.capture import CAPTURED, register_capture
-
-
-def view_config() -> SweepConfig:
-    """The viewer tests' sweep (the capture backend registered first)."""
-    register_capture()
-    return SweepConfig(
-        scene_ids=("skimage-chelsea", "skimage-coffee"),
-        models=("capture", "observer"),
-        arms=("fog",),
-        levels_m=(62.5, 3.90625, 0.5),
-        controls=("clean", "blank"),
-        wordings=("mcq.reason", "verbal.plain"),
-        tasks=("identify", "verify"),
-    )
+from fixtures.capture import CAPTURED, view_config
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ what they say, and bad input is one clear message (HTTP 4xx, or the CLI's ``erro
 from __future__ import annotations
 
 import io
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,20 +18,26 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from clearsight.cli import app as cli_app
+from clearsight.driver import run_lock
+from clearsight.faces.viewing import Listing, Query
+from clearsight.store import RunStore
+from clearsight.sweep.face import question_of
+from clearsight.sweep.plan import plan_sweep
+from clearsight.sweep.references.human import human_items, human_record
 from clearsight.sweep.results import level_label, load_run_data
 from clearsight.sweep.signals import signal_values
-from clearsight.sweep.view import SweepView
+from clearsight.sweep.view import SweepRunView
 from clearsight.validate import InputError
 from clearsight.view import open_views
 from clearsight.view.app import create_view_app
-from clearsight.view.model import Listing, Query
 from clearsight.view.query import parse_query
+from fixtures.capture import view_config
 
 Run = tuple[Path, dict[str, npt.NDArray[np.uint8]]]
 ALL = 10**6
 
 
-def _all(view: SweepView, **fields: object) -> Listing:
+def _all(view: SweepRunView, **fields: object) -> Listing:
     return view.listing(Query(per_page=ALL, **fields))  # type: ignore[arg-type]
 
 
@@ -44,7 +51,7 @@ def _decoded(png: bytes) -> npt.NDArray[np.uint8]:
 
 def test_each_point_lists_exactly_the_records_its_cell_counts(view_run: Run) -> None:
     run, _ = view_run
-    view = SweepView(run)
+    view = SweepRunView(run, question_of)
     records = load_run_data(run).records
     points = view.points()
     assert {p.filters["signal"] for p in points} >= {"accuracy", "internal_conf", "verbal_conf"}
@@ -66,7 +73,7 @@ def test_each_point_lists_exactly_the_records_its_cell_counts(view_run: Run) -> 
 
 def test_served_images_are_the_pixels_the_backend_received(view_run: Run) -> None:
     run, captured = view_run
-    view = SweepView(run)
+    view = SweepRunView(run, question_of)
     assert len(captured) == len(_all(view, filters={"model": "capture"}).rows) > 0
     images = list(captured.values())
     assert any(not np.array_equal(images[0], other) for other in images[1:])
@@ -85,7 +92,7 @@ def test_served_images_are_the_pixels_the_backend_received(view_run: Run) -> Non
 def test_outcomes_partition_and_confidently_wrong_is_wrong_above_the_threshold(
     view_run: Run,
 ) -> None:
-    view = SweepView(Path(view_run[0]))
+    view = SweepRunView(Path(view_run[0]), question_of)
     base = {"model": "capture", "wording": "mcq.reason"}
     every = _all(view, filters=base)
     parts = {o: _all(view, filters=base, outcome=o) for o in ("correct", "wrong", "abstained")}
@@ -104,7 +111,7 @@ def test_outcomes_partition_and_confidently_wrong_is_wrong_above_the_threshold(
 
 
 def test_filters_sorting_and_pages(view_run: Run) -> None:
-    view = SweepView(Path(view_run[0]))
+    view = SweepRunView(Path(view_run[0]), question_of)
     chosen = {"model": "observer", "task": "verify", "condition": "fog", "level": "3.9"}
     rows = _all(view, filters=chosen).rows
     assert rows
@@ -194,3 +201,22 @@ def test_cli_bad_runs_are_one_error_line(tmp_path: Path) -> None:
         assert len(lines) == 1, result.output
         assert lines[0].startswith("error:"), result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_being_written_is_viewed_and_new_records_appear(
+    view_run: Run, tmp_path: Path
+) -> None:
+    run = Path(shutil.copytree(view_run[0], tmp_path / "run"))
+    view = SweepRunView(run, question_of)
+    before = _all(view)
+    questions = plan_sweep(view_config()).questions
+    answered = human_items(questions, "ann", "mcq.reason")[:3]
+    with run_lock(run), RunStore.open(run) as writer:
+        writer.add_items(answered)
+        writer.write_records([human_record(i, i.question.correct, 0.9, 1.0) for i in answered])
+        after = _all(view)
+        assert after.total == before.total + len(answered)
+        assert {r.key for r in after.rows} - {r.key for r in before.rows} == {
+            i.key for i in answered
+        }
+        assert view.detail(answered[0].key) is not None

@@ -16,10 +16,11 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from clearsight.cli import app as cli_app
-from clearsight.sweep.view import SweepView
+from clearsight.faces.viewing import Query
+from clearsight.sweep.face import question_of
+from clearsight.sweep.view import SweepRunView
 from clearsight.validate import InputError
 from clearsight.view.bundle import write_bundle
-from clearsight.view.model import Query
 
 Run = tuple[Path, dict[str, npt.NDArray[np.uint8]]]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -29,7 +30,7 @@ CURVE = "capture · identify · mcq.reason · accuracy · fog"
 @pytest.fixture(scope="module")
 def site(view_run: Run, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundle of the viewer tests' run, one sampled item per point at least."""
-    view = SweepView(view_run[0])
+    view = SweepRunView(view_run[0], question_of)
     out = tmp_path_factory.mktemp("bundle") / "site"
     bundle = write_bundle(view, out, len(view.points()) + 10)
     assert bundle.path == out
@@ -42,7 +43,7 @@ def _decoded(path: Path) -> npt.NDArray[np.uint8]:
 
 def test_bundle_holds_every_point_and_a_sample_behind_each(view_run: Run, site: Path) -> None:
     run, captured = view_run
-    view = SweepView(run)
+    view = SweepRunView(run, question_of)
     points = view.points()
     data = json.loads((site / "bundle.json").read_text())
     assert len(data["points"]) == len(points) == len(list((site / "point").iterdir()))
@@ -64,7 +65,7 @@ def test_bundle_holds_every_point_and_a_sample_behind_each(view_run: Run, site: 
 def test_bundle_refuses_an_existing_directory_and_a_bad_sample(
     view_run: Run, tmp_path: Path
 ) -> None:
-    view = SweepView(view_run[0])
+    view = SweepRunView(view_run[0], question_of)
     with pytest.raises(InputError, match="exists"):
         write_bundle(view, tmp_path, 5)
     with pytest.raises(InputError, match="at least 1"):

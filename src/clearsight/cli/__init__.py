@@ -48,6 +48,7 @@ app = typer.Typer(
         demo.DEMO,
         verify.VERIFY,
         verify.COMPARE,
+        view.VIEW,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -55,7 +56,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare"),
+            *("verify", "compare", "view"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -88,7 +89,6 @@ app.add_typer(models.app, name="models")
 app.add_typer(guard.app, name="guard")
 app.command()(pages.docs)
 app.command()(pages.examples)
-app.command()(view.view)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -17,7 +17,7 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``rows``: the run's records as typed rows, one per finished item (for export);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
   B, the tolerance, the bootstrap's draws and seed);
-* ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.view.model.RunView`:
+* ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.faces.viewing.RunView`:
   its curve points, listings of their items, one item and the image it was shown).
 """
 
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from clearsight.faces.card import CardSection
     from clearsight.faces.comparison import Comparison
     from clearsight.faces.verifying import Derive, Reaskable
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
-    from clearsight.view.model import RunView
 
 __all__ = [
     "NO_APPENDIX",

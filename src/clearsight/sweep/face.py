@@ -18,7 +18,7 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
   :class:`~clearsight.sweep.analysis.SweepAnalysis` (one bootstrap over source photos).
 * **rows**: one per answered question (the records of
   :func:`~clearsight.sweep.results.load_run_data`).
-* **view**: :class:`clearsight.sweep.view.SweepView` (``clearsight view``).
+* **view**: :class:`clearsight.sweep.view.SweepRunView` (``clearsight view``).
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from clearsight.tasks.question import TemplateRef
 
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
     from clearsight.sweep.analysis import SweepAnalysis
-    from clearsight.view.model import RunView
 
 __all__ = ["SWEEP_FACE", "question_of", "sweep_numbers"]
 
@@ -300,9 +300,9 @@ def _rows(run_dir: Path) -> Iterator[Row]:
 
 
 def _view(run_dir: Path) -> RunView:
-    from clearsight.sweep.view import SweepView
+    from clearsight.sweep.view import SweepRunView
 
-    return SweepView(run_dir)
+    return SweepRunView(run_dir, question_of)
 
 
 #: The sweep's face after its run (see the module docstring).

@@ -1,4 +1,4 @@
-"""The sweep in ``clearsight view``: :class:`SweepView`, the :class:`~clearsight.view.RunView`
+"""The sweep in ``clearsight view``: :class:`SweepRunView`, the :class:`~clearsight.view.RunView`
 of a sweep run (the sweep face's ``view`` part).
 
 * **points**: the curves of the run's analysis (:func:`~clearsight.sweep.numbers.crossings.
@@ -23,7 +23,7 @@ without reading a record; a store being written is read as it stands (read-only,
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,17 +31,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row
 from clearsight.scenes.coco import CocoTarget
 from clearsight.specs import Options
 from clearsight.store import RunStore, StoredRecord, run_manifest
-from clearsight.sweep.face import question_of
 from clearsight.sweep.results import ARMS, confidence_signal, fog_only, level_label
 from clearsight.sweep.signals import SIGNALS, signal_values
 from clearsight.sweep.specs import PROTOCOL, Physics, SceneRef, Shown, SweepItem
+from clearsight.tasks import Question
 from clearsight.validate import InputError
-from clearsight.view.model import Bar, Detail, Listing, Point, Query, Row
 
-__all__ = ["SweepView", "sweep_item"]
+__all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
+
+#: A sweep question from its stored form (:func:`clearsight.sweep.face.question_of`, handed in
+#: by the face that declares this view).
+QuestionOf = Callable[[Mapping[str, Any]], Question]
 
 #: The columns a listing reads of each selected record.
 _COLUMNS = (
@@ -76,9 +80,10 @@ def _physics(stored: Mapping[str, Any]) -> Physics:
     return Physics(**fields)
 
 
-def sweep_item(key: str, spec: Mapping[str, Any]) -> SweepItem:
-    """The typed sweep item of a stored spec; InputError unless its key is ``key`` (the spec
-    read back is then exactly the one the run asked)."""
+def sweep_item(key: str, spec: Mapping[str, Any], question_of: QuestionOf) -> SweepItem:
+    """The typed sweep item of a stored spec (its question rebuilt by ``question_of``);
+    InputError unless its key is ``key`` (the spec read back is then exactly the one the run
+    asked)."""
     shown = spec.get("shown")
     names = ("target", "category", "condition", "level_m", "severity", "task", "asked", "wording")
     plain: dict[str, Any] = {name: spec.get(name) for name in (*names, "seed")}
@@ -125,12 +130,14 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-class SweepView:
+class SweepRunView:
     """The viewer's reads of one sweep run (module docstring)."""
 
-    def __init__(self, run_dir: Path) -> None:
-        """Read ``run_dir``'s manifest (an InputError where it holds no sweep run)."""
+    def __init__(self, run_dir: Path, question_of: QuestionOf) -> None:
+        """Read ``run_dir``'s manifest (an InputError where it holds no sweep run);
+        ``question_of`` rebuilds a stored question (for the images' items)."""
         self.run_dir = Path(run_dir)
+        self.question_of = question_of
         manifest = run_manifest(self.run_dir)
         if (manifest.get("protocol") or PROTOCOL) != PROTOCOL:
             raise InputError(f"{self.run_dir} is a {manifest['protocol']} run, not a sweep")
@@ -231,7 +238,7 @@ class SweepView:
         if found is None:
             return None
         depth = self.config.get("coco_depth_model") or _default_depth()
-        return item_png(sweep_item(key, found.spec), str(depth))
+        return item_png(sweep_item(key, found.spec, self.question_of), str(depth))
 
 
 def _default_depth() -> str:
@@ -268,7 +275,7 @@ def _point(row: Any) -> Point:
         filters["severity"] = str(int(row.x))
     curve = " · ".join((row.model, row.task, row.wording, row.signal, row.condition))
     x_label = _x_label(row.condition, row.x)
-    return Point(curve, float(row.x), x_label, float(row.estimate), int(row.n), filters)
+    return Point(curve, x_label, float(row.estimate), int(row.n), filters)
 
 
 def _outcome_label(row: Mapping[str, Any]) -> str:

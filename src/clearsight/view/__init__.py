@@ -2,10 +2,11 @@
 behind it and the image each model was shown.
 
 The viewer never names a protocol: a run's protocol offers its
-:class:`~clearsight.view.model.RunView` through its face's ``view`` part
+:class:`~clearsight.faces.viewing.RunView` through its face's ``view`` part
 (:attr:`clearsight.faces.face.ProtocolFace.view`), found by :func:`open_views`, and the pages
-(:mod:`~clearsight.view.app`) render what the view answers. Modules:
-:mod:`~clearsight.view.model` (the view and its values), :mod:`~clearsight.view.query` (a
+(:mod:`~clearsight.view.app`) render what the view answers; the view and its values are the
+faces' (:mod:`clearsight.faces.viewing`, beside the other parts' types). Modules:
+:mod:`~clearsight.view.settings` (the command's options), :mod:`~clearsight.view.query` (a
 listing's query string, checked), :mod:`~clearsight.view.chart` (the points' charts),
 :mod:`~clearsight.view.pages` (the templates rendered), :mod:`~clearsight.view.app` (the Starlette
 app), :mod:`~clearsight.view.bundle` (the static site). See ``docs/view.md``.
@@ -16,12 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from clearsight.view.model import RunView
+from clearsight.faces.viewing import RunView
 
-__all__ = ["DEFAULT_SAMPLE", "RunView", "open_views"]
-
-#: Items a static bundle (``clearsight view RUN --bundle DIR``) holds unless told.
-DEFAULT_SAMPLE = 300
+__all__ = ["RunView", "open_views"]
 
 
 def open_views(runs: Sequence[Path]) -> list[RunView]:

@@ -36,10 +36,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from clearsight.faces.viewing import Query, RunView
 from clearsight.ui.settings import LOOPBACK_HOSTS
 from clearsight.validate import InputError
 from clearsight.view.chart import curves_of
-from clearsight.view.model import Query, RunView
 from clearsight.view.pages import render
 from clearsight.view.query import OUTCOMES, SORTS, parse_query
 

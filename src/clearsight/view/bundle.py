@@ -24,15 +24,13 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
+from clearsight.faces.viewing import Listing, Point, Query, Row, RunView
 from clearsight.validate import InputError
-from clearsight.view import DEFAULT_SAMPLE
 from clearsight.view.chart import curves_of
-from clearsight.view.model import Listing, Point, Query, Row, RunView
 from clearsight.view.pages import render
+from clearsight.view.settings import DEFAULT_SAMPLE
 
 __all__ = ["Bundle", "stratified_sample", "write_bundle"]
-#: Most items read of one point's listing to spread its share over.
-_SPREAD = 100_000
 
 
 @dataclass(frozen=True)
@@ -42,6 +40,10 @@ class Bundle:
     path: Path
     n_points: int
     n_items: int
+
+
+#: Most items read of one point's listing to spread its share over.
+_SPREAD = 100_000
 
 
 def _spread(rows: tuple[Row, ...], share: int) -> list[Row]:

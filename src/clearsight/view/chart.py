@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from clearsight.view.model import Point
+from clearsight.faces.viewing import Point
 
 __all__ = ["Curve", "PlacedPoint", "curves_of"]
 
@@ -20,15 +20,16 @@ STEP, HEIGHT, TOP, BOTTOM = 60, 100, 8, 22
 
 @dataclass(frozen=True)
 class PlacedPoint:
-    """A point on its chart: its centre (px), the link to its listing and what the page says
-    of it."""
+    """A point on its chart: the point, its centre (px) and the link to its listing."""
 
+    point: Point
     cx: float
     cy: float
     href: str
-    x_label: str
-    value: float
-    n: int
+
+
+#: The link of a point's listing, from its place among all the points and the point.
+Href = Callable[[int, Point], str]
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,6 @@ class Curve:
     points: tuple[PlacedPoint, ...]
 
 
-#: The link of a point's listing, from its place among all the points and the point.
-Href = Callable[[int, Point], str]
-
-
 def _placed(members: Sequence[tuple[int, Point]], href: Href) -> tuple[PlacedPoint, ...]:
     placed = []
     for i, (number, p) in enumerate(members):
@@ -53,7 +50,7 @@ def _placed(members: Sequence[tuple[int, Point]], href: Href) -> tuple[PlacedPoi
         cy = TOP + (1.0 - share) * HEIGHT
         cx = STEP / 2 + i * STEP
         link = href(number, p)
-        placed.append(PlacedPoint(cx, round(cy, 1), link, p.x_label, p.value, p.n))
+        placed.append(PlacedPoint(p, cx, round(cy, 1), link))
     return tuple(placed)
 
 

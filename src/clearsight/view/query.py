@@ -1,4 +1,4 @@
-"""A listing's query string read into a :class:`~clearsight.view.model.Query`, every value
+"""A listing's query string read into a :class:`~clearsight.faces.viewing.Query`, every value
 checked: a filter the run does not offer, or a value it does not have, is an InputError naming
 what it has (a 4xx page, never an empty listing that looks like an answer)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from clearsight.faces.viewing import Query
 from clearsight.validate import InputError
-from clearsight.view.model import Query
 
 __all__ = ["OUTCOMES", "PER_PAGE", "SORTS", "parse_query"]
 
@@ -41,7 +41,7 @@ def _number(name: str, text: str, low: float, high: float) -> float:
 
 def parse_query(params: Mapping[str, str], offered: Mapping[str, tuple[str, ...]]) -> Query:
     """The :class:`Query` of a listing's parameters (``offered``: the run's filters and their
-    values, :meth:`~clearsight.view.model.RunView.filters`); an empty value leaves its filter
+    values, :meth:`~clearsight.faces.viewing.RunView.filters`); an empty value leaves its filter
     out. InputError for an unknown parameter or a value that does not exist."""
     filters: dict[str, str] = {}
     for name, value in params.items():

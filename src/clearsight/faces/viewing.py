@@ -1,5 +1,5 @@
-"""What the viewer asks of a run, whatever its protocol: :class:`RunView` and the values it
-answers with.
+"""What ``clearsight view`` asks of a run, whatever its protocol: :class:`RunView` and the
+values it answers with.
 
 A protocol's face offers ``view`` (:attr:`clearsight.faces.face.ProtocolFace.view`): a run
 directory in, a :class:`RunView` out. The viewer's pages (:mod:`clearsight.view.app`) only
@@ -20,12 +20,11 @@ __all__ = ["Bar", "Detail", "Listing", "Point", "Query", "Row", "RunView"]
 
 @dataclass(frozen=True)
 class Point:
-    """One point of a curve: the curve's name (``curve``: the points of one curve share it),
-    its place on the x axis (``x``, with its label), the value, the number of items behind it
-    and ``filters``, the listing that shows exactly those items."""
+    """One point of a curve: the curve's name (``curve``: the points of one curve share it,
+    in the order of its x axis), where on that axis (``x_label``), the value, the number of
+    items behind it and ``filters``, the listing that shows exactly those items."""
 
     curve: str
-    x: float
     x_label: str
     value: float
     n: int
