@@ -1,5 +1,7 @@
-"""The sweep in ``clearsight view``: :class:`SweepRunView`, the :class:`~clearsight.view.RunView`
-of a sweep run (the sweep face's ``view`` part).
+"""The sweep in ``clearsight view``: :class:`SweepRunView`, the
+:class:`~clearsight.faces.viewing.RunView` of a sweep run (the sweep face's ``view`` part);
+:mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages of the records,
+:mod:`~clearsight.sweep.view.items` rebuilds an item.
 
 * **points**: the curves of the run's analysis (:func:`~clearsight.sweep.numbers.crossings.
   scene_bootstrap`'s point estimates, one draw: the viewer shows no interval), one per model,
@@ -8,7 +10,7 @@ of a sweep run (the sweep face's ``view`` part).
   unparsed verbalized reply has no verbal confidence, so it is not behind that point).
 * **listing**: the ok records a query selects, read with the store's chunked, filtered frame
   (:meth:`~clearsight.store.RunStore.to_frame`: only the listed columns of the rows that
-  match, never the run), ImageNet-C corruptions other than fog left out as the analysis
+  match, never the raw outputs), ImageNet-C corruptions other than fog left out as the analysis
   leaves them out; outcome, confidence sort and page on the selected rows.
 * **detail** and **image**: one record read by its key (the store's key index). The image is
   re-rendered from the stored spec by :func:`~clearsight.sweep.references.human.item_png`
@@ -22,8 +24,7 @@ without reading a record; a store being written is read as it stands (read-only,
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,21 +32,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row
-from clearsight.scenes.coco import CocoTarget
-from clearsight.specs import Options
+from clearsight.faces.viewing import Detail, Listing, Point, Query
 from clearsight.store import RunStore, StoredRecord, run_manifest
-from clearsight.sweep.results import ARMS, confidence_signal, fog_only, level_label
+from clearsight.sweep.results import confidence_signal, fog_only, level_label
 from clearsight.sweep.signals import SIGNALS, signal_values
-from clearsight.sweep.specs import PROTOCOL, Physics, SceneRef, Shown, SweepItem
-from clearsight.tasks import Question
+from clearsight.sweep.specs import PROTOCOL
+from clearsight.sweep.view.items import QuestionOf, sweep_item
+from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
 
 __all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
-
-#: A sweep question from its stored form (:func:`clearsight.sweep.face.question_of`, handed in
-#: by the face that declares this view).
-QuestionOf = Callable[[Mapping[str, Any]], Question]
 
 #: The columns a listing reads of each selected record.
 _COLUMNS = (
@@ -65,52 +61,6 @@ _COLUMNS = (
     "internal_conf",
     "verbal_conf",
 )
-
-
-def _scene_ref(stored: Mapping[str, Any]) -> SceneRef:
-    coco = stored.get("coco")
-    target = None
-    if coco is not None:
-        target = CocoTarget(**{**coco, "file": Path(coco["file"]), "box": tuple(coco["box"])})
-    return SceneRef(stored["source"], stored["id"], (), (), target)
-
-
-def _physics(stored: Mapping[str, Any]) -> Physics:
-    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()}
-    return Physics(**fields)
-
-
-def sweep_item(key: str, spec: Mapping[str, Any], question_of: QuestionOf) -> SweepItem:
-    """The typed sweep item of a stored spec (its question rebuilt by ``question_of``);
-    InputError unless its key is ``key`` (the spec read back is then exactly the one the run
-    asked)."""
-    shown = spec.get("shown")
-    names = ("target", "category", "condition", "level_m", "severity", "task", "asked", "wording")
-    plain: dict[str, Any] = {name: spec.get(name) for name in (*names, "seed")}
-    item = SweepItem(
-        **plain,
-        scene=_scene_ref(spec["scene"]),
-        box=tuple(spec["box"]),
-        question=question_of(spec["question"]),
-        physics=_physics(spec["physics"]),
-        shown=None
-        if shown is None
-        else Shown(_scene_ref(shown["scene"]), tuple(shown["box"]), shown["category"]),
-        model=spec["model"],
-        model_options=Options(spec["model_options"]),
-        plasma=spec.get("plasma"),
-        corruption=spec.get("corruption"),
-    )
-    if item.key != key:
-        raise InputError(f"the stored spec of item {key} does not rebuild into that item")
-    return item
-
-
-def _text(value: Any) -> str:
-    """A cell as the page shows it (empty for a missing value)."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ""
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -174,10 +124,10 @@ class SweepRunView:
         from clearsight.sweep.results import load_run_data
 
         curves = scene_bootstrap(load_run_data(self.run_dir), n_boot=1).curves
-        return tuple(_point(row) for row in curves.itertuples(index=False))
+        return tuple(point_of(row) for row in curves.itertuples(index=False))
 
-    def _where(self, filters: Mapping[str, str]) -> dict[str, Any]:
-        where: dict[str, Any] = {
+    def _where(self, filters: Mapping[str, str]) -> dict[str, str | float]:
+        where: dict[str, str | float] = {
             name: filters[name] for name in ("model", "task", "wording") if name in filters
         }
         if "condition" in filters:
@@ -218,7 +168,7 @@ class SweepRunView:
         start = query.page * query.per_page
         page = frame.iloc[start : start + query.per_page]
         rows = page.to_dict("records")
-        return Listing(tuple(_row({str(k): v for k, v in r.items()}) for r in rows), len(frame))
+        return Listing(tuple(row_of({str(k): v for k, v in r.items()}) for r in rows), len(frame))
 
     def _record(self, key: str) -> StoredRecord | None:
         with RunStore.open(self.run_dir, read_only=True) as store:
@@ -228,7 +178,7 @@ class SweepRunView:
     def detail(self, key: str) -> Detail | None:
         """The record of ``key`` as its page shows it (None: no sweep record of that key)."""
         found = self._record(key)
-        return None if found is None else _detail(found)
+        return None if found is None else detail_of(found)
 
     def image(self, key: str) -> bytes | None:
         """The PNG the model was shown for ``key``, re-rendered from its stored spec."""
@@ -257,84 +207,3 @@ def _outcome(frame: pd.DataFrame, outcome: str, threshold: float) -> Any:
         "abstained": frame["abstained"] == 1.0,
         "confidently-wrong": wrong & (frame["confidence"] > threshold),
     }[outcome]
-
-
-def _x_label(condition: str, x: float) -> str:
-    if condition in ARMS:
-        return f"{level_label(x)} m"
-    return f"severity {int(x)}" if condition == "imagenet_c" else condition
-
-
-def _point(row: Any) -> Point:
-    """One row of the analysis's curves as a point, with its listing's filters."""
-    filters = {"model": row.model, "task": row.task, "wording": row.wording}
-    filters |= {"signal": row.signal, "condition": row.condition}
-    if row.condition in ARMS:
-        filters["level"] = level_label(row.x)
-    elif row.condition == "imagenet_c":
-        filters["severity"] = str(int(row.x))
-    curve = " · ".join((row.model, row.task, row.wording, row.signal, row.condition))
-    x_label = _x_label(row.condition, row.x)
-    return Point(curve, x_label, float(row.estimate), int(row.n), filters)
-
-
-def _outcome_label(row: Mapping[str, Any]) -> str:
-    if row["abstained"] == 1.0:
-        return "abstained"
-    return "correct" if row["correct"] == 1.0 else "wrong"
-
-
-def _row(row: Mapping[str, Any]) -> Row:
-    """One selected record as a listing's row."""
-    level = row["level_m"]
-    labels = {
-        "scene": _text(row.get("scene.id")),
-        "model": _text(row["model"]),
-        "task": _text(row["task"]),
-        "wording": _text(row["wording"]),
-        "condition": _text(row["condition"]),
-        "level": "" if np.isnan(level) else f"{level_label(level)} m",
-        "answer": _text(row.get("answer")),
-        "gold": _text(row.get("question.correct")),
-        "outcome": _outcome_label(row),
-    }
-    confidence = row["confidence"]
-    return Row(str(row["key"]), labels, None if np.isnan(confidence) else float(confidence))
-
-
-def _raw_text(raw: Any) -> str:
-    """What the model returned: its generated texts, else the raw output as JSON."""
-    texts = raw.get("texts") if isinstance(raw, Mapping) else None
-    if texts:
-        return "\n---\n".join(str(t) for t in texts)
-    return json.dumps(raw, indent=1, default=str)
-
-
-def _detail(record: StoredRecord) -> Detail:
-    """A sweep record as its item's page shows it."""
-    spec, readouts = record.spec, record.readouts or {}
-    question = spec["question"]
-    probs = readouts.get("letter_probs") or {}
-    bars = tuple(
-        Bar(
-            f"{letter}. {option}",
-            probs.get(letter),
-            letter == readouts.get("answer"),
-            letter == question["correct"],
-        )
-        for letter, option in zip(question["letters"], question["options"], strict=True)
-    )
-    level = spec.get("level_m")
-    labels = {
-        "model": str(spec["model"]),
-        "scene": str(spec["scene"]["id"]),
-        "target": str(spec["category"]),
-        "task": str(spec["task"]),
-        "wording": str(spec["wording"]),
-        "condition": str(spec["condition"]),
-        "level": "" if level is None else f"{level_label(level)} m",
-    }
-    names = ("answer", "correct", "abstained", "internal_conf", "verbal_conf", "letter_mass")
-    values = {"status": record.status, "gold": str(question["correct"])}
-    values |= {name: _text(readouts.get(name)) for name in names}
-    return Detail(record.key, labels, question["prompt"], bars, values, _raw_text(record.raw))
