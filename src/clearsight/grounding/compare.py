@@ -50,6 +50,17 @@ _SCORES = {
 }
 
 
+#: What compare.html says of how two grounding runs' items were matched and the figures
+#: bootstrapped.
+COMPARE_NOTE = (
+    "elicitations matched by problem, variant and read-out (compared by the JSD "
+    "of their 11-way distributions and the |Δ| of their expected confidence), own trajectories "
+    "by problem (their answers). TGS figures per read-out on the problems both runs score; "
+    "differences A - B with 95 % intervals from the two-stage bootstrap (benchmarks, then "
+    "problems) of the per-problem differences, one draw of problems for both runs."
+)
+
+
 def _design(run: Path) -> tuple[dict[str, Any], str]:
     """A grounding run's configuration without :data:`FREE_FIELDS`, and its model."""
     from clearsight.store import RunStore
@@ -112,6 +123,7 @@ def compare_grounding(
         len(items_a),
         len(items_b),
         protocol="grounding",
+        note=COMPARE_NOTE,
     )
 
 

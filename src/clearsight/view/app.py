@@ -36,8 +36,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from clearsight.faces.serving import LOOPBACK_HOSTS
 from clearsight.faces.viewing import Query, RunView
-from clearsight.ui.settings import LOOPBACK_HOSTS
 from clearsight.validate import InputError
 from clearsight.view.chart import curves_of
 from clearsight.view.pages import render
