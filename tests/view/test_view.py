@@ -19,6 +19,8 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app as cli_app
 from clearsight.driver import run_lock
+from clearsight.faces import register
+from clearsight.faces.face import ProtocolFace
 from clearsight.faces.viewing import Listing, Query
 from clearsight.store import RunStore
 from clearsight.sweep.face import question_of
@@ -220,3 +222,15 @@ def test_a_run_being_written_is_viewed_and_new_records_appear(
             i.key for i in answered
         }
         assert view.detail(answered[0].key) is not None
+
+
+def test_a_run_whose_protocol_has_no_view_is_one_error_line(tmp_path: Path) -> None:
+    register("viewless", ProtocolFace("viewless"))
+    run = tmp_path / "run"
+    with RunStore.open(run) as store:
+        store.begin_run({"protocol": "viewless", "config": {}})
+    with pytest.raises(InputError, match="a viewless run has no viewer"):
+        open_views([run])
+    result = CliRunner().invoke(cli_app, ["view", str(run)])
+    assert result.exit_code == 2
+    assert result.output == "error: a viewless run has no viewer (clearsight view)\n"
