@@ -222,6 +222,16 @@ def test_a_run_being_written_is_viewed_and_new_records_appear(
             i.key for i in answered
         }
         assert view.detail(answered[0].key) is not None
+        person = [p for p in view.points() if p.filters["model"] == "human:ann"]
+        assert person
+        client = _client(run)
+        for point in person:
+            assert _all(view, filters=point.filters).total == point.n
+            page = client.get("/run/0/items", params=dict(point.filters))
+            assert page.status_code == 200
+            assert f'<span id="count">{point.n}</span>' in page.text
+        assert client.get("/run/0/items?model=human:nobody").status_code == 200
+        assert client.get("/run/0/items?model=nobody").status_code == 400
 
 
 def test_a_run_whose_protocol_has_no_view_is_one_error_line(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from clearsight.faces.viewing import Detail, Listing, Point, Query
 from clearsight.store import RunStore, StoredRecord, run_manifest
-from clearsight.sweep.results import confidence_signal, fog_only, level_label
+from clearsight.sweep.results import confidence_signal, fog_only, is_person, level_label
 from clearsight.sweep.signals import SIGNALS, signal_values
 from clearsight.sweep.specs import PROTOCOL
 from clearsight.sweep.view.items import QuestionOf, sweep_item
@@ -104,12 +104,13 @@ class SweepRunView:
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
         """model, task, wording, condition, level, severity and signal, as the run's
-        configuration names them."""
+        configuration names them (a person, ``human:<name>``, is a model too: people answer a
+        sweep run after it, with ``clearsight serve --sweep``)."""
         config = self.config
         controls = tuple(config.get("controls", ()))
         severities = config.get("imagenet_c_severities", ()) if "imagenet_c" in controls else ()
         return {
-            "model": tuple(config.get("models", ())),
+            "model": _Models(config.get("models", ())),
             "task": tuple(config.get("tasks", ())),
             "wording": tuple(config.get("wordings", ())),
             "condition": (*config.get("arms", ()), *controls),
@@ -189,6 +190,15 @@ class SweepRunView:
             return None
         depth = self.config.get("coco_depth_model") or _default_depth()
         return item_png(sweep_item(key, found.spec, self.question_of), str(depth))
+
+
+class _Models(tuple[str, ...]):
+    """The models a run's configuration names, which also holds every person
+    (``human:<name>``): their records come after the run, so its configuration never names
+    them."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, str) and (is_person(value) or super().__contains__(value))
 
 
 def _default_depth() -> str:
