@@ -33,6 +33,7 @@ from clearsight.cli import (
     serve,
     sweep,
     verify,
+    view,
 )
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 from clearsight.cli.generate import command_group
@@ -48,6 +49,7 @@ app = typer.Typer(
         demo.DEMO,
         verify.VERIFY,
         verify.COMPARE,
+        view.VIEW,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -55,7 +57,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare", "export", "push"),
+            *("verify", "compare", "export", "push", "view"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",

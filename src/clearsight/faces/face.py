@@ -23,7 +23,9 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``shown``: the image the model was shown for each of some items, as PNG by key, from the
   run's directory and the items' stored specs (export's sample of a details dataset);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
-  B, the tolerance, the bootstrap's draws and seed).
+  B, the tolerance, the bootstrap's draws and seed);
+* ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.faces.viewing.RunView`:
+  its curve points, listings of their items, one item and the image it was shown).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
     from clearsight.faces.serving import Serving
     from clearsight.faces.verifying import Derive, Reaskable
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
 
 __all__ = [
@@ -109,6 +112,7 @@ class ProtocolFace:
     serve: Serving | None = None
     shown: Callable[[Path, Mapping[str, Mapping[str, Any]]], Mapping[str, bytes]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
+    view: Callable[[Path], RunView] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:
         """``part`` of this face, or an InputError saying that its protocol has no ``what``."""

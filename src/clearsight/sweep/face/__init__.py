@@ -22,6 +22,7 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
   configuration (as verify plans it).
 * **serve**: people answering the run's questions on its images
   (:func:`~clearsight.sweep.references.sessions.sweep_sessions`, ``clearsight serve --sweep``).
+* **view**: :class:`clearsight.sweep.view.SweepRunView` (``clearsight view``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from clearsight.tasks.question import TemplateRef
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
     from clearsight.faces.serving import ServeSettings, SessionHost
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
 
 __all__ = ["SWEEP_FACE", "question_of"]
@@ -201,6 +203,12 @@ def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, 
     return {key: item_png(item, depth) for key, item in items if isinstance(item, SweepItem)}
 
 
+def _view(run_dir: Path) -> RunView:
+    from clearsight.sweep.view import SweepRunView
+
+    return SweepRunView(run_dir, question_of)
+
+
 #: The sweep's face after its run (see the module docstring).
 SWEEP_FACE = ProtocolFace(
     "sweep",
@@ -213,4 +221,5 @@ SWEEP_FACE = ProtocolFace(
     shown=_shown,
     compare=_compare,
     serve=Serving(sessions=_sessions),
+    view=_view,
 )
