@@ -29,55 +29,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from clearsight.faces.viewing import Detail, Listing, Point, Query
 from clearsight.store import RunStore, StoredRecord, run_manifest
-from clearsight.sweep.results import confidence_signal, fog_only, is_person, level_label
-from clearsight.sweep.signals import SIGNALS, signal_values
+from clearsight.sweep.results import is_person, level_label
+from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
+from clearsight.sweep.view.index import SWEEP_INDEX, listing_sql
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
+from clearsight.view.index import synced
 
 __all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
-
-#: The columns a listing reads of each selected record.
-_COLUMNS = (
-    "key",
-    "scene.id",
-    "model",
-    "task",
-    "wording",
-    "condition",
-    "level_m",
-    "severity",
-    "corruption",
-    "answer",
-    "question.correct",
-    "correct",
-    "abstained",
-    "internal_conf",
-    "verbal_conf",
-)
-
-
-def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A read-out flag as 1.0 (True) or 0.0 (False, None, absent), as the analysis reads it."""
-    values = frame[column] if column in frame else pd.Series(False, index=frame.index)
-    return values.astype(object).isin([True]).astype(float)
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """The selected records with the signals' columns as the analysis types them."""
-    out = frame.copy()
-    for column in ("correct", "abstained"):
-        out[column] = _flag(frame, column)
-    for column in ("internal_conf", "verbal_conf", "level_m", "severity"):
-        values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
-        out[column] = pd.to_numeric(values, errors="coerce").astype(float)
-    return out
 
 
 class SweepRunView:
@@ -127,49 +90,23 @@ class SweepRunView:
         curves = scene_bootstrap(load_run_data(self.run_dir), n_boot=1).curves
         return tuple(point_of(row) for row in curves.itertuples(index=False))
 
-    def _where(self, filters: Mapping[str, str]) -> dict[str, str | float]:
-        where: dict[str, str | float] = {
-            name: filters[name] for name in ("model", "task", "wording") if name in filters
-        }
-        if "condition" in filters:
-            where["condition"] = filters["condition"]
-        if "level" in filters:
-            where["level_m"] = self._levels[filters["level"]]
-        if "severity" in filters:
-            where["severity"] = int(filters["severity"])
-        return where
-
-    def _selected(self, query: Query) -> pd.DataFrame:
-        """The ok records ``query`` selects, typed, before sorting and paging."""
-        with RunStore.open(self.run_dir, read_only=True) as store:
-            frame = store.to_frame(
-                status="ok", kind=PROTOCOL, columns=_COLUMNS, where=self._where(query.filters)
-            )
-        frame = _typed(fog_only(frame))
-        if frame.empty:
-            return frame
-        if "signal" in query.filters:
-            frame = frame[np.isfinite(signal_values(frame, query.filters["signal"]))]
-        pairs = zip(frame["model"].astype(str), frame["wording"].astype(str), strict=True)
-        columns = [confidence_signal(m, w) for m, w in pairs]
-        values = frame[["internal_conf", "verbal_conf"]].to_numpy()
-        pick = np.array([c == "verbal_conf" for c in columns], dtype=np.intp)
-        frame = frame.assign(confidence=values[np.arange(len(frame)), pick])
-        return frame[_outcome(frame, query.outcome, query.threshold)]
-
     def listing(self, query: Query) -> Listing:
-        """The page of records ``query`` asks for (module docstring)."""
-        frame = self._selected(query)
-        if frame.empty:
-            return Listing((), 0)
-        if query.sort:
-            frame = frame.sort_values(
-                "confidence", ascending=query.sort == "asc", kind="stable", na_position="last"
+        """The page of records ``query`` asks for, selected, counted, sorted and paged in SQL
+        over the run's side index (brought up to date first: module docstring)."""
+        where, order, params = listing_sql(query, self._levels)
+        conn = synced(self.run_dir, SWEEP_INDEX)
+        try:
+            total = conn.execute(f"SELECT count(*) FROM rows WHERE {where}", params).fetchone()[0]
+            params |= {"limit": query.per_page, "offset": query.page * query.per_page}
+            cursor = conn.execute(
+                f"SELECT {_LISTED} FROM rows WHERE {where} ORDER BY {order} "
+                "LIMIT :limit OFFSET :offset",
+                params,
             )
-        start = query.page * query.per_page
-        page = frame.iloc[start : start + query.per_page]
-        rows = page.to_dict("records")
-        return Listing(tuple(row_of({str(k): v for k, v in r.items()}) for r in rows), len(frame))
+            rows = [dict(zip(_NAMES, values, strict=True)) for values in cursor]
+        finally:
+            conn.close()
+        return Listing(tuple(row_of(_nan_for_null(row)) for row in rows), int(total))
 
     def _record(self, key: str) -> StoredRecord | None:
         with RunStore.open(self.run_dir, read_only=True) as store:
@@ -207,13 +144,29 @@ def _default_depth() -> str:
     return str(SweepConfig.model_fields["coco_depth_model"].default)
 
 
-def _outcome(frame: pd.DataFrame, outcome: str, threshold: float) -> Any:
-    """The rows of ``frame`` with ``outcome`` (every row for ``""``)."""
-    wrong = (frame["correct"] == 0.0) & (frame["abstained"] == 0.0)
-    return {
-        "": pd.Series(True, index=frame.index),
-        "correct": frame["correct"] == 1.0,
-        "wrong": wrong,
-        "abstained": frame["abstained"] == 1.0,
-        "confidently-wrong": wrong & (frame["confidence"] > threshold),
-    }[outcome]
+#: A listing's row as :func:`~clearsight.sweep.view.rows.row_of` reads it: its names and the
+#: index's columns they are read from.
+_ROW = {
+    "key": "key",
+    "scene.id": "scene",
+    "model": "model",
+    "task": "task",
+    "wording": "wording",
+    "condition": "condition",
+    "level_m": "level_m",
+    "answer": "answer",
+    "question.correct": "gold",
+    "correct": "correct",
+    "abstained": "abstained",
+    "confidence": "confidence",
+}
+_NAMES = tuple(_ROW)
+_LISTED = ", ".join(_ROW.values())
+
+
+def _nan_for_null(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its missing numbers as NaN, as the analysis's frames hold them."""
+    for name in ("level_m", "confidence"):
+        if row[name] is None:
+            row[name] = float("nan")
+    return row

@@ -1,0 +1,193 @@
+"""The viewer's side index of a run: one SQLite row per ok record of a kind, with the columns a
+listing filters, sorts and counts by, so a page is a SQL query instead of a read of the run.
+
+The index is ``RUN/view-index.sqlite`` (``$CLEARSIGHT_CACHE/view-index/<hash>.sqlite`` where the
+run directory is not writable), a separate file: the run's own database is only read, with no
+lock, so a run being written can be viewed. It may be deleted at any time: the next page builds
+it again. What it holds is an :class:`IndexDesign`, the protocol's (its view declares the
+columns and how a chunk of records becomes rows); this module is the machinery only.
+
+:func:`synced` brings it up to date before a page reads it, from the store's streaming read by
+item id (:func:`clearsight.store.record_chunks`):
+
+* the items after ``high`` (the highest item id read) up to the run's last record are read a
+  chunk at a time, constant memory: their ok records become rows, the others (not answered
+  yet, or failed) are kept in ``waiting``;
+* the ``waiting`` items are read again by id, and those with an ok record now become rows (an
+  ok record is final in the store, so a row never changes once written).
+
+Each chunk's rows, ``waiting`` changes and the new ``high`` are one transaction, so a build
+killed half way leaves a consistent index that the next request resumes. An index of another
+design, an unreadable file or one that has read past the run's last record (the run was
+replaced) is deleted and built again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from clearsight.cache import cache_dir
+from clearsight.store import RecordChunk, RunStore, last_record_id, record_chunks
+
+__all__ = ["INDEX_NAME", "IndexDesign", "index_path", "synced"]
+
+#: The index's file name in a run directory.
+INDEX_NAME = "view-index.sqlite"
+#: Records read a chunk at a time (a chunk of Python values in memory at a time).
+CHUNK = 20_000
+_LOCKS: dict[Path, threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class IndexDesign:
+    """What a protocol's index holds: the records of ``kind``; the store's frame columns it
+    reads (``read``); its own ``columns`` (name -> SQL type, after the item ``id``), the
+    SQL ``indexes`` on them, and ``rows``, a chunk's frame (``id`` and ``read``) -> a frame of
+    ``id`` and ``columns`` (the records it leaves out are not listed)."""
+
+    kind: str
+    read: tuple[str, ...]
+    columns: Mapping[str, str]
+    indexes: tuple[tuple[str, ...], ...]
+    rows: Callable[[pd.DataFrame], pd.DataFrame]
+
+    @property
+    def signature(self) -> str:
+        """The design as text: an index written with another is built again."""
+        return json.dumps([self.kind, self.read, dict(self.columns), self.indexes])
+
+
+def index_path(run_dir: Path) -> Path:
+    """Where the index of ``run_dir`` lives (module docstring)."""
+    run_dir = Path(run_dir)
+    if os.access(run_dir, os.W_OK):
+        return run_dir / INDEX_NAME
+    digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:24]
+    folder = cache_dir() / "view-index"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{digest}.sqlite"
+
+
+def _schema(conn: sqlite3.Connection, design: IndexDesign) -> None:
+    columns = "".join(f", {name} {kind}" for name, kind in design.columns.items())
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(f"CREATE TABLE rows (id INTEGER PRIMARY KEY{columns})")
+    conn.execute("CREATE TABLE waiting (id INTEGER PRIMARY KEY)")
+    for n, names in enumerate(design.indexes):
+        conn.execute(f"CREATE INDEX rows_{n} ON rows ({', '.join(names)})")
+    meta = {"design": design.signature, "high": "0"}
+    conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def _open(path: Path, design: IndexDesign) -> sqlite3.Connection:
+    """The index at ``path``, created (or deleted and created again: module docstring)."""
+    try:
+        conn = _connect(path)
+        found = conn.execute("SELECT value FROM meta WHERE key = 'design'").fetchone()
+        if found is not None and found[0] == design.signature:
+            return conn
+        conn.close()
+    except sqlite3.DatabaseError:
+        pass
+    return _fresh(path, design)
+
+
+def _fresh(path: Path, design: IndexDesign) -> sqlite3.Connection:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    conn = _connect(path)
+    conn.execute("BEGIN IMMEDIATE")
+    _schema(conn, design)
+    conn.execute("COMMIT")
+    return conn
+
+
+def _lock(path: Path) -> threading.Lock:
+    with _LOCKS_LOCK:
+        return _LOCKS.setdefault(path, threading.Lock())
+
+
+def synced(run_dir: Path, design: IndexDesign, *, chunk: int = CHUNK) -> sqlite3.Connection:
+    """The index of ``run_dir`` brought up to date with its store (module docstring), open:
+    the caller queries its ``rows`` table and closes it."""
+    path = index_path(run_dir)
+    with _lock(path):
+        conn = _open(path, design)
+        try:
+            with RunStore.open(run_dir, read_only=True) as store:
+                top = last_record_id(store)
+                if _high(conn) > top:  # read past the run's end: another run is there now
+                    conn.close()
+                    conn = _fresh(path, design)
+                _catch_up(conn, store, design, top, chunk)
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+def _high(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT value FROM meta WHERE key = 'high'").fetchone()[0])
+
+
+def _catch_up(
+    conn: sqlite3.Connection, store: RunStore, design: IndexDesign, top: int, chunk: int
+) -> None:
+    """Read the waiting items again, then the items after ``high`` up to ``top``."""
+    waiting = [row[0] for row in conn.execute("SELECT id FROM waiting")]
+    if waiting:
+        for part in record_chunks(store, design.kind, design.read, ids=waiting, chunk=chunk):
+            _write(conn, design, part, None)
+    high = _high(conn)
+    if high < top:
+        for part in record_chunks(
+            store, design.kind, design.read, after=high, upto=top, chunk=chunk
+        ):
+            _write(conn, design, part, part.last_id)
+        _write(conn, design, None, top)
+
+
+def _values(frame: pd.DataFrame) -> Iterable[tuple[object, ...]]:
+    """A frame's rows as SQLite values (a missing value as NULL)."""
+    cells = frame.astype(object).where(frame.notna(), None)
+    return cells.itertuples(index=False, name=None)
+
+
+def _write(
+    conn: sqlite3.Connection, design: IndexDesign, part: RecordChunk | None, high: int | None
+) -> None:
+    """One chunk's rows, its waiting items and the new ``high`` (None: unchanged), in one
+    transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if part is not None:
+            rows = design.rows(part.frame)[["id", *design.columns]]
+            marks = ", ".join("?" * (len(design.columns) + 1))
+            conn.executemany(f"INSERT OR REPLACE INTO rows VALUES ({marks})", _values(rows))
+            done = [(int(i),) for i in part.frame["id"]]
+            conn.executemany("DELETE FROM waiting WHERE id = ?", done)
+            waiting = [(i,) for i in part.waiting]
+            conn.executemany("INSERT OR IGNORE INTO waiting VALUES (?)", waiting)
+        if high is not None:
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'high'", (str(high),))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
