@@ -1,17 +1,18 @@
 """The sweep in ``clearsight view``: :class:`SweepRunView`, the
 :class:`~clearsight.faces.viewing.RunView` of a sweep run (the sweep face's ``view`` part);
-:mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages of the records,
+:mod:`~clearsight.sweep.view.index` declares its side index (:mod:`clearsight.view.index`) and
+the SQL read over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages,
 :mod:`~clearsight.sweep.view.items` rebuilds an item.
 
 * **points**: the curves of the run's analysis (:func:`~clearsight.sweep.numbers.crossings.
-  scene_bootstrap`'s point estimates, one draw: the viewer shows no interval), one per model,
+  scene_bootstrap`'s point estimates: the viewer shows no interval), counted and summed in SQL
+  over the side index (:func:`~clearsight.sweep.view.index.curve_cells`), one per model,
   task, wording, signal and condition, each point with the filters that list exactly the
   records its ``n`` counts: the ok records of the cell with a value of the signal (an
   unparsed verbalized reply has no verbal confidence, so it is not behind that point).
-* **listing**: the ok records a query selects, read with the store's chunked, filtered frame
-  (:meth:`~clearsight.store.RunStore.to_frame`: only the listed columns of the rows that
-  match, never the raw outputs), ImageNet-C corruptions other than fog left out as the analysis
-  leaves them out; outcome, confidence sort and page on the selected rows.
+* **listing**: the ok records a query selects, ImageNet-C corruptions other than fog left out
+  as the analysis leaves them out, selected, counted, sorted by confidence and paged in SQL
+  over the side index (brought up to date with the run first, so new records appear).
 * **detail** and **image**: one record read by its key (the store's key index). The image is
   re-rendered from the stored spec by :func:`~clearsight.sweep.references.human.item_png`
   (:func:`~clearsight.sweep.unit.item_image`, the pixels the sweep sends the model); the spec
@@ -19,7 +20,8 @@
   so the image is that of exactly the item asked.
 
 Filter values are those the run's configuration (its manifest) names, so a listing is checked
-without reading a record; a store being written is read as it stands (read-only, no lock).
+without reading a record; a store being written is read as it stands (read-only, no lock: the
+only file written is the side index, beside it).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from clearsight.store import RunStore, StoredRecord, run_manifest
 from clearsight.sweep.results import is_person, level_label
 from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
-from clearsight.sweep.view.index import SWEEP_INDEX, listing_sql
+from clearsight.sweep.view.index import SWEEP_INDEX, curve_cells, listing_sql
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
@@ -83,12 +85,14 @@ class SweepRunView:
         }
 
     def points(self) -> tuple[Point, ...]:
-        """Every curve point of the run's analysis, with the filters of its items."""
-        from clearsight.sweep.numbers.crossings import scene_bootstrap
-        from clearsight.sweep.results import load_run_data
-
-        curves = scene_bootstrap(load_run_data(self.run_dir), n_boot=1).curves
-        return tuple(point_of(row) for row in curves.itertuples(index=False))
+        """Every curve point of the run's analysis, with the filters of its items: grouped
+        counts and sums over the side index (:func:`~clearsight.sweep.view.index.curve_cells`),
+        never the run's frame."""
+        conn = synced(self.run_dir, SWEEP_INDEX)
+        try:
+            return tuple(point_of(cell) for cell in curve_cells(conn))
+        finally:
+            conn.close()
 
     def listing(self, query: Query) -> Listing:
         """The page of records ``query`` asks for, selected, counted, sorted and paged in SQL

@@ -1,22 +1,35 @@
 """The sweep's side index for ``clearsight view`` (:class:`~clearsight.view.index.IndexDesign`):
 one row per ok sweep record the analysis reads (ImageNet-C corruptions other than fog left
 out, as :func:`~clearsight.sweep.results.fog_only` leaves them out), with the listing's columns
-typed as the analysis types them, and the SQL of a listing over it (:func:`listing_sql`)."""
+typed as the analysis types them; the SQL of a listing over it (:func:`listing_sql`) and the
+analysis's curve points as grouped counts and sums over it (:func:`curve_cells`).
+
+A curve point's value is the analysis's point estimate (:func:`~clearsight.sweep.numbers.
+crossings.scene_bootstrap` with every photo weighted once: the cell's sum over its count, the
+mean of the signal over the records that have a value of it) and its ``n`` that count; curves
+come in the analysis's order: (model, task, wording) groups as they first appear in the run, each
+group's signals in :data:`~clearsight.sweep.signals.SIGNALS`' order, each curve's columns as
+:mod:`~clearsight.sweep.numbers.cells` orders them (clean, each arm's levels clearest first,
+blank, shuffled, ImageNet-C severities).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from clearsight.faces.viewing import Query
-from clearsight.sweep.results import confidence_signal, fog_only
-from clearsight.sweep.signals import by_name
+from clearsight.sweep.numbers.cells import _ordered_columns
+from clearsight.sweep.results import ARMS, confidence_signal, fog_only
+from clearsight.sweep.signals import SIGNALS, by_name, signals_for
 from clearsight.sweep.specs import PROTOCOL
 from clearsight.view.index import IndexDesign
 
-__all__ = ["SWEEP_INDEX", "listing_sql"]
+__all__ = ["SWEEP_INDEX", "Cell", "curve_cells", "listing_sql"]
 
 #: The store's columns a row is made of.
 _READ = (
@@ -130,3 +143,55 @@ def listing_sql(query: Query, levels: Mapping[str, float]) -> tuple[str, str, di
     if "signal" in filters:
         where += f" AND {by_name(filters['signal']).column} IS NOT NULL"
     return where + _OUTCOMES[query.outcome], _ORDER[query.sort], params
+
+
+#: Each group × column's count and sum of every signal, in one pass over the index.
+_CELLS = (
+    "SELECT model, task, wording, condition, CASE WHEN condition IN ({arms}) THEN level_m "
+    "WHEN condition = 'imagenet_c' THEN severity ELSE 0.0 END AS x, min(id), {sums} "
+    "FROM rows GROUP BY model, task, wording, condition, x"
+).format(
+    arms=", ".join(f"'{arm}'" for arm in ARMS),
+    sums=", ".join(f"count({s.column}), total({s.column})" for s in SIGNALS),
+)
+
+
+class Cell(NamedTuple):
+    """One curve point of the analysis: its curve, x (metres, severity or 0.0), the point
+    estimate and the number of records behind it (the fields
+    :func:`~clearsight.sweep.view.rows.point_of` reads)."""
+
+    model: str
+    task: str
+    wording: str
+    signal: str
+    condition: str
+    x: float
+    estimate: float
+    n: int
+
+
+def curve_cells(conn: sqlite3.Connection) -> Iterator[Cell]:
+    """The analysis's curve points of the index's records (module docstring)."""
+    found: dict[tuple[str, str, str], int] = {}
+    cells: dict[tuple[str, str, str, str, float], tuple[float, ...]] = {}
+    for model, task, wording, condition, x, first, *sums in conn.execute(_CELLS):
+        group = (model, task, wording)
+        found[group] = min(found.get(group, first), first)
+        cells[(*group, condition, float(x))] = tuple(sums)
+    present = {(c, x) for *_, c, x in cells}
+    levels = {
+        arm: tuple(sorted((x for c, x in present if c == arm), reverse=True))
+        for arm in ARMS
+        if any(c == arm for c, _ in present)
+    }
+    columns = _ordered_columns(present, levels)
+    names = [s.name for s in SIGNALS]
+    for group in sorted(found, key=found.__getitem__):
+        for signal in signals_for(group[2], group[0]):
+            at = 2 * names.index(signal)
+            for condition, x in columns:
+                sums = cells.get((*group, condition, x))
+                if sums is not None and sums[at] > 0:
+                    n = int(sums[at])
+                    yield Cell(*group, signal, condition, x, sums[at + 1] / n, n)
