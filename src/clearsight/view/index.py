@@ -16,7 +16,12 @@ item id (:func:`clearsight.store.record_chunks`):
 * the ``waiting`` items are read again by id, and those with an ok record now become rows (an
   ok record is final in the store, so a row never changes once written).
 
-Each chunk's rows, ``waiting`` changes and the new ``high`` are one transaction, so a build
+A design may also ask for a ``tally``: per group of its ``tally`` columns, the first item id,
+and the count (of non-missing values) and sum of each of its ``tallied`` columns, kept up to
+date with the rows (each row is added once and never changes, so the tally is added to, never
+recomputed): a summary of the whole run is then a read of a small table.
+
+Each chunk's rows, tally, ``waiting`` changes and the new ``high`` are one transaction, so a build
 killed half way leaves a consistent index that the next request resumes. An index of another
 design, an unreadable file or one that has read past the run's last record (the run was
 replaced) is deleted and built again.
@@ -52,19 +57,24 @@ _LOCKS_LOCK = threading.Lock()
 class IndexDesign:
     """What a protocol's index holds: the records of ``kind``; the store's frame columns it
     reads (``read``); its own ``columns`` (name -> SQL type, after the item ``id``), the
-    SQL ``indexes`` on them, and ``rows``, a chunk's frame (``id`` and ``read``) -> a frame of
-    ``id`` and ``columns`` (the records it leaves out are not listed)."""
+    SQL ``indexes`` on them, ``rows``, a chunk's frame (``id`` and ``read``) -> a frame of
+    ``id`` and ``columns`` (the records it leaves out are not listed), and the ``tally``
+    (module docstring: its group columns and ``tallied`` columns, none of them missing in a
+    group column)."""
 
     kind: str
     read: tuple[str, ...]
     columns: Mapping[str, str]
     indexes: tuple[tuple[str, ...], ...]
     rows: Callable[[pd.DataFrame], pd.DataFrame]
+    tally: tuple[str, ...] = ()
+    tallied: tuple[str, ...] = ()
 
     @property
     def signature(self) -> str:
         """The design as text: an index written with another is built again."""
-        return json.dumps([self.kind, self.read, dict(self.columns), self.indexes])
+        shape = [self.kind, self.read, dict(self.columns), self.indexes, self.tally, self.tallied]
+        return json.dumps(shape)
 
 
 def index_path(run_dir: Path) -> Path:
@@ -83,6 +93,10 @@ def _schema(conn: sqlite3.Connection, design: IndexDesign) -> None:
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute(f"CREATE TABLE rows (id INTEGER PRIMARY KEY{columns})")
     conn.execute("CREATE TABLE waiting (id INTEGER PRIMARY KEY)")
+    if design.tally:
+        tallied = "".join(f", n_{c} INTEGER, s_{c} REAL" for c in design.tallied)
+        groups = ", ".join(design.tally)
+        conn.execute(f"CREATE TABLE tally ({groups}, first INTEGER{tallied}, UNIQUE ({groups}))")
     for n, names in enumerate(design.indexes):
         conn.execute(f"CREATE INDEX rows_{n} ON rows ({', '.join(names)})")
     meta = {"design": design.signature, "high": "0"}
@@ -170,6 +184,24 @@ def _values(frame: pd.DataFrame) -> Iterable[tuple[object, ...]]:
     return cells.itertuples(index=False, name=None)
 
 
+def _tally(conn: sqlite3.Connection, design: IndexDesign, rows: pd.DataFrame) -> None:
+    """Add a chunk's rows to the design's tally (in the caller's transaction)."""
+    if not design.tally or rows.empty:
+        return
+    sums = {f"n_{c}": (c, "count") for c in design.tallied}
+    sums |= {f"s_{c}": (c, "sum") for c in design.tallied}
+    groups = rows.groupby(list(design.tally), sort=False).agg(first=("id", "min"), **sums)
+    names = ["first", *(f"{p}_{c}" for c in design.tallied for p in "ns")]
+    groups = groups.reset_index()[[*design.tally, *names]]
+    updates = ", ".join(f"{n} = {n} + excluded.{n}" for n in names[1:])
+    conn.executemany(
+        f"INSERT INTO tally VALUES ({', '.join('?' * groups.shape[1])}) "
+        f"ON CONFLICT ({', '.join(design.tally)}) DO UPDATE SET "
+        f"first = min(first, excluded.first), {updates}",
+        _values(groups),
+    )
+
+
 def _write(
     conn: sqlite3.Connection, design: IndexDesign, part: RecordChunk | None, high: int | None
 ) -> None:
@@ -180,7 +212,8 @@ def _write(
         if part is not None:
             rows = design.rows(part.frame)[["id", *design.columns]]
             marks = ", ".join("?" * (len(design.columns) + 1))
-            conn.executemany(f"INSERT OR REPLACE INTO rows VALUES ({marks})", _values(rows))
+            conn.executemany(f"INSERT INTO rows VALUES ({marks})", _values(rows))
+            _tally(conn, design, rows)
             done = [(int(i),) for i in part.frame["id"]]
             conn.executemany("DELETE FROM waiting WHERE id = ?", done)
             waiting = [(i,) for i in part.waiting]

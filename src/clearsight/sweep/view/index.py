@@ -2,7 +2,7 @@
 one row per ok sweep record the analysis reads (ImageNet-C corruptions other than fog left
 out, as :func:`~clearsight.sweep.results.fog_only` leaves them out), with the listing's columns
 typed as the analysis types them; the SQL of a listing over it (:func:`listing_sql`) and the
-analysis's curve points as grouped counts and sums over it (:func:`curve_cells`).
+analysis's curve points from its tally of counts and sums per cell (:func:`curve_cells`).
 
 A curve point's value is the analysis's point estimate (:func:`~clearsight.sweep.numbers.
 crossings.scene_bootstrap` with every photo weighted once: the cell's sum over its count, the
@@ -66,6 +66,7 @@ _COLUMNS = {
     "internal_conf": "REAL",
     "verbal_conf": "REAL",
     "confidence": "REAL",
+    "x": "REAL",
 }
 
 
@@ -99,6 +100,9 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     pairs = zip(out["model"].astype(str), out["wording"].astype(str), strict=True)
     verbal = np.array([confidence_signal(m, w) == "verbal_conf" for m, w in pairs], dtype=bool)
     out["confidence"] = np.where(verbal, out["verbal_conf"], out["internal_conf"])
+    condition = out["condition"].astype(str)
+    arm, ic = condition.isin(ARMS).to_numpy(), (condition == "imagenet_c").to_numpy()
+    out["x"] = np.where(arm, out["level_m"], np.where(ic, out["severity"], 0.0))
     return out
 
 
@@ -108,6 +112,8 @@ SWEEP_INDEX = IndexDesign(
     columns=_COLUMNS,
     indexes=(("model", "condition", "level_m"), ("condition", "level_m"), ("confidence",)),
     rows=_rows,
+    tally=("model", "task", "wording", "condition", "x"),
+    tallied=tuple(s.column for s in SIGNALS),
 )
 
 _OUTCOMES = {
@@ -145,14 +151,9 @@ def listing_sql(query: Query, levels: Mapping[str, float]) -> tuple[str, str, di
     return where + _OUTCOMES[query.outcome], _ORDER[query.sort], params
 
 
-#: Each group × column's count and sum of every signal, in one pass over the index.
-_CELLS = (
-    "SELECT model, task, wording, condition, CASE WHEN condition IN ({arms}) THEN level_m "
-    "WHEN condition = 'imagenet_c' THEN severity ELSE 0.0 END AS x, min(id), {sums} "
-    "FROM rows GROUP BY model, task, wording, condition, x"
-).format(
-    arms=", ".join(f"'{arm}'" for arm in ARMS),
-    sums=", ".join(f"count({s.column}), total({s.column})" for s in SIGNALS),
+#: Each group × column's first item id, count and sum of every signal: the index's tally.
+_CELLS = "SELECT model, task, wording, condition, x, first, {} FROM tally".format(
+    ", ".join(f"n_{s.column}, s_{s.column}" for s in SIGNALS)
 )
 
 
@@ -172,7 +173,8 @@ class Cell(NamedTuple):
 
 
 def curve_cells(conn: sqlite3.Connection) -> Iterator[Cell]:
-    """The analysis's curve points of the index's records (module docstring)."""
+    """The analysis's curve points of the index's records, read from its tally (module
+    docstring): a small table, whatever the run's size."""
     found: dict[tuple[str, str, str], int] = {}
     cells: dict[tuple[str, str, str, str, float], tuple[float, ...]] = {}
     for model, task, wording, condition, x, first, *sums in conn.execute(_CELLS):
