@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from clearsight.driver import run_lock
-from clearsight.store import RunStore
+from clearsight.store import RunStore, record_chunks
 from clearsight.sweep.face import question_of
 from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.plan import plan_sweep
@@ -139,3 +139,16 @@ def test_points_are_the_analysis_curves_in_its_order(view_run: Run, tmp_path: Pa
         curve = " · ".join((model, task, wording, signal, condition))
         assert (point.curve, point.n) == (curve, n)
         assert math.isclose(point.value, estimate, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_record_chunks_by_range_and_by_ids_read_the_same_records(view_run: Run) -> None:
+    with RunStore.open(view_run[0], read_only=True) as store:
+        columns = ("key", "model", "internal_conf")
+        ranged = list(record_chunks(store, "sweep", columns, chunk=4))
+        ids = [i for part in ranged for i in part.frame["id"]]
+        by_ids = list(record_chunks(store, "sweep", columns, ids=ids[::-1], chunk=3))
+        keys = [r.key for r in store.iter_records("ok", kind="sweep", raw=False)]
+    assert [k for part in ranged for k in part.frame["key"]] == keys
+    assert [k for part in by_ids for k in part.frame["key"]] == keys  # in id order
+    assert all(part.waiting == () for part in ranged)
+    assert ranged[-1].last_id == max(ids)

@@ -11,7 +11,7 @@ chunk, whatever the run's size.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -25,6 +25,9 @@ _SELECT = (
     "r.attempt, i.spec, r.readouts, NULL FROM items AS i LEFT JOIN records AS r ON r.id = i.id "
     "WHERE i.kind = ? AND "
 )
+
+#: Ids asked in one statement (well under SQLite's limit of bound parameters).
+_MARKS = 900
 
 
 class RecordChunk(NamedTuple):
@@ -63,8 +66,9 @@ def record_chunks(
     if kind_id is None:
         return
     if ids is not None:
-        for start in range(0, len(ids), chunk):
-            part = sorted(ids[start : start + chunk])
+        ordered, step = sorted(ids), min(chunk, _MARKS)
+        for start in range(0, len(ordered), step):
+            part = ordered[start : start + step]
             marks = ", ".join("?" * len(part))
             query = f"{_SELECT}i.id IN ({marks}) ORDER BY i.id"
             yield _chunk(store, store.conn.execute(query, (kind_id, *part)).fetchall(), columns)
@@ -76,14 +80,14 @@ def record_chunks(
         after = int(batch[-1][0])
 
 
-def _chunk(store: RunStore, batch: list[tuple[object, ...]], columns: Sequence[str]) -> RecordChunk:
+def _chunk(store: RunStore, batch: list[tuple[Any, ...]], columns: Sequence[str]) -> RecordChunk:
     """One batch of :data:`_SELECT`'s rows as a :class:`RecordChunk`."""
     ok = [row for row in batch if row[1] == "ok"]
-    waiting = tuple(int(str(row[0])) for row in batch if row[1] != "ok")
-    last = int(str(batch[-1][0])) if batch else 0
+    waiting = tuple(int(row[0]) for row in batch if row[1] != "ok")
+    last = int(batch[-1][0]) if batch else 0
     reader = _FrameReader(columns, None, include_raw=False)
     if ok:
         reader.add(_decode([row[2:] for row in ok], store._tables, store.conn, store.path))
     frame = reader.frame() if ok else pd.DataFrame(columns=list(columns))
-    frame.insert(0, "id", [int(str(row[0])) for row in ok])
+    frame.insert(0, "id", [int(row[0]) for row in ok])
     return RecordChunk(last, waiting, frame)
