@@ -38,13 +38,13 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 import yaml
 from pydantic import BaseModel
 
-from clearsight.cli.errors import Group
+from clearsight.cli.errors import Group, reflowed
 from clearsight.cli.fields import (
     NONE,
     ConfigField,
@@ -59,6 +59,9 @@ from clearsight.cli.fields import (
 from clearsight.config import Assignment, load_config, parse_assignment
 from clearsight.credentials import redact, redact_value
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.cli.execution import ExecutionOptions
 
 #: The parameters every generated command has (its body's own come first).
 _CONFIG, _SET, _SHOW = "config__file", "config__set", "config__show"
@@ -153,7 +156,7 @@ class ConfigCommand:
     def summary_command(self) -> Any:
         """The command as a group's help lists it: its name and summary, nothing imported."""
         app = typer.Typer(add_completion=False)
-        app.command(self.name, help=self.body.__doc__)(_nothing)
+        app.command(self.name, help=reflowed(inspect.getdoc(self.body) or ""))(_nothing)
         return typer.main.get_command(app)
 
     def _callback(self) -> Callable[..., None]:
@@ -190,36 +193,18 @@ class ConfigCommand:
         own: list[str],
     ) -> None:
         """Resolve the configuration the command line gave and run the body with it."""
-        from clearsight.cli.execution import ExecutionOptions, finished
+        from clearsight.cli.execution import finished
 
-        extra: dict[str, Any] = {}
-        if self.execution is not None:
-            extra["execution"] = load_config(
-                None,
-                ExecutionOptions,
-                self.execution,
-                _assignments(runs, values),
-                what="execution options",
-            )
-        given = {
-            o.flag: option_value(o.shape, values[o.param])
-            for o in options
-            if values[o.param] is not None
-        }
-        implied = self.implied(given) if self.implied is not None else {}
+        extra = {} if self.execution is None else {"execution": self._execution(runs, values)}
         texts = values.get(_SET) or ()
-        assignments = [
-            *((tuple(path.split(".")), value) for path, value in implied.items()),
-            *_assignments(options, values),
-            *(parse_assignment(text) for text in texts),
-        ]
         sources = _sources(options, values, texts)
         narrow = self.narrow
         config = load_config(
             values.get(_CONFIG),
             model,
             None,
-            assignments,
+            [*self._implied(options, values), *_assignments(options, values)]
+            + [parse_assignment(text) for text in texts],
             what=self.what,
             sources=sources,
             adjust=None if narrow is None else lambda data: narrow(data, sources),
@@ -231,6 +216,29 @@ class ConfigCommand:
         summary = self.body(config, **extra, **{name: values[name] for name in own})
         if summary is not None:
             finished(summary)  # type: ignore[arg-type]
+
+    def _implied(self, options: list[_Option], values: Mapping[str, Any]) -> list[Assignment]:
+        """What :attr:`implied` makes of the options given (laid under them)."""
+        if self.implied is None:
+            return []
+        given = {
+            o.flag: option_value(o.shape, values[o.param])
+            for o in options
+            if values[o.param] is not None
+        }
+        return [(tuple(path.split(".")), value) for path, value in self.implied(given).items()]
+
+    def _execution(self, runs: list[_Option], values: Mapping[str, Any]) -> ExecutionOptions:
+        """The execution options given, over this command's defaults."""
+        from clearsight.cli.execution import ExecutionOptions
+
+        return load_config(
+            None,
+            ExecutionOptions,
+            self.execution,
+            _assignments(runs, values),
+            what="execution options",
+        )
 
 
 class CommandGroup(Group):
