@@ -38,6 +38,8 @@ from clearsight.models.hf_options import parse_options
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from clearsight.models.hf_backend import HfBackend
 
 #: The manifest ``clearsight probe distill`` writes beside a LoRA adapter (base model, data,
@@ -89,7 +91,7 @@ def resolve_source(arg: str) -> tuple[str, bool]:
     return arg, False
 
 
-def make_hf(arg: str, options: Mapping[str, Any]) -> HfBackend:
+def make_hf(arg: str, options: Mapping[str, JsonValue]) -> HfBackend:
     """``hf:<arg>``: load the model (see the module docstring) with validated options; an
     adapter directory loads its base with the adapter merged."""
     opts = parse_options(options)

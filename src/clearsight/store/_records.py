@@ -25,7 +25,7 @@ STATUSES: tuple[str, ...] = ("ok", "failed")
 
 #: The read-out type of a record read back (a ``TypedDict`` registered for its item kind;
 #: untyped reads see a plain mapping).
-R = TypeVar("R", bound=Mapping[str, Any], default=Mapping[str, Any])
+R = TypeVar("R", bound=Mapping[str, object], default=Mapping[str, Any])
 
 
 def utc_now() -> str:

@@ -289,7 +289,7 @@ def load_run(
     *,
     include_raw: bool = False,
     columns: Sequence[str] | None = None,
-    where: Mapping[str, Any] | None = None,
+    where: Mapping[str, object] | None = None,
     status: str | None = None,
     kind: str | None = None,
 ) -> pd.DataFrame:
