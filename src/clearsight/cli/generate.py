@@ -133,10 +133,10 @@ class ConfigCommand:
     body: Callable[..., object]
     aliases: tuple[Alias, ...] = ()
     execution: Mapping[str, object] | None = None
-    implied: Callable[[Mapping[str, Any]], Mapping[str, object]] | None = None
+    implied: Callable[[Mapping[str, object]], Mapping[str, object]] | None = None
     what: str | None = None
     files: bool = True
-    narrow: Callable[[dict[str, Any], Mapping[str, str]], dict[str, Any]] | None = None
+    narrow: Callable[[dict[str, object], Mapping[str, str]], dict[str, object]] | None = None
     file_argument: bool = False
 
     def click_command(self) -> Any:
@@ -187,7 +187,7 @@ class ConfigCommand:
     def _invoke(
         self,
         model: type[Any],
-        values: Mapping[str, Any],
+        values: Mapping[str, object],
         options: list[_Option],
         runs: list[_Option],
         own: list[str],
@@ -196,11 +196,12 @@ class ConfigCommand:
         from clearsight.cli.execution import finished
 
         extra = {} if self.execution is None else {"execution": self._execution(runs, values)}
-        texts = values.get(_SET) or ()
+        texts = _texts(values.get(_SET))
         sources = _sources(options, values, texts)
         narrow = self.narrow
+        file = values.get(_CONFIG)
         config = load_config(
-            values.get(_CONFIG),
+            file if isinstance(file, Path) else None,
             model,
             None,
             [*self._implied(options, values), *_assignments(options, values)]
@@ -217,7 +218,7 @@ class ConfigCommand:
         if summary is not None:
             finished(summary)  # type: ignore[arg-type]
 
-    def _implied(self, options: list[_Option], values: Mapping[str, Any]) -> list[Assignment]:
+    def _implied(self, options: list[_Option], values: Mapping[str, object]) -> list[Assignment]:
         """What :attr:`implied` makes of the options given (laid under them)."""
         if self.implied is None:
             return []
@@ -228,7 +229,7 @@ class ConfigCommand:
         }
         return [(tuple(path.split(".")), value) for path, value in self.implied(given).items()]
 
-    def _execution(self, runs: list[_Option], values: Mapping[str, Any]) -> ExecutionOptions:
+    def _execution(self, runs: list[_Option], values: Mapping[str, object]) -> ExecutionOptions:
         """The execution options given, over this command's defaults."""
         from clearsight.cli.execution import ExecutionOptions
 
@@ -328,7 +329,7 @@ def _field_options(model: type[Any], aliases: tuple[Alias, ...], prefix: str) ->
     return options
 
 
-def _assignments(options: list[_Option], values: Mapping[str, Any]) -> list[Assignment]:
+def _assignments(options: list[_Option], values: Mapping[str, object]) -> list[Assignment]:
     """What the options given set, in order; two options setting one field is an InputError."""
     out: list[Assignment] = []
     setters: dict[tuple[str, ...], str] = {}
@@ -344,8 +345,13 @@ def _assignments(options: list[_Option], values: Mapping[str, Any]) -> list[Assi
     return out
 
 
+def _texts(given: object) -> list[str]:
+    """The ``--set`` texts given (typer gives a list, or None when there are none)."""
+    return [str(text) for text in given] if isinstance(given, list) else []
+
+
 def _sources(
-    options: list[_Option], values: Mapping[str, Any], texts: Sequence[str]
+    options: list[_Option], values: Mapping[str, object], texts: Sequence[str]
 ) -> dict[str, str]:
     """Where the command line set each top-level field it set: the option, or ``--set TEXT``
     (the last one that set it)."""
@@ -467,7 +473,7 @@ def _own_parameters(body: Callable[..., object]) -> list[inspect.Parameter]:
     ]
 
 
-class _TypeCheckingNames(dict[str, Any]):
+class _TypeCheckingNames(dict[str, object]):
     """The names a function's annotations use: its module's, then the builtins; a name that
     is neither (imported under ``TYPE_CHECKING``) is ``Any``."""
 
@@ -475,7 +481,7 @@ class _TypeCheckingNames(dict[str, Any]):
         super().__init__()
         self._globals = getattr(function, "__globals__", {})
 
-    def __missing__(self, key: str) -> Any:
+    def __missing__(self, key: str) -> object:
         if key in self._globals:
             return self._globals[key]
         return getattr(builtins, key, Any)

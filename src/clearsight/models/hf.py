@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clearsight.models.extras import install_hint
 from clearsight.models.hf_options import parse_options
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 ADAPTER_MANIFEST = "clearsight-adapter.json"
 
 
-def adapter_manifest(arg: str) -> dict[str, Any] | None:
+def adapter_manifest(arg: str) -> dict[str, JsonValue] | None:
     """The manifest of the adapter directory ``arg`` (an ``hf:`` argument), or None when
     ``arg`` is not one; InputError for an unreadable manifest."""
     import json

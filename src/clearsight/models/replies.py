@@ -32,7 +32,7 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from clearsight.models.base import (
     Backend,
@@ -44,6 +44,9 @@ from clearsight.models.base import (
 from clearsight.models.logprobs import LOGPROB_SLACK
 from clearsight.validate import short_repr
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 #: The key of ``Response.extra`` that lists where lone surrogates were replaced.
 REPLACED_SURROGATES: Final = "replaced_surrogates"
 
@@ -54,7 +57,7 @@ def replaced_where(reply: Response, part: str = "") -> list[str]:
     return [f"{part}{where}" for where in reply.extra.get(REPLACED_SURROGATES, ())]
 
 
-def noting_replaced(raw: dict[str, Any], where: Sequence[str]) -> dict[str, Any]:
+def noting_replaced(raw: dict[str, JsonValue], where: Sequence[str]) -> dict[str, JsonValue]:
     """A record's raw output that keeps a reply's text rather than the whole reply (a
     trajectory, a sampled alternative), with ``extra.replaced_surrogates`` saying ``where``
     lone surrogates were replaced, as a stored reply (:meth:`Response.to_json`) says it;

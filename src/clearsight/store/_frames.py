@@ -266,16 +266,16 @@ def _flatten(
     """
     out: dict[str, JsonValue] = {}
     for key, value in obj.items():
-        if type(value) is dict and value:
-            if memo is not None and key in parts:
-                found = memo.get((id(value), key))
-                if found is None or found[0] is not value:
-                    found = memo[(id(value), key)] = (value, _flatten(value, f"{prefix}{key}."))
-                out.update(found[1])
-            else:
-                out.update(_flatten(value, f"{prefix}{key}."))
-        elif type(value) is dict or type(value) is list:  # read back: redacted when written
-            out[prefix + key] = compact_json(value)
-        else:
+        kind = type(value)
+        if kind is not dict and kind is not list:  # the common case first: a scalar
             out[prefix + key] = value
+        elif not isinstance(value, dict) or not value:  # read back: redacted when written
+            out[prefix + key] = compact_json(value)
+        elif memo is not None and key in parts:
+            found = memo.get((id(value), key))
+            if found is None or found[0] is not value:
+                found = memo[(id(value), key)] = (value, _flatten(value, f"{prefix}{key}."))
+            out.update(found[1])
+        else:
+            out.update(_flatten(value, f"{prefix}{key}."))
     return out

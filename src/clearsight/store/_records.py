@@ -47,7 +47,7 @@ class Record:
     status: Status
     error: str | None
     raw: Any
-    readouts: Mapping[str, Any]
+    readouts: Mapping[str, object]
     elapsed_s: float
     finished_at: str = field(default_factory=utc_now)
 
