@@ -23,6 +23,7 @@ from clearsight.cli import (
     card,
     data,
     demo,
+    export,
     fetch,
     grounding,
     guard,
@@ -59,7 +60,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare"),
+            *("verify", "compare", "export", "push"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -83,6 +84,8 @@ app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(card.board)
+app.command()(export.export)
+app.command()(export.push)
 app.command()(scenes.scenes)
 app.command()(data.instances)
 app.command()(data.problems)
