@@ -1,7 +1,7 @@
 """The commands whose options moved onto the generated path (``preview``, ``equivalence``,
-``guard calibrate``, ``probe judges``, ``probe query-types``: issue 42, typer.Option <= 30) keep
-their defaults and refuse bad input with one error line; every generated command's summary in
-its group's listing is one reflowed paragraph."""
+``guard calibrate``, ``probe judges``, ``probe query-types``, ``export``, ``push``: issue 42,
+typer.Option <= 30) keep their defaults and refuse bad input with one error line; every
+generated command's summary in its group's listing is one reflowed paragraph."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ DEFAULTS = {
     },
     "probe judges": {"--a": "embedding", "--b": "llm:hf:smollm2-135m"},
     "probe query-types": {"--judge": "hf:smollm2-135m", "--readout": "judge"},
+    "export": {"--n-boot": "1000", "--seed": "0", "--images": "64"},
+    "push": {"--n-boot": "1000", "--seed": "0", "--images": "64", "--pr": "--no-pr"},
 }
 
 
@@ -55,6 +57,9 @@ def test_a_moved_command_keeps_each_default(spelling: str) -> None:
         (["probe", "query-types", "RUN"], "human_labels"),
         (["equivalence", "--plasma", "cloudy"], "plasma"),
         (["preview", "skimage-coffee", "--target", "one"], "target"),
+        (["export", "RUN", "--format", "eee", "--n-boot", "99"], "n_boot"),
+        (["push", "RUN", "--hub", "me/details", "--images", "-1"], "images"),
+        (["export", "RUN"], "format"),
     ],
 )
 def test_bad_or_missing_options_are_one_error_line(
@@ -71,11 +76,12 @@ def test_bad_or_missing_options_are_one_error_line(
 
 def _listed() -> list[ConfigCommand]:
     """The generated commands of the root, probe and guard groups."""
-    from clearsight.cli import card, demo, fetch, guard, plan, probe, scenes, serve, verify
+    from clearsight.cli import card, demo, export, fetch, guard, plan, probe, scenes, serve, verify
 
     return [
         *(card.CARD, plan.PLAN, serve.SERVE, fetch.FETCH, demo.DEMO, verify.VERIFY),
-        *(verify.COMPARE, scenes.PREVIEW, scenes.EQUIVALENCE, guard.CALIBRATE),
+        *(verify.COMPARE, scenes.PREVIEW, scenes.EQUIVALENCE, guard.CALIBRATE, export.EXPORT),
+        export.PUSH,
         *(probe.RUN, probe.BUILD, probe.ANALYSE, probe.DISTILL, probe.JUDGES, probe.QUERY_TYPES),
     ]
 

@@ -6,8 +6,8 @@ build-bench``, ``probe run``, ``probe build``, ``probe analyse``, ``probe distil
 ``serve`` each take ``--config FILE``, an option per field, ``--set FIELD=VALUE`` and a few
 aliases; the run commands also the execution options (:mod:`clearsight.cli.execution`). The
 options of ``verify``, ``compare``, ``fetch``, ``demo``, ``preview``, ``equivalence``, ``guard
-calibrate``, ``probe judges`` and ``probe query-types`` are generated the same way from a model
-of the command's options (no ``--config``).
+calibrate``, ``probe judges``, ``probe query-types``, ``export`` and ``push`` are generated the
+same way from a model of the command's options (no ``--config``).
 ``clearsight report RUN`` writes the report of a run of any protocol. Every error ends as one
 line and its exit code (:mod:`clearsight.cli.errors`). Heavy imports happen inside commands,
 and a command's model is imported when the command is, so ``--help`` is fast.
@@ -53,6 +53,8 @@ app = typer.Typer(
         verify.COMPARE,
         scenes.PREVIEW,
         scenes.EQUIVALENCE,
+        export.EXPORT,
+        export.PUSH,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -84,8 +86,6 @@ app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(card.board)
-app.command()(export.export)
-app.command()(export.push)
 app.command()(scenes.scenes)
 app.command()(data.instances)
 app.command()(data.problems)
