@@ -54,7 +54,8 @@ REPLACED_SURROGATES: Final = "replaced_surrogates"
 def replaced_where(reply: Response, part: str = "") -> list[str]:
     """Where :func:`checked_reply` replaced lone surrogates in ``reply`` (empty when nowhere),
     each place prefixed with ``part`` (which of several replies a stored text joins)."""
-    return [f"{part}{where}" for where in reply.extra.get(REPLACED_SURROGATES, ())]
+    places = reply.extra.get(REPLACED_SURROGATES)  # a list, as checked_reply notes it
+    return [f"{part}{where}" for where in places] if isinstance(places, list | tuple) else []
 
 
 def noting_replaced(raw: dict[str, JsonValue], where: Sequence[str]) -> dict[str, JsonValue]:
@@ -281,7 +282,7 @@ def _usage(value: object) -> None:
             raise UnreadableReplyError(f"usage[{key!r}] is {short_repr(n)}, not a count")
 
 
-def _extra(value: object, repaired: list[str]) -> Mapping[str, Any]:
+def _extra(value: object, repaired: list[str]) -> Mapping[str, object]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise UnreadableReplyError(f"extra is {short_repr(value)}, not a mapping by name")
     before = len(repaired)

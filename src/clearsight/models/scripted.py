@@ -238,7 +238,7 @@ def _count(hidden: Mapping[str, JsonValue], key: str, where: str) -> int:
     return value
 
 
-def _entry_scores(data: Mapping[str, Any], where: str) -> ScriptedScores:
+def _entry_scores(data: Mapping[str, object], where: str) -> ScriptedScores:
     """A script entry with a ``hidden`` mapping as a row of the masked-scoring table: ``hide``
     and ``share`` (optional: which requests it answers), then ``failed`` (a reason) or
     ``sequence_probs`` and optional ``end_probs``, ``hidden_tokens`` and ``prompt_tokens``."""
