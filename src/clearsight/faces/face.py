@@ -14,7 +14,12 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``derive``: per item kind, its read-outs derived again from a record's raw output
   (``clearsight verify --readouts``);
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
+* ``card_run``: how the protocol takes part in ``clearsight card`` and ``clearsight board``
+  (:class:`~clearsight.faces.card_run.CardRun`: its parts, its run, what a board pairs);
 * ``rows``: the run's records as typed rows, one per finished item (for export);
+* ``serve``: what ``clearsight serve`` shows of the protocol's runs
+  (:class:`~clearsight.faces.serving.Serving`: the human sessions it hosts, a record's
+  conversation, the records it withholds);
 * ``shown``: the image the model was shown for each of some items, as PNG by key, from the
   run's directory and the items' stored specs (export's sample of a details dataset);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
@@ -35,7 +40,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from clearsight.faces.card import CardSection
+    from clearsight.faces.card_run import CardRun
     from clearsight.faces.comparison import Comparison
+    from clearsight.faces.serving import Serving
     from clearsight.faces.verifying import Derive, Reaskable
     from clearsight.pages.output import ReportPaths
 
@@ -94,10 +101,12 @@ class ProtocolFace:
     name: str
     report: Callable[[ReportRequest], ReportPaths] | None = None
     describe: Callable[[Path], str] | None = None
-    reask: Reaskable | None = None
+    reask: Reaskable[Any] | None = None
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
+    card_run: CardRun | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
+    serve: Serving | None = None
     shown: Callable[[Path, Mapping[str, Mapping[str, Any]]], Mapping[str, bytes]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
 
