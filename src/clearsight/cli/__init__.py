@@ -4,7 +4,10 @@ The run commands' options are generated from their configuration models
 (:mod:`clearsight.cli.generate`): ``clearsight sweep run``, ``grounding run``, ``grounding
 build-bench``, ``probe run``, ``probe build``, ``probe analyse``, ``probe distill``, ``card`` and
 ``serve`` each take ``--config FILE``, an option per field, ``--set FIELD=VALUE`` and a few
-aliases; the run commands also the execution options (:mod:`clearsight.cli.execution`).
+aliases; the run commands also the execution options (:mod:`clearsight.cli.execution`). The
+options of ``verify``, ``compare``, ``fetch``, ``demo``, ``preview``, ``equivalence``, ``guard
+calibrate``, ``probe judges``, ``probe query-types``, ``export``, ``push`` and ``view`` are
+generated the same way from a model of the command's options (no ``--config``).
 ``clearsight report RUN`` writes the report of a run of any protocol. Every error ends as one
 line and its exit code (:mod:`clearsight.cli.errors`). Heavy imports happen inside commands,
 and a command's model is imported when the command is, so ``--help`` is fast.
@@ -50,6 +53,10 @@ app = typer.Typer(
         verify.VERIFY,
         verify.COMPARE,
         view.VIEW,
+        scenes.PREVIEW,
+        scenes.EQUIVALENCE,
+        export.EXPORT,
+        export.PUSH,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -81,11 +88,7 @@ app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(card.board)
-app.command()(export.export)
-app.command()(export.push)
 app.command()(scenes.scenes)
-app.command()(scenes.preview)
-app.command()(scenes.equivalence)
 app.command()(data.instances)
 app.command()(data.problems)
 app.add_typer(models.app, name="models")
