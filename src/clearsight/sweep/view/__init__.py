@@ -168,7 +168,7 @@ _NAMES = tuple(_ROW)
 _LISTED = ", ".join(_ROW.values())
 
 
-def _nan_for_null(row: dict[str, Any]) -> dict[str, Any]:
+def _nan_for_null(row: dict[str, object]) -> dict[str, object]:
     """A row with its missing numbers as NaN, as the analysis's frames hold them."""
     for name in ("level_m", "confidence"):
         if row[name] is None:
