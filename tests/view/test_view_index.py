@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from clearsight.driver import run_lock
-from clearsight.store import RunStore, record_chunks
+from clearsight.store import RunStore, last_record_id, record_chunks
 from clearsight.sweep.face import question_of
 from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.plan import plan_sweep
@@ -25,7 +25,7 @@ from clearsight.sweep.references.human import human_items, human_record
 from clearsight.sweep.results import load_run_data
 from clearsight.sweep.view import SweepRunView
 from clearsight.sweep.view.index import SWEEP_INDEX
-from clearsight.view.index import INDEX_NAME, IndexDesign, synced
+from clearsight.view.index import INDEX_NAME, IndexDesign, _catch_up, _open, synced
 from fixtures.capture import view_config
 
 Run = tuple[Path, dict[str, npt.NDArray[np.uint8]]]
@@ -98,6 +98,8 @@ def test_a_killed_build_is_resumed_to_the_same_rows(view_run: Run, tmp_path: Pat
         SWEEP_INDEX.columns,
         SWEEP_INDEX.indexes,
         dies_on_the_third_chunk,
+        SWEEP_INDEX.tally,
+        SWEEP_INDEX.tallied,
     )
     with pytest.raises(KeyboardInterrupt):
         synced(run, dying, chunk=5)
@@ -152,3 +154,36 @@ def test_record_chunks_by_range_and_by_ids_read_the_same_records(view_run: Run) 
     assert [k for part in by_ids for k in part.frame["key"]] == keys  # in id order
     assert all(part.waiting == () for part in ranged)
     assert ranged[-1].last_id == max(ids)
+
+
+def test_two_processes_catching_up_at_once_write_each_record_once(
+    view_run: Run, tmp_path: Path
+) -> None:
+    run = _copy(view_run, tmp_path)
+    whole, tally = _rows(run), _rows(run, table="tally")
+    (run / INDEX_NAME).unlink()
+    other = _open(run / INDEX_NAME, SWEEP_INDEX)  # the other process's connection
+    calls = {"n": 0}
+
+    def the_other_catches_up_meanwhile(frame: pd.DataFrame) -> pd.DataFrame:
+        calls["n"] += 1
+        if calls["n"] == 2:  # after this process's first chunk, before its second
+            with RunStore.open(run, read_only=True) as store:
+                _catch_up(other, store, SWEEP_INDEX, last_record_id(store), 5)
+        return SWEEP_INDEX.rows(frame)
+
+    racing = IndexDesign(
+        SWEEP_INDEX.kind,
+        SWEEP_INDEX.read,
+        SWEEP_INDEX.columns,
+        SWEEP_INDEX.indexes,
+        the_other_catches_up_meanwhile,
+        SWEEP_INDEX.tally,
+        SWEEP_INDEX.tallied,
+    )
+    synced(run, racing, chunk=5).close()
+    other.close()
+    assert calls["n"] == 2  # its second chunk found high moved by the other: it stopped
+    pd.testing.assert_frame_equal(_rows(run), whole)
+    tallied = _rows(run, table="tally")
+    pd.testing.assert_frame_equal(tallied, tally, check_exact=False, rtol=1e-12)

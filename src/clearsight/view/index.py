@@ -164,7 +164,9 @@ def _high(conn: sqlite3.Connection) -> int:
 def _catch_up(
     conn: sqlite3.Connection, store: RunStore, design: IndexDesign, top: int, chunk: int
 ) -> None:
-    """Read the waiting items again, then the items after ``high`` up to ``top``."""
+    """Read the waiting items again, then the items after ``high`` up to ``top``. Another
+    process may catch up the same index at the same time: a chunk it wrote first is not written
+    twice (:func:`_write`), and once it has moved ``high`` this one leaves the rest to it."""
     waiting = [row[0] for row in conn.execute("SELECT id FROM waiting")]
     if waiting:
         for part in record_chunks(store, design.kind, design.read, ids=waiting, chunk=chunk):
@@ -174,8 +176,10 @@ def _catch_up(
         for part in record_chunks(
             store, design.kind, design.read, after=high, upto=top, chunk=chunk
         ):
-            _write(conn, design, part, part.last_id)
-        _write(conn, design, None, top)
+            if not _write(conn, design, part, (high, part.last_id)):
+                return
+            high = part.last_id
+        _write(conn, design, None, (high, top))
 
 
 def _values(frame: pd.DataFrame) -> Iterable[tuple[object, ...]]:
@@ -203,24 +207,50 @@ def _tally(conn: sqlite3.Connection, design: IndexDesign, rows: pd.DataFrame) ->
 
 
 def _write(
-    conn: sqlite3.Connection, design: IndexDesign, part: RecordChunk | None, high: int | None
-) -> None:
-    """One chunk's rows, its waiting items and the new ``high`` (None: unchanged), in one
-    transaction."""
+    conn: sqlite3.Connection,
+    design: IndexDesign,
+    part: RecordChunk | None,
+    move: tuple[int, int] | None,
+) -> bool:
+    """One chunk's rows, tally and waiting items, and ``high`` moved from ``move[0]`` to
+    ``move[1]`` (None: a chunk of waiting items, ``high`` unchanged), in one transaction.
+    False, with nothing written, where ``high`` is no longer ``move[0]`` (another process
+    wrote these items); of waiting items, only those still waiting are written. The rows are
+    made before the transaction, so it holds the index's write lock only to write them."""
+    rows = None if part is None else design.rows(part.frame)[["id", *design.columns]]
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if part is not None:
-            rows = design.rows(part.frame)[["id", *design.columns]]
-            marks = ", ".join("?" * (len(design.columns) + 1))
-            conn.executemany(f"INSERT INTO rows VALUES ({marks})", _values(rows))
-            _tally(conn, design, rows)
-            done = [(int(i),) for i in part.frame["id"]]
-            conn.executemany("DELETE FROM waiting WHERE id = ?", done)
-            waiting = [(i,) for i in part.waiting]
-            conn.executemany("INSERT OR IGNORE INTO waiting VALUES (?)", waiting)
-        if high is not None:
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'high'", (str(high),))
+        if move is not None and _high(conn) != move[0]:
+            conn.execute("ROLLBACK")
+            return False
+        if part is not None and rows is not None:
+            _add(conn, design, part, rows, fresh=move is not None)
+        if move is not None:
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'high'", (str(move[1]),))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+    return True
+
+
+def _add(
+    conn: sqlite3.Connection,
+    design: IndexDesign,
+    part: RecordChunk,
+    rows: pd.DataFrame,
+    *,
+    fresh: bool,
+) -> None:
+    """A chunk's ``rows``, tally and waiting items (in the caller's transaction); ``fresh``:
+    items after ``high``, else items read again that another process may have written."""
+    frame = part.frame
+    if not fresh:
+        still = {row[0] for row in conn.execute("SELECT id FROM waiting")}
+        frame, rows = frame[frame["id"].isin(still)], rows[rows["id"].isin(still)]
+    marks = ", ".join("?" * (len(design.columns) + 1))
+    conn.executemany(f"INSERT INTO rows VALUES ({marks})", _values(rows))
+    _tally(conn, design, rows)
+    conn.executemany("DELETE FROM waiting WHERE id = ?", [(int(i),) for i in frame["id"]])
+    if fresh:
+        conn.executemany("INSERT OR IGNORE INTO waiting VALUES (?)", [(i,) for i in part.waiting])
