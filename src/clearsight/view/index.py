@@ -22,7 +22,8 @@ date with the rows (each row is added once and never changes, so the tally is ad
 recomputed): a summary of the whole run is then a read of a small table.
 
 Each chunk's rows, tally, ``waiting`` changes and the new ``high`` are one transaction, so a build
-killed half way leaves a consistent index that the next request resumes. An index of another
+killed half way leaves a consistent index that the next request resumes; two processes
+bringing one index up to date at once write each record once (:func:`_catch_up`). An index of another
 design, an unreadable file or one that has read past the run's last record (the run was
 replaced) is deleted and built again.
 """
