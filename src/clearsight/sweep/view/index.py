@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.faces.viewing import Query
-from clearsight.sweep.numbers.cells import _ordered_columns
+from clearsight.sweep.numbers.cells import ordered_columns
 from clearsight.sweep.results import ARMS, confidence_signal, fog_only
 from clearsight.sweep.signals import SIGNALS, by_name, signals_for
 from clearsight.sweep.specs import PROTOCOL
@@ -187,7 +187,7 @@ def curve_cells(conn: sqlite3.Connection) -> Iterator[Cell]:
         for arm in ARMS
         if any(c == arm for c, _ in present)
     }
-    columns = _ordered_columns(present, levels)
+    columns = ordered_columns(present, levels)
     names = [s.name for s in SIGNALS]
     for group in sorted(found, key=found.__getitem__):
         for signal in signals_for(group[2], group[0]):
