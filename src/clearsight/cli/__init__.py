@@ -31,6 +31,7 @@ from clearsight.cli import (
     scenes,
     serve,
     sweep,
+    track,
     verify,
 )
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
@@ -54,7 +55,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare"),
+            *("verify", "compare", "track"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -77,6 +78,7 @@ app.add_typer(sweep.app, name="sweep")
 app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
+app.command()(track.track)
 app.command()(card.board)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)

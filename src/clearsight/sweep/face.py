@@ -18,6 +18,10 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
   :class:`~clearsight.sweep.analysis.SweepAnalysis` (one bootstrap over source photos).
 * **rows**: one per answered question (the records of
   :func:`~clearsight.sweep.results.load_run_data`).
+
+The report tells a ``measured`` listener the card's numbers and, per model, arm, task, wording
+and signal (accuracy, confidences, abstain rate), the curve's estimate at each level of the arm
+(step: the level's index, the level in metres beside), from the analysis it is written from.
 """
 
 from __future__ import annotations
@@ -31,7 +35,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from clearsight.faces.card import CardSection, Number, as_float, ci_number
-from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
+from clearsight.faces.face import (
+    LevelPoint,
+    Measured,
+    ProtocolFace,
+    ReportRequest,
+    Row,
+    frame_rows,
+)
 from clearsight.faces.verifying import ItemLabels, Reaskable
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -59,17 +70,33 @@ _W_SIGNALS: tuple[tuple[str, str, bool], ...] = (
 
 
 def _report(request: ReportRequest) -> ReportPaths:
-    from clearsight.sweep.page.report import build_sweep_report
+    from clearsight.sweep.analysis import analyse_sweep
+    from clearsight.sweep.page.report import write_sweep_report
 
     request.alone("sweep")
-    return build_sweep_report(
+    analysis = analyse_sweep(
         request.run_dir,
-        request.out_dir,
         n_boot=N_BOOT if request.n_boot is None else request.n_boot,
         seed=SEED if request.seed is None else request.seed,
         thumbnails=request.thumbnails,
-        appendix=request.appendix,
     )
+    if request.measured is not None:
+        request.measured(Measured(sweep_numbers(analysis), level_points(analysis)))
+    return write_sweep_report(analysis, request.out_dir or request.run_dir, request.appendix)
+
+
+def level_points(analysis: SweepAnalysis) -> tuple[LevelPoint, ...]:
+    """The curves' estimates at the levels of each arm (module docstring), in curve order."""
+    levels = analysis.data.levels
+    points = []
+    for row in analysis.curves.itertuples(index=False):
+        arm, x = str(row.condition), as_float(row.x)
+        if arm not in levels or x not in levels[arm]:
+            continue
+        series = (str(row.model), arm, str(row.task), str(row.wording), str(row.signal))
+        step = levels[arm].index(x)
+        points.append(LevelPoint(series, step, x, "level_m", as_float(row.estimate)))
+    return tuple(points)
 
 
 # ----------------------------------------------------------------------------------- verify

@@ -1,0 +1,97 @@
+"""What a run sends, apart from any tracker: keys every tracker takes, the manifest as
+parameters, the ``--tracker`` option's parsing, and the toy fourth protocol's content."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from clearsight import driver
+from clearsight.cli import app
+from clearsight.faces import register
+from clearsight.report import build_report
+from clearsight.track import run_content
+from clearsight.track.content import MAX_PARAM_CHARS, metric_key, params_of
+from clearsight.track.session import TRACKERS
+from test_fourth_protocol import TOY, TOY_FACE, ToyConfig
+
+runner = CliRunner()
+#: What MLflow, the strictest of the three, accepts in a key.
+ACCEPTED = re.compile(r"^[\w.\- /:]*$")
+
+
+@given(st.lists(st.text(max_size=20), max_size=5))
+def test_every_key_is_one_every_tracker_takes(parts: list[str]) -> None:
+    key = metric_key(parts)
+    assert ACCEPTED.match(key)
+    assert len(key) >= sum(
+        len(p) for p in parts
+    )  # nothing dropped: each character kept or replaced
+
+
+@given(st.lists(st.from_regex(r"[A-Za-z0-9_.\- :]{1,12}", fullmatch=True), max_size=5))
+def test_an_accepted_key_is_kept_as_it_is(parts: list[str]) -> None:
+    assert metric_key(parts) == "/".join(parts)
+
+
+def test_a_card_key_reads_as_it_is_written() -> None:
+    assert metric_key(["observer", "fog V*_acc"]) == "observer/fog V_star_acc"
+    assert metric_key(["m", "fog W ≥ internal"]) == "m/fog W _ internal"
+
+
+def test_the_manifest_is_one_parameter_per_leaf() -> None:
+    manifest = {
+        "protocol": "sweep",
+        "config": {"levels_m": [250.0, 2.0], "seed": 3, "observer": {"slope": 0.5}},
+        "empty": {},
+        "long": "x" * (MAX_PARAM_CHARS + 10),
+        "plan": {"fingerprint": "f", "complete": False},
+    }
+    params = params_of(manifest)
+    assert params == {
+        "protocol": "sweep",
+        "config.levels_m": "[250.0, 2.0]",
+        "config.seed": "3",
+        "config.observer.slope": "0.5",
+        "empty": "{}",
+        "long": "x" * MAX_PARAM_CHARS,
+    }
+    assert json.loads(params["config.levels_m"]) == [250.0, 2.0]
+
+
+@given(st.from_regex(r"[A-Za-z0-9_.:]{1,12}", fullmatch=True).filter(lambda t: t not in TRACKERS))
+@settings(deadline=None, max_examples=30)  # a command line each: the generated command parses
+def test_a_tracker_that_is_none_is_one_error_line_and_nothing_runs(name: str) -> None:
+    out = Path("never-written-by-this-test")
+    result = runner.invoke(app, ["sweep", "--out", str(out), "--tracker", name])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("error: invalid execution options: tracker:")
+    assert "is not one of mlflow, trackio, wandb" in lines[-1]
+    assert not out.exists()
+
+
+def test_the_toy_fourth_protocol_sends_its_card_numbers_and_report(tmp_path: Path) -> None:
+    """A protocol registered outside the package: its report says nothing of what it
+    measured, so its card's numbers are sent (5 of 6 right), with its report's files."""
+    run = tmp_path / "toy"
+    driver.run(TOY, ToyConfig(), run, driver.Execution(progress=False))
+    register("toy", TOY_FACE)
+    heard: list[object] = []
+    build_report(run, measured=heard.append)
+    assert heard == []  # the toy's report does not say
+    content = run_content(run, None)
+    assert content.summary["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
+    assert content.summary["toy accuracy/n"] == 6
+    low, high = content.summary["toy accuracy/low"], content.summary["toy accuracy/high"]
+    assert low <= 5 / 6 <= high
+    assert content.steps == ()
+    assert [p.name for p in content.artifacts] == ["report.html", "summary.md", "summary.csv"]
+    assert content.params["protocol"] == "toy"
+    assert json.loads(content.params["config.numbers"]) == [1, 2, 3, 4, 5, 6]
