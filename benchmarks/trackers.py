@@ -26,10 +26,11 @@ from clearsight.sweep.plan import plan_sweep
 from clearsight.sweep.protocol import run_sweep
 from fixtures.trackers import mlflow_server
 
-#: Three photos, fog and water at the paper's eight levels, the clean control, identification
-#: in a letter and a verbal wording: the observer's answers, as a small real sweep has them.
+#: Two photos, fog at the paper's eight levels, the clean control, identification in a letter
+#: and a verbal wording: the observer's answers, as a small real sweep has them.
 CONFIG = SweepConfig(
-    scene_ids=("skimage-astronaut", "skimage-chelsea", "skimage-coffee"),
+    scene_ids=("skimage-chelsea", "skimage-coffee"),
+    arms=("fog",),
     controls=("clean",),
     tasks=("identify",),
     wordings=("mcq.reason", "verbal.plain"),

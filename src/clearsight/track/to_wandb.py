@@ -50,8 +50,8 @@ class WandbSink:
 
     def finish(self, content: Content) -> None:
         """Per-level metrics against :data:`LEVEL_AXIS`, the summary, the report's files."""
-        for key in dict.fromkeys(m.key for m in content.steps):
-            self.run.define_metric(key, step_metric=LEVEL_AXIS)
+        for key in dict.fromkeys(m.key for m in content.steps):  # a dot would nest the name
+            self.run.define_metric(key.replace(".", "\\."), step_metric=LEVEL_AXIS)
         self._log(content.steps, LEVEL_AXIS)
         self.run.summary.update(dict(content.summary))
         for path in content.artifacts:
