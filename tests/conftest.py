@@ -21,7 +21,7 @@ import pytest
 
 #: Fixtures kept in their own modules (a conftest.py below tests/ would shadow this one as the
 #: module ``conftest`` that test files import their tolerances from).
-pytest_plugins = ("fixtures.cards",)
+pytest_plugins = ("fixtures.cards", "fixtures.export_runs")
 
 if TYPE_CHECKING:
     from fixtures.hf_tiny import TinyKind

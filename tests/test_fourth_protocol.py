@@ -227,3 +227,32 @@ def test_the_toy_has_a_card_section_and_rows(toy_run: Path) -> None:
     assert [r["n"] for r in rows] == [1, 2, 3, 4, 5, 6]
     assert [r["correct"] for r in rows] == [True, True, True, True, False, True]
     assert all(isinstance(r["confidence"], float) for r in rows)
+
+
+def test_the_toy_run_is_exported_in_every_format(toy_run: Path, tmp_path: Path) -> None:
+    """``clearsight export`` reaches the toy through its face only: its rows as Parquet, its
+    card number as the Hub's eval results and as an Every Eval Ever record."""
+    import yaml
+
+    out = tmp_path / "export"
+    for fmt in ("parquet", "eval-results", "eee"):
+        args = ["export", str(toy_run), "--format", fmt, "--out", str(out), "--n-boot", "200"]
+        result = runner.invoke(app, [*args, "--model", "toy-guesser"])
+        assert result.exit_code == 0, result.output
+    frame = pd.read_parquet(out / "data" / "details.parquet")
+    assert frame["n"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert frame["correct"].tolist() == [True, True, True, True, False, True]
+    (entry,) = yaml.safe_load(
+        (out / "models/toy-guesser/.eval_results/clearsight-toy.yaml").read_text()
+    )
+    assert entry["dataset"]["task_id"] == "toy_accuracy"
+    assert entry["value"] == pytest.approx(5 / 6, abs=1e-12)
+    (record_path,) = (out / "eee").rglob("*.json")
+    record = json.loads(record_path.read_text())
+    schema = Path(__file__).parent / "fixtures" / "every_eval_ever" / "eval.schema.json"
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft7Validator(json.loads(schema.read_text())).validate(record)
+    (found,) = record["evaluation_results"]
+    assert found["evaluation_name"] == "toy accuracy"
+    assert found["metric_config"]["lower_is_better"] is False
+    assert found["score_details"]["score"] == pytest.approx(5 / 6, abs=1e-12)

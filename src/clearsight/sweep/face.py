@@ -18,6 +18,8 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
   :class:`~clearsight.sweep.analysis.SweepAnalysis` (one bootstrap over source photos).
 * **rows**: one per answered question (the records of
   :func:`~clearsight.sweep.results.load_run_data`).
+* **shown**: a question's image as the model saw it, its item planned again from the run's
+  configuration (as verify plans it).
 
 The report tells a ``measured`` listener the card's numbers and, per model, arm, task, wording
 and signal (accuracy, confidences, abstain rate), the curve's estimate at each level of the arm
@@ -324,6 +326,20 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_run_data(run_dir).records)
 
 
+def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:
+    """The image each stored question was shown with, as PNG by key: planned again from the
+    run's configuration and rendered as the run rendered it
+    (:func:`~clearsight.sweep.references.human.item_png`)."""
+    from clearsight.store import run_manifest
+    from clearsight.sweep.references.human import item_png
+    from clearsight.sweep.specs import SweepItem
+
+    config = run_manifest(run_dir).get("config") or {}
+    depth = _context(config)["depth_model"]
+    items = _typed(config, stored).items()
+    return {key: item_png(item, depth) for key, item in items if isinstance(item, SweepItem)}
+
+
 #: The sweep's face after its run (see the module docstring).
 SWEEP_FACE = ProtocolFace(
     "sweep",
@@ -332,5 +348,6 @@ SWEEP_FACE = ProtocolFace(
     derive={"sweep": _derive},
     card=_card,
     rows=_rows,
+    shown=_shown,
     compare=_compare,
 )
