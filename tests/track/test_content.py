@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from clearsight import driver
 from clearsight.cli import app
 from clearsight.faces import register
+from clearsight.faces.face import Measured
 from clearsight.report import build_report
 from clearsight.track import run_content
 from clearsight.track.content import MAX_PARAM_CHARS, metric_key, params_of
@@ -95,3 +96,28 @@ def test_the_toy_fourth_protocol_sends_its_card_numbers_and_report(tmp_path: Pat
     assert [p.name for p in content.artifacts] == ["report.html", "summary.md", "summary.csv"]
     assert content.params["protocol"] == "toy"
     assert json.loads(content.params["config.numbers"]) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_grounding_report_says_the_tgs_it_measured(tmp_path: Path) -> None:
+    """Grounding's report tells the trackers its run's TGS from its own analysis (the run's
+    configuration: 200 draws): TGS-self averages the benchmarks' means, (0.4 + 0) / 2."""
+    from clearsight.grounding import analyse_grounding
+    from clearsight.grounding.face import grounding_numbers
+    from fixtures.grounding_runs import calibration_run
+
+    run = calibration_run(tmp_path / "run")
+    heard: list[Measured] = []
+    build_report(run, measured=heard.append)
+    (measured,) = heard
+    assert measured.points == ()
+    again = grounding_numbers(analyse_grounding(run, n_boot=200, seed=0))
+    got = measured.numbers[""]
+    assert [n.key for n in got] == [n.key for n in again]
+    assert got[0].key == "TGS-self"
+    assert got[0].estimate == pytest.approx(0.2, abs=1e-12)
+    for a, b in zip(got, again, strict=True):
+        want = (b.estimate, b.low, b.high, b.n)
+        assert (a.estimate, a.low, a.high, a.n) == pytest.approx(want, nan_ok=True)
+    summary = run_content(run, measured).summary
+    assert summary["TGS-self"] == pytest.approx(0.2, abs=1e-12)
+    assert summary["TGS-self/low"] <= 0.2 <= summary["TGS-self/high"]

@@ -101,6 +101,11 @@ def test_a_tracker_that_is_down_warns_once_and_track_sends_the_run_later(
     want, untracked = expected(run_dir), expected(alone)
     assert (want.ok, want.steps, want.summary) == (untracked.ok, untracked.steps, untracked.summary)
 
+    refused = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])  # still down
+    assert refused.exit_code == 1
+    assert refused.output.count("warning: tracker mlflow dropped") == 1
+    assert refused.output.strip().splitlines()[-1] == f"error: {run_dir} was not sent to mlflow"
+
     clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
     clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "sent-later")
     result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])

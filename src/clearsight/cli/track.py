@@ -26,12 +26,18 @@ def track(
     """Send a finished run to experiment trackers: its configuration and manifest as
     parameters, per model, arm and level the report's accuracy, confidences and abstain rate
     as step metrics, the card's numbers with their intervals as summary metrics and the
-    report's files as artifacts (docs/track.md). The report is written again first."""
+    report's files as artifacts (docs/track.md). The report is written again first. Exit 1
+    when a tracker could not be sent to (its warning line says why)."""
     from clearsight.track import track_run
 
-    content = track_run(run, to)
-    typer.echo(
-        f"sent {run} to {', '.join(dict.fromkeys(to))}: {len(content.params)} parameters, "
-        f"{len(content.steps)} step metrics, {len(content.summary)} summary metrics, "
-        f"{len(content.artifacts)} files"
-    )
+    content, failed = track_run(run, to)
+    sent = [name for name in dict.fromkeys(to) if name not in failed]
+    if sent:
+        typer.echo(
+            f"sent {run} to {', '.join(sent)}: {len(content.params)} parameters, "
+            f"{len(content.steps)} step metrics, {len(content.summary)} summary metrics, "
+            f"{len(content.artifacts)} files"
+        )
+    if failed:
+        typer.echo(f"error: {run} was not sent to {', '.join(failed)}", err=True)
+        raise typer.Exit(code=1)

@@ -45,10 +45,11 @@ def run_content(run_dir: Path, heard: Measured | None) -> Content:
     return content_of(run_manifest(run_dir), measured, files)
 
 
-def track_run(run_dir: Path, trackers: Sequence[str]) -> Content:
+def track_run(run_dir: Path, trackers: Sequence[str]) -> tuple[Content, list[str]]:
     """Send the finished run in ``run_dir`` to each of ``trackers``: its report written again
-    (where its protocol has one) and what it measured; returns what was sent. InputError for a
-    missing tracker or a directory without a run, before anything is sent or written."""
+    (where its protocol has one) and what it measured; returns what was sent and the trackers
+    that failed (each said in a warning line). InputError for a missing tracker or a directory
+    without a run, before anything is sent or written."""
     from clearsight.report import build_report
 
     check_trackers(trackers)
@@ -59,4 +60,4 @@ def track_run(run_dir: Path, trackers: Sequence[str]) -> Content:
     content = run_content(run_dir, heard[0] if heard else None)
     session = open_session(trackers, run_dir)
     session.finish(content)
-    return content
+    return content, session.dropped

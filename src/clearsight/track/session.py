@@ -79,6 +79,7 @@ class Session:
     def __init__(self, names: Sequence[str], run_dir: Path) -> None:
         self.run_dir = run_dir
         self.live: dict[str, Sink] = {}
+        self.dropped: list[str] = []
         self._names = list(dict.fromkeys(names))
         self._begun = False
         self._counts = {"records_ok": 0, "records_failed": 0}
@@ -136,6 +137,7 @@ class Session:
             call(self.live[tracker])
         except Exception as exc:  # any failure of a tracker: the run goes on without it
             self.live.pop(tracker, None)
+            self.dropped.append(tracker)
             reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             tqdm.write(  # above a progress bar that is drawn, not inside it
                 f"warning: tracker {tracker} dropped ({reason}); the run goes on, "
