@@ -17,9 +17,9 @@ from clearsight.cli import app
 from clearsight.faces import register
 from clearsight.faces.face import Measured
 from clearsight.report import build_report
-from clearsight.track import run_content
-from clearsight.track.content import MAX_PARAM_CHARS, metric_key, params_of
-from clearsight.track.session import TRACKERS
+from clearsight.store import run_manifest
+from clearsight.track.content import MAX_PARAM_CHARS, content_of, metric_key, params_of
+from clearsight.track.session import TRACKERS, card_measured
 from test_fourth_protocol import TOY, TOY_FACE, ToyConfig
 
 runner = CliRunner()
@@ -78,22 +78,23 @@ def test_a_tracker_that_is_none_is_one_error_line_and_nothing_runs(name: str) ->
     assert not out.exists()
 
 
-def test_the_toy_fourth_protocol_sends_its_card_numbers_and_report(tmp_path: Path) -> None:
+def test_the_toy_fourth_protocol_sends_its_card_numbers(tmp_path: Path) -> None:
     """A protocol registered outside the package: its report says nothing of what it
-    measured, so its card's numbers are sent (5 of 6 right), with its report's files."""
+    measured, so its card's numbers are sent (5 of 6 right)."""
     run = tmp_path / "toy"
     driver.run(TOY, ToyConfig(), run, driver.Execution(progress=False))
     register("toy", TOY_FACE)
-    heard: list[object] = []
+    heard: list[Measured] = []
     build_report(run, measured=heard.append)
     assert heard == []  # the toy's report does not say
-    content = run_content(run, None)
+    measured = card_measured(run)
+    assert measured is not None
+    content = content_of(run_manifest(run), measured, ())
     assert content.summary["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
     assert content.summary["toy accuracy/n"] == 6
     low, high = content.summary["toy accuracy/low"], content.summary["toy accuracy/high"]
     assert low <= 5 / 6 <= high
     assert content.steps == ()
-    assert [p.name for p in content.artifacts] == ["report.html", "summary.md", "summary.csv"]
     assert content.params["protocol"] == "toy"
     assert json.loads(content.params["config.numbers"]) == [1, 2, 3, 4, 5, 6]
 
@@ -118,6 +119,6 @@ def test_a_grounding_report_says_the_tgs_it_measured(tmp_path: Path) -> None:
     for a, b in zip(got, again, strict=True):
         want = (b.estimate, b.low, b.high, b.n)
         assert (a.estimate, a.low, a.high, a.n) == pytest.approx(want, nan_ok=True)
-    summary = run_content(run, measured).summary
+    summary = content_of({}, measured, ()).summary
     assert summary["TGS-self"] == pytest.approx(0.2, abs=1e-12)
     assert summary["TGS-self/low"] <= 0.2 <= summary["TGS-self/high"]

@@ -129,3 +129,28 @@ def test_a_missing_extra_is_one_line_naming_it_and_nothing_is_written(
     track = runner.invoke(app, ["track", str(tmp_path), "--to", "mlflow"])
     assert track.exit_code == 2
     assert "pip install 'clearsight[mlflow]'" in track.output
+
+
+def test_the_toy_fourth_protocol_is_tracked_through_its_face(
+    mlflow_uri: str, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    """A protocol written outside the package (tests/test_fourth_protocol.py), registered:
+    ``clearsight track`` sends its card's number (5 of 6 right) and its report's files."""
+    from clearsight import driver
+    from clearsight.faces import register
+    from test_fourth_protocol import TOY, TOY_FACE, ToyConfig
+
+    run_dir = tmp_path / "toy"
+    driver.run(TOY, ToyConfig(), run_dir, driver.Execution(progress=False))
+    register("toy", TOY_FACE)
+    clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "toy")
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient(mlflow_uri)
+    run = _only_run(client, "toy")
+    assert run.data.metrics["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
+    assert run.data.metrics["toy accuracy/n"] == 6
+    assert run.data.params["protocol"] == "toy"
+    files = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert files == {"report.html", "summary.md", "summary.csv"}

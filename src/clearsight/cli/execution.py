@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from clearsight.driver import RunOptions, RunSummary
     from clearsight.execute import ExecutorName
     from clearsight.execute.on_ray import RayConfig
-    from clearsight.faces.face import Measured
 
 C_contra = TypeVar("C_contra", contravariant=True)
 
@@ -109,10 +108,9 @@ class ExecutionOptions(BaseModel):
         """``runner(config, out)`` executed with these options, then (``report``) its report
         written and its headline printed; the run sent to each ``--tracker`` as it runs and,
         with the report's numbers, after it (a missing tracker: InputError before anything)."""
-        from clearsight.track import open_session, run_content
+        from clearsight.track import open_session
 
         session = open_session(self.tracker, out)
-        heard: list[Measured] = []
         try:
             summary = runner(
                 config,
@@ -128,12 +126,12 @@ class ExecutionOptions(BaseModel):
             if report:
                 from clearsight.cli.report import write_report
 
-                write_report(out, verbose=self.verbose, measured=heard.append)
+                heard = session.hear if self.tracker else None
+                write_report(out, verbose=self.verbose, measured=heard)
         except BaseException:
             session.end(ok=False)
             raise
-        if self.tracker:
-            session.finish(run_content(out, heard[0] if heard else None))
+        session.finish()
         return summary
 
 

@@ -4,7 +4,7 @@ trackio and Weights & Biases (docs/track.md).
 ``--tracker NAME`` on every run command sends the run while it runs (:class:`Session`, from
 :meth:`clearsight.cli.execution.ExecutionOptions.start`), ``clearsight track RUN --to NAME`` a
 finished run (:func:`track_run`). What is sent is asked of the run's protocol through its face
-(:mod:`clearsight.track.runs`, :mod:`clearsight.track.content`): this package names no
+(:mod:`clearsight.track.session`, :mod:`clearsight.track.content`): this package names no
 protocol. Each tracker is configured as it always is and installed as an extra
 (``pip install 'clearsight[mlflow]'``).
 """
@@ -12,7 +12,7 @@ protocol. Each tracker is configured as it always is and installed as an extra
 from __future__ import annotations
 
 from clearsight.track.content import Content, StepMetric
-from clearsight.track.runs import run_content, track_run
+from clearsight.track.runs import track_run
 from clearsight.track.session import TRACKERS, Session, check_trackers, open_session
 
 __all__ = [
@@ -22,6 +22,5 @@ __all__ = [
     "StepMetric",
     "check_trackers",
     "open_session",
-    "run_content",
     "track_run",
 ]

@@ -3,10 +3,11 @@
 Its own configuration decides where the run goes: ``MLFLOW_TRACKING_URI`` (a server, a
 database, a folder), ``MLFLOW_EXPERIMENT_NAME`` or ``MLFLOW_EXPERIMENT_ID``, and its HTTP retry
 settings (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``). The run is begun
-with MLflow's own ``mlflow.start_run`` (which reads them) and everything is sent through
-``MlflowClient.log_batch`` (which splits a batch at the server's limits): the parameters when
-the run begins, one call per unit during it, the step and summary metrics after it, and the
-report's files as artifacts. A summary metric is logged once, at step 0.
+and ended with MLflow's own ``mlflow.start_run`` and ``mlflow.end_run`` (which read them; every
+call of a session is made in its sender thread, where the run is active) and the rest is sent
+through ``MlflowClient.log_batch`` (which splits a batch at the server's limits): the
+parameters when the run begins, one call per unit during it, the step and summary metrics
+after it, and the report's files as artifacts. A summary metric is logged once, at step 0.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from clearsight.track.content import Content, StepMetric
+    from pathlib import Path
+
+    from clearsight.track.content import StepMetric
 
 __all__ = ["MlflowSink"]
 
@@ -32,13 +35,12 @@ class MlflowSink:
 
     def begin(self, name: str, params: Mapping[str, str]) -> None:
         """Begin the MLflow run ``name`` where MLflow's configuration says, ``params`` its
-        parameters (and leave it inactive: this process's own active run is not touched)."""
+        parameters. MLflow keeps its active run per thread: the run is active in the
+        session's sender thread only (this process's own runs are not touched)."""
         import mlflow
         from mlflow.entities import Param
 
-        with mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None) as run:
-            self.run_id = run.info.run_id
-        self.client.set_terminated(self.run_id, "RUNNING")
+        self.run_id = mlflow.start_run(run_name=name).info.run_id
         self.client.log_batch(self.run_id, params=[Param(k, v) for k, v in params.items()])
 
     def steps(self, metrics: Sequence[StepMetric]) -> None:
@@ -51,13 +53,18 @@ class MlflowSink:
         now = int(time.time() * 1000)
         self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, s) for k, v, s in rows])
 
-    def finish(self, content: Content) -> None:
-        """Step and summary metrics, then the report's files."""
-        rows: list[tuple[str, float, int]] = [(m.key, m.value, m.step) for m in content.steps]
-        self._metrics(rows + [(k, v, 0) for k, v in content.summary.items()])
-        for path in content.artifacts:
+    def numbers(self, steps: Sequence[StepMetric], summary: Mapping[str, float]) -> None:
+        """Step and summary metrics (at step 0) in one batch."""
+        rows = [(m.key, m.value, m.step) for m in steps]
+        self._metrics(rows + [(k, v, 0) for k, v in summary.items()])
+
+    def files(self, paths: Sequence[Path]) -> None:
+        """The report's files as artifacts."""
+        for path in paths:
             self.client.log_artifact(self.run_id, str(path))
 
     def end(self, ok: bool) -> None:
         """End the run, FINISHED or FAILED."""
-        self.client.set_terminated(self.run_id, "FINISHED" if ok else "FAILED")
+        import mlflow
+
+        mlflow.end_run("FINISHED" if ok else "FAILED")

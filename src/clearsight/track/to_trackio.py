@@ -18,7 +18,9 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.track.content import Content, StepMetric
+    from pathlib import Path
+
+    from clearsight.track.content import StepMetric
 
 __all__ = ["PROJECT", "TrackioSink"]
 
@@ -41,16 +43,19 @@ class TrackioSink:
             self.run = trackio.init(project=PROJECT, name=name, config=dict(params), embed=False)
 
     def steps(self, metrics: Sequence[StepMetric]) -> None:
-        """Log ``metrics`` (one step each call): one ``log`` call per step."""
+        """Log ``metrics``: one ``log`` call per step."""
         for step, group in groupby(sorted(metrics, key=lambda m: m.step), lambda m: m.step):
             self.run.log({m.key: m.value for m in group}, step=step)
 
-    def finish(self, content: Content) -> None:
-        """Step metrics per step, summary metrics at step 0, the report's files."""
-        self.steps(content.steps)
-        if content.summary:
-            self.run.log(dict(content.summary), step=0)
-        for path in content.artifacts:
+    def numbers(self, steps: Sequence[StepMetric], summary: Mapping[str, float]) -> None:
+        """Step metrics, one ``log`` per step, and the summary metrics in one at step 0."""
+        self.steps(steps)
+        if summary:
+            self.run.log(dict(summary), step=0)
+
+    def files(self, paths: Sequence[Path]) -> None:
+        """The report's files, one artifact each."""
+        for path in paths:
             self.run.log_artifact(path, name=path.name)
 
     def end(self, ok: bool) -> None:

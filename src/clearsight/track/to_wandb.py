@@ -17,7 +17,9 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clearsight.track.content import Content, StepMetric
+    from pathlib import Path
+
+    from clearsight.track.content import StepMetric
 
 __all__ = ["LEVEL_AXIS", "UNIT_AXIS", "WandbSink"]
 
@@ -48,13 +50,16 @@ class WandbSink:
         for step, group in groupby(sorted(metrics, key=lambda m: m.step), lambda m: m.step):
             self.run.log({axis: step, **{m.key: m.value for m in group}})
 
-    def finish(self, content: Content) -> None:
-        """Per-level metrics against :data:`LEVEL_AXIS`, the summary, the report's files."""
-        for key in dict.fromkeys(m.key for m in content.steps):  # a dot would nest the name
+    def numbers(self, steps: Sequence[StepMetric], summary: Mapping[str, float]) -> None:
+        """Per-level metrics against :data:`LEVEL_AXIS`, and the run's summary."""
+        for key in dict.fromkeys(m.key for m in steps):  # a dot would nest the name
             self.run.define_metric(key.replace(".", "\\."), step_metric=LEVEL_AXIS)
-        self._log(content.steps, LEVEL_AXIS)
-        self.run.summary.update(dict(content.summary))
-        for path in content.artifacts:
+        self._log(steps, LEVEL_AXIS)
+        self.run.summary.update(dict(summary))
+
+    def files(self, paths: Sequence[Path]) -> None:
+        """The report's files, saved with the run."""
+        for path in paths:
             self.run.save(str(path), base_path=str(path.parent), policy="now")
 
     def end(self, ok: bool) -> None:
