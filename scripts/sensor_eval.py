@@ -102,9 +102,9 @@ def page(sensor_spec: str | None, warm: bool) -> None:
     load the sensor and judge first, as ``clearsight serve`` does in a thread at start."""
     from starlette.testclient import TestClient
 
+    from clearsight.probe.play.session import HumanPlay
+    from clearsight.ui import ServeSettings
     from clearsight.ui.app import create_app
-    from clearsight.ui.session import HumanPlay
-    from clearsight.ui.settings import ServeSettings
 
     settings = ServeSettings() if sensor_spec is None else ServeSettings(sensor=sensor_spec)
     print(f"page: sensor {settings.sensor}, judge {settings.judge}, K {settings.k}")

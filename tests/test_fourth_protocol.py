@@ -1,11 +1,14 @@
 """A fourth protocol, written here and nowhere in the package, gets every post-run feature by
 registering its face (issue 42): ``clearsight report``, ``clearsight verify --readouts``, a card
-section and its rows, with no edit to ``report/``, ``verify/``, ``card/`` or the store.
+section and its rows, a part of a card run and a board's paired rows, with no edit to
+``report/``, ``verify/``, ``card/`` or the store.
 
 The toy protocol asks whether each number of its configuration is even. Its "model" is a pure
 function: right on every number but 5 (it says "even"), stating 0.9 on even numbers and 0.6 on
 odd ones. Over 1..6 that is 5 of 6 right (accuracy 5/6) with a mean stated confidence of
-(3 x 0.9 + 3 x 0.6) / 6 = 0.75.
+(3 x 0.9 + 3 x 0.6) / 6 = 0.75. A second model, the doubter, says "odd 0.5" to everything:
+right on 1, 3 and 5 (accuracy 1/2), so the guesser minus the doubter is, per number,
+0, 1, 0, 1, -1, 1: a paired accuracy difference of 2/6 = 1/3.
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from clearsight import driver
-from clearsight.card.config import CardConfig
+from clearsight import driver, faces
+from clearsight.card import CardConfig
+from clearsight.card.board import write_board
 from clearsight.card.run import card_section, load_card, write_card
 from clearsight.cli import app
 from clearsight.execute.unit import KeyedItems
-from clearsight.faces import face_of, register
+from clearsight.faces import card_runs, face_of, register
 from clearsight.faces.card import CardSection, ci_number, number_bars
+from clearsight.faces.card_run import CardRun, Part
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.metrics.bootstrap import cluster_bootstrap_mean
 from clearsight.pages.html import esc, page
@@ -38,6 +43,7 @@ from clearsight.store import Record, RunStore
 #: The protocol's name, and the kind of its one item (another test's spec is kind ``toy``).
 KIND = "toy"
 ITEM_KIND = "toy.parity"
+GUESSER, DOUBTER = "toy-guesser", "toy-doubter"
 runner = CliRunner()
 
 
@@ -57,14 +63,15 @@ class ToySpec(Spec):
     readout_type: ClassVar[type[ToyReadouts]] = ToyReadouts
 
     n: int
-    model: str = "toy-guesser"
+    model: str = GUESSER
 
 
 @dataclass(frozen=True)
 class ToyConfig:
-    """The numbers asked about."""
+    """The numbers asked about, and the model asked."""
 
     numbers: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    model: str = GUESSER
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,11 @@ class ToyUnit(KeyedItems):
     model: str = ""
 
 
-def _reply(n: int) -> str:
-    """The toy model: right but on 5, surer of even numbers."""
+def _reply(n: int, model: str) -> str:
+    """The toy models: the guesser, right but on 5 and surer of even numbers; the doubter,
+    "odd" to everything."""
+    if model == DOUBTER:
+        return "odd 0.5"
     said = "even" if n % 2 == 0 or n == 5 else "odd"
     return f"{said} {0.9 if n % 2 == 0 else 0.6}"
 
@@ -92,11 +102,10 @@ def _readouts(n: int, text: str) -> ToyReadouts:
 
 def run_toy_unit(unit: ToyUnit) -> list[Record]:
     """One record per item, its read-outs parsed from the reply it stores."""
+    replies = [(item, _reply(item.n, item.model)) for item in unit.items]
     return [
-        Record(
-            item.key, "ok", None, {"text": _reply(item.n)}, _readouts(item.n, _reply(item.n)), 0.0
-        )
-        for item in unit.items
+        Record(item.key, "ok", None, {"text": text}, _readouts(item.n, text), 0.0)
+        for item, text in replies
     ]
 
 
@@ -107,8 +116,10 @@ def _stages(config: ToyConfig, plan: list[ToySpec], store: RunStore) -> Iterator
 TOY: driver.Protocol[ToyConfig, list[ToySpec]] = driver.Protocol(
     KIND,
     lambda config: [],
-    lambda config: [ToySpec(n) for n in config.numbers],
-    lambda config, plan: run_manifest({"numbers": list(config.numbers)}, KIND),
+    lambda config: [ToySpec(n, config.model) for n in config.numbers],
+    lambda config, plan: run_manifest(
+        {"numbers": list(config.numbers), "model": config.model}, KIND
+    ),
     _stages,
 )
 
@@ -159,19 +170,60 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(_frame(run_dir))
 
 
-TOY_FACE = ProtocolFace(KIND, report=_report, derive={ITEM_KIND: _derive}, card=_card, rows=_rows)
+def _card_plan(model: str, config: CardConfig) -> list[Part]:
+    return [Part(KIND, True, "the toy's model")]
+
+
+def _card_run(
+    model: str,
+    config: CardConfig,
+    parts: Sequence[Part],
+    run_dir: Path,
+    options: driver.RunOptions,
+) -> driver.RunSummary:
+    return driver.run_with(TOY, ToyConfig(model=model), run_dir, **options)
+
+
+def _board(run_dir: Path, model: str) -> pd.DataFrame:
+    """Every number is one item of one group, its own cluster."""
+    frame = _frame(run_dir)
+    return pd.DataFrame(
+        {
+            "item": frame["n"].astype(str),
+            "group": "every number",
+            "cluster": frame["n"],
+            "correct": frame["correct"].astype(float),
+        }
+    )
+
+
+TOY_FACE = ProtocolFace(
+    KIND,
+    report=_report,
+    derive={ITEM_KIND: _derive},
+    card=_card,
+    card_run=CardRun(_card_plan, _card_run, _board),
+    rows=_rows,
+)
 
 
 # ---------------------------------------------------------------------------------- tests
 
 
 @pytest.fixture
-def toy_run(tmp_path: Path) -> Path:
+def toy_face(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toy's face registered for one test (the registry as it was afterwards: a card run
+    registered for good would join every later card)."""
+    monkeypatch.setattr(faces, "_FACES", dict(faces._FACES))
+    register(KIND, TOY_FACE)
+
+
+@pytest.fixture
+def toy_run(tmp_path: Path, toy_face: None) -> Path:
     """A finished toy run, its face registered."""
     run = tmp_path / "cards" / "toy"
     summary = driver.run(TOY, ToyConfig(), run, driver.Execution(progress=False))
     assert (summary.ok, summary.failed) == (6, 0)
-    register(KIND, TOY_FACE)
     return run
 
 
@@ -217,16 +269,44 @@ def test_the_toy_has_a_card_section_and_rows(toy_run: Path) -> None:
     assert number.low <= number.estimate <= number.high
     assert number.n == 6
     card_dir = toy_run.parent
-    card = write_card("toy-guesser", card_dir, CardConfig(), [], {"toy"})
-    assert card["numbers"]["toy-guesser"]["toy accuracy"]["estimate"] == pytest.approx(5 / 6)
+    card = write_card(GUESSER, card_dir, CardConfig(), [], {"toy"})
+    assert card["numbers"][GUESSER]["toy accuracy"]["estimate"] == pytest.approx(5 / 6)
     assert card["reports"] == {"toy": "toy/report.html"}
     assert load_card(card_dir)["numbers"] == json.loads(json.dumps(card["numbers"]))
-    assert "data-key='toy-guesser|toy accuracy'" in (card_dir / "card.html").read_text()
+    assert f"data-key='{GUESSER}|toy accuracy'" in (card_dir / "card.html").read_text()
     assert (toy_run / "report.html").is_file()  # the stale part's report, written by its face
     rows: Sequence[Row] = list(face_of(KIND).need(face_of(KIND).rows, "rows")(toy_run))
     assert [r["n"] for r in rows] == [1, 2, 3, 4, 5, 6]
     assert [r["correct"] for r in rows] == [True, True, True, True, False, True]
     assert all(isinstance(r["confidence"], float) for r in rows)
+
+
+def test_the_toy_takes_part_in_cards_and_a_board(tmp_path: Path, toy_face: None) -> None:
+    """The toy's card run, found in the registry after the three protocols, runs a card's
+    part for each model; the board ranks the two cards and pairs their items."""
+    assert [name for name, _ in card_runs()] == ["sweep", "grounding", "probe", KIND]
+    config = CardConfig(n_boot=200)
+    card_run = face_of(KIND).card_run
+    assert card_run is not None
+    for model in (GUESSER, DOUBTER):
+        parts = card_run.plan(model, config)
+        assert [(p.name, p.runs) for p in parts] == [(KIND, True)]
+        summary = card_run.run(model, config, parts, tmp_path / model / KIND, {"progress": False})
+        assert (summary.ok, summary.failed) == (6, 0)
+        card = write_card(model, tmp_path / model, config, parts, {KIND})
+        assert card["parts"] == [p.to_json() for p in parts]
+    _, csv = write_board([tmp_path / GUESSER, tmp_path / DOUBTER], tmp_path / "board")
+    board = pd.read_csv(csv)
+    ranks = board[board["kind"] == "number"].set_index("model")
+    assert ranks.loc[GUESSER, "estimate"] == pytest.approx(5 / 6, abs=1e-12)
+    assert ranks.loc[DOUBTER, "estimate"] == pytest.approx(1 / 2, abs=1e-12)
+    assert (ranks.loc[GUESSER, "rank"], ranks.loc[DOUBTER, "rank"]) == (1, 2)
+    paired = board[board["kind"] == "paired"]
+    assert paired["key"].tolist() == ["accuracy difference (every number)"]
+    row = paired.iloc[0]
+    assert (row["model"], row["other"], row["n"]) == (GUESSER, DOUBTER, 6)
+    assert row["estimate"] == pytest.approx(1 / 3, abs=1e-12)
+    assert row["low"] <= row["estimate"] <= row["high"]
 
 
 def test_the_toy_run_is_exported_in_every_format(toy_run: Path, tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def load_config(
     *,
     what: str | None = None,
     sources: Mapping[str, str] | None = None,
-    adjust: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    adjust: Callable[[dict[str, object]], dict[str, object]] | None = None,
 ) -> M:
     """A ``model`` (a protocol's configuration or a command's options: a pydantic model or a
     dataclass) from
@@ -126,7 +126,11 @@ def parse_assignment(text: str) -> Assignment:
 
 
 def _validated(
-    model: type[Any], data: dict[str, Any], what: str, path: Path | None, sources: Mapping[str, str]
+    model: type[Any],
+    data: dict[str, object],
+    what: str,
+    path: Path | None,
+    sources: Mapping[str, str],
 ) -> Any:
     """``data`` as a ``model``: a pydantic model validates it (its errors naming where each
     field came from: ``sources``, else ``path``); a dataclass refuses a key it does not have
@@ -158,7 +162,7 @@ def _emptied(model: type[Any], name: str) -> object:
     return [] if origin in (list, tuple, Sequence) else None
 
 
-def _default_mapping(model: type[Any], name: str) -> Mapping[str, Any]:
+def _default_mapping(model: type[Any], name: str) -> Mapping[str, object]:
     """The default of ``model``'s field ``name`` as a mapping (a nested model dumped), where
     it is one: what a nested field set on the command line starts from when the file leaves
     the field out (``--set model_options.device=cpu`` keeps the default batch size)."""
@@ -170,7 +174,7 @@ def _default_mapping(model: type[Any], name: str) -> Mapping[str, Any]:
     return default if isinstance(default, Mapping) else {}
 
 
-def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+def _read_yaml(path: Path, what: str) -> dict[str, object]:
     """The mapping of fields in the YAML file ``path`` (empty for an empty file), read within
     the bounds of :func:`load_yaml` (an alias bomb or deep nesting is
     refused before anything walks the tree)."""
@@ -214,7 +218,7 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return str(exc)
 
 
-def _overlay(base: Mapping[str, Any], overrides: Mapping[str, object]) -> dict[str, Any]:
+def _overlay(base: Mapping[str, object], overrides: Mapping[str, object]) -> dict[str, object]:
     """``base`` with the given ``overrides`` laid over it (see :func:`load_config`)."""
     merged = dict(base)
     for key, value in overrides.items():
@@ -231,8 +235,8 @@ def _overlay(base: Mapping[str, Any], overrides: Mapping[str, object]) -> dict[s
 
 
 def _assign(
-    base: Mapping[str, Any], keys: tuple[str, ...], value: object, default: Mapping[str, Any]
-) -> dict[str, Any]:
+    base: Mapping[str, object], keys: tuple[str, ...], value: object, default: Mapping[str, object]
+) -> dict[str, object]:
     """``base`` with ``value`` at the path ``keys`` (see :func:`load_config`); ``default`` is
     what the first key's mapping starts from when ``base`` has none."""
     head, rest = keys[0], keys[1:]

@@ -29,7 +29,7 @@ import os
 import signal
 import stat
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -139,6 +139,10 @@ class Stage(Generic[S]):
     stream: Callable[[Any, Callable[[list[Record]], None]], list[Record]] | None = None
 
 
+#: ``Protocol.adds_to`` of a protocol that adds to a run of any protocol.
+ANY_RUN: tuple[str, ...] = ("*",)
+
+
 @dataclass(frozen=True)
 class Protocol(Generic[C, P]):
     """A protocol as a value: what :func:`run` needs to run it (see the module docstring).
@@ -150,7 +154,9 @@ class Protocol(Generic[C, P]):
 
     A protocol may add records to an existing run: ``adds_to`` names the protocols whose runs
     it adds to, keeping their manifest (the probe's post-hoc analyses add to a probe run; build
-    stage 1 to a probe run or to an earlier build). A directory without a run begins one with
+    stage 1 to a probe run or to an earlier build); :data:`ANY_RUN` adds to a run of any
+    protocol (``clearsight verify``'s re-asks: its plan asks the run's own protocol, through
+    the registry, whether it can be re-asked). A directory without a run begins one with
     ``manifest``; a protocol without a manifest (None) only adds, so its run must exist.
 
     ``fingerprint(config)``, where given, is JSON data that determines the plan (the config
@@ -423,44 +429,53 @@ def run(
     read-only, corrupted, the run directory removed mid-run; what was committed is kept).
     """
     execution = execution or Execution()
+    threads = _ready(execution)
     run_dir = Path(run_dir)
-    check_execution(execution.executor, execution.workers)
-    _refuse_in_a_worker()
-    threads = run_threads(execution.threads)
-    use_threads(threads)  # before a model loads: torch starts its pool with it
     say = _teller(execution.progress)
     # the lock sits beside the database (a run may be named by its run.sqlite file)
     lock_dir = run_dir.parent if run_dir.name == DB_NAME and not run_dir.is_dir() else run_dir
     fingerprint = _fingerprint(protocol, config)
-    if fingerprint is not None and not fresh and (lock_dir / DB_NAME).is_file():
-        with run_lock(lock_dir):  # a live writer is refused here too
-            done = _finished(lock_dir, fingerprint)
-        if done is not None:
-            return RunSummary(run_dir, done)
+    done = None if fresh else _finished_before(lock_dir, fingerprint)
+    if done is not None:
+        return RunSummary(run_dir, done)
     loaded = check_models(protocol.models(config), execution, say)
     say(f"planning the {protocol.name} run")
     with collector_paused():  # a plan's items all stay alive (clearsight.store.collector_paused)
         plan = protocol.plan(config)
-    stages: dict[str, Summary] = {}
-    reasons: Counter[str] = Counter()
     if protocol.manifest is None:
         _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
         _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
         planned = _Planned(store, fingerprint, say)
         with _sigterm_stops_cleanly():
-            try:
-                for stage in protocol.stages(config, plan, store):
-                    stages[stage.kind] = _execute_stage(
-                        store, stage, replace(execution, threads=threads), reasons, planned
-                    )
-            except Interrupted as exc:
-                raise Interrupted(_total(stages, exc.summary), terminated=exc.terminated) from None
-            except KeyboardInterrupt as exc:  # between two stages' executions
-                terminated = isinstance(exc, Terminated)
-                raise Interrupted(_total(stages), terminated=terminated) from None
+            stages, reasons = _execute_stages(
+                protocol.stages(config, plan, store),
+                store,
+                replace(execution, threads=threads),
+                planned,
+            )
         planned.complete()
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+def _execute_stages(
+    stages: Iterable[Stage[Any]], store: RunStore, execution: Execution, planned: _Planned
+) -> tuple[dict[str, Summary], Counter[str]]:
+    """Execute a run's stages in order (a protocol may plan a stage from the records of the
+    ones before, so they are drawn one at a time): each stage's summary by its item kind, and
+    the reasons of the items that failed, counted. An interruption is raised again with the
+    total of what finished, so the caller can say it."""
+    done: dict[str, Summary] = {}
+    reasons: Counter[str] = Counter()
+    try:
+        for stage in stages:
+            done[stage.kind] = _execute_stage(store, stage, execution, reasons, planned)
+    except Interrupted as exc:
+        raise Interrupted(_total(done, exc.summary), terminated=exc.terminated) from None
+    except KeyboardInterrupt as exc:  # between two stages' executions
+        terminated = isinstance(exc, Terminated)
+        raise Interrupted(_total(done), terminated=terminated) from None
+    return done, reasons
 
 
 class RunOptions(TypedDict, total=False):
@@ -516,6 +531,16 @@ def _fingerprint(protocol: Protocol[C, Any], config: C) -> str | None:
     from clearsight.seeding import content_hash
 
     return content_hash([protocol.name, __version__, protocol.fingerprint(config)])
+
+
+def _finished_before(lock_dir: Path, fingerprint: str | None) -> dict[str, Summary] | None:
+    """:func:`_finished` for the run whose database and lock sit in ``lock_dir``, asked under
+    the run's lock (a live writer is refused here too); None without a fingerprint or a
+    database (the run must be planned)."""
+    if fingerprint is None or not (lock_dir / DB_NAME).is_file():
+        return None
+    with run_lock(lock_dir):
+        return _finished(lock_dir, fingerprint)
 
 
 def _finished(run_dir: Path, fingerprint: str) -> dict[str, Summary] | None:
@@ -585,8 +610,8 @@ def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> 
     if fresh:
         raise InputError(f"{protocol.name} adds to an existing run: fresh would delete it")
     if not (run_dir / DB_NAME).is_file():
-        runs = " or ".join(protocol.adds_to)
-        raise InputError(f"{run_dir} holds no {runs} run for {protocol.name} to add to")
+        runs = "" if protocol.adds_to == ANY_RUN else " or ".join(protocol.adds_to) + " "
+        raise InputError(f"{run_dir} holds no {runs}run for {protocol.name} to add to")
 
 
 def _begin(
@@ -604,7 +629,8 @@ def _begin(
     as ``cpu_threads`` (both the latest start's: a resume may run on another machine)."""
     made_by = store.manifest().get("protocol")
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
-        store.expect_protocol(*protocol.adds_to)
+        if protocol.adds_to != ANY_RUN:
+            store.expect_protocol(*protocol.adds_to)
         return
     from clearsight.models.presets import applied_presets
 
@@ -703,6 +729,16 @@ def _reason(error: str | None) -> str:
     lines = (error or "").strip().splitlines()
     first = lines[0] if lines else "(no message)"
     return first if len(first) <= 160 else first[:157] + "..."
+
+
+def _ready(execution: Execution) -> int:
+    """Check ``execution`` and that this process is no worker re-importing a script, and set
+    the run's threads before a model loads (torch starts its pool with them): the threads."""
+    check_execution(execution.executor, execution.workers)
+    _refuse_in_a_worker()
+    threads = run_threads(execution.threads)
+    use_threads(threads)
+    return threads
 
 
 def _refuse_in_a_worker() -> None:

@@ -59,6 +59,26 @@ def refuse_unknown_models(per_model: Mapping[str, Any], models: Sequence[str], f
         )
 
 
+def refuse_bad_subsets(
+    per_model: Mapping[str, Sequence[str]],
+    models: Sequence[str],
+    field: str,
+    allowed: Sequence[str],
+    allowed_name: str = "wordings",
+) -> None:
+    """A ValueError (a configuration's field check) where a per-model subset (``model_wordings``,
+    ``model_conditions``) names a model not in ``models`` or gives one an empty subset or a
+    name outside ``allowed`` (named ``allowed_name`` in the message)."""
+    for model, subset in per_model.items():
+        if model not in models:
+            raise ValueError(f"{field} names {model!r}, which is not in models")
+        if not subset or not set(subset) <= set(allowed):
+            raise ValueError(
+                f"{field}[{model!r}] must be a non-empty subset of {allowed_name} "
+                f"{list(allowed)}, got {list(subset)}"
+            )
+
+
 def named_once(values: Sequence[Any] | None, field: str) -> None:
     """A ValueError (a configuration's field check) when ``field`` names an entry twice: a scene
     or a model given twice would plan its items twice under the same keys."""

@@ -31,6 +31,7 @@ from functools import cached_property
 from pathlib import PurePath
 from typing import Any, ClassVar
 
+from pydantic import JsonValue
 from typing_extensions import is_typeddict
 
 from clearsight.seeding import content_hash
@@ -106,7 +107,7 @@ class Spec:
     kind: ClassVar[str]
     parts: ClassVar[tuple[str, ...]] = ()
     stored: ClassVar[tuple[str, ...] | None] = None
-    readout_type: ClassVar[type[Mapping[str, Any]] | None] = None
+    readout_type: ClassVar[type[Mapping[str, object]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -137,9 +138,9 @@ class Spec:
             _FIELD_NAMES[cls] = names
         return names
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The stored form: plain JSON data (see the module docstring)."""
-        out: dict[str, Any] = {}
+        out: dict[str, JsonValue] = {}
         for name, omit in self._stored_fields():  # a loop, not to_plain: it runs per item
             value = getattr(self, name)
             if type(value) in _SCALARS:
@@ -157,14 +158,14 @@ class Spec:
         """The item's key: ``content_hash([kind, payload])``, parts by their content hash."""
         return self._key_of(self.to_json())
 
-    def row(self) -> tuple[str, str, dict[str, Any]]:
+    def row(self) -> tuple[str, str, dict[str, JsonValue]]:
         """``(key, kind, JSON form)`` as the store adds an item, the JSON form computed once."""
         stored = self.to_json()
         if "key" not in self.__dict__:
             self.__dict__["key"] = self._key_of(stored)
         return self.key, self.kind, stored
 
-    def _key_of(self, stored: dict[str, Any]) -> str:
+    def _key_of(self, stored: dict[str, JsonValue]) -> str:
         payload = dict(stored)
         for name in self.parts:
             if name in payload:
@@ -180,11 +181,11 @@ class Part(Spec):
     computed once and kept on the object."""
 
     @cached_property
-    def json(self) -> dict[str, Any]:
+    def json(self) -> dict[str, JsonValue]:
         """The JSON form, computed once (treat as read-only: every item shares it)."""
         return super().to_json()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return self.json
 
     @cached_property
@@ -197,10 +198,10 @@ class Part(Spec):
 class Options(Part):
     """A mapping many items share (say, a model's options), stored as the mapping itself."""
 
-    values: Mapping[str, Any]
+    values: Mapping[str, JsonValue]
 
     @cached_property
-    def json(self) -> dict[str, Any]:
+    def json(self) -> dict[str, JsonValue]:
         return {k: to_plain(v) for k, v in self.values.items()}
 
 
@@ -212,7 +213,7 @@ def spec_class(kind: str) -> type[Spec] | None:
     return _REGISTRY.get(kind)
 
 
-def json_key(kind: str, spec: Mapping[str, Any]) -> str:
+def json_key(kind: str, spec: Mapping[str, JsonValue]) -> str:
     """The key of a stored spec of ``kind``, by the recipe of :attr:`Spec.key` (a kind no
     protocol defines has no parts)."""
     cls = spec_class(kind)

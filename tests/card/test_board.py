@@ -105,8 +105,9 @@ def test_the_board_ranks_no_undetermined_figure_and_says_so(board: Any) -> None:
 def test_the_default_card_sweeps_down_to_the_murkiest_level() -> None:
     """Every other level (to 3.9 m) left the perceiver's fog W undetermined on the card's
     close-up photos; the default sweeps all eight, to 1.95 m."""
-    from clearsight.card.config import CardConfig
+    from clearsight.card import CardConfig
+    from clearsight.sweep.face.card import card_sweep_config
 
-    levels = CardConfig().sweep(("observer",)).levels_m
+    levels = card_sweep_config(CardConfig(), ("observer",)).levels_m
     assert len(levels) == 8
     assert min(levels) == 1.953125

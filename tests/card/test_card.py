@@ -113,10 +113,11 @@ def test_a_missing_anchor_is_skipped_with_the_fetch_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from clearsight.card import parts
+    from clearsight.sweep.face.card import SWEEP_CARD_RUN
 
     monkeypatch.setattr(parts, "missing_embedded", lambda: "needs SmolLM2: run `clearsight fetch`")
     cfg = SMALL.model_copy(update={"anchors": ("observer", "hf:smollm2-135m")})
-    anchors = parts.anchor_parts("observer", cfg)
+    anchors = [p for p in SWEEP_CARD_RUN.plan("observer", cfg) if p.name.startswith("anchor ")]
     assert [(p.name, p.runs) for p in anchors] == [("anchor hf:smollm2-135m", False)]
     assert "clearsight fetch" in anchors[0].note
     assert "Run <code>clearsight fetch</code>" in parts_list(anchors)
@@ -164,3 +165,40 @@ def test_the_page_renders_offline_escaped_with_every_number(cards: Any) -> None:
             browser.close()
     assert dialogs == []
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
+
+
+def test_an_awareness_signal_added_to_the_sweep_reaches_the_card(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The card's W numbers iterate the sweep's awareness signals: one more signal there (a
+    second abstention wording, say) is one more W on the card, labelled by its first word."""
+    import dataclasses
+
+    import pandas as pd
+
+    from clearsight.sweep import signals
+    from clearsight.sweep.face import card
+
+    extra = dataclasses.replace(signals.AWARENESS[2], name="abstain_hedge", label="hedge rate")
+    monkeypatch.setattr(card, "AWARENESS", (*signals.AWARENESS, extra))
+    names = ["accuracy", *(s.name for s in signals.AWARENESS), extra.name]
+    rows = pd.DataFrame(
+        {
+            "model": "m",
+            "wording": ["mcq.reason" if n != "verbal_conf" else "verbal.plain" for n in names],
+            "signal": names,
+            "v_star_m": 8.0,
+            "v_low_m": 4.0,
+            "v_high_m": 16.0,
+            "censored": "",
+            "n_items": 12,
+            "w": [float(i) / 10 for i in range(len(names))],
+            "w_low": -1.0,
+            "w_high": 1.0,
+            "w_bound": "",
+        }
+    )
+    numbers = card._arm_numbers("fog", rows, (16.0, 8.0, 4.0), "mcq.reason", "verbal.plain")
+    keys = ["fog V*_acc", "fog W internal", "fog W verbalized", "fog W abstain", "fog W hedge"]
+    assert [n.key for n in numbers] == keys
+    assert numbers[-1].estimate == pytest.approx(0.4, abs=1e-12)  # the added signal's own row

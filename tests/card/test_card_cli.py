@@ -36,6 +36,18 @@ def test_card_refuses_an_unknown_model_and_a_bad_config(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_card_refuses_sizes_the_sweep_does_not_take_before_anything_runs(tmp_path: Path) -> None:
+    """The card's wordings and controls are checked by the sweep's own configuration (its card
+    run's plan), before any part runs: one line, exit 2, nothing written."""
+    out = tmp_path / "card"
+    line = _error(["card", "observer", "--out", str(out), "--wordings", "mcq.reason,bogus"])
+    assert line.startswith("error: invalid card config: wordings.1: ")
+    assert "(got 'bogus')" in line
+    line = _error(["card", "observer", "--out", str(out), "--controls", "clean,murky"])
+    assert line.startswith("error: invalid card config: controls.1: ")
+    assert not out.exists()
+
+
 def test_board_refuses_too_few_cards_and_a_folder_without_one(tmp_path: Path) -> None:
     out = tmp_path / "board"
     assert "needs two or more card directories, got 1" in _error(["board", str(tmp_path)])

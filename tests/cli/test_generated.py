@@ -30,9 +30,13 @@ WIDE = {"COLUMNS": "250", "TERM": "dumb"}
 
 def _generated() -> dict[str, ConfigCommand]:
     """Every generated command of the command line, by its spelling."""
-    from clearsight.cli import card, fetch, grounding, probe, serve, sweep
+    from clearsight.cli import card, export, fetch, grounding, guard, probe, scenes, serve, sweep
 
     out = {"card": card.CARD, "serve": serve.SERVE, "fetch": fetch.FETCH}
+    out.update({"preview": scenes.PREVIEW, "equivalence": scenes.EQUIVALENCE})
+    out["guard calibrate"] = guard.CALIBRATE
+    out.update({"probe judges": probe.JUDGES, "probe query-types": probe.QUERY_TYPES})
+    out.update({"export": export.EXPORT, "push": export.PUSH})
     out.update({f"sweep {c}": sweep.RUN for c in ("run",)})
     out.update({"grounding run": grounding.RUN, "grounding build-bench": grounding.BUILD_BENCH})
     out.update({f"probe {c.name}": c for c in (probe.RUN, probe.BUILD, probe.ANALYSE)})

@@ -18,14 +18,13 @@ from clearsight.grounding.bench.file import (
     BenchItem,
     BenchPair,
     TgsBench,
-    bench_problems,
     load_bench,
     manifest_path,
-    retention_table,
     write_bench,
 )
 from clearsight.grounding.bench.protocol import BuildBenchConfig, run_build_bench
 from clearsight.grounding.bench.results import read_bench, reason_kind
+from clearsight.grounding.bench.use import bench_problems, retention_table
 from clearsight.grounding.problems.problem import Problem
 from clearsight.grounding.trajectories.trajectory import Trajectory
 from clearsight.validate import InputError

@@ -30,6 +30,7 @@ from clearsight.guard.calibrate import (
 )
 from clearsight.guard.estimate import estimate_visibility
 from clearsight.models import load_backend
+from clearsight.pages.html import render
 from clearsight.physics import VISIBILITY_CONSTANT
 from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.store import load_run
@@ -37,7 +38,7 @@ from clearsight.sweep.conditions import arm_stack
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.numbers.guarded import guard_estimate_table, guard_estimates
-from clearsight.sweep.page.guard import guard_section_html
+from clearsight.sweep.page.sections import guard_section
 from clearsight.sweep.plan import plan_sweep
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import load_run_data
@@ -307,7 +308,7 @@ def test_estimate_table(run):
     # water reads murkier than fog (the documented bias of the dark channel under water)
     by_arm = table.set_index("arm")["median_decades"]
     assert by_arm["water"] < by_arm["fog"]
-    html = guard_section_html(table)
+    html = render(guard_section(table))
     assert "id='guard'" in html
     assert f">{GUARD}</td>" in html
     assert html.count("<tr>") == 1 + len(table)
@@ -330,4 +331,4 @@ def test_estimate_table_without_guarded_models(tmp_path):
     )
     table = guard_estimate_table(load_run_data(out))
     assert table.empty
-    assert guard_section_html(table) == ""
+    assert guard_section(table) == []

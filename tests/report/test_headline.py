@@ -14,9 +14,10 @@ from clearsight.pages.output import markdown_section
 from clearsight.report import build_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS, headline_table
+from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS
 from clearsight.sweep.page.headline import sweep_headline, sweep_sentence
 from clearsight.sweep.protocol import run_sweep
+from clearsight.sweep.signals import by_name
 
 LEVELS = tuple(250.0 * 2.0**-k for k in range(11))  # 250 m ... 0.244 m: every crossing inside
 N_BOOT = 300
@@ -55,7 +56,7 @@ def _one(frame: pd.DataFrame, **where: object) -> pd.Series:
 
 
 def test_a_row_per_arm_shown_and_the_wordings_it_reads(analysis: SweepAnalysis) -> None:
-    table = headline_table(analysis)
+    table = analysis.headline
     assert list(zip(table["model"], table["arm"], strict=True)) == [("observer", "fog")]
     row = table.iloc[0]
     # mcq.reason is read before mcq.generic whatever the configured order
@@ -63,14 +64,20 @@ def test_a_row_per_arm_shown_and_the_wordings_it_reads(analysis: SweepAnalysis) 
 
 
 def test_the_numbers_are_the_analysis_own(analysis: SweepAnalysis) -> None:
-    row = headline_table(analysis).iloc[0]
+    row = analysis.headline.iloc[0]
     key = {"model": "observer", "arm": "fog"}
     crossings, task = analysis.crossings, analysis.tasks["identify"]
     acc = _one(crossings, **key, wording="mcq.reason", signal="accuracy")
     assert row["v_acc_m"] == acc["v_star_m"]
     assert (row["v_acc_low_m"], row["v_acc_high_m"]) == (acc["v_low_m"], acc["v_high_m"])
     for signal in HEADLINE_SIGNALS:
-        wording = "verbal.plain" if signal == "verbal_conf" else "mcq.reason"
+        read = by_name(signal)
+        kind = (
+            ("verbal.plain",)
+            if read.headline_wording == "verbal"
+            else ("mcq.reason", "mcq.generic")
+        )
+        wording = next(w for w in kind if read.reads("observer", w))  # the first that reads it
         w = _one(crossings, **key, wording=wording, signal=signal)
         assert row[f"w_{signal}"] == w["w"]
         assert row[f"w_{signal}_bound"] == w["w_bound"]
@@ -91,7 +98,7 @@ def test_the_numbers_are_the_analysis_own(analysis: SweepAnalysis) -> None:
 
 
 def test_the_fallen_level_is_the_first_below_half(analysis: SweepAnalysis) -> None:
-    row = headline_table(analysis).iloc[0]
+    row = analysis.headline.iloc[0]
     sweep = analysis.tasks["identify"].sweep
     curve = sweep[(sweep["condition"] == "fog") & (sweep["wording"] == "mcq.reason")]
     curve = curve.sort_values("x", ascending=False)
@@ -154,7 +161,7 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
     summary = paths.summary_md.read_text(encoding="utf-8")
     headings = [line for line in summary.splitlines() if line.startswith("## ")]
     assert headings[0] == "## Headline"
-    frame, sentences = sweep_headline(headline_table(analysis), analysis.data.levels)
+    frame, sentences = sweep_headline(analysis.headline, analysis.run.levels)
     section = markdown_section(summary, "Headline")
     assert len([ln for ln in section.splitlines() if ln.startswith("| observer |")]) == len(frame)
     assert f"- {sentences[0]}" in section
@@ -163,9 +170,7 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
         "arm",
         "clean accuracy",
         "V*_acc",
-        "W internal confidence",
-        "W verbalized confidence",
-        "W abstain rate",
+        *(f"W {by_name(s).label}" for s in HEADLINE_SIGNALS),
         "ECE internal",
         "ECE verbalized",
         "AURC",

@@ -305,12 +305,12 @@ def test_curve_bands_match_an_explicit_scene_bootstrap(deep_run: Path) -> None:
 def test_imagenet_c_and_controls(small_run: Path) -> None:
     data = load_run_data(small_run)
     boot = scene_bootstrap(data, n_boot=N_BOOT)
-    from clearsight.sweep.analysis import controls_table
     from clearsight.sweep.images.equivalence import (
         imagenet_c_table,
         monotone_veq_share,
         veq_summary,
     )
+    from clearsight.sweep.numbers.tables import controls_table
 
     tab = imagenet_c_table(boot.curves, veq_summary(data.veq), "identify")
     assert sorted(tab.severity.unique()) == [1, 2, 3, 4, 5]
@@ -491,7 +491,7 @@ def test_run_with_only_failed_records(small_run: Path, tmp_path: Path) -> None:
 def test_sweep_table_order_and_values(small_run: Path) -> None:
     """Tables IX/X: clean first, then the levels clearest first; values are the plain means."""
     data = load_run_data(small_run)
-    from clearsight.sweep.analysis import sweep_table
+    from clearsight.sweep.numbers.tables import sweep_table
 
     tab = sweep_table(data, scene_bootstrap(data, n_boot=100), "identify")
     fog = tab[(tab.condition.isin(["clean", "fog"])) & (tab.wording == "mcq.reason")]
@@ -668,7 +668,7 @@ def test_dynamic_ranges_hand_computed() -> None:
 
 
 def test_depth_summary_hand_computed() -> None:
-    from clearsight.sweep.analysis import depth_summary
+    from clearsight.sweep.numbers.depth import depth_summary
 
     depth = pd.DataFrame(
         {
@@ -699,7 +699,7 @@ def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
 ) -> None:
     from clearsight.scenes.bundled import load_bundled_scene
     from clearsight.scenes.depth import depth_profile
-    from clearsight.sweep.analysis import depth_summary
+    from clearsight.sweep.numbers.depth import depth_summary
 
     data = load_run_data(small_run)
     assert sorted(data.depth.scene) == sorted(SMALL_SCENES)
@@ -721,7 +721,7 @@ def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:
 
     data = load_run_data(small_run)
     analysis = analyse_run(data, n_boot=N_BOOT)
-    png = selective_figure(analysis, "identify")
+    png = selective_figure(analysis.run, analysis.tasks["identify"])
     assert png is not None
     width, height = Image.open(BytesIO(png)).size
     # one row per model × arm; internal, verbalized and the AURC panel side by side
@@ -730,16 +730,14 @@ def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:
     assert width > 3 * 300
     identify = analysis.tasks["identify"]
     no_table = dataclasses.replace(identify, selective=identify.selective.iloc[:0])
-    assert (
-        selective_figure(dataclasses.replace(analysis, tasks={"identify": no_table}), "identify")
-        is None
-    )
+    assert selective_figure(analysis.run, no_table) is None
     # a model not shown an arm gets no row for it
     first = data.models[0]
     rec = data.records
     fewer = dataclasses.replace(
         data, records=rec[~((rec.model == first) & (rec.condition == data.arms[-1]))]
     )
-    smaller = selective_figure(analyse_run(fewer, n_boot=N_BOOT), "identify")
+    fewer_analysis = analyse_run(fewer, n_boot=N_BOOT)
+    smaller = selective_figure(fewer_analysis.run, fewer_analysis.tasks["identify"])
     assert smaller is not None
     assert Image.open(BytesIO(smaller)).size[1] < height - 200

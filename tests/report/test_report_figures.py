@@ -13,7 +13,7 @@ from clearsight.physics import SWEEP_LEVELS_M
 from clearsight.report import build_report
 from clearsight.sweep.analysis import analyse_sweep
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.page.sections import asked_panels
+from clearsight.sweep.numbers.panels import reliability_panels
 from clearsight.sweep.protocol import run_sweep
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -40,12 +40,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_no_panel_for_an_arm_or_a_wording_that_did_not_run(run: Path) -> None:
     analysis = analyse_sweep(run, n_boot=50)
-    task, records = analysis.tasks["identify"], analysis.data.records
-    every = [(p.model, p.arm, p.wording) for row in task.reliability for p in row]
-    kept = [
-        (p.model, p.arm, p.wording) for row in asked_panels(task.reliability, records) for p in row
+    task = analysis.tasks["identify"]
+    every = [
+        (p.model, p.arm, p.wording)
+        for row in reliability_panels(analysis.data, "identify")
+        for p in row
     ]
-    assert ("perceiver:detector", "water", "mcq.reason") in every  # the analysis has them all
+    kept = [(p.model, p.arm, p.wording) for row in task.reliability for p in row]
+    assert ("perceiver:detector", "water", "mcq.reason") in every  # computed, then left out
     assert set(kept) == {
         ("observer", "fog", "mcq.reason"),
         ("observer", "fog", "verbal.plain"),

@@ -349,6 +349,7 @@ def test_physics_sources_hold_no_control_characters() -> None:
 
 
 def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
+    from clearsight.pages.html import render
     from clearsight.sweep.images.examples import sweep_examples
     from clearsight.sweep.page.examples import examples_section
     from fixtures.coco import synthetic_coco
@@ -371,7 +372,7 @@ def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
     assert (data.records["scene.source"] == "coco").all()
     examples = sweep_examples(data, "identify", thumbnails=True)
     assert [label for label, _ in examples.thumbnails] == ["clean", "fog 15.6 m", "fog 1.95 m"]
-    html = examples_section(data, examples)  # rendered from what the analysis drew
+    html = render(examples_section(examples))  # rendered from what the analysis drew
     assert html.count("class='thumb'") == 3  # clean, 15.6 m and 1.95 m
     assert "not rendered" not in html
     assert "COCO" in html  # the image's attribution

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from clearsight.scenes.bundled import bundled_photo, bundled_specs
+from clearsight.sweep.numbers.clusters import photo_clusters
 from clearsight.sweep.numbers.crossings import scene_bootstrap
-from clearsight.sweep.results import RunData, photo_clusters
+from clearsight.sweep.results import RunData
 
 LEVELS = (100.0, 10.0, 1.0)
 # scene -> (photo, accuracy at clean and at each level, items per condition)

@@ -14,14 +14,14 @@ from starlette.testclient import TestClient
 from clearsight.models.base import Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
+from clearsight.probe.play.session import HumanPlay
 from clearsight.probe.records import load_transcripts
 from clearsight.probe.sensor import Sensor
 from clearsight.seeding import rng_for
 from clearsight.store import Record, RunStore
+from clearsight.ui import ServeSettings
 from clearsight.ui.app import PAGE_CSP, create_app
 from clearsight.ui.runs import list_files, record_page, safe_file
-from clearsight.ui.session import HumanPlay
-from clearsight.ui.settings import ServeSettings
 from clearsight.validate import InputError
 
 SCRIPT = "<script>alert(1)</script>"

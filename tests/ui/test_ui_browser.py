@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from clearsight.probe.play.session import HumanPlay
 from clearsight.probe.records import load_transcripts
+from clearsight.ui import ServeSettings
 from clearsight.ui.app import create_app
-from clearsight.ui.session import HumanPlay
-from clearsight.ui.settings import ServeSettings
 from fixtures.live_server import live_server
 
 CHROMIUM = Path("/usr/bin/chromium")

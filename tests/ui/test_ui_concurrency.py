@@ -15,10 +15,10 @@ from urllib.parse import urlencode
 
 import pytest
 
+from clearsight.probe.play.session import HumanPlay
 from clearsight.store import DB_NAME, RunStore
+from clearsight.ui import ServeSettings
 from clearsight.ui.app import create_app
-from clearsight.ui.session import HumanPlay
-from clearsight.ui.settings import ServeSettings
 from fixtures.live_server import live_server
 
 pytestmark = pytest.mark.timeout(120)

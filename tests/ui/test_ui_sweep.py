@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from PIL import Image
 from starlette.testclient import TestClient
 
+from clearsight.faces import face_of
 from clearsight.specs import Options
 from clearsight.store import RunStore
 from clearsight.sweep.config import SweepConfig
@@ -38,12 +39,13 @@ from clearsight.sweep.references.human import (
     item_png,
     session_order,
 )
+from clearsight.sweep.references.sessions import HumanSweep
 from clearsight.sweep.results import level_label, load_run_data
 from clearsight.sweep.specs import SweepItem
 from clearsight.sweep.unit import _Images, load_scene
-from clearsight.ui.app import PASS_COOKIE, create_app
-from clearsight.ui.settings import ServeSettings
-from clearsight.ui.sweep import HumanSweep
+from clearsight.ui import ServeSettings
+from clearsight.ui.app import create_app
+from clearsight.ui.pages import PASS_COOKIE
 from clearsight.validate import InputError
 
 BASE = "http://127.0.0.1"
@@ -298,7 +300,6 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
     3.90625). Every answered item is right at .9: ECE = .1 exactly."""
     from clearsight.report import build_report
     from clearsight.sweep.analysis import analyse_run
-    from clearsight.sweep.numbers.headline import headline_table
     from clearsight.sweep.page.headline import sweep_headline
 
     _answer_all(HumanSweep(run, SWEEP), "ann")
@@ -319,7 +320,7 @@ def test_the_persons_stated_confidence_gets_its_curve_w_and_calibration(run: Pat
     assert set(mine["arm"]) == {"fog", "water"}
     assert mine["w"].to_list() == pytest.approx([w, w])
     assert set(mine["w_accuracy"]) == {"mcq.reason"}
-    head = headline_table(analysis)
+    head = analysis.headline
     row = head[(head["model"] == "human:ann") & (head["arm"] == "fog")].iloc[0]
     assert row["verbal"] == "mcq.reason"
     assert row["w_verbal_conf"] == pytest.approx(w)
@@ -402,9 +403,7 @@ def test_the_image_is_the_models_pixels_and_nothing_else(questions: list[SweepIt
 
 def _client(run: Path, settings: ServeSettings = SWEEP) -> tuple[TestClient, HumanSweep, str]:
     sweep = HumanSweep(run, settings)
-    client = TestClient(
-        create_app(run, settings, sweep=sweep), base_url=BASE, follow_redirects=False
-    )
+    client = TestClient(create_app(run, settings, sweep), base_url=BASE, follow_redirects=False)
     page = client.get("/sweep")
     assert page.status_code == 200
     token = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
@@ -523,8 +522,11 @@ def test_sweep_mode_refuses_what_is_not_a_sweep_run(tmp_path: Path) -> None:
     reason = str(HumanSweep(broken, SWEEP).blocked_reason())
     assert "the run's stored sweep config" in reason
     assert "levels_m" in reason
-    with pytest.raises(InputError, match="not both"):
-        create_app(probe, SWEEP, object(), sweep=HumanSweep(probe, SWEEP))  # type: ignore[arg-type]
+    serve = face_of(SWEEP.hosted).serve  # what `clearsight serve --sweep` makes: refused at once
+    assert serve is not None
+    assert serve.sessions is not None
+    with pytest.raises(InputError, match="is not a sweep run"):
+        serve.sessions(probe, SWEEP)
 
 
 def test_serving_holds_the_runs_writer_lock(run: Path) -> None:
@@ -592,7 +594,7 @@ def served(run: Path) -> Iterator[tuple[str, HumanSweep]]:
     from fixtures.live_server import live_server
 
     sweep = HumanSweep(run, SWEEP)
-    with sweep.writing(), live_server(create_app(run, SWEEP, sweep=sweep)) as url:
+    with sweep.writing(), live_server(create_app(run, SWEEP, sweep)) as url:
         yield url, sweep
 
 

@@ -34,13 +34,13 @@ from starlette.testclient import TestClient
 from clearsight.models.base import Response
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.probe.instances import Instance
+from clearsight.probe.play.session import HumanPlay
 from clearsight.probe.records import load_transcripts, store_transcript
 from clearsight.probe.sensor import Sensor, SensorReply
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
+from clearsight.ui import ServeSettings
 from clearsight.ui.app import create_app
-from clearsight.ui.session import HumanPlay
-from clearsight.ui.settings import ServeSettings
 
 BASE = "http://127.0.0.1"
 #: Five distinct sensor samples: the person sees the one realised per query, never the others.

@@ -65,3 +65,19 @@ def test_a_failed_reask_differs_from_an_answered_record() -> None:
     moved = differing(pairs, 1e-4)
     assert list(moved["answer_moved"]) == [True]
     assert moved["worst"].iloc[0] == math.inf
+
+
+def test_labels_read_from_a_stored_spec_only_what_has_their_type() -> None:
+    """A stored spec's labels: nested fields by name; a field the spec lacks, or holding a value
+    of another type (a malformed or older spec), gives None rather than a wrong label."""
+    from clearsight.faces.verifying import number_at, text_at
+
+    spec = {"model": "m", "scene": {"id": "s1"}, "level_m": 2, "share": True, "wording": 3}
+    assert text_at(spec, "model") == "m"
+    assert text_at(spec, "scene", "id") == "s1"
+    assert text_at(spec, "scene", "missing") is None
+    assert text_at(spec, "model", "id") is None  # a text has no fields
+    assert text_at(spec, "wording") is None  # a number is no text
+    assert number_at(spec, "level_m") == 2
+    assert number_at(spec, "share") is None  # a flag is no number
+    assert number_at(spec, "absent") is None

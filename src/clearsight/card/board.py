@@ -2,12 +2,14 @@
 
 ``board.csv`` has one row per card model and card number (``kind`` = ``number``: the card.json
 values, and the model's ``rank`` among the board's models on that number: 1 = best, by the
-direction of :func:`better`), and one row per pair of cards and sweep condition group
+direction of :func:`better`), and one row per pair of cards and group of paired items
 (``kind`` = ``paired``): the accuracy difference ``mean_i (correct_A,i - correct_B,i)`` over
-the sweep items both cards asked (same scene, target, condition, level, wording and question),
-with a 95 % interval from a bootstrap over source photos (a photo's crops are one cluster) of
-those paired differences — both models
-answered the same items, so the pairing removes the items' own difficulty from the interval.
+the items both cards asked, with a 95 % interval from a cluster bootstrap of those paired
+differences — both models answered the same items, so the pairing removes the items' own
+difficulty from the interval. Which items pair, their groups and clusters, each protocol says
+in its card run (:attr:`CardRun.board <clearsight.faces.card_run.CardRun>`; the sweep: the
+same scene, target, condition, level, wording and question, grouped as clean and each arm,
+clustered by source photo).
 ``board.html`` shows the same tables.
 """
 
@@ -20,24 +22,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from clearsight.card.numbers import CardJSON
 from clearsight.card.page import numbers_table
-from clearsight.card.run import CardJSON, load_card
+from clearsight.card.run import load_card
+from clearsight.faces import card_runs
 from clearsight.faces.card import Number, NumberJSON
 from clearsight.pages.html import esc, fmt_ci, frame_table, page
 from clearsight.pages.output import csv_text, write_atomic
 from clearsight.validate import InputError
 
-#: Columns that make two sweep records the same item (the model aside).
-_ITEM = (
-    "scene",
-    "target",
-    "task",
-    "wording",
-    "condition",
-    "level",
-    "question.correct",
-    "question.options",
-)
 CSV_COLUMNS = (
     "kind",
     "key",
@@ -110,31 +103,36 @@ def number_rows(cards: Sequence[CardJSON]) -> pd.DataFrame:
     return frame
 
 
-def _sweep_items(card_dir: Path, model: str) -> pd.DataFrame:
-    """The card model's sweep records with their item identity and correctness."""
-    from clearsight.sweep.results import load_run_data
-
-    rec = load_run_data(card_dir / "sweep").records
-    rec = rec[rec["model"] == model].copy()
-    rec["level"] = rec["level_m"].fillna(-1.0)
-    for col in ("question.options",):
-        rec[col] = rec[col].astype(str)
-    return rec[[*_ITEM, "cluster", "correct"]]
-
-
 def paired_rows(
     dirs: Sequence[Path], cards: Sequence[CardJSON], n_boot: int, seed: int
 ) -> pd.DataFrame:
-    """The ``paired`` rows of board.csv (module docstring), per pair and clean / each arm."""
+    """The ``paired`` rows of board.csv (module docstring): per protocol that pairs items
+    across cards and whose run every card holds, per pair of cards, per group of items both
+    answered."""
+    rows = []
+    for name, card_run in card_runs():
+        if card_run.board is not None and all((Path(d) / name).is_dir() for d in dirs):
+            items = [
+                card_run.board(Path(d) / name, c["model"]) for d, c in zip(dirs, cards, strict=True)
+            ]
+            rows += _pair_rows(cards, items, n_boot, seed)
+    return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
+
+
+def _pair_rows(
+    cards: Sequence[CardJSON], items: Sequence[pd.DataFrame], n_boot: int, seed: int
+) -> list[dict[str, object]]:
+    """The paired rows of one protocol's items (``items``: each card's, as its card run's
+    ``board`` gives them), per pair of cards and group, in the groups' own order."""
     from clearsight.metrics.bootstrap import cluster_bootstrap_mean
 
-    items = [_sweep_items(Path(d), c["model"]) for d, c in zip(dirs, cards, strict=True)]
-    rows = []
+    rows: list[dict[str, object]] = []
     for (i, a), (j, b) in itertools.combinations(enumerate(cards), 2):
-        both = items[i].merge(items[j], on=list(_ITEM), suffixes=("_a", "_b"))
-        for group, sub in _condition_groups(both):
+        both = items[i].merge(items[j], on=["item", "group"], suffixes=("_a", "_b"))
+        for group in dict.fromkeys(both["group"]):
+            sub = both[both["group"] == group]
             diff = (sub["correct_a"] - sub["correct_b"]).to_numpy(float)
-            clusters = sub["cluster_a"].to_numpy()  # the scene's photo: the same in both
+            clusters = sub["cluster_a"].to_numpy()  # the item's cluster: the same in both
             ci = cluster_bootstrap_mean(diff, clusters, n_boot=n_boot, seed=seed)
             rows.append(
                 {
@@ -151,15 +149,7 @@ def paired_rows(
                     "rank": math.nan,
                 }
             )
-    return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
-
-
-def _condition_groups(both: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """Clean, then each arm pooled over its levels, on the letter wording's shared items."""
-    letter = both[~both["wording"].str.startswith("verbal.")]
-    groups = [("clean", letter[letter["condition"] == "clean"])]
-    groups += [(str(arm), letter[letter["condition"] == arm]) for arm in ("fog", "water")]
-    return [(g, s) for g, s in groups if len(s)]
+    return rows
 
 
 def write_board(card_dirs: Sequence[Path], out: Path) -> tuple[Path, Path]:

@@ -1,4 +1,5 @@
-"""The card's numbers as ``card.json`` holds them, and the cost table of its runs.
+"""The card's numbers as ``card.json`` holds them (:class:`CardJSON`, the file's layout), and
+the cost table of its runs.
 
 Every number is a :class:`~clearsight.faces.card.Number` its run's protocol gives in its card
 section (:attr:`ProtocolFace.card <clearsight.faces.face.ProtocolFace.card>`): its key exactly
@@ -12,13 +13,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
 
 import pandas as pd
 
 from clearsight.faces.card import Number, NumberJSON
+from clearsight.faces.card_run import PartJSON
 from clearsight.store import COST_COLUMNS
 
-__all__ = ["card_cost", "cost_json", "numbers_json"]
+__all__ = ["CardJSON", "card_cost", "cost_json", "numbers_json"]
+
+
+class CardJSON(TypedDict):
+    """card.json: the card's model, the hash of what made it, the card's configuration (its
+    ``model_dump``), each sweep model's role and numbers (model -> key -> number), the parts
+    and the part reports' paths relative to the card directory."""
+
+    card_version: int
+    model: str
+    manifest_hash: str
+    config: dict[str, Any]
+    roles: dict[str, str]
+    numbers: dict[str, dict[str, NumberJSON]]
+    cost: list[dict[str, str | int | float | None]]
+    parts: list[PartJSON]
+    reports: dict[str, str]
 
 
 def numbers_json(numbers: Iterable[Number]) -> dict[str, NumberJSON]:

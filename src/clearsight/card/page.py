@@ -10,12 +10,13 @@ checked against each other.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 
-from clearsight.card.parts import FETCH_COMMAND, Part
+from clearsight.card.numbers import CardJSON
+from clearsight.card.parts import FETCH_COMMAND
 from clearsight.faces.card import Number
+from clearsight.faces.card_run import Part
 from clearsight.pages.cost import cost_html
 from clearsight.pages.html import esc, img, page
 
@@ -65,7 +66,7 @@ def parts_list(parts: Sequence[Part]) -> str:
 
 
 def render_card(
-    card: Mapping[str, Any],
+    card: CardJSON,
     numbers: Mapping[str, Sequence[Number]],
     parts: Sequence[Part],
     figures: Sequence[tuple[str, bytes | None]],

@@ -1,51 +1,31 @@
 """Which parts of a card run for a model, decided from what the model and this machine can do.
 
-A card has three protocol parts (the sweep, trajectory grounding, the probe) and two anchors
-(the reference observer, the blind control). Each part is checked before anything runs, with
-the protocols' own checks: :func:`clearsight.driver.check_models` loads the model and compares
-its capabilities with what the protocol's configuration needs (grounding needs candidate
-probabilities under a custom attention mask), and an image model is asked one free question
-about an image before it is made the probe's sensor (the observer answers only the sweep's
-boxed-target questions). What cannot run is kept as a :class:`Part` with the reason and, where
-a download would fix it, the command that fetches it; the page lists them.
+A card has one part per protocol whose face declares a card run
+(:class:`~clearsight.faces.card_run.CardRun`), and the parts those bring (the sweep's anchors:
+the reference observer, the blind control). Each protocol checks its own parts before anything
+runs, with its own configuration (:func:`plan_parts` asks each in the registry's order); the
+checks they share are here: :func:`check_needs` loads a model and compares its capabilities
+with what a configuration needs (:func:`clearsight.driver.check_models`), and
+:func:`missing_model` says what a model the card names lacks on this machine. What cannot run
+is kept as a :class:`~clearsight.faces.card_run.Part` with the reason and, where a download
+would fix it, the command that fetches it; the page lists them.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from clearsight.card.config import BLIND_CONTROL, CardConfig
+from clearsight.faces import card_runs
+from clearsight.faces.card_run import BLIND_CONTROL, CardConfig, Part
 from clearsight.validate import InputError
 
-#: The probe role of an image model: the sensor, answering the questions itself.
-SENSOR_ROLE = "sensor answering directly (strategy direct)"
+if TYPE_CHECKING:
+    from clearsight.driver import Execution, ModelNeed
+
 #: The command that sets up what a pip install lacks (photos, detectors, embedded models).
 FETCH_COMMAND = "clearsight fetch"
-
-
-class PartJSON(TypedDict):
-    """A :class:`Part` as card.json holds it."""
-
-    name: str
-    runs: bool
-    role: str
-    note: str
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of a card: whether it runs, in what role, and why not when it does not."""
-
-    name: str
-    runs: bool
-    role: str = ""
-    note: str = ""
-
-    def to_json(self) -> PartJSON:
-        """The part as card.json holds it."""
-        return {"name": self.name, "runs": self.runs, "role": self.role, "note": self.note}
 
 
 def missing_embedded() -> str | None:
@@ -79,7 +59,7 @@ def missing_model(name: str) -> str | None:
     return None
 
 
-def _serial() -> Any:
+def _serial() -> Execution:
     from clearsight.driver import Execution
 
     return Execution("serial", 1, progress=False)
@@ -94,79 +74,20 @@ def check_model(model: str) -> None:
     check_models([ModelNeed(model, purpose="the card")], _serial())
 
 
-def anchor_parts(model: str, config: CardConfig) -> list[Part]:
-    """Each anchor of the card's sweep: asked beside the model, or skipped with its reason."""
-    parts = []
-    for anchor in config.anchors:
-        if anchor == model:
-            continue
-        why = missing_model(anchor)
-        role = "reference observer" if anchor == "observer" else "blind control"
-        parts.append(Part(f"anchor {anchor}", why is None, role, why or ""))
-    return parts
-
-
-def grounding_part(model: str, config: CardConfig) -> Part:
-    """Trajectory grounding runs when the model scores candidates under a custom attention
-    mask (TGS-self hides the trajectory's spans)."""
+def check_needs(needs: Sequence[ModelNeed], part: str) -> Part | None:
+    """None when every model of ``needs`` loads with what its purpose needs, else the part
+    ``part`` skipped with the reason."""
     from clearsight.driver import check_models
-    from clearsight.grounding.protocol import GROUNDING
 
     try:
-        check_models(GROUNDING.models(config.grounding(model)), _serial())
+        check_models(needs, _serial())
     except InputError as exc:
-        return Part("grounding", False, note=str(exc))
-    return Part("grounding", True, "the measured model")
-
-
-def probe_part(model: str, config: CardConfig) -> Part:
-    """The probe: an image model that answers a free question about an image is the sensor
-    answering directly; a text-only model is the reasoner asking the card's sensor."""
-    from clearsight.driver import check_models
-    from clearsight.models import shared_backend
-    from clearsight.probe.protocol import PROBE
-
-    if shared_backend(model).capabilities.images:
-        problem = _free_question_problem(model, config)
-        if problem is not None:
-            return Part("probe", False, note=f"cannot be the probe's sensor: {problem}")
-        return Part("probe", True, SENSOR_ROLE)
-    sensor = config.probe_sensor
-    if (why := missing_model(sensor)) is not None:
-        return Part("probe", False, note=f"the sensor {sensor} {why}")
-    try:
-        check_models(PROBE.models(config.probe(model, sensor=False)), _serial())
-    except InputError as exc:
-        return Part("probe", False, note=str(exc))
-    return Part("probe", True, f"text-only reasoner ({config.probe_strategy}) asking {sensor}")
-
-
-def _free_question_problem(model: str, config: CardConfig) -> str | None:
-    """Ask ``model`` one short free question about the first probe question's photo; the
-    problem as one line, or None when it answered."""
-    from clearsight.probe.instances import bundled_instances
-    from clearsight.probe.sensor import Sensor
-
-    by_id = {i.id: i for i in bundled_instances()}
-    present = [by_id[q] for q in config.probe_questions if q in by_id]
-    if not present:
-        return "none of the card's probe photos is on this machine"
-    try:
-        Sensor(model, k=1, judge="exact").sample(
-            present[0], "What is in the image?", 1, config.seed, max_new_tokens=8
-        )
-    except (InputError, RuntimeError) as exc:
-        return str(exc)
+        return Part(part, False, note=str(exc))
     return None
 
 
 def plan_parts(model: str, config: CardConfig) -> list[Part]:
-    """Every part of the card for ``model`` (the model itself must load: InputError if not)."""
+    """Every part of the card for ``model`` (the model itself must load: InputError if not),
+    each protocol's in the registry's order."""
     check_model(model)
-    sweep = Part("sweep", True, "the card's model, with the anchors below")
-    return [
-        sweep,
-        *anchor_parts(model, config),
-        grounding_part(model, config),
-        probe_part(model, config),
-    ]
+    return [part for _, run in card_runs() for part in run.plan(model, config)]

@@ -1,7 +1,9 @@
 """``run_card``: run a card's parts for one model, then write ``card.html`` and ``card.json``.
 
-A card directory holds one run per part (``sweep/``, ``grounding/``, ``probe/``), each run by
-its protocol's own run function through :func:`clearsight.driver.run`, so a card resumes like
+A card directory holds one run per protocol part (``sweep/``, ``grounding/``, ``probe/``: each
+registered protocol whose face declares a :class:`~clearsight.faces.card_run.CardRun`, named as
+its face), each run by its protocol's card run through :func:`clearsight.driver.run`, so a card
+resumes like
 every run: a second ``run_card`` on the same directory and configuration executes nothing and
 only rewrites the pages. Each part's full report is written beside its run and linked from the
 card. ``card.json`` holds the card's numbers (keys as on the page), what each model cost
@@ -18,14 +20,14 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, cast
 
-from clearsight.card.config import BLIND_CONTROL, OBSERVER, CardConfig
-from clearsight.card.numbers import card_cost, cost_json, numbers_json
+from clearsight.card.numbers import CardJSON, card_cost, cost_json, numbers_json
 from clearsight.card.page import render_card
-from clearsight.card.parts import SENSOR_ROLE, Part, PartJSON, plan_parts
-from clearsight.faces import face_of
-from clearsight.faces.card import CardSection, Number, NumberJSON
+from clearsight.card.parts import plan_parts
+from clearsight.faces import card_runs, face_of
+from clearsight.faces.card import CardSection, Number
+from clearsight.faces.card_run import CardConfig, Part
 from clearsight.pages.output import write_atomic
 from clearsight.report import appendix
 from clearsight.store import DB_NAME, run_manifest, run_protocol
@@ -40,24 +42,6 @@ CARD_JSON = "card.json"
 CARD_HTML = "card.html"
 #: The full report each part's run directory holds.
 REPORT = "report.html"
-#: The card's runs, each in its own directory under the card's, in page order.
-RUNS = ("sweep", "grounding", "probe")
-
-
-class CardJSON(TypedDict):
-    """card.json: the card's model, the hash of what made it, the card's configuration (its
-    ``model_dump``), each sweep model's role and numbers (model -> key -> number), the parts
-    and the part reports' paths relative to the card directory."""
-
-    card_version: int
-    model: str
-    manifest_hash: str
-    config: dict[str, Any]
-    roles: dict[str, str]
-    numbers: dict[str, dict[str, NumberJSON]]
-    cost: list[dict[str, str | int | float | None]]
-    parts: list[PartJSON]
-    reports: dict[str, str]
 
 
 @dataclass
@@ -84,11 +68,13 @@ class CardResult:
         return sum(s.failed for s in self.summaries.values())
 
 
-def _role(name: str, model: str) -> str:
-    """What a model of the card's sweep is there as: the card's model or an anchor."""
-    if name == model:
-        return "card model"
-    return "reference observer" if name == OBSERVER else "blind control"
+def _roles(model: str, models: list[str], parts: list[Part]) -> dict[str, str]:
+    """What each model of the card's numbers is there as: the card's model, or the role of the
+    anchor part that names it (``anchor <model>``)."""
+    anchors = {
+        p.name.removeprefix("anchor "): p.role for p in parts if p.name.startswith("anchor ")
+    }
+    return {m: "card model" if m == model else anchors.get(m, "anchor") for m in models}
 
 
 def run_card(
@@ -101,11 +87,8 @@ def run_card(
     say: Callable[[str], None] = print,
 ) -> CardResult:
     """Run every part of ``model``'s card that can run (:func:`plan_parts`) into ``out`` and
-    write the card; ``say`` reports each step (what ran, what was skipped)."""
-    from clearsight.grounding.protocol import run_grounding
-    from clearsight.probe.protocol import run_probe
-    from clearsight.sweep.protocol import run_sweep
-
+    write the card; ``say`` reports each step (what ran, what was skipped). Each protocol's
+    card run runs where its own part runs, into the directory named as its face."""
     config = config or CardConfig()
     out = Path(out)
     parts = plan_parts(model, config)
@@ -113,23 +96,11 @@ def run_card(
     runs = {p.name for p in parts if p.runs}
     for part in parts:
         say(f"{part.name}: {'runs as ' + part.role if part.runs else 'skipped: ' + part.note}")
-    anchors = tuple(p.name.removeprefix("anchor ") for p in parts if p.name.startswith("anchor "))
-    models = config.sweep_models(model, tuple(a for a in anchors if f"anchor {a}" in runs))
-    if BLIND_CONTROL in models:
-        from clearsight.models.embedded import smollm2_dir
-
-        smollm2_dir()  # convert the GGUF once here, not in every worker
     executor: ExecutorName = "process" if workers > 1 else "serial"
     opts: RunOptions = {"fresh": fresh, "executor": executor, "workers": workers}
-    result.summaries["sweep"] = run_sweep(config.sweep(models), out / "sweep", **opts)
-    opts |= {"executor": "serial", "workers": 1}
-    if "grounding" in runs:
-        cfg = config.grounding(model)
-        result.summaries["grounding"] = run_grounding(cfg, out / "grounding", **opts)
-    if "probe" in runs:
-        sensor = next(p.role for p in parts if p.name == "probe") == SENSOR_ROLE
-        cfg_p = config.probe(model, sensor=sensor)
-        result.summaries["probe"] = run_probe(cfg_p, out / "probe", **opts)
+    for name, card_run in card_runs():
+        if name in runs:
+            result.summaries[name] = card_run.run(model, config, parts, out / name, opts)
     for name, summary in result.summaries.items():
         say(f"{name}: {summary.units} units executed, {summary.ok} ok, {summary.failed} failed")
     stale = {n for n, s in result.summaries.items() if s.units or not (out / n / REPORT).is_file()}
@@ -157,7 +128,7 @@ def write_card(
         "model": model,
         "manifest_hash": manifest_hash(model, out, config),
         "config": config.model_dump(mode="json"),
-        "roles": {m: _role(m, model) for m in numbers},
+        "roles": _roles(model, list(numbers), parts),
         "numbers": {m: numbers_json(v) for m, v in numbers.items()},
         "cost": cost_json(cost),
         "parts": [p.to_json() for p in parts],
@@ -170,10 +141,14 @@ def write_card(
 
 
 def runs(out: Path) -> list[str]:
-    """The card's runs in page order: those of :data:`RUNS` the card directory holds, then any
-    other run directory in it (a run of another protocol added to the card), by name."""
-    others = sorted(d.name for d in out.iterdir() if (d / DB_NAME).is_file() and d.name not in RUNS)
-    return [*(part for part in RUNS if (out / part).is_dir()), *others]
+    """The card's runs in page order: those of the registry's card runs (:func:`card_runs`)
+    the card directory holds, then any other run directory in it (a run of another protocol
+    added to the card), by name."""
+    known = [name for name, _ in card_runs()]
+    others = sorted(
+        d.name for d in out.iterdir() if (d / DB_NAME).is_file() and d.name not in known
+    )
+    return [*(part for part in known if (out / part).is_dir()), *others]
 
 
 def card_section(run_dir: Path, n_boot: int, seed: int) -> CardSection:

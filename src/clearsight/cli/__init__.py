@@ -4,7 +4,10 @@ The run commands' options are generated from their configuration models
 (:mod:`clearsight.cli.generate`): ``clearsight sweep run``, ``grounding run``, ``grounding
 build-bench``, ``probe run``, ``probe build``, ``probe analyse``, ``probe distill``, ``card`` and
 ``serve`` each take ``--config FILE``, an option per field, ``--set FIELD=VALUE`` and a few
-aliases; the run commands also the execution options (:mod:`clearsight.cli.execution`).
+aliases; the run commands also the execution options (:mod:`clearsight.cli.execution`). The
+options of ``verify``, ``compare``, ``fetch``, ``demo``, ``preview``, ``equivalence``, ``guard
+calibrate``, ``probe judges``, ``probe query-types``, ``export``, ``push`` and ``view`` are
+generated the same way from a model of the command's options (no ``--config``).
 ``clearsight report RUN`` writes the report of a run of any protocol. Every error ends as one
 line and its exit code (:mod:`clearsight.cli.errors`). Heavy imports happen inside commands,
 and a command's model is imported when the command is, so ``--help`` is fast.
@@ -34,6 +37,7 @@ from clearsight.cli import (
     sweep,
     track,
     verify,
+    view,
 )
 from clearsight.cli.demo import PERCEIVERS, demo_config, demo_models
 from clearsight.cli.generate import command_group
@@ -49,6 +53,11 @@ app = typer.Typer(
         demo.DEMO,
         verify.VERIFY,
         verify.COMPARE,
+        view.VIEW,
+        scenes.PREVIEW,
+        scenes.EQUIVALENCE,
+        export.EXPORT,
+        export.PUSH,
         moved={
             "build": "clearsight probe build",
             "build-bench": "clearsight grounding build-bench",
@@ -56,7 +65,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare", "export", "push", "track"),
+            *("verify", "compare", "export", "push", "view", "track"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -81,11 +90,7 @@ app.add_typer(probe.app, name="probe")
 app.command()(report.report)
 app.command()(track.track)
 app.command()(card.board)
-app.command()(export.export)
-app.command()(export.push)
 app.command()(scenes.scenes)
-app.command()(scenes.preview)
-app.command()(scenes.equivalence)
 app.command()(data.instances)
 app.command()(data.problems)
 app.add_typer(models.app, name="models")

@@ -176,7 +176,7 @@ def _without_none(annotation: Any) -> tuple[Any, bool]:
     return (args[0] if len(args) == 1 else Any), optional
 
 
-def _dataclass_hints(model: type[Any]) -> dict[str, Any]:
+def _dataclass_hints(model: type[Any]) -> dict[str, object]:
     """A dataclass's field types, each resolved in the dataclass's module; a type named there
     only for type checking is ``Any``."""
     hints = {}

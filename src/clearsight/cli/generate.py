@@ -38,13 +38,13 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 import yaml
 from pydantic import BaseModel
 
-from clearsight.cli.errors import Group
+from clearsight.cli.errors import Group, reflowed
 from clearsight.cli.fields import (
     NONE,
     ConfigField,
@@ -59,6 +59,9 @@ from clearsight.cli.fields import (
 from clearsight.config import Assignment, load_config, parse_assignment
 from clearsight.credentials import redact, redact_value
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.cli.execution import ExecutionOptions
 
 #: The parameters every generated command has (its body's own come first).
 _CONFIG, _SET, _SHOW = "config__file", "config__set", "config__show"
@@ -130,10 +133,10 @@ class ConfigCommand:
     body: Callable[..., object]
     aliases: tuple[Alias, ...] = ()
     execution: Mapping[str, object] | None = None
-    implied: Callable[[Mapping[str, Any]], Mapping[str, object]] | None = None
+    implied: Callable[[Mapping[str, object]], Mapping[str, object]] | None = None
     what: str | None = None
     files: bool = True
-    narrow: Callable[[dict[str, Any], Mapping[str, str]], dict[str, Any]] | None = None
+    narrow: Callable[[dict[str, object], Mapping[str, str]], dict[str, object]] | None = None
     file_argument: bool = False
 
     def click_command(self) -> Any:
@@ -153,7 +156,7 @@ class ConfigCommand:
     def summary_command(self) -> Any:
         """The command as a group's help lists it: its name and summary, nothing imported."""
         app = typer.Typer(add_completion=False)
-        app.command(self.name, help=self.body.__doc__)(_nothing)
+        app.command(self.name, help=reflowed(inspect.getdoc(self.body) or ""))(_nothing)
         return typer.main.get_command(app)
 
     def _callback(self) -> Callable[..., None]:
@@ -184,42 +187,25 @@ class ConfigCommand:
     def _invoke(
         self,
         model: type[Any],
-        values: Mapping[str, Any],
+        values: Mapping[str, object],
         options: list[_Option],
         runs: list[_Option],
         own: list[str],
     ) -> None:
         """Resolve the configuration the command line gave and run the body with it."""
-        from clearsight.cli.execution import ExecutionOptions, finished
+        from clearsight.cli.execution import finished
 
-        extra: dict[str, Any] = {}
-        if self.execution is not None:
-            extra["execution"] = load_config(
-                None,
-                ExecutionOptions,
-                self.execution,
-                _assignments(runs, values),
-                what="execution options",
-            )
-        given = {
-            o.flag: option_value(o.shape, values[o.param])
-            for o in options
-            if values[o.param] is not None
-        }
-        implied = self.implied(given) if self.implied is not None else {}
-        texts = values.get(_SET) or ()
-        assignments = [
-            *((tuple(path.split(".")), value) for path, value in implied.items()),
-            *_assignments(options, values),
-            *(parse_assignment(text) for text in texts),
-        ]
+        extra = {} if self.execution is None else {"execution": self._execution(runs, values)}
+        texts = _texts(values.get(_SET))
         sources = _sources(options, values, texts)
         narrow = self.narrow
+        file = values.get(_CONFIG)
         config = load_config(
-            values.get(_CONFIG),
+            file if isinstance(file, Path) else None,
             model,
             None,
-            assignments,
+            [*self._implied(options, values), *_assignments(options, values)]
+            + [parse_assignment(text) for text in texts],
             what=self.what,
             sources=sources,
             adjust=None if narrow is None else lambda data: narrow(data, sources),
@@ -231,6 +217,29 @@ class ConfigCommand:
         summary = self.body(config, **extra, **{name: values[name] for name in own})
         if summary is not None:
             finished(summary)  # type: ignore[arg-type]
+
+    def _implied(self, options: list[_Option], values: Mapping[str, object]) -> list[Assignment]:
+        """What :attr:`implied` makes of the options given (laid under them)."""
+        if self.implied is None:
+            return []
+        given = {
+            o.flag: option_value(o.shape, values[o.param])
+            for o in options
+            if values[o.param] is not None
+        }
+        return [(tuple(path.split(".")), value) for path, value in self.implied(given).items()]
+
+    def _execution(self, runs: list[_Option], values: Mapping[str, object]) -> ExecutionOptions:
+        """The execution options given, over this command's defaults."""
+        from clearsight.cli.execution import ExecutionOptions
+
+        return load_config(
+            None,
+            ExecutionOptions,
+            self.execution,
+            _assignments(runs, values),
+            what="execution options",
+        )
 
 
 class CommandGroup(Group):
@@ -320,7 +329,7 @@ def _field_options(model: type[Any], aliases: tuple[Alias, ...], prefix: str) ->
     return options
 
 
-def _assignments(options: list[_Option], values: Mapping[str, Any]) -> list[Assignment]:
+def _assignments(options: list[_Option], values: Mapping[str, object]) -> list[Assignment]:
     """What the options given set, in order; two options setting one field is an InputError."""
     out: list[Assignment] = []
     setters: dict[tuple[str, ...], str] = {}
@@ -336,8 +345,13 @@ def _assignments(options: list[_Option], values: Mapping[str, Any]) -> list[Assi
     return out
 
 
+def _texts(given: object) -> list[str]:
+    """The ``--set`` texts given (typer gives a list, or None when there are none)."""
+    return [str(text) for text in given] if isinstance(given, list) else []
+
+
 def _sources(
-    options: list[_Option], values: Mapping[str, Any], texts: Sequence[str]
+    options: list[_Option], values: Mapping[str, object], texts: Sequence[str]
 ) -> dict[str, str]:
     """Where the command line set each top-level field it set: the option, or ``--set TEXT``
     (the last one that set it)."""
@@ -459,7 +473,7 @@ def _own_parameters(body: Callable[..., object]) -> list[inspect.Parameter]:
     ]
 
 
-class _TypeCheckingNames(dict[str, Any]):
+class _TypeCheckingNames(dict[str, object]):
     """The names a function's annotations use: its module's, then the builtins; a name that
     is neither (imported under ``TYPE_CHECKING``) is ``Any``."""
 
@@ -467,7 +481,7 @@ class _TypeCheckingNames(dict[str, Any]):
         super().__init__()
         self._globals = getattr(function, "__globals__", {})
 
-    def __missing__(self, key: str) -> Any:
+    def __missing__(self, key: str) -> object:
         if key in self._globals:
             return self._globals[key]
         return getattr(builtins, key, Any)

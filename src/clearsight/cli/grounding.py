@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -69,13 +69,14 @@ def _problem_files(named: list[str] | None) -> tuple[str, ...] | None:
     return files or None
 
 
-def _only_named_problems(given: Mapping[str, Any]) -> dict[str, object]:
+def _only_named_problems(given: Mapping[str, object]) -> dict[str, object]:
     """Problems named on the command line (``--instances``, or a bench's with ``--bench``) are
     what runs: the bundled problems join them only when ``bundled`` is among ``--instances``
     (or ``--n`` asks for them)."""
     instances = given.get("--instances")
     named = instances is not None or given.get("--bench") is not None
-    return {"n_problems": 0} if named and "bundled" not in (instances or ()) else {}
+    listed = instances if isinstance(instances, tuple | list) else ()
+    return {"n_problems": 0} if named and "bundled" not in listed else {}
 
 
 #: The aliases both commands share: where problems come from.

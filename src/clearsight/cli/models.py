@@ -4,11 +4,15 @@ and the real COCO detectors the perceiver uses (``clearsight models fetch``)."""
 from __future__ import annotations
 
 import textwrap
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from clearsight.cli.errors import Group
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 app = typer.Typer(
     cls=Group,
@@ -29,7 +33,7 @@ def models(ctx: typer.Context) -> None:
         typer.echo(presets_text())
 
 
-def _options_line(options: dict[str, Any]) -> str:
+def _options_line(options: Mapping[str, JsonValue]) -> str:
     return " ".join(f"{k}={v}" for k, v in options.items())
 
 

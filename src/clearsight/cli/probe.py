@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import probe as protocol
 from clearsight.cli.build import BUILD
@@ -78,52 +79,47 @@ def _loss_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-RUN = ConfigCommand(
-    "run",
-    lambda: protocol.ProbeConfig,
-    run,
-    aliases=(
-        Alias("--ids", "instance_ids"),
-        Alias("--reasoner", "reasoners"),
-        Alias("--uot-depth", "uot.depth"),
-        Alias("--uot-candidates", "uot.candidates"),
-        Alias("--uot-replies", "uot.replies"),
-    ),
-    execution={},
-)
-ANALYSE = ConfigCommand("analyse", lambda: protocol.AnalysisConfig, analyse)
-DISTILL = ConfigCommand("distill", lambda: protocol.DistillConfig, distill)
+class JudgesOptions(BaseModel):
+    """Which judges ``clearsight probe judges`` compares, and on what."""
 
-app = typer.Typer(
-    cls=command_group(
-        RUN, BUILD, ANALYSE, DISTILL, default="run", moved={"report": "clearsight report RUN"}
-    ),
-    help="Active reasoning through a noisy VLM sensor (definitions: docs/methods.md §6, "
-    "`clearsight docs methods`). Options without a command run `run`.",
-    no_args_is_help=True,
-)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    a: str = Field("embedding", description="First judge.")
+    b: str = Field("llm:hf:smollm2-135m", description="Second judge.")
+    limit: int | None = Field(None, description="At most this many replies.")
+    human_labels: Path | None = Field(
+        None,
+        description="JSONL of sensor replies with people's u (docs/probe.md): validate both "
+        "judges against the people instead, stored in RUN for the report's Table 5.",
+    )
 
 
-@app.command("judges")
+class QueryTypesOptions(BaseModel):
+    """The query-type judge ``clearsight probe query-types`` checks, and the people's labels."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    human_labels: Path = Field(
+        description="JSONL of queries with people's query types (docs/probe.md)."
+    )
+    judge: str = Field("hf:smollm2-135m", description="The query-type judge (any text backend).")
+    readout: str = Field(
+        "judge", description="judge (the paper's: rationale and JSON label) or scores."
+    )
+    limit: int | None = Field(None, description="At most this many labels.")
+
+
 def judges(
+    options: JudgesOptions,
     run: Annotated[Path, typer.Argument(help="A probe run directory with sensor replies.")],
-    a: Annotated[str, typer.Option(help="First judge.")] = "embedding",
-    b: Annotated[str, typer.Option(help="Second judge.")] = "llm:hf:smollm2-135m",
-    limit: Annotated[int | None, typer.Option(help="At most this many replies.")] = None,
-    human_labels: Annotated[
-        Path | None,
-        typer.Option(
-            help="JSONL of sensor replies with people's u (docs/probe.md): validate both "
-            "judges against the people instead, stored in RUN for the report's Table 5."
-        ),
-    ] = None,
 ) -> None:
     """Agreement of two semantic-equivalence judges on the run's stored sensor replies.
 
     Or (--human-labels) of each judge with people's labels of u: exact and within-1 agreement
     of u, MAE, Cohen's kappa (plain and quadratic-weighted), Pearson."""
-    if human_labels is not None:
-        _validate_judges(run, human_labels, (a, b), limit)
+    a, b, limit = options.a, options.b, options.limit
+    if options.human_labels is not None:
+        _validate_judges(run, options.human_labels, (a, b), limit)
         return
     replies = [
         turn.reply
@@ -163,22 +159,11 @@ def _validate_judges(
         typer.echo(f"seconds: {seconds:.2f}")
 
 
-@app.command("query-types")
 def query_types(
+    options: QueryTypesOptions,
     run: Annotated[
         Path, typer.Argument(help="A probe run directory (the result is stored in it).")
     ],
-    human_labels: Annotated[
-        Path,
-        typer.Option(help="JSONL of queries with people's query types (docs/probe.md)."),
-    ],
-    judge: Annotated[str, typer.Option(help="The query-type judge (any text backend).")] = (
-        "hf:smollm2-135m"
-    ),
-    readout: Annotated[
-        str, typer.Option(help="judge (the paper's: rationale and JSON label) or scores.")
-    ] = "judge",
-    limit: Annotated[int | None, typer.Option(help="At most this many labels.")] = None,
 ) -> None:
     """The query-type judge against people's labels of query types (the paper's App. H).
 
@@ -193,8 +178,9 @@ def query_types(
 
     if not (run / DB_NAME).is_file():
         raise InputError(f"{run} is not a probe run directory (no {DB_NAME})")
+    judge, readout, human_labels = options.judge, options.readout, options.human_labels
     config = AnalysisConfig(judge_model=judge, query_type_readout=readout)  # type: ignore[arg-type]
-    labels = qtypecheck.read_query_labels(human_labels)[:limit]
+    labels = qtypecheck.read_query_labels(human_labels)[: options.limit]
     types, seconds = qtypecheck.judge_query_labels(
         labels, shared_backend(judge, {}), config.query_type_readout
     )
@@ -210,6 +196,43 @@ def query_types(
     _echo_agreement({k: v for k, v in result.to_json().items() if k != "unparsed"})
     typer.echo(f"unparsed: {result.unparsed}")
     typer.echo(f"seconds: {seconds:.2f}")
+
+
+RUN = ConfigCommand(
+    "run",
+    lambda: protocol.ProbeConfig,
+    run,
+    aliases=(
+        Alias("--ids", "instance_ids"),
+        Alias("--reasoner", "reasoners"),
+        Alias("--uot-depth", "uot.depth"),
+        Alias("--uot-candidates", "uot.candidates"),
+        Alias("--uot-replies", "uot.replies"),
+    ),
+    execution={},
+)
+ANALYSE = ConfigCommand("analyse", lambda: protocol.AnalysisConfig, analyse)
+DISTILL = ConfigCommand("distill", lambda: protocol.DistillConfig, distill)
+JUDGES = ConfigCommand("judges", lambda: JudgesOptions, judges, what="judges options", files=False)
+QUERY_TYPES = ConfigCommand(
+    "query-types", lambda: QueryTypesOptions, query_types, what="query-types options", files=False
+)
+
+app = typer.Typer(
+    cls=command_group(
+        RUN,
+        BUILD,
+        ANALYSE,
+        DISTILL,
+        JUDGES,
+        QUERY_TYPES,
+        default="run",
+        moved={"report": "clearsight report RUN"},
+    ),
+    help="Active reasoning through a noisy VLM sensor (definitions: docs/methods.md §6, "
+    "`clearsight docs methods`). Options without a command run `run`.",
+    no_args_is_help=True,
+)
 
 
 @app.command("instances")

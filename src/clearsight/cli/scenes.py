@@ -1,5 +1,6 @@
 """``clearsight scenes``, ``preview`` and ``equivalence``: look at the bundled scenes and their
-degradations before running anything."""
+degradations before running anything (the options of ``preview`` and ``equivalence`` generated
+from :class:`PreviewOptions` and :class:`EquivalenceOptions`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,40 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import sweep
+from clearsight.cli.generate import ConfigCommand
 from clearsight.validate import InputError
+
+
+class PreviewOptions(BaseModel):
+    """What ``clearsight preview`` draws, and where."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    out: Path | None = Field(None, description="PNG to write; default preview-SCENE.png")
+    target: int = Field(0, description="Index of the boxed target.")
+    seed: int = Field(0, description="Seed of the ImageNet-C plasma.")
+    turbid_absorption: str | None = Field(
+        None, description="Add a turbid-water row: the water's absorption a (1/m) as R,G,B."
+    )
+    turbid_scattering: str | None = Field(
+        None, description="The turbid water's scattering b (1/m) as R,G,B."
+    )
+
+
+class EquivalenceOptions(BaseModel):
+    """How ``clearsight equivalence`` draws its plasma, and where its table goes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = Field(0, description="Run seed of the ImageNet-C plasma.")
+    out: Path | None = Field(None, description="Also write the per-scene table as CSV.")
+    plasma: Literal["independent", "common"] = Field(
+        "independent",
+        description="Plasma per scene and severity (independent) or one per scene (common).",
+    )
 
 
 def scenes(
@@ -33,28 +65,18 @@ def scenes(
 
 
 def preview(
+    options: PreviewOptions,
     scene_id: Annotated[str, typer.Argument(help="A bundled scene id (see `clearsight scenes`).")],
-    out: Annotated[
-        Path | None, typer.Option(help="PNG to write; default preview-SCENE.png")
-    ] = None,
-    target: Annotated[int, typer.Option(help="Index of the boxed target.")] = 0,
-    seed: Annotated[int, typer.Option(help="Seed of the ImageNet-C plasma.")] = 0,
-    turbid_absorption: Annotated[
-        str | None,
-        typer.Option(help="Add a turbid-water row: the water's absorption a (1/m) as R,G,B."),
-    ] = None,
-    turbid_scattering: Annotated[
-        str | None, typer.Option(help="The turbid water's scattering b (1/m) as R,G,B.")
-    ] = None,
 ) -> None:
     """Write a contact sheet of a scene: clean, fog and pure water (and, with the turbid
     water's coefficients, turbid water) at the eight levels, ImageNet-C severities 1-5 and the
     depth map with its provenance."""
     from clearsight.scenes.bundled import load_bundled_scene
 
-    turbid = _turbid_water(turbid_absorption, turbid_scattering)
+    turbid = _turbid_water(options.turbid_absorption, options.turbid_scattering)
     scene = load_bundled_scene(scene_id)
-    path = sweep.contact_sheet(scene, out or Path(f"preview-{scene_id}.png"), target, seed, turbid)
+    out = options.out or Path(f"preview-{scene_id}.png")
+    path = sweep.contact_sheet(scene, out, options.target, options.seed, turbid)
     typer.echo(f"wrote {path}")
 
 
@@ -77,19 +99,20 @@ def _turbid_water(
         ) from None
 
 
-def equivalence(
-    seed: Annotated[int, typer.Option(help="Run seed of the ImageNet-C plasma.")] = 0,
-    out: Annotated[Path | None, typer.Option(help="Also write the per-scene table as CSV.")] = None,
-    plasma: Annotated[
-        Literal["independent", "common"],
-        typer.Option(help="Plasma per scene and severity (independent) or one per scene (common)."),
-    ] = "independent",
-) -> None:
+def equivalence(options: EquivalenceOptions) -> None:
     """Place ImageNet-C fog severities 1-5 on the physical fog axis (gain-matched V_eq) for the
     bundled scenes: median and IQR per severity, and the share of scenes whose V_eq falls
     monotonically."""
-    table = sweep.equivalence_table(seed=seed, plasma=plasma)
-    if out is not None:
-        table.to_csv(out, index=False)
-        typer.echo(f"wrote {out}")
+    table = sweep.equivalence_table(seed=options.seed, plasma=options.plasma)
+    if options.out is not None:
+        table.to_csv(options.out, index=False)
+        typer.echo(f"wrote {options.out}")
     typer.echo(sweep.summarise_equivalence(table))
+
+
+PREVIEW = ConfigCommand(
+    "preview", lambda: PreviewOptions, preview, what="preview options", files=False
+)
+EQUIVALENCE = ConfigCommand(
+    "equivalence", lambda: EquivalenceOptions, equivalence, what="equivalence options", files=False
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -59,7 +59,7 @@ def without_lone_shuffle(config: SweepConfig) -> SweepConfig:
     return protocol.SweepConfig.model_validate(data)
 
 
-def narrowed_wordings(data: dict[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+def narrowed_wordings(data: dict[str, object], given: Mapping[str, str]) -> dict[str, object]:
     """``data`` with the ``wording_scenes`` entries of wordings the command line's
     ``wordings`` no longer asks dropped, said in a note (a design narrowed from the command
     line, ``--wordings mcq.reason,mcq.generic`` on a file that limits its verbal wordings);

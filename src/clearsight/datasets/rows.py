@@ -93,7 +93,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
-def _question(row: Mapping[str, Any], spec: HubSpec) -> str:
+def _question(row: Mapping[str, object], spec: HubSpec) -> str:
     """The row's question text; the spec's ``stem`` where it has none (MMMU-Pro vision,
     MathVerse's vision-only rows: the question is in the image)."""
     return (_text(row.get(spec.question)) if spec.question else "") or spec.stem
@@ -115,7 +115,7 @@ def _list_options(raw: Any, form: str, key: str, spec: HubSpec) -> tuple[str, ..
     return tuple(str(o).strip() for o in raw)
 
 
-def _options(row: Mapping[str, Any], spec: HubSpec, key: str) -> tuple[tuple[str, ...], str]:
+def _options(row: Mapping[str, object], spec: HubSpec, key: str) -> tuple[tuple[str, ...], str]:
     """The row's options and its stem (the question without lettered options in its text)."""
     question = _question(row, spec)
     form = spec.options_form
@@ -183,7 +183,7 @@ def _gold(answer: Any, options: Sequence[str], spec: HubSpec, key: str) -> tuple
     return gold, "choice" if len(letters) == 1 else "choices"
 
 
-def _is_choice(row: Mapping[str, Any], spec: HubSpec, options: Sequence[str]) -> bool:
+def _is_choice(row: Mapping[str, object], spec: HubSpec, options: Sequence[str]) -> bool:
     """Whether a row is multiple choice (module docstring)."""
     if spec.options_form == "yes_no":
         return True
@@ -213,7 +213,7 @@ def _image(value: Any, root: Path, spec: HubSpec, key: str) -> bytes | str | Non
     return str(path)
 
 
-def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path, n: int) -> HubRow:
+def _row(row: Mapping[str, object], spec: HubSpec, key: str, root: Path, n: int) -> HubRow:
     """One question of the split (module docstring)."""
     options, stem = _options(row, spec, key)
     choice = _is_choice(row, spec, options)
@@ -238,7 +238,7 @@ def _row(row: Mapping[str, Any], spec: HubSpec, key: str, root: Path, n: int) ->
     )
 
 
-def _questions(located: Located) -> Iterator[tuple[str, int, dict[str, Any]]]:
+def _questions(located: Located) -> Iterator[tuple[str, int, dict[str, object]]]:
     """``(id, row number from 1, row)`` of the split's kept rows, a list column's items
     exploded into rows."""
     spec = located.spec
@@ -249,7 +249,8 @@ def _questions(located: Located) -> Iterator[tuple[str, int, dict[str, Any]]]:
         if spec.explode is None:
             yield key, n + 1, row
             continue
-        for k, item in enumerate(row.get(spec.explode) or ()):
+        items = row.get(spec.explode)  # a list column (None or anything else: no rows)
+        for k, item in enumerate(items if isinstance(items, list | tuple) else ()):
             yield f"{key}/{k}", n + 1, {**row, **(item if isinstance(item, Mapping) else {})}
 
 

@@ -333,7 +333,7 @@ def _arrow_batches(mm: Any) -> Iterator[Any]:
     yield from reader
 
 
-def table_rows(files: Sequence[Path], columns: Sequence[str]) -> Iterator[dict[str, Any]]:
+def table_rows(files: Sequence[Path], columns: Sequence[str]) -> Iterator[dict[str, object]]:
     """The rows of Parquet / Arrow files, only ``columns`` read, a batch at a time."""
     import pyarrow as pa
     import pyarrow.parquet as pq

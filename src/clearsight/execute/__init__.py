@@ -111,11 +111,7 @@ def execute(
     (:mod:`clearsight.execute.progress`; serial and process pool), not only once it is stored.
     """
     check_execution(executor, workers)
-    if executor == "ray":
-        from clearsight.execute.on_ray import RayConfig, import_ray
-
-        import_ray()  # says how to install Ray before any work starts
-        ray = ray or RayConfig()
+    ray = _ray_config(ray) if executor == "ray" else ray
     tally = _Tally(store, _progress(sum(u.size for u in units), desc, progress), on_commit)
     try:
         if executor == "ray":
@@ -132,6 +128,15 @@ def execute(
         raise Interrupted(tally.summary(), terminated=isinstance(exc, Terminated)) from None
     tally.bar.close()
     return tally.summary()
+
+
+def _ray_config(ray: RayConfig | None) -> RayConfig:
+    """The Ray executor's configuration (default: a local instance), once Ray is known to be
+    importable: it says how to install Ray before any work starts."""
+    from clearsight.execute.on_ray import RayConfig, import_ray
+
+    import_ray()
+    return ray or RayConfig()
 
 
 def _run_here(units: Sequence[Unit], run: Callable[[Any], list[Record]], tally: _Tally) -> None:

@@ -77,14 +77,7 @@ def run_pool(
     unit whose ``run`` raised as its items' failed records with the reason); ``partial`` hears
     how far each unit in flight has got (its share done), twice a second at most."""
     ordered = sorted(units, key=lambda u: -u.cost)
-    context = get_context("spawn")
-    reports = context.SimpleQueue()
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(os.getpid(), threads, reports),
-    )
+    pool, reports = _spawn_pool(workers, threads)
     running: dict[Future[list[Record]], tuple[int, Unit]] = {}
     queue = enumerate(ordered)
 
@@ -101,13 +94,7 @@ def run_pool(
             _drain(reports, ordered, partial)
             for fut in finished:
                 _, unit = running.pop(fut)
-                try:
-                    records = fut.result()
-                except BrokenProcessPool:
-                    raise
-                except Exception as exc:  # its items fail with the reason; the run goes on
-                    records = failed_records(unit, exc)
-                commit(records, unit)
+                commit(_unit_records(fut, unit), unit)
                 nxt = next(queue, None)
                 if nxt is not None:
                     submit(*nxt)
@@ -118,6 +105,31 @@ def run_pool(
         stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _spawn_pool(workers: int, threads: int) -> tuple[ProcessPoolExecutor, Any]:
+    """A pool of ``workers`` spawned processes, each set up by :func:`_init_worker` to use
+    ``threads`` threads and report its progress on the returned queue."""
+    context = get_context("spawn")
+    reports = context.SimpleQueue()
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(os.getpid(), threads, reports),
+    )
+    return pool, reports
+
+
+def _unit_records(fut: Future[list[Record]], unit: Unit) -> list[Record]:
+    """The records of a finished unit: what its run returned or, where it raised, its items'
+    failed records with the reason (the run goes on). A broken pool is raised as it is."""
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        raise
+    except Exception as exc:  # its items fail with the reason; the run goes on
+        return failed_records(unit, exc)
 
 
 def _drain(

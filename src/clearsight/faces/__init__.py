@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from clearsight.faces.card_run import CardRun
     from clearsight.faces.face import ProtocolFace
 
-__all__ = ["face_of", "face_of_kind", "register", "registered"]
+__all__ = ["card_runs", "face_of", "face_of_kind", "register", "registered"]
 
 #: Manifest protocol name -> its face, by dotted path or as a value (a benchmark build's
 #: stage 1 is reported as the probe: its sensor samples are the probe report's Fig. 2).
@@ -65,3 +66,15 @@ def face_of_kind(kind: str) -> ProtocolFace | None:
         if name in _FACES:
             return face_of(name)
     return None
+
+
+def card_runs() -> list[tuple[str, CardRun]]:
+    """Every registered protocol's card run (:attr:`ProtocolFace.card_run
+    <clearsight.faces.face.ProtocolFace.card_run>`) by its face's name, in the registry's order
+    (a face registered under two names counted once): the parts of a card and their page order."""
+    found: dict[str, CardRun] = {}
+    for name in list(_FACES):
+        face = face_of(name)
+        if face.card_run is not None:
+            found.setdefault(face.name, face.card_run)
+    return list(found.items())

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -36,10 +35,13 @@ class Comparison:
     n_b: int
     protocol: str = "sweep"
     """The runs' protocol: ``sweep`` or ``grounding``."""
+    note: str = ""
+    """How the items were matched and the figures bootstrapped, as ``compare.html`` says it
+    (each protocol's comparison gives its own)."""
 
 
 def one_design(
-    run_a: Path, run_b: Path, design_a: Mapping[str, Any], design_b: Mapping[str, Any]
+    run_a: Path, run_b: Path, design_a: Mapping[str, object], design_b: Mapping[str, object]
 ) -> None:
     """InputError naming the fields where two runs' designs (configurations without their
     free fields) differ."""

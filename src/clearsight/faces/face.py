@@ -14,11 +14,18 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``derive``: per item kind, its read-outs derived again from a record's raw output
   (``clearsight verify --readouts``);
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
+* ``card_run``: how the protocol takes part in ``clearsight card`` and ``clearsight board``
+  (:class:`~clearsight.faces.card_run.CardRun`: its parts, its run, what a board pairs);
 * ``rows``: the run's records as typed rows, one per finished item (for export);
+* ``serve``: what ``clearsight serve`` shows of the protocol's runs
+  (:class:`~clearsight.faces.serving.Serving`: the human sessions it hosts, a record's
+  conversation, the records it withholds);
 * ``shown``: the image the model was shown for each of some items, as PNG by key, from the
   run's directory and the items' stored specs (export's sample of a details dataset);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
-  B, the tolerance, the bootstrap's draws and seed).
+  B, the tolerance, the bootstrap's draws and seed);
+* ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.faces.viewing.RunView`:
+  its curve points, listings of their items, one item and the image it was shown).
 
 A report may also say what its analysis measured (:class:`Measured`: the card's numbers and
 the per-level points of its curves) to the ``measured`` listener of its :class:`ReportRequest`,
@@ -40,8 +47,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from clearsight.faces.card import CardSection, Number
+    from clearsight.faces.card_run import CardRun
     from clearsight.faces.comparison import Comparison
+    from clearsight.faces.serving import Serving
     from clearsight.faces.verifying import Derive, Reaskable
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
 
 __all__ = [
@@ -127,12 +137,15 @@ class ProtocolFace:
     name: str
     report: Callable[[ReportRequest], ReportPaths] | None = None
     describe: Callable[[Path], str] | None = None
-    reask: Reaskable | None = None
+    reask: Reaskable[Any] | None = None
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
+    card_run: CardRun | None = None
     rows: Callable[[Path], Iterator[Row]] | None = None
+    serve: Serving | None = None
     shown: Callable[[Path, Mapping[str, Mapping[str, Any]]], Mapping[str, bytes]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
+    view: Callable[[Path], RunView] | None = None
 
     def need(self, part: Callable[..., T] | None, what: str) -> Callable[..., T]:
         """``part`` of this face, or an InputError saying that its protocol has no ``what``."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -89,11 +89,21 @@ def _jsd(a: Sequence[Any], b: Sequence[Any]) -> Any:
     return out
 
 
+class AgreementRow(TypedDict):
+    """One row of :func:`agreement_table`."""
+
+    readout: str
+    n: int
+    agreement: float
+    max_abs_delta: float
+    median_abs_delta: float
+
+
 def agreement_table(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per read-out: ``readout``, ``n`` (items with it both times; the answer: items where
     either time has one), ``agreement`` (the answers'), ``max_abs_delta`` and
     ``median_abs_delta`` (the values'; the JSD's for the distributions)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[AgreementRow] = []
     answered = pairs[pairs["answered"].astype(bool)]
     if len(answered):
         rows.append(

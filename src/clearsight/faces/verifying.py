@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Generic, TypedDict, TypeVar
 
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
@@ -23,13 +23,20 @@ __all__ = [
     "Typed",
     "View",
     "as_stored",
+    "no_context",
     "no_labels",
+    "number_at",
     "rebuilt",
+    "text_at",
 ]
+
+#: What a kind's every re-ask needs from its run's configuration (:attr:`Reaskable.context`:
+#: the sweep's depth model and generation budget; None where it needs nothing).
+C = TypeVar("C")
 
 #: A batch of typed items, the model spec and options that answer them, and the context of
 #: :attr:`Reaskable.context` -> their records, under the items' own keys.
-Answer = Callable[[Sequence[Any], str, Mapping[str, Any], Mapping[str, Any]], list[Record]]
+Answer = Callable[[Sequence[Any], str, Mapping[str, Any], C], list[Record]]
 
 #: A run's configuration (from its manifest) and the stored specs of the sampled items by key
 #: -> the typed items that could be had again, by key.
@@ -54,16 +61,38 @@ class ItemLabels(TypedDict):
     wording: str | None
 
 
-def no_labels(spec: Mapping[str, Any]) -> ItemLabels:
+def no_labels(spec: Mapping[str, object]) -> ItemLabels:
     """The labels of an item no face labels: none."""
     return ItemLabels(model=None, scene=None, condition=None, level_m=None, wording=None)
 
 
-def _no_context(config: Mapping[str, Any]) -> dict[str, Any]:
-    return {}
+def _at(spec: Mapping[str, object], path: tuple[str, ...]) -> object:
+    """The value at ``path`` of a stored spec (nested objects by field name), None where the
+    spec has none."""
+    value: object = spec
+    for name in path:
+        value = value.get(name) if isinstance(value, Mapping) else None
+    return value
 
 
-def _every(spec: Mapping[str, Any]) -> bool:
+def text_at(spec: Mapping[str, object], *path: str) -> str | None:
+    """The text at ``path`` of a stored spec (``text_at(spec, "scene", "id")``), None where it
+    holds none (a label the kind lacks, or a value that is no text)."""
+    value = _at(spec, path)
+    return value if isinstance(value, str) else None
+
+
+def number_at(spec: Mapping[str, object], *path: str) -> float | None:
+    """The number at ``path`` of a stored spec, None where it holds none."""
+    value = _at(spec, path)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def no_context(config: Mapping[str, Any]) -> None:
+    """The context of a kind whose re-asks need nothing from their run's configuration."""
+
+
+def _every(spec: Mapping[str, object]) -> bool:
     return True
 
 
@@ -73,24 +102,25 @@ def as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True)
-class Reaskable:
-    """The item kind ``kind`` that verify re-asks (see the module docstring)."""
+class Reaskable(Generic[C]):
+    """The item kind ``kind`` that verify re-asks (see the module docstring); ``C``: what every
+    unit needs from the run's configuration (:attr:`context`)."""
 
     kind: str
-    stratum: Callable[[Mapping[str, Any]], tuple[Any, ...]]
+    stratum: Callable[[Mapping[str, object]], tuple[object, ...]]
     typed: Typed
     needs: Callable[[Any], Capabilities]
-    answer: Answer
-    context: Callable[[Mapping[str, Any]], dict[str, Any]] = _no_context
+    answer: Answer[C]
+    context: Callable[[Mapping[str, Any]], C]
     """What every unit needs from the run's configuration (the sweep: its depth model and
-    generation budget)."""
-    eligible: Callable[[Mapping[str, Any]], bool] = _every
+    generation budget; :func:`no_context` where nothing)."""
+    eligible: Callable[[Mapping[str, object]], bool] = _every
     """Which stored items of the kind can be re-asked (the probe: direct answers)."""
     view: View = as_stored
     """The read-outs as :func:`clearsight.faces.pairs.paired_readouts` reads them."""
     model_field: str = "model"
     """The spec field that names the model that answered (the probe: ``sensor``)."""
-    labels: Callable[[Mapping[str, Any]], ItemLabels] = no_labels
+    labels: Callable[[Mapping[str, object]], ItemLabels] = no_labels
     """A stored item's labels in verify's tables (:class:`ItemLabels`)."""
 
 

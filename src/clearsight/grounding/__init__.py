@@ -18,10 +18,12 @@ Modules, in the order of the method:
   slot from ONE forward pass (the backend's masked scoring), with or without hidden rationale
   tokens; :mod:`~clearsight.grounding.confidence.numerals`,
   :mod:`~clearsight.grounding.confidence.methods` — the numeral read-out and the calibration
-  methods' read-outs.
+  methods' read-outs; :mod:`~clearsight.grounding.confidence.readout_table` — the read-outs side
+  by side (the paper's Table 2).
 * :mod:`~clearsight.grounding.bench.pairs` — TGS-Bench pairs (answer by rule, vision and
   reasoning by single-error injection, checked); :mod:`~clearsight.grounding.bench.file` — its
-  file; :mod:`~clearsight.grounding.bench.protocol` (with its ``specs``, ``unit`` and
+  file, :mod:`~clearsight.grounding.bench.use` — its use in a run and report;
+  :mod:`~clearsight.grounding.bench.protocol` (with its ``specs``, ``unit`` and
   ``results``) — building it for any problem set.
 * :mod:`~clearsight.grounding.variation`, :mod:`~clearsight.grounding.hesitation` — content
   variation (JSD) and hesitation events.
@@ -44,9 +46,10 @@ from clearsight import lazy_face
 
 if TYPE_CHECKING:
     from clearsight.grounding.analysis import GroundingAnalysis, analyse_grounding
-    from clearsight.grounding.bench.file import TgsBench, retention_table, write_bench
+    from clearsight.grounding.bench.file import TgsBench, write_bench
     from clearsight.grounding.bench.protocol import BuildBenchConfig, run_build_bench
     from clearsight.grounding.bench.results import read_bench
+    from clearsight.grounding.bench.use import retention_table
     from clearsight.grounding.config import GroundingConfig
     from clearsight.grounding.problems.hub import (
         hub_problems,
@@ -71,7 +74,7 @@ _EXPORTS = {
     "run_build_bench": "clearsight.grounding.bench.protocol:run_build_bench",
     "read_bench": "clearsight.grounding.bench.results:read_bench",
     "write_bench": "clearsight.grounding.bench.file:write_bench",
-    "retention_table": "clearsight.grounding.bench.file:retention_table",
+    "retention_table": "clearsight.grounding.bench.use:retention_table",
     "TgsBench": "clearsight.grounding.bench.file:TgsBench",
     "Problem": "clearsight.grounding.problems.problem:Problem",
     "LAYOUTS": "clearsight.grounding.problems.problem:LAYOUTS",

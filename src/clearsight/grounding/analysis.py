@@ -7,7 +7,8 @@ per-benchmark means, with a two-stage bootstrap interval, 5000 draws by default;
 AUROC of the visible self confidence for the own answers' correctness averaged the same way,
 their values over the pooled items (item bootstrap) beside them, and AURC and E-AURC over the
 pooled items) and per benchmark; every scored calibration read-out side by side (the paper's
-Table 2: ECE, AUROC, TGS-self, TGS-pair, coverage, P(JSD <= 0.1) per axis);
+Table 2: ECE, AUROC, TGS-self, TGS-pair, coverage, P(JSD <= 0.1) per axis;
+:mod:`clearsight.grounding.confidence.readout_table`);
 content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02), mean change), the
 masking curve, the risk-coverage curves of the confidence gating the own answers, an exact
 Wilcoxon test of visible against masked confidence over benchmark means, and — for further
@@ -26,67 +27,36 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from clearsight.grounding.bench.file import retention_table
-from clearsight.grounding.confidence.methods import DEFAULT_READOUT, bundled_readouts
+from clearsight.grounding.bench.use import retention_table
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT
+from clearsight.grounding.confidence.readout_table import (
+    AxisVariation,
+    ReadoutScores,
+    axis_variation,
+    compare_readouts,
+    readout_order,
+    readout_scores,
+)
 from clearsight.grounding.hesitation import event_pairs, stable_share
 from clearsight.grounding.results import GroundingResults, SampledVariation, load_grounding_results
-from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score, item_differences, scores
-from clearsight.grounding.variation import JSD_THRESHOLD, jsd_per_item, share_below
+from clearsight.grounding.tgs import MASK_RATIOS, Score, item_differences, scores
 from clearsight.metrics.selective import RiskCoverage, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
 from clearsight.store import RunStore, run_cost, spec_model
 from clearsight.validate import InputError
 
 __all__ = [
-    "READOUT_SCORES",
-    "TABLE2",
-    "AxisVariation",
     "Comparison",
     "GatedAnswers",
     "GroundingAnalysis",
     "Hesitation",
-    "ReadoutScores",
     "RiskCut",
     "WilcoxonTest",
     "analyse_grounding",
     "analyse_results",
-    "compare_readouts",
-    "readout_order",
 ]
 
-#: The scores of the read-out comparison (the paper's Table 2), in its column order.
-TABLE2: tuple[str, ...] = ("ECE", "AUROC", "tgs_self", "tgs_pair")
-
-#: The scores kept per read-out: Table 2's, ECE and AUROC pooled over items, TGS-pair per axis.
-READOUT_SCORES: tuple[str, ...] = (
-    *TABLE2,
-    "ECE_pooled",
-    "AUROC_pooled",
-    *(f"tgs_pair_{axis}" for axis in AXES),
-)
-
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class AxisVariation:
-    """Content variation on one axis: alternatives with a JSD (``n``), the share with
-    JSD <= 0.1 (``share``, NaN without one) and the JSDs themselves (bits)."""
-
-    n: int
-    share: float
-    jsd: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class ReadoutScores:
-    """One calibration read-out's row of Table 2: its :data:`READOUT_SCORES` (those it has),
-    its mean coverage (mass on the read-out's candidates; None without the column) and its
-    content variation per axis."""
-
-    scores: dict[str, Score]
-    coverage: float | None
-    variation: dict[str, AxisVariation]
 
 
 @dataclass(frozen=True)
@@ -183,43 +153,6 @@ class GroundingAnalysis:
     cost: pd.DataFrame | None = None
 
 
-def readout_order(elic: pd.DataFrame) -> list[str]:
-    """The read-outs a run scored, ``verbalize`` first, then in the data file's order."""
-    present = set(elic["readout"]) if "readout" in elic else {DEFAULT_READOUT}
-    known = [DEFAULT_READOUT, *(n for n in bundled_readouts() if n != DEFAULT_READOUT)]
-    return [n for n in known if n in present] + sorted(present - set(known))
-
-
-def _variation(elic: pd.DataFrame) -> dict[str, AxisVariation]:
-    """Per axis: alternatives with a JSD, P(JSD <= 0.1) and the JSDs (one read-out's rows)."""
-    out = {}
-    for axis in AXES:
-        j = jsd_per_item(elic, axis)
-        out[axis] = AxisVariation(int(j.size), share_below(j, JSD_THRESHOLD), tuple(j.tolist()))
-    return out
-
-
-def compare_readouts(
-    elic: pd.DataFrame, trajs: pd.DataFrame, n_boot: int = 5000, seed: int = 0
-) -> dict[str, ReadoutScores]:
-    """The paper's Table 2 over the run's read-outs: per read-out ECE, AUROC, TGS-self and
-    TGS-pair (each with its interval, as in the scores table), the mean coverage (mass on the
-    read-out's candidates; ConfTuner's coverage) and P(JSD <= 0.1) per axis."""
-    out: dict[str, ReadoutScores] = {}
-    for name in readout_order(elic):
-        sub = elic[elic["readout"] == name] if "readout" in elic else elic
-        sc = scores(sub, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
-        out[name] = _readout_scores(sc, sub)
-    return out
-
-
-def _readout_scores(sc: dict[str, Score], elic: pd.DataFrame) -> ReadoutScores:
-    """A read-out's Table 2 row from its scores ``sc`` and its elicitations ``elic``."""
-    coverage = float(elic["coverage"].mean()) if "coverage" in elic else None
-    kept = {k: sc[k] for k in READOUT_SCORES if k in sc}
-    return ReadoutScores(kept, coverage, _variation(elic))
-
-
 def _hesitation(elic: pd.DataFrame) -> Hesitation:
     """Every scored hesitation event: counts, P(|c_pre - c_post| <= 0.02), the mean change
     and the per-event confidences (the scatter's points)."""
@@ -294,13 +227,13 @@ def analyse_results(
         readouts=(
             compare_readouts(elic_all, trajs, n_boot, seed)
             if len(names) > 1
-            else {names[0]: _readout_scores(overall, elic)}
+            else {names[0]: readout_scores(overall, elic)}
         ),
         overall=overall,
         per_benchmark=per,
         accuracy=float(trajs["correct"].mean()) if len(trajs) else None,
         selective=_gated_answers(elic, trajs),
-        variation=_variation(elic),
+        variation=axis_variation(elic),
         variation_sampling=results.variation,
         hesitation=_hesitation(elic),
         visible_vs_masked=_visible_vs_masked(elic),

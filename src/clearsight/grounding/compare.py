@@ -22,13 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from clearsight.faces.comparison import Comparison, one_design
 from clearsight.faces.pairs import agreement_table, differing, paired_readouts
+
+if TYPE_CHECKING:
+    from clearsight.grounding.tgs import Score
 
 __all__ = ["FREE_FIELDS", "compare_grounding", "grounding_figures"]
 
@@ -45,6 +48,17 @@ _SCORES = {
     "tgs_pair_reasoning": "TGS-pair reasoning",
     "tgs_pair_answer": "TGS-pair answer",
 }
+
+
+#: What compare.html says of how two grounding runs' items were matched and the figures
+#: bootstrapped.
+COMPARE_NOTE = (
+    "elicitations matched by problem, variant and read-out (compared by the JSD "
+    "of their 11-way distributions and the |Δ| of their expected confidence), own trajectories "
+    "by problem (their answers). TGS figures per read-out on the problems both runs score; "
+    "differences A - B with 95 % intervals from the two-stage bootstrap (benchmarks, then "
+    "problems) of the per-problem differences, one draw of problems for both runs."
+)
 
 
 def _design(run: Path) -> tuple[dict[str, Any], str]:
@@ -109,6 +123,7 @@ def compare_grounding(
         len(items_a),
         len(items_b),
         protocol="grounding",
+        note=COMPARE_NOTE,
     )
 
 
@@ -127,12 +142,35 @@ def _differences(run: Path) -> dict[str, pd.DataFrame]:
     }
 
 
+def _paired_scores(
+    a: pd.DataFrame, b: pd.DataFrame, bench: list[str], *, n_boot: int, seed: int
+) -> dict[str, tuple[Score, Score, Score]]:
+    """Per TGS figure (each score column and TGS-pair) its two-stage score in run A, in run B
+    and of their difference A - B per problem (the paired interval), from the per-problem
+    columns ``a`` and ``b`` of the same problems in the same order."""
+    from clearsight.grounding.tgs import pair_score, two_stage_score
+
+    delta = a.assign(**{c: a[c] - b[c] for c in _SCORES})
+    scores = {
+        name: (
+            two_stage_score(col, a[col], bench, n_boot, seed),
+            two_stage_score(col, b[col], bench, n_boot, seed),
+            two_stage_score(col, delta[col], bench, n_boot, seed),
+        )
+        for col, name in _SCORES.items()
+    }
+    scores["TGS-pair"] = (
+        pair_score(a, n_boot, seed),
+        pair_score(b, n_boot, seed),
+        pair_score(delta, n_boot, seed),
+    )
+    return scores
+
+
 def grounding_figures(run_a: Path, run_b: Path, *, n_boot: int, seed: int) -> pd.DataFrame:
     """Per read-out the TGS figures of both runs on their common problems and the paired
     two-stage interval of A - B (module docstring); the columns of
     :func:`clearsight.sweep.comparison.paired.paired_figures` (``task``: the read-out)."""
-    from clearsight.grounding.tgs import pair_score, two_stage_score
-
     (_, model_a), (_, model_b) = _design(run_a), _design(run_b)
     diffs_a, diffs_b = _differences(run_a), _differences(run_b)
     rows = []
@@ -144,20 +182,7 @@ def grounding_figures(run_a: Path, run_b: Path, *, n_boot: int, seed: int) -> pd
             va, vb = both[f"{col}_x"].to_numpy(float), both[f"{col}_y"].to_numpy(float)
             keep = np.isfinite(va) & np.isfinite(vb)  # the problems both runs score
             a[col], b[col] = np.where(keep, va, np.nan), np.where(keep, vb, np.nan)
-        delta = a.assign(**{c: a[c] - b[c] for c in _SCORES})
-        scores = {
-            name: (
-                two_stage_score(col, a[col], bench, n_boot, seed),
-                two_stage_score(col, b[col], bench, n_boot, seed),
-                two_stage_score(col, delta[col], bench, n_boot, seed),
-            )
-            for col, name in _SCORES.items()
-        }
-        scores["TGS-pair"] = (
-            pair_score(a, n_boot, seed),
-            pair_score(b, n_boot, seed),
-            pair_score(delta, n_boot, seed),
-        )
+        scores = _paired_scores(a, b, bench, n_boot=n_boot, seed=seed)
         for name, (sa, sb, sd) in scores.items():
             rows.append(
                 {

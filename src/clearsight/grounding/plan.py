@@ -15,8 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from clearsight.grounding.bench.file import bench_problems, load_bench
+from clearsight.grounding.bench.file import load_bench
 from clearsight.grounding.bench.pairs import AXES, bad_trajectory, perturb_answer
+from clearsight.grounding.bench.use import bench_problems
 from clearsight.grounding.confidence.methods import DEFAULT_READOUT, get_readout
 from clearsight.grounding.config import GroundingConfig
 from clearsight.grounding.hesitation import find_hesitations, hesitation_variant

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from clearsight import driver
 from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
-from clearsight.grounding.bench.file import bench_edits, load_bench
+from clearsight.grounding.bench.file import load_bench
+from clearsight.grounding.bench.use import bench_edits
 from clearsight.grounding.config import GroundingConfig
 from clearsight.grounding.plan import (
     load_problems,

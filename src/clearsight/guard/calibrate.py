@@ -163,6 +163,29 @@ def _on_estimate_scale(
     return max(per_arm_m), max(per_arm_t)
 
 
+def _accuracy_crossings(
+    sub: RunData, model: str, split_seed: int, n_scenes: int
+) -> tuple[Crossing, ...]:
+    """The accuracy crossings of ``model`` on the ``n_scenes`` calibration scenes ``sub`` (the
+    scene bootstrap's, those with a defined, finite visibility); InputError when there is none,
+    since the guard then has nothing to put its threshold at."""
+    from clearsight.sweep.numbers.crossings import scene_bootstrap
+
+    rows = scene_bootstrap(sub, n_boot=N_BOOT, seed=split_seed).crossings
+    rows = rows[(rows["model"] == model) & (rows["signal"] == "accuracy")]
+    crossings = tuple(
+        Crossing(**{name: r[name] for name in Crossing.model_fields})
+        for r in rows.to_dict("records")
+        if r["censored"] != "undefined" and math.isfinite(float(r["v_star_m"]))
+    )
+    if not crossings:
+        raise InputError(
+            f"model {model!r} has no accuracy crossing on the {n_scenes} calibration scenes "
+            "(its accuracy never falls, or the run has no fog/water levels)"
+        )
+    return crossings
+
+
 def calibrate(
     run_dir: Path,
     model: str,
@@ -173,7 +196,6 @@ def calibrate(
     """Fit the guard's thresholds for ``model`` on a calibration split of the sweep in
     ``run_dir`` on the ``scale`` of the module docstring; InputError when the run has no
     records of ``model`` or no accuracy crossing on the calibration scenes."""
-    from clearsight.sweep.numbers.crossings import scene_bootstrap
     from clearsight.sweep.results import load_run_data
 
     data = load_run_data(run_dir)
@@ -187,18 +209,7 @@ def calibrate(
         records=records[records["scene"].isin(cal)].reset_index(drop=True),
         depth=data.depth[data.depth["scene"].isin(cal)].reset_index(drop=True),
     )
-    rows = scene_bootstrap(sub, n_boot=N_BOOT, seed=split_seed).crossings
-    rows = rows[(rows["model"] == model) & (rows["signal"] == "accuracy")]
-    crossings = tuple(
-        Crossing(**{name: r[name] for name in Crossing.model_fields})
-        for r in rows.to_dict("records")
-        if r["censored"] != "undefined" and math.isfinite(float(r["v_star_m"]))
-    )
-    if not crossings:
-        raise InputError(
-            f"model {model!r} has no accuracy crossing on the {len(cal)} calibration scenes "
-            "(its accuracy never falls, or the run has no fog/water levels)"
-        )
+    crossings = _accuracy_crossings(sub, model, split_seed, len(cal))
     depth = float(np.median(sub.depth["median_m"])) if not sub.depth.empty else None
     t_star: float | None
     if scale == "estimate":

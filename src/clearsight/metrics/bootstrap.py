@@ -240,6 +240,25 @@ def _n_clusters(clusters: int | npt.ArrayLike) -> int:
     return int(codes.max()) + 1
 
 
+def _estimate_and_replicates(
+    stat: Callable[[FloatArray], npt.ArrayLike], W: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """``stat`` of the original sample (every cluster weight 1: one row) and of the bootstrap
+    weights ``W`` (one row each); InputError when ``stat`` does not return one row per weight
+    row of one shape, since the interval would then mix up draws."""
+    b, c = W.shape
+    est = np.asarray(stat(np.ones((1, c))), dtype=np.float64)
+    reps = np.asarray(stat(W), dtype=np.float64)
+    if est.ndim == 0 or est.shape[0] != 1:
+        raise InputError(f"stat must return one row per weight row: 1 row gave shape {est.shape}")
+    if reps.shape[0] != b or reps.shape[1:] != est.shape[1:]:
+        raise InputError(
+            f"stat must return shape ({b}, *k) for {b} weight rows, got {reps.shape} "
+            f"(and {est.shape} for one row)"
+        )
+    return est, reps
+
+
 def cluster_bootstrap(
     stat: Callable[[FloatArray], npt.ArrayLike],
     clusters: int | npt.ArrayLike,
@@ -271,26 +290,16 @@ def cluster_bootstrap(
 
     NaN replicates are ignored by the interval and counted in ``n_undefined``.
     """
-    c = _n_clusters(clusters)
-    b = check_positive_int(n_boot, "n_boot")
+    W = bootstrap_weights(_n_clusters(clusters), n_boot, seed).astype(np.float64)
     lv = check_level(level)
-    W = _multinomial_weights(_rng(seed), c, b).astype(np.float64)
-    est = np.asarray(stat(np.ones((1, c))), dtype=np.float64)
-    reps = np.asarray(stat(W), dtype=np.float64)
-    if est.ndim == 0 or est.shape[0] != 1:
-        raise InputError(f"stat must return one row per weight row: 1 row gave shape {est.shape}")
-    if reps.shape[0] != b or reps.shape[1:] != est.shape[1:]:
-        raise InputError(
-            f"stat must return shape ({b}, *k) for {b} weight rows, got {reps.shape} "
-            f"(and {est.shape} for one row)"
-        )
+    est, reps = _estimate_and_replicates(stat, W)
     low, high = contain_estimate(est[0], *_percentile_bounds(reps, lv))
     return BootstrapResult(
         estimate=est[0],
         replicates=reps,
         low=low,
         high=high,
-        n_boot=b,
+        n_boot=W.shape[0],
         level=lv,
         n_undefined=np.isnan(reps).sum(axis=0).astype(np.int64),
     )

@@ -202,6 +202,33 @@ def auroc(confidence: npt.ArrayLike, correct: npt.ArrayLike) -> float:
 CALIBRATION_STATS = ("ece", "mce", "brier", "auroc")
 
 
+@dataclass(frozen=True)
+class _CalibrationSums:
+    """The per-cluster sums :func:`calibration_statistic` needs (clusters in rows): per
+    confidence bin the items and the gaps ``y - c``, the squared errors, and per confidence
+    level the correct and wrong items; called with cluster weights it gives ECE, MCE, Brier and
+    AUROC per weight row, by matrix products only (no loop over draws)."""
+
+    n_b: FloatArray
+    gap_b: FloatArray
+    sq: FloatArray
+    pos_g: FloatArray
+    neg_g: FloatArray
+
+    def __call__(self, weights: FloatArray) -> FloatArray:
+        """The ``(rows, 4)`` statistics of :data:`CALIBRATION_STATS` for ``weights``."""
+        counts, gaps = weights @ self.n_b, weights @ self.gap_b
+        total = counts.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ece_ = np.abs(gaps).sum(axis=1) / total
+            mce_ = np.where(counts > 0, np.abs(gaps) / counts, -np.inf).max(axis=1)
+            pos, neg = weights @ self.pos_g, weights @ self.neg_g
+            below = np.cumsum(neg, axis=1) - neg
+            pairs = pos.sum(axis=1) * neg.sum(axis=1)
+            auroc_ = np.where(pairs > 0, (pos * (below + neg / 2)).sum(axis=1) / pairs, np.nan)
+        return np.column_stack([ece_, mce_, (weights @ self.sq) / total, auroc_])
+
+
 def calibration_statistic(
     confidence: npt.ArrayLike,
     correct: npt.ArrayLike,
@@ -234,21 +261,11 @@ def calibration_statistic(
         raise InputError(f"clusters must have one label per item, got shape {labels.shape}")
     bins = _bin_index(conf, check_positive_int(n_bins, "n_bins"))
     by_bin = cluster_sums(corr - conf, labels, columns=bins)  # the filled bins only
-    n_b, gap_b = by_bin.counts, by_bin.sums
-    sq = cluster_sums((conf - corr) ** 2, labels).sums
     by_level = cluster_sums(corr, labels, columns=conf)  # AUROC: ascending confidence groups
-    pos_g, neg_g = by_level.sums, by_level.counts - by_level.sums
-
-    def stat(weights: FloatArray) -> FloatArray:
-        counts, gaps = weights @ n_b, weights @ gap_b
-        total = counts.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ece_ = np.abs(gaps).sum(axis=1) / total
-            mce_ = np.where(counts > 0, np.abs(gaps) / counts, -np.inf).max(axis=1)
-            pos, neg = weights @ pos_g, weights @ neg_g
-            below = np.cumsum(neg, axis=1) - neg
-            pairs = pos.sum(axis=1) * neg.sum(axis=1)
-            auroc_ = np.where(pairs > 0, (pos * (below + neg / 2)).sum(axis=1) / pairs, np.nan)
-        return np.column_stack([ece_, mce_, (weights @ sq) / total, auroc_])
-
-    return stat
+    return _CalibrationSums(
+        n_b=by_bin.counts,
+        gap_b=by_bin.sums,
+        sq=cluster_sums((conf - corr) ** 2, labels).sums,
+        pos_g=by_level.sums,
+        neg_g=by_level.counts - by_level.sums,
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -148,9 +148,9 @@ class Response:
     uncovered_mass: float | None = None
     usage: Mapping[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON-able dict of everything in the response (what the store keeps as raw)."""
         out = asdict(self)
         out["candidate_probs"] = (

@@ -31,13 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clearsight.models.extras import install_hint
 from clearsight.models.hf_options import parse_options
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from clearsight.models.hf_backend import HfBackend
 
 #: The manifest ``clearsight probe distill`` writes beside a LoRA adapter (base model, data,
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 ADAPTER_MANIFEST = "clearsight-adapter.json"
 
 
-def adapter_manifest(arg: str) -> dict[str, Any] | None:
+def adapter_manifest(arg: str) -> dict[str, JsonValue] | None:
     """The manifest of the adapter directory ``arg`` (an ``hf:`` argument), or None when
     ``arg`` is not one; InputError for an unreadable manifest."""
     import json
@@ -89,7 +91,7 @@ def resolve_source(arg: str) -> tuple[str, bool]:
     return arg, False
 
 
-def make_hf(arg: str, options: Mapping[str, Any]) -> HfBackend:
+def make_hf(arg: str, options: Mapping[str, JsonValue]) -> HfBackend:
     """``hf:<arg>``: load the model (see the module docstring) with validated options; an
     adapter directory loads its base with the adapter merged."""
     opts = parse_options(options)

@@ -151,6 +151,30 @@ def _missing_model(source: str, cache_dir: str | None, exc: Exception) -> InputE
     )
 
 
+def _from_pretrained_options(options: HfOptions, local_dir: bool) -> dict[str, Any]:
+    """The keyword arguments every ``from_pretrained`` of one model gets: never download, trust
+    remote code as asked, and for a hub id the revision and cache directory asked for."""
+    hub = {} if local_dir else {"revision": options.revision, "cache_dir": options.cache_dir}
+    return {
+        "local_files_only": True,
+        "trust_remote_code": options.trust_remote_code,
+        **{key: value for key, value in hub.items() if value is not None},
+    }
+
+
+def _read_config(tf: Any, source: str, name: str, options: HfOptions, local_dir: bool) -> Any:
+    """The transformers config of ``source``; InputError saying why it cannot be read (an
+    optional package missing, a broken local directory, a hub id not in the cache)."""
+    try:
+        return tf.AutoConfig.from_pretrained(source, **_from_pretrained_options(options, local_dir))
+    except ImportError as exc:  # a config class that needs an optional package (timm, ...)
+        raise InputError(f"cannot read the config of {name}: {exc}") from exc
+    except (OSError, ValueError) as exc:
+        if local_dir:
+            raise InputError(f"cannot read the model config in {source}: {exc}") from exc
+        raise _missing_model(source, options.cache_dir, exc) from exc
+
+
 def load_hf(
     source: str, name: str, options: HfOptions, local_dir: bool, adapter: str | None = None
 ) -> HfBackend:
@@ -163,22 +187,8 @@ def load_hf(
 
     # weight loading bars from every worker would bury the run's own progress bar
     tf.utils.logging.disable_progress_bar()
-    common: dict[str, Any] = {
-        "local_files_only": True,
-        "trust_remote_code": options.trust_remote_code,
-    }
-    if options.revision is not None and not local_dir:
-        common["revision"] = options.revision
-    if options.cache_dir is not None and not local_dir:
-        common["cache_dir"] = options.cache_dir
-    try:
-        config = tf.AutoConfig.from_pretrained(source, **common)
-    except ImportError as exc:  # a config class that needs an optional package (timm, ...)
-        raise InputError(f"cannot read the config of {name}: {exc}") from exc
-    except (OSError, ValueError) as exc:
-        if local_dir:
-            raise InputError(f"cannot read the model config in {source}: {exc}") from exc
-        raise _missing_model(source, options.cache_dir, exc) from exc
+    common = _from_pretrained_options(options, local_dir)
+    config = _read_config(tf, source, name, options, local_dir)
     family = family_of(config, _vlm_types(), options.kind)
     check_loadable(family, name)
     is_vlm = options.kind == "vlm" or (options.kind == "auto" and config.model_type in _vlm_types())
@@ -268,6 +278,37 @@ def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+def _withheld(options: HfOptions, family: Family) -> dict[str, str]:
+    """Capabilities a loaded model withholds, each with the reason: custom attention masks
+    need an eager or SDPA attention, and some families score badly under them."""
+    if options.attn_implementation not in ("eager", "sdpa"):
+        return {
+            "attention_mask": f"custom attention masks need attn_implementation 'eager' or "
+            f"'sdpa', not {options.attn_implementation!r}"
+        }
+    if family.masked_scoring is not None:
+        return {"attention_mask": family.masked_scoring}
+    return {}
+
+
+def _image_token_id(config: Any) -> int | None:
+    """The id of the image token in a model's config (its name varies by family), or None."""
+    image_id = getattr(config, "image_token_id", None)
+    if image_id is None:
+        image_id = getattr(config, "image_token_index", None)
+    return None if image_id is None else int(image_id)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    """Every token id that ends a generation: the model's generation config's and the
+    tokenizer's end of sequence."""
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
+    if tokenizer.eos_token_id is not None:
+        eos_ids.add(int(tokenizer.eos_token_id))
+    return frozenset(int(e) for e in eos_ids)
+
+
 class HfBackend:
     """A transformers model behind the :class:`~clearsight.models.base.Backend` protocol."""
 
@@ -292,14 +333,7 @@ class HfBackend:
         self.device = next(model.parameters()).device
         self.dtype = next(model.parameters()).dtype
         #: Capabilities withheld, with the reason (``require`` quotes it when a run needs one).
-        self.lacking: dict[str, str] = {}
-        if options.attn_implementation not in ("eager", "sdpa"):
-            self.lacking["attention_mask"] = (
-                f"custom attention masks need attn_implementation 'eager' or 'sdpa', not "
-                f"{options.attn_implementation!r}"
-            )
-        elif self.family.masked_scoring is not None:
-            self.lacking["attention_mask"] = self.family.masked_scoring
+        self.lacking = _withheld(options, self.family)
         self.capabilities = Capabilities(
             images=inputs.images,
             generate=True,
@@ -308,18 +342,10 @@ class HfBackend:
             n_per_call=True,
             attention_mask="attention_mask" not in self.lacking,
         )
-        config = model.config
-        image_id = getattr(config, "image_token_id", None)
-        if image_id is None:
-            image_id = getattr(config, "image_token_index", None)
-        self._image_token_id = None if image_id is None else int(image_id)
+        self._image_token_id = _image_token_id(model.config)
         params = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
-        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-        eos_ids = {eos} if isinstance(eos, int) else set(eos or ())
-        if self.tokenizer.eos_token_id is not None:
-            eos_ids.add(int(self.tokenizer.eos_token_id))
-        self.eos_ids = frozenset(int(e) for e in eos_ids)
+        self.eos_ids = _eos_ids(model, self.tokenizer)
         self._seqs: dict[str, list[Seq]] = {}
         #: ``batch_size: auto``'s findings per image size (:mod:`hf_memory`), for ``info``.
         self.batch_sizes: dict[str, BatchSize] = {}

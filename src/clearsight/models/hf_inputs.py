@@ -20,9 +20,9 @@ cache (decode steps, multi-token candidates) can continue each row at ``next_pos
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -73,13 +73,36 @@ def _text_positions(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return pos, attention_mask.long().sum(-1)
 
 
-def _hf_messages(messages: Sequence[Message], with_images: bool) -> list[dict[str, Any]]:
+class _ImageEntry(TypedDict):
+    """An image's place in a message's content (the processor is given the image itself)."""
+
+    type: Literal["image"]
+
+
+class _TextEntry(TypedDict):
+    """A text part of a message's content."""
+
+    type: Literal["text"]
+    text: str
+
+
+class _HfMessage(TypedDict):
+    """One message in the chat format transformers' templates read: its content a text, or
+    (an image model's) a list of image and text entries."""
+
+    role: str
+    content: str | list[_ImageEntry | _TextEntry]
+
+
+def _hf_messages(messages: Sequence[Message], with_images: bool) -> list[_HfMessage]:
     """clearsight messages as the list-of-dicts chat format transformers templates read."""
-    out: list[dict[str, Any]] = []
+    out: list[_HfMessage] = []
     for m in messages:
         if with_images:
-            parts: list[dict[str, Any]] = [
-                {"type": "image"} if isinstance(p, ImagePart) else {"type": "text", "text": p.text}
+            parts: list[_ImageEntry | _TextEntry] = [
+                _ImageEntry(type="image")
+                if isinstance(p, ImagePart)
+                else _TextEntry(type="text", text=p.text)
                 for p in m.content
             ]
             out.append({"role": m.role, "content": parts})
@@ -215,9 +238,7 @@ class ProcessorInputs(ChatInputs):
         return _render(self.tokenizer, messages, True, self.name, template)
 
     def encode(self, prompts: Sequence[str], images: Sequence[Sequence[Any]]) -> Batch:
-        kwargs: dict[str, Any] = {}
-        if any(images):
-            kwargs["images"] = [list(x) for x in images]
+        kwargs = {"images": [list(x) for x in images]} if any(images) else {}
         enc = self.processor(
             text=list(prompts),
             return_tensors="pt",
@@ -235,7 +256,7 @@ class ProcessorInputs(ChatInputs):
         return self._batch(enc["input_ids"], enc["attention_mask"], inputs)
 
 
-def load_processor(tf: Any, source: str, common: dict[str, Any], name: str) -> Any:
+def load_processor(tf: Any, source: str, common: Mapping[str, object], name: str) -> Any:
     """The processor of the checkpoint ``source``: ``AutoProcessor``'s, or, where that fails
     for want of an optional package (torchvision for a video half, say), the same processor
     class built from its image processor and tokenizer alone (image-only use never calls the
@@ -255,7 +276,7 @@ def load_processor(tf: Any, source: str, common: dict[str, Any], name: str) -> A
 
 
 def _image_only_processor(
-    tf: Any, source: str, common: dict[str, Any], name: str, why: Exception
+    tf: Any, source: str, common: Mapping[str, object], name: str, why: Exception
 ) -> Any:
     """The checkpoint's processor class without its video half (see :func:`load_processor`).
 
@@ -302,8 +323,12 @@ def _image_only_processor(
 
 
 def _kept_parts(
-    loader: Any, source: str, config: dict[str, Any], kept: list[str], common: dict[str, Any]
-) -> dict[str, Any]:
+    loader: Any,
+    source: str,
+    config: Mapping[str, object],
+    kept: list[str],
+    common: Mapping[str, object],
+) -> dict[str, object]:
     """The processor parts named ``kept`` (image processor, tokenizer, ...), loaded from the
     checkpoint by the processor class ``loader`` the way ``from_pretrained`` loads them:
     ``_get_arguments_from_pretrained`` before transformers 5.25, ``_resolve_subprocessors``

@@ -4,9 +4,9 @@ configuration is checked before anything loads)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from clearsight.validate import invalid_options
 
@@ -59,7 +59,7 @@ class HfOptions(BaseModel):
     )
 
 
-def parse_options(options: Mapping[str, Any]) -> HfOptions:
+def parse_options(options: Mapping[str, JsonValue]) -> HfOptions:
     """Validate backend options; an unknown or bad option is an InputError naming it."""
     try:
         return HfOptions(**dict(options))

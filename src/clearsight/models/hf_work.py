@@ -39,7 +39,7 @@ class WorkOut:
     token_logprobs: tuple[tuple[TokenLogprob, ...], ...] | None = None
     completion_tokens: int = 0
     prompt_tokens: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 def fork_cache(cache: Any, rows: torch.Tensor) -> Any:

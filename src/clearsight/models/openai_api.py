@@ -68,7 +68,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from clearsight.credentials import refuse_credentials
 from clearsight.models.base import (
@@ -147,7 +147,7 @@ class OpenAIOptions(BaseModel):
         description="Body field that carries the token limit (OpenAI reasoning models need "
         "max_completion_tokens).",
     )
-    extra_body: dict[str, Any] = Field(
+    extra_body: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Extra JSON fields merged into every request body (server-specific, e.g. "
         "vLLM's top_k or llama.cpp's cache_prompt).",
@@ -597,7 +597,7 @@ def _scrub(text: str, key: str) -> str:
     return text.replace(key, "***") if key and key != _NO_KEY else text
 
 
-def make_openai(arg: str, options: Mapping[str, Any]) -> OpenAIBackend:
+def make_openai(arg: str, options: Mapping[str, JsonValue]) -> OpenAIBackend:
     """``openai:<base_url>#<model>`` with :class:`OpenAIOptions` from ``options``; a URL or
     options holding a credential are refused without quoting it
     (:func:`~clearsight.credentials.refuse_credentials`)."""

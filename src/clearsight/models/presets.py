@@ -19,14 +19,15 @@ import math
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from clearsight.validate import InputError, invalid_options
 
 __all__ = [
     "PRESET_KEY",
+    "AppliedPreset",
     "Preset",
     "applied_presets",
     "backend_options",
@@ -42,6 +43,15 @@ BACKENDS = ("hf", "vllm")
 _FILE = Path(__file__).with_name("presets.yaml")
 
 
+class AppliedPreset(TypedDict):
+    """A preset a run applied to a model (the manifest's ``presets`` entry of the model)."""
+
+    preset: str
+    """The preset's name."""
+    options: dict[str, JsonValue]
+    """The options the model ran with: the preset's under the run's own."""
+
+
 class Preset(BaseModel):
     """One model's recommended settings (the fields are described in ``presets.yaml``)."""
 
@@ -54,8 +64,8 @@ class Preset(BaseModel):
     protocols: tuple[Literal["sweep", "grounding", "probe"], ...]
     params_b: float = Field(gt=0)
     backend: Literal["hf", "vllm"]
-    hf: dict[str, Any]
-    vllm: dict[str, Any]
+    hf: dict[str, JsonValue]
+    vllm: dict[str, JsonValue]
     trajectory_tokens: int | None = Field(None, ge=1)
     """Tokens the model's own grounding trajectory may generate by default (None: its
     backend's default, :func:`clearsight.grounding.trajectories.templates.trajectory_tokens`)."""
@@ -63,7 +73,7 @@ class Preset(BaseModel):
 
     @field_validator("hf")
     @classmethod
-    def _hf_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _hf_options(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """Only options the ``hf`` backend accepts, with values it accepts."""
         from clearsight.models.hf_options import parse_options
 
@@ -72,7 +82,7 @@ class Preset(BaseModel):
 
     @field_validator("vllm")
     @classmethod
-    def _vllm_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _vllm_options(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """Only options the ``vllm`` backend accepts, with values it accepts."""
         from clearsight.models.vllm import VLLMOptions
 
@@ -90,7 +100,7 @@ class Preset(BaseModel):
         weights = self.params_b * 1e9 * 2 / 2**30
         return math.ceil(1.2 * weights + 2)
 
-    def options(self, backend: str) -> dict[str, Any]:
+    def options(self, backend: str) -> dict[str, JsonValue]:
         """The preset's options for ``backend`` (``hf`` or ``vllm``)."""
         return dict(self.hf if backend == "hf" else self.vllm)
 
@@ -115,7 +125,7 @@ def find_preset(name: str) -> Preset | None:
     return None
 
 
-def _chosen(model: str, options: Mapping[str, Any]) -> Preset | None:
+def _chosen(model: str, options: Mapping[str, JsonValue]) -> Preset | None:
     """The preset ``options`` name (InputError for an unknown name, or one given to a backend
     presets do not serve), else the one of ``model``'s hub id, else None."""
     prefix, _, arg = model.partition(":")  # the registry checks the prefix when it loads
@@ -134,7 +144,9 @@ def _chosen(model: str, options: Mapping[str, Any]) -> Preset | None:
     return preset
 
 
-def resolve_options(model: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve_options(
+    model: str, options: Mapping[str, JsonValue] | None = None
+) -> dict[str, JsonValue]:
     """The options ``model`` runs with: its preset's options for its backend (see the module
     docstring) under ``options``, which win, and ``preset`` naming the preset applied; a model
     without a preset gets ``options`` unchanged. Idempotent."""
@@ -148,7 +160,9 @@ def resolve_options(model: str, options: Mapping[str, Any] | None = None) -> dic
     return {**preset.options(backend), **given, PRESET_KEY: preset.name}
 
 
-def backend_options(model: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def backend_options(
+    model: str, options: Mapping[str, JsonValue] | None = None
+) -> dict[str, JsonValue]:
     """:func:`resolve_options` without the ``preset`` key: what the backend is given."""
     resolved = resolve_options(model, options)
     resolved.pop(PRESET_KEY, None)
@@ -156,14 +170,14 @@ def backend_options(model: str, options: Mapping[str, Any] | None = None) -> dic
 
 
 def applied_presets(
-    models: Iterable[tuple[str, Mapping[str, Any]]],
-) -> dict[str, dict[str, Any]]:
+    models: Iterable[tuple[str, Mapping[str, JsonValue]]],
+) -> dict[str, AppliedPreset]:
     """Per model of ``models`` (name and the run's options) that a preset applies to: the
     preset's name and the options the model runs with (the manifest's ``presets`` entry)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, AppliedPreset] = {}
     for model, options in models:
         resolved = resolve_options(model, options)
         name = resolved.pop(PRESET_KEY, None)
-        if name is not None:
+        if isinstance(name, str):  # the preset applied (None: none applies)
             out[model] = {"preset": name, "options": resolved}
     return out

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clearsight.models.base import Backend
 from clearsight.models.extras import add_install_hint, install_hint
 from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 #: prefix -> "module:factory"; the factory takes (argument after the colon, options) -> Backend.
 _REGISTRY: dict[str, str] = {
@@ -54,7 +57,7 @@ def split_model_spec(spec: str) -> tuple[str, str]:
     return prefix, arg
 
 
-def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+def load_backend(spec: str, options: Mapping[str, JsonValue] | None = None) -> Backend:
     """Instantiate the backend named by ``spec``, importing its module only now, with
     ``options`` over the options of its preset, if one applies
     (:func:`clearsight.models.presets.resolve_options`)."""
@@ -68,14 +71,14 @@ def load_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend
     except ImportError as exc:
         needs = exc.name or module_name
         raise InputError(f"model {spec!r} needs {needs}: {install_hint(prefix)}".strip()) from exc
-    factory: Callable[[str, Mapping[str, Any]], Backend] = getattr(module, attr)
+    factory: Callable[[str, Mapping[str, JsonValue]], Backend] = getattr(module, attr)
     return factory(arg, options)
 
 
 _SHARED: dict[str, Backend] = {}
 
 
-def shared_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+def shared_backend(spec: str, options: Mapping[str, JsonValue] | None = None) -> Backend:
     """The backend :func:`load_backend` makes for ``spec`` and ``options``, made once per
     process: a protocol's worker runs many units of one model, and a model loads in seconds.
     Options with and without their preset's resolved are the same options here."""

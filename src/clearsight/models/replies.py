@@ -32,7 +32,7 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from clearsight.models.base import (
     Backend,
@@ -44,6 +44,9 @@ from clearsight.models.base import (
 from clearsight.models.logprobs import LOGPROB_SLACK
 from clearsight.validate import short_repr
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 #: The key of ``Response.extra`` that lists where lone surrogates were replaced.
 REPLACED_SURROGATES: Final = "replaced_surrogates"
 
@@ -51,10 +54,11 @@ REPLACED_SURROGATES: Final = "replaced_surrogates"
 def replaced_where(reply: Response, part: str = "") -> list[str]:
     """Where :func:`checked_reply` replaced lone surrogates in ``reply`` (empty when nowhere),
     each place prefixed with ``part`` (which of several replies a stored text joins)."""
-    return [f"{part}{where}" for where in reply.extra.get(REPLACED_SURROGATES, ())]
+    places = reply.extra.get(REPLACED_SURROGATES)  # a list, as checked_reply notes it
+    return [f"{part}{where}" for where in places] if isinstance(places, list | tuple) else []
 
 
-def noting_replaced(raw: dict[str, Any], where: Sequence[str]) -> dict[str, Any]:
+def noting_replaced(raw: dict[str, JsonValue], where: Sequence[str]) -> dict[str, JsonValue]:
     """A record's raw output that keeps a reply's text rather than the whole reply (a
     trajectory, a sampled alternative), with ``extra.replaced_surrogates`` saying ``where``
     lone surrogates were replaced, as a stored reply (:meth:`Response.to_json`) says it;
@@ -278,7 +282,7 @@ def _usage(value: object) -> None:
             raise UnreadableReplyError(f"usage[{key!r}] is {short_repr(n)}, not a count")
 
 
-def _extra(value: object, repaired: list[str]) -> Mapping[str, Any]:
+def _extra(value: object, repaired: list[str]) -> Mapping[str, object]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise UnreadableReplyError(f"extra is {short_repr(value)}, not a mapping by name")
     before = len(repaired)

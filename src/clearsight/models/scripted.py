@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import JsonValue
 
 from clearsight.config import load_yaml
 from clearsight.models.base import (
@@ -230,14 +231,14 @@ def _ranges(value: Any, where: str) -> tuple[tuple[int, int], ...]:
     return tuple((int(a), int(b)) for a, b in pairs)
 
 
-def _count(hidden: Mapping[str, Any], key: str, where: str) -> int:
+def _count(hidden: Mapping[str, JsonValue], key: str, where: str) -> int:
     value = hidden.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"invalid {key} in {where}: an integer, got {short_repr(value)}")
     return value
 
 
-def _entry_scores(data: Mapping[str, Any], where: str) -> ScriptedScores:
+def _entry_scores(data: Mapping[str, object], where: str) -> ScriptedScores:
     """A script entry with a ``hidden`` mapping as a row of the masked-scoring table: ``hide``
     and ``share`` (optional: which requests it answers), then ``failed`` (a reason) or
     ``sequence_probs`` and optional ``end_probs``, ``hidden_tokens`` and ``prompt_tokens``."""
@@ -269,7 +270,7 @@ def _entry_scores(data: Mapping[str, Any], where: str) -> ScriptedScores:
 _IGNORED_OPTIONS = frozenset({"batch_size"})
 
 
-def _latency(options: Mapping[str, Any]) -> float:
+def _latency(options: Mapping[str, JsonValue]) -> float:
     """The ``latency_s`` option (seconds per call, default 0); any other option than those in
     :data:`_IGNORED_OPTIONS` is refused."""
     unknown = sorted(set(options) - {"latency_s"} - _IGNORED_OPTIONS)
@@ -283,7 +284,7 @@ def _latency(options: Mapping[str, Any]) -> float:
     return float(latency)
 
 
-def make_scripted(arg: str, options: Mapping[str, Any]) -> ScriptedBackend:
+def make_scripted(arg: str, options: Mapping[str, JsonValue]) -> ScriptedBackend:
     """``scripted:<file>``: the responses of a JSONL file (one a line), or of a JSON or YAML
     file holding a list of them; each optionally with a ``match`` key, and entries with a
     ``hidden`` mapping forming the masked-scoring table (module docstring). Option

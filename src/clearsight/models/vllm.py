@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from clearsight.models.base import ENGINE_CAPABILITIES, Request, Response, TokenLogprob
 from clearsight.models.extras import install_hint
@@ -72,14 +72,14 @@ class VLLMOptions(BaseModel):
         1, ge=0, description="limit_mm_per_prompt for images (memory is reserved for this many)."
     )
     use_tqdm: bool = Field(False, description="Show vLLM's progress bar per batch.")
-    engine_kwargs: dict[str, Any] = Field(
+    engine_kwargs: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Further keyword arguments for vllm.LLM (e.g. enforce_eager, quantization).",
     )
 
-    def llm_kwargs(self, model: str) -> dict[str, Any]:
+    def llm_kwargs(self, model: str) -> dict[str, JsonValue]:
         """Keyword arguments for ``vllm.LLM``."""
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, JsonValue] = {
             "model": model,
             "dtype": self.dtype,
             "gpu_memory_utilization": self.gpu_memory_utilization,
@@ -257,7 +257,7 @@ class VLLMBackend:
         ]
 
 
-def make_vllm(arg: str, options: Mapping[str, Any]) -> VLLMBackend:
+def make_vllm(arg: str, options: Mapping[str, JsonValue]) -> VLLMBackend:
     """``vllm:<model id or path>`` with :class:`VLLMOptions` from ``options``; the engine is
     loaded on the first batch."""
     if not arg:

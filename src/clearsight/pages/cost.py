@@ -8,6 +8,7 @@ row per model). A measure no record of a model carries shows '–' (not recorded
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pandas as pd
@@ -15,7 +16,7 @@ import pandas as pd
 from clearsight.pages.html import esc, frame_table
 from clearsight.pages.output import md_table
 
-__all__ = ["COST_NOTE", "cost_display", "cost_html", "cost_markdown", "devices_line"]
+__all__ = ["COST_NOTE", "Cost", "cost_display", "cost_html", "cost_markdown", "devices_line"]
 
 #: What the section's table holds, said under its heading.
 COST_NOTE: Final = (
@@ -77,6 +78,21 @@ def cost_html(cost: pd.DataFrame | None, heading: str = "h2") -> str:
 def cost_markdown(cost: pd.DataFrame | None) -> list[str]:
     """The section as summary.md lines."""
     return ["## Cost", "", COST_NOTE, "", md_table(cost_display(cost))]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The section as a block of a page and of a summary (``cost``: one row per model)."""
+
+    cost: pd.DataFrame | None
+
+    def html(self) -> str:
+        """The page's section (:func:`cost_html`)."""
+        return cost_html(self.cost)
+
+    def markdown(self) -> list[str]:
+        """The summary's section (:func:`cost_markdown`)."""
+        return cost_markdown(self.cost)
 
 
 def devices_line(manifest: Mapping[str, Any]) -> str:

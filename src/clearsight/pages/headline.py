@@ -7,13 +7,14 @@ analysis; :func:`headline_html` and :func:`headline_markdown` lay them out.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 from clearsight.pages.html import esc, frame_table
 from clearsight.pages.output import md_table, md_text
 
-__all__ = ["HEADING", "headline_html", "headline_markdown"]
+__all__ = ["HEADING", "Headline", "headline_html", "headline_markdown"]
 
 
 #: The heading of the headline, on the page and in summary.md.
@@ -39,3 +40,21 @@ def headline_markdown(
     if caption:
         lines += ["", f"_{md_text(caption)}_"]
     return [*lines, ""]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A report's headline as a block of its page and of its summary: the ``frame``, the
+    ``sentences`` that read it and a ``caption``."""
+
+    frame: pd.DataFrame
+    sentences: Sequence[str]
+    caption: str = ""
+
+    def html(self) -> str:
+        """The page's headline section (:func:`headline_html`)."""
+        return headline_html(self.frame, self.sentences, self.caption)
+
+    def markdown(self) -> list[str]:
+        """The summary's headline section (:func:`headline_markdown`)."""
+        return headline_markdown(self.frame, self.sentences, self.caption)

@@ -12,14 +12,23 @@ from __future__ import annotations
 import base64
 import html
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
+from clearsight.pages.output import md_table
+
 __all__ = [
+    "Block",
     "Col",
+    "Details",
+    "Figure",
+    "Frame",
+    "Page",
+    "Part",
+    "Table",
     "cell_text",
     "details",
     "esc",
@@ -29,6 +38,7 @@ __all__ = [
     "img",
     "page",
     "pre",
+    "render",
     "table",
 ]
 
@@ -187,3 +197,92 @@ def page(title: str, body: str) -> str:
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n"
         "</body>\n</html>\n"
     )
+
+
+# ---------------------------------------------------------------------- a page as a value
+
+
+class Block(Protocol):
+    """A part of a page that renders itself as HTML (a table, a figure, a headline)."""
+
+    def html(self) -> str:
+        """Its markup."""
+        ...
+
+
+#: A part of a page: markup written (and escaped) by the page's code, or a block.
+Part = str | Block
+
+
+def render(parts: Iterable[Part], sep: str = "\n") -> str:
+    """The markup of ``parts`` in order, joined by ``sep``."""
+    return sep.join(p if isinstance(p, str) else p.html() for p in parts)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A :func:`table` of ``rows`` in the columns ``cols``."""
+
+    rows: pd.DataFrame
+    cols: Sequence[Col]
+    caption: str = ""
+
+    def html(self) -> str:
+        """The table's markup."""
+        return table(self.rows, self.cols, self.caption)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Every column of a frame as a table (:func:`frame_table`; :func:`md_table` in a
+    summary)."""
+
+    frame: pd.DataFrame
+    caption: str = ""
+
+    def html(self) -> str:
+        """The table's markup."""
+        return frame_table(self.frame, self.caption)
+
+    def markdown(self) -> list[str]:
+        """The table as summary.md lines."""
+        return [md_table(self.frame)]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure (:func:`img`; nothing where ``png`` is None)."""
+
+    png: bytes | None
+    alt: str
+    caption: str = ""
+    css_class: str = "fig"
+
+    def html(self) -> str:
+        """The figure's markup."""
+        return img(self.png, self.alt, self.caption, self.css_class)
+
+
+@dataclass(frozen=True)
+class Details:
+    """A collapsible block (:func:`details`) holding ``body``."""
+
+    summary: str
+    body: Sequence[Part]
+    open_: bool = False
+
+    def html(self) -> str:
+        """The block's markup."""
+        return details(self.summary, render(self.body), self.open_)
+
+
+@dataclass(frozen=True)
+class Page:
+    """A whole page: its title and its parts, rendered once when the report writes it."""
+
+    title: str
+    parts: Sequence[Part]
+
+    def text(self) -> str:
+        """The page's document (:func:`page`)."""
+        return page(self.title, render(self.parts))

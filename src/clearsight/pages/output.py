@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -23,7 +24,10 @@ from clearsight.paths import write_target
 __all__ = [
     "NO_APPENDIX",
     "Appendix",
+    "Document",
+    "MarkdownBlock",
     "ReportPaths",
+    "Summary",
     "csv_text",
     "markdown_section",
     "md_table",
@@ -70,11 +74,48 @@ class Appendix:
 NO_APPENDIX = Appendix()
 
 
+class Document(Protocol):
+    """A file of a report composed as a value (a page of blocks, a summary of lines and
+    tables) and rendered once, when the report writes it."""
+
+    def text(self) -> str:
+        """The file's whole text."""
+        ...
+
+
+class MarkdownBlock(Protocol):
+    """A part of a summary that renders itself as Markdown lines (a table, a headline)."""
+
+    def markdown(self) -> list[str]:
+        """Its summary.md lines."""
+        ...
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary.md composed of ``parts``: lines of Markdown (each one line of the file,
+    escaped by whoever wrote it) and blocks that render their own lines."""
+
+    parts: Sequence[str | MarkdownBlock]
+
+    def text(self) -> str:
+        """The summary's Markdown."""
+        lines: list[str] = []
+        for part in self.parts:
+            lines += [part] if isinstance(part, str) else part.markdown()
+        return "\n".join(lines)
+
+
 def write_report(
-    out_dir: Path, *, html: str, summary_md: str, summary_csv: pd.DataFrame
+    out_dir: Path,
+    *,
+    html: str | Document,
+    summary_md: str | Document,
+    summary_csv: pd.DataFrame,
 ) -> ReportPaths:
-    """Write ``report.html``, ``summary.md`` and ``summary.csv`` (the frame, without its index)
-    into ``out_dir``, creating it if needed; each file is replaced atomically."""
+    """Write ``report.html``, ``summary.md`` (each a text or a :class:`Document` rendered
+    here) and ``summary.csv`` (the frame, without its index) into ``out_dir``, creating it if
+    needed; each file is replaced atomically."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(
         out_dir=out_dir,
@@ -83,8 +124,8 @@ def write_report(
         summary_csv=out_dir / "summary.csv",
     )
     write_atomic(paths.summary_csv, csv_text(summary_csv))
-    write_atomic(paths.summary_md, summary_md)
-    write_atomic(paths.html, html)
+    write_atomic(paths.summary_md, summary_md if isinstance(summary_md, str) else summary_md.text())
+    write_atomic(paths.html, html if isinstance(html, str) else html.text())
     return paths
 
 

@@ -197,24 +197,12 @@ class PerceiverBackend:
         looking = 0.5 if self.mode == "llm" else 1.0
         for n, request in enumerate(requests):
             progress.report(n * looking, len(requests))
-            t0 = time.perf_counter()
-            try:
-                image, question = _image_and_question(request)
-                p = self.perceive(image, cache)
-            except InputError as exc:
-                prepared.append(RequestFailedError(str(exc), 1))
+            looked = self._look(request, cache)
+            if isinstance(looked, RequestFailedError):
+                prepared.append(looked)
                 continue
-            q = parse_question(question)
-            # colours for free-form questions and questions about a photo (which, before
-            # "(A) text" options were read, were all free-form to the parser)
-            evidence = evidence_text(p, free_form=q.kind == "free" or about_photo(p, q))
-            if image is None:
-                evidence = "No image was given."
-            reading = None
-            if self.mode == "detector" and image is not None and about_photo(p, q):
-                reading = read_photo(p, q, as_rgb(image))
-            readings.append(reading)
-            prepared.append((p, q, evidence, time.perf_counter() - t0))
+            prepared.append(looked[0])
+            readings.append(looked[1])
         idx = [i for i, x in enumerate(prepared) if not isinstance(x, RequestFailedError)]
         ok = [x for x in prepared if not isinstance(x, RequestFailedError)]
         oks = [requests[i] for i in idx]
@@ -232,6 +220,30 @@ class PerceiverBackend:
         if any(isinstance(r, RequestFailedError) for r in results):
             raise PartialBatchError(results)
         return [r for r in results if isinstance(r, Response)]
+
+    def _look(
+        self, request: Request, cache: dict[str, Perception]
+    ) -> tuple[tuple[Perception, ParsedQuestion, str, float], Reading | None] | RequestFailedError:
+        """Perceive ``request``'s image (``cache``: perceptions by image, shared by requests
+        showing the same one) and parse its question: the perception, the question, the
+        evidence text and the seconds spent, and in detector mode the photo's reading where the
+        question is about a photo; a RequestFailedError for an image that cannot be read."""
+        t0 = time.perf_counter()
+        try:
+            image, question = _image_and_question(request)
+            p = self.perceive(image, cache)
+        except InputError as exc:
+            return RequestFailedError(str(exc), 1)
+        q = parse_question(question)
+        # colours for free-form questions and questions about a photo (which, before
+        # "(A) text" options were read, were all free-form to the parser)
+        evidence = evidence_text(p, free_form=q.kind == "free" or about_photo(p, q))
+        if image is None:
+            evidence = "No image was given."
+        reading = None
+        if self.mode == "detector" and image is not None and about_photo(p, q):
+            reading = read_photo(p, q, as_rgb(image))
+        return (p, q, evidence, time.perf_counter() - t0), reading
 
     def _detector(
         self,
@@ -357,18 +369,11 @@ class PerceiverBackend:
             for k, v in answers[at].usage.items():
                 usage[k] = usage.get(k, 0) + int(v)
         if plan.score_at is not None:
-            raw = answers[plan.score_at].candidate_probs or {}
-            prompt = inner[plan.score_at].messages[0].text
+            candidates = _scored(request, plan.sentences, answers[plan.score_at])
             if plan.sentences:
-                candidates = {
-                    c: float(raw.get(plan.sentences.get(c.strip(), ""), 0.0))
-                    for c in request.candidates
-                }
                 extra["cloze"] = plan.sentences
-                extra["cloze_prompt"] = prompt
-            else:
-                candidates = {c: float(raw.get(c, 0.0)) for c in request.candidates}
-                extra["llm_prompt"] = prompt
+            prompt_key = "cloze_prompt" if plan.sentences else "llm_prompt"
+            extra[prompt_key] = inner[plan.score_at].messages[0].text
         if plan.gen_at is not None:
             texts = answers[plan.gen_at].texts
             token_logprobs = answers[plan.gen_at].token_logprobs
@@ -384,6 +389,16 @@ class PerceiverBackend:
             latency_s=spent + share,
             extra=extra,
         )
+
+
+def _scored(request: Request, sentences: Mapping[str, str], answer: Response) -> dict[str, float]:
+    """Each of ``request``'s candidates' probability from the LLM's scoring ``answer``: of its
+    cloze sentence where the options were scored as ``sentences``, else of the candidate
+    itself."""
+    raw = answer.candidate_probs or {}
+    if not sentences:
+        return {c: float(raw.get(c, 0.0)) for c in request.candidates}
+    return {c: float(raw.get(sentences.get(c.strip(), ""), 0.0)) for c in request.candidates}
 
 
 def make_perceiver(arg: str, options: Mapping[str, Any]) -> PerceiverBackend:

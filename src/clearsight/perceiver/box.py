@@ -50,29 +50,41 @@ def _outline(
     return (x0 + hx0, y0 + hy0, x0 + hx1, y0 + hy1)
 
 
-def find_red_box(
-    image: npt.NDArray[np.uint8],
-    thickness: int = 8,
-    colour: tuple[int, int, int] = BOX_COLOUR,
-) -> Box | None:
-    """The box ``(x0, y0, x1, y1)`` (x1, y1 exclusive) inside the largest pure-``colour``
-    axis-aligned rectangle outline of ``image`` (uint8 HxWx3), or None when there is none.
+def _between_strips(strips: list[tuple[int, int]], full: int) -> list[tuple[int, int]]:
+    """The spans (start, end) a box that spans the image may take between full-length strips
+    (x or y extents, sorted in place): between each neighbouring pair; with a single strip, the
+    larger side of it (the pixels cannot tell which side the box was on)."""
+    strips.sort()
+    if len(strips) >= 2:
+        spans = [(a[1], b[0]) for a, b in itertools.pairwise(strips)]
+    elif len(strips) == 1:
+        lo, hi = strips[0]
+        spans = [(0, lo) if lo >= full - hi else (hi, full)]
+    else:
+        spans = []
+    return [(a, b) for a, b in spans if b > a]
 
-    Inverts :func:`clearsight.physics.draw_box` exactly: the box of a 4-connected component of
-    pure ``colour`` pixels is the largest rectangular hole it encloses, with bands of at most
-    ``2 * thickness`` px around it; where the component meets the image border its open side
-    counts as closed (``draw_box`` clips the band away there). A box that spans the image's
-    height (width) leaves only vertical (horizontal) strips, each at most ``thickness`` px
-    across and as long as the image: two strips enclose the box; a single strip leaves two
-    candidates, one on each side, and the larger is taken (the pixels cannot tell which).
-    Among all valid outlines the largest box wins.
-    """
+
+def _spanning_boxes(
+    vertical: list[tuple[int, int]], horizontal: list[tuple[int, int]], width: int, height: int
+) -> list[Box]:
+    """The boxes that span the image's height (between ``vertical`` strips) or width (between
+    ``horizontal`` strips): ``draw_box`` leaves only such strips of their outline."""
+    return [(a, 0, b, height) for a, b in _between_strips(vertical, width)] + [
+        (0, a, width, b) for a, b in _between_strips(horizontal, height)
+    ]
+
+
+def _outlines_and_strips(
+    mask: npt.NDArray[np.bool_], thickness: int
+) -> tuple[list[Box], list[tuple[int, int]], list[tuple[int, int]]]:
+    """Per 4-connected component of ``mask``: the box its outline encloses (bands of at most
+    ``2 * thickness``), or, for a solid component as long as the image and at most
+    ``thickness`` across, a full-height strip ``(x0, x1)`` or full-width strip ``(y0, y1)``
+    (what is left of the outline of a box that spans the image). Other solid components
+    (red objects) are no box."""
     from scipy import ndimage
 
-    rgb = np.asarray(image)
-    mask = np.all(rgb == np.asarray(colour, np.uint8), axis=-1)
-    if not mask.any():
-        return None
     height, width = mask.shape
     labels, _ = ndimage.label(mask)
     boxes: list[Box] = []
@@ -93,17 +105,33 @@ def find_red_box(
         box = _outline(sub, x0, y0, width, height, 2 * thickness)
         if box is not None:
             boxes.append(box)
-    for strips, full in ((vertical, width), (horizontal, height)):
-        candidates: list[tuple[int, int]] = []
-        strips.sort()
-        if len(strips) >= 2:
-            candidates += [(a[1], b[0]) for a, b in itertools.pairwise(strips)]
-        elif len(strips) == 1:
-            lo, hi = strips[0]
-            candidates.append((0, lo) if lo >= full - hi else (hi, full))
-        for a, b in candidates:
-            if b > a:
-                boxes.append((a, 0, b, height) if strips is vertical else (0, a, width, b))
+    return boxes, vertical, horizontal
+
+
+def find_red_box(
+    image: npt.NDArray[np.uint8],
+    thickness: int = 8,
+    colour: tuple[int, int, int] = BOX_COLOUR,
+) -> Box | None:
+    """The box ``(x0, y0, x1, y1)`` (x1, y1 exclusive) inside the largest pure-``colour``
+    axis-aligned rectangle outline of ``image`` (uint8 HxWx3), or None when there is none.
+
+    Inverts :func:`clearsight.physics.draw_box` exactly: the box of a 4-connected component of
+    pure ``colour`` pixels is the largest rectangular hole it encloses, with bands of at most
+    ``2 * thickness`` px around it; where the component meets the image border its open side
+    counts as closed (``draw_box`` clips the band away there). A box that spans the image's
+    height (width) leaves only vertical (horizontal) strips, each at most ``thickness`` px
+    across and as long as the image: two strips enclose the box; a single strip leaves two
+    candidates, one on each side, and the larger is taken (the pixels cannot tell which).
+    Among all valid outlines the largest box wins.
+    """
+    rgb = np.asarray(image)
+    mask = np.all(rgb == np.asarray(colour, np.uint8), axis=-1)
+    if not mask.any():
+        return None
+    height, width = mask.shape
+    boxes, vertical, horizontal = _outlines_and_strips(mask, thickness)
+    boxes += _spanning_boxes(vertical, horizontal, width, height)
     if not boxes:
         return None
     return max(boxes, key=lambda b: (b[2] - b[0]) * (b[3] - b[1]))

@@ -143,6 +143,41 @@ def _relate(
     )
 
 
+def _detect(
+    clean: npt.NDArray[np.uint8], box: Box | None, detector: Detector, options: PerceiverOptions
+) -> tuple[list[Detection], Box | None, int]:
+    """Detect objects in the whole image and, when a box was found and its crop is small
+    enough to be worth it, again in the crop around the box (small objects near the box are
+    found there); overlapping detections of one label are merged by NMS. Returns the
+    detections (in image coordinates), the crop looked at (None: none) and the detector calls."""
+    height, width = clean.shape[:2]
+    threshold = options.score_threshold
+    detections = list(detector.detect(clean, threshold))
+    calls = 1
+    crop: Box | None = None
+    if box is not None:
+        crop = _crop_box(box, options.crop_factor, options.min_crop_px, width, height)
+        share = (crop[2] - crop[0]) * (crop[3] - crop[1]) / (width * height)
+        if share < CROP_SKIP_SHARE and min(crop[2] - crop[0], crop[3] - crop[1]) >= MIN_SIDE_PX:
+            x0, y0, x1, y1 = crop
+            calls += 1
+            for d in detector.detect(clean[y0:y1, x0:x1], threshold):
+                b = d.box
+                detections.append(
+                    Detection(d.label, d.score, (b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0))
+                )
+        else:
+            crop = None
+    if detections:
+        kept = classwise_nms(
+            [d.box for d in detections],
+            [d.score for d in detections],
+            [d.label for d in detections],
+        )
+        detections = [detections[int(k)] for k in kept]
+    return detections, crop, calls
+
+
 def perceive(
     image: npt.NDArray[np.uint8], detector: Detector, options: PerceiverOptions
 ) -> Perception:
@@ -163,29 +198,9 @@ def perceive(
     crop: Box | None = None
     calls = 0
     if not too_small:
-        threshold = options.score_threshold
-        detections = list(detector.detect(clean, threshold))
-        calls += 1
-        if found is not None:
-            crop = _crop_box(box, options.crop_factor, options.min_crop_px, width, height)
-            share = (crop[2] - crop[0]) * (crop[3] - crop[1]) / (width * height)
-            if share < CROP_SKIP_SHARE and min(crop[2] - crop[0], crop[3] - crop[1]) >= MIN_SIDE_PX:
-                x0, y0, x1, y1 = crop
-                calls += 1
-                for d in detector.detect(clean[y0:y1, x0:x1], threshold):
-                    b = d.box
-                    detections.append(
-                        Detection(d.label, d.score, (b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0))
-                    )
-            else:
-                crop = None
-    if detections:
-        kept = classwise_nms(
-            [d.box for d in detections],
-            [d.score for d in detections],
-            [d.label for d in detections],
+        detections, crop, calls = _detect(
+            clean, box if found is not None else None, detector, options
         )
-        detections = [detections[int(k)] for k in kept]
     objects = tuple(_relate(d, box, clean, width, height) for d in detections)
     return Perception(
         width=width,

@@ -842,6 +842,25 @@ def _folded_constants(graph: TfjsGraph, order: Sequence[TfjsNode]) -> dict[str, 
     return consts
 
 
+def _graph_outputs(
+    b: _Builder, wanted: Sequence[str], consts: Mapping[str, Array]
+) -> list[onnx.ValueInfoProto]:
+    """The ONNX graph's outputs, one per ``wanted`` tensor, typed and shapeless (ONNX's shape
+    inference fills the shapes in); a constant output is passed through an Identity node,
+    since a graph output has to come out of a node."""
+    import onnx.helper
+
+    outputs = []
+    for ref in wanted:
+        if ref in consts:
+            b.add("Identity", [b.tensor(ref)], [ref + "/out"])
+            b.dtypes[ref + "/out"] = consts[ref].dtype
+            ref = ref + "/out"
+        elem = onnx.helper.np_dtype_to_tensor_dtype(b.dtype(ref))
+        outputs.append(onnx.helper.make_tensor_value_info(ref, elem, None))
+    return outputs
+
+
 def to_onnx(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> onnx.ModelProto:
     """Translate the part of ``graph`` that ``outputs`` (default: the signature's) need into an
     ONNX model whose inputs and outputs are named ``node:k`` like TensorFlow's tensors."""
@@ -862,14 +881,7 @@ def to_onnx(graph: TfjsGraph, outputs: Sequence[str] | None = None) -> onnx.Mode
             graph_inputs.append(onnx.helper.make_tensor_value_info(name, elem, list(shape)))
         elif node.op != "Const" and f"{node.name}:0" not in consts:
             _CONVERTERS[node.op](b, node)
-    graph_outputs = []
-    for ref in wanted:
-        if ref in consts:  # a constant output still has to come out of a node
-            b.add("Identity", [b.tensor(ref)], [ref + "/out"])
-            b.dtypes[ref + "/out"] = consts[ref].dtype
-            ref = ref + "/out"
-        elem = onnx.helper.np_dtype_to_tensor_dtype(b.dtype(ref))
-        graph_outputs.append(onnx.helper.make_tensor_value_info(ref, elem, None))
+    graph_outputs = _graph_outputs(b, wanted, consts)
     onnx_graph = onnx.helper.make_graph(
         b.nodes, graph.path.stem, graph_inputs, graph_outputs, list(b.initializers.values())
     )

@@ -61,14 +61,33 @@ def attenuate_encode(  # pragma: no cover - compiled; checked against the textbo
             _transmissions(t, t32, neg_beta[lvl], squarings[lvl], depth[y], grey)
             for i in range(n):
                 v[i] = a[i] + d[i] * t32[i]
-            for i in range(n):
-                cell[i] = min(max((bits[i] >> KEY_SHIFT) - first_key, 0), last)
-            for i in range(n):
-                entry[i] = table[cell[i]]
-            row = out[lvl, y]
-            for i in range(n):
-                bump = (bits[i] & low_bits) >= (entry[i] & LOW_MASK)
-                row[i] = np.uint8((entry[i] >> CODE_SHIFT) + bump)
+            _encode_row(bits, first_key, last, low_bits, table, cell, entry, out[lvl, y])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _encode_row(  # pragma: no cover - compiled; part of attenuate_encode
+    bits: npt.NDArray[np.int32],
+    first_key: int,
+    last: int,
+    low_bits: int,
+    table: npt.NDArray[np.int32],
+    cell: npt.NDArray[np.int32],
+    entry: npt.NDArray[np.int32],
+    row: npt.NDArray[np.uint8],
+) -> None:
+    """One row's sRGB codes into ``row`` from its linear values' float32 ``bits``
+    (:func:`clearsight.physics.srgb.encode_srgb8`'s table encode): each value's table cell
+    from its key bits (clipped to the table's ``last`` cell), the cell's entry, and the code,
+    bumped by one where the value's ``low_bits`` reach the entry's threshold. Three short loops,
+    so the first and last vectorise; ``cell`` and ``entry`` are the row's scratch buffers."""
+    n = bits.shape[0]
+    for i in range(n):
+        cell[i] = min(max((bits[i] >> KEY_SHIFT) - first_key, 0), last)
+    for i in range(n):
+        entry[i] = table[cell[i]]
+    for i in range(n):
+        bump = (bits[i] & low_bits) >= (entry[i] & LOW_MASK)
+        row[i] = np.uint8((entry[i] >> CODE_SHIFT) + bump)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -19,8 +19,8 @@ Everything is computed from the frame of finished conversations
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
 * :func:`calls_table` — VLM calls per question (Table 9); :func:`queries_table` — queries per
   conversation (Fig. 5) (BP accuracy before and after self-distillation, Table 2, is
-  :mod:`clearsight.probe.distill.analysis`); :func:`risk_panels` — the cross-run confidence
-  against correctness, per reasoner and sensor (the risk-coverage curves).
+  :mod:`clearsight.probe.distill.analysis`); :func:`clearsight.probe.risk.risk_panels` — the
+  cross-run confidence against correctness, per reasoner and sensor (the risk-coverage curves).
 * :func:`latency_table` — seconds per conversation by strategy and sensor (Table 8).
 * :func:`sensor_table` and :func:`samples_table` — runs with another sensor or K side by side
   (Tables 4 and 6, from :func:`summary_table` by dataset of several runs read as one).
@@ -29,15 +29,13 @@ Everything is computed from the frame of finished conversations
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics.calibration import ece
 from clearsight.metrics.crossrun import cross_run_prediction
-from clearsight.metrics.selective import RiskCoverage, risk_coverage
+from clearsight.metrics.selective import risk_coverage
 from clearsight.probe.results import SETTING
 
 
@@ -295,48 +293,3 @@ def samples_table(datasets: pd.DataFrame) -> pd.DataFrame:
     wide = wide[pairs]
     wide.columns = [f"{dataset} {value}" for value, dataset in pairs]
     return wide.reset_index()
-
-
-@dataclass(frozen=True)
-class RiskCurve:
-    """One setting's cross-run predictions: its label (strategy and signal), each instance's
-    cross-run confidence and whether its prediction was right (1.0) or not (0.0), and their
-    risk-coverage curve (:func:`~clearsight.metrics.risk_coverage`; None without an
-    instance)."""
-
-    label: str
-    confidence: npt.NDArray[np.float64]
-    correct: npt.NDArray[np.float64]
-    curve: RiskCoverage | None
-
-
-@dataclass(frozen=True)
-class RiskPanel:
-    """The risk-coverage curves of one reasoner with one sensor."""
-
-    title: str
-    curves: tuple[RiskCurve, ...]
-
-
-def _risk_curve(label: str, sub: pd.DataFrame) -> RiskCurve:
-    """The :class:`RiskCurve` of one setting's cross-run rows."""
-    conf, correct = sub["confidence"].to_numpy(float), sub["correct"].to_numpy(float)
-    return RiskCurve(label, conf, correct, risk_coverage(conf, correct) if conf.size else None)
-
-
-def risk_panels(frame: pd.DataFrame) -> tuple[RiskPanel, ...]:
-    """The cross-run confidence gating the cross-run predictions: one panel per reasoner and
-    sensor, one curve per strategy and signal (settings with at least two runs per instance;
-    an instance no run committed is a wrong prediction at confidence 0, as in the ECE)."""
-    if frame.empty:
-        return ()
-    per = cross_run(frame)
-    per = per[per["runs"] >= 2]
-    panels = []
-    for (reasoner, sensor), group in per.groupby(["reasoner", "sensor"], sort=True):
-        curves = tuple(
-            _risk_curve(f"{strategy}, K {k}, signal {signal}", sub)
-            for (strategy, k, signal), sub in group.groupby(["strategy", "k", "signal"], sort=True)
-        )
-        panels.append(RiskPanel(f"{reasoner} with sensor {sensor}", curves))
-    return tuple(panels)

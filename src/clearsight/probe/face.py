@@ -16,8 +16,15 @@ sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.Protocol
   (:meth:`~clearsight.probe.transcript.Transcript.readouts`). Earlier turns' queries are not
   parsed again: each was answered by the sensor as it was parsed then.
 * **card**: accuracy and cross-run ECE with question-bootstrap intervals
-  (:func:`~clearsight.probe.analysis.probe_intervals`).
+  (:func:`~clearsight.probe.analysis.probe_intervals`); in a card run, the card's questions
+  asked of an image model as the sensor answering directly (once it answered one free
+  question about an image), or of a text-only model as the reasoner asking the card's sensor.
 * **rows**: one per finished conversation.
+* **serve**: a person playing the blind reasoner
+  (:class:`~clearsight.probe.play.session.HumanPlay`, ``clearsight serve``); a stored
+  conversation, turn by turn, on the operator's record page
+  (:func:`~clearsight.probe.play.views.record_conversation`); an unfinished person's session
+  withheld from the browser (:func:`~clearsight.probe.play.views.withheld`).
 """
 
 from __future__ import annotations
@@ -28,14 +35,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.card import CardSection, Number, ci_number, number_bars
+from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
+from clearsight.faces.serving import Serving
+from clearsight.faces.verifying import ItemLabels, Reaskable, no_context, rebuilt, text_at
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_cost, spec_model
 
 if TYPE_CHECKING:
+    from clearsight.driver import RunOptions, RunSummary
+    from clearsight.faces.serving import ServeSettings, SessionHost
     from clearsight.pages.output import ReportPaths
+    from clearsight.probe.config import ProbeConfig
     from clearsight.probe.transcript import Transcript
 
 __all__ = ["PROBE_FACE", "direct_of", "probe_numbers"]
@@ -51,12 +63,12 @@ def _report(request: ReportRequest) -> ReportPaths:
 # ----------------------------------------------------------------------------------- verify
 
 
-def _direct(spec: Mapping[str, Any]) -> bool:
+def _direct(spec: Mapping[str, object]) -> bool:
     return spec.get("strategy") == "direct" and "instance" in spec
 
 
-def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (spec.get("sensor"), (spec.get("instance") or {}).get("dataset"), spec.get("run"))
+def _stratum(spec: Mapping[str, object]) -> tuple[object, ...]:
+    return (spec.get("sensor"), text_at(spec, "instance", "dataset"), spec.get("run"))
 
 
 def direct_of(stored: Mapping[str, Any]) -> Spec:
@@ -81,7 +93,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
 ) -> list[Record]:
     """Each direct answer by the probe's own unit, the sensor swapped for ``model``; the
     item's key kept (its records' key and the seed of its random stream)."""
@@ -96,12 +108,12 @@ def _answer(
     return records
 
 
-def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+def _labels(spec: Mapping[str, object]) -> ItemLabels:
     """A direct answer's sensor, instance and strategy."""
     return ItemLabels(
-        model=spec.get("sensor"),
-        scene=(spec.get("instance") or {}).get("id"),
-        condition=spec.get("strategy"),
+        model=text_at(spec, "sensor"),
+        scene=text_at(spec, "instance", "id"),
+        condition=text_at(spec, "strategy"),
         level_m=None,
         wording=None,
     )
@@ -183,10 +195,105 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     )
 
 
+#: The probe role of an image model on a card: the sensor, answering the questions itself.
+SENSOR_ROLE = "sensor answering directly (strategy direct)"
+
+
+def _card_config(config: CardConfig, model: str, sensor: bool) -> ProbeConfig:
+    """The card's probe with ``model`` as the sensor answering directly (``sensor``), or as
+    the text-only reasoner asking the card's sensor."""
+    from clearsight.probe.config import ProbeConfig
+
+    common = {"instance_ids": config.probe_questions, "runs": config.probe_runs}
+    common |= {"seed": config.seed, "judge": "exact"}
+    if sensor:
+        return ProbeConfig.model_validate(
+            {"sensor": model, "strategies": ("direct",), "k": 1, **common}
+        )
+    return ProbeConfig.model_validate(
+        {
+            "sensor": config.probe_sensor,
+            "reasoners": (model,),
+            "strategies": (config.probe_strategy,),
+            "k": config.probe_k,
+            "budget": config.probe_budget,
+            "max_new_tokens": config.probe_max_new_tokens,
+            **common,
+        }
+    )
+
+
+def _card_plan(model: str, config: CardConfig) -> list[Part]:
+    """An image model that answers a free question about an image is the sensor answering
+    directly; a text-only model is the reasoner asking the card's sensor."""
+    from clearsight.card.parts import check_needs, missing_model
+    from clearsight.models import shared_backend
+    from clearsight.probe.protocol import PROBE
+
+    if shared_backend(model).capabilities.images:
+        problem = _free_question_problem(model, config)
+        if problem is not None:
+            return [Part("probe", False, note=f"cannot be the probe's sensor: {problem}")]
+        return [Part("probe", True, SENSOR_ROLE)]
+    sensor = config.probe_sensor
+    if (why := missing_model(sensor)) is not None:
+        return [Part("probe", False, note=f"the sensor {sensor} {why}")]
+    skipped = check_needs(PROBE.models(_card_config(config, model, sensor=False)), "probe")
+    reasoner = f"text-only reasoner ({config.probe_strategy}) asking {sensor}"
+    return [skipped or Part("probe", True, reasoner)]
+
+
+def _free_question_problem(model: str, config: CardConfig) -> str | None:
+    """Ask ``model`` one short free question about the first probe question's photo; the
+    problem as one line, or None when it answered."""
+    from clearsight.probe.instances import bundled_instances
+    from clearsight.probe.sensor import Sensor
+    from clearsight.validate import InputError
+
+    by_id = {i.id: i for i in bundled_instances()}
+    present = [by_id[q] for q in config.probe_questions if q in by_id]
+    if not present:
+        return "none of the card's probe photos is on this machine"
+    try:
+        Sensor(model, k=1, judge="exact").sample(
+            present[0], "What is in the image?", 1, config.seed, max_new_tokens=8
+        )
+    except (InputError, RuntimeError) as exc:
+        return str(exc)
+    return None
+
+
+def _card_run(
+    model: str, config: CardConfig, parts: Sequence[Part], run_dir: Path, options: RunOptions
+) -> RunSummary:
+    from clearsight.probe.protocol import run_probe
+
+    sensor = any(p.name == "probe" and p.role == SENSOR_ROLE for p in parts)
+    return run_probe(_card_config(config, model, sensor), run_dir, **serial(options))
+
+
 def _rows(run_dir: Path) -> Iterator[Row]:
     from clearsight.probe.results import load_probe_results
 
     return frame_rows(load_probe_results(run_dir).transcripts)
+
+
+def _sessions(run_dir: Path, settings: ServeSettings) -> SessionHost:
+    from clearsight.probe.play.session import HumanPlay
+
+    return HumanPlay(run_dir, settings)
+
+
+def _conversation(record: Mapping[str, object]) -> object | None:
+    from clearsight.probe.play.views import record_conversation
+
+    return record_conversation(record)
+
+
+def _withheld(record: Mapping[str, object]) -> str | None:
+    from clearsight.probe.play.views import withheld
+
+    return withheld(record)
 
 
 #: The probe's face after its run (see the module docstring).
@@ -199,6 +306,7 @@ PROBE_FACE = ProtocolFace(
         _typed,
         _generates,
         _answer,
+        no_context,
         eligible=_direct,
         view=_view,
         model_field="sensor",
@@ -206,5 +314,7 @@ PROBE_FACE = ProtocolFace(
     ),
     derive={"probe": _derive},
     card=_card,
+    card_run=CardRun(_card_plan, _card_run),
     rows=_rows,
+    serve=Serving(_sessions, _conversation, _withheld),
 )

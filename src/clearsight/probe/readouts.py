@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-from clearsight.probe.reasoner.uot_search import SearchRecord
+from clearsight.probe.reasoner.search_record import SearchRecord
 from clearsight.probe.sensor import ReplyJson
 
 

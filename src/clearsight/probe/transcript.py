@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from clearsight.probe.instances import DOMAIN, Instance
 from clearsight.probe.readouts import ConversationReadouts, TranscriptJson, TurnJson
-from clearsight.probe.reasoner.uot_search import SearchRecord
+from clearsight.probe.reasoner.search_record import SearchRecord
 from clearsight.probe.sensor import SensorReply
 from clearsight.probe.specs import PROTOCOL as PROTOCOL
 from clearsight.validate import InputError

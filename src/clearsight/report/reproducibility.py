@@ -15,7 +15,7 @@ from clearsight.pages.output import md_table, md_text
 
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
-    from clearsight.verify.results import VerifyResult
+    from clearsight.verify.results import VerifyResult, VerifySetting
 
 __all__ = [
     "HEADING",
@@ -83,7 +83,7 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
     )
 
 
-def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
+def _setting(setting: VerifySetting, result: VerifyResult) -> str:
     """One verify setting's line: its items, how many differ, and its failed re-asks (counted
     here, not in the protocol's failures) with their most frequent reason."""
     pairs = result.pairs
@@ -98,7 +98,7 @@ def _setting(setting: dict[str, Any], result: VerifyResult) -> str:
     )
 
 
-def _results(run_dir: Path) -> list[tuple[dict[str, Any], VerifyResult]]:
+def _results(run_dir: Path) -> list[tuple[VerifySetting, VerifyResult]]:
     from clearsight.store import DB_NAME
     from clearsight.verify.results import reproducibility
 
@@ -171,20 +171,6 @@ def _figures_display(figures: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-#: What compare.html says of how the items were matched and the figures bootstrapped.
-_COMPARE_NOTES = {
-    "sweep": "matched by what they ask; answers compared as option texts. Figures on each "
-    "model's first letter wording (W of the verbalized confidence on its first verbalized one); "
-    "differences A - B with 95 % intervals from one paired bootstrap over source photos (both "
-    "runs evaluated on every draw).",
-    "grounding": "elicitations matched by problem, variant and read-out (compared by the JSD "
-    "of their 11-way distributions and the |Δ| of their expected confidence), own trajectories "
-    "by problem (their answers). TGS figures per read-out on the problems both runs score; "
-    "differences A - B with 95 % intervals from the two-stage bootstrap (benchmarks, then "
-    "problems) of the per-problem differences, one draw of problems for both runs.",
-}
-
-
 def compare_page(comparison: Comparison) -> str:
     """compare.html: the runs, the agreement table of their common items, the items that
     differ most, and the figures side by side with their paired intervals."""
@@ -192,7 +178,7 @@ def compare_page(comparison: Comparison) -> str:
     body = (
         f"<h1>clearsight compare: {esc(c.run_a.name)} (A) and {esc(c.run_b.name)} (B)</h1>"
         f"<p class='note'>{len(c.pairs)} common items ({c.n_a} finished in A, {c.n_b} in B), "
-        f"{_COMPARE_NOTES[c.protocol]}</p>"
+        f"{c.note}</p>"
         f"<h2>Agreement</h2>{frame_table(table_display(c.table))}"
         f"<h2>Items that differ ({len(c.differ)})</h2>{frame_table(worst_display(c.differ, 20))}"
         f"<h2>Figures</h2>{frame_table(_figures_display(c.figures))}"

@@ -414,6 +414,30 @@ def _selected_categories(data: CocoInstances, cfg: CocoSelectionConfig) -> dict[
     return cats
 
 
+def _coco_target(
+    data: CocoInstances,
+    img: CocoImage,
+    ann: CocoAnnotation,
+    box: Box,
+    category: str,
+    images_dir: Path,
+) -> CocoTarget:
+    """The selected target ``ann`` (its ``box``, of ``category``) of the COCO image ``img``,
+    with where the image file is and where it came from (its URL and licence)."""
+    return CocoTarget(
+        scene_id=f"coco-{int(img['id'])}",
+        file=images_dir / str(img["file_name"]),
+        image_id=int(img["id"]),
+        width=int(img["width"]),
+        height=int(img["height"]),
+        box=box.as_tuple(),
+        category=category,
+        annotation_id=int(ann["id"]),
+        url=str(img.get("flickr_url") or img.get("coco_url") or ""),
+        licence=_licence_text(data, img),
+    )
+
+
 def select_coco_targets(
     instances_json: Path, images_dir: Path, config: CocoSelectionConfig | None = None
 ) -> list[CocoTarget]:
@@ -447,20 +471,8 @@ def select_coco_targets(
         if chosen is None:
             continue
         ann, box = chosen
-        category = cat_names[ann["category_id"]]
-        target = CocoTarget(
-            scene_id=f"coco-{int(image_id)}",
-            file=images_dir / str(img["file_name"]),
-            image_id=int(image_id),
-            width=width,
-            height=height,
-            box=box.as_tuple(),
-            category=category,
-            annotation_id=int(ann["id"]),
-            url=str(img.get("flickr_url") or img.get("coco_url") or ""),
-            licence=_licence_text(data, img),
-        )
-        groups.setdefault(category, []).append(target)
+        target = _coco_target(data, img, ann, box, cat_names[ann["category_id"]], images_dir)
+        groups.setdefault(target.category, []).append(target)
 
     if not groups:
         raise InputError(

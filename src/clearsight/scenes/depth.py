@@ -344,6 +344,21 @@ def _check_layout(
     return far, h, near
 
 
+def _row_depths(
+    height: int, far: float, horizon: float | None, near: float | None
+) -> npt.NDArray[np.float64]:
+    """The depth of each row of :func:`assumed_depth`'s layout: ``far`` everywhere without a
+    horizon; with one, ``far`` down to the horizon row and a level ground plane below it,
+    ``near`` on the bottom row (capped at ``far``)."""
+    col = np.full(height, far, dtype=np.float64)
+    if horizon is not None and near is not None:
+        r_h = horizon * height
+        rows = np.arange(height, dtype=np.float64)
+        below = rows > r_h
+        col[below] = np.minimum(far, near * (height - 1 - r_h) / (rows[below] - r_h))
+    return col
+
+
 def assumed_depth(
     height: int,
     width: int,
@@ -379,14 +394,7 @@ def assumed_depth(
     for b in boxes:
         b.check_inside(height, width)
 
-    depth = np.full((height, width), far, dtype=np.float64)
-    if h is not None and near is not None:
-        r_h = h * height
-        rows = np.arange(height, dtype=np.float64)
-        below = rows > r_h
-        col = np.full(height, far)
-        col[below] = np.minimum(far, near * (height - 1 - r_h) / (rows[below] - r_h))
-        depth[:] = col[:, None]
+    depth = np.repeat(_row_depths(height, far, h, near)[:, None], width, axis=1)
     for b, z in zip(boxes, depths, strict=True):
         depth[b.y0 : b.y1, b.x0 : b.x1] = z
     return depth.astype(np.float32)

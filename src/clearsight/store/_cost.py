@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import numpy as np
 import pandas as pd
+from pydantic import JsonValue
 
 #: The measures, in the order a cost table shows them.
 MEASURES: Final = ("model_s", "prompt_tokens", "completion_tokens", "images")
@@ -84,13 +85,13 @@ def cost_table(rows: Iterable[tuple[str | None, Any]]) -> pd.DataFrame:
     return pd.DataFrame(out, columns=list(COST_COLUMNS))
 
 
-ModelOf = Callable[[Mapping[str, Any]], str | None]
+ModelOf = Callable[[Mapping[str, JsonValue]], str | None]
 
 
 def spec_model(*fields: str) -> ModelOf:
     """A record's model: the first of ``fields`` its spec names (None: it names none)."""
 
-    def model_of(spec: Mapping[str, Any]) -> str | None:
+    def model_of(spec: Mapping[str, JsonValue]) -> str | None:
         return next((str(spec[f]) for f in fields if spec.get(f)), None)
 
     return model_of

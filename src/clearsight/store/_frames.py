@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,9 @@ from clearsight.store._json import compact_json
 from clearsight.store._keys import public_key
 from clearsight.store._schema import FRAME_COLUMNS, filters
 from clearsight.store._tables import Tables
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CHUNK", "compact", "join_chunks", "read_frame"]
 
@@ -34,8 +37,8 @@ class _Chunk(NamedTuple):
     """One chunk of records decoded: fixed values, flat specs, flat read-outs, raw texts."""
 
     fixed: list[tuple[Any, ...]]
-    specs: list[dict[str, Any]]
-    readouts: list[dict[str, Any]]
+    specs: list[dict[str, JsonValue]]
+    readouts: list[dict[str, JsonValue]]
     raws: list[str | None]
 
 
@@ -48,7 +51,7 @@ def read_frame(
     status: str | None,
     kind: str | None,
     columns: Sequence[str] | None,
-    where: Mapping[str, Any] | None,
+    where: Mapping[str, object] | None,
 ) -> pd.DataFrame:
     """The frame :meth:`RunStore.to_frame` describes, read :data:`CHUNK` rows at a time."""
     reader = _FrameReader(columns, where, include_raw)
@@ -70,7 +73,7 @@ def _decode(
 ) -> _Chunk:
     """One chunk of :func:`read_frame`'s query decoded."""
     chunk = _Chunk([], [], [], [])
-    memo: dict[tuple[int, str], tuple[Any, dict[str, Any]]] = {}  # parts flattened once
+    memo: dict[tuple[int, str], tuple[JsonValue, dict[str, JsonValue]]] = {}  # parts flattened once
     for stored, kind, *rest, spec, readout, raw in batch:
         key = public_key(stored)
         chunk.fixed.append((key, tables.kind_name(kind, conn), *rest))
@@ -159,7 +162,7 @@ class _FrameReader:
     """Builds :func:`read_frame`'s frame a chunk at a time (see :meth:`RunStore.to_frame`)."""
 
     def __init__(
-        self, columns: Sequence[str] | None, where: Mapping[str, Any] | None, include_raw: bool
+        self, columns: Sequence[str] | None, where: Mapping[str, object] | None, include_raw: bool
     ) -> None:
         self.columns = None if columns is None else list(dict.fromkeys(columns))
         self.where = dict(where or {})
@@ -237,7 +240,7 @@ def _where_column(
     return readout[name] if name in readout.columns else None
 
 
-def _take_scalar(where: dict[str, Any], name: str, given: str | None) -> str | None:
+def _take_scalar(where: dict[str, object], name: str, given: str | None) -> str | None:
     """A ``where`` entry on ``name`` holding one string, taken out to be selected in SQL (when
     the caller's own filter ``given`` is not set)."""
     value = where.get(name)
@@ -248,12 +251,12 @@ def _take_scalar(where: dict[str, Any], name: str, given: str | None) -> str | N
 
 
 def _flatten(
-    obj: dict[str, Any],
+    obj: dict[str, JsonValue],
     prefix: str = "",
     *,
     parts: Sequence[str] = (),
-    memo: dict[tuple[int, str], tuple[Any, dict[str, Any]]] | None = None,
-) -> dict[str, Any]:
+    memo: dict[tuple[int, str], tuple[JsonValue, dict[str, JsonValue]]] | None = None,
+) -> dict[str, JsonValue]:
     """Flatten decoded JSON: nested dicts into ``a.b`` keys, lists and empty dicts to JSON text.
 
     ``obj`` comes from :func:`json.loads`, so containers are exactly ``dict`` and ``list``.
@@ -261,18 +264,18 @@ def _flatten(
     item of the part), flattened once into ``memo`` (which holds the object, so its id is not
     reused while the memo lives) instead of once a row.
     """
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for key, value in obj.items():
         kind = type(value)
-        if kind is dict and value and memo is not None and key in parts:
+        if kind is not dict and kind is not list:  # the common case first: a scalar
+            out[prefix + key] = value
+        elif not isinstance(value, dict) or not value:  # read back: redacted when written
+            out[prefix + key] = compact_json(value)
+        elif memo is not None and key in parts:
             found = memo.get((id(value), key))
             if found is None or found[0] is not value:
                 found = memo[(id(value), key)] = (value, _flatten(value, f"{prefix}{key}."))
             out.update(found[1])
-        elif kind is dict and value:
-            out.update(_flatten(value, f"{prefix}{key}."))
-        elif kind is dict or kind is list:  # read back: redacted when it was written
-            out[prefix + key] = compact_json(value)
         else:
-            out[prefix + key] = value
+            out.update(_flatten(value, f"{prefix}{key}."))
     return out

@@ -32,6 +32,8 @@ from abc import abstractmethod
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, TypeVar, overload
 
+from pydantic import JsonValue
+
 from clearsight.specs import Spec
 from clearsight.store._rows import key_encoder
 
@@ -52,7 +54,7 @@ S = TypeVar("S", bound=Spec)
 
 #: An item given by its parts: ``(key, kind, JSON form of the spec)`` (a kind without a spec
 #: class, or a spec read back).
-ItemTriple: TypeAlias = tuple[str, str, Mapping[str, Any]]
+ItemTriple: TypeAlias = tuple[str, str, Mapping[str, JsonValue]]
 #: A row of the store's ``items`` table: ``(stored key, kind id, packed spec)``.
 Row: TypeAlias = tuple[bytes | str, int, str]
 
@@ -207,7 +209,7 @@ class SpecGrid(_Built[S]):
     def __init__(
         self,
         cls: type[S],
-        groups: Sequence[Sequence[Mapping[str, Any]]],
+        groups: Sequence[Sequence[Mapping[str, object]]],
         positions: Sequence[int] | None = None,
         *,
         digests: bytes | None = None,
@@ -250,7 +252,7 @@ class SpecGrid(_Built[S]):
 
     def _item(self, at: int, combo: Any) -> S:
         """The typed item at product position ``at`` from its entries (its key set when known)."""
-        fields: dict[str, Any] = {}
+        fields: dict[str, object] = {}
         for entry in combo:
             fields.update(entry)
         item = self.cls(**fields)
@@ -266,7 +268,7 @@ class SpecGrid(_Built[S]):
     @property
     def product(
         self,
-    ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[Mapping[str, Any], ...], ...]]:
+    ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[Mapping[str, object], ...], ...]]:
         """The field names of each group and the groups, the class defaults of the fields no
         group gives as a first group of one entry: what the items' keys and rows are made of
         (:meth:`clearsight.store._rows.RowEncoder.grid_rows`)."""
@@ -315,7 +317,7 @@ class SpecGrid(_Built[S]):
 
 def _rebuild(
     cls: type[S],
-    groups: tuple[tuple[Mapping[str, Any], ...], ...],
+    groups: tuple[tuple[Mapping[str, object], ...], ...],
     positions: tuple[int, ...] | None,
     digests: bytes | None,
 ) -> SpecGrid[S]:
@@ -335,7 +337,7 @@ def _fields_of(cls: type[Spec]) -> dict[str, dataclasses.Field[Any]]:
 
 
 def _group_names(
-    cls: type[Spec], groups: tuple[tuple[Mapping[str, Any], ...], ...]
+    cls: type[Spec], groups: tuple[tuple[Mapping[str, object], ...], ...]
 ) -> tuple[tuple[str, ...], ...]:
     """The field names of each group, checked (see :class:`SpecGrid`)."""
     if not groups:
@@ -368,9 +370,9 @@ def _group_names(
     return tuple(names)
 
 
-def _defaults(cls: type[Spec], given: set[str]) -> dict[str, Any]:
+def _defaults(cls: type[Spec], given: set[str]) -> dict[str, object]:
     """The class defaults of the stored fields no group gives (what an item holds there)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     fields = _fields_of(cls)
     for name, _ in cls._stored_fields():
         if name in given:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from pydantic import JsonValue
+
 from clearsight.seeding import content_hash
 from clearsight.store._json import dumps
 from clearsight.store._records import utc_now
@@ -65,7 +67,7 @@ class _StoreEntries(TypedDict):
 
     config_hash: str
     starts: list[Start]
-    history: list[dict[str, Any]]
+    history: list[dict[str, JsonValue]]
     created_at: str
 
 
@@ -80,7 +82,7 @@ class RunStart:
     now: str
 
     @classmethod
-    def of(cls, manifest: Mapping[str, Any]) -> RunStart:
+    def of(cls, manifest: Mapping[str, object]) -> RunStart:
         """Check and encode the caller's ``manifest`` (InputError: no config, or a key the store
         writes itself, or a value that is not JSON)."""
         entries = dict(manifest)

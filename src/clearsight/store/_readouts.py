@@ -38,7 +38,7 @@ from clearsight.validate import InputError
 __all__ = ["ReadoutCheck", "declared_keys", "readouts_of"]
 
 
-def readouts_of(kind: str) -> type[Mapping[str, Any]] | None:
+def readouts_of(kind: str) -> type[Mapping[str, object]] | None:
     """The read-out type registered for item ``kind`` (None: its spec registers none, or no
     protocol defines the kind)."""
     cls = spec_class(kind)
@@ -50,7 +50,7 @@ class ReadoutCheck:
     item ``kind`` (InputError when it is not the registered one): each stored shape is checked
     the first time it is met (see the module docstring)."""
 
-    def __init__(self, kind: str, readouts: type[Mapping[str, Any]], path: Path) -> None:
+    def __init__(self, kind: str, readouts: type[Mapping[str, object]], path: Path) -> None:
         registered = readouts_of(kind)
         if registered is not readouts:
             have = "registers none" if registered is None else f"is {registered.__qualname__}"
@@ -85,7 +85,7 @@ class ReadoutCheck:
 
 
 @functools.cache
-def declared_keys(readouts: type[Mapping[str, Any]]) -> tuple[frozenset[str], frozenset[str]]:
+def declared_keys(readouts: type[Mapping[str, object]]) -> tuple[frozenset[str], frozenset[str]]:
     """The required keys and all keys of the TypedDict ``readouts``.
 
     Its own ``__required_keys__`` cannot be trusted where its module postpones annotations
@@ -93,7 +93,7 @@ def declared_keys(readouts: type[Mapping[str, Any]]) -> tuple[frozenset[str], fr
     as text counts as required), so each key's annotation is read again: ``NotRequired`` makes
     it optional and ``Required`` required whatever the class's ``total``.
     """
-    hints: Mapping[str, Any]
+    hints: Mapping[str, object]
     try:
         hints = typing.get_type_hints(readouts, include_extras=True)
     except NameError:  # a name only imported for type checking: read the text

@@ -117,7 +117,7 @@ class StoreReads(StoreBase):
         *,
         kind: str | None = None,
         raw: bool = True,
-        readouts: type[Mapping[str, Any]] | None = None,
+        readouts: type[Mapping[str, object]] | None = None,
     ) -> Iterator[StoredRecord[Any]]:
         """Every record (or those with ``status`` and of item ``kind``) with its item, in the
         order items were added. ``raw=False`` leaves the raw outputs unread (``raw`` is None):
@@ -211,7 +211,7 @@ class StoreReads(StoreBase):
         status: str | None = None,
         kind: str | None = None,
         columns: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
+        where: Mapping[str, object] | None = None,
     ) -> pd.DataFrame:
         """One row per record (or per record with ``status`` of items of ``kind``), joined with
         its item, in the order items were added.

@@ -25,7 +25,7 @@ STATUSES: tuple[str, ...] = ("ok", "failed")
 
 #: The read-out type of a record read back (a ``TypedDict`` registered for its item kind;
 #: untyped reads see a plain mapping).
-R = TypeVar("R", bound=Mapping[str, Any], default=Mapping[str, Any])
+R = TypeVar("R", bound=Mapping[str, object], default=Mapping[str, Any])
 
 
 def utc_now() -> str:
@@ -47,7 +47,7 @@ class Record:
     status: Status
     error: str | None
     raw: Any
-    readouts: Mapping[str, Any]
+    readouts: Mapping[str, object]
     elapsed_s: float
     finished_at: str = field(default_factory=utc_now)
 

@@ -74,7 +74,7 @@ class RowEncoder:
         self._stored_json = stored_json
         self._strings: dict[str, str] = {}
         self._objects: dict[int, tuple[Any, str, str]] = {}
-        self._entries: dict[int, tuple[Mapping[str, Any], dict[str, tuple[str, str, int]]]] = {}
+        self._entries: dict[int, tuple[Mapping[str, object], dict[str, tuple[str, str, int]]]] = {}
         self._layouts: dict[tuple[tuple[str, ...], ...], _Layout] = {}
         self._mask_shapes: dict[int, str] = {}
         namespace = {
@@ -143,7 +143,7 @@ class RowEncoder:
     # ------------------------------------------------------------------------ grids of items
 
     def grid_rows(
-        self, names: tuple[tuple[str, ...], ...], groups: Sequence[Sequence[Mapping[str, Any]]]
+        self, names: tuple[tuple[str, ...], ...], groups: Sequence[Sequence[Mapping[str, object]]]
     ) -> tuple[list[bytes], list[str]]:
         """The key digests and the packed stored texts of every item of the product of
         ``groups`` (entries naming the fields ``names`` of their group; a grid's groups with its
@@ -188,7 +188,7 @@ class RowEncoder:
                 texts.append("".join(stored))
         return digests, texts
 
-    def _entry_pieces(self, entry: Mapping[str, Any]) -> dict[str, tuple[str, str, int]]:
+    def _entry_pieces(self, entry: Mapping[str, object]) -> dict[str, tuple[str, str, int]]:
         """Per stored field of a grid entry: its key piece (``,"name":json``), its stored
         piece (``,json``) and its bit when left out (then both pieces are empty); kept per
         entry object while the entry is alive in the cache."""

@@ -131,7 +131,7 @@ class RunStore(StoreReads):
         if refusal is not None:
             raise refusal
 
-    def begin_run(self, manifest: Mapping[str, Any], *, allow_mismatch: bool = False) -> None:
+    def begin_run(self, manifest: Mapping[str, object], *, allow_mismatch: bool = False) -> None:
         """Record that a run (or a resume) starts with ``manifest``; check it matches the records.
 
         ``manifest`` holds at least ``config`` (the resolved run configuration, JSON-able) and
@@ -162,7 +162,7 @@ class RunStore(StoreReads):
                 "INSERT OR REPLACE INTO manifest (key, value) VALUES (?, ?)", rows.items()
             )
 
-    def record_plan(self, plan: Mapping[str, Any]) -> None:
+    def record_plan(self, plan: Mapping[str, object]) -> None:
         """Record what the driver planned (manifest entry ``plan``: the plan's fingerprint and
         the items it stored per kind), so a rerun with the same fingerprint need not plan."""
         with self._write() as conn:
@@ -289,7 +289,7 @@ def load_run(
     *,
     include_raw: bool = False,
     columns: Sequence[str] | None = None,
-    where: Mapping[str, Any] | None = None,
+    where: Mapping[str, object] | None = None,
     status: str | None = None,
     kind: str | None = None,
 ) -> pd.DataFrame:

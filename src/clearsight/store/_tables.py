@@ -31,13 +31,15 @@ from clearsight.store._rows import RowEncoder
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from clearsight.store._items import ItemTriple, Row, SpecGrid
     from clearsight.store._readouts import ReadoutCheck
 
 __all__ = ["Tables"]
 
 
-def _item_triple(item: Spec | ItemTriple) -> tuple[str, str, Mapping[str, Any], Spec | None]:
+def _item_triple(item: Spec | ItemTriple) -> tuple[str, str, Mapping[str, JsonValue], Spec | None]:
     """``(key, kind, JSON form, typed spec or None)`` of an item, validated."""
     if isinstance(item, Spec):
         key, kind, stored = item.row()
@@ -188,7 +190,7 @@ class Tables:
         self,
         key: str,
         kind: str,
-        spec: Mapping[str, Any],
+        spec: Mapping[str, JsonValue],
         item: Spec | None,
         secrets: Sequence[str],
     ) -> Row:

@@ -17,6 +17,7 @@ from clearsight.physics import (
     DEFAULT_AIRLIGHT,
     DEFAULT_WAVELENGTHS_NM,
     SWEEP_LEVELS_M,
+    corruption_names,
     fog_levels,
     turbid_levels,
     underwater_levels,
@@ -136,3 +137,47 @@ def imagenet_c_stack(
             for sev in severities
         ]
     )
+
+
+def check_water_table(wavelengths_nm: Sequence[float], table: str) -> None:
+    """InputError where the pure-water absorption ``table`` does not cover every channel
+    wavelength of the water arm (a table is never extrapolated)."""
+    from clearsight.physics import absorption
+
+    absorption(wavelengths_nm, table)
+
+
+def check_turbid_water(
+    arms: Sequence[str],
+    absorption_per_m: Sequence[float] | None,
+    scattering_per_m: Sequence[float] | None,
+) -> None:
+    """InputError where the turbid arm lacks the water's coefficients, where they are given
+    without the arm (they would mean nothing), or where they describe no water."""
+    given = (absorption_per_m, scattering_per_m)
+    if "turbid" not in arms:
+        if any(v is not None for v in given):
+            raise InputError(
+                "turbid_absorption_per_m / turbid_scattering_per_m need 'turbid' in arms"
+            )
+        return
+    if absorption_per_m is None or scattering_per_m is None:
+        raise InputError(
+            "the turbid arm needs the water's turbid_absorption_per_m and "
+            "turbid_scattering_per_m (1/m at the R, G, B wavelengths, e.g. a Jerlov water type)"
+        )
+    from clearsight.physics import turbid_coefficients
+
+    turbid_coefficients(1.0, absorption_per_m, scattering_per_m)
+
+
+def imagenet_c_corruptions(value: Any) -> tuple[str, ...]:
+    """The ImageNet-C corruptions a config names (one name, or a list of names and groups:
+    :func:`clearsight.physics.corruption_names`); InputError for anything else or none."""
+    names = (value,) if isinstance(value, str) else value
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise InputError("must be a list of ImageNet-C corruption names")
+    expanded = corruption_names(names)
+    if not expanded:
+        raise InputError("must name at least one ImageNet-C corruption")
+    return expanded

@@ -19,10 +19,19 @@ from clearsight.physics import (
     DEFAULT_WAVELENGTHS_NM,
     SWEEP_LEVELS_M,
     WATER_TABLES,
-    corruption_names,
 )
-from clearsight.provenance import RunConfig, named_once, refuse_unknown_models
-from clearsight.sweep.conditions import Arm
+from clearsight.provenance import (
+    RunConfig,
+    named_once,
+    refuse_bad_subsets,
+    refuse_unknown_models,
+)
+from clearsight.sweep.conditions import (
+    Arm,
+    check_turbid_water,
+    check_water_table,
+    imagenet_c_corruptions,
+)
 from clearsight.sweep.references.observer import ObserverConfig
 from clearsight.validate import InputError
 
@@ -200,16 +209,10 @@ class SweepConfig(RunConfig):
     @field_validator("imagenet_c_corruptions", mode="before")
     @classmethod
     def _corruptions(cls, v: Any) -> tuple[str, ...]:
-        names = (v,) if isinstance(v, str) else v
-        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
-            raise ValueError("must be a list of ImageNet-C corruption names")
         try:
-            expanded = corruption_names(names)
+            return imagenet_c_corruptions(v)
         except InputError as exc:
             raise ValueError(str(exc)) from None
-        if not expanded:
-            raise ValueError("must name at least one ImageNet-C corruption")
-        return expanded
 
     @field_validator("imagenet_c_severities")
     @classmethod
@@ -221,11 +224,9 @@ class SweepConfig(RunConfig):
     @model_validator(mode="after")
     def _wavelengths_in_table(self) -> SweepConfig:
         """The water table must cover every channel wavelength (it is never extrapolated)."""
-        from clearsight.physics import absorption
-
         if self.water_table in WATER_TABLES:  # else its own check has said so
             try:
-                absorption(self.wavelengths_nm, self.water_table)
+                check_water_table(self.wavelengths_nm, self.water_table)
             except InputError as exc:
                 raise ValueError(str(exc)) from None
         return self
@@ -262,47 +263,27 @@ class SweepConfig(RunConfig):
     @model_validator(mode="after")
     def _model_wordings_known(self) -> SweepConfig:
         refuse_unknown_models(self.model_options, self.models, "model_options")
-        for model, subset in self.model_wordings.items():
-            if model not in self.models:
-                raise ValueError(f"model_wordings names {model!r}, which is not in models")
-            if not subset or not set(subset) <= set(self.wordings):
-                raise ValueError(
-                    f"model_wordings[{model!r}] must be a non-empty subset of wordings "
-                    f"{list(self.wordings)}, got {list(subset)}"
-                )
+        refuse_bad_subsets(self.model_wordings, self.models, "model_wordings", self.wordings)
         refuse_unknown_models(self.model_scenes, self.models, "model_scenes")
         unknown = sorted(set(self.wording_scenes) - set(self.wordings))
         if unknown:
             raise ValueError(f"wording_scenes names {unknown}, not in wordings")
-        for model, conditions in self.model_conditions.items():
-            if model not in self.models:
-                raise ValueError(f"model_conditions names {model!r}, which is not in models")
-            if not conditions or not set(conditions) <= set(self.arms) | set(self.controls):
-                raise ValueError(
-                    f"model_conditions[{model!r}] must be a non-empty subset of the arms and "
-                    f"controls {[*self.arms, *self.controls]}, got {list(conditions)}"
-                )
+        refuse_bad_subsets(
+            self.model_conditions,
+            self.models,
+            "model_conditions",
+            (*self.arms, *self.controls),
+            "the arms and controls",
+        )
         return self
 
     @model_validator(mode="after")
     def _turbid_water_given(self) -> SweepConfig:
         """The turbid arm needs the water's coefficients, and they mean nothing without it."""
-        given = (self.turbid_absorption_per_m, self.turbid_scattering_per_m)
-        if "turbid" not in self.arms:
-            if any(v is not None for v in given):
-                raise ValueError(
-                    "turbid_absorption_per_m / turbid_scattering_per_m need 'turbid' in arms"
-                )
-            return self
-        if any(v is None for v in given):
-            raise ValueError(
-                "the turbid arm needs the water's turbid_absorption_per_m and "
-                "turbid_scattering_per_m (1/m at the R, G, B wavelengths, e.g. a Jerlov water type)"
-            )
-        from clearsight.physics import turbid_coefficients
-
         try:
-            turbid_coefficients(1.0, *given)  # type: ignore[arg-type]
+            check_turbid_water(
+                self.arms, self.turbid_absorption_per_m, self.turbid_scattering_per_m
+            )
         except InputError as exc:
             raise ValueError(str(exc)) from None
         return self

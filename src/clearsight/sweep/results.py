@@ -9,13 +9,13 @@ frames with a fixed set of columns (missing ones filled with NaN) and
 typed values: ``correct`` and ``abstained`` as 0.0/1.0 floats, confidences as floats with NaN
 for "no value" (a letter wording has no verbal confidence, an unparsed verbal reply has none
 either); ``cluster``, the unit the bootstrap resamples: the source photo of the record's
-scene (:func:`photo_clusters`). It reads through :class:`~clearsight.store.RunStore`'s reads by
-kind; the report in :mod:`clearsight.report` only renders what it returns.
+scene (:func:`~clearsight.sweep.numbers.clusters.photo_clusters`). It reads through
+:class:`~clearsight.store.RunStore`'s reads by kind; the analysis
+(:mod:`clearsight.sweep.analysis`) computes what the report shows from what it returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +25,7 @@ import pandas as pd
 
 from clearsight.specs import REASK_KIND
 from clearsight.store import RunStore
+from clearsight.sweep.numbers.clusters import scene_clusters
 from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
 
 __all__ = [
@@ -232,37 +233,8 @@ def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
         values = src[col] if col in src else pd.Series(False, index=src.index)
         out[col] = values.astype(object).isin([True]).astype(float)
     out["answered"] = (out["answer"].notna() & (out["abstained"] == 0.0)).astype(float)
-    out["cluster"] = _clusters(out)
+    out["cluster"] = scene_clusters(out)
     return out.reset_index(drop=True)
-
-
-def photo_clusters(scenes: Sequence[str], photos: Sequence[str | None]) -> list[str]:
-    """Each scene's bootstrap cluster: the smallest id among the given scenes cut from its
-    source photo (``photos[i]`` is scene i's, None where unknown: a COCO image, a user scene,
-    which is then its own cluster). Crops of one photo share its pixels, so they are resampled
-    together; a run whose scenes all come from different photos clusters exactly by scene."""
-    first: dict[str, str] = {}
-    for scene, photo in zip(scenes, photos, strict=True):
-        if photo is not None and (photo not in first or scene < first[photo]):
-            first[photo] = scene
-    return [
-        scene if photo is None else first[photo]
-        for scene, photo in zip(scenes, photos, strict=True)
-    ]
-
-
-def _clusters(records: pd.DataFrame) -> pd.Series:
-    """The ``cluster`` column: each record's scene's :func:`photo_clusters` label."""
-    from clearsight.scenes.bundled import bundled_photo
-
-    pairs = records[["scene", "scene.source"]].astype(str).drop_duplicates("scene")
-    scenes = pairs["scene"].tolist()
-    photos = [
-        bundled_photo(scene) if source == "bundled" else None
-        for scene, source in zip(scenes, pairs["scene.source"], strict=True)
-    ]
-    labels = dict(zip(scenes, photo_clusters(scenes, photos), strict=True))
-    return records["scene"].astype(str).map(labels).astype(object)
 
 
 def _levels(records: pd.DataFrame) -> dict[str, tuple[float, ...]]:

@@ -18,46 +18,46 @@ from clearsight.validate import InputError
 __all__ = ["prior_categories", "require_depth_model", "scene_refs", "stand_in_refs"]
 
 
+def _bundled_refs(config: SweepConfig) -> list[SceneRef]:
+    """The bundled scenes the sweep names (all of them by default), every target of each;
+    InputError for an id that is not bundled."""
+    from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs
+
+    specs = bundled_specs()
+    ids = list(config.scene_ids) if config.scene_ids is not None else bundled_scene_ids()
+    unknown = [i for i in ids if i not in specs]
+    if unknown:
+        raise InputError(f"unknown scene ids {unknown}; bundled scenes: {', '.join(specs)}")
+    return [
+        SceneRef(
+            "bundled",
+            i,
+            tuple(t.category for t in specs[i].targets),
+            tuple(t.box.as_tuple() for t in specs[i].targets),
+        )
+        for i in ids
+    ]
+
+
+def _coco_refs(config: SweepConfig) -> list[SceneRef]:
+    """The COCO images the selection rules choose from the sweep's annotations, one target
+    each; InputError without annotations or images, or without the depth model they need."""
+    from clearsight.scenes.coco import CocoSelectionConfig, select_coco_targets
+
+    if config.coco_annotations is None or config.coco_images is None:
+        raise InputError("scenes='coco' needs coco_annotations and coco_images")
+    require_depth_model(config.coco_depth_model)
+    targets = select_coco_targets(
+        config.coco_annotations,
+        config.coco_images,
+        CocoSelectionConfig(n=config.coco_n, seed=config.seed),
+    )
+    return [SceneRef("coco", t.scene_id, (t.category,), (t.box,), coco=t) for t in targets]
+
+
 def scene_refs(config: SweepConfig) -> list[SceneRef]:
     """The scenes of a sweep, as references (no pixels are decoded here)."""
-    if config.scenes == "bundled":
-        from clearsight.scenes.bundled import bundled_scene_ids, bundled_specs
-
-        specs = bundled_specs()
-        ids = list(config.scene_ids) if config.scene_ids is not None else bundled_scene_ids()
-        unknown = [i for i in ids if i not in specs]
-        if unknown:
-            raise InputError(f"unknown scene ids {unknown}; bundled scenes: {', '.join(specs)}")
-        refs = [
-            SceneRef(
-                "bundled",
-                i,
-                tuple(t.category for t in specs[i].targets),
-                tuple(t.box.as_tuple() for t in specs[i].targets),
-            )
-            for i in ids
-        ]
-    else:
-        from clearsight.scenes.coco import CocoSelectionConfig, select_coco_targets
-
-        if config.coco_annotations is None or config.coco_images is None:
-            raise InputError("scenes='coco' needs coco_annotations and coco_images")
-        require_depth_model(config.coco_depth_model)
-        targets = select_coco_targets(
-            config.coco_annotations,
-            config.coco_images,
-            CocoSelectionConfig(n=config.coco_n, seed=config.seed),
-        )
-        refs = [
-            SceneRef(
-                "coco",
-                t.scene_id,
-                (t.category,),
-                (t.box,),
-                coco=t,
-            )
-            for t in targets
-        ]
+    refs = _bundled_refs(config) if config.scenes == "bundled" else _coco_refs(config)
     if not refs:
         raise InputError(
             "the scene set is empty: no scene to sweep (check scene ids or `make data`)"

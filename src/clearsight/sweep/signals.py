@@ -3,11 +3,12 @@
 A :class:`Signal` says once what every table, crossing, W, headline and figure needs of it: the
 name its rows carry, the read-out column of a record its per-record value comes from, the
 wordings (and models) it is read in, the floor its crossing falls towards, the column of the
-sweep table holding its mean, its label and unit on the page, and the kind of wording the
-headline reads it in. :data:`SIGNALS` lists them in the order the tables show them. The
-crossings' signal groups, values and floors, the headline's widths and the page's labels
-iterate them; some figures, the confidence tables' column pairs and the card's rows still name
-their signals.
+sweep table holding its mean, its label, short header and unit on the page, its colour, line and
+marker in every figure, whether it is a confidence (scored by calibration and selective
+prediction), and the kind of wording the headline and the figures read it in. :data:`SIGNALS`
+lists them in the order the tables show them. The crossings' signal groups, values and floors,
+the sweep and controls tables' means, the headline's widths, the confidence tables' columns,
+the figures' curves and the page's labels iterate them.
 
 The signals (docs/methods.md §4): ``accuracy``, the share correct (abstentions count as not
 correct); ``internal_conf``, the letter read-out's probability of its best content option
@@ -29,6 +30,7 @@ from clearsight.sweep.results import confidence_signal, offers_abstain
 __all__ = [
     "ACCURACY",
     "AWARENESS",
+    "CONFIDENCES",
     "SIGNALS",
     "Signal",
     "by_name",
@@ -49,8 +51,13 @@ class Signal:
     records frame holding its per-record value; ``reads``: whether a (model, wording) yields
     it; ``floor``: what its crossing falls towards (:data:`Floor`); ``mean_column``: the sweep
     table's column holding its mean per condition; ``label`` and ``unit``: how the page names
-    it; ``headline_wording``: the kind of wording the headline reads it in (``letter``, the
-    model's first letter wording, or ``verbal``, its first verbalized one)."""
+    it; ``short``: its column header in the wide tables; ``colour``, ``line`` and ``marker``:
+    how every figure draws it (``hollow``: open markers); ``confidence``: a confidence that
+    ranks the answers (calibration, selective prediction, reliability diagrams);
+    ``headline_wording``: the kind of wording the headline and the figures read it in
+    (``letter``, the model's first letter wording, or ``verbal``, its first verbalized one);
+    ``every_wording``: the figures draw it in each letter wording that reads it, not only the
+    first."""
 
     name: str
     column: str
@@ -58,8 +65,15 @@ class Signal:
     floor: Floor
     mean_column: str
     label: str
+    short: str
     unit: str
+    colour: str
+    line: str
+    marker: str
+    hollow: bool = False
+    confidence: bool = False
     headline_wording: Literal["letter", "verbal"] = "letter"
+    every_wording: bool = False
 
     @property
     def floor_source(self) -> str:
@@ -74,7 +88,11 @@ ACCURACY: Final = Signal(
     floor="blank",
     mean_column="accuracy",
     label="accuracy",
+    short="acc",
     unit="share correct",
+    colour="#000000",  # colour-blind-safe Okabe–Ito hues, the same in every figure
+    line="-",
+    marker="o",
 )
 #: The awareness signals, in the order the tables and the headline show them.
 AWARENESS: Final[tuple[Signal, ...]] = (
@@ -85,7 +103,12 @@ AWARENESS: Final[tuple[Signal, ...]] = (
         floor="chance",
         mean_column="internal_conf",
         label="internal confidence",
+        short="internal conf",
         unit="probability",
+        colour="#0072B2",
+        line="-",
+        marker="^",
+        confidence=True,
     ),
     Signal(
         name="verbal_conf",
@@ -94,7 +117,13 @@ AWARENESS: Final[tuple[Signal, ...]] = (
         floor="chance",
         mean_column="verbal_conf",
         label="verbalized confidence",
+        short="verbal conf",
         unit="stated probability",
+        colour="#E69F00",
+        line="--",
+        marker="s",
+        hollow=True,
+        confidence=True,
         headline_wording="verbal",
     ),
     Signal(
@@ -104,11 +133,18 @@ AWARENESS: Final[tuple[Signal, ...]] = (
         floor="one",
         mean_column="abstain_rate",
         label="abstain rate",
+        short="abstain",
         unit="share abstaining",
+        colour="#009E73",
+        line="-",
+        marker="D",
+        every_wording=True,
     ),
 )
 #: Every signal: the accuracy first, then the awareness signals.
 SIGNALS: Final[tuple[Signal, ...]] = (ACCURACY, *AWARENESS)
+#: The confidences: the awareness signals that rank the answers.
+CONFIDENCES: Final[tuple[Signal, ...]] = tuple(s for s in AWARENESS if s.confidence)
 _BY_NAME: Final = {s.name: s for s in SIGNALS}
 
 

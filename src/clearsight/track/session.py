@@ -218,7 +218,7 @@ class Session:
 def card_measured(run_dir: Path) -> Measured | None:
     """The card section's numbers of a run whose report said nothing of what it measured, with
     the card's default bootstrap (None: its protocol has no card)."""
-    from clearsight.card.config import CardConfig
+    from clearsight.faces.card_run import CardConfig
     from clearsight.faces import face_of, registered
     from clearsight.faces.face import Measured
     from clearsight.store import run_protocol

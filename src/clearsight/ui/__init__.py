@@ -11,10 +11,17 @@ else of the run. In operator mode (a server that hosts no session) it lists a ru
 of any protocol, shows one record's raw JSON and read-outs, and serves the run's report files
 (nothing else, and nothing outside the run directory). See ``docs/serve.md``.
 
-Modules: :mod:`~clearsight.ui.settings` (the options), :mod:`~clearsight.ui.runs` (read-only
-views of a run, the path check), :mod:`~clearsight.ui.session` (human probe sessions),
-:mod:`~clearsight.ui.sweep` (human sweep sessions), :mod:`~clearsight.ui.app` (the Starlette
-app and its security headers).
+The sessions are their protocol's: each protocol whose runs people take part in declares them
+in its face (:attr:`ProtocolFace.serve <clearsight.faces.face.ProtocolFace.serve>`, whose
+``sessions`` make a :class:`~clearsight.faces.serving.SessionHost`), and this package hosts
+whichever the mode asks for (:attr:`ServeSettings.hosted
+<clearsight.faces.serving.ServeSettings.hosted>`) without knowing whose they are; what the
+operator's pages show or withhold of a record is the record's protocol's to say too.
+Modules: :mod:`~clearsight.ui.runs` (read-only views of a run,
+the path check), :mod:`~clearsight.ui.serving` (the writer lock a server holds),
+:mod:`~clearsight.ui.pages` (what every page shares: templates, forms, session passes),
+:mod:`~clearsight.ui.app` (the Starlette app, the operator's pages, the security headers); the
+options are :class:`~clearsight.faces.serving.ServeSettings`.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from clearsight.ui.settings import LOOPBACK_HOSTS, ServeSettings
+from clearsight.faces import face_of
+from clearsight.faces.serving import LOOPBACK_HOSTS, ServeSettings
 from clearsight.validate import InputError
 
 __all__ = ["LOOPBACK_HOSTS", "ServeSettings", "serve_forever"]
@@ -35,42 +43,40 @@ def serve_forever(run_dir: Path, settings: ServeSettings) -> None:
     """Serve ``run_dir`` with uvicorn until interrupted (Ctrl-C).
 
     The port is taken first (:func:`listening_socket`): a port in use is bad input, said
-    before anything is created. In operator mode the run is only browsed: no sensor, no lock.
-    In sweep mode people answer the sweep run's questions (:func:`_serve_sweep`). Otherwise
-    the sensor loads in a background thread, so the page is up at once (a query made before
-    it is ready waits for it), and where sessions can be played the server holds the run
-    directory's writer lock while it runs (created if it does not exist yet): no run starts
-    writing into a served one. A run another process writes, or one of another protocol, has
-    its sessions refused.
+    before anything is created. In operator mode the run is only browsed: no lock. Otherwise
+    the sessions of the protocol the mode names are made from its face (a run they cannot be
+    served from is bad input, said at once), and where they can be taken the server holds the
+    run directory's writer lock while it runs (:meth:`SessionHost.writing
+    <clearsight.faces.serving.SessionHost.writing>`): no run starts writing into a served one.
+    What the sessions load (a sensor) loads in a background thread, so the page is up at once.
+    A run another process writes has its sessions refused, with the reason on the page.
     """
     from clearsight.ui.app import create_app
-    from clearsight.ui.session import HumanPlay
 
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError(f"{run_dir} is not a directory; give a run directory to serve")
     with listening_socket(settings.host, settings.port) as sock:
         address = f"http://{_host_port(sock)}/  (run {run_dir})"
-        if settings.sweep:
-            _serve_sweep(run_dir, settings, sock, address)
-            return
         if settings.operator:
             app = create_app(run_dir, settings, None)
             _warn_exposed(settings, "read the run's records")
             print(f"clearsight serve: operator mode (records and reports, no sessions): {address}")
             _run_server(app, settings, sock)
             return
-        play = HumanPlay(run_dir, settings)
-        with play.writing():  # the lock first: the app makes a new run's store under it
-            app = create_app(run_dir, settings, play)
-            _warn_exposed(settings, "add sessions to the run")
-            if (blocked := play.blocked_reason()) is None:
+        face = face_of(settings.hosted)
+        serve = face.serve.sessions if face.serve is not None else None
+        host = face.need(serve, "human sessions")(run_dir, settings)
+        with host.writing():  # the lock first: the app makes a new run's store under it
+            app = create_app(run_dir, settings, host)
+            _warn_exposed(settings, host.exposes)
+            if (blocked := host.blocked_reason()) is None:
                 import threading
 
-                threading.Thread(target=play.warm_up, name="sensor-warm-up", daemon=True).start()
+                threading.Thread(target=host.warm_up, name="warm-up", daemon=True).start()
             else:
                 print(f"clearsight serve: sessions refused: {blocked}")
-            print(f"clearsight serve: human sessions: {address}")
+            print(f"clearsight serve: {host.title}: {address}")
             _run_server(app, settings, sock)
 
 
@@ -113,21 +119,3 @@ def _run_server(app: Any, settings: ServeSettings, sock: socket.socket) -> None:
 
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info")
     uvicorn.Server(config).run(sockets=[sock])
-
-
-def _serve_sweep(run_dir: Path, settings: ServeSettings, sock: socket.socket, address: str) -> None:
-    """Serve the sweep run ``run_dir`` to people answering its questions, holding the run's
-    writer lock while it runs (sessions are refused, with the reason on the page, when the
-    directory is not a sweep run or another process writes it)."""
-    from clearsight.ui.app import create_app
-    from clearsight.ui.sweep import HumanSweep
-
-    sweep = HumanSweep(run_dir, settings)
-    sweep.design()  # not a sweep run, or a wording it does not ask: a bad input, said at once
-    app = create_app(run_dir, settings, sweep=sweep)
-    _warn_exposed(settings, "add answers to the run")
-    with sweep.writing():
-        if (blocked := sweep.blocked_reason()) is not None:
-            print(f"clearsight serve: sessions refused: {blocked}")
-        print(f"clearsight serve: human sweep sessions: {address}")
-        _run_server(app, settings, sock)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from clearsight.faces import face_of_kind
 from clearsight.paths import resolves_inside
 from clearsight.store import DB_NAME, RunStore, StoredRecord, compact_json
 from clearsight.validate import InputError
@@ -53,7 +54,7 @@ class RunSummary:
     exists: bool
     counts: dict[str, int]
     protocols: dict[str, int]
-    manifest: dict[str, Any]
+    manifest: Mapping[str, object]
 
 
 class RecordColumns(TypedDict):
@@ -71,11 +72,11 @@ class RecordColumns(TypedDict):
 
 class RecordJSON(RecordColumns):
     """One record with its item as the record page and ``/api`` show it (JSON-able): the
-    store's columns, the item's ``spec``, the ``readouts`` and the ``raw`` output (both
-    :data:`HIDDEN`, a string, where :func:`public_record` hides them)."""
+    store's columns, the item's ``spec``, the ``readouts`` and the ``raw`` output (both the
+    reason, a string, where :func:`public_record` withholds them)."""
 
-    spec: dict[str, Any]
-    readouts: Mapping[str, Any] | str
+    spec: Mapping[str, object]
+    readouts: Mapping[str, object] | str
     raw: Any
 
 
@@ -115,18 +116,15 @@ def run_summary(run_dir: Path) -> RunSummary:
 
 
 #: What stands in for an unfinished human session's raw output and read-outs on the pages.
-HIDDEN = "hidden while the session is in progress (it holds the gold answer and all K samples)"
-
-
-def _hidden(protocol: str, status: str, readouts: Any) -> bool:
-    """True for an unfinished human probe session: its record holds the gold letter and every
-    sensor sample, which the person playing it must not be able to read through the browser."""
-    return (
-        protocol == "probe"
-        and status != "ok"
-        and isinstance(readouts, dict)
-        and str(readouts.get("reasoner", "")).startswith("human:")
-    )
+def _withheld(record: Mapping[str, object]) -> str | None:
+    """Why the browser must not read ``record``'s raw output and read-outs, as its protocol's
+    face says (:attr:`Serving.withheld <clearsight.faces.serving.Serving>`: an unfinished
+    person's session holds the gold answer), or None."""
+    face = face_of_kind(str(record["protocol"]))
+    serve = None if face is None else face.serve
+    if serve is None or serve.withheld is None:
+        return None
+    return serve.withheld(record)
 
 
 def _preview(text: str, width: int = 160) -> str:
@@ -172,11 +170,12 @@ def _columns(record: StoredRecord) -> RecordColumns:
 
 def _row(record: StoredRecord) -> RecordRow:
     """The records-page line of ``record``: its columns and compact JSON previews."""
-    hidden = _hidden(record.protocol, record.status, record.readouts)
+    columns = _columns(record)
+    withheld = _withheld({**columns, "readouts": record.readouts})
     return {
-        **_columns(record),
+        **columns,
         "spec_preview": _preview(compact_json(record.spec)),
-        "readouts_preview": HIDDEN if hidden else _preview(compact_json(record.readouts)),
+        "readouts_preview": withheld or _preview(compact_json(record.readouts)),
     }
 
 
@@ -198,11 +197,13 @@ def read_record(run_dir: Path, key: str) -> RecordJSON | None:
 
 
 def public_record(record: RecordJSON) -> RecordJSON:
-    """``record`` as the browser may show it: an unfinished human session's raw output and
-    read-outs replaced by :data:`HIDDEN` (the session page shows what the person may see)."""
-    if not _hidden(record["protocol"], record["status"], record["readouts"]):
+    """``record`` as the browser may show it: the raw output and read-outs of a record its
+    protocol withholds (an unfinished human session) replaced by the reason
+    (:func:`_withheld`; the session page shows what the person may see)."""
+    withheld = _withheld(record)
+    if withheld is None:
         return record
-    return {**record, "raw": HIDDEN, "readouts": HIDDEN}
+    return {**record, "raw": withheld, "readouts": withheld}
 
 
 def safe_file(run_dir: Path, relative: str) -> Path | None:

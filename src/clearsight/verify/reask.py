@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from clearsight.driver import ModelNeed, Protocol, Stage
+from clearsight.driver import ANY_RUN, ModelNeed, Protocol, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.faces import face_of, face_of_kind, registered
 from clearsight.faces.verifying import Reaskable
 from clearsight.models.base import Capabilities
 from clearsight.specs import Options
-from clearsight.store import Record, RunStore
+from clearsight.store import Record, RunStore, run_protocol
 from clearsight.validate import InputError
 from clearsight.verify.specs import VERIFY_KIND, ReaskSpec
 
@@ -67,7 +67,7 @@ class ReaskUnit(KeyedItems):
     of_kind: str
     model: str
     model_options: dict[str, Any]
-    context: dict[str, Any]
+    context: object
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class ReaskPlan:
     items (``unplanned``: not asked, said)."""
 
     specs: tuple[ReaskSpec, ...]
-    context: dict[str, Any]
+    context: object
     unplanned: tuple[str, ...] = ()
 
 
@@ -97,7 +97,7 @@ def sample_keys(strata: Mapping[tuple[Any, ...], Sequence[str]], n: int, seed: i
     return drawn
 
 
-def _sampled(store: RunStore, kind: Reaskable, n: int, seed: int) -> dict[str, dict[str, Any]]:
+def _sampled(store: RunStore, kind: Reaskable[Any], n: int, seed: int) -> dict[str, dict[str, Any]]:
     """The stored specs of the sample (by key, in the sample's order)."""
     strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
     specs: dict[str, dict[str, Any]] = {}
@@ -109,13 +109,12 @@ def _sampled(store: RunStore, kind: Reaskable, n: int, seed: int) -> dict[str, d
     return {key: specs[key] for key in sample_keys(strata, n, seed)}
 
 
-def _reaskable(protocol: object) -> Reaskable | None:
+def _reaskable(protocol: str) -> Reaskable[Any] | None:
     """The kind verify re-asks in a run of ``protocol`` (None: none)."""
-    name = str(protocol or "sweep")
-    return face_of(name).reask if name in registered() else None
+    return face_of(protocol).reask if protocol in registered() else None
 
 
-def _of_kind(kind: str) -> Reaskable:
+def _of_kind(kind: str) -> Reaskable[Any]:
     """The re-askable kind ``kind``, as its protocol's face declares it."""
     face = face_of_kind(kind)
     if face is None or face.reask is None or face.reask.kind != kind:
@@ -127,7 +126,7 @@ def plan_reasks(config: VerifyConfig) -> ReaskPlan:
     """The re-asks of a verify (see the module docstring)."""
     with RunStore.open(config.run_dir, read_only=True) as store:
         manifest = store.manifest()
-        kind = _reaskable(manifest.get("protocol"))
+        kind = _reaskable(run_protocol(config.run_dir))
         if kind is None:
             readable = ", ".join(n for n in registered() if face_of(n).reask is not None)
             raise InputError(
@@ -234,5 +233,5 @@ def _stages(config: VerifyConfig, plan: ReaskPlan, store: RunStore) -> Iterator[
 
 #: Re-asking a finished run's items, as a value for :func:`clearsight.driver.run`.
 VERIFY: Protocol[VerifyConfig, ReaskPlan] = Protocol(
-    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=("sweep", "grounding", "probe")
+    VERIFY_KIND, _models, _plan_of, None, _stages, adds_to=ANY_RUN
 )

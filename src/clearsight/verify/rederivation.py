@@ -70,7 +70,7 @@ class Rederived:
         return 3 if self.differ else 0
 
 
-def _changed(stored: Mapping[str, Any], derived: Mapping[str, Any]) -> tuple[str, ...]:
+def _changed(stored: Mapping[str, object], derived: Mapping[str, object]) -> tuple[str, ...]:
     """The read-out names whose stored and derived values differ (a name only one has too)."""
     names = sorted(set(stored) | set(derived))
     return tuple(

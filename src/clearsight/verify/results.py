@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -27,6 +27,26 @@ __all__ = ["CHECK_COLUMNS", "VerifyResult", "reproducibility", "verify_pairs", "
 #: What names one verify's setting (its rows share them).
 CHECK_COLUMNS = ("asked", "batch_size", "seed")
 _LABELS = ("key", "of", "model", "scene", "condition", "level_m", "wording", "status", "error")
+
+
+class VerifySetting(TypedDict):
+    """One verify's setting (:data:`CHECK_COLUMNS`): the model asked, its batch size, the
+    seed."""
+
+    asked: str
+    batch_size: int
+    seed: int
+
+
+class PairLabels(ItemLabels, VerifySetting):
+    """A re-ask's labels in :func:`verify_pairs` (:data:`_LABELS` and :data:`CHECK_COLUMNS`):
+    its key, the key of the record it repeats, that item's own labels, the re-ask's status and
+    error, and its setting."""
+
+    key: str
+    of: str
+    status: str
+    error: str | None
 
 
 def _read_as(kind: str) -> tuple[Callable[[Mapping[str, Any]], ItemLabels], View]:
@@ -45,7 +65,7 @@ def verify_pairs(store: RunStore, keys: Collection[str] | None = None) -> pd.Dat
     :class:`~clearsight.faces.verifying.ItemLabels`) and :data:`CHECK_COLUMNS`,
     then the columns of :func:`~clearsight.faces.pairs.paired_readouts` (``_a``: the run's
     record, ``_b``: the re-ask; a failed re-ask has no read-outs)."""
-    labels: list[dict[str, Any]] = []
+    labels: list[PairLabels] = []
     originals, reasks = [], []
     for rec in store.iter_records(kind=VERIFY_KIND, raw=False):
         if keys is not None and rec.key not in keys:
@@ -120,7 +140,7 @@ def verify_run(
 
 def reproducibility(
     run_dir: Path, tolerance: float = DEFAULT_TOLERANCE
-) -> list[tuple[dict[str, Any], VerifyResult]]:
+) -> list[tuple[VerifySetting, VerifyResult]]:
     """Per verify setting of the run (model asked, batch size, seed), its settings and its
     result; empty when the run holds no re-ask."""
     with RunStore.open(run_dir, read_only=True) as store:
@@ -128,7 +148,10 @@ def reproducibility(
             return []
         pairs = verify_pairs(store)
     out = []
-    for values, group in pairs.groupby(list(CHECK_COLUMNS), sort=True):
-        setting = dict(zip(CHECK_COLUMNS, values, strict=True))
+    for _, group in pairs.groupby(list(CHECK_COLUMNS), sort=True):
+        first = group.iloc[0]
+        setting = VerifySetting(
+            asked=str(first["asked"]), batch_size=int(first["batch_size"]), seed=int(first["seed"])
+        )
         out.append((setting, result_of(group.reset_index(drop=True), tolerance)))
     return out

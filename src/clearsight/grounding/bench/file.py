@@ -17,19 +17,17 @@ both; :func:`load_bench` reads both):
 
 :func:`load_bench` checks everything it reads and stops at the first fault with one line
 naming the file, the line and what is wrong (an :class:`~clearsight.validate.InputError`).
+A loaded bench is put to use by :mod:`clearsight.grounding.bench.use`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
-
-import pandas as pd
 
 from clearsight.grounding.bench.pairs import AXES
 from clearsight.grounding.problems.problem import Problem
@@ -43,11 +41,8 @@ __all__ = [
     "BenchItem",
     "BenchPair",
     "TgsBench",
-    "bench_edits",
-    "bench_problems",
     "load_bench",
     "manifest_path",
-    "retention_table",
     "write_bench",
 ]
 
@@ -292,47 +287,3 @@ def load_bench(path: Path | str) -> TgsBench:
             f"{short_repr(manifest.get('n_items'))}"
         )
     return TgsBench(tuple(items), manifest)
-
-
-# --------------------------------------------------------------------------------------------
-# Use in a grounding run and in its report
-# --------------------------------------------------------------------------------------------
-
-
-def bench_problems(bench: TgsBench) -> list[Problem]:
-    """The bench's problems, each with its good trajectory as the canonical ``solution`` (the
-    good side every pair of the grounding run is scored against)."""
-    out = []
-    for item in bench.items:
-        g = item.good
-        solution = {"observation": g.vision, "reasoning": g.reasoning, "answer": g.answer}
-        out.append(dataclasses.replace(item.problem, solution=solution))
-    return out
-
-
-def bench_edits(bench: TgsBench) -> dict[tuple[str, str], str]:
-    """``(problem id, axis)`` -> the bad side's text on that axis, for every pair."""
-    return {
-        (item.problem.id, axis): pair.bad.to_json()[axis]
-        for item in bench.items
-        for axis, pair in item.pairs.items()
-    }
-
-
-def retention_table(manifest: Mapping[str, Any]) -> pd.DataFrame:
-    """Retention of a build per benchmark (and ``all``, last): one row each with the problems
-    attempted, the good trajectories kept and the pairs kept per axis, and the retention
-    rates ``good = kept good / attempted`` and ``<axis> = pairs kept on axis / attempted``
-    (the paper's 97.6 % / 93.4 % are the ``good`` rate of its 32B / 7B generators)."""
-    counts: Mapping[str, Mapping[str, int]] = manifest.get("counts") or {}
-    rows = []
-    for bench in sorted(counts, key=lambda b: (b == "all", b)):  # "all" last
-        c = counts[bench]
-        attempted = int(c.get("attempted", 0))
-        row: dict[str, str | int] = {"benchmark": bench, "attempted": attempted}
-        for k in ("good", *AXES):
-            kept = int(c.get(k, 0))
-            rate = f"{kept / attempted:.3f}" if attempted else "n/a"
-            row[k] = f"{kept} ({rate})"
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["benchmark", "attempted", "good", *AXES])

@@ -225,21 +225,29 @@ def inject_errors(
                     )
                 )
                 continue
-        try:
-            edited, rule = inject_rule(text, axis, rng_for("grounding.inject", axis, seed))
-        except InputError as exc:
-            out.append(exc)
-            continue
-        why = check_edit(text, edited)
-        if why is not None:
-            out.append(InputError(f"rule edit of the {axis} span fails its check: {why}"))
-            continue
-        out.append(
-            Edit(
-                axis, text, edited, "rule", rule, attempt, refused, similarity(text, edited), where
-            )
-        )
+        out.append(_rule_edit(axis, text, seed, attempt, refused, where))
     return out
+
+
+def _rule_edit(
+    axis: str,
+    text: str,
+    seed: int,
+    attempt: str | None,
+    refused: str | None,
+    where: tuple[str, ...],
+) -> Edit | InputError:
+    """The rule's edit of the ``axis`` span ``text`` where the generator made none
+    (``attempt`` None) or its edit was ``refused`` by :func:`check_edit`; an InputError where
+    the rule cannot edit the span or its edit fails the same check."""
+    try:
+        edited, rule = inject_rule(text, axis, rng_for("grounding.inject", axis, seed))
+    except InputError as exc:
+        return exc
+    why = check_edit(text, edited)
+    if why is not None:
+        return InputError(f"rule edit of the {axis} span fails its check: {why}")
+    return Edit(axis, text, edited, "rule", rule, attempt, refused, similarity(text, edited), where)
 
 
 def _first_paragraph(text: str) -> str:

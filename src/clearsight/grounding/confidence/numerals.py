@@ -39,6 +39,29 @@ def _probability(value: object, what: str) -> float:
     return p
 
 
+def _complete_probabilities(
+    sequence_probs: Mapping[str, float], ends: Mapping[str, float], candidates: Sequence[str]
+) -> list[float]:
+    """Per candidate, the probability of its tokens times ``p(end | s)`` where given: the
+    probability the answer is exactly that candidate. InputError for a candidate that is a
+    prefix of another, has mass and no end probability (its mass would include the longer
+    one's)."""
+    raw: list[float] = []
+    for s in candidates:
+        p = _probability(sequence_probs.get(s, 0.0), f"sequence probability of {s!r}")
+        is_prefix = any(t != s and t.startswith(s) for t in candidates)
+        if s in ends:
+            p *= _probability(ends[s], f"end probability of {s!r}")
+        elif is_prefix and p > 0:
+            longer = [t for t in candidates if t != s and t.startswith(s)]
+            raise InputError(
+                f"numeral {s!r} is a prefix of {longer}: give end_probs[{s!r}] = p(end | {s!r}) "
+                "so its probability excludes the longer numerals (docs/methods.md §5)"
+            )
+        raw.append(p)
+    return raw
+
+
 def numeral_distribution(
     sequence_probs: Mapping[str, float],
     end_probs: Mapping[str, float] | None = None,
@@ -77,19 +100,7 @@ def numeral_distribution(
     if unknown:
         what = "numerals 0..10" if tuple(candidates) == NUMERALS else "candidates"
         raise InputError(f"end_probs has keys that are not {what}: {unknown}")
-    raw: list[float] = []
-    for s in candidates:
-        p = _probability(sequence_probs.get(s, 0.0), f"sequence probability of {s!r}")
-        is_prefix = any(t != s and t.startswith(s) for t in candidates)
-        if s in ends:
-            p *= _probability(ends[s], f"end probability of {s!r}")
-        elif is_prefix and p > 0:
-            longer = [t for t in candidates if t != s and t.startswith(s)]
-            raise InputError(
-                f"numeral {s!r} is a prefix of {longer}: give end_probs[{s!r}] = p(end | {s!r}) "
-                "so its probability excludes the longer numerals (docs/methods.md §5)"
-            )
-        raw.append(p)
+    raw = _complete_probabilities(sequence_probs, ends, candidates)
     mass = sum(raw)
     if mass <= 0:
         return NumeralReadout(tuple(raw), 0.0, None, None)

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from clearsight.grounding.analysis import GroundingAnalysis, ReadoutScores
+from clearsight.grounding.analysis import GroundingAnalysis
+from clearsight.grounding.confidence.readout_table import ReadoutScores
 from clearsight.grounding.tgs import AXES, Score
 from clearsight.grounding.variation import JSD_THRESHOLD
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_figure

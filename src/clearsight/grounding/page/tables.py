@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from clearsight.grounding.analysis import TABLE2, GroundingAnalysis, WilcoxonTest
+from clearsight.grounding.analysis import GroundingAnalysis, WilcoxonTest
+from clearsight.grounding.confidence.readout_table import TABLE2
 from clearsight.grounding.page.figures import methods
 from clearsight.grounding.tgs import AXES, Score
 

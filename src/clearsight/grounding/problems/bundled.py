@@ -8,62 +8,32 @@ the ``*_alt`` variants (same facts or same answer, other words) feed content var
 
 Text families run on any language model; the visual ones (``chart``: bar charts drawn with
 matplotlib; ``count``: red boxes drawn around the annotated objects of one category in the bundled
-photos, :mod:`clearsight.scenes.bundled`) need a VLM and are resolved to pixels by
-:func:`clearsight.grounding.problems.images.render_image` from their ``chart:`` / ``scene:``
-reference.
+photos, :mod:`clearsight.scenes.bundled`; both in :mod:`clearsight.grounding.problems.visual`)
+need a VLM and are resolved to pixels by :func:`clearsight.grounding.problems.images.render_image`
+from their ``chart:`` / ``scene:`` reference. The families' names and benchmarks:
+:mod:`clearsight.grounding.problems.families`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from math import gcd
 
 import numpy as np
 
+from clearsight.grounding.problems.families import (
+    BENCHMARK_OF,
+    TEXT_FAMILIES,
+    VISUAL_FAMILIES,
+    solution,
+)
 from clearsight.grounding.problems.problem import LETTERS, Problem
+from clearsight.grounding.problems.visual import chart_problem, count_problem
 from clearsight.seeding import rng_for
 from clearsight.validate import InputError
 
-TEXT_FAMILIES: tuple[str, ...] = (
-    "shop",
-    "travel",
-    "rectangle",
-    "triangle",
-    "right_triangle",
-    "fraction",
-    "order",
-    "syllogism",
-)
-VISUAL_FAMILIES: tuple[str, ...] = ("chart", "count")
-BENCHMARK_OF: dict[str, str] = {
-    "shop": "bundled-arithmetic",
-    "travel": "bundled-arithmetic",
-    "fraction": "bundled-arithmetic",
-    "rectangle": "bundled-geometry",
-    "triangle": "bundled-geometry",
-    "right_triangle": "bundled-geometry",
-    "order": "bundled-logic",
-    "syllogism": "bundled-logic",
-    "chart": "bundled-chart",
-    "count": "bundled-count",
-}
-
 _NAMES = ("Ana", "Ben", "Chen", "Dara", "Eli", "Femi", "Gus", "Hana", "Ivo", "Jun")
 _THINGS = ("apples", "pencils", "books", "stamps", "marbles", "cards", "shells", "coins")
-
-
-def _solution(
-    obs: str, reasoning: str, answer: str, obs_alt: str, reasoning_alt: str
-) -> dict[str, str]:
-    return {
-        "observation": obs,
-        "reasoning": reasoning,
-        "answer": answer,
-        "observation_alt": obs_alt,
-        "reasoning_alt": reasoning_alt,
-    }
 
 
 def _shop(rng: np.random.Generator, pid: str) -> Problem:
@@ -75,7 +45,7 @@ def _shop(rng: np.random.Generator, pid: str) -> Problem:
         f"A shop has {a} {thing}. It receives {b} boxes with {c} {thing} in each box and then "
         f"sells {d} {thing}. How many {thing} does the shop have now?"
     )
-    sol = _solution(
+    sol = solution(
         f"The shop starts with {a} {thing}, receives {b} boxes of {c} {thing} and sells {d}.",
         f"The boxes hold {b} x {c} = {b * c} {thing}. Before selling it has {a} + {b * c} = "
         f"{a + b * c}. After selling it has {a + b * c} - {d} = {ans}.",
@@ -94,7 +64,7 @@ def _travel(rng: np.random.Generator, pid: str) -> Problem:
         f"A train travels at {v} km per hour for {t} hours and then another {e} km. "
         "How many kilometres does it travel in total?"
     )
-    sol = _solution(
+    sol = solution(
         f"The train goes {v} km per hour for {t} hours, then {e} km more.",
         f"In {t} hours it covers {v} x {t} = {v * t} km. Adding {e} km gives {v * t} + {e} = "
         f"{ans} km.",
@@ -117,7 +87,7 @@ def _rectangle(rng: np.random.Generator, pid: str) -> Problem:
         q = f"A rectangle is {w} cm wide and {h} cm tall. What is its perimeter in centimetres?"
         reasoning = f"Perimeter is 2 x ({w} + {h}) = 2 x {w + h} = {ans}."
         alt = f"Adding the four sides: {w} + {h} + {w} + {h} = {ans}."
-    sol = _solution(
+    sol = solution(
         f"The rectangle has width {w} cm and height {h} cm.",
         reasoning,
         str(ans),
@@ -135,7 +105,7 @@ def _triangle(rng: np.random.Generator, pid: str) -> Problem:
         f"Two angles of a triangle measure {a} degrees and {b} degrees. "
         "How many degrees is the third angle?"
     )
-    sol = _solution(
+    sol = solution(
         f"The triangle has angles of {a} and {b} degrees.",
         f"The angles of a triangle sum to 180. {a} + {b} = {a + b}, so the third angle is "
         f"180 - {a + b} = {ans}.",
@@ -155,7 +125,7 @@ def _right_triangle(rng: np.random.Generator, pid: str) -> Problem:
         f"A right triangle has legs of {a} cm and {b} cm. "
         "How long is its hypotenuse in centimetres?"
     )
-    sol = _solution(
+    sol = solution(
         f"The legs of the right triangle are {a} cm and {b} cm.",
         f"By Pythagoras, {a}^2 + {b}^2 = {a * a} + {b * b} = {c * c}, and the square root of "
         f"{c * c} is {c}.",
@@ -178,7 +148,7 @@ def _fraction(rng: np.random.Generator, pid: str) -> Problem:
         f"A bag holds {red} red {thing} and {blue} blue {thing}. What fraction of the {thing} "
         "are red? Give the fraction in lowest terms."
     )
-    sol = _solution(
+    sol = solution(
         f"There are {red} red and {blue} blue {thing} in the bag.",
         f"In total there are {red} + {blue} = {total}. The red share is {red}/{total} = {ans}.",
         ans,
@@ -204,7 +174,7 @@ def _order(rng: np.random.Generator, pid: str) -> Problem:
         + f" Who is the {word}?\n"
         + "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(options))
     )
-    sol = _solution(
+    sol = solution(
         " ".join(clues),
         f"From the clues the order from tallest is {names[0]}, {names[1]}, {names[2]}, so the "
         f"{word} is {target}, option {letter}.",
@@ -248,7 +218,7 @@ def _syllogism(rng: np.random.Generator, pid: str) -> Problem:
             f"need not be one of the {small}."
         )
         alt = f"The {big} include more than the {small}; {thing} could be outside the {small}."
-    sol = _solution(
+    sol = solution(
         f"All {small} are {big}, and {fact}.",
         reasoning,
         ans,
@@ -256,77 +226,6 @@ def _syllogism(rng: np.random.Generator, pid: str) -> Problem:
         alt,
     )
     return Problem(pid, BENCHMARK_OF["syllogism"], q, ans, "boolean", solution=sol)
-
-
-def _chart(rng: np.random.Generator, pid: str) -> Problem:
-    labels = [str(x) for x in rng.choice(list("PQRSTUVW"), size=4, replace=False)]
-    values = [int(v) for v in rng.integers(1, 10, size=4)]
-    while len(set(values)) < 4:
-        values = [int(v) for v in rng.integers(1, 10, size=4)]
-    i = int(rng.integers(0, 4))
-    ref = "chart:" + json.dumps({"labels": labels, "values": values}, separators=(",", ":"))
-    listing = ", ".join(f"{lab} = {v}" for lab, v in zip(labels, values, strict=True))
-    if rng.random() < 0.5:
-        ans = str(values[i])
-        q = f"The bar chart shows four bars. What is the value of bar {labels[i]}?"
-        reasoning = f"Bar {labels[i]} reaches the gridline at {ans}."
-        alt = f"Reading the height of bar {labels[i]} against the axis gives {ans}."
-    else:
-        ans = str(max(values) - min(values))
-        q = "The bar chart shows four bars. How much taller is the tallest bar than the shortest?"
-        hi, lo = max(values), min(values)
-        reasoning = f"The tallest is {hi} and the shortest {lo}: {hi} - {lo} = {ans}."
-        alt = f"The difference between {max(values)} and {min(values)} is {ans}."
-    sol = _solution(
-        f"The bars read {listing}.",
-        reasoning,
-        ans,
-        f"From left to right the heights are {', '.join(map(str, values))}.",
-        alt,
-    )
-    return Problem(pid, BENCHMARK_OF["chart"], q, ans, "number", image=ref, solution=sol)
-
-
-@lru_cache(maxsize=1)
-def _count_targets() -> list[tuple[str, str, int]]:
-    """(scene id, category, count) for every category annotated in an available bundled scene."""
-    from clearsight.scenes.bundled import bundled_specs, photo_missing
-
-    out = []
-    for spec in bundled_specs().values():
-        if photo_missing(spec):
-            continue
-        cats: dict[str, int] = {}
-        for t in spec.targets:
-            cats[t.category] = cats.get(t.category, 0) + 1
-        out += [(spec.id, c, n) for c, n in sorted(cats.items())]
-    return out
-
-
-def _count(rng: np.random.Generator, pid: str) -> Problem:
-    targets = _count_targets()
-    if not targets:
-        raise InputError("no bundled scene photo is available for count problems (`make data`)")
-    scene, category, n = targets[int(rng.integers(0, len(targets)))]
-    ref = "scene:" + json.dumps({"scene": scene, "category": category}, separators=(",", ":"))
-    q = f"How many red boxes are drawn in the picture? Each box marks one {category}."
-    sol = _solution(
-        f"The picture shows {n} red box{'es' if n != 1 else ''} around {category} objects.",
-        f"Counting the boxes one by one gives {n}.",
-        str(n),
-        f"There {'are' if n != 1 else 'is'} {n} boxed {category} object{'s' if n != 1 else ''}.",
-        f"Each red box is one {category}; there are {n} of them.",
-    )
-    return Problem(
-        pid,
-        BENCHMARK_OF["count"],
-        q,
-        str(n),
-        "number",
-        image=ref,
-        solution=sol,
-        meta={"scene": scene, "category": category},
-    )
 
 
 _FAMILIES: dict[str, Callable[[np.random.Generator, str], Problem]] = {
@@ -338,8 +237,8 @@ _FAMILIES: dict[str, Callable[[np.random.Generator, str], Problem]] = {
     "fraction": _fraction,
     "order": _order,
     "syllogism": _syllogism,
-    "chart": _chart,
-    "count": _count,
+    "chart": chart_problem,
+    "count": count_problem,
 }
 
 

@@ -52,6 +52,34 @@ class Generated:
     replaced: tuple[str, ...] = ()
 
 
+def _forced_answers(
+    backend: Backend,
+    forced: Sequence[tuple[Problem, npt.NDArray[np.uint8] | None, str]],
+    t: Template,
+    answer_tokens: int,
+) -> list[tuple[str | Exception, list[str]]]:
+    """The second stage of :func:`generate_trajectories`: each generation that stated no
+    answer (``forced``: its problem, image and text) continued once after the answer
+    tag for ``answer_tokens`` tokens, all in one call. Per generation the whole text (or the
+    exception of a reply that cannot be read) and where surrogates were replaced in the reply."""
+    if not forced:
+        return []
+    bodies = [forced_body(text, t) for _, _, text in forced]
+    requests = [
+        Request(
+            (user_message(p, t, im), Message("assistant", (TextPart(body),))),
+            Decoding(max_new_tokens=answer_tokens),
+        )
+        for (p, im, _), body in zip(forced, bodies, strict=True)
+    ]
+    return [
+        (r, [])
+        if isinstance(r, Exception)
+        else (_after_forced(body + r.texts[0], t), replaced_where(r, "answer: "))
+        for body, r in zip(bodies, checked_replies(backend, requests), strict=True)
+    ]
+
+
 def generate_trajectories(
     backend: Backend,
     problems: Sequence[Problem],
@@ -83,18 +111,12 @@ def generate_trajectories(
     ]
     replaced = [[] if isinstance(r, Exception) else replaced_where(r) for r in replies]
     need = [i for i, x in enumerate(texts) if isinstance(x, str) and not has_answer(x, t)]
-    if need:
-        second, bodies = [], {}
-        for i in need:
-            bodies[i] = forced_body(str(texts[i]), t)
-            msgs = (
-                user_message(problems[i], t, images[i]),
-                Message("assistant", (TextPart(bodies[i]),)),
-            )
-            second.append(Request(msgs, Decoding(max_new_tokens=answer_tokens)))
-        for i, r in zip(need, checked_replies(backend, second), strict=True):
-            texts[i] = r if isinstance(r, Exception) else _after_forced(bodies[i] + r.texts[0], t)
-            replaced[i] += [] if isinstance(r, Exception) else replaced_where(r, "answer: ")
+    forced = [(problems[i], images[i], str(texts[i])) for i in need]
+    for i, (text, where) in zip(
+        need, _forced_answers(backend, forced, t, answer_tokens), strict=True
+    ):
+        texts[i] = text
+        replaced[i] += where
     return [
         text
         if isinstance(text, Exception)

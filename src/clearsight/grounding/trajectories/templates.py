@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import yaml
 
@@ -35,11 +35,29 @@ NATIVE = "native"
 CANONICAL = "canonical"
 
 
+class _NativeTable(TypedDict):
+    """Which template is a model's own, by its preset's name, its family or its checkpoint's
+    ``model_type``."""
+
+    presets: dict[str, str]
+    families: dict[str, str]
+    model_types: dict[str, str]
+
+
+class _TemplatesFile(TypedDict):
+    """``data/native_templates.yaml``: the templates' fields (and ``source``) by name, the
+    native table, and the default generation length per backend."""
+
+    templates: dict[str, dict[str, str | list[str]]]
+    native: _NativeTable
+    generation: dict[str, int]
+
+
 @lru_cache(maxsize=1)
-def _data() -> dict[str, Any]:
+def _data() -> _TemplatesFile:
+    """The bundled templates' data file, read once."""
     text = files("clearsight.grounding").joinpath("data/native_templates.yaml").read_text()
-    data: dict[str, Any] = yaml.safe_load(text)
-    return data
+    return cast(_TemplatesFile, yaml.safe_load(text))
 
 
 @lru_cache(maxsize=1)
@@ -151,7 +169,7 @@ def trajectory_tokens(model: str, options: Mapping[str, Any], given: int | None)
     preset = find_preset(name) if isinstance(name, str) else None
     if preset is not None and preset.trajectory_tokens is not None:
         return preset.trajectory_tokens
-    table: dict[str, int] = _data()["generation"]
+    table = _data()["generation"]
     return int(table.get(model.partition(":")[0], table["default"]))
 
 

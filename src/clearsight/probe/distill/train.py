@@ -222,7 +222,7 @@ def distill(
     import torch
 
     try:
-        from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+        from peft import set_peft_model_state_dict
     except ImportError as exc:
         from clearsight.models import install_hint
 
@@ -244,14 +244,7 @@ def distill(
     examples = [sft_example(backend, k, t, config.max_tokens) for k, t in chosen]
     train_idx, val_idx = _split(len(examples), config.validation, config.seed)
     torch.manual_seed(config.seed)
-    lora = LoraConfig(
-        r=config.rank,
-        lora_alpha=config.alpha,
-        lora_dropout=config.dropout,
-        target_modules=list(config.target_modules),
-        task_type="CAUSAL_LM",
-    )
-    model = get_peft_model(backend.model, lora)
+    model = _with_lora(backend.model, config)
     train = [examples[i] for i in train_idx]
     val = [examples[i] for i in val_idx]
     before: Losses = {"train_loss": _mean_loss(model, train), "val_loss": _mean_loss(model, val)}
@@ -264,6 +257,21 @@ def distill(
     manifest["sensors"] = dict(sorted(Counter(t.sensor for _, t in chosen).items()))
     write_target(target / ADAPTER_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return DistillResult(target, manifest)
+
+
+def _with_lora(model: Any, config: DistillConfig) -> Any:
+    """``model`` wrapped by peft with fresh LoRA adapters of ``config``'s rank, alpha and
+    dropout on its ``target_modules``: only these are trained."""
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(
+        r=config.rank,
+        lora_alpha=config.alpha,
+        lora_dropout=config.dropout,
+        target_modules=list(config.target_modules),
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
 
 
 def _manifest(

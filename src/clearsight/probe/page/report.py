@@ -19,15 +19,15 @@ import pandas as pd
 from clearsight.faces.face import NO_APPENDIX, Appendix
 from clearsight.pages.cost import cost_markdown
 from clearsight.pages.headline import headline_html, headline_markdown
-from clearsight.pages.html import cell_text, details, esc, frame_table, img, page, pre
+from clearsight.pages.html import cell_text, esc, frame_table, img, page
 from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 from clearsight.pages.plots import Drawn, png, pyplot, risk_coverage_figure
-from clearsight.probe.accuracy import RiskPanel, setting_label
+from clearsight.probe.accuracy import setting_label
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
+from clearsight.probe.page.examples import examples_html
 from clearsight.probe.page.headline import PROBE_CAPTION, probe_headline
 from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD, BeliefCurves
-from clearsight.probe.reasoner.uot_search import SearchRecord
-from clearsight.probe.transcript import Transcript
+from clearsight.probe.risk import RiskPanel
 
 __all__ = [
     "FIG5",
@@ -223,52 +223,12 @@ def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> d
 def selective_figure(panels: Sequence[RiskPanel]) -> bytes | None:
     """Risk-coverage curves of the cross-run confidence gating the cross-run predictions: one
     panel per reasoner and sensor, one curve per strategy and signal
-    (:func:`~clearsight.probe.accuracy.risk_panels`)."""
+    (:func:`~clearsight.probe.risk.risk_panels`)."""
     drawn: list[tuple[str, list[Drawn]]] = [
         (panel.title, [(c.label, int(c.confidence.size), c.curve) for c in panel.curves])
         for panel in panels
     ]
     return risk_coverage_figure(drawn) if drawn else None
-
-
-def _search_lines(search: SearchRecord | None) -> list[str]:
-    """The UoT tree of a turn in brief (:mod:`clearsight.probe.reasoner.uot_search`): the options
-    possible before and after, and each root candidate with its IG, R_u and R_e (the asked one
-    marked)."""
-    if not search or "candidates" not in search:
-        return []
-    before = ",".join(search.get("possible_before", []))
-    after = ",".join(search.get("possible_after", []))
-    lines = [f"    search: options {before} -> {after}, {search.get('calls', 0)} LLM calls"]
-    for i, c in enumerate(search["candidates"]):
-        mark = "*" if i == search.get("chosen") else " "
-        lines.append(
-            f"    {mark} IG {c['gain']:.2f} R_u {c['reward']:.2f} R_e {c['expected']:.2f}: "
-            f"{c['question']}"
-        )
-    return lines
-
-
-def _examples(conversations: Sequence[Transcript]) -> str:
-    """The conversations that asked the sensor, turn by turn, collapsed."""
-    parts = []
-    for t in conversations:
-        lines = [
-            f"Q: {t.question}",
-            *(f"({k}) {o}" for k, o in zip("ABCDEFGHIJ", t.options, strict=False)),
-        ]
-        for turn in t.turns:
-            lines.append(f"[{turn.index}] reasoner: {turn.raw}")
-            lines += _search_lines(turn.search)
-            if turn.reply is not None:
-                u = "–" if turn.shown_u is None else turn.shown_u
-                lines.append(
-                    f"    sensor: {turn.reply.reply or turn.reply.error} ({u}/{turn.reply.k})"
-                )
-        lines.append(f"=> {t.committed} (gold {t.gold}), stop: {t.stop}")
-        summary = f"{t.instance_id} · {t.reasoner} · {t.strategy} · run {t.run}"
-        parts.append(details(summary, pre("\n".join(lines))))
-    return "".join(parts)
 
 
 def _tables_html_md(
@@ -286,6 +246,21 @@ def _tables_html_md(
     if FIG5 in figures:
         body += [f"<h2>{esc(FIG5)}</h2>", img(figures[FIG5], FIG5, FIG5)]
     return body, md
+
+
+def _selective_section(panels: Sequence[RiskPanel]) -> str:
+    """The report's section of risk-coverage curves (:func:`selective_figure`), or a note
+    where no setting has the two runs per instance a cross-run confidence needs."""
+    figure = img(
+        selective_figure(panels),
+        "risk-coverage curves of the cross-run confidence",
+        "Risk (error share of the accepted predictions) against coverage, accepting the "
+        "instances whose cross-run confidence is at least a threshold; AURC and E-AURC "
+        "per setting and dataset in Table 11 (aurc, e_aurc).",
+    )
+    return "<h2>Selective prediction (cross-run confidence)</h2>\n" + (
+        figure or "<p class='note'>(no setting with two or more runs per instance)</p>"
+    )
 
 
 def render_probe_report(
@@ -314,19 +289,9 @@ def render_probe_report(
     tables_html, tables_md = _tables_html_md(tables, figures)
     body += tables_html
     md += tables_md
-    body.append("<h2>Selective prediction (cross-run confidence)</h2>")
-    body.append(
-        img(
-            selective_figure(analysis.risk),
-            "risk-coverage curves of the cross-run confidence",
-            "Risk (error share of the accepted predictions) against coverage, accepting the "
-            "instances whose cross-run confidence is at least a threshold; AURC and E-AURC "
-            "per setting and dataset in Table 11 (aurc, e_aurc).",
-        )
-        or "<p class='note'>(no setting with two or more runs per instance)</p>"
-    )
+    body.append(_selective_section(analysis.risk))
     body.append("<h2>Example conversations</h2>")
-    body.append(_examples(analysis.examples))
+    body.append(examples_html(analysis.examples))
     body.append(appendix.html)  # empty without re-asks
     md.append("\n" + "\n".join([*appendix.markdown, *cost_markdown(analysis.cost)]))
     return write_report(

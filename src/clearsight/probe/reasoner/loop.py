@@ -28,7 +28,7 @@ from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sensor import Sensor
 from clearsight.probe.specs import SIGNALS, Signal
 from clearsight.probe.strategies import conversing
-from clearsight.probe.strategies.base import Streams, Talk
+from clearsight.probe.strategies.base import Conversing, Streams, Talk
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.validate import InputError
 
@@ -154,10 +154,6 @@ def run_conversation(
     )
     guarded = _Guarded(reasoner)
     sensed = sensor.repaired
-
-    def ended(done: Transcript) -> Transcript:
-        return done.with_repaired(guarded.repaired, sensor.repaired - sensed)
-
     talk = Talk(
         instance,
         transcript,
@@ -169,16 +165,30 @@ def run_conversation(
         settings.context_chars,
         settings.search,
     )
-    for _ in range(settings.budget):
+    done = _converse(strategy, talk, settings.budget, on_turn)
+    return done.with_repaired(guarded.repaired, sensor.repaired - sensed)
+
+
+def _converse(
+    strategy: Conversing,
+    talk: Talk,
+    budget: int,
+    on_turn: Callable[[Transcript], None] | None,
+) -> Transcript:
+    """The turns of one conversation until the reasoner commits, fails, runs out of context or
+    of ``budget``: the finished transcript, before the repairs are counted (the caller knows
+    what was repaired before it began)."""
+    transcript = talk.transcript
+    for _ in range(budget):
         try:
             turn = strategy.turn(replace(talk, transcript=transcript))
         except _ReasonerFailedError as exc:  # recorded, the item still ends
-            return ended(_reasoner_failed(transcript, exc))
+            return _reasoner_failed(transcript, exc)
         if turn is None:
-            return ended(transcript.finish(None, "context"))
+            return transcript.finish(None, "context")
         transcript = transcript.with_turn(turn)
         if on_turn is not None:
             on_turn(transcript)
         if transcript.committed is not None:
-            return ended(transcript)
-    return ended(transcript.finish(None, "budget"))
+            return transcript
+    return transcript.finish(None, "budget")

@@ -29,7 +29,8 @@ the reasoner, asking, updating — is the strategy's
 (:mod:`clearsight.probe.strategies.uot`); this module holds the settings, the scores, the tree
 and the reading of a partition answer. The whole tree — candidates, simulated replies, their
 partitions, probabilities, gains and rewards — is stored with the turn
-(:attr:`~clearsight.probe.transcript.Turn.search`), so a reader sees why a question was asked.
+(:attr:`~clearsight.probe.transcript.Turn.search`, in the shape of
+:mod:`~clearsight.probe.reasoner.search_record`), so a reader sees why a question was asked.
 
 **Scores** (UoT §2, "uncertainty-based reward" and "reward propagation"; reference code
 ``src/uot/uot.py``). With a uniform belief over :math:`\Omega`, outcome :math:`j` of a question
@@ -75,65 +76,12 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-
-class OutcomeJson(TypedDict):
-    """An :class:`Outcome` as stored."""
-
-    reply: str | None
-    possible: list[str]
-    probability: float
-    raw: str
-    parsed: bool
-    children: list[CandidateJson]
-
-
-class CandidateJson(TypedDict):
-    """A :class:`Candidate` as stored."""
-
-    question: str
-    raw: str
-    outcomes: list[OutcomeJson]
-    gain: float
-    reward: float
-    expected: float
-
-
-class UpdateJson(TypedDict):
-    """The partition of the real reply: its ``raw`` text and whether it ``parsed``."""
-
-    raw: str
-    parsed: bool
-
-
-class SettingsJson(TypedDict):
-    """:class:`SearchSettings` as stored with a searched turn."""
-
-    depth: int
-    candidates: int
-    replies: int
-    sharpness: float
-    max_new_tokens: int
-
-
-class SearchRecord(TypedDict, total=False):
-    """A searched turn's tree as stored with it
-    (:attr:`~clearsight.probe.transcript.Turn.search`): the search's ``settings``, the options
-    possible before, the root ``candidates``, the index of the one asked (``chosen``, absent
-    when none parsed), the ``update`` from the real reply, the options possible after, and the
-    LLM ``calls`` made."""
-
-    settings: SettingsJson
-    possible_before: list[str]
-    candidates: list[CandidateJson]
-    chosen: int
-    update: UpdateJson
-    possible_after: list[str]
-    calls: int
+from clearsight.probe.reasoner.search_record import CandidateJson, OutcomeJson, SettingsJson
 
 
 class SearchSettings(BaseModel):

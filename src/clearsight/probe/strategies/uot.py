@@ -7,10 +7,11 @@ simulates replies and partitions the options still possible by each (:class:`_Se
 candidate of largest expected reward is asked, and the options are updated from the real reply; one
 option left is committed, and on the last turn of the budget the reasoner answers from the
 conversation. The tree is stored with the turn
-(:class:`~clearsight.probe.reasoner.uot_search.SearchRecord`). :data:`UOT_PROMPT` is UoT as a system
-prompt only (entry ``uot`` of ``prompts/strategies.yaml``, which strategy ``uot`` read before it
-became a search, so its prompt hash is unchanged): a lighter variant of this toolkit's, not the
-paper's, which adapts UoT's prompts to VQA and keeps its search (:data:`UOT`, a default strategy).
+(:class:`~clearsight.probe.reasoner.search_record.SearchRecord`). :data:`UOT_PROMPT` is UoT as a
+system prompt only (entry ``uot`` of ``prompts/strategies.yaml``, which strategy ``uot`` read
+before it became a search, so its prompt hash is unchanged): a lighter variant of this toolkit's,
+not the paper's, which adapts UoT's prompts to VQA and keeps its search (:data:`UOT`, a default
+strategy).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from clearsight.probe.instances import Instance
 from clearsight.probe.judges import normalise
 from clearsight.probe.reasoner.parsing import parse_action
 from clearsight.probe.reasoner.prompts import prompts, render_reply, shown_consistency, uot_prompts
+from clearsight.probe.reasoner.search_record import SearchRecord
 from clearsight.probe.reasoner.uot_search import (
     Candidate,
     Outcome,
-    SearchRecord,
     SearchSettings,
     parse_possible,
     score_candidate,

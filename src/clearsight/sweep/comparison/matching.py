@@ -35,6 +35,16 @@ FREE_FIELDS = frozenset(
 )
 
 
+#: What compare.html says of how two sweep runs' items were matched and the figures
+#: bootstrapped.
+COMPARE_NOTE = (
+    "matched by what they ask; answers compared as option texts. Figures on each "
+    "model's first letter wording (W of the verbalized confidence on its first verbalized one); "
+    "differences A - B with 95 % intervals from one paired bootstrap over source photos (both "
+    "runs evaluated on every draw)."
+)
+
+
 def _design(run: Path) -> tuple[dict[str, Any], list[str]]:
     """A sweep run's configuration without :data:`FREE_FIELDS`, and its models."""
     if not (Path(run) / "run.sqlite").is_file():
@@ -128,4 +138,5 @@ def compare_sweeps(
         figures,
         len(items_a),
         len(items_b),
+        note=COMPARE_NOTE,
     )

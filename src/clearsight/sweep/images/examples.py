@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.pages.plots import png_thumbnail
-from clearsight.sweep.results import RunData, level_label
+from clearsight.sweep.results import RunData, confidence_signal, is_verbal, level_label
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
@@ -31,14 +31,17 @@ __all__ = ["Examples", "sweep_examples"]
 @dataclass(frozen=True)
 class Examples:
     """One target's records of ``task`` at the conditions ``picks`` of ``arm`` (``rows``: the
-    run's records; empty where it has none), each record's raw reply as text (``replies``, by
-    key), and the thumbnails as (label, PNG) with the scene's notes (attribution, depth), or
+    run's records with ``condition_label`` and ``conf``, the confidence each reads; empty
+    where it has none), the task's wordings in order with the header of the confidence each
+    reads (``wordings``), each record's raw reply as text (``replies``, by key), and the
+    thumbnails as (label, PNG) with the scene's notes (attribution, depth), or
     ``unrendered``: why the images could not be drawn here (empty where none were asked)."""
 
     task: str
     rows: pd.DataFrame
     arm: str
     picks: tuple[tuple[str, float], ...]
+    wordings: tuple[tuple[str, str], ...] = ()
     replies: dict[str, str] = field(default_factory=dict)
     thumbnails: tuple[tuple[str, bytes], ...] = ()
     notes: tuple[str, ...] = ()
@@ -53,8 +56,28 @@ def sweep_examples(data: RunData, task: str, thumbnails: bool) -> Examples:
         return Examples(task, rows, arm, tuple(picks))
     raws = data.raw_outputs([str(k) for k in rows["key"]])
     replies = {str(k): _reply_text(raws.get(str(k))) for k in rows["key"]}
-    found = Examples(task, rows, arm, tuple(picks), replies)
+    wordings = tuple(
+        (w, "verbalized conf" if is_verbal(w) else "internal conf") for w in data.wordings(task)
+    )
+    found = Examples(task, _labelled(rows, picks), arm, tuple(picks), wordings, replies)
     return _with_thumbnails(found, data) if thumbnails else found
+
+
+def _labelled(rows: pd.DataFrame, picks: list[tuple[str, float]]) -> pd.DataFrame:
+    """``rows`` in the order they are shown (the conditions ``picks``, then the models), with
+    the label of each one's condition ('clean', 'fog 15.6 m') and the value of the confidence
+    its model reads in its wording (a person's: the one they stated)."""
+    order = {(c, 0.0 if c == "clean" else v): i for i, (c, v) in enumerate(picks)}
+    at = zip(rows["condition"], rows["level_m"], strict=True)
+    rank = [order.get((c, 0.0 if c == "clean" else float(v)), 99) for c, v in at]
+    rows = rows.assign(_o=rank).sort_values(["_o", "model"]).drop(columns="_o")
+    read = zip(rows.index, rows["model"], rows["wording"], strict=True)
+    conf = pd.Series(
+        [rows.at[i, confidence_signal(str(m), str(w))] for i, m, w in read], rows.index, float
+    )
+    conditions = zip(rows["condition"], rows["level_m"], strict=True)
+    label = ["clean" if c == "clean" else f"{c} {level_label(v)} m" for c, v in conditions]
+    return rows.assign(condition_label=label, conf=conf)
 
 
 def _example_rows(data: RunData, task: str) -> tuple[pd.DataFrame, str, list[tuple[str, float]]]:

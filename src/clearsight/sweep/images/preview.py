@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from clearsight.pages.plots import pyplot
 from clearsight.physics import SWEEP_LEVELS_M, draw_box
 from clearsight.scenes.model import Scene
 from clearsight.sweep.conditions import (
@@ -69,11 +70,7 @@ def contact_sheet(
     water, then ImageNet-C fog severities 1-5 and the depth map with a colour bar, its
     provenance in the title.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     box = target_box(scene, target)
     rows = _sheet_rows(scene, box, seed, turbid)
     cols = len(rows[0])
@@ -89,11 +86,7 @@ def contact_sheet(
                 title, im = row[c]
                 ax.imshow(im)
                 ax.set_title(title, fontsize=8)
-    depth_ax = axes[-1][len(rows[-1])]
-    shown = depth_ax.imshow(scene.depth_m, cmap="magma_r")
-    depth_ax.set_title(f"depth ({scene.depth_provenance})", fontsize=8)
-    bar = fig.colorbar(shown, ax=depth_ax, fraction=0.06, pad=0.03)
-    bar.set_label("metres", fontsize=8)
+    _depth_panel(fig, axes[-1][len(rows[-1])], scene)
     category = scene.targets[target].category
     fig.suptitle(
         f"{scene.id}: target {target} ({category}); depth {scene.depth_provenance} — "
@@ -105,3 +98,11 @@ def contact_sheet(
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def _depth_panel(fig: Any, ax: Any, scene: Scene) -> None:
+    """The scene's depth map in ``ax`` with a colour bar in metres, its provenance above."""
+    shown = ax.imshow(scene.depth_m, cmap="magma_r")
+    ax.set_title(f"depth ({scene.depth_provenance})", fontsize=8)
+    bar = fig.colorbar(shown, ax=ax, fraction=0.06, pad=0.03)
+    bar.set_label("metres", fontsize=8)

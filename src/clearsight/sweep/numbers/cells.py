@@ -15,30 +15,27 @@ crossing with its floor — accuracy: the blank-image accuracy of the same model
 wording (chance where the run has no blank control); confidences: 1/k, k the number of content
 options; abstain rate: 1.0 — and its clean reference, grouped by level grid so all crossings of
 one grid are one batch call; and the (accuracy, awareness) pairs whose blind-spot widths W are
-wanted (:data:`W_PAIRINGS`): by default (``main``, the paper's reading of W = log10(V*_acc /
-V*_aware)) every awareness signal of a model, task and arm with *one* accuracy crossing, that
-of the main wording (:func:`~clearsight.sweep.results.primary_wording` among the wordings the
-model was asked: the reason-naming letter wording first); ``own`` pairs each awareness signal
-with the accuracy of its own wording, so both crossings are measured on one set of replies.
-:mod:`clearsight.sweep.numbers.crossings` evaluates it.
+wanted (:mod:`~clearsight.sweep.numbers.pairing`). :mod:`clearsight.sweep.numbers.crossings`
+evaluates it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import TypedDict
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics import cluster_sums
-from clearsight.sweep.results import ARMS, RunData, primary_wording
-from clearsight.sweep.signals import SIGNALS, by_name, signal_values, signals_for
+from clearsight.sweep.numbers.clusters import by_cluster
+from clearsight.sweep.numbers.pairing import WPairing, w_pairing_of, w_pairs
+from clearsight.sweep.results import ARMS, RunData
+from clearsight.sweep.signals import ACCURACY, SIGNALS, Signal, by_name, signal_values, signals_for
 
 __all__ = [
-    "W_PAIRINGS",
     "Column",
     "CrossingFields",
     "Design",
@@ -46,9 +43,7 @@ __all__ = [
     "Grid",
     "Group",
     "IntArray",
-    "WPairing",
     "design",
-    "w_pairing_of",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -56,23 +51,11 @@ IntArray = npt.NDArray[np.intp]
 
 # A condition column of the bootstrap: (condition, x), x the level (m), severity, or 0.
 Column = tuple[str, float]
+#: The clean and the blank images' columns.
+CLEAN: Column = ("clean", 0.0)
+BLANK: Column = ("blank", 0.0)
 # A signal group of the bootstrap: (model, task, wording, signal).
 Group = tuple[str, str, str, str]
-
-
-#: How W pairs an awareness crossing with an accuracy crossing: ``main`` (the paper: one
-#: accuracy crossing per model, task and arm, the main wording's) or ``own`` (the awareness
-#: signal's own wording's accuracy).
-WPairing = Literal["main", "own"]
-W_PAIRINGS: tuple[WPairing, ...] = ("main", "own")
-
-
-def w_pairing_of(data: RunData) -> WPairing:
-    """The W pairing a run's manifest records (its ``w_accuracy`` entry, or its config's),
-    ``main`` — the paper's — for a run whose manifest names none."""
-    config = data.manifest.get("config", {})
-    chosen = data.manifest.get("w_accuracy", config.get("w_accuracy", "main"))
-    return "own" if chosen == "own" else "main"
 
 
 def _column_codes(records: pd.DataFrame) -> pd.Series:
@@ -88,10 +71,10 @@ def _column_codes(records: pd.DataFrame) -> pd.Series:
 
 def _ordered_columns(present: set[Column], levels: dict[str, tuple[float, ...]]) -> list[Column]:
     """Columns in display order: clean, each arm's levels, blank, shuffled, ImageNet-C."""
-    order: list[Column] = [("clean", 0.0)]
+    order: list[Column] = [CLEAN]
     for arm, lv in levels.items():
         order += [(arm, v) for v in lv]
-    order += [("blank", 0.0), ("shuffled", 0.0)]
+    order += [BLANK, ("shuffled", 0.0)]
     order += sorted(c for c in present if c[0] == "imagenet_c")
     known = [c for c in order if c in present]
     return known + sorted(present - set(known))
@@ -179,25 +162,6 @@ def _cell_sums(
     return sums, counts, scenes
 
 
-def _by_cluster(
-    records: pd.DataFrame, scenes: npt.NDArray[np.str_], *per_scene: FloatArray
-) -> tuple[list[str], list[FloatArray]]:
-    """The per-scene rows summed per bootstrap cluster (a record's ``cluster``: its scene's
-    source photo, :func:`clearsight.sweep.results.photo_clusters`), clusters in sorted order:
-    a run whose every scene is its own cluster keeps its rows exactly."""
-    pairs = records[["scene", "cluster"]].astype(str).drop_duplicates("scene")
-    label = dict(zip(pairs["scene"], pairs["cluster"], strict=True))
-    labels, member = np.unique([label[s] for s in scenes], return_inverse=True)
-    if labels.size == scenes.size:
-        return labels.tolist(), list(per_scene)
-    summed = []
-    for rows in per_scene:
-        out = np.zeros((labels.size, rows.shape[1]))
-        np.add.at(out, member, rows)
-        summed.append(out)
-    return labels.tolist(), summed
-
-
 # One crossing of a level grid: (crossing, group, clean column or -1, constant floor or NaN,
 # accuracy group of its blank floor, the columns of its levels).
 GridRow = tuple[int, int, int, float, int, list[int]]
@@ -216,6 +180,50 @@ def _groups(rec: pd.DataFrame) -> tuple[list[Group], dict[tuple[str, str, str], 
     return groups, chance
 
 
+def _floor(signal: Signal, chance: float, has_blank: bool) -> tuple[float, str]:
+    """The constant floor of a crossing of ``signal`` (NaN: the blank accuracy, read per
+    replicate) and where it comes from: the blank accuracy (chance without a blank control),
+    chance 1/k or 1.0 (:data:`~clearsight.sweep.signals.Floor`)."""
+    if signal.floor == "blank":
+        return (math.nan, "blank") if has_blank else (chance, "chance (no blank control)")
+    return (1.0 if signal.floor == "one" else chance), signal.floor_source
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """The item count of every (group, column) cell (``totals``, flat: group × column)."""
+
+    columns: dict[Column, int]
+    totals: FloatArray
+
+    def has(self, g: int, col: Column) -> bool:
+        """Whether group ``g`` has an item at the column ``col``."""
+        return col in self.columns and self.totals[g * len(self.columns) + self.columns[col]] > 0
+
+    def items(self, g: int, arm: str, levels: tuple[float, ...]) -> int:
+        """Group ``g``'s items over the ``levels`` of ``arm``."""
+        n_k = len(self.columns)
+        return int(sum(self.totals[g * n_k + self.columns[(arm, v)]] for v in levels))
+
+
+def _fields(
+    group: Group, arm: str, floor_source: str, clean_ok: bool, n_items: int
+) -> CrossingFields:
+    """What names the crossing of ``group`` in ``arm``, where its floor and clean value come
+    from and its number of items over the arm's levels."""
+    model, task, wording, signal = group
+    return CrossingFields(
+        model=model,
+        task=task,
+        arm=arm,
+        wording=wording,
+        signal=signal,
+        floor_source=floor_source,
+        clean_source="clean" if clean_ok else "clearest level (no clean control)",
+        n_items=n_items,
+    )
+
+
 def _crossing_rows(
     data: RunData,
     groups: list[Group],
@@ -225,81 +233,35 @@ def _crossing_rows(
     pairing: WPairing,
 ) -> tuple[list[CrossingFields], list[tuple[int, int]], dict[tuple[float, ...], list[GridRow]]]:
     """What to compute for every arm × group the config asked: each crossing's descriptive
-    fields with its floor (accuracy: the blank accuracy, else chance; confidences: 1/k;
-    abstain rate: 1.0) and clean reference, the (accuracy, awareness) pairs whose widths W are
-    wanted (``pairing``: :data:`W_PAIRINGS`), and the crossings grouped by level grid."""
-    n_k = len(columns)
+    fields with its floor (:func:`_floor`) and clean reference, the (accuracy, awareness)
+    pairs whose widths W are wanted (``pairing``:
+    :data:`~clearsight.sweep.numbers.pairing.W_PAIRINGS`), and the crossings grouped by
+    level grid."""
     g_index = {grp: i for i, grp in enumerate(groups)}
-    col_index = {c: i for i, c in enumerate(columns)}
-
-    def has(g: int, col: Column) -> bool:
-        return col in col_index and totals[g * n_k + col_index[col]] > 0
-
+    cells = _Totals({c: i for i, c in enumerate(columns)}, totals)
     crossings: list[CrossingFields] = []
     acc_x: dict[tuple[str, str, str, str], int] = {}  # (arm, model, task, wording) -> crossing
     aware: list[int] = []
     grid_rows: dict[tuple[float, ...], list[GridRow]] = {}
     for arm, levels in data.levels.items():
         for g, (model, task, wording, signal) in enumerate(groups):
-            if not data.asked(model, arm) or any((arm, v) not in col_index for v in levels):
+            if not data.asked(model, arm) or any((arm, v) not in cells.columns for v in levels):
                 continue  # the arm never shown to the model, or no record at a level: no row
             base = (model, task, wording)
-            acc_g = g_index[(*base, "accuracy")]
-            if signal == "accuracy":
-                from_blank = has(acc_g, ("blank", 0.0))
-                floor = math.nan if from_blank else chance[base]
-                floor_source = "blank" if from_blank else "chance (no blank control)"
-            else:
-                aware_signal = by_name(signal)
-                floor = 1.0 if aware_signal.floor == "one" else chance[base]
-                floor_source = aware_signal.floor_source
-            clean_ok = has(g, ("clean", 0.0))
+            acc_g = g_index[(*base, ACCURACY.name)]
+            floor, floor_source = _floor(by_name(signal), chance[base], cells.has(acc_g, BLANK))
             x = len(crossings)
-            crossings.append(
-                {
-                    "model": model,
-                    "task": task,
-                    "arm": arm,
-                    "wording": wording,
-                    "signal": signal,
-                    "floor_source": floor_source,
-                    "clean_source": "clean" if clean_ok else "clearest level (no clean control)",
-                    "n_items": int(sum(totals[g * n_k + col_index[(arm, v)]] for v in levels)),
-                }
-            )
-            clean_col = col_index[("clean", 0.0)] if clean_ok else -1
-            level_cols = [col_index[(arm, v)] for v in levels]
+            n_items = cells.items(g, arm, levels)
+            crossings.append(_fields(groups[g], arm, floor_source, cells.has(g, CLEAN), n_items))
+            clean_col = cells.columns[CLEAN] if cells.has(g, CLEAN) else -1
+            level_cols = [cells.columns[(arm, v)] for v in levels]
             grid_rows.setdefault(levels, []).append((x, g, clean_col, floor, acc_g, level_cols))
-            if signal == "accuracy":
+            if signal == ACCURACY.name:
                 acc_x[(arm, *base)] = x
             else:
                 aware.append(x)
-    return crossings, _w_pairs(crossings, acc_x, aware, pairing), grid_rows
-
-
-def _w_pairs(
-    crossings: list[CrossingFields],
-    acc_x: dict[tuple[str, str, str, str], int],
-    aware: list[int],
-    pairing: WPairing,
-) -> list[tuple[int, int]]:
-    """(accuracy crossing, awareness crossing) of every awareness crossing: the accuracy of
-    the main wording among those with an accuracy crossing of the same model, task and arm
-    (``main``), or of its own wording (``own``)."""
-    asked: dict[tuple[str, str, str], list[str]] = {}
-    for arm, model, task, wording in acc_x:
-        asked.setdefault((arm, model, task), []).append(wording)
-    pairs = []
-    for x in aware:
-        c = crossings[x]
-        where = (c["arm"], c["model"], c["task"])
-        wording = c["wording"]
-        if pairing == "main":
-            present = asked[where]
-            main = primary_wording(present, verbal=False) or primary_wording(present, verbal=True)
-            wording = main or wording
-        pairs.append((acc_x[(*where, wording)], x))
-    return pairs
+    keys = [(c["arm"], c["model"], c["task"], c["wording"]) for c in crossings]
+    return crossings, w_pairs(keys, acc_x, aware, pairing), grid_rows
 
 
 def _grids(grid_rows: dict[tuple[float, ...], list[GridRow]], blank_col: int) -> list[Grid]:
@@ -331,12 +293,12 @@ def design(data: RunData, pairing: WPairing | None = None) -> Design | None:
     groups, chance = _groups(rec)
     columns = _ordered_columns(set(_column_codes(rec)), data.levels)
     scene_sums, scene_counts, scenes = _cell_sums(rec, groups, columns)
-    clusters, (sums, counts) = _by_cluster(rec, scenes, scene_sums, scene_counts)
+    clusters, (sums, counts) = by_cluster(rec, scenes, scene_sums, scene_counts)
     pairing = pairing or w_pairing_of(data)
     crossings, pairs, grid_rows = _crossing_rows(
         data, groups, chance, columns, counts.sum(axis=0), pairing
     )
-    blank_col = columns.index(("blank", 0.0)) if ("blank", 0.0) in columns else -1
+    blank_col = columns.index(BLANK) if BLANK in columns else -1
     return Design(
         groups=groups,
         columns=columns,

@@ -46,7 +46,8 @@ from clearsight.metrics import (
     crossing_visibility_batch,
 )
 from clearsight.sweep.numbers import cells
-from clearsight.sweep.numbers.cells import Design, FloatArray, IntArray, WPairing
+from clearsight.sweep.numbers.cells import Design, FloatArray, IntArray
+from clearsight.sweep.numbers.pairing import WPairing, w_pairing_of
 from clearsight.sweep.results import RunData
 
 __all__ = ["NO_VERBAL", "SceneBootstrap", "crossing_statistic", "scene_bootstrap"]
@@ -187,13 +188,13 @@ def scene_bootstrap(
     over source photos (module docstring: ``m_b = sum_p v_bp S_p / sum_p v_bp n_p``, ``v_b``
     multinomial photo counts): ``n_boot`` replicates drawn from ``seed``, ``level`` percentile
     intervals, W paired by ``w_pairing`` (None: as the run's manifest says,
-    :func:`~clearsight.sweep.numbers.cells.w_pairing_of`). ``n_scenes`` counts the scenes,
+    :func:`~clearsight.sweep.numbers.pairing.w_pairing_of`). ``n_scenes`` counts the scenes,
     ``n_clusters`` the photos resampled."""
     design = cells.design(data, w_pairing)
     if design is None:
         empty_curves = pd.DataFrame(columns=_CURVE_COLUMNS)
         empty_crossings = pd.DataFrame(columns=_CROSSING_COLUMNS)
-        pairing = w_pairing or cells.w_pairing_of(data)
+        pairing = w_pairing or w_pairing_of(data)
         return SceneBootstrap(
             empty_curves, empty_crossings, n_boot, seed, level, 0, w_pairing=pairing
         )

@@ -1,7 +1,8 @@
 """The sweep's headline: per task, model and arm, the figures a reader looks for first.
 
-:func:`headline_table` reads them off a :class:`~clearsight.sweep.analysis.SweepAnalysis`
-(nothing is computed again): the clean accuracy with its interval (the clean control), the
+:func:`headline_table` reads them off the crossings and the tasks' tables of the analysis
+(:func:`~clearsight.sweep.analysis.analyse_run` calls it once; nothing is computed again): the
+clean accuracy with its interval (the clean control), the
 accuracy's crossing visibility V*_acc with its interval and censoring, the blind-spot width W
 of the three awareness signals — internal confidence, verbalized confidence and abstention —
 with interval and bound, the pooled ECE of the internal and of the verbalized confidence and
@@ -11,7 +12,7 @@ its interval. Each signal is read in one wording: the model's first letter wordi
 first verbalized wording for verbalized confidence — for a person (``human:<name>``), who states
 a confidence with a slider beside each letter answer, their letter wording's stated confidence,
 in the verbalized columns. Each W is the one the analysis paired
-(:func:`~clearsight.sweep.numbers.cells.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
+(:func:`~clearsight.sweep.numbers.pairing.w_pairing_of`); ``w_<s>_accuracy`` names the wording whose
 accuracy crossing it uses.
 
 For the sentence that reads a row (:mod:`clearsight.sweep.page.headline`) the table also holds,
@@ -25,23 +26,45 @@ run.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import pandas as pd
 
-from clearsight.sweep.results import confidence_signal, is_person, is_verbal
-from clearsight.sweep.signals import AWARENESS
+from clearsight.sweep.numbers.facts import RunFacts
+from clearsight.sweep.results import is_verbal
+from clearsight.sweep.signals import AWARENESS, CONFIDENCES
 
-if TYPE_CHECKING:
-    from clearsight.sweep.analysis import SweepAnalysis
-
-__all__ = ["HEADLINE_SIGNALS", "headline_table"]
+__all__ = ["HEADLINE_SIGNALS", "TaskTables", "headline_table"]
 
 #: The awareness signals of the headline: every one, in the tables' order.
 HEADLINE_SIGNALS: tuple[str, ...] = tuple(s.name for s in AWARENESS)
 
 
-def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
+class TaskTables(Protocol):
+    """What the headline reads of a task's analysis
+    (:class:`~clearsight.sweep.analysis.TaskAnalysis` has it): its wordings in order, its
+    sweep, controls, calibration and selective-prediction tables."""
+
+    @property
+    def order(self) -> tuple[str, ...]: ...
+
+    @property
+    def sweep(self) -> pd.DataFrame: ...
+
+    @property
+    def controls(self) -> pd.DataFrame: ...
+
+    @property
+    def calibration(self) -> pd.DataFrame: ...
+
+    @property
+    def selective(self) -> pd.DataFrame: ...
+
+
+def headline_table(
+    crossings: pd.DataFrame, tasks: Mapping[str, TaskTables], run: RunFacts
+) -> pd.DataFrame:
     """One row per task × model × arm (the run's orders) with a crossing of the accuracy:
     ``task``, ``model``, ``arm``, ``letter`` and ``verbal`` (the wordings read; '' for none),
     ``clean_acc`` / ``_low`` / ``_high``, ``v_acc_m`` / ``v_acc_censored`` / ``v_acc_low_m`` /
@@ -52,24 +75,23 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
     accuracy crossing W uses) and ``at_fallen_<s>``, then
     ``ece_internal``, ``ece_verbal`` and ``aurc``, each with ``_low`` and ``_high``."""
     rows = []
-    crossings = analysis.crossings
-    for task in analysis.data.tasks:
-        wordings = analysis.data.wordings(task)
-        letters = [w for w in wordings if not is_verbal(w)]
-        verbals = [w for w in wordings if is_verbal(w)]
+    for task, numbers in tasks.items():
+        letters = [w for w in numbers.order if not is_verbal(w)]
+        verbals = [w for w in numbers.order if is_verbal(w)]
         acc = crossings[(crossings["task"] == task) & (crossings["signal"] == "accuracy")]
-        for model in analysis.data.models:
-            for arm in analysis.data.arms:
+        for model in run.models:
+            for arm in run.arms:
                 here = crossings[
                     (crossings["task"] == task)
                     & (crossings["model"] == model)
                     & (crossings["arm"] == arm)
                 ]
                 asked = set(here["wording"])
-                letter = next((w for w in letters if w in asked), "")
-                verbal = next((w for w in verbals if w in asked), "")
-                if is_person(model) and not verbal:
-                    verbal = letter  # the slider's stated confidence beside the letter answer
+                kinds = {"letter": [w for w in letters if w in asked]}
+                kinds["verbal"] = [w for w in verbals if w in asked]
+                if model in run.people:  # the slider's stated confidence beside the letters
+                    kinds["verbal"] += kinds["letter"]
+                letter, verbal = (next(iter(kinds[k]), "") for k in ("letter", "verbal"))
                 first = letter or verbal
                 mine = acc[
                     (acc["model"] == model) & (acc["arm"] == arm) & (acc["wording"] == first)
@@ -78,19 +100,19 @@ def headline_table(analysis: SweepAnalysis) -> pd.DataFrame:
                     continue
                 row: dict[str, float | str] = {"task": task, "model": model, "arm": arm}
                 row |= {"letter": letter, "verbal": verbal}
-                row |= _accuracy(analysis, task, model, arm, first, mine.iloc[0])
-                row |= _signals(analysis, task, here, letter, verbal, float(row["fallen_m"]))
-                row |= _confidence(analysis, task, model, arm, letter, verbal)
+                row |= _accuracy(numbers, model, arm, first, mine.iloc[0])
+                row |= _signals(numbers, here, kinds, float(row["fallen_m"]))
+                row |= _confidence(numbers, model, arm, letter, verbal, run)
                 rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _accuracy(
-    analysis: SweepAnalysis, task: str, model: str, arm: str, wording: str, crossing: pd.Series
+    numbers: TaskTables, model: str, arm: str, wording: str, crossing: pd.Series
 ) -> dict[str, float | str]:
     """Clean accuracy (the clean control's, with interval; NaN without one), V*_acc and the
     first level whose accuracy is below the half point."""
-    controls = analysis.tasks[task].controls
+    controls = numbers.controls
     clean = (
         controls[
             (controls["model"] == model)
@@ -106,7 +128,7 @@ def _accuracy(
         if not clean.empty
         else (nan, nan, nan)
     )
-    sweep = _arm_curve(analysis, task, model, arm, wording)
+    sweep = _arm_curve(numbers, model, arm, wording)
     half, clean_value = float(crossing["half"]), float(crossing["clean"])
     falls = math.isfinite(half) and clean_value > half  # else there is nothing to fall from
     fallen = sweep[sweep["accuracy"] < half]["x"] if falls else sweep["x"][:0]
@@ -125,11 +147,9 @@ def _accuracy(
     }
 
 
-def _arm_curve(
-    analysis: SweepAnalysis, task: str, model: str, arm: str, wording: str
-) -> pd.DataFrame:
+def _arm_curve(numbers: TaskTables, model: str, arm: str, wording: str) -> pd.DataFrame:
     """The sweep table's rows of ``model`` in ``arm`` and ``wording``, clearest level first."""
-    sweep = analysis.tasks[task].sweep
+    sweep = numbers.sweep
     if sweep.empty:
         return sweep.assign(x=[], accuracy=[])
     mine = sweep[
@@ -139,19 +159,19 @@ def _arm_curve(
 
 
 def _signals(
-    analysis: SweepAnalysis,
-    task: str,
+    numbers: TaskTables,
     here: pd.DataFrame,
-    letter: str,
-    verbal: str,
+    kinds: Mapping[str, Sequence[str]],
     fallen_m: float,
 ) -> dict[str, float | str]:
-    """Per awareness signal: W with its bound and interval (NaN, bound '' where the signal
-    was not read) and its mean at ``fallen_m``."""
+    """Per awareness signal, read in the first wording of its headline kind (``kinds``: the
+    wordings of each kind asked, in order) with a crossing of it: W with its bound and interval
+    (NaN, bound '' where the signal was not read) and its mean at ``fallen_m``."""
     out: dict[str, float | str] = {}
     for aware in AWARENESS:
         signal, column = aware.name, aware.mean_column
-        wording = verbal if aware.headline_wording == "verbal" else letter
+        crossed = set(here.loc[here["signal"] == signal, "wording"])
+        wording = next((w for w in kinds[aware.headline_wording] if w in crossed), "")
         row = here[(here["signal"] == signal) & (here["wording"] == wording)]
         found = not row.empty
         out[f"w_{signal}"] = float(row.iloc[0]["w"]) if found else math.nan
@@ -162,7 +182,7 @@ def _signals(
         at = math.nan
         if found and math.isfinite(fallen_m):
             model, arm = str(row.iloc[0]["model"]), str(row.iloc[0]["arm"])
-            curve = _arm_curve(analysis, task, model, arm, wording)
+            curve = _arm_curve(numbers, model, arm, wording)
             level = curve[curve["x"] == fallen_m][column]
             at = float(level.iloc[0]) if len(level) else math.nan
         out[f"at_fallen_{signal}"] = at
@@ -170,23 +190,20 @@ def _signals(
 
 
 def _confidence(
-    analysis: SweepAnalysis, task: str, model: str, arm: str, letter: str, verbal: str
+    numbers: TaskTables, model: str, arm: str, letter: str, verbal: str, run: RunFacts
 ) -> dict[str, float]:
-    """The pooled ECE of the internal (letter wording) and verbalized confidence and the
-    pooled AURC of the internal confidence (the verbalized one without a letter wording)."""
-    tables = analysis.tasks[task]
+    """Per confidence (:data:`~clearsight.sweep.signals.CONFIDENCES`) its pooled ECE, read in
+    the wording of its headline kind (``ece_internal``, ``ece_verbal``), and the pooled AURC
+    of the confidence the model reads in its letter wording (the verbalized one without a
+    letter wording)."""
+    picks = [
+        (f"ece_{s.name.removesuffix('_conf')}", numbers.calibration, "ece", s.name, wording)
+        for s in CONFIDENCES
+        for wording in [verbal if s.headline_wording == "verbal" else letter]
+    ]
+    aurc = run.confidence.get((model, letter), "") if letter else "verbal_conf"
+    picks.append(("aurc", numbers.selective, "aurc", aurc, letter or verbal))
     out: dict[str, float] = {}
-    picks = (
-        ("ece_internal", tables.calibration, "ece", "internal_conf", letter),
-        ("ece_verbal", tables.calibration, "ece", "verbal_conf", verbal),
-        (
-            "aurc",
-            tables.selective,
-            "aurc",
-            confidence_signal(model, letter) if letter else "verbal_conf",
-            letter or verbal,
-        ),
-    )
     for name, table, column, signal, wording in picks:
         row = (
             table[

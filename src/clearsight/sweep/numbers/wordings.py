@@ -11,7 +11,6 @@ limited and one not, the limited one's), and every number of the table is comput
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pandas as pd
 
@@ -40,12 +39,12 @@ def _matched_scenes(mine: pd.DataFrame, wordings: list[str]) -> set[str]:
     return set.intersection(*sets) if sets else set()
 
 
-def _row(sub: pd.DataFrame) -> dict[str, Any]:
+def _row(sub: pd.DataFrame) -> dict[str, float]:
     """Items, accuracy (abstentions count as wrong), mean parsed verbalized confidence and the
     share of replies with a parseable one, of one cell."""
     conf = sub["verbal_conf"].dropna()
     return {
-        "n": len(sub),
+        "n": float(len(sub)),
         "accuracy": float(sub["correct"].mean()) if len(sub) else math.nan,
         "verbal_conf": float(conf.mean()) if len(conf) else math.nan,
         "verbal_parsed": len(conf) / len(sub) if len(sub) else math.nan,
@@ -58,7 +57,7 @@ def wording_table(data: RunData, task: str) -> pd.DataFrame:
     ``accuracy``, ``verbal_conf`` (mean over the parseable replies) and ``verbal_parsed``;
     ``x`` is the level in metres (0 for clean). Empty without a verbalized wording."""
     rec = data.records[(data.records["task"] == task) & data.records["wording"].map(is_verbal)]
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for model in data.models:
         mine = rec[rec["model"] == model]
         wordings = [w for w in data.wordings(task) if w in set(mine["wording"])]

@@ -5,48 +5,23 @@ number comes from the analysis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import pandas as pd
-
-from clearsight.pages.html import Col, details, fmt_ci, fmt_num, img, table
-from clearsight.sweep.analysis import SweepAnalysis
-from clearsight.sweep.numbers.confidence import ReliabilityPanel
+from clearsight.pages.html import Col, Details, Figure, Part, Table, fmt_ci, fmt_num
+from clearsight.sweep.analysis import TaskAnalysis
+from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page import figures
-from clearsight.sweep.page.labels import (
-    SIGNAL_LABELS,
-)
+from clearsight.sweep.page.labels import SIGNAL_LABELS
 
-__all__ = ["asked_panels", "calibration_html", "selective_html"]
+__all__ = ["calibration_section", "selective_section"]
 
 
-def asked_panels(
-    rows: Sequence[Sequence[ReliabilityPanel]], records: pd.DataFrame
-) -> list[tuple[ReliabilityPanel, ...]]:
-    """The reliability diagrams of the arms each model was shown and the wordings it was asked
-    (``records``: the task's): no empty panel for what did not run (a wording asked whose
-    replies carry no confidence keeps its panel, which says so)."""
-    shown = set(zip(records["model"], records["condition"], strict=True))
-    asked = set(zip(records["model"], records["wording"], strict=True))
-    kept = (
-        tuple(p for p in row if (p.model, p.wording) in asked)
-        for row in rows
-        if row and (row[0].model, row[0].arm) in shown
-    )
-    return [row for row in kept if row]
-
-
-def calibration_html(
-    cal: pd.DataFrame,
-    reliability: Sequence[Sequence[ReliabilityPanel]],
-    task: str,
-    figure: bool = True,
-) -> str:
-    """Reliability diagrams (if ``figure``) and the ECE/MCE/Brier/AUROC table with intervals."""
-    fig = figures.reliability_figure(reliability) if figure else None
-    parts = ["<h3>Calibration</h3>"]
+def calibration_section(numbers: TaskAnalysis, figure: bool = True) -> list[Part]:
+    """Reliability diagrams (if ``figure``) and the ECE/MCE/Brier/AUROC table with intervals
+    of one task."""
+    cal, task = numbers.calibration, numbers.task
+    fig = figures.reliability_figure(numbers.reliability) if figure else None
+    parts: list[Part] = ["<h3>Calibration</h3>"]
     parts.append(
-        img(
+        Figure(
             fig,
             f"reliability diagrams, {task}",
             "Reliability diagrams (10 equal-width bins, answered items): bin accuracy against "
@@ -55,7 +30,7 @@ def calibration_html(
         )
     )
     if cal.empty:
-        return "\n".join(parts)
+        return parts
     cols = [
         *_cell_cols(),
         Col("mean conf", lambda r: fmt_num(r.mean_conf)),
@@ -71,9 +46,9 @@ def calibration_html(
         "right about); AUROC '–' where every scored answer is right or every one wrong. "
         "Brackets: 95 % percentile bootstrap intervals over source photos.</p>"
     )
-    parts.append(table(pooled, cols))
-    parts.append(details("ECE, MCE, Brier and AUROC at every level", table(cal, cols)))
-    return "\n".join(parts)
+    parts.append(Table(pooled, cols))
+    parts.append(Details("ECE, MCE, Brier and AUROC at every level", [Table(cal, cols)]))
+    return parts
 
 
 def _cell_cols() -> list[Col]:
@@ -89,38 +64,36 @@ def _cell_cols() -> list[Col]:
     ]
 
 
-def selective_html(analysis: SweepAnalysis, task: str, figure: bool = True) -> str:
+def selective_section(run: RunFacts, numbers: TaskAnalysis, figure: bool = True) -> list[Part]:
     """Risk-coverage curves and AURC against visibility (if ``figure``), and AURC and E-AURC
-    of each confidence signal gating the answers, per level."""
-    sel = analysis.tasks[task].selective
+    of each confidence signal gating the answers, per level, of one task."""
+    sel, task = numbers.selective, numbers.task
     if sel.empty:
-        return ""
-    fig = figures.selective_figure(analysis, task) if figure else None
+        return []
+    fig = figures.selective_figure(run, numbers) if figure else None
     cols = [
         *_cell_cols(),
         Col("AURC [95% CI]", lambda r: fmt_ci(r.aurc, r.aurc_low, r.aurc_high, 3)),
         Col("E-AURC [95% CI]", lambda r: fmt_ci(r.e_aurc, r.e_aurc_low, r.e_aurc_high, 3)),
     ]
     pooled = sel[sel["level"].isin(["pooled"]) | sel["level"].str.startswith("murkiest")]
-    return "\n".join(
-        [
-            "<h3>Selective prediction</h3>",
-            "<p class='note'>Accepting the answered items whose confidence is at least a "
-            "threshold, at every threshold: AURC is the area under the risk (error share of "
-            "the accepted) against coverage (share accepted) curve, E-AURC its excess over the "
-            "best ordering of the same answers (0: every right answer above every wrong one). "
-            "Lower is better. Brackets: 95 % percentile bootstrap intervals over source "
-            "photos.</p>",
-            img(
-                fig,
-                f"risk-coverage curves and AURC against visibility, {task}",
-                "Risk (error share of the accepted answers) against coverage for the main "
-                "letter wording's internal confidence and the main verbal wording's verbalized "
-                "confidence, at the clean images, the middle level and the murkiest level; "
-                "right: each signal's AURC at every level with its 95 % photo-bootstrap "
-                "interval.",
-            ),
-            table(pooled, cols),
-            details("AURC and E-AURC at every level", table(sel, cols)),
-        ]
-    )
+    return [
+        "<h3>Selective prediction</h3>",
+        "<p class='note'>Accepting the answered items whose confidence is at least a "
+        "threshold, at every threshold: AURC is the area under the risk (error share of "
+        "the accepted) against coverage (share accepted) curve, E-AURC its excess over the "
+        "best ordering of the same answers (0: every right answer above every wrong one). "
+        "Lower is better. Brackets: 95 % percentile bootstrap intervals over source "
+        "photos.</p>",
+        Figure(
+            fig,
+            f"risk-coverage curves and AURC against visibility, {task}",
+            "Risk (error share of the accepted answers) against coverage for the main "
+            "letter wording's internal confidence and the main verbal wording's verbalized "
+            "confidence, at the clean images, the middle level and the murkiest level; "
+            "right: each signal's AURC at every level with its 95 % photo-bootstrap "
+            "interval.",
+        ),
+        Table(pooled, cols),
+        Details("AURC and E-AURC at every level", [Table(sel, cols)]),
+    ]

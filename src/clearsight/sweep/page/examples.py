@@ -12,63 +12,52 @@ from typing import Any
 
 import pandas as pd
 
-from clearsight.pages.html import esc, fmt_num, img, pre
+from clearsight.pages.html import Figure, Part, esc, fmt_num, pre
 from clearsight.sweep.images.examples import Examples
-from clearsight.sweep.results import (
-    TASK_NAMES,
-    RunData,
-    confidence_signal,
-    is_verbal,
-    level_label,
-)
+from clearsight.sweep.results import TASK_NAMES
 
 __all__ = ["examples_section"]
 
 
-def examples_section(data: RunData, examples: Examples | None) -> str:
+def examples_section(examples: Examples | None) -> list[Part]:
     """Question, options, raw replies and read-outs of one target at three conditions."""
     task = examples.task if examples is not None else ""
     head = f"<h2 id='examples'>Qualitative examples — {esc(TASK_NAMES.get(task, task))}</h2>"
     if examples is None or examples.rows.empty:
-        return head + "<p class='note'>No records to show.</p>"
-    rows, picks = examples.rows, examples.picks
+        return [head + "<p class='note'>No records to show.</p>"]
+    rows = examples.rows
     first = rows.iloc[0]
-    parts = [
+    parts: list[Part] = [
         head,
         f"<p>Scene <b>{esc(first['scene'])}</b>, target {esc(fmt_num(first['target'], 0))} "
         f"({esc(first['category'])}), {esc(examples.arm)} arm.</p>",
     ]
-    parts.append(_thumbnails(examples))
-    order = {(c, 0.0 if c == "clean" else v): i for i, (c, v) in enumerate(picks)}
-    for wording in data.wordings(task):
+    parts += _thumbnails(examples)
+    for wording, conf_head in examples.wordings:
         sub = rows[rows["wording"] == wording]
-        if sub.empty:
-            continue
-        sub = sub.assign(
-            _o=[
-                order.get((c, 0.0 if c == "clean" else float(v)), 99)
-                for c, v in zip(sub["condition"], sub["level_m"], strict=True)
-            ]
-        ).sort_values(["_o", "model"])
-        parts.append(_wording_example(sub, wording, examples.replies))
-    return "\n".join(parts)
+        if not sub.empty:
+            parts.append(_wording_example(sub, wording, conf_head, examples.replies))
+    return parts
 
 
-def _thumbnails(examples: Examples) -> str:
+def _thumbnails(examples: Examples) -> list[Part]:
     """The images the analysis drew, with the scene's notes; why not where it could not."""
     if examples.unrendered:
-        return f"<p class='note'>(images not rendered: {esc(examples.unrendered)})</p>"
+        return [f"<p class='note'>(images not rendered: {esc(examples.unrendered)})</p>"]
     if not examples.thumbnails:
-        return ""
-    figs = "".join(img(png, label, label, css_class="thumb") for label, png in examples.thumbnails)
+        return []
+    figs = [Figure(png, label, label, css_class="thumb") for label, png in examples.thumbnails]
     note = "".join(f"<p class='note'>{esc(n)}</p>" for n in examples.notes)
-    return f"<div class='thumbs'>{figs}</div>{note}"
+    return ["<div class='thumbs'>", *figs, f"</div>{note}"]
 
 
-def _wording_example(sub: pd.DataFrame, wording: str, replies: Mapping[str, str]) -> str:
-    """One wording's prompt and options, and a row per record of ``sub`` (in order): its
+def _wording_example(
+    sub: pd.DataFrame, wording: str, conf_head: str, replies: Mapping[str, str]
+) -> str:
+    """One wording's prompt and options, and a row per record of ``sub`` (in the analysis'
+    order: the conditions picked, then the models): its
     condition, model, raw reply (``replies``, by key), answer, correctness, confidence (a
-    person's: the one they stated) and abstention."""
+    person's: the one they stated; headed ``conf_head``) and abstention."""
     prompt = str(sub["question.prompt"].iloc[0])
     body = [f"<h3>{esc(wording)}</h3>", "<p class='note'>Prompt:</p>", pre(prompt)]
     body.append(
@@ -77,11 +66,7 @@ def _wording_example(sub: pd.DataFrame, wording: str, replies: Mapping[str, str]
     )
     trs = []
     for _, r in sub.iterrows():
-        cond = (
-            "clean"
-            if r["condition"] == "clean"
-            else f"{r['condition']} {level_label(r['level_m'])} m"
-        )
+        cond = r["condition_label"]
         # a prompt that differs from the wording's first one is shown under the reply
         own_prompt = pre(r["question.prompt"]) if str(r["question.prompt"]) != prompt else ""
         reply = replies.get(str(r["key"]), "")
@@ -91,11 +76,10 @@ def _wording_example(sub: pd.DataFrame, wording: str, replies: Mapping[str, str]
             f"<td class='t'>{pre(reply)}{own_prompt}</td>"
             f"<td class='t'>{esc(r['answer'] if r['answer'] is not None else '(none)')}</td>"
             f"<td>{'yes' if r['correct'] == 1.0 else 'no'}</td>"
-            f"<td>{esc(fmt_num(r[confidence_signal(str(r['model']), wording)]))}</td>"
+            f"<td>{esc(fmt_num(r['conf']))}</td>"
             f"<td>{'yes' if r['abstained'] == 1.0 else 'no'}</td>"
             "</tr>"
         )
-    conf_head = "verbalized conf" if is_verbal(wording) else "internal conf"
     body.append(
         "<table><tr><th class='t'>condition</th><th class='t'>model</th>"
         "<th class='t'>raw reply</th><th class='t'>answer</th><th>correct</th>"

@@ -15,22 +15,14 @@ import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_panel
 from clearsight.sweep.numbers.crossings import NO_VERBAL
-from clearsight.sweep.page.labels import SIGNAL_LABELS
-from clearsight.sweep.results import level_label, primary_wording
+from clearsight.sweep.page.plots import clean_position, plot_curve, series, visibility_axis
+from clearsight.sweep.results import level_label
+from clearsight.sweep.signals import ACCURACY, by_name
 
 if TYPE_CHECKING:
-    from clearsight.sweep.analysis import SweepAnalysis
-    from clearsight.sweep.numbers.confidence import ReliabilityPanel, RiskPanel
-
-
-from clearsight.sweep.page.plots import (
-    COLOURS,
-    STYLES,
-    clean_position,
-    plot_curve,
-    series,
-    visibility_axis,
-)
+    from clearsight.sweep.analysis import SweepAnalysis, TaskAnalysis
+    from clearsight.sweep.numbers.facts import RunFacts
+    from clearsight.sweep.numbers.panels import ReliabilityPanel, RiskPanel
 
 __all__ = ["imagenet_c_figure", "reliability_figure", "selective_figure"]
 
@@ -82,7 +74,7 @@ def _reliability_panel(ax: Any, panel: ReliabilityPanel, title: str) -> None:
 def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | None:
     """Reliability diagrams of internal and verbalized confidence per model and arm.
 
-    ``rows`` (:func:`clearsight.sweep.numbers.confidence.reliability_panels`): model × arm; columns:
+    ``rows`` (:func:`clearsight.sweep.numbers.panels.reliability_panels`): model × arm; columns:
     internal confidence of each letter wording, then the main verbal wording's verbalized
     confidence. Marker area ∝ items in the bin; answered items only (with the reason-naming
     wording a model that abstains when unsure answers few murky items).
@@ -99,7 +91,7 @@ def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | No
         for c in range(len(row), n_cols):
             axes[r][c].set_axis_off()
         for c, panel in enumerate(row):
-            title = f"{panel.model} — {panel.arm}\n{SIGNAL_LABELS[panel.signal]} ({panel.wording})"
+            title = f"{panel.model} — {panel.arm}\n{by_name(panel.signal).label} ({panel.wording})"
             ax = axes[r][c]
             if panel.has_confidence:
                 _reliability_panel(ax, panel, title)
@@ -108,7 +100,9 @@ def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | No
                 ax.text(
                     0.5,
                     0.5,
-                    NO_VERBAL if panel.signal == "verbal_conf" else "no confidence",
+                    NO_VERBAL
+                    if by_name(panel.signal).headline_wording == "verbal"
+                    else "no confidence",
                     ha="center",
                     va="center",
                     fontsize=8,
@@ -119,7 +113,7 @@ def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | No
     return png(fig)
 
 
-def imagenet_c_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
+def imagenet_c_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | None:
     """Fig. 7: ImageNet-C severities at their median V_eq on the physical fog accuracy curve.
 
     Per model (main letter wording): the fog accuracy curve with its 95 % band, and each
@@ -127,74 +121,73 @@ def imagenet_c_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     over scenes and a vertical bar for the accuracy's 95 % interval (the task's
     :func:`~clearsight.sweep.images.equivalence.imagenet_c_table`).
     """
-    data, table = analysis.data, analysis.tasks[task].imagenet_c
-    if table.empty or "fog" not in data.levels or table["veq_median"].isna().all():
+    run, table, wording = analysis.run, numbers.imagenet_c, numbers.main
+    if table.empty or "fog" not in run.levels or table["veq_median"].isna().all():
         return None
-    wording = primary_wording(data.wordings(task), verbal=False) or primary_wording(
-        data.wordings(task), verbal=True
-    )
-    models = [m for m in data.models if (table["model"] == m).any()]
+    models = [m for m in run.models if (table["model"] == m).any()]
     if wording is None or not models:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(1, len(models), figsize=(5.6 * len(models), 3.8), squeeze=False)
-    levels = data.levels["fog"]
-    for c, model in enumerate(models):
-        ax = axes[0][c]
+    levels = run.levels["fog"]
+    for ax, model in zip(axes[0], models, strict=True):
         visibility_axis(ax, levels)
-        rows, clean = series(analysis.curves, model, task, wording, "accuracy", "fog")
-        plot_curve(ax, rows, clean, clean_position(levels), "accuracy", f"fog accuracy ({wording})")
-        sev = table[(table["model"] == model) & (table["wording"] == wording)].dropna(
-            subset=["veq_median"]
-        )
-        xerr = error_bars(sev["veq_median"], sev["veq_q25"], sev["veq_q75"])
-        yerr = error_bars(sev["accuracy"], sev["acc_low"], sev["acc_high"])
-        ax.errorbar(
-            sev["veq_median"],
-            sev["accuracy"],
-            xerr=xerr,
-            yerr=yerr,
-            fmt="D",
-            color="#D55E00",
-            ms=5,
-            capsize=2,
-            lw=1,
-            label="ImageNet-C fog at median V_eq",
-        )
-        points = zip(sev["severity"], sev["veq_median"], sev["accuracy"], strict=True)
-        for i, (s, x, y) in enumerate(points):
-            # alternate label heights: neighbouring severities often sit a few metres apart
-            ax.annotate(
-                f"s{int(s)}",
-                (x, y),
-                textcoords="offset points",
-                xytext=(0, -12 - 9 * (i % 3)),
-                ha="center",
-                fontsize=7,
-                color="#D55E00",
-            )
-        ax.set_title(f"{model} — fog, {task}", fontsize=10)
+        rows, clean = series(analysis.curves, model, numbers.task, wording, "accuracy", "fog")
+        plot_curve(ax, rows, clean, clean_position(levels), ACCURACY, f"fog accuracy ({wording})")
+        sev = table[(table["model"] == model) & (table["wording"] == wording)]
+        _severities(ax, sev.dropna(subset=["veq_median"]))
+        ax.set_title(f"{model} — fog, {numbers.task}", fontsize=10)
         ax.set_ylabel("accuracy (share right, 0–1)", fontsize=9)
         ax.legend(fontsize=7, loc="lower left", frameon=False)
     fig.tight_layout()
     return png(fig)
 
 
+def _severities(ax: Any, sev: pd.DataFrame) -> None:
+    """Each severity's accuracy at its median V_eq, with the V_eq IQR and the accuracy's 95 %
+    interval as error bars and an 's<k>' label (Fig. 7)."""
+    xerr = error_bars(sev["veq_median"], sev["veq_q25"], sev["veq_q75"])
+    yerr = error_bars(sev["accuracy"], sev["acc_low"], sev["acc_high"])
+    ax.errorbar(
+        sev["veq_median"],
+        sev["accuracy"],
+        xerr=xerr,
+        yerr=yerr,
+        fmt="D",
+        color="#D55E00",
+        ms=5,
+        capsize=2,
+        lw=1,
+        label="ImageNet-C fog at median V_eq",
+    )
+    points = zip(sev["severity"], sev["veq_median"], sev["accuracy"], strict=True)
+    for i, (s, x, y) in enumerate(points):
+        # alternate label heights: neighbouring severities often sit a few metres apart
+        ax.annotate(
+            f"s{int(s)}",
+            (x, y),
+            textcoords="offset points",
+            xytext=(0, -12 - 9 * (i % 3)),
+            ha="center",
+            fontsize=7,
+            color="#D55E00",
+        )
+
+
 def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str) -> None:
     """AURC (95 % interval) of each signal at every level, and at the clean images as a
     separate marker, against visibility."""
     visibility_axis(ax, levels)
-    for signal, sub in rows.groupby("signal"):
-        line, marker = STYLES[str(signal)]
-        colour = COLOURS[str(signal)]
+    for name, sub in rows.groupby("signal"):
+        signal = by_name(str(name))
         swept = sub[np.isfinite(sub["level_m"].to_numpy(float))].sort_values("level_m")
         clean = sub[sub["level_m"] == math.inf]
         for part, x, ls, label in (
             (
                 swept,
                 swept["level_m"],
-                line,
-                f"{SIGNAL_LABELS[str(signal)]} ({sub['wording'].iloc[0]})",
+                signal.line,
+                f"{signal.label} ({sub['wording'].iloc[0]})",
             ),
             (clean, [clean_position(levels)] * len(clean), "none", None),
         ):
@@ -203,11 +196,11 @@ def _aurc_panel(ax: Any, rows: pd.DataFrame, levels: Sequence[float], title: str
                 part["aurc"],
                 yerr=error_bars(part["aurc"], part["aurc_low"], part["aurc_high"]),
                 ls=ls,
-                marker=marker,
+                marker=signal.marker,
                 ms=4,
                 lw=1.2,
                 capsize=2,
-                color=colour,
+                color=signal.colour,
                 label=label,
             )
     ax.set_ylim(-0.02, max(0.1, float(np.nanmax(rows["aurc_high"].to_numpy(float))) * 1.1))
@@ -222,22 +215,22 @@ def _risk_panel(ax: Any, panel: RiskPanel) -> None:
         ("clean" if c.level_m is None else f"{level_label(c.level_m)} m", c.n, c.curve)
         for c in panel.cuts
     ]
-    title = f"{panel.model} — {panel.arm}\n{SIGNAL_LABELS[panel.signal]} ({panel.wording})"
+    title = f"{panel.model} — {panel.arm}\n{by_name(panel.signal).label} ({panel.wording})"
     empty = "no scored answer (unparsed or abstained)" if panel.asked else "not asked"
     risk_coverage_panel(ax, curves, title, empty)
 
 
-def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
+def selective_figure(run: RunFacts, numbers: TaskAnalysis) -> bytes | None:
     """Selective prediction per model and arm it was shown: risk-coverage curves of the
     internal and the verbalized confidence at the clean images, the middle level and the
     murkiest level, and each signal's AURC (with its photo-bootstrap 95 % interval) against
     visibility (the task's risk panels and selective table,
-    :mod:`clearsight.sweep.numbers.confidence`). Answered items only, as in the table; no panel for
+    :mod:`clearsight.sweep.numbers.panels`). Answered items only, as in the table; no panel for
     a wording the model was not asked.
     """
-    table = analysis.tasks[task].selective
+    table = numbers.selective
     # a panel per wording the model was asked (none for those it was not)
-    rows = [r for r in (tuple(p for p in row if p.asked) for row in analysis.tasks[task].risk) if r]
+    rows = [r for r in (tuple(p for p in row if p.asked) for row in numbers.risk) if r]
     if not rows or table.empty:
         return None
     n_cols = max(len(row) for row in rows)
@@ -260,7 +253,7 @@ def selective_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
         )
         ax = axes[r][len(row)]
         if keep.any():
-            levels = analysis.data.levels[arm]
+            levels = run.levels[arm]
             _aurc_panel(ax, table[keep], levels, f"{model} — {arm}: AURC against V")
         else:
             ax.set_axis_off()

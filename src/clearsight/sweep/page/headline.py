@@ -10,6 +10,7 @@ only: every number comes from the analysis.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -23,6 +24,7 @@ from clearsight.sweep.page.labels import (
     w_label,
 )
 from clearsight.sweep.results import TASK_NAMES, level_label
+from clearsight.sweep.signals import by_name
 
 __all__ = [
     "W_PAIRING_NOTES",
@@ -60,7 +62,7 @@ def sweep_caption(pairing: str) -> str:
 
 
 def sweep_headline(
-    table: pd.DataFrame, levels: dict[str, tuple[float, ...]]
+    table: pd.DataFrame, levels: Mapping[str, tuple[float, ...]]
 ) -> tuple[pd.DataFrame, list[str]]:
     """The sweep's headline display frame (text cells; a task column only when the run has
     several tasks) and one sentence per model and task, from
@@ -115,7 +117,7 @@ def _w_cell(row: pd.Series, signal: str) -> str:
     return f"{label} {interval(row[f'w_{signal}_low'], row[f'w_{signal}_high'])}".strip()
 
 
-def sweep_sentence(model: str, rows: pd.DataFrame, levels: dict[str, tuple[float, ...]]) -> str:
+def sweep_sentence(model: str, rows: pd.DataFrame, levels: Mapping[str, tuple[float, ...]]) -> str:
     """One sentence reading ``model``'s headline rows, an arm per clause: where its accuracy
     halves and, of the awareness signals with a determined W (an estimate or a bound), the
     one with the widest W — its mean where the accuracy has fallen below half, then W."""
@@ -142,9 +144,9 @@ def _arm_clause(row: pd.Series, levels: tuple[float, ...]) -> str:
     at = row[f"at_fallen_{signal}"]
     if math.isfinite(at):
         clause += (
-            f" while its abstain rate is {at:.2f}"
-            if signal == "abstain"
-            else f" while {SIGNAL_LABELS[signal]} stays at {at:.2f}"
+            f" while {SIGNAL_LABELS[signal]} stays at {at:.2f}"
+            if by_name(signal).confidence
+            else f" while its {SIGNAL_LABELS[signal]} is {at:.2f}"
         )
     w = w_label(row[f"w_{signal}"], row[f"w_{signal}_bound"])
     return f"{clause}: W {w} {interval(row[f'w_{signal}_low'], row[f'w_{signal}_high'])}".strip()
@@ -158,9 +160,3 @@ def _widest_signal(row: pd.Series) -> str | None:
         if row[f"w_{s}_bound"] in ("exact", "lower", "upper") and math.isfinite(row[f"w_{s}"])
     }
     return max(widths, key=lambda s: widths[s]) if widths else None
-
-
-# ------------------------------------------------------------------------------ the probe
-
-
-# --------------------------------------------------------------------- trajectory grounding

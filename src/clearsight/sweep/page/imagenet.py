@@ -5,40 +5,37 @@ visibility axis (Fig. 7) with their table. Rendering only: every number comes fr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
-from clearsight.pages.html import Col, details, esc, fmt_ci, fmt_num, fmt_range, img, table
+from clearsight.pages.html import Col, Details, Figure, Part, Table, esc, fmt_ci, fmt_num, fmt_range
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.page import figures
-from clearsight.sweep.results import (
-    TASK_NAMES,
-    RunData,
-    primary_wording,
-)
+from clearsight.sweep.results import TASK_NAMES
 
 __all__ = ["imagenet_section"]
 
 
-def imagenet_section(analysis: SweepAnalysis, task: str) -> str:
-    """Fig. 7 and the severity table."""
-    data = analysis.data
+def imagenet_section(analysis: SweepAnalysis, task: str) -> list[Part]:
+    """Fig. 7 and the severity table of ``task``."""
+    run, numbers = analysis.run, analysis.tasks[task]
     name = esc(TASK_NAMES.get(task, task))
     head = f"<h2 id='imagenet-c'>ImageNet-C fog on the physical axis — {name}</h2>"
-    tab = analysis.tasks[task].imagenet_c
+    tab = numbers.imagenet_c
     share = analysis.monotone
-    if tab.empty and data.veq.empty:
-        return head + "<p class='note'>No ImageNet-C records in this run.</p>"
-    parts = [head]
-    if data.veq.empty:
+    if tab.empty and not run.has_veq:
+        return [head + "<p class='note'>No ImageNet-C records in this run.</p>"]
+    parts: list[Part] = [head]
+    if not run.has_veq:
         parts.append(
             "<p class='warn'>No gain-matched V_eq records: severities cannot be placed on the "
             "visibility axis.</p>"
         )
-    fig = figures.imagenet_c_figure(analysis, task) if not tab.empty else None
+    fig = figures.imagenet_c_figure(analysis, numbers) if not tab.empty else None
     parts.append(
-        img(
+        Figure(
             fig,
             "ImageNet-C severities on the fog accuracy curve",
             "Each ImageNet-C fog severity (s1–s5) at its median gain-matched equivalent "
@@ -62,9 +59,9 @@ def imagenet_section(analysis: SweepAnalysis, task: str) -> str:
             f"levels (largest minus smallest accuracy).</p>"
         )
     if not tab.empty:
-        parts.append(_imagenet_wide(data, tab, task))
-        parts.append(details("Every wording", table(tab, _imagenet_cols())))
-    return "\n".join(parts)
+        parts.append(_imagenet_wide(run.models, tab, numbers.main))
+        parts.append(Details("Every wording", [Table(tab, _imagenet_cols())]))
+    return parts
 
 
 def _imagenet_cols() -> list[Col]:
@@ -87,11 +84,9 @@ def _imagenet_cols() -> list[Col]:
     ]
 
 
-def _imagenet_wide(data: RunData, tab: pd.DataFrame, task: str) -> str:
-    """Rows: severities with their V_eq; column groups: each model's main-wording accuracy."""
-    wording = primary_wording(data.wordings(task), verbal=False) or primary_wording(
-        data.wordings(task), verbal=True
-    )
+def _imagenet_wide(models: Sequence[str], tab: pd.DataFrame, wording: str | None) -> Table:
+    """Rows: severities with their V_eq; column groups: each model's accuracy in the main
+    ``wording``."""
     main = tab[tab["wording"] == wording]
     rows = main.drop_duplicates("severity").sort_values("severity")
     cols = [
@@ -101,28 +96,29 @@ def _imagenet_wide(data: RunData, tab: pd.DataFrame, task: str) -> str:
         Col("median gain", lambda r: fmt_num(r.gain_median, 3), group="equivalent visibility"),
         Col("scenes", lambda r: fmt_num(r.n_scenes, 0), group="equivalent visibility"),
     ]
-    idx = main.set_index(["model", "severity"])
-    for model in data.models:
-        if model not in set(main["model"]):
-            continue
+    for i, model in enumerate(m for m in models if m in set(main["model"])):
+        mine = main.loc[main["model"] == model, ["severity", *_PER_MODEL]]
+        by_severity = mine.add_suffix(f"_{i}")
+        rows = rows.merge(by_severity, "left", left_on="severity", right_on=f"severity_{i}")
         group = f"{model} ({wording})"
         cols += [
-            Col("accuracy [95% CI]", _imagenet_cell(idx, model, "acc"), group=group),
-            Col("Δ vs clean (pp)", _imagenet_cell(idx, model, "delta"), group=group),
+            Col("accuracy [95% CI]", _accuracy_cell(i), group=group),
+            Col("Δ vs clean (pp)", _delta_cell(i), group=group),
         ]
-    return table(rows, cols)
+    return Table(rows, cols)
 
 
-def _imagenet_cell(idx: pd.DataFrame, model: str, what: str) -> Any:
-    """A cell getter of the wide ImageNet-C table."""
+#: The columns of a model's cells in the wide ImageNet-C table.
+_PER_MODEL = ("accuracy", "acc_low", "acc_high", "delta_pp")
 
-    def cell(row: Any) -> str:
-        key = (model, row.severity)
-        if key not in idx.index:
-            return "–"
-        r = idx.loc[key]
-        if what == "acc":
-            return fmt_ci(r["accuracy"], r["acc_low"], r["acc_high"])
-        return fmt_num(r["delta_pp"], 1)
 
-    return cell
+def _accuracy_cell(i: int) -> Callable[[Any], str]:
+    """The accuracy with its interval of the ``i``-th model of a wide row."""
+    return lambda r: fmt_ci(
+        getattr(r, f"accuracy_{i}"), getattr(r, f"acc_low_{i}"), getattr(r, f"acc_high_{i}")
+    )
+
+
+def _delta_cell(i: int) -> Callable[[Any], str]:
+    """The change against the clean accuracy (pp) of the ``i``-th model of a wide row."""
+    return lambda r: fmt_num(getattr(r, f"delta_pp_{i}"), 1)

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from clearsight.pages.html import fmt_num, fmt_range
-from clearsight.sweep.analysis import DepthSummary
+from clearsight.sweep.numbers.depth import DepthSummary
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import SIGNALS
 

@@ -22,14 +22,14 @@ import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot
 from clearsight.sweep.numbers.crossings import NO_VERBAL
-from clearsight.sweep.results import is_person, level_label, offers_abstain, primary_wording
+from clearsight.sweep.results import level_label
+from clearsight.sweep.signals import SIGNALS, Signal
 
 if TYPE_CHECKING:
-    from clearsight.sweep.analysis import SweepAnalysis
+    from clearsight.sweep.analysis import SweepAnalysis, TaskAnalysis
 
 
 __all__ = [
-    "COLOURS",
     "accuracy_panels",
     "clean_position",
     "curves_figure",
@@ -37,21 +37,6 @@ __all__ = [
     "series",
     "visibility_axis",
 ]
-
-#: One colour per signal, the same in every figure (colour-blind-safe Okabe–Ito hues).
-COLOURS: dict[str, str] = {
-    "accuracy": "#000000",
-    "internal_conf": "#0072B2",
-    "verbal_conf": "#E69F00",
-    "abstain": "#009E73",
-}
-#: Line style and marker per signal, so overlapping curves stay distinguishable.
-STYLES: dict[str, tuple[str, str]] = {
-    "accuracy": ("-", "o"),
-    "internal_conf": ("-", "^"),
-    "verbal_conf": ("--", "s"),
-    "abstain": ("-", "D"),
-}
 
 
 def clean_position(levels: Sequence[float]) -> float:
@@ -100,50 +85,50 @@ def plot_curve(
     rows: pd.DataFrame,
     clean: pd.DataFrame,
     clean_x: float,
-    signal: str,
+    signal: Signal,
     label: str,
     style: str | None = None,
 ) -> None:
-    """One signal: line with markers, 95 % band, and the clean value with its interval."""
+    """One signal: line with markers, 95 % band, and the clean value with its interval (in the
+    signal's colour, line and marker)."""
     if rows.empty:
         return
-    colour = COLOURS[signal]
-    line, marker = STYLES[signal]
+    colour, face = signal.colour, "white" if signal.hollow else signal.colour
     x = rows["x"].to_numpy(dtype=float)
     ax.fill_between(x, rows["low"], rows["high"], color=colour, alpha=0.13, lw=0)
     ax.plot(
         x,
         rows["estimate"],
-        style or line,
+        style or signal.line,
         color=colour,
-        marker=marker,
+        marker=signal.marker,
         ms=4,
         lw=1.5,
         label=label,
-        mfc="white" if signal == "verbal_conf" else colour,
+        mfc=face,
     )
     if not clean.empty:
         est = float(clean["estimate"].iloc[0])
         err = error_bars(est, clean["low"].iloc[:1], clean["high"].iloc[:1])
         # each signal's clean marker is nudged sideways so equal values do not hide each other
-        nudge = 1.18 ** (list(STYLES).index(signal) - 1.5 + (0.5 if style == ":" else 0.0))
+        nudge = 1.18 ** (SIGNALS.index(signal) - 1.5 + (0.5 if style == ":" else 0.0))
         ax.errorbar(
             [clean_x * nudge],
             [est],
             yerr=err,
-            fmt=marker,
+            fmt=signal.marker,
             color=colour,
             ms=5,
             capsize=2,
             lw=1,
-            mfc="white" if signal == "verbal_conf" else colour,
+            mfc=face,
         )
 
 
-def _crossing_ticks(ax: Any, crossings: pd.DataFrame, plotted: list[tuple[str, str]]) -> None:
+def _crossing_ticks(ax: Any, crossings: pd.DataFrame, plotted: list[tuple[str, Signal]]) -> None:
     """Short coloured ticks at the top of the panel where each plotted signal crosses h."""
     for wording, signal in plotted:
-        row = crossings[(crossings["wording"] == wording) & (crossings["signal"] == signal)]
+        row = crossings[(crossings["wording"] == wording) & (crossings["signal"] == signal.name)]
         if row.empty or row["censored"].iloc[0] == "undefined":
             continue
         v = float(row["v_star_m"].iloc[0])
@@ -154,38 +139,38 @@ def _crossing_ticks(ax: Any, crossings: pd.DataFrame, plotted: list[tuple[str, s
             [v],
             [1.025],
             marker="v",
-            color=COLOURS[signal],
+            color=signal.colour,
             ms=6,
             clip_on=False,
             zorder=5,
-            mfc="white" if censored else COLOURS[signal],
+            mfc="white" if censored else signal.colour,
         )
 
 
-def curves_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
-    """Fig. 3: accuracy, internal and verbalized confidence and abstain rate vs visibility.
+def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | None:
+    """Fig. 3: every signal's curve against visibility (the task's ``lines``,
+    :func:`~clearsight.sweep.numbers.facts.curve_lines`).
 
     One panel per model (rows) and arm (columns). Accuracy and internal confidence come from
     the main letter wording (reason-naming abstain option), verbalized confidence from the main
-    verbal wording, the abstain rate from each letter wording (generic dashed). Bands: 95 %
-    percentile intervals of a bootstrap over source photos. Grey lines: chance (dotted) and the
-    blank-image accuracy (dashed), the accuracy's floor. For verification, thin grey lines
-    split the accuracy into true- and false-category questions. Triangles on the top edge: crossing
-    visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's end).
+    verbal wording, the abstain rate from each letter wording (the later ones dotted). Bands:
+    95 % percentile intervals of a bootstrap over source photos. Grey lines: chance (dotted)
+    and the blank-image accuracy (dashed), the accuracy's floor. For verification, thin grey
+    lines split the accuracy into true- and false-category questions. Triangles on the top edge:
+    crossing visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's
+    end).
     """
-    data = analysis.data
-    models, arms = data.models, data.arms
+    models, arms = analysis.run.models, analysis.run.arms
     if not models or not arms or analysis.curves.empty:
         return None
-    wordings = data.wordings(task)
     plt = pyplot()
     fig, axes = plt.subplots(
         len(models), len(arms), figsize=(5.6 * len(arms), 3.7 * len(models)), squeeze=False
     )
-    if primary_wording(wordings, verbal=False) or primary_wording(wordings, verbal=True):
+    if numbers.main is not None:
         for r, model in enumerate(models):
             for c, arm in enumerate(arms):
-                _curves_panel(axes[r][c], analysis, task, model, arm)
+                _curves_panel(axes[r][c], analysis, numbers, model, arm)
                 if c == 0:
                     axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -202,64 +187,31 @@ def curves_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     return png(fig)
 
 
-def _curve_lines(
-    wordings: list[str], model: str = ""
-) -> list[tuple[str | None, str, str | None, str]]:
-    """(wording, signal, line style, label) of each curve of a Fig. 3 panel (a None wording
-    is not drawn): the main wording's accuracy, the main letter wording's internal
-    confidence, the main verbal wording's verbalized confidence (a person's: the confidence
-    they stated with their letter answers), each letter wording's abstain rate (the generic
-    one dotted; none for a wording without the option)."""
-    letter = primary_wording(wordings, verbal=False)
-    verbal = primary_wording(wordings, verbal=True)
-    main = letter or verbal
-    lines: list[tuple[str | None, str, str | None, str]] = [
-        (main, "accuracy", None, f"accuracy ({main})"),
-        (letter, "internal_conf", None, f"internal confidence ({letter})"),
-        (verbal, "verbal_conf", None, f"verbalized confidence ({verbal})"),
-    ]
-    if is_person(model) and letter is not None:
-        lines.append((letter, "verbal_conf", None, f"stated confidence ({letter})"))
-    letters: list[str | None] = [w for w in wordings if w.startswith("mcq") and offers_abstain(w)]
-    for w in letters or [main]:
-        lines.append((w, "abstain", ":" if w == "mcq.generic" else None, f"abstain rate ({w})"))
-    return lines
-
-
-def _curves_panel(ax: Any, analysis: SweepAnalysis, task: str, model: str, arm: str) -> None:
+def _curves_panel(
+    ax: Any, analysis: SweepAnalysis, numbers: TaskAnalysis, model: str, arm: str
+) -> None:
     """One panel of Fig. 3 (``model`` in ``arm``): its signals' curves with bands and clean
     markers, the verification split, the floor lines and the crossing ticks."""
-    data, curves, crossings = analysis.data, analysis.curves, analysis.crossings
-    wordings = data.wordings(task)
-    main = primary_wording(wordings, verbal=False) or primary_wording(wordings, verbal=True)
+    curves, crossings, task, main = analysis.curves, analysis.crossings, numbers.task, numbers.main
     assert main is not None  # the caller draws no panel without a wording
-    levels = data.levels[arm]
+    levels = analysis.run.levels[arm]
     visibility_axis(ax, levels)
-    plotted: list[tuple[str, str]] = []
-    for wording, signal, style, label in _curve_lines(wordings, model):
-        if wording is None:
-            continue
-        rows, clean = series(curves, model, task, wording, signal, arm)
-        plot_curve(ax, rows, clean, clean_position(levels), signal, label, style)
+    plotted: list[tuple[str, Signal]] = []
+    for line in numbers.lines[model]:
+        rows, clean = series(curves, model, task, line.wording, line.signal.name, arm)
+        plot_curve(ax, rows, clean, clean_position(levels), line.signal, line.label, line.style)
         if not rows.empty:
-            plotted.append((wording, signal))
+            plotted.append((line.wording, line.signal))
     if task == "verify":
-        _asked_split(ax, analysis.tasks[task].asked, model, main, arm)
-    _reference_lines(ax, curves, model, task, main, analysis.tasks[task].chance)
+        _asked_split(ax, numbers.asked, model, main, arm)
+    _reference_lines(ax, curves, model, task, main, numbers.chance)
     sub = crossings[
         (crossings["model"] == model) & (crossings["task"] == task) & (crossings["arm"] == arm)
     ]
     _crossing_ticks(ax, sub, plotted)
-    if primary_wording(wordings, verbal=True) is not None and (NO_VERBAL in set(sub["note"])):
-        ax.text(
-            0.98,
-            0.5,
-            NO_VERBAL,
-            transform=ax.transAxes,
-            ha="right",
-            fontsize=8,
-            color=COLOURS["verbal_conf"],
-        )
+    if numbers.verbal is not None and (NO_VERBAL in set(sub["note"])):
+        colour = next(s.colour for s in SIGNALS if s.headline_wording == "verbal")
+        ax.text(0.98, 0.5, NO_VERBAL, transform=ax.transAxes, ha="right", fontsize=8, color=colour)
     ax.set_title(f"{model} — {arm}", fontsize=10)
 
 

@@ -18,16 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.faces.face import NO_APPENDIX, Appendix
-from clearsight.pages.cost import cost_markdown
-from clearsight.pages.headline import headline_markdown
-from clearsight.pages.html import fmt_ci, fmt_num, fmt_range
-from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
+from clearsight.pages.cost import Cost
+from clearsight.pages.headline import Headline
+from clearsight.pages.html import Frame, fmt_ci, fmt_num, fmt_range
+from clearsight.pages.output import MarkdownBlock, ReportPaths, Summary, md_text, write_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
-from clearsight.sweep.numbers.headline import headline_table
 from clearsight.sweep.page.headline import sweep_caption, sweep_headline
-from clearsight.sweep.page.labels import depth_line, interval, interval_m, labelled_crossings
-from clearsight.sweep.page.sections import DEPTH_NOTE, render_report
+from clearsight.sweep.page.labels import depth_line, interval, interval_m
+from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
 from clearsight.sweep.results import TASK_NAMES
+from clearsight.sweep.signals import AWARENESS
 
 __all__ = ["build_sweep_report", "summary_table", "write_sweep_report"]
 
@@ -39,7 +39,7 @@ def summary_table(analysis: SweepAnalysis) -> pd.DataFrame:
     Columns: model, task, arm, wording, signal, ``V*`` (with '≤ 1.95 m' / '≥ 250 m' for
     censored crossings), its 95 % interval, ``W`` (with '≥' / '≤' for bounds) and its interval.
     """
-    return _display_crossings(labelled_crossings(analysis.crossings, analysis.data.levels))
+    return _display_crossings(analysis.labelled)
 
 
 def build_sweep_report(
@@ -71,16 +71,11 @@ def write_sweep_report(
     """Render ``analysis`` (:func:`~clearsight.sweep.analysis.analyse_sweep`, its examples
     included) and ``appendix`` as ``report.html``, ``summary.md`` and ``summary.csv`` in
     ``out_dir``: summary.csv is the crossings with their labels and the bootstrap's B, seed and
-    interval level. The headline table is computed once, for the page and summary.md."""
+    interval level. The page and summary.md read the analysis' one headline table."""
     boot = analysis.bootstrap
-    crossings = labelled_crossings(analysis.crossings, analysis.data.levels)
-    headline = headline_table(analysis)
-    return write_report(
-        Path(out_dir),
-        html=render_report(analysis, headline, appendix),
-        summary_md=summary_markdown(analysis, headline, appendix),
-        summary_csv=crossings.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level),
-    )
+    summary_csv = analysis.labelled.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level)
+    page, summary = sweep_page(analysis, appendix), sweep_summary(analysis, appendix)
+    return write_report(Path(out_dir), html=page, summary_md=summary, summary_csv=summary_csv)
 
 
 def _display_crossings(crossings: pd.DataFrame) -> pd.DataFrame:
@@ -124,27 +119,25 @@ def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
                     controls["accuracy"], controls["acc_low"], controls["acc_high"], strict=True
                 )
             ],
-            "internal conf": controls["internal_conf"].map(fmt_num),
-            "verbal conf": controls["verbal_conf"].map(fmt_num),
-            "abstain": controls["abstain_rate"].map(fmt_num),
+            **{s.short: controls[s.mean_column].map(fmt_num) for s in AWARENESS},
             "chance": controls["chance"].map(fmt_num),
         }
     )
 
 
-def summary_markdown(analysis: SweepAnalysis, headline: pd.DataFrame, appendix: Appendix) -> str:
-    """summary.md: the headline (``## Headline``: ``headline`` rendered by
+def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
+    """summary.md as a value: the headline (``## Headline``: the analysis' table rendered by
     :mod:`clearsight.sweep.page.headline`), the crossings/W table and the controls table of
-    each task, the ImageNet-C severities on the metre axis and the ``appendix``."""
-    data, boot = analysis.data, analysis.bootstrap
-    frame, sentences = sweep_headline(headline, data.levels)
-    lines = [
-        f"# clearsight sweep summary — {md_text(data.name)}",
+    each task, the ImageNet-C severities on the metre axis, the ``appendix`` and the cost."""
+    run, boot = analysis.run, analysis.bootstrap
+    frame, sentences = sweep_headline(analysis.headline, run.levels)
+    lines: list[str | MarkdownBlock] = [
+        f"# clearsight sweep summary — {md_text(run.name)}",
         "",
-        *headline_markdown(frame, sentences, sweep_caption(boot.w_pairing)),
+        Headline(frame, sentences, sweep_caption(boot.w_pairing)),
         "## Run",
         "",
-        f"Models: {md_text(', '.join(data.models) or '(none)')}. Scenes: {boot.n_scenes}. "
+        f"Models: {md_text(', '.join(run.models) or '(none)')}. Scenes: {boot.n_scenes}. "
         f"Bootstrap: {boot.n_boot} resamples of the {boot.n_clusters} source photos (a photo's "
         f"scenes together), seed {boot.seed}, "
         f"{round(100 * boot.level)} % percentile intervals.",
@@ -154,22 +147,22 @@ def summary_markdown(analysis: SweepAnalysis, headline: pd.DataFrame, appendix: 
         DEPTH_NOTE,
         "",
     ]
-    display = _display_crossings(labelled_crossings(analysis.crossings, data.levels))
-    for task in data.tasks:
+    display = _display_crossings(analysis.labelled)
+    for task in run.tasks:
         name = md_text(TASK_NAMES.get(task, task))
         lines += [f"## Crossings and blind-spot width W — {name}", ""]
-        lines.append(md_table(display[display["task"] == task].drop(columns="task")))
+        lines.append(Frame(display[display["task"] == task].drop(columns="task")))
         controls = analysis.tasks[task].controls
         lines += [f"## Controls — {name}", ""]
         lines.append(
-            md_table(_controls_display(controls))
+            Frame(_controls_display(controls))
             if not controls.empty
             else "_No control conditions in this run._\n"
         )
     lines += _imagenet_markdown(analysis)
     lines += appendix.markdown  # none without re-asks
-    lines += cost_markdown(analysis.cost)
-    return "\n".join(lines)
+    lines.append(Cost(analysis.cost))
+    return Summary(lines)
 
 
 def _ranges(low: pd.Series, high: pd.Series, digits: int) -> list[str]:
@@ -177,11 +170,11 @@ def _ranges(low: pd.Series, high: pd.Series, digits: int) -> list[str]:
     return [fmt_range(a, b, digits) for a, b in zip(low, high, strict=True)]
 
 
-def _imagenet_markdown(analysis: SweepAnalysis) -> list[str]:
+def _imagenet_markdown(analysis: SweepAnalysis) -> list[str | MarkdownBlock]:
     """V_eq and the retained gain per severity (median, IQR, P10/P90 and the spread), the
     monotone shares and the accuracy dynamic ranges — what the report's ImageNet-C section
     states."""
-    if analysis.data.veq.empty:
+    if not analysis.run.has_veq:
         return []
     veq = analysis.veq
     rows = pd.DataFrame(
@@ -201,7 +194,7 @@ def _imagenet_markdown(analysis: SweepAnalysis) -> list[str]:
     return [
         "## ImageNet-C fog on the physical axis",
         "",
-        md_table(rows),
+        Frame(rows),
         f"V_eq decreases strictly over the severities for {fmt_num(100 * share.strict, 0)} % "
         f"of {share.n} scenes (non-increasing: {fmt_num(100 * share.non_strict, 0)} %). "
         f"Accuracy dynamic range, pooled across models, tasks and wordings: "

@@ -2,41 +2,41 @@
 calibration, selective prediction, full sweep and controls, ImageNet-C on the physical axis,
 the guard's estimate, qualitative examples.
 
-Each function returns an HTML fragment built from :mod:`clearsight.pages.html`'s escaping
-primitives; :func:`render_report` joins them into the page. Numbers come from the run's
-:class:`~clearsight.sweep.analysis.SweepAnalysis`, figures from :mod:`clearsight.sweep.page.plots`,
-the qualitative examples from :mod:`clearsight.sweep.page.examples`.
+Each section is a list of the page's parts (:data:`clearsight.pages.html.Part`): markup it
+escapes with :mod:`clearsight.pages.html`'s primitives, and blocks (tables, figures, the
+headline, the cost) that render themselves; :func:`sweep_page` composes them into one
+:class:`~clearsight.pages.html.Page`, rendered once when the report writes it. Everything comes
+from the run's :class:`~clearsight.sweep.analysis.SweepAnalysis` (nothing is read from the run),
+figures from :mod:`clearsight.sweep.page.plots` and :mod:`clearsight.sweep.page.figures`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
 
 import pandas as pd
 
 from clearsight.faces.face import Appendix
-from clearsight.pages.cost import cost_html, devices_line
-from clearsight.pages.headline import headline_html
-from clearsight.pages.html import esc, img, page
-from clearsight.sweep.analysis import SweepAnalysis, first_task
+from clearsight.pages.cost import Cost
+from clearsight.pages.headline import Headline
+from clearsight.pages.html import Figure, Frame, Page, Part, esc
+from clearsight.sweep.analysis import SweepAnalysis, TaskAnalysis
+from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page import plots
-from clearsight.sweep.page.confidence import asked_panels, calibration_html, selective_html
+from clearsight.sweep.page.confidence import calibration_section, selective_section
 from clearsight.sweep.page.examples import examples_section
-from clearsight.sweep.page.guard import guard_section_html
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, sweep_caption, sweep_headline
 from clearsight.sweep.page.imagenet import imagenet_section
-from clearsight.sweep.page.labels import (
-    depth_line,
-    labelled_crossings,
+from clearsight.sweep.page.labels import depth_line
+from clearsight.sweep.page.tables import (
+    controls_section,
+    crossings_section,
+    sweep_section,
+    wordings_section,
 )
-from clearsight.sweep.page.tables import controls_html, crossings_html, sweep_html, wordings_html
-from clearsight.sweep.results import (
-    TASK_NAMES,
-    RunData,
-    level_label,
-)
+from clearsight.sweep.results import TASK_NAMES, level_label
 
-__all__ = ["DEPTH_NOTE", "render_report"]
+__all__ = ["DEPTH_NOTE", "guard_section", "sweep_page"]
 
 DEPTH_NOTE = (
     "Visibility in metres is conditional on the assumed/estimated depth scale: a global depth "
@@ -44,87 +44,58 @@ DEPTH_NOTE = (
 )
 
 
-def render_report(analysis: SweepAnalysis, headline: pd.DataFrame, appendix: Appendix) -> str:
-    """The whole HTML page of a sweep run's analysis, its ``headline`` table
-    (:func:`~clearsight.sweep.numbers.headline.headline_table`) and the ``appendix`` the report
-    adds."""
-    data = analysis.data
-    crossings = labelled_crossings(analysis.crossings, data.levels)
-    sections = [_header(analysis, headline)]
-    if data.records.empty:
-        sections.append("<p class='warn'>This run has no successful sweep records yet.</p>")
-    for task in data.tasks:
-        sections.append(_task_section(analysis, crossings, task))
-    if data.tasks:
-        sections.append(imagenet_section(analysis, first_task(data)))
-        sections.append(examples_section(data, analysis.examples))
-    sections.append(guard_section_html(analysis.guard))  # empty without a guarded model
-    sections.append(appendix.html)  # empty without re-asks
-    sections.append(cost_html(analysis.cost))
-    sections.append(_methods_note())
-    return page(f"clearsight sweep report — {data.name}", "\n".join(sections))
+def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
+    """The whole page of a sweep run's analysis and the ``appendix`` the report adds, as a
+    value: its sections composed here, rendered once when the report writes it."""
+    run = analysis.run
+    parts = _header(analysis)
+    if not run.has_records:
+        parts.append("<p class='warn'>This run has no successful sweep records yet.</p>")
+    for task, numbers in analysis.tasks.items():
+        parts += _task_section(analysis, numbers, task == run.tasks[0])
+    if run.first_task:
+        parts += imagenet_section(analysis, run.first_task)
+        parts += examples_section(analysis.examples)
+    parts += guard_section(analysis.guard)  # nothing without a guarded model
+    parts.append(appendix.html)  # empty without re-asks
+    parts.append(Cost(analysis.cost))
+    parts.append(_methods_note())
+    return Page(f"clearsight sweep report — {run.name}", parts)
 
 
-def _nav(data: RunData) -> str:
+def _nav(run: RunFacts) -> str:
     """Links to the sections."""
-    links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in data.tasks]
+    links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks]
     links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("cost", "cost")]
     links += [("methods", "methods")]
     return "<nav>" + "".join(f"<a href='#{esc(a)}'>{esc(t)}</a>" for a, t in links) + "</nav>"
 
 
-def _depth_provenance(data: RunData) -> str:
-    """Where the scenes' depth came from, in words."""
-    config = data.manifest.get("config", {})
-    source = str(config.get("scenes", data.records["scene.source"].dropna().unique()[:1]))
-    scenes = sorted(set(data.records["scene"].dropna().astype(str)))
-    if source == "coco":
-        return f"estimated per image with {config.get('coco_depth_model', '(unknown model)')}"
-    try:
-        from clearsight.scenes.bundled import bundled_specs
-
-        kinds = [bundled_specs()[s].depth.get("kind", "?") for s in scenes if s in bundled_specs()]
-    except Exception:  # the catalogue is optional for reporting
-        kinds = []
-    if not kinds:
-        return "unknown"
-    measured = sum(k == "stereo" for k in kinds)
-    parts = [
-        f"measured (stereo disparity) for {measured} scene(s)" if measured else "",
-        f"assumed (a stated layout) for {len(kinds) - measured} scene(s)"
-        if len(kinds) > measured
-        else "",
-    ]
-    return ", ".join(p for p in parts if p)
-
-
 def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
     """The header's key-value rows: what ran, on what, with which code and bootstrap."""
-    data, boot = analysis.data, analysis.bootstrap
-    m = data.manifest
-    config = m.get("config", {})
-    packages = ", ".join(f"{k} {v}" for k, v in sorted(m.get("packages", {}).items()))
-    counts = data.counts
+    run, boot = analysis.run, analysis.bootstrap
+    packages = ", ".join(f"{k} {v}" for k, v in run.packages)
+    counts = run.counts
     levels = "; ".join(
-        f"{a}: {', '.join(level_label(v) for v in lv)} m" for a, lv in data.levels.items()
+        f"{a}: {', '.join(level_label(v) for v in lv)} m" for a, lv in run.levels.items()
     )
     return [
-        ("run", f"{data.name} ({data.run_dir})"),
-        ("created", m.get("created_at", "?")),
-        ("models", ", ".join(data.models) or "(none)"),
-        ("devices", devices_line(m)),
+        ("run", f"{run.name} ({run.run_dir})"),
+        ("created", run.created),
+        ("models", ", ".join(run.models) or "(none)"),
+        ("devices", run.devices),
         (
             "scenes",
-            f"{config.get('scenes', '?')}: {boot.n_scenes} scenes from {boot.n_clusters} photos "
+            f"{run.scene_set}: {boot.n_scenes} scenes from {boot.n_clusters} photos "
             f"(the bootstrap's clusters), {analysis.n_targets} targets",
         ),
-        ("depth", f"{_depth_provenance(data)}; {depth_line(analysis.depth)}"),
+        ("depth", f"{run.depth_source}; {depth_line(analysis.depth)}"),
         ("arms and levels", levels or "(none)"),
-        ("tasks / wordings", f"{', '.join(data.tasks)} / {', '.join(data.wordings())}"),
+        ("tasks / wordings", f"{', '.join(run.tasks)} / {', '.join(run.wordings)}"),
         ("W pairing", W_PAIRING_NOTES[boot.w_pairing]),
-        ("ImageNet-C plasma", _plasma_line(config)),
-        ("config hash", m.get("config_hash", "?")),
-        ("git revision", m.get("git_revision") or "(unknown)"),
+        ("ImageNet-C plasma", _PLASMA[run.plasma]),
+        ("config hash", run.config_hash),
+        ("git revision", run.git_revision),
         ("packages", packages or "(not recorded)"),
         (
             "bootstrap",
@@ -141,25 +112,24 @@ def _provenance(analysis: SweepAnalysis) -> list[tuple[str, str]]:
     ]
 
 
-def _plasma_line(config: dict[str, Any]) -> str:
-    """How the run drew ImageNet-C fog's plasma (its config's ``imagenet_c_plasma``; a run
-    whose manifest names none drew one per scene)."""
-    if "imagenet_c" not in config.get("controls", ()):
-        return "(no ImageNet-C control)"
-    if config.get("imagenet_c_plasma", "common") == "independent":
-        return "one draw per scene and severity (independent, as the benchmark)"
-    return "one draw per scene shared by its severities (common)"
+#: How the run drew ImageNet-C fog's plasma (:class:`~clearsight.sweep.numbers.facts.RunFacts`'
+#: ``plasma``), in words.
+_PLASMA: Final = {
+    "": "(no ImageNet-C control)",
+    "independent": "one draw per scene and severity (independent, as the benchmark)",
+    "common": "one draw per scene shared by its severities (common)",
+}
 
 
-def _record_warnings(data: RunData) -> list[str]:
+def _record_warnings(run: RunFacts) -> list[str]:
     """Warnings about records left out of every number: failed ones (their most frequent
     reasons) and items that have not run."""
-    counts = data.counts
+    counts = run.counts
     parts = []
-    if len(data.failures):
-        top = data.failures.head(5)
-        items = "".join(f"<li>{esc(n)} × <code>{esc(msg)}</code></li>" for msg, n in top.items())
-        more = len(data.failures) - len(top)
+    if run.failures:
+        top = run.failures[:5]
+        items = "".join(f"<li>{esc(n)} × <code>{esc(msg)}</code></li>" for msg, n in top)
+        more = len(run.failures) - len(top)
         extra = f"<p class='note'>… and {more} other message(s).</p>" if more > 0 else ""
         parts.append(
             f"<p class='warn'>{esc(counts.get('failed', 0))} failed record(s) are left out of "
@@ -175,34 +145,35 @@ def _record_warnings(data: RunData) -> list[str]:
     return parts
 
 
-def _header(analysis: SweepAnalysis, headline: pd.DataFrame) -> str:
-    """Title, the headline (``headline``, rendered by :mod:`clearsight.sweep.page.headline`),
-    provenance key-value table, record counts and failure reasons."""
-    data = analysis.data
+def _header(analysis: SweepAnalysis) -> list[Part]:
+    """Title, the headline (the analysis' table, rendered by
+    :mod:`clearsight.sweep.page.headline`), provenance key-value table, record counts and
+    failure reasons."""
+    run = analysis.run
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
-    frame, sentences = sweep_headline(headline, data.levels)
-    parts = [
-        f"<h1>Visibility sweep — {esc(data.name)}</h1>",
-        headline_html(frame, sentences, sweep_caption(analysis.bootstrap.w_pairing)),
+    frame, sentences = sweep_headline(analysis.headline, run.levels)
+    return [
+        f"<h1>Visibility sweep — {esc(run.name)}</h1>",
+        Headline(frame, sentences, sweep_caption(analysis.bootstrap.w_pairing)),
         f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
         f"<table class='kv'>{rows}</table>",
-        *_record_warnings(data),
-        _nav(data),
+        *_record_warnings(run),
+        _nav(run),
     ]
-    return "\n".join(parts)
 
 
-def _task_section(analysis: SweepAnalysis, crossings: pd.DataFrame, task: str) -> str:
-    """Curves, crossings (``crossings``: labelled), reliability, selective prediction, full
-    sweep table and controls of one task."""
-    data, numbers = analysis.data, analysis.tasks[task]
+def _task_section(analysis: SweepAnalysis, numbers: TaskAnalysis, figure: bool) -> list[Part]:
+    """Curves, crossings, reliability (diagrams if ``figure``: the main task's, the
+    verification table says the same), selective prediction, full sweep table and controls of
+    one task."""
+    run, task = analysis.run, numbers.task
     name = TASK_NAMES.get(task, task)
-    parts = [f"<h2 id='task-{esc(task)}'>{esc(name.capitalize())}</h2>"]
-    if not data.arms:
+    parts: list[Part] = [f"<h2 id='task-{esc(task)}'>{esc(name.capitalize())}</h2>"]
+    if not run.arms:
         parts.append("<p class='note'>No fog or water records for this task.</p>")
-    fig = plots.curves_figure(analysis, task)
+    fig = plots.curves_figure(analysis, numbers)
     parts.append(
-        img(
+        Figure(
             fig,
             f"sweep curves, {task}",
             "Accuracy (abstentions count as wrong), internal confidence, verbalized confidence "
@@ -213,16 +184,33 @@ def _task_section(analysis: SweepAnalysis, crossings: pd.DataFrame, task: str) -
             "(hollow: censored).",
         )
     )
-    parts.append(crossings_html(data, crossings, task, analysis.bootstrap.w_pairing))
-    # reliability diagrams for the main task only: the verification table says the same
-    figure = task == data.tasks[0]
-    reliability = asked_panels(numbers.reliability, data.records[data.records["task"] == task])
-    parts.append(calibration_html(numbers.calibration, reliability, task, figure))
-    parts.append(selective_html(analysis, task, figure=figure))
-    parts.append(wordings_html(numbers.wordings, data))
-    parts.append(sweep_html(data, numbers.sweep, task))
-    parts.append(controls_html(numbers.controls))
-    return "\n".join(parts)
+    parts += crossings_section(run, analysis.labelled, numbers, analysis.bootstrap.w_pairing)
+    parts += calibration_section(numbers, figure)
+    parts += selective_section(run, numbers, figure=figure)
+    parts += wordings_section(numbers.wordings, run)
+    parts += sweep_section(run, numbers)
+    parts += controls_section(numbers.controls)
+    return parts
+
+
+def guard_section(tab: pd.DataFrame) -> list[Part]:
+    """The report's guard section: the visibility guard's estimate-error table against the
+    true visibility of a sweep, per guarded model and arm
+    (:func:`~clearsight.sweep.numbers.guarded.guard_estimate_table`), with what its columns
+    mean; nothing for a run without guarded models (so the page can always ask for it)."""
+    if tab.empty:
+        return []
+    note = (
+        "The guard's visibility estimate V̂ (dark channel prior with the scene's depth, "
+        "docs/guard.md) against the true V of each shown fog/water image: its error "
+        "log10(V̂ / V) in decades, median and quartiles over the images with a finite V̂ "
+        "(n_finite of n_images), and the share of images it abstained on."
+    )
+    return [
+        "<h2 id='guard'>The visibility guard's estimate</h2>",
+        f"<p class='note'>{esc(note)}</p>",
+        Frame(tab),
+    ]
 
 
 def _methods_note() -> str:

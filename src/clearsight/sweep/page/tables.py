@@ -10,7 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from clearsight.pages.html import Col, details, esc, fmt_ci, fmt_num, table
+from clearsight.pages.html import Col, Details, Part, Table, esc, fmt_ci, fmt_num
+from clearsight.sweep.analysis import TaskAnalysis
+from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page.headline import W_PAIRING_NOTES
 from clearsight.sweep.page.labels import (
     SIGNAL_LABELS,
@@ -18,27 +20,24 @@ from clearsight.sweep.page.labels import (
     interval_m,
 )
 from clearsight.sweep.references.observer import observer_note
-from clearsight.sweep.results import (
-    RunData,
-    confidence_signal,
-    is_person,
-    is_verbal,
-    primary_wording,
-)
+from clearsight.sweep.signals import ACCURACY, AWARENESS
 
-__all__ = ["controls_html", "crossings_html", "sweep_html", "wordings_html"]
+__all__ = ["controls_section", "crossings_section", "sweep_section", "wordings_section"]
 
 
 #: Rows of a frame keyed by a tuple of their key columns (cheap cell lookups for wide tables).
 Lookup = dict[tuple[Any, ...], dict[Any, Any]]
 
 
-def _crossing_cell(lookup: Lookup, wording: str, signal: str, what: str) -> Any:
-    """A cell getter for the headline table: V*, its CI, W or W's CI of one signal."""
+def _crossing_cell(
+    lookup: Lookup, wording: str, signal: str, what: str, people: frozenset[str]
+) -> Any:
+    """A cell getter for the headline table: V*, its CI, W or W's CI of one signal (a
+    person's, of ``people``, stated confidence: in whichever wording they answered)."""
 
     def cell(row: Any) -> str:
         r = lookup.get((row.model, row.arm, wording, signal))
-        if r is None and signal == "verbal_conf" and is_person(row.model):
+        if r is None and signal == "verbal_conf" and row.model in people:
             # a person's stated confidence comes with their letter answers, in that wording
             mine = (
                 v for k, v in lookup.items() if k[:2] == (row.model, row.arm) and k[3] == signal
@@ -65,48 +64,42 @@ def _with_reason(w_display: str, model: str, wording: str, signal: str) -> str:
     return f"{w_display} ({reason})" if reason and w_display else w_display
 
 
-def _headline_html(data: RunData, cr: pd.DataFrame, task: str) -> str:
-    """Per model × arm: accuracy V* of the main wording, then V* and W of each awareness signal."""
-    wordings = data.wordings(task)
-    letter = primary_wording(wordings, verbal=False)
-    verbal = primary_wording(wordings, verbal=True)
-    main = letter or verbal
+def _headline_table(run: RunFacts, cr: pd.DataFrame, numbers: TaskAnalysis) -> list[Part]:
+    """Per model × arm: accuracy V* of the main wording, then V* and W of each awareness
+    signal in its columns' wordings (the task's ``columns``)."""
+    main = numbers.main
     if main is None:
-        return ""
-    aware: list[tuple[str, str]] = []
-    if letter is not None:
-        aware.append((letter, "internal_conf"))
-    if verbal is not None:
-        aware.append((verbal, "verbal_conf"))
-    aware += [(w, "abstain") for w in wordings if not is_verbal(w)] or [(main, "abstain")]
+        return []
     lookup: Lookup = {
         (r["model"], r["arm"], r["wording"], r["signal"]): r for r in cr.to_dict("records")
     }
-    frame = pd.DataFrame([(m, a) for m in data.models for a in data.arms], columns=["model", "arm"])
+    frame = pd.DataFrame([(m, a) for m in run.models for a in run.arms], columns=["model", "arm"])
     acc_group = f"accuracy ({main})"
+    people = run.people
     cols = [
         Col("model", lambda r: r.model, text=True),
         Col("arm", lambda r: r.arm, text=True),
-        Col("V*_acc", _crossing_cell(lookup, main, "accuracy", "v"), group=acc_group),
-        Col("95% CI", _crossing_cell(lookup, main, "accuracy", "v_ci"), group=acc_group),
+        Col("V*_acc", _crossing_cell(lookup, main, "accuracy", "v", people), group=acc_group),
+        Col("95% CI", _crossing_cell(lookup, main, "accuracy", "v_ci", people), group=acc_group),
     ]
-    for wording, signal in aware:
-        group = f"{SIGNAL_LABELS[signal]} ({wording})"
+    for wording, signal in numbers.columns:
+        group = f"{signal.label} ({wording})"
         cols += [
-            Col("V*", _crossing_cell(lookup, wording, signal, "v"), group=group),
-            Col("W", _crossing_cell(lookup, wording, signal, "w"), group=group),
-            Col("W 95% CI", _crossing_cell(lookup, wording, signal, "w_ci"), group=group),
+            Col(header, _crossing_cell(lookup, wording, signal.name, what, people), group=group)
+            for header, what in (("V*", "v"), ("W", "w"), ("W 95% CI", "w_ci"))
         ]
-    return table(frame, cols)
+    return [Table(frame, cols)]
 
 
-def crossings_html(data: RunData, crossings: pd.DataFrame, task: str, pairing: str) -> str:
+def crossings_section(
+    run: RunFacts, crossings: pd.DataFrame, numbers: TaskAnalysis, pairing: str
+) -> list[Part]:
     """The headline crossings/W table and the full one of one task (``crossings``: labelled,
     :func:`~clearsight.sweep.page.labels.labelled_crossings`; ``pairing``: the analysis' W
     pairing, stated above the tables)."""
-    cr = crossings[crossings["task"] == task]
+    cr = crossings[crossings["task"] == numbers.task]
     if cr.empty:
-        return "<h3>Crossings and W</h3><p class='note'>No sweep levels to cross.</p>"
+        return ["<h3>Crossings and W</h3><p class='note'>No sweep levels to cross.</p>"]
     cols = [
         Col("model", lambda r: r.model, text=True),
         Col("arm", lambda r: r.arm, text=True),
@@ -124,7 +117,7 @@ def crossings_html(data: RunData, crossings: pd.DataFrame, task: str, pairing: s
         ),
         Col("note", lambda r: r.note, text=True),
     ]
-    return (
+    return [
         "<h3>Crossing visibilities and blind-spot width W</h3>"
         "<p class='note'>V*: where the signal first gets past half-way between its clean value "
         "and its floor, interpolated in log V; '≤ 1.95 m' never crossed (censored below), "
@@ -132,20 +125,21 @@ def crossings_html(data: RunData, crossings: pd.DataFrame, task: str, pairing: s
         "W &gt; 0: accuracy fails at a clearer level than the awareness signal reacts (a blind "
         "spot). Bounds: a censored crossing makes W a lower or upper bound, or undetermined. "
         f"{esc(W_PAIRING_NOTES[pairing])} The full table names each W's accuracy "
-        "('W against').</p>"
-        + _headline_html(data, cr, task)
-        + details(
-            "All crossings: every wording and signal, with clean values and floors", table(cr, cols)
-        )
-    )
+        "('W against').</p>",
+        *_headline_table(run, cr, numbers),
+        Details(
+            "All crossings: every wording and signal, with clean values and floors",
+            [Table(cr, cols)],
+        ),
+    ]
 
 
-def wordings_html(wordings: pd.DataFrame, data: RunData) -> str:
+def wordings_section(wordings: pd.DataFrame, run: RunFacts) -> list[Part]:
     """Table VI: the verbalized wordings on each model's matched images, at the clean images
     and the murkiest level of each arm (every level in the collapsed table)."""
     if wordings.empty or wordings["wording"].nunique() < 2:
-        return ""
-    murkiest = {(arm, lv[-1]) for arm, lv in data.levels.items()}
+        return []
+    murkiest = {(arm, lv[-1]) for arm, lv in run.levels.items()}
     keys = zip(wordings["condition"], wordings["x"], strict=True)
     shown = wordings[[c == "clean" or (c, x) in murkiest for c, x in keys]]
     cols = [
@@ -159,55 +153,61 @@ def wordings_html(wordings: pd.DataFrame, data: RunData) -> str:
         Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
         Col("parsed", lambda r: fmt_num(r.verbal_parsed)),
     ]
-    return (
+    return [
         "<h3>Verbalized wordings on matched images (Table VI)</h3>"
         "<p class='note'>Each model's verbalized wordings compared on the same scenes: those it "
         "answered in every verbalized wording it was asked ('scenes'), so a difference between "
         "rows is the wording's, not the images'. Clean images and the murkiest level of each "
-        "arm; every level below.</p>"
-        + table(shown, cols)
-        + details("Every level", table(wordings, cols), open_=False)
-    )
+        "arm; every level below.</p>",
+        Table(shown, cols),
+        Details("Every level", [Table(wordings, cols)]),
+    ]
 
 
-def sweep_html(data: RunData, sweep: pd.DataFrame, task: str) -> str:
+def sweep_section(run: RunFacts, numbers: TaskAnalysis) -> list[Part]:
     """The full sweep table, one table per model × arm, wordings side by side."""
+    sweep = numbers.sweep
     if sweep.empty:
-        return ""
-    blocks = []
-    for model in data.models:
-        for arm in data.arms:
+        return []
+    blocks: list[Part] = []
+    for model in run.models:
+        for arm in run.arms:
             sub = sweep[(sweep["model"] == model) & sweep["condition"].isin(["clean", arm])]
             if sub.empty:
                 continue
-            blocks.append(f"<h4>{esc(model)} — {esc(arm)}</h4>" + _wide_sweep(sub, task, model))
-    return "<h3>Full sweep</h3>" + details(
-        "Accuracy, confidences and abstain rate at every level, per wording (Tables IX/X)",
-        "\n".join(blocks),
-        open_=False,
-    )
+            blocks.append(f"<h4>{esc(model)} — {esc(arm)}</h4>")
+            blocks.append(_wide_sweep(sub, numbers.task, model, run))
+    return [
+        "<h3>Full sweep</h3>",
+        Details(
+            "Accuracy, confidences and abstain rate at every level, per wording (Tables IX/X)",
+            blocks,
+        ),
+    ]
 
 
-def _wide_sweep(sub: pd.DataFrame, task: str, model: str) -> str:
-    """Rows: clean + levels; column groups: wordings (the confidence each reads for
-    ``model``: :func:`~clearsight.sweep.results.confidence_signal`)."""
+def _wide_sweep(sub: pd.DataFrame, task: str, model: str, run: RunFacts) -> Table:
+    """Rows: clean + levels; column groups: wordings, each with the accuracy (verification's
+    split by the category asked), the confidence the wording reads for ``model`` (``run``'s
+    ``confidence``), the parse share of a verbalized wording, the other awareness signals'
+    means and the item count."""
     wordings = list(dict.fromkeys(sub["wording"]))
     levels = list(dict.fromkeys(sub["level"]))
     idx: Lookup = {(r["level"], r["wording"]): r for r in sub.to_dict("records")}
     rows = pd.DataFrame({"level": levels})
     cols = [Col("V (m)", lambda r: r.level, text=True)]
     for w in wordings:
-        conf = confidence_signal(model, w)
-        fields: list[tuple[str, str, int]] = [("acc", "accuracy", 2)]
+        fields: list[tuple[str, str, int]] = [("acc", ACCURACY.mean_column, 2)]
         if task == "verify":
             fields += [("acc true", "acc_true", 2), ("acc distr.", "acc_distractor", 2)]
-        fields += [("conf", conf, 2)]
-        if is_verbal(w):
+        fields += [("conf", run.confidence[(model, w)], 2)]
+        if w in run.verbal:
             fields.append(("parsed", "verbal_parsed", 2))
-        fields += [("abstain", "abstain_rate", 2), ("n", "n", 0)]
+        fields += [(s.short, s.mean_column, 2) for s in AWARENESS if not s.confidence]
+        fields.append(("n", "n", 0))
         for header, field, digits in fields:
             cols.append(Col(header, _lookup(idx, w, field, digits), group=w))
-    return table(rows, cols)
+    return Table(rows, cols)
 
 
 def _lookup(idx: Lookup, wording: str, field: str, digits: int) -> Any:
@@ -220,10 +220,10 @@ def _lookup(idx: Lookup, wording: str, field: str, digits: int) -> Any:
     return cell
 
 
-def controls_html(controls: pd.DataFrame) -> str:
+def controls_section(controls: pd.DataFrame) -> list[Part]:
     """Clean, blank and shuffled images against chance."""
     if controls.empty:
-        return "<h3>Controls</h3><p class='note'>No control conditions in this run.</p>"
+        return ["<h3>Controls</h3><p class='note'>No control conditions in this run.</p>"]
     cols = [
         Col("model", lambda r: r.model, text=True),
         Col("wording", lambda r: r.wording, text=True),
@@ -231,13 +231,17 @@ def controls_html(controls: pd.DataFrame) -> str:
         Col("n", lambda r: fmt_num(r.n, 0)),
         Col("accuracy [95% CI]", lambda r: fmt_ci(r.accuracy, r.acc_low, r.acc_high)),
         Col("acc. answered", lambda r: fmt_num(r.accuracy_answered)),
-        Col("internal conf", lambda r: fmt_num(r.internal_conf)),
-        Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
-        Col("abstain", lambda r: fmt_num(r.abstain_rate)),
+        *(Col(s.short, _mean_cell(s.mean_column)) for s in AWARENESS),
         Col("chance", lambda r: fmt_num(r.chance)),
     ]
-    return (
+    return [
         "<h3>Controls</h3><p class='note'>Blank: a mid-grey image with the box kept; shuffled: "
         "another scene's clean pixels and box. Near-chance accuracy on both says the question "
-        "cannot be solved from the box or the category prior alone.</p>" + table(controls, cols)
-    )
+        "cannot be solved from the box or the category prior alone.</p>",
+        Table(controls, cols),
+    ]
+
+
+def _mean_cell(column: str) -> Any:
+    """A cell getter of a signal's mean (its ``column``) in a row."""
+    return lambda row: fmt_num(getattr(row, column))

@@ -1,24 +1,42 @@
-"""The blind-spot card's sizes, in one place: a compact version of the three protocols.
+"""How a protocol takes part in a card run: the card's sizes (:class:`CardConfig`), a part of
+the card (:class:`Part`: whether it runs, in what role, why not) and :class:`CardRun`, what a
+protocol's face declares to be run by ``clearsight card`` and read by ``clearsight board``.
 
 :class:`CardConfig` holds every size of a card (which scenes, conditions and wordings the sweep
-asks, how many problems grounding generates, which questions the probe asks and how often) and
-turns them into the three protocols' own configurations for one model
-(:meth:`CardConfig.sweep`, :meth:`CardConfig.grounding`, :meth:`CardConfig.probe`). The
-defaults keep a card of the reference observer or a perceiver to a few minutes on two CPU
-cores; ``clearsight card --config card.yaml`` changes any of them (docs/card.md).
+asks, how many problems grounding generates, which questions the probe asks and how often);
+each protocol turns the sizes into its own configuration in its :class:`CardRun` (its
+``plan`` checks what can run, its ``run`` runs it), so :mod:`clearsight.card` iterates the
+registry's card runs and never builds a protocol's configuration itself. The defaults keep a
+card of the reference observer or a perceiver to a few minutes on two CPU cores; ``clearsight
+card --config card.yaml`` changes any of them (docs/card.md).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from clearsight.grounding import GroundingConfig
 from clearsight.models.embedded import SMOLLM2_ALIAS
 from clearsight.physics import SWEEP_LEVELS_M
-from clearsight.probe.config import ProbeConfig
-from clearsight.sweep.config import Control, SweepConfig, Wording
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from clearsight.driver import RunOptions, RunSummary
+
+__all__ = [
+    "BLIND_CONTROL",
+    "OBSERVER",
+    "CardConfig",
+    "CardRun",
+    "Part",
+    "PartJSON",
+    "serial",
+]
 
 #: The reference observer: limited by contrast only, its W is about 0 (the physical anchor).
 OBSERVER = "observer"
@@ -70,11 +88,13 @@ class CardConfig(BaseModel):
         "verbalized confidence was undetermined (both crossings below 3.9 m on these close-up "
         "photos); with all eight it is a lower bound.",
     )
-    controls: tuple[Control, ...] = Field(("clean", "blank"), description="Controls.")
-    wordings: tuple[Wording, ...] = Field(
+    controls: tuple[str, ...] = Field(
+        ("clean", "blank"), description="Controls (checked by the sweep's configuration)."
+    )
+    wordings: tuple[str, ...] = Field(
         ("mcq.reason", "verbal.plain"),
         description="One letter wording (internal confidence, abstain rate) and one "
-        "verbalized wording.",
+        "verbalized wording (checked by the sweep's configuration).",
     )
     verbal_scenes: PositiveInt = Field(
         2, description="The verbalized wording is asked on the first N scenes only."
@@ -104,54 +124,53 @@ class CardConfig(BaseModel):
         anchors = [a for a in self.anchors if a in available and a != model]
         return (model, *anchors)
 
-    def sweep(self, models: tuple[str, ...]) -> SweepConfig:
-        """The card's sweep: its scenes x arms (at ``levels_m``) x controls, t2 identification,
-        both wordings (the verbalized one on the first ``verbal_scenes`` scenes)."""
-        verbal = {w: self.verbal_scenes for w in self.wordings if w.startswith("verbal.")}
-        return SweepConfig(
-            scene_ids=self.scene_ids,
-            arms=self.arms,
-            levels_m=self.levels_m,
-            controls=self.controls,
-            tasks=("identify",),
-            wordings=self.wordings,
-            wording_scenes=verbal,
-            models=models,
-            seed=self.seed,
-        )
 
-    def grounding(self, model: str) -> GroundingConfig:
-        """Trajectory grounding of ``model`` on bundled problems, TGS-Bench pairs from the
-        rule edits only (no generator model), without variation and hesitation."""
-        return GroundingConfig(
-            model=model,
-            model_options={},  # the backend's own defaults (not every backend takes batch_size)
-            generator=None,
-            n_problems=self.grounding_problems,
-            max_new_tokens=self.grounding_max_new_tokens,
-            variation=False,
-            hesitation=False,
-            n_boot=self.n_boot,
-            seed=self.seed,
-        )
+class PartJSON(TypedDict):
+    """A :class:`Part` as card.json holds it."""
 
-    def probe(self, model: str, sensor: bool) -> ProbeConfig:
-        """The probe with ``model`` as the sensor answering directly (``sensor``), or as the
-        text-only reasoner asking :attr:`probe_sensor`."""
-        common = {
-            "instance_ids": self.probe_questions,
-            "runs": self.probe_runs,
-            "seed": self.seed,
-            "judge": "exact",
-        }
-        if sensor:
-            return ProbeConfig(sensor=model, strategies=("direct",), k=1, **common)
-        return ProbeConfig(
-            sensor=self.probe_sensor,
-            reasoners=(model,),
-            strategies=(self.probe_strategy,),
-            k=self.probe_k,
-            budget=self.probe_budget,
-            max_new_tokens=self.probe_max_new_tokens,
-            **common,
-        )
+    name: str
+    runs: bool
+    role: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a card: whether it runs, in what role, and why not when it does not. A
+    protocol's own part is named as its face is (its run directory under the card's)."""
+
+    name: str
+    runs: bool
+    role: str = ""
+    note: str = ""
+
+    def to_json(self) -> PartJSON:
+        """The part as card.json holds it."""
+        return {"name": self.name, "runs": self.runs, "role": self.role, "note": self.note}
+
+
+def serial(options: RunOptions) -> RunOptions:
+    """``options`` with the run in this process (the card's parts other than its sweep: their
+    models are loaded once, not once per worker)."""
+    return {**options, "executor": "serial", "workers": 1}
+
+
+@dataclass(frozen=True)
+class CardRun:
+    """What a protocol's face declares for the card (:attr:`ProtocolFace.card_run
+    <clearsight.faces.face.ProtocolFace.card_run>`):
+
+    * ``plan(model, config)``: its parts for the card's ``model``, each with whether it runs
+      (checked with the protocol's own configuration and this machine's models) — its own part,
+      named as the face, and any others it brings (the sweep's anchors);
+    * ``run(model, config, parts, run_dir, options)``: runs its configuration for the card into
+      ``run_dir`` (called where its own part runs), its summary returned;
+    * ``board(run_dir, model)``: what ``clearsight board`` pairs across cards (None: nothing),
+      one row per item the model answered: ``item`` (the item's identity, the model aside),
+      ``group`` (the board's row it counts in), ``cluster`` (the bootstrap's cluster) and
+      ``correct``, in the order the board shows the groups.
+    """
+
+    plan: Callable[[str, CardConfig], list[Part]]
+    run: Callable[[str, CardConfig, Sequence[Part], Path, RunOptions], RunSummary]
+    board: Callable[[Path, str], pd.DataFrame] | None = None

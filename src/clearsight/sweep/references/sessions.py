@@ -13,6 +13,10 @@ pixels: a page names its question by an opaque token (an HMAC of the person's na
 item key under a per-process secret), the image is rendered at request time and served as
 PNG bytes from that token, and nothing the page holds (text, URLs, form fields, cookies) is
 derived from the item's spec beyond its prompt and options.
+
+:class:`HumanSweep` is the sweep's :class:`~clearsight.faces.serving.SessionHost` (made by
+:func:`sweep_sessions`, the sweep face's ``serve``); its pages are
+:mod:`clearsight.sweep.references.pages`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from clearsight.faces.serving import ServeSettings, Site, SitePages
 from clearsight.store import DB_NAME, RunStore
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.references.human import (
@@ -39,30 +44,12 @@ from clearsight.sweep.references.human import (
     item_png,
     session_order,
 )
+from clearsight.sweep.references.pages import SweepPages, SweepView
 from clearsight.sweep.specs import PROTOCOL, SweepItem
-from clearsight.ui.session import serving_lock
-from clearsight.ui.settings import ServeSettings
+from clearsight.ui.serving import serving_lock
 from clearsight.validate import InputError, invalid_options
 
-__all__ = ["HumanSweep", "SweepView"]
-
-
-@dataclass(frozen=True)
-class SweepView:
-    """What a person's page shows: progress, and the current question (None when all are
-    answered) by its opaque ``token``, its prompt and its lettered options."""
-
-    name: str
-    answered: int
-    total: int
-    token: str
-    prompt: str
-    options: list[tuple[str, str]]
-
-    @property
-    def done(self) -> bool:
-        """Whether every question has been answered."""
-        return self.answered >= self.total
+__all__ = ["HumanSweep", "sweep_sessions"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +67,9 @@ class HumanSweep:
     ``settings.seed`` seeds each person's order and ``settings.wording`` picks the wording
     answered (default: the run's main letter wording).
     """
+
+    title = "human sweep sessions"
+    exposes = "add answers to the run"
 
     def __init__(self, run_dir: Path, settings: ServeSettings) -> None:
         self.run_dir = Path(run_dir)
@@ -99,6 +89,16 @@ class HumanSweep:
         with serving_lock(self.run_dir, self.blocked_reason() is None) as writer:
             self._writer = writer
             yield
+
+    def prepare(self) -> None:
+        """Nothing to make: the people answer into the sweep run's own store."""
+
+    def warm_up(self) -> None:
+        """Nothing to load: a question's image is rendered when it is asked for."""
+
+    def pages(self, site: Site) -> SitePages:
+        """The start page, a person's page, its image and its answer."""
+        return SweepPages(site, self)
 
     def design(self) -> _Design:
         """The run's questions, planned again from its stored config (no model is called);
@@ -227,3 +227,11 @@ class HumanSweep:
                 store.add_items([item.row()])
                 store.write_records([record])
             return True
+
+
+def sweep_sessions(run_dir: Path, settings: ServeSettings) -> HumanSweep:
+    """The human sweep sessions of the sweep run ``run_dir``: an InputError at once when it is
+    not a sweep run or asks no question of the wording people answer."""
+    sweep = HumanSweep(run_dir, settings)
+    sweep.design()
+    return sweep

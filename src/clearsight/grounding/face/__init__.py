@@ -18,8 +18,8 @@
   read-out (:func:`~clearsight.grounding.confidence.methods.combine`); a judgement's p(bad)
   (:func:`~clearsight.grounding.bench.pairs.judge_p_bad`). Edits and sampled variations are
   counted, not read.
-* **card**: TGS-self and TGS-pair per axis, overall, with the two-stage bootstrap of
-  :func:`~clearsight.grounding.analysis.analyse_grounding`.
+* **card**: TGS-self and TGS-pair per axis, and the card's run of trajectory grounding
+  (:mod:`clearsight.grounding.face.card`).
 * **rows**: one per ok elicitation.
 
 A TGS-Bench build has no report page: ``clearsight report`` prints its pool's retention
@@ -32,9 +32,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.face import Measured, ProtocolFace, ReportRequest, Row, frame_rows
-from clearsight.faces.verifying import ItemLabels, Reaskable, rebuilt
+from clearsight.faces.verifying import (
+    ItemLabels,
+    Reaskable,
+    no_context,
+    number_at,
+    rebuilt,
+    text_at,
+)
+from clearsight.grounding.face.card import (
+    GROUNDING_CARD_RUN,
+    TGS_KEYS,
+    grounding_card,
+    grounding_numbers,
+)
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_manifest
@@ -42,7 +54,6 @@ from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
-    from clearsight.grounding.analysis import GroundingAnalysis
     from clearsight.grounding.bench.file import TgsBench
     from clearsight.grounding.problems.problem import Problem
     from clearsight.pages.output import ReportPaths
@@ -53,16 +64,7 @@ __all__ = [
     "TGS_KEYS",
     "bench_summary",
     "elicit_of",
-    "grounding_numbers",
 ]
-
-#: Grounding scores on the card: (key of the grounding analysis, page label).
-TGS_KEYS: tuple[tuple[str, str], ...] = (
-    ("tgs_self", "TGS-self"),
-    ("tgs_pair_vision", "TGS-pair vision"),
-    ("tgs_pair_reasoning", "TGS-pair reasoning"),
-    ("tgs_pair_answer", "TGS-pair answer"),
-)
 
 
 def _report(request: ReportRequest) -> ReportPaths:
@@ -87,19 +89,19 @@ def _report(request: ReportRequest) -> ReportPaths:
 # ----------------------------------------------------------------------------------- verify
 
 
-def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+def _stratum(spec: Mapping[str, object]) -> tuple[object, ...]:
     variant = str(spec.get("variant", "")).split("/")[0]
     return (spec.get("model"), variant, spec.get("share"))
 
 
-def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+def _labels(spec: Mapping[str, object]) -> ItemLabels:
     """An elicitation's problem, variant, masked share and read-out."""
     return ItemLabels(
-        model=spec.get("model"),
-        scene=(spec.get("problem") or {}).get("id"),
-        condition=spec.get("variant"),
-        level_m=spec.get("share"),
-        wording=(spec.get("readout") or {}).get("name"),
+        model=text_at(spec, "model"),
+        scene=text_at(spec, "problem", "id"),
+        condition=text_at(spec, "variant"),
+        level_m=number_at(spec, "share"),
+        wording=text_at(spec, "readout", "name"),
     )
 
 
@@ -137,7 +139,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
 ) -> list[Record]:
     """Trajectory grounding's own elicitation of each item, all in one unit."""
     from clearsight.grounding.specs import ELICIT
@@ -195,33 +197,7 @@ def _judge(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Mapp
     return {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec["axis"]}
 
 
-# ------------------------------------------------------------------------- card and export
-
-
-def grounding_numbers(analysis: GroundingAnalysis) -> tuple[Number, ...]:
-    """TGS-self and TGS-pair per axis of a grounding analysis (overall scores)."""
-    numbers = []
-    for key, label in TGS_KEYS:
-        score = analysis.overall.get(key)
-        if score is not None:
-            i = score.interval
-            numbers.append(ci_number(label, i.estimate, i.low, i.high, score.n_items))
-    return tuple(numbers)
-
-
-def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
-    from clearsight.grounding.analysis import analyse_grounding
-    from clearsight.grounding.page.report import render_grounding_report
-
-    analysis = analyse_grounding(run_dir, n_boot=n_boot, seed=seed)
-    numbers = grounding_numbers(analysis)
-    return CardSection(
-        "trajectory grounding (TGS)",
-        numbers=numbers,
-        cost=analysis.cost,
-        figure=number_bars(numbers, "TGS with 95 % intervals"),
-        write_report=lambda appendix: render_grounding_report(analysis, run_dir, appendix),
-    )
+# ---------------------------------------------------------------------------- compare and export
 
 
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
@@ -240,13 +216,16 @@ def _rows(run_dir: Path) -> Iterator[Row]:
 GROUNDING_FACE = ProtocolFace(
     "grounding",
     report=_report,
-    reask=Reaskable("grounding.elicit", _stratum, _typed, _masked, _answer, labels=_labels),
+    reask=Reaskable(
+        "grounding.elicit", _stratum, _typed, _masked, _answer, no_context, labels=_labels
+    ),
     derive={
         "grounding.trajectory": _trajectory,
         "grounding.elicit": _elicit,
         "grounding.judge": _judge,
     },
-    card=_card,
+    card=grounding_card,
+    card_run=GROUNDING_CARD_RUN,
     rows=_rows,
     compare=_compare,
 )

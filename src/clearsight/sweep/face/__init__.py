@@ -20,6 +20,9 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
   :func:`~clearsight.sweep.results.load_run_data`).
 * **shown**: a question's image as the model saw it, its item planned again from the run's
   configuration (as verify plans it).
+* **serve**: people answering the run's questions on its images
+  (:func:`~clearsight.sweep.references.sessions.sweep_sessions`, ``clearsight serve --sweep``).
+* **view**: :class:`clearsight.sweep.view.SweepRunView` (``clearsight view``).
 
 The report tells a ``measured`` listener the card's numbers and, per model, arm, task, wording
 and signal (accuracy, confidences, abstain rate), the curve's estimate at each level of the arm
@@ -30,13 +33,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from clearsight.faces.card import CardSection, Number, as_float, ci_number
+from clearsight.faces.card import as_float
 from clearsight.faces.face import (
     LevelPoint,
     Measured,
@@ -45,30 +47,26 @@ from clearsight.faces.face import (
     Row,
     frame_rows,
 )
-from clearsight.faces.verifying import ItemLabels, Reaskable
+from clearsight.faces.serving import Serving
+from clearsight.faces.verifying import ItemLabels, Reaskable, number_at, text_at
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
-from clearsight.sweep.results import is_verbal
+from clearsight.sweep.face.card import SWEEP_CARD_RUN, sweep_card, sweep_numbers
 from clearsight.tasks import Question
 from clearsight.tasks.question import TemplateRef
 
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
+    from clearsight.faces.serving import ServeSettings, SessionHost
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
     from clearsight.sweep.analysis import SweepAnalysis
 
-__all__ = ["SWEEP_FACE", "question_of", "sweep_numbers"]
+__all__ = ["SWEEP_FACE", "question_of"]
 
 #: Bootstrap draws and seed of a sweep report unless told.
 N_BOOT, SEED = 2000, 0
-
-#: W signals of the sweep on the card: (page label, signal, letter wording or not).
-_W_SIGNALS: tuple[tuple[str, str, bool], ...] = (
-    ("internal", "internal_conf", True),
-    ("verbalized", "verbal_conf", False),
-    ("abstain", "abstain", True),
-)
 
 
 def _report(request: ReportRequest) -> ReportPaths:
@@ -104,7 +102,7 @@ def level_points(analysis: SweepAnalysis) -> tuple[LevelPoint, ...]:
 # ----------------------------------------------------------------------------------- verify
 
 
-def _stratum(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+def _stratum(spec: Mapping[str, object]) -> tuple[object, ...]:
     cell = (spec["condition"], spec.get("level_m"), spec.get("severity"))
     return (spec["model"], *cell, spec["task"], spec["wording"])
 
@@ -121,13 +119,13 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
     return found
 
 
-def _labels(spec: Mapping[str, Any]) -> ItemLabels:
+def _labels(spec: Mapping[str, object]) -> ItemLabels:
     return ItemLabels(
-        model=spec.get("model"),
-        scene=(spec.get("scene") or {}).get("id"),
-        condition=spec.get("condition"),
-        level_m=spec.get("level_m"),
-        wording=spec.get("wording"),
+        model=text_at(spec, "model"),
+        scene=text_at(spec, "scene", "id"),
+        condition=text_at(spec, "condition"),
+        level_m=number_at(spec, "level_m"),
+        wording=text_at(spec, "wording"),
     )
 
 
@@ -136,15 +134,24 @@ def _needs(item: Any) -> Capabilities:
     return Capabilities(generate=verbal, candidate_probs=not verbal)
 
 
-def _context(config: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Budget:
+    """What every re-ask of a sweep run needs from its configuration: the depth model its
+    images are rendered with and the generation budget of its verbalized wordings."""
+
+    depth_model: str
+    max_new_tokens: int
+
+
+def _context(config: Mapping[str, Any]) -> _Budget:
     from clearsight.sweep.config import SweepConfig
 
     sweep = SweepConfig.model_validate(config)
-    return {"depth_model": sweep.coco_depth_model, "max_new_tokens": sweep.max_new_tokens}
+    return _Budget(sweep.coco_depth_model, sweep.max_new_tokens)
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: Mapping[str, Any]
+    items: Sequence[Any], model: str, options: Mapping[str, Any], context: _Budget
 ) -> list[Record]:
     """The sweep's own request of each item, all sent in one call, each reply read as the
     sweep reads it (records under the items' own keys)."""
@@ -159,7 +166,7 @@ def _answer(
         backend = shared_backend(model, options)
     except Exception as exc:  # recorded with its reason
         return [Record.failed(item.key, exc) for item in items]
-    depth, budget = context["depth_model"], context["max_new_tokens"]
+    depth, budget = context.depth_model, context.max_new_tokens
     built: list[Request | BaseException] = []
     for item in items:
         try:
@@ -193,127 +200,6 @@ def _derive(spec: Mapping[str, Any], raw: Any, stored: Mapping[str, Any]) -> Map
     return sweep_readouts(_question(json.dumps(spec["question"], sort_keys=True)), raw)
 
 
-# ------------------------------------------------------------------------------------- card
-
-
-def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
-    """V* of a crossings row, shown as the report shows it ('≤ 1.95 m [1.95, 2.63] m')."""
-    from clearsight.sweep.page.labels import crossing_label, interval_m
-
-    v, lo, hi = as_float(row["v_star_m"]), as_float(row["v_low_m"]), as_float(row["v_high_m"])
-    censored = str(row["censored"] or "")
-    text = " ".join(s for s in (crossing_label(v, censored, levels), interval_m(lo, hi)) if s)
-    return Number(key, v, lo, hi, text, censored, int(row["n_items"]))
-
-
-def _w_number(key: str, row: Any) -> Number:
-    """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]'),
-    and the reason beside it where the reference observer's W is not about 0 by design."""
-    from clearsight.sweep.page.labels import interval, w_label
-    from clearsight.sweep.references.observer import observer_note
-
-    w, lo, hi = as_float(row["w"]), as_float(row["w_low"]), as_float(row["w_high"])
-    bound = str(row["w_bound"] or "")
-    reason = observer_note(str(row["model"]), str(row["wording"]), str(row["signal"]))
-    shown = (w_label(w, bound) or "n/a", interval(lo, hi), f"({reason})" if reason else "")
-    return Number(key, w, lo, hi, " ".join(s for s in shown if s), bound, int(row["n_items"]))
-
-
-def _pooled(table: pd.DataFrame, model: str, arm: str, wording: str | None) -> Any:
-    """The pooled (clean + every level of ``arm``) row of a confidence table, or None."""
-    if table.empty or wording is None:
-        return None
-    hit = table[
-        (table["model"] == model)
-        & (table["arm"] == arm)
-        & (table["wording"] == wording)
-        & (table["level"] == "pooled")
-    ]
-    return hit.iloc[0] if len(hit) else None
-
-
-def _confidence_numbers(
-    analysis: SweepAnalysis, model: str, arm: str, letter: str | None, verbal: str | None
-) -> list[Number]:
-    """AURC of the internal confidence and ECE of the internal and verbalized confidence,
-    pooled over clean and the arm's levels, as the report's tables give them."""
-    identify = analysis.tasks.get("identify")
-    if identify is None:
-        return []
-    numbers = []
-    if (p := _pooled(identify.selective, model, arm, letter)) is not None:
-        numbers.append(ci_number(f"{arm} AURC", p.aurc, p.aurc_low, p.aurc_high, int(p.n_scored)))
-    for label, wording in (("internal", letter), ("verbalized", verbal)):
-        if (c := _pooled(identify.calibration, model, arm, wording)) is not None:
-            key = f"{arm} ECE {label}"
-            numbers.append(ci_number(key, c.ece, c.ece_low, c.ece_high, int(c.n_scored)))
-    return numbers
-
-
-def _arm_numbers(
-    arm: str, rows: pd.DataFrame, levels: tuple[float, ...], letter: str | None, verbal: str | None
-) -> list[Number]:
-    """V*_acc and the three W of one model and arm (those the run has rows for)."""
-
-    def row(wording: str | None, signal: str) -> Any:
-        hit = rows[(rows["wording"] == wording) & (rows["signal"] == signal)]
-        return hit.iloc[0] if len(hit) else None
-
-    numbers = []
-    if (acc := row(letter, "accuracy")) is not None:
-        numbers.append(_crossing_number(f"{arm} V*_acc", acc, levels))
-    for label, signal, on_letter in _W_SIGNALS:
-        if (r := row(letter if on_letter else verbal, signal)) is not None:
-            numbers.append(_w_number(f"{arm} W {label}", r))
-    return numbers
-
-
-def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
-    """Per model of the sweep run: its card numbers (module docstring), in page order."""
-    data = analysis.data
-    wordings = data.wordings("identify")
-    letter = next((w for w in wordings if not is_verbal(w)), None)
-    verbal = next((w for w in wordings if is_verbal(w)), None)
-    cr, curves = analysis.crossings, analysis.curves
-    out: dict[str, list[Number]] = {}
-    for model in data.models:
-        numbers: list[Number] = []
-        clean = curves[
-            (curves["model"] == model)
-            & (curves["wording"] == letter)
-            & (curves["signal"] == "accuracy")
-            & (curves["condition"] == "clean")
-        ]
-        if len(clean):
-            c = clean.iloc[0]
-            numbers.append(ci_number("clean accuracy", c.estimate, c.low, c.high, int(c.n), 2))
-        for arm in data.arms:
-            rows = cr[(cr["model"] == model) & (cr["arm"] == arm)]
-            numbers += _arm_numbers(arm, rows, data.levels[arm], letter, verbal)
-            numbers += _confidence_numbers(analysis, model, arm, letter, verbal)
-        out[model] = numbers
-    return out
-
-
-def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
-    """The sweep's card section: every model's numbers, the accuracy curves of the letter
-    wording and the report written from the same analysis (no example images)."""
-    from clearsight.sweep.analysis import analyse_sweep
-    from clearsight.sweep.page.plots import accuracy_panels
-    from clearsight.sweep.page.report import write_sweep_report
-
-    analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed)
-    wordings = analysis.data.wordings("identify")
-    letter = next((w for w in wordings if not is_verbal(w)), wordings[0] if wordings else "")
-    return CardSection(
-        "accuracy against visibility",
-        by_model={m: tuple(v) for m, v in sweep_numbers(analysis).items()},
-        cost=analysis.cost,
-        figure=accuracy_panels(analysis.curves, letter, analysis.data.arms),
-        write_report=lambda appendix: write_sweep_report(analysis, run_dir, appendix),
-    )
-
-
 def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comparison:
     from clearsight.sweep.comparison.matching import compare_sweeps
 
@@ -326,6 +212,12 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_run_data(run_dir).records)
 
 
+def _sessions(run_dir: Path, settings: ServeSettings) -> SessionHost:
+    from clearsight.sweep.references.sessions import sweep_sessions
+
+    return sweep_sessions(run_dir, settings)
+
+
 def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:
     """The image each stored question was shown with, as PNG by key: planned again from the
     run's configuration and rendered as the run rendered it
@@ -335,9 +227,15 @@ def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, 
     from clearsight.sweep.specs import SweepItem
 
     config = run_manifest(run_dir).get("config") or {}
-    depth = _context(config)["depth_model"]
+    depth = _context(config).depth_model
     items = _typed(config, stored).items()
     return {key: item_png(item, depth) for key, item in items if isinstance(item, SweepItem)}
+
+
+def _view(run_dir: Path) -> RunView:
+    from clearsight.sweep.view import SweepRunView
+
+    return SweepRunView(run_dir, question_of)
 
 
 #: The sweep's face after its run (see the module docstring).
@@ -346,8 +244,11 @@ SWEEP_FACE = ProtocolFace(
     report=_report,
     reask=Reaskable("sweep", _stratum, _typed, _needs, _answer, _context, labels=_labels),
     derive={"sweep": _derive},
-    card=_card,
+    card=sweep_card,
+    card_run=SWEEP_CARD_RUN,
     rows=_rows,
     shown=_shown,
     compare=_compare,
+    serve=Serving(sessions=_sessions),
+    view=_view,
 )

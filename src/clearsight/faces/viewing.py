@@ -1,0 +1,120 @@
+"""What ``clearsight view`` asks of a run, whatever its protocol: :class:`RunView` and the
+values it answers with.
+
+A protocol's face offers ``view`` (:attr:`clearsight.faces.face.ProtocolFace.view`): a run
+directory in, a :class:`RunView` out. The viewer's pages (:mod:`clearsight.view.app`) only
+render these values, so a protocol becomes viewable by declaring its part, never by an edit of
+this package: points (its curve points, each with the filters that list the items behind it),
+the filters a listing takes and the values each may have, a page of items, one item and its
+image. Every label is text the page shows as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["Bar", "Detail", "Listing", "Point", "Query", "Row", "RunView"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a curve: the curve's name (``curve``: the points of one curve share it,
+    in the order of its x axis), where on that axis (``x_label``), the value, the number of
+    items behind it and ``filters``, the listing that shows exactly those items."""
+
+    curve: str
+    x_label: str
+    value: float
+    n: int
+    filters: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Query:
+    """A listing asked for: ``filters`` (name -> one of the values :meth:`RunView.filters`
+    offers), ``outcome`` (``""``: any; ``correct``, ``wrong``, ``abstained`` or
+    ``confidently-wrong``: wrong with a confidence above ``threshold``), the sort by
+    confidence (``""``: the run's order; ``asc`` or ``desc``) and the page (from 0) of
+    ``per_page`` items."""
+
+    filters: Mapping[str, str] = field(default_factory=dict)
+    outcome: str = ""
+    threshold: float = 0.8
+    sort: str = ""
+    page: int = 0
+    per_page: int = 50
+
+
+@dataclass(frozen=True)
+class Row:
+    """One item of a listing: its key (what its page and image are reached by), its labels
+    (column -> text, in the listing's column order) and its confidence (None: it has none)."""
+
+    key: str
+    labels: Mapping[str, str]
+    confidence: float | None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One page of a listing: its rows and how many items the whole listing holds."""
+
+    rows: tuple[Row, ...]
+    total: int
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One option of an item with the probability the model gave it (None: none read), and
+    whether it is the answer given and the right one."""
+
+    label: str
+    probability: float | None
+    answered: bool
+    gold: bool
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One item as its page shows it: its labels (field -> text), the question as the model
+    read it, its options as bars, what the model returned (``raw_text``) and the other values
+    of its record (``values``: name -> text)."""
+
+    key: str
+    labels: Mapping[str, str]
+    prompt: str
+    bars: tuple[Bar, ...]
+    values: Mapping[str, str]
+    raw_text: str
+
+
+class RunView(Protocol):
+    """What the viewer reads of one run (module docstring). Reads are lazy: nothing is held
+    but what a page shows, and a run still being written is read as it stands."""
+
+    @property
+    def title(self) -> str:
+        """The run's name and protocol, as the pages head it."""
+        ...
+
+    def filters(self) -> Mapping[str, tuple[str, ...]]:
+        """Each filter a listing takes and the values it may have, in the pages' order."""
+        ...
+
+    def points(self) -> tuple[Point, ...]:
+        """The run's curve points, curves in the report's order."""
+        ...
+
+    def listing(self, query: Query) -> Listing:
+        """The page of items ``query`` asks for (its filters checked by the caller)."""
+        ...
+
+    def detail(self, key: str) -> Detail | None:
+        """The item ``key`` (None: the run has no record of it in this view)."""
+        ...
+
+    def image(self, key: str) -> bytes | None:
+        """The PNG the model was shown for item ``key`` (None: no such item in the run)."""
+        ...
