@@ -196,14 +196,21 @@ class Session:
         self.live.clear()
 
     def _guard(self, tracker: str, call: _Call, make: bool = False) -> None:
-        """``call`` on the tracker's sink (made first with ``make``); an error drops the
-        tracker with one warning line."""
+        """``call`` on the tracker's sink (made first with ``make``, its run begun: that call is
+        made once); a call that fails is made once more (a lost request, or a race inside the
+        tracker's own client: MLflow 3.17's telemetry thread removes an environment variable
+        its requests read), and a second failure drops the tracker with one warning line."""
         from tqdm import tqdm
 
         try:
             if make:
                 self.live[tracker] = _sink(tracker)
-            call(self.live[tracker])
+                call(self.live[tracker])
+                return
+            try:
+                call(self.live[tracker])
+            except Exception:  # once more, then the tracker is dropped
+                call(self.live[tracker])
         except Exception as exc:  # any failure of a tracker: the run goes on without it
             self.live.pop(tracker, None)
             self.dropped.append(tracker)
@@ -218,8 +225,8 @@ class Session:
 def card_measured(run_dir: Path) -> Measured | None:
     """The card section's numbers of a run whose report said nothing of what it measured, with
     the card's default bootstrap (None: its protocol has no card)."""
-    from clearsight.faces.card_run import CardConfig
     from clearsight.faces import face_of, registered
+    from clearsight.faces.card_run import CardConfig
     from clearsight.faces.face import Measured
     from clearsight.store import run_protocol
 
