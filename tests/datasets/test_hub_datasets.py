@@ -436,3 +436,14 @@ def test_a_runs_manifest_records_the_hub_split_it_read(tmp_path: Path) -> None:
         "origin": str((datasets / "MathVista" / "testmini.jsonl").resolve()),
         "file_sha256": hashlib.sha256(b'{"pid": "1"}\n').hexdigest(),
     }
+
+
+@pytest.mark.parametrize("question", [None, "", "   "])
+def test_a_row_without_a_question_is_refused_by_its_row(tmp_path: Path, question: Any) -> None:
+    """Hypothesis found it: figureqa's question None was refused as ``instance figureqa/0/0``
+    (the instance's own check), not by the row that holds it."""
+    columns = {col: values[:1] for col, values in FIXTURES["figureqa"].columns.items()}
+    qa = [[{"question": question, "answer": "Yes"}]]  # figureqa's rows are its qa pairs
+    root = build_snapshot("figureqa", tmp_path / "figureqa", columns | {"qa": qa})
+    with pytest.raises(InputError, match=r"^figureqa row \S+ refused: its question is empty$"):
+        _load("figureqa", root)

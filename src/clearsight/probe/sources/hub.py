@@ -36,6 +36,8 @@ def hub_instance(row: HubRow, spec: HubSpec) -> Instance:
         )
     if row.image is None:
         raise InputError(f"{spec.name} row {row.id} refused: it has no image")
+    if not row.stem.strip():
+        raise InputError(f"{spec.name} row {row.id} refused: its question is empty")
     return Instance(
         id=f"{spec.name}/{row.id}",
         image=str(image_reference(row.image, image_folder(spec))),
