@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
+from pydantic import JsonValue
+
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
@@ -36,7 +38,7 @@ C = TypeVar("C")
 
 #: A batch of typed items, the model spec and options that answer them, and the context of
 #: :attr:`Reaskable.context` -> their records, under the items' own keys.
-Answer = Callable[[Sequence[Any], str, Mapping[str, Any], C], list[Record]]
+Answer = Callable[[Sequence[Any], str, Mapping[str, JsonValue], C], list[Record]]
 
 #: A run's configuration (from its manifest) and the stored specs of the sampled items by key
 #: -> the typed items that could be had again, by key.

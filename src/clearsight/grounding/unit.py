@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.execute.unit import KeyedItems
 from clearsight.grounding.bench.pairs import (
@@ -67,7 +68,7 @@ class GroundingUnit(KeyedItems, Generic[S]):
 
     kind: str
     model: str
-    model_options: Mapping[str, Any]
+    model_options: Mapping[str, JsonValue]
     items: tuple[S, ...]
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.execute import progress
 from clearsight.models.base import (
@@ -401,7 +402,7 @@ def _scored(request: Request, sentences: Mapping[str, str], answer: Response) ->
     return {c: float(raw.get(sentences.get(c.strip(), ""), 0.0)) for c in request.candidates}
 
 
-def make_perceiver(arg: str, options: Mapping[str, Any]) -> PerceiverBackend:
+def make_perceiver(arg: str, options: Mapping[str, JsonValue]) -> PerceiverBackend:
     """``perceiver`` (the default mode, :data:`DEFAULT_MODE`), ``perceiver:llm`` or
     ``perceiver:detector``; options are :class:`PerceiverOptions` fields."""
     mode = arg or DEFAULT_MODE

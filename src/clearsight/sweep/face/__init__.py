@@ -34,6 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.serving import Serving
 from clearsight.faces.verifying import ItemLabels, Reaskable, number_at, text_at
@@ -122,7 +124,7 @@ def _context(config: Mapping[str, Any]) -> _Budget:
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: _Budget
+    items: Sequence[Any], model: str, options: Mapping[str, JsonValue], context: _Budget
 ) -> list[Record]:
     """The sweep's own request of each item, all sent in one call, each reply read as the
     sweep reads it (records under the items' own keys)."""
