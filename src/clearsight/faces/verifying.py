@@ -45,7 +45,7 @@ Answer = Callable[[Sequence[Any], str, Mapping[str, JsonValue], C], list[Record]
 Typed = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], dict[str, Spec]]
 
 #: Read-outs as verify compares them (a probe's: its committed answer).
-View = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+View = Callable[[Mapping[str, object]], Mapping[str, object]]
 
 #: A record's stored spec, raw output and stored read-outs -> its read-outs derived again.
 Derive = Callable[[Mapping[str, Any], Any, Mapping[str, Any]], Mapping[str, Any]]
@@ -90,7 +90,7 @@ def number_at(spec: Mapping[str, object], *path: str) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def no_context(config: Mapping[str, Any]) -> None:
+def no_context(config: Mapping[str, object]) -> None:
     """The context of a kind whose re-asks need nothing from their run's configuration."""
 
 
@@ -98,7 +98,7 @@ def _every(spec: Mapping[str, object]) -> bool:
     return True
 
 
-def as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+def as_stored(readouts: Mapping[str, object]) -> Mapping[str, object]:
     """Read-outs compared as they are stored."""
     return readouts
 
@@ -113,7 +113,7 @@ class Reaskable(Generic[C]):
     typed: Typed
     needs: Callable[[Any], Capabilities]
     answer: Answer[C]
-    context: Callable[[Mapping[str, Any]], C]
+    context: Callable[[Mapping[str, object]], C]
     """What every unit needs from the run's configuration (the sweep: its depth model and
     generation budget; :func:`no_context` where nothing)."""
     eligible: Callable[[Mapping[str, object]], bool] = _every

@@ -125,7 +125,7 @@ def _generates(item: Any) -> Capabilities:
     return Capabilities(generate=True)
 
 
-def _view(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+def _view(readouts: Mapping[str, object]) -> Mapping[str, object]:
     return {"answer": readouts.get("committed")}
 
 

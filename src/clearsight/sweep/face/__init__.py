@@ -116,7 +116,7 @@ class _Budget:
     max_new_tokens: int
 
 
-def _context(config: Mapping[str, Any]) -> _Budget:
+def _context(config: Mapping[str, object]) -> _Budget:
     from clearsight.sweep.config import SweepConfig
 
     sweep = SweepConfig.model_validate(config)
