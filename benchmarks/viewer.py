@@ -3,12 +3,20 @@
 The store is built as ``paper_scale.py`` builds it (a real sweep of ``--run-scenes`` scenes,
 then the paper's full design through the driver with every unit's records looked up from it:
 1,806,000 items at 1000 scenes), or reused with ``--run DIR`` (``--keep DIR`` builds it there).
-The viewer is then timed in a child process, so its peak RSS is the viewer's alone, through
-its app (Starlette's test client, no network):
+The viewer's side index (``RUN/view-index.sqlite``, :mod:`clearsight.view.index`) is first
+brought up to date in a child process of its own — built from the whole store the first time
+(minutes at this scale), read from where it stopped afterwards:
+
+* ``viewer_index_sync_s_<n>``: that build or update; ``viewer_index_mb_<n>``: the index's size;
+  ``viewer_index_rss_mb_<n>``: that child's peak RSS.
+
+The viewer is then timed in another child process, so its peak RSS is the viewer's alone,
+through its app (Starlette's test client, no network):
 
 * ``viewer_first_page_s_<n>``: the first page of the listing of every item;
 * ``viewer_filter_s_<n>``: a listing with a model, condition and level chosen (a filter change);
-* ``viewer_points_s_<n>``: the curve points page (the analysis's curves of the whole run);
+* ``viewer_points_s_<n>``: the curve points page (the analysis's curves of the whole run, as
+  grouped counts over the index);
 * ``viewer_item_with_image_s``: one item's page and its image re-rendered;
 * ``viewer_rss_mb_<n>``: the child's peak RSS after all of them.
 
@@ -62,6 +70,22 @@ print(f"viewer_rss_mb_{n}: {rss:.1f}")
 """
 
 
+_INDEX = """
+import resource, sys, time
+from pathlib import Path
+from clearsight.sweep.view.index import SWEEP_INDEX
+from clearsight.view.index import index_path, synced
+
+run, n = Path(sys.argv[1]), sys.argv[2]
+start = time.perf_counter()
+synced(run, SWEEP_INDEX).close()
+print(f"viewer_index_sync_s_{n}: {time.perf_counter() - start:.3f}")
+print(f"viewer_index_mb_{n}: {index_path(run).stat().st_size / 2**20:.1f}")
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"viewer_index_rss_mb_{n}: {rss:.1f}")
+"""
+
+
 def build(root: Path, run: Path, n: int, n_run: int) -> int:
     """Build the paper-scale store of ``n`` scenes in ``run``; its item count."""
     fraction = run.parent / f"{run.name}.fraction"
@@ -77,9 +101,11 @@ def build(root: Path, run: Path, n: int, n_run: int) -> int:
 
 
 def measure(run: Path, items: int) -> None:
-    """Time the viewer on ``run`` in a child process; it prints the figures."""
+    """Bring the index of ``run`` up to date, then time the viewer, each in a child process;
+    they print the figures."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    subprocess.run([sys.executable, "-c", _CHILD, str(run), str(items)], env=env, check=True)
+    for child in (_INDEX, _CHILD):
+        subprocess.run([sys.executable, "-c", child, str(run), str(items)], env=env, check=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -31,9 +31,8 @@ from clearsight.sweep import summary_table
 from clearsight.sweep.analysis import analyse_run, analyse_sweep
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers.crossings import scene_bootstrap
-from clearsight.sweep.page.labels import crossing_label, depth_line, w_label
+from clearsight.sweep.page.labels import crossing_label, depth_line, observer_note, w_label
 from clearsight.sweep.protocol import run_sweep
-from clearsight.sweep.references.observer import observer_note
 from clearsight.sweep.results import load_run_data
 from fixtures.coco import synthetic_coco
 

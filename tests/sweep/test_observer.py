@@ -151,7 +151,7 @@ def test_letter_readout_renormalises_and_keeps_raw():
 def test_the_observers_generic_abstention_w_carries_its_reason() -> None:
     """The reference observer never picks 'I don't know' (by design): its W there is shown
     with the reason; every other model, wording and signal gets none."""
-    from clearsight.sweep.references.observer import observer_note
+    from clearsight.sweep.page.labels import observer_note
 
     assert "by design" in observer_note("observer", "mcq.generic", "abstain")
     assert observer_note("observer", "mcq.reason", "abstain") == ""

@@ -29,6 +29,7 @@ from clearsight.store._readouts import readouts_of
 from clearsight.store._records import Record, StoredRecord
 from clearsight.store._run_store import RunStore, load_run, run_manifest, run_protocol
 from clearsight.store._schema import FRAME_COLUMNS, SCHEMA_VERSION
+from clearsight.store._stream import RecordChunk, last_record_id, record_chunks
 
 __all__ = [
     "COST_COLUMNS",
@@ -39,6 +40,7 @@ __all__ = [
     "ConfigMismatch",
     "Items",
     "Record",
+    "RecordChunk",
     "RunStore",
     "SpecGrid",
     "SpecGrids",
@@ -48,8 +50,10 @@ __all__ = [
     "compact_json",
     "cost_table",
     "keys_of",
+    "last_record_id",
     "load_run",
     "readouts_of",
+    "record_chunks",
     "record_cost",
     "run_cost",
     "run_manifest",

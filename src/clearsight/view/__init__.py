@@ -8,7 +8,8 @@ The viewer never names a protocol: a run's protocol offers its
 faces' (:mod:`clearsight.faces.viewing`, beside the other parts' types). Modules:
 :mod:`~clearsight.view.settings` (the command's options), :mod:`~clearsight.view.query` (a
 listing's query string, checked), :mod:`~clearsight.view.chart` (the points' charts),
-:mod:`~clearsight.view.pages` (the templates rendered), :mod:`~clearsight.view.app` (the Starlette
+:mod:`~clearsight.view.pages` (the templates rendered), :mod:`~clearsight.view.index` (the
+side index a protocol's listings are SQL queries over), :mod:`~clearsight.view.app` (the Starlette
 app), :mod:`~clearsight.view.bundle` (the static site). See ``docs/view.md``.
 """
 

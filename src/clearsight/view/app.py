@@ -14,7 +14,8 @@ Jinja2 templates (model output reaches the page as text) under a Content-Securit
 no script at all; bound to loopback (the default), requests for other host names are refused
 (DNS rebinding), as ``clearsight serve`` does. Bad input — a filter value the run does not
 have, a malformed number — is a 400 page saying what the run has; an unknown run or item, 404.
-Nothing is written and no lock is taken, so a run being written can be viewed.
+No lock is taken and the run's database is only read (the one file written is the side index
+beside it, :mod:`~clearsight.view.index`), so a run being written can be viewed.
 """
 
 from __future__ import annotations

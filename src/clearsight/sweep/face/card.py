@@ -73,8 +73,7 @@ def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
 def _w_number(key: str, row: Any) -> Number:
     """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]'),
     and the reason beside it where the reference observer's W is not about 0 by design."""
-    from clearsight.sweep.page.labels import interval, w_label
-    from clearsight.sweep.references.observer import observer_note
+    from clearsight.sweep.page.labels import interval, observer_note, w_label
 
     w, lo, hi = as_float(row["w"]), as_float(row["w_low"]), as_float(row["w_high"])
     bound = str(row["w_bound"] or "")

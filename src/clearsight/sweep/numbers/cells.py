@@ -44,6 +44,7 @@ __all__ = [
     "Group",
     "IntArray",
     "design",
+    "ordered_columns",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -69,7 +70,7 @@ def _column_codes(records: pd.DataFrame) -> pd.Series:
     return pd.Series(list(zip(cond, x.tolist(), strict=True)), index=records.index)
 
 
-def _ordered_columns(present: set[Column], levels: dict[str, tuple[float, ...]]) -> list[Column]:
+def ordered_columns(present: set[Column], levels: dict[str, tuple[float, ...]]) -> list[Column]:
     """Columns in display order: clean, each arm's levels, blank, shuffled, ImageNet-C."""
     order: list[Column] = [CLEAN]
     for arm, lv in levels.items():
@@ -291,7 +292,7 @@ def design(data: RunData, pairing: WPairing | None = None) -> Design | None:
     if rec.empty:
         return None
     groups, chance = _groups(rec)
-    columns = _ordered_columns(set(_column_codes(rec)), data.levels)
+    columns = ordered_columns(set(_column_codes(rec)), data.levels)
     scene_sums, scene_counts, scenes = _cell_sums(rec, groups, columns)
     clusters, (sums, counts) = by_cluster(rec, scenes, scene_sums, scene_counts)
     pairing = pairing or w_pairing_of(data)

@@ -1,6 +1,7 @@
 """How the sweep's numbers read on the page, in summary.md and summary.csv: metres, signed
-decimals, intervals, crossing visibilities V* with their censoring, widths W with their bounds,
-the signals' names and the depth line of the header.
+decimals, intervals, crossing visibilities V* with their censoring, widths W with their bounds
+(and why the reference observer's is not about 0 where it is not by design), the signals' names
+and the depth line of the header.
 
 Rendering only: every number comes from :class:`clearsight.sweep.analysis.SweepAnalysis`.
 """
@@ -13,6 +14,7 @@ import pandas as pd
 
 from clearsight.pages.html import fmt_num, fmt_range
 from clearsight.sweep.numbers.depth import DepthSummary
+from clearsight.sweep.references.observer import GENERIC_WORDING
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import SIGNALS
 
@@ -24,6 +26,7 @@ __all__ = [
     "interval_m",
     "labelled_crossings",
     "metres",
+    "observer_note",
     "signed",
     "w_label",
 ]
@@ -110,4 +113,15 @@ def depth_line(depth: DepthSummary) -> str:
         f"(IQR {fmt_range(depth.q25_m, depth.q75_m, 1)} m over {depth.n_scenes} scenes); "
         f"pixels at the clip bounds: {fmt_num(100 * depth.near_share, 1)} % ≤ 0.5 m, "
         f"{fmt_num(100 * depth.far_share, 1)} % ≥ 80 m"
+    )
+
+
+def observer_note(model: str, wording: str, signal: str) -> str:
+    """Why the reference observer's W on ``signal`` under ``wording`` is not about 0, in words
+    for the tables; '' for every other model, wording and signal."""
+    if model != "observer" or wording != GENERIC_WORDING or signal != "abstain":
+        return ""
+    return (
+        "by design: the reference observer abstains only on the option that names the cause "
+        "(reduced visibility), never on 'I don't know'; not a blind spot"
     )

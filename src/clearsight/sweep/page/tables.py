@@ -18,8 +18,8 @@ from clearsight.sweep.page.labels import (
     SIGNAL_LABELS,
     interval,
     interval_m,
+    observer_note,
 )
-from clearsight.sweep.references.observer import observer_note
 from clearsight.sweep.signals import ACCURACY, AWARENESS
 
 __all__ = ["controls_section", "crossings_section", "sweep_section", "wordings_section"]
@@ -59,7 +59,7 @@ def _crossing_cell(
 
 def _with_reason(w_display: str, model: str, wording: str, signal: str) -> str:
     """A W as shown, with the reason beside it where the reference observer's W is not about 0
-    by design (:func:`clearsight.sweep.references.observer.observer_note`)."""
+    by design (:func:`clearsight.sweep.page.labels.observer_note`)."""
     reason = observer_note(model, wording, signal)
     return f"{w_display} ({reason})" if reason and w_display else w_display
 

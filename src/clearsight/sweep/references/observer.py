@@ -15,7 +15,7 @@ reference every model is compared with. Under the reason-naming abstain wording 
 ``P < 0.5``; under the generic wording it never does: its abstention names a cause it measured
 (too little contrast), and "I don't know" names none. Its W on the generic wording's abstain
 rate is therefore censored by design, and every report says so beside the number
-(:func:`observer_note`).
+(:func:`clearsight.sweep.page.labels.observer_note`).
 
 What it may know that a model may not — the clean image, the shown box, which option names the
 object in it — comes with each request of the sweep as an :class:`ObserverReference`
@@ -42,17 +42,6 @@ _LUMA = np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
 
 #: The wording whose abstain option names no cause ("I don't know"): the observer never picks it.
 GENERIC_WORDING = "mcq.generic"
-
-
-def observer_note(model: str, wording: str, signal: str) -> str:
-    """Why the reference observer's W on ``signal`` under ``wording`` is not about 0, in words
-    for the tables; '' for every other model, wording and signal."""
-    if model != "observer" or wording != GENERIC_WORDING or signal != "abstain":
-        return ""
-    return (
-        "by design: the reference observer abstains only on the option that names the cause "
-        "(reduced visibility), never on 'I don't know'; not a blind spot"
-    )
 
 
 @dataclass(frozen=True, eq=False)

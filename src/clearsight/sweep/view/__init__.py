@@ -1,17 +1,18 @@
 """The sweep in ``clearsight view``: :class:`SweepRunView`, the
 :class:`~clearsight.faces.viewing.RunView` of a sweep run (the sweep face's ``view`` part);
-:mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages of the records,
+:mod:`~clearsight.sweep.view.index` declares its side index (:mod:`clearsight.view.index`) and
+the SQL read over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages,
 :mod:`~clearsight.sweep.view.items` rebuilds an item.
 
 * **points**: the curves of the run's analysis (:func:`~clearsight.sweep.numbers.crossings.
-  scene_bootstrap`'s point estimates, one draw: the viewer shows no interval), one per model,
+  scene_bootstrap`'s point estimates: the viewer shows no interval), counted and summed in SQL
+  over the side index (:func:`~clearsight.sweep.view.index.curve_cells`), one per model,
   task, wording, signal and condition, each point with the filters that list exactly the
   records its ``n`` counts: the ok records of the cell with a value of the signal (an
   unparsed verbalized reply has no verbal confidence, so it is not behind that point).
-* **listing**: the ok records a query selects, read with the store's chunked, filtered frame
-  (:meth:`~clearsight.store.RunStore.to_frame`: only the listed columns of the rows that
-  match, never the raw outputs), ImageNet-C corruptions other than fog left out as the analysis
-  leaves them out; outcome, confidence sort and page on the selected rows.
+* **listing**: the ok records a query selects, ImageNet-C corruptions other than fog left out
+  as the analysis leaves them out, selected, counted, sorted by confidence and paged in SQL
+  over the side index (brought up to date with the run first, so new records appear).
 * **detail** and **image**: one record read by its key (the store's key index). The image is
   re-rendered from the stored spec by :func:`~clearsight.sweep.references.human.item_png`
   (:func:`~clearsight.sweep.unit.item_image`, the pixels the sweep sends the model); the spec
@@ -19,7 +20,8 @@
   so the image is that of exactly the item asked.
 
 Filter values are those the run's configuration (its manifest) names, so a listing is checked
-without reading a record; a store being written is read as it stands (read-only, no lock).
+without reading a record; a store being written is read as it stands (read-only, no lock: the
+only file written is the side index, beside it).
 """
 
 from __future__ import annotations
@@ -29,55 +31,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from clearsight.faces.viewing import Detail, Listing, Point, Query
 from clearsight.store import RunStore, StoredRecord, run_manifest
-from clearsight.sweep.results import confidence_signal, fog_only, is_person, level_label
-from clearsight.sweep.signals import SIGNALS, signal_values
+from clearsight.sweep.results import is_person, level_label
+from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
+from clearsight.sweep.view.index import SWEEP_INDEX, curve_cells, listing_sql
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
+from clearsight.view.index import synced
 
 __all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
-
-#: The columns a listing reads of each selected record.
-_COLUMNS = (
-    "key",
-    "scene.id",
-    "model",
-    "task",
-    "wording",
-    "condition",
-    "level_m",
-    "severity",
-    "corruption",
-    "answer",
-    "question.correct",
-    "correct",
-    "abstained",
-    "internal_conf",
-    "verbal_conf",
-)
-
-
-def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A read-out flag as 1.0 (True) or 0.0 (False, None, absent), as the analysis reads it."""
-    values = frame[column] if column in frame else pd.Series(False, index=frame.index)
-    return values.astype(object).isin([True]).astype(float)
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """The selected records with the signals' columns as the analysis types them."""
-    out = frame.copy()
-    for column in ("correct", "abstained"):
-        out[column] = _flag(frame, column)
-    for column in ("internal_conf", "verbal_conf", "level_m", "severity"):
-        values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
-        out[column] = pd.to_numeric(values, errors="coerce").astype(float)
-    return out
 
 
 class SweepRunView:
@@ -120,56 +85,32 @@ class SweepRunView:
         }
 
     def points(self) -> tuple[Point, ...]:
-        """Every curve point of the run's analysis, with the filters of its items."""
-        from clearsight.sweep.numbers.crossings import scene_bootstrap
-        from clearsight.sweep.results import load_run_data
-
-        curves = scene_bootstrap(load_run_data(self.run_dir), n_boot=1).curves
-        return tuple(point_of(row) for row in curves.itertuples(index=False))
-
-    def _where(self, filters: Mapping[str, str]) -> dict[str, str | float]:
-        where: dict[str, str | float] = {
-            name: filters[name] for name in ("model", "task", "wording") if name in filters
-        }
-        if "condition" in filters:
-            where["condition"] = filters["condition"]
-        if "level" in filters:
-            where["level_m"] = self._levels[filters["level"]]
-        if "severity" in filters:
-            where["severity"] = int(filters["severity"])
-        return where
-
-    def _selected(self, query: Query) -> pd.DataFrame:
-        """The ok records ``query`` selects, typed, before sorting and paging."""
-        with RunStore.open(self.run_dir, read_only=True) as store:
-            frame = store.to_frame(
-                status="ok", kind=PROTOCOL, columns=_COLUMNS, where=self._where(query.filters)
-            )
-        frame = _typed(fog_only(frame))
-        if frame.empty:
-            return frame
-        if "signal" in query.filters:
-            frame = frame[np.isfinite(signal_values(frame, query.filters["signal"]))]
-        pairs = zip(frame["model"].astype(str), frame["wording"].astype(str), strict=True)
-        columns = [confidence_signal(m, w) for m, w in pairs]
-        values = frame[["internal_conf", "verbal_conf"]].to_numpy()
-        pick = np.array([c == "verbal_conf" for c in columns], dtype=np.intp)
-        frame = frame.assign(confidence=values[np.arange(len(frame)), pick])
-        return frame[_outcome(frame, query.outcome, query.threshold)]
+        """Every curve point of the run's analysis, with the filters of its items: grouped
+        counts and sums over the side index (:func:`~clearsight.sweep.view.index.curve_cells`),
+        never the run's frame."""
+        conn = synced(self.run_dir, SWEEP_INDEX)
+        try:
+            return tuple(point_of(cell) for cell in curve_cells(conn))
+        finally:
+            conn.close()
 
     def listing(self, query: Query) -> Listing:
-        """The page of records ``query`` asks for (module docstring)."""
-        frame = self._selected(query)
-        if frame.empty:
-            return Listing((), 0)
-        if query.sort:
-            frame = frame.sort_values(
-                "confidence", ascending=query.sort == "asc", kind="stable", na_position="last"
+        """The page of records ``query`` asks for, selected, counted, sorted and paged in SQL
+        over the run's side index (brought up to date first: module docstring)."""
+        where, order, params = listing_sql(query, self._levels)
+        conn = synced(self.run_dir, SWEEP_INDEX)
+        try:
+            total = conn.execute(f"SELECT count(*) FROM rows WHERE {where}", params).fetchone()[0]
+            params |= {"limit": query.per_page, "offset": query.page * query.per_page}
+            cursor = conn.execute(
+                f"SELECT {_LISTED} FROM rows WHERE {where} ORDER BY {order} "
+                "LIMIT :limit OFFSET :offset",
+                params,
             )
-        start = query.page * query.per_page
-        page = frame.iloc[start : start + query.per_page]
-        rows = page.to_dict("records")
-        return Listing(tuple(row_of({str(k): v for k, v in r.items()}) for r in rows), len(frame))
+            rows = [dict(zip(_NAMES, values, strict=True)) for values in cursor]
+        finally:
+            conn.close()
+        return Listing(tuple(row_of(_nan_for_null(row)) for row in rows), int(total))
 
     def _record(self, key: str) -> StoredRecord | None:
         with RunStore.open(self.run_dir, read_only=True) as store:
@@ -207,13 +148,29 @@ def _default_depth() -> str:
     return str(SweepConfig.model_fields["coco_depth_model"].default)
 
 
-def _outcome(frame: pd.DataFrame, outcome: str, threshold: float) -> Any:
-    """The rows of ``frame`` with ``outcome`` (every row for ``""``)."""
-    wrong = (frame["correct"] == 0.0) & (frame["abstained"] == 0.0)
-    return {
-        "": pd.Series(True, index=frame.index),
-        "correct": frame["correct"] == 1.0,
-        "wrong": wrong,
-        "abstained": frame["abstained"] == 1.0,
-        "confidently-wrong": wrong & (frame["confidence"] > threshold),
-    }[outcome]
+#: A listing's row as :func:`~clearsight.sweep.view.rows.row_of` reads it: its names and the
+#: index's columns they are read from.
+_ROW = {
+    "key": "key",
+    "scene.id": "scene",
+    "model": "model",
+    "task": "task",
+    "wording": "wording",
+    "condition": "condition",
+    "level_m": "level_m",
+    "answer": "answer",
+    "question.correct": "gold",
+    "correct": "correct",
+    "abstained": "abstained",
+    "confidence": "confidence",
+}
+_NAMES = tuple(_ROW)
+_LISTED = ", ".join(_ROW.values())
+
+
+def _nan_for_null(row: dict[str, object]) -> dict[str, object]:
+    """A row with its missing numbers as NaN, as the analysis's frames hold them."""
+    for name in ("level_m", "confidence"):
+        if row[name] is None:
+            row[name] = float("nan")
+    return row

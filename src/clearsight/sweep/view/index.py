@@ -1,0 +1,199 @@
+"""The sweep's side index for ``clearsight view`` (:class:`~clearsight.view.index.IndexDesign`):
+one row per ok sweep record the analysis reads (ImageNet-C corruptions other than fog left
+out, as :func:`~clearsight.sweep.results.fog_only` leaves them out), with the listing's columns
+typed as the analysis types them; the SQL of a listing over it (:func:`listing_sql`) and the
+analysis's curve points from its tally of counts and sums per cell (:func:`curve_cells`).
+
+A curve point's value is the analysis's point estimate (:func:`~clearsight.sweep.numbers.
+crossings.scene_bootstrap` with every photo weighted once: the cell's sum over its count, the
+mean of the signal over the records that have a value of it) and its ``n`` that count; curves
+come in the analysis's order: (model, task, wording) groups as they first appear in the run, each
+group's signals in :data:`~clearsight.sweep.signals.SIGNALS`' order, each curve's columns as
+:mod:`~clearsight.sweep.numbers.cells` orders them (clean, each arm's levels clearest first,
+blank, shuffled, ImageNet-C severities).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from clearsight.faces.viewing import Query
+from clearsight.sweep.numbers.cells import ordered_columns
+from clearsight.sweep.results import ARMS, confidence_signal, fog_only
+from clearsight.sweep.signals import SIGNALS, by_name, signals_for
+from clearsight.sweep.specs import PROTOCOL
+from clearsight.view.index import IndexDesign
+
+__all__ = ["SWEEP_INDEX", "Cell", "curve_cells", "listing_sql"]
+
+#: The store's columns a row is made of.
+_READ = (
+    "key",
+    "scene.id",
+    "model",
+    "task",
+    "wording",
+    "condition",
+    "level_m",
+    "severity",
+    "corruption",
+    "answer",
+    "question.correct",
+    "correct",
+    "abstained",
+    "internal_conf",
+    "verbal_conf",
+)
+#: The index's columns (after the item id) and their SQL types.
+_COLUMNS = {
+    "key": "TEXT",
+    "scene": "TEXT",
+    "model": "TEXT",
+    "task": "TEXT",
+    "wording": "TEXT",
+    "condition": "TEXT",
+    "level_m": "REAL",
+    "severity": "INTEGER",
+    "answer": "TEXT",
+    "gold": "TEXT",
+    "correct": "REAL",
+    "abstained": "REAL",
+    "internal_conf": "REAL",
+    "verbal_conf": "REAL",
+    "confidence": "REAL",
+    "x": "REAL",
+}
+
+
+def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A read-out flag as 1.0 (True) or 0.0 (False, None, absent), as the analysis reads it."""
+    values = frame[column] if column in frame else pd.Series(False, index=frame.index)
+    return values.astype(object).isin([True]).astype(float)
+
+
+def _number(frame: pd.DataFrame, column: str) -> pd.Series:
+    values = frame[column] if column in frame else pd.Series(np.nan, index=frame.index)
+    return pd.to_numeric(values, errors="coerce").astype(float)
+
+
+def _text(frame: pd.DataFrame, column: str) -> pd.Series:
+    return frame[column].astype(object) if column in frame else pd.Series(None, index=frame.index)
+
+
+def _rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """A chunk of ok sweep records as the index's rows (module docstring)."""
+    frame = fog_only(frame)
+    out = pd.DataFrame({"id": frame["id"]}, index=frame.index)
+    names = ("key", "scene.id", "model", "task", "wording", "condition", "answer")
+    for name in (*names, "question.correct"):
+        out[name] = _text(frame, name)
+    out = out.rename(columns={"scene.id": "scene", "question.correct": "gold"})
+    for name in ("correct", "abstained"):
+        out[name] = _flag(frame, name)
+    for name in ("level_m", "severity", "internal_conf", "verbal_conf"):
+        out[name] = _number(frame, name)
+    pairs = zip(out["model"].astype(str), out["wording"].astype(str), strict=True)
+    verbal = np.array([confidence_signal(m, w) == "verbal_conf" for m, w in pairs], dtype=bool)
+    out["confidence"] = np.where(verbal, out["verbal_conf"], out["internal_conf"])
+    condition = out["condition"].astype(str)
+    arm, ic = condition.isin(ARMS).to_numpy(), (condition == "imagenet_c").to_numpy()
+    out["x"] = np.where(arm, out["level_m"], np.where(ic, out["severity"], 0.0))
+    return out
+
+
+SWEEP_INDEX = IndexDesign(
+    kind=PROTOCOL,
+    read=_READ,
+    columns=_COLUMNS,
+    indexes=(("model", "condition", "level_m"), ("condition", "level_m"), ("confidence",)),
+    rows=_rows,
+    tally=("model", "task", "wording", "condition", "x"),
+    tallied=tuple(s.column for s in SIGNALS),
+)
+
+_OUTCOMES = {
+    "": "",
+    "correct": " AND correct = 1",
+    "wrong": " AND correct = 0 AND abstained = 0",
+    "abstained": " AND abstained = 1",
+    "confidently-wrong": " AND correct = 0 AND abstained = 0 AND confidence > :threshold",
+}
+_ORDER = {
+    "": "id",
+    "desc": "confidence IS NULL, confidence DESC, id",
+    "asc": "confidence IS NULL, confidence ASC, id",
+}
+
+
+def listing_sql(query: Query, levels: Mapping[str, float]) -> tuple[str, str, dict[str, object]]:
+    """The ``WHERE`` clause, ``ORDER BY`` terms and parameters of ``query`` over the index
+    (``levels``: a level's label -> metres); filter values are checked by the caller."""
+    filters = query.filters
+    params: dict[str, object] = {"threshold": query.threshold}
+    where = "1"
+    for name in ("model", "task", "wording", "condition"):
+        if name in filters:
+            where += f" AND {name} = :{name}"
+            params[name] = filters[name]
+    if "level" in filters:
+        where += " AND level_m = :level"
+        params["level"] = levels[filters["level"]]
+    if "severity" in filters:
+        where += " AND severity = :severity"
+        params["severity"] = int(filters["severity"])
+    if "signal" in filters:
+        where += f" AND {by_name(filters['signal']).column} IS NOT NULL"
+    return where + _OUTCOMES[query.outcome], _ORDER[query.sort], params
+
+
+#: Each group × column's first item id, count and sum of every signal: the index's tally.
+_CELLS = "SELECT model, task, wording, condition, x, first, {} FROM tally".format(
+    ", ".join(f"n_{s.column}, s_{s.column}" for s in SIGNALS)
+)
+
+
+class Cell(NamedTuple):
+    """One curve point of the analysis: its curve, x (metres, severity or 0.0), the point
+    estimate and the number of records behind it (the fields
+    :func:`~clearsight.sweep.view.rows.point_of` reads)."""
+
+    model: str
+    task: str
+    wording: str
+    signal: str
+    condition: str
+    x: float
+    estimate: float
+    n: int
+
+
+def curve_cells(conn: sqlite3.Connection) -> Iterator[Cell]:
+    """The analysis's curve points of the index's records, read from its tally (module
+    docstring): a small table, whatever the run's size."""
+    found: dict[tuple[str, str, str], int] = {}
+    cells: dict[tuple[str, str, str, str, float], tuple[float, ...]] = {}
+    for model, task, wording, condition, x, first, *sums in conn.execute(_CELLS):
+        group = (model, task, wording)
+        found[group] = min(found.get(group, first), first)
+        cells[(*group, condition, float(x))] = tuple(sums)
+    present = {(c, x) for *_, c, x in cells}
+    levels = {
+        arm: tuple(sorted((x for c, x in present if c == arm), reverse=True))
+        for arm in ARMS
+        if any(c == arm for c, _ in present)
+    }
+    columns = ordered_columns(present, levels)
+    names = [s.name for s in SIGNALS]
+    for group in sorted(found, key=found.__getitem__):
+        for signal in signals_for(group[2], group[0]):
+            at = 2 * names.index(signal)
+            for condition, x in columns:
+                sums = cells.get((*group, condition, x))
+                if sums is not None and sums[at] > 0:
+                    n = int(sums[at])
+                    yield Cell(*group, signal, condition, x, sums[at + 1] / n, n)
