@@ -244,7 +244,7 @@ def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]
     backend = shared_backend(unit.model, unit.model_options)
     planned: list[tuple[int, int] | str] = []  # per item: its requests' range, or why none
     requests: list[ElicitRequest] = []
-    images: dict[str, Any] = {}
+    images: dict[str, npt.NDArray[np.uint8] | None] = {}
     for spec in unit.items:
         problem, traj = spec.problem, spec.trajectory
         template = template_by_id(spec.template.id)

@@ -7,7 +7,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -170,7 +170,7 @@ class PerceiverBackend:
             cache[key] = perceive(rgb, self.detector, self.options)
         return cache[key]
 
-    def _extra(self, p: Perception, evidence: str, q: ParsedQuestion) -> dict[str, Any]:
+    def _extra(self, p: Perception, evidence: str, q: ParsedQuestion) -> dict[str, object]:
         return {
             "mode": self.mode,
             "detector": self.options.detector,
@@ -359,7 +359,7 @@ class PerceiverBackend:
     ) -> Response:
         """The response to ``request`` from the LLM's answers to its inner requests."""
         p, q, evidence, spent = prepared
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         candidates = None
         texts: tuple[str, ...] = ()
         token_logprobs = None
