@@ -34,6 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from clearsight.faces.card import CardSection, Number, ci_number, number_bars
 from clearsight.faces.card_run import CardConfig, CardRun, Part, serial
 from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
@@ -93,7 +95,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
+    items: Sequence[Any], model: str, options: Mapping[str, JsonValue], context: None
 ) -> list[Record]:
     """Each direct answer by the probe's own unit, the sensor swapped for ``model``; the
     item's key kept (its records' key and the seed of its random stream)."""
@@ -123,7 +125,7 @@ def _generates(item: Any) -> Capabilities:
     return Capabilities(generate=True)
 
 
-def _view(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+def _view(readouts: Mapping[str, object]) -> Mapping[str, object]:
     return {"answer": readouts.get("committed")}
 
 

@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from clearsight.faces.face import Measured, ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.verifying import (
     ItemLabels,
@@ -139,7 +141,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
+    items: Sequence[Any], model: str, options: Mapping[str, JsonValue], context: None
 ) -> list[Record]:
     """Trajectory grounding's own elicitation of each item, all in one unit."""
     from clearsight.grounding.specs import ELICIT
