@@ -104,6 +104,9 @@ class Execution:
     threads: int | None = None
     """CPU threads of each of the run's processes (None: 1, or ``OMP_NUM_THREADS`` where set;
     :mod:`clearsight.execute.threads`)."""
+    on_commit: Callable[[list[Record]], None] | None = None
+    """Hears each unit's records in the writer's process once they are stored (an experiment
+    tracker's buffer: :mod:`clearsight.track`)."""
 
 
 @dataclass(frozen=True)
@@ -493,6 +496,8 @@ class RunOptions(TypedDict, total=False):
     """CPU threads per process (default: 1, or ``OMP_NUM_THREADS`` where set)."""
     ray: RayConfig | None
     """Cluster settings (``executor="ray"`` only)."""
+    on_commit: Callable[[list[Record]], None] | None
+    """Hears each unit's records once they are stored (default: nobody)."""
 
 
 def run_with(
@@ -506,6 +511,7 @@ def run_with(
         options.get("ray"),
         options.get("progress", True),
         options.get("threads"),
+        options.get("on_commit"),
     )
     return run(
         protocol,
@@ -676,6 +682,8 @@ def _execute_stage(
 
     def counted(records: list[Record]) -> None:
         reasons.update(_reason(r.error) for r in records if r.status == "failed")
+        if execution.on_commit is not None:
+            execution.on_commit(records)
 
     return execute(
         units,

@@ -35,6 +35,7 @@ from clearsight.cli import (
     scenes,
     serve,
     sweep,
+    track,
     verify,
     view,
 )
@@ -64,7 +65,7 @@ app = typer.Typer(
         order=(
             *("sweep", "plan", "grounding", "probe", "report", "demo", "card", "board", "scenes"),
             *("preview", "equivalence", "instances", "problems", "serve", "fetch", "models"),
-            *("verify", "compare", "export", "push", "view"),
+            *("verify", "compare", "export", "push", "view", "track"),
         ),
     ),
     help="Measure whether vision-language models know when they cannot see.",
@@ -87,6 +88,7 @@ app.add_typer(sweep.app, name="sweep")
 app.add_typer(grounding.app, name="grounding")
 app.add_typer(probe.app, name="probe")
 app.command()(report.report)
+app.command()(track.track)
 app.command()(card.board)
 app.command()(scenes.scenes)
 app.command()(data.instances)

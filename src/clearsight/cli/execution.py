@@ -1,7 +1,7 @@
 """How a run command executes its protocol: the execution options every run command shares
-(executor, workers, threads, Ray, ``--fresh``, ``--allow-mismatch``), declared once as
-:class:`ExecutionOptions` and generated onto each command like its configuration's fields, and
-how a run's summary ends the command (docs/scale.md)."""
+(executor, workers, threads, Ray, ``--fresh``, ``--allow-mismatch``, ``--tracker``), declared
+once as :class:`ExecutionOptions` and generated onto each command like its configuration's
+fields, and how a run's summary ends the command (docs/scale.md, docs/track.md)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,11 @@ class ExecutionOptions(BaseModel):
     verbose: bool = Field(
         False, description="After the run, print the report's whole summary, not its headline."
     )
+    tracker: tuple[str, ...] = Field(
+        (),
+        description="Experiment trackers the run is sent to as it runs: mlflow, trackio, wandb "
+        "(each an extra: pip install 'clearsight[mlflow]'; docs/track.md).",
+    )
 
     @field_validator("executor")
     @classmethod
@@ -72,6 +77,16 @@ class ExecutionOptions(BaseModel):
 
         if value not in EXECUTORS:
             raise ValueError(f"{value!r} is not one of {', '.join(EXECUTORS)}")
+        return value
+
+    @field_validator("tracker")
+    @classmethod
+    def _known_trackers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from clearsight.track.session import TRACKERS
+
+        unknown = [name for name in value if name not in TRACKERS]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not one of {', '.join(TRACKERS)}")
         return value
 
     def ray(self) -> RayConfig | None:
@@ -87,18 +102,37 @@ class ExecutionOptions(BaseModel):
             num_cpus=self.cpus_per_replica,
         )
 
-    def start(self, runner: Runner[C_contra], config: C_contra, out: Path) -> RunSummary:
-        """``runner(config, out)`` executed with these options."""
-        return runner(
-            config,
-            out,
-            fresh=self.fresh,
-            allow_mismatch=self.allow_mismatch,
-            executor=cast("ExecutorName", self.executor),  # checked by _known_executor
-            workers=self.workers,
-            ray=self.ray(),
-            threads=self.threads,
-        )
+    def start(
+        self, runner: Runner[C_contra], config: C_contra, out: Path, *, report: bool = False
+    ) -> RunSummary:
+        """``runner(config, out)`` executed with these options, then (``report``) its report
+        written and its headline printed; the run sent to each ``--tracker`` as it runs and,
+        with the report's numbers, after it (a missing tracker: InputError before anything)."""
+        from clearsight.track import open_session
+
+        session = open_session(self.tracker, out)
+        try:
+            summary = runner(
+                config,
+                out,
+                fresh=self.fresh,
+                allow_mismatch=self.allow_mismatch,
+                executor=cast("ExecutorName", self.executor),  # checked by _known_executor
+                workers=self.workers,
+                ray=self.ray(),
+                threads=self.threads,
+                on_commit=session.on_commit(),
+            )
+            if report:
+                from clearsight.cli.report import write_report
+
+                heard = session.hear if self.tracker else None
+                write_report(out, verbose=self.verbose, measured=heard)
+        except BaseException:
+            session.end(ok=False)
+            raise
+        session.finish()
+        return summary
 
 
 def finished(summary: RunSummary) -> None:

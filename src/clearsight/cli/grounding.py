@@ -36,12 +36,9 @@ def run(
 
     Resumes an interrupted run; `--executor ray` runs it on Ray (docs/scale.md); then writes
     its report. Definitions: docs/methods.md §5 (`clearsight docs methods`)."""
-    from clearsight.cli.report import write_report
-
-    summary = execution.start(protocol.run_grounding, config, out)
+    summary = execution.start(protocol.run_grounding, config, out, report=True)
     for stage, s in summary.stages.items():
         typer.echo(f"{stage}: {s.ok} ok, {s.failed} failed or skipped")
-    write_report(out, verbose=execution.verbose)
     return summary
 
 

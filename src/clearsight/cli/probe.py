@@ -33,11 +33,7 @@ def run(
 
     Resumes an interrupted run. With one process (the default) every turn is stored as it
     happens; `--executor ray` runs the conversations on Ray (docs/scale.md)."""
-    from clearsight.cli.report import write_report
-
-    summary = execution.start(protocol.run_probe, config, out)
-    write_report(out, verbose=execution.verbose)
-    return summary
+    return execution.start(protocol.run_probe, config, out, report=True)
 
 
 def analyse(config: AnalysisConfig, run: ProbeRun) -> RunSummary:

@@ -4,12 +4,14 @@ its run (:func:`write_report`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
+    from clearsight.faces.face import Measured
     from clearsight.grounding import TgsBench
 
 
@@ -44,14 +46,19 @@ def report(
 
 
 def write_report(
-    run: Path, others: tuple[Path, ...] | list[Path] = (), *, verbose: bool = False
+    run: Path,
+    others: tuple[Path, ...] | list[Path] = (),
+    *,
+    verbose: bool = False,
+    measured: Callable[[Measured], None] | None = None,
 ) -> None:
     """Write the report of ``run`` (with ``others`` beside it), print its headline (the whole
-    summary.md with ``verbose``, or where it has no headline) and where the files are."""
+    summary.md with ``verbose``, or where it has no headline) and where the files are;
+    ``measured`` hears what the report's analysis measured (an experiment tracker)."""
     from clearsight.pages.output import markdown_section
     from clearsight.report import build_report
 
-    paths = build_report(run, others=others)
+    paths = build_report(run, others=others, measured=measured)
     summary = paths.summary_md.read_text(encoding="utf-8").rstrip()
     headline = "" if verbose else markdown_section(summary, "Headline")
     typer.echo(headline or summary)

@@ -33,15 +33,11 @@ def run(
 
 def run_and_report(config: SweepConfig, out: Path, execution: ExecutionOptions) -> RunSummary:
     """Run the sweep ``config`` into ``out``, then write its report and print its summary."""
-    from clearsight.cli.report import write_report
-
     if BLIND_CONTROL in config.models:
         from clearsight.models.embedded import smollm2_dir
 
         smollm2_dir()  # convert the GGUF once here, not in every worker
-    summary = execution.start(protocol.run_sweep, config, out)
-    write_report(out, verbose=execution.verbose)
-    return summary
+    return execution.start(protocol.run_sweep, config, out, report=True)
 
 
 def without_lone_shuffle(config: SweepConfig) -> SweepConfig:

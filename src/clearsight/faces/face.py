@@ -26,11 +26,16 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
   B, the tolerance, the bootstrap's draws and seed);
 * ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.faces.viewing.RunView`:
   its curve points, listings of their items, one item and the image it was shown).
+
+A report may also say what its analysis measured (:class:`Measured`: the card's numbers and
+the per-level points of its curves) to the ``measured`` listener of its :class:`ReportRequest`,
+so that an experiment tracker (:mod:`clearsight.track`) logs the report's own numbers without
+analysing the run a second time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,7 +46,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from clearsight.faces.card import CardSection
+    from clearsight.faces.card import CardSection, Number
     from clearsight.faces.card_run import CardRun
     from clearsight.faces.comparison import Comparison
     from clearsight.faces.serving import Serving
@@ -52,6 +57,8 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_APPENDIX",
     "Appendix",
+    "LevelPoint",
+    "Measured",
     "ProtocolFace",
     "ReportRequest",
     "Row",
@@ -68,10 +75,35 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class LevelPoint:
+    """One point of a per-level curve: the ``series`` it belongs to (labels from the most
+    general, the model, to what is measured: ``("observer", "fog", "identify", "mcq.reason",
+    "accuracy")``), the level's index in its arm (``step``), the level itself (``level``, in
+    the unit ``level_name`` says: ``level_m``) and the value measured there."""
+
+    series: tuple[str, ...]
+    step: int
+    level: float
+    level_name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a report's analysis measured: per model its card numbers (``""``: the run's own,
+    for a run of one model) and the points of its per-level curves."""
+
+    numbers: Mapping[str, Sequence[Number]]
+    points: tuple[LevelPoint, ...] = ()
+
+
+@dataclass(frozen=True)
 class ReportRequest:
     """What ``clearsight report`` was asked for: the run, where the files go (None: its run
     directory), further runs shown beside it, the bootstrap's draws and seed (None: the
-    protocol's own defaults), whether example images are drawn and the :class:`Appendix`."""
+    protocol's own defaults), whether example images are drawn and the :class:`Appendix`;
+    ``measured``, where given, hears what the report's analysis measured (a report that does
+    not say it leaves its caller to ask the card)."""
 
     run_dir: Path
     out_dir: Path | None = None
@@ -80,6 +112,7 @@ class ReportRequest:
     seed: int | None = None
     thumbnails: bool = True
     appendix: Appendix = NO_APPENDIX
+    measured: Callable[[Measured], None] | None = None
 
     def alone(self, protocol: str) -> None:
         """InputError where runs were given beside a report that shows one run."""

@@ -13,12 +13,12 @@ run's re-asks by ``clearsight verify``, rendered by :mod:`clearsight.report.repr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clearsight.faces import face_of, registered
-from clearsight.faces.face import Appendix, ReportRequest
+from clearsight.faces.face import Appendix, Measured, ReportRequest
 from clearsight.report.reproducibility import reproducibility_html, reproducibility_markdown
 from clearsight.store import run_protocol
 from clearsight.validate import InputError
@@ -37,6 +37,7 @@ def build_report(
     n_boot: int | None = None,
     seed: int | None = None,
     thumbnails: bool = True,
+    measured: Callable[[Measured], None] | None = None,
 ) -> ReportPaths:
     """Write ``report.html``, ``summary.md`` and ``summary.csv`` of the run in ``run_dir``,
     whatever protocol made it, and return where they are.
@@ -44,8 +45,10 @@ def build_report(
     ``out_dir`` (default the run directory) is where the files go, where the protocol's report
     may go elsewhere; ``others`` are further runs shown beside it, where its report shows them;
     ``n_boot`` and ``seed`` are the bootstrap's (default: the protocol's own); ``thumbnails``
-    draws a report's example images. An option the run's protocol has no use for, or a run of a
-    protocol without a report page, is an :class:`InputError` saying so.
+    draws a report's example images; ``measured`` hears what the report's analysis measured,
+    where its protocol's report says it (:class:`~clearsight.faces.face.Measured`). An option
+    the run's protocol has no use for, or a run of a protocol without a report page, is an
+    :class:`InputError` saying so.
     """
     made_by = run_protocol(run_dir)
     face = face_of(made_by) if made_by in registered() else None
@@ -61,6 +64,7 @@ def build_report(
         seed,
         thumbnails,
         appendix(run),
+        measured,
     )
     return face.report(request)
 

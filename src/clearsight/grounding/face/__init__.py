@@ -4,7 +4,8 @@
 
 * **report**: :func:`clearsight.grounding.page.report.build_grounding_report`, other grounding runs
   beside it, written into the run's directory; the bootstrap's draws and seed default to those
-  of the run's configuration (what ``clearsight grounding run`` reported with).
+  of the run's configuration (what ``clearsight grounding run`` reported with); it tells a
+  ``measured`` listener the run's TGS numbers (the card's) from the same analysis.
 * **verify**: the elicitations (kind ``grounding.elicit``) rebuilt from their stored form —
   their problem, trajectory, template and read-out are all in it — and kept only where the
   rebuilt item's key is the stored one, stratified over models, variants and masked shares,
@@ -32,7 +33,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
+from clearsight.faces.face import Measured, ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.verifying import (
     ItemLabels,
     Reaskable,
@@ -41,7 +42,12 @@ from clearsight.faces.verifying import (
     rebuilt,
     text_at,
 )
-from clearsight.grounding.face.card import GROUNDING_CARD_RUN, TGS_KEYS, grounding_card
+from clearsight.grounding.face.card import (
+    GROUNDING_CARD_RUN,
+    TGS_KEYS,
+    grounding_card,
+    grounding_numbers,
+)
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record, run_manifest
@@ -70,13 +76,15 @@ def _report(request: ReportRequest) -> ReportPaths:
     config = run_manifest(request.run_dir).get("config") or {}
     n_boot = int(config.get("n_boot", 5000)) if request.n_boot is None else request.n_boot
     seed = int(config.get("seed", 0)) if request.seed is None else request.seed
-    paths, _ = build_grounding_report(
+    paths, analysis = build_grounding_report(
         request.run_dir,
         others=list(request.others),
         n_boot=n_boot,
         seed=seed,
         appendix=request.appendix,
     )
+    if request.measured is not None:  # the run's own TGS, as the card has them
+        request.measured(Measured({"": grounding_numbers(analysis)}))
     return paths
 
 

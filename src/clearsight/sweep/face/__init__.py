@@ -23,6 +23,10 @@ and export ask of a sweep run (:class:`~clearsight.faces.face.ProtocolFace`).
 * **serve**: people answering the run's questions on its images
   (:func:`~clearsight.sweep.references.sessions.sweep_sessions`, ``clearsight serve --sweep``).
 * **view**: :class:`clearsight.sweep.view.SweepRunView` (``clearsight view``).
+
+The report tells a ``measured`` listener the card's numbers and, per model, arm, task, wording
+and signal (accuracy, confidences, abstain rate), the curve's estimate at each level of the arm
+(step: the level's index, the level in metres beside), from the analysis it is written from.
 """
 
 from __future__ import annotations
@@ -34,13 +38,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clearsight.faces.face import ProtocolFace, ReportRequest, Row, frame_rows
+from clearsight.faces.card import as_float
+from clearsight.faces.face import (
+    LevelPoint,
+    Measured,
+    ProtocolFace,
+    ReportRequest,
+    Row,
+    frame_rows,
+)
 from clearsight.faces.serving import Serving
 from clearsight.faces.verifying import ItemLabels, Reaskable, number_at, text_at
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
-from clearsight.sweep.face.card import SWEEP_CARD_RUN, sweep_card
+from clearsight.sweep.face.card import SWEEP_CARD_RUN, sweep_card, sweep_numbers
 from clearsight.tasks import Question
 from clearsight.tasks.question import TemplateRef
 
@@ -49,6 +61,7 @@ if TYPE_CHECKING:
     from clearsight.faces.serving import ServeSettings, SessionHost
     from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
+    from clearsight.sweep.analysis import SweepAnalysis
 
 __all__ = ["SWEEP_FACE", "question_of"]
 
@@ -57,17 +70,33 @@ N_BOOT, SEED = 2000, 0
 
 
 def _report(request: ReportRequest) -> ReportPaths:
-    from clearsight.sweep.page.report import build_sweep_report
+    from clearsight.sweep.analysis import analyse_sweep
+    from clearsight.sweep.page.report import write_sweep_report
 
     request.alone("sweep")
-    return build_sweep_report(
+    analysis = analyse_sweep(
         request.run_dir,
-        request.out_dir,
         n_boot=N_BOOT if request.n_boot is None else request.n_boot,
         seed=SEED if request.seed is None else request.seed,
         thumbnails=request.thumbnails,
-        appendix=request.appendix,
     )
+    if request.measured is not None:
+        request.measured(Measured(sweep_numbers(analysis), level_points(analysis)))
+    return write_sweep_report(analysis, request.out_dir or request.run_dir, request.appendix)
+
+
+def level_points(analysis: SweepAnalysis) -> tuple[LevelPoint, ...]:
+    """The curves' estimates at the levels of each arm (module docstring), in curve order."""
+    levels = analysis.data.levels
+    points = []
+    for row in analysis.curves.itertuples(index=False):
+        arm, x = str(row.condition), as_float(row.x)
+        if arm not in levels or x not in levels[arm]:
+            continue
+        series = (str(row.model), arm, str(row.task), str(row.wording), str(row.signal))
+        step = levels[arm].index(x)
+        points.append(LevelPoint(series, step, x, "level_m", as_float(row.estimate)))
+    return tuple(points)
 
 
 # ----------------------------------------------------------------------------------- verify

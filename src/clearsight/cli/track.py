@@ -1,0 +1,43 @@
+"""``clearsight track RUN --to NAME``: a finished run sent to experiment trackers.
+
+MLflow, trackio or W&B (:func:`clearsight.track.track_run`), as ``--tracker`` sends a run while
+it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def track(
+    run: Annotated[Path, typer.Argument(help="A finished run directory (of any protocol).")],
+    to: Annotated[
+        list[str],
+        typer.Option(
+            "--to",
+            help="Tracker to send the run to: mlflow, trackio or wandb (repeatable), each "
+            "configured as it always is (MLFLOW_TRACKING_URI, TRACKIO_PROJECT, WANDB_PROJECT, "
+            "WANDB_MODE).",
+        ),
+    ],
+) -> None:
+    """Send a finished run to experiment trackers: its configuration and manifest as
+    parameters, per model, arm and level the report's accuracy, confidences and abstain rate
+    as step metrics, the card's numbers with their intervals as summary metrics and the
+    report's files as artifacts (docs/track.md). The report is written again first. Exit 1
+    when a tracker could not be sent to (its warning line says why)."""
+    from clearsight.track import track_run
+
+    content, failed = track_run(run, to)
+    sent = [name for name in dict.fromkeys(to) if name not in failed]
+    if sent:
+        typer.echo(
+            f"sent {run} to {', '.join(sent)}: {len(content.params)} parameters, "
+            f"{len(content.steps)} step metrics, {len(content.summary)} summary metrics, "
+            f"{len(content.artifacts)} files"
+        )
+    if failed:
+        typer.echo(f"error: {run} was not sent to {', '.join(failed)}", err=True)
+        raise typer.Exit(code=1)

@@ -1,0 +1,246 @@
+"""Trackers as a run uses them: :class:`Session`, one tracker run per tracker asked for.
+
+A tracker is optional (an extra of its own); asking for one whose package is missing is bad
+input, said before anything runs (:func:`open_session`). Once a run goes, a tracker that is down
+or refuses a call costs one warning line and is dropped for the rest of the run: the run and
+its records go on unaffected, and ``clearsight track RUN --to NAME`` sends the finished run
+later.
+
+Nothing waits for a tracker while the run works: every call to a tracker is made, in order, by
+one sender thread of the writer's process. During a run the writer tells the session of each
+unit it committed (:meth:`Session.committed`): the records counted so far, at most one call per
+unit and tracker (units committed while the sender is busy go in its next call, each at its
+own step). Each tracker's run begins at the first unit, once the run's manifest is stored, with
+the manifest as its parameters. The report's numbers are sent as soon as its analysis says what
+it measured (:meth:`Session.hear`: while its pages are drawn), its files after it
+(:meth:`Session.finish`, which waits for the sender to finish).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import queue
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from clearsight.validate import InputError
+
+if TYPE_CHECKING:
+    from clearsight.faces.face import Measured
+    from clearsight.store import Record
+    from clearsight.track.content import Content, StepMetric
+
+__all__ = ["TRACKERS", "Session", "Sink", "open_session"]
+
+#: Tracker name -> the class that sends to it (``module:attribute``, imported when asked); the
+#: name is also its package's and its extra's (``pip install 'clearsight[mlflow]'``).
+TRACKERS: dict[str, str] = {
+    "mlflow": "clearsight.track.to_mlflow:MlflowSink",
+    "trackio": "clearsight.track.to_trackio:TrackioSink",
+    "wandb": "clearsight.track.to_wandb:WandbSink",
+}
+#: The files every protocol's report writes into its run directory (the artifacts).
+REPORT_FILES = ("report.html", "summary.md", "summary.csv")
+
+
+class Sink(Protocol):
+    """One tracker run: begun with a name and parameters, sent metrics and files, ended."""
+
+    def begin(self, name: str, params: Mapping[str, str]) -> None:
+        """Begin the tracker's run named ``name`` with ``params`` (the tracker's own
+        configuration decides where: its server, project, mode)."""
+
+    def steps(self, metrics: Sequence[StepMetric]) -> None:
+        """Log ``metrics`` (the counts of one or more units, each at its step) in one call."""
+
+    def numbers(self, steps: Sequence[StepMetric], summary: Mapping[str, float]) -> None:
+        """Log the report's step metrics and summary metrics."""
+
+    def files(self, paths: Sequence[Path]) -> None:
+        """Log the report's files as artifacts."""
+
+    def end(self, ok: bool) -> None:
+        """End the run, finished or failed."""
+
+
+def check_trackers(names: Sequence[str]) -> None:
+    """InputError for a name that is no tracker, or whose package is not installed (naming
+    the extra that installs it)."""
+    for name in names:
+        if name not in TRACKERS:
+            raise InputError(f"no tracker {name!r}: known are {', '.join(TRACKERS)}")
+        if importlib.util.find_spec(name) is None:
+            raise InputError(
+                f"the {name} tracker is not installed: pip install 'clearsight[{name}]'"
+            )
+
+
+def _sink(name: str) -> Sink:
+    module, _, attr = TRACKERS[name].partition(":")
+    made: Sink = getattr(importlib.import_module(module), attr)()
+    return made
+
+
+#: A call on a tracker's sink.
+_Call = Callable[["Sink"], None]
+
+
+class Session:
+    """The tracker runs of one clearsight run in ``run_dir`` (see the module docstring); with
+    no trackers, every call does nothing."""
+
+    def __init__(self, names: Sequence[str], run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.live: dict[str, Sink] = {}
+        self.dropped: list[str] = []
+        self._names = list(dict.fromkeys(names))
+        self._params: dict[str, str] = {}
+        self._sent: Content | None = None
+        self._counts = {"records_ok": 0, "records_failed": 0}
+        self._units = 0
+        self._pending: list[StepMetric] = []
+        self._lock = threading.Lock()
+        # what the sender is given: a job (made into the call on each tracker when its turn
+        # comes), whether it makes each tracker's sink first; None: stop
+        self._jobs: queue.Queue[tuple[Callable[[], _Call], bool] | None] = queue.Queue()
+        self._sender: threading.Thread | None = None
+
+    def _begin(self) -> None:
+        """Begin each tracker's run (once), named after the run directory, the manifest as its
+        parameters; start the sender."""
+        from clearsight.store import run_manifest
+        from clearsight.track.content import params_of
+
+        name, self._params = self.run_dir.resolve().name, params_of(run_manifest(self.run_dir))
+        self._sender = threading.Thread(target=self._send, name="clearsight-trackers")
+        self._sender.start()
+        params = self._params
+        self._jobs.put((lambda: lambda sink: sink.begin(name, params), True))
+
+    def _send(self) -> None:
+        """The sender thread: each job on every live tracker, in order, until told to stop."""
+        while (item := self._jobs.get()) is not None:
+            job, make = item
+            call = job()
+            for tracker in self._names if make else list(self.live):
+                self._guard(tracker, call, make)
+
+    def _queue(self, call: _Call) -> None:
+        """``call`` on every live tracker, in its turn (the first call begins the runs)."""
+        if self._sender is None:
+            self._begin()
+        self._jobs.put((lambda: call, False))
+
+    def committed(self, records: list[Record]) -> None:
+        """A unit's records are stored: queue the counts so far (one call per unit, or fewer
+        where the sender is behind)."""
+        from clearsight.track.content import StepMetric
+
+        self._units += 1
+        for record in records:
+            self._counts["records_ok" if record.status == "ok" else "records_failed"] += 1
+        if self._sender is None:
+            self._begin()
+        with self._lock:
+            first = not self._pending
+            self._pending += [StepMetric(k, float(v), self._units) for k, v in self._counts.items()]
+        if first:  # one job takes every unit's counts queued until its turn
+            self._jobs.put((self._take, False))
+
+    def _take(self) -> _Call:
+        """The call that sends the counts not sent yet (taken now, in the sender's turn)."""
+        with self._lock:
+            batch, self._pending = self._pending, []
+        return lambda sink: sink.steps(batch)
+
+    def on_commit(self) -> Callable[[list[Record]], None] | None:
+        """:meth:`committed` where a tracker was asked for (None: the run needs no hook)."""
+        return self.committed if self._names else None
+
+    def hear(self, measured: Measured) -> None:
+        """What the report's analysis measured: its numbers, queued at once."""
+        from clearsight.track.content import content_of
+
+        if not self._names:
+            return
+        content = content_of({}, measured, ())
+        self._sent = content
+        self._queue(lambda sink: sink.numbers(content.steps, content.summary))
+
+    def finish(self) -> Content:
+        """Send the report's files (and, where the report said nothing it measured, the card's
+        numbers), end each tracker's run and wait for the sender; what was sent."""
+        from clearsight.track.content import Content
+
+        if not self._names:
+            return Content({})
+        if self._sent is None and (measured := card_measured(self.run_dir)) is not None:
+            self.hear(measured)
+        files = tuple(self.run_dir / n for n in REPORT_FILES if (self.run_dir / n).is_file())
+        self._queue(lambda sink: sink.files(files))
+        self.end(ok=True)
+        sent = self._sent or Content({})
+        return Content(self._params, sent.steps, sent.summary, files)
+
+    def end(self, ok: bool) -> None:
+        """End each tracker's run (a run that failed as failed) and wait for the sender."""
+        if self._sender is None:
+            return
+        self._jobs.put((lambda: lambda sink: sink.end(ok), False))
+        self._jobs.put(None)
+        self._sender.join()
+        self.live.clear()
+
+    def _guard(self, tracker: str, call: _Call, make: bool = False) -> None:
+        """``call`` on the tracker's sink (made first with ``make``, its run begun: that call is
+        made once); a call that fails is made once more (a lost request, or a race inside the
+        tracker's own client: MLflow 3.17's telemetry thread removes an environment variable
+        its requests read), and a second failure drops the tracker with one warning line."""
+        from tqdm import tqdm
+
+        try:
+            if make:
+                self.live[tracker] = _sink(tracker)
+                call(self.live[tracker])
+                return
+            try:
+                call(self.live[tracker])
+            except Exception:  # once more, then the tracker is dropped
+                call(self.live[tracker])
+        except Exception as exc:  # any failure of a tracker: the run goes on without it
+            self.live.pop(tracker, None)
+            self.dropped.append(tracker)
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            tqdm.write(  # above a progress bar that is drawn, not inside it
+                f"warning: tracker {tracker} dropped ({reason}); the run goes on, "
+                f"`clearsight track RUN --to {tracker}` sends it later",
+                file=sys.stderr,
+            )
+
+
+def card_measured(run_dir: Path) -> Measured | None:
+    """The card section's numbers of a run whose report said nothing of what it measured, with
+    the card's default bootstrap (None: its protocol has no card)."""
+    from clearsight.faces import face_of, registered
+    from clearsight.faces.card_run import CardConfig
+    from clearsight.faces.face import Measured
+    from clearsight.store import run_protocol
+
+    protocol = run_protocol(run_dir)
+    face = face_of(protocol) if protocol in registered() else None
+    if face is None or face.card is None:
+        return None
+    defaults = CardConfig()
+    section = face.card(run_dir, defaults.n_boot, defaults.seed)
+    return Measured({"": section.numbers, **section.by_model})
+
+
+def open_session(names: Sequence[str], run_dir: Path) -> Session:
+    """A :class:`Session` of the trackers ``names`` for the run in ``run_dir`` (InputError,
+    before anything is written, for a missing tracker)."""
+    check_trackers(names)
+    return Session(names, run_dir)

@@ -1,0 +1,70 @@
+"""MLflow as a tracker (``--tracker mlflow``): :class:`MlflowSink`.
+
+Its own configuration decides where the run goes: ``MLFLOW_TRACKING_URI`` (a server, a
+database, a folder), ``MLFLOW_EXPERIMENT_NAME`` or ``MLFLOW_EXPERIMENT_ID``, and its HTTP retry
+settings (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``). The run is begun
+and ended with MLflow's own ``mlflow.start_run`` and ``mlflow.end_run`` (which read them; every
+call of a session is made in its sender thread, where the run is active) and the rest is sent
+through ``MlflowClient.log_batch`` (which splits a batch at the server's limits): the
+parameters when the run begins, one call per unit during it, the step and summary metrics
+after it, and the report's files as artifacts. A summary metric is logged once, at step 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from clearsight.track.content import StepMetric
+
+__all__ = ["MlflowSink"]
+
+
+class MlflowSink:
+    """One MLflow run (see the module docstring)."""
+
+    def __init__(self) -> None:
+        from mlflow import MlflowClient
+
+        self.client = MlflowClient()
+        self.run_id = ""
+
+    def begin(self, name: str, params: Mapping[str, str]) -> None:
+        """Begin the MLflow run ``name`` where MLflow's configuration says, ``params`` its
+        parameters. MLflow keeps its active run per thread: the run is active in the
+        session's sender thread only (this process's own runs are not touched)."""
+        import mlflow
+        from mlflow.entities import Param
+
+        self.run_id = mlflow.start_run(run_name=name).info.run_id
+        self.client.log_batch(self.run_id, params=[Param(k, v) for k, v in params.items()])
+
+    def steps(self, metrics: Sequence[StepMetric]) -> None:
+        """Log ``metrics`` in one batch."""
+        self._metrics([(m.key, m.value, m.step) for m in metrics])
+
+    def _metrics(self, rows: Sequence[tuple[str, float, int]]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, s) for k, v, s in rows])
+
+    def numbers(self, steps: Sequence[StepMetric], summary: Mapping[str, float]) -> None:
+        """Step and summary metrics (at step 0) in one batch."""
+        rows = [(m.key, m.value, m.step) for m in steps]
+        self._metrics(rows + [(k, v, 0) for k, v in summary.items()])
+
+    def files(self, paths: Sequence[Path]) -> None:
+        """The report's files as artifacts."""
+        for path in paths:
+            self.client.log_artifact(self.run_id, str(path))
+
+    def end(self, ok: bool) -> None:
+        """End the run, FINISHED or FAILED."""
+        import mlflow
+
+        mlflow.end_run("FINISHED" if ok else "FAILED")

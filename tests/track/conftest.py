@@ -1,0 +1,25 @@
+"""The trackers' tests run with no tracker configuration of the machine; trackio (which reads
+``TRACKIO_DIR`` once, when imported) writes into a fresh folder of its own."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+
+import pytest
+
+os.environ["TRACKIO_DIR"] = tempfile.mkdtemp(prefix="clearsight-trackio-")
+atexit.register(shutil.rmtree, os.environ["TRACKIO_DIR"], ignore_errors=True)
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No tracker configuration of the machine leaks into a test."""
+    for name in (
+        *("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"),
+        *("WANDB_PROJECT", "WANDB_MODE", "WANDB_DIR", "TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"),
+    ):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch

@@ -1,0 +1,156 @@
+"""MLflow: a real ``mlflow server`` on 127.0.0.1 with a SQLite backend store, started here; what
+a sweep sent while it ran (``--tracker mlflow``) and what ``clearsight track`` sent later read
+back through ``MlflowClient`` equal the analysis's values to the float."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from clearsight.cli import app
+from fixtures.trackers import (
+    Expected,
+    assert_params,
+    expected,
+    free_port,
+    mlflow_server,
+    run_sweep_cli,
+    runner,
+)
+
+
+@pytest.fixture(scope="module")
+def mlflow_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A live ``mlflow server`` (SQLite backend store, local artifact store), ended after."""
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as uri:
+        yield uri
+
+
+def _only_run(client: MlflowClient, experiment: str) -> Run:
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None
+    runs = client.search_runs([found.experiment_id])
+    assert len(runs) == 1
+    return runs[0]
+
+
+def _assert_equal(client: MlflowClient, run: Run, want: Expected, run_dir: Path) -> None:
+    """Parameters, every step metric at its step, the summary metrics and the report files."""
+    rid = run.info.run_id
+    assert run.info.status == "FINISHED"
+    assert run.info.run_name == run_dir.name
+    assert_params(run.data.params, want.manifest)
+    for key, by_step in want.steps.items():
+        history = client.get_metric_history(rid, key)
+        assert {m.step: m.value for m in history} == by_step, key
+        assert len(history) == len(by_step), key
+    summary = {k: v for k, v in run.data.metrics.items() if k in want.summary}
+    assert summary == want.summary
+    assert len(want.summary) >= 20  # V*_acc, three W, AURC, two ECE, clean accuracy, bounds
+    files = {a.path for a in client.list_artifacts(rid)}
+    assert files == {"report.html", "summary.md", "summary.csv"}
+    got = Path(client.download_artifacts(rid, "summary.csv", str(run_dir.parent)))
+    assert got.read_bytes() == (run_dir / "summary.csv").read_bytes()
+
+
+#: Why the tests compare floats exactly (tests/conftest.py).
+SAME = (
+    "the tracker holds the floats the report's analysis computed; the test's: the same computation"
+)
+
+
+@pytest.mark.exact_floats(SAME)
+def test_a_sweep_sent_while_it_runs_reads_back_equal(
+    mlflow_uri: str, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "while-it-runs")  # MLflow's own setting
+    run_dir = tmp_path / "sweep-a"
+    output = run_sweep_cli(run_dir, "--tracker", "mlflow")
+    assert "warning" not in output
+    want = expected(run_dir)
+    client = MlflowClient(mlflow_uri)
+    run = _only_run(client, "while-it-runs")
+    _assert_equal(client, run, want, run_dir)
+    units = client.get_metric_history(run.info.run_id, "records_ok")
+    assert [m.step for m in units] == list(range(1, len(units) + 1))  # one call per unit
+    assert units[-1].value == want.ok == 26
+    assert [m.value for m in client.get_metric_history(run.info.run_id, "records_failed")][-1] == 0
+
+
+@pytest.mark.exact_floats(SAME)
+def test_a_tracker_that_is_down_warns_once_and_track_sends_the_run_later(
+    mlflow_uri: str, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # nobody
+    clean_env.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    clean_env.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    run_dir = tmp_path / "sweep-b"
+    alone = tmp_path / "sweep-alone"
+    output = run_sweep_cli(run_dir, "--tracker", "mlflow")
+    assert output.count("warning:") == 1
+    warning = output[output.index("warning:") :].splitlines()[0]
+    assert warning.startswith("warning: tracker mlflow dropped (MlflowException: ")
+    assert warning.endswith("the run goes on, `clearsight track RUN --to mlflow` sends it later")
+    run_sweep_cli(alone)  # the same sweep untracked: the same records
+    want, untracked = expected(run_dir), expected(alone)
+    assert (want.ok, want.steps, want.summary) == (untracked.ok, untracked.steps, untracked.summary)
+
+    refused = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])  # still down
+    assert refused.exit_code == 1
+    assert refused.output.count("warning: tracker mlflow dropped") == 1
+    assert refused.output.strip().splitlines()[-1] == f"error: {run_dir} was not sent to mlflow"
+
+    clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "sent-later")
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])
+    assert result.exit_code == 0, result.output
+    assert f"sent {run_dir} to mlflow:" in result.output
+    client = MlflowClient(mlflow_uri)
+    _assert_equal(client, _only_run(client, "sent-later"), want, run_dir)
+
+
+def test_a_missing_extra_is_one_line_naming_it_and_nothing_is_written(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setitem(sys.modules, "mlflow", None)  # as where the package is not installed
+    run_dir = tmp_path / "never"
+    result = runner.invoke(app, ["sweep", "--out", str(run_dir), "--tracker", "mlflow"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "error: the mlflow tracker is not installed: pip install 'clearsight[mlflow]'"
+    )
+    assert not run_dir.exists()
+    track = runner.invoke(app, ["track", str(tmp_path), "--to", "mlflow"])
+    assert track.exit_code == 2
+    assert "pip install 'clearsight[mlflow]'" in track.output
+
+
+def test_the_toy_fourth_protocol_is_tracked_through_its_face(
+    mlflow_uri: str, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    """A protocol written outside the package (tests/test_fourth_protocol.py), registered:
+    ``clearsight track`` sends its card's number (5 of 6 right) and its report's files."""
+    from clearsight import driver
+    from clearsight.faces import register
+    from test_fourth_protocol import TOY, TOY_FACE, ToyConfig
+
+    run_dir = tmp_path / "toy"
+    driver.run(TOY, ToyConfig(), run_dir, driver.Execution(progress=False))
+    register("toy", TOY_FACE)
+    clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "toy")
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient(mlflow_uri)
+    run = _only_run(client, "toy")
+    assert run.data.metrics["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
+    assert run.data.metrics["toy accuracy/n"] == 6
+    assert run.data.params["protocol"] == "toy"
+    files = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert files == {"report.html", "summary.md", "summary.csv"}

@@ -1,0 +1,91 @@
+"""Weights & Biases in offline mode: what a sweep sent while it ran (``--tracker wandb``) read
+back from the run file wandb wrote (``offline-run-*/run-*.wandb``) equals the analysis's values
+to the float.
+
+wandb 0.31 reads its run files in wandb-core (Go) only; the Python reader it shipped before
+(``wandb.sdk.internal.datastore``) is gone. So :func:`wandb_records` reads the file's framing
+(a ``:W&B`` header, then LevelDB log blocks of 32 KiB, each record under a 7-byte header:
+checksum, length, type full/first/middle/last) and decodes each record with wandb's own
+protobuf message, ``wandb.proto.wandb_internal_pb2.Record``."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clearsight.track.to_wandb import LEVEL_AXIS, UNIT_AXIS
+from fixtures.trackers import assert_params, expected, run_sweep_cli
+
+#: Why the test compares floats exactly (tests/conftest.py).
+SAME = "the tracker holds the floats the report's analysis computed; the test's is one more"
+_BLOCK, _HEADER = 32768, 7
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def wandb_records(path: Path) -> Iterator[Any]:
+    """Every record of a ``.wandb`` file, decoded by wandb's own protobuf message."""
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    pos, pending = _HEADER, b""
+    while pos + _HEADER <= len(data):
+        left = _BLOCK - pos % _BLOCK
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + _HEADER])
+        if left < _HEADER or (kind == 0 and length == 0):  # a block's zero-filled end
+            pos += left
+            continue
+        chunk, pos = data[pos + _HEADER : pos + _HEADER + length], pos + _HEADER + length
+        pending = chunk if kind in (_FULL, _FIRST) else pending + chunk
+        if kind in (_FULL, _LAST):
+            record = Record()
+            record.ParseFromString(pending)
+            yield record
+
+
+def _key(item: Any) -> str:
+    return str(item.key or ".".join(item.nested_key))
+
+
+@pytest.mark.exact_floats(SAME)
+def test_a_sweep_sent_while_it_runs_reads_back_equal(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    clean_env.setenv("WANDB_MODE", "offline")  # wandb's own settings
+    clean_env.setenv("WANDB_DIR", str(tmp_path))
+    clean_env.setenv("WANDB_PROJECT", "clearsight-test")
+    run_dir = tmp_path / "sweep-wandb"
+    output = run_sweep_cli(run_dir, "--tracker", "wandb")
+    assert "warning: tracker" not in output
+    want = expected(run_dir)
+    (found,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    records = [(r.WhichOneof("record_type"), r) for r in wandb_records(found)]
+    (run,) = [r.run for kind, r in records if kind == "run"]
+    assert (run.display_name, run.project) == (run_dir.name, "clearsight-test")
+    config = {_key(u): json.loads(u.value_json) for u in run.config.update}
+    assert_params({k: v for k, v in config.items() if k != "_wandb"}, want.manifest)
+    history = [r.history for kind, r in records if kind == "history"]
+    rows = [{_key(i): json.loads(i.value_json) for i in h.item} for h in history]
+    logged: dict[str, dict[int, float]] = {}
+    for row in (r for r in rows if LEVEL_AXIS in r):
+        for key, value in row.items():
+            logged.setdefault(key, {})[row[LEVEL_AXIS]] = value
+    assert {k: logged[k] for k in want.steps} == want.steps
+    units = [r for r in rows if UNIT_AXIS in r]
+    assert [r[UNIT_AXIS] for r in units] == list(range(1, len(units) + 1))  # one log per unit
+    assert units[-1]["records_ok"] == want.ok
+    summary: dict[str, Any] = {}
+    for kind, r in records:
+        if kind == "summary":
+            summary.update({_key(u): json.loads(u.value_json) for u in r.summary.update})
+    assert {k: summary[k] for k in want.summary} == want.summary
+    saved = {f.path for kind, r in records if kind == "files" for f in r.files.files}
+    assert {"report.html", "summary.md", "summary.csv"} <= saved
+    copied = found.parent / "files" / "summary.csv"
+    assert copied.read_bytes() == (run_dir / "summary.csv").read_bytes()
+    assert [r.exit.exit_code for kind, r in records if kind == "exit"] == [0]
