@@ -227,3 +227,18 @@ def test_a_word_diff_keeps_both_sides(before: list[str], after: list[str]) -> No
     new = " ".join(s.text for s in spans if s.mark != "removed" and s.text).split()
     assert (old, new) == (before, after)
     assert {s.mark for s in spans} <= {"", "removed", "added"}
+
+
+def test_a_grounding_bundle_has_its_item_pages_and_no_image(
+    grounding_run: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    result = CliRunner().invoke(cli_app, ["view", str(grounding_run), "--bundle", str(site)])
+    assert result.exit_code == 0, result.output
+    pages = sorted((site / "item").glob("*.html"))
+    assert len(pages) == len(GroundingRunView(grounding_run).listing(Query()).rows) > 0
+    assert not (site / "image").exists()
+    masked = [p.read_text() for p in pages if "<td>self/r1.00</td>" in p.read_text()]
+    assert masked
+    assert all('<mark class="masked"' in text for text in masked)
+    assert 'id="image"' not in pages[0].read_text()
