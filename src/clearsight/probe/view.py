@@ -36,9 +36,9 @@ import pandas as pd
 
 from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
 from clearsight.probe.specs import PROTOCOL
-from clearsight.store import RunStore, StoredRecord, run_manifest
+from clearsight.store import StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import IndexDesign, page_of, read_index
+from clearsight.view.index import IndexDesign, page_of, read_index, record_of
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -136,10 +136,9 @@ class ProbeRunView:
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _record(self, key: str) -> StoredRecord | None:
-        with RunStore.open(self.run_dir, read_only=True) as store:
-            found = store.record(key)
-        ok = found is not None and found.protocol == PROTOCOL and found.status == "ok"
-        return found if ok and found is not None and found.raw else None
+        found = record_of(self.run_dir, key, PROTOCOL)
+        finished = found is not None and found.status == "ok" and bool(found.raw)
+        return found if finished else None
 
     def detail(self, key: str) -> Detail | None:
         """The conversation ``key`` as its page shows it (None: no finished conversation)."""

@@ -42,9 +42,17 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.cache import cache_dir
-from clearsight.store import RecordChunk, RunStore, last_record_id, record_chunks
+from clearsight.store import RecordChunk, RunStore, StoredRecord, last_record_id, record_chunks
 
-__all__ = ["INDEX_NAME", "IndexDesign", "index_path", "page_of", "read_index", "synced"]
+__all__ = [
+    "INDEX_NAME",
+    "IndexDesign",
+    "index_path",
+    "page_of",
+    "read_index",
+    "record_of",
+    "synced",
+]
 
 #: The index's file name in a run directory.
 INDEX_NAME = "view-index.sqlite"
@@ -193,6 +201,14 @@ def page_of(
         return int(total), conn.execute(sql, limits).fetchall()
     finally:
         conn.close()
+
+
+def record_of(run_dir: Path, key: str, kind: str) -> StoredRecord | None:
+    """The record of item ``key`` of ``kind`` in ``run_dir``, read by key (the store's key
+    index, read-only: no lock); None where the run has no record of that kind for it."""
+    with RunStore.open(run_dir, read_only=True) as store:
+        found = store.record(key)
+    return found if found is not None and found.protocol == kind else None
 
 
 def _high(conn: sqlite3.Connection) -> int:
