@@ -11,6 +11,7 @@ bundled questions, direct and BP, two runs each.
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -242,3 +243,38 @@ def test_a_grounding_bundle_has_its_item_pages_and_no_image(
     assert masked
     assert all('<mark class="masked"' in text for text in masked)
     assert 'id="image"' not in pages[0].read_text()
+
+
+def test_a_hesitation_cut_shows_the_sentence_after_the_cut(tmp_path: Path) -> None:
+    """A trajectory whose reasoning hesitates ("Wait, ..."): the pre side's page shows the
+    post side's distribution and the hesitating sentence as the words the cut adds."""
+    from clearsight.grounding.problems.bundled import bundled_problems
+
+    (problem,) = bundled_problems(1)
+    solution = problem.solution or {}
+    wait = "Wait, let me check the boxes again."
+    text = f" {solution['observation']}\nReasoning: {wait} {solution['reasoning']}\nAnswer: 49"
+    script = tmp_path / "model.jsonl"
+    entries = [
+        {"hidden": {"sequence_probs": {"7": 1.0}}},
+        {"match": problem.question, "texts": [text]},
+    ]
+    script.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    config = GroundingConfig(
+        model=f"scripted:{script}",
+        generator=None,
+        n_problems=1,
+        mask_ratios=(0.0,),
+        pairs=False,
+        variation=False,
+        n_boot=100,
+    )
+    run_grounding(config, tmp_path / "run", progress=False)
+    view = GroundingRunView(tmp_path / "run")
+    detail = view.detail(_one(view, "hesitation/pre"))
+    assert detail is not None
+    assert [c.title.split(":")[0] for c in detail.charts] == ["self/r0.00", "hesitation/post"]
+    (cut,) = [s for s in detail.sections if s.title.startswith("The hesitation cut")]
+    assert "'wait'" in cut.title
+    assert " ".join(s.text for s in cut.spans if s.mark == "added").startswith(wait)
+    assert not [s for s in cut.spans if s.mark == "removed"]

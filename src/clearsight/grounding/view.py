@@ -19,7 +19,7 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   masked with its share hidden where the variant masks it), its distribution as bars beside
   those of the same problem with the rationale visible and hidden (TGS-self), for a TGS-Bench
   bad side the edit as a word diff against the good side, for a hesitation cut the other side
-  of the cut. The same problem's other elicitations are found through the side index and read
+  of the cut and the words between the two sides (the hesitating sentence). The same problem's other elicitations are found through the side index and read
   by key.
 * **image**: none (the trajectories are text).
 """
@@ -243,17 +243,31 @@ def word_diff(before: str, after: str) -> tuple[Span, ...]:
     return tuple(out)
 
 
-def _edit(spec: Mapping[str, Any], good: StoredRecord | None) -> Iterator[Section]:
-    """A TGS-Bench bad side's edit as a word diff of its axis against the good side."""
-    parts = str(spec["variant"]).split("/")
-    if good is None or len(parts) != 3 or parts[0] != "bench":
-        return
-    axis = parts[1]
-    before = str((good.spec.get("trajectory") or {}).get(axis, ""))
-    after = str((spec.get("trajectory") or {}).get(axis, ""))
-    yield Section(
-        f"The edit of the {axis} span (bench/good -> {spec['variant']})", word_diff(before, after)
-    )
+def _rationale(spec: Mapping[str, Any], part: str | None = None) -> str:
+    """A stored elicitation's ``part`` of its trajectory (None: vision, then reasoning)."""
+    trajectory = spec.get("trajectory") or {}
+    parts = (part,) if part else ("vision", "reasoning")
+    return " ".join(str(trajectory.get(name, "")) for name in parts)
+
+
+def _edits(spec: Mapping[str, Any], others: Mapping[str, StoredRecord]) -> Iterator[Section]:
+    """What changed against the counterpart: a TGS-Bench bad side's edit of its axis against
+    the good side; a hesitation cut's rationale against the other side of the cut (the post
+    side holds the hesitation's sentence, the pre side stops before it). Word diffs."""
+    variant = str(spec["variant"])
+    parts = variant.split("/")
+    good = others.get("bench/good")
+    if good is not None and len(parts) == 3 and parts[0] == "bench":
+        axis = parts[1]
+        diff = word_diff(_rationale(good.spec, axis), _rationale(spec, axis))
+        yield Section(f"The edit of the {axis} span (bench/good -> {variant})", diff)
+    if parts[0] == "hesitation":
+        other = next((r for v, r in others.items() if v.startswith("hesitation/")), None)
+        if other is not None:
+            pre, post = (spec, other.spec) if parts[-1] == "pre" else (other.spec, spec)
+            marker = (spec.get("meta") or {}).get("marker", "")
+            title = f"The hesitation cut (marker {marker!r}): pre -> post"
+            yield Section(title, word_diff(_rationale(pre), _rationale(post)))
 
 
 def _detail(found: StoredRecord, others: Mapping[str, StoredRecord]) -> Detail:
@@ -276,7 +290,7 @@ def _detail(found: StoredRecord, others: Mapping[str, StoredRecord]) -> Detail:
         )
         for variant, record in others.items()
     )
-    sections = (_trajectory(spec), *_edit(spec, others.get("bench/good")))
+    sections = (_trajectory(spec), *_edits(spec, others))
     return Detail(
         key=found.key,
         labels=labels,
