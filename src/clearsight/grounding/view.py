@@ -19,8 +19,8 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   masked with its share hidden where the variant masks it), its distribution as bars beside
   those of the same problem with the rationale visible and hidden (TGS-self), for a TGS-Bench
   bad side the edit as a word diff against the good side, for a hesitation cut the other side
-  of the cut and the words between the two sides (the hesitating sentence). The same problem's other elicitations are found through the side index and read
-  by key.
+  of the cut and the words between the two sides (the hesitating sentence). The same
+  problem's other elicitations are found through the side index and read by key.
 * **image**: none (the trajectories are text).
 """
 
