@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -278,3 +279,16 @@ def test_a_hesitation_cut_shows_the_sentence_after_the_cut(tmp_path: Path) -> No
     assert "'wait'" in cut.title
     assert " ".join(s.text for s in cut.spans if s.mark == "added").startswith(wait)
     assert not [s for s in cut.spans if s.mark == "removed"]
+
+
+def test_long_axis_labels_are_ticked_by_number_so_none_overlap(grounding_run: Path) -> None:
+    """A grounding curve's variants (``bench/reasoning/bad``...) are wider than a point's
+    place: its axis is ticked 1, 2, ... and the table names each number's variant."""
+    page = _client(grounding_run).get("/run/0/").text
+    view = GroundingRunView(grounding_run)
+    curve = view.points()[0].curve
+    labels = [p.x_label for p in view.points() if p.curve == curve]
+    ticks = re.findall(r'class="tick">([^<]*)</text>', page)
+    assert ticks[: len(labels)] == [str(i) for i in range(1, len(labels) + 1)]
+    for number, label in enumerate(labels, start=1):
+        assert f"<tr><td>{number} · {label}</td>" in page
