@@ -25,6 +25,8 @@ sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.Protocol
   conversation, turn by turn, on the operator's record page
   (:func:`~clearsight.probe.play.views.record_conversation`); an unfinished person's session
   withheld from the browser (:func:`~clearsight.probe.play.views.withheld`).
+* **view**: :class:`clearsight.probe.view.ProbeRunView` (``clearsight view``: an operator's
+  tool, with the images; never part of the human-play server).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from clearsight.store import Record, run_cost, spec_model
 if TYPE_CHECKING:
     from clearsight.driver import RunOptions, RunSummary
     from clearsight.faces.serving import ServeSettings, SessionHost
+    from clearsight.faces.viewing import RunView
     from clearsight.pages.output import ReportPaths
     from clearsight.probe.config import ProbeConfig
     from clearsight.probe.transcript import Transcript
@@ -298,6 +301,12 @@ def _withheld(record: Mapping[str, object]) -> str | None:
     return withheld(record)
 
 
+def _run_view(run_dir: Path) -> RunView:
+    from clearsight.probe.view import ProbeRunView
+
+    return ProbeRunView(run_dir)
+
+
 #: The probe's face after its run (see the module docstring).
 PROBE_FACE = ProtocolFace(
     "probe",
@@ -319,4 +328,5 @@ PROBE_FACE = ProtocolFace(
     card_run=CardRun(_card_plan, _card_run),
     rows=_rows,
     serve=Serving(_sessions, _conversation, _withheld),
+    view=_run_view,
 )
