@@ -137,6 +137,15 @@ def _exact_floats_need_a_reason(
     yield
 
 
+@pytest.fixture(autouse=True)
+def _faces_registered_for_one_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A face a test registers (a toy protocol, a card-only face) is gone after it: a card
+    run registered for good would join every later card of the session."""
+    from clearsight import faces
+
+    monkeypatch.setattr(faces, "_FACES", dict(faces._FACES))
+
+
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
     """The cached safetensors copy of the real SmolLM2-135M-Instruct (converted on first use,

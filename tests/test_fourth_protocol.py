@@ -241,6 +241,20 @@ def test_the_toy_run_is_reported_by_clearsight_report(toy_run: Path) -> None:
     assert "a toy report shows one run" in refused.output
 
 
+def test_the_toy_run_without_a_view_is_one_error_line_in_clearsight_view(toy_run: Path) -> None:
+    """The toy declares no ``view``: ``clearsight view`` says so in one line and writes no
+    file of its own (no side index; SQLite's own -wal and -shm files of the run set aside)."""
+
+    def files() -> list[str]:
+        return sorted(p.name for p in toy_run.iterdir() if not p.name.endswith(("-wal", "-shm")))
+
+    before = files()
+    result = runner.invoke(app, ["view", str(toy_run)])
+    assert result.exit_code == 2
+    assert result.output == f"error: a {KIND} run has no viewer (clearsight view)\n"
+    assert files() == before
+
+
 def test_the_toy_readouts_are_derived_again_by_verify(toy_run: Path) -> None:
     result = runner.invoke(app, ["verify", str(toy_run), "--readouts"])
     assert result.exit_code == 0, result.output

@@ -8,7 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 
 class RunConfig(BaseModel):
@@ -47,7 +53,9 @@ class RunConfig(BaseModel):
         return data
 
 
-def refuse_unknown_models(per_model: Mapping[str, Any], models: Sequence[str], field: str) -> None:
+def refuse_unknown_models(
+    per_model: Mapping[str, object], models: Sequence[str], field: str
+) -> None:
     """A ValueError (a configuration's field check) when a per-model map (``model_options``,
     ``reasoner_options``) names a model the run does not use: a typo of a model's name would
     otherwise be ignored and its options silently not applied."""
@@ -89,7 +97,9 @@ def named_once(values: Sequence[Any] | None, field: str) -> None:
         seen.add(value)
 
 
-def run_manifest(config: dict[str, Any], protocol: str, **extra: Any) -> dict[str, Any]:
+def run_manifest(
+    config: Mapping[str, JsonValue], protocol: str, **extra: object
+) -> dict[str, object]:
     """The manifest a protocol's run begins with (:meth:`clearsight.store.RunStore.begin_run`):
     ``config`` in its JSON form, ``protocol``, package versions, git revision, then ``extra``
     (prompt hashes and whatever else the protocol's numbers depend on)."""

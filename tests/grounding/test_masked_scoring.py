@@ -27,6 +27,7 @@ from clearsight.models.base import (
 )
 from clearsight.models.scripted import ScriptedBackend, ScriptedScores
 from clearsight.validate import InputError
+from fixtures.grounding_runs import masked_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = bundled_problems(1)[0]
@@ -125,30 +126,12 @@ def test_a_backend_without_masked_scoring_is_refused_before_use(tmp_path: Path) 
         masked_scorer(plain, "grounding")
 
 
-def _run_script(tmp_path: Path) -> Path:
-    """A scripted model for a grounding run: each bundled problem's canonical solution as its
-    own trajectory; the confidence 9 with nothing hidden, 3 with the whole rationale hidden and
-    6 with part of it."""
-    entries: list[dict[str, object]] = [
-        {"hidden": {"share": 1.0, "sequence_probs": {"3": 1.0}}},
-        {"hidden": {"share": 0.0, "sequence_probs": {"9": 1.0}}},
-        {"hidden": {"sequence_probs": {"6": 1.0}}},
-    ]
-    for p in bundled_problems(3):
-        s = p.solution or {}
-        text = f" {s['observation']}\nReasoning: {s['reasoning']}\nAnswer: {s['answer']}"
-        entries.append({"match": p.question, "texts": [text]})
-    script = tmp_path / "model.jsonl"
-    script.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
-    return script
-
-
 @pytest.mark.slow
 def test_a_grounding_run_reads_masked_scores_without_torch(tmp_path: Path) -> None:
     """A whole run (own trajectories, rule-made pairs, hand-written variation, hesitation,
     the masking curve) on a scripted model, in a fresh interpreter: its TGS-self is 0.9 - 0.3,
     its masking curve what the table says, its pairs 0 — and torch never imported."""
-    script = _run_script(tmp_path)
+    script = masked_script(tmp_path)
     code = textwrap.dedent(
         f"""
         import json, sys

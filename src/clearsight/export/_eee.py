@@ -12,7 +12,9 @@ import hashlib
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
+
+from pydantic import JsonValue
 
 from clearsight.export._eval_results import metric_id
 from clearsight.export._files import Files, slug
@@ -35,20 +37,23 @@ def abs_interval(low: float, high: float) -> tuple[float, float]:
     return min(abs(low), abs(high)), max(abs(low), abs(high))
 
 
-def _score(metric: Metric, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _score(metric: Metric, n_boot: int) -> tuple[dict[str, JsonValue], dict[str, JsonValue]]:
     """A number's ``metric_config`` and ``score_details``."""
     n, signed = metric.number, metric.best == "zero"
-    config: dict[str, Any] = {
+    config: dict[str, JsonValue] = {
         "metric_id": f"clearsight.{'abs_' if signed else ''}{metric_id(n.key)}",
         "metric_name": f"|{n.key}|" if signed else n.key,
         "lower_is_better": metric.best != "high",
         "additional_details": {"best": metric.best},
     }
-    details = {"text": n.text, "bound": n.bound}
+    details: dict[str, JsonValue] = {"text": n.text, "bound": n.bound}
     if signed:
         details["signed_estimate"] = repr(n.estimate)
-    score: dict[str, Any] = {"score": abs(n.estimate) if signed else n.estimate, "details": details}
-    uncertainty: dict[str, Any] = {"num_samples": n.n, "num_bootstrap_samples": n_boot}
+    score: dict[str, JsonValue] = {
+        "score": abs(n.estimate) if signed else n.estimate,
+        "details": details,
+    }
+    uncertainty: dict[str, JsonValue] = {"num_samples": n.n, "num_bootstrap_samples": n_boot}
     if (interval := metric.interval) is not None:
         low, high = abs_interval(*interval) if signed else interval
         uncertainty["confidence_interval"] = {
@@ -61,7 +66,17 @@ def _score(metric: Metric, n_boot: int) -> tuple[dict[str, Any], dict[str, Any]]
     return config, score
 
 
-def _model_info(model: str) -> dict[str, Any]:
+class ModelInfo(TypedDict):
+    """A record's ``model_info``: the model's name, its Hub id (or its name), its developer and
+    how it is deployed."""
+
+    name: str
+    id: str
+    developer: str
+    additional_details: dict[str, str]
+
+
+def _model_info(model: str) -> ModelInfo:
     """A model's ``model_info``: its Hub id and developer where its spec names one."""
     hub_id = hub_model_id(model)
     return {
@@ -76,7 +91,7 @@ def _model_info(model: str) -> dict[str, Any]:
     }
 
 
-def _result(metric: Metric, source: dict[str, Any], n_boot: int) -> dict[str, Any]:
+def _result(metric: Metric, source: dict[str, JsonValue], n_boot: int) -> dict[str, JsonValue]:
     """One card number as an evaluation result."""
     config, score = _score(metric, n_boot)
     return {
@@ -90,14 +105,14 @@ def _result(metric: Metric, source: dict[str, Any], n_boot: int) -> dict[str, An
 
 def _record(
     run: ExportRun, found: ModelNumbers, hub: str | None, n_boot: int, now: str
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, dict[str, object]]:
     """One model's record and its path in the datastore's layout (its file name a UUID of the
     run's manifest and the model, so a second export replaces the first)."""
     info = _model_info(found.model)
-    source: dict[str, Any] = {"dataset_name": run.benchmark, "source_type": "other"}
+    source: dict[str, JsonValue] = {"dataset_name": run.benchmark, "source_type": "other"}
     if hub:
         source.update(source_type="hf_dataset", hf_repo=hub)
-    record = {
+    record: dict[str, object] = {
         "schema_version": SCHEMA_VERSION,
         "evaluation_id": f"{run.benchmark}/{info['id']}/{now}",
         "retrieved_timestamp": now,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, SupportsFloat, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -34,13 +34,28 @@ READOUTS: tuple[tuple[str, str, str], ...] = (
 _VALUES = {"internal": "internal_conf", "verbal": "verbal_conf", "expected": "expected"}
 
 
-def _conf(readouts: Mapping[str, Any] | None, name: str) -> float:
+def _conf(readouts: Mapping[str, object] | None, name: str) -> float:
+    """The read-out ``name`` as a float, NaN where there is none."""
     value = None if readouts is None else readouts.get(name)
-    return math.nan if value is None else float(value)
+    if value is None:
+        return math.nan
+    if isinstance(value, str | SupportsFloat):
+        return float(value)
+    raise TypeError(f"the read-out {name} is no number: {value!r}")
+
+
+def _letter_probs(readouts: Mapping[str, object] | None) -> dict[str, float] | None:
+    """The option probabilities by letter of a read-out, None where it has none."""
+    value = None if readouts is None else readouts.get("letter_probs")
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {str(letter): float(p) for letter, p in value.items()}
+    raise TypeError(f"the read-out letter_probs is no map of letters: {value!r}")
 
 
 def paired_readouts(
-    a: Sequence[Mapping[str, Any] | None], b: Sequence[Mapping[str, Any] | None]
+    a: Sequence[Mapping[str, object] | None], b: Sequence[Mapping[str, object] | None]
 ) -> pd.DataFrame:
     """One row per item: ``answered`` (either read-out has an answer: a sweep's, not an
     elicitation's), ``answer_a``/``answer_b``, ``<value>_a``/``_b`` for the internal,
@@ -61,10 +76,7 @@ def paired_readouts(
         frame[f"{name}_a"] = [_conf(r, stored) for r in a]
         frame[f"{name}_b"] = [_conf(r, stored) for r in b]
         frame[f"d_{name}"] = (frame[f"{name}_a"] - frame[f"{name}_b"]).abs()
-    frame["d_probs"] = letter_deltas(
-        [None if r is None else r.get("letter_probs") for r in a],
-        [None if r is None else r.get("letter_probs") for r in b],
-    )
+    frame["d_probs"] = letter_deltas([_letter_probs(r) for r in a], [_letter_probs(r) for r in b])
     frame["jsd"] = _jsd(
         [None if r is None else r.get("probs") for r in a],
         [None if r is None else r.get("probs") for r in b],

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 if TYPE_CHECKING:
     import jinja2
@@ -69,7 +69,7 @@ class ServeSettings(BaseModel):
         "second on a CPU; or perceiver:llm, hf:<path>, openai:<url>#<model>, "
         "scripted:<file.jsonl>.",
     )
-    sensor_options: dict[str, Any] = Field(
+    sensor_options: dict[str, JsonValue] = Field(
         default_factory=dict, description="Options passed to the sensor backend's factory."
     )
     judge: str = Field(

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
+from pydantic import JsonValue
+
 from clearsight.models.base import Capabilities
 from clearsight.specs import Spec
 from clearsight.store import Record
@@ -36,14 +38,14 @@ C = TypeVar("C")
 
 #: A batch of typed items, the model spec and options that answer them, and the context of
 #: :attr:`Reaskable.context` -> their records, under the items' own keys.
-Answer = Callable[[Sequence[Any], str, Mapping[str, Any], C], list[Record]]
+Answer = Callable[[Sequence[Any], str, Mapping[str, JsonValue], C], list[Record]]
 
 #: A run's configuration (from its manifest) and the stored specs of the sampled items by key
 #: -> the typed items that could be had again, by key.
 Typed = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], dict[str, Spec]]
 
 #: Read-outs as verify compares them (a probe's: its committed answer).
-View = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+View = Callable[[Mapping[str, object]], Mapping[str, object]]
 
 #: A record's stored spec, raw output and stored read-outs -> its read-outs derived again.
 Derive = Callable[[Mapping[str, Any], Any, Mapping[str, Any]], Mapping[str, Any]]
@@ -88,7 +90,7 @@ def number_at(spec: Mapping[str, object], *path: str) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def no_context(config: Mapping[str, Any]) -> None:
+def no_context(config: Mapping[str, object]) -> None:
     """The context of a kind whose re-asks need nothing from their run's configuration."""
 
 
@@ -96,7 +98,7 @@ def _every(spec: Mapping[str, object]) -> bool:
     return True
 
 
-def as_stored(readouts: Mapping[str, Any]) -> Mapping[str, Any]:
+def as_stored(readouts: Mapping[str, object]) -> Mapping[str, object]:
     """Read-outs compared as they are stored."""
     return readouts
 
@@ -111,7 +113,7 @@ class Reaskable(Generic[C]):
     typed: Typed
     needs: Callable[[Any], Capabilities]
     answer: Answer[C]
-    context: Callable[[Mapping[str, Any]], C]
+    context: Callable[[Mapping[str, object]], C]
     """What every unit needs from the run's configuration (the sweep: its depth model and
     generation budget; :func:`no_context` where nothing)."""
     eligible: Callable[[Mapping[str, object]], bool] = _every

@@ -7,6 +7,11 @@ render these values, so a protocol becomes viewable by declaring its part, never
 this package: points (its curve points, each with the filters that list the items behind it),
 the filters a listing takes and the values each may have, a page of items, one item and its
 image. Every label is text the page shows as it is.
+
+An item need not be an image: a text protocol's rows and pages say they have none
+(``image=False``), its pages show the item's text as :class:`Section` s of :class:`Span` s (a
+span marked as the page should set it apart: masked, removed, added) and more than one
+distribution as :class:`Chart` s of bars.
 """
 
 from __future__ import annotations
@@ -15,7 +20,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["Bar", "Detail", "Listing", "Point", "Query", "Row", "RunView"]
+__all__ = [
+    "Bar",
+    "Chart",
+    "Detail",
+    "Listing",
+    "Point",
+    "Query",
+    "Row",
+    "RunView",
+    "Section",
+    "Span",
+]
 
 
 @dataclass(frozen=True)
@@ -50,11 +66,13 @@ class Query:
 @dataclass(frozen=True)
 class Row:
     """One item of a listing: its key (what its page and image are reached by), its labels
-    (column -> text, in the listing's column order) and its confidence (None: it has none)."""
+    (column -> text, in the listing's column order: the listing's columns are its rows'),
+    its confidence (None: it has none) and whether it has an image."""
 
     key: str
     labels: Mapping[str, str]
     confidence: float | None
+    image: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,10 +95,38 @@ class Bar:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A stretch of an item's text: its name (``label``, e.g. the part of a trajectory it is;
+    empty: none) and ``mark``, how the page sets it apart (empty: plain text; else a word the
+    page shows beside it, such as ``masked``, ``removed`` or ``added``)."""
+
+    text: str
+    label: str = ""
+    mark: str = ""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled piece of an item's text, span by span."""
+
+    title: str
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A titled distribution of an item beside its options: one bar per value."""
+
+    title: str
+    bars: tuple[Bar, ...]
+
+
+@dataclass(frozen=True)
 class Detail:
     """One item as its page shows it: its labels (field -> text), the question as the model
     read it, its options as bars, what the model returned (``raw_text``) and the other values
-    of its record (``values``: name -> text)."""
+    of its record (``values``: name -> text); ``sections`` (its text span by span),
+    ``charts`` (further distributions) and whether it has an image (:meth:`RunView.image`)."""
 
     key: str
     labels: Mapping[str, str]
@@ -88,6 +134,9 @@ class Detail:
     bars: tuple[Bar, ...]
     values: Mapping[str, str]
     raw_text: str
+    sections: tuple[Section, ...] = ()
+    charts: tuple[Chart, ...] = ()
+    image: bool = True
 
 
 class RunView(Protocol):
@@ -116,5 +165,6 @@ class RunView(Protocol):
         ...
 
     def image(self, key: str) -> bytes | None:
-        """The PNG the model was shown for item ``key`` (None: no such item in the run)."""
+        """The PNG the model was shown for item ``key`` (None: no such item in the run, or an
+        item without an image)."""
         ...

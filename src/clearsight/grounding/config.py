@@ -3,9 +3,9 @@ which analyses (:class:`GroundingConfig`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from clearsight.grounding.confidence.methods import DEFAULT_READOUT, get_readout
 from clearsight.grounding.problems.bundled import TEXT_FAMILIES
@@ -25,8 +25,8 @@ class GroundingConfig(RunConfig):
     added_later: ClassVar[tuple[str, ...]] = ("bench", "variation_samples", "readouts")
 
     model: str = Field("hf:smollm2-135m", description="Model whose confidence is measured.")
-    model_options: dict[str, Any] = Field(
-        default_factory=lambda: {"batch_size": 16},
+    model_options: dict[str, JsonValue] = Field(
+        default_factory=lambda: dict[str, JsonValue](batch_size=16),
         description="Backend options of the model (hf: batch_size, device, dtype, ...).",
     )
     generator: str | None = Field(
@@ -108,7 +108,7 @@ class GroundingConfig(RunConfig):
             raise InputError(f"a read-out is named twice in {list(v)}")
         return v
 
-    def options_of(self, model: str | None) -> dict[str, Any]:
+    def options_of(self, model: str | None) -> dict[str, JsonValue]:
         """The options ``model`` (the measured model, the generator or the judge) runs with:
         ``model_options`` over its preset's (:func:`clearsight.models.presets.resolve_options`);
         none for no model (the rule-only generator)."""

@@ -108,7 +108,7 @@ def _models(config: GroundingConfig) -> list[ModelNeed]:
     return needs
 
 
-def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, Any]:
+def _manifest(config: GroundingConfig, problems: list[Problem]) -> dict[str, object]:
     chosen = config.template()
     template = to_plain(template_ref(chosen.template))
     trajectory = {

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from pydantic import JsonValue
 
 from clearsight.grounding.problems.problem import Problem
 from clearsight.grounding.readouts import (
@@ -83,7 +85,7 @@ class TrajectorySpec(Spec):
 
     problem: Problem
     model: str
-    model_options: Mapping[str, Any]
+    model_options: Mapping[str, JsonValue]
     template: TemplateRef
     max_new_tokens: int
     given: str | None = field(default=None, metadata=OMIT_NONE)
@@ -105,7 +107,7 @@ class EditSpec(Spec):
     """The canonical text of that span."""
     generator: str | None
     """The model that edits (None: the rule only)."""
-    generator_options: Mapping[str, Any]
+    generator_options: Mapping[str, JsonValue]
     seed: int
 
 
@@ -144,7 +146,7 @@ class ElicitSpec(Spec):
     seed: int
     """Seed of the masked subset of rationale tokens."""
     model: str
-    model_options: Mapping[str, Any]
+    model_options: Mapping[str, JsonValue]
     template: TemplateRef
     meta: Mapping[str, str]
     """What the report needs about the variant (the answer rule, the hesitation marker)."""
@@ -168,7 +170,7 @@ class VariationSpec(Spec):
     sample: int
     trajectory: Trajectory
     model: str
-    model_options: Mapping[str, Any]
+    model_options: Mapping[str, JsonValue]
     template: TemplateRef
     max_new_tokens: int
     answer_tokens: int

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.execute.unit import KeyedItems
 from clearsight.grounding.bench.pairs import (
@@ -67,7 +68,7 @@ class GroundingUnit(KeyedItems, Generic[S]):
 
     kind: str
     model: str
-    model_options: Mapping[str, Any]
+    model_options: Mapping[str, JsonValue]
     items: tuple[S, ...]
 
 
@@ -243,7 +244,7 @@ def _run_elicit(unit: GroundingUnit[ElicitSpec], started: float) -> list[Record]
     backend = shared_backend(unit.model, unit.model_options)
     planned: list[tuple[int, int] | str] = []  # per item: its requests' range, or why none
     requests: list[ElicitRequest] = []
-    images: dict[str, Any] = {}
+    images: dict[str, npt.NDArray[np.uint8] | None] = {}
     for spec in unit.items:
         problem, traj = spec.problem, spec.trajectory
         template = template_by_id(spec.template.id)

@@ -30,7 +30,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from clearsight.guard.calibrate import load_calibration
 from clearsight.guard.estimate import DEFAULT_PATCH_PX, VisibilityEstimate, estimate_visibility
@@ -215,7 +215,7 @@ def _reference(request: Request) -> ObserverReference | None:
     return ref if isinstance(ref, ObserverReference) else None
 
 
-def parse_guard_options(options: Mapping[str, Any]) -> GuardOptions:
+def parse_guard_options(options: Mapping[str, JsonValue]) -> GuardOptions:
     """Validate the guard's options; an unknown or bad one is an InputError naming it."""
     try:
         return GuardOptions(**dict(options))
@@ -223,7 +223,7 @@ def parse_guard_options(options: Mapping[str, Any]) -> GuardOptions:
         raise invalid_options(exc, "guard options") from exc
 
 
-def make_guard(arg: str, options: Mapping[str, Any]) -> GuardBackend:
+def make_guard(arg: str, options: Mapping[str, JsonValue]) -> GuardBackend:
     """``guard:<inner spec>``: the inner backend (shared within the process, so a sweep of the
     bare and the guarded model loads it once) behind the guard."""
     if not arg:

@@ -7,10 +7,11 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.execute import progress
 from clearsight.models.base import (
@@ -169,7 +170,7 @@ class PerceiverBackend:
             cache[key] = perceive(rgb, self.detector, self.options)
         return cache[key]
 
-    def _extra(self, p: Perception, evidence: str, q: ParsedQuestion) -> dict[str, Any]:
+    def _extra(self, p: Perception, evidence: str, q: ParsedQuestion) -> dict[str, object]:
         return {
             "mode": self.mode,
             "detector": self.options.detector,
@@ -358,7 +359,7 @@ class PerceiverBackend:
     ) -> Response:
         """The response to ``request`` from the LLM's answers to its inner requests."""
         p, q, evidence, spent = prepared
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         candidates = None
         texts: tuple[str, ...] = ()
         token_logprobs = None
@@ -401,7 +402,7 @@ def _scored(request: Request, sentences: Mapping[str, str], answer: Response) ->
     return {c: float(raw.get(sentences.get(c.strip(), ""), 0.0)) for c in request.candidates}
 
 
-def make_perceiver(arg: str, options: Mapping[str, Any]) -> PerceiverBackend:
+def make_perceiver(arg: str, options: Mapping[str, JsonValue]) -> PerceiverBackend:
     """``perceiver`` (the default mode, :data:`DEFAULT_MODE`), ``perceiver:llm`` or
     ``perceiver:detector``; options are :class:`PerceiverOptions` fields."""
     mode = arg or DEFAULT_MODE

@@ -50,7 +50,9 @@ from clearsight.scenes.categories import COCO_CATEGORIES
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.perceiver.tfjs import GraphModel
+    from collections.abc import Mapping
+
+    from clearsight.perceiver.tfjs import Array, GraphModel
 
 #: The 80 COCO category names in the models' class-index order (the official id order).
 COCO_NAMES: Final[tuple[str, ...]] = tuple(name for _, name, _ in COCO_CATEGORIES)
@@ -283,7 +285,9 @@ class NanoDet:
         bgr = (canvas[:, :, ::-1] - self.mean_bgr) / self.std_bgr
         return np.ascontiguousarray(bgr.transpose(2, 0, 1)[None], np.float32), placement
 
-    def _level_outputs(self, outputs: dict[str, Any]) -> list[tuple[int, FloatArray, FloatArray]]:
+    def _level_outputs(
+        self, outputs: Mapping[str, Array]
+    ) -> list[tuple[int, FloatArray, FloatArray]]:
         """(stride, scores (n, 80), distribution logits (n, 44)) per level, found by shape."""
         levels = []
         for stride in self.strides:
@@ -297,7 +301,7 @@ class NanoDet:
         return levels
 
     def decode(
-        self, outputs: dict[str, Any], score_threshold: float
+        self, outputs: Mapping[str, Array], score_threshold: float
     ) -> tuple[FloatArray, Any, Any]:
         """Input-space boxes, scores and class indices of all (cell, class) pairs above the
         threshold, before NMS."""

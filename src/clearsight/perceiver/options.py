@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from clearsight.validate import invalid_options
 
@@ -50,7 +50,7 @@ class PerceiverOptions(BaseModel):
         "hf:smollm2-135m",
         description="The text LLM of LLM mode, as a model spec (not loaded in detector mode).",
     )
-    llm_options: dict[str, Any] = Field(
+    llm_options: dict[str, JsonValue] = Field(
         default_factory=dict, description="Options passed to the LLM's backend."
     )
     readout: Literal["cloze", "letter"] = Field(
@@ -68,7 +68,7 @@ class PerceiverOptions(BaseModel):
     )
 
 
-def parse_options(options: Mapping[str, Any]) -> PerceiverOptions:
+def parse_options(options: Mapping[str, JsonValue]) -> PerceiverOptions:
     """Validate options; an unknown or bad one is an InputError naming it."""
     try:
         return PerceiverOptions(**dict(options))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.perceiver.box import Box, band_mask, erase_band, find_red_box
 from clearsight.perceiver.colours import colour_name
@@ -49,7 +50,7 @@ class Seen:
         """``score * min(1, IoU / 0.5)``: how strongly it says what is in the box."""
         return self.score * min(1.0, self.iou / MATCH_IOU)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "label": self.label,
             "score": round(self.score, 4),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sources.load import resolve_source
@@ -51,7 +51,7 @@ class ProbeConfig(RunConfig):
     reasoners: tuple[str, ...] = Field(
         ("hf:smollm2-135m",), description="Reasoner models by spec (any text backend)."
     )
-    reasoner_options: dict[str, dict[str, Any]] = Field(
+    reasoner_options: dict[str, dict[str, JsonValue]] = Field(
         default_factory=dict, description="Backend options per reasoner spec."
     )
     strategies: tuple[StrategyName, ...] = Field(
@@ -66,7 +66,7 @@ class ProbeConfig(RunConfig):
         "(left out: depth 1, 3 candidates, 2 simulated replies each, lambda 0.4).",
     )
     sensor: str = Field("perceiver", description="The sensor VLM by spec (any image backend).")
-    sensor_options: dict[str, Any] = Field(
+    sensor_options: dict[str, JsonValue] = Field(
         default_factory=dict, description="Backend options of the sensor."
     )
     k: int = Field(5, ge=1, le=50, description="K, sensor samples per query.")

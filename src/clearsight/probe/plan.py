@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from pydantic import JsonValue
+
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
@@ -99,7 +101,7 @@ class _Common(TypedDict):
 
     instance: Instance
     sensor: str
-    sensor_options: Mapping[str, Any]
+    sensor_options: Mapping[str, JsonValue]
     sensor_max_new_tokens: int
     temperature: float
     seed: int

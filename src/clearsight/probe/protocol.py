@@ -53,7 +53,7 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
     return needs
 
 
-def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, Any]:
+def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object]:
     count = len({s.instance.id for s in specs})
     return run_manifest(
         config.model_dump(mode="json"),

@@ -42,6 +42,7 @@ def transcript_spec(
 ) -> TranscriptSpec:
     """The item spec of a transcript stored without a planned one (``seed`` and ``judge``: a
     serve session's, which with the person's queries determine every reply)."""
+    session = transcript.meta.get("session")
     return TranscriptSpec(
         instance_id=transcript.instance_id,
         reasoner=transcript.reasoner,
@@ -53,7 +54,7 @@ def transcript_spec(
         signal=transcript.signal,
         seed=seed,
         judge=judge,
-        session=transcript.meta.get("session"),
+        session=session if isinstance(session, str) else None,
     )
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.probe.instances import Instance, instance_image
 from clearsight.probe.judges import Judge, consistency, make_judge
@@ -121,7 +122,7 @@ class Sensor:
     def __init__(
         self,
         backend: str | Backend,
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, JsonValue] | None = None,
         k: int = 5,
         *,
         judge: Judge | str = "embedding",

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, get_args
 
+from pydantic import JsonValue
+
 from clearsight.probe.instances import Instance
 from clearsight.probe.readouts import (
     BeliefReadouts,
@@ -93,7 +95,7 @@ class PlannedSpec(ProbeSpec):
     """A conversation a probe run plans: the instance itself and how the sensor samples."""
 
     instance: Instance
-    sensor_options: Mapping[str, Any] = field(default_factory=dict)
+    sensor_options: Mapping[str, JsonValue] = field(default_factory=dict)
     sensor_max_new_tokens: int
     temperature: float
     """The decoding temperature of both models."""
@@ -119,7 +121,7 @@ class ConversationSpec(PlannedSpec):
     """A model reasoner's conversation with the sensor (strategy react, uot or bp)."""
 
     signal: Signal
-    reasoner_options: Mapping[str, Any] = field(default_factory=dict)
+    reasoner_options: Mapping[str, JsonValue] = field(default_factory=dict)
     judge: str
     """The semantic-equivalence judge behind u."""
     budget: int
@@ -233,7 +235,7 @@ class BuildSpec(Spec):
 
     instance: Instance
     sensor: str
-    sensor_options: Mapping[str, Any] = field(default_factory=dict)
+    sensor_options: Mapping[str, JsonValue] = field(default_factory=dict)
     samples: int
     temperature: float
     prompt: str

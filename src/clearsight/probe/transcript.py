@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from pydantic import JsonValue
+
 from clearsight.probe.instances import DOMAIN, Instance
 from clearsight.probe.readouts import ConversationReadouts, TranscriptJson, TurnJson
 from clearsight.probe.reasoner.search_record import SearchRecord
@@ -116,7 +118,7 @@ class Transcript:
     k: int = 5
     budget: int = 100
     signal: str = "true"
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, JsonValue] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Reject an impossible outcome (unknown stop reason, a commit outside the letters)."""
@@ -250,7 +252,7 @@ class Transcript:
         k: int = 5,
         budget: int = 100,
         signal: str = "true",
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
     ) -> Transcript:
         """An empty, not yet committed conversation about ``instance`` (a UI session starts
         here and adds turns with :meth:`with_turn`)."""
@@ -288,7 +290,7 @@ class Transcript:
         there were any."""
         if not reasoner and not sensor:
             return self
-        said = {"reasoner": reasoner, "sensor": sensor}
+        said: dict[str, JsonValue] = {"reasoner": reasoner, "sensor": sensor}
         return replace(self, meta={**self.meta, "replaced_surrogates": said})
 
     def finish(self, committed: str | None, stop: str) -> Transcript:

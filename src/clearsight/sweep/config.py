@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal, cast
 from pydantic import (
     ConfigDict,
     Field,
+    JsonValue,
     PositiveInt,
     field_validator,
     model_validator,
@@ -127,7 +128,7 @@ class SweepConfig(RunConfig):
         "exceeds 1/4 of the targets; 'auto' uses it where it exists, else 'proportional'.",
     )
     models: tuple[str, ...] = Field(("observer",), description="Backends by name.")
-    model_options: dict[str, dict[str, Any]] = Field(
+    model_options: dict[str, dict[str, JsonValue]] = Field(
         default_factory=dict, description="Options per model name, passed to its backend."
     )
     model_wordings: dict[str, tuple[Wording, ...]] = Field(
@@ -288,7 +289,7 @@ class SweepConfig(RunConfig):
             raise ValueError(str(exc)) from None
         return self
 
-    def options_of(self, model: str) -> dict[str, Any]:
+    def options_of(self, model: str) -> dict[str, JsonValue]:
         """The options ``model`` runs with: its ``model_options`` over its preset's
         (:func:`clearsight.models.presets.resolve_options`; the reference observer's over
         ``observer``, its psychometrics)."""

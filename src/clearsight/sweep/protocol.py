@@ -85,7 +85,7 @@ def _kept(items: Sequence[Spec], keys: set[str]) -> Any:
     return kept if isinstance(kept, SpecGrid) else tuple(kept)
 
 
-def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, Any]:
+def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, object]:
     return run_manifest(
         config.model_dump(mode="json"),
         PROTOCOL,
@@ -97,7 +97,7 @@ def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, Any]:
     )
 
 
-def _turbid_manifest(config: SweepConfig) -> dict[str, Any]:
+def _turbid_manifest(config: SweepConfig) -> dict[str, object]:
     """With the turbid arm: which channel defines its V, the per-channel attenuation ratios
     and the veil its coefficients give (:func:`~clearsight.physics.turbid_coefficients`)."""
     a, b = config.turbid_absorption_per_m, config.turbid_scattering_per_m

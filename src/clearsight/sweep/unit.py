@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import Decoding, Message, Request, Response, shared_backend
@@ -89,7 +90,7 @@ class SweepUnit(KeyedItems):
     """The questions of one scene for one model: picklable, independent of every other unit."""
 
     model: str
-    model_options: dict[str, Any]
+    model_options: dict[str, JsonValue]
     scene: SceneRef
     depth_model: str
     items: SpecGrid[SweepItem]

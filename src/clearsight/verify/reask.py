@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
 from clearsight.driver import ANY_RUN, ModelNeed, Protocol, Stage
 from clearsight.execute.unit import KeyedItems
@@ -47,7 +48,7 @@ class VerifyConfig:
     """Seed of the sample and of the order the re-asks go in."""
     against: str | None = None
     """Another model spec to ask (None: each item's own model spec and options)."""
-    against_options: Mapping[str, Any] = field(default_factory=dict)
+    against_options: Mapping[str, JsonValue] = field(default_factory=dict)
     batch_size: int = 5
     """Requests per call to the model."""
 
@@ -66,7 +67,7 @@ class ReaskUnit(KeyedItems):
     items: tuple[ReaskSpec, ...]
     of_kind: str
     model: str
-    model_options: dict[str, Any]
+    model_options: dict[str, JsonValue]
     context: object
 
 

@@ -49,7 +49,7 @@ class PairLabels(ItemLabels, VerifySetting):
     error: str | None
 
 
-def _read_as(kind: str) -> tuple[Callable[[Mapping[str, Any]], ItemLabels], View]:
+def _read_as(kind: str) -> tuple[Callable[[Mapping[str, object]], ItemLabels], View]:
     """How items of ``kind`` are labelled and compared (its protocol's face says; a kind no
     face re-asks: unlabelled, compared as stored)."""
     face = face_of_kind(kind)

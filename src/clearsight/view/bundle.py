@@ -77,15 +77,17 @@ def _write(path: Path, text: str) -> None:
 def _item_pages(view: RunView, rows: Mapping[str, Row], site: Path) -> None:
     """Each sampled item's page and image."""
     for key in rows:
-        detail, png = view.detail(key), view.image(key)
+        detail = view.detail(key)
+        png = view.image(key) if detail is not None and detail.image else b""
         if detail is None or png is None:
             raise InputError(f"item {key} left the run while its bundle was written")
         _write(
             site / "item" / f"{key}.html",
             render("item.html", "../", title=view.title, detail=detail),
         )
-        (site / "image").mkdir(exist_ok=True)
-        (site / "image" / f"{key}.png").write_bytes(png)
+        if detail.image:
+            (site / "image").mkdir(exist_ok=True)
+            (site / "image" / f"{key}.png").write_bytes(png)
 
 
 def _fill(view: RunView, site: Path, size: int) -> Bundle:

@@ -2,7 +2,9 @@
 
 Values are shares and probabilities, drawn on a fixed 0-1 axis. Points are placed evenly in the
 order the view gives them, clearest first, so a curve's levels read left to right from clear
-to blind whatever their spacing in metres.
+to blind whatever their spacing in metres. A curve whose axis labels do not all fit the width
+of a point (:data:`TICK_CHARS`) is ticked by the points' numbers instead (1, 2, ...), each
+number beside its label in the table under the chart, so no two labels overlap.
 """
 
 from __future__ import annotations
@@ -16,16 +18,20 @@ __all__ = ["Curve", "PlacedPoint", "curves_of"]
 
 #: Chart size (px): width per point, plotting height and the margins for ticks.
 STEP, HEIGHT, TOP, BOTTOM = 60, 100, 8, 22
+#: The longest axis label that fits under a point (the ticks' 9 px font in ``STEP`` px).
+TICK_CHARS = 10
 
 
 @dataclass(frozen=True)
 class PlacedPoint:
-    """A point on its chart: the point, its centre (px) and the link to its listing."""
+    """A point on its chart: the point, its centre (px), the link to its listing and its tick
+    (its label, or its number where its curve's labels do not fit)."""
 
     point: Point
     cx: float
     cy: float
     href: str
+    tick: str
 
 
 #: The link of a point's listing, from its place among all the points and the point.
@@ -45,12 +51,13 @@ class Curve:
 
 def _placed(members: Sequence[tuple[int, Point]], href: Href) -> tuple[PlacedPoint, ...]:
     placed = []
+    fits = all(len(p.x_label) <= TICK_CHARS for _, p in members)
     for i, (number, p) in enumerate(members):
         share = min(max(p.value, 0.0), 1.0) if p.value == p.value else 0.0
         cy = TOP + (1.0 - share) * HEIGHT
         cx = STEP / 2 + i * STEP
         link = href(number, p)
-        placed.append(PlacedPoint(p, cx, round(cy, 1), link))
+        placed.append(PlacedPoint(p, cx, round(cy, 1), link, p.x_label if fits else str(i + 1)))
     return tuple(placed)
 
 

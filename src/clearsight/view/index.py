@@ -23,8 +23,8 @@ recomputed): a summary of the whole run is then a read of a small table.
 
 Each chunk's rows, tally, ``waiting`` changes and the new ``high`` are one transaction, so a build
 killed half way leaves a consistent index that the next request resumes; two processes
-bringing one index up to date at once write each record once (:func:`_catch_up`). An index of another
-design, an unreadable file or one that has read past the run's last record (the run was
+bringing one index up to date at once write each record once (:func:`_catch_up`). An index of
+another design, an unreadable file or one that has read past the run's last record (the run was
 replaced) is deleted and built again.
 """
 
@@ -42,9 +42,17 @@ from pathlib import Path
 import pandas as pd
 
 from clearsight.cache import cache_dir
-from clearsight.store import RecordChunk, RunStore, last_record_id, record_chunks
+from clearsight.store import RecordChunk, RunStore, StoredRecord, last_record_id, record_chunks
 
-__all__ = ["INDEX_NAME", "IndexDesign", "index_path", "synced"]
+__all__ = [
+    "INDEX_NAME",
+    "IndexDesign",
+    "index_path",
+    "page_of",
+    "read_index",
+    "record_of",
+    "synced",
+]
 
 #: The index's file name in a run directory.
 INDEX_NAME = "view-index.sqlite"
@@ -156,6 +164,51 @@ def synced(run_dir: Path, design: IndexDesign, *, chunk: int = CHUNK) -> sqlite3
             conn.close()
             raise
     return conn
+
+
+def read_index(
+    run_dir: Path,
+    design: IndexDesign,
+    sql: str,
+    params: tuple[str, ...] = (),
+) -> list[tuple[object, ...]]:
+    """The rows of one query over the index of ``run_dir`` (brought up to date first)."""
+    conn = synced(run_dir, design)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def page_of(
+    run_dir: Path,
+    design: IndexDesign,
+    select: str,
+    where: tuple[str, str, Mapping[str, object]],
+    page: tuple[int, int],
+) -> tuple[int, list[tuple[object, ...]]]:
+    """A listing's count and one page of it over the index of ``run_dir``: the columns
+    ``select`` of the rows ``where`` (its ``WHERE`` clause, ``ORDER BY`` terms and
+    parameters) selects, page ``page[0]`` of ``page[1]`` rows."""
+    clause, order, params = where
+    conn = synced(run_dir, design)
+    try:
+        total = conn.execute(f"SELECT count(*) FROM rows WHERE {clause}", params).fetchone()[0]
+        limits = {**params, "limit": page[1], "offset": page[0] * page[1]}
+        sql = (
+            f"SELECT {select} FROM rows WHERE {clause} ORDER BY {order} LIMIT :limit OFFSET :offset"
+        )
+        return int(total), conn.execute(sql, limits).fetchall()
+    finally:
+        conn.close()
+
+
+def record_of(run_dir: Path, key: str, kind: str) -> StoredRecord | None:
+    """The record of item ``key`` of ``kind`` in ``run_dir``, read by key (the store's key
+    index, read-only: no lock); None where the run has no record of that kind for it."""
+    with RunStore.open(run_dir, read_only=True) as store:
+        found = store.record(key)
+    return found if found is not None and found.protocol == kind else None
 
 
 def _high(conn: sqlite3.Connection) -> int:

@@ -41,7 +41,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from clearsight import driver
 from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
@@ -86,8 +86,8 @@ class BuildBenchConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     generator: str = Field("hf:smollm2-135m", description="Model writing the good trajectories.")
-    generator_options: dict[str, Any] = Field(
-        default_factory=lambda: {"batch_size": 16},
+    generator_options: dict[str, JsonValue] = Field(
+        default_factory=lambda: dict[str, JsonValue](batch_size=16),
         description="Backend options of the generator and the judge.",
     )
     judge: str | None = Field(
@@ -247,7 +247,7 @@ def _only_file(path: str | Path) -> GroundingConfig:
     return GroundingConfig(n_problems=0, jsonl=(str(path),))
 
 
-def _manifest(config: BuildBenchConfig, problems: list[Problem]) -> dict[str, Any]:
+def _manifest(config: BuildBenchConfig, problems: list[Problem]) -> dict[str, object]:
     return run_manifest(
         config.model_dump(mode="json"),
         BUILD_BENCH.name,

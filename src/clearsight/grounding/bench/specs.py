@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import yaml
+from pydantic import JsonValue
 
 from clearsight.grounding.bench.readouts import (
     CheckReadouts,
@@ -81,7 +82,7 @@ class GoodSpec(Spec):
 
     problem: Problem
     generator: str
-    generator_options: Mapping[str, Any]
+    generator_options: Mapping[str, JsonValue]
     template: TemplateRef
     max_new_tokens: int
 
@@ -96,7 +97,7 @@ class CheckSpec(Spec):
     problem: Problem
     trajectory: Trajectory
     judge: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
-    judge_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    judge_options: Mapping[str, JsonValue] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class PairEditSpec(Spec):
     axis: str
     good: Trajectory
     generator: str
-    generator_options: Mapping[str, Any]
+    generator_options: Mapping[str, JsonValue]
     seed: int
 
 
@@ -128,4 +129,4 @@ class ValidateSpec(Spec):
     bad_first: bool
     """Where the judge is shown the bad side (balanced by seed)."""
     judge: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
-    judge_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    judge_options: Mapping[str, JsonValue] = dataclasses.field(default_factory=dict)

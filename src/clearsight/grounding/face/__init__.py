@@ -21,6 +21,7 @@
 * **card**: TGS-self and TGS-pair per axis, and the card's run of trajectory grounding
   (:mod:`clearsight.grounding.face.card`).
 * **rows**: one per ok elicitation.
+* **view**: :class:`clearsight.grounding.view.GroundingRunView` (``clearsight view``).
 
 A TGS-Bench build has no report page: ``clearsight report`` prints its pool's retention
 (:func:`bench_summary`).
@@ -31,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
 
 from clearsight.faces.face import Measured, ProtocolFace, ReportRequest, Row, frame_rows
 from clearsight.faces.verifying import (
@@ -54,6 +57,7 @@ from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.faces.comparison import Comparison
+    from clearsight.faces.viewing import RunView
     from clearsight.grounding.bench.file import TgsBench
     from clearsight.grounding.problems.problem import Problem
     from clearsight.pages.output import ReportPaths
@@ -139,7 +143,7 @@ def _typed(config: Mapping[str, Any], stored: Mapping[str, Mapping[str, Any]]) -
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: None
+    items: Sequence[Any], model: str, options: Mapping[str, JsonValue], context: None
 ) -> list[Record]:
     """Trajectory grounding's own elicitation of each item, all in one unit."""
     from clearsight.grounding.specs import ELICIT
@@ -212,6 +216,12 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_grounding_results(run_dir).elicitations)
 
 
+def _view(run_dir: Path) -> RunView:
+    from clearsight.grounding.view import GroundingRunView
+
+    return GroundingRunView(run_dir)
+
+
 #: Trajectory grounding's face after its run (see the module docstring).
 GROUNDING_FACE = ProtocolFace(
     "grounding",
@@ -228,6 +238,7 @@ GROUNDING_FACE = ProtocolFace(
     card_run=GROUNDING_CARD_RUN,
     rows=_rows,
     compare=_compare,
+    view=_view,
 )
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import JsonValue
+
 from clearsight.paths import inside_source
 from clearsight.specs import Part
 from clearsight.validate import InputError, jsonl_values, refuse_repeated_ids, short_repr
@@ -60,7 +62,7 @@ class Problem(Part):
     image: str | None = None
     options: tuple[str, ...] = ()
     solution: Mapping[str, str] | None = None
-    meta: Mapping[str, Any] | None = None
+    meta: Mapping[str, JsonValue] | None = None
 
     def __post_init__(self) -> None:
         if not self.id or not self.question.strip():

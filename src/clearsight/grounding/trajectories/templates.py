@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 import yaml
+from pydantic import JsonValue
 
 from clearsight.grounding.trajectories.trajectory import Template, default_template, template_of
 from clearsight.validate import InputError
@@ -122,7 +123,7 @@ def _model_type(model: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def native_template(model: str, options: Mapping[str, Any]) -> Chosen:
+def native_template(model: str, options: Mapping[str, JsonValue]) -> Chosen:
     """``model``'s own family template (its preset's name, its preset's family, its
     checkpoint's ``model_type``), or the canonical one with the reason it has none."""
     from clearsight.models.presets import PRESET_KEY, find_preset
@@ -150,7 +151,7 @@ def native_template(model: str, options: Mapping[str, Any]) -> Chosen:
     return Chosen(CANONICAL, default_template(), reason)
 
 
-def choose_template(choice: str, model: str, options: Mapping[str, Any]) -> Chosen:
+def choose_template(choice: str, model: str, options: Mapping[str, JsonValue]) -> Chosen:
     """The template ``model`` (with its resolved ``options``) runs with under the run's
     ``choice``: ``native`` (:func:`native_template`) or a named template."""
     if choice == NATIVE:
@@ -158,7 +159,7 @@ def choose_template(choice: str, model: str, options: Mapping[str, Any]) -> Chos
     return Chosen(choice, get_template(choice), "chosen")
 
 
-def trajectory_tokens(model: str, options: Mapping[str, Any], given: int | None) -> int:
+def trajectory_tokens(model: str, options: Mapping[str, JsonValue], given: int | None) -> int:
     """The tokens an own trajectory of ``model`` may generate: ``given`` when the run sets it,
     else its preset's ``trajectory_tokens``, else its backend's default (module docstring)."""
     if given is not None:

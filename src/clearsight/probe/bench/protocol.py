@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
@@ -70,7 +70,7 @@ class BuildConfig(BaseModel):
         None, description="Only these instance ids (default: all)."
     )
     sensor: str = Field("perceiver", description="Sensor model (stage 1).")
-    sensor_options: dict[str, Any] = Field(
+    sensor_options: dict[str, JsonValue] = Field(
         default_factory=dict, description="Options of the sensor's backend (stage 1)."
     )
     samples: int = Field(SAMPLES, ge=1, description="Direct samples per question (stage 1).")
@@ -175,7 +175,7 @@ def _plan(config: BuildConfig) -> list[BuildSpec]:
     return [_spec(inst, config, template_hash) for inst in select_instances(selection)]
 
 
-def _manifest(config: BuildConfig, items: list[BuildSpec]) -> dict[str, Any]:
+def _manifest(config: BuildConfig, items: list[BuildSpec]) -> dict[str, object]:
     source = source_manifest(config.instances, config.dataset, len(items))
     return run_manifest(config.model_dump(mode="json"), BUILD_PROTOCOL, instances=source)
 

@@ -26,7 +26,7 @@ Each judge in a module of its own (:mod:`~clearsight.probe.judges.embedding`,
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import JsonValue
 
 from clearsight.probe.judges.base import ExactJudge, Judge, Pair, consistency, normalise
 from clearsight.probe.judges.embedding import (
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 
-def make_judge(spec: str, options: dict[str, Any] | None = None) -> Judge:
+def make_judge(spec: str, options: dict[str, JsonValue] | None = None) -> Judge:
     """A judge by name: ``embedding`` (calibrated), ``embedding:<t>`` / ``embedding@<t>``,
     ``exact`` or ``llm:<model spec>`` (any backend of :mod:`clearsight.models`)."""
     kind, _, arg = (

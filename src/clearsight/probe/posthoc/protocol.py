@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
@@ -55,7 +57,7 @@ class AnalysisConfig:
 
     judge_model: str = "hf:smollm2-135m"
     """The LLM judge: any text backend that generates."""
-    judge_options: Mapping[str, Any] = field(default_factory=dict)
+    judge_options: Mapping[str, JsonValue] = field(default_factory=dict)
     """Options of the judge's backend."""
     belief: bool = True
     """Run the belief probe (belief-state conversations and people's)."""
@@ -85,7 +87,7 @@ class AnalysisUnit(KeyedItems):
 
     items: tuple[AnalysisSpec, ...]
     transcript: Transcript
-    judge_options: dict[str, Any]
+    judge_options: dict[str, JsonValue]
 
     @property
     def model(self) -> str:
@@ -173,7 +175,7 @@ def _stages(
     """One stage per analysis, over the run's finished transcripts (each parsed once)."""
     records = {r.key: r for r in store.iter_records("ok", kind=PROTOCOL) if r.raw}
     finished = {key: Transcript.from_json(r.raw) for key, r in records.items()}
-    options: dict[str, dict[str, Any]] = {}
+    options: dict[str, dict[str, JsonValue]] = {}
 
     def units(pending: Sequence[AnalysisSpec]) -> list[AnalysisUnit]:
         return [

@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import JsonValue
 
 from clearsight.probe.instances import Instance
 from clearsight.probe.reasoner.prompts import chat
@@ -132,7 +133,7 @@ def run_conversation(
     rng: np.random.Generator,
     reasoner_name: str | None = None,
     run: int = 0,
-    meta: Mapping[str, Any] | None = None,
+    meta: Mapping[str, JsonValue] | None = None,
     on_turn: Callable[[Transcript], None] | None = None,
 ) -> Transcript:
     """One whole conversation; ``on_turn`` sees the transcript after every turn (to store it

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+from pydantic import JsonValue
 
 from clearsight.probe.instances import Instance
 from clearsight.probe.reasoner.parsing import parse_letter
@@ -52,7 +53,7 @@ def run_direct(
     *,
     rng: np.random.Generator,
     run: int = 0,
-    meta: Mapping[str, Any] | None = None,
+    meta: Mapping[str, JsonValue] | None = None,
 ) -> Transcript:
     """VLM Direct: the sensor answers the multiple-choice question itself, one sample (one VLM
     call) per run; the letter is parsed from its text. A missing image is an InputError, not a

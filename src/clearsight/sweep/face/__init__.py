@@ -38,6 +38,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import JsonValue
+
 from clearsight.faces.card import as_float
 from clearsight.faces.face import (
     LevelPoint,
@@ -143,7 +145,7 @@ class _Budget:
     max_new_tokens: int
 
 
-def _context(config: Mapping[str, Any]) -> _Budget:
+def _context(config: Mapping[str, object]) -> _Budget:
     from clearsight.sweep.config import SweepConfig
 
     sweep = SweepConfig.model_validate(config)
@@ -151,7 +153,7 @@ def _context(config: Mapping[str, Any]) -> _Budget:
 
 
 def _answer(
-    items: Sequence[Any], model: str, options: Mapping[str, Any], context: _Budget
+    items: Sequence[Any], model: str, options: Mapping[str, JsonValue], context: _Budget
 ) -> list[Record]:
     """The sweep's own request of each item, all sent in one call, each reply read as the
     sweep reads it (records under the items' own keys)."""

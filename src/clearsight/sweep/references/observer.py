@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.physics.srgb import decode_srgb8
@@ -180,7 +179,7 @@ class ObserverBackend:
         return [self._one(r, contrasts) for r in requests]
 
 
-def make_observer(arg: str, options: Mapping[str, Any]) -> ObserverBackend:
+def make_observer(arg: str, options: Mapping[str, JsonValue]) -> ObserverBackend:
     """``observer``: options are :class:`ObserverConfig` fields."""
     if arg:
         raise InputError(f"the observer takes no argument after 'observer', got {arg!r}")

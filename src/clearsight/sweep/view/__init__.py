@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from clearsight.faces.viewing import Detail, Listing, Point, Query
-from clearsight.store import RunStore, StoredRecord, run_manifest
+from clearsight.store import StoredRecord, run_manifest
 from clearsight.sweep.results import is_person, level_label
 from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
@@ -40,7 +40,7 @@ from clearsight.sweep.view.index import SWEEP_INDEX, curve_cells, listing_sql
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
-from clearsight.view.index import synced
+from clearsight.view.index import record_of, synced
 
 __all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
 
@@ -113,9 +113,7 @@ class SweepRunView:
         return Listing(tuple(row_of(_nan_for_null(row)) for row in rows), int(total))
 
     def _record(self, key: str) -> StoredRecord | None:
-        with RunStore.open(self.run_dir, read_only=True) as store:
-            found = store.record(key)
-        return found if found is not None and found.protocol == PROTOCOL else None
+        return record_of(self.run_dir, key, PROTOCOL)
 
     def detail(self, key: str) -> Detail | None:
         """The record of ``key`` as its page shows it (None: no sweep record of that key)."""
