@@ -19,7 +19,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No tracker configuration of the machine leaks into a test."""
     for name in (
         *("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID"),
-        *("WANDB_PROJECT", "WANDB_MODE", "WANDB_DIR", "TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"),
+        *("WANDB_PROJECT", "WANDB_MODE", "WANDB_DIR", "WANDB_DATA_DIR"),
+        *("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"),
     ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch

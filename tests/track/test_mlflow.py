@@ -1,12 +1,15 @@
 """MLflow: a real ``mlflow server`` on 127.0.0.1 with a SQLite backend store, started here; what
 a sweep sent while it ran (``--tracker mlflow``) and what ``clearsight track`` sent later read
-back through ``MlflowClient`` equal the analysis's values to the float."""
+back through ``MlflowClient`` equal the analysis's values to the float; the table of the
+sample, read back with ``MlflowClient.load_table`` and its images downloaded, holds the face's
+rows and images."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mlflow import MlflowClient
@@ -16,6 +19,7 @@ from clearsight.cli import app
 from fixtures.trackers import (
     Expected,
     assert_params,
+    assert_sample,
     expected,
     free_port,
     mlflow_server,
@@ -39,8 +43,11 @@ def _only_run(client: MlflowClient, experiment: str) -> Run:
     return runs[0]
 
 
-def _assert_equal(client: MlflowClient, run: Run, want: Expected, run_dir: Path) -> None:
-    """Parameters, every step metric at its step, the summary metrics and the report files."""
+def _assert_equal(
+    client: MlflowClient, run: Run, want: Expected, run_dir: Path, table: bool = False
+) -> None:
+    """Parameters, every step metric at its step, the summary metrics and the report files
+    (and, with ``table``, the sample's table and its images)."""
     rid = run.info.run_id
     assert run.info.status == "FINISHED"
     assert run.info.run_name == run_dir.name
@@ -53,7 +60,8 @@ def _assert_equal(client: MlflowClient, run: Run, want: Expected, run_dir: Path)
     assert summary == want.summary
     assert len(want.summary) >= 20  # V*_acc, three W, AURC, two ECE, clean accuracy, bounds
     files = {a.path for a in client.list_artifacts(rid)}
-    assert files == {"report.html", "summary.md", "summary.csv"}
+    sample = {"sample.parquet", "table_images"} if table else set()
+    assert files == {"report.html", "summary.md", "summary.csv"} | sample
     got = Path(client.download_artifacts(rid, "summary.csv", str(run_dir.parent)))
     assert got.read_bytes() == (run_dir / "summary.csv").read_bytes()
 
@@ -62,6 +70,18 @@ def _assert_equal(client: MlflowClient, run: Run, want: Expected, run_dir: Path)
 SAME = (
     "the tracker holds the floats the report's analysis computed; the test's: the same computation"
 )
+
+
+def _table(client: MlflowClient, run: Run, into: Path) -> tuple[list[dict[str, Any]], list[Path]]:
+    """The sample's table read back as MLflow reads its tables, and each row's image
+    downloaded into ``into``."""
+    rid = run.info.run_id
+    frame = client.load_table(run.info.experiment_id, "sample.parquet", [rid])
+    rows = [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
+    cells = [row.pop("image") for row in rows]
+    assert all(cell["type"] == "image" for cell in cells)
+    into.mkdir()
+    return rows, [Path(client.download_artifacts(rid, c["filepath"], str(into))) for c in cells]
 
 
 @pytest.mark.exact_floats(SAME)
@@ -76,7 +96,9 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
     want = expected(run_dir)
     client = MlflowClient(mlflow_uri)
     run = _only_run(client, "while-it-runs")
-    _assert_equal(client, run, want, run_dir)
+    _assert_equal(client, run, want, run_dir, table=True)
+    rows, images = _table(client, run, tmp_path / "downloaded")
+    assert_sample(run_dir, 64, rows, images)  # the default: every item of this small sweep
     units = client.get_metric_history(run.info.run_id, "records_ok")
     assert [m.step for m in units] == list(range(1, len(units) + 1))  # one call per unit
     assert units[-1].value == want.ok == 26
@@ -108,11 +130,12 @@ def test_a_tracker_that_is_down_warns_once_and_track_sends_the_run_later(
 
     clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
     clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "sent-later")
-    result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow", "--sample", "0"])
     assert result.exit_code == 0, result.output
     assert f"sent {run_dir} to mlflow:" in result.output
+    assert result.output.strip().endswith("a table of 0 items")
     client = MlflowClient(mlflow_uri)
-    _assert_equal(client, _only_run(client, "sent-later"), want, run_dir)
+    _assert_equal(client, _only_run(client, "sent-later"), want, run_dir)  # --sample 0: none
 
 
 def test_a_missing_extra_is_one_line_naming_it_and_nothing_is_written(

@@ -1,6 +1,8 @@
 """Weights & Biases in offline mode: what a sweep sent while it ran (``--tracker wandb``) read
 back from the run file wandb wrote (``offline-run-*/run-*.wandb``) equals the analysis's values
-to the float.
+to the float, and the ``wandb.Table`` of the sample it logged (the run's table artifact as the
+run file records it: its ``sample.table.json`` and images, staged under ``WANDB_DATA_DIR`` for
+``wandb sync``) holds the face's rows with the images its ``shown`` draws.
 
 wandb 0.31 reads its run files in wandb-core (Go) only; the Python reader it shipped before
 (``wandb.sdk.internal.datastore``) is gone. So :func:`wandb_records` reads the file's framing
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 
 from clearsight.track.to_wandb import LEVEL_AXIS, UNIT_AXIS
-from fixtures.trackers import assert_params, expected, run_sweep_cli
+from fixtures.trackers import assert_params, assert_sample, expected, run_sweep_cli
 
 #: Why the test compares floats exactly (tests/conftest.py).
 SAME = "the tracker holds the floats the report's analysis computed; the test's is one more"
@@ -58,9 +60,10 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
 ) -> None:
     clean_env.setenv("WANDB_MODE", "offline")  # wandb's own settings
     clean_env.setenv("WANDB_DIR", str(tmp_path))
+    clean_env.setenv("WANDB_DATA_DIR", str(tmp_path / "staged"))  # the table's files, staged
     clean_env.setenv("WANDB_PROJECT", "clearsight-test")
     run_dir = tmp_path / "sweep-wandb"
-    output = run_sweep_cli(run_dir, "--tracker", "wandb")
+    output = run_sweep_cli(run_dir, "--tracker", "wandb", "--tracker-sample", "5")
     assert "warning: tracker" not in output
     want = expected(run_dir)
     (found,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
@@ -89,3 +92,12 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
     copied = found.parent / "files" / "summary.csv"
     assert copied.read_bytes() == (run_dir / "summary.csv").read_bytes()
     assert [r.exit.exit_code for kind, r in records if kind == "exit"] == [0]
+    (entry,) = [r for r in rows if "sample.path" in r]  # the table's entry, flattened
+    assert (entry["sample._type"], entry["sample.nrows"]) == ("table-file", 5)
+    (table_artifact,) = [r.artifact for kind, r in records if kind == "artifact"]
+    staged = {e.path: Path(e.local_path) for e in table_artifact.manifest.contents}
+    table = json.loads(staged["sample.table.json"].read_text())
+    cells = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+    images = [cell.pop("image") for cell in cells]
+    assert all(image["_type"] == "image-file" for image in images)
+    assert_sample(run_dir, 5, cells, [staged[image["path"]] for image in images])

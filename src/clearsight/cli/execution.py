@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, Unpack, cast
 import typer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from clearsight.track.session import SAMPLE_ROWS
+
 if TYPE_CHECKING:
     from clearsight.driver import RunOptions, RunSummary
     from clearsight.execute import ExecutorName
@@ -69,6 +71,12 @@ class ExecutionOptions(BaseModel):
         description="Experiment trackers the run is sent to as it runs: mlflow, trackio, wandb "
         "(each an extra: pip install 'clearsight[mlflow]'; docs/track.md).",
     )
+    tracker_sample: int = Field(
+        SAMPLE_ROWS,
+        ge=0,
+        description="Items in each tracker's table of a stratified sample, with the image "
+        "each was shown (0: no table).",
+    )
 
     @field_validator("executor")
     @classmethod
@@ -110,7 +118,7 @@ class ExecutionOptions(BaseModel):
         with the report's numbers, after it (a missing tracker: InputError before anything)."""
         from clearsight.track import open_session
 
-        session = open_session(self.tracker, out)
+        session = open_session(self.tracker, out, self.tracker_sample)
         try:
             summary = runner(
                 config,

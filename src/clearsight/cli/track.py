@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from clearsight.track.session import SAMPLE_ROWS
+
 
 def track(
     run: Annotated[Path, typer.Argument(help="A finished run directory (of any protocol).")],
@@ -22,21 +24,30 @@ def track(
             "WANDB_MODE).",
         ),
     ],
+    sample: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Items in each tracker's table of a stratified sample, with the image each "
+            "was shown (0: no table).",
+        ),
+    ] = SAMPLE_ROWS,
 ) -> None:
     """Send a finished run to experiment trackers: its configuration and manifest as
     parameters, per model, arm and level the report's accuracy, confidences and abstain rate
     as step metrics, the card's numbers with their intervals as summary metrics and the
-    report's files as artifacts (docs/track.md). The report is written again first. Exit 1
+    report's files as artifacts and a table of a stratified sample of items with the image
+    each was shown (docs/track.md). The report is written again first. Exit 1
     when a tracker could not be sent to (its warning line says why)."""
     from clearsight.track import track_run
 
-    content, failed = track_run(run, to)
+    content, failed = track_run(run, to, sample)
     sent = [name for name in dict.fromkeys(to) if name not in failed]
     if sent:
         typer.echo(
             f"sent {run} to {', '.join(sent)}: {len(content.params)} parameters, "
             f"{len(content.steps)} step metrics, {len(content.summary)} summary metrics, "
-            f"{len(content.artifacts)} files"
+            f"{len(content.artifacts)} files, a table of {len(content.sample)} items"
         )
     if failed:
         typer.echo(f"error: {run} was not sent to {', '.join(failed)}", err=True)

@@ -43,23 +43,16 @@ def details_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 
 def _sample(run: ExportRun, rows: list[Row], n: int, seed: int) -> pa.Table | None:
-    """``n`` rows drawn stratified as ``clearsight verify`` draws its sample (the face's
-    strata), each with the image its item was shown as column ``image``; None where the face
-    shows no image or ``n`` is 0."""
-    from clearsight.store import RunStore
-    from clearsight.verify.reask import _sampled
+    """``n`` rows drawn stratified as ``clearsight verify`` draws its sample
+    (:func:`~clearsight.faces.sample.sample_rows`), each with the image its item was shown as
+    column ``image``; None where the face shows no image or ``n`` is 0."""
+    from clearsight.faces.sample import sample_rows
 
-    face = run.face
-    if face.shown is None or face.reask is None or n == 0:
+    if run.face.shown is None:
         return None
-    with RunStore.open(run.run_dir, read_only=True) as store:
-        stored = _sampled(store, face.reask, n, seed)
-    images = face.shown(run.run_dir, stored)
-    by_key = {row.get("key"): row for row in rows}
     picked = [
-        {**by_key[key], "image": {"bytes": images[key], "path": f"{key}.png"}}
-        for key in stored
-        if key in images and key in by_key
+        {**s.row, "image": {"bytes": s.image, "path": f"{s.row.get('key')}.png"}}
+        for s in sample_rows(run.run_dir, run.face, rows, n, seed)
     ]
     return _with_image_feature(details_table(picked)) if picked else None
 

@@ -7,7 +7,9 @@ the card's numbers with their intervals and item counts as summary metrics, and 
 files with the manifest as artifacts. Keys are the labels joined by ``/``, with the characters
 a tracker refuses (MLflow takes ``[A-Za-z0-9_-. /:]``) replaced: ``V*_acc`` is ``V_star_acc``.
 A value that is not finite (a crossing never reached) is not logged: a tracker would store it
-as NaN or refuse it, and the report says why it is missing.
+as NaN or refuse it, and the report says why it is missing. The stratified sample of items
+(:func:`clearsight.faces.sample.sample_rows`) goes as a table (:func:`table_of`): the rows'
+columns and, where the face shows images, the image each item was shown.
 """
 
 from __future__ import annotations
@@ -15,20 +17,37 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clearsight.faces.face import LevelPoint, Measured
 
-__all__ = ["Content", "StepMetric", "content_of", "metric_key", "params_of"]
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+    from clearsight.faces.sample import SampledRow
+
+__all__ = [
+    "IMAGE",
+    "SAMPLE",
+    "Content",
+    "StepMetric",
+    "content_of",
+    "metric_key",
+    "params_of",
+    "table_of",
+]
 
 #: The characters every tracker takes in a key (MLflow's rule, the strictest of the three).
 _REFUSED = re.compile(r"[^\w.\- /:]")
 #: Manifest entries that are no parameters: the driver's note of which stages are stored
 #: (it changes while the run goes; a tracker's parameter is set once, when its run begins).
 NOT_PARAMS = ("plan",)
+#: The sample's table: its name in every tracker (W&B's and trackio's logged key, MLflow's
+#: artifact ``sample.parquet``) and the column of the image each item was shown.
+SAMPLE, IMAGE = "sample", "image"
 #: Longest parameter value a tracker keeps (MLflow's limit); longer ones are cut, whole in
 #: the manifest artifact.
 MAX_PARAM_CHARS = 6000
@@ -45,12 +64,14 @@ class StepMetric:
 
 @dataclass(frozen=True)
 class Content:
-    """What a finished run sends: parameters, step metrics, summary metrics and artifacts."""
+    """What a finished run sends: parameters, step metrics, summary metrics, artifacts and the
+    sample of items its table shows."""
 
     params: Mapping[str, str]
     steps: tuple[StepMetric, ...] = ()
     summary: Mapping[str, float] = field(default_factory=dict)
     artifacts: tuple[Path, ...] = ()
+    sample: tuple[SampledRow, ...] = ()
 
 
 def metric_key(parts: Sequence[str]) -> str:
@@ -116,3 +137,23 @@ def content_of(
         _summary(measured),
         tuple(artifacts),
     )
+
+
+def table_of(
+    sample: Sequence[SampledRow], picture: Callable[[Image], Any]
+) -> tuple[list[str], list[list[Any]]]:
+    """The sample as a table's columns and rows: the rows' columns in first-seen order (a row
+    lacking one holds None there) and, where the items have images, column :data:`IMAGE` last,
+    each image decoded from its PNG and made the tracker's own by ``picture``."""
+    import io
+
+    from PIL import Image as PILImage
+
+    columns = list(dict.fromkeys(c for s in sample for c in s.row))
+    images = [None if s.image is None else PILImage.open(io.BytesIO(s.image)) for s in sample]
+    rows = [[s.row.get(c) for c in columns] for s in sample]
+    if any(image is not None for image in images):
+        columns.append(IMAGE)
+        for row, image in zip(rows, images, strict=True):
+            row.append(None if image is None else picture(image))
+    return columns, rows

@@ -12,8 +12,10 @@ unit it committed (:meth:`Session.committed`): the records counted so far, at mo
 unit and tracker (units committed while the sender is busy go in its next call, each at its
 own step). Each tracker's run begins at the first unit, once the run's manifest is stored, with
 the manifest as its parameters. The report's numbers are sent as soon as its analysis says what
-it measured (:meth:`Session.hear`: while its pages are drawn), its files after it
-(:meth:`Session.finish`, which waits for the sender to finish).
+it measured (:meth:`Session.hear`: while its pages are drawn), the table of a stratified
+sample of items with the image each was shown (:func:`clearsight.faces.sample.sample_rows`,
+``sample`` rows, 0: none) and its files after it (:meth:`Session.finish`, which waits for the
+sender to finish).
 """
 
 from __future__ import annotations
@@ -30,11 +32,20 @@ from typing import TYPE_CHECKING, Protocol
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
-    from clearsight.faces.face import Measured
+    from clearsight.faces.face import Measured, ProtocolFace
+    from clearsight.faces.sample import SampledRow
     from clearsight.store import Record
     from clearsight.track.content import Content, StepMetric
 
-__all__ = ["TRACKERS", "Session", "Sink", "open_session"]
+__all__ = [
+    "SAMPLE_ROWS",
+    "SAMPLE_SEED",
+    "TRACKERS",
+    "Session",
+    "Sink",
+    "open_session",
+    "sampled_rows",
+]
 
 #: Tracker name -> the class that sends to it (``module:attribute``, imported when asked); the
 #: name is also its package's and its extra's (``pip install 'clearsight[mlflow]'``).
@@ -45,6 +56,8 @@ TRACKERS: dict[str, str] = {
 }
 #: The files every protocol's report writes into its run directory (the artifacts).
 REPORT_FILES = ("report.html", "summary.md", "summary.csv")
+#: Rows of the sample's table by default (as many as the export's sample) and its draw's seed.
+SAMPLE_ROWS, SAMPLE_SEED = 64, 0
 
 
 class Sink(Protocol):
@@ -62,6 +75,9 @@ class Sink(Protocol):
 
     def files(self, paths: Sequence[Path]) -> None:
         """Log the report's files as artifacts."""
+
+    def table(self, sample: Sequence[SampledRow]) -> None:
+        """Log the sample of items as the tracker's table (with their images where shown)."""
 
     def end(self, ok: bool) -> None:
         """End the run, finished or failed."""
@@ -91,10 +107,11 @@ _Call = Callable[["Sink"], None]
 
 class Session:
     """The tracker runs of one clearsight run in ``run_dir`` (see the module docstring); with
-    no trackers, every call does nothing."""
+    no trackers, every call does nothing; ``sample``: the rows of the sample's table."""
 
-    def __init__(self, names: Sequence[str], run_dir: Path) -> None:
+    def __init__(self, names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> None:
         self.run_dir = run_dir
+        self.sample = sample
         self.live: dict[str, Sink] = {}
         self.dropped: list[str] = []
         self._names = list(dict.fromkeys(names))
@@ -172,19 +189,23 @@ class Session:
         self._queue(lambda sink: sink.numbers(content.steps, content.summary))
 
     def finish(self) -> Content:
-        """Send the report's files (and, where the report said nothing it measured, the card's
-        numbers), end each tracker's run and wait for the sender; what was sent."""
+        """Send the sample's table and the report's files (and, where the report said nothing
+        it measured, the card's numbers), end each tracker's run and wait for the sender; what
+        was sent."""
         from clearsight.track.content import Content
 
         if not self._names:
             return Content({})
         if self._sent is None and (measured := card_measured(self.run_dir)) is not None:
             self.hear(measured)
+        sample = tuple(sampled_rows(self.run_dir, self.sample))
+        if sample:
+            self._queue(lambda sink: sink.table(sample))
         files = tuple(self.run_dir / n for n in REPORT_FILES if (self.run_dir / n).is_file())
         self._queue(lambda sink: sink.files(files))
         self.end(ok=True)
         sent = self._sent or Content({})
-        return Content(self._params, sent.steps, sent.summary, files)
+        return Content(self._params, sent.steps, sent.summary, files, sample)
 
     def end(self, ok: bool) -> None:
         """End each tracker's run (a run that failed as failed) and wait for the sender."""
@@ -222,16 +243,22 @@ class Session:
             )
 
 
-def card_measured(run_dir: Path) -> Measured | None:
-    """The card section's numbers of a run whose report said nothing of what it measured, with
-    the card's default bootstrap (None: its protocol has no card)."""
+def _face(run_dir: Path) -> ProtocolFace | None:
+    """The face of the run's protocol (None: a protocol no face is registered for)."""
     from clearsight.faces import face_of, registered
-    from clearsight.faces.card_run import CardConfig
-    from clearsight.faces.face import Measured
     from clearsight.store import run_protocol
 
     protocol = run_protocol(run_dir)
-    face = face_of(protocol) if protocol in registered() else None
+    return face_of(protocol) if protocol in registered() else None
+
+
+def card_measured(run_dir: Path) -> Measured | None:
+    """The card section's numbers of a run whose report said nothing of what it measured, with
+    the card's default bootstrap (None: its protocol has no card)."""
+    from clearsight.faces.card_run import CardConfig
+    from clearsight.faces.face import Measured
+
+    face = _face(run_dir)
     if face is None or face.card is None:
         return None
     defaults = CardConfig()
@@ -239,8 +266,19 @@ def card_measured(run_dir: Path) -> Measured | None:
     return Measured({"": section.numbers, **section.by_model})
 
 
-def open_session(names: Sequence[str], run_dir: Path) -> Session:
-    """A :class:`Session` of the trackers ``names`` for the run in ``run_dir`` (InputError,
-    before anything is written, for a missing tracker)."""
+def sampled_rows(run_dir: Path, n: int) -> list[SampledRow]:
+    """The sample's ``n`` rows (seed :data:`SAMPLE_SEED`), drawn through the run's face (none:
+    its protocol has no face, no rows or nothing to draw by)."""
+    from clearsight.faces.sample import sample_rows
+
+    face = _face(run_dir)
+    if face is None or face.rows is None or n == 0:
+        return []
+    return sample_rows(run_dir, face, face.rows(run_dir), n, SAMPLE_SEED)
+
+
+def open_session(names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> Session:
+    """A :class:`Session` of the trackers ``names`` for the run in ``run_dir``, its table
+    ``sample`` rows (InputError, before anything is written, for a missing tracker)."""
     check_trackers(names)
-    return Session(names, run_dir)
+    return Session(names, run_dir, sample)

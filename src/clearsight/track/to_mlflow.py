@@ -8,6 +8,9 @@ call of a session is made in its sender thread, where the run is active) and the
 through ``MlflowClient.log_batch`` (which splits a batch at the server's limits): the
 parameters when the run begins, one call per unit during it, the step and summary metrics
 after it, and the report's files as artifacts. A summary metric is logged once, at step 0.
+The sample of items is MLflow's own table, ``MlflowClient.log_table`` as ``sample.parquet``
+(floats kept exact; ``mlflow.load_table`` reads it back), each image a PNG under
+``table_images/sample/`` that its row's ``image`` cell names (``filepath``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from clearsight.faces.sample import SampledRow
     from clearsight.track.content import StepMetric
 
 __all__ = ["MlflowSink"]
@@ -62,6 +66,16 @@ class MlflowSink:
         """The report's files as artifacts."""
         for path in paths:
             self.client.log_artifact(self.run_id, str(path))
+
+    def table(self, sample: Sequence[SampledRow]) -> None:
+        """The sample as MLflow's table ``sample.parquet`` (images as PNG artifacts)."""
+        import pandas as pd
+
+        from clearsight.track.content import SAMPLE, table_of
+
+        columns, rows = table_of(sample, lambda image: image)
+        frame = pd.DataFrame(rows, columns=columns)
+        self.client.log_table(self.run_id, frame, f"{SAMPLE}.parquet")
 
     def end(self, ok: bool) -> None:
         """End the run, FINISHED or FAILED."""

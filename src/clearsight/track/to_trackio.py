@@ -6,7 +6,9 @@ trackio decides where a run goes by its own settings: a local database under ``T
 one, so the project is :data:`PROJECT`; the run is named after the run directory. The
 parameters are the run's config; the counts during a run are one ``log`` call per unit; after
 it, the step metrics one ``log`` call per step, the summary metrics one call at step 0 and the
-report's files one artifact each. trackio keeps no run status: a failed run is finished too.
+report's files one artifact each. The sample of items is trackio's own ``trackio.Table``,
+logged as ``sample`` at step 0, each image a ``trackio.Image`` (a PNG in trackio's media
+folder). trackio keeps no run status: a failed run is finished too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from clearsight.faces.sample import SampledRow
     from clearsight.track.content import StepMetric
 
 __all__ = ["PROJECT", "TrackioSink"]
@@ -57,6 +60,15 @@ class TrackioSink:
         """The report's files, one artifact each."""
         for path in paths:
             self.run.log_artifact(path, name=path.name)
+
+    def table(self, sample: Sequence[SampledRow]) -> None:
+        """The sample as a ``trackio.Table`` with ``trackio.Image`` cells, at step 0."""
+        import trackio
+
+        from clearsight.track.content import SAMPLE, table_of
+
+        columns, rows = table_of(sample, trackio.Image)
+        self.run.log({SAMPLE: trackio.Table(columns=columns, data=rows)}, step=0)
 
     def end(self, ok: bool) -> None:
         """Finish the run (trackio writes what it buffered)."""

@@ -6,19 +6,21 @@ usual place; the run is named after the run directory and its config is the para
 wants one increasing step per run, so each kind of step is its own x-axis
 (``define_metric``): the counts during a run are logged against ``unit`` (one call per unit),
 the per-level metrics against ``level_index`` (one call per level), and the summary metrics go
-to the run's summary; the report's files are saved with the run. A failed run ends with exit
+to the run's summary; the report's files are saved with the run. The sample of items is a
+``wandb.Table`` logged as ``sample``, each image a ``wandb.Image``. A failed run ends with exit
 code 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from clearsight.faces.sample import SampledRow
     from clearsight.track.content import StepMetric
 
 __all__ = ["LEVEL_AXIS", "UNIT_AXIS", "WandbSink"]
@@ -61,6 +63,17 @@ class WandbSink:
         """The report's files, saved with the run."""
         for path in paths:
             self.run.save(str(path), base_path=str(path.parent), policy="now")
+
+    def table(self, sample: Sequence[SampledRow]) -> None:
+        """The sample as a ``wandb.Table`` with ``wandb.Image`` cells."""
+        import wandb
+
+        from clearsight.track.content import SAMPLE, table_of
+
+        columns, rows = table_of(sample, wandb.Image)
+        names: list[str | int] = list(columns)  # the types wandb's signature names
+        data: list[Iterable[Any]] = list(rows)
+        self.run.log({SAMPLE: wandb.Table(columns=names, data=data)})
 
     def end(self, ok: bool) -> None:
         """Finish the run (exit code 0, or 1 for a failed run)."""

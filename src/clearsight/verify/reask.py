@@ -1,7 +1,8 @@
 """Asking a sample of a finished run's items again: the ``verify`` protocol the driver runs.
 
-The sample (:func:`sample_keys`) is drawn with a seed from the run's finished items of the kind
-verify re-asks (the run's protocol's face says which, :attr:`ProtocolFace.reask
+The sample (:func:`clearsight.faces.sample.sample_keys`, shared with the export's and the
+trackers' samples) is drawn with a seed from the run's finished items of the kind verify
+re-asks (the run's protocol's face says which, :attr:`ProtocolFace.reask
 <clearsight.faces.face.ProtocolFace.reask>`: a sweep's questions, trajectory grounding's
 elicitations), stratified — a sweep's over models, conditions (each level and severity its
 own), tasks and wordings; grounding's over models, variants and masked shares — each stratum
@@ -21,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import JsonValue
 
 from clearsight.driver import ANY_RUN, ModelNeed, Protocol, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.faces import face_of, face_of_kind, registered
+from clearsight.faces.sample import sampled_specs
 from clearsight.faces.verifying import Reaskable
 from clearsight.models.base import Capabilities
 from clearsight.specs import Options
@@ -34,7 +35,7 @@ from clearsight.store import Record, RunStore, run_protocol
 from clearsight.validate import InputError
 from clearsight.verify.specs import VERIFY_KIND, ReaskSpec
 
-__all__ = ["VERIFY", "ReaskPlan", "ReaskUnit", "VerifyConfig", "run_reask_unit", "sample_keys"]
+__all__ = ["VERIFY", "ReaskPlan", "ReaskUnit", "VerifyConfig", "run_reask_unit"]
 
 
 @dataclass(frozen=True)
@@ -82,34 +83,6 @@ class ReaskPlan:
     unplanned: tuple[str, ...] = ()
 
 
-def sample_keys(strata: Mapping[tuple[Any, ...], Sequence[str]], n: int, seed: int) -> list[str]:
-    """``n`` keys drawn from ``strata`` (stratum -> its keys): the strata in a seeded order,
-    each stratum's keys shuffled, then one key from each stratum in turn until ``n`` are drawn
-    (all keys where there are fewer). The same strata, ``n`` and ``seed`` draw the same keys."""
-    rng = np.random.default_rng(seed)
-    names = sorted(strata, key=repr)
-    queues = [list(rng.permutation(np.array(strata[name], dtype=object))) for name in names]
-    order = rng.permutation(len(queues)) if queues else np.array([], dtype=int)
-    drawn: list[str] = []
-    while len(drawn) < n and any(queues):
-        for q in order:
-            if queues[q] and len(drawn) < n:
-                drawn.append(str(queues[q].pop()))
-    return drawn
-
-
-def _sampled(store: RunStore, kind: Reaskable[Any], n: int, seed: int) -> dict[str, dict[str, Any]]:
-    """The stored specs of the sample (by key, in the sample's order)."""
-    strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
-    specs: dict[str, dict[str, Any]] = {}
-    for rec in store.iter_records("ok", kind=kind.kind, raw=False):
-        if not kind.eligible(rec.spec):
-            continue
-        strata[kind.stratum(rec.spec)].append(rec.key)
-        specs[rec.key] = rec.spec
-    return {key: specs[key] for key in sample_keys(strata, n, seed)}
-
-
 def _reaskable(protocol: str) -> Reaskable[Any] | None:
     """The kind verify re-asks in a run of ``protocol`` (None: none)."""
     return face_of(protocol).reask if protocol in registered() else None
@@ -134,7 +107,7 @@ def plan_reasks(config: VerifyConfig) -> ReaskPlan:
                 f"the run {config.run_dir} is a {manifest.get('protocol') or 'unknown'} run: "
                 f"verify re-asks the items of {readable} runs"
             )
-        sampled = _sampled(store, kind, config.sample, config.seed)
+        sampled = sampled_specs(store, kind, config.sample, config.seed)
     if not sampled:
         raise InputError(f"the run {config.run_dir} has no finished {kind.kind} item to verify")
     run_config = manifest.get("config") or {}
