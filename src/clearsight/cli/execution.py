@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, Unpack, cast
 import typer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from clearsight.track.session import SAMPLE_ROWS
+from clearsight.track.names import SAMPLE_ROWS
 
 if TYPE_CHECKING:
     from clearsight.driver import RunOptions, RunSummary
@@ -90,7 +90,7 @@ class ExecutionOptions(BaseModel):
     @field_validator("tracker")
     @classmethod
     def _known_trackers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from clearsight.track.session import TRACKERS
+        from clearsight.track.names import TRACKERS
 
         unknown = [name for name in value if name not in TRACKERS]
         if unknown:

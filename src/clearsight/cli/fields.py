@@ -10,7 +10,8 @@ line gave into the field's value:
   where the field may be None);
 * a mapping or a nested model takes a YAML mapping (``'{batch_size: 8}'``), which replaces the
   file's (``none``: empty, or None where the field may be None);
-* a field of any type (``Any``) takes a YAML value;
+* a field of any type (``Any``) or of any JSON value (pydantic's ``JsonValue``, as backend
+  options' entries are) takes a YAML value;
 * anything else takes one value, converted to an ``int``, ``float`` or path where the field is
   one (``none``: None, where a text field may be None).
 
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 Kind = Literal["flag", "list", "mapping", "yaml", "value"]
 
@@ -112,7 +113,7 @@ def shape_of(annotation: Any) -> Shape:
         return Shape("list", str, optional)
     if origin in (dict, Mapping) or (isinstance(inner, type) and issubclass(inner, BaseModel)):
         return Shape("mapping", str, optional)
-    if inner is Any:
+    if inner is Any or inner is JsonValue:
         return Shape("yaml", str, optional)
     if origin is Literal:
         kinds = {type(v) for v in typing.get_args(inner)}

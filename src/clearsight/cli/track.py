@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from clearsight.track.session import SAMPLE_ROWS
+from clearsight.track.names import SAMPLE_ROWS
 
 
 def track(

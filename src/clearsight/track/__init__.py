@@ -11,9 +11,28 @@ protocol. Each tracker is configured as it always is and installed as an extra
 
 from __future__ import annotations
 
-from clearsight.track.content import Content, StepMetric
-from clearsight.track.runs import track_run
-from clearsight.track.session import TRACKERS, Session, check_trackers, open_session
+import importlib
+from typing import Any
+
+#: Each public name -> the module that holds it, imported when first asked: ``clearsight.cli``
+#: reads :mod:`clearsight.track.names` at start-up without pandas, numpy or the faces.
+_LAZY = {
+    "TRACKERS": "clearsight.track.names",
+    "Content": "clearsight.track.content",
+    "Session": "clearsight.track.session",
+    "StepMetric": "clearsight.track.content",
+    "check_trackers": "clearsight.track.session",
+    "open_session": "clearsight.track.session",
+    "track_run": "clearsight.track.runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name of the package, from its module (see :data:`_LAZY`)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
+
 
 __all__ = [
     "TRACKERS",

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from clearsight.store import Record
     from clearsight.track.content import Content, StepMetric
 
+from clearsight.track.names import SAMPLE_ROWS, SAMPLE_SEED, TRACKERS
+
 __all__ = [
     "SAMPLE_ROWS",
     "SAMPLE_SEED",
@@ -47,17 +49,8 @@ __all__ = [
     "sampled_rows",
 ]
 
-#: Tracker name -> the class that sends to it (``module:attribute``, imported when asked); the
-#: name is also its package's and its extra's (``pip install 'clearsight[mlflow]'``).
-TRACKERS: dict[str, str] = {
-    "mlflow": "clearsight.track.to_mlflow:MlflowSink",
-    "trackio": "clearsight.track.to_trackio:TrackioSink",
-    "wandb": "clearsight.track.to_wandb:WandbSink",
-}
 #: The files every protocol's report writes into its run directory (the artifacts).
 REPORT_FILES = ("report.html", "summary.md", "summary.csv")
-#: Rows of the sample's table by default (as many as the export's sample) and its draw's seed.
-SAMPLE_ROWS, SAMPLE_SEED = 64, 0
 
 
 class Sink(Protocol):
