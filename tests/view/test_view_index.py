@@ -5,6 +5,7 @@ of it are the analysis's curves."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import sqlite3
@@ -92,15 +93,7 @@ def test_a_killed_build_is_resumed_to_the_same_rows(view_run: Run, tmp_path: Pat
             raise KeyboardInterrupt  # as a kill between two chunks' transactions
         return SWEEP_INDEX.rows(frame)
 
-    dying = IndexDesign(
-        SWEEP_INDEX.kind,
-        SWEEP_INDEX.read,
-        SWEEP_INDEX.columns,
-        SWEEP_INDEX.indexes,
-        dies_on_the_third_chunk,
-        SWEEP_INDEX.tally,
-        SWEEP_INDEX.tallied,
-    )
+    dying = dataclasses.replace(SWEEP_INDEX, rows=dies_on_the_third_chunk)
     with pytest.raises(KeyboardInterrupt):
         synced(run, dying, chunk=5)
     with sqlite3.connect(run / INDEX_NAME) as conn:
@@ -172,15 +165,7 @@ def test_two_processes_catching_up_at_once_write_each_record_once(
                 _catch_up(other, store, SWEEP_INDEX, last_record_id(store), 5)
         return SWEEP_INDEX.rows(frame)
 
-    racing = IndexDesign(
-        SWEEP_INDEX.kind,
-        SWEEP_INDEX.read,
-        SWEEP_INDEX.columns,
-        SWEEP_INDEX.indexes,
-        the_other_catches_up_meanwhile,
-        SWEEP_INDEX.tally,
-        SWEEP_INDEX.tallied,
-    )
+    racing = dataclasses.replace(SWEEP_INDEX, rows=the_other_catches_up_meanwhile)
     synced(run, racing, chunk=5).close()
     other.close()
     assert calls["n"] == 2  # its second chunk found high moved by the other: it stopped
