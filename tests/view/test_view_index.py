@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from clearsight.driver import run_lock
-from clearsight.store import RunStore, last_record_id, record_chunks
+from clearsight.store import IndexDesign, RunStore, last_record_id, record_chunks
 from clearsight.sweep.face import question_of
 from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.plan import plan_sweep
@@ -26,7 +26,7 @@ from clearsight.sweep.references.human import human_items, human_record
 from clearsight.sweep.results import load_run_data
 from clearsight.sweep.view import SweepRunView
 from clearsight.sweep.view.index import SWEEP_INDEX
-from clearsight.view.index import INDEX_NAME, IndexDesign, _catch_up, _open, synced
+from clearsight.view.index import INDEX_NAME, _catch_up, _open, index_path, synced
 from fixtures.capture import view_config
 
 Run = tuple[Path, dict[str, npt.NDArray[np.uint8]]]
@@ -44,11 +44,9 @@ def _rows(
 ) -> pd.DataFrame:
     """The index's rows (or its ``tally``), brought up to date ``chunk`` records at a time."""
     order = "id" if table == "rows" else ", ".join(design.tally)
-    conn = synced(run, design, chunk=chunk)
-    try:
+    synced(run, design, chunk=chunk).close()
+    with sqlite3.connect(index_path(run)) as conn:
         return pd.read_sql(f"SELECT * FROM {table} ORDER BY {order}", conn)
-    finally:
-        conn.close()
 
 
 def test_index_rows_are_the_records_the_analysis_reads(view_run: Run, tmp_path: Path) -> None:

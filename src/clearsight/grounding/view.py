@@ -12,7 +12,7 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   scores` over :func:`~clearsight.grounding.results.load_grounding_results`' elicitations).
   Each point lists exactly those elicitations.
 * **listing**: the ok elicitations a query selects (model, benchmark, variant), sorted by
-  expected confidence and paged in SQL over the run's side index (:mod:`clearsight.view.
+  expected confidence and paged by the run's side index (:mod:`clearsight.view.
   index`). An elicitation has no answer of its own to be right or wrong, so an outcome filter
   lists none.
 * **detail**: the trajectory span by span (vision, reasoning, answer; the rationale marked
@@ -37,9 +37,9 @@ import pandas as pd
 
 from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
 from clearsight.grounding.specs import ELICIT
-from clearsight.store import RunStore, StoredRecord, run_manifest
+from clearsight.store import IndexDesign, Order, RunStore, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import IndexDesign, page_of, read_index
+from clearsight.view.index import page_of, read_index
 
 __all__ = ["GROUNDING_INDEX", "GroundingRunView", "word_diff"]
 
@@ -79,10 +79,14 @@ GROUNDING_INDEX = IndexDesign(
 #: The variant families in the curves' order.
 _FAMILIES = ("self", "bench", "variation", "hesitation")
 _ORDER = {
-    "": "id",
-    "desc": "expected IS NULL, expected DESC, id",
-    "asc": "expected IS NULL, expected ASC, id",
+    "": (),
+    "desc": (Order("expected", descending=True),),
+    "asc": (Order("expected"),),
 }
+#: Each cell's count and sum of expected confidence: the index's tally.
+_CELLS = Select(("model", "benchmark", "variant", "n_expected", "s_expected"), table="tally")
+#: A listing's columns, as :func:`_row` reads them.
+_LISTED = ("key", "model", "benchmark", "problem", "variant", "share", "expected")
 _NUMERALS = tuple(str(k) for k in range(11))
 
 
@@ -110,9 +114,8 @@ class GroundingRunView:
 
     def _cells(self) -> list[tuple[str, str, str, int, float]]:
         """(model, benchmark, variant, n, sum of expected) of each cell, from the tally."""
-        query = "SELECT model, benchmark, variant, n_expected, s_expected FROM tally"
-        cells = read_index(self.run_dir, GROUNDING_INDEX, query)
-        return [(str(m), str(b), str(v), int(str(n)), float(str(s))) for m, b, v, n, s in cells]
+        cells = read_index(self.run_dir, GROUNDING_INDEX, _CELLS)
+        return [(str(m), str(b), str(v), int(n), float(s)) for m, b, v, n, s in cells]
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
         """model, benchmark and variant: the values the run's elicitations have (its tally)."""
@@ -141,23 +144,23 @@ class GroundingRunView:
         )
 
     def listing(self, query: Query) -> Listing:
-        """The page of elicitations ``query`` asks for, in SQL over the side index."""
-        where = "1" + "".join(f" AND {name} = :{name}" for name in query.filters)
-        if query.outcome:
-            where += " AND 0"
-        total, rows = page_of(
-            self.run_dir,
-            GROUNDING_INDEX,
-            "key, model, benchmark, problem, variant, share, expected",
-            (where, _ORDER[query.sort], dict(query.filters)),
-            (query.page, query.per_page),
+        """The page of elicitations ``query`` asks for, read from the side index (an outcome
+        selects none: an elicitation is neither right nor wrong)."""
+        select = Select(
+            _LISTED,
+            equal=dict(query.filters),
+            among={"id": ()} if query.outcome else {},
+            order=_ORDER[query.sort],
+            limit=query.per_page,
+            offset=query.page * query.per_page,
         )
+        total, rows = page_of(self.run_dir, GROUNDING_INDEX, select)
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _siblings(self, model: str, problem: str) -> dict[str, str]:
         """The same model's elicitations of ``problem``: variant -> key."""
-        query = "SELECT variant, key FROM rows WHERE problem = ? AND model = ? ORDER BY id"
-        found = read_index(self.run_dir, GROUNDING_INDEX, query, (problem, model))
+        select = Select(("variant", "key"), equal={"problem": problem, "model": model})
+        found = read_index(self.run_dir, GROUNDING_INDEX, select)
         return {str(variant): str(key) for variant, key in found}
 
     def _record(self, store: RunStore, key: str) -> StoredRecord | None:

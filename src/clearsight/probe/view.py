@@ -12,7 +12,7 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   its conversations committed to the gold and ``n`` their number: the analysis's accuracy
   per setting and dataset (:func:`~clearsight.probe.accuracy.summary_table` by dataset).
   Each point lists exactly those conversations.
-* **listing**: the conversations a query selects, in SQL over the run's side index
+* **listing**: the conversations a query selects, read from the run's side index
   (:mod:`clearsight.view.index`); outcome ``correct``, ``wrong`` (committed to another
   option) or ``abstained`` (committed to none). A conversation states no confidence, so it
   is listed without one (``confidently-wrong`` lists none) and sorts in the run's order.
@@ -26,6 +26,7 @@ An item is one finished conversation (an ok record of kind ``probe``, as
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Iterator, Mapping
@@ -36,9 +37,9 @@ import pandas as pd
 
 from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
 from clearsight.probe.specs import PROTOCOL
-from clearsight.store import StoredRecord, run_manifest
+from clearsight.store import IndexDesign, Order, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import IndexDesign, page_of, read_index, record_of
+from clearsight.view.index import page_of, read_index, record_of
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -80,14 +81,23 @@ PROBE_INDEX = IndexDesign(
     tallied=("correct",),
 )
 
+#: The rows each outcome selects (``confidently-wrong``: none, a conversation states no
+#: confidence).
 _OUTCOMES = {
-    "": "",
-    "correct": " AND correct = 1",
-    "wrong": " AND correct = 0 AND committed IS NOT NULL",
-    "abstained": " AND committed IS NULL",
-    "confidently-wrong": " AND 0",
+    "": Select(()),
+    "correct": Select((), equal={"correct": 1.0}),
+    "wrong": Select((), equal={"correct": 0.0}, present=("committed",)),
+    "abstained": Select((), missing=("committed",)),
+    "confidently-wrong": Select((), among={"id": ()}),
 }
-_LISTED = "key, instance, dataset, reasoner, strategy, k, signal, run, committed, gold, correct"
+_LISTED = (
+    *("key", "instance", "dataset", "reasoner", "strategy", "k", "signal", "run"),
+    *("committed", "gold", "correct"),
+)
+#: Each (dataset, setting) cell's count and number correct, in the run's order: the tally.
+_CELLS = Select(
+    ("dataset", *_SETTING, "n_correct", "s_correct"), order=(Order("first"),), table="tally"
+)
 
 
 class ProbeRunView:
@@ -107,8 +117,7 @@ class ProbeRunView:
 
     def _cells(self) -> list[tuple[str, ...]]:
         """Each (dataset, setting) cell with its count and number correct, from the tally."""
-        columns = ", ".join(("dataset", *_SETTING, "n_correct", "s_correct"))
-        found = read_index(self.run_dir, PROBE_INDEX, f"SELECT {columns} FROM tally ORDER BY first")
+        found = read_index(self.run_dir, PROBE_INDEX, _CELLS)
         return [tuple(str(value) for value in cell) for cell in found]
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
@@ -124,15 +133,15 @@ class ProbeRunView:
         return tuple(_point(cell) for cell in cells if float(cell[-2]) > 0)
 
     def listing(self, query: Query) -> Listing:
-        """The page of conversations ``query`` asks for, in SQL over the side index."""
-        where = "1" + "".join(f" AND {name} = :{name}" for name in query.filters)
-        total, rows = page_of(
-            self.run_dir,
-            PROBE_INDEX,
-            _LISTED,
-            (where + _OUTCOMES[query.outcome], "id", dict(query.filters)),
-            (query.page, query.per_page),
+        """The page of conversations ``query`` asks for, read from the side index."""
+        select = dataclasses.replace(
+            _OUTCOMES[query.outcome],
+            columns=_LISTED,
+            equal={**_OUTCOMES[query.outcome].equal, **query.filters},
+            limit=query.per_page,
+            offset=query.page * query.per_page,
         )
+        total, rows = page_of(self.run_dir, PROBE_INDEX, select)
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _record(self, key: str) -> StoredRecord | None:

@@ -1,18 +1,18 @@
 """The sweep in ``clearsight view``: :class:`SweepRunView`, the
 :class:`~clearsight.faces.viewing.RunView` of a sweep run (the sweep face's ``view`` part);
 :mod:`~clearsight.sweep.view.index` declares its side index (:mod:`clearsight.view.index`) and
-the SQL read over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages,
+the reads over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages,
 :mod:`~clearsight.sweep.view.items` rebuilds an item.
 
 * **points**: the curves of the run's analysis (:func:`~clearsight.sweep.numbers.crossings.
-  scene_bootstrap`'s point estimates: the viewer shows no interval), counted and summed in SQL
-  over the side index (:func:`~clearsight.sweep.view.index.curve_cells`), one per model,
+  scene_bootstrap`'s point estimates: the viewer shows no interval), counted and summed by
+  the side index (:func:`~clearsight.sweep.view.index.curve_cells`), one per model,
   task, wording, signal and condition, each point with the filters that list exactly the
   records its ``n`` counts: the ok records of the cell with a value of the signal (an
   unparsed verbalized reply has no verbal confidence, so it is not behind that point).
 * **listing**: the ok records a query selects, ImageNet-C corruptions other than fog left out
-  as the analysis leaves them out, selected, counted, sorted by confidence and paged in SQL
-  over the side index (brought up to date with the run first, so new records appear).
+  as the analysis leaves them out, selected, counted, sorted by confidence and paged by
+  the side index (brought up to date with the run first, so new records appear).
 * **detail** and **image**: one record read by its key (the store's key index). The image is
   re-rendered from the stored spec by :func:`~clearsight.sweep.references.human.item_png`
   (:func:`~clearsight.sweep.unit.item_image`, the pixels the sweep sends the model); the spec
@@ -36,11 +36,11 @@ from clearsight.store import StoredRecord, run_manifest
 from clearsight.sweep.results import is_person, level_label
 from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
-from clearsight.sweep.view.index import SWEEP_INDEX, curve_cells, listing_sql
+from clearsight.sweep.view.index import CELLS, SWEEP_INDEX, curve_cells, listing_select
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
-from clearsight.view.index import record_of, synced
+from clearsight.view.index import page_of, read_index, record_of
 
 __all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
 
@@ -88,29 +88,15 @@ class SweepRunView:
         """Every curve point of the run's analysis, with the filters of its items: grouped
         counts and sums over the side index (:func:`~clearsight.sweep.view.index.curve_cells`),
         never the run's frame."""
-        conn = synced(self.run_dir, SWEEP_INDEX)
-        try:
-            return tuple(point_of(cell) for cell in curve_cells(conn))
-        finally:
-            conn.close()
+        return tuple(point_of(c) for c in curve_cells(read_index(self.run_dir, SWEEP_INDEX, CELLS)))
 
     def listing(self, query: Query) -> Listing:
-        """The page of records ``query`` asks for, selected, counted, sorted and paged in SQL
-        over the run's side index (brought up to date first: module docstring)."""
-        where, order, params = listing_sql(query, self._levels)
-        conn = synced(self.run_dir, SWEEP_INDEX)
-        try:
-            total = conn.execute(f"SELECT count(*) FROM rows WHERE {where}", params).fetchone()[0]
-            params |= {"limit": query.per_page, "offset": query.page * query.per_page}
-            cursor = conn.execute(
-                f"SELECT {_LISTED} FROM rows WHERE {where} ORDER BY {order} "
-                "LIMIT :limit OFFSET :offset",
-                params,
-            )
-            rows = [dict(zip(_NAMES, values, strict=True)) for values in cursor]
-        finally:
-            conn.close()
-        return Listing(tuple(row_of(_nan_for_null(row)) for row in rows), int(total))
+        """The page of records ``query`` asks for, selected, counted, sorted and paged by the
+        run's side index (brought up to date first: module docstring)."""
+        select = listing_select(query, self._levels, _LISTED)
+        total, found = page_of(self.run_dir, SWEEP_INDEX, select)
+        rows = (dict(zip(_NAMES, values, strict=True)) for values in found)
+        return Listing(tuple(row_of(_nan_for_null(row)) for row in rows), total)
 
     def _record(self, key: str) -> StoredRecord | None:
         return record_of(self.run_dir, key, PROTOCOL)
@@ -163,7 +149,7 @@ _ROW = {
     "confidence": "confidence",
 }
 _NAMES = tuple(_ROW)
-_LISTED = ", ".join(_ROW.values())
+_LISTED = tuple(_ROW.values())
 
 
 def _nan_for_null(row: dict[str, object]) -> dict[str, object]:
