@@ -160,7 +160,7 @@ def test_two_processes_catching_up_at_once_write_each_record_once(
         calls["n"] += 1
         if calls["n"] == 2:  # after this process's first chunk, before its second
             with RunStore.open(run, read_only=True) as store:
-                _catch_up(other, store, SWEEP_INDEX, last_record_id(store), 5)
+                _catch_up(other, store, last_record_id(store), 5, lambda done, total: None)
         return SWEEP_INDEX.rows(frame)
 
     racing = dataclasses.replace(SWEEP_INDEX, rows=the_other_catches_up_meanwhile)

@@ -16,7 +16,7 @@ distribution as :class:`Chart` s of bars.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,6 +31,7 @@ __all__ = [
     "RunView",
     "Section",
     "Span",
+    "ViewIndex",
 ]
 
 
@@ -139,6 +140,21 @@ class Detail:
     image: bool = True
 
 
+class ViewIndex(Protocol):
+    """A run view's side index (:class:`clearsight.view.index.RunIndex`): what the pages read
+    listings from, built ahead of time or in the background so that no page waits minutes."""
+
+    def build(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Bring the index up to date now, telling ``progress`` (items read, of how many) as
+        it goes."""
+        ...
+
+    def start(self) -> None:
+        """Bring the index up to date in a background thread where it is far behind the run;
+        returns at once."""
+        ...
+
+
 class RunView(Protocol):
     """What the viewer reads of one run (module docstring). Reads are lazy: nothing is held
     but what a page shows, and a run still being written is read as it stands."""
@@ -167,4 +183,9 @@ class RunView(Protocol):
     def image(self, key: str) -> bytes | None:
         """The PNG the model was shown for item ``key`` (None: no such item in the run, or an
         item without an image)."""
+        ...
+
+    @property
+    def index(self) -> ViewIndex:
+        """The run's side index, which :meth:`points` and :meth:`listing` read."""
         ...

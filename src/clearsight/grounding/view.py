@@ -39,7 +39,7 @@ from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, 
 from clearsight.grounding.specs import ELICIT
 from clearsight.store import IndexDesign, Order, RunStore, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import page_of, read_index
+from clearsight.view.index import RunIndex
 
 __all__ = ["GROUNDING_INDEX", "GroundingRunView", "word_diff"]
 
@@ -106,6 +106,7 @@ class GroundingRunView:
         protocol = run_manifest(self.run_dir).get("protocol")
         if protocol != "grounding":
             raise InputError(f"{self.run_dir} is a {protocol} run, not a grounding run")
+        self.index = RunIndex(self.run_dir, GROUNDING_INDEX)
 
     @property
     def title(self) -> str:
@@ -114,7 +115,7 @@ class GroundingRunView:
 
     def _cells(self) -> list[tuple[str, str, str, int, float]]:
         """(model, benchmark, variant, n, sum of expected) of each cell, from the tally."""
-        cells = read_index(self.run_dir, GROUNDING_INDEX, _CELLS)
+        cells = self.index.read(_CELLS)
         return [(str(m), str(b), str(v), int(n), float(s)) for m, b, v, n, s in cells]
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
@@ -154,13 +155,13 @@ class GroundingRunView:
             limit=query.per_page,
             offset=query.page * query.per_page,
         )
-        total, rows = page_of(self.run_dir, GROUNDING_INDEX, select)
+        total, rows = self.index.page(select)
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _siblings(self, model: str, problem: str) -> dict[str, str]:
         """The same model's elicitations of ``problem``: variant -> key."""
         select = Select(("variant", "key"), equal={"problem": problem, "model": model})
-        found = read_index(self.run_dir, GROUNDING_INDEX, select)
+        found = self.index.read(select)
         return {str(variant): str(key) for variant, key in found}
 
     def _record(self, store: RunStore, key: str) -> StoredRecord | None:

@@ -39,7 +39,7 @@ from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Se
 from clearsight.probe.specs import PROTOCOL
 from clearsight.store import IndexDesign, Order, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import page_of, read_index, record_of
+from clearsight.view.index import RunIndex, record_of
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -109,6 +109,7 @@ class ProbeRunView:
         protocol = run_manifest(self.run_dir).get("protocol")
         if protocol != PROTOCOL:
             raise InputError(f"{self.run_dir} is a {protocol} run, not a probe run")
+        self.index = RunIndex(self.run_dir, PROBE_INDEX)
 
     @property
     def title(self) -> str:
@@ -117,7 +118,7 @@ class ProbeRunView:
 
     def _cells(self) -> list[tuple[str, ...]]:
         """Each (dataset, setting) cell with its count and number correct, from the tally."""
-        found = read_index(self.run_dir, PROBE_INDEX, _CELLS)
+        found = self.index.read(_CELLS)
         return [tuple(str(value) for value in cell) for cell in found]
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
@@ -141,7 +142,7 @@ class ProbeRunView:
             limit=query.per_page,
             offset=query.page * query.per_page,
         )
-        total, rows = page_of(self.run_dir, PROBE_INDEX, select)
+        total, rows = self.index.page(select)
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _record(self, key: str) -> StoredRecord | None:

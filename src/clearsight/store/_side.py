@@ -6,12 +6,12 @@ that bring it up to date a chunk at a time, and the reads, each a typed :class:`
 (columns equal to a value, among values, within a :class:`Range`, present or missing; an order;
 a limit and offset) run with its values bound as parameters, never written into the SQL.
 
-The file's tables: ``meta`` (the design's signature, ``high``: the highest item id read, and
-``top``: the run's last record when the last catch-up began, for progress), ``rows`` (``id``,
-the item id, then the design's columns), ``waiting`` (item ids read without an ok record yet)
-and, where the design asks for one, ``tally``: per group of its ``tally`` columns the first
-item id and the count (``n_<c>``, non-missing values) and sum (``s_<c>``) of each of its
-``tallied`` columns, added to as rows are written (a row is written once and never changes).
+The file's tables: ``meta`` (the design's signature and ``high``, the highest item id read),
+``rows`` (``id``, the item id, then the design's columns), ``waiting`` (item ids read without an
+ok record yet) and, where the design asks for one, ``tally``: per group of its ``tally``
+columns the first item id and the count (``n_<c>``, non-missing values) and sum (``s_<c>``)
+of each of its ``tallied`` columns, added to as rows are written (a row is written once and
+never changes).
 Column names in a :class:`Select` are checked against the design, so no text of a request
 reaches the SQL.
 """
@@ -185,7 +185,7 @@ class SideIndex:
             conn.execute(f"CREATE TABLE tally ({groups}{counted}, UNIQUE ({groups}))")
         for n, names in enumerate(design.indexes):
             conn.execute(f"CREATE INDEX rows_{n} ON rows ({', '.join(names)})")
-        meta = {"design": design.signature, "high": "0", "top": "0"}
+        meta = {"design": design.signature, "high": "0"}
         conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         conn.execute("COMMIT")
         return cls(conn, design)
@@ -195,13 +195,9 @@ class SideIndex:
         self._conn.close()
 
     def meta(self, key: str) -> int:
-        """``high`` or ``top`` (module docstring)."""
+        """A number the index keeps in ``meta`` (``high``: module docstring; 0 if absent)."""
         found = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return 0 if found is None else int(found[0])
-
-    def set_top(self, top: int) -> None:
-        """Record the run's last record as the target of the catch-up under way."""
-        self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('top', ?)", (str(top),))
 
     def waiting(self) -> list[int]:
         """The item ids read without an ok record yet."""

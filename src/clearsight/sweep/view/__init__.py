@@ -40,7 +40,7 @@ from clearsight.sweep.view.index import CELLS, SWEEP_INDEX, curve_cells, listing
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
-from clearsight.view.index import page_of, read_index, record_of
+from clearsight.view.index import RunIndex, record_of
 
 __all__ = ["QuestionOf", "SweepRunView", "sweep_item"]
 
@@ -57,6 +57,7 @@ class SweepRunView:
         if (manifest.get("protocol") or PROTOCOL) != PROTOCOL:
             raise InputError(f"{self.run_dir} is a {manifest['protocol']} run, not a sweep")
         self.config: Mapping[str, Any] = manifest.get("config") or {}
+        self.index = RunIndex(self.run_dir, SWEEP_INDEX)
 
     @property
     def title(self) -> str:
@@ -88,13 +89,13 @@ class SweepRunView:
         """Every curve point of the run's analysis, with the filters of its items: grouped
         counts and sums over the side index (:func:`~clearsight.sweep.view.index.curve_cells`),
         never the run's frame."""
-        return tuple(point_of(c) for c in curve_cells(read_index(self.run_dir, SWEEP_INDEX, CELLS)))
+        return tuple(point_of(c) for c in curve_cells(self.index.read(CELLS)))
 
     def listing(self, query: Query) -> Listing:
         """The page of records ``query`` asks for, selected, counted, sorted and paged by the
         run's side index (brought up to date first: module docstring)."""
         select = listing_select(query, self._levels, _LISTED)
-        total, found = page_of(self.run_dir, SWEEP_INDEX, select)
+        total, found = self.index.page(select)
         rows = (dict(zip(_NAMES, values, strict=True)) for values in found)
         return Listing(tuple(row_of(_nan_for_null(row)) for row in rows), total)
 
