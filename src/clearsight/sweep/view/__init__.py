@@ -2,6 +2,7 @@
 :class:`~clearsight.faces.viewing.RunView` of a sweep run (the sweep face's ``view`` part);
 :mod:`~clearsight.sweep.view.index` declares its side index (:mod:`clearsight.view.index`) and
 the reads over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and item pages,
+:mod:`~clearsight.sweep.view.bins` makes its reliability diagrams' bins,
 :mod:`~clearsight.sweep.view.items` rebuilds an item.
 
 * **points**: the curves of the run's analysis (:func:`~clearsight.sweep.numbers.crossings.
@@ -9,7 +10,10 @@ the reads over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and
   the side index (:func:`~clearsight.sweep.view.index.curve_cells`), one per model,
   task, wording, signal and condition, each point with the filters that list exactly the
   records its ``n`` counts: the ok records of the cell with a value of the signal (an
-  unparsed verbalized reply has no verbal confidence, so it is not behind that point).
+  unparsed verbalized reply has no verbal confidence, so it is not behind that point). Then
+  the reliability diagrams' bins (per model, task, wording and arm: the pooled cut and the
+  two murkiest levels, as the report cuts them), each a point whose value is the bin's
+  accuracy and whose filters list exactly the answered items with a confidence in that bin.
 * **listing**: the ok records a query selects, ImageNet-C corruptions other than fog left out
   as the analysis leaves them out, selected, counted, sorted by confidence and paged by
   the side index (brought up to date with the run first, so new records appear).
@@ -36,7 +40,8 @@ from clearsight.store import StoredRecord, run_manifest
 from clearsight.sweep.results import is_person, level_label
 from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
-from clearsight.sweep.view.index import CELLS, SWEEP_INDEX, curve_cells, listing_select
+from clearsight.sweep.view.bins import bin_points
+from clearsight.sweep.view.index import BINS, CELLS, SWEEP_INDEX, curve_cells, listing_select
 from clearsight.sweep.view.items import QuestionOf, sweep_item
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
@@ -71,7 +76,9 @@ class SweepRunView:
     def filters(self) -> Mapping[str, tuple[str, ...]]:
         """model, task, wording, condition, level, severity and signal, as the run's
         configuration names them (a person, ``human:<name>``, is a model too: people answer a
-        sweep run after it, with ``clearsight serve --sweep``)."""
+        sweep run after it, with ``clearsight serve --sweep``); ``pooled`` (an arm: its levels
+        and the clean images, a reliability diagram's pooled cut) and ``bin`` (a reliability
+        bin: the answered items with a confidence in it)."""
         config = self.config
         controls = tuple(config.get("controls", ()))
         severities = config.get("imagenet_c_severities", ()) if "imagenet_c" in controls else ()
@@ -83,13 +90,17 @@ class SweepRunView:
             "level": tuple(self._levels),
             "severity": tuple(str(s) for s in severities),
             "signal": tuple(s.name for s in SIGNALS),
+            "pooled": tuple(config.get("arms", ())),
+            "bin": BINS,
         }
 
     def points(self) -> tuple[Point, ...]:
-        """Every curve point of the run's analysis, with the filters of its items: grouped
-        counts and sums over the side index (:func:`~clearsight.sweep.view.index.curve_cells`),
-        never the run's frame."""
-        return tuple(point_of(c) for c in curve_cells(self.index.read(CELLS)))
+        """Every curve point of the run's analysis, then every bin of its reliability diagrams,
+        with the filters of its items: the side index's tally
+        (:func:`~clearsight.sweep.view.index.curve_cells`,
+        :func:`~clearsight.sweep.view.bins.bin_points`), never the run's frame."""
+        tally = self.index.read(CELLS)
+        return (*(point_of(cell) for cell in curve_cells(tally)), *bin_points(tally))
 
     def listing(self, query: Query) -> Listing:
         """The page of records ``query`` asks for, selected, counted, sorted and paged by the

@@ -15,20 +15,23 @@ blank, shuffled, ImageNet-C severities).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from clearsight.faces.viewing import Query
+from clearsight.metrics import bin_edges
 from clearsight.store import IndexDesign, Order, Range, Select, Value
 from clearsight.sweep.numbers.cells import ordered_columns
 from clearsight.sweep.results import ARMS, confidence_signal, fog_only
 from clearsight.sweep.signals import SIGNALS, by_name, signals_for
 from clearsight.sweep.specs import PROTOCOL
 
-__all__ = ["CELLS", "SWEEP_INDEX", "Cell", "curve_cells", "listing_select"]
+__all__ = ["BINS", "CELLS", "SWEEP_INDEX", "Cell", "curve_cells", "listing_select"]
 
 #: The store's columns a row is made of.
 _READ = (
@@ -66,7 +69,12 @@ _COLUMNS = {
     "verbal_conf": "REAL",
     "confidence": "REAL",
     "x": "REAL",
+    "bin": "INTEGER",
 }
+#: The reliability diagrams' bins (:func:`~clearsight.metrics.reliability_bins`): equal-width,
+#: right-closed ``(lo, hi]``, 0 in the first; their labels, the ``bin`` filter's values.
+_EDGES = bin_edges(10)
+BINS = tuple(f"{lo:.1f}-{hi:.1f}" for lo, hi in itertools.pairwise(_EDGES))
 
 
 def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -102,7 +110,19 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     condition = out["condition"].astype(str)
     arm, ic = condition.isin(ARMS).to_numpy(), (condition == "imagenet_c").to_numpy()
     out["x"] = np.where(arm, out["level_m"], np.where(ic, out["severity"], 0.0))
+    out["bin"] = _bin(out)
     return out
+
+
+def _bin(rows: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """Each row's reliability bin (1 to 10, as :func:`~clearsight.metrics.reliability_bins`
+    bins it: ``(lo, hi]``, 0 in the first) where the reliability diagrams score it — answered
+    (an answer, not abstained) with a confidence — else 0."""
+    confidence = rows["confidence"].to_numpy(float)
+    scored = rows["answer"].notna().to_numpy() & (rows["abstained"] == 0.0).to_numpy()
+    scored &= ~np.isnan(confidence)
+    found = np.searchsorted(_EDGES, np.nan_to_num(confidence), side="left")
+    return np.where(scored, np.clip(found, 1, len(BINS)), 0).astype(np.int64)
 
 
 SWEEP_INDEX = IndexDesign(
@@ -111,7 +131,7 @@ SWEEP_INDEX = IndexDesign(
     columns=_COLUMNS,
     indexes=(("model", "condition", "level_m"), ("condition", "level_m"), ("confidence",)),
     rows=_rows,
-    tally=("model", "task", "wording", "condition", "x"),
+    tally=("model", "task", "wording", "condition", "x", "bin"),
     tallied=tuple(s.column for s in SIGNALS),
 )
 
@@ -141,10 +161,14 @@ def listing_select(query: Query, levels: Mapping[str, float], columns: tuple[str
         equal["level_m"] = levels[filters["level"]]
     if "severity" in filters:
         equal["severity"] = int(filters["severity"])
+    if "bin" in filters:
+        equal["bin"] = BINS.index(filters["bin"]) + 1
+    among = {"condition": ("clean", filters["pooled"])} if "pooled" in filters else {}
     confident = query.outcome == "confidently-wrong"
     return Select(
         columns,
         equal=equal | _OUTCOMES[query.outcome],
+        among=among,
         within={"confidence": Range(low=query.threshold, open_low=True)} if confident else {},
         present=(by_name(filters["signal"]).column,) if "signal" in filters else (),
         order=_ORDER[query.sort],
@@ -177,10 +201,11 @@ def curve_cells(tally: Iterable[Sequence[Any]]) -> Iterator[Cell]:
     :data:`CELLS` reads (module docstring): a small table, whatever the run's size."""
     found: dict[tuple[str, str, str], int] = {}
     cells: dict[tuple[str, str, str, str, float], tuple[float, ...]] = {}
-    for model, task, wording, condition, x, first, *counted in tally:
-        group = (model, task, wording)
+    for model, task, wording, condition, x, _, first, *counted in tally:  # summed over bins
+        group, zero = (model, task, wording), (0.0,) * len(counted)
         found[group] = min(found.get(group, first), first)
-        cells[(*group, condition, float(x))] = tuple(counted)
+        key = (*group, condition, float(x))
+        cells[key] = tuple(a + b for a, b in zip(cells.get(key, zero), counted, strict=True))
     present = {(c, x) for *_, c, x in cells}
     levels = {
         arm: tuple(sorted((x for c, x in present if c == arm), reverse=True))
