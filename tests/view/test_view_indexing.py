@@ -76,7 +76,7 @@ def test_pages_say_indexing_while_the_index_is_built_in_the_background(
     other = _copy(view_run, tmp_path / "b")
     expected = TestClient(create_view_app(open_views([other])), base_url="http://127.0.0.1")
     listing = expected.get("/run/0/items?sort=desc").text  # built inline: a small run
-    monkeypatch.setattr(view_index, "CHUNK", 3)  # this run is now far behind: many chunks
+    monkeypatch.setattr(view_index, "INLINE", 3)  # this run is now far behind
     with TestClient(create_view_app(open_views([run])), base_url="http://127.0.0.1") as client:
         started = time.perf_counter()
         first = client.get("/run/0/items?sort=desc")

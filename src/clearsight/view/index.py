@@ -26,11 +26,11 @@ another design, an unreadable file or one that has read past the run's last reco
 replaced) is deleted and built again.
 
 A view reads its index through a :class:`RunIndex`, whose pages never wait for a build: where
-at most one chunk is to be read (a run being written, between two reloads) the page catches up
-itself, so new records appear on reload; where more is (a missing index, or one far behind),
-the build runs in a background thread (:meth:`RunIndex.start`, called as the viewer starts) and
-the page raises :class:`IndexNotReadyError` with how far it is, which the app shows as an
-"indexing N of M" page. ``clearsight view RUN --index`` builds it ahead of time
+at most :data:`INLINE` items are to be read (a run being written, between two reloads) the
+page catches up itself, so new records appear on reload; where more are (a missing index, or
+one far behind), the build runs in a background thread (:meth:`RunIndex.start`, called as the
+viewer starts) and the page raises :class:`IndexNotReadyError` with how far it is, which the
+app shows as an "indexing N of M" page. ``clearsight view RUN --index`` builds it ahead of time
 (:meth:`RunIndex.build`). Where it lives is decided by :func:`writable` alone.
 """
 
@@ -67,6 +67,9 @@ __all__ = [
 INDEX_NAME = "view-index.sqlite"
 #: Records read a chunk at a time (a chunk of Python values in memory at a time).
 CHUNK = 20_000
+#: The most items a page reads itself to bring the index up to date (a second or so: a run
+#: being written, between two reloads); more, and the background build reads them.
+INLINE = 2_000
 #: The longest a page waits for another thread's catch-up (at most a chunk) before it says
 #: the run is being indexed.
 _WAIT_S = 10.0
@@ -151,8 +154,9 @@ _PROGRESS: dict[Path, tuple[int, int]] = {}
 class RunIndex:
     """The side index of one run for a view (``design``, the protocol's): built ahead of time
     (:meth:`build`), in the background (:meth:`start`), and read by pages (:meth:`read`,
-    :meth:`page`) that never wait for more than one chunk's catch-up: where more is to be read,
-    they start the background build and raise :class:`IndexNotReadyError` with its progress."""
+    :meth:`page`) that never wait for more than :data:`INLINE` items' catch-up: where more are
+    to be read, they start the background build and raise :class:`IndexNotReadyError` with its
+    progress."""
 
     run_dir: Path
     design: IndexDesign
@@ -162,8 +166,8 @@ class RunIndex:
         synced(self.run_dir, self.design, chunk=chunk, progress=progress).close()
 
     def start(self) -> None:
-        """Bring the index up to date in a background thread where more than one chunk is to
-        be read (none is started while one runs); returns at once."""
+        """Bring the index up to date in a background thread where more than :data:`INLINE`
+        items are to be read (none is started while one runs); returns at once."""
         with suppress(IndexNotReadyError):
             self._ready().close()
 
@@ -184,8 +188,9 @@ class RunIndex:
             index.close()
 
     def _ready(self) -> SideIndex:
-        """The index up to date, caught up here where at most one chunk is to be read; else
-        the background build started (or still running) and :class:`IndexNotReadyError` raised."""
+        """The index up to date, caught up here where at most :data:`INLINE` items are to be
+        read; else the background build started (or still running) and
+        :class:`IndexNotReadyError` raised."""
         path = index_path(self.run_dir)
         with _LOCKS_LOCK:
             build = _BUILDS.get(path)
@@ -209,7 +214,7 @@ class RunIndex:
             with RunStore.open(self.run_dir, read_only=True) as store:
                 top, high = last_record_id(store), index.meta("high")
                 behind = top - high + len(index.waiting()) if high <= top else top
-                if behind > CHUNK:
+                if behind > INLINE:
                     index.close()
                     self._background(path, (min(high, top), top))
                     raise IndexNotReadyError(min(high, top), top)

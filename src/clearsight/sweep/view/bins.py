@@ -29,39 +29,46 @@ _PANEL = ["model", "task", "wording"]
 
 def bin_points(tally: Sequence[Sequence[Any]]) -> Iterator[Point]:
     """The reliability diagrams' bins of the index's records (module docstring), from the rows
-    of its tally (:data:`~clearsight.sweep.view.index.CELLS`), panels in the run's order."""
+    of its tally (:data:`~clearsight.sweep.view.index.CELLS`): every cut's bins summed in one
+    grouping, panels in the run's order, then arms, cuts and bins in theirs."""
     frame = pd.DataFrame(list(tally), columns=list(SWEEP_INDEX.names("tally")))
     murkiest = {
         arm: sorted(set(frame.loc[frame["condition"] == arm, "x"]), reverse=True)[-2:]
         for arm in ARMS
     }
     frame = frame[frame["bin"] > 0]
-    groups = frame.groupby(_PANEL, sort=False)
-    order = groups["first"].min().sort_values()
-    for model, task, wording in order.index:
-        mine = groups.get_group((model, task, wording))
-        panel = {"model": model, "task": task, "wording": wording}
-        name = " · ".join((model, task, wording, confidence_signal(model, wording)))
-        for arm in (a for a in ARMS if (mine["condition"] == a).any()):
-            for cut, filters, rows in _cuts(mine, arm, murkiest[arm]):
-                sums = rows.groupby("bin")[["n_correct", "s_correct"]].sum()
-                curve = f"{name} · reliability · {cut}"
-                for b, n, right in sums.itertuples(name=None):
-                    label = BINS[int(b) - 1]
-                    where = {**panel, **filters, "bin": label}
-                    yield Point(curve, _x_label(label), right / n, int(n), where)
+    frame = frame.assign(start=frame.groupby(_PANEL)["first"].transform("min"))
+    cuts = pd.concat([cut for arm in ARMS for cut in _cuts(frame, arm, murkiest[arm])])
+    shown = set(frame[[*_PANEL, "condition"]].itertuples(index=False, name=None))
+    cuts = cuts[[key in shown for key in cuts[[*_PANEL, "arm"]].itertuples(index=False, name=None)]]
+    groups = ["start", *_PANEL, "rank", "cut", "bin"]
+    sums = cuts.groupby(groups)[["n_correct", "s_correct"]].sum()
+    rows: Iterator[tuple[Any, ...]] = sums.reset_index().itertuples(index=False, name=None)
+    for _, model, task, wording, rank, cut, b, n, right in rows:
+        arm = ARMS[int(rank)]
+        name, filters = _cut_of(arm, murkiest[arm], int(cut))
+        curve = " · ".join((model, task, wording, confidence_signal(model, wording), name))
+        label = BINS[int(b) - 1]
+        where = {"model": model, "task": task, "wording": wording, **filters, "bin": label}
+        yield Point(curve, _x_label(label), float(right) / n, int(n), where)
 
 
-def _cuts(
-    rows: pd.DataFrame, arm: str, murkiest: Sequence[float]
-) -> Iterator[tuple[str, dict[str, str], pd.DataFrame]]:
-    """A panel's cuts of ``rows``: the clean images with every level of ``arm``, then each of
-    its ``murkiest`` levels; each with its name and the listing filters that select it."""
-    yield f"{arm} pooled with clean", {"pooled": arm}, rows[rows["condition"].isin(["clean", arm])]
-    for level in murkiest:
-        label = level_label(level)
-        at = rows[(rows["condition"] == arm) & (rows["x"] == level)]
-        yield f"{arm} at {label} m", {"condition": arm, "level": label}, at
+def _cuts(frame: pd.DataFrame, arm: str, murkiest: Sequence[float]) -> Iterator[pd.DataFrame]:
+    """The tally's rows of each cut of ``arm``'s panels, marked with the arm's ``rank`` and the
+    ``cut`` (0: the clean images with every level of the arm; k: its k-th of ``murkiest``)."""
+    rank = ARMS.index(arm)
+    yield frame[frame["condition"].isin(["clean", arm])].assign(arm=arm, rank=rank, cut=0)
+    for k, level in enumerate(murkiest, start=1):
+        at = frame[(frame["condition"] == arm) & (frame["x"] == level)]
+        yield at.assign(arm=arm, rank=rank, cut=k)
+
+
+def _cut_of(arm: str, murkiest: Sequence[float], cut: int) -> tuple[str, dict[str, str]]:
+    """A cut's name on its curve and the listing filters that select its items."""
+    if cut == 0:
+        return f"reliability · {arm} pooled with clean", {"pooled": arm}
+    label = level_label(murkiest[cut - 1])
+    return f"reliability · {arm} at {label} m", {"condition": arm, "level": label}
 
 
 def _x_label(label: str) -> str:
