@@ -33,8 +33,10 @@ __all__ = [
     "accuracy_panels",
     "clean_position",
     "curves_figure",
+    "headline_curves",
     "plot_curve",
     "series",
+    "shown_panels",
     "visibility_axis",
 ]
 
@@ -161,19 +163,23 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
     end).
     """
     models, arms = analysis.run.models, analysis.run.arms
-    if not models or not arms or analysis.curves.empty:
+    shown = shown_panels(analysis.curves, numbers.task, models, arms)
+    if not shown or numbers.main is None:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(
         len(models), len(arms), figsize=(5.6 * len(arms), 3.7 * len(models)), squeeze=False
     )
-    if numbers.main is not None:
-        for r, model in enumerate(models):
-            for c, arm in enumerate(arms):
-                _curves_panel(axes[r][c], analysis, numbers, model, arm)
-                if c == 0:
-                    axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    for r, model in enumerate(models):
+        for c, arm in enumerate(arms):
+            if (model, arm) not in shown:
+                axes[r][c].remove()  # no panel for an arm the model was not shown
+                continue
+            _curves_panel(axes[r][c], analysis, numbers, model, arm)
+            if (model, arm) == next(p for p in shown if p[0] == model):
+                axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
+    first = axes[models.index(shown[0][0])][arms.index(shown[0][1])]
+    handles, labels = first.get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(
         handles,
@@ -185,6 +191,16 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
         bbox_to_anchor=(0.5, 1.0),
     )
     return png(fig)
+
+
+def shown_panels(
+    curves: pd.DataFrame, task: str, models: Sequence[str], arms: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The (model, arm) panels of ``task``'s Fig. 3, models then arms in their orders: those
+    whose model was shown the arm (its curves have rows there)."""
+    mine = curves[curves["task"] == task]
+    has = set(zip(mine["model"], mine["condition"], strict=True))
+    return [(m, a) for m in models for a in arms if (m, a) in has]
 
 
 def _curves_panel(
@@ -264,41 +280,72 @@ def _reference_lines(
         )
 
 
-def accuracy_panels(curves: pd.DataFrame, wording: str, arms: Sequence[str]) -> bytes | None:
-    """Accuracy of ``wording`` against visibility per arm, a small panel each (the card's), each
-    model a line with its 95 % photo-bootstrap band, the clean accuracy left of the clearest
-    level."""
+def accuracy_panels(
+    curves: pd.DataFrame,
+    wording: str,
+    arms: Sequence[str],
+    panel: tuple[float, float] = (4.2, 3.1),
+) -> bytes | None:
+    """Accuracy of ``wording`` against visibility per arm, a small panel each (the card's;
+    ``panel``: each one's width and height in inches), each model a line in its own colour
+    with its 95 % photo-bootstrap band, the clean accuracy left of the clearest level (the
+    report's visibility axis, :func:`visibility_axis`)."""
     acc = curves[(curves["signal"] == "accuracy") & (curves["wording"] == wording)]
-    if acc.empty or not arms:
+    arms = [a for a in arms if (acc["condition"] == a).any()]
+    if not arms:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.1), squeeze=False)
+    width, height = panel
+    fig, axes = plt.subplots(1, len(arms), figsize=(width * len(arms), height), squeeze=False)
+    colours = {m: f"C{i}" for i, m in enumerate(dict.fromkeys(acc["model"]))}
     for ax, arm in zip(axes[0], arms, strict=True):
-        for model, rows in acc.groupby("model", sort=False):
-            lv = rows[rows["condition"] == arm].sort_values("x", ascending=False)
-            if lv.empty:
-                continue
-            x = lv["x"].to_numpy(float)
-            (line,) = ax.plot(x, lv["estimate"], marker="o", ms=3, lw=1.4, label=str(model))
-            ax.fill_between(x, lv["low"], lv["high"], color=line.get_color(), alpha=0.12, lw=0)
-            clean = rows[rows["condition"] == "clean"]
-            if len(clean):
-                c = clean.iloc[0]
-                err = error_bars(c.estimate, [c.low], [c.high])
-                ax.errorbar(
-                    [x.max() * 4],
-                    [c.estimate],
-                    yerr=err,
-                    fmt="s",
-                    ms=4,
-                    color=line.get_color(),
-                    capsize=2,
-                )
-        ax.set_xscale("log")
-        ax.invert_xaxis()
-        ax.set_ylim(-0.02, 1.05)
+        _accuracy_panel(ax, acc, arm, colours)
         ax.set_title(f"{arm}: accuracy ({wording})", fontsize=9)
-        ax.set_xlabel("visibility V (m); square: clean", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7, loc="lower left")
+    axes[0][0].set_ylabel("accuracy", fontsize=9)
+    fig.tight_layout()
+    # every model once, below the panels (a long name never squeezes them)
+    drawn = {lb: h for ax in axes[0] for h, lb in zip(*ax.get_legend_handles_labels(), strict=True)}
+    fig.legend(
+        drawn.values(), drawn, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=3, fontsize=7
+    )
     return png(fig)
+
+
+def _accuracy_panel(ax: Any, acc: pd.DataFrame, arm: str, colours: dict[str, str]) -> None:
+    """One arm's panel of :func:`accuracy_panels`: each model shown ``arm`` a line with its
+    band and its clean accuracy with its interval."""
+    levels = sorted(set(acc.loc[acc["condition"] == arm, "x"].astype(float)), reverse=True)
+    visibility_axis(ax, levels)
+    for model, rows in acc.groupby("model", sort=False):
+        lv = rows[rows["condition"] == arm].sort_values("x", ascending=False)
+        if lv.empty:
+            continue
+        colour, x = colours[str(model)], lv["x"].to_numpy(float)
+        ax.plot(x, lv["estimate"], marker="o", ms=3, lw=1.4, color=colour, label=str(model))
+        ax.fill_between(x, lv["low"], lv["high"], color=colour, alpha=0.12, lw=0)
+        clean = rows[rows["condition"] == "clean"]
+        if len(clean):
+            c = clean.iloc[0]
+            err = error_bars(c.estimate, [c.low], [c.high])
+            ax.errorbar(
+                [clean_position(levels)],
+                [c.estimate],
+                yerr=err,
+                fmt="s",
+                ms=4,
+                color=colour,
+                capsize=2,
+            )
+
+
+def headline_curves(analysis: SweepAnalysis) -> bytes | None:
+    """The small figure beside the headline's sentences: the accuracy of the first task's main
+    wording against visibility, a panel per arm, each model a line (:func:`accuracy_panels`,
+    smaller); None without a wording or curves."""
+    numbers = analysis.tasks.get(analysis.run.first_task)
+    if numbers is None or numbers.main is None:
+        return None
+    curves = analysis.curves
+    return accuracy_panels(
+        curves[curves["task"] == numbers.task], numbers.main, analysis.run.arms, (3.3, 2.4)
+    )
