@@ -163,7 +163,7 @@ def sweep_card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     """The sweep's card section: every model's numbers, the accuracy curves of the letter
     wording and the report written from the same analysis (no example images)."""
     from clearsight.sweep.analysis import analyse_sweep
-    from clearsight.sweep.page.plots import accuracy_panels
+    from clearsight.sweep.page.accuracy import accuracy_panels
     from clearsight.sweep.page.report import write_sweep_report
 
     analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed)

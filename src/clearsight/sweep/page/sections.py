@@ -22,6 +22,7 @@ from clearsight.pages.html import Figure, Frame, Page, Part, esc
 from clearsight.sweep.analysis import SweepAnalysis, TaskAnalysis
 from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page import plots
+from clearsight.sweep.page.accuracy import headline_curves
 from clearsight.sweep.page.confidence import calibration_section, selective_section
 from clearsight.sweep.page.examples import examples_section
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, headline_block
@@ -152,7 +153,7 @@ def _header(analysis: SweepAnalysis) -> list[Part]:
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
     return [
         f"<h1>Visibility sweep — {esc(run.name)}</h1>",
-        headline_block(analysis, plots.headline_curves(analysis)),
+        headline_block(analysis, headline_curves(analysis)),
         f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(run),
