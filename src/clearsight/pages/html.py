@@ -49,7 +49,8 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.3em; border-bottom: 2px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
 h3 { font-size: 1.08em; margin: 1.4em 0 0.4em; }
 p.note, .note { color: #555; font-size: 0.92em; }
-p.lead { font-size: 1.05em; max-width: 1100px; margin: 0.2em 0 0.6em; }
+#headline h2 { margin-top: 0.8em; }
+p.lead { font-size: 1.05em; margin: 0.2em 0 0.6em; }
 .beside { display: flex; flex-wrap: wrap; gap: 0.5em 2em; align-items: flex-start; }
 .beside ul { flex: 1 1 420px; margin: 0.2em 0; padding-left: 1.4em; }
 .beside figure { flex: 0 0 auto; margin: 0; }
