@@ -149,7 +149,7 @@ class _JsonConfig:
     """A checkpoint's ``config.json`` read as the attributes :func:`family_of` asks a
     transformers config for (a missing key is None)."""
 
-    def __init__(self, fields: Mapping[str, Any]) -> None:
+    def __init__(self, fields: Mapping[str, object]) -> None:
         self._fields = fields
 
     def __getattr__(self, name: str) -> Any:
@@ -160,7 +160,7 @@ class _JsonConfig:
         return _JsonConfig(text) if isinstance(text, Mapping) else self
 
 
-def family_of_json(config: Mapping[str, Any]) -> Family:
+def family_of_json(config: Mapping[str, object]) -> Family:
     """The :class:`Family` of a checkpoint's ``config.json`` as read, without transformers
     (what a plan needs: it counts, it loads nothing). The refusal of a vision config that
     transformers maps to a causal LM needs transformers' tables and is left to loading."""
