@@ -145,8 +145,9 @@ def test_sweep_sentence_reads_each_arm() -> None:
     water = base | {"arm": "water", "v_acc_m": 1.953125, "v_acc_censored": "below"}
     sentence = sweep_sentence("m", pd.DataFrame([fog, water]), levels)
     assert sentence == (
-        "m: accuracy halves at 7.81 m in fog while internal confidence stays at 0.82: "
-        "W ≥ +1.23 [+0.90, +1.40]; in water its accuracy does not halve down to 1.95 m."
+        "m: accuracy is half-way to its floor at 7.81 m in fog while internal confidence "
+        "stays at 0.82: W ≥ +1.23 [+0.90, +1.40]; in water its accuracy is not half-way to "
+        "its floor down to 1.95 m."
     )
     blind = base | {"arm": "fog", "v_acc_m": 1.0, "acc_falls": False, "acc_start": 0.0}
     assert "it has no accuracy to lose" in sweep_sentence("b", pd.DataFrame([blind]), levels)

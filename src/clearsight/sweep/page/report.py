@@ -5,7 +5,7 @@ scene bootstrap (:func:`clearsight.sweep.analysis.analyse_sweep`) and writes the
 (:func:`write_sweep_report`: a given analysis rendered, nothing read from the run).
 :func:`summary_table` gives an analysis' crossings/W table as a DataFrame to print.
 
-The page follows the paper's order: the run's provenance, then per task (identification t2
+The page's order: the run's provenance, then per task (identification t2
 first, verification t3 in its own section) the curves (Fig. 3), crossings and W, reliability
 diagrams with the calibration table, the full sweep table (Tables IX/X) and the controls; then
 ImageNet-C severities on the physical axis (Fig. 7) and a few qualitative examples.
