@@ -69,7 +69,9 @@ class ProbeAnalysis:
     Fig. 6, Fig. 2 by dataset. ``latency``: Table 8, seconds per conversation by strategy and
     sensor. ``sensors`` and ``samples``: Tables 4 and 6, settings with another sensor or K
     side by side (empty unless the runs read hold them). ``query_type_validations``: the
-    query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
+    query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`).
+    ``limits``: each run's generation limits in words (clearsight's choice per model,
+    :mod:`~clearsight.probe.limits`)."""
 
     conversations: int
     domains: pd.DataFrame
@@ -92,6 +94,7 @@ class ProbeAnalysis:
     samples: pd.DataFrame
     query_type_validations: pd.DataFrame
     cost: pd.DataFrame | None = None
+    limits: tuple[str, ...] = ()
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -128,6 +131,7 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         sensors=sensor_table(datasets),
         samples=samples_table(datasets),
         query_type_validations=results.query_type_validations,
+        limits=results.limits,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final, TypedDict
 import pandas as pd
 
 from clearsight.probe.bench.protocol import BUILD_PROTOCOL
+from clearsight.probe.limits import limits_statement
 from clearsight.probe.posthoc.agreement import validation_table
 from clearsight.probe.posthoc.protocol import BELIEF_PROTOCOL, QTYPE_PROTOCOL
 from clearsight.probe.posthoc.qtypecheck import query_validation_table
@@ -64,7 +65,9 @@ class ProbeResults:
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
     people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
-    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
+    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`); ``limits``
+    what each run's manifest says of its generation limits
+    (:func:`~clearsight.probe.limits.limits_statement`; none for a build run)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
@@ -73,6 +76,7 @@ class ProbeResults:
     conversations: tuple[Transcript, ...]
     validations: pd.DataFrame
     query_type_validations: pd.DataFrame
+    limits: tuple[str, ...] = ()
 
 
 class _Setting(TypedDict):
@@ -153,6 +157,8 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         build = _build_frame(store)
         validations = validation_table(store)
         query_validations = query_validation_table(store)
+        manifest = store.manifest()
+        limits = (limits_statement(manifest),) if manifest.get("protocol") == PROTOCOL else ()
     frame = transcripts_frame(transcripts.values())
     if not frame.empty:
         frame["seconds"] = [seconds.get(key) for key in transcripts]
@@ -164,6 +170,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         tuple(transcripts.values()),
         validations,
         query_validations,
+        limits,
     )
 
 
@@ -203,4 +210,5 @@ def pool_results(runs: Sequence[tuple[str, ProbeResults]]) -> ProbeResults:
         tuple(t for r in parts for t in r.conversations),
         concat([r.validations for r in parts]),
         concat([r.query_type_validations for r in parts]),
+        tuple(f"{name}: {line}" for name, r in runs for line in r.limits),
     )
