@@ -185,3 +185,15 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
     assert f"resamples of the {photos} source photos (a photo's scenes together)" in summary
     assert f"resamples of the {photos} source photos with replacement" in html
     assert "resamples of scenes" not in summary + html
+
+
+def test_the_dynamic_range_reads_each_models_main_wording_only(analysis: SweepAnalysis) -> None:
+    """Issue 46 item 7: the accuracy's range over the fog levels, 100 (max - min) of the
+    per-level accuracy, counts each item once per model — its main wording's reply (mcq.reason
+    here) — not once per wording asked."""
+    rec = analysis.data.records
+    fog = rec[rec["condition"] == "fog"]
+    main = fog[fog["wording"] == "mcq.reason"].groupby("level_m")["correct"].mean()
+    pooled = fog.groupby("level_m")["correct"].mean()
+    assert analysis.ranges.physical_pp == pytest.approx(100 * (main.max() - main.min()))
+    assert 100 * (pooled.max() - pooled.min()) != pytest.approx(analysis.ranges.physical_pp)

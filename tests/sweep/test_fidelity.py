@@ -438,3 +438,28 @@ def test_the_headline_sentence_says_there_is_no_accuracy_to_lose() -> None:
         "m: in fog its clean accuracy 0.00 is not above the half point 0.10 to its floor: "
         "it has no accuracy to lose."
     )
+
+
+def test_the_main_wording_records_are_one_reply_per_item_and_model() -> None:
+    from clearsight.sweep.images.equivalence import dynamic_ranges
+    from clearsight.sweep.numbers.wordings import main_wording_records
+
+    rows = []
+    for model, wording, accs in [
+        ("m", "mcq.reason", [1.0, 1.0, 0.0]),  # the main wording: range 100 pp
+        ("m", "mcq.generic", [0.0, 0.0, 0.0]),
+        ("v", "verbal.plain", [1.0, 0.0, 0.0]),  # a model asked only verbally: that one
+        ("human:x", "mcq.reason", [1.0, 1.0, 1.0]),  # a person: left out
+    ]:
+        for level, acc in zip(LEVELS, accs, strict=True):
+            rows.append(_row(wording, "fog", level, correct=acc) | {"model": model})
+    frame = pd.DataFrame(rows)
+    kept = main_wording_records(frame)
+    assert sorted(set(zip(kept["model"], kept["wording"], strict=True))) == [
+        ("m", "mcq.reason"),
+        ("v", "verbal.plain"),
+    ]
+    # per level: 100 m (1 + 1) / 2 = 1, 10 m (1 + 0) / 2 = .5, 1 m 0: range 100 pp; pooled over
+    # every record: 3/4, 2/4, 1/4, range 50 pp
+    assert dynamic_ranges(kept).physical_pp == pytest.approx(100.0)
+    assert dynamic_ranges(frame).physical_pp == pytest.approx(50.0)

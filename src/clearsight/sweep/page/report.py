@@ -197,7 +197,7 @@ def _imagenet_markdown(analysis: SweepAnalysis) -> list[str | MarkdownBlock]:
         Frame(rows),
         f"V_eq decreases strictly over the severities for {fmt_num(100 * share.strict, 0)} % "
         f"of {share.n} scenes (non-increasing: {fmt_num(100 * share.non_strict, 0)} %). "
-        f"Accuracy dynamic range, pooled across models, tasks and wordings: "
+        f"Accuracy dynamic range, pooled across models and tasks in each model's main wording: "
         f"{fmt_num(ranges.nominal_pp, 1)} pp over the severities, "
         f"{fmt_num(ranges.physical_pp, 1)} pp over the physical fog levels.",
         "",
