@@ -59,10 +59,43 @@ def test_the_uot_search_is_a_default_strategy_and_the_prompt_variant_is_not_the_
 # ------------------------------------------------------------------ 8: Table 3
 
 
-def _queries(rows: list[tuple[str, int, str]]) -> pd.DataFrame:
+def _queries(rows: list[tuple[str, int, str]], **setting: object) -> pd.DataFrame:
+    """Queries of reasoner r's one BP trial (run 0, true u, sensor s) unless ``setting``
+    says otherwise."""
+    base = {"reasoner": "r", "strategy": "bp", "run": 0, "signal": "true", "sensor": "s"}
     return pd.DataFrame(
-        [{"reasoner": "r", "dataset": d, "round": rnd, "type": t} for d, rnd, t in rows]
+        [base | setting | {"dataset": d, "round": rnd, "type": t} for d, rnd, t in rows]
     )
+
+
+def test_table_3_reads_one_bp_trial_per_reasoner_unless_pooled() -> None:
+    """Issue 46 item 3: the paper's Table 3 is one BP trial per reasoner (and the people's);
+    ReAct and UoT queries, other runs, ablation signals and other sensors are left out."""
+    from clearsight.probe.posthoc.querytypes import query_type_table
+
+    one = [("seedbench", 1, "Descriptive")]
+    other = [("seedbench", 1, "Targeted")]
+    frame = pd.concat(
+        [
+            _queries(one),
+            _queries(other, run=1),
+            _queries(other, strategy="react"),
+            _queries(other, strategy="uot"),
+            _queries(other, signal="none"),
+            _queries(other, sensor="t"),
+            _queries(one * 3 + other, reasoner="human", strategy="human", run=2),
+        ],
+        ignore_index=True,
+    )
+    table = query_type_table(frame).set_index(["reasoner", "phase"])
+    assert table.loc[("r", "round 1"), "Descriptive"] == pytest.approx(100.0, abs=TOL)
+    assert table.loc[("r", "round 1"), "queries"] == 1
+    # the people's one session set: 3 of 4 descriptive
+    assert table.loc[("human", "round 1"), "Descriptive"] == pytest.approx(75.0, abs=TOL)
+    pooled = query_type_table(frame, pooled=True).set_index(["reasoner", "phase"])
+    # pooled: 1 descriptive of r's 6 queries
+    assert pooled.loc[("r", "round 1"), "Descriptive"] == pytest.approx(100 / 6, abs=TOL)
+    assert pooled.loc[("r", "round 1"), "queries"] == 6
 
 
 def test_table_3_averages_the_datasets_shares() -> None:

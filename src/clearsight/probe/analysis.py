@@ -58,7 +58,9 @@ class ProbeAnalysis:
     ECE, AURC and E-AURC per setting and dataset. ``consistency``: Fig. 2, accuracy by the
     sensor's direct consistency c of 11, counted from the stage-1 build samples where the run
     has them (``consistency_from_build``), else from its direct answers rescaled to 11.
-    ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3.
+    ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3,
+    one BP trial per reasoner (the paper's population); ``query_types_pooled``: the same over
+    every conversation (every strategy, run, sensor and signal).
     ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe.
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before
     and after self-distillation. ``validations``: Table 5, judges against people's labels of
@@ -80,6 +82,7 @@ class ProbeAnalysis:
     consistency_from_build: bool
     ablation: pd.DataFrame
     query_types: pd.DataFrame
+    query_types_pooled: pd.DataFrame
     convergence: pd.DataFrame
     beliefs: BeliefCurves
     calls: pd.DataFrame
@@ -118,6 +121,7 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         consistency_from_build=consistency is not None,
         ablation=ablation_table(frame),
         query_types=query_type_table(results.queries),
+        query_types_pooled=query_type_table(results.queries, pooled=True),
         convergence=belief_table(results.beliefs),
         beliefs=belief_curves(results.beliefs),
         calls=calls_table(frame),

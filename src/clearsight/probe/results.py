@@ -85,6 +85,9 @@ class _Setting(TypedDict):
     reasoner: str
     strategy: str
     dataset: str
+    sensor: str
+    run: int
+    signal: str
 
 
 def _setting(transcripts: Mapping[str, Transcript], spec: Mapping[str, Any]) -> _Setting | None:
@@ -95,7 +98,14 @@ def _setting(transcripts: Mapping[str, Transcript], spec: Mapping[str, Any]) -> 
     if t is None:
         return None
     who = "human" if t.reasoner.startswith("human:") else t.reasoner
-    return {"reasoner": who, "strategy": t.strategy, "dataset": t.dataset}
+    return {
+        "reasoner": who,
+        "strategy": t.strategy,
+        "dataset": t.dataset,
+        "sensor": t.sensor,
+        "run": t.run,
+        "signal": t.signal,
+    }
 
 
 def _analysis_frames(

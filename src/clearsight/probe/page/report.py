@@ -74,9 +74,10 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
             analysis.consistency
         ),
         "Fig. 3: consistency-signal ablation (true, none, random u)": analysis.ablation,
-        "Table 3: query types (%) by round (rounds counted by query), averaged over datasets": (
-            analysis.query_types
-        ),
+        "Table 3: query types (%) by round (rounds counted by query), averaged over datasets, "
+        "one BP trial per reasoner (its first run, true u, first sensor)": analysis.query_types,
+        "Table 3 pooled (clearsight's wider population: every strategy, run, sensor and "
+        "signal)": analysis.query_types_pooled,
         FIG6: analysis.consistency_datasets,
         FIG4: analysis.convergence,
         "Table 9: VLM calls per question": analysis.calls,
