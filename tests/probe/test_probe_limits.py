@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 from clearsight.probe.config import ProbeConfig
-from clearsight.probe.limits import CHARS_PER_TOKEN, limits_manifest
 from clearsight.probe.plan import plan_probe
+from clearsight.probe.reasoner.limits import CHARS_PER_TOKEN, limits_manifest
 from clearsight.probe.specs import ConversationSpec, DirectSpec
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "probe-openai-sensor.yaml"

@@ -205,6 +205,23 @@ def _visible_vs_masked(elic: pd.DataFrame) -> WilcoxonTest | None:
     return WilcoxonTest(stat, p, len(means))
 
 
+def _main_scores(
+    main: str, elic_all: pd.DataFrame, trajs: pd.DataFrame, n_boot: int, seed: int
+) -> tuple[dict[str, Score], dict[str, dict[str, Score]]]:
+    """The main read-out's scores overall and per benchmark, TGS on the holistic confidence
+    (:func:`~clearsight.grounding.confidence.readout_table.holistic_tgs`)."""
+    elic = elic_all[elic_all["readout"] == main] if "readout" in elic_all else elic_all
+
+    def scored(rows: pd.DataFrame, bench: str | None) -> dict[str, Score]:
+        mine = trajs if bench is None else trajs[trajs["benchmark"] == bench]
+        sc = scores(rows, mine if len(trajs) else None, n_boot=n_boot, seed=seed)
+        here = elic_all if bench is None else elic_all[elic_all["benchmark"] == bench]
+        return holistic_tgs(main, sc, here, n_boot, seed)
+
+    per = {str(bench): scored(sub, str(bench)) for bench, sub in elic.groupby("benchmark")}
+    return scored(elic, None), per
+
+
 def analyse_results(
     results: GroundingResults, n_boot: int = 5000, seed: int = 0
 ) -> GroundingAnalysis:
@@ -225,19 +242,7 @@ def analyse_results(
         return counts
     names = readout_order(elic_all)
     elic = elic_all[elic_all["readout"] == names[0]] if "readout" in elic_all else elic_all
-    main = names[0]
-    overall = scores(elic, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
-    overall = holistic_tgs(main, overall, elic_all, n_boot, seed)
-    per = {
-        str(bench): holistic_tgs(
-            main,
-            scores(sub, trajs[trajs["benchmark"] == bench] if len(trajs) else None, n_boot, seed),
-            elic_all[elic_all["benchmark"] == bench],
-            n_boot,
-            seed,
-        )
-        for bench, sub in elic.groupby("benchmark")
-    }
+    overall, per = _main_scores(names[0], elic_all, trajs, n_boot, seed)
     curve = {
         r: overall[f"E_r{r:.2f}"]
         for r in MASK_RATIOS

@@ -71,7 +71,7 @@ class Preset(BaseModel):
     backend's default, :func:`clearsight.grounding.trajectories.templates.trajectory_tokens`)."""
     probe_turn_tokens: int | None = Field(None, ge=8)
     """Tokens a probe reasoner turn of the model may generate (None: the probe's default,
-    :mod:`clearsight.probe.limits`)."""
+    :mod:`clearsight.probe.reasoner.limits`)."""
     probe_sample_tokens: int | None = Field(None, ge=1)
     """Tokens a probe sensor sample of the model may generate (None: the probe's default)."""
     note: str = ""

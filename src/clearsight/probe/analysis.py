@@ -73,7 +73,7 @@ class ProbeAnalysis:
     side by side (empty unless the runs read hold them). ``query_type_validations``: the
     query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`).
     ``limits``: each run's generation limits in words (clearsight's choice per model,
-    :mod:`~clearsight.probe.limits`)."""
+    :mod:`~clearsight.probe.reasoner.limits`)."""
 
     conversations: int
     domains: pd.DataFrame

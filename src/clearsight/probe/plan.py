@@ -20,7 +20,7 @@ from pydantic import JsonValue
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
-from clearsight.probe.limits import context_chars, sample_tokens, turn_tokens
+from clearsight.probe.reasoner.limits import context_chars, sample_tokens, turn_tokens
 from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sources.load import instances_from_jsonl, load_instances
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
@@ -85,7 +85,7 @@ class ProbeUnit:
 @dataclass(frozen=True)
 class _Options:
     """The backend options of the sensor and of each reasoner and their generation limits
-    (:mod:`clearsight.probe.limits`: each reasoner's turn tokens and prompt characters, the
+    (:mod:`clearsight.probe.reasoner.limits`: each reasoner's turn tokens and prompt characters, the
     sensor's sample tokens), resolved once per plan."""
 
     sensor: Mapping[str, Any]

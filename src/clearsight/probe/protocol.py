@@ -19,8 +19,8 @@ from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
-from clearsight.probe.limits import limits_manifest
 from clearsight.probe.plan import plan_probe
+from clearsight.probe.reasoner.limits import limits_manifest
 from clearsight.probe.sources.load import source_manifest
 from clearsight.probe.specs import PlannedSpec
 from clearsight.probe.strategies import prompt_hash, strategy_named
@@ -57,7 +57,7 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object]:
     """The run's manifest: its config, the strategies' prompt hashes, the instance source and
     every model's generation limits with where each comes from
-    (:func:`~clearsight.probe.limits.limits_manifest`)."""
+    (:func:`~clearsight.probe.reasoner.limits.limits_manifest`)."""
     count = len({s.instance.id for s in specs})
     return run_manifest(
         config.model_dump(mode="json"),

@@ -21,7 +21,6 @@ from typing import Any, Final, TypedDict
 import pandas as pd
 
 from clearsight.probe.bench.protocol import BUILD_PROTOCOL
-from clearsight.probe.limits import limits_statement
 from clearsight.probe.posthoc.agreement import validation_table
 from clearsight.probe.posthoc.protocol import BELIEF_PROTOCOL, QTYPE_PROTOCOL
 from clearsight.probe.posthoc.qtypecheck import query_validation_table
@@ -31,6 +30,7 @@ from clearsight.probe.readouts import (
     ConversationReadouts,
     QueryTypeReadouts,
 )
+from clearsight.probe.reasoner.limits import limits_statement
 from clearsight.probe.records import iter_transcripts
 from clearsight.probe.transcript import PROTOCOL, Transcript
 from clearsight.store import RunStore
@@ -67,7 +67,7 @@ class ProbeResults:
     people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
     people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`); ``limits``
     what each run's manifest says of its generation limits
-    (:func:`~clearsight.probe.limits.limits_statement`; none for a build run)."""
+    (:func:`~clearsight.probe.reasoner.limits.limits_statement`; none for a build run)."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
