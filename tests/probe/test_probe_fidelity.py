@@ -226,6 +226,26 @@ def test_table_8_is_the_mean_stored_seconds_per_conversation(tmp_path: Path) -> 
     assert any(t.startswith("Table 8: wall-clock seconds per conversation") for t in titles)
 
 
+def test_fig_2_has_no_bins_without_the_build_samples_that_define_c() -> None:
+    """Issue 46 item 6: c is how many of 11 stage-1 samples named the gold option; five direct
+    runs rescaled (c11 = round(11 c / 5)) gave bins 0 and 11 the filtered pool (1 <= c <= 5)
+    cannot have. Without build samples there is no Fig. 2."""
+    from clearsight.probe.numbers.accuracy import consistency_bins
+
+    frame = pd.DataFrame(
+        [
+            {"reasoner": "vlm", "strategy": "direct", "sensor": "v", "k": 1, "signal": "none",
+             "dataset": "seedbench", "instance_id": i, "correct": ok, "run": r}
+            for i, ok in (("s1", True), ("s2", False))
+            for r in range(5)
+        ]
+    )  # fmt: skip
+    assert consistency_bins(frame, None).empty
+    build = pd.DataFrame({"sensor": ["v", "v"], "instance_id": ["s1", "s2"], "c11": [5, 1]})
+    table = consistency_bins(frame, build)
+    assert dict(zip(table["c11"], table["accuracy"], strict=True)) == {1: 0.0, 5: 100.0}
+
+
 def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
     from clearsight.probe.numbers.accuracy import consistency_bins
 
@@ -257,15 +277,15 @@ def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
         ("seedbench", "bp", 4): (50.0, 2),
         ("seedbench", "direct", 4): (100.0, 1),
     }
+    from clearsight.probe.page.report import FIG6, consistency_datasets_figure, probe_tables
+
+    assert consistency_datasets_figure(table) is not None
+    # a run without stage-1 build samples has no c of 11: no Fig. 6 (issue 46 item 6)
     run = tmp_path / "run"
     run_probe(probe_config(tmp_path), run, progress=False)
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.probe.page.report import FIG6, probe_figures, probe_tables
 
-    analysis = analyse_probe(run)
-    tables = probe_tables(analysis)
-    assert set(tables[FIG6]["dataset"]) == {"bundled"}
-    assert FIG6 in probe_figures(analysis, tables)
+    assert probe_tables(analyse_probe(run))[FIG6].empty
 
 
 # ------------------------------------------------------------------ 11: query-type judge vs people

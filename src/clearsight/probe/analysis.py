@@ -57,7 +57,8 @@ class ProbeAnalysis:
     datasets (the table ``summary.csv`` holds). ``datasets``: Table 11, accuracy, cross-run
     ECE, AURC and E-AURC per setting and dataset. ``consistency``: Fig. 2, accuracy by the
     sensor's direct consistency c of 11, counted from the stage-1 build samples where the run
-    has them (``consistency_from_build``), else from its direct answers rescaled to 11.
+    has them (``consistency_from_build``); none without them (a run's R direct answers do not
+    define c of 11).
     ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3,
     one BP trial per reasoner (the paper's population); ``query_types_pooled``: the same over
     every conversation (every strategy, run, sensor and signal).

@@ -65,7 +65,7 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
     source = (
         "stage-1 build samples"
         if analysis.consistency_from_build
-        else "the run's direct answers, rescaled to 11"
+        else "none: c is defined by the stage-1 build samples, `clearsight probe build`"
     )
     return {
         MAIN_TABLE: analysis.domains,
