@@ -116,3 +116,18 @@ def test_a_run_records_its_limits_and_its_report_names_them(tmp_path: Path) -> N
         f"{reasoner} 1024 tokens a turn (clearsight default), prompts up to 3072 characters "
         "(a window of 2048 tokens (run)); sensor samples 256 tokens (clearsight default)"
     ) in summary
+    # issue 46 item 2: the judge behind u named; exact (this run's) is not the paper's
+    assert "u judged by exact: exact string match, clearsight's cheap alternative, not the " in (
+        summary
+    )
+
+
+def test_the_judge_behind_u_is_named_as_the_papers_kind_or_as_clearsights() -> None:
+    from clearsight.probe.judges import judge_statement
+
+    assert judge_statement("llm:hf:qwen2.5-7b").startswith(
+        "u judged by an LLM of semantic equivalence (hf:qwen2.5-7b), the paper's kind of judge"
+    )
+    embedding = judge_statement("embedding")
+    assert "clearsight's cheap alternative, not the paper's judge" in embedding
+    assert "left and right" in embedding

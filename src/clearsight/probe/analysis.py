@@ -73,8 +73,8 @@ class ProbeAnalysis:
     sensor. ``sensors`` and ``samples``: Tables 4 and 6, settings with another sensor or K
     side by side (empty unless the runs read hold them). ``query_type_validations``: the
     query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`).
-    ``limits``: each run's generation limits in words (clearsight's choice per model,
-    :mod:`~clearsight.probe.reasoner.limits`)."""
+    ``settings``: per run, its generation limits (clearsight's choice per model,
+    :mod:`~clearsight.probe.reasoner.limits`) and the judge behind u, in words."""
 
     conversations: int
     domains: pd.DataFrame
@@ -98,7 +98,7 @@ class ProbeAnalysis:
     samples: pd.DataFrame
     query_type_validations: pd.DataFrame
     cost: pd.DataFrame | None = None
-    limits: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -136,7 +136,7 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         sensors=sensor_table(datasets),
         samples=samples_table(datasets),
         query_type_validations=results.query_type_validations,
-        limits=results.limits,
+        settings=results.settings,
     )
 
 

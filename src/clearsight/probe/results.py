@@ -65,9 +65,10 @@ class ProbeResults:
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
     people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
-    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`); ``limits``
-    what each run's manifest says of its generation limits
-    (:func:`~clearsight.probe.reasoner.limits.limits_statement`; none for a build run)."""
+    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`);
+    ``settings`` what each run's manifest says of the choices its report names: its
+    generation limits (:func:`~clearsight.probe.reasoner.limits.limits_statement`) and the
+    judge behind u (:func:`~clearsight.probe.judges.judge_statement`); none for a build run."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
@@ -76,7 +77,7 @@ class ProbeResults:
     conversations: tuple[Transcript, ...]
     validations: pd.DataFrame
     query_type_validations: pd.DataFrame
-    limits: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
 
 
 class _Setting(TypedDict):
@@ -153,6 +154,18 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
     )
 
 
+def _settings_lines(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The run's generation limits and the judge behind u, as the report names them."""
+    from clearsight.probe.judges import judge_statement
+
+    judge = str((manifest.get("config") or {}).get("judge") or "embedding")
+    return (
+        "Generation limits (clearsight's choice per model; the paper gives no cap): "
+        + limits_statement(manifest),
+        judge_statement(judge),
+    )
+
+
 def load_probe_results(run_dir: Path | str) -> ProbeResults:
     """Read the conversations and post-hoc analyses of a probe run (read-only); InputError
     naming the right command for a run of another protocol."""
@@ -168,7 +181,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         validations = validation_table(store)
         query_validations = query_validation_table(store)
         manifest = store.manifest()
-        limits = (limits_statement(manifest),) if manifest.get("protocol") == PROTOCOL else ()
+        settings = _settings_lines(manifest) if manifest.get("protocol") == PROTOCOL else ()
     frame = transcripts_frame(transcripts.values())
     if not frame.empty:
         frame["seconds"] = [seconds.get(key) for key in transcripts]
@@ -180,7 +193,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         tuple(transcripts.values()),
         validations,
         query_validations,
-        limits,
+        settings,
     )
 
 
@@ -220,5 +233,5 @@ def pool_results(runs: Sequence[tuple[str, ProbeResults]]) -> ProbeResults:
         tuple(t for r in parts for t in r.conversations),
         concat([r.validations for r in parts]),
         concat([r.query_type_validations for r in parts]),
-        tuple(f"{name}: {line}" for name, r in runs for line in r.limits),
+        tuple(f"{name}: {line}" for name, r in runs for line in r.settings),
     )

@@ -264,16 +264,6 @@ def _selective_section(panels: Sequence[RiskPanel]) -> str:
     )
 
 
-def _limits_lines(analysis: ProbeAnalysis) -> list[str]:
-    """The generation limits each run read had, named as clearsight's choice (one line)."""
-    if not analysis.limits:
-        return []
-    return [
-        "Generation limits (clearsight's choice per model; the paper gives no cap): "
-        + " | ".join(analysis.limits)
-    ]
-
-
 def render_probe_report(
     analysis: ProbeAnalysis, run_dir: Path | str, appendix: Appendix = NO_APPENDIX
 ) -> ReportPaths:
@@ -289,7 +279,7 @@ def render_probe_report(
         "ECE is cross-run (confidence = share of the R runs agreeing with the most common "
         "committed option); rounds include the committing turn; VLM calls = K per answered "
         "query.</p>",
-        *(f"<p class='note'>{esc(line)}</p>" for line in _limits_lines(analysis)),
+        *(f"<p class='note'>{esc(line)}</p>" for line in analysis.settings),
     ]
     headline, sentences = probe_headline(analysis.domains)
     body.insert(1, headline_html(headline, sentences, PROBE_CAPTION))
@@ -297,7 +287,7 @@ def render_probe_report(
         f"# Probe report: {md_text(run.name)}\n\n",
         "\n".join(headline_markdown(headline, sentences, PROBE_CAPTION)),
         f"\n{n} conversations.\n",
-        *(f"\n{md_text(line)}\n" for line in _limits_lines(analysis)),
+        *(f"\n{md_text(line)}\n" for line in analysis.settings),
     ]
     tables_html, tables_md = _tables_html_md(tables, figures)
     body += tables_html
