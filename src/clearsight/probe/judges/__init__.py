@@ -70,11 +70,15 @@ def judge_statement(spec: str) -> str:
             f"u judged by an LLM of semantic equivalence ({spec.removeprefix('llm:')}), the "
             "paper's kind of judge (clearsight's pairwise yes/no wording)"
         )
-    kind = "exact string match" if spec == "exact" else "sentence-embedding cosine"
+    misses = (
+        "it counts only replies equal after case and punctuation, missing paraphrases"
+        if spec == "exact"
+        else "a sentence-embedding cosine, it misses contradictions that share most words, such "
+        "as left and right"
+    )
     return (
-        f"u judged by {spec}: {kind}, clearsight's cheap alternative, not the paper's judge (an "
-        "LLM judging semantic equivalence: --judge llm:MODEL); it misses contradictions that "
-        "share most words, such as left and right"
+        f"u judged by {spec}, clearsight's cheap alternative, not the paper's judge (an LLM "
+        f"judging semantic equivalence: --judge llm:MODEL): {misses}"
     )
 
 
