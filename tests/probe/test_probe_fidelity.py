@@ -482,3 +482,21 @@ def test_domain_table_docstring_holds_no_control_characters() -> None:
     assert r"\bar a_r = \frac{1}{|D_r|}" in doc
     source = Path(accuracy.__file__).read_text(encoding="utf-8")
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", source)
+
+
+def test_fig_5_reports_the_queries_per_conversation_distribution() -> None:
+    """Issue 46 item 5 (its reporting part): beside Fig. 5's mean, the median, the 90th
+    percentile, the most and the count of the queries per conversation, by hand."""
+    from clearsight.probe.numbers.accuracy import queries_table
+
+    frame = pd.DataFrame(
+        [
+            {"reasoner": "r", "strategy": "uot", "sensor": "v", "k": 5, "signal": "true",
+             "dataset": "seedbench", "queries": q}
+            for q in (1, 2, 2, 3, 12)
+        ]
+    )  # fmt: skip
+    (row,) = queries_table(frame).itertuples(index=False)
+    # mean 20 / 5 = 4; median 2; p90 linear between 3 (0.75) and 12 (1.0): 3 + 0.6 x 9 = 8.4
+    assert (row.queries, row.median, row.max, row.conversations) == (4.0, 2.0, 12, 5)
+    assert row.p90 == pytest.approx(8.4, abs=TOL)
