@@ -431,12 +431,12 @@ def test_a_clean_accuracy_below_its_floor_has_no_crossing_and_no_w() -> None:
 def test_the_headline_sentence_says_there_is_no_accuracy_to_lose() -> None:
     from clearsight.sweep.page.headline import sweep_sentence
 
-    row = {"arm": "fog", "v_acc_m": math.nan, "v_acc_censored": "undefined"}
+    row = {"task": "identify", "arm": "fog", "v_acc_m": math.nan, "v_acc_censored": "undefined"}
     row |= {"acc_start": 0.0, "acc_half": 0.1, "acc_falls": False}
     sentence = sweep_sentence("m", pd.DataFrame([row]), {"fog": LEVELS})
     assert sentence == (
-        "m: in fog its clean accuracy 0.00 is not above the half point 0.10 to its floor: "
-        "it has no accuracy to lose."
+        "m, identification (t2): in fog its clean accuracy 0.00 is not above the half point "
+        "0.10 to its floor: it has no accuracy to lose."
     )
 
 
