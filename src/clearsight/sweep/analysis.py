@@ -57,7 +57,7 @@ from clearsight.sweep.numbers.panels import (
     risk_panels,
 )
 from clearsight.sweep.numbers.tables import asked_accuracy, controls_table, sweep_table
-from clearsight.sweep.numbers.wordings import wording_table
+from clearsight.sweep.numbers.wordings import main_wording_records, wording_table
 from clearsight.sweep.page.labels import labelled_crossings
 from clearsight.sweep.results import RunData, load_run_data, primary_wording
 from clearsight.sweep.signals import Signal
@@ -187,7 +187,7 @@ def analyse_run(
         tasks=tasks,
         veq=veq,
         monotone=monotone_veq_share(data.veq),
-        ranges=dynamic_ranges(rec),
+        ranges=dynamic_ranges(main_wording_records(rec)),
         depth=depth_summary(data.depth),
         guard=guard_estimate_table(data),
         n_targets=rec[["scene", "target"]].drop_duplicates().shape[0] if not rec.empty else 0,
