@@ -12,6 +12,12 @@ An item need not be an image: a text protocol's rows and pages say they have non
 (``image=False``), its pages show the item's text as :class:`Section` s of :class:`Span` s (a
 span marked as the page should set it apart: masked, removed, added) and more than one
 distribution as :class:`Chart` s of bars.
+
+Items are seen side by side two ways: an item's :class:`Related` groups (the view's
+:meth:`RunView.related`: the same item for each model, the same scene across levels), and the
+same item in other runs of the protocol, matched by what ``clearsight compare`` matches two
+runs' items by (:meth:`RunView.identity` of an item in one run, :meth:`RunView.find` in the
+other).
 """
 
 from __future__ import annotations
@@ -24,9 +30,12 @@ __all__ = [
     "Bar",
     "Chart",
     "Detail",
+    "Identity",
     "Listing",
+    "Member",
     "Point",
     "Query",
+    "Related",
     "Row",
     "RunView",
     "Section",
@@ -139,6 +148,30 @@ class Detail:
     image: bool = True
 
 
+@dataclass(frozen=True)
+class Member:
+    """One item of a :class:`Related` group: what sets it apart in the group (``label``: its
+    model, its level) and its key."""
+
+    label: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Related:
+    """Items to see side by side with one item (itself among them): ``name`` (the group's
+    name in a link: a word, unique among the item's groups), ``title`` (what the items share)
+    and the ``members`` in the order the page shows them."""
+
+    name: str
+    title: str
+    members: tuple[Member, ...]
+
+
+#: What an item is across runs of one protocol (:meth:`RunView.identity`): plain values.
+Identity = tuple[object, ...]
+
+
 class RunView(Protocol):
     """What the viewer reads of one run (module docstring). Reads are lazy: nothing is held
     but what a page shows, and a run still being written is read as it stands."""
@@ -167,4 +200,20 @@ class RunView(Protocol):
     def image(self, key: str) -> bytes | None:
         """The PNG the model was shown for item ``key`` (None: no such item in the run, or an
         item without an image)."""
+        ...
+
+    def related(self, key: str) -> tuple[Related, ...]:
+        """The groups of items to see side by side with item ``key`` (() where it has none,
+        or the run has no such item)."""
+        ...
+
+    def identity(self, key: str) -> Identity | None:
+        """What item ``key`` is whatever the run (what ``clearsight compare`` matches two
+        runs' items by; it may hold the model's place in the run's list): None where the run
+        has no such item, or the protocol matches no runs."""
+        ...
+
+    def find(self, identity: Identity) -> str | None:
+        """The key of this run's item of ``identity`` (another run's :meth:`identity`), None
+        where it has none."""
         ...

@@ -22,6 +22,8 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   of the cut and the words between the two sides (the hesitating sentence). The same
   problem's other elicitations are found through the side index and read by key.
 * **image**: none (the trajectories are text).
+* **related**, **identity**, **find**: the problem's variants side by side, an elicitation
+  matched in another run as ``clearsight compare`` matches (:mod:`~clearsight.grounding.sides`).
 """
 
 from __future__ import annotations
@@ -30,16 +32,20 @@ import difflib
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.grounding.sides import find_in, identity_of, variants_of
 from clearsight.grounding.specs import ELICIT
 from clearsight.store import RunStore, StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index
+
+if TYPE_CHECKING:
+    from clearsight.faces.viewing import Identity, Related
 
 __all__ = ["GROUNDING_INDEX", "GroundingRunView", "word_diff"]
 
@@ -183,6 +189,19 @@ class GroundingRunView:
     def image(self, key: str) -> bytes | None:
         """None: a grounding item is text."""
         return None
+
+    def related(self, key: str) -> tuple[Related, ...]:
+        """The same model's elicitations of the item's problem, every variant
+        (:func:`~clearsight.grounding.sides.variants_of`)."""
+        return variants_of(self.run_dir, key, self._siblings, _variant_order)
+
+    def identity(self, key: str) -> Identity | None:
+        """The problem, variant and read-out of ``key`` (``clearsight compare``'s matching)."""
+        return identity_of(self.run_dir, key)
+
+    def find(self, identity: Identity) -> str | None:
+        """This run's elicitation of another grounding run's ``identity``."""
+        return find_in(self, self.run_dir, identity)
 
 
 def _row(*values: object) -> Row:

@@ -30,7 +30,7 @@ import io
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -39,6 +39,9 @@ from clearsight.probe.specs import PROTOCOL
 from clearsight.store import StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index, record_of
+
+if TYPE_CHECKING:
+    from clearsight.faces.viewing import Identity, Related
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -159,6 +162,18 @@ class ProbeRunView:
         buffer = io.BytesIO()
         Image.fromarray(instance_image(instance)).save(buffer, format="PNG")
         return buffer.getvalue()
+
+    def related(self, key: str) -> tuple[Related, ...]:
+        """None: a conversation is seen on its own."""
+        return ()
+
+    def identity(self, key: str) -> Identity | None:
+        """None: ``clearsight compare`` matches no probe runs, so neither does the viewer."""
+        return None
+
+    def find(self, identity: Identity) -> str | None:
+        """None (see :meth:`identity`)."""
+        return None
 
 
 def _point(cell: tuple[str, ...]) -> Point:
