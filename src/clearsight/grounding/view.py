@@ -22,6 +22,8 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   of the cut and the words between the two sides (the hesitating sentence). The same
   problem's other elicitations are found through the side index and read by key.
 * **image**: none (the trajectories are text).
+* **own trajectories and judge verdicts**: pages of their own, reached from each elicitation
+  of their problem (:mod:`~clearsight.grounding.view_records`).
 * **related**, **identity**, **find**: the problem's variants side by side, an elicitation
   matched in another run as ``clearsight compare`` matches (:mod:`~clearsight.grounding.sides`).
 """
@@ -40,6 +42,7 @@ import pandas as pd
 from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
 from clearsight.grounding.sides import find_in, identity_of, variants_of
 from clearsight.grounding.specs import ELICIT
+from clearsight.grounding.view_records import other_detail, records_of
 from clearsight.store import RunStore, StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index
@@ -171,11 +174,12 @@ class GroundingRunView:
         return found if found is not None and found.protocol == ELICIT else None
 
     def detail(self, key: str) -> Detail | None:
-        """The elicitation ``key`` as its page shows it (None: no elicitation of that key)."""
+        """The elicitation ``key`` as its page shows it, or the own trajectory or judge
+        verdict ``key`` (:mod:`~clearsight.grounding.view_records`); None: none of these."""
         with RunStore.open(self.run_dir, read_only=True) as store:
             found = self._record(store, key)
             if found is None:
-                return None
+                return other_detail(self.run_dir, key, word_diff)
             problem = found.spec["problem"]
             siblings = self._siblings(str(found.spec["model"]), str(problem["id"]))
             others = {
@@ -192,8 +196,11 @@ class GroundingRunView:
 
     def related(self, key: str) -> tuple[Related, ...]:
         """The same model's elicitations of the item's problem, every variant
-        (:func:`~clearsight.grounding.sides.variants_of`)."""
-        return variants_of(self.run_dir, key, self._siblings, _variant_order)
+        (:func:`~clearsight.grounding.sides.variants_of`), and the problem's own trajectory
+        and judge verdicts (:func:`~clearsight.grounding.view_records.records_of`)."""
+        records = records_of(self.run_dir, key)
+        variants = variants_of(self.run_dir, key, self._siblings, _variant_order)
+        return variants if records is None else (*variants, records)
 
     def identity(self, key: str) -> Identity | None:
         """The problem, variant and read-out of ``key`` (``clearsight compare``'s matching)."""

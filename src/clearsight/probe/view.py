@@ -20,6 +20,8 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   conversation turn by turn: the reasoner's text with its stated belief where it stated one,
   the query, the sensor's K samples, the realised reply and its u, the commitment; the
   verdict and stop reason.
+* **belief probes** (``clearsight probe analyse``): pages of their own, reached from their
+  conversation's page (:mod:`~clearsight.probe.view_beliefs`).
 * **image**: the instance's image (:func:`~clearsight.probe.instances.instance_image`), read
   from the instance the stored record names.
 """
@@ -36,6 +38,7 @@ import pandas as pd
 
 from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
 from clearsight.probe.specs import PROTOCOL
+from clearsight.probe.view_beliefs import belief_page, beliefs_of
 from clearsight.store import StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index, record_of
@@ -144,9 +147,10 @@ class ProbeRunView:
         return found if finished else None
 
     def detail(self, key: str) -> Detail | None:
-        """The conversation ``key`` as its page shows it (None: no finished conversation)."""
+        """The conversation ``key`` as its page shows it, or the belief probe ``key``
+        (:mod:`~clearsight.probe.view_beliefs`); None: neither."""
         found = self._record(key)
-        return None if found is None else _detail(found)
+        return belief_page(self.run_dir, key) if found is None else _detail(found)
 
     def image(self, key: str) -> bytes | None:
         """The image the sensor saw in conversation ``key``, as PNG."""
@@ -164,8 +168,10 @@ class ProbeRunView:
         return buffer.getvalue()
 
     def related(self, key: str) -> tuple[Related, ...]:
-        """None: a conversation is seen on its own."""
-        return ()
+        """The conversation and its belief probes side by side
+        (:func:`~clearsight.probe.view_beliefs.beliefs_of`)."""
+        found = beliefs_of(self.run_dir, key)
+        return () if found is None else (found,)
 
     def identity(self, key: str) -> Identity | None:
         """None: ``clearsight compare`` matches no probe runs, so neither does the viewer."""
