@@ -308,8 +308,9 @@ def test_an_elicitation_is_seen_beside_its_variants_and_matched_across_runs(
         specs = {r.key: r.spec for r in store.iter_records("ok", kind=ELICIT, raw=False)}
     key = _one(view, "bench/vision/bad")
     problem = specs[key]["problem"]["id"]
-    (variants,) = view.related(key)
-    assert variants.name == "variants"
+    assert [g.name for g in view.groups(key)] == ["variants", "records"]
+    variants = view.related(key, "variants")
+    assert variants is not None
     same = {k for k, spec in specs.items() if spec["problem"]["id"] == problem}
     assert {m.key for m in variants.members} == same
     labels = [m.label for m in variants.members]

@@ -46,9 +46,11 @@ def test_an_elicitation_reaches_its_own_trajectory_which_has_its_page(tmp_path: 
     assert len(own) == 2
     view, client = GroundingRunView(run), _client(run)
     for elicitation in elicited[:: max(1, len(elicited) // 6)]:
-        records = [g for g in view.related(elicitation.key) if g.name == "records"]
+        assert [g.name for g in view.groups(elicitation.key)] == ["variants", "records"]
+        records = view.related(elicitation.key, "records")
+        assert records is not None
         trajectory = own[elicitation.spec["problem"]["id"]]
-        assert [(m.label, m.key) for m in records[0].members] == [
+        assert [(m.label, m.key) for m in records.members] == [
             (f"elicitation · {elicitation.spec['variant']}", elicitation.key),
             ("own trajectory", trajectory.key),
         ]
@@ -111,11 +113,13 @@ def test_a_conversation_reaches_its_belief_probes_which_have_their_pages(
     probed = 0
     for row in conversations:
         expected = {k for k, r in beliefs.items() if r.spec["transcript"] == row.key}
-        groups = view.related(row.key)
+        group = view.related(row.key, "beliefs")
         if not expected:  # a conversation without sensor replies is not replayed
-            assert groups == ()
+            assert view.groups(row.key) == ()
+            assert group is None
             continue
-        (group,) = groups
+        assert [g.name for g in view.groups(row.key)] == ["beliefs"]
+        assert group is not None
         assert group.members[0].key == row.key
         assert {m.key for m in group.members[1:]} == expected
         probed += 1

@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from clearsight.cli import app as cli_app
-from clearsight.faces.viewing import Query, Related
+from clearsight.faces.viewing import Query
 from clearsight.store import RunStore
 from clearsight.sweep.comparison.matching import compare_sweeps, item_identity
 from clearsight.sweep.face import question_of
@@ -57,10 +57,6 @@ def _client(*runs: Path) -> TestClient:
     return TestClient(create_view_app(open_views(list(runs))), base_url="http://127.0.0.1")
 
 
-def _group(groups: tuple[Related, ...], name: str) -> Related:
-    return next(g for g in groups if g.name == name)
-
-
 def _decoded(png: bytes) -> npt.NDArray[np.uint8]:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
@@ -79,11 +75,12 @@ def test_the_same_item_for_each_model_is_exactly_the_stores_records(view_run: Ru
         spec = record["spec"]
         assert isinstance(spec, dict)
         expected = by_identity[item_identity(spec)]
-        groups = view.related(key)
-        if len(expected) < 2:
-            assert all(g.name != "models" for g in groups)
+        assert "models" in {g.name for g in view.groups(key)}
+        models = view.related(key, "models")
+        assert models is not None
+        if len(expected) < 2:  # the item alone
+            assert [m.key for m in models.members] == [key]
             continue
-        models = _group(groups, "models")
         assert [m.label for m in models.members] == ["capture", "observer"]
         assert {m.label: m.key for m in models.members} == expected
         checked += 1
@@ -95,7 +92,8 @@ def test_the_models_page_shows_each_models_record(view_run: Run) -> None:
     view = SweepRunView(run, question_of)
     records = _records(run)
     key = view.listing(Query(filters={"model": "capture", "condition": "fog"})).rows[0].key
-    models = _group(view.related(key), "models")
+    models = view.related(key, "models")
+    assert models is not None
     page = _client(run).get(f"/run/0/related/{key}/models")
     assert page.status_code == 200
     shown = re.findall(r'<section class="column" data-key="([0-9a-f]{64})">', page.text)
@@ -124,7 +122,8 @@ def test_the_strip_runs_from_clean_to_the_last_level_with_the_images_the_model_r
     for key in captured:
         spec = records[key]["spec"]
         assert isinstance(spec, dict)
-        strip = _group(view.related(key), "fog")  # a blank control's too: its scene's strip
+        strip = view.related(key, "fog")  # a blank control's too: its scene's strip
+        assert strip is not None
         assert [m.label for m in strip.members] == labels
         assert (key in {m.key for m in strip.members}) == (spec["condition"] in ("fog", "clean"))
         for member in strip.members:
@@ -184,7 +183,7 @@ def test_bad_side_by_side_requests_are_one_clear_message(view_run: Run, tmp_path
     key = next(iter(captured))
     page = client.get(f"/run/0/related/{key}/nope")
     assert page.status_code == 404
-    assert re.search(r"has no group &#39;nope&#39;: it has models", page.text)
+    assert re.search(r"has no group &#39;nope&#39;: it has models, fog", page.text)
     assert client.get(f"/run/0/related/{'0' * 64}/models").status_code == 404
     assert client.get(f"/run/0/across/{'0' * 64}").status_code == 404
     assert client.get("/run/0/across/not-a-key").status_code == 404

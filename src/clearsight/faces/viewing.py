@@ -13,16 +13,16 @@ An item need not be an image: a text protocol's rows and pages say they have non
 span marked as the page should set it apart: masked, removed, added) and more than one
 distribution as :class:`Chart` s of bars.
 
-Items are seen side by side two ways: an item's :class:`Related` groups (the view's
-:meth:`RunView.related`: the same item for each model, the same scene across levels), and the
-same item in other runs of the protocol, matched by what ``clearsight compare`` matches two
-runs' items by (:meth:`RunView.identity` of an item in one run, :meth:`RunView.find` in the
-other).
+Items are seen side by side two ways: an item's groups (the view's :meth:`RunView.groups`,
+each found with its members by :meth:`RunView.related`: the same item for each model, the same
+scene across levels), and the same item in other runs of the protocol, matched by what
+``clearsight compare`` matches two runs' items by (:meth:`RunView.identity` of an item in one
+run, :meth:`RunView.find` in the other).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,6 +30,7 @@ __all__ = [
     "Bar",
     "Chart",
     "Detail",
+    "Group",
     "Identity",
     "Listing",
     "Member",
@@ -40,6 +41,8 @@ __all__ = [
     "RunView",
     "Section",
     "Span",
+    "as_groups",
+    "named",
 ]
 
 
@@ -158,6 +161,16 @@ class Member:
 
 
 @dataclass(frozen=True)
+class Group:
+    """A group an item can be seen side by side in, as its page links to it: ``name`` (a
+    word, unique among the item's groups) and ``title``; its members are found only when it is
+    asked for (:meth:`RunView.related`)."""
+
+    name: str
+    title: str
+
+
+@dataclass(frozen=True)
 class Related:
     """Items to see side by side with one item (itself among them): ``name`` (the group's
     name in a link: a word, unique among the item's groups), ``title`` (what the items share)
@@ -166,6 +179,17 @@ class Related:
     name: str
     title: str
     members: tuple[Member, ...]
+
+
+def as_groups(found: Iterable[Related]) -> tuple[Group, ...]:
+    """The groups of related items already found (a view that finds them cheaply answers
+    :meth:`RunView.groups` with them)."""
+    return tuple(Group(r.name, r.title) for r in found)
+
+
+def named(found: Iterable[Related], name: str) -> Related | None:
+    """The group ``name`` among those found (None: none of that name)."""
+    return next((r for r in found if r.name == name), None)
 
 
 #: What an item is across runs of one protocol (:meth:`RunView.identity`): plain values.
@@ -202,9 +226,14 @@ class RunView(Protocol):
         item without an image)."""
         ...
 
-    def related(self, key: str) -> tuple[Related, ...]:
-        """The groups of items to see side by side with item ``key`` (() where it has none,
-        or the run has no such item)."""
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The groups item ``key``'s page links to (() where it has none, or the run has no
+        such item): cheap, as every item page asks it; a group may turn out to hold the item
+        alone."""
+        ...
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The group ``name`` of item ``key`` with its members (None: it has no such group)."""
         ...
 
     def identity(self, key: str) -> Identity | None:

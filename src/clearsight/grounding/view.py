@@ -39,7 +39,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.faces.viewing import (
+    Bar,
+    Chart,
+    Detail,
+    Listing,
+    Point,
+    Query,
+    Row,
+    Section,
+    Span,
+    as_groups,
+    named,
+)
 from clearsight.grounding.sides import find_in, identity_of, variants_of
 from clearsight.grounding.specs import ELICIT
 from clearsight.grounding.view_records import other_detail, records_of
@@ -48,7 +60,7 @@ from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index
 
 if TYPE_CHECKING:
-    from clearsight.faces.viewing import Identity, Related
+    from clearsight.faces.viewing import Group, Identity, Related
 
 __all__ = ["GROUNDING_INDEX", "GroundingRunView", "word_diff"]
 
@@ -194,13 +206,22 @@ class GroundingRunView:
         """None: a grounding item is text."""
         return None
 
-    def related(self, key: str) -> tuple[Related, ...]:
+    def _related(self, key: str) -> tuple[Related, ...]:
         """The same model's elicitations of the item's problem, every variant
         (:func:`~clearsight.grounding.sides.variants_of`), and the problem's own trajectory
-        and judge verdicts (:func:`~clearsight.grounding.view_records.records_of`)."""
+        and judge verdicts (:func:`~clearsight.grounding.view_records.records_of`): few, found
+        at once."""
         records = records_of(self.run_dir, key)
         variants = variants_of(self.run_dir, key, self._siblings, _variant_order)
         return variants if records is None else (*variants, records)
+
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The item's groups (:meth:`_related`)."""
+        return as_groups(self._related(key))
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The group ``name`` of the item (:meth:`_related`)."""
+        return named(self._related(key), name)
 
     def identity(self, key: str) -> Identity | None:
         """The problem, variant and read-out of ``key`` (``clearsight compare``'s matching)."""

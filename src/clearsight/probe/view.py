@@ -38,13 +38,13 @@ import pandas as pd
 
 from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
 from clearsight.probe.specs import PROTOCOL
-from clearsight.probe.view_beliefs import belief_page, beliefs_of
+from clearsight.probe.view_beliefs import belief_groups, belief_page, beliefs_of
 from clearsight.store import StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index, record_of
 
 if TYPE_CHECKING:
-    from clearsight.faces.viewing import Identity, Related
+    from clearsight.faces.viewing import Group, Identity, Related
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -167,11 +167,14 @@ class ProbeRunView:
         Image.fromarray(instance_image(instance)).save(buffer, format="PNG")
         return buffer.getvalue()
 
-    def related(self, key: str) -> tuple[Related, ...]:
-        """The conversation and its belief probes side by side
-        (:func:`~clearsight.probe.view_beliefs.beliefs_of`)."""
-        found = beliefs_of(self.run_dir, key)
-        return () if found is None else (found,)
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The conversation beside its belief probes, where it has any."""
+        return belief_groups(self.run_dir, key)
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The conversation and its belief probes side by side (``beliefs``:
+        :func:`~clearsight.probe.view_beliefs.beliefs_of`)."""
+        return beliefs_of(self.run_dir, key) if name == "beliefs" else None
 
     def identity(self, key: str) -> Identity | None:
         """None: ``clearsight compare`` matches no probe runs, so neither does the viewer."""

@@ -3,7 +3,7 @@ model, its scene across levels) and the same item in each run the viewer shows.
 
 Routes (added to the app's, :func:`side_routes`)::
 
-    /run/N/related/KEY/NAME   the group NAME of item KEY (RunView.related), one column each
+    /run/N/related/KEY/NAME   the group NAME of item KEY (RunView.related), a column each
     /run/N/across/KEY         item KEY of run N and its match in every other run
 
 A run's item is matched in another run by what its view says the item is
@@ -66,9 +66,7 @@ class Site(Protocol):
 def side_links(views: Sequence[RunView], number: int, key: str) -> list[tuple[str, str]]:
     """The side-by-side pages of item ``key`` of run ``number``, as (link from its item page,
     text): each related group, and the item in every run where the viewer shows several."""
-    links = [
-        (f"../related/{key}/{group.name}", group.title) for group in views[number].related(key)
-    ]
+    links = [(f"../related/{key}/{group.name}", group.title) for group in views[number].groups(key)]
     if len(views) > 1 and views[number].identity(key) is not None:
         links.append((f"../across/{key}", f"this item in each of the {len(views)} runs"))
     return links
@@ -109,9 +107,9 @@ class _SidePages:
     async def related(self, request: Request) -> Response:
         view, number, key = self._number(request)
         name = str(request.path_params["name"])
-        groups = await run_in_threadpool(view.related, key)
-        group = next((g for g in groups if g.name == name), None)
+        group = await run_in_threadpool(view.related, key, name)
         if group is None:
+            groups = await run_in_threadpool(view.groups, key)
             named = ", ".join(g.name for g in groups) or "none"
             raise HTTPException(404, f"item {key} has no group {name!r}: it has {named}")
         found = [(m.label, number, m.key) for m in group.members]

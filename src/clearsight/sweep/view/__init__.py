@@ -18,9 +18,9 @@ the SQL read over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows 
   (:func:`~clearsight.sweep.unit.item_image`, the pixels the sweep sends the model); the spec
   is rebuilt into its typed item and refused unless the rebuilt item's key is the stored key,
   so the image is that of exactly the item asked.
-* **related**, **identity** and **find**: the item side by side with the other models' and
-  across levels, and matched in another sweep run as ``clearsight compare`` matches
-  (:mod:`~clearsight.sweep.view.related`).
+* **groups**, **related**, **identity** and **find**: the item side by side with the other
+  models' and across levels, and matched in another sweep run as ``clearsight compare``
+  matches (:mod:`~clearsight.sweep.view.related`).
 
 Filter values are those the run's configuration (its manifest) names, so a listing is checked
 without reading a record; a store being written is read as it stands (read-only, no lock: the
@@ -34,14 +34,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from clearsight.faces.viewing import Detail, Identity, Listing, Point, Query, Related
+from clearsight.faces.viewing import Detail, Group, Identity, Listing, Point, Query, Related
 from clearsight.store import StoredRecord, run_manifest
 from clearsight.sweep.results import is_person, level_label
 from clearsight.sweep.signals import SIGNALS
 from clearsight.sweep.specs import PROTOCOL
 from clearsight.sweep.view.index import SWEEP_INDEX, curve_cells, listing_sql
 from clearsight.sweep.view.items import QuestionOf, sweep_item
-from clearsight.sweep.view.related import find_in, identity_of, models_of, strips_of
+from clearsight.sweep.view.related import find_in, groups_of, identity_of, models_of, strip_of
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
 from clearsight.view.index import record_of, synced
@@ -138,12 +138,17 @@ class SweepRunView:
     def _models(self) -> tuple[str, ...]:
         return tuple(self.config.get("models", ()))
 
-    def related(self, key: str) -> tuple[Related, ...]:
-        """The item for each model and its scene's strip per arm, from clean to the last
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The item for each model and its scene's strip per arm, named from its spec
+        (:func:`~clearsight.sweep.view.related.groups_of`)."""
+        return groups_of(self.run_dir, self.config, key)
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The group ``name`` of ``key``: ``models`` or an arm's strip, from clean to the last
         level (:mod:`~clearsight.sweep.view.related`)."""
-        models = models_of(self, self.run_dir, self._models, key)
-        strips = strips_of(self, self.run_dir, self.config, key)
-        return strips if models is None else (models, *strips)
+        if name == "models":
+            return models_of(self, self.run_dir, self._models, key)
+        return strip_of(self, self.run_dir, self.config, key, name)
 
     def identity(self, key: str) -> Identity | None:
         """The model's place and what item ``key`` asks (``clearsight compare``'s matching)."""

@@ -6,16 +6,17 @@ Items are "the same" as ``clearsight compare`` matches them
 category asked, wording, condition, level, severity, the scene a shuffled control shows):
 
 * **models** (:func:`models_of`): the items of every model that ask what the item asks;
-* **a strip per arm** (:func:`strips_of`): the same model's items that ask it but for the
+* **a strip per arm** (:func:`strip_of`): the same model's items that ask it but for the
   condition and level, clean first, then the arm's levels clearest first (down to the run's
   last level, 1.95 m in the paper's design);
 * **another run** (:func:`identity_of`, :func:`find_in`): the item of the model at the same
   place in that run's model list that asks the same (compare's matching).
 
-The candidates are found by the view's own listing (:meth:`~clearsight.faces.viewing.RunView.
-listing` of the cell, narrowed to the item's scene: one SQL query of the side index per cell),
-and each candidate's stored spec is read by key and matched by its identity, so nothing but
-those cells is read.
+An item's page names these groups from its spec alone (:func:`groups_of`); a group's members
+are found only on its own page. The candidates are found by the view's own listing
+(:meth:`~clearsight.faces.viewing.RunView.listing` of the cell, narrowed to the item's scene:
+one SQL query of the side index per cell), and each candidate's stored spec is read by key and
+matched by its identity, so nothing but those cells is read.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clearsight.faces.viewing import Identity, Member, Query, Related, RunView
+from clearsight.faces.viewing import Group, Identity, Member, Query, Related, RunView
 from clearsight.store import RunStore
 from clearsight.sweep.comparison.matching import Asked, item_identity
 from clearsight.sweep.results import ARMS, level_label
 from clearsight.sweep.specs import PROTOCOL
 
-__all__ = ["find_in", "identity_of", "models_of", "strips_of"]
+__all__ = ["find_in", "groups_of", "identity_of", "models_of", "strip_of"]
 
 #: Most rows of one cell read to find an item's scene in it.
 _CELL = 10**6
@@ -69,9 +70,37 @@ def _spec(run_dir: Path, key: str) -> Mapping[str, Any] | None:
     return next((spec for _, spec in _specs(run_dir, [key])), None)
 
 
+def _models_title(asked: Asked) -> str:
+    where = f"{asked.condition}"
+    level = _cell(asked).get("level")
+    where += f" {level} m" if level else ""
+    return f"The same item for each model: {asked.scene} · {asked.task} · {asked.wording} · {where}"
+
+
+def _strip_title(asked: Asked, model: str, arm: str, config: Mapping[str, Any]) -> str:
+    levels = config.get("levels_m") or ()
+    last = f"{level_label(min(float(v) for v in levels))} m" if levels else "its last level"
+    start = "clean" if "clean" in config.get("controls", ()) else "its first level"
+    return f"{asked.scene} · {model} · {asked.task} · {asked.wording}: {arm} from {start} to {last}"
+
+
+def groups_of(run_dir: Path, config: Mapping[str, Any], key: str) -> tuple[Group, ...]:
+    """The groups an item's page links to, from its spec alone (no listing read): the same
+    item for each model where the run asks several, its scene's strip per arm of the run."""
+    spec = _spec(run_dir, key)
+    if spec is None:
+        return ()
+    asked, model = item_identity(spec), str(spec["model"])
+    models = [Group("models", _models_title(asked))] if len(config.get("models", ())) > 1 else []
+    strips = [
+        Group(str(a), _strip_title(asked, model, str(a), config)) for a in config.get("arms", ())
+    ]
+    return (*models, *strips)
+
+
 def models_of(view: RunView, run_dir: Path, models: Sequence[str], key: str) -> Related | None:
     """The item ``key`` for each model that was asked it (the run's models in their order,
-    people after them); None where it is the only one (or no such item)."""
+    people after them); None where the run has no such item."""
     spec = _spec(run_dir, key)
     if spec is None:
         return None
@@ -82,12 +111,7 @@ def models_of(view: RunView, run_dir: Path, models: Sequence[str], key: str) -> 
         if item_identity(other) == asked
     }
     order = sorted(found, key=lambda m: (models.index(m) if m in models else len(models), m))
-    if len(order) < 2:
-        return None
-    title = f"{asked.scene} · {asked.task} · {asked.wording} · {asked.condition}"
-    level = _cell(asked).get("level")
-    title += f" {level} m" if level else ""
-    return Related("models", f"The same item for each model: {title}", _members(order, found))
+    return Related("models", _models_title(asked), _members(order, found))
 
 
 def _members(labels: Sequence[str], keys: Mapping[str, str]) -> tuple[Member, ...]:
@@ -99,33 +123,26 @@ def _unplaced(asked: Asked) -> Asked:
     return asked._replace(condition=None, level_m=None, severity=None)
 
 
-def strips_of(
-    view: RunView, run_dir: Path, config: Mapping[str, Any], key: str
-) -> tuple[Related, ...]:
-    """Per arm of the run, the item's scene as its model was asked it clean and at each of
-    the arm's levels, clearest first (module docstring); an arm's strip where it holds more
-    than one item."""
+def strip_of(
+    view: RunView, run_dir: Path, config: Mapping[str, Any], key: str, arm: str
+) -> Related | None:
+    """The item's scene as its model was asked it clean and at each of ``arm``'s levels,
+    clearest first (module docstring); None where the run has no such item or arm."""
     spec = _spec(run_dir, key)
-    if spec is None:
-        return ()
+    if spec is None or arm not in config.get("arms", ()):
+        return None
     asked, model = item_identity(spec), str(spec["model"])
     levels = sorted((float(v) for v in config.get("levels_m", ())), reverse=True)
-    clean = ["clean"] if "clean" in config.get("controls", ()) else []
-    strips = []
-    for arm in config.get("arms", ()):
-        places = [(c, None) for c in clean] + [(str(arm), level) for level in levels]
-        found: dict[str, str] = {}
-        for condition, level in places:
-            cell = _cell(asked._replace(condition=condition, level_m=level, severity=None))
-            label = "clean" if level is None else f"{level_label(level)} m"
-            for other_key, other in _matches(view, run_dir, {**cell, "model": model}, asked.scene):
-                if _unplaced(item_identity(other)) == _unplaced(asked):
-                    found.setdefault(label, other_key)
-        if len(found) > 1:
-            title = f"{asked.scene} · {model} · {asked.task} · {asked.wording}: {arm}, "
-            title += f"from clean to {level_label(levels[-1])} m" if clean else "by level"
-            strips.append(Related(str(arm), title, _members(list(found), found)))
-    return tuple(strips)
+    places = [("clean", None)] if "clean" in config.get("controls", ()) else []
+    found: dict[str, str] = {}
+    for condition, level in [*places, *((arm, level) for level in levels)]:
+        cell = _cell(asked._replace(condition=condition, level_m=level, severity=None))
+        label = "clean" if level is None else f"{level_label(level)} m"
+        for other_key, other in _matches(view, run_dir, {**cell, "model": model}, asked.scene):
+            if _unplaced(item_identity(other)) == _unplaced(asked):
+                found.setdefault(label, other_key)
+    title = _strip_title(asked, model, arm, config)
+    return Related(arm, title, _members(list(found), found))
 
 
 def identity_of(run_dir: Path, models: Sequence[str], key: str) -> Identity | None:
