@@ -16,7 +16,7 @@ from clearsight.faces.viewing import Query
 from clearsight.grounding import GroundingConfig, run_grounding
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY
 from clearsight.grounding.view import GroundingRunView
-from clearsight.grounding.view_records import records_of
+from clearsight.grounding.face.sides import records_of
 from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
 from clearsight.probe.protocol import run_probe
 from clearsight.probe.specs import BELIEF_PROTOCOL

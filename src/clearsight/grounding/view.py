@@ -22,10 +22,8 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   of the cut and the words between the two sides (the hesitating sentence). The same
   problem's other elicitations are found through the side index and read by key.
 * **image**: none (the trajectories are text).
-* **own trajectories and judge verdicts**: pages of their own, reached from each elicitation
-  of their problem (:mod:`~clearsight.grounding.view_records`).
-* **related**, **identity**, **find**: the problem's variants side by side, an elicitation
-  matched in another run as ``clearsight compare`` matches (:mod:`~clearsight.grounding.sides`).
+* **groups**, **related**, **identity**, **find**, and the pages of own trajectories and judge
+  verdicts: items side by side and matched across runs (:mod:`~clearsight.grounding.face.sides`).
 """
 
 from __future__ import annotations
@@ -34,33 +32,18 @@ import difflib
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from clearsight.faces.viewing import (
-    Bar,
-    Chart,
-    Detail,
-    Listing,
-    Point,
-    Query,
-    Row,
-    Section,
-    Span,
-    as_groups,
-    named,
-)
-from clearsight.grounding.sides import find_in, identity_of, variants_of
+from clearsight.faces import viewing
+from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.grounding.face.sides import find_in, group_of, groups_of, identity_of, other_detail
 from clearsight.grounding.specs import ELICIT
-from clearsight.grounding.view_records import other_detail, records_of
 from clearsight.store import RunStore, StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index
-
-if TYPE_CHECKING:
-    from clearsight.faces.viewing import Group, Identity, Related
 
 __all__ = ["GROUNDING_INDEX", "GroundingRunView", "word_diff"]
 
@@ -186,8 +169,7 @@ class GroundingRunView:
         return found if found is not None and found.protocol == ELICIT else None
 
     def detail(self, key: str) -> Detail | None:
-        """The elicitation ``key`` as its page shows it, or the own trajectory or judge
-        verdict ``key`` (:mod:`~clearsight.grounding.view_records`); None: none of these."""
+        """The elicitation (or own trajectory, judge verdict) ``key`` as its page shows it."""
         with RunStore.open(self.run_dir, read_only=True) as store:
             found = self._record(store, key)
             if found is None:
@@ -206,28 +188,19 @@ class GroundingRunView:
         """None: a grounding item is text."""
         return None
 
-    def _related(self, key: str) -> tuple[Related, ...]:
-        """The same model's elicitations of the item's problem, every variant
-        (:func:`~clearsight.grounding.sides.variants_of`), and the problem's own trajectory
-        and judge verdicts (:func:`~clearsight.grounding.view_records.records_of`): few, found
-        at once."""
-        records = records_of(self.run_dir, key)
-        variants = variants_of(self.run_dir, key, self._siblings, _variant_order)
-        return variants if records is None else (*variants, records)
+    def groups(self, key: str) -> tuple[viewing.Group, ...]:
+        """The item's problem's variants and records (:mod:`~clearsight.grounding.face.sides`)."""
+        return groups_of(self.run_dir, key, self._siblings, _variant_order)
 
-    def groups(self, key: str) -> tuple[Group, ...]:
-        """The item's groups (:meth:`_related`)."""
-        return as_groups(self._related(key))
+    def related(self, key: str, name: str) -> viewing.Related | None:
+        """The group ``name`` of the item, with its members."""
+        return group_of(self.run_dir, key, name, self._siblings, _variant_order)
 
-    def related(self, key: str, name: str) -> Related | None:
-        """The group ``name`` of the item (:meth:`_related`)."""
-        return named(self._related(key), name)
-
-    def identity(self, key: str) -> Identity | None:
+    def identity(self, key: str) -> viewing.Identity | None:
         """The problem, variant and read-out of ``key`` (``clearsight compare``'s matching)."""
         return identity_of(self.run_dir, key)
 
-    def find(self, identity: Identity) -> str | None:
+    def find(self, identity: viewing.Identity) -> str | None:
         """This run's elicitation of another grounding run's ``identity``."""
         return find_in(self, self.run_dir, identity)
 

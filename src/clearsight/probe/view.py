@@ -21,7 +21,7 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   the query, the sensor's K samples, the realised reply and its u, the commitment; the
   verdict and stop reason.
 * **belief probes** (``clearsight probe analyse``): pages of their own, reached from their
-  conversation's page (:mod:`~clearsight.probe.view_beliefs`).
+  conversation's page (:mod:`~clearsight.probe.face.beliefs`).
 * **image**: the instance's image (:func:`~clearsight.probe.instances.instance_image`), read
   from the instance the stored record names.
 """
@@ -36,9 +36,19 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.faces.viewing import (
+    Bar,
+    Detail,
+    Listing,
+    Point,
+    Query,
+    Row,
+    Section,
+    Span,
+    as_groups,
+)
+from clearsight.probe.face.beliefs import belief_page, beliefs_of
 from clearsight.probe.specs import PROTOCOL
-from clearsight.probe.view_beliefs import belief_groups, belief_page, beliefs_of
 from clearsight.store import StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import IndexDesign, page_of, read_index, record_of
@@ -148,7 +158,7 @@ class ProbeRunView:
 
     def detail(self, key: str) -> Detail | None:
         """The conversation ``key`` as its page shows it, or the belief probe ``key``
-        (:mod:`~clearsight.probe.view_beliefs`); None: neither."""
+        (:mod:`~clearsight.probe.face.beliefs`); None: neither."""
         found = self._record(key)
         return belief_page(self.run_dir, key) if found is None else _detail(found)
 
@@ -169,11 +179,12 @@ class ProbeRunView:
 
     def groups(self, key: str) -> tuple[Group, ...]:
         """The conversation beside its belief probes, where it has any."""
-        return belief_groups(self.run_dir, key)
+        found = beliefs_of(self.run_dir, key)
+        return () if found is None else as_groups((found,))
 
     def related(self, key: str, name: str) -> Related | None:
         """The conversation and its belief probes side by side (``beliefs``:
-        :func:`~clearsight.probe.view_beliefs.beliefs_of`)."""
+        :func:`~clearsight.probe.face.beliefs.beliefs_of`)."""
         return beliefs_of(self.run_dir, key) if name == "beliefs" else None
 
     def identity(self, key: str) -> Identity | None:

@@ -20,21 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from clearsight.faces.viewing import (
-    Bar,
-    Chart,
-    Detail,
-    Group,
-    Member,
-    Related,
-    Section,
-    Span,
-    as_groups,
-)
+from clearsight.faces.viewing import Bar, Chart, Detail, Member, Related, Section, Span
 from clearsight.probe.specs import BELIEF_PROTOCOL, PROTOCOL
 from clearsight.store import RunStore, StoredRecord
 
-__all__ = ["belief_detail", "belief_groups", "belief_page", "beliefs_of"]
+__all__ = ["belief_detail", "belief_page", "beliefs_of"]
 
 
 def _bars(
@@ -119,10 +109,3 @@ def beliefs_of(run_dir: Path, key: str) -> Related | None:
         return None
     title = f"Conversation {conversation[:12]} and its belief probes"
     return Related("beliefs", title, (Member("conversation", conversation), *members))
-
-
-def belief_groups(run_dir: Path, key: str) -> tuple[Group, ...]:
-    """The group :func:`beliefs_of` finds for ``key``, as its page links to it (none where the
-    conversation has no belief probe)."""
-    found = beliefs_of(run_dir, key)
-    return () if found is None else as_groups((found,))
