@@ -14,9 +14,9 @@ from starlette.testclient import TestClient
 from clearsight.driver import Execution
 from clearsight.faces.viewing import Query
 from clearsight.grounding import GroundingConfig, run_grounding
+from clearsight.grounding.face.sides import records_of
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY
 from clearsight.grounding.view import GroundingRunView
-from clearsight.grounding.face.sides import records_of
 from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
 from clearsight.probe.protocol import run_probe
 from clearsight.probe.specs import BELIEF_PROTOCOL
