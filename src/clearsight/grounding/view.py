@@ -22,6 +22,8 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   of the cut and the words between the two sides (the hesitating sentence). The same
   problem's other elicitations are found through the side index and read by key.
 * **image**: none (the trajectories are text).
+* **groups**, **related**, **identity**, **find**, and the pages of own trajectories and judge
+  verdicts: items side by side and matched across runs (:mod:`~clearsight.grounding.face.sides`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clearsight.faces import viewing
 from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.grounding.face.sides import find_in, group_of, groups_of, identity_of, other_detail
 from clearsight.grounding.specs import ELICIT
 from clearsight.store import IndexDesign, Order, RunStore, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
@@ -169,11 +173,11 @@ class GroundingRunView:
         return found if found is not None and found.protocol == ELICIT else None
 
     def detail(self, key: str) -> Detail | None:
-        """The elicitation ``key`` as its page shows it (None: no elicitation of that key)."""
+        """The elicitation (or own trajectory, judge verdict) ``key`` as its page shows it."""
         with RunStore.open(self.run_dir, read_only=True) as store:
             found = self._record(store, key)
             if found is None:
-                return None
+                return other_detail(self.run_dir, key, word_diff)
             problem = found.spec["problem"]
             siblings = self._siblings(str(found.spec["model"]), str(problem["id"]))
             others = {
@@ -187,6 +191,22 @@ class GroundingRunView:
     def image(self, key: str) -> bytes | None:
         """None: a grounding item is text."""
         return None
+
+    def groups(self, key: str) -> tuple[viewing.Group, ...]:
+        """The item's problem's variants and records (:mod:`~clearsight.grounding.face.sides`)."""
+        return groups_of(self.run_dir, key, self._siblings, _variant_order)
+
+    def related(self, key: str, name: str) -> viewing.Related | None:
+        """The group ``name`` of the item, with its members."""
+        return group_of(self.run_dir, key, name, self._siblings, _variant_order)
+
+    def identity(self, key: str) -> viewing.Identity | None:
+        """The problem, variant and read-out of ``key`` (``clearsight compare``'s matching)."""
+        return identity_of(self.run_dir, key)
+
+    def find(self, identity: viewing.Identity) -> str | None:
+        """This run's elicitation of another grounding run's ``identity``."""
+        return find_in(self, self.run_dir, identity)
 
 
 def _row(*values: object) -> Row:

@@ -20,6 +20,8 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   conversation turn by turn: the reasoner's text with its stated belief where it stated one,
   the query, the sensor's K samples, the realised reply and its u, the commitment; the
   verdict and stop reason.
+* **belief probes** (``clearsight probe analyse``): pages of their own, reached from their
+  conversation's page (:mod:`~clearsight.probe.face.beliefs`).
 * **image**: the instance's image (:func:`~clearsight.probe.instances.instance_image`), read
   from the instance the stored record names.
 """
@@ -31,15 +33,29 @@ import io
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.faces.viewing import (
+    Bar,
+    Detail,
+    Listing,
+    Point,
+    Query,
+    Row,
+    Section,
+    Span,
+    as_groups,
+)
+from clearsight.probe.face.beliefs import belief_page, beliefs_of
 from clearsight.probe.specs import PROTOCOL
 from clearsight.store import IndexDesign, Order, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
 from clearsight.view.index import RunIndex, record_of
+
+if TYPE_CHECKING:
+    from clearsight.faces.viewing import Group, Identity, Related
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -151,9 +167,10 @@ class ProbeRunView:
         return found if finished else None
 
     def detail(self, key: str) -> Detail | None:
-        """The conversation ``key`` as its page shows it (None: no finished conversation)."""
+        """The conversation ``key`` as its page shows it, or the belief probe ``key``
+        (:mod:`~clearsight.probe.face.beliefs`); None: neither."""
         found = self._record(key)
-        return None if found is None else _detail(found)
+        return belief_page(self.run_dir, key) if found is None else _detail(found)
 
     def image(self, key: str) -> bytes | None:
         """The image the sensor saw in conversation ``key``, as PNG."""
@@ -169,6 +186,24 @@ class ProbeRunView:
         buffer = io.BytesIO()
         Image.fromarray(instance_image(instance)).save(buffer, format="PNG")
         return buffer.getvalue()
+
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The conversation beside its belief probes, where it has any."""
+        found = beliefs_of(self.run_dir, key)
+        return () if found is None else as_groups((found,))
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The conversation and its belief probes side by side (``beliefs``:
+        :func:`~clearsight.probe.face.beliefs.beliefs_of`)."""
+        return beliefs_of(self.run_dir, key) if name == "beliefs" else None
+
+    def identity(self, key: str) -> Identity | None:
+        """None: ``clearsight compare`` matches no probe runs, so neither does the viewer."""
+        return None
+
+    def find(self, identity: Identity) -> str | None:
+        """None (see :meth:`identity`)."""
+        return None
 
 
 def _point(cell: tuple[str, ...]) -> Point:

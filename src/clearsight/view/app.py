@@ -7,6 +7,8 @@ Routes (``N``: a run's place on the command line; ``KEY``: an item key, 64 hex d
     /run/N/items?...       a listing: filters, outcome, confidence sort, page
     /run/N/item/KEY        one item: its image, question, options as bars, answer, raw text
     /run/N/image/KEY.png   the image the model was shown, re-rendered on request
+    /run/N/related/KEY/G   item KEY side by side with its group G (:mod:`~clearsight.view.side`)
+    /run/N/across/KEY      item KEY side by side with the same item in every other run
 
 No path from a request reaches the file system: runs are named by number and items by key,
 and an image is rendered only for an item the run holds. Pages are rendered from autoescaped
@@ -48,6 +50,7 @@ from clearsight.view.chart import curves_of
 from clearsight.view.index import IndexNotReadyError
 from clearsight.view.pages import render
 from clearsight.view.query import OUTCOMES, SORTS, parse_query
+from clearsight.view.side import side_links, side_routes
 
 __all__ = ["VIEW_CSP", "create_view_app"]
 
@@ -155,7 +158,9 @@ class _Pages:
         detail = await run_in_threadpool(view.detail, key)
         if detail is None:
             raise HTTPException(404, f"this run has no item {key}")
-        return self.page("item.html", "../../../", title=view.title, detail=detail)
+        number = int(str(request.path_params["run"]))
+        sides = await run_in_threadpool(side_links, self.views, number, key)
+        return self.page("item.html", "../../../", title=view.title, detail=detail, sides=sides)
 
     async def image(self, request: Request) -> Response:
         view, key = self.view(request), self.key(request)
@@ -196,6 +201,7 @@ def create_view_app(
         ("/run/{run}/items", pages.items),
         ("/run/{run}/item/{key}", pages.item),
         ("/run/{run}/image/{key}.png", pages.image),
+        *side_routes(pages),
     ]
     return Starlette(
         routes=[Route(path, endpoint, methods=["GET"]) for path, endpoint in get],

@@ -22,6 +22,9 @@ the reads over it, :mod:`~clearsight.sweep.view.rows` makes its points, rows and
   (:func:`~clearsight.sweep.unit.item_image`, the pixels the sweep sends the model); the spec
   is rebuilt into its typed item and refused unless the rebuilt item's key is the stored key,
   so the image is that of exactly the item asked.
+* **groups**, **related**, **identity** and **find**: the item side by side with the other
+  models' and across levels, and matched in another sweep run as ``clearsight compare``
+  matches (:mod:`~clearsight.sweep.view.related`).
 
 Filter values are those the run's configuration (its manifest) names, so a listing is checked
 without reading a record; a store being written is read as it stands (read-only, no lock: the
@@ -35,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from clearsight.faces.viewing import Detail, Listing, Point, Query
+from clearsight.faces.viewing import Detail, Group, Identity, Listing, Point, Query, Related
 from clearsight.store import StoredRecord, run_manifest
 from clearsight.sweep.results import is_person, level_label
 from clearsight.sweep.signals import SIGNALS
@@ -43,6 +46,7 @@ from clearsight.sweep.specs import PROTOCOL
 from clearsight.sweep.view.bins import bin_points
 from clearsight.sweep.view.index import BINS, CELLS, SWEEP_INDEX, curve_cells, listing_select
 from clearsight.sweep.view.items import QuestionOf, sweep_item
+from clearsight.sweep.view.related import find_in, groups_of, identity_of, models_of, strip_of
 from clearsight.sweep.view.rows import detail_of, point_of, row_of
 from clearsight.validate import InputError
 from clearsight.view.index import RunIndex, record_of
@@ -127,6 +131,30 @@ class SweepRunView:
             return None
         depth = self.config.get("coco_depth_model") or _default_depth()
         return item_png(sweep_item(key, found.spec, self.question_of), str(depth))
+
+    @property
+    def _models(self) -> tuple[str, ...]:
+        return tuple(self.config.get("models", ()))
+
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The item for each model and its scene's strip per arm, named from its spec
+        (:func:`~clearsight.sweep.view.related.groups_of`)."""
+        return groups_of(self.run_dir, self.config, key)
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The group ``name`` of ``key``: ``models`` or an arm's strip, from clean to the last
+        level (:mod:`~clearsight.sweep.view.related`)."""
+        if name == "models":
+            return models_of(self, self.run_dir, self._models, key)
+        return strip_of(self, self.run_dir, self.config, key, name)
+
+    def identity(self, key: str) -> Identity | None:
+        """The model's place and what item ``key`` asks (``clearsight compare``'s matching)."""
+        return identity_of(self.run_dir, self._models, key)
+
+    def find(self, identity: Identity) -> str | None:
+        """This run's item of another sweep run's ``identity``."""
+        return find_in(self, self.run_dir, self._models, identity)
 
 
 class _Models(tuple[str, ...]):
