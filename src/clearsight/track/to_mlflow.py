@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from itertools import groupby
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class MlflowSink:
 
         self.client = MlflowClient()
         self.run_id = ""
+        #: The sample's rows logged so far (its table is logged in parts).
+        self.tabled = 0
 
     def begin(self, name: str, params: Mapping[str, str]) -> None:
         """Begin the MLflow run ``name`` where MLflow's configuration says, ``params`` its
@@ -68,14 +71,26 @@ class MlflowSink:
             self.client.log_artifact(self.run_id, str(path))
 
     def table(self, sample: Sequence[SampledRow]) -> None:
-        """The sample as MLflow's table ``sample.parquet`` (images as PNG artifacts)."""
+        """The sample as MLflow's table ``sample.parquet`` (images as PNG artifacts). MLflow
+        takes a column of images only whole, so each run of rows with an image and each run
+        without one (a text problem) is logged in turn, in the sample's order (``log_table``
+        appends to the table); a part logged before a failed call is not logged again."""
         import pandas as pd
 
-        from clearsight.track.content import SAMPLE, table_of
+        from clearsight.track.content import IMAGE, SAMPLE, table_of
 
         columns, rows = table_of(sample, lambda image: image)
         frame = pd.DataFrame(rows, columns=columns)
-        self.client.log_table(self.run_id, frame, f"{SAMPLE}.parquet")
+        shown = frame[IMAGE].notna().tolist() if IMAGE in frame else [False] * len(frame)
+        start = 0
+        for has_image, run in groupby(shown):
+            end = start + len(list(run))
+            if end > self.tabled:
+                part = frame.iloc[start:end]
+                part = part if has_image else part.drop(columns=[IMAGE], errors="ignore")
+                self.client.log_table(self.run_id, part, f"{SAMPLE}.parquet")
+                self.tabled = end
+            start = end
 
     def end(self, ok: bool) -> None:
         """End the run, FINISHED or FAILED."""
