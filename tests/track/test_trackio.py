@@ -21,8 +21,8 @@ from clearsight.cli import app
 from clearsight.faces.face import Row
 from clearsight.faces.verifying import Reaskable
 from clearsight.store import RunStore
+from clearsight.track.names import PROJECT
 from clearsight.track.session import sampled_rows
-from clearsight.track.to_trackio import PROJECT
 from fixtures.trackers import (
     assert_params,
     assert_sample,
@@ -100,6 +100,25 @@ def test_a_grounding_and_a_probe_run_send_their_sample(
     files = [None if cell is None else MEDIA_DIR / cell["file_path"] for cell in cells]
     assert_sample(run_dir, 64, rows, files)
     assert f"a table of {len(rows)} items" in result.output
+
+
+def test_trackio_colon_project_sends_the_run_to_that_project(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    """``--to trackio:PROJECT``: the run and its card's number (5 of 6 right) in that project
+    of trackio's storage, none in the default one."""
+    from trackio.sqlite_storage import SQLiteStorage
+
+    run_dir = tmp_path / "toy-in-a-project"
+    driver.run(TOY, ToyConfig(), run_dir, driver.Execution(progress=False))
+    faces.register(KIND, TOY_FACE)  # the registry is restored after each test (conftest)
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "trackio:my-study_2"])
+    assert result.exit_code == 0, result.output
+    assert f"sent {run_dir} to trackio:my-study_2: " in result.output
+    assert SQLiteStorage.get_runs("my-study_2") == [run_dir.name]
+    assert run_dir.name not in SQLiteStorage.get_runs(PROJECT)
+    (logged,) = [r for r in SQLiteStorage.get_logs("my-study_2", run_dir.name) if r["step"] == 0]
+    assert logged["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
 
 
 def _keyed_rows(run_dir: Path) -> Iterator[Row]:
