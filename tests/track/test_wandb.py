@@ -69,6 +69,17 @@ def _wandb_set_up_again() -> Iterator[None]:
     wandb.teardown()
 
 
+def _run_file(wandb_dir: Path) -> Path:
+    """The one run file wandb wrote under ``wandb_dir``, once wandb is torn down: the file was
+    seen to appear only after the run's ``finish`` returned (two tests in one process), and
+    ``wandb.teardown`` waits for wandb's service to end."""
+    import wandb
+
+    wandb.teardown()
+    (found,) = wandb_dir.glob("wandb/offline-run-*/run-*.wandb")
+    return found
+
+
 def _key(item: Any) -> str:
     return str(item.key or ".".join(item.nested_key))
 
@@ -85,7 +96,7 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
     output = run_sweep_cli(run_dir, "--tracker", "wandb", "--tracker-sample", "5")
     assert "warning: tracker" not in output
     want = expected(run_dir)
-    (found,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    found = _run_file(tmp_path)
     records = [(r.WhichOneof("record_type"), r) for r in wandb_records(found)]
     (run,) = [r.run for kind, r in records if kind == "run"]
     assert (run.display_name, run.project) == (run_dir.name, "clearsight-test")
@@ -141,7 +152,7 @@ def test_a_grounding_and_a_probe_run_send_their_sample(
     run_dir = copied_run(request.getfixturevalue(which), tmp_path)
     result = runner.invoke(app, ["track", str(run_dir), "--to", "wandb"])
     assert result.exit_code == 0, result.output
-    (found,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    found = _run_file(tmp_path)
     cells, images = _table([(r.WhichOneof("record_type"), r) for r in wandb_records(found)])
     assert_sample(run_dir, 64, cells, images)
     assert any(image is not None for image in images)
