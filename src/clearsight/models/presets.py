@@ -60,6 +60,9 @@ class Preset(BaseModel):
     name: str
     hub_id: str | None
     family: str
+    model_type: str
+    """The checkpoint config's ``model_type``: the family the ``hf`` backend's rules key on
+    (``clearsight plan`` counts vision encodes by it before the checkpoint is downloaded)."""
     kind: Literal["vlm", "text"]
     protocols: tuple[Literal["sweep", "grounding", "probe"], ...]
     params_b: float = Field(gt=0)
