@@ -24,6 +24,7 @@ from clearsight.sweep.analysis import SweepAnalysis, TaskAnalysis
 from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page import plots
 from clearsight.sweep.page.confidence import calibration_section, selective_section
+from clearsight.sweep.page.corruptions import corruptions_section
 from clearsight.sweep.page.examples import examples_section
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, sweep_caption, sweep_headline
 from clearsight.sweep.page.imagenet import imagenet_section
@@ -55,6 +56,7 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
         parts += _task_section(analysis, numbers, task == run.tasks[0])
     if run.first_task:
         parts += imagenet_section(analysis, run.first_task)
+        parts += corruptions_section(analysis, run.first_task)
         parts += examples_section(analysis.examples)
     parts += guard_section(analysis.guard)  # nothing without a guarded model
     parts.append(appendix.html)  # empty without re-asks
