@@ -132,7 +132,7 @@ def budget(plan: SweepPlan, rates: Mapping[str, float] | None = None) -> list[Mo
 
 def _model_budget(model: str, seen: dict[str, int], rate: float | None) -> ModelBudget:
     items, verbal = int(seen["items"]), int(seen["verbal"])
-    if model == "observer":
+    if model.partition(":")[0] == "observer":  # a reference observer encodes no image
         encodes = 0
     elif model.startswith("hf:"):
         encodes = int(seen["images"])

@@ -29,6 +29,7 @@ from clearsight.sweep.page.examples import examples_section
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, sweep_caption, sweep_headline
 from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
+from clearsight.sweep.page.references import references_section
 from clearsight.sweep.page.tables import (
     controls_section,
     crossings_section,
@@ -57,6 +58,7 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
     if run.first_task:
         parts += imagenet_section(analysis, run.first_task)
         parts += corruptions_section(analysis, run.first_task)
+        parts += references_section(analysis, run.first_task)
         parts += examples_section(analysis.examples)
     parts += guard_section(analysis.guard)  # nothing without a guarded model
     parts.append(appendix.html)  # empty without re-asks

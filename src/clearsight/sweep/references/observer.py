@@ -25,8 +25,9 @@ registered as ``observer`` in :mod:`clearsight.models.registry`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -106,13 +107,21 @@ def p_detect(contrast: float, config: ObserverConfig) -> float:
 
 
 class ObserverBackend:
-    """The ``observer`` backend: answers option questions from contrast alone."""
+    """The ``observer`` backend: answers option questions from contrast alone, seeing the
+    target with probability ``detect(c)`` (:func:`p_detect` of ``config`` unless given: the
+    reference observers of :mod:`clearsight.sweep.references.recognition`)."""
 
     capabilities = Capabilities(images=True, generate=True, candidate_probs=True, n_per_call=True)
 
-    def __init__(self, config: ObserverConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: ObserverConfig | None = None,
+        name: str = "observer",
+        detect: Callable[[float], float] | None = None,
+    ) -> None:
         self.config = config or ObserverConfig()
-        self.name = "observer"
+        self.name = name
+        self.detect = detect or partial(p_detect, config=self.config)
 
     def _answer(
         self, ref: ObserverReference, p: float, rng: np.random.Generator
@@ -156,7 +165,7 @@ class ObserverBackend:
             if key not in contrasts:
                 contrasts[key] = retained_contrast(shown, ref.clean, ref.box)
             contrast = contrasts[key]
-        p = p_detect(contrast, self.config)
+        p = self.detect(contrast)
         seed = request.decoding.seed
         if seed is None:
             seed = int(content_hash([m.text for m in request.messages])[:8], 16)
@@ -180,7 +189,10 @@ class ObserverBackend:
 
 
 def make_observer(arg: str, options: Mapping[str, JsonValue]) -> ObserverBackend:
-    """``observer``: options are :class:`ObserverConfig` fields."""
+    """``observer``: options are :class:`ObserverConfig` fields; ``observer:recognition`` and
+    ``observer:human``: :func:`clearsight.sweep.references.recognition.reference_observer`."""
     if arg:
-        raise InputError(f"the observer takes no argument after 'observer', got {arg!r}")
+        from clearsight.sweep.references.recognition import reference_observer
+
+        return reference_observer(arg, options)
     return ObserverBackend(ObserverConfig(**options))
