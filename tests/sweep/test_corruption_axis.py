@@ -184,3 +184,18 @@ def test_a_toy_run_places_contrast_and_flags_noise(two_corruptions: Path) -> Non
     assert "contrast" in section
     assert "no: adds detail" in section
     assert "Crossings and W of each corruption" in section
+
+
+def test_a_veq_beyond_the_search_is_larger_than_every_finite_one() -> None:
+    from clearsight.sweep.images.equivalence import veq_summary
+
+    rows = pd.DataFrame(
+        {"scene": list("abc"), "severity": 1.0, "v_eq_m": [10.0, 20.0, math.inf], "gain": 0.9}
+    )
+    (summary,) = veq_summary(rows).itertuples()
+    assert summary.veq_median == 20.0  # the middle of 10, 20, inf
+    assert summary.veq_q25 == 15.0  # half-way from 10 to 20
+    assert summary.veq_q75 == math.inf  # half-way from 20 to beyond the search
+    assert summary.gain_median == pytest.approx(0.9)
+    (every,) = veq_summary(rows.assign(v_eq_m=math.inf)).itertuples()
+    assert every.veq_median == math.inf
