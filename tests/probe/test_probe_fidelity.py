@@ -194,7 +194,7 @@ def test_table_8_is_the_mean_stored_seconds_per_conversation(tmp_path: Path) -> 
 
 
 def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
-    from clearsight.probe.accuracy import consistency_bins
+    from clearsight.probe.numbers.accuracy import consistency_bins
 
     rows = [
         # dataset, instance, strategy, correct
@@ -422,7 +422,7 @@ def test_distillation_takes_as_many_trajectories_from_each_sensor() -> None:
 
 
 def test_domain_table_docstring_holds_no_control_characters() -> None:
-    from clearsight.probe import accuracy
+    from clearsight.probe.numbers import accuracy
 
     doc = accuracy.domain_table.__doc__ or ""
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", doc)

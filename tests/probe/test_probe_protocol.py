@@ -16,9 +16,9 @@ import pytest
 
 from clearsight.metrics import cross_run_ece, cross_run_prediction
 from clearsight.models.base import Capabilities, Request, Response
-from clearsight.probe.accuracy import summary_table
 from clearsight.probe.instances import Instance
 from clearsight.probe.judges import make_judge, normalise
+from clearsight.probe.numbers.accuracy import summary_table
 from clearsight.probe.plan import plan_probe
 from clearsight.probe.posthoc.agreement import agreement
 from clearsight.probe.posthoc.belief import belief_probe, belief_summary, parse_distribution
@@ -142,7 +142,7 @@ def test_cross_run_ece_hand_computed() -> None:
 
 
 def test_table_1_macro_averages_the_datasets_of_a_domain() -> None:
-    from clearsight.probe.accuracy import domain_table
+    from clearsight.probe.numbers.accuracy import domain_table
 
     rows = []
     # knowledge: mmstar has 4 instances (all right), cvqa 1 (wrong); two runs
@@ -561,7 +561,7 @@ def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
 
 
 def test_table_9_counts_answered_calls_and_shows_failed_ones_apart() -> None:
-    from clearsight.probe.accuracy import calls_table
+    from clearsight.probe.numbers.accuracy import calls_table
 
     frame = pd.DataFrame(
         {

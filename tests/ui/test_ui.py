@@ -643,7 +643,7 @@ def test_the_signal_a_person_is_shown_is_stored_like_a_models(tmp_path: Path, si
 
 
 def test_balanced_sessions_cycle_through_the_three_signals(tmp_path: Path) -> None:
-    from clearsight.probe.accuracy import ablation_table
+    from clearsight.probe.numbers.accuracy import ablation_table
     from clearsight.probe.results import transcripts_frame
 
     run = tmp_path / "humans"

@@ -8,7 +8,7 @@ The protocol's shape: :mod:`~clearsight.probe.config` (``ProbeConfig``),
 conversations), :mod:`~clearsight.probe.unit` (running one), :mod:`~clearsight.probe.readouts` (the
 stored read-outs, typed), :mod:`~clearsight.probe.results` (a run read back as frames),
 :mod:`~clearsight.probe.analysis` (the paper's numbers as one typed value, computed by
-:mod:`~clearsight.probe.accuracy`, :mod:`~clearsight.probe.posthoc.belief` and
+:mod:`~clearsight.probe.numbers.accuracy`, :mod:`~clearsight.probe.posthoc.belief` and
 :mod:`~clearsight.probe.posthoc.querytypes`) and :mod:`~clearsight.probe.protocol` (``PROBE``,
 ``run_probe``). Its domain: the questions (:mod:`~clearsight.probe.instances`,
 :mod:`~clearsight.probe.sources.layouts`, :mod:`~clearsight.probe.sources.load`,

@@ -7,8 +7,8 @@ belief-probe and query-type results, stage-1 build samples, judges' validations)
 anything the run kept aside. Tables 4 and 6 compare runs with another sensor or K, read as one
 (``analyse_probe(run, others)``). :func:`analyse_probe` computes :class:`ProbeAnalysis`;
 :mod:`clearsight.probe.page.report` only renders it. The computations are the protocol's own:
-accuracy and cross-run calibration (:mod:`~clearsight.probe.accuracy`, its risk-coverage curves
-:mod:`~clearsight.probe.risk`), the belief probe
+accuracy and cross-run calibration (:mod:`~clearsight.probe.numbers.accuracy`, its
+risk-coverage curves :mod:`~clearsight.probe.numbers.risk`), the belief probe
 (:mod:`~clearsight.probe.posthoc.belief`), query types
 (:mod:`~clearsight.probe.posthoc.querytypes`), self-distillation's before-and-after
 (:func:`~clearsight.probe.distill.analysis.distill_table`) and the judges against people
@@ -25,7 +25,8 @@ from typing import Final
 import pandas as pd
 
 from clearsight.metrics.bootstrap import Interval
-from clearsight.probe.accuracy import (
+from clearsight.probe.distill.analysis import adapter_bases, distill_table
+from clearsight.probe.numbers.accuracy import (
     ablation_table,
     calls_table,
     consistency_bins,
@@ -36,11 +37,10 @@ from clearsight.probe.accuracy import (
     sensor_table,
     summary_table,
 )
-from clearsight.probe.distill.analysis import adapter_bases, distill_table
+from clearsight.probe.numbers.risk import RiskPanel, risk_panels
 from clearsight.probe.posthoc.belief import BeliefCurves, belief_curves, belief_table
 from clearsight.probe.posthoc.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results
-from clearsight.probe.risk import RiskPanel, risk_panels
 from clearsight.probe.transcript import Transcript
 from clearsight.store import run_cost, spec_model
 

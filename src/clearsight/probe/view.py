@@ -10,7 +10,7 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   signal: :data:`~clearsight.probe.results.SETTING`, people grouped as ``human`` as
   :func:`~clearsight.probe.results.transcripts_frame` groups them), each point the share of
   its conversations committed to the gold and ``n`` their number: the analysis's accuracy
-  per setting and dataset (:func:`~clearsight.probe.accuracy.summary_table` by dataset).
+  per setting and dataset (:func:`~clearsight.probe.numbers.accuracy.summary_table` by dataset).
   Each point lists exactly those conversations.
 * **listing**: the conversations a query selects, in SQL over the run's side index
   (:mod:`clearsight.view.index`); outcome ``correct``, ``wrong`` (committed to another

@@ -211,15 +211,7 @@ def _scene_items(
     fixed fields x the targets' questions in the model's wordings x the model's conditions,
     conditions varying fastest (recording each template's hash in ``prompt_hashes``)."""
     partner = derangement(len(refs), config.seed) if "shuffled" in config.controls else None
-    physics = Physics(
-        config.airlight,
-        tuple(config.wavelengths_nm),
-        config.water_table,
-        config.veil,
-        config.box_thickness_px,
-        config.turbid_absorption_per_m,
-        config.turbid_scattering_per_m,
-    )
+    physics = _physics(config)
     conditions = _condition_entries(config)
     per_scene: list[dict[str, SpecGrid[SweepItem]]] = []
     for i, ref in enumerate(refs):
@@ -231,22 +223,35 @@ def _scene_items(
             {**c, "shown": shown} if c["condition"] == "shuffled" else c for c in conditions
         ]
         questions = _question_entries(config, ref, i, prior, scheme, prompt_hashes)
-        grids: dict[str, SpecGrid[SweepItem]] = {}
-        for m in models:
-            if not config.model_on_scene(m.name, i):
-                continue
-            fixed = {
-                "scene": ref,
-                "physics": physics,
-                "seed": config.seed,
-                "model": m.name,
-                "model_options": m.options,
+        fixed = {"scene": ref, "physics": physics, "seed": config.seed}
+        per_scene.append(
+            {
+                m.name: SpecGrid(
+                    SweepItem,
+                    [
+                        ({**fixed, "model": m.name, "model_options": m.options},),
+                        [q for q in questions if q["wording"] in m.wordings],
+                        [c for c in scene_conditions if c["condition"] in m.conditions],
+                    ],
+                )
+                for m in models
+                if config.model_on_scene(m.name, i)
             }
-            asked = [q for q in questions if q["wording"] in m.wordings]
-            under = [c for c in scene_conditions if c["condition"] in m.conditions]
-            grids[m.name] = SpecGrid(SweepItem, [(fixed,), asked, under])
-        per_scene.append(grids)
+        )
     return per_scene
+
+
+def _physics(config: SweepConfig) -> Physics:
+    """The physics every item of ``config`` is rendered with (one shared part)."""
+    return Physics(
+        config.airlight,
+        tuple(config.wavelengths_nm),
+        config.water_table,
+        config.veil,
+        config.box_thickness_px,
+        config.turbid_absorption_per_m,
+        config.turbid_scattering_per_m,
+    )
 
 
 class QuestionFields(TypedDict):

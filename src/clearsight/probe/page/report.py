@@ -22,12 +22,12 @@ from clearsight.pages.headline import headline_html, headline_markdown
 from clearsight.pages.html import cell_text, esc, frame_table, img, page
 from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 from clearsight.pages.plots import Drawn, png, pyplot, risk_coverage_figure
-from clearsight.probe.accuracy import setting_label
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
+from clearsight.probe.numbers.accuracy import setting_label
+from clearsight.probe.numbers.risk import RiskPanel
 from clearsight.probe.page.examples import examples_html
 from clearsight.probe.page.headline import PROBE_CAPTION, probe_headline
 from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD, BeliefCurves
-from clearsight.probe.risk import RiskPanel
 
 __all__ = [
     "FIG5",
@@ -104,7 +104,7 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
 
 def consistency_figure(table: pd.DataFrame) -> bytes | None:
     """Fig. 2: accuracy (%) against the sensor's direct consistency c (of 11), one line per
-    setting (:func:`~clearsight.probe.accuracy.consistency_bins`)."""
+    setting (:func:`~clearsight.probe.numbers.accuracy.consistency_bins`)."""
     if table.empty:
         return None
     plt = pyplot()
@@ -123,8 +123,8 @@ def consistency_figure(table: pd.DataFrame) -> bytes | None:
 
 def consistency_datasets_figure(table: pd.DataFrame) -> bytes | None:
     """Fig. 6: Fig. 2 with one panel per dataset, the VLM answering directly as solid lines
-    and the settings with a reasoner dashed (:func:`~clearsight.probe.accuracy.consistency_bins`
-    by dataset)."""
+    and the settings with a reasoner dashed
+    (:func:`~clearsight.probe.numbers.accuracy.consistency_bins` by dataset)."""
     if table.empty:
         return None
     plt = pyplot()
@@ -223,7 +223,7 @@ def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> d
 def selective_figure(panels: Sequence[RiskPanel]) -> bytes | None:
     """Risk-coverage curves of the cross-run confidence gating the cross-run predictions: one
     panel per reasoner and sensor, one curve per strategy and signal
-    (:func:`~clearsight.probe.risk.risk_panels`)."""
+    (:func:`~clearsight.probe.numbers.risk.risk_panels`)."""
     drawn: list[tuple[str, list[Drawn]]] = [
         (panel.title, [(c.label, int(c.confidence.size), c.curve) for c in panel.curves])
         for panel in panels

@@ -19,7 +19,7 @@ Everything is computed from the frame of finished conversations
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
 * :func:`calls_table` — VLM calls per question (Table 9); :func:`queries_table` — queries per
   conversation (Fig. 5) (BP accuracy before and after self-distillation, Table 2, is
-  :mod:`clearsight.probe.distill.analysis`); :func:`clearsight.probe.risk.risk_panels` — the
+  :mod:`clearsight.probe.distill.analysis`); :func:`clearsight.probe.numbers.risk.risk_panels` — the
   cross-run confidence against correctness, per reasoner and sensor (the risk-coverage curves).
 * :func:`latency_table` — seconds per conversation by strategy and sensor (Table 8).
 * :func:`sensor_table` and :func:`samples_table` — runs with another sensor or K side by side

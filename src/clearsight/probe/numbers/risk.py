@@ -1,8 +1,8 @@
 """The risk-coverage curves of a probe run: the cross-run confidence of each setting
-(:func:`clearsight.probe.accuracy.cross_run`) gating its cross-run predictions, one panel per
-reasoner and sensor, one curve per strategy, K and signal
+(:func:`clearsight.probe.numbers.accuracy.cross_run`) gating its cross-run predictions, one panel
+per reasoner and sensor, one curve per strategy, K and signal
 (:func:`~clearsight.metrics.risk_coverage`; AURC and E-AURC are in
-:func:`~clearsight.probe.accuracy.summary_table`)."""
+:func:`~clearsight.probe.numbers.accuracy.summary_table`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from clearsight.metrics.selective import RiskCoverage, risk_coverage
-from clearsight.probe.accuracy import cross_run
+from clearsight.probe.numbers.accuracy import cross_run
 
 __all__ = ["RiskCurve", "RiskPanel", "risk_panels"]
 
