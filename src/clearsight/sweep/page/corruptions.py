@@ -51,7 +51,8 @@ def corruptions_section(analysis: SweepAnalysis, task: str) -> list[Part]:
         "Each placed corruption's severities at their median V_eq (thin lines, one colour per "
         "corruption; severities not placed are left out) against the physical arms' curves "
         "(thick), per model in its main letter wording: accuracy, internal confidence and "
-        "abstain rate."
+        "abstain rate. A V_eq clearer than the clearest level lies left of it, past the clean "
+        "marker."
     )
     parts: list[Part] = [head, rule, _veq_table(numbers)]
     parts.append(Figure(fig, "Every corruption on the metre axis", caption))
