@@ -20,18 +20,19 @@ rate is therefore censored by design, and every report says so beside the number
 What it may know that a model may not — the clean image, the shown box, which option names the
 object in it — comes with each request of the sweep as an :class:`ObserverReference`
 (:attr:`clearsight.models.Request.reference`, opaque to every other backend); the backend is
-registered as ``observer`` in :mod:`clearsight.models.registry`.
+registered as ``observer`` in :mod:`clearsight.models.registry` (through
+:func:`clearsight.sweep.references.recognition.make_observer`, which makes its variants too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.physics.srgb import decode_srgb8
@@ -186,13 +187,3 @@ class ObserverBackend:
     def complete(self, requests: Sequence[Request]) -> list[Response]:
         contrasts: dict[tuple[int, int, tuple[int, ...]], float] = {}
         return [self._one(r, contrasts) for r in requests]
-
-
-def make_observer(arg: str, options: Mapping[str, JsonValue]) -> ObserverBackend:
-    """``observer``: options are :class:`ObserverConfig` fields; ``observer:recognition`` and
-    ``observer:human``: :func:`clearsight.sweep.references.recognition.reference_observer`."""
-    if arg:
-        from clearsight.sweep.references.recognition import reference_observer
-
-        return reference_observer(arg, options)
-    return ObserverBackend(ObserverConfig(**options))

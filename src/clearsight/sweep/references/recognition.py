@@ -44,6 +44,7 @@ __all__ = [
     "HumanFit",
     "human_data",
     "human_fit",
+    "make_observer",
     "reference_observer",
 ]
 
@@ -110,6 +111,14 @@ def human_fit() -> HumanFit:
     )
     log_c50, slope, lapse = (float(x) for x in fit.x)
     return HumanFit(math.exp(log_c50), slope, lapse, chance)
+
+
+def make_observer(arg: str, options: Mapping[str, JsonValue]) -> ObserverBackend:
+    """The ``observer`` backends: ``observer`` (options: :class:`ObserverConfig` fields) and
+    ``observer:<arg>`` (:func:`reference_observer`)."""
+    if arg:
+        return reference_observer(arg, options)
+    return ObserverBackend(ObserverConfig(**options))
 
 
 def reference_observer(arg: str, options: Mapping[str, JsonValue]) -> ObserverBackend:
