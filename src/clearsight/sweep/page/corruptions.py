@@ -20,6 +20,7 @@ from clearsight.sweep.numbers.corruptions import CorruptionNumbers
 from clearsight.sweep.page.imagenet import severity_veq_cols
 from clearsight.sweep.page.labels import crossing_label, interval, interval_m, w_label
 from clearsight.sweep.page.plots import series, visibility_axis
+from clearsight.sweep.page.references import reference_lines
 from clearsight.sweep.signals import by_name
 
 __all__ = ["corruptions_figure", "corruptions_section"]
@@ -51,7 +52,8 @@ def corruptions_section(analysis: SweepAnalysis, task: str) -> list[Part]:
         "Each placed corruption's severities at their median V_eq (thin lines, one colour per "
         "corruption; severities not placed are left out) against the physical arms' curves "
         "(thick), per model in its main letter wording: accuracy, internal confidence and "
-        "abstain rate. A V_eq clearer than the clearest level lies left of it, past the clean "
+        "abstain rate; grey: the reference observers' fog accuracy (those the run has). A V_eq "
+        "clearer than the clearest level lies left of it, past the clean "
         "marker."
     )
     parts: list[Part] = [head, rule, _veq_table(numbers)]
@@ -136,12 +138,17 @@ def corruptions_figure(analysis: SweepAnalysis, task: str) -> bytes | None:
     for ax_row, model in zip(axes, models, strict=True):
         for ax, signal in zip(ax_row, _PANELS, strict=True):
             _panel(ax, analysis, (task, model, wording, signal), levels)
+            if signal == "accuracy":
+                others = [m for m in analysis.run.models if m != model]
+                reference_lines(ax, analysis.curves, (task, wording, "fog"), others)
             mine = placed[(placed["model"] == model) & (placed["signal"] == signal)]
             for name, colour in zip(names, colours, strict=False):
                 rows = mine[mine["corruption"] == name].sort_values("severity")
                 x, y = rows["veq_median"], rows["estimate"]
                 ax.plot(x, y, "-o", color=colour, lw=0.8, ms=3, label=name)
             _widen(ax, mine["veq_median"].to_numpy(dtype=float))
+            if signal == "accuracy":
+                _reference_legend(ax)
             ax.set_title(f"{model} — {by_name(signal).label} ({wording})", fontsize=9)
         ax_row[-1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.tight_layout()
@@ -160,6 +167,14 @@ def _panel(
         colour = _ARM_COLOURS.get(arm, "0.4")
         ax.fill_between(rows["x"], rows["low"], rows["high"], color=colour, alpha=0.1, lw=0)
         ax.plot(rows["x"], rows["estimate"], "-", color=colour, lw=2.2, label=f"{arm} (physical)")
+
+
+def _reference_legend(ax: Any) -> None:
+    """A legend of the panel's reference curves only (the corruptions' is the row's last)."""
+    pairs = zip(*ax.get_legend_handles_labels(), strict=True)
+    refs = [(h, label) for h, label in pairs if label.startswith("observer")]
+    if refs:
+        ax.legend(*zip(*refs, strict=True), fontsize=6, loc="lower left", frameon=False)
 
 
 def _widen(ax: Any, x: npt.NDArray[np.float64]) -> None:

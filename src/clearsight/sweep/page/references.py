@@ -19,7 +19,7 @@ from clearsight.sweep.page.plots import series, visibility_axis
 from clearsight.sweep.references.recognition import REFERENCE_OBSERVERS, human_fit
 from clearsight.sweep.signals import by_name
 
-__all__ = ["references_figure", "references_section"]
+__all__ = ["reference_lines", "references_figure", "references_section"]
 
 #: How each reference curve is drawn: (colour, line style).
 _STYLES = {
@@ -100,15 +100,24 @@ def references_figure(analysis: SweepAnalysis, task: str, present: list[str]) ->
         visibility_axis(ax, analysis.run.levels[arm])
         for model in models:
             _line(ax, series(analysis.curves, model, task, wording, "accuracy", arm)[0], model)
-        for ref in present:
-            colour, style = _STYLES[ref]
-            rows = series(analysis.curves, ref, task, wording, "accuracy", arm)[0]
-            _line(ax, rows, ref, colour=colour, style=style, width=2.0)
+        reference_lines(ax, analysis.curves, (task, wording, arm), present)
         ax.set_title(f"{arm} — accuracy ({wording})", fontsize=10)
         ax.set_ylabel("accuracy (share right, 0–1)", fontsize=9)
         ax.legend(fontsize=7, loc="lower left", frameon=False)
     fig.tight_layout()
     return png(fig)
+
+
+def reference_lines(
+    ax: Any, curves: pd.DataFrame, where: tuple[str, str, str], models: list[str]
+) -> None:
+    """The accuracy of each reference observer among ``models`` at (task, wording, arm)
+    ``where``, as a grey reference curve (nothing for a reference without records there)."""
+    task, wording, arm = where
+    for ref in (m for m in REFERENCE_OBSERVERS if m in models):
+        colour, style = _STYLES[ref]
+        rows = series(curves, ref, task, wording, "accuracy", arm)[0]
+        _line(ax, rows, ref, colour=colour, style=style, width=2.0)
 
 
 def _line(
