@@ -372,6 +372,36 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     assert "Judge validation" in paths.summary_md.read_text(encoding="utf-8")
 
 
+def test_only_the_tgs_scores_carry_a_sign(tmp_path: Path) -> None:
+    """ECE, AUROC and AURC are never negative: printed without '+', as the TGS differences are
+    printed with it, in the scores table (summary.csv), Table 2 and the headline."""
+    from clearsight.grounding import build_grounding_report
+    from clearsight.grounding.page.headline import grounding_headline
+    from clearsight.grounding.page.tables import readouts_frame, tables
+
+    run = tmp_path / "grounding"
+    _grounding_run(run)
+    _, analysis = build_grounding_report(run, n_boot=50)
+    scores = tables(analysis).set_index("score")["overall"]
+    unsigned = re.compile(r"\d\.\d{4} \[\d\.\d{4}, \d\.\d{4}\] \(n=")
+    for label in (
+        "ECE (visible self confidence; mean over benchmarks)",
+        "AURC (visible self confidence gating answers)",
+        "ECE pooled over items (item bootstrap)",
+    ):
+        assert unsigned.match(scores[label]), scores[label]
+    assert scores["TGS-self"].startswith("+0.1500 [+")
+    table2 = readouts_frame(analysis).iloc[0]
+    assert re.match(r"\d\.\d{3} \[\d", table2["ECE"]), table2["ECE"]
+    assert re.match(r"[+-]\d\.\d{3} \[[+-]", table2["tgs_self"]), table2["tgs_self"]
+    frame, sentences = grounding_headline(analysis)
+    head = frame.iloc[0]
+    for column in ("ECE", "AUROC", "AURC"):
+        assert head[column] == "–" or head[column][0].isdigit(), head[column]
+    assert head["TGS-self"].startswith("+")
+    assert f"ECE {head['ECE']};" in sentences[0]
+
+
 def test_the_grounding_report_refuses_a_run_of_another_protocol(tmp_path: Path) -> None:
     from clearsight.grounding import build_grounding_report
     from clearsight.store import RunStore

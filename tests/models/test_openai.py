@@ -691,3 +691,14 @@ def test_real_server_samples_n_generations(llama_servers):
     assert len(r.token_logprobs) == 3
     assert all(len(t.top) == 3 for sample in r.token_logprobs for t in sample)
     assert r.usage["completion_tokens"] >= 3
+
+
+def test_a_batch_reports_its_progress_as_the_server_answers(server):
+    """Each answered request moves the unit's share (the executor's progress bar): 1/3, 2/3,
+    3/3 of a batch of three, whatever order they finish in."""
+    from clearsight.execute import progress
+
+    shares: list[float] = []
+    with progress.reporting_to(shares.append):
+        server.backend().complete([mcq(f"q{i}") for i in range(3)])
+    assert shares == pytest.approx([1 / 3, 2 / 3, 1.0], abs=1e-12)

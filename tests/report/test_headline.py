@@ -10,12 +10,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from clearsight.pages.output import markdown_section
+from clearsight.metrics.crossing import W_READING
+from clearsight.pages.output import markdown_section, md_text
 from clearsight.report import build_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS
-from clearsight.sweep.page.headline import sweep_headline, sweep_sentence
+from clearsight.sweep.page.headline import (
+    headline_block,
+    sweep_caption,
+    sweep_headline,
+    sweep_lead,
+    sweep_sentence,
+)
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.signals import by_name
 
@@ -145,8 +152,9 @@ def test_sweep_sentence_reads_each_arm() -> None:
     water = base | {"arm": "water", "v_acc_m": 1.953125, "v_acc_censored": "below"}
     sentence = sweep_sentence("m", pd.DataFrame([fog, water]), levels)
     assert sentence == (
-        "m: accuracy halves at 7.81 m in fog while internal confidence stays at 0.82: "
-        "W ≥ +1.23 [+0.90, +1.40]; in water its accuracy does not halve down to 1.95 m."
+        "m, identification (t2): accuracy halves at 7.81 m in fog while internal confidence "
+        "stays at 0.82: W ≥ +1.23 [+0.90, +1.40]; in water its accuracy does not halve down "
+        "to 1.95 m."
     )
     blind = base | {"arm": "fog", "v_acc_m": 1.0, "acc_falls": False, "acc_start": 0.0}
     assert "it has no accuracy to lose" in sweep_sentence("b", pd.DataFrame([blind]), levels)
@@ -177,10 +185,90 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
     ]
     html = paths.html.read_text(encoding="utf-8")
     assert html.index("<section id='headline'>") < html.index("<table class='kv'>")
-    assert sentences[0].split(":")[0] == "observer"
+    assert sentences[0].split(":")[0] == "observer, identification (t2)"
     # the intervals say what they resample: source photos, a photo's scenes together
     photos = analysis.bootstrap.n_clusters
     assert "a bootstrap over source photos (a photo's scenes resampled together)" in section
     assert f"resamples of the {photos} source photos (a photo's scenes together)" in summary
     assert f"resamples of the {photos} source photos with replacement" in html
     assert "resamples of scenes" not in summary + html
+
+
+def _row(**values: object) -> dict[str, object]:
+    """A headline table row (:func:`~clearsight.sweep.numbers.headline.headline_table`'s
+    columns) of a model whose accuracy halves at 7.81 m in fog, every W undetermined with a
+    finite interval, then ``values``."""
+    numbers = ("clean_acc", "ece_internal", "ece_verbal", "aurc")
+    row: dict[str, object] = {
+        "task": "identify",
+        "model": "m",
+        "arm": "fog",
+        **{f"{n}{end}": 0.5 for n in numbers for end in ("", "_low", "_high")},
+        "v_acc_m": 7.8125,
+        "v_acc_censored": "",
+        "v_acc_low_m": 3.9,
+        "v_acc_high_m": 15.6,
+        "acc_falls": True,
+        "acc_start": 0.9,
+        "acc_half": 0.575,
+        **{f"w_{s}": 0.0 for s in HEADLINE_SIGNALS},
+        **{f"w_{s}_bound": "undetermined" for s in HEADLINE_SIGNALS},
+        **{f"w_{s}_low": 0.0 for s in HEADLINE_SIGNALS},
+        **{f"w_{s}_high": 0.1 for s in HEADLINE_SIGNALS},
+        **{f"at_fallen_{s}": math.nan for s in HEADLINE_SIGNALS},
+    }
+    return row | values
+
+
+def test_no_interval_beside_a_value_that_does_not_exist() -> None:
+    levels = {"fog": (62.5, 7.8125, 1.953125)}
+    undefined = _row(v_acc_m=math.nan, v_acc_censored="undefined", v_acc_low_m=1.95)
+    undefined |= {"v_acc_high_m": 13.1}
+    bound = _row(model="k", w_abstain=0.3, w_abstain_bound="lower", w_abstain_low=0.0)
+    bound |= {"w_abstain_high": 0.45}
+    frame, sentences = sweep_headline(pd.DataFrame([undefined, bound]), levels)
+    internal, abstain = (f"W {by_name(s).label}" for s in ("internal_conf", "abstain"))
+    assert list(frame["V*_acc"]) == ["n/a", "7.81 m [3.90, 15.6] m"]
+    assert list(frame[internal]) == ["undetermined", "undetermined"]
+    assert list(frame[abstain]) == ["undetermined", "≥ +0.30 [+0.00, +0.45]"]
+    assert sentences == [
+        "m, identification (t2): in fog its accuracy has no range to halve over.",
+        "k, identification (t2): accuracy halves at 7.81 m in fog: W ≥ +0.30 [+0.00, +0.45].",
+    ]
+
+
+def test_a_sentence_per_model_and_task_naming_the_task() -> None:
+    levels = {"fog": (62.5, 7.8125, 1.953125)}
+    rows = [
+        _row(task=task, model=model, w_abstain=w, w_abstain_bound="exact")
+        for task in ("identify", "verify")
+        for model, w in (("a", 0.25), ("b", -0.5))
+    ]
+    frame, sentences = sweep_headline(pd.DataFrame(rows), levels)
+    assert list(frame["task"]) == ["identification (t2)"] * 2 + ["verification (t3)"] * 2
+    assert [s.split(":")[0] for s in sentences] == [
+        "a, identification (t2)",
+        "b, identification (t2)",
+        "a, verification (t3)",
+        "b, verification (t3)",
+    ]
+    assert sentences[1].endswith("W -0.50 [+0.00, +0.10].")
+
+
+def test_the_caption_names_a_person_slider_only_with_people(analysis: SweepAnalysis) -> None:
+    assert "slider" not in sweep_caption("main", people=False)
+    assert "slider" in sweep_caption("main", people=True)
+    block = headline_block(analysis)
+    assert not analysis.run.people
+    assert "slider" not in block.caption
+    assert block.lead == sweep_lead()
+    assert W_READING in block.lead  # the card's words (its page prints the same constant)
+    assert "V*: the visibility in metres" in block.lead
+
+
+def test_the_lead_opens_the_summary_headline(run: Path) -> None:
+    paths = build_report(run, n_boot=50, thumbnails=False)
+    section = markdown_section(paths.summary_md.read_text(encoding="utf-8"), "Headline")
+    lines = section.splitlines()
+    assert lines[2] == md_text(sweep_lead())
+    assert lines[4].startswith("| model |")

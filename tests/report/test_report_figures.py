@@ -3,17 +3,20 @@ Chromium (a screenshot taken), no panel for what did not run, no overlapping tic
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from clearsight.metrics.crossing import W_READING
 from clearsight.pages.plots import overlapping_ticks, pyplot, slant_crowded_ticks
 from clearsight.physics import SWEEP_LEVELS_M
 from clearsight.report import build_report
 from clearsight.sweep.analysis import analyse_sweep
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers.panels import reliability_panels
+from clearsight.sweep.page.plots import shown_panels
 from clearsight.sweep.protocol import run_sweep
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -57,6 +60,13 @@ def test_no_panel_for_an_arm_or_a_wording_that_did_not_run(run: Path) -> None:
     }
     asked_risk = [(p.model, p.wording) for row in task.risk for p in row if p.asked]
     assert ("perceiver:detector", "verbal.plain") not in asked_risk
+    # Fig. 3: no water panel for the perceiver, never shown water
+    models, arms = analysis.run.models, analysis.run.arms
+    assert shown_panels(analysis.curves, "identify", models, arms) == [
+        ("observer", "fog"),
+        ("observer", "water"),
+        ("perceiver:detector", "fog"),
+    ]
 
 
 def test_crowded_visibility_ticks_are_slanted_until_none_overlap() -> None:
@@ -84,7 +94,9 @@ def test_crowded_visibility_ticks_are_slanted_until_none_overlap() -> None:
     not CHROMIUM.exists(),
     reason="Debian's chromium is not installed at /usr/bin/chromium: run `make browser`",
 )
-def test_the_headline_is_in_the_first_screen(run: Path, tmp_path: Path) -> None:
+def test_the_first_screen_explains_itself(run: Path, tmp_path: Path) -> None:
+    """The lead (what V* and W are, which sign is a blind spot), the headline table, its first
+    sentence and a curve lie within the first screen, none overlapping another."""
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
     paths = build_report(run, n_boot=100, thumbnails=False)
     shot = tmp_path / "first-screen.png"
@@ -96,18 +108,44 @@ def test_the_headline_is_in_the_first_screen(run: Path, tmp_path: Path) -> None:
             page = browser.new_page(viewport=SCREEN)
             page.goto(paths.html.as_uri())
             page.screenshot(path=str(shot))
-            table = page.locator("#headline table").bounding_box()
-            first = page.locator("#headline li").first.bounding_box()
+            boxes = {name: page.locator(css).first.bounding_box() for name, css in FIRST.items()}
             rows = page.locator("#headline table tr").count()
             text = page.inner_text("#headline")
+            curve = page.locator("#headline .beside img").evaluate("i => i.naturalWidth")
         finally:
             browser.close()
-    assert table is not None
-    assert first is not None
-    # the whole table and the first sentence lie within the first screen, nothing cut off
-    assert table["y"] + table["height"] <= SCREEN["height"]
-    assert table["x"] + table["width"] <= SCREEN["width"]
-    assert first["y"] + first["height"] <= SCREEN["height"]
+    for name, box in boxes.items():
+        assert box is not None, name
+        assert min(box["width"], box["height"]) > 0, name
+        # within the first screen, nothing cut off
+        assert box["y"] + box["height"] <= SCREEN["height"], name
+        assert box["x"] + box["width"] <= SCREEN["width"], name
+    placed = [(n, b) for n, b in boxes.items() if b is not None]
+    overlapping = [(a, b) for (a, p), (b, q) in itertools.combinations(placed, 2) if _meet(p, q)]
+    assert overlapping == []
+    assert curve > 0  # the figure's pixels arrived
     assert rows == 1 + 3  # a header, observer in fog and water, the perceiver in fog
-    assert "perceiver:detector: accuracy" in text
+    assert text.index(W_READING) < text.index("clean accuracy")  # the lead before the table
+    assert "perceiver:detector, identification (t2): accuracy" in text
+    assert "undetermined [" not in text
+    assert "n/a [" not in text
     assert Image.open(shot).size == (SCREEN["width"], SCREEN["height"])
+
+
+#: What the first screen must hold, by CSS selector.
+FIRST = {
+    "lead": "#headline p.lead",
+    "table": "#headline table",
+    "sentences": "#headline .beside ul",
+    "curve": "#headline .beside img",
+}
+
+
+def _meet(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Whether two bounding boxes overlap (touching edges do not)."""
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )

@@ -318,3 +318,26 @@ def test_a_verified_run_still_reruns_without_planning(
     assert sum(s.ok for s in summary.stages.values()) == 0
     with RunStore.open(run, read_only=True) as store:
         assert store.count_records(kind=VERIFY_KIND) == 4
+
+
+def test_the_compare_page_names_both_models_and_shows_the_figures_first(
+    scripted_runs: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """Two runs of one design asked of two models: the page names each run's model, puts the
+    paired figures before the items that differ, and says how many differ beside the worst."""
+    from clearsight.report.reproducibility import SHOWN_DIFFER, compare_page
+
+    run, same, changed = scripted_runs
+    other = tmp_path / "other"
+    run_sweep(_config(changed, ("mcq.reason",)), other, progress=False)
+    found = compare_runs(run, other, tolerance=DEFAULT_TOLERANCE, n_boot=50)
+    assert len(found.differ) > 0
+    html = compare_page(found)
+    assert f"<li>A: {run} — {same}</li>" in html
+    assert f"<li>B: {other} — {changed}</li>" in html
+    assert html.index("<h2>Figures</h2>") < html.index("<h2>Items that differ")
+    assert f"<h2>Items that differ: {len(found.differ)}</h2>" in html
+    worst = html.split("<h2>Items that differ", 1)[1]
+    assert worst.count(f"<td class='t'>{same} / {changed}</td>") == min(
+        len(found.differ), SHOWN_DIFFER
+    )

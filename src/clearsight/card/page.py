@@ -17,6 +17,7 @@ from clearsight.card.numbers import CardJSON
 from clearsight.card.parts import FETCH_COMMAND
 from clearsight.faces.card import Number
 from clearsight.faces.card_run import Part
+from clearsight.metrics.crossing import W_READING
 from clearsight.pages.cost import cost_html
 from clearsight.pages.html import esc, img, page
 
@@ -87,8 +88,7 @@ def render_card(
         "W and AURC per arm) and when it cannot know (trajectory grounding: TGS; the probe: "
         "accuracy and cross-run ECE)? Each number is an estimate with its 95 % bootstrap "
         "interval; the reference observer and the blind control answer the same sweep "
-        "questions as anchors. W &gt; 0: accuracy falls before the model's confidence does "
-        "(a blind spot); '≥' / '≤': a bound where a crossing is censored.</p>"
+        f"questions as anchors. {esc(W_READING)}</p>"
         f"<h2>Numbers</h2>{numbers_table(numbers, roles)}"
         f"<h2>Plots</h2><div class='figs'>{figs}</div>"
         f"{cost_html(cost)}"

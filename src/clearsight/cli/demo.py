@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import sweep as protocol
-from clearsight.cli.execution import ExecutionOptions, RunDir
-from clearsight.cli.generate import ConfigCommand
+from clearsight.cli.generate import ConfigCommand, RunDir, option_model
 from clearsight.cli.sweep import BLIND_CONTROL, run_and_report, without_lone_shuffle
 
 if TYPE_CHECKING:
+    from clearsight.cli.execution import ExecutionOptions
+    from clearsight.cli.options import DemoOptions
     from clearsight.driver import RunSummary
     from clearsight.sweep import SweepConfig
 
@@ -111,25 +111,6 @@ def quick_config(full: SweepConfig) -> SweepConfig:
     return protocol.SweepConfig.model_validate(data)
 
 
-class DemoOptions(BaseModel):
-    """What ``clearsight demo`` runs (the design itself is fixed: :func:`demo_config`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", title="Demo options")
-
-    workers: int = Field(2, ge=1, description="Worker processes.")
-    fresh: bool = Field(
-        False,
-        description="Discard OUT's records and start over (needed when the demo's models "
-        "changed, e.g. after `make models`).",
-    )
-    scenes: str | None = Field(
-        None, description="Comma-separated bundled scene ids (default: all present)."
-    )
-    quick: bool = Field(
-        False, description="Stop after the first stage's report (a small design, ~1 min)."
-    )
-
-
 def demo(options: DemoOptions, out: RunDir = Path("runs/demo")) -> None:
     """The whole visibility-sweep method in a few minutes, then its report.
 
@@ -140,7 +121,7 @@ def demo(options: DemoOptions, out: RunDir = Path("runs/demo")) -> None:
     LLM-reading one on the first seven scenes), reusing the first stage's records, and the
     report rewritten. A rerun resumes or just
     reports."""
-    from clearsight.cli.execution import finished
+    from clearsight.cli.execution import ExecutionOptions, finished
 
     scenes, quick = options.scenes, options.quick
     scene_ids = None if scenes is None else tuple(s.strip() for s in scenes.split(",") if s.strip())
@@ -240,4 +221,4 @@ def _say_what_runs(cfg: SweepConfig) -> None:
         )
 
 
-DEMO = ConfigCommand("demo", lambda: DemoOptions, demo, what="demo options", files=False)
+DEMO = ConfigCommand("demo", option_model("DemoOptions"), demo, what="demo options", files=False)

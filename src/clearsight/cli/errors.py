@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast
 
 import typer
-from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from clearsight.faults import EXIT_FAULT, RunFault, os_exit_code, os_fault
@@ -74,6 +73,10 @@ def reflowed(text: str) -> str:
     return "\n\n".join(out)
 
 
+#: The longest first sentence of a command's help that a group's list shows whole.
+_SHORT_HELP: Final = 240
+
+
 class Group(TyperGroup):
     """A command group of the command line (see the module docstring): the root's
     :meth:`main` ends every error as one line and its exit code; any group given no command
@@ -89,6 +92,18 @@ class Group(TyperGroup):
         if command is not None and command.help:
             command.help = reflowed(inspect.cleandoc(command.help))
         return command
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The group's commands, each with the first sentence of its help, wrapped, never cut
+        at the line's width (click's plain list cuts it with '...')."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(_SHORT_HELP)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """A group that wants a command and got none prints its help on stderr, exit 2."""
@@ -133,6 +148,8 @@ class Group(TyperGroup):
 def _ending(exc: Exception, *, debug: bool) -> int:
     """Say what went wrong in one line (the traceback first with ``--debug``) and give the exit
     code; an exception that is no user-facing failure propagates."""
+    from pydantic import ValidationError  # here: the command line starts without pydantic
+
     from clearsight.execute import Interrupted
 
     if isinstance(exc, Interrupted):

@@ -6,7 +6,7 @@ fields, and how a run's summary ends the command (docs/scale.md, docs/track.md).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar, Unpack, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack, cast
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,11 +19,6 @@ if TYPE_CHECKING:
     from clearsight.execute.on_ray import RayConfig
 
 C_contra = TypeVar("C_contra", contravariant=True)
-
-#: The run directory of a run command (a rerun of the same command resumes it).
-RunDir = Annotated[
-    Path, typer.Option("--out", "-o", help="Run directory (a rerun resumes what it holds).")
-]
 
 
 class Runner(Protocol[C_contra]):

@@ -7,62 +7,16 @@ docs/export.md). Their options are generated from :class:`ExportCommandOptions` 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.cli.generate import ConfigCommand
+from clearsight.cli.generate import ConfigCommand, option_model
 
-_FORMAT_HELP = (
-    "parquet: the details dataset (data/details.parquet, README.md); eval-results: each "
-    "model's .eval_results/clearsight-PROTOCOL.yaml; eee: Every Eval Ever records."
-)
+if TYPE_CHECKING:
+    from clearsight.cli.options import ExportCommandOptions, PushOptions
+
 _RUN = typer.Argument(help="A finished run directory (of any protocol).")
-
-#: The options both commands take: which model's numbers, how they are bootstrapped, and how
-#: many rows of the details' sample carry their image.
-_Model = Annotated[
-    str | None,
-    Field(
-        description="Only this model of the run (a one-model run's numbers: their model's name)."
-    ),
-]
-_NBoot = Annotated[int, Field(ge=100, description="Bootstrap draws of every interval.")]
-_Seed = Annotated[int, Field(description="Seed of the bootstrap and of the details' sample.")]
-_Images = Annotated[
-    int, Field(ge=0, description="Rows of the details' sample with the image the model was shown.")
-]
-
-
-class ExportCommandOptions(BaseModel):
-    """What ``clearsight export`` writes, and where."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    format: str = Field(description=_FORMAT_HELP)
-    out: Path | None = Field(None, description="Export folder (default: RUN/export).")
-    hub: str | None = Field(None, description="The Hub dataset ORG/NAME holding the details.")
-    model: _Model = None
-    n_boot: _NBoot = 1000
-    seed: _Seed = 0
-    images: _Images = 64
-
-
-class PushOptions(BaseModel):
-    """Where ``clearsight push`` uploads a run's details and eval results."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    hub: str = Field(description="The Hub dataset ORG/NAME the details go to.")
-    pr: bool = Field(False, description="Open the dataset's upload as a PR.")
-    model_repo: str | None = Field(
-        None, description="The model repository ORG/NAME (default: the one the model names)."
-    )
-    model: _Model = None
-    n_boot: _NBoot = 1000
-    seed: _Seed = 0
-    images: _Images = 64
 
 
 def export(options: ExportCommandOptions, run: Annotated[Path, _RUN]) -> None:
@@ -92,6 +46,6 @@ def push(options: PushOptions, run: Annotated[Path, _RUN]) -> None:
 
 
 EXPORT = ConfigCommand(
-    "export", lambda: ExportCommandOptions, export, what="export options", files=False
+    "export", option_model("ExportCommandOptions"), export, what="export options", files=False
 )
-PUSH = ConfigCommand("push", lambda: PushOptions, push, what="push options", files=False)
+PUSH = ConfigCommand("push", option_model("PushOptions"), push, what="push options", files=False)

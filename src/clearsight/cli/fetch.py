@@ -5,40 +5,15 @@ are generated from :class:`FetchOptions`."""
 
 from __future__ import annotations
 
-import typer
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING
 
-from clearsight.cli.generate import ConfigCommand
+import typer
+
+from clearsight.cli.generate import ConfigCommand, option_model
 from clearsight.validate import InputError
 
-
-class FetchOptions(BaseModel):
-    """What ``clearsight fetch`` fetches."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", title="What to fetch")
-
-    steps: tuple[str, ...] | None = Field(
-        None,
-        description="Steps: photos, detectors, embedded (none given: all, unless --dataset, "
-        "--model or --depth names what to fetch).",
-    )
-    dataset: tuple[str, ...] = Field(
-        (),
-        description="A dataset the papers use, downloaded and verified: a hub snapshot into "
-        "$CLEARSIGHT_CACHE/datasets/NAME (mmstar, MathVista, ...), or coco (val2017 into "
-        "$CLEARSIGHT_CACHE/coco).",
-    )
-    model: tuple[str, ...] = Field(
-        (),
-        description="A Hugging Face hub id (or a preset's name, `clearsight models`) to download "
-        "into the Hugging Face cache and verify.",
-    )
-    depth: bool = Field(
-        False,
-        description="Download and verify the default depth model "
-        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf).",
-    )
-    revision: str | None = Field(None, description="Branch, tag or commit of --model (main).")
+if TYPE_CHECKING:
+    from clearsight.cli.options import FetchOptions
 
 
 def fetch(options: FetchOptions) -> None:
@@ -84,4 +59,6 @@ def _fetch_checkpoints(names: list[str], revision: str | None) -> None:
         typer.echo(fetch_model(hub_id_of(name), revision).describe())
 
 
-FETCH = ConfigCommand("fetch", lambda: FetchOptions, fetch, what="fetch options", files=False)
+FETCH = ConfigCommand(
+    "fetch", option_model("FetchOptions"), fetch, what="fetch options", files=False
+)

@@ -15,8 +15,8 @@ line gave into the field's value:
 * anything else takes one value, converted to an ``int``, ``float`` or path where the field is
   one (``none``: None, where a text field may be None).
 
-Nothing here imports a configuration: :mod:`clearsight.cli.generate` hands the model in when a
-command is built.
+Nothing here imports a configuration, nor pydantic or YAML at import: :mod:`clearsight.cli.generate`
+hands the model in when a command is built.
 """
 
 from __future__ import annotations
@@ -33,9 +33,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-
-import yaml
-from pydantic import BaseModel, JsonValue
 
 Kind = Literal["flag", "list", "mapping", "yaml", "value"]
 
@@ -68,6 +65,8 @@ def config_fields(model: type[Any]) -> dict[str, ConfigField]:
     """The fields of ``model`` in order: a pydantic model's ``model_fields``, or a dataclass's
     fields with their attribute docstrings as descriptions (a type named only for type
     checking counts as ``Any``)."""
+    from pydantic import BaseModel  # here, not at start-up: the command line starts without it
+
     if issubclass(model, BaseModel):
         return {
             name: ConfigField(
@@ -91,6 +90,8 @@ def field_at(model: type[Any], keys: Sequence[str]) -> ConfigField:
     """The field at the dotted path ``keys`` of ``model``, through nested models and mappings
     (a mapping's entry: its value type, no default or description; past anything else:
     ``Any``); a KeyError for a field ``model`` does not have."""
+    from pydantic import BaseModel
+
     found = config_fields(model)[keys[0]]
     for key in keys[1:]:
         inner = _without_none(found.annotation)[0]
@@ -105,6 +106,8 @@ def field_at(model: type[Any], keys: Sequence[str]) -> ConfigField:
 
 def shape_of(annotation: Any) -> Shape:
     """The kind of option a field of type ``annotation`` makes (see the module docstring)."""
+    from pydantic import BaseModel, JsonValue
+
     inner, optional = _without_none(annotation)
     origin = typing.get_origin(inner)
     if inner is bool:
@@ -144,6 +147,9 @@ def option_value(shape: Shape, given: Any) -> Any:
 
 def default_text(shape: Shape, default: Any) -> str:
     """How ``--help`` shows a field's default, in the form the option takes."""
+    import yaml
+    from pydantic import BaseModel
+
     if isinstance(default, BaseModel):
         default = default.model_dump(mode="json")
     if default is None:

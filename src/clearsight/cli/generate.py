@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
-import yaml
-from pydantic import BaseModel
 
 from clearsight.cli.errors import Group, reflowed
 from clearsight.cli.fields import (
@@ -56,12 +54,12 @@ from clearsight.cli.fields import (
     plain,
     shape_of,
 )
-from clearsight.config import Assignment, load_config, parse_assignment
 from clearsight.credentials import redact, redact_value
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.cli.execution import ExecutionOptions
+    from clearsight.config import Assignment
 
 #: The parameters every generated command has (its body's own come first).
 _CONFIG, _SET, _SHOW = "config__file", "config__set", "config__show"
@@ -73,6 +71,26 @@ EPILOG = (
     f"comma-separated values or is repeated; {NONE} empties it, or unsets a field that may be "
     "unset."
 )
+
+
+#: The run directory of a run command (a rerun of the same command resumes it).
+RunDir = Annotated[
+    Path, typer.Option("--out", "-o", help="Run directory (a rerun resumes what it holds).")
+]
+
+
+def option_model(name: str) -> Callable[[], type[Any]]:
+    """A :class:`ConfigCommand`'s ``model``: the option model ``name`` of
+    :mod:`clearsight.cli.options`, imported when the command is built (the command line starts
+    without pydantic)."""
+
+    def model() -> type[Any]:
+        from clearsight.cli import options
+
+        found: type[Any] = getattr(options, name)
+        return found
+
+    return model
 
 
 @dataclass(frozen=True)
@@ -193,7 +211,10 @@ class ConfigCommand:
         own: list[str],
     ) -> None:
         """Resolve the configuration the command line gave and run the body with it."""
+        import yaml
+
         from clearsight.cli.execution import finished
+        from clearsight.config import load_config, parse_assignment
 
         extra = {} if self.execution is None else {"execution": self._execution(runs, values)}
         texts = _texts(values.get(_SET))
@@ -232,6 +253,7 @@ class ConfigCommand:
     def _execution(self, runs: list[_Option], values: Mapping[str, object]) -> ExecutionOptions:
         """The execution options given, over this command's defaults."""
         from clearsight.cli.execution import ExecutionOptions
+        from clearsight.config import load_config
 
         return load_config(
             None,
@@ -489,6 +511,8 @@ class _TypeCheckingNames(dict[str, object]):
 
 def _dumped(config: Any) -> Any:
     """A configuration as YAML writes it."""
+    from pydantic import BaseModel
+
     if isinstance(config, BaseModel):
         return config.model_dump(mode="json")
     return plain(dataclasses.asdict(config))

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clearsight import grounding as protocol
-from clearsight.cli.execution import ExecutionOptions, RunDir
-from clearsight.cli.generate import Alias, ConfigCommand, command_group
+from clearsight.cli.generate import Alias, ConfigCommand, RunDir, command_group
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from clearsight.cli.execution import ExecutionOptions
     from clearsight.driver import RunSummary
     from clearsight.grounding import BuildBenchConfig, GroundingConfig
 

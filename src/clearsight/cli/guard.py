@@ -5,29 +5,15 @@ generated from :class:`CalibrateOptions`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.cli.generate import ConfigCommand, command_group
+from clearsight.cli.generate import ConfigCommand, command_group, option_model
 from clearsight.validate import InputError
 
-
-class CalibrateOptions(BaseModel):
-    """How ``clearsight guard calibrate`` fits the threshold."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str = Field(description="The model to guard, as named in the run.")
-    split_seed: int = Field(0, description="Seed of the scene split.")
-    calibration_share: float = Field(0.5, description="Share of the scenes to calibrate on.")
-    scale: str = Field(
-        "estimate",
-        description="estimate: the threshold as the guard's estimate reads M's crossing on the "
-        "calibration scenes (bundled scenes); true: the crossing V* itself.",
-    )
-    out: Path | None = Field(None, description="Calibration file (default RUN/guard-<model>.json).")
+if TYPE_CHECKING:
+    from clearsight.cli.options import CalibrateOptions
 
 
 def guard_calibrate(
@@ -52,7 +38,7 @@ def guard_calibrate(
 
 CALIBRATE = ConfigCommand(
     "calibrate",
-    lambda: CalibrateOptions,
+    option_model("CalibrateOptions"),
     guard_calibrate,
     what="calibrate options",
     files=False,

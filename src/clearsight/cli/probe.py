@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import probe as protocol
 from clearsight.cli.build import BUILD
 from clearsight.cli.data import Dataset, Instances
-from clearsight.cli.execution import ExecutionOptions, RunDir
-from clearsight.cli.generate import Alias, ConfigCommand, command_group
+from clearsight.cli.generate import Alias, ConfigCommand, RunDir, command_group, option_model
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    from clearsight.cli.execution import ExecutionOptions
+    from clearsight.cli.options import JudgesOptions, QueryTypesOptions
     from clearsight.driver import RunSummary
     from clearsight.probe import AnalysisConfig, DistillConfig, ProbeConfig
 
@@ -77,36 +77,6 @@ def distill(
 def _loss_text(value: float | None) -> str:
     """A loss for the terminal (``-`` for none)."""
     return "-" if value is None else f"{value:.4f}"
-
-
-class JudgesOptions(BaseModel):
-    """Which judges ``clearsight probe judges`` compares, and on what."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    a: str = Field("embedding", description="First judge.")
-    b: str = Field("llm:hf:smollm2-135m", description="Second judge.")
-    limit: int | None = Field(None, description="At most this many replies.")
-    human_labels: Path | None = Field(
-        None,
-        description="JSONL of sensor replies with people's u (docs/probe.md): validate both "
-        "judges against the people instead, stored in RUN for the report's Table 5.",
-    )
-
-
-class QueryTypesOptions(BaseModel):
-    """The query-type judge ``clearsight probe query-types`` checks, and the people's labels."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    human_labels: Path = Field(
-        description="JSONL of queries with people's query types (docs/probe.md)."
-    )
-    judge: str = Field("hf:smollm2-135m", description="The query-type judge (any text backend).")
-    readout: str = Field(
-        "judge", description="judge (the paper's: rationale and JSON label) or scores."
-    )
-    limit: int | None = Field(None, description="At most this many labels.")
 
 
 def judges(
@@ -213,9 +183,15 @@ RUN = ConfigCommand(
 )
 ANALYSE = ConfigCommand("analyse", lambda: protocol.AnalysisConfig, analyse)
 DISTILL = ConfigCommand("distill", lambda: protocol.DistillConfig, distill)
-JUDGES = ConfigCommand("judges", lambda: JudgesOptions, judges, what="judges options", files=False)
+JUDGES = ConfigCommand(
+    "judges", option_model("JudgesOptions"), judges, what="judges options", files=False
+)
 QUERY_TYPES = ConfigCommand(
-    "query-types", lambda: QueryTypesOptions, query_types, what="query-types options", files=False
+    "query-types",
+    option_model("QueryTypesOptions"),
+    query_types,
+    what="query-types options",
+    files=False,
 )
 
 app = typer.Typer(

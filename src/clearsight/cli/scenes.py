@@ -5,43 +5,16 @@ from :class:`PreviewOptions` and :class:`EquivalenceOptions`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight import sweep
-from clearsight.cli.generate import ConfigCommand
+from clearsight.cli.generate import ConfigCommand, option_model
 from clearsight.validate import InputError
 
-
-class PreviewOptions(BaseModel):
-    """What ``clearsight preview`` draws, and where."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    out: Path | None = Field(None, description="PNG to write; default preview-SCENE.png")
-    target: int = Field(0, description="Index of the boxed target.")
-    seed: int = Field(0, description="Seed of the ImageNet-C plasma.")
-    turbid_absorption: str | None = Field(
-        None, description="Add a turbid-water row: the water's absorption a (1/m) as R,G,B."
-    )
-    turbid_scattering: str | None = Field(
-        None, description="The turbid water's scattering b (1/m) as R,G,B."
-    )
-
-
-class EquivalenceOptions(BaseModel):
-    """How ``clearsight equivalence`` draws its plasma, and where its table goes."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    seed: int = Field(0, description="Run seed of the ImageNet-C plasma.")
-    out: Path | None = Field(None, description="Also write the per-scene table as CSV.")
-    plasma: Literal["independent", "common"] = Field(
-        "independent",
-        description="Plasma per scene and severity (independent) or one per scene (common).",
-    )
+if TYPE_CHECKING:
+    from clearsight.cli.options import EquivalenceOptions, PreviewOptions
 
 
 def scenes(
@@ -111,8 +84,12 @@ def equivalence(options: EquivalenceOptions) -> None:
 
 
 PREVIEW = ConfigCommand(
-    "preview", lambda: PreviewOptions, preview, what="preview options", files=False
+    "preview", option_model("PreviewOptions"), preview, what="preview options", files=False
 )
 EQUIVALENCE = ConfigCommand(
-    "equivalence", lambda: EquivalenceOptions, equivalence, what="equivalence options", files=False
+    "equivalence",
+    option_model("EquivalenceOptions"),
+    equivalence,
+    what="equivalence options",
+    files=False,
 )

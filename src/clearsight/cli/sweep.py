@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import typer
 
 from clearsight import sweep as protocol
-from clearsight.cli.execution import ExecutionOptions, RunDir
-from clearsight.cli.generate import Alias, ConfigCommand, command_group
+from clearsight.cli.generate import Alias, ConfigCommand, RunDir, command_group
 
 if TYPE_CHECKING:
+    from clearsight.cli.execution import ExecutionOptions
     from clearsight.driver import RunSummary
     from clearsight.sweep import SweepConfig
 

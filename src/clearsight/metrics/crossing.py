@@ -26,6 +26,7 @@ from clearsight.metrics._checks import FloatArray, as_float_array, check_finite
 from clearsight.validate import InputError
 
 __all__ = [
+    "W_READING",
     "BlindSpot",
     "BlindSpotBatch",
     "Crossing",
@@ -35,6 +36,12 @@ __all__ = [
     "crossing_visibility",
     "crossing_visibility_batch",
 ]
+
+#: How W reads, in the blind-spot card's words (its page and the sweep report's first screen).
+W_READING = (
+    "W > 0: accuracy falls before the model's confidence does (a blind spot); '≥' / '≤': a "
+    "bound where a crossing is censored."
+)
 
 Censoring = Literal["below", "above"] | None
 Bound = Literal["exact", "lower", "upper", "undetermined"]

@@ -71,6 +71,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from clearsight.credentials import refuse_credentials
+from clearsight.execute import progress
 from clearsight.models.base import (
     ENGINE_CAPABILITIES,
     Capabilities,
@@ -423,17 +424,24 @@ class OpenAIBackend:
 
         key = os.environ.get(self.options.api_key_env) or _NO_KEY
         semaphore = asyncio.Semaphore(self.options.max_concurrency)
+        answered = 0
+
+        async def counted(index: int, request: Request) -> Response | RequestFailedError:
+            """One request, then the call's progress (:mod:`clearsight.execute.progress`):
+            the run's bar moves as the server answers, not once the whole batch is in."""
+            nonlocal answered
+            result = await self._one(client, semaphore, key, index, request)
+            answered += 1
+            progress.report(answered, len(requests))
+            return result
+
         async with AsyncOpenAI(
             api_key=key,
             base_url=self.base_url,
             timeout=self.options.timeout_s,
             max_retries=0,
         ) as client:
-            return list(
-                await asyncio.gather(
-                    *(self._one(client, semaphore, key, i, r) for i, r in enumerate(requests))
-                )
-            )
+            return list(await asyncio.gather(*(counted(i, r) for i, r in enumerate(requests))))
 
     def preflight(self, needs: Capabilities) -> None:
         """Before a run: the server answers, serves the model and returns what ``needs``

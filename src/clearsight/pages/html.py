@@ -49,6 +49,11 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.3em; border-bottom: 2px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
 h3 { font-size: 1.08em; margin: 1.4em 0 0.4em; }
 p.note, .note { color: #555; font-size: 0.92em; }
+#headline h2 { margin-top: 0.8em; }
+p.lead { font-size: 1.05em; margin: 0.2em 0 0.6em; }
+.beside { display: flex; flex-wrap: wrap; gap: 0.5em 2em; align-items: flex-start; }
+.beside ul { flex: 1 1 420px; margin: 0.2em 0; padding-left: 1.4em; }
+.beside figure { flex: 0 0 auto; margin: 0; }
 p.warn { background: #fff4e5; border-left: 4px solid #e69f00; padding: 0.4em 0.8em; }
 table { border-collapse: collapse; margin: 0.4em 0 1em; font-size: 12.5px; }
 th, td { border: 1px solid #d6d6d6; padding: 2px 7px; text-align: right; vertical-align: top; }

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HEADING",
+    "SHOWN_DIFFER",
     "compare_csv",
     "compare_page",
     "reproducibility_html",
@@ -64,10 +65,14 @@ def worst_display(differ: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
     """The first ``limit`` differing items (worst first) as text."""
     rows = differ.head(limit)
     key = "of" if "of" in rows else "key_a"
+    # two runs' items: run A's model and run B's where they differ ('other', of compare)
+    other = rows["other"] if "other" in rows else rows["model"]
     return pd.DataFrame(
         {
             "item": rows[key].map(lambda k: str(k)[:12]),
-            "model": rows["model"],
+            "model": [
+                a if a == b else f"{a} / {b}" for a, b in zip(rows["model"], other, strict=True)
+            ],
             "scene / problem": rows["scene"],
             "condition / variant": rows["condition"],
             "level (m) / share": rows["level_m"].map(lambda v: _num(v, 4)),
@@ -171,16 +176,44 @@ def _figures_display(figures: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+#: How many of the items that differ compare.html lists (the worst first).
+SHOWN_DIFFER = 20
+
+
 def compare_page(comparison: Comparison) -> str:
-    """compare.html: the runs, the agreement table of their common items, the items that
-    differ most, and the figures side by side with their paired intervals."""
+    """compare.html: the runs and each one's models, the agreement table of their common
+    items, the figures side by side with their paired intervals, then how many items differ
+    and the :data:`SHOWN_DIFFER` that differ most."""
     c = comparison
     body = (
         f"<h1>clearsight compare: {esc(c.run_a.name)} (A) and {esc(c.run_b.name)} (B)</h1>"
+        f"{_runs_list(c)}"
         f"<p class='note'>{len(c.pairs)} common items ({c.n_a} finished in A, {c.n_b} in B), "
         f"{c.note}</p>"
         f"<h2>Agreement</h2>{frame_table(table_display(c.table))}"
-        f"<h2>Items that differ ({len(c.differ)})</h2>{frame_table(worst_display(c.differ, 20))}"
         f"<h2>Figures</h2>{frame_table(_figures_display(c.figures))}"
+        f"<h2>Items that differ: {len(c.differ)}</h2>{_worst_html(c.differ)}"
     )
     return page("clearsight compare", body)
+
+
+def _runs_list(c: Comparison) -> str:
+    """Each run of a comparison with the models of its common items (A's ``model``, B's
+    ``other``)."""
+    models = {"A": c.pairs.get("model", ()), "B": c.pairs.get("other", ())}
+    items = "".join(
+        f"<li>{name}: {esc(run)} — {esc(', '.join(map(str, dict.fromkeys(models[name]))))}</li>"
+        for name, run in (("A", c.run_a), ("B", c.run_b))
+    )
+    return f"<ul>{items}</ul>"
+
+
+def _worst_html(differ: pd.DataFrame) -> str:
+    """The items that differ most (the :data:`SHOWN_DIFFER` worst), or that none does."""
+    if differ.empty:
+        return "<p class='note'>None beyond the tolerance.</p>"
+    return (
+        f"<p class='note'>The {min(len(differ), SHOWN_DIFFER)} that moved most, worst first "
+        "(model: A's / B's where they differ).</p>"
+        f"{frame_table(worst_display(differ, SHOWN_DIFFER))}"
+    )

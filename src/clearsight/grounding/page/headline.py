@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from clearsight.grounding.analysis import GroundingAnalysis
+from clearsight.grounding.page.tables import score_text
 from clearsight.grounding.tgs import Score
 
 __all__ = ["GROUNDING_CAPTION", "grounding_headline"]
@@ -36,7 +37,7 @@ def grounding_headline(analysis: GroundingAnalysis) -> tuple[pd.DataFrame, list[
     if not analysis.overall:
         return pd.DataFrame(), []
     accuracy = analysis.accuracy
-    cells = {key: _score(analysis.overall.get(key)) for key in GROUNDING_SCORES}
+    cells = {key: _score(key, analysis.overall.get(key)) for key in GROUNDING_SCORES}
     row = {
         "read-out": analysis.readout,
         "accuracy": f"{accuracy:.2f}" if accuracy is not None else "–",
@@ -50,9 +51,9 @@ def grounding_headline(analysis: GroundingAnalysis) -> tuple[pd.DataFrame, list[
     return pd.DataFrame([row]), [sentence]
 
 
-def _score(score: Score | None) -> str:
-    """'+0.123 [+0.050, +0.200]' of a grounding score; '–' where missing or undefined."""
+def _score(key: str, score: Score | None) -> str:
+    """The grounding score ``key`` with its interval (:func:`score_text`: a TGS signed,
+    '+0.123 [+0.050, +0.200]'); '–' where missing or undefined."""
     if score is None or not math.isfinite(score.interval.estimate):
         return "–"
-    i = score.interval
-    return f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]"
+    return score_text(key, score.interval, 3)

@@ -14,6 +14,7 @@ from clearsight.grounding.analysis import GroundingAnalysis, WilcoxonTest
 from clearsight.grounding.confidence.readout_table import TABLE2
 from clearsight.grounding.page.figures import methods
 from clearsight.grounding.tgs import AXES, Score
+from clearsight.metrics.bootstrap import Interval
 
 ROWS: tuple[tuple[str, str], ...] = (
     ("tgs_self", "TGS-self"),
@@ -30,22 +31,31 @@ ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _fmt(score: Score | None) -> str:
+def score_text(key: str, interval: Interval, digits: int) -> str:
+    """The score ``key``'s estimate and interval: '+0.150 [+0.050, +0.250]' for a TGS (a
+    difference of confidences, signed), '0.120 [0.080, 0.160]' for every other score (ECE,
+    AUROC, AURC, E-AURC: never negative, no sign)."""
+    spec = f"{'+' if key.startswith('tgs') else ''}.{digits}f"
+    i = interval
+    return f"{i.estimate:{spec}} [{i.low:{spec}}, {i.high:{spec}}]"
+
+
+def _fmt(key: str, score: Score | None) -> str:
     """A score of the scores table: estimate [low, high] (n, SD across benchmarks)."""
     if score is None or math.isnan(score.interval.estimate):
         return "n/a"
-    i, sd = score.interval, score.sd_benchmarks
+    sd = score.sd_benchmarks
     spread = "" if math.isnan(sd) else f", SD across benchmarks {sd:.4f}"
-    return f"{i.estimate:+.4f} [{i.low:+.4f}, {i.high:+.4f}] (n={score.n_items}{spread})"
+    return f"{score_text(key, score.interval, 4)} (n={score.n_items}{spread})"
 
 
 def tables(analysis: GroundingAnalysis) -> pd.DataFrame:
     """Rows: the scores; columns: overall and each benchmark ("estimate [low, high]")."""
     rows = []
     for key, label in ROWS:
-        row = {"score": label, "overall": _fmt(analysis.overall.get(key))}
+        row = {"score": label, "overall": _fmt(key, analysis.overall.get(key))}
         for bench, sc in analysis.per_benchmark.items():
-            row[bench] = _fmt(sc.get(key))
+            row[bench] = _fmt(key, sc.get(key))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -105,9 +115,8 @@ def readouts_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
             (*TABLE2, "ECE_pooled", "AUROC_pooled"), TABLE2_COLUMNS, strict=True
         ):
             d = r.scores.get(key)
-            i = d.interval if d is not None else None
-            ok = i is not None and not math.isnan(i.estimate)
-            row[column] = f"{i.estimate:+.3f} [{i.low:+.3f}, {i.high:+.3f}]" if i and ok else "n/a"
+            ok = d is not None and not math.isnan(d.interval.estimate)
+            row[column] = score_text(key, d.interval, 3) if d is not None and ok else "n/a"
         row["coverage"] = num(r.coverage)
         for axis in AXES:
             v = r.variation[axis]

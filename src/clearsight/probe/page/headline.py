@@ -34,7 +34,7 @@ def probe_headline(domains: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             "accuracy (%)": [
                 _pm(a, s) for a, s in zip(domains["acc"], domains["acc_std"], strict=True)
             ],
-            "cross-run ECE": [f"{e:.3f}" if math.isfinite(e) else "–" for e in domains["ece"]],
+            "cross-run ECE": [_ece(e) for e in domains["ece"]],
             "runs": domains["runs"],
             "instances": domains["instances"],
         }
@@ -44,7 +44,7 @@ def probe_headline(domains: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         columns = ("strategy", "sensor", "k", "signal", "domain", "runs", "acc", "acc_std", "ece")
         clauses = [
             f"{strategy} with the sensor {sensor} (K = {k}, {signal} u) answers {_pm(acc, sd)} % "
-            f"of {domain} right over {runs} run(s), cross-run ECE {ece:.3f}"
+            f"of {domain} right over {runs} run(s), {_ece_clause(ece)}"
             for strategy, sensor, k, signal, domain, runs, acc, sd, ece in zip(
                 *(rows[c] for c in columns), strict=True
             )
@@ -58,3 +58,16 @@ def _pm(mean: float, sd: float) -> str:
     if not math.isfinite(mean):
         return "–"
     return f"{mean:.1f} ± {sd:.1f}" if math.isfinite(sd) else f"{mean:.1f}"
+
+
+def _ece(ece: float) -> str:
+    """A cross-run ECE as the table shows it: '0.123'; '–' where there is none."""
+    return f"{ece:.3f}" if math.isfinite(ece) else "–"
+
+
+def _ece_clause(ece: float) -> str:
+    """A cross-run ECE in the sentence, said as the table shows it: 'cross-run ECE 0.123', or
+    why the table says '–' (NaN: one run per instance, no agreement across runs to read)."""
+    if math.isfinite(ece):
+        return f"cross-run ECE {_ece(ece)}"
+    return "no cross-run ECE ('–': it needs two runs or more of an instance)"

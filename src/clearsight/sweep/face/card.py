@@ -64,23 +64,24 @@ _ITEM = (
 
 def _crossing_number(key: str, row: Any, levels: tuple[float, ...]) -> Number:
     """V* of a crossings row, shown as the report shows it ('≤ 1.95 m [1.95, 2.63] m')."""
-    from clearsight.sweep.page.labels import crossing_label, interval_m
+    from clearsight.sweep.page.labels import crossing_label, interval_m, with_interval
 
     v, lo, hi = as_float(row["v_star_m"]), as_float(row["v_low_m"]), as_float(row["v_high_m"])
     censored = str(row["censored"] or "")
-    text = " ".join(s for s in (crossing_label(v, censored, levels), interval_m(lo, hi)) if s)
+    text = with_interval(crossing_label(v, censored, levels), interval_m(lo, hi))
     return Number(key, v, lo, hi, text, censored, int(row["n_items"]))
 
 
 def _w_number(key: str, row: Any) -> Number:
     """W of a crossings row with its bound, shown as the report shows it ('≥ +0.79 [...]'),
     and the reason beside it where the reference observer's W is not about 0 by design."""
-    from clearsight.sweep.page.labels import interval, observer_note, w_label
+    from clearsight.sweep.page.labels import interval, observer_note, w_label, with_interval
 
     w, lo, hi = as_float(row["w"]), as_float(row["w_low"]), as_float(row["w_high"])
     bound = str(row["w_bound"] or "")
     reason = observer_note(str(row["model"]), str(row["wording"]), str(row["signal"]))
-    shown = (w_label(w, bound) or "n/a", interval(lo, hi), f"({reason})" if reason else "")
+    label = w_label(w, bound) or "n/a"
+    shown = (with_interval(label, interval(lo, hi)), f"({reason})" if reason else "")
     return Number(key, w, lo, hi, " ".join(s for s in shown if s), bound, int(row["n_items"]))
 
 
@@ -179,7 +180,7 @@ def sweep_card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     """The sweep's card section: every model's numbers, the accuracy curves of the letter
     wording and the report written from the same analysis (no example images)."""
     from clearsight.sweep.analysis import analyse_sweep
-    from clearsight.sweep.page.plots import accuracy_panels
+    from clearsight.sweep.page.accuracy import accuracy_panels
     from clearsight.sweep.page.report import write_sweep_report
 
     analysis = analyse_sweep(run_dir, n_boot=n_boot, seed=seed)

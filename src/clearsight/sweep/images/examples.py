@@ -25,7 +25,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.scenes.model import Scene
 
-__all__ = ["Examples", "sweep_examples"]
+__all__ = ["Examples", "letter_text", "sweep_examples"]
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,21 @@ def _reply_text(raw: Any) -> str:
         return "\n---\n".join(str(t) for t in texts)[:2000]
     probs = raw.get("candidate_probs")
     if isinstance(probs, dict) and probs:
-        return "letter probabilities: " + ", ".join(f"{k} {float(v):.3f}" for k, v in probs.items())
+        return letter_text({str(k): float(v) for k, v in probs.items()})
     return json.dumps(raw, ensure_ascii=False)[:2000]
+
+
+def letter_text(probs: dict[str, float]) -> str:
+    """A scored reply's letter probabilities as text: as the model gave them (its raw mass on
+    each letter, three significant digits, and their sum: a tiny sum means the model put its
+    mass elsewhere) and, where the sum is not 1, renormalised over the letters — the scale the
+    internal confidence reads (it renormalises over the content options)."""
+    mass = sum(probs.values())
+    given = ", ".join(f"{k} {v:.3g}" for k, v in probs.items())
+    text = f"letter probabilities as given: {given} (sum {mass:.3g})"
+    if mass > 0 and not math.isclose(mass, 1.0, rel_tol=1e-3):
+        text += "; renormalised: " + ", ".join(f"{k} {v / mass:.3f}" for k, v in probs.items())
+    return text
 
 
 def _example_scene(data: RunData, key: str) -> Scene:

@@ -5,7 +5,8 @@
 section :mod:`~clearsight.sweep.page.imagenet`, the qualitative examples
 :mod:`~clearsight.sweep.page.examples`), the headline (:mod:`~clearsight.sweep.page.headline`),
 labels (:mod:`~clearsight.sweep.page.labels`) and figures (:mod:`~clearsight.sweep.page.plots`,
-:mod:`~clearsight.sweep.page.figures`). The sections are lists of parts — markup and blocks of
-:mod:`clearsight.pages` — composed into one page that :mod:`clearsight.pages.output` renders
-and writes once.
+:mod:`~clearsight.sweep.page.figures`, the small accuracy ones
+:mod:`~clearsight.sweep.page.accuracy`). The sections are lists of parts — markup and blocks
+of :mod:`clearsight.pages` — composed into one page that :mod:`clearsight.pages.output`
+renders and writes once.
 """

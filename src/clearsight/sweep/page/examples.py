@@ -16,7 +16,7 @@ from clearsight.pages.html import Figure, Part, esc, fmt_num, pre
 from clearsight.sweep.images.examples import Examples
 from clearsight.sweep.results import TASK_NAMES
 
-__all__ = ["examples_section"]
+__all__ = ["answer_text", "examples_section"]
 
 
 def examples_section(examples: Examples | None) -> list[Part]:
@@ -74,7 +74,7 @@ def _wording_example(
             "<tr>"
             f"<td class='t'>{esc(cond)}</td><td class='t'>{esc(r['model'])}</td>"
             f"<td class='t'>{pre(reply)}{own_prompt}</td>"
-            f"<td class='t'>{esc(r['answer'] if r['answer'] is not None else '(none)')}</td>"
+            f"<td class='t'>{esc(answer_text(r['answer']))}</td>"
             f"<td>{'yes' if r['correct'] == 1.0 else 'no'}</td>"
             f"<td>{esc(fmt_num(r['conf']))}</td>"
             f"<td>{'yes' if r['abstained'] == 1.0 else 'no'}</td>"
@@ -86,6 +86,14 @@ def _wording_example(
         f"<th>{esc(conf_head)}</th><th>abstained</th></tr>" + "".join(trs) + "</table>"
     )
     return "\n".join(body)
+
+
+def answer_text(answer: Any) -> str:
+    """A record's parsed answer as the examples show it: the option, or '(not parsed)' where
+    the reply gave none (a missing value, NaN once read into a frame)."""
+    if isinstance(answer, str):
+        return answer or "(not parsed)"
+    return "(not parsed)" if pd.isna(answer) else str(answer)
 
 
 def _options(options: Any) -> str:

@@ -2,48 +2,63 @@
 makes it from its analysis'
 :func:`~clearsight.sweep.numbers.headline.headline_table` — per model and arm the clean
 accuracy, V*_acc, W of internal confidence, verbalized confidence and abstention (interval and
-bound), ECE and AURC — and :func:`sweep_sentence` reads one model's rows ("accuracy halves at
-7.81 m in fog while internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]"). Rendering
-only: every number comes from the analysis.
+bound; none beside 'n/a' or 'undetermined'), ECE and AURC — and :func:`sweep_sentence` reads
+one model's rows of one task ("m, identification (t2): accuracy halves at 7.81 m in fog while
+internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]"); :func:`headline_block` puts
+them under the lead sentence (:func:`sweep_lead`: what V* and W are, in the card's words) with
+a small figure beside the sentences. Rendering only: every number comes from the analysis.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from clearsight.pages.html import fmt_ci
+from clearsight.metrics.crossing import W_READING
+from clearsight.pages.headline import Headline
+from clearsight.pages.html import Figure, fmt_ci
 from clearsight.sweep.numbers.headline import HEADLINE_SIGNALS
 from clearsight.sweep.page.labels import (
     SIGNAL_LABELS,
+    V_STAR_READING,
     crossing_label,
     interval,
     interval_m,
     w_label,
+    with_interval,
 )
 from clearsight.sweep.results import TASK_NAMES, level_label
 from clearsight.sweep.signals import by_name
 
+if TYPE_CHECKING:
+    from clearsight.sweep.analysis import SweepAnalysis
+
 __all__ = [
     "W_PAIRING_NOTES",
+    "headline_block",
     "sweep_caption",
     "sweep_headline",
+    "sweep_lead",
     "sweep_sentence",
 ]
 
 
-#: What the sweep headline's columns read (the caption of its table, before the W pairing).
+#: What the sweep headline's columns read (the caption of its table, before the W pairing);
+#: :data:`PERSON_NOTE` follows the verbalized confidence in a run with people.
 SWEEP_CAPTION = (
     "Accuracy, internal confidence and abstention in the model's first letter wording "
-    "(mcq.reason before mcq.generic), verbalized confidence in its first verbalized wording "
-    "(a person's: the confidence they state with the slider beside each letter answer); "
-    "clean accuracy on the clean control, V*_acc where accuracy falls halfway to its floor; W "
-    "(≥, ≤: a bound where a crossing is censored) with its 95 % interval from a bootstrap over "
-    "source photos (a photo's scenes resampled together); ECE and AURC pooled over the clean "
-    "images and the arm's levels. '–': not asked."
+    "(mcq.reason before mcq.generic), verbalized confidence in its first verbalized "
+    "wording{person}; clean accuracy on the clean control, V*_acc where accuracy falls halfway "
+    "to its floor; W (≥, ≤: a bound where a crossing is censored) with its 95 % interval from "
+    "a bootstrap over source photos (a photo's scenes resampled together); ECE and AURC pooled "
+    "over the clean images and the arm's levels. '–': not asked."
 )
+
+#: How a person's verbalized confidence is read, in the caption of a run with people.
+PERSON_NOTE = " (a person's: the confidence they state with the slider beside each letter answer)"
 
 #: How each W pairing is stated under the headline (the analysis' ``w_accuracy``).
 W_PAIRING_NOTES: dict[str, str] = {
@@ -56,9 +71,37 @@ W_PAIRING_NOTES: dict[str, str] = {
 }
 
 
-def sweep_caption(pairing: str) -> str:
-    """The sweep headline's caption with the note of its W pairing (``main`` or ``own``)."""
-    return f"{SWEEP_CAPTION} {W_PAIRING_NOTES[pairing]}"
+def sweep_caption(pairing: str, people: bool) -> str:
+    """The sweep headline's caption with the note of its W pairing (``main`` or ``own``); a
+    person's slider named only in a run with ``people``."""
+    caption = SWEEP_CAPTION.format(person=PERSON_NOTE if people else "")
+    return f"{caption} {W_PAIRING_NOTES[pairing]}"
+
+
+def sweep_lead() -> str:
+    """The sentence above the sweep's headline: what V* and W are, and which sign of W is a
+    blind spot (in the card's words, :data:`~clearsight.metrics.crossing.W_READING`)."""
+    return (
+        f"{V_STAR_READING}. W = log10(V*_acc / V*_aware): how many decades of visibility the "
+        f"model keeps an awareness signal (confidence, abstention) up after its accuracy has "
+        f"gone. {W_READING}"
+    )
+
+
+def headline_block(analysis: SweepAnalysis, curves: bytes | None = None) -> Headline:
+    """The sweep's headline of ``analysis``, on the page and in summary.md: the lead
+    (:func:`sweep_lead`), the table and sentences (:func:`sweep_headline`), the caption and,
+    the page's only, the small figure of ``curves`` beside the sentences."""
+    run = analysis.run
+    frame, sentences = sweep_headline(analysis.headline, run.levels)
+    caption = sweep_caption(analysis.bootstrap.w_pairing, bool(run.people))
+    figure = None
+    if curves is not None:
+        what = f"Accuracy ({TASK_NAMES.get(run.first_task, run.first_task)}) against visibility"
+        figure = Figure(
+            curves, what, f"{what}: each model a line with its 95 % band; square: clean images."
+        )
+    return Headline(frame, sentences, caption, sweep_lead(), figure)
 
 
 def sweep_headline(
@@ -103,26 +146,30 @@ def _cis(table: pd.DataFrame, name: str) -> list[str]:
 
 
 def _v_cell(row: pd.Series, levels: tuple[float, ...]) -> str:
-    """V*_acc with its interval: '10.6 m [6.02, 12.0] m', '≥ 125 m [62.5, 125] m'."""
+    """V*_acc with its interval: '10.6 m [6.02, 12.0] m', '≥ 125 m [62.5, 125] m'; 'n/a'
+    alone."""
     label = crossing_label(row["v_acc_m"], row["v_acc_censored"] or "none", levels)
-    return f"{label} {interval_m(row['v_acc_low_m'], row['v_acc_high_m'])}".strip()
+    return with_interval(label, interval_m(row["v_acc_low_m"], row["v_acc_high_m"]))
 
 
 def _w_cell(row: pd.Series, signal: str) -> str:
-    """W of ``signal`` with its bound and interval: '≥ +0.30 [+0.00, +0.45]'; '–' unread."""
+    """W of ``signal`` with its bound and interval: '≥ +0.30 [+0.00, +0.45]'; 'undetermined'
+    alone; '–' unread."""
     bound = row[f"w_{signal}_bound"]
     if not bound:
         return "–"
     label = w_label(row[f"w_{signal}"], bound)
-    return f"{label} {interval(row[f'w_{signal}_low'], row[f'w_{signal}_high'])}".strip()
+    return with_interval(label, interval(row[f"w_{signal}_low"], row[f"w_{signal}_high"]))
 
 
 def sweep_sentence(model: str, rows: pd.DataFrame, levels: Mapping[str, tuple[float, ...]]) -> str:
-    """One sentence reading ``model``'s headline rows, an arm per clause: where its accuracy
-    halves and, of the awareness signals with a determined W (an estimate or a bound), the
-    one with the widest W — its mean where the accuracy has fallen below half, then W."""
+    """One sentence reading ``model``'s headline rows of one task, named first, an arm per
+    clause: where its accuracy halves and, of the awareness signals with a determined W (an
+    estimate or a bound), the one with the widest W — its mean where the accuracy has fallen
+    below half, then W."""
+    task = str(rows["task"].iloc[0])
     clauses = [_arm_clause(row, levels[str(row["arm"])]) for _, row in rows.iterrows()]
-    return f"{model}: " + "; ".join(clauses) + "."
+    return f"{model}, {TASK_NAMES.get(task, task)}: " + "; ".join(clauses) + "."
 
 
 def _arm_clause(row: pd.Series, levels: tuple[float, ...]) -> str:
@@ -149,7 +196,8 @@ def _arm_clause(row: pd.Series, levels: tuple[float, ...]) -> str:
             else f" while its {SIGNAL_LABELS[signal]} is {at:.2f}"
         )
     w = w_label(row[f"w_{signal}"], row[f"w_{signal}_bound"])
-    return f"{clause}: W {w} {interval(row[f'w_{signal}_low'], row[f'w_{signal}_high'])}".strip()
+    ci = interval(row[f"w_{signal}_low"], row[f"w_{signal}_high"])
+    return f"{clause}: W {with_interval(w, ci)}"
 
 
 def _widest_signal(row: pd.Series) -> str | None:

@@ -19,17 +19,32 @@ from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import SIGNALS
 
 __all__ = [
+    "NO_VALUE",
     "SIGNAL_LABELS",
+    "V_STAR_READING",
     "crossing_label",
     "depth_line",
     "interval",
     "interval_m",
+    "interval_of",
     "labelled_crossings",
     "metres",
     "observer_note",
     "signed",
     "w_label",
+    "with_interval",
 ]
+
+#: What a crossing visibility V* is, in the words of the page's first screen and of its crossings
+#: tables.
+V_STAR_READING = (
+    "V*: the visibility in metres where a signal first gets past half-way between its clean "
+    "value and its floor (interpolated in log V)"
+)
+
+#: The labels that name no value (:func:`crossing_label`'s 'n/a', :func:`w_label`'s
+#: 'undetermined'): no interval is printed beside them.
+NO_VALUE = frozenset({"", "n/a", "undetermined"})
 
 #: Each signal's name on the page (:class:`clearsight.sweep.signals.Signal`'s ``label``).
 SIGNAL_LABELS: dict[str, str] = {s.name: s.label for s in SIGNALS}
@@ -63,6 +78,19 @@ def interval(low: float, high: float) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
     return f"[{signed(low)}, {signed(high)}]"
+
+
+def with_interval(label: str, ci: str) -> str:
+    """``label`` and its interval ``ci`` ('≥ +0.30 [+0.00, +0.45]'); the label alone where it
+    names no value (:data:`NO_VALUE`: 'n/a', 'undetermined'), whose interval would bound
+    nothing."""
+    return f"{label} {interval_of(label, ci)}".strip()
+
+
+def interval_of(label: str, ci: str) -> str:
+    """The interval ``ci`` of a value shown as ``label`` in a column of its own; '' where the
+    label names no value (:data:`NO_VALUE`)."""
+    return "" if label in NO_VALUE else ci
 
 
 def crossing_label(v_star: float, censored: str, levels: tuple[float, ...] | None = None) -> str:

@@ -30,11 +30,11 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "accuracy_panels",
     "clean_position",
     "curves_figure",
     "plot_curve",
     "series",
+    "shown_panels",
     "visibility_axis",
 ]
 
@@ -161,19 +161,23 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
     end).
     """
     models, arms = analysis.run.models, analysis.run.arms
-    if not models or not arms or analysis.curves.empty:
+    shown = shown_panels(analysis.curves, numbers.task, models, arms)
+    if not shown or numbers.main is None:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(
         len(models), len(arms), figsize=(5.6 * len(arms), 3.7 * len(models)), squeeze=False
     )
-    if numbers.main is not None:
-        for r, model in enumerate(models):
-            for c, arm in enumerate(arms):
-                _curves_panel(axes[r][c], analysis, numbers, model, arm)
-                if c == 0:
-                    axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    for r, model in enumerate(models):
+        for c, arm in enumerate(arms):
+            if (model, arm) not in shown:
+                axes[r][c].remove()  # no panel for an arm the model was not shown
+                continue
+            _curves_panel(axes[r][c], analysis, numbers, model, arm)
+            if (model, arm) == next(p for p in shown if p[0] == model):
+                axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
+    first = axes[models.index(shown[0][0])][arms.index(shown[0][1])]
+    handles, labels = first.get_legend_handles_labels()
     fig.tight_layout()
     fig.legend(
         handles,
@@ -185,6 +189,16 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
         bbox_to_anchor=(0.5, 1.0),
     )
     return png(fig)
+
+
+def shown_panels(
+    curves: pd.DataFrame, task: str, models: Sequence[str], arms: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The (model, arm) panels of ``task``'s Fig. 3, models then arms in their orders: those
+    whose model was shown the arm (its curves have rows there)."""
+    mine = curves[curves["task"] == task]
+    has = set(zip(mine["model"], mine["condition"], strict=True))
+    return [(m, a) for m in models for a in arms if (m, a) in has]
 
 
 def _curves_panel(
@@ -262,43 +276,3 @@ def _reference_lines(
             va="center",
             ha="left",
         )
-
-
-def accuracy_panels(curves: pd.DataFrame, wording: str, arms: Sequence[str]) -> bytes | None:
-    """Accuracy of ``wording`` against visibility per arm, a small panel each (the card's), each
-    model a line with its 95 % photo-bootstrap band, the clean accuracy left of the clearest
-    level."""
-    acc = curves[(curves["signal"] == "accuracy") & (curves["wording"] == wording)]
-    if acc.empty or not arms:
-        return None
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(arms), figsize=(4.2 * len(arms), 3.1), squeeze=False)
-    for ax, arm in zip(axes[0], arms, strict=True):
-        for model, rows in acc.groupby("model", sort=False):
-            lv = rows[rows["condition"] == arm].sort_values("x", ascending=False)
-            if lv.empty:
-                continue
-            x = lv["x"].to_numpy(float)
-            (line,) = ax.plot(x, lv["estimate"], marker="o", ms=3, lw=1.4, label=str(model))
-            ax.fill_between(x, lv["low"], lv["high"], color=line.get_color(), alpha=0.12, lw=0)
-            clean = rows[rows["condition"] == "clean"]
-            if len(clean):
-                c = clean.iloc[0]
-                err = error_bars(c.estimate, [c.low], [c.high])
-                ax.errorbar(
-                    [x.max() * 4],
-                    [c.estimate],
-                    yerr=err,
-                    fmt="s",
-                    ms=4,
-                    color=line.get_color(),
-                    capsize=2,
-                )
-        ax.set_xscale("log")
-        ax.invert_xaxis()
-        ax.set_ylim(-0.02, 1.05)
-        ax.set_title(f"{arm}: accuracy ({wording})", fontsize=9)
-        ax.set_xlabel("visibility V (m); square: clean", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7, loc="lower left")
-    return png(fig)

@@ -19,12 +19,11 @@ import pandas as pd
 
 from clearsight.faces.face import NO_APPENDIX, Appendix
 from clearsight.pages.cost import Cost
-from clearsight.pages.headline import Headline
 from clearsight.pages.html import Frame, fmt_ci, fmt_num, fmt_range
 from clearsight.pages.output import MarkdownBlock, ReportPaths, Summary, md_text, write_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
-from clearsight.sweep.page.headline import sweep_caption, sweep_headline
-from clearsight.sweep.page.labels import depth_line, interval, interval_m
+from clearsight.sweep.page.headline import headline_block
+from clearsight.sweep.page.labels import depth_line, interval, interval_m, interval_of
 from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
 from clearsight.sweep.results import TASK_NAMES
 from clearsight.sweep.signals import AWARENESS
@@ -91,13 +90,17 @@ def _display_crossings(crossings: pd.DataFrame) -> pd.DataFrame:
             "signal": crossings["signal"],
             "V*": crossings["v_star"],
             "V* 95% CI": [
-                interval_m(lo, hi)
-                for lo, hi in zip(crossings["v_low_m"], crossings["v_high_m"], strict=True)
+                interval_of(v, interval_m(lo, hi))
+                for v, lo, hi in zip(
+                    crossings["v_star"], crossings["v_low_m"], crossings["v_high_m"], strict=True
+                )
             ],
             "W": crossings["w_display"],
             "W 95% CI": [
-                interval(lo, hi)
-                for lo, hi in zip(crossings["w_low"], crossings["w_high"], strict=True)
+                interval_of(w, interval(lo, hi))
+                for w, lo, hi in zip(
+                    crossings["w_display"], crossings["w_low"], crossings["w_high"], strict=True
+                )
             ],
             "note": crossings["note"],
         }
@@ -130,11 +133,10 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
     :mod:`clearsight.sweep.page.headline`), the crossings/W table and the controls table of
     each task, the ImageNet-C severities on the metre axis, the ``appendix`` and the cost."""
     run, boot = analysis.run, analysis.bootstrap
-    frame, sentences = sweep_headline(analysis.headline, run.levels)
     lines: list[str | MarkdownBlock] = [
         f"# clearsight sweep summary — {md_text(run.name)}",
         "",
-        Headline(frame, sentences, sweep_caption(boot.w_pairing)),
+        headline_block(analysis),
         "## Run",
         "",
         f"Models: {md_text(', '.join(run.models) or '(none)')}. Scenes: {boot.n_scenes}. "

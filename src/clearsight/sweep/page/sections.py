@@ -18,15 +18,15 @@ import pandas as pd
 
 from clearsight.faces.face import Appendix
 from clearsight.pages.cost import Cost
-from clearsight.pages.headline import Headline
 from clearsight.pages.html import Figure, Frame, Page, Part, esc
 from clearsight.sweep.analysis import SweepAnalysis, TaskAnalysis
 from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page import plots
+from clearsight.sweep.page.accuracy import headline_curves
 from clearsight.sweep.page.confidence import calibration_section, selective_section
 from clearsight.sweep.page.corruptions import corruptions_section
 from clearsight.sweep.page.examples import examples_section
-from clearsight.sweep.page.headline import W_PAIRING_NOTES, sweep_caption, sweep_headline
+from clearsight.sweep.page.headline import W_PAIRING_NOTES, headline_block
 from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
 from clearsight.sweep.page.references import references_section
@@ -155,10 +155,9 @@ def _header(analysis: SweepAnalysis) -> list[Part]:
     failure reasons."""
     run = analysis.run
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
-    frame, sentences = sweep_headline(analysis.headline, run.levels)
     return [
         f"<h1>Visibility sweep — {esc(run.name)}</h1>",
-        Headline(frame, sentences, sweep_caption(analysis.bootstrap.w_pairing)),
+        headline_block(analysis, headline_curves(analysis)),
         f"<p class='warn'>{esc(DEPTH_NOTE)}</p>",
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(run),

@@ -10,14 +10,17 @@ from typing import Any
 
 import pandas as pd
 
+from clearsight.metrics.crossing import W_READING
 from clearsight.pages.html import Col, Details, Part, Table, esc, fmt_ci, fmt_num
 from clearsight.sweep.analysis import TaskAnalysis
 from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page.headline import W_PAIRING_NOTES
 from clearsight.sweep.page.labels import (
     SIGNAL_LABELS,
+    V_STAR_READING,
     interval,
     interval_m,
+    interval_of,
     observer_note,
 )
 from clearsight.sweep.signals import ACCURACY, AWARENESS
@@ -49,9 +52,9 @@ def _crossing_cell(
             return str(r["note"] or "n/a") if what == "v" else "–"
         return {
             "v": str(r["v_star"]),
-            "v_ci": interval_m(float(r["v_low_m"]), float(r["v_high_m"])),
+            "v_ci": interval_of(str(r["v_star"]), interval_m(r["v_low_m"], r["v_high_m"])),
             "w": _with_reason(str(r["w_display"]), row.model, wording, signal),
-            "w_ci": interval(float(r["w_low"]), float(r["w_high"])),
+            "w_ci": interval_of(str(r["w_display"]), interval(r["w_low"], r["w_high"])),
         }[what]
 
     return cell
@@ -73,7 +76,9 @@ def _headline_table(run: RunFacts, cr: pd.DataFrame, numbers: TaskAnalysis) -> l
     lookup: Lookup = {
         (r["model"], r["arm"], r["wording"], r["signal"]): r for r in cr.to_dict("records")
     }
-    frame = pd.DataFrame([(m, a) for m in run.models for a in run.arms], columns=["model", "arm"])
+    shown = set(zip(cr["model"], cr["arm"], strict=True))  # no row for an arm not shown
+    pairs = [(m, a) for m in run.models for a in run.arms if (m, a) in shown]
+    frame = pd.DataFrame(pairs, columns=["model", "arm"])
     acc_group = f"accuracy ({main})"
     people = run.people
     cols = [
@@ -108,9 +113,9 @@ def crossings_section(
         Col("clean", lambda r: fmt_num(r.clean)),
         Col("floor", lambda r: f"{fmt_num(r.floor)} ({r.floor_source})"),
         Col("V*", lambda r: r.v_star),
-        Col("V* 95% CI", lambda r: interval_m(r.v_low_m, r.v_high_m)),
+        Col("V* 95% CI", lambda r: interval_of(r.v_star, interval_m(r.v_low_m, r.v_high_m))),
         Col("W", lambda r: _with_reason(r.w_display, r.model, r.wording, r.signal)),
-        Col("W 95% CI", lambda r: interval(r.w_low, r.w_high)),
+        Col("W 95% CI", lambda r: interval_of(r.w_display, interval(r.w_low, r.w_high))),
         Col("W bound", lambda r: r.w_bound),
         Col(
             "W against", lambda r: f"accuracy of {r.w_accuracy}" if r.w_accuracy else "", text=True
@@ -119,13 +124,11 @@ def crossings_section(
     ]
     return [
         "<h3>Crossing visibilities and blind-spot width W</h3>"
-        "<p class='note'>V*: where the signal first gets past half-way between its clean value "
-        "and its floor, interpolated in log V; '≤ 1.95 m' never crossed (censored below), "
-        "'≥ 250 m' already crossed at the clearest level. W = log10(V*_acc / V*_aware); "
-        "W &gt; 0: accuracy fails at a clearer level than the awareness signal reacts (a blind "
-        "spot). Bounds: a censored crossing makes W a lower or upper bound, or undetermined. "
-        f"{esc(W_PAIRING_NOTES[pairing])} The full table names each W's accuracy "
-        "('W against').</p>",
+        f"<p class='note'>{esc(V_STAR_READING)}; '≤ 1.95 m' never crossed (censored below), "
+        "'≥ 250 m' already crossed at the clearest level. W = log10(V*_acc / V*_aware). "
+        f"{esc(W_READING)} A censored crossing makes W a lower or upper bound, or undetermined "
+        f"(no interval then). {esc(W_PAIRING_NOTES[pairing])} The full table names each W's "
+        "accuracy ('W against').</p>",
         *_headline_table(run, cr, numbers),
         Details(
             "All crossings: every wording and signal, with clean values and floors",
