@@ -218,18 +218,15 @@ _READ_COLUMNS = (
 def fog_only(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` without the ImageNet-C corruptions other than fog (their ``corruption`` set):
     the analysis's curves, crossings and tables read fog's severities; the other corruptions
-    are read apart (:func:`other_corruptions`)."""
+    are read apart (``RunData.corrupted``)."""
     if "corruption" not in frame:
         return frame
     return frame[frame["corruption"].isna()]
 
 
-def other_corruptions(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``frame`` of the ImageNet-C corruptions other than fog (``corruption``
-    set), the complement of :func:`fog_only`."""
-    if "corruption" not in frame:
-        return frame.iloc[0:0]
-    return frame[frame["corruption"].notna()]
+def _others(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the ImageNet-C corruptions other than fog: :func:`fog_only`'s complement."""
+    return frame[frame["corruption"].notna()] if "corruption" in frame else frame.iloc[0:0]
 
 
 def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
@@ -297,9 +294,8 @@ def load_run_data(run_dir: Path) -> RunData:
         ]
     failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
     records = _typed_records(fog_only(frame))
-    others = other_corruptions(frame)
-    names = others["corruption"] if "corruption" in others else pd.Series(dtype=object)
-    corrupted = _typed_records(others).assign(corruption=names.astype(object).to_numpy())
+    others = _others(frame)
+    named = others.get("corruption", pd.Series(dtype=object)).astype(object).to_numpy()
     return RunData(
         run_dir=Path(run_dir),
         manifest=manifest,
@@ -309,8 +305,8 @@ def load_run_data(run_dir: Path) -> RunData:
         failures=failures,
         levels=_levels(records),
         depth=_depth_profiles(depth_rows),
-        corrupted=corrupted,
-        corrupted_veq=_veq_frame(other_corruptions(veq_rows)),
+        corrupted=_typed_records(others).assign(corruption=named),
+        corrupted_veq=_veq_frame(_others(veq_rows)),
     )
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import numpy as np
 from pydantic import JsonValue
@@ -41,7 +41,9 @@ from clearsight.validate import InputError
 __all__ = [
     "RECOGNITION_THRESHOLD",
     "REFERENCE_OBSERVERS",
+    "HumanData",
     "HumanFit",
+    "HumanPoint",
     "human_data",
     "human_fit",
     "make_observer",
@@ -60,10 +62,30 @@ REFERENCE_OBSERVERS: Final = {
 _DATA: Final = "geirhos2017_contrast.json"
 
 
-def human_data() -> dict[str, Any]:
+class HumanPoint(TypedDict):
+    """One published point: the image's contrast (share of the original's) and the share right."""
+
+    contrast: float
+    accuracy: float
+
+
+class HumanData(TypedDict):
+    """``data/geirhos2017_contrast.json``: the points with their source and conditions."""
+
+    source: str
+    url: str
+    task: str
+    n_classes: int
+    presentation_ms: int
+    greyscale: bool
+    contrast_definition: str
+    points: list[HumanPoint]
+
+
+def human_data() -> HumanData:
     """The published contrast data with their source (``data/geirhos2017_contrast.json``)."""
     text = resources.files("clearsight.sweep.references").joinpath("data", _DATA).read_text()
-    data: dict[str, Any] = json.loads(text)
+    data: HumanData = json.loads(text)
     return data
 
 
