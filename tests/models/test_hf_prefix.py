@@ -49,10 +49,10 @@ def test_a_group_larger_than_the_batch_is_a_batch_of_its_own() -> None:
 
 
 def test_only_causal_families_without_per_token_inputs_share() -> None:
-    assert hf_prefix.shares_prefix(Family())
-    assert not hf_prefix.shares_prefix(Family(masked_scoring="bidirectional prefix"))
-    assert not hf_prefix.shares_prefix(Family(bidirectional_image=frozenset({"full_attention"})))
-    assert not hf_prefix.shares_prefix(Family(per_token_inputs=("cross_attention_mask",)))
+    assert Family().shares_prefix
+    assert not Family(masked_scoring="bidirectional prefix").shares_prefix
+    assert not Family(bidirectional_image=frozenset({"full_attention"})).shares_prefix
+    assert not Family(per_token_inputs=("cross_attention_mask",)).shares_prefix
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +134,42 @@ def test_shared_prefixes_give_the_unshared_replies_with_one_encode_per_image(
 def test_families_that_cannot_share_are_never_split(built: dict[str, HfBackend], kind: str) -> None:
     backend = built[kind]
     assert backend._placeholder_id is None
-    item = backend._item(_requests()[0])
-    assert backend._split(item) is None
+    items = [backend._item(r) for r in _requests()[:2]]  # one image, two questions
+    assert backend._groups(items) == ([None, None], [None, None])
+
+
+@pytest.mark.parametrize("kind", [*SHARING, *NOT_SHARING])
+def test_the_plan_counts_encodes_as_the_loaded_backend_does_them(
+    built: dict[str, HfBackend], hf_models_dir: Path, kind: str
+) -> None:
+    from clearsight.models.hf import vision_encoding
+
+    backend = built[kind]
+    want = "shared" if backend._placeholder_id is not None else "per item"
+    if backend.family.model_type == "llama":  # a text-only model drops the images
+        want = "none"
+    assert vision_encoding(str(hf_models_dir / f"tiny-{kind}"), {}) == want
+    assert (want == "shared") == (kind in SHARING)
+
+
+def test_a_request_alone_or_with_an_image_of_its_own_is_not_split(
+    built: dict[str, HfBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = built["idefics3"]
+    calls: list[str] = []
+    split = hf_prefix.split_prompt
+
+    def counted(tokenizer: object, placeholder: int, prompt: str) -> object:
+        calls.append(prompt)
+        return split(tokenizer, placeholder, prompt)
+
+    monkeypatch.setattr(hf_prefix, "split_prompt", counted)
+    requests = _requests()  # four questions on each of three images
+    backend.complete(requests[:1])
+    backend.complete([requests[0], requests[4], requests[8]])
+    assert calls == []  # no other request of its call shows its image: nothing to share
+    backend.complete(requests[:2])
+    assert len(calls) == 2
 
 
 def test_a_prompt_splits_after_its_last_image_into_halves_that_tokenize_as_the_whole(
@@ -143,7 +177,8 @@ def test_a_prompt_splits_after_its_last_image_into_halves_that_tokenize_as_the_w
 ) -> None:
     backend = built["idefics3"]
     item = backend._item(_requests()[0])
-    split = backend._split(item)
+    assert backend._placeholder_id is not None
+    split = hf_prefix.split_prompt(backend.tokenizer, backend._placeholder_id, item.prompt)
     assert split is not None
     assert split.prefix.endswith("<image>")
     assert item.prompt == split.prefix + backend.tokenizer.decode(list(split.suffix_ids))

@@ -33,6 +33,7 @@ COLUMNS = (
     ("generations", "generations"),
     ("distinct images", "distinct_images"),
     ("vision encodes", "vision_encodes"),
+    ("encodes saved", "encodes_saved"),
     ("store", "store_bytes"),
     ("model time", "model_s"),
 )
@@ -53,10 +54,13 @@ def plan(
 ) -> None:
     """Plan a sweep without running it and print what it will cost, per model and in total.
 
-    Vision encodes count one per distinct image on hf: (the requests that show one image share
-    its encode; Gemma 3, Mllama, PaliGemma and Qwen3.5 encode per item), one per item on other
-    backends, none for the reference observer. A COCO design plans without its files: stand-in
-    scenes where the annotation file is missing, depth assumed where the depth model is."""
+    Vision encodes are counted as the backend will do them: on hf: one per distinct image where
+    the model's family shares an image's encode among the requests that show it (read from its
+    config.json, or its preset), one per item where it never does (Gemma 3, Mllama, PaliGemma,
+    Qwen3.5), none for a text-only model; one per item on other backends; none for the
+    reference observer. "encodes saved" is what sharing saves. A COCO design plans without its
+    files: stand-in scenes where the annotation file is missing, depth assumed where the depth
+    model is."""
     import time
 
     from clearsight.sweep.budget import budget, totals
@@ -68,6 +72,12 @@ def plan(
     started = time.perf_counter()
     config, refs = _without_assets(config)
     budgets = budget(plan_sweep(config, refs), dict.fromkeys(config.models, rate) if rate else None)
+    for b in budgets:
+        if b.encoding is None:
+            _note(
+                f"{b.model}: no config.json found locally and no preset names its family; "
+                "vision encodes counted as shared (as most families do)"
+            )
     for line in table([*budgets, totals(budgets)]):
         typer.echo(line)
     typer.echo(f"planned in {time.perf_counter() - started:.1f} s")

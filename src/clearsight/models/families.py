@@ -41,6 +41,7 @@ This module imports neither torch nor transformers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,6 +67,18 @@ class Family:
     model_type: str = ""
     layer_types: tuple[str, ...] = ("full_attention",)
     sliding_window: int | None = None
+
+    @property
+    def shares_prefix(self) -> bool:
+        """Whether the backend may split this family's prompts at their last image and share
+        the image's encode and prefill among the requests that show it
+        (:mod:`clearsight.models.hf_prefix`): a causal prompt (masked scoring possible), image
+        tokens that attend causally, no per-token inputs."""
+        return (
+            self.masked_scoring is None
+            and not self.bidirectional_image
+            and not self.per_token_inputs
+        )
 
 
 #: The rows, by ``config.model_type``. Families absent here need no row.
@@ -130,6 +143,29 @@ def family_of(config: Any, vlm_types: frozenset[str], kind: str = "auto") -> Fam
         layer_types=layer_types,
         sliding_window=None if window is None else int(window),
     )
+
+
+class _JsonConfig:
+    """A checkpoint's ``config.json`` read as the attributes :func:`family_of` asks a
+    transformers config for (a missing key is None)."""
+
+    def __init__(self, fields: Mapping[str, object]) -> None:
+        self._fields = fields
+
+    def __getattr__(self, name: str) -> Any:
+        return self._fields.get(name)
+
+    def get_text_config(self) -> _JsonConfig:
+        text = self._fields.get("text_config")
+        return _JsonConfig(text) if isinstance(text, Mapping) else self
+
+
+def family_of_json(config: Mapping[str, object]) -> Family:
+    """The :class:`Family` of a checkpoint's ``config.json`` as read, without transformers
+    (what a plan needs: it counts, it loads nothing). The refusal of a vision config that
+    transformers maps to a causal LM needs transformers' tables and is left to loading."""
+    model_type = str(config.get("model_type", ""))
+    return family_of(_JsonConfig(config), frozenset({model_type}))
 
 
 def check_loadable(family: Family, name: str) -> None:

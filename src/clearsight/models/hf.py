@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from clearsight.models.extras import install_hint
 from clearsight.models.hf_options import parse_options
@@ -105,3 +105,59 @@ def make_hf(arg: str, options: Mapping[str, JsonValue]) -> HfBackend:
         needs = exc.name or "torch/transformers"
         raise InputError(f"model 'hf:{arg}' needs {needs}: {install_hint('hf')}") from exc
     return load_hf(source, name=f"hf:{arg}", options=opts, local_dir=local, adapter=adapter)
+
+
+#: How an ``hf`` model encodes the images of a call's requests: once per distinct image
+#: (``shared``), once per request (``per item``), not at all (``none``: a text-only model drops
+#: them); None where its family cannot be told without loading it.
+Encoding = Literal["shared", "per item", "none"]
+
+
+def vision_encoding(arg: str, options: Mapping[str, JsonValue]) -> Encoding | None:
+    """How ``hf:<arg>`` will encode images (:data:`Encoding`), from its family's rules
+    (:attr:`~clearsight.models.families.Family.shares_prefix`): the family read from its
+    ``config.json`` (a local directory's, an adapter's base's, or the hub id's cached
+    snapshot's), else from the model type of the preset its ``options`` name. Loads nothing,
+    reads no network; None where neither is found."""
+    import json
+
+    from clearsight.models.families import family_of_json
+    from clearsight.models.presets import PRESET_KEY, find_preset
+
+    manifest = adapter_manifest(arg)
+    base = arg if manifest is None else str(manifest["base"]).removeprefix("hf:")
+    found = _config_file(base, options)
+    if found is not None:
+        config = json.loads(found.read_text(encoding="utf-8"))
+    else:
+        preset = find_preset(str(options.get(PRESET_KEY, "")))
+        if preset is None:
+            return None
+        if preset.kind == "text":
+            return "none"
+        config = {"model_type": preset.model_type, "vision_config": {}}
+    if config.get("vision_config") is None and config.get("image_token_id") is None:
+        return "none"
+    return "shared" if family_of_json(config).shares_prefix else "per item"
+
+
+def _config_file(base: str, options: Mapping[str, JsonValue]) -> Path | None:
+    """The ``config.json`` of a local checkpoint directory or of a hub id's cached snapshot
+    (at the ``revision`` and ``cache_dir`` the options give), or None."""
+    path = Path(base).expanduser() / "config.json"
+    if path.is_file():
+        return path
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    revision, cache_dir = options.get("revision"), options.get("cache_dir")
+    try:
+        cached = try_to_load_from_cache(
+            base,
+            "config.json",
+            cache_dir=cache_dir if isinstance(cache_dir, str) else None,
+            revision=revision if isinstance(revision, str) else None,
+        )
+    except HFValidationError:  # not a hub id either
+        return None
+    return Path(cached) if isinstance(cached, str) else None

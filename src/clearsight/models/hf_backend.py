@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -351,7 +352,7 @@ class HfBackend:
         self.batch_sizes: dict[str, BatchSize] = {}
         #: The image placeholder's token id in rendered prompts, where prompts may share their
         #: image prefix (:mod:`clearsight.models.hf_prefix`); None where they never do.
-        self._placeholder_id = self._placeholder() if hf_prefix.shares_prefix(self.family) else None
+        self._placeholder_id = self._placeholder() if self.family.shares_prefix else None
 
     def _placeholder(self) -> int | None:
         token = getattr(getattr(self.inputs, "processor", None), "image_token", None)
@@ -583,11 +584,7 @@ class HfBackend:
             share = (time.perf_counter() - t0) / max(len(probed), 1)
             done.update((i, (out, share)) for i, out in probed.items())
         pending = [i for i in range(len(todo)) if i not in done]
-        splits = [self._split(todo[i]) for i in pending]
-        groups = [
-            None if s is None else f"{s.prefix}\x00{hf_prefix.image_digest(todo[i].images)}"
-            for s, i in zip(splits, pending, strict=True)
-        ]
+        splits, groups = self._groups([todo[i] for i in pending])
         lengths = [len(todo[i].prompt) for i in pending]
         for chunk in hf_prefix.plan_chunks(lengths, groups, rows):
             t0 = time.perf_counter()
@@ -615,11 +612,30 @@ class HfBackend:
         found = [v["rows"] for v in self.batch_sizes.values()]
         return min(found, default=hf_memory.HOST_ROWS)
 
-    def _split(self, item: WorkItem) -> hf_prefix.Split | None:
-        """Where ``item``'s prompt may share its image prefix with others (hf_prefix)."""
-        if self._placeholder_id is None or not item.images or not hf_prefix.ENABLED:
-            return None
-        return hf_prefix.split_prompt(self.tokenizer, self._placeholder_id, item.prompt)
+    def _groups(
+        self, items: Sequence[WorkItem]
+    ) -> tuple[list[hf_prefix.Split | None], list[str | None]]:
+        """Where each item's prompt may share its image prefix with others (hf_prefix), and
+        its group key (None: not shared). Only an item whose images another item of the call
+        also shows is split: a group of one runs unsplit anyway, so a request alone (or with
+        an image of its own) skips the split's tokenizations and costs what it did before
+        sharing."""
+        none: list[Any] = [None] * len(items)
+        if self._placeholder_id is None or not hf_prefix.ENABLED or len(items) < 2:
+            return none, none
+        digests = [hf_prefix.image_digest(i.images) if i.images else None for i in items]
+        counts = Counter(d for d in digests if d is not None)
+        splits = [
+            hf_prefix.split_prompt(self.tokenizer, self._placeholder_id, item.prompt)
+            if d is not None and counts[d] > 1
+            else None
+            for item, d in zip(items, digests, strict=True)
+        ]
+        keys = [
+            None if s is None else f"{s.prefix}\x00{d}"
+            for s, d in zip(splits, digests, strict=True)
+        ]
+        return splits, keys
 
     def _response(self, item: WorkItem, out: WorkOut, latency: float) -> Response:
         extra = dict(out.extra)

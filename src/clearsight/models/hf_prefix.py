@@ -22,7 +22,7 @@ must be the prefix's tokens followed by the suffix's, so the processor's expansi
 prefix followed by the suffix tokens is the full prompt's tokens. A family whose prompt is not
 causal (PaliGemma's bidirectional prefix, recurrent layers: the ``attention_mask`` capability
 withheld), whose image tokens attend both ways (Gemma 3) or which carries per-token inputs
-(Mllama) is never split (:func:`shares_prefix`).
+(Mllama) is never split (:attr:`~clearsight.models.families.Family.shares_prefix`).
 
 Chunks are length-bucketed (:func:`plan_chunks`): groups in order of prefix length and items in
 order of suffix length, whole groups to a batch up to ``batch_size`` rows (a group larger than
@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from clearsight.models.families import Family
 from clearsight.models.hf_inputs import Batch
 from clearsight.models.hf_work import fork_cache, past_cache
 
@@ -57,15 +56,6 @@ class Split:
 
     prefix: str
     suffix_ids: tuple[int, ...]
-
-
-def shares_prefix(family: Family) -> bool:
-    """Whether prompts of ``family`` may be split at their last image (module docstring)."""
-    return (
-        family.masked_scoring is None
-        and not family.bidirectional_image
-        and not family.per_token_inputs
-    )
 
 
 def split_prompt(tokenizer: Any, placeholder_id: int, prompt: str) -> Split | None:

@@ -14,10 +14,18 @@ model loaded), per model:
     the distinct pixels shown: one per scene, condition (arm and level, severity, control),
     target box and, for the shuffled control, the scene shown;
 ``vision_encodes``
-    images through the vision tower: one per distinct image on ``hf:`` (requests of one unit
-    that show the same image share its encode, :mod:`clearsight.models.hf_prefix`), one per
-    item on a backend that gets each request's image on its own, none for the reference
-    observer (no model);
+    images through the vision tower, as the backend will encode them: on ``hf:`` one per
+    distinct image where the model's family shares an image's encode among the requests of a
+    unit that show it (:mod:`clearsight.models.hf_prefix`), one per item where it never does
+    (Gemma 3, Mllama, PaliGemma, Qwen3.5: :func:`clearsight.models.hf.vision_encoding`), none
+    for a text-only model; one per item on a backend that gets each request's image on its
+    own; none for the reference observer (no model). An ``hf:`` model whose family cannot be
+    told without loading it (no ``config.json`` found locally, no preset) is counted as
+    sharing, ``encoding`` None;
+``encodes_saved``
+    the vision encodes sharing saves: items less vision encodes where the model shares;
+``encoding``
+    how the model encodes (``shared``, ``per item``, ``none``), None where not told;
 ``store_bytes``
     the records' size in the run's store, from :data:`LETTER_RECORD_BYTES` and
     :data:`VERBAL_RECORD_BYTES` (plus four bytes per generated token);
@@ -31,6 +39,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
+from clearsight.models.hf import Encoding, vision_encoding
 from clearsight.sweep.plan import SweepPlan
 from clearsight.sweep.unit import SweepUnit
 
@@ -56,6 +67,8 @@ class ModelBudget:
     generations: int
     distinct_images: int
     vision_encodes: int
+    encodes_saved: int
+    encoding: Encoding | None
     store_bytes: int
     model_s: float | None
 
@@ -116,7 +129,10 @@ def budget(plan: SweepPlan, rates: Mapping[str, float] | None = None) -> list[Mo
     """The budget of each model of ``plan`` (in the plan's model order); ``rates`` gives a
     model's items per second where known."""
     per: dict[str, dict[str, int]] = {}
+    encodings: dict[str, Encoding | None] = {}
     for unit in plan.units:
+        if unit.model not in encodings:
+            encodings[unit.model] = _encoding(unit.model, unit.model_options)
         seen = per.setdefault(
             unit.model, {"items": 0, "units": 0, "verbal": 0, "images": 0, "tokens": 0}
         )
@@ -127,17 +143,27 @@ def budget(plan: SweepPlan, rates: Mapping[str, float] | None = None) -> list[Mo
         seen["images"] += images
         seen["tokens"] += verbal * unit.max_new_tokens
     rates = rates or {}
-    return [_model_budget(model, seen, rates.get(model)) for model, seen in per.items()]
+    return [
+        _model_budget(model, seen, rates.get(model), encodings[model])
+        for model, seen in per.items()
+    ]
 
 
-def _model_budget(model: str, seen: dict[str, int], rate: float | None) -> ModelBudget:
+def _encoding(model: str, options: Mapping[str, JsonValue]) -> Encoding | None:
+    """How ``model`` encodes images: the ``hf`` backend by its family, any other backend one
+    encode per request, the reference observers none."""
+    if model.partition(":")[0] == "observer":  # the reference observers encode no image
+        return "none"
+    if model.startswith("hf:"):
+        return vision_encoding(model.removeprefix("hf:"), options)
+    return "per item"
+
+
+def _model_budget(
+    model: str, seen: dict[str, int], rate: float | None, encoding: Encoding | None
+) -> ModelBudget:
     items, verbal = int(seen["items"]), int(seen["verbal"])
-    if model.partition(":")[0] == "observer":  # a reference observer encodes no image
-        encodes = 0
-    elif model.startswith("hf:"):
-        encodes = int(seen["images"])
-    else:
-        encodes = items
+    encodes = {"none": 0, "per item": items}.get(str(encoding), int(seen["images"]))
     size = (items - verbal) * LETTER_RECORD_BYTES + verbal * VERBAL_RECORD_BYTES
     return ModelBudget(
         model=model,
@@ -147,6 +173,8 @@ def _model_budget(model: str, seen: dict[str, int], rate: float | None) -> Model
         generations=verbal,
         distinct_images=int(seen["images"]),
         vision_encodes=encodes,
+        encodes_saved=items - encodes if encoding in ("shared", None) else 0,
+        encoding=encoding,
         store_bytes=size + int(seen["tokens"]) * TOKEN_BYTES,
         model_s=None if rate is None else items / rate,
     )
@@ -163,6 +191,8 @@ def totals(budgets: list[ModelBudget]) -> ModelBudget:
         generations=sum(b.generations for b in budgets),
         distinct_images=sum(b.distinct_images for b in budgets),
         vision_encodes=sum(b.vision_encodes for b in budgets),
+        encodes_saved=sum(b.encodes_saved for b in budgets),
+        encoding=None,
         store_bytes=sum(b.store_bytes for b in budgets),
         model_s=None if any(t is None for t in times) else sum(t or 0.0 for t in times),
     )
