@@ -29,7 +29,7 @@ from clearsight.probe.results import load_probe_results, transcripts_frame
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.validate import InputError
-from fixtures.probe_runs import IDS, probe_config, scripts
+from fixtures.probe_runs import IDS, analysis_judge, probe_config, scripts
 
 
 def test_plan_has_one_item_per_conversation(tmp_path: Path) -> None:
@@ -458,16 +458,6 @@ def test_real_models_one_conversation() -> None:
     assert t.vlm_calls == 3 * t.queries
 
 
-def _judge(tmp_path: Path) -> str:
-    judge = tmp_path / "judge.jsonl"
-    lines = [
-        {"match": "give your probability for each option", "texts": ["A=0.2, B=0.8"]},
-        {"match": "Classify", "texts": ["Targeted"]},
-    ]
-    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return f"scripted:{judge}"
-
-
 def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     from clearsight.driver import EXIT_FAILED_ITEMS, Execution
     from clearsight.probe.posthoc.protocol import (
@@ -481,7 +471,7 @@ def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     run_probe(probe_config(tmp_path), run, progress=False)
     with RunStore.open(run, read_only=True) as store:
         manifest = store.manifest()
-    config = AnalysisConfig(judge_model=_judge(tmp_path))
+    config = AnalysisConfig(judge_model=analysis_judge(tmp_path))
     summary = run_probe_analysis(run, config, Execution(progress=False))
     # 4 bp conversations with queries: a belief trace and query types each; direct: none
     assert {k: s.ok for k, s in summary.stages.items()} == {BELIEF_PROTOCOL: 4, QTYPE_PROTOCOL: 4}
@@ -519,7 +509,7 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
     run = tmp_path / "run"
     config = probe_config(tmp_path)
     run_probe(config, run, progress=False)
-    analyses = AnalysisConfig(judge_model=_judge(tmp_path), belief_readout="letters")
+    analyses = AnalysisConfig(judge_model=analysis_judge(tmp_path), belief_readout="letters")
     run_probe_analysis(run, analyses, Execution(progress=False))
     build_stage1(_build_config(tmp_path)[0], run, Execution(progress=False))
     with RunStore.open(run, read_only=True) as store:
@@ -554,7 +544,7 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
 def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
     from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
 
-    config = AnalysisConfig(judge_model=_judge(tmp_path))
+    config = AnalysisConfig(judge_model=analysis_judge(tmp_path))
     with pytest.raises(InputError, match="holds no probe run"):
         run_probe_analysis(tmp_path / "nothing", config)
     assert not (tmp_path / "nothing").exists()

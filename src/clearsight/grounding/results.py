@@ -50,8 +50,9 @@ class SampledVariation:
 class GroundingResults:
     """What a grounding run directory holds.
 
-    ``elicitations``: one row per ok elicitation (problem, benchmark, variant, expected, probs,
-    mass, readout, distributions (per slot), coverage, share, meta), the input of
+    ``elicitations``: one row per ok elicitation (its item's ``key``, problem, benchmark,
+    variant, expected, probs, mass, readout, distributions (per slot), coverage, share, meta),
+    the input of
     :mod:`clearsight.grounding.tgs`. ``trajectories``: one
     row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
     ``judge``: per axis, pairs judged (``n``) and the share where the judge picked the bad side
@@ -115,6 +116,7 @@ def _elicitations(store: RunStore) -> pd.DataFrame:
         out, problem = rec.readouts, rec.spec["problem"]
         rows.append(
             {
+                "key": rec.key,
                 "problem": problem["id"],
                 "benchmark": problem["benchmark"],
                 "variant": rec.spec["variant"],

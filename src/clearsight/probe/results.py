@@ -59,8 +59,8 @@ def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class ProbeResults:
     """What a probe run directory holds, as frames: one row per finished conversation
-    (``transcripts``, see :func:`transcripts_frame`, with ``seconds``, the wall-clock time its
-    record stores), per belief-probed conversation, per
+    (``transcripts``, see :func:`transcripts_frame`, with its item's ``key`` first and
+    ``seconds``, the wall-clock time its record stores), per belief-probed conversation, per
     classified query and per stage-1 build question (sensor, instance_id, c of n direct
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
@@ -184,6 +184,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         settings = _settings_lines(manifest) if manifest.get("protocol") == PROTOCOL else ()
     frame = transcripts_frame(transcripts.values())
     if not frame.empty:
+        frame.insert(0, "key", list(transcripts))
         frame["seconds"] = [seconds.get(key) for key in transcripts]
     return ProbeResults(
         frame,
