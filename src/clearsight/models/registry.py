@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 #: prefix -> "module:factory"; the factory takes (argument after the colon, options) -> Backend.
 _REGISTRY: dict[str, str] = {
-    "observer": "clearsight.sweep.references.observer:make_observer",
+    "observer": "clearsight.sweep.references.recognition:make_observer",
     "scripted": "clearsight.models.scripted:make_scripted",
     "hf": "clearsight.models.hf:make_hf",
     "openai": "clearsight.models.openai_api:make_openai",

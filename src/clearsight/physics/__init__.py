@@ -10,6 +10,7 @@ from clearsight.physics.controls import (
     draw_box,
 )
 from clearsight.physics.equivalence import (
+    ATTENUATION_MAX_ADDED,
     Equivalence,
     equivalent_visibility,
     imagenet_c_equivalents,
@@ -52,6 +53,7 @@ from clearsight.physics.srgb import (
 from clearsight.physics.water_tables import WATER_TABLES, absorption
 
 __all__ = [
+    "ATTENUATION_MAX_ADDED",
     "BLANK_GREY",
     "BOX_COLOUR",
     "BOX_THICKNESS_PX",

@@ -8,6 +8,18 @@ quantisation) has a gain ``<= g``: bracketed by a binary search over a grid of o
 octave, then refined in log V by Brent's method (bisection safeguarded with inverse-quadratic
 steps; the same answer as plain bisection to the tolerance, in about a third of the fog
 evaluations). The gain of fog rises monotonically with V, so the answer is unique.
+
+A gain alone cannot tell lost detail from detail the corruption *added*: noise keeps the clean
+detail (g near 1) and adds its own. The matching's residual says which: the *added detail*
+``a = ||D(Y_corrupt) - g D(Y_clean)||^2 / ||D(Y_clean)||^2``, the detail energy of the corrupted
+image that no scaled copy of the clean detail explains, in units of the clean detail's energy.
+A corruption that only attenuates detail — ``D(Y_corrupt) = A D(Y_clean)`` with ``A`` a
+symmetric operator whose eigenvalues lie in [0, 1]: a transmission map varying slowly over
+the image, as fog's, or a blur whose transfer function lies in [0, 1] — has
+``a = Var(lambda) <= 1/4`` (the variance of the eigenvalues ``lambda`` weighted by the clean
+detail's energy along them, Popoviciu's inequality for a quantity in [0, 1]). So ``a >``
+:data:`ATTENUATION_MAX_ADDED` means the corruption does not act like lost contrast, and its V_eq
+is a gain matched, not a place on the fog axis.
 """
 
 from __future__ import annotations
@@ -32,6 +44,10 @@ V_EQ_RANGE_M: Final[tuple[float, float]] = (2.0**-6, 2.0**14)
 #: Gains below this count as no retained detail (float round-off of a flat image is ~1e-16;
 #: one 8-bit code step of detail is a gain of order 1e-2).
 MIN_GAIN: Final = 1e-6
+#: The most added detail ``a`` an attenuation of detail can have (module docstring): above it a
+#: corruption adds detail of its own (noise, displaced or blocked edges) rather than losing
+#: contrast.
+ATTENUATION_MAX_ADDED: Final = 0.25
 _LUMA: Final = np.array([0.2126, 0.7152, 0.0722])
 _LUMA32: Final = _LUMA.astype(np.float32)
 
@@ -93,10 +109,19 @@ class FogGainCurve:
 
     def gain_of(self, corrupted: npt.NDArray[np.generic]) -> float:
         """The retained gain ``g`` of a corrupted version of the clean image."""
+        return self.match(corrupted)[0]
+
+    def match(self, corrupted: npt.NDArray[np.generic]) -> tuple[float, float]:
+        """The retained gain ``g`` of a corrupted version of the clean image and the detail it
+        adds, ``a = ||D' - g D||^2 / ||D||^2`` (module docstring)."""
         corrupt01 = _as_unit(corrupted, "corrupted")
         if corrupt01.shape != self.shape:
             raise InputError(f"corrupted {corrupt01.shape} and clean {self.shape} differ in shape")
-        return retained_gain(corrupt01, self.clean_detail)
+        detail = _detail(corrupt01)
+        gain = _gain(detail, self.clean_detail)
+        residual = detail - gain * self.clean_detail
+        energy = np.einsum("ij,ij->", self.clean_detail, self.clean_detail)
+        return gain, float(np.einsum("ij,ij->", residual, residual) / energy)
 
     def at(self, log2_v: float) -> float:
         """The gain of fog at ``V = 2**log2_v`` metres, before quantisation."""
@@ -150,11 +175,14 @@ def equivalent_visibility(
 
 
 class Equivalence(NamedTuple):
-    """Where one corrupted image sits on the fog axis: its retained gain ``g`` and the
-    gain-matched ``V_eq`` (metres) of that gain."""
+    """Where one corrupted image sits on the fog axis: its retained gain ``g``, the
+    gain-matched ``V_eq`` (metres) of that gain and the detail the corruption added (``added``,
+    the matching's residual ``a``: above :data:`ATTENUATION_MAX_ADDED` the corruption does not
+    act like lost contrast)."""
 
     v_eq_m: float
     gain: float
+    added: float
 
 
 def imagenet_c_equivalents(
@@ -176,5 +204,5 @@ def imagenet_c_equivalents(
         imagenet_c_image(image, corruption, sev, np.random.RandomState(s))
         for sev, s in zip(severities, seeds, strict=True)
     )
-    gains = [curve.gain_of(f) for f in fogged]
-    return [Equivalence(curve.equivalent(g), g) for g in gains]
+    matched = [curve.match(f) for f in fogged]
+    return [Equivalence(curve.equivalent(g), g, a) for g, a in matched]

@@ -38,6 +38,7 @@ from clearsight.sweep.images.equivalence import (
 )
 from clearsight.sweep.images.examples import Examples, sweep_examples
 from clearsight.sweep.numbers.confidence import calibration_table, selective_table
+from clearsight.sweep.numbers.corruptions import CorruptionNumbers, corruption_numbers
 from clearsight.sweep.numbers.crossings import SceneBootstrap, scene_bootstrap
 from clearsight.sweep.numbers.depth import DepthSummary, depth_summary
 from clearsight.sweep.numbers.facts import (
@@ -126,7 +127,10 @@ class SweepAnalysis:
     :func:`~clearsight.sweep.images.examples.sweep_examples`), the headline
     (:func:`~clearsight.sweep.numbers.headline.headline_table`, computed once) and the
     crossings with the labels a reader sees (``labelled``: the rows of summary.csv,
-    :func:`~clearsight.sweep.page.labels.labelled_crossings`)."""
+    :func:`~clearsight.sweep.page.labels.labelled_crossings`); ``corruptions``: every ImageNet-C
+    corruption of the run on the metre axis with its crossings and W
+    (:func:`~clearsight.sweep.numbers.corruptions.corruption_numbers`, the same bootstrap
+    settings)."""
 
     data: RunData
     run: RunFacts
@@ -141,6 +145,7 @@ class SweepAnalysis:
     cost: pd.DataFrame
     headline: pd.DataFrame
     labelled: pd.DataFrame
+    corruptions: CorruptionNumbers
     examples: Examples | None = None
 
     @property
@@ -194,6 +199,7 @@ def analyse_run(
         cost=run_cost(data.run_dir, spec_model("model")),
         headline=headline_table(boot.crossings, tasks, run),
         labelled=labelled_crossings(boot.crossings, data.levels),
+        corruptions=corruption_numbers(data, n_boot=n_boot, seed=seed, level=level),
         examples=sweep_examples(data, run.first_task, thumbnails) if run.first_task else None,
     )
 

@@ -151,8 +151,8 @@ def budget(plan: SweepPlan, rates: Mapping[str, float] | None = None) -> list[Mo
 
 def _encoding(model: str, options: Mapping[str, JsonValue]) -> Encoding | None:
     """How ``model`` encodes images: the ``hf`` backend by its family, any other backend one
-    encode per request, the observer none."""
-    if model == "observer":
+    encode per request, the reference observers none."""
+    if model.partition(":")[0] == "observer":  # the reference observers encode no image
         return "none"
     if model.startswith("hf:"):
         return vision_encoding(model.removeprefix("hf:"), options)

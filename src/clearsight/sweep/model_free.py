@@ -50,8 +50,8 @@ class DepthUnit(_SceneUnit[DepthItem]):
 
 
 def run_veq_unit(unit: VeqUnit) -> list[Record]:
-    """The retained gain and equivalent visibility of each of one scene's ImageNet-C
-    severities (one record each)."""
+    """The retained gain, the detail added and the equivalent visibility of each of one
+    scene's ImageNet-C severities (one record each)."""
     started = time.perf_counter()
     severities = [item.severity for item in unit.items]
     try:
@@ -72,7 +72,14 @@ def run_veq_unit(unit: VeqUnit) -> list[Record]:
         return failed_records(unit, exc, started)
     elapsed = (time.perf_counter() - started) / len(severities)
     return [
-        Record(item.key, "ok", None, {}, {"v_eq_m": eq.v_eq_m, "gain": eq.gain}, elapsed)
+        Record(
+            item.key,
+            "ok",
+            None,
+            {},
+            {"v_eq_m": eq.v_eq_m, "gain": eq.gain, "added": eq.added},
+            elapsed,
+        )
         for item in unit.items
         for eq in [equivalent[item.key]]
     ]

@@ -210,11 +210,13 @@ class SweepReadouts(TypedDict):
 
 class VeqReadouts(TypedDict):
     """A V_eq record (kind ``sweep.veq``): the gain-matched equivalent visibility in metres of
-    one scene at one ImageNet-C severity, and the retained contrast gain it matches (``gain``,
-    left out by runs made before it was stored)."""
+    one scene at one ImageNet-C severity, the retained contrast gain it matches (``gain``,
+    left out by runs made before it was stored) and the detail the corruption added (``added``:
+    :attr:`clearsight.physics.Equivalence.added`, left out by runs made before it was stored)."""
 
     v_eq_m: float
     gain: NotRequired[float]
+    added: NotRequired[float]
 
 
 class DepthReadouts(TypedDict):

@@ -16,7 +16,7 @@ scene (:func:`~clearsight.sweep.numbers.clusters.photo_clusters`). It reads thro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -143,7 +143,10 @@ class RunData:
     ``q25_m``, ``q75_m``, ``near_share``, ``far_share``; empty for a run made before
     profiles were stored). ``counts``: the store's item/ok/failed/pending counts.
     ``failures``: error message → number of failed records, most frequent first. ``levels``:
-    arm → its visibility levels in the records, clearest first.
+    arm → its visibility levels in the records, clearest first. ``corrupted`` and
+    ``corrupted_veq``: the records (``records``' columns and ``corruption``) and V_eq rows of
+    the ImageNet-C corruptions other than fog, which ``records`` and ``veq`` leave out
+    (:func:`fog_only`); both with ``corruption`` naming the corruption.
     """
 
     run_dir: Path
@@ -154,6 +157,8 @@ class RunData:
     failures: pd.Series
     levels: dict[str, tuple[float, ...]]
     depth: pd.DataFrame
+    corrupted: pd.DataFrame = field(default_factory=pd.DataFrame)
+    corrupted_veq: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def name(self) -> str:
@@ -212,11 +217,16 @@ _READ_COLUMNS = (
 
 def fog_only(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` without the ImageNet-C corruptions other than fog (their ``corruption`` set):
-    the analysis places fog's severities on the metre axis; the other corruptions' records
-    are stored and re-render exactly, but their own axis is not read yet (issue 45, item 2)."""
+    the analysis's curves, crossings and tables read fog's severities; the other corruptions
+    are read apart (``RunData.corrupted``)."""
     if "corruption" not in frame:
         return frame
     return frame[frame["corruption"].isna()]
+
+
+def _others(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the ImageNet-C corruptions other than fog: :func:`fog_only`'s complement."""
+    return frame[frame["corruption"].notna()] if "corruption" in frame else frame.iloc[0:0]
 
 
 def _typed_records(frame: pd.DataFrame) -> pd.DataFrame:
@@ -274,10 +284,8 @@ def load_run_data(run_dir: Path) -> RunData:
         store.expect_protocol(PROTOCOL)
         manifest = store.manifest()
         counts = _own_counts(store)
-        records = _typed_records(
-            fog_only(store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS))
-        )
-        veq_rows = fog_only(store.to_frame(status="ok", kind=VEQ_PROTOCOL))
+        frame = store.to_frame(status="ok", kind=PROTOCOL, columns=_READ_COLUMNS)
+        veq_rows = store.to_frame(status="ok", kind=VEQ_PROTOCOL)
         depth_rows = store.to_frame(status="ok", kind=DEPTH_PROTOCOL)
         errors = [
             record.error
@@ -285,24 +293,38 @@ def load_run_data(run_dir: Path) -> RunData:
             if record.protocol != REASK_KIND  # re-asks: the report's Reproducibility section
         ]
     failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
-    veq = pd.DataFrame(
-        {
-            "scene": veq_rows["scene.id"].astype(object) if "scene.id" in veq_rows else [],
-            "severity": _numeric(veq_rows, "severity"),
-            "v_eq_m": _numeric(veq_rows, "v_eq_m"),
-            "gain": _numeric(veq_rows, "gain"),  # NaN in runs made before gains were stored
-        }
-    ).dropna(subset=["scene", "severity", "v_eq_m"])
+    records = _typed_records(fog_only(frame))
+    others = _others(frame)
+    named = others.get("corruption", pd.Series(dtype=object)).astype(object).to_numpy()
     return RunData(
         run_dir=Path(run_dir),
         manifest=manifest,
         counts=counts,
         records=records,
-        veq=veq.reset_index(drop=True),
+        veq=_veq_frame(fog_only(veq_rows)),
         failures=failures,
         levels=_levels(records),
         depth=_depth_profiles(depth_rows),
+        corrupted=_typed_records(others).assign(corruption=named),
+        corrupted_veq=_veq_frame(_others(veq_rows)),
     )
+
+
+def _veq_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """The stored V_eq rows as :class:`RunData`'s ``veq`` (with ``corruption``: fog where the
+    row names none)."""
+    named = rows["corruption"] if "corruption" in rows else pd.Series(None, index=rows.index)
+    veq = pd.DataFrame(
+        {
+            "scene": rows["scene.id"].astype(object) if "scene.id" in rows else [],
+            "severity": _numeric(rows, "severity"),
+            "v_eq_m": _numeric(rows, "v_eq_m"),
+            "gain": _numeric(rows, "gain"),  # NaN in runs made before gains were stored
+            "added": _numeric(rows, "added"),  # NaN in runs made before it was stored
+            "corruption": named.astype(object).fillna("fog"),
+        }
+    ).dropna(subset=["scene", "severity", "v_eq_m"])
+    return veq.reset_index(drop=True)
 
 
 _DEPTH_COLUMNS = ("median_m", "q25_m", "q75_m", "near_share", "far_share")

@@ -6,7 +6,9 @@
   AWARENESS`, each read in its headline wording, each with its censoring bound; the reference
   observer's abstention W under the generic wording with the reason it is not about 0), AURC
   of the internal confidence gating the answers and ECE of the internal and of the verbalized
-  confidence, each pooled over clean and the arm's levels; and the clean accuracy.
+  confidence, each pooled over clean and the arm's levels; the clean accuracy; and the same
+  V*_acc and W of each ImageNet-C corruption placed on the metre axis (those with a metre
+  grid, :mod:`clearsight.sweep.numbers.corruptions`).
 * **run**: the card's scenes x arms (at its levels) x controls, t2 identification, both
   wordings (the verbalized one on the first ``verbal_scenes`` scenes), asked of the card's
   model and of each anchor this machine can run (the reference observer, the blind control).
@@ -155,8 +157,23 @@ def sweep_numbers(analysis: SweepAnalysis) -> dict[str, list[Number]]:
             rows = cr[(cr["model"] == model) & (cr["arm"] == arm)]
             numbers += _arm_numbers(arm, rows, data.levels[arm], letter, verbal)
             numbers += _confidence_numbers(analysis, model, arm, letter, verbal)
+        numbers += _corruption_numbers(analysis, model, letter, verbal)
         out[model] = numbers
     return out
+
+
+def _corruption_numbers(
+    analysis: SweepAnalysis, model: str, letter: str | None, verbal: str | None
+) -> list[Number]:
+    """V*_acc and the W of each ImageNet-C corruption with a metre grid
+    (:mod:`clearsight.sweep.numbers.corruptions`), keyed ``ImageNet-C <name>``."""
+    crossings = analysis.corruptions.crossings
+    numbers: list[Number] = []
+    for name, (levels, _) in analysis.corruptions.grids.items():
+        if levels:
+            rows = crossings[(crossings["model"] == model) & (crossings["arm"] == name)]
+            numbers += _arm_numbers(f"ImageNet-C {name}", rows, levels, letter, verbal)
+    return numbers
 
 
 def sweep_card(run_dir: Path, n_boot: int, seed: int) -> CardSection:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from clearsight.physics import imagenet_c_equivalents
@@ -108,10 +109,24 @@ def _spread(values: pd.Series, prefix: str) -> dict[str, float]:
     v = values.dropna().to_numpy(dtype=np.float64)
     if v.size == 0:
         return {f"{prefix}_{k}": math.nan for k in _SPREAD_STATS}
-    p10, q25, med, q75, p90 = (float(x) for x in np.percentile(v, [10, 25, 50, 75, 90]))
+    p10, q25, med, q75, p90 = _percentiles(v, [10, 25, 50, 75, 90])
     ratio = p90 / p10 if p10 > 0 else math.nan
     names = (f"{prefix}_{k}" for k in _SPREAD_STATS)
     return dict(zip(names, (med, q25, q75, p10, p90, ratio), strict=True))
+
+
+def _percentiles(v: npt.NDArray[np.float64], q: list[float]) -> list[float]:
+    """numpy's linear percentiles of ``v``, where a V_eq beyond the search (infinite) counts
+    as larger than every finite one: a percentile that interpolates towards an infinite value
+    is infinite (numpy's own gives NaN for inf - inf)."""
+    finite = np.isfinite(v)
+    if finite.all():
+        return [float(x) for x in np.percentile(v, q)]
+    if not finite.any():
+        return [math.inf] * len(q)
+    top = float(v[finite].max())
+    stand_in = np.where(finite, v, 2.0 * abs(top) + 1.0)
+    return [math.inf if x > top else float(x) for x in np.percentile(stand_in, q)]
 
 
 def veq_summary(veq: pd.DataFrame) -> pd.DataFrame:

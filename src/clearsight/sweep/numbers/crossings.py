@@ -256,7 +256,7 @@ def _crossings_frame(
     design: Design, point: _Evaluated, boot: BootstrapResult, n_m: int, n_x: int
 ) -> pd.DataFrame:
     """One row per crossing, W attached to the awareness rows (see :class:`SceneBootstrap`)."""
-    frame = pd.DataFrame(design.crossings)
+    frame = pd.DataFrame(design.crossings, columns=list(cells.CrossingFields.__annotations__))
     cb = point.crossing
     frame["v_star_m"] = cb.visibility_m[0]
     frame["censored"] = [("" if c == "none" else str(c)) for c in cb.censored[0]]

@@ -16,6 +16,7 @@ import pandas as pd
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_panel
 from clearsight.sweep.numbers.crossings import NO_VERBAL
 from clearsight.sweep.page.plots import clean_position, plot_curve, series, visibility_axis
+from clearsight.sweep.page.references import reference_lines
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import ACCURACY, by_name
 
@@ -116,7 +117,8 @@ def reliability_figure(rows: Sequence[Sequence[ReliabilityPanel]]) -> bytes | No
 def imagenet_c_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | None:
     """Fig. 7: ImageNet-C severities at their median V_eq on the physical fog accuracy curve.
 
-    Per model (main letter wording): the fog accuracy curve with its 95 % band, and each
+    Per model (main letter wording): the fog accuracy curve with its 95 % band, the reference
+    observers' fog accuracy as grey reference curves (those the run has), and each
     severity's accuracy at the median gain-matched V_eq, a horizontal bar for the V_eq IQR
     over scenes and a vertical bar for the accuracy's 95 % interval (the task's
     :func:`~clearsight.sweep.images.equivalence.imagenet_c_table`).
@@ -134,6 +136,8 @@ def imagenet_c_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes |
         visibility_axis(ax, levels)
         rows, clean = series(analysis.curves, model, numbers.task, wording, "accuracy", "fog")
         plot_curve(ax, rows, clean, clean_position(levels), ACCURACY, f"fog accuracy ({wording})")
+        others = [m for m in run.models if m != model]
+        reference_lines(ax, analysis.curves, (numbers.task, wording, "fog"), others)
         sev = table[(table["model"] == model) & (table["wording"] == wording)]
         _severities(ax, sev.dropna(subset=["veq_median"]))
         ax.set_title(f"{model} — fog, {numbers.task}", fontsize=10)

@@ -15,7 +15,7 @@ from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.page import figures
 from clearsight.sweep.results import TASK_NAMES
 
-__all__ = ["imagenet_section"]
+__all__ = ["imagenet_section", "severity_veq_cols"]
 
 
 def imagenet_section(analysis: SweepAnalysis, task: str) -> list[Part]:
@@ -65,14 +65,22 @@ def imagenet_section(analysis: SweepAnalysis, task: str) -> list[Part]:
     return parts
 
 
+def severity_veq_cols() -> list[Col]:
+    """A severity's columns with its V_eq over the scenes: severity, median and IQR (rows with
+    ``severity``, ``veq_median``, ``veq_q25``, ``veq_q75``)."""
+    return [
+        Col("severity", lambda r: fmt_num(r.severity, 0)),
+        Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1)),
+        Col("V_eq IQR (m)", lambda r: fmt_range(r.veq_q25, r.veq_q75, 1)),
+    ]
+
+
 def _imagenet_cols() -> list[Col]:
     """Columns of the long ImageNet-C table."""
     return [
         Col("model", lambda r: r.model, text=True),
         Col("wording", lambda r: r.wording, text=True),
-        Col("severity", lambda r: fmt_num(r.severity, 0)),
-        Col("median V_eq (m)", lambda r: fmt_num(r.veq_median, 1)),
-        Col("V_eq IQR (m)", lambda r: fmt_range(r.veq_q25, r.veq_q75, 1)),
+        *severity_veq_cols(),
         Col("V_eq P90/P10", lambda r: fmt_num(r.veq_p90_p10, 2)),
         Col("median gain", lambda r: fmt_num(r.gain_median, 3)),
         Col("gain IQR", lambda r: fmt_range(r.gain_q25, r.gain_q75, 3)),

@@ -147,7 +147,7 @@ def depth_line(depth: DepthSummary) -> str:
 def observer_note(model: str, wording: str, signal: str) -> str:
     """Why the reference observer's W on ``signal`` under ``wording`` is not about 0, in words
     for the tables; '' for every other model, wording and signal."""
-    if model != "observer" or wording != GENERIC_WORDING or signal != "abstain":
+    if model.partition(":")[0] != "observer" or wording != GENERIC_WORDING or signal != "abstain":
         return ""
     return (
         "by design: the reference observer abstains only on the option that names the cause "

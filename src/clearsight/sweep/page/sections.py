@@ -24,10 +24,12 @@ from clearsight.sweep.numbers.facts import RunFacts
 from clearsight.sweep.page import plots
 from clearsight.sweep.page.accuracy import headline_curves
 from clearsight.sweep.page.confidence import calibration_section, selective_section
+from clearsight.sweep.page.corruptions import corruptions_section
 from clearsight.sweep.page.examples import examples_section
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, headline_block
 from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
+from clearsight.sweep.page.references import references_section
 from clearsight.sweep.page.tables import (
     controls_section,
     crossings_section,
@@ -55,6 +57,8 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
         parts += _task_section(analysis, numbers, task == run.tasks[0])
     if run.first_task:
         parts += imagenet_section(analysis, run.first_task)
+        parts += corruptions_section(analysis, run.first_task)
+        parts += references_section(analysis, run.first_task)
         parts += examples_section(analysis.examples)
     parts += guard_section(analysis.guard)  # nothing without a guarded model
     parts.append(appendix.html)  # empty without re-asks

@@ -20,17 +20,19 @@ rate is therefore censored by design, and every report says so beside the number
 What it may know that a model may not — the clean image, the shown box, which option names the
 object in it — comes with each request of the sweep as an :class:`ObserverReference`
 (:attr:`clearsight.models.Request.reference`, opaque to every other backend); the backend is
-registered as ``observer`` in :mod:`clearsight.models.registry`.
+registered as ``observer`` in :mod:`clearsight.models.registry` (through
+:func:`clearsight.sweep.references.recognition.make_observer`, which makes its variants too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field
 
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.physics.srgb import decode_srgb8
@@ -106,13 +108,21 @@ def p_detect(contrast: float, config: ObserverConfig) -> float:
 
 
 class ObserverBackend:
-    """The ``observer`` backend: answers option questions from contrast alone."""
+    """The ``observer`` backend: answers option questions from contrast alone, seeing the
+    target with probability ``detect(c)`` (:func:`p_detect` of ``config`` unless given: the
+    reference observers of :mod:`clearsight.sweep.references.recognition`)."""
 
     capabilities = Capabilities(images=True, generate=True, candidate_probs=True, n_per_call=True)
 
-    def __init__(self, config: ObserverConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: ObserverConfig | None = None,
+        name: str = "observer",
+        detect: Callable[[float], float] | None = None,
+    ) -> None:
         self.config = config or ObserverConfig()
-        self.name = "observer"
+        self.name = name
+        self.detect = detect or partial(p_detect, config=self.config)
 
     def _answer(
         self, ref: ObserverReference, p: float, rng: np.random.Generator
@@ -156,7 +166,7 @@ class ObserverBackend:
             if key not in contrasts:
                 contrasts[key] = retained_contrast(shown, ref.clean, ref.box)
             contrast = contrasts[key]
-        p = p_detect(contrast, self.config)
+        p = self.detect(contrast)
         seed = request.decoding.seed
         if seed is None:
             seed = int(content_hash([m.text for m in request.messages])[:8], 16)
@@ -177,10 +187,3 @@ class ObserverBackend:
     def complete(self, requests: Sequence[Request]) -> list[Response]:
         contrasts: dict[tuple[int, int, tuple[int, ...]], float] = {}
         return [self._one(r, contrasts) for r in requests]
-
-
-def make_observer(arg: str, options: Mapping[str, JsonValue]) -> ObserverBackend:
-    """``observer``: options are :class:`ObserverConfig` fields."""
-    if arg:
-        raise InputError(f"the observer takes no argument after 'observer', got {arg!r}")
-    return ObserverBackend(ObserverConfig(**options))
