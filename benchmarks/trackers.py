@@ -8,7 +8,12 @@ Prints ``name: value`` lines:
   store) and once without; best of five of each, taken in turn, after a warm-up of each (the
   first sweep of a process loads the scenes and compiles the physics). Goal <= 0.02. The
   tracked run sends the counts after each unit, the manifest as parameters, the report's
-  numbers (from the report's own analysis: nothing is analysed twice) and its three files.
+  numbers (from the report's own analysis: nothing is analysed twice) and its three files,
+  without the sample table (``--tracker-sample 0``): what logging costs a run of any size.
+* ``tracker_sample_s`` and ``tracker_sample_s_per_image`` — what the default sample table
+  (``--tracker-sample``'s default, each item's image drawn again and sent) adds at the run's
+  end, best tracked-with-sample minus best tracked-without: a fixed cost, the same for a
+  run of an hour; ``tracker_overhead_share_with_sample`` its share of this small sweep.
 * ``tracker_calls_share`` — the seconds the run's own thread spends in the tracker session
   (queueing each unit's counts; at the end, waiting for the sender thread to send the files and
   end the runs), fewest over the tracked sweeps, over the best untracked sweep: what the
@@ -85,16 +90,23 @@ def main() -> None:
                 options.start(run_sweep, CONFIG, Path(tmp) / f"run-{next(runs)}", report=True)
             return time.perf_counter() - start, spent() - before
 
-        tracked, untracked = ExecutionOptions(tracker=("mlflow",)), ExecutionOptions()
-        sweep(tracked), sweep(untracked)  # warm-up
-        timings = [(sweep(tracked), sweep(untracked)) for _ in range(REPEATS)]
-    best_tracked = min(t for (t, _), _ in timings)
-    best_untracked = min(u for _, (u, _) in timings)
-    inside = min(s for (_, s), _ in timings)
+        tracked = ExecutionOptions(tracker=("mlflow",), tracker_sample=0)
+        sampled, untracked = ExecutionOptions(tracker=("mlflow",)), ExecutionOptions()
+        sweep(tracked), sweep(untracked), sweep(sampled)  # warm-up
+        timings = [(sweep(tracked), sweep(untracked), sweep(sampled)) for _ in range(REPEATS)]
+    best_tracked = min(t for (t, _), _, _ in timings)
+    best_untracked = min(u for _, (u, _), _ in timings)
+    best_sampled = min(w for _, _, (w, _) in timings)
+    inside = min(s for (_, s), _, _ in timings)
     report("tracker_overhead_share", (best_tracked - best_untracked) / best_untracked, 4)
     report("tracker_calls_share", inside / best_untracked, 4)
     report("tracked_s", best_tracked, 2)
     report("untracked_s", best_untracked, 2)
+    n_sample = sampled.tracker_sample
+    report("tracker_sample_s", best_sampled - best_tracked, 2)
+    report("tracker_sample_s_per_image", (best_sampled - best_tracked) / n_sample, 3)
+    share = (best_sampled - best_untracked) / best_untracked
+    report("tracker_overhead_share_with_sample", share, 4)
     plan = plan_sweep(CONFIG)
     report("sweep_items", len(plan.items), 0)
     report("sweep_units", len(plan.units), 0)

@@ -3,9 +3,17 @@
 The store is built as ``paper_scale.py`` builds it (a real sweep of ``--run-scenes`` scenes,
 then the paper's full design through the driver with every unit's records looked up from it:
 1,806,000 items at 1000 scenes), or reused with ``--run DIR`` (``--keep DIR`` builds it there).
-The viewer's side index (``RUN/view-index.sqlite``, :mod:`clearsight.view.index`) is first
-brought up to date in a child process of its own — built from the whole store the first time
-(minutes at this scale), read from where it stopped afterwards:
+First the viewer is started in a child process (its app, with its start-up) and its first
+page asked for at once:
+
+* ``viewer_start_first_response_s_<n>`` (and the page's status): with no index yet, the page
+  that says "indexing N of M" (503) while the build runs in the background; the child then
+  exits, leaving the part of the index built so far (resumed below).
+
+The viewer's side index (``RUN/view-index.sqlite``, :mod:`clearsight.view.index`) is then
+brought up to date in a child process of its own, as ``clearsight view RUN --index`` does —
+built from the whole store the first time (minutes at this scale), read from where it stopped
+afterwards:
 
 * ``viewer_index_sync_s_<n>``: that build or update; ``viewer_index_mb_<n>``: the index's size;
   ``viewer_index_rss_mb_<n>``: that child's peak RSS.
@@ -70,15 +78,30 @@ print(f"viewer_rss_mb_{n}: {rss:.1f}")
 """
 
 
-_INDEX = """
-import resource, sys, time
+_START = """
+import sys, time
 from pathlib import Path
-from clearsight.sweep.view.index import SWEEP_INDEX
-from clearsight.view.index import index_path, synced
+from starlette.testclient import TestClient
+from clearsight.view import open_views
+from clearsight.view.app import create_view_app
 
 run, n = Path(sys.argv[1]), sys.argv[2]
 start = time.perf_counter()
-synced(run, SWEEP_INDEX).close()
+with TestClient(create_view_app(open_views([run])), base_url="http://127.0.0.1") as client:
+    status = client.get("/run/0/items").status_code
+    print(f"viewer_start_first_response_s_{n}: {time.perf_counter() - start:.3f} ({status})")
+"""
+
+_INDEX = """
+import resource, sys, time
+from pathlib import Path
+from clearsight.view import open_views
+from clearsight.view.index import index_path
+
+run, n = Path(sys.argv[1]), sys.argv[2]
+view = open_views([run])[0]
+start = time.perf_counter()
+view.index.build()
 print(f"viewer_index_sync_s_{n}: {time.perf_counter() - start:.3f}")
 print(f"viewer_index_mb_{n}: {index_path(run).stat().st_size / 2**20:.1f}")
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -101,10 +124,10 @@ def build(root: Path, run: Path, n: int, n_run: int) -> int:
 
 
 def measure(run: Path, items: int) -> None:
-    """Bring the index of ``run`` up to date, then time the viewer, each in a child process;
-    they print the figures."""
+    """Time the viewer's first response as it starts, bring the index of ``run`` up to date,
+    then time the viewer's pages, each in a child process; they print the figures."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    for child in (_INDEX, _CHILD):
+    for child in (_START, _INDEX, _CHILD):
         subprocess.run([sys.executable, "-c", child, str(run), str(items)], env=env, check=True)
 
 

@@ -1,13 +1,15 @@
 """``clearsight export --format parquet``: the details dataset read back with ``datasets`` and
 pandas equals the run's rows as its protocol's face gives them (every column, every row) for a
 sweep, a grounding and a probe run; its card's YAML names the file and the features
-``datasets`` reads; bad input writes nothing."""
+``datasets`` reads; the sample of each protocol holds its rows with the pixels the model was
+shown, planned again; bad input writes nothing."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -25,7 +27,9 @@ def _face_rows(run: Path) -> list[dict[str, object]]:
     return [dict(r) for r in face.need(face.rows, "rows")(run)]
 
 
-@pytest.mark.parametrize("which", ["sweep_run", "grounding_run", "probe_run"])
+@pytest.mark.parametrize(
+    "which", ["sweep_run", "grounding_run", "visual_grounding_run", "probe_run"]
+)
 def test_parquet_reads_back_as_the_faces_rows(
     which: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -74,8 +78,6 @@ def test_the_sweeps_sample_holds_the_image_each_item_was_shown(
     """The sample: rows of the details, drawn across every condition, each with the pixels the
     sweep sent its model (:func:`clearsight.sweep.unit.item_image` of the planned item)."""
     datasets = pytest.importorskip("datasets")
-    import numpy as np
-
     from clearsight.store import run_manifest
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.plan import plan_sweep
@@ -98,6 +100,67 @@ def test_the_sweeps_sample_holds_the_image_each_item_was_shown(
         assert row == rows[row["key"]]
         shown = item_image(items[row["key"]], config.coco_depth_model)
         np.testing.assert_array_equal(np.asarray(image.convert("RGB")), shown)
+
+
+def planned_pixels(run: Path, row: dict[str, object]) -> np.ndarray | None:
+    """The pixels the run's model was shown for ``row``'s item, planned again from what the
+    run was asked: a grounding problem generated again from its id (family/seed/index) and its
+    image drawn; a probe item planned again from the run's configuration and its instance's
+    image loaded. None: a text problem."""
+    from clearsight.grounding.problems.bundled import generate
+    from clearsight.grounding.problems.images import load_image
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.instances import instance_image
+    from clearsight.probe.plan import plan_probe
+    from clearsight.probe.specs import DirectSpec
+    from clearsight.store import run_manifest
+
+    if run_protocol(run) == "grounding":
+        family, seed, index = str(row["problem"]).split("/")
+        problem = generate(family, int(index), int(seed))
+        return None if problem.image is None else load_image(problem.image)
+    config = ProbeConfig.model_validate(run_manifest(run)["config"])
+    (item,) = [i for i in plan_probe(config) if i.key == row["key"]]
+    assert isinstance(item, DirectSpec)
+    return instance_image(item.instance)
+
+
+@pytest.mark.parametrize("which", ["visual_grounding_run", "probe_run"])
+def test_a_grounding_and_a_probe_sample_hold_the_image_each_item_was_shown(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Grounding's sample: every elicitation (6), each chart problem's image and no image for
+    the text problem; the probe's: its direct answers (what verify re-asks), each with the
+    image its sensor saw. Each row is the details' row of its item."""
+    datasets = pytest.importorskip("datasets")
+    run: Path = request.getfixturevalue(which)
+    out = tmp_path / "out"
+    args = ["export", str(run), "--format", "parquet", "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    sample = datasets.load_dataset(str(out), "sample", split="train", cache_dir=str(tmp_path / "c"))
+    assert isinstance(sample.features["image"], datasets.Image)
+    rows = {r["key"]: r for r in _face_rows(run)}
+    eligible = {k for k, r in rows.items() if r.get("strategy", "direct") == "direct"}
+    assert {row["key"] for row in sample} == eligible  # the default 64 draw every one
+    shown = 0
+    for row in sample:
+        image = row.pop("image")
+        assert row == rows[row["key"]]
+        want = planned_pixels(run, row)
+        assert (image is None) == (want is None), row["key"]
+        if want is not None:
+            np.testing.assert_array_equal(np.asarray(image.convert("RGB")), want)
+            shown += 1
+    assert shown == (4 if which == "visual_grounding_run" else len(eligible)) > 0
+
+
+def test_a_text_only_grounding_run_has_no_sample(grounding_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["export", str(grounding_run), "--format", "parquet", "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["details.parquet"]
+    header = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["default"]
 
 
 def _error_line(output: str) -> str:

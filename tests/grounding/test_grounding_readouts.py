@@ -184,8 +184,11 @@ def test_every_readout_runs_one_forward_pass_per_slot(tiny_llama_path: Path) -> 
 def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_path: Path) -> None:
     from clearsight.grounding import build_grounding_report
     from clearsight.grounding.config import GroundingConfig
+    from clearsight.grounding.page.tables import readouts_frame
     from clearsight.grounding.protocol import run_grounding
+    from clearsight.grounding.results import load_grounding_results
     from clearsight.grounding.specs import ELICIT
+    from clearsight.grounding.tgs import scores
 
     model = f"hf:{tiny_llama_path}"
     cfg = GroundingConfig(
@@ -212,6 +215,21 @@ def test_a_run_compares_the_readouts_side_by_side(tiny_llama_path: Path, tmp_pat
     assert all(math.isfinite(t.scores["tgs_pair"].interval.estimate) for t in table.values())
     assert all(t.coverage is not None and 0.0 < t.coverage <= 1.0 for t in table.values())
     assert "Methods side by side (Table 2)" in paths.summary_md.read_text()
+    # issue 46 item 4: vlcal's TGS is the holistic confidence's (verbalize's rows of the run),
+    # its ECE the harmonic mean's; the rows name model x method with its provenance
+    vlcal, holistic = table["vlcal"].scores, table["verbalize"].scores
+    for key in ("tgs_self", "tgs_pair", "tgs_pair_answer"):
+        v, h = vlcal[key].interval, holistic[key].interval
+        assert (v.estimate, v.low, v.high) == pytest.approx((h.estimate, h.low, h.high))
+    elic = load_grounding_results(tmp_path / "run").elicitations
+    harmonic = scores(elic[elic["readout"] == "vlcal"], None, n_boot=100)["tgs_self"]
+    assert harmonic.interval.estimate != pytest.approx(vlcal["tgs_self"].interval.estimate)
+    assert vlcal["ECE"].interval.estimate != pytest.approx(holistic["ECE"].interval.estimate)
+    assert list(readouts_frame(analysis)["method"]) == [
+        f"{model} × verbalize (prompting)",
+        f"{model} × ptrue (prompting)",
+        f"{model} × vlcal (prompt format)",
+    ]
     with pytest.raises(ValueError, match="unknown read-out"):
         GroundingConfig(readouts=("verbalize", "nope"))
 
@@ -236,3 +254,17 @@ def test_bad_readout_flags_stop_before_the_run_exists(
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not out.exists()
+
+
+def test_a_trained_methods_readout_is_its_checkpoint_only_on_that_checkpoint() -> None:
+    from clearsight.grounding.confidence.readout_table import provenance
+    from clearsight.grounding.trajectories.templates import native_template
+
+    vlcal_model = native_template("hf:/data/vlc", {"preset": "vl-calibration-4b"}).name
+    assert provenance("vlcal", vlcal_model) == "checkpoint"
+    assert provenance("vlcal", native_template("hf:/data/q", {"preset": "qwen3-vl-4b"}).name) == (
+        "prompt format"
+    )
+    assert provenance("conftuner", vlcal_model) == "prompt format"
+    assert provenance("rlcr", "think") == "prompt format"
+    assert provenance("verbalize", "think") == "prompting"

@@ -26,7 +26,7 @@ from clearsight.probe.posthoc.belief import (
 from clearsight.probe.sensor import SensorReply
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.validate import InputError
-from fixtures.probe_runs import probe_config
+from fixtures.probe_runs import analysis_judge, probe_config
 
 INST = Instance("q", "x.png", "Which animal?", ("a cat", "a dog", "a cow"), "B", "seedbench", "s")
 
@@ -176,13 +176,7 @@ def test_each_conversation_is_replayed_by_its_own_reasoner(tmp_path: Path) -> No
     run = tmp_path / "run"
     config = probe_config(tmp_path)
     run_probe(config, run, progress=False)
-    judge = tmp_path / "judge.jsonl"
-    lines = [
-        {"match": "give your probability for each option", "texts": ["A=0.2, B=0.8"]},
-        {"match": "Classify", "texts": ["Targeted"]},
-    ]
-    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    analyses = AnalysisConfig(judge_model=f"scripted:{judge}")
+    analyses = AnalysisConfig(judge_model=analysis_judge(tmp_path))
     summary = run_probe_analysis(run, analyses, Execution(progress=False))
     assert summary.exit_code == 0
     (reasoner,) = config.reasoners
@@ -207,7 +201,7 @@ def test_each_conversation_is_replayed_by_its_own_reasoner(tmp_path: Path) -> No
     analysis = analyse_probe(run)
     assert FIG4 in probe_figures(analysis, probe_tables(analysis))
     # the letter read-out: judge B for every conversation, new items beside the stated ones
-    letters = AnalysisConfig(judge_model=f"scripted:{judge}", belief_readout="letters")
+    letters = AnalysisConfig(judge_model=analyses.judge_model, belief_readout="letters")
     again = run_probe_analysis(run, letters, Execution(progress=False))
     assert again.stages["probe.belief"].ok == 4
     with pytest.raises(InputError, match="belief read-out"):

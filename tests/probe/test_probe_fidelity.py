@@ -59,10 +59,43 @@ def test_the_uot_search_is_a_default_strategy_and_the_prompt_variant_is_not_the_
 # ------------------------------------------------------------------ 8: Table 3
 
 
-def _queries(rows: list[tuple[str, int, str]]) -> pd.DataFrame:
+def _queries(rows: list[tuple[str, int, str]], **setting: object) -> pd.DataFrame:
+    """Queries of reasoner r's one BP trial (run 0, true u, sensor s) unless ``setting``
+    says otherwise."""
+    base = {"reasoner": "r", "strategy": "bp", "run": 0, "signal": "true", "sensor": "s"}
     return pd.DataFrame(
-        [{"reasoner": "r", "dataset": d, "round": rnd, "type": t} for d, rnd, t in rows]
+        [base | setting | {"dataset": d, "round": rnd, "type": t} for d, rnd, t in rows]
     )
+
+
+def test_table_3_reads_one_bp_trial_per_reasoner_unless_pooled() -> None:
+    """Issue 46 item 3: the paper's Table 3 is one BP trial per reasoner (and the people's);
+    ReAct and UoT queries, other runs, ablation signals and other sensors are left out."""
+    from clearsight.probe.posthoc.querytypes import query_type_table
+
+    one = [("seedbench", 1, "Descriptive")]
+    other = [("seedbench", 1, "Targeted")]
+    frame = pd.concat(
+        [
+            _queries(one),
+            _queries(other, run=1),
+            _queries(other, strategy="react"),
+            _queries(other, strategy="uot"),
+            _queries(other, signal="none"),
+            _queries(other, sensor="t"),
+            _queries(one * 3 + other, reasoner="human", strategy="human", run=2),
+        ],
+        ignore_index=True,
+    )
+    table = query_type_table(frame).set_index(["reasoner", "phase"])
+    assert table.loc[("r", "round 1"), "Descriptive"] == pytest.approx(100.0, abs=TOL)
+    assert table.loc[("r", "round 1"), "queries"] == 1
+    # the people's one session set: 3 of 4 descriptive
+    assert table.loc[("human", "round 1"), "Descriptive"] == pytest.approx(75.0, abs=TOL)
+    pooled = query_type_table(frame, pooled=True).set_index(["reasoner", "phase"])
+    # pooled: 1 descriptive of r's 6 queries
+    assert pooled.loc[("r", "round 1"), "Descriptive"] == pytest.approx(100 / 6, abs=TOL)
+    assert pooled.loc[("r", "round 1"), "queries"] == 6
 
 
 def test_table_3_averages_the_datasets_shares() -> None:
@@ -193,6 +226,26 @@ def test_table_8_is_the_mean_stored_seconds_per_conversation(tmp_path: Path) -> 
     assert any(t.startswith("Table 8: wall-clock seconds per conversation") for t in titles)
 
 
+def test_fig_2_has_no_bins_without_the_build_samples_that_define_c() -> None:
+    """Issue 46 item 6: c is how many of 11 stage-1 samples named the gold option; five direct
+    runs rescaled (c11 = round(11 c / 5)) gave bins 0 and 11 the filtered pool (1 <= c <= 5)
+    cannot have. Without build samples there is no Fig. 2."""
+    from clearsight.probe.numbers.accuracy import consistency_bins
+
+    frame = pd.DataFrame(
+        [
+            {"reasoner": "vlm", "strategy": "direct", "sensor": "v", "k": 1, "signal": "none",
+             "dataset": "seedbench", "instance_id": i, "correct": ok, "run": r}
+            for i, ok in (("s1", True), ("s2", False))
+            for r in range(5)
+        ]
+    )  # fmt: skip
+    assert consistency_bins(frame, None).empty
+    build = pd.DataFrame({"sensor": ["v", "v"], "instance_id": ["s1", "s2"], "c11": [5, 1]})
+    table = consistency_bins(frame, build)
+    assert dict(zip(table["c11"], table["accuracy"], strict=True)) == {1: 0.0, 5: 100.0}
+
+
 def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
     from clearsight.probe.numbers.accuracy import consistency_bins
 
@@ -224,15 +277,15 @@ def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
         ("seedbench", "bp", 4): (50.0, 2),
         ("seedbench", "direct", 4): (100.0, 1),
     }
+    from clearsight.probe.page.report import FIG6, consistency_datasets_figure, probe_tables
+
+    assert consistency_datasets_figure(table) is not None
+    # a run without stage-1 build samples has no c of 11: no Fig. 6 (issue 46 item 6)
     run = tmp_path / "run"
     run_probe(probe_config(tmp_path), run, progress=False)
     from clearsight.probe.analysis import analyse_probe
-    from clearsight.probe.page.report import FIG6, probe_figures, probe_tables
 
-    analysis = analyse_probe(run)
-    tables = probe_tables(analysis)
-    assert set(tables[FIG6]["dataset"]) == {"bundled"}
-    assert FIG6 in probe_figures(analysis, tables)
+    assert probe_tables(analyse_probe(run))[FIG6].empty
 
 
 # ------------------------------------------------------------------ 11: query-type judge vs people
@@ -429,3 +482,21 @@ def test_domain_table_docstring_holds_no_control_characters() -> None:
     assert r"\bar a_r = \frac{1}{|D_r|}" in doc
     source = Path(accuracy.__file__).read_text(encoding="utf-8")
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", source)
+
+
+def test_fig_5_reports_the_queries_per_conversation_distribution() -> None:
+    """Issue 46 item 5 (its reporting part): beside Fig. 5's mean, the median, the 90th
+    percentile, the most and the count of the queries per conversation, by hand."""
+    from clearsight.probe.numbers.accuracy import queries_table
+
+    frame = pd.DataFrame(
+        [
+            {"reasoner": "r", "strategy": "uot", "sensor": "v", "k": 5, "signal": "true",
+             "dataset": "seedbench", "queries": q}
+            for q in (1, 2, 2, 3, 12)
+        ]
+    )  # fmt: skip
+    (row,) = queries_table(frame).itertuples(index=False)
+    # mean 20 / 5 = 4; median 2; p90 linear between 3 (0.75) and 12 (1.0): 3 + 0.6 x 9 = 8.4
+    assert (row.queries, row.median, row.max, row.conversations) == (4.0, 2.0, 12, 5)
+    assert row.p90 == pytest.approx(8.4, abs=TOL)

@@ -29,7 +29,7 @@ from clearsight.probe.results import load_probe_results, transcripts_frame
 from clearsight.probe.transcript import Transcript, Turn
 from clearsight.store import RunStore
 from clearsight.validate import InputError
-from fixtures.probe_runs import IDS, probe_config, scripts
+from fixtures.probe_runs import IDS, analysis_judge, probe_config, scripts
 
 
 def test_plan_has_one_item_per_conversation(tmp_path: Path) -> None:
@@ -283,8 +283,12 @@ def test_results_and_report(tmp_path: Path) -> None:
     from clearsight.probe.page.report import FIG4, FIG5, probe_figures
 
     figures = probe_figures(analysis, probe_tables(analysis))
-    # Fig. 2 (direct runs give the consistency), Fig. 3 (a signal setting), Fig. 5 (queries)
-    assert sum(title.startswith(("Fig. 2", "Fig. 3")) for title in figures) == 2
+    # Fig. 3 (a signal setting), Fig. 5 (queries); no Fig. 2: the run has no build samples,
+    # and its direct answers do not define c of 11 (issue 46 item 6)
+    assert [title for title in figures if title.startswith(("Fig. 2", "Fig. 3"))] == [
+        next(t for t in figures if t.startswith("Fig. 3"))
+    ]
+    assert analysis.consistency.empty
     assert FIG5 in figures
     assert FIG4 not in figures  # no belief probe was run
     assert html.count("src='data:image/png;base64,") == len(figures) + 1  # + risk-coverage
@@ -454,16 +458,6 @@ def test_real_models_one_conversation() -> None:
     assert t.vlm_calls == 3 * t.queries
 
 
-def _judge(tmp_path: Path) -> str:
-    judge = tmp_path / "judge.jsonl"
-    lines = [
-        {"match": "give your probability for each option", "texts": ["A=0.2, B=0.8"]},
-        {"match": "Classify", "texts": ["Targeted"]},
-    ]
-    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return f"scripted:{judge}"
-
-
 def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     from clearsight.driver import EXIT_FAILED_ITEMS, Execution
     from clearsight.probe.posthoc.protocol import (
@@ -477,7 +471,7 @@ def test_the_analyses_run_through_the_driver_and_resume(tmp_path: Path) -> None:
     run_probe(probe_config(tmp_path), run, progress=False)
     with RunStore.open(run, read_only=True) as store:
         manifest = store.manifest()
-    config = AnalysisConfig(judge_model=_judge(tmp_path))
+    config = AnalysisConfig(judge_model=analysis_judge(tmp_path))
     summary = run_probe_analysis(run, config, Execution(progress=False))
     # 4 bp conversations with queries: a belief trace and query types each; direct: none
     assert {k: s.ok for k, s in summary.stages.items()} == {BELIEF_PROTOCOL: 4, QTYPE_PROTOCOL: 4}
@@ -515,7 +509,7 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
     run = tmp_path / "run"
     config = probe_config(tmp_path)
     run_probe(config, run, progress=False)
-    analyses = AnalysisConfig(judge_model=_judge(tmp_path), belief_readout="letters")
+    analyses = AnalysisConfig(judge_model=analysis_judge(tmp_path), belief_readout="letters")
     run_probe_analysis(run, analyses, Execution(progress=False))
     build_stage1(_build_config(tmp_path)[0], run, Execution(progress=False))
     with RunStore.open(run, read_only=True) as store:
@@ -550,7 +544,7 @@ def test_every_stored_item_is_keyed_by_its_stored_json(tmp_path: Path) -> None:
 def test_the_analyses_refuse_what_is_not_a_probe_run(tmp_path: Path) -> None:
     from clearsight.probe.posthoc.protocol import AnalysisConfig, run_probe_analysis
 
-    config = AnalysisConfig(judge_model=_judge(tmp_path))
+    config = AnalysisConfig(judge_model=analysis_judge(tmp_path))
     with pytest.raises(InputError, match="holds no probe run"):
         run_probe_analysis(tmp_path / "nothing", config)
     assert not (tmp_path / "nothing").exists()

@@ -65,7 +65,10 @@ def _config(**kw: Any) -> ProbeConfig:
 
 
 def test_planned_conversations_store_the_json_they_always_did() -> None:
-    direct, bp = plan_probe(_config())
+    # the limits every run had before they were per model: 128 / 48 tokens, 24,000 characters
+    # ((8128 - 128) x 3); stated, a run plans the items it always did
+    old = {"max_new_tokens": 128, "sensor_max_new_tokens": 48, "context_tokens": 8128}
+    direct, bp = plan_probe(_config(**old))
     assert isinstance(direct, DirectSpec)
     assert isinstance(bp, ConversationSpec)
     sensing = {

@@ -67,7 +67,9 @@ def test_grounding_report_puts_the_runs_side_by_side(runs: tuple[Path, Path]) ->
     table = html.split("<h2>Methods side by side (Table 2)</h2>", 1)[1].split("</table>", 1)[0]
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", table)]
     rows = {row[0]: row for row in cells if row}
-    assert list(rows) == list(RUNS)
+    # issue 46 item 4: model x method (provenance); these runs record no model: the run's name
+    assert list(rows) == [f"{name} × verbalize (prompting)" for name in RUNS]
+    rows = {label.split(" × ")[0]: row for label, row in rows.items()}
     for name, (b1, b2, bad) in RUNS.items():
         # TGS-self: each benchmark's mean, then the mean of the two; TGS-pair: per axis
         # 0.7 - bad, then the mean over the axes
@@ -86,7 +88,7 @@ def test_grounding_report_puts_the_runs_side_by_side(runs: tuple[Path, Path]) ->
     assert "tgs_self: this run vs calibrated" in html
     md = (base / "summary.md").read_text(encoding="utf-8")
     assert "## Methods side by side (Table 2)" in md
-    assert "| calibrated |" in md
+    assert "| calibrated × verbalize (prompting) |" in md
 
 
 def test_a_run_of_another_protocol_or_given_twice_is_one_error_line(
@@ -209,4 +211,4 @@ def test_the_figures_of_one_run_without_others_stay(runs: tuple[Path, Path]) -> 
     # a single run's method is its read-out
     assert "beside it" not in html
     assert pd.read_csv(paths.summary_csv)["score"].str.startswith("ECE pooled").sum() == 1
-    assert "<td class='t'>verbalize</td>" in table
+    assert "<td class='t'>verbalize (prompting)</td>" in table

@@ -152,9 +152,9 @@ def test_sweep_sentence_reads_each_arm() -> None:
     water = base | {"arm": "water", "v_acc_m": 1.953125, "v_acc_censored": "below"}
     sentence = sweep_sentence("m", pd.DataFrame([fog, water]), levels)
     assert sentence == (
-        "m, identification (t2): accuracy halves at 7.81 m in fog while internal confidence "
-        "stays at 0.82: W ≥ +1.23 [+0.90, +1.40]; in water its accuracy does not halve down "
-        "to 1.95 m."
+        "m, identification (t2): accuracy is half-way to its floor at 7.81 m in fog while "
+        "internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]; in water its accuracy "
+        "is not half-way to its floor down to 1.95 m."
     )
     blind = base | {"arm": "fog", "v_acc_m": 1.0, "acc_falls": False, "acc_start": 0.0}
     assert "it has no accuracy to lose" in sweep_sentence("b", pd.DataFrame([blind]), levels)
@@ -194,10 +194,22 @@ def test_the_headline_leads_the_page_and_the_summary(run: Path, analysis: SweepA
     assert "resamples of scenes" not in summary + html
 
 
+def test_the_dynamic_range_reads_each_models_main_wording_only(analysis: SweepAnalysis) -> None:
+    """Issue 46 item 7: the accuracy's range over the fog levels, 100 (max - min) of the
+    per-level accuracy, counts each item once per model — its main wording's reply (mcq.reason
+    here) — not once per wording asked."""
+    rec = analysis.data.records
+    fog = rec[rec["condition"] == "fog"]
+    main = fog[fog["wording"] == "mcq.reason"].groupby("level_m")["correct"].mean()
+    pooled = fog.groupby("level_m")["correct"].mean()
+    assert analysis.ranges.physical_pp == pytest.approx(100 * (main.max() - main.min()))
+    assert 100 * (pooled.max() - pooled.min()) != pytest.approx(analysis.ranges.physical_pp)
+
+
 def _row(**values: object) -> dict[str, object]:
     """A headline table row (:func:`~clearsight.sweep.numbers.headline.headline_table`'s
-    columns) of a model whose accuracy halves at 7.81 m in fog, every W undetermined with a
-    finite interval, then ``values``."""
+    columns) of a model whose accuracy is half-way to its floor at 7.81 m in fog, every W
+    undetermined with a finite interval, then ``values``."""
     numbers = ("clean_acc", "ece_internal", "ece_verbal", "aurc")
     row: dict[str, object] = {
         "task": "identify",
@@ -232,8 +244,9 @@ def test_no_interval_beside_a_value_that_does_not_exist() -> None:
     assert list(frame[internal]) == ["undetermined", "undetermined"]
     assert list(frame[abstain]) == ["undetermined", "≥ +0.30 [+0.00, +0.45]"]
     assert sentences == [
-        "m, identification (t2): in fog its accuracy has no range to halve over.",
-        "k, identification (t2): accuracy halves at 7.81 m in fog: W ≥ +0.30 [+0.00, +0.45].",
+        "m, identification (t2): in fog its accuracy has no range to fall over.",
+        "k, identification (t2): accuracy is half-way to its floor at 7.81 m in fog: W ≥ +0.30 "
+        "[+0.00, +0.45].",
     ]
 
 

@@ -168,12 +168,14 @@ def test_files_self_contained_and_rows(small_run: Path, tmp_path: Path) -> None:
     assert "| observer |" in md
     # the ImageNet-C severities on the metre axis, as the report states them
     from clearsight.sweep.images.equivalence import dynamic_ranges, monotone_veq_share
+    from clearsight.sweep.numbers.wordings import main_wording_records
 
     data = load_run_data(small_run)
     share = monotone_veq_share(data.veq)
     assert "## ImageNet-C fog on the physical axis" in md
     assert f"strictly over the severities for {100 * share.strict:.0f} % of {share.n} scenes" in md
-    assert f"{dynamic_ranges(data.records).physical_pp:.1f} pp over the physical fog levels" in md
+    ranges = dynamic_ranges(main_wording_records(data.records))  # each model's main wording
+    assert f"{ranges.physical_pp:.1f} pp over the physical fog levels" in md
     assert "| P90/P10 |" in md
 
 

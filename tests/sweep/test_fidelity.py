@@ -395,3 +395,71 @@ def test_the_report_renders_table_vi_on_the_shared_scenes(tmp_path: Path) -> Non
     section = html.split("Verbalized wordings on matched images (Table VI)")[1]
     # both wordings on the one scene they share: 1 scene, 1 item per cell
     assert section.count("<td>1</td><td>1</td>") >= 4
+
+
+def test_a_clean_accuracy_below_its_floor_has_no_crossing_and_no_w() -> None:
+    """Issue 46 item 14: accuracy 0 clean, rising in fog, under a chance floor of 1/4. The old
+    rule crossed it the wrong way: h = .125, first past at 10 m, t = .125 from 100 m, log10
+    V*_acc = 1.875 (75 m) and W = 1.875 - .5 = 1.375 against the internal confidence."""
+    rows = [
+        _row("mcq.reason", cond, level, correct=acc, internal_conf=conf)
+        for (cond, level), acc, conf in zip(
+            [("clean", math.nan), *(("fog", v) for v in LEVELS)],
+            [0.0, 0.0, 1.0, 1.0],
+            [0.9, 0.9, 0.9, 0.25],
+            strict=True,
+        )
+    ]
+    cr = scene_bootstrap(_run_data(rows), n_boot=20).crossings
+    acc = _w(cr, "mcq.reason", "accuracy")
+    assert (acc["clean"], acc["floor"]) == (0.0, 0.25)
+    assert math.isnan(acc["v_star_m"])
+    assert acc["censored"] == "undefined"
+    assert acc["note"] == "clean value not above its floor: nothing to lose, no crossing"
+    internal = _w(cr, "mcq.reason", "internal_conf")
+    assert internal["v_star_m"] == pytest.approx(10**0.5)  # its own crossing is kept
+    assert math.isnan(internal["w"])
+    assert internal["w_bound"] == "undetermined"
+    # the same curves with a clean accuracy of 1 (above the floor) keep both
+    rows[0] = _row("mcq.reason", "clean", math.nan, correct=1.0, internal_conf=0.9)
+    kept = scene_bootstrap(_run_data(rows), n_boot=20).crossings
+    # h = .625, first past at 100 m (0 < .625) from clean: censored above at 100 m
+    assert _w(kept, "mcq.reason", "accuracy")["censored"] == "above"
+    assert _w(kept, "mcq.reason", "internal_conf")["w"] == pytest.approx(2 - 0.5)
+
+
+def test_the_headline_sentence_says_there_is_no_accuracy_to_lose() -> None:
+    from clearsight.sweep.page.headline import sweep_sentence
+
+    row = {"task": "identify", "arm": "fog", "v_acc_m": math.nan, "v_acc_censored": "undefined"}
+    row |= {"acc_start": 0.0, "acc_half": 0.1, "acc_falls": False}
+    sentence = sweep_sentence("m", pd.DataFrame([row]), {"fog": LEVELS})
+    assert sentence == (
+        "m, identification (t2): in fog its clean accuracy 0.00 is not above the half point "
+        "0.10 to its floor: it has no accuracy to lose."
+    )
+
+
+def test_the_main_wording_records_are_one_reply_per_item_and_model() -> None:
+    from clearsight.sweep.images.equivalence import dynamic_ranges
+    from clearsight.sweep.numbers.wordings import main_wording_records
+
+    rows = []
+    for model, wording, accs in [
+        ("m", "mcq.reason", [1.0, 1.0, 0.0]),  # the main wording: range 100 pp
+        ("m", "mcq.generic", [0.0, 0.0, 0.0]),
+        ("v", "verbal.plain", [1.0, 0.0, 0.0]),  # a model asked only verbally: that one
+        ("human:x", "mcq.reason", [1.0, 1.0, 1.0]),  # a person: left out
+    ]:
+        for level, acc in zip(LEVELS, accs, strict=True):
+            rows.append(_row(wording, "fog", level, correct=acc) | {"model": model})
+    frame = pd.DataFrame(rows)
+    kept = main_wording_records(frame)
+    assert sorted(set(zip(kept["model"], kept["wording"], strict=True))) == [
+        ("m", "mcq.reason"),
+        ("v", "verbal.plain"),
+    ]
+    # per level: 100 m (1 + 1) / 2 = 1, 10 m (1 + 0) / 2 = .5, 1 m 0: range 100 pp; pooled over
+    # every record: 3/4, 2/4, 1/4, range 50 pp
+    assert dynamic_ranges(kept).physical_pp == pytest.approx(100.0)
+    assert dynamic_ranges(frame).physical_pp == pytest.approx(50.0)

@@ -14,11 +14,13 @@ from typer.testing import CliRunner
 
 from clearsight import driver
 from clearsight.cli import app
+from clearsight.cli.fields import NONE
 from clearsight.faces import register
 from clearsight.faces.face import Measured
 from clearsight.report import build_report
 from clearsight.store import run_manifest
 from clearsight.track.content import MAX_PARAM_CHARS, content_of, metric_key, params_of
+from clearsight.track.names import tracker_spec
 from clearsight.track.session import TRACKERS, card_measured
 from test_fourth_protocol import TOY, TOY_FACE, ToyConfig
 
@@ -66,16 +68,77 @@ def test_the_manifest_is_one_parameter_per_leaf() -> None:
     assert json.loads(params["config.levels_m"]) == [250.0, 2.0]
 
 
-@given(st.from_regex(r"[A-Za-z0-9_.:]{1,12}", fullmatch=True).filter(lambda t: t not in TRACKERS))
+#: What ``--tracker`` is given: tracker names, a colon and a project's characters or others.
+SPECS = st.one_of(
+    st.from_regex(r"[A-Za-z0-9_.:/ -]{0,16}", fullmatch=True),
+    st.tuples(st.sampled_from([*TRACKERS, "mlflow2", ""]), st.text(max_size=10)).map(":".join),
+)
+
+
+def _well_formed(text: str) -> bool:
+    """The rule docs/track.md states: a tracker's name, or ``trackio:`` and a project of
+    letters, digits, ``_`` and ``-``."""
+    name, colon, project = text.partition(":")
+    if name not in TRACKERS:
+        return False
+    return not colon or (name == "trackio" and re.fullmatch(r"[A-Za-z0-9_-]+", project) is not None)
+
+
+@given(SPECS)
+@settings(max_examples=300)
+def test_a_tracker_spec_is_accepted_exactly_when_well_formed(text: str) -> None:
+    if not _well_formed(text):
+        with pytest.raises(ValueError, match=r"is not one of|takes no ':PROJECT'|trackio project"):
+            tracker_spec(text)
+        return
+    name, project = tracker_spec(text)
+    assert f"{name}:{project}" == text if project is not None else name == text
+
+
+def _refused_on_the_command_line(text: str) -> bool:
+    """Whether ``--tracker text`` is refused: a list option's value is stripped, and an
+    empty one or ``none`` asks for no tracker (cli/fields.py)."""
+    value = text.strip()
+    return value not in ("", NONE) and not _well_formed(value)
+
+
+@given(SPECS.filter(_refused_on_the_command_line))
 @settings(deadline=None, max_examples=30)  # a command line each: the generated command parses
-def test_a_tracker_that_is_none_is_one_error_line_and_nothing_runs(name: str) -> None:
+def test_a_refused_tracker_is_one_error_line_and_nothing_runs(text: str) -> None:
     out = Path("never-written-by-this-test")
-    result = runner.invoke(app, ["sweep", "--out", str(out), "--tracker", name])
+    result = runner.invoke(app, ["sweep", "--out", str(out), "--tracker", text])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert lines[-1].startswith("error: invalid execution options: tracker:")
-    assert "is not one of mlflow, trackio, wandb" in lines[-1]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: invalid execution options: tracker:")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("mlflow:exp", "MLFLOW_EXPERIMENT_NAME"),
+        ("wandb:proj", "WANDB_PROJECT"),
+        ("trackio:my.model", "only letters, digits, '_' and '-'"),
+        ("trackio:", "only letters, digits, '_' and '-'"),
+        ("trackio:registry-x", "reserved for trackio registries"),  # trackio's own rules
+        ("trackio:model_configs", "reserved suffix '_configs'"),
+        ("neptune", "is not one of mlflow, trackio, wandb"),
+    ],
+)
+def test_track_refuses_a_tracker_with_one_line_writing_nothing(
+    spec: str, says: str, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "toy"
+    driver.run(TOY, ToyConfig(), run_dir, driver.Execution(progress=False))
+    before = sorted(p.name for p in run_dir.iterdir())
+    result = runner.invoke(app, ["track", str(run_dir), "--to", spec])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: tracker {spec!r}: ")
+    assert says in lines[0]
+    assert sorted(p.name for p in run_dir.iterdir()) == before  # no report written
 
 
 def test_the_toy_fourth_protocol_sends_its_card_numbers(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 a sweep sent while it ran (``--tracker mlflow``) and what ``clearsight track`` sent later read
 back through ``MlflowClient`` equal the analysis's values to the float; the table of the
 sample, read back with ``MlflowClient.load_table`` and its images downloaded, holds the face's
-rows and images."""
+rows and images, for a sweep, a grounding and a probe run."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from fixtures.trackers import (
     Expected,
     assert_params,
     assert_sample,
+    copied_run,
     expected,
     free_port,
     mlflow_server,
@@ -72,16 +73,21 @@ SAME = (
 )
 
 
-def _table(client: MlflowClient, run: Run, into: Path) -> tuple[list[dict[str, Any]], list[Path]]:
+def _table(
+    client: MlflowClient, run: Run, into: Path
+) -> tuple[list[dict[str, Any]], list[Path | None]]:
     """The sample's table read back as MLflow reads its tables, and each row's image
-    downloaded into ``into``."""
+    downloaded into ``into`` (None: the row has none)."""
     rid = run.info.run_id
     frame = client.load_table(run.info.experiment_id, "sample.parquet", [rid])
     rows = [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
     cells = [row.pop("image") for row in rows]
-    assert all(cell["type"] == "image" for cell in cells)
+    assert all(cell is None or cell["type"] == "image" for cell in cells)
     into.mkdir()
-    return rows, [Path(client.download_artifacts(rid, c["filepath"], str(into))) for c in cells]
+    return rows, [
+        None if c is None else Path(client.download_artifacts(rid, c["filepath"], str(into)))
+        for c in cells
+    ]
 
 
 @pytest.mark.exact_floats(SAME)
@@ -109,9 +115,10 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
 def test_a_tracker_that_is_down_warns_once_and_track_sends_the_run_later(
     mlflow_uri: str, tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
+    """A sweep with MLflow down (MLflow's retry settings clearsight's: the user set none)
+    warns once and its records are an untracked sweep's; ``track`` fails while the server is
+    down and sends the run once it is up."""
     clean_env.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # nobody
-    clean_env.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    clean_env.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     run_dir = tmp_path / "sweep-b"
     alone = tmp_path / "sweep-alone"
     output = run_sweep_cli(run_dir, "--tracker", "mlflow")
@@ -136,6 +143,66 @@ def test_a_tracker_that_is_down_warns_once_and_track_sends_the_run_later(
     assert result.output.strip().endswith("a table of 0 items")
     client = MlflowClient(mlflow_uri)
     _assert_equal(client, _only_run(client, "sent-later"), want, run_dir)  # --sample 0: none
+
+
+@pytest.mark.parametrize("which", ["visual_grounding_run", "probe_run"])
+def test_a_grounding_and_a_probe_run_send_their_sample(
+    which: str,
+    request: pytest.FixtureRequest,
+    mlflow_uri: str,
+    tmp_path: Path,
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """``clearsight track`` of a grounding run (its chart problems' rows with an image, its
+    text problem's without: the table logged in parts, in the sample's order) and of a probe
+    run (its direct answers, each with its sensor's image)."""
+    run_dir = copied_run(request.getfixturevalue(which), tmp_path)
+    clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    clean_env.setenv("MLFLOW_EXPERIMENT_NAME", f"sample-{which}")
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "mlflow"])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient(mlflow_uri)
+    rows, images = _table(client, _only_run(client, f"sample-{which}"), tmp_path / "downloaded")
+    assert_sample(run_dir, 64, rows, images)
+    assert any(image is not None for image in images)
+
+
+@pytest.mark.parametrize("users", [{}, {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}])
+def test_a_down_server_is_one_warning_within_seconds_and_the_users_settings_are_kept(
+    users: dict[str, str],
+    tmp_path: Path,
+    clean_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A tracker run begun (a unit committed) against a port nobody listens on, MLflow's own
+    retry settings not set (or one set by the user, kept): the sender gives up, with one
+    warning, in seconds (MLflow's defaults: minutes), and the session ends."""
+    import os
+    import time
+
+    import mlflow  # imported before the clock starts: its import is no wait for a server
+
+    from clearsight import driver
+    from clearsight.track import open_session
+    from clearsight.track.to_mlflow import QUICK_HTTP
+    from test_fourth_protocol import TOY, ToyConfig
+
+    run_dir = tmp_path / "toy"
+    driver.run(TOY, ToyConfig(), run_dir, driver.Execution(progress=False))
+    clean_env.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # nobody
+    for name, value in users.items():
+        clean_env.setenv(name, value)
+    assert mlflow.get_tracking_uri().endswith(os.environ["MLFLOW_TRACKING_URI"][7:])
+    session = open_session(["mlflow"], run_dir, 0)
+    started = time.monotonic()
+    session.committed([])  # begins the tracker's run
+    session.end(ok=True)  # waits for the sender
+    waited = time.monotonic() - started
+    assert session.dropped == ["mlflow"]
+    assert waited < 20, waited  # 2 retries 1 s and 2 s apart, each refused at once
+    err = capsys.readouterr().err
+    assert err.count("warning: tracker mlflow dropped") == 1
+    assert {name: os.environ[name] for name in QUICK_HTTP} == {**QUICK_HTTP, **users}
 
 
 def test_a_missing_extra_is_one_line_naming_it_and_nothing_is_written(

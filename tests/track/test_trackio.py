@@ -1,7 +1,8 @@
 """trackio in its local mode: what a sweep sent while it ran (``--tracker trackio``) read back
 through trackio's own storage (``SQLiteStorage``) equals the analysis's values to the float,
 and its ``trackio.Table`` of the sample holds the face's rows with the images its ``shown``
-draws (a protocol whose face shows none: its rows only).
+draws, for a sweep, a grounding and a probe run (a protocol whose face shows none: its rows
+only).
 
 trackio reads ``TRACKIO_DIR`` once, when it is imported: tests/track/conftest.py points it at
 a fresh folder before any test imports trackio."""
@@ -20,9 +21,16 @@ from clearsight.cli import app
 from clearsight.faces.face import Row
 from clearsight.faces.verifying import Reaskable
 from clearsight.store import RunStore
+from clearsight.track.names import PROJECT
 from clearsight.track.session import sampled_rows
-from clearsight.track.to_trackio import PROJECT
-from fixtures.trackers import assert_params, assert_sample, expected, run_sweep_cli, runner
+from fixtures.trackers import (
+    assert_params,
+    assert_sample,
+    copied_run,
+    expected,
+    run_sweep_cli,
+    runner,
+)
 from test_fourth_protocol import ITEM_KIND, KIND, TOY, TOY_FACE, ToyConfig
 
 #: Why the test compares floats exactly (tests/conftest.py).
@@ -74,6 +82,43 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
     cells = [row.pop("image") for row in rows]
     assert all(cell["_type"] == "trackio.image" for cell in cells)
     assert_sample(run_dir, 7, rows, [MEDIA_DIR / cell["file_path"] for cell in cells])
+
+
+@pytest.mark.parametrize("which", ["visual_grounding_run", "probe_run"])
+def test_a_grounding_and_a_probe_run_send_their_sample(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    """``clearsight track`` of a grounding run (chart problems and a text one: its rows
+    without an image) and of a probe run (its direct answers, each with its sensor's image)."""
+    from trackio.utils import MEDIA_DIR
+
+    run_dir = copied_run(request.getfixturevalue(which), tmp_path)
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "trackio"])
+    assert result.exit_code == 0, result.output
+    rows = _table(run_dir)
+    cells = [row.pop("image") for row in rows]
+    files = [None if cell is None else MEDIA_DIR / cell["file_path"] for cell in cells]
+    assert_sample(run_dir, 64, rows, files)
+    assert f"a table of {len(rows)} items" in result.output
+
+
+def test_trackio_colon_project_sends_the_run_to_that_project(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    """``--to trackio:PROJECT``: the run and its card's number (5 of 6 right) in that project
+    of trackio's storage, none in the default one."""
+    from trackio.sqlite_storage import SQLiteStorage
+
+    run_dir = tmp_path / "toy-in-a-project"
+    driver.run(TOY, ToyConfig(), run_dir, driver.Execution(progress=False))
+    faces.register(KIND, TOY_FACE)  # the registry is restored after each test (conftest)
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "trackio:my-study_2"])
+    assert result.exit_code == 0, result.output
+    assert f"sent {run_dir} to trackio:my-study_2: " in result.output
+    assert SQLiteStorage.get_runs("my-study_2") == [run_dir.name]
+    assert run_dir.name not in SQLiteStorage.get_runs(PROJECT)
+    (logged,) = [r for r in SQLiteStorage.get_logs("my-study_2", run_dir.name) if r["step"] == 0]
+    assert logged["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
 
 
 def _keyed_rows(run_dir: Path) -> Iterator[Row]:

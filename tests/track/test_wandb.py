@@ -2,7 +2,8 @@
 back from the run file wandb wrote (``offline-run-*/run-*.wandb``) equals the analysis's values
 to the float, and the ``wandb.Table`` of the sample it logged (the run's table artifact as the
 run file records it: its ``sample.table.json`` and images, staged under ``WANDB_DATA_DIR`` for
-``wandb sync``) holds the face's rows with the images its ``shown`` draws.
+``wandb sync``) holds the face's rows with the images its ``shown`` draws; so does the table
+of a grounding and of a probe run sent by ``clearsight track``.
 
 wandb 0.31 reads its run files in wandb-core (Go) only; the Python reader it shipped before
 (``wandb.sdk.internal.datastore``) is gone. So :func:`wandb_records` reads the file's framing
@@ -20,8 +21,16 @@ from typing import Any
 
 import pytest
 
+from clearsight.cli import app
 from clearsight.track.to_wandb import LEVEL_AXIS, UNIT_AXIS
-from fixtures.trackers import assert_params, assert_sample, expected, run_sweep_cli
+from fixtures.trackers import (
+    assert_params,
+    assert_sample,
+    copied_run,
+    expected,
+    run_sweep_cli,
+    runner,
+)
 
 #: Why the test compares floats exactly (tests/conftest.py).
 SAME = "the tracker holds the floats the report's analysis computed; the test's is one more"
@@ -50,6 +59,27 @@ def wandb_records(path: Path) -> Iterator[Any]:
             yield record
 
 
+@pytest.fixture(autouse=True)
+def _wandb_set_up_again() -> Iterator[None]:
+    """wandb reads its settings (``WANDB_DIR``) once per process, when first set up: each
+    test's run is written where that test says, wandb torn down after it."""
+    import wandb
+
+    yield
+    wandb.teardown()
+
+
+def _run_file(wandb_dir: Path) -> Path:
+    """The one run file wandb wrote under ``wandb_dir``, once wandb is torn down: the file was
+    seen to appear only after the run's ``finish`` returned (two tests in one process), and
+    ``wandb.teardown`` waits for wandb's service to end."""
+    import wandb
+
+    wandb.teardown()
+    (found,) = wandb_dir.glob("wandb/offline-run-*/run-*.wandb")
+    return found
+
+
 def _key(item: Any) -> str:
     return str(item.key or ".".join(item.nested_key))
 
@@ -66,7 +96,7 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
     output = run_sweep_cli(run_dir, "--tracker", "wandb", "--tracker-sample", "5")
     assert "warning: tracker" not in output
     want = expected(run_dir)
-    (found,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
+    found = _run_file(tmp_path)
     records = [(r.WhichOneof("record_type"), r) for r in wandb_records(found)]
     (run,) = [r.run for kind, r in records if kind == "run"]
     assert (run.display_name, run.project) == (run_dir.name, "clearsight-test")
@@ -94,10 +124,35 @@ def test_a_sweep_sent_while_it_runs_reads_back_equal(
     assert [r.exit.exit_code for kind, r in records if kind == "exit"] == [0]
     (entry,) = [r for r in rows if "sample.path" in r]  # the table's entry, flattened
     assert (entry["sample._type"], entry["sample.nrows"]) == ("table-file", 5)
+    cells, images = _table(records)
+    assert_sample(run_dir, 5, cells, images)
+
+
+def _table(records: list[tuple[str | None, Any]]) -> tuple[list[dict[str, Any]], list[Path | None]]:
+    """The logged ``sample`` table's rows (without their image column) and each row's image
+    file (None: the row has none), from the run's table artifact as the run file records it."""
     (table_artifact,) = [r.artifact for kind, r in records if kind == "artifact"]
     staged = {e.path: Path(e.local_path) for e in table_artifact.manifest.contents}
     table = json.loads(staged["sample.table.json"].read_text())
     cells = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
     images = [cell.pop("image") for cell in cells]
-    assert all(image["_type"] == "image-file" for image in images)
-    assert_sample(run_dir, 5, cells, [staged[image["path"]] for image in images])
+    assert all(image is None or image["_type"] == "image-file" for image in images)
+    return cells, [None if image is None else staged[image["path"]] for image in images]
+
+
+@pytest.mark.parametrize("which", ["visual_grounding_run", "probe_run"])
+def test_a_grounding_and_a_probe_run_send_their_sample(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    """``clearsight track`` of a grounding run (chart problems and a text one: its rows
+    without an image) and of a probe run (its direct answers, each with its sensor's image)."""
+    clean_env.setenv("WANDB_MODE", "offline")
+    clean_env.setenv("WANDB_DIR", str(tmp_path))
+    clean_env.setenv("WANDB_DATA_DIR", str(tmp_path / "staged"))
+    run_dir = copied_run(request.getfixturevalue(which), tmp_path)
+    result = runner.invoke(app, ["track", str(run_dir), "--to", "wandb"])
+    assert result.exit_code == 0, result.output
+    found = _run_file(tmp_path)
+    cells, images = _table([(r.WhichOneof("record_type"), r) for r in wandb_records(found)])
+    assert_sample(run_dir, 64, cells, images)
+    assert any(image is not None for image in images)

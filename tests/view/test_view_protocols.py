@@ -45,18 +45,22 @@ ALL = 10_000
 TOL = 1e-12
 
 
-@pytest.fixture(scope="module")
-def grounding_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A whole grounding run on three bundled problems (module docstring)."""
-    root = tmp_path_factory.mktemp("grounding-view")
-    config = GroundingConfig(
+def _grounding_config(root: Path) -> GroundingConfig:
+    """The grounding run's design, its scripted model's script written under ``root``."""
+    return GroundingConfig(
         model=f"scripted:{masked_script(root)}",
         generator=None,
         n_problems=3,
         variation_mode="handwritten",
         n_boot=100,
     )
-    run_grounding(config, root / "run", progress=False)
+
+
+@pytest.fixture(scope="module")
+def grounding_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A whole grounding run on three bundled problems (module docstring)."""
+    root = tmp_path_factory.mktemp("grounding-view")
+    run_grounding(_grounding_config(root), root / "run", progress=False)
     return root / "run"
 
 
@@ -292,3 +296,45 @@ def test_long_axis_labels_are_ticked_by_number_so_none_overlap(grounding_run: Pa
     assert ticks[: len(labels)] == [str(i) for i in range(1, len(labels) + 1)]
     for number, label in enumerate(labels, start=1):
         assert f"<tr><td>{number} · {label}</td>" in page
+
+
+def test_an_elicitation_is_seen_beside_its_variants_and_matched_across_runs(
+    grounding_run: Path, tmp_path: Path
+) -> None:
+    from clearsight.grounding.compare import compare_grounding
+
+    view = GroundingRunView(grounding_run)
+    with RunStore.open(grounding_run, read_only=True) as store:
+        specs = {r.key: r.spec for r in store.iter_records("ok", kind=ELICIT, raw=False)}
+    key = _one(view, "bench/vision/bad")
+    problem = specs[key]["problem"]["id"]
+    assert [g.name for g in view.groups(key)] == ["variants", "records"]
+    variants = view.related(key, "variants")
+    assert variants is not None
+    same = {k for k, spec in specs.items() if spec["problem"]["id"] == problem}
+    assert {m.key for m in variants.members} == same
+    labels = [m.label for m in variants.members]
+    assert labels == [specs[m.key]["variant"] for m in variants.members]
+    benchmark = specs[key]["problem"]["benchmark"]
+    curve = [p.x_label for p in view.points() if p.filters["benchmark"] == benchmark]
+    assert labels == [x for x in curve if x in labels]  # in the curves' order
+    page = _client(grounding_run).get(f"/run/0/related/{key}/variants")
+    assert page.status_code == 200
+    assert re.findall(r'data-key="([0-9a-f]{64})"', page.text) == [m.key for m in variants.members]
+    # the same design, another model (its script elsewhere): other keys, the same items
+    run_grounding(_grounding_config(tmp_path), tmp_path / "other", progress=False)
+    other = GroundingRunView(tmp_path / "other")
+    pairs = compare_grounding(grounding_run, tmp_path / "other", tolerance=0.5, n_boot=10).pairs
+    matched = dict(zip(pairs["key_a"], pairs["key_b"], strict=True))
+    assert len(matched) > 0
+    assert not set(matched) & set(matched.values())
+    for each in specs:
+        identity = view.identity(each)
+        assert identity is not None
+        assert other.find(identity) == matched.get(each)
+    both = TestClient(
+        create_view_app(open_views([grounding_run, tmp_path / "other"])),
+        base_url="http://127.0.0.1",
+    )
+    across = both.get(f"/run/0/across/{key}")
+    assert re.findall(r'data-key="([0-9a-f]{64})"', across.text) == [key, matched[key]]

@@ -64,7 +64,8 @@ class ExecutionOptions(BaseModel):
     tracker: tuple[str, ...] = Field(
         (),
         description="Experiment trackers the run is sent to as it runs: mlflow, trackio, wandb "
-        "(each an extra: pip install 'clearsight[mlflow]'; docs/track.md).",
+        "(each an extra: pip install 'clearsight[mlflow]'; docs/track.md); trackio:PROJECT "
+        "names trackio's project (default clearsight).",
     )
     tracker_sample: int = Field(
         SAMPLE_ROWS,
@@ -85,11 +86,10 @@ class ExecutionOptions(BaseModel):
     @field_validator("tracker")
     @classmethod
     def _known_trackers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from clearsight.track.names import TRACKERS
+        from clearsight.track.names import tracker_spec
 
-        unknown = [name for name in value if name not in TRACKERS]
-        if unknown:
-            raise ValueError(f"{unknown[0]!r} is not one of {', '.join(TRACKERS)}")
+        for spec in value:
+            tracker_spec(spec)  # ValueError saying why
         return value
 
     def ray(self) -> RayConfig | None:

@@ -20,8 +20,9 @@ def track(
         typer.Option(
             "--to",
             help="Tracker to send the run to: mlflow, trackio or wandb (repeatable), each "
-            "configured as it always is (MLFLOW_TRACKING_URI, TRACKIO_PROJECT, WANDB_PROJECT, "
-            "WANDB_MODE).",
+            "configured as it always is (MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_NAME, "
+            "TRACKIO_DIR, WANDB_PROJECT, WANDB_MODE); trackio:PROJECT names trackio's project "
+            "(default clearsight).",
         ),
     ],
     sample: Annotated[

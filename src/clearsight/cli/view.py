@@ -1,10 +1,12 @@
 """``clearsight view RUN [RUN ...]``: a local, read-only web viewer of runs — their curve
 points, the items behind each and the image each model was shown (:mod:`clearsight.view`),
-or (``--bundle DIR``) a static site of one run; its options are generated from
+or (``--bundle DIR``) a static site of one run, or (``--index``) the runs' side indexes built
+ahead of time; its options are generated from
 :class:`~clearsight.view.settings.ViewSettings`."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,10 +26,15 @@ def view(
     """Look at a run's items: from each curve point to the items behind it, each with the
     image the model was shown (re-rendered from its stored spec), its question, options with
     their probabilities, answer, gold and confidences. Reads only (a run being written can be
-    viewed; reload for new records). With --bundle, a static site of one run instead."""
+    viewed; reload for new records). With --bundle, a static site of one run instead; with
+    --index, each run's side index built ahead of time (else built in the background while the
+    pages say how far it is)."""
     from clearsight.validate import InputError
     from clearsight.view import open_views
 
+    if settings.index:
+        _index(open_views(runs))
+        return
     if settings.bundle is not None:
         from clearsight.view.bundle import write_bundle
 
@@ -37,6 +44,18 @@ def view(
         typer.echo(f"bundle: {written.path} ({written.n_points} points, {written.n_items} items)")
         return
     _serve(open_views(runs), settings)
+
+
+def _index(views: list[RunView]) -> None:
+    """Bring each view's side index up to date, with its progress on standard error."""
+    for view in views:
+        started = time.perf_counter()
+
+        def told(done: int, total: int, title: str = view.title) -> None:
+            typer.echo(f"indexing {title}: {done:,} of {total:,} items read", err=True)
+
+        view.index.build(told)
+        typer.echo(f"index ready: {view.title} ({time.perf_counter() - started:.1f} s)")
 
 
 def _serve(views: list[RunView], settings: ViewSettings) -> None:

@@ -1,6 +1,7 @@
 """Per-record details as a Hugging Face dataset: every row of the run's face (one per finished
-item) in ``data/details.parquet``; where the face shows items' images (``shown``: the sweep's
-questions), a stratified sample of those rows with the image the model was shown as an
+item, its ``key`` the item's) in ``data/details.parquet``; where the face shows items' images
+(``shown``: the sweep's questions, grounding's problems, the probe's direct answers), a
+stratified sample of those rows with the image the model was shown as an
 ``Image`` feature in ``data/sample.parquet``; and a dataset card ``README.md`` whose YAML header
 names each file (``configs``: ``default``, ``sample``) and its features (``dataset_info``), so
 ``datasets.load_dataset`` and the Hub's viewer read them as they are typed."""
@@ -45,16 +46,25 @@ def details_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 def _sample(run: ExportRun, rows: list[Row], n: int, seed: int) -> pa.Table | None:
     """``n`` rows drawn stratified as ``clearsight verify`` draws its sample
     (:func:`~clearsight.faces.sample.sample_rows`), each with the image its item was shown as
-    column ``image``; None where the face shows no image or ``n`` is 0."""
+    column ``image`` (null for an item shown none: a text problem); None where no drawn item
+    was shown an image (the face shows none, ``n`` is 0, a text-only run)."""
     from clearsight.faces.sample import sample_rows
 
     if run.face.shown is None:
         return None
+    drawn = sample_rows(run.run_dir, run.face, rows, n, seed)
+    if all(s.image is None for s in drawn):
+        return None
     picked = [
-        {**s.row, "image": {"bytes": s.image, "path": f"{s.row.get('key')}.png"}}
-        for s in sample_rows(run.run_dir, run.face, rows, n, seed)
+        {**s.row, "image": None if s.image is None else _image(s.image, s.row.get("key"))}
+        for s in drawn
     ]
-    return _with_image_feature(details_table(picked)) if picked else None
+    return _with_image_feature(details_table(picked))
+
+
+def _image(png: bytes, key: object) -> dict[str, object]:
+    """An ``Image`` feature's cell: the PNG and a file name after the item's key."""
+    return {"bytes": png, "path": f"{key}.png"}
 
 
 def _features(table: pa.Table) -> list[dict[str, str]]:
@@ -107,12 +117,14 @@ def _card(run: ExportRun, tables: dict[str, tuple[str, pa.Table]]) -> str:
         f"clearsight {run.version} from run `{run.run_dir.name}`"
         + (f" (clearsight revision {run.revision})" if run.revision else "")
         + ". The columns are the protocol's records as its report reads them; docs/methods.md "
-        "of clearsight says what each means.\n"
+        "of clearsight says what each means; `key` is the item's content key in the run's "
+        "store.\n"
     )
     if "sample" in tables:
         body += (
             f"\nConfig `sample`: {tables['sample'][1].num_rows} of those rows, drawn stratified "
-            "as `clearsight verify` draws, each with the image the model was shown (`image`).\n"
+            "as `clearsight verify` draws, each with the image the model was shown (`image`; "
+            "empty for an item shown none).\n"
         )
     return f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n{body}"
 

@@ -16,12 +16,14 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``card``: the run's section of a card (:class:`~clearsight.faces.card.CardSection`);
 * ``card_run``: how the protocol takes part in ``clearsight card`` and ``clearsight board``
   (:class:`~clearsight.faces.card_run.CardRun`: its parts, its run, what a board pairs);
-* ``rows``: the run's records as typed rows, one per finished item (for export);
+* ``rows``: the run's records as typed rows, one per finished item, each with its item's
+  ``key`` (export, and the sample's rows matched to its drawn items);
 * ``serve``: what ``clearsight serve`` shows of the protocol's runs
   (:class:`~clearsight.faces.serving.Serving`: the human sessions it hosts, a record's
   conversation, the records it withholds);
-* ``shown``: the image the model was shown for each of some items, as PNG by key, from the
-  run's directory and the items' stored specs (export's sample of a details dataset);
+* ``shown``: the image the model was shown for each of some items, as PNG by key (an item
+  shown none left out), from the run's directory and the items' stored specs (the sample of
+  the export's details dataset and of the trackers' tables);
 * ``compare``: two runs of one design matched item by item (``clearsight compare``: run A, run
   B, the tolerance, the bootstrap's draws and seed);
 * ``view``: the run as ``clearsight view`` shows it (:class:`~clearsight.faces.viewing.RunView`:

@@ -1,5 +1,6 @@
 """A stratified sample of a run's items: the keys (:func:`sample_keys`), their stored specs
-(:func:`sampled_specs`) and their rows with the image the model was shown (:func:`sample_rows`).
+(:func:`sampled_specs`) and their rows with the image the model was shown (:func:`sample_rows`,
+its PNG written by :func:`png_bytes`).
 
 ``clearsight verify`` asks the sampled items again; the export's details dataset
 (``data/sample.parquet``) and the experiment trackers' tables (:mod:`clearsight.track`) show
@@ -18,16 +19,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from clearsight.faces.face import ProtocolFace, Row
     from clearsight.faces.verifying import Reaskable
     from clearsight.store import RunStore
 
-__all__ = ["SampledRow", "sample_keys", "sample_rows", "sampled_specs"]
+__all__ = ["SampledRow", "png_bytes", "sample_keys", "sample_rows", "sampled_specs"]
 
 
 @dataclass(frozen=True)
 class SampledRow:
-    """One sampled item: its row and the PNG its model was shown (None: the face shows none)."""
+    """One sampled item: its row and the PNG its model was shown (None: none, or the face
+    shows no images)."""
 
     row: Row
     image: bytes | None
@@ -68,9 +72,9 @@ def sample_rows(
     run_dir: Path, face: ProtocolFace, rows: Iterable[Row], n: int, seed: int
 ) -> list[SampledRow]:
     """``n`` of ``rows`` (the run's, keyed by ``key``) drawn stratified with ``seed``, in the
-    draw's order, each with its shown image where the face shows images; none where the face
-    has no ``reask`` kind to draw by or ``n`` is 0. An item the face shows no image of is left
-    out where the face shows images."""
+    draw's order, each with its shown image where the face shows images (None for an item
+    shown none: a text-only problem); none where the face has no ``reask`` kind to draw by or
+    ``n`` is 0."""
     from clearsight.store import RunStore
 
     if face.reask is None or n == 0:
@@ -78,9 +82,17 @@ def sample_rows(
     with RunStore.open(run_dir, read_only=True) as store:
         stored = sampled_specs(store, face.reask, n, seed)
     by_key = {row.get("key"): row for row in rows if row.get("key") in stored}
-    if face.shown is None:
-        return [SampledRow(by_key[key], None) for key in stored if key in by_key]
-    images = face.shown(run_dir, stored)
-    return [
-        SampledRow(by_key[key], images[key]) for key in stored if key in images and key in by_key
-    ]
+    images = {} if face.shown is None else face.shown(run_dir, stored)
+    return [SampledRow(by_key[key], images.get(key)) for key in stored if key in by_key]
+
+
+def png_bytes(pixels: npt.NDArray[np.uint8]) -> bytes:
+    """``pixels`` (HxWx3 RGB) as PNG bytes with no metadata chunk: an image as a face's
+    ``shown`` gives it."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()

@@ -12,11 +12,17 @@ An item need not be an image: a text protocol's rows and pages say they have non
 (``image=False``), its pages show the item's text as :class:`Section` s of :class:`Span` s (a
 span marked as the page should set it apart: masked, removed, added) and more than one
 distribution as :class:`Chart` s of bars.
+
+Items are seen side by side two ways: an item's groups (the view's :meth:`RunView.groups`,
+each found with its members by :meth:`RunView.related`: the same item for each model, the same
+scene across levels), and the same item in other runs of the protocol, matched by what
+``clearsight compare`` matches two runs' items by (:meth:`RunView.identity` of an item in one
+run, :meth:`RunView.find` in the other).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,13 +30,20 @@ __all__ = [
     "Bar",
     "Chart",
     "Detail",
+    "Group",
+    "Identity",
     "Listing",
+    "Member",
     "Point",
     "Query",
+    "Related",
     "Row",
     "RunView",
     "Section",
     "Span",
+    "ViewIndex",
+    "as_groups",
+    "named",
 ]
 
 
@@ -139,6 +152,66 @@ class Detail:
     image: bool = True
 
 
+class ViewIndex(Protocol):
+    """A run view's side index (:class:`clearsight.view.index.RunIndex`): what the pages read
+    listings from, built ahead of time or in the background so that no page waits minutes."""
+
+    def build(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Bring the index up to date now, telling ``progress`` (items read, of how many) as
+        it goes."""
+        ...
+
+    def start(self) -> None:
+        """Bring the index up to date in a background thread where it is far behind the run;
+        returns at once."""
+        ...
+
+
+@dataclass(frozen=True)
+class Member:
+    """One item of a :class:`Related` group: what sets it apart in the group (``label``: its
+    model, its level) and its key."""
+
+    label: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group an item can be seen side by side in, as its page links to it: ``name`` (a
+    word, unique among the item's groups) and ``title``; its members are found only when it is
+    asked for (:meth:`RunView.related`)."""
+
+    name: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Related:
+    """Items to see side by side with one item (itself among them): ``name`` (the group's
+    name in a link: a word, unique among the item's groups), ``title`` (what the items share)
+    and the ``members`` in the order the page shows them."""
+
+    name: str
+    title: str
+    members: tuple[Member, ...]
+
+
+def as_groups(found: Iterable[Related]) -> tuple[Group, ...]:
+    """The groups of related items already found (a view that finds them cheaply answers
+    :meth:`RunView.groups` with them)."""
+    return tuple(Group(r.name, r.title) for r in found)
+
+
+def named(found: Iterable[Related], name: str) -> Related | None:
+    """The group ``name`` among those found (None: none of that name)."""
+    return next((r for r in found if r.name == name), None)
+
+
+#: What an item is across runs of one protocol (:meth:`RunView.identity`): plain values.
+Identity = tuple[object, ...]
+
+
 class RunView(Protocol):
     """What the viewer reads of one run (module docstring). Reads are lazy: nothing is held
     but what a page shows, and a run still being written is read as it stands."""
@@ -167,4 +240,30 @@ class RunView(Protocol):
     def image(self, key: str) -> bytes | None:
         """The PNG the model was shown for item ``key`` (None: no such item in the run, or an
         item without an image)."""
+        ...
+
+    @property
+    def index(self) -> ViewIndex:
+        """The run's side index, which :meth:`points` and :meth:`listing` read."""
+        ...
+
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The groups item ``key``'s page links to (() where it has none, or the run has no
+        such item): cheap, as every item page asks it; a group may turn out to hold the item
+        alone."""
+        ...
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The group ``name`` of item ``key`` with its members (None: it has no such group)."""
+        ...
+
+    def identity(self, key: str) -> Identity | None:
+        """What item ``key`` is whatever the run (what ``clearsight compare`` matches two
+        runs' items by; it may hold the model's place in the run's list): None where the run
+        has no such item, or the protocol matches no runs."""
+        ...
+
+    def find(self, identity: Identity) -> str | None:
+        """The key of this run's item of ``identity`` (another run's :meth:`identity`), None
+        where it has none."""
         ...

@@ -34,6 +34,7 @@ from clearsight.grounding.confidence.readout_table import (
     ReadoutScores,
     axis_variation,
     compare_readouts,
+    holistic_tgs,
     readout_order,
     readout_scores,
 )
@@ -135,6 +136,11 @@ class GroundingAnalysis:
     readout: str = DEFAULT_READOUT
     trajectory: str = ""
     """The own trajectories' template, as the report states it."""
+    model: str = ""
+    """The measured model, as Table 2 names its rows."""
+    native: str = ""
+    """The measured model's native template family: whether a trained method's read-out ran
+    on its checkpoint (:func:`~clearsight.grounding.confidence.readout_table.provenance`)."""
     readouts: dict[str, ReadoutScores] = field(default_factory=dict)
     overall: dict[str, Score] = field(default_factory=dict)
     per_benchmark: dict[str, dict[str, Score]] = field(default_factory=dict)
@@ -199,6 +205,23 @@ def _visible_vs_masked(elic: pd.DataFrame) -> WilcoxonTest | None:
     return WilcoxonTest(stat, p, len(means))
 
 
+def _main_scores(
+    main: str, elic_all: pd.DataFrame, trajs: pd.DataFrame, n_boot: int, seed: int
+) -> tuple[dict[str, Score], dict[str, dict[str, Score]]]:
+    """The main read-out's scores overall and per benchmark, TGS on the holistic confidence
+    (:func:`~clearsight.grounding.confidence.readout_table.holistic_tgs`)."""
+    elic = elic_all[elic_all["readout"] == main] if "readout" in elic_all else elic_all
+
+    def scored(rows: pd.DataFrame, bench: str | None) -> dict[str, Score]:
+        mine = trajs if bench is None else trajs[trajs["benchmark"] == bench]
+        sc = scores(rows, mine if len(trajs) else None, n_boot=n_boot, seed=seed)
+        here = elic_all if bench is None else elic_all[elic_all["benchmark"] == bench]
+        return holistic_tgs(main, sc, here, n_boot, seed)
+
+    per = {str(bench): scored(sub, str(bench)) for bench, sub in elic.groupby("benchmark")}
+    return scored(elic, None), per
+
+
 def analyse_results(
     results: GroundingResults, n_boot: int = 5000, seed: int = 0
 ) -> GroundingAnalysis:
@@ -207,20 +230,24 @@ def analyse_results(
     comparison with other runs, no retention table: :func:`analyse_grounding` adds them)."""
     elic_all, trajs = results.elicitations, results.trajectories
     counts = GroundingAnalysis(
-        results.name, len(elic_all), len(trajs), results.failures, trajectory=results.trajectory
+        results.name,
+        len(elic_all),
+        len(trajs),
+        results.failures,
+        trajectory=results.trajectory,
+        model=results.model,
+        native=results.native,
     )
     if elic_all.empty:
         return counts
     names = readout_order(elic_all)
     elic = elic_all[elic_all["readout"] == names[0]] if "readout" in elic_all else elic_all
-    overall = scores(elic, trajs if len(trajs) else None, n_boot=n_boot, seed=seed)
-    per = {
-        str(bench): scores(
-            sub, trajs[trajs["benchmark"] == bench] if len(trajs) else None, n_boot, seed
-        )
-        for bench, sub in elic.groupby("benchmark")
+    overall, per = _main_scores(names[0], elic_all, trajs, n_boot, seed)
+    curve = {
+        r: overall[f"E_r{r:.2f}"]
+        for r in MASK_RATIOS
+        if f"E_r{r:.2f}" in overall and overall[f"E_r{r:.2f}"].n_items
     }
-    curve = {r: overall[f"E_r{r:.2f}"] for r in MASK_RATIOS if overall[f"E_r{r:.2f}"].n_items}
     return replace(
         counts,
         readout=names[0],

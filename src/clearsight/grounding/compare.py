@@ -33,7 +33,7 @@ from clearsight.faces.pairs import agreement_table, differing, paired_readouts
 if TYPE_CHECKING:
     from clearsight.grounding.tgs import Score
 
-__all__ = ["FREE_FIELDS", "compare_grounding", "grounding_figures"]
+__all__ = ["FREE_FIELDS", "compare_grounding", "elicitation_identity", "grounding_figures"]
 
 #: Configuration fields two grounding runs of one design may differ in.
 FREE_FIELDS = frozenset(
@@ -70,19 +70,25 @@ def _design(run: Path) -> tuple[dict[str, Any], str]:
     return {k: v for k, v in config.items() if k not in FREE_FIELDS}, str(config.get("model"))
 
 
+def elicitation_identity(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a stored elicitation is whatever the run: its problem, variant (which trajectory,
+    which side, which masked share) and read-out; two runs' elicitations are matched by it."""
+    from clearsight.grounding.confidence.methods import DEFAULT_READOUT
+
+    readout = (spec.get("readout") or {}).get("name", DEFAULT_READOUT)
+    return (spec["problem"]["id"], spec["variant"], readout)
+
+
 def _items(run: Path) -> dict[tuple[Any, ...], tuple[str, Mapping[str, Any]]]:
     """A run's finished elicitations by (problem, variant, read-out) and own trajectories by
     problem: key and read-outs."""
-    from clearsight.grounding.confidence.methods import DEFAULT_READOUT
     from clearsight.grounding.specs import ELICIT, TRAJECTORY
     from clearsight.store import RunStore
 
     out: dict[tuple[Any, ...], tuple[str, Mapping[str, Any]]] = {}
     with RunStore.open(run, read_only=True) as store:
         for rec in store.iter_records("ok", kind=ELICIT, raw=False):
-            readout = (rec.spec.get("readout") or {}).get("name", DEFAULT_READOUT)
-            ident = (rec.spec["problem"]["id"], rec.spec["variant"], readout)
-            out[ident] = (rec.key, rec.readouts)
+            out[elicitation_identity(rec.spec)] = (rec.key, rec.readouts)
         for rec in store.iter_records("ok", kind=TRAJECTORY, raw=False):
             out[(rec.spec["problem"]["id"], "trajectory", "")] = (rec.key, rec.readouts)
     return out

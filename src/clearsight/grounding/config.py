@@ -50,9 +50,10 @@ class GroundingConfig(RunConfig):
     trajectory_template: str = Field(
         "native",
         description="Template of the model's own trajectories (data/native_templates.yaml): "
-        "native (the paper's reading: the model family's own — think for Qwen3-VL and "
-        "InternVL, vlcal for VL-Calibration — scored as written; canonical where the family "
-        "has none), canonical (the tagged Observation/Reasoning/Answer template, re-rendered), "
+        "native (the model family's own — think for Qwen3-VL and VL-Calibration's vlcal, "
+        "the paper's; think for InternVL, clearsight's choice — scored as written; "
+        "canonical where the family has none), canonical (the tagged "
+        "Observation/Reasoning/Answer template, re-rendered), "
         "think or vlcal.",
     )
     max_new_tokens: int | None = Field(

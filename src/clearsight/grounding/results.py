@@ -13,8 +13,10 @@ each kind's read-outs as its registered type (:mod:`clearsight.grounding.readout
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -27,7 +29,7 @@ from clearsight.grounding.readouts import (
     VariationReadouts,
 )
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
-from clearsight.grounding.trajectories.templates import template_statement
+from clearsight.grounding.trajectories.templates import native_template, template_statement
 from clearsight.specs import REASK_KIND
 from clearsight.store import RunStore
 
@@ -48,8 +50,9 @@ class SampledVariation:
 class GroundingResults:
     """What a grounding run directory holds.
 
-    ``elicitations``: one row per ok elicitation (problem, benchmark, variant, expected, probs,
-    mass, readout, distributions (per slot), coverage, share, meta), the input of
+    ``elicitations``: one row per ok elicitation (its item's ``key``, problem, benchmark,
+    variant, expected, probs, mass, readout, distributions (per slot), coverage, share, meta),
+    the input of
     :mod:`clearsight.grounding.tgs`. ``trajectories``: one
     row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
     ``judge``: per axis, pairs judged (``n``) and the share where the judge picked the bad side
@@ -67,6 +70,13 @@ class GroundingResults:
     trajectory: str = ""
     """The template of the run's own trajectories, as the report states it
     (:func:`~clearsight.grounding.trajectories.templates.template_statement`)."""
+    model: str = ""
+    """The measured model (the run's config), as Table 2 names its rows."""
+    native: str = ""
+    """The measured model's own template family
+    (:func:`~clearsight.grounding.trajectories.templates.native_template`: ``vlcal`` for a
+    VL-Calibration checkpoint), which says whether a trained method's read-out ran on its
+    checkpoint."""
 
 
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
@@ -82,7 +92,20 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
             failures=_failures(store),
             variation=_variation(store),
             trajectory=template_statement(store.manifest()),
+            **_measured(store.manifest()),
         )
+
+
+def _measured(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The run's measured model and its native template family (:class:`GroundingResults`)."""
+    from clearsight.models.presets import resolve_options
+
+    config = manifest.get("config") or {}
+    model = str(config.get("model") or "")
+    if not model:
+        return {"model": "", "native": ""}
+    options = resolve_options(model, config.get("model_options") or {})
+    return {"model": model, "native": native_template(model, options).name}
 
 
 def _elicitations(store: RunStore) -> pd.DataFrame:
@@ -93,6 +116,7 @@ def _elicitations(store: RunStore) -> pd.DataFrame:
         out, problem = rec.readouts, rec.spec["problem"]
         rows.append(
             {
+                "key": rec.key,
                 "problem": problem["id"],
                 "benchmark": problem["benchmark"],
                 "variant": rec.spec["variant"],

@@ -12,7 +12,7 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   scores` over :func:`~clearsight.grounding.results.load_grounding_results`' elicitations).
   Each point lists exactly those elicitations.
 * **listing**: the ok elicitations a query selects (model, benchmark, variant), sorted by
-  expected confidence and paged in SQL over the run's side index (:mod:`clearsight.view.
+  expected confidence and paged by the run's side index (:mod:`clearsight.view.
   index`). An elicitation has no answer of its own to be right or wrong, so an outcome filter
   lists none.
 * **detail**: the trajectory span by span (vision, reasoning, answer; the rationale marked
@@ -22,6 +22,8 @@ edited, and the 11-way confidence distribution the model gave at its slot.
   of the cut and the words between the two sides (the hesitating sentence). The same
   problem's other elicitations are found through the side index and read by key.
 * **image**: none (the trajectories are text).
+* **groups**, **related**, **identity**, **find**, and the pages of own trajectories and judge
+  verdicts: items side by side and matched across runs (:mod:`~clearsight.grounding.face.sides`).
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clearsight.faces import viewing
 from clearsight.faces.viewing import Bar, Chart, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.grounding.face.sides import find_in, group_of, groups_of, identity_of, other_detail
 from clearsight.grounding.specs import ELICIT
-from clearsight.store import RunStore, StoredRecord, run_manifest
+from clearsight.store import IndexDesign, Order, RunStore, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import IndexDesign, page_of, read_index
+from clearsight.view.index import RunIndex
 
 __all__ = ["GROUNDING_INDEX", "GroundingRunView", "word_diff"]
 
@@ -79,10 +83,14 @@ GROUNDING_INDEX = IndexDesign(
 #: The variant families in the curves' order.
 _FAMILIES = ("self", "bench", "variation", "hesitation")
 _ORDER = {
-    "": "id",
-    "desc": "expected IS NULL, expected DESC, id",
-    "asc": "expected IS NULL, expected ASC, id",
+    "": (),
+    "desc": (Order("expected", descending=True),),
+    "asc": (Order("expected"),),
 }
+#: Each cell's count and sum of expected confidence: the index's tally.
+_CELLS = Select(("model", "benchmark", "variant", "n_expected", "s_expected"), table="tally")
+#: A listing's columns, as :func:`_row` reads them.
+_LISTED = ("key", "model", "benchmark", "problem", "variant", "share", "expected")
 _NUMERALS = tuple(str(k) for k in range(11))
 
 
@@ -102,6 +110,7 @@ class GroundingRunView:
         protocol = run_manifest(self.run_dir).get("protocol")
         if protocol != "grounding":
             raise InputError(f"{self.run_dir} is a {protocol} run, not a grounding run")
+        self.index = RunIndex(self.run_dir, GROUNDING_INDEX)
 
     @property
     def title(self) -> str:
@@ -110,9 +119,8 @@ class GroundingRunView:
 
     def _cells(self) -> list[tuple[str, str, str, int, float]]:
         """(model, benchmark, variant, n, sum of expected) of each cell, from the tally."""
-        query = "SELECT model, benchmark, variant, n_expected, s_expected FROM tally"
-        cells = read_index(self.run_dir, GROUNDING_INDEX, query)
-        return [(str(m), str(b), str(v), int(str(n)), float(str(s))) for m, b, v, n, s in cells]
+        cells = self.index.read(_CELLS)
+        return [(str(m), str(b), str(v), int(n), float(s)) for m, b, v, n, s in cells]
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
         """model, benchmark and variant: the values the run's elicitations have (its tally)."""
@@ -141,23 +149,23 @@ class GroundingRunView:
         )
 
     def listing(self, query: Query) -> Listing:
-        """The page of elicitations ``query`` asks for, in SQL over the side index."""
-        where = "1" + "".join(f" AND {name} = :{name}" for name in query.filters)
-        if query.outcome:
-            where += " AND 0"
-        total, rows = page_of(
-            self.run_dir,
-            GROUNDING_INDEX,
-            "key, model, benchmark, problem, variant, share, expected",
-            (where, _ORDER[query.sort], dict(query.filters)),
-            (query.page, query.per_page),
+        """The page of elicitations ``query`` asks for, read from the side index (an outcome
+        selects none: an elicitation is neither right nor wrong)."""
+        select = Select(
+            _LISTED,
+            equal=dict(query.filters),
+            among={"id": ()} if query.outcome else {},
+            order=_ORDER[query.sort],
+            limit=query.per_page,
+            offset=query.page * query.per_page,
         )
+        total, rows = self.index.page(select)
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _siblings(self, model: str, problem: str) -> dict[str, str]:
         """The same model's elicitations of ``problem``: variant -> key."""
-        query = "SELECT variant, key FROM rows WHERE problem = ? AND model = ? ORDER BY id"
-        found = read_index(self.run_dir, GROUNDING_INDEX, query, (problem, model))
+        select = Select(("variant", "key"), equal={"problem": problem, "model": model})
+        found = self.index.read(select)
         return {str(variant): str(key) for variant, key in found}
 
     def _record(self, store: RunStore, key: str) -> StoredRecord | None:
@@ -165,11 +173,11 @@ class GroundingRunView:
         return found if found is not None and found.protocol == ELICIT else None
 
     def detail(self, key: str) -> Detail | None:
-        """The elicitation ``key`` as its page shows it (None: no elicitation of that key)."""
+        """The elicitation (or own trajectory, judge verdict) ``key`` as its page shows it."""
         with RunStore.open(self.run_dir, read_only=True) as store:
             found = self._record(store, key)
             if found is None:
-                return None
+                return other_detail(self.run_dir, key, word_diff)
             problem = found.spec["problem"]
             siblings = self._siblings(str(found.spec["model"]), str(problem["id"]))
             others = {
@@ -183,6 +191,22 @@ class GroundingRunView:
     def image(self, key: str) -> bytes | None:
         """None: a grounding item is text."""
         return None
+
+    def groups(self, key: str) -> tuple[viewing.Group, ...]:
+        """The item's problem's variants and records (:mod:`~clearsight.grounding.face.sides`)."""
+        return groups_of(self.run_dir, key, self._siblings, _variant_order)
+
+    def related(self, key: str, name: str) -> viewing.Related | None:
+        """The group ``name`` of the item, with its members."""
+        return group_of(self.run_dir, key, name, self._siblings, _variant_order)
+
+    def identity(self, key: str) -> viewing.Identity | None:
+        """The problem, variant and read-out of ``key`` (``clearsight compare``'s matching)."""
+        return identity_of(self.run_dir, key)
+
+    def find(self, identity: viewing.Identity) -> str | None:
+        """This run's elicitation of another grounding run's ``identity``."""
+        return find_in(self, self.run_dir, identity)
 
 
 def _row(*values: object) -> Row:

@@ -72,6 +72,11 @@ class Preset(BaseModel):
     trajectory_tokens: int | None = Field(None, ge=1)
     """Tokens the model's own grounding trajectory may generate by default (None: its
     backend's default, :func:`clearsight.grounding.trajectories.templates.trajectory_tokens`)."""
+    probe_turn_tokens: int | None = Field(None, ge=8)
+    """Tokens a probe reasoner turn of the model may generate (None: the probe's default,
+    :mod:`clearsight.probe.reasoner.limits`)."""
+    probe_sample_tokens: int | None = Field(None, ge=1)
+    """Tokens a probe sensor sample of the model may generate (None: the probe's default)."""
     note: str = ""
 
     @field_validator("hf")
@@ -102,6 +107,13 @@ class Preset(BaseModel):
         a fifth more for one batch's activations and key-value cache, 2 GiB of CUDA context."""
         weights = self.params_b * 1e9 * 2 / 2**30
         return math.ceil(1.2 * weights + 2)
+
+    @property
+    def context_tokens(self) -> int | None:
+        """The context window the preset serves the model with (its vLLM ``max_model_len``;
+        None where it gives none): the probe's limit on a reasoner's prompt."""
+        value = self.vllm.get("max_model_len")
+        return value if isinstance(value, int) else None
 
     def options(self, backend: str) -> dict[str, JsonValue]:
         """The preset's options for ``backend`` (``hf`` or ``vllm``)."""

@@ -57,8 +57,11 @@ class ProbeAnalysis:
     datasets (the table ``summary.csv`` holds). ``datasets``: Table 11, accuracy, cross-run
     ECE, AURC and E-AURC per setting and dataset. ``consistency``: Fig. 2, accuracy by the
     sensor's direct consistency c of 11, counted from the stage-1 build samples where the run
-    has them (``consistency_from_build``), else from its direct answers rescaled to 11.
-    ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3.
+    has them (``consistency_from_build``); none without them (a run's R direct answers do not
+    define c of 11).
+    ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3,
+    one BP trial per reasoner (the paper's population); ``query_types_pooled``: the same over
+    every conversation (every strategy, run, sensor and signal).
     ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe.
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before
     and after self-distillation. ``validations``: Table 5, judges against people's labels of
@@ -69,7 +72,9 @@ class ProbeAnalysis:
     Fig. 6, Fig. 2 by dataset. ``latency``: Table 8, seconds per conversation by strategy and
     sensor. ``sensors`` and ``samples``: Tables 4 and 6, settings with another sensor or K
     side by side (empty unless the runs read hold them). ``query_type_validations``: the
-    query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
+    query-type judge against people's labels (:mod:`~clearsight.probe.posthoc.qtypecheck`).
+    ``settings``: per run, its generation limits (clearsight's choice per model,
+    :mod:`~clearsight.probe.reasoner.limits`) and the judge behind u, in words."""
 
     conversations: int
     domains: pd.DataFrame
@@ -78,6 +83,7 @@ class ProbeAnalysis:
     consistency_from_build: bool
     ablation: pd.DataFrame
     query_types: pd.DataFrame
+    query_types_pooled: pd.DataFrame
     convergence: pd.DataFrame
     beliefs: BeliefCurves
     calls: pd.DataFrame
@@ -92,6 +98,7 @@ class ProbeAnalysis:
     samples: pd.DataFrame
     query_type_validations: pd.DataFrame
     cost: pd.DataFrame | None = None
+    settings: tuple[str, ...] = ()
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -115,6 +122,7 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         consistency_from_build=consistency is not None,
         ablation=ablation_table(frame),
         query_types=query_type_table(results.queries),
+        query_types_pooled=query_type_table(results.queries, pooled=True),
         convergence=belief_table(results.beliefs),
         beliefs=belief_curves(results.beliefs),
         calls=calls_table(frame),
@@ -128,6 +136,7 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         sensors=sensor_table(datasets),
         samples=samples_table(datasets),
         query_type_validations=results.query_type_validations,
+        settings=results.settings,
     )
 
 

@@ -58,7 +58,8 @@ class ProbeConfig(RunConfig):
         ("direct", "react", "uot", "bp"),
         description="Strategies: direct (VLM only), react, uot (the Uncertainty-of-Thoughts "
         "search, the paper's UoT), uot_prompt (UoT's idea as a system prompt only, without "
-        "the search: not the paper's), bp. Default: the paper's four.",
+        "the search: not the paper's), bp. Default: the paper's three strategies and its "
+        "VLM-direct baseline.",
     )
     uot: SearchSettings | None = Field(
         None,
@@ -82,10 +83,25 @@ class ProbeConfig(RunConfig):
         description="Consistency signal shown to the reasoner: true u, none, random (ablation).",
     )
     temperature: float = Field(1.0, ge=0.0, description="Decoding temperature of both models.")
-    max_new_tokens: int = Field(128, ge=8, description="Most tokens a reasoner turn generates.")
-    sensor_max_new_tokens: int = Field(48, ge=1, description="Most tokens of a sensor sample.")
-    context_chars: int = Field(
-        24_000, ge=200, description="Most characters of a reasoner prompt (context overflow)."
+    max_new_tokens: int | None = Field(
+        None,
+        ge=8,
+        description="Most tokens a reasoner turn generates; unset: the reasoner's preset's "
+        "probe_turn_tokens, else 1024 (clearsight's choice: the paper gives no cap).",
+    )
+    sensor_max_new_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Most tokens of a sensor sample; unset: the sensor's preset's "
+        "probe_sample_tokens, else 256 (clearsight's choice; the paper's replies run to ~90).",
+    )
+    context_tokens: int | None = Field(
+        None,
+        ge=256,
+        description="The reasoners' context window in tokens (a conversation that outgrows it "
+        "ends, 'context'); unset: each reasoner's preset's context_tokens, else its "
+        "checkpoint's max_position_embeddings, else 8192 (clearsight's). Checked in "
+        "characters: (window - turn tokens) x 3.",
     )
     seed: int = Field(0, description="Run seed (mixed into every item's random streams).")
 

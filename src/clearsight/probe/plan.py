@@ -20,6 +20,7 @@ from pydantic import JsonValue
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
+from clearsight.probe.reasoner.limits import context_chars, sample_tokens, turn_tokens
 from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sources.load import instances_from_jsonl, load_instances
 from clearsight.probe.specs import ConversationSpec, DirectSpec, PlannedSpec
@@ -83,17 +84,29 @@ class ProbeUnit:
 
 @dataclass(frozen=True)
 class _Options:
-    """The backend options of the sensor and of each reasoner, resolved once per plan."""
+    """The backend options of the sensor and of each reasoner and their generation limits
+    (:mod:`clearsight.probe.reasoner.limits`: each reasoner's turn tokens and prompt characters, the
+    sensor's sample tokens), resolved once per plan."""
 
     sensor: Mapping[str, Any]
     reasoners: Mapping[str, Mapping[str, Any]]
+    turns: Mapping[str, int]
+    context: Mapping[str, int]
+    sample_tokens: int
 
     @staticmethod
     def of(config: ProbeConfig) -> _Options:
+        sensor = resolve_options(config.sensor, config.sensor_options)
         reasoners = {
             r: resolve_options(r, config.reasoner_options.get(r, {})) for r in config.reasoners
         }
-        return _Options(resolve_options(config.sensor, config.sensor_options), reasoners)
+        turns = {r: turn_tokens(r, o, config.max_new_tokens).value for r, o in reasoners.items()}
+        context = {
+            r: context_chars(r, o, config.context_tokens, turns[r]).value
+            for r, o in reasoners.items()
+        }
+        sample = sample_tokens(config.sensor, sensor, config.sensor_max_new_tokens).value
+        return _Options(sensor, reasoners, turns, context, sample)
 
 
 class _Common(TypedDict):
@@ -118,7 +131,7 @@ def _conversations(
         "instance": instance,
         "sensor": config.sensor,
         "sensor_options": options.sensor,
-        "sensor_max_new_tokens": config.sensor_max_new_tokens,
+        "sensor_max_new_tokens": options.sample_tokens,
         "temperature": config.temperature,
         "seed": config.seed,
         "run": run,
@@ -137,8 +150,8 @@ def _conversations(
             judge=config.judge,
             budget=config.budget,
             signal=signal,
-            max_new_tokens=config.max_new_tokens,
-            context_chars=config.context_chars,
+            max_new_tokens=options.turns[reasoner],
+            context_chars=options.context[reasoner],
             search=search,
         )
         for reasoner in config.reasoners

@@ -20,6 +20,7 @@ from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.plan import plan_probe
+from clearsight.probe.reasoner.limits import limits_manifest
 from clearsight.probe.sources.load import source_manifest
 from clearsight.probe.specs import PlannedSpec
 from clearsight.probe.strategies import prompt_hash, strategy_named
@@ -54,12 +55,16 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object]:
+    """The run's manifest: its config, the strategies' prompt hashes, the instance source and
+    every model's generation limits with where each comes from
+    (:func:`~clearsight.probe.reasoner.limits.limits_manifest`)."""
     count = len({s.instance.id for s in specs})
     return run_manifest(
         config.model_dump(mode="json"),
         PROTOCOL,
         prompt_hashes={s: prompt_hash(s) for s in config.strategies},
         instances=source_manifest(config.instances, config.dataset, count),
+        limits=limits_manifest(config),
     )
 
 

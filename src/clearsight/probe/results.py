@@ -30,6 +30,7 @@ from clearsight.probe.readouts import (
     ConversationReadouts,
     QueryTypeReadouts,
 )
+from clearsight.probe.reasoner.limits import limits_statement
 from clearsight.probe.records import iter_transcripts
 from clearsight.probe.transcript import PROTOCOL, Transcript
 from clearsight.store import RunStore
@@ -58,13 +59,16 @@ def transcripts_frame(transcripts: Iterable[Transcript]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class ProbeResults:
     """What a probe run directory holds, as frames: one row per finished conversation
-    (``transcripts``, see :func:`transcripts_frame`, with ``seconds``, the wall-clock time its
-    record stores), per belief-probed conversation, per
+    (``transcripts``, see :func:`transcripts_frame`, with its item's ``key`` first and
+    ``seconds``, the wall-clock time its record stores), per belief-probed conversation, per
     classified query and per stage-1 build question (sensor, instance_id, c of n direct
     samples); ``conversations`` are the finished transcripts themselves, in the order their
     items were added (the report shows a few); ``validations`` the judges' agreement with
     people's labels of u (Table 5), ``query_type_validations`` the query-type judge's with
-    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`)."""
+    people's labels of query types (:mod:`~clearsight.probe.posthoc.qtypecheck`);
+    ``settings`` what each run's manifest says of the choices its report names: its
+    generation limits (:func:`~clearsight.probe.reasoner.limits.limits_statement`) and the
+    judge behind u (:func:`~clearsight.probe.judges.judge_statement`); none for a build run."""
 
     transcripts: pd.DataFrame
     beliefs: pd.DataFrame
@@ -73,6 +77,7 @@ class ProbeResults:
     conversations: tuple[Transcript, ...]
     validations: pd.DataFrame
     query_type_validations: pd.DataFrame
+    settings: tuple[str, ...] = ()
 
 
 class _Setting(TypedDict):
@@ -81,6 +86,9 @@ class _Setting(TypedDict):
     reasoner: str
     strategy: str
     dataset: str
+    sensor: str
+    run: int
+    signal: str
 
 
 def _setting(transcripts: Mapping[str, Transcript], spec: Mapping[str, Any]) -> _Setting | None:
@@ -91,7 +99,14 @@ def _setting(transcripts: Mapping[str, Transcript], spec: Mapping[str, Any]) -> 
     if t is None:
         return None
     who = "human" if t.reasoner.startswith("human:") else t.reasoner
-    return {"reasoner": who, "strategy": t.strategy, "dataset": t.dataset}
+    return {
+        "reasoner": who,
+        "strategy": t.strategy,
+        "dataset": t.dataset,
+        "sensor": t.sensor,
+        "run": t.run,
+        "signal": t.signal,
+    }
 
 
 def _analysis_frames(
@@ -139,6 +154,18 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
     )
 
 
+def _settings_lines(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The run's generation limits and the judge behind u, as the report names them."""
+    from clearsight.probe.judges import judge_statement
+
+    judge = str((manifest.get("config") or {}).get("judge") or "embedding")
+    return (
+        "Generation limits (clearsight's choice per model; the paper gives no cap): "
+        + limits_statement(manifest),
+        judge_statement(judge),
+    )
+
+
 def load_probe_results(run_dir: Path | str) -> ProbeResults:
     """Read the conversations and post-hoc analyses of a probe run (read-only); InputError
     naming the right command for a run of another protocol."""
@@ -153,8 +180,11 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         build = _build_frame(store)
         validations = validation_table(store)
         query_validations = query_validation_table(store)
+        manifest = store.manifest()
+        settings = _settings_lines(manifest) if manifest.get("protocol") == PROTOCOL else ()
     frame = transcripts_frame(transcripts.values())
     if not frame.empty:
+        frame.insert(0, "key", list(transcripts))
         frame["seconds"] = [seconds.get(key) for key in transcripts]
     return ProbeResults(
         frame,
@@ -164,6 +194,7 @@ def load_probe_results(run_dir: Path | str) -> ProbeResults:
         tuple(transcripts.values()),
         validations,
         query_validations,
+        settings,
     )
 
 
@@ -203,4 +234,5 @@ def pool_results(runs: Sequence[tuple[str, ProbeResults]]) -> ProbeResults:
         tuple(t for r in parts for t in r.conversations),
         concat([r.validations for r in parts]),
         concat([r.query_type_validations for r in parts]),
+        tuple(f"{name}: {line}" for name, r in runs for line in r.settings),
     )

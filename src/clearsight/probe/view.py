@@ -12,7 +12,7 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   its conversations committed to the gold and ``n`` their number: the analysis's accuracy
   per setting and dataset (:func:`~clearsight.probe.numbers.accuracy.summary_table` by dataset).
   Each point lists exactly those conversations.
-* **listing**: the conversations a query selects, in SQL over the run's side index
+* **listing**: the conversations a query selects, read from the run's side index
   (:mod:`clearsight.view.index`); outcome ``correct``, ``wrong`` (committed to another
   option) or ``abstained`` (committed to none). A conversation states no confidence, so it
   is listed without one (``confidently-wrong`` lists none) and sorts in the run's order.
@@ -20,25 +20,42 @@ An item is one finished conversation (an ok record of kind ``probe``, as
   conversation turn by turn: the reasoner's text with its stated belief where it stated one,
   the query, the sensor's K samples, the realised reply and its u, the commitment; the
   verdict and stop reason.
+* **belief probes** (``clearsight probe analyse``): pages of their own, reached from their
+  conversation's page (:mod:`~clearsight.probe.face.beliefs`).
 * **image**: the instance's image (:func:`~clearsight.probe.instances.instance_image`), read
   from the instance the stored record names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from clearsight.faces.viewing import Bar, Detail, Listing, Point, Query, Row, Section, Span
+from clearsight.faces.viewing import (
+    Bar,
+    Detail,
+    Listing,
+    Point,
+    Query,
+    Row,
+    Section,
+    Span,
+    as_groups,
+)
+from clearsight.probe.face.beliefs import belief_page, beliefs_of
 from clearsight.probe.specs import PROTOCOL
-from clearsight.store import StoredRecord, run_manifest
+from clearsight.store import IndexDesign, Order, Select, StoredRecord, run_manifest
 from clearsight.validate import InputError
-from clearsight.view.index import IndexDesign, page_of, read_index, record_of
+from clearsight.view.index import RunIndex, record_of
+
+if TYPE_CHECKING:
+    from clearsight.faces.viewing import Group, Identity, Related
 
 __all__ = ["PROBE_INDEX", "ProbeRunView"]
 
@@ -80,14 +97,23 @@ PROBE_INDEX = IndexDesign(
     tallied=("correct",),
 )
 
+#: The rows each outcome selects (``confidently-wrong``: none, a conversation states no
+#: confidence).
 _OUTCOMES = {
-    "": "",
-    "correct": " AND correct = 1",
-    "wrong": " AND correct = 0 AND committed IS NOT NULL",
-    "abstained": " AND committed IS NULL",
-    "confidently-wrong": " AND 0",
+    "": Select(()),
+    "correct": Select((), equal={"correct": 1.0}),
+    "wrong": Select((), equal={"correct": 0.0}, present=("committed",)),
+    "abstained": Select((), missing=("committed",)),
+    "confidently-wrong": Select((), among={"id": ()}),
 }
-_LISTED = "key, instance, dataset, reasoner, strategy, k, signal, run, committed, gold, correct"
+_LISTED = (
+    *("key", "instance", "dataset", "reasoner", "strategy", "k", "signal", "run"),
+    *("committed", "gold", "correct"),
+)
+#: Each (dataset, setting) cell's count and number correct, in the run's order: the tally.
+_CELLS = Select(
+    ("dataset", *_SETTING, "n_correct", "s_correct"), order=(Order("first"),), table="tally"
+)
 
 
 class ProbeRunView:
@@ -99,6 +125,7 @@ class ProbeRunView:
         protocol = run_manifest(self.run_dir).get("protocol")
         if protocol != PROTOCOL:
             raise InputError(f"{self.run_dir} is a {protocol} run, not a probe run")
+        self.index = RunIndex(self.run_dir, PROBE_INDEX)
 
     @property
     def title(self) -> str:
@@ -107,8 +134,7 @@ class ProbeRunView:
 
     def _cells(self) -> list[tuple[str, ...]]:
         """Each (dataset, setting) cell with its count and number correct, from the tally."""
-        columns = ", ".join(("dataset", *_SETTING, "n_correct", "s_correct"))
-        found = read_index(self.run_dir, PROBE_INDEX, f"SELECT {columns} FROM tally ORDER BY first")
+        found = self.index.read(_CELLS)
         return [tuple(str(value) for value in cell) for cell in found]
 
     def filters(self) -> Mapping[str, tuple[str, ...]]:
@@ -124,15 +150,15 @@ class ProbeRunView:
         return tuple(_point(cell) for cell in cells if float(cell[-2]) > 0)
 
     def listing(self, query: Query) -> Listing:
-        """The page of conversations ``query`` asks for, in SQL over the side index."""
-        where = "1" + "".join(f" AND {name} = :{name}" for name in query.filters)
-        total, rows = page_of(
-            self.run_dir,
-            PROBE_INDEX,
-            _LISTED,
-            (where + _OUTCOMES[query.outcome], "id", dict(query.filters)),
-            (query.page, query.per_page),
+        """The page of conversations ``query`` asks for, read from the side index."""
+        select = dataclasses.replace(
+            _OUTCOMES[query.outcome],
+            columns=_LISTED,
+            equal={**_OUTCOMES[query.outcome].equal, **query.filters},
+            limit=query.per_page,
+            offset=query.page * query.per_page,
         )
+        total, rows = self.index.page(select)
         return Listing(tuple(_row(*values) for values in rows), total)
 
     def _record(self, key: str) -> StoredRecord | None:
@@ -141,9 +167,10 @@ class ProbeRunView:
         return found if finished else None
 
     def detail(self, key: str) -> Detail | None:
-        """The conversation ``key`` as its page shows it (None: no finished conversation)."""
+        """The conversation ``key`` as its page shows it, or the belief probe ``key``
+        (:mod:`~clearsight.probe.face.beliefs`); None: neither."""
         found = self._record(key)
-        return None if found is None else _detail(found)
+        return belief_page(self.run_dir, key) if found is None else _detail(found)
 
     def image(self, key: str) -> bytes | None:
         """The image the sensor saw in conversation ``key``, as PNG."""
@@ -159,6 +186,24 @@ class ProbeRunView:
         buffer = io.BytesIO()
         Image.fromarray(instance_image(instance)).save(buffer, format="PNG")
         return buffer.getvalue()
+
+    def groups(self, key: str) -> tuple[Group, ...]:
+        """The conversation beside its belief probes, where it has any."""
+        found = beliefs_of(self.run_dir, key)
+        return () if found is None else as_groups((found,))
+
+    def related(self, key: str, name: str) -> Related | None:
+        """The conversation and its belief probes side by side (``beliefs``:
+        :func:`~clearsight.probe.face.beliefs.beliefs_of`)."""
+        return beliefs_of(self.run_dir, key) if name == "beliefs" else None
+
+    def identity(self, key: str) -> Identity | None:
+        """None: ``clearsight compare`` matches no probe runs, so neither does the viewer."""
+        return None
+
+    def find(self, identity: Identity) -> str | None:
+        """None (see :meth:`identity`)."""
+        return None
 
 
 def _point(cell: tuple[str, ...]) -> Point:

@@ -6,7 +6,9 @@ type, :func:`readouts_of`), :func:`load_run` (a run as one frame), :class:`Confi
 the items a protocol offers the driver: :class:`Items`, one sequence protocol (keys, kinds, the
 wanted ones, the stored rows) that a plain sequence of specs gets from :func:`as_items` and
 :class:`SpecGrid` / :class:`SpecGrids` (a product of groups of fields, built as items only when
-iterated) have of their own. How rows are encoded, keys stored, frames joined and old schemas
+iterated) have of their own; and a side index of a run (:class:`SideIndex`, laid out by an
+:class:`IndexDesign`, read with typed :class:`Select` values: the viewer's listings), the one
+other SQLite file a run has. How rows are encoded, keys stored, frames joined and old schemas
 migrated is private to this package.
 """
 
@@ -29,6 +31,7 @@ from clearsight.store._readouts import readouts_of
 from clearsight.store._records import Record, StoredRecord
 from clearsight.store._run_store import RunStore, load_run, run_manifest, run_protocol
 from clearsight.store._schema import FRAME_COLUMNS, SCHEMA_VERSION
+from clearsight.store._side import IndexDesign, Order, Range, Select, SideIndex, Value
 from clearsight.store._stream import RecordChunk, last_record_id, record_chunks
 
 __all__ = [
@@ -38,13 +41,19 @@ __all__ = [
     "MEASURES",
     "SCHEMA_VERSION",
     "ConfigMismatch",
+    "IndexDesign",
     "Items",
+    "Order",
+    "Range",
     "Record",
     "RecordChunk",
     "RunStore",
+    "Select",
+    "SideIndex",
     "SpecGrid",
     "SpecGrids",
     "StoredRecord",
+    "Value",
     "as_items",
     "collector_paused",
     "compact_json",

@@ -1,6 +1,6 @@
 """An item's key and its stored row in one pass: the store's fast path for typed specs.
 
-Adding the paper's 1.8 million sweep items spent most of its time encoding each spec twice —
+Adding 1.8 million sweep items spent most of its time encoding each spec twice —
 the canonical JSON of :attr:`clearsight.specs.Spec.key` (sorted keys, parts by their content
 hash) and the packed JSON the store keeps (:mod:`clearsight.store._packed`, parts by their row id)
 — through :func:`json.dumps` on a fresh dict per item. Both texts are made of the same field

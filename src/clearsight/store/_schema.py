@@ -20,8 +20,8 @@ Layout: ``runs/NAME/run.sqlite`` in WAL mode. Schema (version :data:`SCHEMA_VERS
             finished_at TEXT NOT NULL,           -- ISO-8601 UTC
             attempt INTEGER NOT NULL CHECK (attempt >= 1))
 
-Sized for the paper's 1.8 million items: what repeats is stored once. A spec field its kind
-declares a part (a sweep question, scene reference, physics settings, model options:
+Sized for millions of items (1.8 million measured): what repeats is stored once. A spec field
+its kind declares a part (a sweep question, scene reference, physics settings, model options:
 :class:`clearsight.specs.Part`) holds the id of a ``parts`` row, the part's value stored once
 under its content hash; the key names of every JSON object are stored once in ``shapes``
 (:mod:`clearsight.store._packed`); an item key that is a SHA-256 hex digest (every protocol's

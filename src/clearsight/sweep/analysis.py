@@ -57,7 +57,7 @@ from clearsight.sweep.numbers.panels import (
     risk_panels,
 )
 from clearsight.sweep.numbers.tables import asked_accuracy, controls_table, sweep_table
-from clearsight.sweep.numbers.wordings import wording_table
+from clearsight.sweep.numbers.wordings import main_wording_records, wording_table
 from clearsight.sweep.page.labels import labelled_crossings
 from clearsight.sweep.results import RunData, load_run_data, primary_wording
 from clearsight.sweep.signals import Signal
@@ -187,7 +187,7 @@ def analyse_run(
         tasks=tasks,
         veq=veq,
         monotone=monotone_veq_share(data.veq),
-        ranges=dynamic_ranges(rec),
+        ranges=dynamic_ranges(main_wording_records(rec)),
         depth=depth_summary(data.depth),
         guard=guard_estimate_table(data),
         n_targets=rec[["scene", "target"]].drop_duplicates().shape[0] if not rec.empty else 0,
@@ -201,9 +201,10 @@ def analyse_run(
 def _task_analysis(
     data: RunData, boot: SceneBootstrap, veq: pd.DataFrame, task: str
 ) -> TaskAnalysis:
-    """The :class:`TaskAnalysis` of ``task``."""
-    records = data.records[data.records["task"] == task]
-    n_options = records["n_options"].median()
+    """The :class:`TaskAnalysis` of ``task`` (the task's records are read column by column,
+    never copied whole: at the paper's scale a copy is hundreds of MB)."""
+    in_task = data.records["task"] == task
+    n_options = data.records.loc[in_task, "n_options"].median()
     chance = 1.0 / float(n_options) if n_options and math.isfinite(n_options) else math.nan
     order = tuple(data.wordings(task))
     return TaskAnalysis(
@@ -216,7 +217,10 @@ def _task_analysis(
         selective=selective_table(data, task, boot),
         imagenet_c=imagenet_c_table(boot.curves, veq, task),
         asked=asked_accuracy(data, task),
-        reliability=asked_panels(reliability_panels(data, task), records),
+        reliability=asked_panels(
+            reliability_panels(data, task),
+            data.records.loc[in_task, ["model", "condition", "wording"]],
+        ),
         risk=risk_panels(data, task),
         order=order,
         letter=primary_wording(list(order), verbal=False),

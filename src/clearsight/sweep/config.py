@@ -155,7 +155,8 @@ class SweepConfig(RunConfig):
     w_accuracy: Literal["main", "own"] = Field(
         "main",
         description="The accuracy crossing each blind-spot width W = log10(V*_acc / V*_aware) "
-        "uses: 'main' (the paper's reading) one per model, task and arm, that of the model's "
+        "uses: 'main' (clearsight's reading of the paper, which does not say) one per model, "
+        "task and arm, that of the model's "
         "main wording (mcq.reason first); 'own' each awareness signal's own wording's (the "
         "verbalized confidence's W with the verbal replies' accuracy, the generic abstain "
         "option's with that wording's). An analysis choice: it changes no record (the manifest "

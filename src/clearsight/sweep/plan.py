@@ -11,7 +11,8 @@ scheme, every target's questions in every wording, and the items grouped into un
 scene and one model
 (:mod:`~clearsight.sweep.unit` runs them). A unit's items are a grid (:mod:`clearsight.store`
 (grids)): its fixed fields x its questions x its conditions, stored from those groups and built
-as typed items only when the unit runs (the paper's 1.8 million are never all objects at once).
+as typed items only when the unit runs (the example design's 1.04 million, ``clearsight plan
+examples/sweep-coco-hf.yaml``, are never all objects at once).
 Two model-free unit kinds follow, one unit per scene: the ImageNet-C severities' equivalent
 visibility and the scene's depth profile.
 """

@@ -76,6 +76,13 @@ class Signal:
     every_wording: bool = False
 
     @property
+    def rises(self) -> bool:
+        """Whether the signal rises towards its floor (the abstain rate towards 1.0) rather
+        than falling (accuracy and confidences): the side its clean value must start on for
+        a crossing to mean anything was lost."""
+        return self.floor == "one"
+
+    @property
     def floor_source(self) -> str:
         """The floor as the crossing tables name it (accuracy names its own per row)."""
         return {"one": "all abstain", "chance": "1/k", "blank": "blank"}[self.floor]

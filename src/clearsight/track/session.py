@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from clearsight.store import Record
     from clearsight.track.content import Content, StepMetric
 
-from clearsight.track.names import SAMPLE_ROWS, SAMPLE_SEED, TRACKERS
+from clearsight.track.names import SAMPLE_ROWS, SAMPLE_SEED, TRACKERS, tracker_spec
 
 __all__ = [
     "SAMPLE_ROWS",
@@ -76,21 +76,34 @@ class Sink(Protocol):
         """End the run, finished or failed."""
 
 
-def check_trackers(names: Sequence[str]) -> None:
-    """InputError for a name that is no tracker, or whose package is not installed (naming
-    the extra that installs it)."""
-    for name in names:
-        if name not in TRACKERS:
-            raise InputError(f"no tracker {name!r}: known are {', '.join(TRACKERS)}")
+def check_trackers(specs: Sequence[str]) -> None:
+    """InputError for a tracker asked for wrongly (:func:`~clearsight.track.names.tracker_spec`),
+    one whose package is not installed (naming the extra that installs it), or a trackio
+    project trackio itself refuses (its reserved names)."""
+    for spec in specs:
+        try:
+            name, project = tracker_spec(spec)
+        except ValueError as exc:
+            raise InputError(f"tracker {spec!r}: {exc}") from None
         if importlib.util.find_spec(name) is None:
             raise InputError(
                 f"the {name} tracker is not installed: pip install 'clearsight[{name}]'"
             )
+        if project is not None:
+            from trackio.sqlite_storage import SQLiteStorage
+
+            try:
+                SQLiteStorage.validate_project_name(project)
+            except ValueError as exc:
+                raise InputError(f"tracker {spec!r}: {exc}") from None
 
 
-def _sink(name: str) -> Sink:
+def _sink(spec: str) -> Sink:
+    """The sink of the tracker ``spec`` names (made with its project where it names one)."""
+    name, project = tracker_spec(spec)
     module, _, attr = TRACKERS[name].partition(":")
-    made: Sink = getattr(importlib.import_module(module), attr)()
+    kind = getattr(importlib.import_module(module), attr)
+    made: Sink = kind() if project is None else kind(project)
     return made
 
 
@@ -99,8 +112,9 @@ _Call = Callable[["Sink"], None]
 
 
 class Session:
-    """The tracker runs of one clearsight run in ``run_dir`` (see the module docstring); with
-    no trackers, every call does nothing; ``sample``: the rows of the sample's table."""
+    """The tracker runs of one clearsight run in ``run_dir`` (see the module docstring), one
+    per tracker ``names`` asks for (``NAME`` or ``trackio:PROJECT``); with no trackers, every
+    call does nothing; ``sample``: the rows of the sample's table."""
 
     def __init__(self, names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> None:
         self.run_dir = run_dir

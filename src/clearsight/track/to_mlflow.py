@@ -2,21 +2,27 @@
 
 Its own configuration decides where the run goes: ``MLFLOW_TRACKING_URI`` (a server, a
 database, a folder), ``MLFLOW_EXPERIMENT_NAME`` or ``MLFLOW_EXPERIMENT_ID``, and its HTTP retry
-settings (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``). The run is begun
-and ended with MLflow's own ``mlflow.start_run`` and ``mlflow.end_run`` (which read them; every
-call of a session is made in its sender thread, where the run is active) and the rest is sent
-through ``MlflowClient.log_batch`` (which splits a batch at the server's limits): the
-parameters when the run begins, one call per unit during it, the step and summary metrics
-after it, and the report's files as artifacts. A summary metric is logged once, at step 0.
-The sample of items is MLflow's own table, ``MlflowClient.log_table`` as ``sample.parquet``
-(floats kept exact; ``mlflow.load_table`` reads it back), each image a PNG under
-``table_images/sample/`` that its row's ``image`` cell names (``filepath``).
+settings (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``_BACKOFF_FACTOR``, ``_TIMEOUT``). Those three
+clearsight sets in its process where the user has not (:data:`QUICK_HTTP`): MLflow's defaults
+(7 retries, backoff factor 2, a 120 s timeout) take minutes to give up on a server that is
+down, and the end of a run waits for its sender; with these a down server is one warning
+within seconds. The run is begun and ended with MLflow's own ``mlflow.start_run`` and
+``mlflow.end_run`` (which read them; every call of a session is made in its sender thread,
+where the run is active) and the rest is sent through ``MlflowClient.log_batch`` (which splits
+a batch at the server's limits): the parameters when the run begins, one call per unit during
+it, the step and summary metrics after it, and the report's files as artifacts. A summary
+metric is logged once, at step 0. The sample of items is MLflow's own table,
+``MlflowClient.log_table`` as ``sample.parquet`` (floats kept exact; ``mlflow.load_table``
+reads it back), each image a PNG under ``table_images/sample/`` that its row's ``image`` cell
+names (``filepath``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
+from itertools import groupby
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,7 +31,15 @@ if TYPE_CHECKING:
     from clearsight.faces.sample import SampledRow
     from clearsight.track.content import StepMetric
 
-__all__ = ["MlflowSink"]
+__all__ = ["QUICK_HTTP", "MlflowSink"]
+
+#: MLflow's HTTP settings clearsight sets where they are not set (its environment variables,
+#: read at each request): two retries, 1 s and 2 s apart, and a 20 s timeout per request.
+QUICK_HTTP = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+}
 
 
 class MlflowSink:
@@ -34,8 +48,13 @@ class MlflowSink:
     def __init__(self) -> None:
         from mlflow import MlflowClient
 
+        for name, value in QUICK_HTTP.items():  # the user's own setting kept
+            os.environ.setdefault(name, value)
+
         self.client = MlflowClient()
         self.run_id = ""
+        #: The sample's rows logged so far (its table is logged in parts).
+        self.tabled = 0
 
     def begin(self, name: str, params: Mapping[str, str]) -> None:
         """Begin the MLflow run ``name`` where MLflow's configuration says, ``params`` its
@@ -68,14 +87,26 @@ class MlflowSink:
             self.client.log_artifact(self.run_id, str(path))
 
     def table(self, sample: Sequence[SampledRow]) -> None:
-        """The sample as MLflow's table ``sample.parquet`` (images as PNG artifacts)."""
+        """The sample as MLflow's table ``sample.parquet`` (images as PNG artifacts). MLflow
+        takes a column of images only whole, so each run of rows with an image and each run
+        without one (a text problem) is logged in turn, in the sample's order (``log_table``
+        appends to the table); a part logged before a failed call is not logged again."""
         import pandas as pd
 
-        from clearsight.track.content import SAMPLE, table_of
+        from clearsight.track.content import IMAGE, SAMPLE, table_of
 
         columns, rows = table_of(sample, lambda image: image)
         frame = pd.DataFrame(rows, columns=columns)
-        self.client.log_table(self.run_id, frame, f"{SAMPLE}.parquet")
+        shown = frame[IMAGE].notna().tolist() if IMAGE in frame else [False] * len(frame)
+        start = 0
+        for has_image, run in groupby(shown):
+            end = start + len(list(run))
+            if end > self.tabled:
+                part = frame.iloc[start:end]
+                part = part if has_image else part.drop(columns=[IMAGE], errors="ignore")
+                self.client.log_table(self.run_id, part, f"{SAMPLE}.parquet")
+                self.tabled = end
+            start = end
 
     def end(self, ok: bool) -> None:
         """End the run, FINISHED or FAILED."""

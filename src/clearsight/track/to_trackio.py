@@ -3,7 +3,8 @@
 trackio decides where a run goes by its own settings: a local database under ``TRACKIO_DIR``
 (default the Hugging Face cache), a Space (``TRACKIO_SPACE_ID``) or a server
 (``TRACKIO_SERVER_URL``). Its ``init`` needs a project and trackio has no setting that names
-one, so the project is :data:`PROJECT`; the run is named after the run directory. The
+one, so the project is the one the tracker was asked for with (``--tracker trackio:PROJECT``),
+:data:`PROJECT` by default; the run is named after the run directory. The
 parameters are the run's config; the counts during a run are one ``log`` call per unit; after
 it, the step metrics one ``log`` call per step, the summary metrics one call at step 0 and the
 report's files one artifact each. The sample of items is trackio's own ``trackio.Table``,
@@ -19,31 +20,33 @@ from collections.abc import Mapping, Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from clearsight.track.names import PROJECT
+
 if TYPE_CHECKING:
     from pathlib import Path
 
     from clearsight.faces.sample import SampledRow
     from clearsight.track.content import StepMetric
 
-__all__ = ["PROJECT", "TrackioSink"]
-
-#: The trackio project clearsight's runs go to.
-PROJECT = "clearsight"
+__all__ = ["TrackioSink"]
 
 
 class TrackioSink:
-    """One trackio run (see the module docstring)."""
+    """One trackio run in ``project`` (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, project: str = PROJECT) -> None:
+        self.project = project
         self.run: Any = None
 
     def begin(self, name: str, params: Mapping[str, str]) -> None:
-        """``trackio.init`` of run ``name`` in :data:`PROJECT`, ``params`` its config (what
+        """``trackio.init`` of run ``name`` in its project, ``params`` its config (what
         trackio prints goes to stderr: a run command's output stays its own)."""
         import trackio
 
         with contextlib.redirect_stdout(sys.stderr):
-            self.run = trackio.init(project=PROJECT, name=name, config=dict(params), embed=False)
+            self.run = trackio.init(
+                project=self.project, name=name, config=dict(params), embed=False
+            )
 
     def steps(self, metrics: Sequence[StepMetric]) -> None:
         """Log ``metrics``: one ``log`` call per step."""

@@ -7,6 +7,8 @@ Routes (``N``: a run's place on the command line; ``KEY``: an item key, 64 hex d
     /run/N/items?...       a listing: filters, outcome, confidence sort, page
     /run/N/item/KEY        one item: its image, question, options as bars, answer, raw text
     /run/N/image/KEY.png   the image the model was shown, re-rendered on request
+    /run/N/related/KEY/G   item KEY side by side with its group G (:mod:`~clearsight.view.side`)
+    /run/N/across/KEY      item KEY side by side with the same item in every other run
 
 No path from a request reaches the file system: runs are named by number and items by key,
 and an image is rendered only for an item the run holds. Pages are rendered from autoescaped
@@ -15,14 +17,18 @@ no script at all; bound to loopback (the default), requests for other host names
 (DNS rebinding), as ``clearsight serve`` does. Bad input — a filter value the run does not
 have, a malformed number — is a 400 page saying what the run has; an unknown run or item, 404.
 No lock is taken and the run's database is only read (the one file written is the side index
-beside it, :mod:`~clearsight.view.index`), so a run being written can be viewed.
+beside it, :mod:`~clearsight.view.index`), so a run being written can be viewed. The app starts
+serving at once: a run whose index is missing or far behind has it built in a background
+thread (started with the app), and its points and listings answer 503 "indexing N of M items"
+(reloading themselves every few seconds) until it is ready, so no request waits minutes.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -41,8 +47,10 @@ from clearsight.faces.serving import LOOPBACK_HOSTS
 from clearsight.faces.viewing import Query, RunView
 from clearsight.validate import InputError
 from clearsight.view.chart import curves_of
+from clearsight.view.index import IndexNotReadyError
 from clearsight.view.pages import render
 from clearsight.view.query import OUTCOMES, SORTS, parse_query
+from clearsight.view.side import side_links, side_routes
 
 __all__ = ["VIEW_CSP", "create_view_app"]
 
@@ -57,6 +65,8 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _KEY = re.compile(r"[0-9a-f]{64}")
+#: Seconds between the reloads of a page that waits for its run's index.
+_RETRY_S = 2
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,18 @@ class _Pages:
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
         root = "../" * max(request.url.path.count("/") - 1, 0)
         return self.page("error.html", root, status, title="", status=status, message=detail)
+
+    async def indexing(self, request: Request, exc: Exception) -> Response:
+        """The page while a run's side index is built in the background: how far it is, and
+        a reload every few seconds (no script: a refresh header)."""
+        assert isinstance(exc, IndexNotReadyError)
+        root = "../" * max(request.url.path.count("/") - 1, 0)
+        title = self.view(request).title
+        page = self.page(
+            "indexing.html", root, 503, title=title, retry=_RETRY_S, done=exc.done, total=exc.total
+        )
+        page.headers["Retry-After"] = str(_RETRY_S)
+        return page
 
     async def index(self, request: Request) -> Response:
         return self.page("index.html", "", title="", runs=[v.title for v in self.views])
@@ -136,7 +158,9 @@ class _Pages:
         detail = await run_in_threadpool(view.detail, key)
         if detail is None:
             raise HTTPException(404, f"this run has no item {key}")
-        return self.page("item.html", "../../../", title=view.title, detail=detail)
+        number = int(str(request.path_params["run"]))
+        sides = await run_in_threadpool(side_links, self.views, number, key)
+        return self.page("item.html", "../../../", title=view.title, detail=detail, sides=sides)
 
     async def image(self, request: Request) -> Response:
         view, key = self.view(request), self.key(request)
@@ -177,9 +201,28 @@ def create_view_app(
         ("/run/{run}/items", pages.items),
         ("/run/{run}/item/{key}", pages.item),
         ("/run/{run}/image/{key}.png", pages.image),
+        *side_routes(pages),
     ]
     return Starlette(
         routes=[Route(path, endpoint, methods=["GET"]) for path, endpoint in get],
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)],
-        exception_handlers={HTTPException: pages.error, Exception: pages.error},
+        exception_handlers={
+            HTTPException: pages.error,
+            IndexNotReadyError: pages.indexing,
+            Exception: pages.error,
+        },
+        lifespan=_indexing(views),
     )
+
+
+def _indexing(views: Sequence[RunView]) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: on start, each run's side index brought up to date in the
+    background where it is far behind (the pages say how far until it is ready)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        for view in views:
+            await run_in_threadpool(view.index.start)
+        yield
+
+    return lifespan

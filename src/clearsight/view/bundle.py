@@ -133,6 +133,7 @@ def write_bundle(view: RunView, out: Path, size: int = DEFAULT_SAMPLE) -> Bundle
         raise InputError(f"{out} exists: a bundle is written into a new directory")
     if not out.parent.is_dir():
         raise InputError(f"{out.parent} is not a directory: cannot write a bundle into it")
+    view.index.build()  # the listings read it: built now, however long (never "indexing")
     partial = out.parent / f".{out.name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:

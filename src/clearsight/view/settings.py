@@ -14,7 +14,8 @@ DEFAULT_SAMPLE = 300
 
 
 class ViewSettings(BaseModel):
-    """Where ``clearsight view`` writes a static bundle, or else how it listens."""
+    """Where ``clearsight view`` writes a static bundle, whether it only builds the runs' side
+    indexes, or else how it listens."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -23,6 +24,11 @@ class ViewSettings(BaseModel):
         description="Write a static site of the run into this new directory instead of "
         "serving: its curve points, a stratified sample of its items and their images, "
         "readable from file:// or any static host (GitHub Pages, a Hugging Face Space).",
+    )
+    index: bool = Field(
+        False,
+        description="Build (or bring up to date) each run's side index, printing progress, "
+        "and exit: a large run's pages are then ready at once when it is served.",
     )
     sample: int = Field(
         DEFAULT_SAMPLE, ge=1, description="Items a --bundle holds, spread over the curve points."

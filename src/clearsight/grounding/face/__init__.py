@@ -20,7 +20,11 @@
   counted, not read.
 * **card**: TGS-self and TGS-pair per axis, and the card's run of trajectory grounding
   (:mod:`clearsight.grounding.face.card`).
-* **rows**: one per ok elicitation.
+* **rows**: one per ok elicitation, with its item's ``key``.
+* **shown**: an elicitation's problem image, drawn from its stored reference
+  (:func:`~clearsight.grounding.problems.images.load_image`, as the unit loads it for a model
+  that takes images; the run does not store whether its model took them); a text problem has
+  none.
 * **view**: :class:`clearsight.grounding.view.GroundingRunView` (``clearsight view``).
 
 A TGS-Bench build has no report page: ``clearsight report`` prints its pool's retention
@@ -216,6 +220,15 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_grounding_results(run_dir).elicitations)
 
 
+def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:
+    """Each stored elicitation's problem image as PNG by key (those with one)."""
+    from clearsight.faces.sample import png_bytes
+    from clearsight.grounding.problems.images import load_image
+
+    refs = {key: (spec.get("problem") or {}).get("image") for key, spec in stored.items()}
+    return {key: png_bytes(load_image(ref)) for key, ref in refs.items() if ref}
+
+
 def _view(run_dir: Path) -> RunView:
     from clearsight.grounding.view import GroundingRunView
 
@@ -237,6 +250,7 @@ GROUNDING_FACE = ProtocolFace(
     card=grounding_card,
     card_run=GROUNDING_CARD_RUN,
     rows=_rows,
+    shown=_shown,
     compare=_compare,
     view=_view,
 )

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clearsight.grounding.analysis import GroundingAnalysis
-from clearsight.grounding.confidence.readout_table import ReadoutScores
+from clearsight.grounding.confidence.readout_table import ReadoutScores, provenance
 from clearsight.grounding.tgs import AXES, Score
 from clearsight.grounding.variation import JSD_THRESHOLD
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_figure
@@ -57,21 +57,19 @@ def colour(i: int) -> str:
 
 
 def methods(analysis: GroundingAnalysis) -> list[tuple[str, ReadoutScores]]:
-    """Every (run, read-out) of the report with its label, the run's main read-out first: the
-    read-out's name for a single run, the run's name where every run scored one read-out,
-    else ``run / read-out``."""
+    """Every (run, read-out) of the report with its label, the run's main read-out first:
+    ``model × read-out (provenance)`` — a trained method's ``checkpoint`` or its ``prompt
+    format`` on another model, or ``prompting`` (:func:`provenance`) — after ``run:`` where
+    several runs stand side by side (the run alone where its model is not recorded)."""
     runs = [analysis, *analysis.others]
     several = len(runs) > 1
-    one_each = all(len(a.readouts) <= 1 for a in runs)
     out = []
     for a in runs:
         for name, scores in a.readouts.items():
-            if not several:
-                label = name
-            elif one_each:
-                label = a.name
-            else:
-                label = f"{a.name} / {name}"
+            method = f"{name} ({provenance(name, a.native)})"
+            label = f"{a.model} × {method}" if a.model else method
+            if several:
+                label = f"{a.name}: {label}" if a.model else f"{a.name} × {method}"
             out.append((label, scores))
     return out
 
@@ -110,7 +108,7 @@ def methods_figure(analysis: GroundingAnalysis) -> bytes | None:
     for ax, key in zip(axes, ("ECE", "tgs_self", "tgs_pair"), strict=True):
         _bars(ax, rows, key)
     axes[0].set_yticks(range(len(rows)), [label for label, _ in rows], fontsize=8)
-    axes[0].set_ylabel("method (run / read-out)")
+    axes[0].set_ylabel("method (model × read-out)")
     fig.tight_layout(w_pad=2.5)
     return png(fig)
 

@@ -3,8 +3,9 @@
 The templates are data: the canonical tagged one (``data/template.json``, named ``canonical``)
 and the model-native ones (``data/native_templates.yaml``: ``think``, the paper's Qwen3-VL
 think-block template; ``vlcal``, VL-Calibration's vision / reasoning / answer blocks). A run's
-``trajectory_template`` is ``native`` (the paper's reading: each model in its own family's
-template, the canonical one where its family has none), ``canonical``, or a template's name
+``trajectory_template`` is ``native`` (each model in its own family's template: the paper's for
+Qwen3-VL and VL-Calibration, clearsight's choice of ``think`` for InternVL, the canonical one
+where its family has none), ``canonical``, or a template's name
 (:func:`choose_template`). A native family is found from the model's preset name, then its
 preset's family, then the ``model_type`` of a local checkpoint's ``config.json`` (the data
 file's ``native`` table).

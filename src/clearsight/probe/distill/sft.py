@@ -1,6 +1,6 @@
 """Self-distillation's training data: a reasoner's successful trajectories as masked token ids.
 
-The paper's §4.6 (:mod:`clearsight.probe.distill.train` trains on them). From a probe run, the
+The paper's §4.3 (:mod:`clearsight.probe.distill.train` trains on them). From a probe run, the
 finished conversations of one ``hf`` reasoner with one strategy (the paper: ``bp``) that
 committed the gold option (:func:`successful_trajectories`). Each becomes one chat, exactly as
 the reasoner read it (:func:`~clearsight.probe.reasoner.loop.conversation_messages`: the strategy's

@@ -1,4 +1,4 @@
-"""Self-distillation (the paper's §4.6, Table 2): LoRA fine-tuning of a reasoner on its own
+"""Self-distillation (the paper's §4.3, Table 2): LoRA fine-tuning of a reasoner on its own
 successful belief-state (BP) trajectories.
 
 **Data.** From a probe run, the finished conversations of one ``hf`` reasoner with strategy

@@ -20,7 +20,9 @@ sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.Protocol
   run, the card's questions asked of an image model as the sensor answering directly (once it
   answered one free question about an image), or of a text-only model as the reasoner asking
   the card's sensor.
-* **rows**: one per finished conversation.
+* **rows**: one per finished conversation, with its item's ``key``.
+* **shown**: a direct answer's image as its sensor saw it
+  (:func:`~clearsight.probe.instances.instance_image` of its stored instance).
 * **serve**: a person playing the blind reasoner
   (:class:`~clearsight.probe.play.session.HumanPlay`, ``clearsight serve``); a stored
   conversation, turn by turn, on the operator's record page
@@ -174,6 +176,18 @@ def _rows(run_dir: Path) -> Iterator[Row]:
     return frame_rows(load_probe_results(run_dir).transcripts)
 
 
+def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:
+    """Each stored item's instance image (what its sensor saw) as PNG by key."""
+    from clearsight.faces.sample import png_bytes
+    from clearsight.probe.instances import Instance, instance_image
+
+    return {
+        key: png_bytes(instance_image(Instance.from_json(spec["instance"])))
+        for key, spec in stored.items()
+        if "instance" in spec
+    }
+
+
 def _sessions(run_dir: Path, settings: ServeSettings) -> SessionHost:
     from clearsight.probe.play.session import HumanPlay
 
@@ -218,6 +232,7 @@ PROBE_FACE = ProtocolFace(
     card=card_section,
     card_run=CardRun(card_plan, card_run),
     rows=_rows,
+    shown=_shown,
     serve=Serving(_sessions, _conversation, _withheld),
     view=_run_view,
 )

@@ -10,8 +10,9 @@ itself, so ``u`` is in 1..K. Three judges, all with one batched primitive
   on the labelled reply pairs of ``data/judge_pairs.yaml`` (:func:`calibrate_threshold`: the
   midpoint that maximises accuracy) unless given; the judge's :attr:`~Judge.name` carries it,
   so a stored ``u`` can be recomputed exactly.
-* :class:`LLMJudge` (``llm:<model spec>``): the paper's
-  aggregator, a pairwise yes/no question (prompt ``prompts/judge.yaml``) to any backend; it
+* :class:`LLMJudge` (``llm:<model spec>``): the paper's kind of aggregator, an LLM judging
+  semantic equivalence, asked as a pairwise yes/no question (clearsight's wording, prompt
+  ``prompts/judge.yaml``) to any backend; it
   compares the probabilities of "Yes" and "No" where the backend scores candidates, else parses
   the generated word.
 * :class:`ExactJudge` (``exact``): equal after lower-casing and dropping punctuation; for tests
@@ -51,12 +52,34 @@ __all__ = [
     "calibrate_threshold",
     "consistency",
     "judge_prompt",
+    "judge_statement",
     "labelled_pairs",
     "make_judge",
     "minilm_dir",
     "normalise",
     "parse_yes_no",
 ]
+
+
+def judge_statement(spec: str) -> str:
+    """What a report says of the judge behind u named ``spec``: the LLM judge is the paper's
+    kind (an LLM judging semantic equivalence); the embedding and exact judges are named as
+    clearsight's cheap alternatives, never as the paper's."""
+    if spec.startswith("llm:"):
+        return (
+            f"u judged by an LLM of semantic equivalence ({spec.removeprefix('llm:')}), the "
+            "paper's kind of judge (clearsight's pairwise yes/no wording)"
+        )
+    misses = (
+        "it counts only replies equal after case and punctuation, missing paraphrases"
+        if spec == "exact"
+        else "a sentence-embedding cosine, it misses contradictions that share most words, such "
+        "as left and right"
+    )
+    return (
+        f"u judged by {spec}, clearsight's cheap alternative, not the paper's judge (an LLM "
+        f"judging semantic equivalence: --judge llm:MODEL): {misses}"
+    )
 
 
 def make_judge(spec: str, options: dict[str, JsonValue] | None = None) -> Judge:

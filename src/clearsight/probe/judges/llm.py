@@ -1,5 +1,6 @@
-"""The LLM judge of semantic equivalence (``llm:<model spec>``), the paper's aggregator: a
-pairwise yes/no question (prompt ``prompts/judge.yaml``) to any backend, comparing the
+"""The LLM judge of semantic equivalence (``llm:<model spec>``), the paper's kind of aggregator,
+asked as a pairwise yes/no question (clearsight's wording, prompt ``prompts/judge.yaml``) to any
+backend, comparing the
 probabilities of "Yes" and "No" where the backend scores candidates, else parsing the generated
 word. One of the judges :func:`clearsight.probe.judges.make_judge` makes by name."""
 

@@ -13,9 +13,10 @@ Everything is computed from the frame of finished conversations
   bins), the AURC and E-AURC of that confidence gating the predictions
   (``clearsight.metrics.risk_coverage``), rounds and VLM calls per instance (Table 9, Table
   11); :func:`domain_table` is Table 1: each domain the macro-average of its datasets.
-* :func:`sensor_consistency` / :func:`consistency_bins` — accuracy by the sensor's own
-  consistency c on the instance (how many direct answers were right; Fig. 2, and by dataset
-  Fig. 6).
+* :func:`consistency_bins` — accuracy by the sensor's consistency c on the instance (how many
+  of its 11 stage-1 samples named the gold option; Fig. 2, and by dataset Fig. 6): only from
+  the build samples that define c, never rescaled from a run's R direct answers, whose bins
+  (c = 0, c > 5) the filtered pool cannot have.
 * :func:`ablation_table` — accuracy with the true, no and random consistency signal (Fig. 3).
 * :func:`calls_table` — VLM calls per question (Table 9); :func:`queries_table` — queries per
   conversation (Fig. 5) (BP accuracy before and after self-distillation, Table 2, is
@@ -149,31 +150,16 @@ def domain_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sensor_consistency(frame: pd.DataFrame) -> pd.DataFrame:
-    """c per (sensor, instance) from the VLM-direct runs: how many direct answers were
-    correct, out of ``n`` runs (the build filter uses 11 samples; here c is rescaled to 11
-    when n differs, ``c11 = round(11 c / n)``)."""
-    direct = frame[frame["strategy"] == "direct"]
-    if direct.empty:
-        return pd.DataFrame(columns=["sensor", "instance_id", "c", "n", "c11"])
-    out = direct.groupby(["sensor", "instance_id"])["correct"].agg(c="sum", n="count").reset_index()
-    out["c"] = out["c"].astype(int)
-    out["c11"] = np.rint(11 * out["c"] / out["n"]).astype(int)
-    return out
-
-
 def consistency_bins(
     frame: pd.DataFrame, consistency: pd.DataFrame | None = None, by: Sequence[str] = ()
 ) -> pd.DataFrame:
     """Accuracy (per conversation, percent) by the sensor's consistency bin ``c11`` on the
     instance, per setting and ``by`` (Fig. 2; by dataset, the paper's Fig. 6).
-    ``consistency``: columns sensor, instance_id, c11 (from :func:`sensor_consistency` by
-    default, or from a build run's 11 samples)."""
-    if frame.empty:
+    ``consistency``: columns sensor, instance_id, c11, from a build run's 11 samples; None
+    (no build samples): no table (module docstring)."""
+    if frame.empty or consistency is None or consistency.empty:
         return pd.DataFrame()
-    cons = sensor_consistency(frame) if consistency is None else consistency
-    if cons.empty:
-        return pd.DataFrame()
+    cons = consistency
     merged = frame.merge(cons[["sensor", "instance_id", "c11"]], on=["sensor", "instance_id"])
     table = (
         merged.groupby([*SETTING, *by, "c11"])["correct"]
@@ -236,12 +222,22 @@ def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def queries_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5: mean queries per conversation by setting and dataset (conversations of a
-    reasoner only; empty without one)."""
+    """Fig. 5: queries per conversation by setting and dataset — the mean (``queries``, the
+    figure's bars) and the distribution: ``median``, ``p90`` (the 90th percentile, linear),
+    ``max`` and ``conversations`` — so a strategy whose stop rule lets a few conversations run
+    long (UoT's) shows it beside the paper's means (conversations of a reasoner only; empty
+    without one)."""
     if frame.empty or "queries" not in frame:
         return pd.DataFrame()
     talk = frame[frame["strategy"] != "direct"]
-    return talk.groupby([*SETTING, "dataset"])["queries"].mean().reset_index()
+    grouped = talk.groupby([*SETTING, "dataset"])["queries"]
+    return grouped.agg(
+        queries="mean",
+        median="median",
+        p90=lambda q: float(q.quantile(0.9)),
+        max="max",
+        conversations="count",
+    ).reset_index()
 
 
 def setting_label(frame: pd.DataFrame) -> pd.Series:

@@ -43,7 +43,7 @@ FIG4 = (
     "Fig. 4 and Table 7: belief in the gold option p_correct(t) per probed conversation, and "
     "convergence (steps to max b >= 0.7, reach rate %)"
 )
-#: The title of Fig. 5, which has no table of its own.
+#: The title of Fig. 5, drawn under its table (the mean, median, 90th percentile and most).
 FIG5 = "Fig. 5: queries per conversation by strategy and dataset"
 #: The title of Fig. 6, drawn under its table (Fig. 2 split by dataset).
 FIG6 = (
@@ -65,7 +65,7 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
     source = (
         "stage-1 build samples"
         if analysis.consistency_from_build
-        else "the run's direct answers, rescaled to 11"
+        else "none: c is defined by the stage-1 build samples, `clearsight probe build`"
     )
     return {
         MAIN_TABLE: analysis.domains,
@@ -74,10 +74,12 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
             analysis.consistency
         ),
         "Fig. 3: consistency-signal ablation (true, none, random u)": analysis.ablation,
-        "Table 3: query types (%) by round (rounds counted by query), averaged over datasets": (
-            analysis.query_types
-        ),
+        "Table 3: query types (%) by round (rounds counted by query), averaged over datasets, "
+        "one BP trial per reasoner (its first run, true u, first sensor)": analysis.query_types,
+        "Table 3 pooled (clearsight's wider population: every strategy, run, sensor and "
+        "signal)": analysis.query_types_pooled,
         FIG6: analysis.consistency_datasets,
+        FIG5: analysis.queries,
         FIG4: analysis.convergence,
         "Table 9: VLM calls per question": analysis.calls,
         "Table 2: BP accuracy (%) by dataset before and after self-distillation": (
@@ -216,7 +218,8 @@ def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> d
             out[title] = bars_figure(frame, "acc", "acc_std", "accuracy (%, ± SD over runs)")
         elif title == FIG4:
             out[title] = belief_figure(analysis.beliefs)
-    out[FIG5] = bars_figure(analysis.queries, "queries", None, "queries per conversation")
+        elif title == FIG5:
+            out[title] = bars_figure(frame, "queries", None, "queries per conversation")
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -234,7 +237,7 @@ def selective_figure(panels: Sequence[RiskPanel]) -> bytes | None:
 def _tables_html_md(
     tables: dict[str, pd.DataFrame], figures: dict[str, bytes]
 ) -> tuple[list[str], list[str]]:
-    """Each table (with its figure) as HTML and as Markdown, then Fig. 5, which has no table."""
+    """Each table (with its figure) as HTML and as Markdown."""
     body, md = [], []
     for title, frame in tables.items():
         body.append(f"<h2>{esc(title)}</h2>")
@@ -243,8 +246,6 @@ def _tables_html_md(
             body.append(img(figures[title], title, title))
         md.append(f"\n## {md_text(title)}\n\n")
         md.append(md_table(frame.map(cell_text) if not frame.empty else frame))
-    if FIG5 in figures:
-        body += [f"<h2>{esc(FIG5)}</h2>", img(figures[FIG5], FIG5, FIG5)]
     return body, md
 
 
@@ -278,6 +279,7 @@ def render_probe_report(
         "ECE is cross-run (confidence = share of the R runs agreeing with the most common "
         "committed option); rounds include the committing turn; VLM calls = K per answered "
         "query.</p>",
+        *(f"<p class='note'>{esc(line)}</p>" for line in analysis.settings),
     ]
     headline, sentences = probe_headline(analysis.domains)
     body.insert(1, headline_html(headline, sentences, PROBE_CAPTION))
@@ -285,6 +287,7 @@ def render_probe_report(
         f"# Probe report: {md_text(run.name)}\n\n",
         "\n".join(headline_markdown(headline, sentences, PROBE_CAPTION)),
         f"\n{n} conversations.\n",
+        *(f"\n{md_text(line)}\n" for line in analysis.settings),
     ]
     tables_html, tables_md = _tables_html_md(tables, figures)
     body += tables_html

@@ -2,7 +2,7 @@
 
 Two kinds of item (:class:`~clearsight.probe.specs.BeliefSpec`,
 :class:`~clearsight.probe.specs.QueryTypeSpec`), each keyed by the transcript, the judge and the
-prompt's hash, so a rerun only does what is missing (docs/methods.md §6, the paper's §5):
+prompt's hash, so a rerun only does what is missing (docs/methods.md §6, the paper's §4.4-4.5):
 
 * **belief probe** (``probe.belief``): for every finished conversation of the belief-state
   strategy and of people (``human:<name>``), the belief over the options after each sensor

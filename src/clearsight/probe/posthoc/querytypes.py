@@ -6,8 +6,9 @@ the query, its round and the earlier queries: ``judge``, the paper's, has it wri
 and a JSON label with a confidence (read forgivingly, :func:`parse_query_judgement`);
 ``scores``, the cheap option, takes the type names' candidate probabilities where the backend
 scores candidates. :func:`query_type_table` is Table 3: each type's share in round 1 and in
-rounds 2+ (rounds counted by query), averaged over datasets. The runs themselves are post-hoc
-items (:mod:`clearsight.probe.posthoc.protocol`).
+rounds 2+ (rounds counted by query), averaged over datasets — by default over the paper's
+population, one BP trial per reasoner (:func:`one_trial`), pooled over every conversation as
+an option. The runs themselves are post-hoc items (:mod:`clearsight.probe.posthoc.protocol`).
 """
 
 from __future__ import annotations
@@ -187,9 +188,27 @@ def classify_queries(
     ]
 
 
-def query_type_table(rows: pd.DataFrame) -> pd.DataFrame:
+#: The strategy of the paper's Table 3 (people's sessions are its human rows).
+TABLE3_STRATEGIES: Final[tuple[str, ...]] = ("bp", "human")
+
+
+def one_trial(rows: pd.DataFrame) -> pd.DataFrame:
+    """The queries of the paper's Table 3 population (App. H: "one trial each" of the people
+    and of each reasoner with BP): per reasoner, its BP conversations (a person's sessions)
+    of its first run with the true consistency signal shown, with its first sensor (in name
+    order) — not its ReAct or UoT queries, other runs, sensors or ablation signals."""
+    if rows.empty:
+        return rows
+    mine = rows[rows["strategy"].isin(TABLE3_STRATEGIES) & (rows["signal"] == "true")]
+    first = mine.groupby("reasoner")[["run", "sensor"]].transform("min")
+    return mine[(mine["run"] == first["run"]) & (mine["sensor"] == first["sensor"])]
+
+
+def query_type_table(rows: pd.DataFrame, pooled: bool = False) -> pd.DataFrame:
     r"""Table 3: share (percent) of each query type in round 1 and in rounds 2+, per reasoner,
-    **averaged over datasets** (the paper's, over SeedBench and CVQA).
+    **averaged over datasets** (the paper's, over SeedBench and CVQA), over one BP trial per
+    reasoner (:func:`one_trial`), or over every query (``pooled``: every strategy, run,
+    sensor and signal).
 
     ``rows``: one row per query with reasoner, dataset, round (counted by query: a
     conversation's first query is round 1) and type. With :math:`s_{d}(y)` the share of type
@@ -198,6 +217,7 @@ def query_type_table(rows: pd.DataFrame) -> pd.DataFrame:
     in that phase (each dataset counts once whatever its number of queries; a type never
     judged there counts 0). ``datasets``: how many were averaged; ``queries``: how many
     queries there were in all."""
+    rows = rows if pooled else one_trial(rows)
     if rows.empty:
         return pd.DataFrame()
     rows = rows.assign(phase=np.where(rows["round"] == 1, "round 1", "round 2+"))

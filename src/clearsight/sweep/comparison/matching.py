@@ -3,7 +3,7 @@
 Two runs have one design when their configurations agree on everything but the models, their
 options, wordings and conditions per model and the seed (:data:`FREE_FIELDS`): another
 backend, another clearsight version or another seed of the same questions. An item is matched
-across the runs by what it asks (:func:`_identity`: scene, target, task, the category asked,
+across the runs by what it asks (:func:`item_identity`: scene, target, task, the category asked,
 wording, condition and level, the scene a shuffled control shows) and each run's model by its
 place in its run's model list; answers and option probabilities are compared as the options'
 *texts* (another seed orders the options differently), with the agreement table of
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -27,7 +27,7 @@ from clearsight.sweep.comparison.paired import paired_figures
 from clearsight.sweep.specs import PROTOCOL as SWEEP_KIND
 from clearsight.validate import InputError
 
-__all__ = ["FREE_FIELDS", "compare_sweeps"]
+__all__ = ["FREE_FIELDS", "Asked", "compare_sweeps", "item_identity"]
 
 #: Configuration fields two runs of one design may differ in.
 FREE_FIELDS = frozenset(
@@ -56,11 +56,29 @@ def _design(run: Path) -> tuple[dict[str, Any], list[str]]:
     return {k: v for k, v in config.items() if k not in FREE_FIELDS}, models
 
 
-def _identity(spec: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What an item asks, whatever the run's seed and model (see the module docstring)."""
+class Asked(NamedTuple):
+    """What a sweep item asks, whatever the run's seed and model: the fields an item is
+    matched by across runs (see the module docstring), from its stored spec by
+    :func:`item_identity`."""
+
+    scene: Any
+    target: Any
+    task: Any
+    asked: Any
+    asked_category: Any
+    wording: Any
+    condition: Any
+    level_m: Any
+    severity: Any
+    shown: Any
+
+
+def item_identity(spec: Mapping[str, Any]) -> Asked:
+    """What a stored sweep item asks (:class:`Asked`), whatever the run's seed and model:
+    two runs' items are the same item when these are equal (and so are their models' places)."""
     question = spec.get("question") or {}
     shown = spec.get("shown") or {}
-    return (
+    return Asked(
         (spec.get("scene") or {}).get("id"),
         spec.get("target"),
         spec.get("task"),
@@ -94,7 +112,7 @@ def _items(run: Path, models: Sequence[str]) -> dict[tuple[Any, ...], tuple[str,
     with RunStore.open(run, read_only=True) as store:
         for rec in store.iter_records("ok", kind=SWEEP_KIND, raw=False):
             who = place.get(str(rec.spec.get("model")), -1)
-            out[(who, *_identity(rec.spec))] = (rec.key, _as_texts(rec.spec, rec.readouts))
+            out[(who, *item_identity(rec.spec))] = (rec.key, _as_texts(rec.spec, rec.readouts))
     return out
 
 

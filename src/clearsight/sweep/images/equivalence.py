@@ -165,8 +165,10 @@ def imagenet_c_table(curves: pd.DataFrame, summary: pd.DataFrame, task: str) -> 
 class DynamicRanges:
     """Accuracy dynamic ranges in percentage points (paper §IV-E): over the ImageNet-C
     severities (``nominal``) and over the physical fog levels (``physical``), each the largest
-    minus the smallest per-step accuracy of the items pooled across models, tasks and
-    wordings. NaN where a run has no items of that kind."""
+    minus the smallest per-step accuracy of the items given, pooled (the analysis gives each
+    model's main-wording records,
+    :func:`~clearsight.sweep.numbers.wordings.main_wording_records`). NaN where a run has no
+    items of that kind."""
 
     nominal_pp: float
     physical_pp: float

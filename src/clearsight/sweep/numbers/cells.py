@@ -110,6 +110,7 @@ class Grid:
     floor_const: FloatArray  # constant floor, NaN: the blank column of floor_g
     floor_g: IntArray  # accuracy group whose blank value is the floor
     blank_col: int
+    direction: FloatArray  # per crossing: +1 the signal rises to its floor, -1 it falls
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,9 @@ def _cell_sums(
 
 
 # One crossing of a level grid: (crossing, group, clean column or -1, constant floor or NaN,
-# accuracy group of its blank floor, the columns of its levels).
-GridRow = tuple[int, int, int, float, int, list[int]]
+# accuracy group of its blank floor, the columns of its levels, +1 / -1 the signal rises /
+# falls towards its floor).
+GridRow = tuple[int, int, int, float, int, list[int], float]
 
 
 def _groups(rec: pd.DataFrame) -> tuple[list[Group], dict[tuple[str, str, str], float]]:
@@ -256,7 +258,10 @@ def _crossing_rows(
             crossings.append(_fields(groups[g], arm, floor_source, cells.has(g, CLEAN), n_items))
             clean_col = cells.columns[CLEAN] if cells.has(g, CLEAN) else -1
             level_cols = [cells.columns[(arm, v)] for v in levels]
-            grid_rows.setdefault(levels, []).append((x, g, clean_col, floor, acc_g, level_cols))
+            direction = 1.0 if by_name(signal).rises else -1.0
+            grid_rows.setdefault(levels, []).append(
+                (x, g, clean_col, floor, acc_g, level_cols, direction)
+            )
             if signal == ACCURACY.name:
                 acc_x[(arm, *base)] = x
             else:
@@ -280,6 +285,7 @@ def _grids(grid_rows: dict[tuple[float, ...], list[GridRow]], blank_col: int) ->
                 floor_const=np.array([r[3] for r in rows], dtype=np.float64),
                 floor_g=np.array([r[4] for r in rows], dtype=np.intp),
                 blank_col=blank_col,
+                direction=np.array([r[6] for r in rows], dtype=np.float64),
             )
         )
     return grids

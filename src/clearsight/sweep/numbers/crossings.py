@@ -26,6 +26,13 @@ replicate curves with two matrix products, and all crossings of all replicates t
 grid are one :func:`clearsight.metrics.crossing_visibility_batch` call. V* is bootstrapped on
 log10 V (its interval is the interval of the log, mapped back); a replicate where V* is undefined
 is left out of its interval and counted in ``n_undefined``.
+
+A crossing is a loss: the signal going half-way from its clean value towards its floor, in the
+direction the signal moves when the view is lost (accuracy and confidences fall, the abstain
+rate rises). Where the clean value is not on that side of the floor — say a clean accuracy of
+0.00 under a blank floor of 0.17, which can only rise in fog — there is nothing to lose: that
+crossing is undefined (V* NaN, no W from it), in this one place, so every table, the card, the
+board and the guard read the same absence (:func:`_nothing_to_lose` says so in its note).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from clearsight.sweep.numbers import cells
 from clearsight.sweep.numbers.cells import Design, FloatArray, IntArray
 from clearsight.sweep.numbers.pairing import WPairing, w_pairing_of
 from clearsight.sweep.results import RunData
+from clearsight.sweep.signals import by_name
 
 __all__ = ["NO_VERBAL", "SceneBootstrap", "crossing_statistic", "scene_bootstrap"]
 
@@ -84,9 +92,11 @@ def _evaluate(design: Design, weights: FloatArray) -> _Evaluated:
         # overflow: the metric evaluates its interpolation for curves it then discards
         with np.errstate(over="ignore"):
             batch = crossing_visibility_batch(grid.levels, values, clean, floor)
-        vis[:, grid.x] = batch.visibility_m
+        # a clean value already at or past the floor has nothing to lose: no crossing
+        lost = np.sign(floor - clean) == grid.direction
+        vis[:, grid.x] = np.where(lost, batch.visibility_m, np.nan)
         half[:, grid.x] = batch.half
-        censored[:, grid.x] = batch.censored
+        censored[:, grid.x] = np.where(lost, batch.censored, "undefined")
     crossing = CrossingBatch(visibility_m=vis, censored=censored, half=half)
     if design.pairs:
         acc_x = np.array([p[0] for p in design.pairs], dtype=np.intp)
@@ -291,10 +301,22 @@ def _crossing_note(row: Any) -> str:
     if row.censored == "undefined":
         if math.isfinite(row.clean) and math.isfinite(row.floor) and row.clean == row.floor:
             return "clean value equals the floor: no range to cross"
+        if _nothing_to_lose(row.signal, row.clean, row.floor):
+            side = "below" if by_name(row.signal).rises else "above"
+            return f"clean value not {side} its floor: nothing to lose, no crossing"
         return "undefined (a level without records)"
     if row.n_undefined > 0:
         return f"V* undefined in {row.n_undefined} bootstrap resamples (left out of the CI)"
     return ""
+
+
+def _nothing_to_lose(signal: str, clean: float, floor: float) -> bool:
+    """Whether a crossing of ``signal`` starts with its clean value at or past its floor
+    (accuracy not above its blank floor; an abstain rate not below 1.0): the signal has
+    nothing to lose in the arm, so it has no crossing V* and no width W — a curve that
+    rises away from its floor would otherwise "cross" its half point the wrong way."""
+    differ = math.isfinite(clean) and math.isfinite(floor) and clean != floor
+    return differ and (floor > clean) != by_name(signal).rises
 
 
 def crossing_statistic(

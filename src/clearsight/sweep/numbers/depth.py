@@ -1,4 +1,4 @@
-"""The depth of a sweep run's scene set (paper §IV-A: "the median of per-image median depths"),
+"""The depth of a sweep run's scene set (paper §III-B: "the median of per-image median depths"),
 from the per-scene depth profiles the run stores.
 """
 
@@ -15,7 +15,7 @@ __all__ = ["DepthSummary", "depth_summary"]
 
 @dataclass(frozen=True)
 class DepthSummary:
-    """The depth of a run's scene set (paper §IV-A: "the median of per-image median depths"):
+    """The depth of a run's scene set (paper §III-B: "the median of per-image median depths"):
     the median and quartiles over scenes of each scene's median depth (m), the mean over
     scenes of each scene's share of pixels at the clip bounds (at or below 0.5 m, at or
     beyond 80 m), and the number of scenes. NaN with ``n_scenes`` 0 where no profile is

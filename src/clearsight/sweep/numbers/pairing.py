@@ -1,6 +1,7 @@
 """How the sweep's blind-spot width W pairs an awareness crossing with an accuracy crossing
-(W = log10(V*_acc / V*_aware)): by default (``main``, the paper's reading) every awareness
-signal of a model, task and arm with *one* accuracy crossing, that of the main wording
+(W = log10(V*_acc / V*_aware)): by default (``main``, clearsight's reading of the paper, which
+does not say which accuracy crossing a second wording's W uses) every awareness signal of a
+model, task and arm with *one* accuracy crossing, that of the main wording
 (:func:`~clearsight.sweep.results.primary_wording` among the wordings the model was asked: the
 reason-naming letter wording first); ``own`` pairs each awareness signal with the accuracy of
 its own wording, so both crossings are measured on one set of replies. A run's manifest records
@@ -16,16 +17,16 @@ from clearsight.sweep.results import RunData, primary_wording
 
 __all__ = ["W_PAIRINGS", "WPairing", "w_pairing_of", "w_pairs"]
 
-#: How W pairs an awareness crossing with an accuracy crossing: ``main`` (the paper: one
-#: accuracy crossing per model, task and arm, the main wording's) or ``own`` (the awareness
-#: signal's own wording's accuracy).
+#: How W pairs an awareness crossing with an accuracy crossing: ``main`` (clearsight's reading
+#: of the paper: one accuracy crossing per model, task and arm, the main wording's) or ``own``
+#: (the awareness signal's own wording's accuracy).
 WPairing = Literal["main", "own"]
 W_PAIRINGS: tuple[WPairing, ...] = ("main", "own")
 
 
 def w_pairing_of(data: RunData) -> WPairing:
     """The W pairing a run's manifest records (its ``w_accuracy`` entry, or its config's),
-    ``main`` — the paper's — for a run whose manifest names none."""
+    ``main`` — the default — for a run whose manifest names none."""
     config = data.manifest.get("config", {})
     chosen = data.manifest.get("w_accuracy", config.get("w_accuracy", "main"))
     return "own" if chosen == "own" else "main"

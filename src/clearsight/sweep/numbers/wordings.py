@@ -1,4 +1,5 @@
-"""Table VI: the verbalized-confidence wordings compared on matched images (paper §IV-D).
+"""Table VI: the verbalized-confidence wordings compared on matched images (paper §IV-D), and
+the records of each model's main wording (:func:`main_wording_records`).
 
 The paper asked its three verbalized wordings on the first 300 of its 1000 images and compares
 them there: the same images under every wording, so a difference between two rows is the
@@ -14,9 +15,9 @@ import math
 
 import pandas as pd
 
-from clearsight.sweep.results import RunData, is_verbal, level_label
+from clearsight.sweep.results import RunData, is_person, is_verbal, level_label, primary_wording
 
-__all__ = ["WORDING_COLUMNS", "wording_table"]
+__all__ = ["WORDING_COLUMNS", "main_wording_records", "wording_table"]
 
 #: The columns of :func:`wording_table`.
 WORDING_COLUMNS = (
@@ -76,3 +77,21 @@ def wording_table(data: RunData, task: str) -> pd.DataFrame:
                 head = {"model": model, "condition": condition, "x": x, "level": level}
                 rows.append(head | {"wording": wording, "n_scenes": len(matched)} | _row(sub))
     return pd.DataFrame(rows, columns=list(WORDING_COLUMNS))
+
+
+def main_wording_records(records: pd.DataFrame) -> pd.DataFrame:
+    """The records of models only (no person's) in each model's main wording — its first
+    letter wording (:func:`~clearsight.sweep.results.primary_wording`: the reason-naming one
+    first), else its first verbalized one: the population the paper's pooled accuracy numbers
+    (the dynamic ranges of §IV-E, "pooled across models and tasks") describe, one reply per
+    item and model rather than one per wording asked."""
+    if records.empty:
+        return records
+    keep = pd.Series(False, index=records.index)
+    for model, mine in records.groupby("model", sort=False):
+        if is_person(str(model)):
+            continue
+        asked = sorted(set(mine["wording"].astype(str)))
+        main = primary_wording(asked, verbal=False) or primary_wording(asked, verbal=True)
+        keep[mine.index[mine["wording"] == main]] = True
+    return records[keep]

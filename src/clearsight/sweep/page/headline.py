@@ -3,10 +3,11 @@ makes it from its analysis'
 :func:`~clearsight.sweep.numbers.headline.headline_table` — per model and arm the clean
 accuracy, V*_acc, W of internal confidence, verbalized confidence and abstention (interval and
 bound; none beside 'n/a' or 'undetermined'), ECE and AURC — and :func:`sweep_sentence` reads
-one model's rows of one task ("m, identification (t2): accuracy halves at 7.81 m in fog while
-internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]"); :func:`headline_block` puts
-them under the lead sentence (:func:`sweep_lead`: what V* and W are, in the card's words) with
-a small figure beside the sentences. Rendering only: every number comes from the analysis.
+one model's rows of one task ("m, identification (t2): accuracy is half-way to its floor at
+7.81 m in fog while internal confidence stays at 0.82: W ≥ +1.23 [+0.90, +1.40]");
+:func:`headline_block` puts them under the lead sentence (:func:`sweep_lead`: what V* and W
+are, in the card's words) with a small figure beside the sentences. Rendering only: every
+number comes from the analysis.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ PERSON_NOTE = " (a person's: the confidence they state with the slider beside ea
 #: How each W pairing is stated under the headline (the analysis' ``w_accuracy``).
 W_PAIRING_NOTES: dict[str, str] = {
     "main": "W = log10(V*_acc / V*_aware) with one accuracy crossing per model and arm, the "
-    "main wording's V*_acc (the headline's), for every awareness signal (the paper's reading; "
-    "w_accuracy: main).",
+    "main wording's V*_acc (the headline's), for every awareness signal (clearsight's reading of "
+    "the paper; w_accuracy: main).",
     "own": "W = log10(V*_acc / V*_aware) with the accuracy crossing of each awareness signal's "
     "own wording (w_accuracy: own): the verbalized confidence's W with the verbal replies' "
     "accuracy, not the headline's V*_acc.",
@@ -164,9 +165,10 @@ def _w_cell(row: pd.Series, signal: str) -> str:
 
 def sweep_sentence(model: str, rows: pd.DataFrame, levels: Mapping[str, tuple[float, ...]]) -> str:
     """One sentence reading ``model``'s headline rows of one task, named first, an arm per
-    clause: where its accuracy halves and, of the awareness signals with a determined W (an
-    estimate or a bound), the one with the widest W — its mean where the accuracy has fallen
-    below half, then W."""
+    clause: where its accuracy is half-way to its floor (V*_acc: half-way between its clean
+    value and its floor, not half its clean value) and, of the awareness signals with a
+    determined W (an estimate or a bound), the one with the widest W — its mean where the
+    accuracy has fallen below half, then W."""
     task = str(rows["task"].iloc[0])
     clauses = [_arm_clause(row, levels[str(row["arm"])]) for _, row in rows.iterrows()]
     return f"{model}, {TASK_NAMES.get(task, task)}: " + "; ".join(clauses) + "."
@@ -175,16 +177,18 @@ def sweep_sentence(model: str, rows: pd.DataFrame, levels: Mapping[str, tuple[fl
 def _arm_clause(row: pd.Series, levels: tuple[float, ...]) -> str:
     """One arm's clause of :func:`sweep_sentence`."""
     arm, censored = str(row["arm"]), str(row["v_acc_censored"] or "none")
-    if censored == "undefined" or not math.isfinite(row["v_acc_m"]):
-        return f"in {arm} its accuracy has no range to halve over"
-    if not row["acc_falls"]:
+    if row["acc_start"] < row["acc_half"]:  # below its floor: no crossing (nothing to lose)
         return (
             f"in {arm} its clean accuracy {row['acc_start']:.2f} is not above the half point "
             f"{row['acc_half']:.2f} to its floor: it has no accuracy to lose"
         )
+    if censored == "undefined" or not math.isfinite(row["v_acc_m"]):
+        return f"in {arm} its accuracy has no range to fall over"
     if censored == "below":
-        return f"in {arm} its accuracy does not halve down to {level_label(min(levels))} m"
-    clause = f"accuracy halves at {crossing_label(row['v_acc_m'], censored, levels)} in {arm}"
+        murkiest = level_label(min(levels))
+        return f"in {arm} its accuracy is not half-way to its floor down to {murkiest} m"
+    at_v = crossing_label(row["v_acc_m"], censored, levels)
+    clause = f"accuracy is half-way to its floor at {at_v} in {arm}"
     signal = _widest_signal(row)
     if signal is None:
         return f"{clause}, W undetermined on every awareness signal"

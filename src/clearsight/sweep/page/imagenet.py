@@ -53,7 +53,8 @@ def imagenet_section(analysis: SweepAnalysis, task: str) -> list[Part]:
     ranges = analysis.ranges
     if not math.isnan(ranges.nominal_pp):
         parts.append(
-            f"<p>Accuracy dynamic range, pooled across models, tasks and wordings: "
+            "<p>Accuracy dynamic range, pooled across models and tasks in each model's main "
+            "wording: "
             f"{esc(f'{ranges.nominal_pp:.1f}')} percentage points over the ImageNet-C "
             f"severities against {esc(fmt_num(ranges.physical_pp, 1))} over the physical fog "
             f"levels (largest minus smallest accuracy).</p>"

@@ -8,7 +8,7 @@ Every figure draws numbers it is given — the sweep's from
 nothing to draw), so the HTML page can inline them as data URIs and a test can decode them.
 Matplotlib runs headless (Agg); each figure is closed after saving.
 
-Axis convention (the paper's): visibility on a log axis running from the clearest level on the
+Axis convention (clearsight's): visibility on a log axis running from the clearest level on the
 left to the murkiest on the right, the clean image as a separate marker further left.
 """
 

@@ -5,7 +5,7 @@ scene bootstrap (:func:`clearsight.sweep.analysis.analyse_sweep`) and writes the
 (:func:`write_sweep_report`: a given analysis rendered, nothing read from the run).
 :func:`summary_table` gives an analysis' crossings/W table as a DataFrame to print.
 
-The page follows the paper's order: the run's provenance, then per task (identification t2
+The page's order: the run's provenance, then per task (identification t2
 first, verification t3 in its own section) the curves (Fig. 3), crossings and W, reliability
 diagrams with the calibration table, the full sweep table (Tables IX/X) and the controls; then
 ImageNet-C severities on the physical axis (Fig. 7) and a few qualitative examples.
@@ -199,7 +199,7 @@ def _imagenet_markdown(analysis: SweepAnalysis) -> list[str | MarkdownBlock]:
         Frame(rows),
         f"V_eq decreases strictly over the severities for {fmt_num(100 * share.strict, 0)} % "
         f"of {share.n} scenes (non-increasing: {fmt_num(100 * share.non_strict, 0)} %). "
-        f"Accuracy dynamic range, pooled across models, tasks and wordings: "
+        f"Accuracy dynamic range, pooled across models and tasks in each model's main wording: "
         f"{fmt_num(ranges.nominal_pp, 1)} pp over the severities, "
         f"{fmt_num(ranges.physical_pp, 1)} pp over the physical fog levels.",
         "",

@@ -1,7 +1,7 @@
-"""The sweep's side index for ``clearsight view`` (:class:`~clearsight.view.index.IndexDesign`):
+"""The sweep's side index for ``clearsight view`` (:class:`~clearsight.store.IndexDesign`):
 one row per ok sweep record the analysis reads (ImageNet-C corruptions other than fog left
 out, as :func:`~clearsight.sweep.results.fog_only` leaves them out), with the listing's columns
-typed as the analysis types them; the SQL of a listing over it (:func:`listing_sql`) and the
+typed as the analysis types them; the read of a listing over it (:func:`listing_select`) and the
 analysis's curve points from its tally of counts and sums per cell (:func:`curve_cells`).
 
 A curve point's value is the analysis's point estimate (:func:`~clearsight.sweep.numbers.
@@ -15,21 +15,23 @@ blank, shuffled, ImageNet-C severities).
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator, Mapping
-from typing import NamedTuple
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from clearsight.faces.viewing import Query
+from clearsight.metrics import bin_edges
+from clearsight.store import IndexDesign, Order, Range, Select, Value
 from clearsight.sweep.numbers.cells import ordered_columns
 from clearsight.sweep.results import ARMS, confidence_signal, fog_only
 from clearsight.sweep.signals import SIGNALS, by_name, signals_for
 from clearsight.sweep.specs import PROTOCOL
-from clearsight.view.index import IndexDesign
 
-__all__ = ["SWEEP_INDEX", "Cell", "curve_cells", "listing_sql"]
+__all__ = ["BINS", "CELLS", "SWEEP_INDEX", "Cell", "curve_cells", "listing_select"]
 
 #: The store's columns a row is made of.
 _READ = (
@@ -67,7 +69,12 @@ _COLUMNS = {
     "verbal_conf": "REAL",
     "confidence": "REAL",
     "x": "REAL",
+    "bin": "INTEGER",
 }
+#: The reliability diagrams' bins (:func:`~clearsight.metrics.reliability_bins`): equal-width,
+#: right-closed ``(lo, hi]``, 0 in the first; their labels, the ``bin`` filter's values.
+_EDGES = bin_edges(10)
+BINS = tuple(f"{lo:.1f}-{hi:.1f}" for lo, hi in itertools.pairwise(_EDGES))
 
 
 def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -103,7 +110,19 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     condition = out["condition"].astype(str)
     arm, ic = condition.isin(ARMS).to_numpy(), (condition == "imagenet_c").to_numpy()
     out["x"] = np.where(arm, out["level_m"], np.where(ic, out["severity"], 0.0))
+    out["bin"] = _bin(out)
     return out
+
+
+def _bin(rows: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """Each row's reliability bin (1 to 10, as :func:`~clearsight.metrics.reliability_bins`
+    bins it: ``(lo, hi]``, 0 in the first) where the reliability diagrams score it — answered
+    (an answer, not abstained) with a confidence — else 0."""
+    confidence = rows["confidence"].to_numpy(float)
+    scored = rows["answer"].notna().to_numpy() & (rows["abstained"] == 0.0).to_numpy()
+    scored &= ~np.isnan(confidence)
+    found = np.searchsorted(_EDGES, np.nan_to_num(confidence), side="left")
+    return np.where(scored, np.clip(found, 1, len(BINS)), 0).astype(np.int64)
 
 
 SWEEP_INDEX = IndexDesign(
@@ -112,49 +131,54 @@ SWEEP_INDEX = IndexDesign(
     columns=_COLUMNS,
     indexes=(("model", "condition", "level_m"), ("condition", "level_m"), ("confidence",)),
     rows=_rows,
-    tally=("model", "task", "wording", "condition", "x"),
+    tally=("model", "task", "wording", "condition", "x", "bin"),
     tallied=tuple(s.column for s in SIGNALS),
 )
 
-_OUTCOMES = {
-    "": "",
-    "correct": " AND correct = 1",
-    "wrong": " AND correct = 0 AND abstained = 0",
-    "abstained": " AND abstained = 1",
-    "confidently-wrong": " AND correct = 0 AND abstained = 0 AND confidence > :threshold",
+#: The rows each outcome selects: the read-out flags equal to these values.
+_OUTCOMES: dict[str, dict[str, Value]] = {
+    "": {},
+    "correct": {"correct": 1.0},
+    "wrong": {"correct": 0.0, "abstained": 0.0},
+    "abstained": {"abstained": 1.0},
+    "confidently-wrong": {"correct": 0.0, "abstained": 0.0},
 }
 _ORDER = {
-    "": "id",
-    "desc": "confidence IS NULL, confidence DESC, id",
-    "asc": "confidence IS NULL, confidence ASC, id",
+    "": (),
+    "desc": (Order("confidence", descending=True),),
+    "asc": (Order("confidence"),),
 }
 
 
-def listing_sql(query: Query, levels: Mapping[str, float]) -> tuple[str, str, dict[str, object]]:
-    """The ``WHERE`` clause, ``ORDER BY`` terms and parameters of ``query`` over the index
+def listing_select(query: Query, levels: Mapping[str, float], columns: tuple[str, ...]) -> Select:
+    """The read of ``columns`` of the index's rows ``query`` selects, one page of them
     (``levels``: a level's label -> metres); filter values are checked by the caller."""
     filters = query.filters
-    params: dict[str, object] = {"threshold": query.threshold}
-    where = "1"
-    for name in ("model", "task", "wording", "condition"):
-        if name in filters:
-            where += f" AND {name} = :{name}"
-            params[name] = filters[name]
+    equal: dict[str, Value] = {
+        n: filters[n] for n in ("model", "task", "wording", "condition") if n in filters
+    }
     if "level" in filters:
-        where += " AND level_m = :level"
-        params["level"] = levels[filters["level"]]
+        equal["level_m"] = levels[filters["level"]]
     if "severity" in filters:
-        where += " AND severity = :severity"
-        params["severity"] = int(filters["severity"])
-    if "signal" in filters:
-        where += f" AND {by_name(filters['signal']).column} IS NOT NULL"
-    return where + _OUTCOMES[query.outcome], _ORDER[query.sort], params
+        equal["severity"] = int(filters["severity"])
+    if "bin" in filters:
+        equal["bin"] = BINS.index(filters["bin"]) + 1
+    among = {"condition": ("clean", filters["pooled"])} if "pooled" in filters else {}
+    confident = query.outcome == "confidently-wrong"
+    return Select(
+        columns,
+        equal=equal | _OUTCOMES[query.outcome],
+        among=among,
+        within={"confidence": Range(low=query.threshold, open_low=True)} if confident else {},
+        present=(by_name(filters["signal"]).column,) if "signal" in filters else (),
+        order=_ORDER[query.sort],
+        limit=query.per_page,
+        offset=query.page * query.per_page,
+    )
 
 
 #: Each group × column's first item id, count and sum of every signal: the index's tally.
-_CELLS = "SELECT model, task, wording, condition, x, first, {} FROM tally".format(
-    ", ".join(f"n_{s.column}, s_{s.column}" for s in SIGNALS)
-)
+CELLS = Select(SWEEP_INDEX.names("tally"), table="tally")
 
 
 class Cell(NamedTuple):
@@ -172,15 +196,16 @@ class Cell(NamedTuple):
     n: int
 
 
-def curve_cells(conn: sqlite3.Connection) -> Iterator[Cell]:
-    """The analysis's curve points of the index's records, read from its tally (module
-    docstring): a small table, whatever the run's size."""
+def curve_cells(tally: Iterable[Sequence[Any]]) -> Iterator[Cell]:
+    """The analysis's curve points of the index's records, from the rows of its tally that
+    :data:`CELLS` reads (module docstring): a small table, whatever the run's size."""
     found: dict[tuple[str, str, str], int] = {}
     cells: dict[tuple[str, str, str, str, float], tuple[float, ...]] = {}
-    for model, task, wording, condition, x, first, *sums in conn.execute(_CELLS):
-        group = (model, task, wording)
+    for model, task, wording, condition, x, _, first, *counted in tally:  # summed over bins
+        group, zero = (model, task, wording), (0.0,) * len(counted)
         found[group] = min(found.get(group, first), first)
-        cells[(*group, condition, float(x))] = tuple(sums)
+        key = (*group, condition, float(x))
+        cells[key] = tuple(a + b for a, b in zip(cells.get(key, zero), counted, strict=True))
     present = {(c, x) for *_, c, x in cells}
     levels = {
         arm: tuple(sorted((x for c, x in present if c == arm), reverse=True))
