@@ -384,7 +384,7 @@ def test_chosen_batch_sizes_join_the_manifest_once_each_and_old_entries_stay_rea
         writes: list[str] = []
         update = store.update_entry
         monkeypatch.setattr(store, "update_entry", lambda k, v: (writes.append(k), update(k, v)))
-        chosen = _ChosenSizes(store, {"hf:m": old, "observer": {}})
+        chosen = _ChosenSizes(store, ["hf:m", "observer"])
         chosen.record({"hf:m": {"40x30": first}, "hf:elsewhere": {"40x30": first}})
         chosen.record({"hf:m": {"40x30": {"rows": 2, "how": "another worker"}}})
         chosen.record({"hf:m": {"40x30": first, "text": {"rows": 3, "how": "later"}}})
@@ -403,5 +403,5 @@ def test_a_start_that_loaded_no_model_records_no_batch_size(tmp_path: Path) -> N
 
     with RunStore.open(tmp_path / "r") as store:
         store.begin_run({"config": {"n": 1}})
-        _ChosenSizes(store, {}).record({"hf:m": {"text": {"rows": 8, "how": "cpu"}}})
+        _ChosenSizes(store, ()).record({"hf:m": {"text": {"rows": 8, "how": "cpu"}}})
         assert "loaded_models" not in store.manifest()

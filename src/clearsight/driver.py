@@ -449,7 +449,7 @@ def run(
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
         began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
         planned = _Planned(store, fingerprint, say)
-        sizes = _ChosenSizes(store, loaded if began else {})
+        sizes = _ChosenSizes(store, loaded if began else ())
         with _sigterm_stops_cleanly():
             stages, reasons = _execute_stages(
                 protocol.stages(config, plan, store),
@@ -618,10 +618,10 @@ class _ChosenSizes:
     ``loaded_models`` (each model's ``batch_sizes``: image size -> rows and how they were
     found) as soon as a finished unit brings one not recorded yet, so a run's manifest says
     what batches it ran with after its first batch. Only the models this start loaded are
-    written (``loaded``: a run that adds to another keeps that run's entries as they are);
+    written (``loaded``, their specs: a run that adds to another keeps that run's entries);
     the first choice per model and image size is kept (a pool's workers each choose)."""
 
-    def __init__(self, store: RunStore, loaded: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(self, store: RunStore, loaded: Iterable[str]) -> None:
         self.store = store
         self.models = set(loaded)
         self.recorded: set[tuple[str, str]] = set()
