@@ -78,7 +78,7 @@ wheel: venv data models
 	CLEARSIGHT_WHEEL_CACHE=$(CLEARSIGHT_CACHE) .ci/wheel
 
 bench: venv data models
-	for b in $(filter-out benchmarks/vs_lmms_eval.py,$(wildcard benchmarks/*.py)); do \
+	for b in $(filter-out benchmarks/vs_lmms_eval.py benchmarks/gpu_check.py,$(wildcard benchmarks/*.py)); do \
 		echo "== $$b"; $(PY) $$b || exit 1; done
 
 # benchmarks/vs_lmms_eval.py's own environment, .venv-peers (the project's .venv stays as it

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
 from _timing import report
 from clearsight.models import Request, Response, shared_backend
@@ -137,7 +138,8 @@ class Captured:
             return out
 
         backend.complete = complete  # type: ignore[method-assign]
-        tower = backend.model.model.vision_model
+        core = backend.model.model  # Idefics3's tower, or Qwen-VL's
+        tower = core.visual if hasattr(core, "visual") else core.vision_model
         tower.register_forward_pre_hook(self._hook, with_kwargs=True)
 
     def _hook(self, module: Any, args: Any, kwargs: dict[str, Any]) -> None:
@@ -159,7 +161,9 @@ def naive(backend: HfBackend, request: Request) -> tuple[dict[str, float] | str,
     chat = [{"role": "user", "content": content}]
     prompt = processor.apply_chat_template(chat, add_generation_prompt=True)
     inputs = processor(text=prompt, images=[image], return_tensors="pt")
-    crops = int(inputs["pixel_values"].shape[1])
+    inputs = inputs.to(model.device, dtype=model.dtype)  # floating tensors only take the dtype
+    pixels = inputs["pixel_values"]  # Idefics3: (1, crops, ...); Qwen-VL: (patches, ...)
+    crops = int(pixels.shape[1] if pixels.ndim == 5 else pixels.shape[0])
     with torch.inference_mode():
         if request.generate:
             out = model.generate(**inputs, max_new_tokens=request.decoding.max_new_tokens)
@@ -189,22 +193,34 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="clearsight-vlm-"))
     try:
         path = args.model_dir or build_smolvlm_256m(tmp / "smolvlm-256m-random")
-        model = f"hf:{path}"
-        options = {"batch_size": args.batch_size, "dtype": "float32", "device": "cpu"}
-        backend = shared_backend(model, options)
-        assert isinstance(backend, HfBackend)
-        captured = Captured(backend)
-        units = [
-            SweepUnit(u.model, options, u.scene, u.depth_model, u.items, u.max_new_tokens)
-            for u in sweep_units(model, scenes)
-        ]
-        t0 = time.perf_counter()
-        records = [r for u in units for r in run_unit(u)]
-        ours = time.perf_counter() - t0
-        assert all(r.status == "ok" for r in records), [r.error for r in records][:3]
-        _compare(backend, captured, ours)
+        options: dict[str, JsonValue] = {
+            "batch_size": args.batch_size,
+            "dtype": "float32",
+            "device": "cpu",
+        }
+        _compare(*run_ours(f"hf:{path}", options, scenes))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_ours(
+    model: str, options: dict[str, JsonValue], scenes: tuple[str, ...]
+) -> tuple[HfBackend, Captured, float]:
+    """The sweep's units for ``scenes`` through clearsight's backend for ``model`` with
+    ``options`` (this process's shared one), captured: the backend, what it was asked and
+    answered, and the seconds the units took (a load before the call is not counted)."""
+    backend = shared_backend(model, options)
+    assert isinstance(backend, HfBackend)
+    captured = Captured(backend)
+    units = [
+        SweepUnit(u.model, options, u.scene, u.depth_model, u.items, u.max_new_tokens)
+        for u in sweep_units(model, scenes)
+    ]
+    t0 = time.perf_counter()
+    records = [r for u in units for r in run_unit(u)]
+    ours = time.perf_counter() - t0
+    assert all(r.status == "ok" for r in records), [r.error for r in records][:3]
+    return backend, captured, ours
 
 
 def _compare(backend: HfBackend, captured: Captured, ours: float) -> None:

@@ -366,3 +366,42 @@ def test_a_pool_run_checks_its_models_in_a_process_of_their_own() -> None:
     assert out[0] == "pool False"
     assert out[1].startswith("error model 'hf:/nonexistent/model' cannot be used:")
     assert out[2] == "serial True"
+
+
+def test_chosen_batch_sizes_join_the_manifest_once_each_and_old_entries_stay_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver writes what ``batch_size: auto`` chose into the manifest's ``loaded_models``
+    entry of each model this start loaded: an entry written before batch sizes were recorded
+    (no ``batch_sizes``) gains them, the first choice per image size is kept, a choice already
+    written costs no write, and a model the start did not load is left out."""
+    from clearsight.driver import _ChosenSizes
+
+    old = {"device": "cpu", "dtype": "float32"}  # a loaded_models entry of an older run
+    first = {"rows": 8, "how": "cpu: device memory not measured; 8 rows"}
+    with RunStore.open(tmp_path / "r") as store:
+        store.begin_run({"config": {"n": 1}, "loaded_models": {"hf:m": old, "observer": {}}})
+        writes: list[str] = []
+        update = store.update_entry
+        monkeypatch.setattr(store, "update_entry", lambda k, v: (writes.append(k), update(k, v)))
+        chosen = _ChosenSizes(store, ["hf:m", "observer"])
+        chosen.record({"hf:m": {"40x30": first}, "hf:elsewhere": {"40x30": first}})
+        chosen.record({"hf:m": {"40x30": {"rows": 2, "how": "another worker"}}})
+        chosen.record({"hf:m": {"40x30": first, "text": {"rows": 3, "how": "later"}}})
+        loaded = store.manifest()["loaded_models"]
+        with pytest.raises(InputError, match="written by the store itself"):
+            update("plan", {})
+    assert writes == ["loaded_models", "loaded_models"]
+    want = {"40x30": first, "text": {"rows": 3, "how": "later"}}
+    assert loaded == {"hf:m": {**old, "batch_sizes": want}, "observer": {}}
+
+
+def test_a_start_that_loaded_no_model_records_no_batch_size(tmp_path: Path) -> None:
+    """A run that adds to another's (or ran on Ray, where no model loads in the driver) keeps
+    the stored ``loaded_models`` as they are."""
+    from clearsight.driver import _ChosenSizes
+
+    with RunStore.open(tmp_path / "r") as store:
+        store.begin_run({"config": {"n": 1}})
+        _ChosenSizes(store, ()).record({"hf:m": {"text": {"rows": 8, "how": "cpu"}}})
+        assert "loaded_models" not in store.manifest()

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
 
 from clearsight.execute import (
     ExecutorName,
+    Findings,
     Interrupted,
     Summary,
     Terminated,
@@ -50,6 +51,7 @@ from clearsight.execute import (
 from clearsight.execute.threads import run_threads, use_threads
 from clearsight.faults import EXIT_FAULT, os_exit_code, os_fault
 from clearsight.models.base import Capabilities
+from clearsight.models.registry import BatchSizes, batch_sizes_found
 from clearsight.specs import Spec
 from clearsight.store import DB_NAME, Items, Record, RunStore, as_items, collector_paused
 from clearsight.validate import InputError
@@ -445,31 +447,37 @@ def run(
     if protocol.manifest is None:
         _check_addable(protocol, lock_dir, fresh)
     with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
+        began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
         planned = _Planned(store, fingerprint, say)
+        sizes = _ChosenSizes(store, loaded if began else ())
         with _sigterm_stops_cleanly():
             stages, reasons = _execute_stages(
                 protocol.stages(config, plan, store),
                 store,
                 replace(execution, threads=threads),
                 planned,
+                sizes,
             )
         planned.complete()
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
 
 
 def _execute_stages(
-    stages: Iterable[Stage[Any]], store: RunStore, execution: Execution, planned: _Planned
+    stages: Iterable[Stage[Any]],
+    store: RunStore,
+    execution: Execution,
+    planned: _Planned,
+    sizes: _ChosenSizes,
 ) -> tuple[dict[str, Summary], Counter[str]]:
     """Execute a run's stages in order (a protocol may plan a stage from the records of the
     ones before, so they are drawn one at a time): each stage's summary by its item kind, and
-    the reasons of the items that failed, counted. An interruption is raised again with the
-    total of what finished, so the caller can say it."""
+    the reasons of the items that failed, counted; the batch sizes chosen go to ``sizes``. An
+    interruption is raised again with the total of what finished, so the caller can say it."""
     done: dict[str, Summary] = {}
     reasons: Counter[str] = Counter()
     try:
         for stage in stages:
-            done[stage.kind] = _execute_stage(store, stage, execution, reasons, planned)
+            done[stage.kind] = _execute_stage(store, stage, execution, reasons, planned, sizes)
     except Interrupted as exc:
         raise Interrupted(_total(done, exc.summary), terminated=exc.terminated) from None
     except KeyboardInterrupt as exc:  # between two stages' executions
@@ -605,6 +613,40 @@ class _Planned:
             self.store.record_plan(entry)
 
 
+class _ChosenSizes:
+    """The batch sizes ``batch_size: auto`` chose, written into the manifest's
+    ``loaded_models`` (each model's ``batch_sizes``: image size -> rows and how they were
+    found) as soon as a finished unit brings one not recorded yet, so a run's manifest says
+    what batches it ran with after its first batch. Only the models this start loaded are
+    written (``loaded``, their specs: a run that adds to another keeps that run's entries);
+    the first choice per model and image size is kept (a pool's workers each choose)."""
+
+    def __init__(self, store: RunStore, loaded: Iterable[str]) -> None:
+        self.store = store
+        self.models = set(loaded)
+        self.recorded: set[tuple[str, str]] = set()
+
+    def record(self, found: BatchSizes) -> None:
+        """Write the choices in ``found`` (model spec -> image size -> choice) not yet
+        recorded (one manifest write for any number of them; none when all are)."""
+        new = {
+            (model, size)
+            for model, sizes in found.items()
+            if model in self.models
+            for size in sizes
+        } - self.recorded
+        if not new:
+            return
+        loaded = dict(self.store.manifest().get("loaded_models") or {})
+        for model, size in sorted(new):
+            entry = dict(loaded.get(model) or {})
+            chosen = dict(entry.get("batch_sizes") or {})
+            chosen.setdefault(size, found[model][size])
+            loaded[model] = {**entry, "batch_sizes": chosen}
+        self.store.update_entry("loaded_models", loaded)
+        self.recorded |= new
+
+
 def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> None:
     """A protocol that only adds to an existing run needs that run (and never deletes it)."""
     if fresh:
@@ -622,16 +664,17 @@ def _begin(
     allow_mismatch: bool,
     loaded: Mapping[str, Mapping[str, Any]],
     threads: int,
-) -> None:
-    """Begin (or resume) the protocol's own run, or check the run it adds to. ``loaded``: what
-    the models said of themselves when the driver loaded them (:func:`check_models`), kept as
-    the manifest's ``loaded_models``, and ``threads``, the CPU threads of each of its processes,
-    as ``cpu_threads`` (both the latest start's: a resume may run on another machine)."""
+) -> bool:
+    """Begin (or resume) the protocol's own run, or check the run it adds to: whether this
+    start wrote the manifest. ``loaded``: what the models said of themselves when the driver
+    loaded them (:func:`check_models`), kept as the manifest's ``loaded_models``, and
+    ``threads``, the CPU threads of each of its processes, as ``cpu_threads`` (both the latest
+    start's: a resume may run on another machine)."""
     made_by = store.manifest().get("protocol")
     if protocol.manifest is None or (made_by is not None and made_by in protocol.adds_to):
         if protocol.adds_to != ANY_RUN:
             store.expect_protocol(*protocol.adds_to)
-        return
+        return False
     from clearsight.models.presets import applied_presets
 
     manifest = dict(protocol.manifest(config, plan))
@@ -642,6 +685,7 @@ def _begin(
         manifest["loaded_models"] = {name: dict(info) for name, info in loaded.items()}
     manifest["cpu_threads"] = threads
     store.begin_run(manifest, allow_mismatch=allow_mismatch)
+    return True
 
 
 def _total(stages: Mapping[str, Summary], last: Summary | None = None) -> Summary:
@@ -658,9 +702,10 @@ def _execute_stage(
     execution: Execution,
     reasons: Counter[str],
     planned: _Planned,
+    sizes: _ChosenSizes,
 ) -> Summary:
     """Store the stage's items (unless stored under the same fingerprint), run its pending
-    ones, count the reasons of its failures."""
+    ones, count the reasons of its failures, record the batch sizes chosen (``sizes``)."""
     items = as_items(stage.items)
     wrong = items.kinds() - {stage.kind}
     if wrong:
@@ -697,6 +742,7 @@ def _execute_stage(
         keep_ray=True,  # one local instance for every stage; _ray_block ends it with the run
         on_commit=counted,
         threads=execution.threads or 1,
+        findings=Findings(batch_sizes_found, sizes.record),
     )
 
 

@@ -102,3 +102,42 @@ def test_auto_on_the_cpu_is_the_host_size_recorded_with_its_reason(
     assert found == {"40x30": {"rows": hf_memory.HOST_ROWS, "how": found["40x30"]["how"]}}
     assert found["40x30"]["how"].startswith("cpu: device memory not measured")
     assert backend.info["batch_size"] == "auto"
+
+
+def test_a_runs_manifest_holds_the_batch_sizes_auto_chose_serial_and_in_a_pool(
+    tiny_idefics3_path: Path, tmp_path: Path
+) -> None:
+    """After the first batch the manifest's ``loaded_models`` entry holds what ``auto`` chose
+    per image size: with the serial executor the very choices of the backend that ran (this
+    process's shared one), and the same from a process pool, whose workers send theirs back
+    with their units' records."""
+    from clearsight.models import shared_backend
+    from clearsight.store import run_manifest
+    from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.protocol import run_sweep
+
+    model = f"hf:{tiny_idefics3_path}"
+    options: dict[str, Any] = {"batch_size": "auto", "device": "cpu"}
+    cfg = SweepConfig(
+        scene_ids=("skimage-chelsea",),
+        models=(model,),
+        model_options={model: options},
+        tasks=("identify",),
+        wordings=("mcq.reason",),
+        controls=("clean", "blank"),
+        levels_m=(62.5,),
+    )
+    chosen = {}
+    for executor in ("serial", "process"):
+        summary = run_sweep(cfg, tmp_path / executor, executor=executor, workers=2, progress=False)
+        assert summary.failed == 0
+        assert summary.ok > 0
+        loaded = run_manifest(tmp_path / executor)["loaded_models"][model]
+        assert loaded["batch_size"] == "auto"
+        chosen[executor] = loaded["batch_sizes"]
+    ran = shared_backend(model, options).batch_sizes
+    assert ran, "the serial run's backend chose no batch size"
+    assert chosen["serial"] == chosen["process"] == ran
+    for size in ran.values():
+        assert size["rows"] == hf_memory.HOST_ROWS
+        assert size["how"].startswith("cpu: device memory not measured")

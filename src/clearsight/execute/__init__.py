@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clearsight.execute.pool import run_pool
 from clearsight.execute.progress import UnitProgress, reporting_to
-from clearsight.execute.unit import Unit, failed_records
+from clearsight.execute.unit import Findings, Unit, failed_records
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -98,6 +98,7 @@ def execute(
     keep_ray: bool = False,
     on_commit: Callable[[list[Record]], None] | None = None,
     threads: int = 1,
+    findings: Findings[Any] | None = None,
 ) -> Summary:
     """Run ``run(unit)`` for every unit and write each unit's records as it finishes.
 
@@ -109,10 +110,13 @@ def execute(
     ``threads``: the CPU threads of each pool worker (:mod:`clearsight.execute.threads`; the
     caller sets its own process's). The bar counts a unit's items as its backend answers them
     (:mod:`clearsight.execute.progress`; serial and process pool), not only once it is stored.
+    ``findings`` carries what the process that ran each unit learned to this one (serial and
+    process pool: Ray's replicas keep theirs).
     """
     check_execution(executor, workers)
     ray = _ray_config(ray) if executor == "ray" else ray
-    tally = _Tally(store, _progress(sum(u.size for u in units), desc, progress), on_commit)
+    bar = _progress(sum(u.size for u in units), desc, progress)
+    tally = _Tally(store, bar, on_commit, findings)
     try:
         if executor == "ray":
             from clearsight.execute.on_ray import run_on_ray
@@ -122,7 +126,7 @@ def execute(
         elif in_process(executor, workers):
             _run_here(units, run, tally)
         else:
-            run_pool(units, run, workers, tally.commit, threads=threads, partial=tally.partial)
+            _run_pooled(units, run, workers, threads, tally)
     except KeyboardInterrupt as exc:
         tally.bar.close()
         raise Interrupted(tally.summary(), terminated=isinstance(exc, Terminated)) from None
@@ -141,7 +145,8 @@ def _ray_config(ray: RayConfig | None) -> RayConfig:
 
 def _run_here(units: Sequence[Unit], run: Callable[[Any], list[Record]], tally: _Tally) -> None:
     """Run the units one by one in this process, each one's progress on the bar; a unit that
-    raises has its items recorded as failed with the reason, and the run goes on."""
+    raises has its items recorded as failed with the reason, and the run goes on; after each
+    unit, the tally's ``findings`` read what this process learned."""
     for unit in units:
         with reporting_to(partial(tally.partial, unit)):
             try:
@@ -149,16 +154,40 @@ def _run_here(units: Sequence[Unit], run: Callable[[Any], list[Record]], tally: 
             except Exception as exc:
                 records = failed_records(unit, exc)
         tally.commit(records, unit)
+        if tally.findings is not None:
+            tally.findings.after_unit(tally.findings.read())
+
+
+def _run_pooled(
+    units: Sequence[Unit],
+    run: Callable[[Any], list[Record]],
+    workers: int,
+    threads: int,
+    tally: _Tally,
+) -> None:
+    """The units in a pool of ``workers`` processes of ``threads`` threads each, their records
+    committed, their progress and what their workers learned heard by ``tally``."""
+    run_pool(
+        units,
+        run,
+        workers,
+        tally.commit,
+        threads=threads,
+        partial=tally.partial,
+        findings=tally.findings,
+    )
 
 
 @dataclass
 class _Tally:
     """Each finished unit's records stored (:func:`write_or_fail`) and counted, the progress
-    bar moved (by the units in flight's partial progress too), ``on_commit`` told."""
+    bar moved (by the units in flight's partial progress too), ``on_commit`` told; ``findings``
+    carry what the processes that ran them learned."""
 
     store: RunStore
     bar: Any
     on_commit: Callable[[list[Record]], None] | None
+    findings: Findings[Any] | None = None
     ok: int = 0
     failed: int = 0
     done: int = 0
@@ -218,6 +247,7 @@ def write_or_fail(store: RunStore, records: Sequence[Record]) -> list[Record]:
 __all__ = [
     "EXECUTORS",
     "ExecutorName",
+    "Findings",
     "Interrupted",
     "Summary",
     "Terminated",

@@ -1,7 +1,8 @@
 """The process-pool executor: spawned workers that use one numba/BLAS/torch thread each (or the
 run's ``threads``) and exit with their parent, kept ``2 x workers`` units deep, costliest unit
 first; each worker sends how far its unit has got (:mod:`clearsight.execute.progress`) to the
-parent, which moves the bar between the units' commits."""
+parent, which moves the bar between the units' commits; a unit's records come back with what
+the worker has learned (:class:`~clearsight.execute.unit.Findings`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from clearsight.execute import progress
 from clearsight.execute.threads import use_threads
-from clearsight.execute.unit import Unit, failed_records
+from clearsight.execute.unit import Findings, Unit, failed_records
 from clearsight.store import Record
 from clearsight.validate import InputError
 
@@ -48,10 +49,21 @@ def _init_worker(parent: int, threads: int, reports: Any) -> None:
     _watch_parent(parent)
 
 
-def _run_reported(run: Callable[[Any], list[Record]], unit: Unit, index: int) -> list[Record]:
-    """``run(unit)`` in a worker, its progress sent to the parent as ``(index, share)``."""
+#: A unit's records and what its worker has learned (:class:`Findings`' ``read``).
+Done = tuple[list[Record], object]
+
+
+def _run_reported(
+    run: Callable[[Any], list[Record]],
+    read: Callable[[], object] | None,
+    unit: Unit,
+    index: int,
+) -> Done:
+    """``run(unit)`` in a worker, its progress sent to the parent as ``(index, share)``, and
+    ``read()`` after it (what the worker has learned; empty without ``read``)."""
     with progress.reporting_to(lambda share: _REPORTS[0].put((index, share))):
-        return run(unit)
+        records = run(unit)
+    return records, read() if read is not None else {}
 
 
 def worker_died(exc: BaseException) -> str:
@@ -72,17 +84,20 @@ def run_pool(
     *,
     threads: int = 1,
     partial: Callable[[Unit, float], None] | None = None,
+    findings: Findings[Any] | None = None,
 ) -> None:
     """Keep ``workers`` units in flight, costliest first, committing each as it completes (a
     unit whose ``run`` raised as its items' failed records with the reason); ``partial`` hears
-    how far each unit in flight has got (its share done), twice a second at most."""
+    how far each unit in flight has got (its share done), twice a second at most, and
+    ``findings`` what the worker of each finished unit has learned."""
     ordered = sorted(units, key=lambda u: -u.cost)
     pool, reports = _spawn_pool(workers, threads)
-    running: dict[Future[list[Record]], tuple[int, Unit]] = {}
+    running: dict[Future[Done], tuple[int, Unit]] = {}
     queue = enumerate(ordered)
+    read = findings.read if findings is not None else None
 
     def submit(index: int, unit: Unit) -> None:
-        running[pool.submit(_run_reported, run, unit, index)] = (index, unit)
+        running[pool.submit(_run_reported, run, read, unit, index)] = (index, unit)
 
     try:
         for index, unit in queue:
@@ -94,7 +109,10 @@ def run_pool(
             _drain(reports, ordered, partial)
             for fut in finished:
                 _, unit = running.pop(fut)
-                commit(_unit_records(fut, unit), unit)
+                records, found = _unit_done(fut, unit)
+                commit(records, unit)
+                if findings is not None:
+                    findings.after_unit(found)
                 nxt = next(queue, None)
                 if nxt is not None:
                     submit(*nxt)
@@ -121,15 +139,16 @@ def _spawn_pool(workers: int, threads: int) -> tuple[ProcessPoolExecutor, Any]:
     return pool, reports
 
 
-def _unit_records(fut: Future[list[Record]], unit: Unit) -> list[Record]:
-    """The records of a finished unit: what its run returned or, where it raised, its items'
-    failed records with the reason (the run goes on). A broken pool is raised as it is."""
+def _unit_done(fut: Future[Done], unit: Unit) -> Done:
+    """The records of a finished unit and what its worker learned: what its run returned or,
+    where it raised, its items' failed records with the reason (the run goes on). A broken
+    pool is raised as it is."""
     try:
         return fut.result()
     except BrokenProcessPool:
         raise
     except Exception as exc:  # its items fail with the reason; the run goes on
-        return failed_records(unit, exc)
+        return failed_records(unit, exc), {}
 
 
 def _drain(

@@ -3,8 +3,9 @@ protocol, so no executor guesses at a unit's shape."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from clearsight.specs import Spec
 from clearsight.store import Record, as_items
@@ -49,6 +50,27 @@ class KeyedItems:
     @property
     def cost(self) -> float:
         return float(len(self.items))
+
+
+#: What a process learns as it runs units (the batch sizes its models chose, by model).
+F = TypeVar("F")
+
+
+@dataclass(frozen=True)
+class Findings(Generic[F]):
+    """What the process that runs units learns as it runs, carried to the writer's process
+    with each unit's records (the batch sizes its models chose, which the driver writes to
+    the run's manifest): ``read``, a module-level (picklable) function called in the running
+    process after each unit, and ``hear``, called in the writer's process with what ``read``
+    returned, when not empty. The serial executor and the process pool carry them."""
+
+    read: Callable[[], F]
+    hear: Callable[[F], None]
+
+    def after_unit(self, found: F) -> None:
+        """Hand what ``read`` returned after a unit to ``hear`` (nothing when empty)."""
+        if found:
+            self.hear(found)
 
 
 def failed_records(unit: Unit, reason: str | BaseException) -> list[Record]:

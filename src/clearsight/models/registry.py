@@ -75,7 +75,11 @@ def load_backend(spec: str, options: Mapping[str, JsonValue] | None = None) -> B
     return factory(arg, options)
 
 
-_SHARED: dict[str, Backend] = {}
+#: The backends :func:`shared_backend` made in this process, each with its model spec.
+_SHARED: dict[str, tuple[str, Backend]] = {}
+
+#: What ``batch_size: auto`` chose per model spec: image size -> ``{"rows", "how"}``.
+BatchSizes = dict[str, dict[str, dict[str, object]]]
 
 
 def shared_backend(spec: str, options: Mapping[str, JsonValue] | None = None) -> Backend:
@@ -87,5 +91,18 @@ def shared_backend(spec: str, options: Mapping[str, JsonValue] | None = None) ->
 
     key = content_hash([spec, resolve_options(spec, options)])
     if key not in _SHARED:
-        _SHARED[key] = load_backend(spec, options)
-    return _SHARED[key]
+        _SHARED[key] = (spec, load_backend(spec, options))
+    return _SHARED[key][1]
+
+
+def batch_sizes_found() -> BatchSizes:
+    """The batch sizes ``batch_size: auto`` chose so far in this process, by the spec of each
+    shared backend that chose one (the ``hf`` backend's ``batch_sizes``, found with its first
+    batch of each image size). The executors send them back with each unit's records, so the
+    driver writes them to the run's manifest (a pool's models live in its workers)."""
+    found: BatchSizes = {}
+    for spec, backend in _SHARED.values():
+        sizes = getattr(backend, "batch_sizes", None)
+        if isinstance(sizes, Mapping) and sizes:
+            found.setdefault(spec, {}).update({k: dict(v) for k, v in sizes.items()})
+    return found

@@ -165,10 +165,22 @@ class RunStore(StoreReads):
     def record_plan(self, plan: Mapping[str, object]) -> None:
         """Record what the driver planned (manifest entry ``plan``: the plan's fingerprint and
         the items it stored per kind), so a rerun with the same fingerprint need not plan."""
+        self._put_entry("plan", dict(plan))
+
+    def update_entry(self, key: str, value: object) -> None:
+        """Replace the caller's manifest entry ``key`` while the run goes on (what a run learns
+        as it runs: the batch sizes ``batch_size: auto`` chose, in ``loaded_models``); the
+        entries the store writes itself are refused (InputError). The next start's manifest
+        replaces it, as it replaces every caller entry."""
+        if key in STORE_KEYS:
+            raise InputError(f"manifest key {key!r} is written by the store itself")
+        self._put_entry(key, value)
+
+    def _put_entry(self, key: str, value: object) -> None:
         with self._write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO manifest (key, value) VALUES ('plan', ?)",
-                (dumps(dict(plan), "the plan entry"),),
+                "INSERT OR REPLACE INTO manifest (key, value) VALUES (?, ?)",
+                (key, dumps(value, f"manifest entry {key!r}")),
             )
 
     # --------------------------------------------------------------------------------- items
