@@ -715,15 +715,6 @@ def _execute_stage(
         store.add_items(items)
     planned.add(stage.kind, len(items))
     units = stage.units(_pending(store, stage.kind, items))
-    run_unit = stage.run_unit
-    if stage.stream is not None and in_process(execution.executor, execution.workers):
-        stream = stage.stream
-
-        def write(records: list[Record]) -> None:
-            write_or_fail(store, records)
-
-        def run_unit(unit: Any) -> list[Record]:
-            return stream(unit, write)
 
     def counted(records: list[Record]) -> None:
         reasons.update(_reason(r.error) for r in records if r.status == "failed")
@@ -732,7 +723,7 @@ def _execute_stage(
 
     return execute(
         units,
-        run_unit,
+        _unit_runner(stage, execution, store),
         store,
         executor=execution.executor,
         workers=execution.workers,
@@ -744,6 +735,24 @@ def _execute_stage(
         threads=execution.threads or 1,
         findings=Findings(batch_sizes_found, sizes.record),
     )
+
+
+def _unit_runner(
+    stage: Stage[Any], execution: Execution, store: RunStore
+) -> Callable[[Any], list[Record]]:
+    """How the stage's units run: its ``run_unit``, or, where the stage streams and its units
+    run in this process, its ``stream`` writing each part of a unit as it comes."""
+    stream = stage.stream
+    if stream is None or not in_process(execution.executor, execution.workers):
+        return stage.run_unit
+
+    def write(records: list[Record]) -> None:
+        write_or_fail(store, records)
+
+    def run_unit(unit: Any) -> list[Record]:
+        return stream(unit, write)
+
+    return run_unit
 
 
 def _teller(enabled: bool) -> Callable[[str], None]:
