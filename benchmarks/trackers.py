@@ -5,7 +5,7 @@ Prints ``name: value`` lines:
 * ``tracker_overhead_share`` — (tracked - untracked) / untracked wall time of the same observer
   sweep run as ``clearsight sweep`` runs it (the run, then its report), in this process, once
   with ``--tracker mlflow`` sending to a real ``mlflow server`` on 127.0.0.1 (SQLite backend
-  store) and once without; best of five of each, taken in turn, after a warm-up of each (the
+  store) and once without; best of three of each, taken in turn, after a warm-up of each (the
   first sweep of a process loads the scenes and compiles the physics). Goal <= 0.02. The
   tracked run sends the counts after each unit, the manifest as parameters, the report's
   numbers (from the report's own analysis: nothing is analysed twice) and its three files,
@@ -42,18 +42,12 @@ from clearsight.sweep.protocol import run_sweep
 from clearsight.track.session import Session
 from fixtures.trackers import mlflow_server
 
-#: Five photos, fog and water at the paper's eight levels, the clean control, identification
-#: in a letter and a verbal wording: the observer's answers, as a small real sweep has them.
-CONFIG = SweepConfig(
-    scene_ids=(
-        *("skimage-astronaut", "skimage-chelsea", "skimage-coffee"),
-        *("skimage-stereo-motorcycle", "mpl-grace-hopper"),
-    ),
-    controls=("clean",),
-    tasks=("identify",),
-    wordings=("mcq.reason", "verbal.plain"),
-)
-REPEATS = 5
+#: The demo's observer sweep (``clearsight demo``'s design for the reference observer): every
+#: bundled photo, fog and water at the paper's eight levels, every control, identification in
+#: two letter wordings and a verbal one: the size of a user's first real run, where a tracker's
+#: fixed costs (creating its run, the parameters, the files) weigh as they will.
+CONFIG = SweepConfig(tasks=("identify",), wordings=("mcq.reason", "mcq.generic", "verbal.plain"))
+REPEATS = 3
 
 
 def _inside_session() -> Callable[[], float]:
