@@ -91,9 +91,9 @@ def test_the_run_reports_the_averaged_and_the_pooled_values(tmp_path: Path) -> N
     assert analysis.overall["tgs_self"].interval.estimate == pytest.approx(tgs.interval.estimate)
     paths, _ = build_grounding_report(run, n_boot=200)
     csv = pd.read_csv(paths.summary_csv, dtype=str).set_index("score")["overall"]
-    assert csv["ECE (visible self confidence; mean over benchmarks)"].startswith("+0.2000 [")
-    assert csv["AUROC (visible self confidence; mean over benchmarks)"].startswith("+0.7500 [")
-    assert csv["ECE pooled over items (item bootstrap)"].startswith(f"+{ECE_POOLED:.4f} [")
-    assert csv["AUROC pooled over items (item bootstrap)"].startswith("+0.6875 [")
+    assert csv["ECE (visible self confidence; mean over benchmarks)"].startswith("0.2000 [")
+    assert csv["AUROC (visible self confidence; mean over benchmarks)"].startswith("0.7500 [")
+    assert csv["ECE pooled over items (item bootstrap)"].startswith(f"{ECE_POOLED:.4f} [")
+    assert csv["AUROC pooled over items (item bootstrap)"].startswith("0.6875 [")
     md = paths.summary_md.read_text(encoding="utf-8")
     assert "ECE and AUROC too are each benchmark's own, averaged over the benchmarks" in md

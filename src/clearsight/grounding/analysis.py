@@ -213,8 +213,10 @@ def _main_scores(
     elic = elic_all[elic_all["readout"] == main] if "readout" in elic_all else elic_all
 
     def scored(rows: pd.DataFrame, bench: str | None) -> dict[str, Score]:
-        mine = trajs if bench is None else trajs[trajs["benchmark"] == bench]
-        sc = scores(rows, mine if len(trajs) else None, n_boot=n_boot, seed=seed)
+        mine = None  # a run without its own trajectories (none stored) has no TGS-pair
+        if len(trajs):
+            mine = trajs if bench is None else trajs[trajs["benchmark"] == bench]
+        sc = scores(rows, mine, n_boot=n_boot, seed=seed)
         here = elic_all if bench is None else elic_all[elic_all["benchmark"] == bench]
         return holistic_tgs(main, sc, here, n_boot, seed)
 
