@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
@@ -109,6 +110,10 @@ class Execution:
     on_commit: Callable[[list[Record]], None] | None = None
     """Hears each unit's records in the writer's process once they are stored (an experiment
     tracker's buffer: :mod:`clearsight.track`)."""
+    keep: Callable[[RunStore, str], frozenset[str]] | None = None
+    """The keys of a stage's items (the run's store, once they are stored, and their kind)
+    whose shown image its units hand back on their records (an experiment tracker's sample:
+    :func:`clearsight.execute.kept.keeping`); None or none: the units keep nothing."""
 
 
 @dataclass(frozen=True)
@@ -506,6 +511,8 @@ class RunOptions(TypedDict, total=False):
     """Cluster settings (``executor="ray"`` only)."""
     on_commit: Callable[[list[Record]], None] | None
     """Hears each unit's records once they are stored (default: nobody)."""
+    keep: Callable[[RunStore, str], frozenset[str]] | None
+    """The keys of a stage's items whose shown image its units keep (default: none)."""
 
 
 def run_with(
@@ -520,6 +527,7 @@ def run_with(
         options.get("progress", True),
         options.get("threads"),
         options.get("on_commit"),
+        options.get("keep"),
     )
     return run(
         protocol,
@@ -721,9 +729,10 @@ def _execute_stage(
         if execution.on_commit is not None:
             execution.on_commit(records)
 
+    kept = frozenset() if execution.keep is None else execution.keep(store, stage.kind)
     return execute(
         units,
-        _unit_runner(stage, execution, store),
+        _unit_runner(stage, execution, store, kept),
         store,
         executor=execution.executor,
         workers=execution.workers,
@@ -738,13 +747,18 @@ def _execute_stage(
 
 
 def _unit_runner(
-    stage: Stage[Any], execution: Execution, store: RunStore
+    stage: Stage[Any], execution: Execution, store: RunStore, kept: frozenset[str]
 ) -> Callable[[Any], list[Record]]:
-    """How the stage's units run: its ``run_unit``, or, where the stage streams and its units
-    run in this process, its ``stream`` writing each part of a unit as it comes."""
+    """How the stage's units run: its ``run_unit`` (inside :func:`~clearsight.execute.kept.
+    keeping` the ``kept`` keys, where there are any), or, where the stage streams and its
+    units run in this process, its ``stream`` writing each part of a unit as it comes."""
     stream = stage.stream
     if stream is None or not in_process(execution.executor, execution.workers):
-        return stage.run_unit
+        if not kept:
+            return stage.run_unit
+        from clearsight.execute.kept import keeping
+
+        return partial(keeping, stage.run_unit, kept)
 
     def write(records: list[Record]) -> None:
         write_or_fail(store, records)

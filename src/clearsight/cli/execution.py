@@ -125,7 +125,9 @@ class ExecutionOptions(BaseModel):
                 ray=self.ray(),
                 threads=self.threads,
                 on_commit=session.on_commit(),
+                keep=session.on_keep(),
             )
+            session.ran()  # the sample's table sent while the report is written
             if report:
                 from clearsight.cli.report import write_report
 

@@ -6,6 +6,14 @@ its PNG written by :func:`png_bytes`).
 (``data/sample.parquet``) and the experiment trackers' tables (:mod:`clearsight.track`) show
 the same sample: each item's row (the face's ``rows``) and, where the face shows items' images
 (``shown``), the PNG the model was shown.
+
+A run sent to a tracker keeps those images as it runs rather than drawing them again at its
+end: the sample is drawn before a stage runs, from its planned items (:func:`planned_keys`: the
+same draw as after the run wherever every item ends ok), the stage's units run keeping those
+keys (:mod:`clearsight.execute.kept`), and a protocol's unit hands back, on the record of each
+kept item, the pixels its request carried (no copy, no encoding in the unit). An item
+the run did not keep (one that failed, a resumed run's earlier item) is drawn again by the
+face's ``shown``.
 """
 
 from __future__ import annotations
@@ -25,7 +33,14 @@ if TYPE_CHECKING:
     from clearsight.faces.verifying import Reaskable
     from clearsight.store import RunStore
 
-__all__ = ["SampledRow", "png_bytes", "sample_keys", "sample_rows", "sampled_specs"]
+__all__ = [
+    "SampledRow",
+    "planned_keys",
+    "png_bytes",
+    "sample_keys",
+    "sample_rows",
+    "sampled_specs",
+]
 
 
 @dataclass(frozen=True)
@@ -53,28 +68,49 @@ def sample_keys(strata: Mapping[tuple[Any, ...], Sequence[str]], n: int, seed: i
     return drawn
 
 
+def _drawn(
+    specs: Iterable[tuple[str, Mapping[str, Any]]], kind: Reaskable[Any], n: int, seed: int
+) -> dict[str, Mapping[str, Any]]:
+    """The specs of ``n`` of the items ``specs`` (key, JSON spec; in item order) eligible for
+    ``kind``, drawn by its strata with ``seed``, by key, in the sample's order."""
+    strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    found: dict[str, Mapping[str, Any]] = {}
+    for key, spec in specs:
+        if kind.eligible(spec):
+            strata[kind.stratum(spec)].append(key)
+            found[key] = spec
+    return {key: found[key] for key in sample_keys(strata, n, seed)}
+
+
 def sampled_specs(
     store: RunStore, kind: Reaskable[Any], n: int, seed: int
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Mapping[str, Any]]:
     """The stored specs of ``n`` finished items of ``kind`` (its eligible ones, drawn by its
     strata with ``seed``), by key, in the sample's order."""
-    strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
-    specs: dict[str, dict[str, Any]] = {}
-    for rec in store.iter_records("ok", kind=kind.kind, raw=False):
-        if not kind.eligible(rec.spec):
-            continue
-        strata[kind.stratum(rec.spec)].append(rec.key)
-        specs[rec.key] = rec.spec
-    return {key: specs[key] for key in sample_keys(strata, n, seed)}
+    records = store.iter_records("ok", kind=kind.kind, raw=False)
+    return _drawn(((rec.key, rec.spec) for rec in records), kind, n, seed)
+
+
+def planned_keys(store: RunStore, kind: Reaskable[Any], n: int, seed: int) -> frozenset[str]:
+    """The keys :func:`sampled_specs` draws once every stored item of ``kind`` has finished
+    ok: drawn before its stage runs (its items stored), so that its units keep those items'
+    images (:func:`clearsight.execute.kept.keeping`)."""
+    return frozenset(_drawn(store.item_specs(kind.kind), kind, n, seed))
 
 
 def sample_rows(
-    run_dir: Path, face: ProtocolFace, rows: Iterable[Row], n: int, seed: int
+    run_dir: Path,
+    face: ProtocolFace,
+    rows: Iterable[Row],
+    n: int,
+    seed: int,
+    kept: Mapping[str, npt.NDArray[np.uint8]] | None = None,
 ) -> list[SampledRow]:
     """``n`` of ``rows`` (the run's, keyed by ``key``) drawn stratified with ``seed``, in the
     draw's order, each with its shown image where the face shows images (None for an item
-    shown none: a text-only problem); none where the face has no ``reask`` kind to draw by or
-    ``n`` is 0."""
+    shown none: a text-only problem): the pixels the run ``kept`` of it encoded, the others
+    drawn again by the face; none where the face has no ``reask`` kind to draw by or ``n`` is
+    0."""
     from clearsight.store import RunStore
 
     if face.reask is None or n == 0:
@@ -82,17 +118,27 @@ def sample_rows(
     with RunStore.open(run_dir, read_only=True) as store:
         stored = sampled_specs(store, face.reask, n, seed)
     by_key = {row.get("key"): row for row in rows if row.get("key") in stored}
-    images = {} if face.shown is None else face.shown(run_dir, stored)
+    images: dict[str, bytes] = {}
+    if face.shown is not None:
+        images = {key: png_bytes(kept[key]) for key in stored if kept and key in kept}
+        again = {key: spec for key, spec in stored.items() if key not in images}
+        images.update(face.shown(run_dir, again) if again else {})
     return [SampledRow(by_key[key], images.get(key)) for key in stored if key in by_key]
 
 
+#: zlib's level for the sample's PNGs: its fastest. A PNG is lossless at every level; on the
+#: bundled photos level 1 encodes about three times as fast as the default 6 for files about
+#: a tenth larger, and encoding was most of what a sampled image cost.
+PNG_LEVEL = 1
+
+
 def png_bytes(pixels: npt.NDArray[np.uint8]) -> bytes:
-    """``pixels`` (HxWx3 RGB) as PNG bytes with no metadata chunk: an image as a face's
-    ``shown`` gives it."""
+    """``pixels`` (HxWx3 RGB) as PNG bytes (zlib level :data:`PNG_LEVEL`) with no metadata
+    chunk: an image as a face's ``shown`` gives it."""
     import io
 
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, format="PNG")
+    Image.fromarray(pixels).save(buffer, format="PNG", compress_level=PNG_LEVEL)
     return buffer.getvalue()

@@ -85,6 +85,18 @@ class StoreReads(StoreBase):
         """The distinct kinds of the run's items, sorted (what a run holds, records or not)."""
         return [kind for (kind,) in self.conn.execute(ITEM_KINDS)]
 
+    def item_specs(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each item of ``kind`` (records or not) as its key and JSON spec, in the order items
+        were added: what :meth:`iter_records` reads of them (a draw over a stage's planned
+        items before it runs, :func:`clearsight.faces.sample.planned_keys`)."""
+        conn, tables, path = self.conn, self._tables, self.path
+        query = "SELECT i.key, i.kind, i.spec FROM items AS i" + filters(None, kind)[0]
+        cursor = conn.execute(query + " ORDER BY i.id", [kind])
+        while batch := cursor.fetchmany(1000):
+            for stored, kind_id, spec in batch:
+                key = public_key(stored)
+                yield key, tables.spec(kind_id, spec, conn, path, key)
+
     def items_and_ok_per_kind(self) -> dict[str, tuple[int, int]]:
         """Per item kind (sorted): how many items it has and how many of them have an ``ok``
         record, in one statement (one snapshot, as :meth:`counts`)."""

@@ -41,6 +41,9 @@ class Record:
     recomputed without the model), ``readouts`` the flat-or-nested dict of read-outs computed from
     it. A failed record carries the error message and whatever raw output exists (often None).
     ``finished_at`` defaults to the moment the record is made, i.e. when the work finished.
+    ``shown`` is never stored: the pixels the model was shown, where the unit was asked to keep
+    them (an item of an experiment tracker's sample: :mod:`clearsight.faces.sample`), handed
+    back to the writer's process with the record.
     """
 
     key: str
@@ -50,6 +53,7 @@ class Record:
     readouts: Mapping[str, object]
     elapsed_s: float
     finished_at: str = field(default_factory=utc_now)
+    shown: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def failed(

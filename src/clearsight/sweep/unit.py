@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import JsonValue
 
+from clearsight.execute.kept import with_shown
 from clearsight.execute.unit import KeyedItems
 from clearsight.models import Decoding, Message, Request, Response, shared_backend
 from clearsight.models.replies import checked_replies
@@ -226,7 +227,9 @@ def failed_records(unit: KeyedItems, exc: BaseException, started: float) -> list
 def run_unit(unit: SweepUnit) -> list[Record]:
     """Records of one unit. A unit-level failure (an unreadable image, say) fails its items with
     the reason; a failing request, or a reply that cannot be read
-    (:func:`~clearsight.models.replies.checked_reply`), fails only its own item."""
+    (:func:`~clearsight.models.replies.checked_reply`), fails only its own item. The record of
+    an item the run keeps the image of (a tracker's sample) carries the pixels its request
+    sent (:func:`~clearsight.execute.kept.with_shown`)."""
     started = time.perf_counter()
     items = tuple(unit.items)  # a grid builds its items when iterated: once here
     try:
@@ -246,7 +249,8 @@ def run_unit(unit: SweepUnit) -> list[Record]:
     answers = iter(checked_replies(backend, requests))
     replies = [r if isinstance(r, BaseException) else next(answers) for r in built]
     elapsed = (time.perf_counter() - started) / max(len(replies), 1)
-    return [item_record(item, reply, elapsed) for item, reply in zip(items, replies, strict=True)]
+    records = [item_record(item, r, elapsed) for item, r in zip(items, replies, strict=True)]
+    return with_shown(records, {item.key: r for item, r in zip(items, built, strict=True)})
 
 
 def item_record(item: SweepItem, reply: Response | BaseException, elapsed: float) -> Record:

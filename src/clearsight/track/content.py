@@ -9,7 +9,7 @@ a tracker refuses (MLflow takes ``[A-Za-z0-9_-. /:]``) replaced: ``V*_acc`` is `
 A value that is not finite (a crossing never reached) is not logged: a tracker would store it
 as NaN or refuse it, and the report says why it is missing. The stratified sample of items
 (:func:`clearsight.faces.sample.sample_rows`) goes as a table (:func:`table_of`): the rows'
-columns and, where the face shows images, the image each item was shown.
+columns and, where the face shows images, the image each item was shown (its PNG, encoded once).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ __all__ = [
     "Content",
     "StepMetric",
     "content_of",
+    "decoded",
     "metric_key",
     "params_of",
     "table_of",
@@ -140,20 +141,24 @@ def content_of(
 
 
 def table_of(
-    sample: Sequence[SampledRow], picture: Callable[[Image], Any]
+    sample: Sequence[SampledRow], picture: Callable[[bytes], Any]
 ) -> tuple[list[str], list[list[Any]]]:
     """The sample as a table's columns and rows: the rows' columns in first-seen order (a row
     lacking one holds None there) and, where the items have images, column :data:`IMAGE` last,
-    each image decoded from its PNG and made the tracker's own by ``picture``."""
+    each image's PNG made the tracker's own by ``picture``."""
+    columns = list(dict.fromkeys(c for s in sample for c in s.row))
+    rows = [[s.row.get(c) for c in columns] for s in sample]
+    if any(s.image is not None for s in sample):
+        columns.append(IMAGE)
+        for row, s in zip(rows, sample, strict=True):
+            row.append(None if s.image is None else picture(s.image))
+    return columns, rows
+
+
+def decoded(png: bytes) -> Image:
+    """A PNG's image (decoded when its pixels are first asked for)."""
     import io
 
     from PIL import Image as PILImage
 
-    columns = list(dict.fromkeys(c for s in sample for c in s.row))
-    images = [None if s.image is None else PILImage.open(io.BytesIO(s.image)) for s in sample]
-    rows = [[s.row.get(c) for c in columns] for s in sample]
-    if any(image is not None for image in images):
-        columns.append(IMAGE)
-        for row, image in zip(rows, images, strict=True):
-            row.append(None if image is None else picture(image))
-    return columns, rows
+    return PILImage.open(io.BytesIO(png))

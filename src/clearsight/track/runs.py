@@ -31,6 +31,7 @@ def track_run(
     check_trackers(trackers)
     protocol = run_protocol(run_dir)  # InputError: no run here
     session = open_session(trackers, run_dir, sample)
+    session.ran()  # the sample's table drawn and sent while the report is written
     try:
         if protocol in registered() and face_of(protocol).report is not None:
             build_report(run_dir, measured=session.hear)

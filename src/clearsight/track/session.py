@@ -12,10 +12,16 @@ unit it committed (:meth:`Session.committed`): the records counted so far, at mo
 unit and tracker (units committed while the sender is busy go in its next call, each at its
 own step). Each tracker's run begins at the first unit, once the run's manifest is stored, with
 the manifest as its parameters. The report's numbers are sent as soon as its analysis says what
-it measured (:meth:`Session.hear`: while its pages are drawn), the table of a stratified
-sample of items with the image each was shown (:func:`clearsight.faces.sample.sample_rows`,
-``sample`` rows, 0: none) and its files after it (:meth:`Session.finish`, which waits for the
-sender to finish).
+it measured (:meth:`Session.hear`: while its pages are drawn) and its files after it
+(:meth:`Session.finish`, which waits for the sender to finish).
+
+The table of a stratified sample of items with the image each was shown
+(:func:`clearsight.faces.sample.sample_rows`, ``sample`` rows, 0: none) costs the run no
+drawing: its items are drawn before each stage runs (:meth:`Session.keep`), the units hand back
+the pixels they sent for those items with their records, the session keeps them as they are
+committed, and once the units are done (:meth:`Session.ran`) the sender encodes them and sends
+the table while the report is written. Only an item the run did not keep (one that failed, an
+item of a resumed run's earlier start, every item of ``clearsight track``) is drawn again.
 """
 
 from __future__ import annotations
@@ -32,9 +38,12 @@ from typing import TYPE_CHECKING, Protocol
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from clearsight.faces.face import Measured, ProtocolFace
     from clearsight.faces.sample import SampledRow
-    from clearsight.store import Record
+    from clearsight.store import Record, RunStore
     from clearsight.track.content import Content, StepMetric
 
 from clearsight.track.names import SAMPLE_ROWS, SAMPLE_SEED, TRACKERS, tracker_spec
@@ -127,6 +136,11 @@ class Session:
         self._counts = {"records_ok": 0, "records_failed": 0}
         self._units = 0
         self._pending: list[StepMetric] = []
+        #: The pixels the run kept of the sample's items (by key), the table drawn from them
+        #: (None: not queued yet) and what went wrong drawing it (raised by :meth:`finish`).
+        self._kept: dict[str, npt.NDArray[np.uint8]] = {}
+        self._sample: tuple[SampledRow, ...] | None = None
+        self._failed: Exception | None = None
         self._lock = threading.Lock()
         # what the sender is given: a job (made into the call on each tracker when its turn
         # comes), whether it makes each tracker's sink first; None: stop
@@ -155,9 +169,13 @@ class Session:
 
     def _queue(self, call: _Call) -> None:
         """``call`` on every live tracker, in its turn (the first call begins the runs)."""
+        self._queue_job(lambda: call)
+
+    def _queue_job(self, job: Callable[[], _Call]) -> None:
+        """The call ``job`` makes in the sender's turn on every live tracker."""
         if self._sender is None:
             self._begin()
-        self._jobs.put((lambda: call, False))
+        self._jobs.put((job, False))
 
     def committed(self, records: list[Record]) -> None:
         """A unit's records are stored: queue the counts so far (one call per unit, or fewer
@@ -167,6 +185,8 @@ class Session:
         self._units += 1
         for record in records:
             self._counts["records_ok" if record.status == "ok" else "records_failed"] += 1
+            if record.shown is not None:
+                self._kept[record.key] = record.shown
         if self._sender is None:
             self._begin()
         with self._lock:
@@ -184,6 +204,40 @@ class Session:
     def on_commit(self) -> Callable[[list[Record]], None] | None:
         """:meth:`committed` where a tracker was asked for (None: the run needs no hook)."""
         return self.committed if self._names else None
+
+    def keep(self, store: RunStore, kind: str) -> frozenset[str]:
+        """The keys of the sample's items among the stored items of a stage of ``kind``, drawn
+        before it runs (:func:`~clearsight.faces.sample.planned_keys`), whose images its units
+        hand back; none where no table is sent, the face shows no images or draws its sample
+        from another kind."""
+        from clearsight.faces.sample import planned_keys
+
+        face = _face(self.run_dir) if self._names and self.sample else None
+        if face is None or face.reask is None or face.shown is None or face.reask.kind != kind:
+            return frozenset()
+        return planned_keys(store, face.reask, self.sample, SAMPLE_SEED)
+
+    def on_keep(self) -> Callable[[RunStore, str], frozenset[str]] | None:
+        """:meth:`keep` where a tracker was asked for (None: the units keep nothing)."""
+        return self.keep if self._names else None
+
+    def ran(self) -> None:
+        """The run's units are done: the sample's table queued (once), drawn in the sender's
+        turn from what the run kept, so that it is sent while the report is written."""
+        if not self._names or self._sample is not None:
+            return
+        self._sample = ()
+        if self.sample:
+            self._queue_job(self._table)
+
+    def _table(self) -> _Call:
+        """The call that sends the sample's table, drawn now (in the sender's turn)."""
+        try:
+            self._sample = tuple(sampled_rows(self.run_dir, self.sample, self._kept))
+        except Exception as exc:  # not the trackers': raised again by finish
+            self._failed = exc
+        sample, self._kept = self._sample, {}
+        return lambda sink: sink.table(sample) if sample else None
 
     def hear(self, measured: Measured) -> None:
         """What the report's analysis measured: its numbers, queued at once."""
@@ -203,16 +257,16 @@ class Session:
 
         if not self._names:
             return Content({})
+        self.ran()
         if self._sent is None and (measured := card_measured(self.run_dir)) is not None:
             self.hear(measured)
-        sample = tuple(sampled_rows(self.run_dir, self.sample))
-        if sample:
-            self._queue(lambda sink: sink.table(sample))
         files = tuple(self.run_dir / n for n in REPORT_FILES if (self.run_dir / n).is_file())
         self._queue(lambda sink: sink.files(files))
         self.end(ok=True)
+        if self._failed is not None:
+            raise self._failed
         sent = self._sent or Content({})
-        return Content(self._params, sent.steps, sent.summary, files, sample)
+        return Content(self._params, sent.steps, sent.summary, files, self._sample or ())
 
     def end(self, ok: bool) -> None:
         """End each tracker's run (a run that failed as failed) and wait for the sender."""
@@ -273,15 +327,18 @@ def card_measured(run_dir: Path) -> Measured | None:
     return Measured({"": section.numbers, **section.by_model})
 
 
-def sampled_rows(run_dir: Path, n: int) -> list[SampledRow]:
+def sampled_rows(
+    run_dir: Path, n: int, kept: Mapping[str, npt.NDArray[np.uint8]] | None = None
+) -> list[SampledRow]:
     """The sample's ``n`` rows (seed :data:`SAMPLE_SEED`), drawn through the run's face (none:
-    its protocol has no face, no rows or nothing to draw by)."""
+    its protocol has no face, no rows or nothing to draw by), their images those the run
+    ``kept`` where it kept them."""
     from clearsight.faces.sample import sample_rows
 
     face = _face(run_dir)
     if face is None or face.rows is None or n == 0:
         return []
-    return sample_rows(run_dir, face, face.rows(run_dir), n, SAMPLE_SEED)
+    return sample_rows(run_dir, face, face.rows(run_dir), n, SAMPLE_SEED, kept)
 
 
 def open_session(names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> Session:

@@ -14,7 +14,8 @@ it, the step and summary metrics after it, and the report's files as artifacts. 
 metric is logged once, at step 0. The sample of items is MLflow's own table,
 ``MlflowClient.log_table`` as ``sample.parquet`` (floats kept exact; ``mlflow.load_table``
 reads it back), each image a PNG under ``table_images/sample/`` that its row's ``image`` cell
-names (``filepath``).
+names (``filepath``): the sample's own PNG bytes (:class:`EncodedPng`), not encoded a second
+time by MLflow.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from PIL.Image import Image
+
     from clearsight.faces.sample import SampledRow
     from clearsight.track.content import StepMetric
 
-__all__ = ["QUICK_HTTP", "MlflowSink"]
+__all__ = ["QUICK_HTTP", "EncodedPng", "MlflowSink"]
 
 #: MLflow's HTTP settings clearsight sets where they are not set (its environment variables,
 #: read at each request): two retries, 1 s and 2 s apart, and a 20 s timeout per request.
@@ -40,6 +43,33 @@ QUICK_HTTP = {
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
 }
+
+
+class EncodedPng:
+    """A PNG as ``MlflowClient.log_table`` takes an image (it asks an image for ``save``,
+    ``resize`` and ``size``): saved as the bytes it is, where a ``PIL.Image`` would be encoded
+    again (a second PNG encoding of every image, most of the table's cost), and decoded only
+    for the small copy MLflow's UI shows (``resize``)."""
+
+    def __init__(self, png: bytes) -> None:
+        from clearsight.track.content import decoded
+
+        self.png = png
+        self.image = decoded(png)  # its header read: the size; its pixels when resized
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """Width and height, as ``PIL.Image.size``."""
+        return self.image.size
+
+    def save(self, path: str) -> None:
+        """The PNG written to ``path`` (MLflow's ``.png`` artifact file) as it is."""
+        with open(path, "wb") as out:
+            out.write(self.png)
+
+    def resize(self, size: tuple[int, int]) -> Image:
+        """The pixels resized (MLflow's thumbnail, which it saves as WebP)."""
+        return self.image.resize(size)
 
 
 class MlflowSink:
@@ -95,7 +125,7 @@ class MlflowSink:
 
         from clearsight.track.content import IMAGE, SAMPLE, table_of
 
-        columns, rows = table_of(sample, lambda image: image)
+        columns, rows = table_of(sample, EncodedPng)
         frame = pd.DataFrame(rows, columns=columns)
         shown = frame[IMAGE].notna().tolist() if IMAGE in frame else [False] * len(frame)
         start = 0

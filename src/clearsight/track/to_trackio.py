@@ -68,9 +68,9 @@ class TrackioSink:
         """The sample as a ``trackio.Table`` with ``trackio.Image`` cells, at step 0."""
         import trackio
 
-        from clearsight.track.content import SAMPLE, table_of
+        from clearsight.track.content import SAMPLE, decoded, table_of
 
-        columns, rows = table_of(sample, trackio.Image)
+        columns, rows = table_of(sample, lambda png: trackio.Image(decoded(png)))
         self.run.log({SAMPLE: trackio.Table(columns=columns, data=rows)}, step=0)
 
     def end(self, ok: bool) -> None:

@@ -68,9 +68,9 @@ class WandbSink:
         """The sample as a ``wandb.Table`` with ``wandb.Image`` cells."""
         import wandb
 
-        from clearsight.track.content import SAMPLE, table_of
+        from clearsight.track.content import SAMPLE, decoded, table_of
 
-        columns, rows = table_of(sample, wandb.Image)
+        columns, rows = table_of(sample, lambda png: wandb.Image(decoded(png)))
         names: list[str | int] = list(columns)  # the types wandb's signature names
         data: list[Iterable[Any]] = list(rows)
         self.run.log({SAMPLE: wandb.Table(columns=names, data=data)})

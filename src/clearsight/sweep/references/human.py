@@ -25,7 +25,6 @@ questions is ``clearsight serve RUN --sweep`` (:mod:`clearsight.ui.sweep`).
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -139,11 +138,7 @@ def human_record(item: SweepItem, letter: str, confidence: float, elapsed_s: flo
 def item_png(item: SweepItem, depth_model: str) -> bytes:
     """The image the sweep shows a model for ``item`` (its condition rendered from the scene,
     the target's red box drawn last) as PNG bytes with no metadata chunk."""
-    from PIL import Image
-
+    from clearsight.faces.sample import png_bytes
     from clearsight.sweep.unit import item_image
 
-    pixels = item_image(item, depth_model)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels).save(buffer, format="PNG")
-    return buffer.getvalue()
+    return png_bytes(item_image(item, depth_model))

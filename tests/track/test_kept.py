@@ -1,0 +1,111 @@
+"""The sample's images kept while a run runs (clearsight.faces.sample): the sample drawn before
+a stage runs is the one drawn after it; a unit hands back the pixels its request carried for
+the kept items only; the table sends what the run kept and draws only the other items again;
+and a tracked sweep draws no image again at its end (the image the model was shown, rendered
+once, by the unit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clearsight.execute.kept import keeping
+from clearsight.faces import face_of
+from clearsight.faces.sample import planned_keys, sample_rows, sampled_specs
+from clearsight.store import RunStore, run_manifest
+from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.plan import SweepPlan, plan_sweep
+from clearsight.sweep.references import human
+from clearsight.sweep.unit import item_image, run_unit
+from fixtures.trackers import pixels, run_sweep_cli
+
+SWEEP = face_of("sweep")
+
+
+def _plan(run: Path) -> SweepPlan:
+    return plan_sweep(SweepConfig.model_validate(run_manifest(run)["config"]))
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys whose image the sweep's face draws again (its ``shown``: ``item_png``)."""
+    keys: list[str] = []
+    original = human.item_png
+
+    def counted(item: object, depth_model: str) -> bytes:
+        keys.append(item.key)  # type: ignore[attr-defined]
+        return original(item, depth_model)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(human, "item_png", counted)
+    return keys
+
+
+@pytest.mark.parametrize("n", [1, 5, 13, 40])
+def test_the_sample_drawn_before_a_run_is_the_one_drawn_after_it(sweep_run: Path, n: int) -> None:
+    """Every item of the finished sweep is ok: the keys drawn from its plan equal those drawn
+    from its records (all of them where n is more than there are)."""
+    assert SWEEP.reask is not None
+    with RunStore.open(sweep_run, read_only=True) as store:
+        before = planned_keys(store, SWEEP.reask, n, 0)
+        after = sampled_specs(store, SWEEP.reask, n, 0)
+        assert store.counts()["failed"] == 0
+        total = store.count_items("sweep")
+    assert before == set(after)
+    assert len(before) == min(n, total)
+
+
+def test_a_unit_hands_back_the_pixels_it_sent_for_the_kept_items_only(sweep_run: Path) -> None:
+    unit = _plan(sweep_run).units[0]
+    items = list(unit.items)
+    kept = frozenset(item.key for item in items[::3])
+    records = keeping(run_unit, kept, unit)
+    assert [r.key for r in records] == [item.key for item in items]
+    depth = unit.depth_model
+    for item, record in zip(items, records, strict=True):
+        if item.key in kept:
+            assert np.array_equal(record.shown, item_image(item, depth)), item.key
+        else:
+            assert record.shown is None
+    assert all(r.shown is None for r in run_unit(unit))  # outside keeping: nothing kept
+
+
+def test_the_table_sends_what_the_run_kept_and_draws_only_the_rest(
+    sweep_run: Path, drawn: list[str]
+) -> None:
+    """Kept pixels (here: each image inverted, so that the test sees which was sent) are
+    encoded as they are; the items the run did not keep are drawn again by the face."""
+    assert SWEEP.rows is not None
+    assert SWEEP.reask is not None
+    assert SWEEP.shown is not None
+    with RunStore.open(sweep_run, read_only=True) as store:
+        specs = sampled_specs(store, SWEEP.reask, 6, 0)
+    shown = {key: pixels(png) for key, png in SWEEP.shown(sweep_run, specs).items()}
+    drawn.clear()
+    kept = {key: 255 - shown[key] for key in list(specs)[:4]}
+    rows = sample_rows(sweep_run, SWEEP, SWEEP.rows(sweep_run), 6, 0, kept)
+    assert [r.row["key"] for r in rows] == list(specs)
+    assert sorted(drawn) == sorted(list(specs)[4:])  # the two not kept, drawn again once
+    for row in rows:
+        assert row.image is not None
+        want = kept.get(str(row.row["key"]), shown[str(row.row["key"])])
+        assert np.array_equal(pixels(row.image), want)
+
+
+def test_a_tracked_sweep_draws_no_image_again(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch, drawn: list[str]
+) -> None:
+    """Sent to trackio while it runs, with a table of 9 of its 26 items: every image of the
+    table is one a unit sent (the table's pixels are the face's: test_trackio)."""
+    from clearsight.track.names import PROJECT
+
+    run_dir = tmp_path / "sweep-kept"
+    run_sweep_cli(run_dir, "--tracker", "trackio", "--tracker-sample", "9")
+    assert drawn == []
+    from trackio.sqlite_storage import SQLiteStorage
+
+    logged = [row.get("sample") for row in SQLiteStorage.get_logs(PROJECT, run_dir.name)]
+    (table,) = [t for t in logged if t is not None]
+    assert len(table["_value"]) == 9
+    assert all(row["image"]["_type"] == "trackio.image" for row in table["_value"])
