@@ -199,7 +199,7 @@ class _Scheduler:
         ray: Any,
         units: Sequence[Unit],
         run: Callable[[Any], list[Record]],
-        commit: Callable[[list[Record]], None],
+        commit: Callable[[list[Record], Unit], None],
         config: RayConfig,
         replicas: int,
     ) -> None:
@@ -272,7 +272,7 @@ class _Scheduler:
             self._requeue(i)
             return
         reason = f"failed {self.attempts[i]} attempts on Ray; last: {_reason(exc)}"
-        self.commit(failed_records(self.units[i], reason))
+        self.commit(failed_records(self.units[i], reason), self.units[i])
 
     def _lost(self, slot: _Slot, exc: BaseException) -> None:
         """Replace a dead replica; its running unit is charged, its queued ones go back."""
@@ -339,8 +339,9 @@ class _Scheduler:
         except ray.exceptions.RayError as exc:  # the replica is gone
             self._lost(slot, exc)
             return
+        _, i = slot.inflight[position]
         del slot.inflight[position]
-        self.commit(records)
+        self.commit(records, self.units[i])
         self._fill(slot)
 
     def shutdown(self) -> None:
@@ -352,7 +353,7 @@ class _Scheduler:
 def run_on_ray(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
-    commit: Callable[[list[Record]], None],
+    commit: Callable[[list[Record], Unit], None],
     *,
     workers: int,
     config: RayConfig,
