@@ -4,10 +4,10 @@ CPU thread unless told otherwise (recorded in the manifest)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,15 +16,15 @@ import pytest
 from clearsight import execute
 from clearsight.execute import progress
 from clearsight.execute.threads import THREAD_VARIABLES, run_threads, use_threads
-from clearsight.store import Record, RunStore
+from clearsight.store import RunStore
+from fixtures.units import RecordingBar, reporting_run
 
 
 @dataclass(frozen=True)
 class _Unit:
-    """A unit of ``size`` items whose run reports quarter by quarter."""
+    """A unit of ``size`` items (run by :func:`~fixtures.units.reporting_run`)."""
 
     keys: tuple[str, ...]
-    pause_s: float = 0.0
     model: str = ""
 
     @property
@@ -34,35 +34,6 @@ class _Unit:
     @property
     def cost(self) -> float:
         return float(self.size)
-
-
-def reporting_run(unit: _Unit) -> list[Record]:
-    """Answer the unit's items in quarters, reporting each (module level: pool workers pickle
-    it), then return their records."""
-    for done in range(1, 4):
-        progress.report(done, 4)
-        time.sleep(unit.pause_s)
-    return [Record(k, "ok", None, {}, {}, 0.0) for k in unit.keys]
-
-
-class _Bar:
-    """A progress bar that keeps every position it was moved to and every note shown beside
-    it (with the position it was shown at)."""
-
-    def __init__(self) -> None:
-        self.n: float = 0
-        self.seen: list[float] = []
-        self.notes: list[tuple[float, str]] = []
-
-    def update(self, k: float) -> None:
-        self.n += k
-        self.seen.append(self.n)
-
-    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
-        self.notes.append((self.n, text))
-
-    def close(self) -> None:
-        pass
 
 
 def _store_with(tmp_path: Path, n: int) -> tuple[RunStore, list[str]]:
@@ -80,15 +51,15 @@ def _store_with(tmp_path: Path, n: int) -> tuple[RunStore, list[str]]:
 def test_the_bar_counts_a_units_items_before_the_unit_is_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, workers: int
 ) -> None:
-    bar = _Bar()
+    bar = RecordingBar()
     monkeypatch.setattr(execute, "_progress", lambda total, desc, enabled: bar)
     store, keys = _store_with(tmp_path, 16)
     pause = 0.0 if executor == "serial" else 0.7  # the pool's parent drains twice a second
-    units = [_Unit(tuple(keys[:8]), pause), _Unit(tuple(keys[8:]), pause)]
+    units = [_Unit(tuple(keys[:8])), _Unit(tuple(keys[8:]))]
     with store:
         summary = execute.execute(
             units,
-            reporting_run,
+            functools.partial(reporting_run, pause),
             store,
             executor=executor,  # type: ignore[arg-type]
             workers=workers,
@@ -103,7 +74,7 @@ def test_the_bar_counts_a_units_items_before_the_unit_is_stored(
 
 
 def test_a_unit_never_shows_its_last_item_before_it_is_stored() -> None:
-    bar = _Bar()
+    bar = RecordingBar()
     shown = progress.UnitProgress(bar.update, 300)  # whole items
     shown(0.002)  # 0.6 items: nothing moves
     shown(1.0)
@@ -116,7 +87,7 @@ def test_a_unit_never_shows_its_last_item_before_it_is_stored() -> None:
 def test_a_small_unit_moves_in_hundredths_and_never_shows_its_end() -> None:
     """A unit of fewer than a hundred items (a probe conversation is one) moves the bar in a
     hundredth of the unit at a time, up to the last hundredth before its end."""
-    bar = _Bar()
+    bar = RecordingBar()
     shown = progress.UnitProgress(bar.update, 3)
     shown(0.004)  # under a hundredth: nothing moves
     shown(0.25)
@@ -174,7 +145,7 @@ def test_a_probe_conversation_says_its_turns_and_moves_the_bar_before_it_ends(
     from clearsight.probe.protocol import run_probe
     from fixtures.probe_runs import IDS, probe_config
 
-    bar = _Bar()
+    bar = RecordingBar()
     monkeypatch.setattr(execute, "_progress", lambda total, desc, enabled: bar)
     config = probe_config(tmp_path, instance_ids=IDS[:1], strategies=("bp",), runs=1)
     summary = run_probe(config, tmp_path / "run", executor=executor, workers=workers)

@@ -119,7 +119,7 @@ def execute(
             from clearsight.execute.on_ray import run_on_ray
 
             assert ray is not None
-            run_on_ray(units, run, tally.commit, workers=workers, config=ray, keep_local=keep_ray)
+            run_on_ray(units, run, tally, workers=workers, config=ray, keep_local=keep_ray)
         elif in_process(executor, workers):
             _run_here(units, run, tally)
         else:

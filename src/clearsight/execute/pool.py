@@ -18,7 +18,7 @@ from typing import Any
 
 from clearsight.execute import progress
 from clearsight.execute.threads import use_threads
-from clearsight.execute.unit import Heard, Unit, failed_records
+from clearsight.execute.unit import Heard, Unit, failed_records, hear
 from clearsight.store import Record
 from clearsight.validate import InputError
 
@@ -155,14 +155,6 @@ def _drain(reports: Any, ordered: Sequence[Unit], heard: Heard) -> None:
     while not reports.empty():
         index, share, note = reports.get()
         hear(heard, ordered[index], share, note)
-
-
-def hear(heard: Heard, unit: Unit, share: float | None, note: str | None) -> None:
-    """One report from the process running ``unit``: its share done or a note."""
-    if share is not None:
-        heard.partial(unit, share)
-    if note is not None:
-        heard.note(unit, note)
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:

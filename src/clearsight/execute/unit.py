@@ -89,6 +89,14 @@ class Heard(Protocol):
     def commit(self, records: list[Record], unit: Unit, found: object = None) -> None: ...
 
 
+def hear(heard: Heard, unit: Unit, share: float | None, note: str | None) -> None:
+    """One report from the process running ``unit``: its share done or a note."""
+    if share is not None:
+        heard.partial(unit, share)
+    if note is not None:
+        heard.note(unit, note)
+
+
 def failed_records(unit: Unit, reason: str | BaseException) -> list[Record]:
     """Every item of ``unit`` as a failed record with ``reason`` (a unit whose ``run`` raised,
     or that failed every attempt on Ray)."""
