@@ -178,11 +178,12 @@ class _Tally:
             shown(share)
 
     def note(self, unit: Unit, text: str) -> None:
-        """``unit`` says what it is doing: shown beside the bar until another unit says
-        something or it is stored."""
+        """``unit`` says what it is doing: shown beside the bar at once (a turn that moves the
+        bar by less than its step still shows), until another unit says something or it is
+        stored."""
         if id(unit) not in self.committed:
             self.noted = id(unit)
-            self.bar.set_postfix_str(text, refresh=False)
+            self.bar.set_postfix_str(text, refresh=True)
 
     def commit(self, records: list[Record], unit: Unit, found: object = None) -> None:
         """Store one unit's records and count them (on the bar: instead of its partial share);
