@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -137,3 +138,21 @@ def test_the_help_step_runs_against_this_environment() -> None:
     assert said["sweep_help_longest_option"].startswith("--")
     assert list(said)[:2] == ["uptime", "load_sweep_help"]
     assert list(said)[-1] == "load_end"
+
+
+@pytest.mark.skipif(
+    not Path("/usr/bin/chromium").exists(),
+    reason="Debian's chromium is not installed at /usr/bin/chromium: run `make browser`",
+)
+def test_the_screenshot_is_the_pages_first_screen_at_1280x800(tmp_path: Path) -> None:
+    pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    from PIL import Image
+
+    page = tmp_path / "report.html"
+    page.write_text('<body style="margin:0;height:3000px;background:#c00"></body>')
+    shot = tmp_path / "shot" / "first-screen.png"
+    done = _run("--shoot", str(page), str(shot))
+    assert done.returncode == 0, done.stderr
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1280, 800)  # the first screen only, not the 3000-px page
+    assert image.getpixel((640, 400)) == (204, 0, 0)
