@@ -651,7 +651,7 @@ def _sized_models(
     protocol: Protocol[C, Any],
     config: C,
     execution: Execution,
-    loaded: Mapping[str, Any],
+    loaded: Mapping[str, object],
     began: bool,
 ) -> Iterable[str]:
     """The models whose batch sizes this start writes to the manifest: none where it did not

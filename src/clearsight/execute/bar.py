@@ -8,8 +8,6 @@ decimals ("0.25/8 item"), and as a whole number once it is one.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tqdm import tqdm
 
 
@@ -17,11 +15,13 @@ class ItemBar(tqdm):  # type: ignore[misc]  # tqdm has no type hints
     """tqdm with its count shown rounded to hundredths (the sum of partial items)."""
 
     @property
-    def format_dict(self) -> dict[str, Any]:
-        """tqdm's fields, the count rounded."""
-        fields: dict[str, Any] = super().format_dict
-        n = round(float(fields["n"]), 2)
-        fields["n"] = int(n) if n.is_integer() else n
+    def format_dict(self) -> dict[str, object]:
+        """tqdm's fields, a count of partial items rounded."""
+        fields: dict[str, object] = super().format_dict
+        n = fields["n"]
+        if isinstance(n, float):
+            shown = round(n, 2)
+            fields["n"] = int(shown) if shown.is_integer() else shown
         return fields
 
 
