@@ -376,6 +376,26 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
         _mmmu_pro(
             "MMMU-Pro", "standard (10 options)", "mmmu_pro_standard", "question", "", "image_1"
         ),
+        HubSpec(
+            # the paper's diagnostic subset (App. C.2), reported apart from the ten benchmarks;
+            # free-form answers, "<AND>" / "<OR>" joining the parts a grader accepts
+            name="MM-Vet",
+            protocol="grounding",
+            hub_id="lmms-lab/MMVet",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="6f71fdadf11f9cfbb8048e3fab4c2687f08e01e1",
+            source=f"{LMMS_EVAL} tasks/mmvet/mmvet.yaml, utils.py (question_id, image, "
+            "question, answer, capability)",
+            id="question_id",
+            question="question",
+            answer="answer",
+            gold="text",
+            options_form="none",
+            image="image",
+            category="capability",
+        ),
         # the question and its options are rendered in the image (the options column lists
         # them too)
         _mmmu_pro(
