@@ -40,6 +40,7 @@ from clearsight.grounding.confidence.readout_table import (
     readout_order,
     readout_scores,
 )
+from clearsight.grounding.examples import Example, example_trajectories
 from clearsight.grounding.hesitation import event_pairs, stable_share
 from clearsight.grounding.population import CommonPopulation, common_population, report_methods
 from clearsight.grounding.results import GroundingResults, SampledVariation, load_grounding_results
@@ -162,6 +163,10 @@ class GroundingAnalysis:
     retention: pd.DataFrame | None = None
     others: tuple[GroundingAnalysis, ...] = ()
     cost: pd.DataFrame | None = None
+    examples: tuple[Example, ...] = ()
+    """A few own trajectories with their hesitation events marked (Figs. 1 and 4;
+    :func:`~clearsight.grounding.examples.example_trajectories`, drawn with the seed)."""
+    example_seed: int = 0
     common: CommonPopulation | None = None
     """Every method's scores on the report's common-valid populations (Figs. 11/12, 15/16;
     :mod:`clearsight.grounding.population`): the report's analysis only."""
@@ -273,6 +278,8 @@ def analyse_results(
         variation=axis_variation(elic),
         variation_sampling=results.variation,
         hesitation=_hesitation(elic),
+        examples=example_trajectories(elic, trajs, seed),
+        example_seed=seed,
         visible_vs_masked=_visible_vs_masked(elic),
         curve=curve,
         curve_change={r: overall[f"dE_r{r:.2f}"] for r in MASK_RATIOS if curve},

@@ -54,7 +54,8 @@ class GroundingResults:
     variant, expected, probs, mass, readout, distributions (per slot), coverage, share, meta),
     the input of
     :mod:`clearsight.grounding.tgs`. ``trajectories``: one
-    row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
+    row per ok own trajectory (problem, benchmark, correct, answer, answer_forced, trajectory: its
+    JSON form).
     ``judge``: per axis, pairs judged (``n``), the share where the judge picked the bad side
     (``picked_bad``) and the pairs it judged seeing the problem's image (``with_image``).
     ``failures``: failed records counted by ``"<kind>: <reason>"`` (the reason's first 80
@@ -145,6 +146,7 @@ def _trajectories(store: RunStore) -> pd.DataFrame:
                 "correct": bool(rec.readouts["correct"]),
                 "answer": rec.readouts["answer"],
                 "answer_forced": rec.readouts["answer_forced"],
+                "trajectory": rec.readouts["trajectory"],
             }
             for rec in read
         ]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from clearsight.faces.face import NO_APPENDIX, Appendix
 from clearsight.grounding.analysis import GroundingAnalysis, WilcoxonTest, analyse_grounding
+from clearsight.grounding.page.examples import examples_html, examples_markdown
 from clearsight.grounding.page.figures import (
     ece_tgs_figure,
     hesitation_figure,
@@ -131,6 +132,7 @@ def render_html(
             "Hesitation",
             frame_table(hesitation_frame(analysis)) + _figure(figures, "hesitation"),
         ),
+        ("Example trajectories with hesitation markers (Figs. 1, 4)", examples_html(analysis)),
         ("Tests", frame_table(tests_frame(analysis))),
         (
             "ECE against TGS (Figs. 15, 16)",
@@ -227,6 +229,10 @@ def _summary_details(analysis: GroundingAnalysis) -> list[str]:
         f"- events: {h.get('n_events')} in {h.get('n_trajectories')} trajectories (at most "
         f"{h.get('max_events_per_trajectory')} in one); P(|c_pre - c_post| <= 0.02) = "
         f"{h.get('stable_share')}; mean change = {h.get('mean_change')}",
+        "",
+        "## Example trajectories with hesitation markers (Figs. 1, 4)",
+        "",
+        *examples_markdown(analysis),
         "",
         "## Tests",
         "",
