@@ -110,12 +110,11 @@ def _figure(figures: dict[str, bytes | None], name: str) -> str:
     return img(figures[name], alt, caption) or "<p class='note'>(no data in this run)</p>"
 
 
-def render_html(
-    analysis: GroundingAnalysis, figures: dict[str, bytes | None], reproducibility: str = ""
-) -> str:
-    """The self-contained page: the scores table, the masking curve, variation, hesitation,
-    the tests, ECE against TGS, the judge and the failures, tables with their figures (and the
-    run's ``reproducibility`` section, where it has re-asks)."""
+def _sections(
+    analysis: GroundingAnalysis, figures: dict[str, bytes | None]
+) -> list[tuple[str, str]]:
+    """The page's sections in order, (title, HTML): tables with their figures, then the
+    judge, the retention and the failures where the run has them."""
     sections = [
         ("Scores", frame_table(tables(analysis))),
         ("Methods side by side (Table 2)", frame_table(readouts_frame(analysis))),
@@ -145,6 +144,15 @@ def render_html(
     if (retention := retention_frame(analysis)) is not None:
         sections.append(("TGS-Bench retention (kept / attempted)", frame_table(retention)))
     sections.append(("Failed or skipped items", frame_table(failures_frame(analysis))))
+    return sections
+
+
+def render_html(
+    analysis: GroundingAnalysis, figures: dict[str, bytes | None], reproducibility: str = ""
+) -> str:
+    """The self-contained page: the headline, the run's counts, then its sections
+    (:func:`_sections`) (and the run's ``reproducibility`` section, where it has re-asks)."""
+    sections = _sections(analysis, figures)
     name = analysis.name
     body = [
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
