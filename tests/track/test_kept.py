@@ -19,7 +19,7 @@ from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.plan import SweepPlan, plan_sweep
 from clearsight.sweep.references import human
 from clearsight.sweep.unit import item_image, run_unit
-from fixtures.trackers import pixels, run_sweep_cli
+from fixtures.trackers import assert_sample, pixels, run_sweep_cli
 
 SWEEP = face_of("sweep")
 
@@ -93,19 +93,24 @@ def test_the_table_sends_what_the_run_kept_and_draws_only_the_rest(
         assert np.array_equal(pixels(row.image), want)
 
 
+@pytest.mark.parametrize("executor", [("serial",), ("process", "--workers", "2")])
 def test_a_tracked_sweep_draws_no_image_again(
-    tmp_path: Path, clean_env: pytest.MonkeyPatch, drawn: list[str]
+    tmp_path: Path, clean_env: pytest.MonkeyPatch, drawn: list[str], executor: tuple[str, ...]
 ) -> None:
     """Sent to trackio while it runs, with a table of 9 of its 26 items: every image of the
-    table is one a unit sent (the table's pixels are the face's: test_trackio)."""
+    table is one a unit sent, in this process or handed back by a pool's worker with its
+    records; each the pixels the face's ``shown`` draws for its item."""
+    from trackio.sqlite_storage import SQLiteStorage
+    from trackio.utils import MEDIA_DIR
+
     from clearsight.track.names import PROJECT
 
-    run_dir = tmp_path / "sweep-kept"
-    run_sweep_cli(run_dir, "--tracker", "trackio", "--tracker-sample", "9")
+    run_dir = tmp_path / f"sweep-kept-{executor[0]}"
+    run_sweep_cli(run_dir, "--tracker", "trackio", "--tracker-sample", "9", "--executor", *executor)
     assert drawn == []
-    from trackio.sqlite_storage import SQLiteStorage
-
     logged = [row.get("sample") for row in SQLiteStorage.get_logs(PROJECT, run_dir.name)]
     (table,) = [t for t in logged if t is not None]
-    assert len(table["_value"]) == 9
-    assert all(row["image"]["_type"] == "trackio.image" for row in table["_value"])
+    rows = table["_value"]
+    cells = [row.pop("image") for row in rows]
+    assert all(cell["_type"] == "trackio.image" for cell in cells)
+    assert_sample(run_dir, 9, rows, [MEDIA_DIR / cell["file_path"] for cell in cells])
