@@ -62,6 +62,7 @@ class SweepConfig(RunConfig):
         "model_scenes",
         "w_accuracy",
         "imagenet_c_corruptions",
+        "conformal_alpha",
     )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -161,6 +162,16 @@ class SweepConfig(RunConfig):
         "verbalized confidence's W with the verbal replies' accuracy, the generic abstain "
         "option's with that wording's). An analysis choice: it changes no record (the manifest "
         "records it as its own entry; a run stored before it resumes and reads 'main').",
+    )
+    conformal_alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="The target risk alpha of the report's split-conformal abstention "
+        "threshold: fitted on the clean images' answers so that at most this share of "
+        "exchangeable answers is given and wrong, then applied at every visibility level to "
+        "show where the clean guarantee stops holding. An analysis choice: it changes no "
+        "record (left out of a stored configuration at its default).",
     )
     imagenet_c_plasma: Literal["independent", "common"] = Field(
         "independent",

@@ -48,6 +48,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +81,7 @@ from clearsight.validate import InputError
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "FOCUS_M",
     "LETTER_FLOOR",
     "MAPS",
     "Recalibrated",
@@ -96,6 +98,9 @@ DEFAULT_ALPHA = 0.05
 #: gives a letter outside its top k no probability at all).
 LETTER_FLOOR = 1e-12
 _STATS = ("ece", "brier", "aurc")
+#: The visibility the report's summary reads each arm at (its nearest level): 3.9 m, where fog
+#: has taken most models' accuracy and a clean-image calibration is put to the test.
+FOCUS_M = 3.90625
 #: The equal-width bins of ECE (:func:`~clearsight.metrics.ece`'s default).
 ECE_BINS = 10
 _LETTERS = tuple(chr(c) for c in range(ord("A"), ord("Z") + 1))
@@ -115,7 +120,10 @@ class Recalibrated:
     most alpha). ``widths``: one row per group × arm × map: ``v_acc_m``, ``v_conf_m`` (with
     ``_low`` / ``_high``), ``w``, ``w_bound``, ``w_low``, ``w_high``. ``breaks``: one row per
     group × arm: ``level``/``level_m`` of the clearest level where the guarantee stops
-    holding ('' / NaN: it holds at every level)."""
+    holding ('' / NaN: it holds at every level). ``summary``: one row per group × arm × map:
+    ECE at the clean images (``ece_clean``) and at the arm's level nearest
+    :data:`FOCUS_M` (``at``, ``ece_at``), each with ``_low`` / ``_high``, and the map's
+    ``w``, ``w_low``, ``w_high``, ``w_bound``."""
 
     alpha: float
     fits: pd.DataFrame
@@ -123,6 +131,7 @@ class Recalibrated:
     conformal: pd.DataFrame
     widths: pd.DataFrame
     breaks: pd.DataFrame
+    summary: pd.DataFrame
 
     @property
     def empty(self) -> bool:
@@ -153,12 +162,17 @@ def letter_logprobs(run_dir: Path, keys: list[str]) -> tuple[FloatArray, IntArra
             columns=[*columns, *(f"letter_probs.{x}" for x in _LETTERS)],
             where={"key": keys},
         )
+    if any(c not in frame for c in columns):
+        return None
     frame = frame.astype({c: object for c in columns}).set_index("key").reindex(keys)
     probs: FloatArray | None = None
     labels = np.full(len(keys), -1, dtype=np.intp)
     patterns = frame.groupby(["question.letters", "question.abstain"], dropna=False, sort=False)
-    for (letters, abstain), rows in patterns.indices.items():
-        content = [x for x in json.loads(str(letters)) if x != abstain]
+    for pattern, rows in patterns.indices.items():
+        letters, abstain = cast(tuple[object, object], pattern)
+        if not isinstance(letters, str):
+            return None
+        content = [x for x in json.loads(letters) if x != abstain]
         names = [f"letter_probs.{x}" for x in content]
         if any(n not in frame for n in names) or (
             probs is not None and probs.shape[1] != len(names)
@@ -242,9 +256,11 @@ def _placed_arms(data: RunData, veq: pd.DataFrame) -> pd.DataFrame:
     parts = [physical.assign(arm=physical["condition"])]
     imagenet = data.records[data.records["condition"] == "imagenet_c"].assign(corruption="fog")
     corrupted = pd.concat([imagenet, data.corrupted], ignore_index=True)
-    for name, rows in veq.groupby("corruption", sort=False) if not veq.empty else ():
+    if veq.empty:
+        return pd.concat(parts, ignore_index=True)
+    for name, rows in veq.groupby("corruption", sort=False):
         grid = metre_grid(rows)
-        mine = corrupted[corrupted["corruption"] == name] if "corruption" in corrupted else ()
+        mine = corrupted[corrupted["corruption"] == name]
         if grid.levels and len(mine):
             at = dict(zip(grid.severities, grid.levels, strict=True))
             placed = mine.assign(arm=f"imagenet_c {name}", level_m=mine["severity"].map(at))
@@ -264,11 +280,16 @@ def _cells(placed: pd.DataFrame) -> tuple[list[tuple[str, float]], dict[str, lis
 
 
 def _items(
-    rows: pd.DataFrame, signal: str, clusters: npt.NDArray[np.str_], run_dir: Path | None
+    rows: pd.DataFrame, signal: str, clusters: npt.NDArray[Any], run_dir: Path | None
 ) -> _Items:
     """``rows`` (with their ``cell``) as :class:`_Items`; with their letters read from the run
     in ``run_dir`` (None: not read)."""
-    letters = letter_logprobs(run_dir, rows["key"].astype(str).tolist()) if run_dir else None
+    letters = None
+    if run_dir is not None and "key" in rows:
+        try:
+            letters = letter_logprobs(run_dir, rows["key"].astype(str).tolist())
+        except InputError:  # records made up in memory: no run to read letters from
+            letters = None
     return _Items(
         conf=rows[signal].to_numpy(dtype=np.float64),
         correct=rows["correct"].to_numpy(dtype=np.float64),
@@ -354,7 +375,7 @@ def _fit(items: _Items, alpha: float) -> _Fitted:
     notes: list[str] = []
     temperature = platt = None
     if items.z is None or items.label is None:
-        notes.append("temperature: no letter log-probabilities (a verbalized confidence)")
+        notes.append("temperature: no letter log-probabilities stored (or a verbalized confidence)")
     else:
         temperature = fit_temperature(items.z[fit], items.label[fit])
     try:
@@ -425,7 +446,8 @@ def _aurc_by_cell(conf: FloatArray, wrong: FloatArray, cell: IntArray, n_cells: 
     errs, owner = (errors - before)[last], c[last]
     first = np.r_[True, owner[1:] != owner[:-1]]
     previous = np.where(first, 0.0, np.r_[0.0, accepted[:-1]])
-    return np.bincount(owner, weights=(accepted - previous) * errs / accepted, minlength=n_cells)
+    contributions = (accepted - previous) * errs / accepted
+    return np.bincount(owner, weights=contributions, minlength=n_cells).astype(np.float64)
 
 
 def _cell_means(values: FloatArray, cell: IntArray, n_cells: int) -> FloatArray:
@@ -649,6 +671,25 @@ def _breaks(conformal: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _summary(levels: pd.DataFrame, widths: pd.DataFrame) -> pd.DataFrame:
+    """The ``summary`` rows (:class:`Recalibrated`): per group × arm × map the clean ECE, the
+    ECE at the arm's level nearest :data:`FOCUS_M` and W."""
+    if levels.empty:
+        return pd.DataFrame()
+    names = ["model", "task", "wording", "signal", "map"]
+    ece = ["ece", "ece_low", "ece_high"]
+    clean = levels[levels["level"] == "clean"][names + ece]
+    arms = levels[levels["level"] != "clean"]
+    arms = arms.assign(off=(np.log(arms["level_m"].astype(float)) - math.log(FOCUS_M)).abs())
+    nearest = arms[arms["off"] == arms.groupby([*names, "arm"])["off"].transform("min")]
+    at = nearest[[*names, "arm", "level", *ece]].rename(columns={"level": "at"})
+    out = at.rename(columns={c: c.replace("ece", "ece_at") for c in ece}).merge(
+        clean.rename(columns={c: c.replace("ece", "ece_clean") for c in ece}), on=names
+    )
+    w = widths[[*names, "arm", "w", "w_low", "w_high", "w_bound"]]
+    return out.merge(w, on=[*names, "arm"], how="left")
+
+
 def recalibrated_numbers(
     data: RunData,
     veq: pd.DataFrame,
@@ -679,11 +720,13 @@ def recalibrated_numbers(
         conformal += [name | row for row in _conformal_rows(group, booted, alpha)]
         widths += [name | row for row in _width_rows(group, booted)]
     conformal_frame = pd.DataFrame(conformal)
+    levels_frame, widths_frame = pd.DataFrame(levels), pd.DataFrame(widths)
     return Recalibrated(
         alpha=alpha,
         fits=pd.DataFrame(fits),
-        levels=pd.DataFrame(levels),
+        levels=levels_frame,
         conformal=conformal_frame,
-        widths=pd.DataFrame(widths),
+        widths=widths_frame,
         breaks=_breaks(conformal_frame),
+        summary=_summary(levels_frame, widths_frame),
     )

@@ -24,6 +24,7 @@ from clearsight.pages.output import MarkdownBlock, ReportPaths, Summary, md_text
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.page.headline import headline_block
 from clearsight.sweep.page.labels import depth_line, interval, interval_m, interval_of
+from clearsight.sweep.page.recalibration import recalibration_markdown
 from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
 from clearsight.sweep.results import TASK_NAMES
 from clearsight.sweep.signals import AWARENESS
@@ -131,7 +132,8 @@ def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
 def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
     """summary.md as a value: the headline (``## Headline``: the analysis' table rendered by
     :mod:`clearsight.sweep.page.headline`), the crossings/W table and the controls table of
-    each task, the ImageNet-C severities on the metre axis, the ``appendix`` and the cost."""
+    each task, the ImageNet-C severities on the metre axis, calibration under weather
+    (:mod:`clearsight.sweep.page.recalibration`), the ``appendix`` and the cost."""
     run, boot = analysis.run, analysis.bootstrap
     lines: list[str | MarkdownBlock] = [
         f"# clearsight sweep summary — {md_text(run.name)}",
@@ -162,6 +164,7 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
             else "_No control conditions in this run._\n"
         )
     lines += _imagenet_markdown(analysis)
+    lines += recalibration_markdown(analysis)
     lines += appendix.markdown  # none without re-asks
     lines.append(Cost(analysis.cost))
     return Summary(lines)

@@ -1,6 +1,6 @@
 """The sections of the sweep's report page: provenance header, per-task curves, crossings and W,
 calibration, selective prediction, full sweep and controls, ImageNet-C on the physical axis,
-the guard's estimate, qualitative examples.
+calibration under weather, the guard's estimate, qualitative examples.
 
 Each section is a list of the page's parts (:data:`clearsight.pages.html.Part`): markup it
 escapes with :mod:`clearsight.pages.html`'s primitives, and blocks (tables, figures, the
@@ -29,6 +29,7 @@ from clearsight.sweep.page.examples import examples_section
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, headline_block
 from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
+from clearsight.sweep.page.recalibration import recalibration_section
 from clearsight.sweep.page.references import references_section
 from clearsight.sweep.page.tables import (
     controls_section,
@@ -58,6 +59,7 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
     if run.first_task:
         parts += imagenet_section(analysis, run.first_task)
         parts += corruptions_section(analysis, run.first_task)
+        parts += recalibration_section(analysis)
         parts += references_section(analysis, run.first_task)
         parts += examples_section(analysis.examples)
     parts += guard_section(analysis.guard)  # nothing without a guarded model
@@ -70,7 +72,8 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
 def _nav(run: RunFacts) -> str:
     """Links to the sections."""
     links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks]
-    links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("cost", "cost")]
+    links += [("imagenet-c", "ImageNet-C"), ("calibration-weather", "calibration under weather")]
+    links += [("examples", "examples"), ("cost", "cost")]
     links += [("methods", "methods")]
     return "<nav>" + "".join(f"<a href='#{esc(a)}'>{esc(t)}</a>" for a, t in links) + "</nav>"
 
