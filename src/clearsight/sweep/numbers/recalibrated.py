@@ -247,6 +247,11 @@ class _Group:
         """The blank images' cell (accuracy items only)."""
         return len(self.cells)
 
+    @property
+    def has_blank(self) -> bool:
+        """Whether the accuracy has blank images for its floor (else chance)."""
+        return bool((self.accuracy.cell == self.blank).any())
+
 
 def _placed_arms(data: RunData, veq: pd.DataFrame) -> pd.DataFrame:
     """The records of every arm on the metre axis with their ``arm`` and ``level_m``: the
@@ -476,7 +481,7 @@ def _widths(
     cells = group.arms[arm]
     values = np.vstack([accuracy[None, : len(group.cells)], confidence])
     floor = np.full(values.shape[0], group.chance)
-    if math.isfinite(accuracy[group.blank]):
+    if group.has_blank:  # a draw without blank images: no floor, no crossing (as the scene's)
         floor[0] = accuracy[group.blank]
     levels = [group.cells[c][1] for c in cells]
     with np.errstate(over="ignore", invalid="ignore"):
