@@ -14,10 +14,11 @@ import pytest
 
 from clearsight.metrics import apply_temperature, bootstrap_weights, brier, ece, risk_coverage
 from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.numbers import recalibrated as rc
+from clearsight.sweep.numbers import weather_draw, weather_items
+from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.page.report import build_sweep_report
 from clearsight.sweep.protocol import run_sweep
-from clearsight.sweep.numbers import recalibrated as rc
-from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.results import RunData, load_run_data
 
 LEVELS = (10.0, 1.0)
@@ -85,7 +86,8 @@ def test_a_two_level_toy_by_hand() -> None:
     fits = numbers.fits.iloc[0]
     assert fits["platt_a"] == pytest.approx(math.log(3) / math.log(2), rel=1e-9)
     assert fits["platt_b"] == pytest.approx(-math.log(3), rel=1e-9)
-    assert math.isnan(fits["temperature"]) and "temperature" in fits["note"]
+    assert math.isnan(fits["temperature"])
+    assert "temperature" in fits["note"]
     # at 0.8 one wrong of the 8 clean answers: (1 + 1) / 9 <= 0.3; at 0.5 (4 + 1) / 9 is not
     assert fits["threshold"] == 0.8
     levels = numbers.levels
@@ -127,7 +129,8 @@ def test_w_of_each_map_by_hand_and_accuracy_crossing_unmoved() -> None:
     # no map moves the accuracy's crossing: the same V*_acc and interval for every map, the
     # scene bootstrap's own, and W as read is the scene bootstrap's W
     assert widths["v_acc_m"].nunique() == 1
-    assert widths["v_acc_m_low"].nunique() == 1 and widths["v_acc_m_high"].nunique() == 1
+    assert widths["v_acc_m_low"].nunique() == 1
+    assert widths["v_acc_m_high"].nunique() == 1
     boot = scene_bootstrap(data, n_boot=20, seed=0).crossings
     accuracy = _at(boot, signal="accuracy", arm="fog")
     assert widths["v_acc_m"].iloc[0] == pytest.approx(accuracy["v_star_m"], rel=1e-12)
@@ -144,12 +147,12 @@ def test_each_draw_refits_the_maps_on_its_own_photos() -> None:
     """A bootstrap draw's numbers are those of the run in which each photo's items appear as
     often as the draw picked the photo, maps and threshold fitted again on it."""
     data = _toy()
-    group = next(rc._groups(data, pd.DataFrame()))
+    group = next(weather_items.groups(data, pd.DataFrame()))
     weights = bootstrap_weights(len(TOY), 3, seed=4).astype(float)
-    keys = rc._keys(group)
+    keys = weather_draw.draw_keys(group)
     compared = 0
     for row in weights:
-        drawn = dict(zip(keys, rc._numbers(group, row, ALPHA), strict=True))
+        drawn = dict(zip(keys, weather_draw.draw_numbers(group, row, ALPHA), strict=True))
         again = [t for t, times in zip(TOY, row.astype(int), strict=True) for _ in range(times)]
         redone = rc.recalibrated_numbers(_toy(again), pd.DataFrame(), n_boot=2, alpha=ALPHA)
         if redone.fits.empty or not (redone.levels["level"] == "1 m").any():
@@ -170,7 +173,7 @@ def test_cell_scores_match_the_metrics_cell_by_cell() -> None:
         conf = np.round(rng.uniform(size=n), 1)  # ties, and values on the bins' edges
         correct = (rng.uniform(size=n) < conf).astype(float)
         cell = rng.integers(0, 4, size=n)
-        found = rc._cell_scores(conf, correct, cell, 5)
+        found = weather_draw.cell_scores(conf, correct, cell, 5)
         assert np.isnan(found[4]).all()
         for c in np.unique(cell):
             m = cell == c
@@ -199,7 +202,7 @@ def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> 
     run = tmp_path / "run"
     run_sweep(config, run, progress=False)
     records = load_run_data(run).records
-    letters = rc.letter_logprobs(run, records["key"].astype(str).tolist())
+    letters = weather_items.letter_logprobs(run, records["key"].astype(str).tolist())
     assert letters is not None
     z, labels = letters
     answered = np.isfinite(records["internal_conf"].to_numpy())
@@ -215,4 +218,5 @@ def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> 
         row = f"\\| fog \\| {name} \\| {ci} \\| 3\\.9 m \\| {ci} \\|"
         assert re.search(row, summary), name
     html = paths.html.read_text(encoding="utf-8")
-    assert "id='calibration-weather'" in html and "Calibration under weather" in html
+    assert "id='calibration-weather'" in html
+    assert "Calibration under weather" in html

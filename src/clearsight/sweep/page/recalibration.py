@@ -28,6 +28,11 @@ MAP_LABELS = {
 _NAMES = ["model", "task", "wording"]
 
 
+def _head(frame: pd.DataFrame, *columns: str) -> dict[str, pd.Series]:
+    """The columns that name each row: model, task, wording and ``columns``."""
+    return {c: frame[c] for c in (*_NAMES, *columns)}
+
+
 def _method(numbers: Recalibrated) -> str:
     """What the section computes, in words."""
     return (
@@ -51,8 +56,7 @@ def _summary_frame(numbers: Recalibrated) -> pd.DataFrame:
     labels = [w_label(w, b) for w, b in zip(s["w"], s["w_bound"], strict=True)]
     return pd.DataFrame(
         {
-            **{c: s[c] for c in _NAMES},
-            "arm": s["arm"],
+            **_head(s, "arm"),
             "map": s["map"].map(MAP_LABELS),
             "ECE clean [95% CI]": _cis(s, "ece_clean", 3),
             "at": s["at"],
@@ -77,7 +81,7 @@ def _fits_frame(numbers: Recalibrated) -> pd.DataFrame:
     f = numbers.fits
     return pd.DataFrame(
         {
-            **{c: f[c] for c in _NAMES},
+            **_head(f),
             "clean answers": f["n_fit"].map(lambda v: fmt_num(v, 0)),
             "T": f["temperature"].map(lambda v: fmt_num(v, 3)),
             "Platt a": f["platt_a"].map(lambda v: fmt_num(v, 3)),
@@ -96,7 +100,7 @@ def _breaks_frame(numbers: Recalibrated) -> pd.DataFrame:
         f"{level} (risk interval above α)" if isinstance(level, str) and level else "holds"
         for level in b["level"]
     ]
-    return pd.DataFrame({**{c: b[c] for c in _NAMES}, "arm": b["arm"], "guarantee": where})
+    return pd.DataFrame({**_head(b, "arm"), "guarantee": where})
 
 
 def _conformal_frame(numbers: Recalibrated) -> pd.DataFrame:
@@ -104,9 +108,7 @@ def _conformal_frame(numbers: Recalibrated) -> pd.DataFrame:
     c = numbers.conformal
     return pd.DataFrame(
         {
-            **{k: c[k] for k in _NAMES},
-            "arm": c["arm"],
-            "level": c["level"],
+            **_head(c, "arm", "level"),
             "n scored": c["n_scored"].map(lambda v: fmt_num(v, 0)),
             "coverage [95% CI]": _cis(c, "coverage", 3),
             "risk [95% CI]": _cis(c, "risk", 3),
@@ -120,9 +122,7 @@ def _levels_frame(numbers: Recalibrated) -> pd.DataFrame:
     v = numbers.levels
     return pd.DataFrame(
         {
-            **{k: v[k] for k in _NAMES},
-            "arm": v["arm"],
-            "level": v["level"],
+            **_head(v, "arm", "level"),
             "map": v["map"].map(MAP_LABELS),
             "n scored": v["n_scored"].map(lambda x: fmt_num(x, 0)),
             "ECE [95% CI]": _cis(v, "ece", 3),
