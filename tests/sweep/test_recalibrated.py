@@ -220,3 +220,30 @@ def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> 
     html = paths.html.read_text(encoding="utf-8")
     assert "id='calibration-weather'" in html
     assert "Calibration under weather" in html
+
+
+@pytest.mark.slow
+def test_a_tiny_transformers_model_gets_a_temperature(
+    tiny_qwen2vl_path: Path, tmp_path: Path
+) -> None:
+    """An ``hf:`` model stores its letters' probabilities as the observer does: temperature
+    is fitted on its clean answers and T = 1 gives back its internal confidence."""
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "skimage-coffee"),
+        models=(f"hf:{tiny_qwen2vl_path}",),
+        tasks=("identify",),
+        wordings=("mcq.reason",),
+        controls=("clean", "blank"),
+        levels_m=(62.5, 1.953125),
+    )
+    run = tmp_path / "run"
+    run_sweep(config, run, progress=False)
+    data = load_run_data(run)
+    letters = weather_items.letter_logprobs(run, data.records["key"].astype(str).tolist())
+    assert letters is not None
+    back = apply_temperature(letters[0], 1.0).max(axis=1)
+    answered = np.isfinite(data.records["internal_conf"].to_numpy())
+    np.testing.assert_allclose(back[answered], data.records["internal_conf"][answered], atol=1e-9)
+    fits = rc.recalibrated_numbers(data, pd.DataFrame(), n_boot=10).fits
+    assert (fits["temperature"] > 0).all()
+    assert np.isfinite(fits["temperature"]).all()
