@@ -255,7 +255,7 @@ def _summary(levels: pd.DataFrame, widths: pd.DataFrame) -> pd.DataFrame:
     ece = ["ece", "ece_low", "ece_high"]
     clean = levels[levels["level"] == "clean"][names + ece]
     arms = levels[levels["level"] != "clean"]
-    arms = arms.assign(off=(np.log(arms["level_m"].astype(float)) - math.log(FOCUS_M)).abs())
+    arms = arms.assign(off=np.abs(np.log(arms["level_m"].to_numpy(dtype=float) / FOCUS_M)))
     nearest = arms[arms["off"] == arms.groupby([*names, "arm"])["off"].transform("min")]
     at = nearest[[*names, "arm", "level", *ece]].rename(columns={"level": "at"})
     out = at.rename(columns={c: c.replace("ece", "ece_at") for c in ece}).merge(

@@ -8,6 +8,8 @@ summary.md.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from clearsight.pages.html import Details, Frame, Part, esc, fmt_ci, fmt_num
@@ -87,10 +89,15 @@ def _fits_frame(numbers: Recalibrated) -> pd.DataFrame:
             "Platt a": f["platt_a"].map(lambda v: fmt_num(v, 3)),
             "Platt b": f["platt_b"].map(lambda v: fmt_num(v, 3)),
             "isotonic steps": f["isotonic_steps"].map(lambda v: fmt_num(v, 0)),
-            "threshold": f["threshold"].map(lambda v: fmt_num(v, 4)),
+            "threshold": f["threshold"].map(_threshold),
             "note": f["note"],
         }
     )
+
+
+def _threshold(value: float) -> str:
+    """A conformal threshold; infinite where no clean confidence keeps the risk at alpha."""
+    return "∞ (never answers)" if value == math.inf else fmt_num(value, 4)
 
 
 def _breaks_frame(numbers: Recalibrated) -> pd.DataFrame:
