@@ -34,6 +34,12 @@ __all__ = ["LETTER_FLOOR", "Group", "Items", "groups", "letter_logprobs"]
 #: gives a letter outside its top k no probability at all).
 LETTER_FLOOR = 1e-12
 _LETTERS = tuple(chr(c) for c in range(ord("A"), ord("Z") + 1))
+# The records' columns a group reads (a copy of these only: at the paper's scale the whole
+# frame is hundreds of MB).
+_READ = (
+    *("key", "model", "task", "wording", "condition", "level_m", "severity", "n_options"),
+    *("correct", "answered", "internal_conf", "verbal_conf", "cluster"),
+)
 
 
 def letter_logprobs(run_dir: Path, keys: list[str]) -> tuple[FloatArray, IntArray] | None:
@@ -141,14 +147,21 @@ class Group:
         return bool((self.accuracy.cell == self.blank).any())
 
 
+def _columns(records: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``records`` a group reads (:data:`_READ`; those it lacks left out)."""
+    return records[[c for c in _READ if c in records]]
+
+
 def _placed_arms(data: RunData, veq: pd.DataFrame) -> pd.DataFrame:
     """The records of every arm on the metre axis with their ``arm`` and ``level_m``: the
     physical arms', and each ImageNet-C corruption's whose severities form a metre grid, its
     severity at its grid level (the corruption's name as the arm)."""
-    physical = data.records[data.records["condition"].isin(list(data.levels))]
+    rec = _columns(data.records)
+    physical = rec[rec["condition"].isin(list(data.levels))]
     parts = [physical.assign(arm=physical["condition"])]
-    imagenet = data.records[data.records["condition"] == "imagenet_c"].assign(corruption="fog")
-    corrupted = pd.concat([imagenet, data.corrupted], ignore_index=True)
+    imagenet = rec[rec["condition"] == "imagenet_c"].assign(corruption="fog")
+    others = _columns(data.corrupted).assign(corruption=data.corrupted.get("corruption"))
+    corrupted = pd.concat([imagenet, others], ignore_index=True)
     if veq.empty:
         return pd.concat(parts, ignore_index=True)
     for name, rows in veq.groupby("corruption", sort=False):
@@ -201,7 +214,7 @@ def _celled(
     arm's cells (:class:`Group`)."""
     placed = _placed_arms(data, veq)
     cells, arms = _cells(placed)
-    rec = data.records
+    rec = _columns(data.records)
     clean = rec[rec["condition"] == "clean"].assign(arm="", level_m=math.inf)
     blank = rec[rec["condition"] == "blank"].assign(arm="blank", level_m=math.inf)
     frame = pd.concat([clean, placed, blank], ignore_index=True)
