@@ -185,6 +185,14 @@ def test_cell_scores_match_the_metrics_cell_by_cell() -> None:
             np.testing.assert_allclose(found[c], want, atol=1e-12)
 
 
+def test_without_clean_images_nothing_is_fitted() -> None:
+    numbers = rc.recalibrated_numbers(_toy(TOY[8:]), pd.DataFrame(), n_boot=5)
+    assert numbers.empty
+    assert numbers.levels.empty
+    assert numbers.breaks.empty
+    assert numbers.summary.empty
+
+
 def test_alpha_comes_from_the_run_config() -> None:
     data = _toy()
     assert rc.alpha_of(data) == rc.DEFAULT_ALPHA

@@ -237,7 +237,9 @@ def _breaks(conformal: pd.DataFrame) -> pd.DataFrame:
     risk interval above alpha): ``level`` '' and ``level_m`` NaN where it holds throughout."""
     columns = ["model", "task", "wording", "signal", "arm", "level", "level_m"]
     rows = []
-    arms = conformal[conformal["level"] != "clean"] if not conformal.empty else conformal
+    if conformal.empty:
+        return pd.DataFrame(rows, columns=columns)
+    arms = conformal[conformal["level"] != "clean"]
     for key, sub in arms.groupby(columns[:5], sort=False):
         broken = sub[sub["holds"] == "no"].sort_values("level_m", ascending=False)
         first = broken.iloc[0] if len(broken) else None
