@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 from clearsight.metrics import apply_temperature, bootstrap_weights, brier, ece, risk_coverage
 from clearsight.sweep.config import SweepConfig
@@ -193,7 +194,15 @@ def test_without_clean_images_nothing_is_fitted() -> None:
     assert numbers.summary.empty
 
 
+@pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 1.5, math.nan])
+def test_a_conformal_alpha_outside_zero_one_is_refused(alpha: float) -> None:
+    with pytest.raises(ValidationError, match="conformal_alpha"):
+        SweepConfig(conformal_alpha=alpha)
+
+
 def test_alpha_comes_from_the_run_config() -> None:
+    assert SweepConfig(conformal_alpha=0.2).model_dump()["conformal_alpha"] == 0.2
+    assert "conformal_alpha" not in SweepConfig().model_dump()  # a stored run's dump is kept
     data = _toy()
     assert rc.alpha_of(data) == rc.DEFAULT_ALPHA
     chosen = RunData(**{**data.__dict__, "manifest": {"config": {"conformal_alpha": 0.2}}})
