@@ -236,7 +236,7 @@ def _breaks(conformal: pd.DataFrame) -> pd.DataFrame:
     """Per group × arm the clearest level where the conformal guarantee stops holding (its
     risk interval above alpha): ``level`` '' and ``level_m`` NaN where it holds throughout."""
     columns = ["model", "task", "wording", "signal", "arm", "level", "level_m"]
-    rows = []
+    rows: list[tuple[object, ...]] = []
     if conformal.empty:
         return pd.DataFrame(rows, columns=columns)
     arms = conformal[conformal["level"] != "clean"]
