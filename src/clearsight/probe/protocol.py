@@ -19,6 +19,7 @@ from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
+from clearsight.probe.judges import judge_manifest
 from clearsight.probe.plan import plan_probe
 from clearsight.probe.reasoner.limits import limits_manifest
 from clearsight.probe.sources.load import source_manifest
@@ -55,9 +56,10 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object]:
-    """The run's manifest: its config, the strategies' prompt hashes, the instance source and
+    """The run's manifest: its config, the strategies' prompt hashes, the instance source,
     every model's generation limits with where each comes from
-    (:func:`~clearsight.probe.reasoner.limits.limits_manifest`)."""
+    (:func:`~clearsight.probe.reasoner.limits.limits_manifest`) and the judge behind u named
+    as the paper's kind or as clearsight's (:func:`~clearsight.probe.judges.judge_manifest`)."""
     count = len({s.instance.id for s in specs})
     return run_manifest(
         config.model_dump(mode="json"),
@@ -65,6 +67,7 @@ def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object
         prompt_hashes={s: prompt_hash(s) for s in config.strategies},
         instances=source_manifest(config.instances, config.dataset, count),
         limits=limits_manifest(config),
+        judge=judge_manifest(config.judge),
     )
 
 
