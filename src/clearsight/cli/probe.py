@@ -178,6 +178,8 @@ RUN = ConfigCommand(
         Alias("--uot-depth", "uot.depth"),
         Alias("--uot-candidates", "uot.candidates"),
         Alias("--uot-replies", "uot.replies"),
+        Alias("--uot-max-queries", "uot.max_queries"),
+        Alias("--uot-commit-posterior", "uot.commit_posterior"),
     ),
     execution={},
 )

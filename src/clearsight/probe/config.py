@@ -63,8 +63,10 @@ class ProbeConfig(RunConfig):
     )
     uot: SearchSettings | None = Field(
         None,
-        description="The UoT search: depth, candidates, replies, sharpness, max_new_tokens "
-        "(left out: depth 1, 3 candidates, 2 simulated replies each, lambda 0.4).",
+        description="The UoT search and its stop rule: depth, candidates, replies, sharpness, "
+        "max_new_tokens, max_queries, commit_posterior (left out: depth 1, 3 candidates, 2 "
+        "simulated replies each, lambda 0.4, at most 10 queries, commit at one option left; "
+        "clearsight's reading, the paper names none of them).",
     )
     sensor: str = Field("perceiver", description="The sensor VLM by spec (any image backend).")
     sensor_options: dict[str, JsonValue] = Field(

@@ -155,14 +155,17 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
 
 
 def _settings_lines(manifest: Mapping[str, Any]) -> tuple[str, ...]:
-    """The run's generation limits and the judge behind u, as the report names them."""
+    """The run's generation limits, the judge behind u and (a run with UoT made since its stop
+    rule) the search's settings, as the report names them."""
     from clearsight.probe.judges import judge_statement
 
     judge = str((manifest.get("config") or {}).get("judge") or "embedding")
+    search = manifest.get("uot") or {}
     return (
         "Generation limits (clearsight's choice per model; the paper gives no cap): "
         + limits_statement(manifest),
         judge_statement(judge),
+        *([str(search["statement"])] if "statement" in search else []),
     )
 
 
