@@ -154,7 +154,7 @@ def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
         }
     )
     curves = belief_curves(beliefs)
-    assert [c.reasoner for c in curves.curves] == ["a", "a", "b"]
+    assert [c.setting for c in curves.curves] == ["a", "a", "b"]
     assert np.isnan(curves.curves[0].p_correct[1])  # an unparsed step is a gap
     assert curves.curves[1].p_chosen is None
     # a's mean: 1/3, then 0.2 (the only parsed b_1), then 0.8; b's is its own curve

@@ -18,14 +18,14 @@ risk-coverage curves :mod:`~clearsight.probe.numbers.risk`), the belief probe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
 import pandas as pd
 
 from clearsight.metrics.bootstrap import Interval
-from clearsight.probe.distill.analysis import adapter_bases, distill_table
+from clearsight.probe.distill.analysis import adapter_bases, distill_table, trained_instances
 from clearsight.probe.numbers.accuracy import (
     ablation_table,
     calls_table,
@@ -62,7 +62,9 @@ class ProbeAnalysis:
     ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3,
     one BP trial per reasoner (the paper's population); ``query_types_pooled``: the same over
     every conversation (every strategy, run, sensor and signal).
-    ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe.
+    ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe, per
+    reasoner, sensor and signal; ``convergence_pooled``: Table 7 per reasoner over its sensors
+    and signals (empty where that pools nothing).
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before
     and after self-distillation. ``validations``: Table 5, judges against people's labels of
     u. ``queries``: Fig. 5, queries per conversation. ``risk``: the risk-coverage curves of the
@@ -99,6 +101,7 @@ class ProbeAnalysis:
     query_type_validations: pd.DataFrame
     cost: pd.DataFrame | None = None
     settings: tuple[str, ...] = ()
+    convergence_pooled: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -106,6 +109,13 @@ def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
     if build.empty:
         return None
     return build.assign(c11=(11 * build["c"] / build["n"]).round().astype(int))
+
+
+def _pooled_convergence(beliefs: pd.DataFrame) -> pd.DataFrame:
+    """Table 7 per reasoner over all its sensors and signals, or empty where each reasoner has
+    one sensor and one signal (the pooled table would repeat the table)."""
+    pooled = belief_table(beliefs, pooled=True)
+    return pooled if len(pooled) < len(belief_table(beliefs)) else pd.DataFrame()
 
 
 def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
@@ -124,9 +134,10 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         query_types=query_type_table(results.queries),
         query_types_pooled=query_type_table(results.queries, pooled=True),
         convergence=belief_table(results.beliefs),
+        convergence_pooled=_pooled_convergence(results.beliefs),
         beliefs=belief_curves(results.beliefs),
         calls=calls_table(frame),
-        distillation=distill_table(frame, adapter_bases(reasoners)),
+        distillation=distill_table(frame, adapter_bases(reasoners), trained_instances(reasoners)),
         validations=results.validations,
         queries=queries_table(frame),
         risk=risk_panels(frame),

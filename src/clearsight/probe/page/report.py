@@ -41,7 +41,7 @@ __all__ = [
 #: The title of Fig. 4 (belief trajectories), drawn above Table 7's convergence numbers.
 FIG4 = (
     "Fig. 4 and Table 7: belief in the gold option p_correct(t) per probed conversation, and "
-    "convergence (steps to max b >= 0.7, reach rate %)"
+    "convergence (steps to max b >= 0.7, reach rate %), per reasoner, sensor and signal"
 )
 #: The title of Fig. 5, drawn under its table (the mean, median, 90th percentile and most).
 FIG5 = "Fig. 5: queries per conversation by strategy and dataset"
@@ -81,6 +81,8 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
         FIG6: analysis.consistency_datasets,
         FIG5: analysis.queries,
         FIG4: analysis.convergence,
+        "Table 7 pooled (clearsight's wider population: each reasoner's conversations with "
+        "every sensor and signal)": analysis.convergence_pooled,
         "Table 9: VLM calls per question": analysis.calls,
         "Table 2: BP accuracy (%) by dataset before and after self-distillation": (
             analysis.distillation
@@ -94,9 +96,7 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
             analysis.query_type_validations
         ),
         "Table 8: wall-clock seconds per conversation by strategy and sensor (the "
-        "conversation record's time; a model's loading counts where it happened inside one)": (
-            analysis.latency
-        ),
+        "conversation record's time, model loading excluded)": (analysis.latency),
         "Table 4: accuracy (%, mean over runs) by dataset with each sensor (runs with another "
         "sensor side by side)": analysis.sensors,
         "Table 6: accuracy (mean ± SD over runs, %) and cross-run ECE by dataset with each K "
@@ -174,9 +174,9 @@ def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) 
 def belief_figure(beliefs: BeliefCurves) -> bytes | None:
     """Fig. 4: the belief in the gold option p_correct(t) after each sensor reply (b_0
     uniform), one thin line per probed conversation coloured by its final correctness (gaps at
-    unparsed steps), the mean p_correct(t) per reasoner as a thick line (over the conversations
-    with a parsed b_t), and p_chosen, the belief in the committed option at the last step, as a
-    marker at the end of each conversation
+    unparsed steps), the mean p_correct(t) per reasoner, sensor and signal as a thick line (over the
+    conversations with a parsed b_t), and p_chosen, the belief in the committed option at the last
+    step, as a marker at the end of each conversation
     (:func:`~clearsight.probe.posthoc.belief.belief_curves`)."""
     if not beliefs.curves:
         return None

@@ -7,7 +7,9 @@ with its next reasoning step in context (parsed forgivingly, :func:`parse_distri
 ``letters``, the cheap read-out of earlier runs, takes a judge's next-token probabilities of the
 option letters. :func:`belief_summary` gives one conversation's numbers (p_correct(t),
 p_chosen, steps to max b >= 0.7), :func:`belief_table` Table 7 over many, and
-:func:`belief_curves` the traces and per-reasoner means Fig. 4 draws. The runs themselves are
+:func:`belief_curves` the traces and means Fig. 4 draws, both per reasoner, sensor and signal
+(:data:`BELIEF_SETTING`: the ablation's signals and another sensor are populations of their
+own) or pooled per reasoner. The runs themselves are
 post-hoc items (:mod:`clearsight.probe.posthoc.protocol`).
 """
 
@@ -32,6 +34,30 @@ if TYPE_CHECKING:
 
 #: The belief a conversation must reach (max b_t) to count as converged (Table 7).
 BELIEF_THRESHOLD: Final = 0.7
+
+#: The columns a belief-probe population is split by (Fig. 4, Table 7): one reasoner's
+#: conversations with one sensor and one consistency signal, so the ablation's none and random
+#: u and another sensor are populations of their own; pooled, by reasoner only.
+BELIEF_SETTING: Final = ("reasoner", "sensor", "signal")
+
+
+def setting_columns(rows: pd.DataFrame, pooled: bool = False) -> list[str]:
+    """The columns of :data:`BELIEF_SETTING` (only ``reasoner`` when ``pooled``) that
+    ``rows`` holds."""
+    wanted = BELIEF_SETTING[:1] if pooled else BELIEF_SETTING
+    return [c for c in wanted if c in rows]
+
+
+def setting_names(rows: pd.DataFrame, pooled: bool = False) -> list[str]:
+    """Each row's population as Fig. 4's legend names it: ``reasoner, sensor S, signal u``
+    (``all`` for rows without a reasoner)."""
+    columns = setting_columns(rows, pooled)
+    if not columns:
+        return ["all"] * len(rows)
+    names = rows[columns[0]].astype(str)
+    for column in columns[1:]:
+        names = names + f", {column} " + rows[column].astype(str)
+    return names.tolist()
 
 
 class TraceJson(TypedDict):
@@ -243,11 +269,12 @@ def belief_summary(transcript: Transcript, trace: BeliefTrace) -> BeliefReadouts
     }
 
 
-def belief_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Table 7 analogue: per reasoner and dataset, split by final correctness, the mean steps
-    to max b >= 0.7 (over conversations that reach it), the reach rate, mean p_chosen and mean
-    final p_correct. ``rows``: one row per probed conversation with the columns of
-    :func:`belief_summary` plus reasoner and dataset."""
+def belief_table(rows: pd.DataFrame, pooled: bool = False) -> pd.DataFrame:
+    """Table 7 analogue: per reasoner, sensor, signal (:data:`BELIEF_SETTING`; ``pooled``:
+    per reasoner only) and dataset, split by final correctness, the mean steps to max b >= 0.7
+    (over conversations that reach it), the reach rate, mean p_chosen and mean final p_correct.
+    ``rows``: one row per probed conversation with the columns of :func:`belief_summary` plus
+    reasoner and dataset (and sensor and signal where known)."""
     if rows.empty:
         return pd.DataFrame()
     rows = rows.assign(
@@ -257,7 +284,7 @@ def belief_table(rows: pd.DataFrame) -> pd.DataFrame:
         steps_to_threshold=pd.to_numeric(rows["steps_to_threshold"], errors="coerce"),
     )
     table = (
-        rows.groupby(["reasoner", "dataset", "outcome"])
+        rows.groupby([*setting_columns(rows, pooled), "dataset", "outcome"])
         .agg(
             conversations=("reached", "size"),
             steps=("steps_to_threshold", "mean"),
@@ -273,10 +300,11 @@ def belief_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class BeliefCurve:
-    """One probed conversation in Fig. 4: who reasoned, whether it committed right, its
-    p_correct(t) for t = 0..n (NaN where b_t is unparsed) and p_chosen (None: none)."""
+    """One probed conversation in Fig. 4: its population (:func:`setting_names`), whether it
+    committed right, its p_correct(t) for t = 0..n (NaN where b_t is unparsed) and p_chosen
+    (None: none)."""
 
-    reasoner: str
+    setting: str
     correct: bool
     p_correct: tuple[float, ...]
     p_chosen: float | None
@@ -284,8 +312,9 @@ class BeliefCurve:
 
 @dataclass(frozen=True)
 class BeliefCurves:
-    """Fig. 4's data: every probed conversation's curve, and per reasoner the mean p_correct(t)
-    over the conversations with a parsed b_t (NaN where none has one)."""
+    """Fig. 4's data: every probed conversation's curve, and per population (reasoner, sensor
+    and signal; pooled: reasoner) the mean p_correct(t) over its conversations with a parsed
+    b_t (NaN where none has one)."""
 
     curves: tuple[BeliefCurve, ...]
     means: Mapping[str, tuple[float, ...]]
@@ -303,16 +332,17 @@ def _mean_curve(traces: Sequence[Sequence[float]]) -> tuple[float, ...]:
     return tuple(float(v) for v in mean)
 
 
-def belief_curves(beliefs: pd.DataFrame) -> BeliefCurves:
+def belief_curves(beliefs: pd.DataFrame, pooled: bool = False) -> BeliefCurves:
     """Fig. 4's curves from the belief-probe rows (columns p_correct, correct, and where
-    present p_chosen and reasoner: a frame without reasoners is one reasoner, ``all``)."""
+    present p_chosen, reasoner, sensor and signal), a mean per population
+    (:func:`setting_names`; ``pooled``: per reasoner; rows without reasoners: ``all``)."""
     if beliefs.empty or "p_correct" not in beliefs:
         return BeliefCurves((), {})
-    who = beliefs["reasoner"] if "reasoner" in beliefs else pd.Series(["all"] * len(beliefs))
+    who = setting_names(beliefs, pooled)
     chosen = beliefs["p_chosen"] if "p_chosen" in beliefs else pd.Series([None] * len(beliefs))
     curves = tuple(
         BeliefCurve(
-            str(name),
+            name,
             bool(right),
             tuple(np.nan if v is None else float(v) for v in p),
             None if p_chosen is None or pd.isna(p_chosen) else float(p_chosen),
@@ -322,7 +352,7 @@ def belief_curves(beliefs: pd.DataFrame) -> BeliefCurves:
         )
     )
     means = {
-        name: _mean_curve([c.p_correct for c in curves if c.reasoner == name])
-        for name in sorted({c.reasoner for c in curves})
+        name: _mean_curve([c.p_correct for c in curves if c.setting == name])
+        for name in sorted({c.setting for c in curves})
     }
     return BeliefCurves(curves, means)
