@@ -71,6 +71,18 @@ class FetchOptions(BaseModel):
         "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf).",
     )
     revision: str | None = Field(None, description="Branch, tag or commit of --model (main).")
+    split: str | None = Field(
+        None,
+        description="Another split of each --dataset's repository (e.g. MATH-Vision's "
+        "testmini), kept in $CLEARSIGHT_CACHE/datasets/NAME@SPLIT; a run reads it as "
+        "--dataset NAME@SPLIT.",
+    )
+    config: str | None = Field(
+        None,
+        description="Another config of each --dataset's repository (e.g. MMMU-Pro's "
+        "'standard (4 options)'), kept in $CLEARSIGHT_CACHE/datasets/NAME[CONFIG]; a run reads "
+        "it as --dataset 'NAME[CONFIG]'.",
+    )
 
 
 class PreviewOptions(BaseModel):
