@@ -1,5 +1,5 @@
-"""Seeded draws of instances per (sensor, dataset): the paper's 100 instances per sensor and
-dataset, and its human baseline's "50 questions for each setting".
+"""Seeded draws of instances per (sensor, dataset): 100 per dataset as the paper's draws, and
+its human baseline's "50 questions for each setting".
 
 The paper evaluates "100 InternVL-uncertain instances per dataset" (its Table 4 pilot), 100 per
 dataset with K = 11 (Table 6) and 100 SeedBench instances for latency (Table 8), and its human
