@@ -38,7 +38,13 @@ from clearsight.probe.numbers.accuracy import (
     summary_table,
 )
 from clearsight.probe.numbers.risk import RiskPanel, risk_panels
-from clearsight.probe.posthoc.belief import BeliefCurves, belief_curves, belief_table
+from clearsight.probe.numbers.sensors import sensor_ece_table
+from clearsight.probe.posthoc.belief import (
+    BeliefCurves,
+    anchoring_table,
+    belief_curves,
+    belief_table,
+)
 from clearsight.probe.posthoc.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results
 from clearsight.probe.transcript import Transcript
@@ -64,7 +70,11 @@ class ProbeAnalysis:
     every conversation (every strategy, run, sensor and signal).
     ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe, per
     reasoner, sensor and signal; ``convergence_pooled``: Table 7 per reasoner over its sensors
-    and signals (empty where that pools nothing).
+    and signals (empty where that pools nothing); ``anchoring``: the early-anchoring share and
+    the speed ratio per population and dataset
+    (:func:`~clearsight.probe.posthoc.belief.anchoring_table`). ``sensor_calibration``: Fig. 7,
+    each sensor's ECE per dataset from the stage-1 build samples
+    (:func:`~clearsight.probe.numbers.sensors.sensor_ece_table`).
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before
     and after self-distillation. ``validations``: Table 5, judges against people's labels of
     u. ``queries``: Fig. 5, queries per conversation. ``risk``: the risk-coverage curves of the
@@ -102,6 +112,8 @@ class ProbeAnalysis:
     cost: pd.DataFrame | None = None
     settings: tuple[str, ...] = ()
     convergence_pooled: pd.DataFrame = field(default_factory=pd.DataFrame)
+    anchoring: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sensor_calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -135,6 +147,8 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         query_types_pooled=query_type_table(results.queries, pooled=True),
         convergence=belief_table(results.beliefs),
         convergence_pooled=_pooled_convergence(results.beliefs),
+        anchoring=anchoring_table(results.beliefs),
+        sensor_calibration=sensor_ece_table(results.build),
         beliefs=belief_curves(results.beliefs),
         calls=calls_table(frame),
         distillation=distill_table(frame, adapter_bases(reasoners), trained_instances(reasoners)),

@@ -50,6 +50,27 @@ FIG6 = (
     "Fig. 6: accuracy (%) by the sensor's direct consistency c of 11, per dataset (solid: "
     "the VLM answering directly; dashed: with a reasoner)"
 )
+#: The title of the early-anchoring table (the paper's §4.4 shares, from the belief probe).
+ANCHORING = (
+    "Early anchoring and convergence speed (§4.4): anchored = % of probed conversations at max "
+    "b >= 0.7 after the first reply; steps = mean steps to it; speed = the dataset's slowest "
+    "steps over these (clearsight's reading of the paper's 'x times faster')"
+)
+
+
+def fig7_title(table: pd.DataFrame) -> str:
+    """Fig. 7's title, naming the two sensors of largest mean ECE gap where there are two
+    (:func:`~clearsight.probe.numbers.sensors.most_distinct_sensors`)."""
+    from clearsight.probe.numbers.sensors import most_distinct_sensors
+
+    pair = most_distinct_sensors(table)
+    apart = "" if pair is None else f"; most distinct: {pair[0]} and {pair[1]}, {pair[2]:.3f} apart"
+    return (
+        "Fig. 7: each sensor's ECE by dataset from the stage-1 build samples (the majority "
+        "letter's share as confidence: clearsight's reading)" + apart
+    )
+
+
 #: The title of the main table, the one summary.csv holds.
 MAIN_TABLE = (
     "Table 1: accuracy (mean ± SD over runs, %) and cross-run ECE by domain, each domain the "
@@ -83,6 +104,8 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
         FIG4: analysis.convergence,
         "Table 7 pooled (clearsight's wider population: each reasoner's conversations with "
         "every sensor and signal)": analysis.convergence_pooled,
+        ANCHORING: analysis.anchoring,
+        fig7_title(analysis.sensor_calibration): analysis.sensor_calibration,
         "Table 9: VLM calls per question": analysis.calls,
         "Table 2: BP accuracy (%) by dataset before and after self-distillation": (
             analysis.distillation
@@ -171,6 +194,26 @@ def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) 
     return png(fig)
 
 
+def sensor_ece_figure(table: pd.DataFrame) -> bytes | None:
+    """Fig. 7: each sensor's ECE by dataset, grouped bars, one colour per sensor
+    (:func:`~clearsight.probe.numbers.sensors.sensor_ece_table`)."""
+    if table.empty:
+        return None
+    wide = table.pivot_table(index="dataset", columns="sensor", values="ece")
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.6, 3.2))
+    width = 0.8 / len(wide.columns)
+    for k, sensor in enumerate(wide.columns):
+        xs = [i + (k - (len(wide.columns) - 1) / 2) * width for i in range(len(wide))]
+        ax.bar(xs, wide[sensor].to_numpy(float), width, label=str(sensor))
+    ax.set_xticks(range(len(wide)))
+    ax.set_xticklabels([str(d) for d in wide.index], fontsize=7)
+    ax.set_ylabel("ECE of the direct answers", fontsize=8)
+    ax.grid(axis="y", alpha=0.25, lw=0.5)
+    ax.legend(fontsize=6.5, frameon=False)
+    return png(fig)
+
+
 def belief_figure(beliefs: BeliefCurves) -> bytes | None:
     """Fig. 4: the belief in the gold option p_correct(t) after each sensor reply (b_0
     uniform), one thin line per probed conversation coloured by its final correctness (gaps at
@@ -207,7 +250,7 @@ def belief_figure(beliefs: BeliefCurves) -> bytes | None:
 
 
 def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> dict[str, bytes]:
-    """Figs. 2-6 by the title of the table each belongs under (only those with data)."""
+    """Figs. 2-7 by the title of the table each belongs under (only those with data)."""
     out: dict[str, bytes | None] = {}
     for title, frame in tables.items():
         if title.startswith("Fig. 2"):
@@ -220,6 +263,8 @@ def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> d
             out[title] = belief_figure(analysis.beliefs)
         elif title == FIG5:
             out[title] = bars_figure(frame, "queries", None, "queries per conversation")
+        elif title.startswith("Fig. 7"):
+            out[title] = sensor_ece_figure(frame)
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -298,6 +298,42 @@ def belief_table(rows: pd.DataFrame, pooled: bool = False) -> pd.DataFrame:
     return table
 
 
+def anchoring_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Early anchoring and convergence speed per population (reasoner, sensor, signal:
+    :data:`BELIEF_SETTING`) and dataset, from the belief-probe rows of :func:`belief_table`.
+
+    * ``anchored`` (%): the paper's early-anchoring share (§4.4: "46% of its SeedBench
+      trajectories already exceed 0.7 confidence after the first evidence step"): the share of
+      probed conversations whose max_i b_1[i] reaches the threshold at the first sensor reply,
+      i.e. whose steps to max b >= 0.7 is 1. clearsight's reading: ">= 0.7", Table 7's threshold,
+      where the sentence says "exceed"; every probed conversation counts in the denominator (an
+      unparsed b_1 is not anchored).
+    * ``steps``: mean steps to max b >= 0.7 over the conversations that reach it, correct and
+      wrong together.
+    * ``speed``: the paper's speed ratio ("reaches high confidence roughly 1.6x faster than the
+      122B model", Table 7's steps): the ``steps`` of the dataset's slowest population over this
+      population's, so the slowest reads 1 and one twice as fast 2. clearsight's reading: the
+      paper compares two reasoners and does not say how it pools correct and wrong
+      conversations; here each population is set beside the slowest of its dataset, over its
+      conversations pooled.
+    """
+    if rows.empty or "steps_to_threshold" not in rows:
+        return pd.DataFrame()
+    steps = pd.to_numeric(rows["steps_to_threshold"], errors="coerce")
+    rows = rows.assign(steps=steps, anchored=steps.eq(1) * 100.0)
+    keys = [*setting_columns(rows), "dataset"]
+    table = (
+        rows.groupby(keys)
+        .agg(
+            conversations=("steps", "size"), anchored=("anchored", "mean"), steps=("steps", "mean")
+        )
+        .reset_index()
+    )
+    slowest = table.groupby("dataset")["steps"].transform("max")
+    table["speed"] = slowest / table["steps"]
+    return table
+
+
 @dataclass(frozen=True)
 class BeliefCurve:
     """One probed conversation in Fig. 4: its population (:func:`setting_names`), whether it
