@@ -113,7 +113,11 @@ class HubSpec:
                     f"{old!r}, so the files of {kind} {new!r} cannot be found; it reads "
                     f"{self.where()} only"
                 )
-            chosen = replace(chosen, files=files, **{kind: new})
+            chosen = (
+                replace(chosen, files=files, config=new)
+                if kind == "config"
+                else replace(chosen, files=files, split=new)
+            )
         return chosen
 
     def where(self) -> str:
