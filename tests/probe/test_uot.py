@@ -426,7 +426,7 @@ def test_the_stop_rule_is_recorded_in_the_manifest_and_named_as_clearsights() ->
     assert manifest["uot"]["settings"]["max_queries"] == 10
     assert manifest["uot"]["settings"]["commit_posterior"] == 1.0
     assert manifest["uot"]["statement"].startswith(
-        "UoT search (clearsight's reading; the paper names no search shape or stop rule): "
+        "UoT search (clearsight's reading; the paper names no UoT search shape or stop rule): "
         "depth 1, 3 candidate questions, 2 simulated replies each; stops when the top "
         "option's posterior reaches 1 or after 10 queries"
     )

@@ -3,16 +3,17 @@
 The paper's §4.3 (:mod:`clearsight.probe.distill.train` trains on them). From a probe run, the
 finished conversations of one ``hf`` reasoner with one strategy (the paper: ``bp``) that committed
 the gold option (:func:`successful_trajectories`), shown the true u (the ablation's none and random
-u are not the paper's trajectories) and from the held-out split of the chosen datasets
-(:func:`in_held_out_split`; the paper's: "a held-out SeedBench split"). Each becomes one chat,
-exactly as the reasoner read it (:func:`~clearsight.probe.reasoner.loop.conversation_messages`: the
-strategy's system prompt, the question, every earlier turn and the sensor's replies with the u it
-was shown), ending with its committing turn. :func:`balance_sensors` takes as many from each sensor
-(the paper's balance across its two sensors; the distillation's default). The chat is rendered with
-the model's own chat template (the backend's renderer, so training and inference see the same text)
-and tokenised once; only the reasoner's own turns — each turn's text and the end-of-turn token after
-it — carry labels, everything else is masked (:data:`IGNORE`) (:func:`sft_example`). A conversation
-longer than ``max_tokens`` is cut there.
+u are another population: clearsight's reading of the paper's "BP traces") and from the held-out
+split of the chosen datasets (:func:`in_held_out_split`; the paper's: "a held-out SeedBench split").
+Each becomes one chat, exactly as the reasoner read it
+(:func:`~clearsight.probe.reasoner.loop.conversation_messages`: the strategy's system prompt, the
+question, every earlier turn and the sensor's replies with the u it was shown), ending with its
+committing turn. :func:`balance_sensors` takes as many from each sensor (the paper's balance across
+its two sensors; the distillation's default). The chat is rendered with the model's own chat
+template (the backend's renderer, so training and inference see the same text) and tokenised once;
+only the reasoner's own turns — each turn's text and the end-of-turn token after it — carry labels,
+everything else is masked (:data:`IGNORE`) (:func:`sft_example`). A conversation longer than
+``max_tokens`` is cut there.
 """
 
 from __future__ import annotations

@@ -73,8 +73,8 @@ class DistillConfig(BaseModel):
     strategy: str = Field("bp", description="The strategy of the trajectories (the paper: BP).")
     signal: Signal = Field(
         "true",
-        description="The consistency signal of the trajectories (the paper's: the true u; the "
-        "ablation's none and random u are left out).",
+        description="The consistency signal of the trajectories: true u, the ablation's none and "
+        "random u left out (clearsight's reading of the paper's BP traces).",
     )
     datasets: tuple[str, ...] = Field(
         ("seedbench",),

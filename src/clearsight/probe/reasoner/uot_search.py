@@ -29,7 +29,8 @@ uniform over :math:`\Omega`, the top option's posterior is :math:`1 / |\Omega|`;
 there, as clearsight's search always did), more are left to the reasoner, who answers from the
 conversation (``answer`` prompt). It answers so too once ``max_queries`` questions have been
 asked (the query budget), and on the last turn of the conversation's budget T. The default
-budget of 10 queries is clearsight's reading, not a number the paper gives: the paper reports
+budget of 10 queries is clearsight's reading, not a number the paper gives (its loop ends on a
+commit, at its query budget T = 100 or at the context window, App. C): the paper reports
 UoT's mean queries per conversation "reaching up to 9.8 queries for GPT-5-mini on SeedBench"
 (its App. C), which a budget of 10 makes plausible and a commit only at one option left under
 T = 100 does not.
@@ -111,7 +112,7 @@ class SearchSettings(BaseModel):
         ge=1,
         description="The stop rule's query budget: after this many questions the reasoner "
         "answers from the conversation (None: only T ends it). 10 is clearsight's reading of "
-        "the paper's at most 9.8 UoT queries a conversation; the paper names no budget.",
+        "the paper's largest UoT mean, 9.8 queries a conversation; the paper names no budget.",
     )
     commit_posterior: float = Field(
         1.0,
@@ -139,7 +140,7 @@ class SearchSettings(BaseModel):
         clearsight's reading: the paper names neither)."""
         budget = "T" if self.max_queries is None else f"{self.max_queries} queries"
         return (
-            "UoT search (clearsight's reading; the paper names no search shape or stop rule): "
+            "UoT search (clearsight's reading; the paper names no UoT search shape or stop rule): "
             f"depth {self.depth}, {self.candidates} candidate questions, {self.replies} "
             f"simulated replies each; stops when the top option's posterior reaches "
             f"{self.commit_posterior:g} or after {budget}"
