@@ -16,11 +16,11 @@ from PIL import Image
 
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.probe.instances import Instance
+from clearsight.probe.numbers.convergence import belief_table
 from clearsight.probe.posthoc.belief import (
     BeliefTrace,
     belief_probe,
     belief_summary,
-    belief_table,
     next_reasoning_step,
 )
 from clearsight.probe.sensor import SensorReply
@@ -142,8 +142,8 @@ def test_p_correct_p_chosen_and_steps_to_threshold_on_a_hand_trace() -> None:
 
 
 def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
+    from clearsight.probe.numbers.convergence import belief_curves
     from clearsight.probe.page.report import belief_figure
-    from clearsight.probe.posthoc.belief import belief_curves
 
     beliefs = pd.DataFrame(
         {

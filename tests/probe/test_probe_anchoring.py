@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from clearsight.probe.numbers.convergence import anchoring_table
 from clearsight.probe.numbers.sensors import majority, most_distinct_sensors, sensor_ece_table
-from clearsight.probe.posthoc.belief import anchoring_table
 
 
 def _row(reasoner: str, dataset: str, steps: int | None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from clearsight.probe.posthoc.belief import belief_curves, belief_table
+from clearsight.probe.numbers.convergence import belief_curves, belief_table
 
 
 def _belief_row(

@@ -37,14 +37,14 @@ from clearsight.probe.numbers.accuracy import (
     sensor_table,
     summary_table,
 )
-from clearsight.probe.numbers.risk import RiskPanel, risk_panels
-from clearsight.probe.numbers.sensors import sensor_ece_table
-from clearsight.probe.posthoc.belief import (
+from clearsight.probe.numbers.convergence import (
     BeliefCurves,
     anchoring_table,
     belief_curves,
     belief_table,
 )
+from clearsight.probe.numbers.risk import RiskPanel, risk_panels
+from clearsight.probe.numbers.sensors import sensor_ece_table
 from clearsight.probe.posthoc.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results
 from clearsight.probe.transcript import Transcript
@@ -72,7 +72,7 @@ class ProbeAnalysis:
     reasoner, sensor and signal; ``convergence_pooled``: Table 7 per reasoner over its sensors
     and signals (empty where that pools nothing); ``anchoring``: the early-anchoring share and
     the speed ratio per population and dataset
-    (:func:`~clearsight.probe.posthoc.belief.anchoring_table`). ``sensor_calibration``: Fig. 7,
+    (:func:`~clearsight.probe.numbers.convergence.anchoring_table`). ``sensor_calibration``: Fig. 7,
     each sensor's ECE per dataset from the stage-1 build samples
     (:func:`~clearsight.probe.numbers.sensors.sensor_ece_table`).
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before

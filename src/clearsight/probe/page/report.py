@@ -24,10 +24,11 @@ from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 from clearsight.pages.plots import Drawn, png, pyplot, risk_coverage_figure
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
 from clearsight.probe.numbers.accuracy import setting_label
+from clearsight.probe.numbers.convergence import BeliefCurves
 from clearsight.probe.numbers.risk import RiskPanel
 from clearsight.probe.page.examples import examples_html
 from clearsight.probe.page.headline import PROBE_CAPTION, probe_headline
-from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD, BeliefCurves
+from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD
 
 __all__ = [
     "FIG5",
@@ -220,7 +221,7 @@ def belief_figure(beliefs: BeliefCurves) -> bytes | None:
     unparsed steps), the mean p_correct(t) per reasoner, sensor and signal as a thick line (over the
     conversations with a parsed b_t), and p_chosen, the belief in the committed option at the last
     step, as a marker at the end of each conversation
-    (:func:`~clearsight.probe.posthoc.belief.belief_curves`)."""
+    (:func:`~clearsight.probe.numbers.convergence.belief_curves`)."""
     if not beliefs.curves:
         return None
     plt = pyplot()
