@@ -143,7 +143,7 @@ def test_p_correct_p_chosen_and_steps_to_threshold_on_a_hand_trace() -> None:
 
 def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
     from clearsight.probe.numbers.convergence import belief_curves
-    from clearsight.probe.page.report import belief_figure
+    from clearsight.probe.page.figures import belief_figure
 
     beliefs = pd.DataFrame(
         {

@@ -121,9 +121,16 @@ def test_the_held_out_split_is_a_seeded_share_of_instances() -> None:
     assert all(in_held_out_split(i, 1.0, 0) for i in ids)
 
 
+def _rule(config: Any) -> Any:
+    """The distillation set's rule of ``config``, as ``probe distill`` makes it."""
+    from clearsight.probe.distill.sft import distillation_set
+
+    return distillation_set(config.signal, config.datasets, config.held_out, config.seed)
+
+
 def test_the_distillation_set_leaves_out_the_ablation_and_other_datasets(tmp_path: Path) -> None:
     from clearsight.probe.distill.sft import in_held_out_split, successful_trajectories
-    from clearsight.probe.distill.train import DistillConfig, distillation_set
+    from clearsight.probe.distill.train import DistillConfig
     from clearsight.probe.records import store_transcript
     from clearsight.store import RunStore
     from clearsight.validate import InputError
@@ -136,17 +143,17 @@ def test_the_distillation_set_leaves_out_the_ablation_and_other_datasets(tmp_pat
             store_transcript(store, _bp(iid, "seedbench", signal="random"))
         store_transcript(store, _bp("cvqa/1", "cvqa"))
     config = DistillConfig(reasoner="hf:base")
-    _, chosen = successful_trajectories(run, "hf:base", "bp", *distillation_set(config))
+    _, chosen = successful_trajectories(run, "hf:base", "bp", *_rule(config))
     held = [i for i in ids if in_held_out_split(i, 0.5, 0)]
     assert 0 < len(held) < len(ids)
     assert [t.instance_id for _, t in chosen] == held
     assert {t.signal for _, t in chosen} == {"true"}
     everything = DistillConfig(datasets=("seedbench", "cvqa"), held_out=1.0)
-    _, chosen = successful_trajectories(run, "hf:base", "bp", *distillation_set(everything))
+    _, chosen = successful_trajectories(run, "hf:base", "bp", *_rule(everything))
     assert len(chosen) == len(ids) + 1
     none = DistillConfig(datasets=("mmstar",))
     with pytest.raises(InputError, match="with true u in the held-out split"):
-        successful_trajectories(run, "hf:base", "bp", *distillation_set(none))
+        successful_trajectories(run, "hf:base", "bp", *_rule(none))
 
 
 def test_table_2_compares_on_instances_no_adapter_trained_on() -> None:

@@ -63,6 +63,27 @@ def in_held_out_split(instance_id: str, share: float, seed: int) -> bool:
     return draw < share
 
 
+def distillation_set(
+    signal: str, datasets: Sequence[str], held_out: float, seed: int
+) -> tuple[Callable[[Transcript], bool], str]:
+    """Which conversations may train (beside being successful): those shown ``signal``, of
+    instances of ``datasets`` in the held-out split (:func:`in_held_out_split`); and that rule
+    in words, for the error that finds none."""
+
+    def keep(t: Transcript) -> bool:
+        return (
+            t.signal == signal
+            and t.dataset in datasets
+            and in_held_out_split(t.instance_id, held_out, seed)
+        )
+
+    words = (
+        f" with {signal} u in the held-out split ({held_out:g}) of {', '.join(datasets)} "
+        "(--datasets, --held-out)"
+    )
+    return keep, words
+
+
 def successful_trajectories(
     run_dir: Path | str,
     reasoner: str | None = None,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
@@ -45,19 +45,18 @@ from clearsight.paths import write_target
 from clearsight.probe.distill.sft import (
     SftExample,
     balance_sensors,
-    in_held_out_split,
+    distillation_set,
     sft_example,
     successful_trajectories,
 )
 from clearsight.probe.specs import Signal
-from clearsight.probe.transcript import Transcript
 from clearsight.seeding import content_hash, rng_for
 from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["DistillConfig", "DistillResult", "distill", "distillation_set"]
+__all__ = ["DistillConfig", "DistillResult", "distill"]
 
 
 class DistillConfig(BaseModel):
@@ -170,26 +169,6 @@ class DistillResult:
     manifest: AdapterManifest
 
 
-def distillation_set(config: DistillConfig) -> tuple[Callable[[Transcript], bool], str]:
-    """Which conversations may train (beside being successful): the configured signal, and
-    instances of ``datasets`` in the held-out split
-    (:func:`~clearsight.probe.distill.sft.in_held_out_split`); and that rule in words, for the
-    error that finds none."""
-
-    def keep(t: Transcript) -> bool:
-        return (
-            t.signal == config.signal
-            and t.dataset in config.datasets
-            and in_held_out_split(t.instance_id, config.held_out, config.seed)
-        )
-
-    words = (
-        f" with {config.signal} u in the held-out split ({config.held_out:g}) of "
-        f"{', '.join(config.datasets)} (--datasets, --held-out)"
-    )
-    return keep, words
-
-
 def _split(n: int, share: float, seed: int) -> tuple[list[int], list[int]]:
     """Indices of the training and validation conversations: a seeded permutation, the first
     ``round(share * n)`` (at least one when ``share > 0`` and ``n >= 2``) held out."""
@@ -278,7 +257,10 @@ def distill(
     if (target / ADAPTER_MANIFEST).exists():
         raise InputError(f"{target} already holds an adapter; choose another --out")
     reasoner, chosen = successful_trajectories(
-        run_dir, config.reasoner, config.strategy, *distillation_set(config)
+        run_dir,
+        config.reasoner,
+        config.strategy,
+        *distillation_set(config.signal, config.datasets, config.held_out, config.seed),
     )
     if adapter_manifest(reasoner.removeprefix("hf:")) is not None:
         raise InputError(f"{reasoner} is itself an adapter; distil from its base model's run")
