@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "CalibrateOptions",
     "DemoOptions",
+    "DrawOptions",
     "EquivalenceOptions",
     "ExportCommandOptions",
     "FetchOptions",
@@ -71,6 +72,18 @@ class FetchOptions(BaseModel):
         "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf).",
     )
     revision: str | None = Field(None, description="Branch, tag or commit of --model (main).")
+    split: str | None = Field(
+        None,
+        description="Another split of each --dataset's repository (e.g. MATH-Vision's "
+        "testmini), kept in $CLEARSIGHT_CACHE/datasets/NAME@SPLIT; a run reads it as "
+        "--dataset NAME@SPLIT.",
+    )
+    config: str | None = Field(
+        None,
+        description="Another config of each --dataset's repository (e.g. MMMU-Pro's "
+        "'standard (4 options)'), kept in $CLEARSIGHT_CACHE/datasets/NAME[CONFIG]; a run reads "
+        "it as --dataset 'NAME[CONFIG]'.",
+    )
 
 
 class PreviewOptions(BaseModel):
@@ -182,6 +195,30 @@ class JudgesOptions(BaseModel):
         description="JSONL of sensor replies with people's u (docs/probe.md): validate both "
         "judges against the people instead, stored in RUN for the report's Table 5.",
     )
+
+
+class DrawOptions(BaseModel):
+    """What ``clearsight probe draw`` draws: the instances, whose sensor, how many, the seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instances: str = Field(
+        description="The instances to draw from: a JSONL file of them (what `probe build` "
+        "keeps for one sensor) or any source a probe run takes."
+    )
+    dataset: str | None = Field(None, description="Their loader, as for a probe run.")
+    sensor: str = Field(
+        description="The sensor whose benchmark these instances are (part of each rank, so "
+        "each (sensor, dataset) cell is drawn on its own)."
+    )
+    per: int = Field(
+        100,
+        description="Instances per dataset: 100, as the paper's 100-instance draws per dataset; "
+        "50 for its human sample of 50 questions per setting (with the same seed, the first 50 "
+        "of the 100).",
+    )
+    seed: int = Field(0, description="The draw's seed.")
+    out: Path = Field(description="JSONL file of the drawn instances.")
 
 
 class QueryTypesOptions(BaseModel):
