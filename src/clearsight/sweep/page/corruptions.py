@@ -19,8 +19,7 @@ from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.numbers.corruptions import CorruptionNumbers
 from clearsight.sweep.page.imagenet import severity_veq_cols
 from clearsight.sweep.page.labels import crossing_label, interval, interval_m, w_label
-from clearsight.sweep.page.plots import series, visibility_axis
-from clearsight.sweep.page.references import reference_lines
+from clearsight.sweep.page.plots import reference_lines, series, visibility_axis
 from clearsight.sweep.signals import by_name
 
 __all__ = ["corruptions_figure", "corruptions_section"]

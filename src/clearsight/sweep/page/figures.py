@@ -15,8 +15,13 @@ import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_panel
 from clearsight.sweep.numbers.crossings import NO_VERBAL
-from clearsight.sweep.page.plots import clean_position, plot_curve, series, visibility_axis
-from clearsight.sweep.page.references import reference_lines
+from clearsight.sweep.page.plots import (
+    clean_position,
+    plot_curve,
+    reference_lines,
+    series,
+    visibility_axis,
+)
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import ACCURACY, by_name
 

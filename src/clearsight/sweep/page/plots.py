@@ -22,6 +22,7 @@ import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot
 from clearsight.sweep.numbers.crossings import NO_VERBAL
+from clearsight.sweep.references.recognition import REFERENCE_OBSERVERS
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import SIGNALS, Signal
 
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "accuracy_line",
     "clean_position",
     "curves_figure",
     "plot_curve",
+    "reference_lines",
     "series",
     "shown_panels",
     "visibility_axis",
@@ -78,6 +81,42 @@ def series(
     ]
     levels = sel[sel["condition"] == arm].sort_values("x", ascending=False)
     return levels, sel[sel["condition"] == "clean"]
+
+
+#: How each reference observer's curve is drawn: (colour, line style).
+_REFERENCE_STYLES = {
+    "observer": ("0.25", "--"),
+    "observer:recognition": ("0.45", "-."),
+    "observer:human": ("0.1", ":"),
+}
+
+
+def reference_lines(
+    ax: Any, curves: pd.DataFrame, where: tuple[str, str, str], models: Sequence[str]
+) -> None:
+    """The accuracy of each reference observer among ``models`` at (task, wording, arm)
+    ``where``, as a grey reference curve (nothing for a reference without records there): the
+    limits of seeing drawn beside a model's own curves (Fig. 3, Fig. 7, the corruptions and
+    the references' figures)."""
+    task, wording, arm = where
+    for ref in (m for m in REFERENCE_OBSERVERS if m in models):
+        colour, style = _REFERENCE_STYLES[ref]
+        rows = series(curves, ref, task, wording, "accuracy", arm)[0]
+        accuracy_line(ax, rows, ref, colour=colour, style=style, width=2.0)
+
+
+def accuracy_line(
+    ax: Any,
+    rows: pd.DataFrame,
+    label: str,
+    colour: str | None = None,
+    style: str = "-",
+    width: float = 1.0,
+) -> None:
+    """One accuracy curve of :func:`series`' level rows, no band (nothing where it has no
+    rows)."""
+    if not rows.empty:
+        ax.plot(rows["x"], rows["estimate"], style, color=colour, lw=width, label=label)
 
 
 def plot_curve(
@@ -155,7 +194,9 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
     the main letter wording (reason-naming abstain option), verbalized confidence from the main
     verbal wording, the abstain rate from each letter wording (the later ones dotted). Bands:
     95 % percentile intervals of a bootstrap over source photos. Grey lines: chance (dotted)
-    and the blank-image accuracy (dashed), the accuracy's floor. For verification, thin grey
+    and the blank-image accuracy (dashed), the accuracy's floor; thick grey: the reference
+    observers' accuracy in the main wording (:func:`reference_lines`, those the run has besides
+    the panel's model). For verification, thin grey
     lines split the accuracy into true- and false-category questions. Triangles on the top edge:
     crossing visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's
     end).
@@ -218,7 +259,9 @@ def _curves_panel(
             plotted.append((line.wording, line.signal))
     if task == "verify":
         _asked_split(ax, numbers.asked, model, main, arm)
-    _reference_lines(ax, curves, model, task, main, numbers.chance)
+    _floor_lines(ax, curves, model, task, main, numbers.chance)
+    others = [m for m in analysis.run.models if m != model]
+    reference_lines(ax, curves, (task, main, arm), others)
     sub = crossings[
         (crossings["model"] == model) & (crossings["task"] == task) & (crossings["arm"] == arm)
     ]
@@ -250,7 +293,7 @@ def _asked_split(ax: Any, asked: pd.DataFrame, model: str, wording: str, arm: st
         )
 
 
-def _reference_lines(
+def _floor_lines(
     ax: Any, curves: pd.DataFrame, model: str, task: str, wording: str, chance: float
 ) -> None:
     """Chance (dotted) and the blank-image accuracy (dashed), labelled at the right edge."""

@@ -183,6 +183,8 @@ def _task_section(analysis: SweepAnalysis, numbers: TaskAnalysis, figure: bool) 
             "and abstain rate against visibility (log axis, clearest left; squares: clean "
             "images). Bands and error bars: 95 % percentile bootstrap intervals over source "
             "photos. Dotted: chance; dashed: blank-image accuracy (the accuracy floor). "
+            "Thick grey: the reference observers' accuracy in the same wording and arm (those "
+            "the run has; the limits of seeing). "
             "Triangles on the top edge: crossing visibilities V* of the plotted signals "
             "(hollow: censored).",
         )
