@@ -8,9 +8,9 @@ pydantic (about a tenth of a second of CPU: ``clearsight --help`` starts in unde
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "CalibrateOptions",
@@ -100,6 +100,24 @@ class EquivalenceOptions(BaseModel):
         "independent",
         description="Plasma per scene and severity (independent) or one per scene (common).",
     )
+    corruptions: tuple[str, ...] = Field(
+        ("fog",),
+        description="ImageNet-C corruptions to place, as a sweep's imagenet_c_corruptions: "
+        "the imagecorruptions package's names or the groups common, validation, all.",
+    )
+
+    @field_validator("corruptions", mode="before")
+    @classmethod
+    def _corruptions(cls, v: Any) -> tuple[str, ...]:
+        """The sweep's own parser (:func:`clearsight.sweep.conditions.imagenet_c_corruptions`):
+        groups expanded, each name once, an unknown name refused."""
+        from clearsight.sweep.conditions import imagenet_c_corruptions
+        from clearsight.validate import InputError
+
+        try:
+            return imagenet_c_corruptions(v)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
 
 
 _FORMAT_HELP = (

@@ -73,10 +73,13 @@ def _turbid_water(
 
 
 def equivalence(options: EquivalenceOptions) -> None:
-    """Place ImageNet-C fog severities 1-5 on the physical fog axis (gain-matched V_eq) for the
-    bundled scenes: median and IQR per severity, and the share of scenes whose V_eq falls
-    monotonically."""
-    table = sweep.equivalence_table(seed=options.seed, plasma=options.plasma)
+    """Place ImageNet-C severities 1-5 (fog unless --corruptions names others) on the physical
+    fog axis (gain-matched V_eq) for the bundled scenes: median and IQR per severity, the detail
+    each added and whether it is placed (a corruption that adds detail is not lost contrast),
+    and the share of scenes whose V_eq falls monotonically."""
+    table = sweep.equivalence_table(
+        seed=options.seed, plasma=options.plasma, corruptions=options.corruptions
+    )
     if options.out is not None:
         table.to_csv(options.out, index=False)
         typer.echo(f"wrote {options.out}")
