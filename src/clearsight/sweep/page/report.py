@@ -22,6 +22,7 @@ from clearsight.pages.cost import Cost
 from clearsight.pages.html import Frame, fmt_ci, fmt_num, fmt_range
 from clearsight.pages.output import MarkdownBlock, ReportPaths, Summary, md_text, write_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
+from clearsight.sweep.page.corruptions import corruption_crossing_rows
 from clearsight.sweep.page.headline import headline_block
 from clearsight.sweep.page.labels import depth_line, interval, interval_m, interval_of
 from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
@@ -70,9 +71,13 @@ def write_sweep_report(
     """Render ``analysis`` (:func:`~clearsight.sweep.analysis.analyse_sweep`, its examples
     included) and ``appendix`` as ``report.html``, ``summary.md`` and ``summary.csv`` in
     ``out_dir``: summary.csv is the crossings with their labels and the bootstrap's B, seed and
-    interval level. The page and summary.md read the analysis' one headline table."""
+    interval level, then each ImageNet-C corruption's on its metre grid
+    (:func:`~clearsight.sweep.page.corruptions.corruption_crossing_rows`). The page and
+    summary.md read the analysis' one headline table."""
     boot = analysis.bootstrap
-    summary_csv = analysis.labelled.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level)
+    rows = [analysis.labelled, corruption_crossing_rows(analysis.corruptions)]
+    crossings = pd.concat([r for r in rows if not r.empty] or rows[:1], ignore_index=True)
+    summary_csv = crossings.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level)
     page, summary = sweep_page(analysis, appendix), sweep_summary(analysis, appendix)
     return write_report(Path(out_dir), html=page, summary_md=summary, summary_csv=summary_csv)
 
