@@ -41,6 +41,21 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def eight_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight headline rows: two reference observers, both tasks, both arms (a task column)."""
+    out = tmp_path_factory.mktemp("eight") / "run"
+    config = SweepConfig(
+        scene_ids=("skimage-chelsea", "skimage-coffee", "skimage-camera"),
+        models=("observer", "observer:recognition"),
+        controls=("clean",),
+        wordings=("mcq.reason", "verbal.plain"),
+        tasks=("identify", "verify"),
+    )
+    run_sweep(config, out, progress=False)
+    return out
+
+
 def test_no_panel_for_an_arm_or_a_wording_that_did_not_run(run: Path) -> None:
     analysis = analyse_sweep(run, n_boot=50)
     task = analysis.tasks["identify"]
@@ -94,11 +109,21 @@ def test_crowded_visibility_ticks_are_slanted_until_none_overlap() -> None:
     not CHROMIUM.exists(),
     reason="Debian's chromium is not installed at /usr/bin/chromium: run `make browser`",
 )
-def test_the_first_screen_explains_itself(run: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("which", "rows", "sentence"),
+    [
+        ("run", 3, "perceiver:detector, identification (t2): accuracy"),
+        ("eight_rows", 8, "observer:recognition, verification (t3): "),
+    ],
+)
+def test_the_first_screen_explains_itself(
+    which: str, rows: int, sentence: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """The lead (what V* and W are, which sign is a blind spot), the headline table, its first
-    sentence and a curve lie within the first screen, none overlapping another."""
+    sentence and a curve with its axis labels lie within the first screen, none overlapping
+    another: with three headline rows and with eight (a task column beside them)."""
     playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
-    paths = build_report(run, n_boot=100, thumbnails=False)
+    paths = build_report(request.getfixturevalue(which), n_boot=100, thumbnails=False)
     shot = tmp_path / "first-screen.png"
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -109,7 +134,7 @@ def test_the_first_screen_explains_itself(run: Path, tmp_path: Path) -> None:
             page.goto(paths.html.as_uri())
             page.screenshot(path=str(shot))
             boxes = {name: page.locator(css).first.bounding_box() for name, css in FIRST.items()}
-            rows = page.locator("#headline table tr").count()
+            shown = page.locator("#headline table tr").count()
             text = page.inner_text("#headline")
             curve = page.locator("#headline .beside img").evaluate("i => i.naturalWidth")
         finally:
@@ -124,9 +149,9 @@ def test_the_first_screen_explains_itself(run: Path, tmp_path: Path) -> None:
     overlapping = [(a, b) for (a, p), (b, q) in itertools.combinations(placed, 2) if _meet(p, q)]
     assert overlapping == []
     assert curve > 0  # the figure's pixels arrived
-    assert rows == 1 + 3  # a header, observer in fog and water, the perceiver in fog
+    assert shown == 1 + rows  # a header, then a row per model, task and arm it was shown
     assert text.index(W_READING) < text.index("clean accuracy")  # the lead before the table
-    assert "perceiver:detector, identification (t2): accuracy" in text
+    assert sentence in text
     assert "undetermined [" not in text
     assert "n/a [" not in text
     assert Image.open(shot).size == (SCREEN["width"], SCREEN["height"])
