@@ -141,3 +141,5 @@ def test_fig_3_draws_the_other_references_as_grey_curves(
         for ref, line in grey.items():
             rows = plots.series(curves, ref, "identify", "mcq.reason", "accuracy", "fog")[0]
             assert list(line.get_ydata()) == list(rows["estimate"])
+    legend = {text.get_text() for text in drawn[0].legends[0].get_texts()}
+    assert set(REFERENCES) <= legend  # each named once, whichever panels draw it

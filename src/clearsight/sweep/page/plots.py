@@ -15,7 +15,7 @@ left to the murkiest on the right, the clean image as a separate marker further 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -34,6 +34,7 @@ __all__ = [
     "accuracy_line",
     "clean_position",
     "curves_figure",
+    "legend_entries",
     "plot_curve",
     "reference_lines",
     "series",
@@ -45,6 +46,12 @@ __all__ = [
 def clean_position(levels: Sequence[float]) -> float:
     """Where the clean marker sits: two octaves left of the clearest level."""
     return max(levels) * 4.0
+
+
+def legend_entries(axes: Iterable[Any]) -> dict[str, Any]:
+    """Each label drawn on any of ``axes`` once, in the order first drawn, with its handle:
+    one legend for a figure whose panels draw different curves."""
+    return {lb: h for ax in axes for h, lb in zip(*ax.get_legend_handles_labels(), strict=True)}
 
 
 def visibility_axis(ax: Any, levels: Sequence[float]) -> None:
@@ -217,12 +224,11 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
             _curves_panel(axes[r][c], analysis, numbers, model, arm)
             if (model, arm) == next(p for p in shown if p[0] == model):
                 axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
-    first = axes[models.index(shown[0][0])][arms.index(shown[0][1])]
-    handles, labels = first.get_legend_handles_labels()
+    drawn = legend_entries(fig.axes)  # each panel's reference curves are the other models'
     fig.tight_layout()
     fig.legend(
-        handles,
-        labels,
+        list(drawn.values()),
+        list(drawn),
         loc="lower center",
         ncol=3,
         fontsize=8,
