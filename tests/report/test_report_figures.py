@@ -5,8 +5,9 @@ not run, no overlapping tick labels."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,23 +151,14 @@ def test_the_first_screen_explains_itself(
     """The lead (what V* and W are, which sign is a blind spot), the headline table, its first
     sentence and a curve with its axis labels lie within the first screen, none overlapping
     another: with three headline rows and with eight (a task column beside them)."""
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
     paths = build_report(request.getfixturevalue(which), n_boot=100, thumbnails=False)
     shot = tmp_path / "first-screen.png"
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            page = browser.new_page(viewport=SCREEN)
-            page.goto(paths.html.as_uri())
-            page.screenshot(path=str(shot))
-            boxes = {name: page.locator(css).first.bounding_box() for name, css in FIRST.items()}
-            shown = page.locator("#headline table tr").count()
-            text = page.inner_text("#headline")
-            curve = page.locator("#headline .beside img").evaluate("i => i.naturalWidth")
-        finally:
-            browser.close()
+    with _screen(paths.html) as page:
+        page.screenshot(path=str(shot))
+        boxes = {name: page.locator(css).first.bounding_box() for name, css in FIRST.items()}
+        shown = page.locator("#headline table tr").count()
+        text = page.inner_text("#headline")
+        curve = page.locator("#headline .beside img").evaluate("i => i.naturalWidth")
     for name, box in boxes.items():
         assert box is not None, name
         assert min(box["width"], box["height"]) > 0, name
@@ -183,6 +175,23 @@ def test_the_first_screen_explains_itself(
     assert "undetermined [" not in text
     assert "n/a [" not in text
     assert Image.open(shot).size == (SCREEN["width"], SCREEN["height"])
+
+
+@contextlib.contextmanager
+def _screen(html: Path) -> Iterator[Any]:
+    """The page ``html`` open in Debian's headless Chromium at :data:`SCREEN` (skips the test
+    without playwright)."""
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page(viewport=SCREEN)
+            page.goto(html.as_uri())
+            yield page
+        finally:
+            browser.close()
 
 
 #: What the first screen must hold, by CSS selector.
@@ -224,7 +233,6 @@ def test_the_reference_and_corruption_figures_fit_a_screen(
     figure: drawn with no two tick labels overlapping, and each, scrolled to in headless
     Chromium at 1280x800 (a screenshot taken), whole on one screen at no less than half its
     drawn size."""
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
     from clearsight.sweep.page import corruptions, plots, references
 
     overlaps: dict[str, list[tuple[str, str]]] = {}
@@ -233,16 +241,8 @@ def test_the_reference_and_corruption_figures_fit_a_screen(
     paths = build_report(corrupted, n_boot=100, thumbnails=False)
     assert set(overlaps) >= {f"clearsight.sweep.page.{m}" for m in NEW_FIGURES.values()}
     assert {name: pairs for name, pairs in overlaps.items() if pairs} == {}
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            page = browser.new_page(viewport=SCREEN)
-            page.goto(paths.html.as_uri())
-            shown = {alt: _scrolled_to(page, alt, tmp_path) for alt in NEW_FIGURES}
-        finally:
-            browser.close()
+    with _screen(paths.html) as page:
+        shown = {alt: _scrolled_to(page, alt, tmp_path) for alt in NEW_FIGURES}
     for alt, (box, natural) in shown.items():
         assert box is not None, alt
         assert box["x"] >= 0, alt
