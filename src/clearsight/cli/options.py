@@ -68,7 +68,8 @@ class FetchOptions(BaseModel):
     depth: bool = Field(
         False,
         description="Download and verify the default depth model "
-        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf).",
+        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf: Small is clearsight's "
+        "choice of size, the paper names none).",
     )
     revision: str | None = Field(None, description="Branch, tag or commit of --model (main).")
 

@@ -86,7 +86,8 @@ class SweepConfig(RunConfig):
     coco_depth_model: str = Field(
         "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
         description="Depth of COCO scenes: a Depth Anything V2 metric model (local path or "
-        "Hugging Face cache), or 'assumed:<metres>' for a stated constant depth.",
+        "Hugging Face cache; the default's size, Small, is clearsight's choice: the paper names "
+        "none), or 'assumed:<metres>' for a stated constant depth.",
     )
     all_targets: bool = Field(
         True, description="Ask about every annotated target of a scene (False: the first only)."

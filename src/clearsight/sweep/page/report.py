@@ -149,7 +149,7 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
         f"scenes together), seed {boot.seed}, "
         f"{round(100 * boot.level)} % percentile intervals.",
         "",
-        f"Depth: {depth_line(analysis.depth)}.",
+        f"Depth: {md_text(run.depth_source)}; {depth_line(analysis.depth)}.",
         "",
         DEPTH_NOTE,
         "",
