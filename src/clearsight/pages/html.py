@@ -239,6 +239,12 @@ class Table:
         """The table's markup."""
         return table(self.rows, self.cols, self.caption)
 
+    def markdown(self) -> list[str]:
+        """The same cells as summary.md lines (:func:`md_table`; the column groups left out)."""
+        rows = list(self.rows.itertuples(index=False))
+        cells = [[c.cell(r) for c in self.cols] for r in rows]
+        return [md_table(pd.DataFrame(cells, columns=[c.header for c in self.cols]))]
+
 
 @dataclass(frozen=True)
 class Frame:

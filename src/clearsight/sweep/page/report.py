@@ -26,6 +26,7 @@ from clearsight.sweep.page.corruptions import corruption_crossing_rows
 from clearsight.sweep.page.headline import headline_block
 from clearsight.sweep.page.labels import depth_line, interval, interval_m, interval_of
 from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
+from clearsight.sweep.page.tables import WORDINGS_NOTE, wordings_table
 from clearsight.sweep.results import TASK_NAMES
 from clearsight.sweep.signals import AWARENESS
 
@@ -166,10 +167,21 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
             if not controls.empty
             else "_No control conditions in this run._\n"
         )
+        lines += _wordings_markdown(analysis, task, name)
     lines += _imagenet_markdown(analysis)
     lines += appendix.markdown  # none without re-asks
     lines.append(Cost(analysis.cost))
     return Summary(lines)
+
+
+def _wordings_markdown(analysis: SweepAnalysis, task: str, name: str) -> list[str | MarkdownBlock]:
+    """Table VI of ``task`` as the page shows it (:func:`wordings_table`), under its heading;
+    nothing with fewer than two verbalized wordings."""
+    shown = wordings_table(analysis.tasks[task].wordings, analysis.run)
+    if shown is None:
+        return []
+    heading = f"## Verbalized wordings on matched images (Table VI) — {name}"
+    return [heading, "", md_text(WORDINGS_NOTE), "", shown]
 
 
 def _ranges(low: pd.Series, high: pd.Series, digits: int) -> list[str]:
