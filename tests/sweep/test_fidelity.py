@@ -381,6 +381,27 @@ def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
     assert "COCO" in html  # the image's attribution
 
 
+def test_fig_9_shows_the_target_its_stated_rule_chooses() -> None:
+    """Issue 46 item 12: Fig. 9's example is the target whose answers lose the most from its
+    clean image to the murkiest level (ties: the first in the run's order), not the first
+    target. Scene a keeps its answer (loses 0), b and c lose theirs (1 each): b."""
+    from clearsight.sweep.images.examples import _example_rows, example_target
+
+    kept = {"a": [1, 1, 1, 1], "b": [1, 1, 1, 0], "c": [1, 1, 0, 0]}  # clean, 100, 10, 1 m
+    cells = [("clean", math.nan), *(("fog", v) for v in LEVELS)]
+    rows = [
+        _row("mcq.reason", cond, level, scene=scene, target=0, correct=float(right[k]))
+        for scene, right in kept.items()
+        for k, (cond, level) in enumerate(cells)
+    ]
+    data = _run_data(rows)
+    assert example_target(data.records, "fog", min(LEVELS)) == ("b", 0)
+    shown, arm, picks = _example_rows(data, "identify")
+    assert set(shown["scene"]) == {"b"}
+    assert (arm, picks[-1]) == ("fog", ("fog", min(LEVELS)))
+    assert len(shown) == 3  # clean, the middle and the murkiest level
+
+
 @pytest.fixture(scope="module")
 def table_vi(tmp_path_factory: pytest.TempPathFactory) -> ReportPaths:
     """The report of two verbal wordings, the second asked on the first scene only."""
