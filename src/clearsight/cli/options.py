@@ -88,6 +88,17 @@ class PreviewOptions(BaseModel):
     turbid_scattering: str | None = Field(
         None, description="The turbid water's scattering b (1/m) as R,G,B."
     )
+    coco_annotations: Path | None = Field(
+        None,
+        description="A COCO instances JSON: SCENE is then a COCO scene id (coco-<image id>) of "
+        "those the sweep's selection rules choose (Fig. 2 for a COCO scene).",
+    )
+    coco_images: Path | None = Field(None, description="Folder of the COCO images.")
+    coco_depth: str = Field(
+        "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
+        description="Depth of the COCO scene, as a sweep's coco_depth_model: a Depth Anything V2 "
+        "metric model (local path or Hugging Face cache) or assumed:<metres>.",
+    )
 
 
 class EquivalenceOptions(BaseModel):

@@ -25,7 +25,8 @@ from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
 from clearsight.sweep.page.corruptions import corruption_crossing_rows
 from clearsight.sweep.page.headline import headline_block
 from clearsight.sweep.page.labels import depth_line, interval, interval_m, interval_of
-from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
+from clearsight.sweep.page.sections import DEPTH_NOTE, SETTINGS_HEADING, sweep_page
+from clearsight.sweep.page.settings import settings_frame
 from clearsight.sweep.page.tables import WORDINGS_NOTE, wordings_table
 from clearsight.sweep.results import TASK_NAMES
 from clearsight.sweep.signals import AWARENESS
@@ -154,6 +155,9 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
         "",
         DEPTH_NOTE,
         "",
+        f"## {SETTINGS_HEADING}",
+        "",
+        Frame(settings_frame(analysis.data.manifest.get("config", {}), boot)),
     ]
     display = _display_crossings(analysis.labelled)
     for task in run.tasks:

@@ -30,6 +30,7 @@ from clearsight.sweep.page.headline import W_PAIRING_NOTES, headline_block
 from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
 from clearsight.sweep.page.references import references_section
+from clearsight.sweep.page.settings import settings_frame
 from clearsight.sweep.page.tables import (
     controls_section,
     crossings_section,
@@ -38,7 +39,10 @@ from clearsight.sweep.page.tables import (
 )
 from clearsight.sweep.results import TASK_NAMES, level_label
 
-__all__ = ["DEPTH_NOTE", "guard_section", "sweep_page"]
+__all__ = ["DEPTH_NOTE", "SETTINGS_HEADING", "guard_section", "sweep_page"]
+
+#: The heading of the run's Table III, on the page and in summary.md.
+SETTINGS_HEADING: Final = "Fixed settings (Table III), from the run's configuration"
 
 DEPTH_NOTE = (
     "Visibility in metres is conditional on the assumed/estimated depth scale: a global depth "
@@ -69,7 +73,7 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
 
 def _nav(run: RunFacts) -> str:
     """Links to the sections."""
-    links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks]
+    links = [("settings", "settings"), *((f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks)]
     links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("cost", "cost")]
     links += [("methods", "methods")]
     return "<nav>" + "".join(f"<a href='#{esc(a)}'>{esc(t)}</a>" for a, t in links) + "</nav>"
@@ -152,7 +156,8 @@ def _record_warnings(run: RunFacts) -> list[str]:
 def _header(analysis: SweepAnalysis) -> list[Part]:
     """Title, the headline (the analysis' table, rendered by
     :mod:`clearsight.sweep.page.headline`), provenance key-value table, record counts and
-    failure reasons."""
+    failure reasons, the links, and the run's fixed settings (Table III,
+    :func:`~clearsight.sweep.page.settings.settings_frame`)."""
     run = analysis.run
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
     return [
@@ -162,6 +167,8 @@ def _header(analysis: SweepAnalysis) -> list[Part]:
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(run),
         _nav(run),
+        f"<h2 id='settings'>{esc(SETTINGS_HEADING)}</h2>",
+        Frame(settings_frame(analysis.data.manifest.get("config", {}), analysis.bootstrap)),
     ]
 
 
