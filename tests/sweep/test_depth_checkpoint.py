@@ -42,14 +42,14 @@ def test_the_manifest_and_the_report_name_the_size_as_clearsights_choice(tmp_pat
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
 
-    config = SweepConfig(
-        scene_ids=("skimage-chelsea",),
+    config = SweepConfig(  # one scene, the verification task, two levels of water
+        scene_ids=("mpl-grace-hopper",),
         models=("observer",),
-        arms=("fog",),
-        levels_m=(62.5, 3.90625),
+        arms=("water",),
+        levels_m=(31.25, 1.953125),
         controls=("clean",),
-        tasks=("identify",),
-        wordings=("mcq.reason",),
+        tasks=("verify",),
+        wordings=("mcq.generic",),
     )
     run_sweep(config, tmp_path / "run", progress=False)
     recorded = run_manifest(tmp_path / "run")["depth_checkpoint"]
