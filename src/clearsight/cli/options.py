@@ -121,15 +121,11 @@ class EquivalenceOptions(BaseModel):
     @field_validator("corruptions", mode="before")
     @classmethod
     def _corruptions(cls, v: Any) -> tuple[str, ...]:
-        """The sweep's own parser (:func:`clearsight.sweep.conditions.imagenet_c_corruptions`):
+        """The sweep's own parser (:func:`clearsight.sweep.conditions.corruptions_field`):
         groups expanded, each name once, an unknown name refused."""
-        from clearsight.sweep.conditions import imagenet_c_corruptions
-        from clearsight.validate import InputError
+        from clearsight.sweep.conditions import corruptions_field
 
-        try:
-            return imagenet_c_corruptions(v)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        return corruptions_field(v)
 
 
 _FORMAT_HELP = (

@@ -31,7 +31,7 @@ from clearsight.sweep.conditions import (
     Arm,
     check_turbid_water,
     check_water_table,
-    imagenet_c_corruptions,
+    corruptions_field,
 )
 from clearsight.sweep.references.observer import ObserverConfig
 from clearsight.validate import InputError
@@ -212,10 +212,7 @@ class SweepConfig(RunConfig):
     @field_validator("imagenet_c_corruptions", mode="before")
     @classmethod
     def _corruptions(cls, v: Any) -> tuple[str, ...]:
-        try:
-            return imagenet_c_corruptions(v)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        return corruptions_field(v)
 
     @field_validator("imagenet_c_severities")
     @classmethod

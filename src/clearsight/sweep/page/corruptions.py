@@ -18,14 +18,9 @@ from clearsight.pages.plots import png, pyplot
 from clearsight.physics import ATTENUATION_MAX_ADDED
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.numbers.corruptions import CorruptionNumbers
+from clearsight.sweep.page import labels
 from clearsight.sweep.page.imagenet import severity_veq_cols
-from clearsight.sweep.page.labels import (
-    crossing_label,
-    interval,
-    interval_m,
-    labelled_crossings,
-    w_label,
-)
+from clearsight.sweep.page.labels import crossing_label, interval, interval_m, w_label
 from clearsight.sweep.page.plots import reference_lines, series, visibility_axis
 from clearsight.sweep.signals import by_name
 
@@ -121,7 +116,7 @@ def corruption_crossing_rows(numbers: CorruptionNumbers) -> pd.DataFrame:
         return pd.DataFrame()
     crossings = numbers.crossings.assign(arm="imagenet_c:" + numbers.crossings["arm"])
     levels = {f"imagenet_c:{name}": grid for name, (grid, _) in numbers.grids.items()}
-    return labelled_crossings(crossings, levels)
+    return labels.labelled_crossings(crossings, levels)
 
 
 def _signal_cols() -> list[Col]:

@@ -48,7 +48,7 @@ def clean_position(levels: Sequence[float]) -> float:
     return max(levels) * 4.0
 
 
-def legend_entries(axes: Iterable[Any]) -> dict[str, Any]:
+def legend_entries(axes: Iterable[Any]) -> dict[str, object]:
     """Each label drawn on any of ``axes`` once, in the order first drawn, with its handle:
     one legend for a figure whose panels draw different curves."""
     return {lb: h for ax in axes for h, lb in zip(*ax.get_legend_handles_labels(), strict=True)}

@@ -9,7 +9,7 @@ the run's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import pandas as pd
 
@@ -51,7 +51,7 @@ _IMAGENET_C_ONLY: Final = frozenset(
 )
 
 
-def settings_frame(config: Mapping[str, Any], boot: SceneBootstrap) -> pd.DataFrame:
+def settings_frame(config: Mapping[str, object], boot: SceneBootstrap) -> pd.DataFrame:
     """Table III of a run: one row (``setting``, ``value``) per field of :data:`SETTINGS` the
     run's ``config`` holds and uses (COCO's fields in a COCO run, ImageNet-C's with its
     control), then the scenes and the bootstrap ``boot`` its numbers were computed with."""
@@ -75,7 +75,7 @@ def settings_frame(config: Mapping[str, Any], boot: SceneBootstrap) -> pd.DataFr
     return pd.DataFrame(rows, columns=["setting", "value"])
 
 
-def _value(key: str, value: Any) -> str:
+def _value(key: str, value: object) -> str:
     """A configuration value as the table shows it: levels by their labels, lists joined,
     None as '–'."""
     if value is None:
