@@ -97,3 +97,40 @@ def test_a_coco_preview_that_cannot_be_drawn_is_one_error_line(
     assert len(errors) == 1, result.output
     assert said in errors[0]
     assert not out.exists()
+
+
+def test_table_iii_lists_a_fields_row_only_where_the_run_uses_it() -> None:
+    """COCO's rows in a COCO run, ImageNet-C's with its control (as the JSON manifest stores
+    the lists), levels by their labels."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from clearsight.sweep.numbers.crossings import SceneBootstrap
+    from clearsight.sweep.page.settings import settings_frame
+
+    boot = cast(
+        SceneBootstrap,
+        SimpleNamespace(n_scenes=4, n_clusters=2, n_boot=100, seed=0, level=0.95),
+    )
+    config: dict[str, object] = {
+        "scenes": "coco",
+        "coco_n": 1000,
+        "coco_depth_model": "assumed:20",
+        "levels_m": [250.0, 15.625, 1.953125],
+        "controls": ["clean", "imagenet_c"],
+        "imagenet_c_severities": [1, 5],
+        "imagenet_c_corruptions": ["fog"],
+    }
+    shown: dict[str, str] = dict(settings_frame(config, boot).itertuples(index=False))
+    assert shown["COCO images drawn"] == "1000"
+    assert shown["depth of COCO scenes"] == "assumed:20"
+    assert shown["visibility levels (m)"] == "250, 15.6, 1.95"
+    assert shown["ImageNet-C severities"] == "1, 5"
+    assert shown["scenes"] == "4 from 2 source photos"
+    bundled: dict[str, str] = dict(
+        settings_frame(config | {"scenes": "bundled", "controls": ["clean"]}, boot).itertuples(
+            index=False
+        )
+    )
+    assert "COCO images drawn" not in bundled
+    assert "ImageNet-C severities" not in bundled

@@ -56,7 +56,8 @@ def settings_frame(config: Mapping[str, object], boot: SceneBootstrap) -> pd.Dat
     run's ``config`` holds and uses (COCO's fields in a COCO run, ImageNet-C's with its
     control), then the scenes and the bootstrap ``boot`` its numbers were computed with."""
     coco = config.get("scenes") == "coco"
-    imagenet = "imagenet_c" in (config.get("controls") or ())
+    controls = config.get("controls")
+    imagenet = isinstance(controls, list | tuple) and "imagenet_c" in controls
     rows = [
         (label, _value(key, config[key]))
         for label, key in SETTINGS
