@@ -90,7 +90,7 @@ def fetch_dataset(
             repo_id=spec.hub_id,
             repo_type="dataset",
             revision=spec.revision if spec.pinned else None,
-            allow_patterns=[*spec.files, "README.md"],
+            allow_patterns=[*spec.downloads, "README.md"],
             local_dir=str(dest),
         )
     except OSError as exc:  # huggingface_hub's errors (offline, not found, gated) are OSErrors
@@ -101,7 +101,7 @@ def fetch_dataset(
 
 def _offline_line(spec: HubSpec, dest: Path, exc: BaseException) -> str:
     reason = " ".join(str(exc).split())[:160]
-    include = " ".join(f"--include '{p}'" for p in (*spec.files, "README.md"))
+    include = " ".join(f"--include '{p}'" for p in (*spec.downloads, "README.md"))
     return (
         f"the hub is not reachable ({type(exc).__name__}: {reason}); where it is, run "
         f"`huggingface-cli download {spec.hub_id} --repo-type dataset {include} --local-dir "
@@ -146,7 +146,7 @@ def _verify_snapshot(spec: HubSpec, dest: Path) -> int:
         "rows": rows,
         "files": {
             str(f.relative_to(dest)): {"bytes": f.stat().st_size, "sha256": _sha256(f)}
-            for f in located.files
+            for f in (*located.files, *located.image_files)
         },
     }
     write_target(dest / FETCH_RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")

@@ -14,6 +14,8 @@ against (``source``). Its mapping is a small vocabulary read by one function
   ``letter``, ``letters`` (one or more, ``"A, C"``), ``index`` (0-based), ``text`` (the
   option's text) or ``yes_no``. A row without options (a list column null or empty, no
   lettered options in its text, or ``choice_when`` not met) has a free answer instead;
+* ``image_table``: where the images live in another config of the repository
+  (:class:`ImageTable`, GQA's), the row's ``image`` column then holding the image's key;
 * ``keep``: rows kept (``column == value``); ``explode``: a list column whose items are one
   question each (their ``question`` / ``answer`` fields read in place of the row's);
   ``choice_when``: ``(column, value)`` marking the multiple-choice rows of a mixed split.
@@ -42,6 +44,16 @@ VLMEVALKIT: Final = "VLMEvalKit@e8e78f0"
 
 
 @dataclass(frozen=True)
+class ImageTable:
+    """Images kept in a config of their own: its ``files`` (globs relative to the repository
+    root), the column of each image's ``key`` and the ``image`` column."""
+
+    files: tuple[str, ...]
+    key: str
+    image: str
+
+
+@dataclass(frozen=True)
 class HubSpec:
     """Where one dataset's split lives on the hub and how its columns map (module docstring)."""
 
@@ -65,6 +77,7 @@ class HubSpec:
     keep: tuple[tuple[str, str], ...] = ()
     explode: str | None = None
     choice_when: tuple[str, str] | None = None
+    image_table: ImageTable | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -82,6 +95,11 @@ class HubSpec:
             self.choice_when[0] if self.choice_when else None,
         ]
         return tuple(dict.fromkeys(n for n in names if n is not None and n not in inner))
+
+    @property
+    def downloads(self) -> tuple[str, ...]:
+        """The globs a fetch downloads: the split's files and its image table's."""
+        return (*self.files, *(self.image_table.files if self.image_table else ()))
 
     @property
     def pinned(self) -> bool:
@@ -375,6 +393,46 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
         ),
         _mmmu_pro(
             "MMMU-Pro", "standard (10 options)", "mmmu_pro_standard", "question", "", "image_1"
+        ),
+        HubSpec(
+            # the paper's diagnostic subset (App. C.2), reported apart from the ten benchmarks;
+            # free-form answers, "<AND>" / "<OR>" joining the parts a grader accepts
+            name="MM-Vet",
+            protocol="grounding",
+            hub_id="lmms-lab/MMVet",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="6f71fdadf11f9cfbb8048e3fab4c2687f08e01e1",
+            source=f"{LMMS_EVAL} tasks/mmvet/mmvet.yaml, utils.py (question_id, image, "
+            "question, answer, capability)",
+            id="question_id",
+            question="question",
+            answer="answer",
+            gold="text",
+            options_form="none",
+            image="image",
+            category="capability",
+        ),
+        HubSpec(
+            # the paper's other diagnostic subset; lmms-eval's gqa task: the questions of
+            # testdev_balanced_instructions, each image by imageId from testdev_balanced_images
+            name="GQA",
+            protocol="grounding",
+            hub_id="lmms-lab/GQA",
+            config="testdev_balanced_instructions",
+            split="testdev",
+            files=("testdev_balanced_instructions/testdev-*.parquet",),
+            revision="bbb748d92c9611653d8250eba18ccaae2fe40aed",
+            source=f"{LMMS_EVAL} tasks/gqa/gqa.yaml, utils.py (imageId, question, answer; "
+            "images by id from testdev_balanced_images)",
+            id="id",
+            question="question",
+            answer="answer",
+            gold="text",
+            options_form="none",
+            image="imageId",
+            image_table=ImageTable(("testdev_balanced_images/testdev-*.parquet",), "id", "image"),
         ),
         # the question and its options are rendered in the image (the options column lists
         # them too)

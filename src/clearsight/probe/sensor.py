@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import JsonValue
 
+from clearsight.execute import progress
 from clearsight.probe.instances import Instance, instance_image
 from clearsight.probe.judges import Judge, consistency, make_judge
 from clearsight.validate import InputError
@@ -190,7 +191,8 @@ class Sensor:
     ) -> tuple[tuple[str, ...], int]:
         """``n`` raw samples for ``prompt`` about the instance's image and the number of
         backend calls made: one request with ``n`` samples, or ``n`` one-sample requests with
-        seeds seed..seed+n-1 sent one call at a time."""
+        seeds seed..seed+n-1 sent one call at a time. Each call's answer is said to the run's
+        progress bar (:func:`clearsight.execute.progress.say`)."""
         from clearsight.models.base import Decoding, Message, PartialBatchError, Request
         from clearsight.models.replies import REPLACED_SURROGATES, complete_checked
 
@@ -212,6 +214,8 @@ class Sensor:
             except PartialBatchError as exc:
                 bad = next(r for r in exc.results if not hasattr(r, "texts"))
                 raise RuntimeError(str(bad)) from exc
+            answered = sum(len(r.texts) for r in responses)
+            progress.say(f"sensor: {answered} of {n} samples")
         self.repaired += sum(REPLACED_SURROGATES in r.extra for r in responses)
         texts = tuple(t.strip() for r in responses for t in r.texts)
         if len(texts) != n:

@@ -1,5 +1,5 @@
 """The paper's benchmarks as grounding problems: a local JSONL layout, or a hub snapshot of the
-ten benchmarks (and MMMU-Pro vision).
+ten benchmarks (and MMMU-Pro vision, and the diagnostic subsets MM-Vet and GQA).
 
 :func:`load_benchmark` reads ``<datasets>/<name>/``: the benchmark's JSONL file in its layout
 (:data:`~clearsight.grounding.problems.problem.LAYOUTS`) when there is one, else the folder as a hub
