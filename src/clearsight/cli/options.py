@@ -8,9 +8,9 @@ pydantic (about a tenth of a second of CPU: ``clearsight --help`` starts in unde
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "CalibrateOptions",
@@ -69,7 +69,8 @@ class FetchOptions(BaseModel):
     depth: bool = Field(
         False,
         description="Download and verify the default depth model "
-        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf).",
+        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf: Small is clearsight's "
+        "choice of size, the paper names none).",
     )
     revision: str | None = Field(None, description="Branch, tag or commit of --model (main).")
     split: str | None = Field(
@@ -100,6 +101,17 @@ class PreviewOptions(BaseModel):
     turbid_scattering: str | None = Field(
         None, description="The turbid water's scattering b (1/m) as R,G,B."
     )
+    coco_annotations: Path | None = Field(
+        None,
+        description="A COCO instances JSON: SCENE is then a COCO scene id (coco-<image id>) of "
+        "those the sweep's selection rules choose (Fig. 2 for a COCO scene).",
+    )
+    coco_images: Path | None = Field(None, description="Folder of the COCO images.")
+    coco_depth: str = Field(
+        "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
+        description="Depth of the COCO scene, as a sweep's coco_depth_model: a Depth Anything V2 "
+        "metric model (local path or Hugging Face cache) or assumed:<metres>.",
+    )
 
 
 class EquivalenceOptions(BaseModel):
@@ -113,6 +125,20 @@ class EquivalenceOptions(BaseModel):
         "independent",
         description="Plasma per scene and severity (independent) or one per scene (common).",
     )
+    corruptions: tuple[str, ...] = Field(
+        ("fog",),
+        description="ImageNet-C corruptions to place, as a sweep's imagenet_c_corruptions: "
+        "the imagecorruptions package's names or the groups common, validation, all.",
+    )
+
+    @field_validator("corruptions", mode="before")
+    @classmethod
+    def _corruptions(cls, v: Any) -> tuple[str, ...]:
+        """The sweep's own parser (:func:`clearsight.sweep.conditions.corruptions_field`):
+        groups expanded, each name once, an unknown name refused."""
+        from clearsight.sweep.conditions import corruptions_field
+
+        return corruptions_field(v)
 
 
 _FORMAT_HELP = (

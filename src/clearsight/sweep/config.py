@@ -31,7 +31,7 @@ from clearsight.sweep.conditions import (
     Arm,
     check_turbid_water,
     check_water_table,
-    imagenet_c_corruptions,
+    corruptions_field,
 )
 from clearsight.sweep.references.observer import ObserverConfig
 from clearsight.validate import InputError
@@ -87,7 +87,8 @@ class SweepConfig(RunConfig):
     coco_depth_model: str = Field(
         "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
         description="Depth of COCO scenes: a Depth Anything V2 metric model (local path or "
-        "Hugging Face cache), or 'assumed:<metres>' for a stated constant depth.",
+        "Hugging Face cache; the default's size, Small, is clearsight's choice: the paper names "
+        "none), or 'assumed:<metres>' for a stated constant depth.",
     )
     all_targets: bool = Field(
         True, description="Ask about every annotated target of a scene (False: the first only)."
@@ -222,10 +223,7 @@ class SweepConfig(RunConfig):
     @field_validator("imagenet_c_corruptions", mode="before")
     @classmethod
     def _corruptions(cls, v: Any) -> tuple[str, ...]:
-        try:
-            return imagenet_c_corruptions(v)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        return corruptions_field(v)
 
     @field_validator("imagenet_c_severities")
     @classmethod

@@ -31,6 +31,7 @@ from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
 from clearsight.sweep.page.recalibration import recalibration_section
 from clearsight.sweep.page.references import references_section
+from clearsight.sweep.page.settings import settings_frame
 from clearsight.sweep.page.tables import (
     controls_section,
     crossings_section,
@@ -39,7 +40,10 @@ from clearsight.sweep.page.tables import (
 )
 from clearsight.sweep.results import TASK_NAMES, level_label
 
-__all__ = ["DEPTH_NOTE", "guard_section", "sweep_page"]
+__all__ = ["DEPTH_NOTE", "SETTINGS_HEADING", "guard_section", "sweep_page"]
+
+#: The heading of the run's Table III, on the page and in summary.md.
+SETTINGS_HEADING: Final = "Fixed settings (Table III), from the run's configuration"
 
 DEPTH_NOTE = (
     "Visibility in metres is conditional on the assumed/estimated depth scale: a global depth "
@@ -71,7 +75,7 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
 
 def _nav(run: RunFacts) -> str:
     """Links to the sections."""
-    links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks]
+    links = [("settings", "settings"), *((f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks)]
     links += [("imagenet-c", "ImageNet-C"), ("calibration-weather", "calibration under weather")]
     links += [("examples", "examples"), ("cost", "cost")]
     links += [("methods", "methods")]
@@ -155,7 +159,8 @@ def _record_warnings(run: RunFacts) -> list[str]:
 def _header(analysis: SweepAnalysis) -> list[Part]:
     """Title, the headline (the analysis' table, rendered by
     :mod:`clearsight.sweep.page.headline`), provenance key-value table, record counts and
-    failure reasons."""
+    failure reasons, the links, and the run's fixed settings (Table III,
+    :func:`~clearsight.sweep.page.settings.settings_frame`)."""
     run = analysis.run
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
     return [
@@ -165,6 +170,8 @@ def _header(analysis: SweepAnalysis) -> list[Part]:
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(run),
         _nav(run),
+        f"<h2 id='settings'>{esc(SETTINGS_HEADING)}</h2>",
+        Frame(settings_frame(analysis.data.manifest.get("config", {}), analysis.bootstrap)),
     ]
 
 
@@ -186,6 +193,8 @@ def _task_section(analysis: SweepAnalysis, numbers: TaskAnalysis, figure: bool) 
             "and abstain rate against visibility (log axis, clearest left; squares: clean "
             "images). Bands and error bars: 95 % percentile bootstrap intervals over source "
             "photos. Dotted: chance; dashed: blank-image accuracy (the accuracy floor). "
+            "Thick grey: the reference observers' accuracy in the same wording and arm (those "
+            "the run has; the limits of seeing). "
             "Triangles on the top edge: crossing visibilities V* of the plotted signals "
             "(hollow: censored).",
         )
