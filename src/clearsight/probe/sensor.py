@@ -171,6 +171,13 @@ class Sensor:
             self._judge = make_judge(self._judge_spec)
         return self._judge
 
+    def load(self) -> None:
+        """Load the backend and the judge now (the judge's model, and the embedding judge's
+        calibrated threshold, by one verdict), so that what is timed after it — a conversation's
+        seconds (Table 8), a person's first query — excludes model loading."""
+        _ = self.backend
+        self.judge.equivalent([("a red bicycle", "a red bike")])
+
     @property
     def one_call(self) -> bool:
         """Whether the K samples come from one request (``n = K``)."""
