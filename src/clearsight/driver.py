@@ -50,6 +50,7 @@ from clearsight.execute import (
 )
 from clearsight.execute.threads import run_threads, use_threads
 from clearsight.faults import EXIT_FAULT, os_exit_code, os_fault
+from clearsight.models import attention
 from clearsight.models.base import Capabilities
 from clearsight.models.registry import BatchSizes, batch_sizes_found
 from clearsight.specs import Spec
@@ -440,26 +441,40 @@ def run(
     done = None if fresh else _finished_before(lock_dir, fingerprint)
     if done is not None:
         return RunSummary(run_dir, done)
-    loaded = check_models(protocol.models(config), execution, say)
-    say(f"planning the {protocol.name} run")
-    with collector_paused():  # a plan's items all stay alive (clearsight.store.collector_paused)
-        plan = protocol.plan(config)
-    if protocol.manifest is None:
-        _check_addable(protocol, lock_dir, fresh)
-    with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
-        planned = _Planned(store, fingerprint, say)
-        sizes = _ChosenSizes(store, loaded if began else ())
-        with _sigterm_stops_cleanly():
-            stages, reasons = _execute_stages(
-                protocol.stages(config, plan, store),
-                store,
-                replace(execution, threads=threads),
-                planned,
-                sizes,
-            )
-        planned.complete()
+    # a run stored before attention by family resumes with the options it stored (eager)
+    with attention.by_family(attention.run_rule(None if fresh else _stored_manifest(lock_dir))):
+        loaded = check_models(protocol.models(config), execution, say)
+        say(f"planning the {protocol.name} run")
+        with collector_paused():  # a plan's items all stay alive (store.collector_paused)
+            plan = protocol.plan(config)
+        if protocol.manifest is None:
+            _check_addable(protocol, lock_dir, fresh)
+        with (
+            run_lock(lock_dir),
+            RunStore.open(run_dir, fresh=fresh) as store,
+            _ray_block(execution),
+        ):
+            began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
+            planned = _Planned(store, fingerprint, say)
+            sizes = _ChosenSizes(store, loaded if began else ())
+            with _sigterm_stops_cleanly():
+                stages, reasons = _execute_stages(
+                    protocol.stages(config, plan, store),
+                    store,
+                    replace(execution, threads=threads),
+                    planned,
+                    sizes,
+                )
+            planned.complete()
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+def _stored_manifest(lock_dir: Path) -> dict[str, Any] | None:
+    """The manifest of the run stored in ``lock_dir``; None where none is (a new run)."""
+    if not (lock_dir / DB_NAME).is_file():
+        return None
+    with RunStore.open(lock_dir, read_only=True) as store:
+        return dict(store.manifest()) or None
 
 
 def _execute_stages(
@@ -684,6 +699,8 @@ def _begin(
     if loaded:
         manifest["loaded_models"] = {name: dict(info) for name, info in loaded.items()}
     manifest["cpu_threads"] = threads
+    if attention.filling():  # its hf models' options name their family's attention
+        manifest[attention.MANIFEST_KEY] = attention.BY_FAMILY
     store.begin_run(manifest, allow_mismatch=allow_mismatch)
     return True
 
