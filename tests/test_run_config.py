@@ -24,6 +24,7 @@ CHANGED: dict[type[RunConfig], list[dict[str, Any]]] = {
         {"models": ("observer",), "model_scenes": {"observer": 2}},
         {"w_accuracy": "own"},
         {"imagenet_c_corruptions": ("fog", "snow")},
+        {"conformal_alpha": 0.1},
     ],
     ProbeConfig: [{"uot": SearchSettings(depth=2)}],
     GroundingConfig: [{"bench": "b.jsonl"}, {"variation_samples": 3}, {"readouts": ("ptrue",)}],

@@ -456,7 +456,7 @@ def run(
         ):
             began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
             planned = _Planned(store, fingerprint, say)
-            sizes = _ChosenSizes(store, loaded if began else ())
+            sizes = _ChosenSizes(store, _sized_models(protocol, config, execution, loaded, began))
             with _sigterm_stops_cleanly():
                 stages, reasons = _execute_stages(
                     protocol.stages(config, plan, store),
@@ -660,6 +660,23 @@ class _ChosenSizes:
             loaded[model] = {**entry, "batch_sizes": chosen}
         self.store.update_entry("loaded_models", loaded)
         self.recorded |= new
+
+
+def _sized_models(
+    protocol: Protocol[C, Any],
+    config: C,
+    execution: Execution,
+    loaded: Mapping[str, object],
+    began: bool,
+) -> Iterable[str]:
+    """The models whose batch sizes this start writes to the manifest: none where it did not
+    write the manifest (it adds to another run), the models it loaded, or on Ray, where the
+    replicas load them, every model the configuration names."""
+    if not began:
+        return ()
+    if execution.executor == "ray":
+        return [need.name for need in protocol.models(config)]
+    return loaded
 
 
 def _check_addable(protocol: Protocol[Any, Any], run_dir: Path, fresh: bool) -> None:

@@ -36,6 +36,7 @@ def _generated() -> dict[str, ConfigCommand]:
     out.update({"preview": scenes.PREVIEW, "equivalence": scenes.EQUIVALENCE})
     out["guard calibrate"] = guard.CALIBRATE
     out.update({"probe judges": probe.JUDGES, "probe query-types": probe.QUERY_TYPES})
+    out["probe draw"] = probe.DRAW
     out.update({"export": export.EXPORT, "push": export.PUSH})
     out.update({f"sweep {c}": sweep.RUN for c in ("run",)})
     out.update({"grounding run": grounding.RUN, "grounding build-bench": grounding.BUILD_BENCH})

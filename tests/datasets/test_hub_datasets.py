@@ -80,7 +80,12 @@ def test_each_loader_reads_its_snapshot_folder(tmp_path: Path, name: str) -> Non
     _check(name, _load(name, root))
 
 
-@pytest.mark.parametrize("name", sorted(FIXTURES))
+#: The loaders whose rows hold their images (GQA's are a config of their own, which a datasets
+#: cache folder does not hold beside the questions).
+ONE_CONFIG = sorted(n for n in FIXTURES if HUB_SPECS[n].image_table is None)
+
+
+@pytest.mark.parametrize("name", ONE_CONFIG)
 def test_each_loader_reads_the_datasets_cache_offline(tmp_path: Path, name: str) -> None:
     snapshot = build_snapshot(name, tmp_path / "repo" / HUB_SPECS[name].hub_id)
     prepared = build_datasets_cache(name, snapshot, tmp_path / "hf-datasets")

@@ -4,10 +4,10 @@ CPU thread unless told otherwise (recorded in the manifest)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,15 +16,15 @@ import pytest
 from clearsight import execute
 from clearsight.execute import progress
 from clearsight.execute.threads import THREAD_VARIABLES, run_threads, use_threads
-from clearsight.store import Record, RunStore
+from clearsight.store import RunStore
+from fixtures.units import RecordingBar, reporting_run
 
 
 @dataclass(frozen=True)
 class _Unit:
-    """A unit of ``size`` items whose run reports quarter by quarter."""
+    """A unit of ``size`` items (run by :func:`~fixtures.units.reporting_run`)."""
 
     keys: tuple[str, ...]
-    pause_s: float = 0.0
     model: str = ""
 
     @property
@@ -34,30 +34,6 @@ class _Unit:
     @property
     def cost(self) -> float:
         return float(self.size)
-
-
-def reporting_run(unit: _Unit) -> list[Record]:
-    """Answer the unit's items in quarters, reporting each (module level: pool workers pickle
-    it), then return their records."""
-    for done in range(1, 4):
-        progress.report(done, 4)
-        time.sleep(unit.pause_s)
-    return [Record(k, "ok", None, {}, {}, 0.0) for k in unit.keys]
-
-
-class _Bar:
-    """A progress bar that keeps every position it was moved to."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.seen: list[int] = []
-
-    def update(self, k: int) -> None:
-        self.n += k
-        self.seen.append(self.n)
-
-    def close(self) -> None:
-        pass
 
 
 def _store_with(tmp_path: Path, n: int) -> tuple[RunStore, list[str]]:
@@ -75,15 +51,15 @@ def _store_with(tmp_path: Path, n: int) -> tuple[RunStore, list[str]]:
 def test_the_bar_counts_a_units_items_before_the_unit_is_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, workers: int
 ) -> None:
-    bar = _Bar()
+    bar = RecordingBar()
     monkeypatch.setattr(execute, "_progress", lambda total, desc, enabled: bar)
     store, keys = _store_with(tmp_path, 16)
     pause = 0.0 if executor == "serial" else 0.7  # the pool's parent drains twice a second
-    units = [_Unit(tuple(keys[:8]), pause), _Unit(tuple(keys[8:]), pause)]
+    units = [_Unit(tuple(keys[:8])), _Unit(tuple(keys[8:]))]
     with store:
         summary = execute.execute(
             units,
-            reporting_run,
+            functools.partial(reporting_run, pause),
             store,
             executor=executor,  # type: ignore[arg-type]
             workers=workers,
@@ -98,25 +74,89 @@ def test_the_bar_counts_a_units_items_before_the_unit_is_stored(
 
 
 def test_a_unit_never_shows_its_last_item_before_it_is_stored() -> None:
-    bar = _Bar()
-    shown = progress.UnitProgress(bar.update, 3)
-    shown(0.2)  # 0 items: nothing moves
+    bar = RecordingBar()
+    shown = progress.UnitProgress(bar.update, 300)  # whole items
+    shown(0.002)  # 0.6 items: nothing moves
     shown(1.0)
     shown(0.5)  # a lower share does not move it back
-    assert bar.seen == [2]
+    assert bar.seen == [299]
+    shown.settle(300)
+    assert bar.n == 300
+
+
+def test_a_small_unit_moves_in_hundredths_and_never_shows_its_end() -> None:
+    """A unit of fewer than a hundred items (a probe conversation is one) moves the bar in a
+    hundredth of the unit at a time, up to the last hundredth before its end."""
+    bar = RecordingBar()
+    shown = progress.UnitProgress(bar.update, 3)
+    shown(0.004)  # under a hundredth: nothing moves
+    shown(0.25)
+    shown(1.0)
+    shown(0.5)
+    assert bar.seen == pytest.approx([0.75, 2.97], abs=1e-12)
     shown.settle(3)
-    assert bar.n == 3
+    assert bar.n == pytest.approx(3, abs=1e-12)
 
 
 def test_an_inner_call_covers_its_share_of_the_outer_one() -> None:
     got: list[float] = []
-    with progress.reporting_to(got.append):
+    notes: list[str] = []
+    with progress.reporting_to(got.append, notes.append):
         progress.report(1, 2)
         with progress.within(0.5, 1.0):
             progress.report(1, 4)
+            progress.say("inner")
             progress.report(4, 4)
-    assert got == pytest.approx([0.5, 0.625, 1.0], abs=1e-12)
+        with progress.within(0.5, 0.75, "turn 3 of 4"):  # says its note and its start
+            progress.say("sensor: 1 of 2 samples")
+            progress.report(1, 2)
+    assert got == pytest.approx([0.5, 0.625, 1.0, 0.5, 0.625], abs=1e-12)
+    assert notes == ["inner", "turn 3 of 4", "turn 3 of 4, sensor: 1 of 2 samples"]
     progress.report(1, 2)  # no sink: nothing happens, nothing raises
+    progress.say("nobody listens")
+
+
+def test_only_the_reports_that_change_the_bar_cross_to_the_writer() -> None:
+    """A backend reports every generated token; a worker sends only a new position of its unit
+    or a new note."""
+    sent: list[tuple[float | None, str | None]] = []
+    changes = progress.Changes(3, lambda share, note: sent.append((share, note)))
+    with changes.reporting():
+        for share in (0.0, 0.001, 0.004, 0.5, 0.5, 0.504):
+            progress.report(share * 1000, 1000)
+        progress.say("turn 1 of 4")
+        progress.say("turn 1 of 4")
+        progress.say("turn 2 of 4")
+    assert sent == [
+        (0.0, None),
+        (0.5, None),
+        (None, "turn 1 of 4"),
+        (None, "turn 2 of 4"),
+    ]
+
+
+@pytest.mark.parametrize(("executor", "workers"), [("serial", 1), ("process", 2)])
+def test_a_probe_conversation_says_its_turns_and_moves_the_bar_before_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, workers: int
+) -> None:
+    """A probe unit is one conversation: each turn says "turn t of T" (and the sensor its
+    samples as they are answered) beside the bar, in order, and the bar moves by the turns
+    taken before the conversation's record is stored."""
+    from clearsight.probe.protocol import run_probe
+    from fixtures.probe_runs import IDS, probe_config
+
+    bar = RecordingBar()
+    monkeypatch.setattr(execute, "_progress", lambda total, desc, enabled: bar)
+    config = probe_config(tmp_path, instance_ids=IDS[:1], strategies=("bp",), runs=1)
+    summary = run_probe(config, tmp_path / "run", executor=executor, workers=workers)
+    assert (summary.ok, summary.failed) == (1, 0)
+    assert bar.notes == [
+        (0, "turn 1 of 4"),
+        (0, "turn 1 of 4, sensor: 5 of 5 samples"),
+        (0, "turn 2 of 4"),
+        (1, ""),  # stored: the count is the record, the note goes
+    ]
+    assert bar.seen == pytest.approx([0.25, 1.0], abs=1e-12)  # a turn of four, then the record
 
 
 def test_a_run_uses_one_thread_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,6 @@
 """The Ray executor on a local two-CPU Ray instance: the same records as the serial executor,
-a worker process killed mid-run, a unit that keeps failing, Ctrl-C and resume, missing Ray.
+a worker process killed mid-run, a unit that keeps failing, Ctrl-C and resume, missing Ray,
+progress inside a unit and what a replica learned (auto's batch sizes) reaching the manifest.
 
 Select these tests with ``pytest tests/test_ray.py`` (they are also marked ``slow``).
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import clearsight.execute
 import fixtures.latency
 import fixtures.units
 from clearsight.execute import Interrupted, Summary, execute
@@ -30,7 +32,7 @@ from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.unit import SweepUnit, run_unit
 from clearsight.validate import InputError
 from conftest import EXECUTOR_ATOL, EXECUTOR_RTOL, VEQ_RTOL, assert_close
-from fixtures.units import ToyItem, ToyUnit
+from fixtures.units import RecordingBar, ToyItem, ToyUnit, reporting_run
 
 pytestmark = pytest.mark.slow
 
@@ -205,6 +207,52 @@ def test_units_run_on_their_models_replicas_sharing_a_gpu(ray_local: Any, tmp_pa
     assert pids["model-a"] != pids["model-b"]  # ... of its own
     assert all(r["peers"] == 2 for r in raw.values())  # both up at once on one GPU
     assert all(r["gpu_ids"] == ["0"] and r["cuda_visible"] == "0" for r in raw.values())
+
+
+def test_the_bar_counts_a_units_items_as_a_replica_answers_them(
+    ray_local: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica sends how far its unit has got and what it says while the unit runs: the bar
+    moves inside each unit before its records are stored, never backwards, with the unit's
+    notes beside it in order (a report every 0.7 s; the driver hears them twice a second)."""
+    bar = RecordingBar()
+    monkeypatch.setattr(clearsight.execute, "_progress", lambda total, desc, enabled: bar)
+    units = [ToyUnit(tuple(ToyItem(f"u{u}", i) for i in range(8))) for u in range(2)]
+    with RunStore.open(tmp_path / "run") as store:
+        store.add_items((i.key, i.kind, i.to_json()) for u in units for i in u.items)
+        summary = execute(
+            units,
+            functools.partial(reporting_run, 0.7),
+            store,
+            executor="ray",
+            workers=2,
+            ray=RayConfig(replicas=1),  # one unit after the other
+        )
+    assert (summary.units, summary.ok) == (2, 16)
+    assert bar.n == 16
+    assert bar.seen == [2, 4, 6, 8, 10, 12, 14, 16]  # quarters of 8, then the stored records
+    said = [text for _, text in bar.notes]
+    assert said == ["quarter 1", "quarter 2", "quarter 3", ""] * 2
+
+
+def test_a_ray_runs_manifest_holds_the_batch_sizes_auto_chose(
+    ray_local: Any, tiny_idefics3_path: Path, tmp_path: Path
+) -> None:
+    """The replicas send what ``batch_size: auto`` chose back with their units' records, so a
+    Ray run's manifest holds the same choices as the serial executor's (its entry holds only
+    them: the models loaded on the replicas, not in the driver)."""
+    from clearsight.store import run_manifest
+    from fixtures.sweep_runs import auto_sized_sweep
+
+    model = f"hf:{tiny_idefics3_path}"
+    config = auto_sized_sweep(model)
+    chosen = {}
+    for executor in ("serial", "ray"):
+        summary = run_sweep(config, tmp_path / executor, executor=executor, progress=False)
+        assert (summary.failed, summary.ok > 0) == (0, True)
+        chosen[executor] = run_manifest(tmp_path / executor)["loaded_models"][model]
+    assert chosen["ray"] == {"batch_sizes": chosen["serial"]["batch_sizes"]}
+    assert chosen["serial"]["batch_sizes"]  # the serial run chose one
 
 
 @pytest.mark.parametrize(("replicas", "at_least"), [(2, 1.6), (4, 2.8)])

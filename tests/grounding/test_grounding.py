@@ -339,7 +339,8 @@ def test_the_grounding_report_writes_the_shared_layout(tmp_path: Path) -> None:
     assert not (run / "report").exists()
     assert analysis.n_elicitations == 6 * 6 + 6 * 3
     assert analysis.failures == {"grounding.elicit: RuntimeError: no slot": 1}
-    assert analysis.judge == {"answer": {"n": 6, "picked_bad": pytest.approx(2 / 6)}}
+    judged = {"n": 6, "picked_bad": pytest.approx(2 / 6), "with_image": 0}  # text only
+    assert analysis.judge == {"answer": judged}
     # summary.csv is the scores table, row for row as the page renders it
     csv = pd.read_csv(paths.summary_csv, keep_default_na=False, na_values=[""], dtype=str)
     pd.testing.assert_frame_equal(csv, tables(analysis))

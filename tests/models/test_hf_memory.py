@@ -113,20 +113,12 @@ def test_a_runs_manifest_holds_the_batch_sizes_auto_chose_serial_and_in_a_pool(
     with their units' records."""
     from clearsight.models import shared_backend
     from clearsight.store import run_manifest
-    from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
+    from fixtures.sweep_runs import auto_sized_sweep
 
     model = f"hf:{tiny_idefics3_path}"
-    options: dict[str, Any] = {"batch_size": "auto", "device": "cpu"}
-    cfg = SweepConfig(
-        scene_ids=("skimage-chelsea",),
-        models=(model,),
-        model_options={model: options},
-        tasks=("identify",),
-        wordings=("mcq.reason",),
-        controls=("clean", "blank"),
-        levels_m=(62.5,),
-    )
+    cfg = auto_sized_sweep(model)
+    options = cfg.model_options[model]
     chosen = {}
     for executor in ("serial", "process"):
         summary = run_sweep(cfg, tmp_path / executor, executor=executor, workers=2, progress=False)

@@ -16,11 +16,11 @@ from PIL import Image
 
 from clearsight.models.base import Capabilities, Request, Response
 from clearsight.probe.instances import Instance
+from clearsight.probe.numbers.convergence import belief_table
 from clearsight.probe.posthoc.belief import (
     BeliefTrace,
     belief_probe,
     belief_summary,
-    belief_table,
     next_reasoning_step,
 )
 from clearsight.probe.sensor import SensorReply
@@ -142,8 +142,8 @@ def test_p_correct_p_chosen_and_steps_to_threshold_on_a_hand_trace() -> None:
 
 
 def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
-    from clearsight.probe.page.report import belief_figure
-    from clearsight.probe.posthoc.belief import belief_curves
+    from clearsight.probe.numbers.convergence import belief_curves
+    from clearsight.probe.page.figures import belief_figure
 
     beliefs = pd.DataFrame(
         {
@@ -154,7 +154,7 @@ def test_fig_4_draws_mean_traces_with_unparsed_gaps() -> None:
         }
     )
     curves = belief_curves(beliefs)
-    assert [c.reasoner for c in curves.curves] == ["a", "a", "b"]
+    assert [c.setting for c in curves.curves] == ["a", "a", "b"]
     assert np.isnan(curves.curves[0].p_correct[1])  # an unparsed step is a gap
     assert curves.curves[1].p_chosen is None
     # a's mean: 1/3, then 0.2 (the only parsed b_1), then 0.8; b's is its own curve

@@ -125,6 +125,7 @@ def test_distill_lowers_the_loss_and_saves_a_loadable_adapter(
     run = _run(tmp_path, reasoner)
     out = tmp_path / "adapter"
     args = ["probe", "distill", str(run), "--out", str(out), "--reasoner", reasoner]
+    args += ["--datasets", "test", "--held-out", "1"]  # every instance of the test set
     flags = ["--epochs", "3", "--rank", "4", "--alpha", "8", "--learning-rate", "0.01"]
     result = CliRunner().invoke(app, [*args, *flags, "--validation", "0.25", "--seed", "1"])
     assert result.exit_code == 0, result.output

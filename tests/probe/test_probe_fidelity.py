@@ -277,7 +277,8 @@ def test_fig_6_splits_fig_2_by_dataset(tmp_path: Path) -> None:
         ("seedbench", "bp", 4): (50.0, 2),
         ("seedbench", "direct", 4): (100.0, 1),
     }
-    from clearsight.probe.page.report import FIG6, consistency_datasets_figure, probe_tables
+    from clearsight.probe.page.figures import consistency_datasets_figure
+    from clearsight.probe.page.report import FIG6, probe_tables
 
     assert consistency_datasets_figure(table) is not None
     # a run without stage-1 build samples has no c of 11: no Fig. 6 (issue 46 item 6)

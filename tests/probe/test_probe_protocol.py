@@ -581,8 +581,8 @@ def test_belief_figure_draws_one_trace_per_conversation() -> None:
 
     from PIL import Image
 
-    from clearsight.probe.page.report import belief_figure
-    from clearsight.probe.posthoc.belief import belief_curves
+    from clearsight.probe.numbers.convergence import belief_curves
+    from clearsight.probe.page.figures import belief_figure
 
     beliefs = pd.DataFrame(
         {"p_correct": [[1 / 3, 0.5, 0.8], [1 / 3, 0.2]], "correct": [True, False]}

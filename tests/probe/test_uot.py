@@ -352,12 +352,15 @@ def test_cli_runs_the_search_with_its_flags(tmp_path: Path) -> None:
         f"scripted:{reasoner}",
     ]
     args += ["--sensor", sensor, "--strategies", "uot", "--judge", "exact", "--runs", "1"]
-    result = CliRunner().invoke(app, [*args, "--uot-candidates", "1", "--uot-replies", "1"])
+    args += ["--uot-candidates", "1", "--uot-replies", "1", "--uot-max-queries", "2"]
+    result = CliRunner().invoke(app, [*args, "--uot-commit-posterior", "0.5"])
     assert result.exit_code == 0, result.output
     with RunStore.open(out, read_only=True) as store:
         (record,) = store.iter_records("ok", kind="probe")
     assert record.spec["search"]["candidates"] == 1
     assert record.spec["search"]["replies"] == 1
+    assert record.spec["search"]["max_queries"] == 2
+    assert record.spec["search"]["commit_posterior"] == 0.5
     first = record.raw["turns"][0]
     assert first["query"] == "What is in the cup?"
     assert first["search"]["calls"] == 1 + 2 * 1 * 1 + 1
@@ -369,3 +372,65 @@ def test_cli_runs_the_search_with_its_flags(tmp_path: Path) -> None:
     assert bad.exit_code == 2
     assert "uot.depth" in bad.output
     assert not (tmp_path / "bad").exists()
+
+
+# ------------------------------------------------------------------------------ the stop rule
+
+
+def _never_narrowing() -> Planner:
+    """Every real reply is unparsed by the update, so the options never narrow: only the stop
+    rule (or T) ends the conversation."""
+    planner = _three_way()
+    planner.partitions = {**planner.partitions, "Visual assistant: a dog": "hmm, hard to say"}
+    return planner
+
+
+def test_the_query_budget_stops_the_search_at_the_expected_turn() -> None:
+    # issue 46 item 5: 3 queries asked, the 4th turn answers from the conversation (T = 20)
+    settings = SearchSettings(candidates=2, max_queries=3)
+    t = _run(INST3, _never_narrowing(), _sensor(*[["a dog"] * 3] * 3), settings, budget=20)
+    assert [turn.query is not None for turn in t.turns] == [True, True, True, False]
+    assert t.queries == 3
+    assert t.turns[3].commit == "A"
+    assert t.turns[3].note == "query budget of 3 spent: answered from the conversation"
+    assert t.stop == "committed"
+    # without a query budget, T alone ends it: every turn but the last asks
+    unbounded = SearchSettings(candidates=2, max_queries=None)
+    u = _run(INST3, _never_narrowing(), _sensor(*[["a dog"] * 3] * 5), unbounded, budget=6)
+    assert u.queries == 5
+    assert u.rounds == 6
+
+
+def test_the_posterior_threshold_stops_when_two_options_are_left() -> None:
+    # the real reply leaves B, C: posterior 1/2 reaches 0.5 and the reasoner answers then
+    planner = _three_way()
+    planner.partitions = {**planner.partitions, "Visual assistant: a dog": "Possible: B, C"}
+    settings = SearchSettings(candidates=2, commit_posterior=0.5)
+    t = _run(INST3, planner, _sensor(["a dog"] * 3), settings, budget=20)
+    assert t.queries == 1
+    assert t.rounds == 2
+    assert t.turns[1].note == "top posterior 1/2 reached 0.5: answered from the conversation"
+    # at the default 1.0 the search goes on with B, C possible
+    go_on = _run(INST3, _three_way(), _sensor(["a dog"] * 3), SearchSettings(candidates=2))
+    assert go_on.turns[0].search is not None
+    assert go_on.turns[0].search["settings"]["commit_posterior"] == 1.0
+
+
+def test_the_stop_rule_is_recorded_in_the_manifest_and_named_as_clearsights() -> None:
+    from clearsight.probe.config import ProbeConfig
+    from clearsight.probe.plan import plan_probe
+    from clearsight.probe.protocol import PROBE
+
+    config = ProbeConfig(strategies=("uot",), limit=1, runs=1)
+    manifest = PROBE.manifest(config, list(plan_probe(config)))
+    assert manifest["uot"]["settings"]["max_queries"] == 10
+    assert manifest["uot"]["settings"]["commit_posterior"] == 1.0
+    assert manifest["uot"]["statement"].startswith(
+        "UoT search (clearsight's reading; the paper names no UoT search shape or stop rule): "
+        "depth 1, 3 candidate questions, 2 simulated replies each; stops when the top "
+        "option's posterior reaches 1 or after 10 queries"
+    )
+    bp = ProbeConfig(strategies=("bp",), limit=1, runs=1)
+    assert "uot" not in PROBE.manifest(bp, list(plan_probe(bp)))
+    with pytest.raises(ValueError, match="commit_posterior"):
+        SearchSettings(commit_posterior=0.0)

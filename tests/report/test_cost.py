@@ -213,6 +213,8 @@ def test_a_backend_that_says_nothing_of_its_device_is_not_recorded(tmp_path: Pat
     assert "loaded_models" not in manifest
     assert devices_line(manifest) == "(not recorded)"
     assert run_cost(run, spec_model("model"))["device"].tolist() == [None]
+    ray_run = {"loaded_models": {"hf:m": {"batch_sizes": {"text": {"rows": 8, "how": "cpu"}}}}}
+    assert devices_line(ray_run) == "(not recorded)"  # a Ray run's entry: auto's sizes only
 
 
 def test_a_measure_only_some_records_carry_says_how_many() -> None:

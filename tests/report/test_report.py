@@ -712,7 +712,10 @@ def test_the_run_stores_each_scenes_depth_profile_and_the_header_states_it(
     assert f"over {len(SMALL_SCENES)} scenes" in line
     paths = build_report(small_run, tmp_path, n_boot=N_BOOT, thumbnails=False)
     assert esc(line) in paths.html.read_text(encoding="utf-8")
-    assert f"Depth: {line}." in paths.summary_md.read_text(encoding="utf-8")
+    summary = paths.summary_md.read_text(encoding="utf-8").splitlines()
+    depth = [text for text in summary if text.startswith("Depth: ")]
+    assert len(depth) == 1
+    assert depth[0].endswith(f"; {line}.")  # after where the depth came from
 
 
 def test_selective_figure_draws_every_model_and_arm(small_run: Path) -> None:

@@ -186,6 +186,33 @@ def test_a_toy_run_places_contrast_and_flags_noise(two_corruptions: Path) -> Non
     assert "Crossings and W of each corruption" in section
 
 
+def test_summary_csv_holds_each_gridded_corruptions_w_as_the_arms_rows(
+    two_corruptions: Path, tmp_path: Path
+) -> None:
+    """summary.csv's rows of ``imagenet_c:contrast`` (the corruption with a metre grid) carry
+    the corruption's crossings and W as the report's table has them, in the physical arms'
+    columns; noise (no grid) has none."""
+    from clearsight.sweep.analysis import analyse_sweep
+    from clearsight.sweep.page.report import write_sweep_report
+
+    analysis = analyse_sweep(two_corruptions, n_boot=50)
+    csv = pd.read_csv(write_sweep_report(analysis, tmp_path).summary_csv)
+    arms = set(csv["arm"])
+    assert arms == {"fog", "imagenet_c:contrast"}
+    key = ["model", "wording", "signal"]
+    mine = csv[csv["arm"] == "imagenet_c:contrast"].sort_values(key)
+    expected = analysis.corruptions.crossings.sort_values(key)
+    assert mine[key].values.tolist() == expected[key].values.tolist()
+    for column in ("v_star_m", "w", "w_low", "w_high", "v_low_m", "v_high_m"):
+        np.testing.assert_allclose(  # written to CSV and read back
+            mine[column].to_numpy(float), expected[column].to_numpy(float), rtol=1e-12
+        )
+    physical = csv[csv["arm"] == "fog"]
+    assert list(csv.columns) == [*analysis.labelled.columns, "n_boot", "seed", "ci_level"]
+    assert len(physical) == len(analysis.labelled)
+    assert mine["w_display"].notna().any()
+
+
 def test_a_veq_beyond_the_search_is_larger_than_every_finite_one() -> None:
     from clearsight.sweep.images.equivalence import veq_summary
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import warnings
+from html import unescape
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from clearsight.pages.output import ReportPaths
 from clearsight.physics import imagenet_c_fog
 from clearsight.physics.equivalence import FogGainCurve
 from clearsight.seeding import derive_seed
@@ -378,7 +381,30 @@ def test_fig_9_shows_the_images_of_a_coco_scene(tmp_path: Path) -> None:
     assert "COCO" in html  # the image's attribution
 
 
-def test_the_report_renders_table_vi_on_the_shared_scenes(tmp_path: Path) -> None:
+def test_fig_9_shows_the_target_its_stated_rule_chooses() -> None:
+    """Issue 46 item 12: Fig. 9's example is the target whose answers lose the most from its
+    clean image to the murkiest level (ties: the first in the run's order), not the first
+    target. Scene a keeps its answer (loses 0), b and c lose theirs (1 each): b."""
+    from clearsight.sweep.images.examples import _example_rows, example_target
+
+    kept = {"a": [1, 1, 1, 1], "b": [1, 1, 1, 0], "c": [1, 1, 0, 0]}  # clean, 100, 10, 1 m
+    cells = [("clean", math.nan), *(("fog", v) for v in LEVELS)]
+    rows = [
+        _row("mcq.reason", cond, level, scene=scene, target=0, correct=float(right[k]))
+        for scene, right in kept.items()
+        for k, (cond, level) in enumerate(cells)
+    ]
+    data = _run_data(rows)
+    assert example_target(data.records, "fog", min(LEVELS)) == ("b", 0)
+    shown, arm, picks = _example_rows(data, "identify")
+    assert set(shown["scene"]) == {"b"}
+    assert (arm, picks[-1]) == ("fog", ("fog", min(LEVELS)))
+    assert len(shown) == 3  # clean, the middle and the murkiest level
+
+
+@pytest.fixture(scope="module")
+def table_vi(tmp_path_factory: pytest.TempPathFactory) -> ReportPaths:
+    """The report of two verbal wordings, the second asked on the first scene only."""
     from clearsight.report import build_report
 
     config = SweepConfig(
@@ -390,11 +416,37 @@ def test_the_report_renders_table_vi_on_the_shared_scenes(tmp_path: Path) -> Non
         wordings=("verbal.plain", "verbal.percent"),
         wording_scenes={"verbal.percent": 1},
     )
-    run_sweep(config, tmp_path / "run", progress=False)
-    html = build_report(tmp_path / "run", n_boot=20, thumbnails=False).html.read_text("utf-8")
+    run = tmp_path_factory.mktemp("table-vi") / "run"
+    run_sweep(config, run, progress=False)
+    return build_report(run, n_boot=20, thumbnails=False)
+
+
+def test_the_report_renders_table_vi_on_the_shared_scenes(table_vi: ReportPaths) -> None:
+    html = table_vi.html.read_text("utf-8")
     section = html.split("Verbalized wordings on matched images (Table VI)")[1]
     # both wordings on the one scene they share: 1 scene, 1 item per cell
     assert section.count("<td>1</td><td>1</td>") >= 4
+
+
+def test_summary_md_holds_table_vi_as_the_page_shows_it(table_vi: ReportPaths) -> None:
+    """summary.md's Table VI has the page's rows, cell for cell (clean and the murkiest
+    level: each model x wording)."""
+    html = table_vi.html.read_text("utf-8")
+    page = html.split("Verbalized wordings on matched images (Table VI)")[1].split("<details")[0]
+    page_rows = [
+        [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+        for tr in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S)
+        if "<td" in tr
+    ]
+    summary = table_vi.summary_md.read_text("utf-8")
+    heading = "## Verbalized wordings on matched images (Table VI) — identification (t2)"
+    assert heading in summary
+    block = summary.split(heading)[1].split("\n## ")[0]
+    lines = [line for line in block.splitlines() if line.startswith("| ")]
+    md_rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+    assert lines[0].split("|")[1].strip() == "model"
+    assert len(page_rows) == 2 * 2  # clean and 1.95 m, each wording
+    assert md_rows == page_rows
 
 
 def test_a_clean_accuracy_below_its_floor_has_no_crossing_and_no_w() -> None:

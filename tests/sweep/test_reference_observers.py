@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,28 +83,63 @@ def test_the_human_reference_takes_no_options() -> None:
     assert load_backend("observer:recognition", {"slope": 2.0}).config.slope == 2.0
 
 
-def test_the_report_draws_the_references_with_their_w(tmp_path: Path) -> None:
-    from clearsight.report import build_report
+#: The reference observers of the report's run.
+REFERENCES = ("observer", "observer:recognition", "observer:human")
+
+
+@pytest.fixture(scope="module")
+def references_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three reference observers on one scene, fog at three levels, one wording."""
     from clearsight.sweep.config import SweepConfig
     from clearsight.sweep.protocol import run_sweep
 
-    models = ("observer", "observer:recognition", "observer:human")
     config = SweepConfig(
         scene_ids=("darknet-dog-truck",),
-        models=models,
+        models=REFERENCES,
         arms=("fog",),
         levels_m=(62.5, 15.625, 3.90625),
         controls=("clean", "blank"),
         tasks=("identify",),
         wordings=("mcq.reason",),
     )
-    run_sweep(config, tmp_path / "run", progress=False)
-    paths = build_report(tmp_path / "run", n_boot=50)
+    out = tmp_path_factory.mktemp("references") / "run"
+    run_sweep(config, out, progress=False)
+    return out
+
+
+def test_the_report_draws_the_references_with_their_w(references_run: Path) -> None:
+    from clearsight.report import build_report
+
+    paths = build_report(references_run, n_boot=50)
     page = paths.html.read_text()
     section = page[page.index("id='limits'") :]
-    for model in models:
+    for model in REFERENCES:
         assert f"<td class='t'>{model}</td>" in section
     assert "Geirhos" in section
     assert "data:image/png;base64," in section
     summary = paths.summary_csv.read_text()
     assert "observer:human" in summary  # V* and W computed like a model's
+
+
+def test_fig_3_draws_the_other_references_as_grey_curves(
+    references_run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Fig. 3 panel carries the reference observers other than its own model, drawn
+    thick in grey at the accuracy curve's values."""
+    from clearsight.sweep.analysis import analyse_sweep
+    from clearsight.sweep.page import plots
+
+    drawn: list[Any] = []
+    monkeypatch.setattr(plots, "png", lambda fig: drawn.append(fig) or b"png")
+    analysis = analyse_sweep(references_run, n_boot=50)
+    assert plots.curves_figure(analysis, analysis.tasks["identify"]) == b"png"
+    curves = analysis.curves
+    for ax in drawn[0].axes:
+        model = ax.get_title().split(" — ")[0]
+        grey = {line.get_label(): line for line in ax.get_lines() if line.get_linewidth() == 2.0}
+        assert set(grey) == set(REFERENCES) - {model}, ax.get_title()
+        for ref, line in grey.items():
+            rows = plots.series(curves, ref, "identify", "mcq.reason", "accuracy", "fog")[0]
+            assert list(line.get_ydata()) == list(rows["estimate"])
+    legend = {text.get_text() for text in drawn[0].legends[0].get_texts()}
+    assert set(REFERENCES) <= legend  # each named once, whichever panels draw it

@@ -68,7 +68,7 @@ def _probe_listing(
     source: str, dataset: str
 ) -> tuple[str, dict[str, str], list[Instance], list[str]]:
     """Where the rows come from, the fields' columns, the instances and the refused rows."""
-    from clearsight.datasets.hub import HUB_SPECS
+    from clearsight.datasets.hub import find_hub_spec
     from clearsight.datasets.rows import provenance
     from clearsight.datasets.snapshot import is_hub_source, locate
 
@@ -82,8 +82,9 @@ def _probe_listing(
         )
     if dataset == "jsonl":
         return f"{source} (clearsight's own rows)", own, probe.instances_from_jsonl(source), []
-    if dataset in HUB_SPECS and is_hub_source(source):
-        spec, refused = HUB_SPECS[dataset], list[str]()
+    spec = find_hub_spec(dataset)
+    if spec is not None and is_hub_source(source):
+        refused = list[str]()
         where = locate(spec, source).describe()
         items = probe.hub_instances(dataset, source, write=False, refused=refused)
         return where, provenance(spec), items, refused

@@ -29,12 +29,10 @@ def fetch(options: FetchOptions) -> None:
     reported ready. Exit code 0: everything fetched or ready; 2: a name is unknown, not on the
     hub, gated without a token, damaged, or neither reachable nor cached (one error line saying
     what to do)."""
-    from clearsight.datasets.fetch import fetch_dataset, fetchable
+    from clearsight.datasets.fetch import fetch_dataset
     from clearsight.fetch.steps import STEPS, fetch_all
 
-    unknown = [name for name in options.dataset if name not in fetchable()]
-    if unknown:
-        raise InputError(f"unknown dataset {unknown[0]!r}; fetchable: {', '.join(fetchable())}")
+    datasets = [_chosen(name, options.config, options.split) for name in options.dataset]
     hub_ids = list(options.model)
     if options.depth:
         from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL
@@ -44,11 +42,29 @@ def fetch(options: FetchOptions) -> None:
         _fetch_checkpoints(hub_ids, options.revision)
     only_named = bool(hub_ids or options.dataset) and options.steps is None
     results = [] if only_named else fetch_all(options.steps or STEPS)
-    results += [fetch_dataset(name) for name in options.dataset]
+    results += [fetch_dataset(name) for name in datasets]
     for result in results:
         typer.secho(
             result.describe(), fg=typer.colors.YELLOW if result.status == "skipped" else None
         )
+
+
+def _chosen(name: str, config: str | None, split: str | None) -> str:
+    """``--dataset NAME`` with ``--config`` / ``--split`` as the reference ``NAME[CONFIG]@SPLIT``
+    (:func:`~clearsight.datasets.hub.parse_dataset_ref`), checked: an unknown name, a malformed
+    choice or one the dataset's files cannot follow is an InputError (one line)."""
+    from clearsight.datasets.fetch import fetchable
+    from clearsight.datasets.hub import DatasetRef, find_hub_spec, parse_dataset_ref
+
+    if name == "coco" and config is None and split is None:
+        return name
+    ref = parse_dataset_ref(name)
+    if config is not None or split is not None:
+        chosen = DatasetRef(ref.name, config or ref.config, split or ref.split)
+        ref = parse_dataset_ref(str(chosen))  # the options' names checked as the reference's
+    if find_hub_spec(str(ref)) is None:
+        raise InputError(f"unknown dataset {ref.name!r}; fetchable: {', '.join(fetchable())}")
+    return str(ref)
 
 
 def _fetch_checkpoints(names: list[str], revision: str | None) -> None:

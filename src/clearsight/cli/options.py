@@ -8,13 +8,14 @@ pydantic (about a tenth of a second of CPU: ``clearsight --help`` starts in unde
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "CalibrateOptions",
     "DemoOptions",
+    "DrawOptions",
     "EquivalenceOptions",
     "ExportCommandOptions",
     "FetchOptions",
@@ -68,9 +69,22 @@ class FetchOptions(BaseModel):
     depth: bool = Field(
         False,
         description="Download and verify the default depth model "
-        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf).",
+        "(depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf: Small is clearsight's "
+        "choice of size, the paper names none).",
     )
     revision: str | None = Field(None, description="Branch, tag or commit of --model (main).")
+    split: str | None = Field(
+        None,
+        description="Another split of each --dataset's repository (e.g. MATH-Vision's "
+        "testmini), kept in $CLEARSIGHT_CACHE/datasets/NAME@SPLIT; a run reads it as "
+        "--dataset NAME@SPLIT.",
+    )
+    config: str | None = Field(
+        None,
+        description="Another config of each --dataset's repository (e.g. MMMU-Pro's "
+        "'standard (4 options)'), kept in $CLEARSIGHT_CACHE/datasets/NAME[CONFIG]; a run reads "
+        "it as --dataset 'NAME[CONFIG]'.",
+    )
 
 
 class PreviewOptions(BaseModel):
@@ -87,6 +101,17 @@ class PreviewOptions(BaseModel):
     turbid_scattering: str | None = Field(
         None, description="The turbid water's scattering b (1/m) as R,G,B."
     )
+    coco_annotations: Path | None = Field(
+        None,
+        description="A COCO instances JSON: SCENE is then a COCO scene id (coco-<image id>) of "
+        "those the sweep's selection rules choose (Fig. 2 for a COCO scene).",
+    )
+    coco_images: Path | None = Field(None, description="Folder of the COCO images.")
+    coco_depth: str = Field(
+        "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
+        description="Depth of the COCO scene, as a sweep's coco_depth_model: a Depth Anything V2 "
+        "metric model (local path or Hugging Face cache) or assumed:<metres>.",
+    )
 
 
 class EquivalenceOptions(BaseModel):
@@ -100,6 +125,20 @@ class EquivalenceOptions(BaseModel):
         "independent",
         description="Plasma per scene and severity (independent) or one per scene (common).",
     )
+    corruptions: tuple[str, ...] = Field(
+        ("fog",),
+        description="ImageNet-C corruptions to place, as a sweep's imagenet_c_corruptions: "
+        "the imagecorruptions package's names or the groups common, validation, all.",
+    )
+
+    @field_validator("corruptions", mode="before")
+    @classmethod
+    def _corruptions(cls, v: Any) -> tuple[str, ...]:
+        """The sweep's own parser (:func:`clearsight.sweep.conditions.corruptions_field`):
+        groups expanded, each name once, an unknown name refused."""
+        from clearsight.sweep.conditions import corruptions_field
+
+        return corruptions_field(v)
 
 
 _FORMAT_HELP = (
@@ -182,6 +221,30 @@ class JudgesOptions(BaseModel):
         description="JSONL of sensor replies with people's u (docs/probe.md): validate both "
         "judges against the people instead, stored in RUN for the report's Table 5.",
     )
+
+
+class DrawOptions(BaseModel):
+    """What ``clearsight probe draw`` draws: the instances, whose sensor, how many, the seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instances: str = Field(
+        description="The instances to draw from: a JSONL file of them (what `probe build` "
+        "keeps for one sensor) or any source a probe run takes."
+    )
+    dataset: str | None = Field(None, description="Their loader, as for a probe run.")
+    sensor: str = Field(
+        description="The sensor whose benchmark these instances are (part of each rank, so "
+        "each (sensor, dataset) cell is drawn on its own)."
+    )
+    per: int = Field(
+        100,
+        description="Instances per dataset: 100, as the paper's 100-instance draws per dataset; "
+        "50 for its human sample of 50 questions per setting (with the same seed, the first 50 "
+        "of the 100).",
+    )
+    seed: int = Field(0, description="The draw's seed.")
+    out: Path = Field(description="JSONL file of the drawn instances.")
 
 
 class QueryTypesOptions(BaseModel):

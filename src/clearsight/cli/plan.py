@@ -40,7 +40,8 @@ COLUMNS = (
 
 #: The depth a plan assumes where the design's depth model is not fetched (counts do not
 #: depend on depth).
-ASSUMED_DEPTH = "assumed:40"
+ASSUMED_DEPTH_M = 40
+ASSUMED_DEPTH = f"assumed:{ASSUMED_DEPTH_M}"
 
 
 def plan(
@@ -94,7 +95,10 @@ def _without_assets(config: SweepConfig) -> tuple[SweepConfig, list[SceneRef] | 
     try:
         require_depth_model(config.coco_depth_model)
     except InputError:
-        _note(f"the depth model {config.coco_depth_model} is not fetched: depth {ASSUMED_DEPTH}")
+        _note(
+            f"the depth model {config.coco_depth_model} is not fetched: depth {ASSUMED_DEPTH} "
+            f"(every pixel at {ASSUMED_DEPTH_M} m; the counts do not depend on depth)"
+        )
         config = config.model_copy(update={"coco_depth_model": ASSUMED_DEPTH})
     annotations = config.coco_annotations
     if annotations is not None and annotations.is_file():

@@ -19,7 +19,7 @@ from clearsight.validate import InputError
 
 if TYPE_CHECKING:
     from clearsight.cli.execution import ExecutionOptions
-    from clearsight.cli.options import JudgesOptions, QueryTypesOptions
+    from clearsight.cli.options import DrawOptions, JudgesOptions, QueryTypesOptions
     from clearsight.driver import RunSummary
     from clearsight.probe import AnalysisConfig, DistillConfig, ProbeConfig
 
@@ -168,6 +168,29 @@ def query_types(
     typer.echo(f"seconds: {seconds:.2f}")
 
 
+def draw(options: DrawOptions) -> None:
+    """Draw PER instances of each dataset for one sensor, seeded (docs/probe.md).
+
+    As the paper's 100-instance draws per dataset (--per 100) and its human sample of 50 questions
+    per setting (--per 50: with the same seed, the first 50 of the 100). Each instance's rank is a
+    hash of the seed, the sensor, the dataset and its id, so the draw is the same wherever it is
+    made."""
+    from clearsight.config import load_config
+    from clearsight.probe.sources.draw import draw_per_dataset
+
+    selection = load_config(
+        None, protocol.ProbeConfig, {"instances": options.instances, "dataset": options.dataset}
+    )
+    items = protocol.select_instances(selection)
+    drawn = draw_per_dataset(items, options.per, options.sensor, options.seed)
+    protocol.write_instances(drawn.instances, options.out)
+    for name, (n, available) in drawn.counts().items():
+        typer.echo(f"{name}: {n} of {available}")
+    typer.echo(
+        f"drew {len(drawn.instances)} (sensor {options.sensor}, seed {options.seed}): {options.out}"
+    )
+
+
 RUN = ConfigCommand(
     "run",
     lambda: protocol.ProbeConfig,
@@ -178,6 +201,8 @@ RUN = ConfigCommand(
         Alias("--uot-depth", "uot.depth"),
         Alias("--uot-candidates", "uot.candidates"),
         Alias("--uot-replies", "uot.replies"),
+        Alias("--uot-max-queries", "uot.max_queries"),
+        Alias("--uot-commit-posterior", "uot.commit_posterior"),
     ),
     execution={},
 )
@@ -186,6 +211,7 @@ DISTILL = ConfigCommand("distill", lambda: protocol.DistillConfig, distill)
 JUDGES = ConfigCommand(
     "judges", option_model("JudgesOptions"), judges, what="judges options", files=False
 )
+DRAW = ConfigCommand("draw", option_model("DrawOptions"), draw, what="draw options", files=False)
 QUERY_TYPES = ConfigCommand(
     "query-types",
     option_model("QueryTypesOptions"),
@@ -202,6 +228,7 @@ app = typer.Typer(
         DISTILL,
         JUDGES,
         QUERY_TYPES,
+        DRAW,
         default="run",
         moved={"report": "clearsight report RUN"},
     ),

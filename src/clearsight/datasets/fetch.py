@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 import tempfile
 import zipfile
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from clearsight.cache import cache_dir
-from clearsight.datasets.hub import HUB_SPECS, HubSpec
+from clearsight.datasets.hub import HUB_SPECS, HubSpec, find_hub_spec
 from clearsight.datasets.snapshot import FETCH_RECORD, check_schema, locate
 from clearsight.fetch.steps import StepResult
 from clearsight.paths import resolves_inside, write_target
@@ -47,7 +48,8 @@ Opener = Callable[..., Any]
 
 
 def dataset_dir(name: str) -> Path:
-    """Where ``clearsight fetch --dataset NAME`` keeps a hub dataset's snapshot."""
+    """Where ``clearsight fetch --dataset NAME`` keeps a hub dataset's snapshot (another split
+    or config apart: ``NAME[CONFIG]@SPLIT``, :func:`~clearsight.datasets.hub.parse_dataset_ref`)."""
     return cache_dir() / "datasets" / name
 
 
@@ -70,9 +72,10 @@ def fetch_dataset(
     that arrive with a schema other than the one followed, or that cannot be fetched here."""
     if name == "coco":
         return fetch_coco(coco_dir(), opener=opener)
-    if name not in HUB_SPECS:
+    spec = find_hub_spec(name)
+    if spec is None:
         raise InputError(f"unknown dataset {name!r}; fetchable: {', '.join(fetchable())}")
-    spec, dest = HUB_SPECS[name], dataset_dir(name)
+    dest = dataset_dir(name)
     step = f"dataset {name}"
     if _record_matches(dest):
         return StepResult(step, "ready", f"{spec.where()} verified in {dest}")
@@ -90,7 +93,7 @@ def fetch_dataset(
             repo_id=spec.hub_id,
             repo_type="dataset",
             revision=spec.revision if spec.pinned else None,
-            allow_patterns=[*spec.files, "README.md"],
+            allow_patterns=[*spec.downloads, "README.md"],
             local_dir=str(dest),
         )
     except OSError as exc:  # huggingface_hub's errors (offline, not found, gated) are OSErrors
@@ -101,11 +104,11 @@ def fetch_dataset(
 
 def _offline_line(spec: HubSpec, dest: Path, exc: BaseException) -> str:
     reason = " ".join(str(exc).split())[:160]
-    include = " ".join(f"--include '{p}'" for p in (*spec.files, "README.md"))
+    include = " ".join(f"--include '{p}'" for p in (*spec.downloads, "README.md"))
     return (
         f"the hub is not reachable ({type(exc).__name__}: {reason}); where it is, run "
         f"`huggingface-cli download {spec.hub_id} --repo-type dataset {include} --local-dir "
-        f"{dest}` (or `clearsight fetch --dataset {spec.name}`) and copy {dest} here"
+        f"{dest}` (or `clearsight fetch --dataset {shlex.quote(dest.name)}`) and copy {dest} here"
     )
 
 
@@ -146,7 +149,7 @@ def _verify_snapshot(spec: HubSpec, dest: Path) -> int:
         "rows": rows,
         "files": {
             str(f.relative_to(dest)): {"bytes": f.stat().st_size, "sha256": _sha256(f)}
-            for f in located.files
+            for f in (*located.files, *located.image_files)
         },
     }
     write_target(dest / FETCH_RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")

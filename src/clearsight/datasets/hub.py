@@ -14,9 +14,19 @@ against (``source``). Its mapping is a small vocabulary read by one function
   ``letter``, ``letters`` (one or more, ``"A, C"``), ``index`` (0-based), ``text`` (the
   option's text) or ``yes_no``. A row without options (a list column null or empty, no
   lettered options in its text, or ``choice_when`` not met) has a free answer instead;
+* ``image_table``: where the images live in another config of the repository
+  (:class:`ImageTable`, GQA's), the row's ``image`` column then holding the image's key;
 * ``keep``: rows kept (``column == value``); ``explode``: a list column whose items are one
   question each (their ``question`` / ``answer`` fields read in place of the row's);
   ``choice_when``: ``(column, value)`` marking the multiple-choice rows of a mixed split.
+
+**Another split or config** (:class:`DatasetRef`, :func:`parse_dataset_ref`): a dataset named
+``NAME[CONFIG]@SPLIT`` (either part optional; ``clearsight fetch --split/--config`` write it
+so) reads that split or config of the same repository (:meth:`HubSpec.choose`): the split's
+files are found by renaming the spec's split and config where its file globs name them
+(``data/test-*.parquet`` -> ``data/testmini-*.parquet``; ``standard (10 options)/test-*`` ->
+``standard (4 options)/test-*``), and the same column mapping is checked against their schema.
+A spec whose files name neither (one file for the repository) cannot read another, and says so.
 
 The revisions are those of the cards read while writing the mappings (a short hash where only
 that was shown); ``clearsight fetch --dataset`` downloads a full-hash revision exactly and
@@ -25,8 +35,9 @@ that was shown); ``clearsight fetch --dataset`` downloads a full-hash revision e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from clearsight.validate import InputError
@@ -39,6 +50,16 @@ Protocol = Literal["probe", "grounding"]
 LMMS_EVAL: Final = "lmms-eval@75571cf"
 #: The VLMEvalKit revision whose dataset code (``vlmeval/dataset/``) was read.
 VLMEVALKIT: Final = "VLMEvalKit@e8e78f0"
+
+
+@dataclass(frozen=True)
+class ImageTable:
+    """Images kept in a config of their own: its ``files`` (globs relative to the repository
+    root), the column of each image's ``key`` and the ``image`` column."""
+
+    files: tuple[str, ...]
+    key: str
+    image: str
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,7 @@ class HubSpec:
     keep: tuple[tuple[str, str], ...] = ()
     explode: str | None = None
     choice_when: tuple[str, str] | None = None
+    image_table: ImageTable | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -84,14 +106,110 @@ class HubSpec:
         return tuple(dict.fromkeys(n for n in names if n is not None and n not in inner))
 
     @property
+    def downloads(self) -> tuple[str, ...]:
+        """The globs a fetch downloads: the split's files and its image table's."""
+        return (*self.files, *(self.image_table.files if self.image_table else ()))
+
+    @property
     def pinned(self) -> bool:
         """Whether :attr:`revision` is a full commit hash (fetched exactly, not ``main``)."""
         return len(self.revision) == 40 and all(c in "0123456789abcdef" for c in self.revision)
+
+    def choose(self, config: str | None = None, split: str | None = None) -> HubSpec:
+        """The spec of another ``config`` and/or ``split`` of the same repository (None: this
+        spec's): its file globs with the config and split renamed where they name them
+        (:func:`_renamed`); InputError where they name neither, so the other's files cannot be
+        found."""
+        chosen = self
+        for kind, old, new in (("config", self.config, config), ("split", self.split, split)):
+            if new is None or new == old:
+                continue
+            files = tuple(_renamed(glob, old, new) for glob in chosen.files)
+            if files == chosen.files:
+                raise InputError(
+                    f"{self.name}: its files ({', '.join(self.files)}) do not name its {kind} "
+                    f"{old!r}, so the files of {kind} {new!r} cannot be found; it reads "
+                    f"{self.where()} only"
+                )
+            chosen = (
+                replace(chosen, files=files, config=new)
+                if kind == "config"
+                else replace(chosen, files=files, split=new)
+            )
+        return chosen
 
     def where(self) -> str:
         """``hub id (config, split) at revision R`` for messages."""
         config = "" if self.config == "default" else f"{self.config}, "
         return f"{self.hub_id} ({config}split {self.split}) at revision {self.revision[:12]}"
+
+
+def _renamed(glob: str, old: str, new: str) -> str:
+    """``glob`` with each path component that is ``old``, or begins with ``old`` and a ``-``
+    or ``.`` (a split's shards: ``test-*.parquet``), renamed to ``new``."""
+    parts = []
+    for part in glob.split("/"):
+        if part == old or part.startswith((f"{old}-", f"{old}.")):
+            part = new + part[len(old) :]
+        parts.append(part)
+    return "/".join(parts)
+
+
+#: A split name as the hub allows them: words joined by dots (``test``, ``sample_variant1``).
+_SPLIT: Final = re.compile(r"\w+(\.\w+)*", re.ASCII)
+#: A dataset reference: ``NAME``, ``NAME[CONFIG]``, ``NAME@SPLIT`` or ``NAME[CONFIG]@SPLIT``.
+_REF: Final = re.compile(r"(?P<name>[^\[\]@]*)(\[(?P<config>[^\[\]]*)\])?(@(?P<split>.*))?", re.S)
+
+
+def split_name(text: str) -> str:
+    """``text`` as a split name (letters, digits, ``_``, dot-joined words); InputError else."""
+    if not _SPLIT.fullmatch(text):
+        raise InputError(
+            f"split {text!r}: a split name is letters, digits and _ (dot-joined words), "
+            "e.g. testmini"
+        )
+    return text
+
+
+def config_name(text: str) -> str:
+    """``text`` as a config name: printable, without ``/``, brackets, ``@`` or surrounding
+    spaces (MMMU-Pro's ``standard (4 options)`` is one); InputError else."""
+    if not text or text != text.strip() or not text.isprintable() or any(c in text for c in "/[]@"):
+        raise InputError(
+            f"config {text!r}: a config name is printable text without '/', '[', ']', '@' "
+            "or surrounding spaces, e.g. 'standard (4 options)'"
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A hub dataset by loader name, with another config or split where given."""
+
+    name: str
+    config: str | None = None
+    split: str | None = None
+
+    def __str__(self) -> str:
+        """``NAME[CONFIG]@SPLIT`` (the parts given), which :func:`parse_dataset_ref` reads."""
+        config = "" if self.config is None else f"[{self.config}]"
+        split = "" if self.split is None else f"@{self.split}"
+        return f"{self.name}{config}{split}"
+
+
+def parse_dataset_ref(text: str) -> DatasetRef:
+    """``NAME``, ``NAME[CONFIG]``, ``NAME@SPLIT`` or ``NAME[CONFIG]@SPLIT`` as a
+    :class:`DatasetRef` (the name unchecked against the registry); InputError, one line,
+    for anything else."""
+    match = _REF.fullmatch(text)
+    if match is None or not match["name"] or match["name"] != match["name"].strip():
+        raise InputError(
+            f"dataset {text!r}: write NAME, NAME[CONFIG], NAME@SPLIT or NAME[CONFIG]@SPLIT, "
+            "e.g. MATH-Vision@testmini"
+        )
+    config = None if match["config"] is None else config_name(match["config"])
+    split = None if match["split"] is None else split_name(match["split"])
+    return DatasetRef(match["name"], config, split)
 
 
 def _mmmu_pro(
@@ -376,6 +494,46 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
         _mmmu_pro(
             "MMMU-Pro", "standard (10 options)", "mmmu_pro_standard", "question", "", "image_1"
         ),
+        HubSpec(
+            # the paper's diagnostic subset (App. C.2), reported apart from the ten benchmarks;
+            # free-form answers, "<AND>" / "<OR>" joining the parts a grader accepts
+            name="MM-Vet",
+            protocol="grounding",
+            hub_id="lmms-lab/MMVet",
+            config="default",
+            split="test",
+            files=("data/test-*.parquet",),
+            revision="6f71fdadf11f9cfbb8048e3fab4c2687f08e01e1",
+            source=f"{LMMS_EVAL} tasks/mmvet/mmvet.yaml, utils.py (question_id, image, "
+            "question, answer, capability)",
+            id="question_id",
+            question="question",
+            answer="answer",
+            gold="text",
+            options_form="none",
+            image="image",
+            category="capability",
+        ),
+        HubSpec(
+            # the paper's other diagnostic subset; lmms-eval's gqa task: the questions of
+            # testdev_balanced_instructions, each image by imageId from testdev_balanced_images
+            name="GQA",
+            protocol="grounding",
+            hub_id="lmms-lab/GQA",
+            config="testdev_balanced_instructions",
+            split="testdev",
+            files=("testdev_balanced_instructions/testdev-*.parquet",),
+            revision="bbb748d92c9611653d8250eba18ccaae2fe40aed",
+            source=f"{LMMS_EVAL} tasks/gqa/gqa.yaml, utils.py (imageId, question, answer; "
+            "images by id from testdev_balanced_images)",
+            id="id",
+            question="question",
+            answer="answer",
+            gold="text",
+            options_form="none",
+            image="imageId",
+            image_table=ImageTable(("testdev_balanced_images/testdev-*.parquet",), "id", "image"),
+        ),
         # the question and its options are rendered in the image (the options column lists
         # them too)
         _mmmu_pro(
@@ -396,9 +554,22 @@ UNMAPPED: Final[Mapping[str, str]] = {
 }
 
 
+def find_hub_spec(name: str) -> HubSpec | None:
+    """The spec a dataset reference names (:func:`parse_dataset_ref`: its split and config
+    chosen, :meth:`HubSpec.choose`), or None where its loader name is no hub dataset;
+    InputError for a malformed reference or a choice the spec cannot read."""
+    if name in HUB_SPECS:
+        return HUB_SPECS[name]
+    ref = parse_dataset_ref(name)
+    spec = HUB_SPECS.get(ref.name)
+    return None if spec is None else spec.choose(ref.config, ref.split)
+
+
 def hub_spec(name: str, protocol: Protocol | None = None) -> HubSpec:
-    """The spec of ``name`` (of ``protocol``, when given); InputError naming the known ones."""
-    spec = HUB_SPECS.get(name)
+    """The spec of ``name``, a loader name with its config and split where it chooses them
+    (``MATH-Vision@testmini``, :func:`find_hub_spec`), of ``protocol`` when given; InputError
+    naming the known ones."""
+    spec = find_hub_spec(name)
     if spec is None or (protocol is not None and spec.protocol != protocol):
         known = [s.name for s in HUB_SPECS.values() if protocol in (None, s.protocol)]
         why = f" ({UNMAPPED[name]})" if name in UNMAPPED else ""

@@ -254,6 +254,30 @@ def _questions(located: Located) -> Iterator[tuple[str, int, dict[str, object]]]
             yield f"{key}/{k}", n + 1, {**row, **(item if isinstance(item, Mapping) else {})}
 
 
+def _image_table(located: Located) -> dict[str, object] | None:
+    """Each image of the spec's image table by its key (None: the rows hold their images)."""
+    table = located.spec.image_table
+    if table is None:
+        return None
+    rows = table_rows(located.image_files, (table.key, table.image))
+    return {_text(row.get(table.key)): row.get(table.image) for row in rows}
+
+
+def _with_image(
+    row: dict[str, object], spec: HubSpec, key: str, images: dict[str, object] | None
+) -> dict[str, object]:
+    """``row`` with its image column's key replaced by the image it names in the image table
+    (``images``; as it is without one); InputError naming the row where the table lacks it."""
+    if images is None or spec.image is None:
+        return row
+    ref = _text(row.get(spec.image))
+    if ref not in images:
+        raise InputError(
+            f"{spec.name} row {key} refused: its {spec.image} {ref!r} is not in the image table"
+        )
+    return {**row, spec.image: images[ref]}
+
+
 def hub_rows(
     located: Located, limit: int | None = None, refused: list[str] | None = None
 ) -> Iterator[HubRow]:
@@ -262,12 +286,15 @@ def hub_rows(
     InputError naming its id, or, given ``refused``, its message is appended there and the
     row left out (what ``clearsight instances`` / ``problems`` report)."""
     check_schema(located)
+    images = _image_table(located)
     count = 0
     for key, n, row in _questions(located):
         if limit is not None and count >= limit:
             return
         try:
-            out = _row(row, located.spec, key, located.root, n)
+            out = _row(
+                _with_image(row, located.spec, key, images), located.spec, key, located.root, n
+            )
         except InputError as exc:
             if refused is None:
                 raise
@@ -321,6 +348,16 @@ def image_folder(spec: HubSpec) -> str:
     return f"{spec.protocol}-images/{spec.name}"
 
 
+def _image_provenance(spec: HubSpec) -> str:
+    """Where a row's image comes from, as :func:`provenance` prints it."""
+    table = spec.image_table
+    if spec.image is None:
+        return "none"
+    if table is None:
+        return f"{spec.image} (embedded bytes or a path)"
+    return f"{spec.image}, a {table.key} of {', '.join(table.files)} (its {table.image})"
+
+
 def provenance(spec: HubSpec) -> dict[str, str]:
     """Which column each field comes from, as ``clearsight instances`` / ``problems`` print it."""
     column = spec.options[0] if spec.options else ""
@@ -339,7 +376,7 @@ def provenance(spec: HubSpec) -> dict[str, str]:
         "question": (spec.question + inner) if spec.question else f"none: {spec.stem!r}",
         "options": options,
         "gold": f"{spec.answer}{inner} ({spec.gold}{free})",
-        "image": f"{spec.image} (embedded bytes or a path)" if spec.image else "none",
+        "image": _image_provenance(spec),
     }
     if spec.protocol == "probe":
         out["category"] = spec.category or "none"

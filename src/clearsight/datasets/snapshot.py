@@ -17,7 +17,10 @@ A source is one of:
 
 :func:`locate` finds the files and :func:`check_schema` refuses, in one line naming the
 dataset, the columns found, the columns expected and the revision followed, a schema the
-spec's mapping does not fit — before any row is read or anything written.
+spec's mapping does not fit — before any row is read or anything written. A spec whose images
+are a config of their own (:class:`~clearsight.datasets.hub.ImageTable`, GQA's) finds that
+config's files beside the split's in a snapshot folder or the hub cache, where the repository
+keeps both; a datasets cache holds one config a folder, and is refused for it, saying so.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class Located:
     files: tuple[Path, ...]
     root: Path
     layout: str
+    image_files: tuple[Path, ...] = ()
+    """The image table's files (a spec with an :class:`~clearsight.datasets.hub.ImageTable`)."""
 
     def describe(self) -> str:
         """One line: where the rows come from."""
@@ -180,8 +185,38 @@ def _spec_files(root: Path, spec: HubSpec) -> list[Path]:
 
 
 def locate(spec: HubSpec, source: str | Path) -> Located:
-    """The files of ``spec``'s split in ``source`` (module docstring); an InputError in one
-    line saying what was looked for, and where, when there are none."""
+    """The files of ``spec``'s split in ``source`` (module docstring), and of its image table
+    where it has one (:func:`_with_image_table`); an InputError in one line saying what was
+    looked for, and where, when there are none."""
+    return _with_image_table(_locate_split(spec, source))
+
+
+def _with_image_table(located: Located) -> Located:
+    """``located`` with its spec's image table's files, found under its root where the
+    repository's configs lie side by side (a snapshot or the hub cache); InputError where
+    there are none, or where the layout holds one config only."""
+    table = located.spec.image_table
+    if table is None:
+        return located
+    spec = located.spec
+    fetch = f"`clearsight fetch --dataset {spec.name}` downloads both"
+    if located.layout not in ("hub snapshot", "hub cache"):
+        raise InputError(
+            f"{spec.name}: its images are a config of their own ({', '.join(table.files)}) "
+            f"that a {located.layout} does not hold beside the questions; read a snapshot "
+            f"folder of {spec.hub_id} ({fetch})"
+        )
+    files = sorted({p for glob in table.files for p in located.root.glob(glob) if p.is_file()})
+    if not files:
+        raise InputError(
+            f"no {spec.name} images in {located.root}: no {', '.join(table.files)} beside the "
+            f"questions; {fetch}"
+        )
+    return dataclasses.replace(located, image_files=tuple(files))
+
+
+def _locate_split(spec: HubSpec, source: str | Path) -> Located:
+    """The files of ``spec``'s split in ``source`` (:func:`locate`)."""
     text = str(source)
     if text.startswith("hf:"):
         return _locate_hf(spec, text[3:] or spec.hub_id)
@@ -318,6 +353,15 @@ def check_schema(located: Located) -> None:
                 f"{spec.name}: {path} is not the schema of {spec.hub_id} (revision "
                 f"{spec.revision[:12]}): {problem}"
             )
+    table = spec.image_table
+    for path in located.image_files if table is not None else ():
+        found = file_schema(path).names
+        if table is not None and not {table.key, table.image} <= set(found):
+            raise InputError(
+                f"{spec.name}: {path} is not the image table of {spec.hub_id} (revision "
+                f"{spec.revision[:12]}): found columns {', '.join(found) or 'none'}; expected "
+                f"{table.key}, {table.image}"
+            )
 
 
 def _arrow_batches(mm: Any) -> Iterator[Any]:
@@ -390,8 +434,8 @@ def source_record(located: Located) -> HubRecord:
         "config": spec.config,
         "split": spec.split,
         "revision": spec.revision,
-        "files": len(located.files),
-        "sha256": files_digest(located.root, located.files),
+        "files": len(located.files) + len(located.image_files),
+        "sha256": files_digest(located.root, (*located.files, *located.image_files)),
     }
 
 

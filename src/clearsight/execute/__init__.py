@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from clearsight.execute.pool import run_pool
 from clearsight.execute.progress import UnitProgress, reporting_to
-from clearsight.execute.unit import Findings, Unit, failed_records
+from clearsight.execute.unit import Findings, Heard, Unit, failed_records
 from clearsight.store import Record, RunStore
 from clearsight.validate import InputError
 
@@ -61,13 +61,10 @@ class Terminated(KeyboardInterrupt):
 
 
 def _progress(total: int, desc: str, enabled: bool) -> Any:
-    """The stage's bar: items done, their rate and the time left, redrawn at least every
-    second (``mininterval``) so a long unit's partial progress shows as it comes."""
-    from tqdm import tqdm
+    """The stage's bar (:func:`clearsight.execute.bar.stage_bar`)."""
+    from clearsight.execute.bar import stage_bar
 
-    return tqdm(
-        total=total, desc=desc, unit="item", disable=not enabled, smoothing=0.1, mininterval=1.0
-    )
+    return stage_bar(total, desc, enabled)
 
 
 def check_execution(executor: str, workers: int) -> None:
@@ -109,9 +106,9 @@ def execute(
     a run's last stage). ``on_commit`` sees each unit's records after they are stored.
     ``threads``: the CPU threads of each pool worker (:mod:`clearsight.execute.threads`; the
     caller sets its own process's). The bar counts a unit's items as its backend answers them
-    (:mod:`clearsight.execute.progress`; serial and process pool), not only once it is stored.
-    ``findings`` carries what the process that ran each unit learned to this one (serial and
-    process pool: Ray's replicas keep theirs).
+    and shows what it is doing (:mod:`clearsight.execute.progress`; every executor), not only
+    once it is stored. ``findings`` carries what the process that ran each unit learned to this
+    one (every executor).
     """
     check_execution(executor, workers)
     ray = _ray_config(ray) if executor == "ray" else ray
@@ -122,11 +119,11 @@ def execute(
             from clearsight.execute.on_ray import run_on_ray
 
             assert ray is not None
-            run_on_ray(units, run, tally.commit, workers=workers, config=ray, keep_local=keep_ray)
+            run_on_ray(units, run, tally, workers=workers, config=ray, keep_local=keep_ray)
         elif in_process(executor, workers):
             _run_here(units, run, tally)
         else:
-            _run_pooled(units, run, workers, threads, tally)
+            run_pool(units, run, workers, tally, threads=threads)
     except KeyboardInterrupt as exc:
         tally.bar.close()
         raise Interrupted(tally.summary(), terminated=isinstance(exc, Terminated)) from None
@@ -144,45 +141,24 @@ def _ray_config(ray: RayConfig | None) -> RayConfig:
 
 
 def _run_here(units: Sequence[Unit], run: Callable[[Any], list[Record]], tally: _Tally) -> None:
-    """Run the units one by one in this process, each one's progress on the bar; a unit that
-    raises has its items recorded as failed with the reason, and the run goes on; after each
-    unit, the tally's ``findings`` read what this process learned."""
+    """Run the units one by one in this process, each one's progress and notes on the bar; a
+    unit that raises has its items recorded as failed with the reason, and the run goes on;
+    after each unit, the tally's ``findings`` read what this process learned."""
     for unit in units:
-        with reporting_to(partial(tally.partial, unit)):
+        with reporting_to(partial(tally.partial, unit), partial(tally.note, unit)):
             try:
                 records = run(unit)
             except Exception as exc:
                 records = failed_records(unit, exc)
-        tally.commit(records, unit)
-        if tally.findings is not None:
-            tally.findings.after_unit(tally.findings.read())
-
-
-def _run_pooled(
-    units: Sequence[Unit],
-    run: Callable[[Any], list[Record]],
-    workers: int,
-    threads: int,
-    tally: _Tally,
-) -> None:
-    """The units in a pool of ``workers`` processes of ``threads`` threads each, their records
-    committed, their progress and what their workers learned heard by ``tally``."""
-    run_pool(
-        units,
-        run,
-        workers,
-        tally.commit,
-        threads=threads,
-        partial=tally.partial,
-        findings=tally.findings,
-    )
+        tally.commit(records, unit, tally.findings.read() if tally.findings else None)
 
 
 @dataclass
 class _Tally:
     """Each finished unit's records stored (:func:`write_or_fail`) and counted, the progress
-    bar moved (by the units in flight's partial progress too), ``on_commit`` told; ``findings``
-    carry what the processes that ran them learned."""
+    bar moved (by the units in flight's partial progress too) with the latest unit's note
+    beside it, ``on_commit`` told; ``findings`` carry what the processes that ran them learned
+    (:class:`~clearsight.execute.unit.Heard`)."""
 
     store: RunStore
     bar: Any
@@ -193,6 +169,7 @@ class _Tally:
     done: int = 0
     in_flight: dict[int, UnitProgress] = field(default_factory=dict)
     committed: set[int] = field(default_factory=set)
+    noted: int | None = None  # the unit whose note the bar shows
 
     def partial(self, unit: Unit, share: float) -> None:
         """``share`` of ``unit`` is done (a report that comes after its commit is dropped)."""
@@ -200,21 +177,34 @@ class _Tally:
             shown = self.in_flight.setdefault(id(unit), UnitProgress(self.bar.update, unit.size))
             shown(share)
 
-    def commit(self, records: list[Record], unit: Unit | None = None) -> None:
-        """Store one unit's records and count them (on the bar: instead of its partial share)."""
+    def note(self, unit: Unit, text: str) -> None:
+        """``unit`` says what it is doing: shown beside the bar at once (a turn that moves the
+        bar by less than its step still shows), until another unit says something or it is
+        stored."""
+        if id(unit) not in self.committed:
+            self.noted = id(unit)
+            self.bar.set_postfix_str(text, refresh=True)
+
+    def commit(self, records: list[Record], unit: Unit, found: object = None) -> None:
+        """Store one unit's records and count them (on the bar: instead of its partial share);
+        hand what its process learned (``found``) to the ``findings``."""
         records = write_or_fail(self.store, records)
         self.ok += sum(r.status == "ok" for r in records)
         self.failed += sum(r.status == "failed" for r in records)
         self.done += 1
-        shown = self.in_flight.pop(id(unit), None) if unit is not None else None
-        if unit is not None:
-            self.committed.add(id(unit))
+        self.committed.add(id(unit))
+        shown = self.in_flight.pop(id(unit), None)
         if shown is not None:
             shown.settle(len(records))
         else:
             self.bar.update(len(records))
+        if self.noted == id(unit):
+            self.noted = None
+            self.bar.set_postfix_str("", refresh=False)
         if self.on_commit is not None:
             self.on_commit(records)
+        if self.findings is not None:
+            self.findings.after_unit(found)
 
     def summary(self) -> Summary:
         """What was done so far."""
@@ -248,6 +238,7 @@ __all__ = [
     "EXECUTORS",
     "ExecutorName",
     "Findings",
+    "Heard",
     "Interrupted",
     "Summary",
     "Terminated",

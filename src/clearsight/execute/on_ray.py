@@ -6,8 +6,12 @@ gets ``replicas`` Ray actors, one per model replica, each holding ``num_cpus`` C
 ``num_gpus`` GPUs (a fraction shares a GPU between replicas). An actor calls the protocol's own
 ``run(unit)``, so images are rendered and the model is loaded inside the actor, once per actor
 process (the protocol caches its backend per process); only the unit spec goes out and only its
-records come back. The driver keeps ``queue_depth`` units in flight per actor, costliest first,
-and hands each unit's records to the single writer as soon as the unit finishes.
+records come back, with what the actor's process has learned (the batch sizes its models chose:
+:class:`~clearsight.execute.unit.Findings`). The driver keeps ``queue_depth`` units in flight per
+actor, costliest first, and hands each unit's records to the single writer as soon as the unit
+finishes. While a unit runs, its actor sends how far it has got and what it is doing
+(:mod:`clearsight.execute.progress`, cut to the reports that change the bar) to one more actor,
+:class:`Reports`, which holds them until the driver takes them, twice a second.
 
 Faults: a lost actor (its process killed, its node gone) is replaced by a fresh one and its
 in-flight units go back to the queue; only the unit that was running when it died is charged an
@@ -32,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from clearsight.execute.unit import Unit, failed_records
+from clearsight.execute.unit import Heard, Unit, failed_records, hear
 from clearsight.models import install_hint
 from clearsight.store import Record
 from clearsight.validate import InputError
@@ -95,25 +99,55 @@ def import_ray() -> Any:
 class Replica:
     """One model replica: a Ray actor that runs units with the protocol's ``run`` function.
 
-    ``run`` arrives pickled and is unpickled only after the thread limits are set, because
-    unpickling imports the protocol (and numba, which reads its thread count at import).
+    ``payload`` (``run`` and the findings' ``read``, or None) arrives pickled and is unpickled
+    only after the thread limits are set, because unpickling imports the protocol (and numba,
+    which reads its thread count at import). ``reports``: the :class:`Reports` actor its units'
+    progress goes to.
     """
 
-    def __init__(self, run: bytes, threads: int) -> None:
+    def __init__(self, payload: bytes, threads: int, reports: Any) -> None:
         from ray import cloudpickle
 
         from clearsight.execute.threads import use_threads
 
         use_threads(threads)
-        self._run: Callable[[Any], list[Record]] = cloudpickle.loads(run)
+        self._run: Callable[[Any], list[Record]]
+        self._read: Callable[[], object] | None
+        self._run, self._read = cloudpickle.loads(payload)
+        self._reports = reports
 
     def ready(self) -> int:
         """This actor's process id, once its constructor has run."""
         return os.getpid()
 
-    def run(self, unit: Any) -> list[Record]:
-        """The records of one unit."""
-        return self._run(unit)
+    def run(self, unit: Any, index: int) -> tuple[list[Record], object]:
+        """The records of unit ``index`` and what this process has learned after it (empty
+        without ``read``); its progress goes to the reports actor without waiting for it."""
+        from clearsight.execute import progress
+
+        def send(share: float | None, note: str | None) -> None:
+            self._reports.add.remote(index, share, note)
+
+        with progress.Changes(unit.size, send).reporting():
+            records = self._run(unit)
+        return records, self._read() if self._read is not None else {}
+
+
+class Reports:
+    """A Ray actor holding the progress reports of the units in flight, ``(index, share,
+    note)``, until the driver takes them."""
+
+    def __init__(self) -> None:
+        self._held: list[tuple[int, float | None, str | None]] = []
+
+    def add(self, index: int, share: float | None, note: str | None) -> None:
+        """One report of unit ``index``."""
+        self._held.append((index, share, note))
+
+    def take(self) -> list[tuple[int, float | None, str | None]]:
+        """The reports held so far, in the order they came; none are held afterwards."""
+        held, self._held = self._held, []
+        return held
 
 
 @dataclass(eq=False)  # a slot is itself: compared by identity
@@ -199,7 +233,7 @@ class _Scheduler:
         ray: Any,
         units: Sequence[Unit],
         run: Callable[[Any], list[Record]],
-        commit: Callable[[list[Record]], None],
+        heard: Heard,
         config: RayConfig,
         replicas: int,
     ) -> None:
@@ -207,7 +241,7 @@ class _Scheduler:
 
         self.ray = ray
         self.units = list(units)
-        self.commit = commit
+        self.heard = heard
         self.config = config
         self.attempts = [0] * len(self.units)
         order = sorted(range(len(self.units)), key=lambda i: -self.units[i].cost)
@@ -222,8 +256,9 @@ class _Scheduler:
             max_task_retries=0,
         )(Replica)
         dumps: Callable[[Any], bytes] = cloudpickle.dumps
-        self.payload = dumps(run)
+        self.payload = dumps((run, heard.findings.read if heard.findings is not None else None))
         self.threads = max(1, int(config.num_cpus))
+        self.reports: Any = ray.remote(num_cpus=0, max_restarts=0)(Reports).remote()
         self.slots: list[_Slot] = []
         self.lost_idle = 0  # actors lost before running anything
         groups = list(self.queues) or [""]
@@ -233,7 +268,7 @@ class _Scheduler:
         self.max_lost_idle = config.max_attempts * len(self.slots)
 
     def _start(self, group: str) -> None:
-        handle = self.actor_class.remote(self.payload, self.threads)
+        handle = self.actor_class.remote(self.payload, self.threads, self.reports)
         self.slots.append(_Slot(group, handle, handle.ready.remote()))
 
     def _next_unit(self, slot: _Slot) -> int | None:
@@ -250,7 +285,7 @@ class _Scheduler:
             i = self._next_unit(slot)
             if i is None:
                 break
-            slot.inflight.append((slot.handle.run.remote(self.units[i]), i))
+            slot.inflight.append((slot.handle.run.remote(self.units[i], i), i))
         if not slot.inflight and not self._has_work(slot):
             self._retire(slot)  # frees its CPUs/GPUs for another model's waiting replicas
 
@@ -272,7 +307,7 @@ class _Scheduler:
             self._requeue(i)
             return
         reason = f"failed {self.attempts[i]} attempts on Ray; last: {_reason(exc)}"
-        self.commit(failed_records(self.units[i], reason))
+        self.heard.commit(failed_records(self.units[i], reason), self.units[i])
 
     def _lost(self, slot: _Slot, exc: BaseException) -> None:
         """Replace a dead replica; its running unit is charged, its queued ones go back."""
@@ -292,7 +327,8 @@ class _Scheduler:
 
     def run(self) -> None:
         """Until every unit is done: wait for what finishes (every answer already in, not just
-        the first: replicas of one model tend to finish together), handle it, refill."""
+        the first: replicas of one model tend to finish together; at most half a second, then
+        the progress reports so far are heard), handle it, refill."""
         ray = self.ray
         while self.slots:
             for slot in [s for s in self.slots if not s.ready and not self._has_work(s)]:
@@ -308,12 +344,26 @@ class _Scheduler:
                     self._retire(slot)
                 break
             refs = list(index)
-            ray.wait(refs, num_returns=1)
+            ray.wait(refs, num_returns=1, timeout=0.5)
             done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            self._hear_reports()
             for ref in done:
                 slot = index[ref]
                 if any(s is slot for s in self.slots):  # not lost earlier in this round
                     self._handle(ref, slot)
+
+    def _hear_reports(self) -> None:
+        """Hand the progress reports the replicas sent so far to ``heard`` (none once the
+        reports actor is lost: the bar then moves by finished units only)."""
+        if self.reports is None:
+            return
+        try:
+            held = self.ray.get(self.reports.take.remote())
+        except self.ray.exceptions.RayError:
+            self.reports = None
+            return
+        for index, share, note in held:
+            hear(self.heard, self.units[index], share, note)
 
     def _handle(self, ref: Any, slot: _Slot) -> None:
         """A finished reference of ``slot``: its start-up ping or one of its units."""
@@ -329,7 +379,7 @@ class _Scheduler:
             return
         position = next(n for n, (r, _) in enumerate(slot.inflight) if r == ref)
         try:
-            records = ray.get(ref)
+            records, found = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:  # `run` raised: the replica lives on
             _, i = slot.inflight[position]
             del slot.inflight[position]
@@ -339,26 +389,31 @@ class _Scheduler:
         except ray.exceptions.RayError as exc:  # the replica is gone
             self._lost(slot, exc)
             return
+        _, i = slot.inflight[position]
         del slot.inflight[position]
-        self.commit(records)
+        self.heard.commit(records, self.units[i], found)
         self._fill(slot)
 
     def shutdown(self) -> None:
         for slot in self.slots:
             self.ray.kill(slot.handle, no_restart=True)
         self.slots.clear()
+        if self.reports is not None:
+            self.ray.kill(self.reports, no_restart=True)
+            self.reports = None
 
 
 def run_on_ray(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
-    commit: Callable[[list[Record]], None],
+    heard: Heard,
     *,
     workers: int,
     config: RayConfig,
     keep_local: bool = False,
 ) -> None:
-    """Run every unit on Ray replicas and ``commit`` each unit's records as it finishes.
+    """Run every unit on Ray replicas and commit each unit's records to ``heard`` as it
+    finishes, with what its replica learned; ``heard`` hears the units' progress as it comes.
 
     A Ray instance already initialised in this process is used as it is (and left running);
     otherwise this connects to ``config.address`` or starts a local instance for the run, shut
@@ -374,7 +429,7 @@ def run_on_ray(
     scheduler: _Scheduler | None = None
     try:
         _check_fits(ray, config)
-        scheduler = _Scheduler(ray, units, run, commit, config, config.replicas or workers)
+        scheduler = _Scheduler(ray, units, run, heard, config, config.replicas or workers)
         scheduler.run()
     finally:
         if scheduler is not None:

@@ -1,8 +1,9 @@
 """The process-pool executor: spawned workers that use one numba/BLAS/torch thread each (or the
 run's ``threads``) and exit with their parent, kept ``2 x workers`` units deep, costliest unit
-first; each worker sends how far its unit has got (:mod:`clearsight.execute.progress`) to the
-parent, which moves the bar between the units' commits; a unit's records come back with what
-the worker has learned (:class:`~clearsight.execute.unit.Findings`)."""
+first; each worker sends how far its unit has got and what it is doing
+(:mod:`clearsight.execute.progress`, cut to the reports that change the bar) to the parent,
+which moves the bar between the units' commits; a unit's records come back with what the worker
+has learned (:class:`~clearsight.execute.unit.Findings`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from clearsight.execute import progress
 from clearsight.execute.threads import use_threads
-from clearsight.execute.unit import Findings, Unit, failed_records
+from clearsight.execute.unit import Heard, Unit, failed_records, hear
 from clearsight.store import Record
 from clearsight.validate import InputError
 
@@ -59,9 +60,11 @@ def _run_reported(
     unit: Unit,
     index: int,
 ) -> Done:
-    """``run(unit)`` in a worker, its progress sent to the parent as ``(index, share)``, and
-    ``read()`` after it (what the worker has learned; empty without ``read``)."""
-    with progress.reporting_to(lambda share: _REPORTS[0].put((index, share))):
+    """``run(unit)`` in a worker, its progress sent to the parent as ``(index, share, note)``
+    (one of the two None), and ``read()`` after it (what the worker has learned; empty without
+    ``read``)."""
+    changes = progress.Changes(unit.size, lambda share, note: _REPORTS[0].put((index, share, note)))
+    with changes.reporting():
         records = run(unit)
     return records, read() if read is not None else {}
 
@@ -80,21 +83,19 @@ def run_pool(
     units: Sequence[Unit],
     run: Callable[[Any], list[Record]],
     workers: int,
-    commit: Callable[[list[Record], Unit], None],
+    heard: Heard,
     *,
     threads: int = 1,
-    partial: Callable[[Unit, float], None] | None = None,
-    findings: Findings[Any] | None = None,
 ) -> None:
-    """Keep ``workers`` units in flight, costliest first, committing each as it completes (a
-    unit whose ``run`` raised as its items' failed records with the reason); ``partial`` hears
-    how far each unit in flight has got (its share done), twice a second at most, and
-    ``findings`` what the worker of each finished unit has learned."""
+    """Keep ``workers`` units in flight, costliest first, committing each to ``heard`` as it
+    completes (a unit whose ``run`` raised as its items' failed records with the reason) with
+    what its worker learned; ``heard`` also hears how far each unit in flight has got and what
+    it is doing, twice a second."""
     ordered = sorted(units, key=lambda u: -u.cost)
     pool, reports = _spawn_pool(workers, threads)
     running: dict[Future[Done], tuple[int, Unit]] = {}
     queue = enumerate(ordered)
-    read = findings.read if findings is not None else None
+    read = heard.findings.read if heard.findings is not None else None
 
     def submit(index: int, unit: Unit) -> None:
         running[pool.submit(_run_reported, run, read, unit, index)] = (index, unit)
@@ -106,13 +107,11 @@ def run_pool(
                 break
         while running:
             finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-            _drain(reports, ordered, partial)
+            _drain(reports, ordered, heard)
             for fut in finished:
                 _, unit = running.pop(fut)
                 records, found = _unit_done(fut, unit)
-                commit(records, unit)
-                if findings is not None:
-                    findings.after_unit(found)
+                heard.commit(records, unit, found)
                 nxt = next(queue, None)
                 if nxt is not None:
                     submit(*nxt)
@@ -151,14 +150,11 @@ def _unit_done(fut: Future[Done], unit: Unit) -> Done:
         return failed_records(unit, exc), {}
 
 
-def _drain(
-    reports: Any, ordered: Sequence[Unit], partial: Callable[[Unit, float], None] | None
-) -> None:
-    """Hand the progress reports the workers sent so far to ``partial``."""
+def _drain(reports: Any, ordered: Sequence[Unit], heard: Heard) -> None:
+    """Hand the progress reports and notes the workers sent so far to ``heard``."""
     while not reports.empty():
-        index, share = reports.get()
-        if partial is not None:
-            partial(ordered[index], share)
+        index, share, note = reports.get()
+        hear(heard, ordered[index], share, note)
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:

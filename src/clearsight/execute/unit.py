@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from clearsight.specs import Spec
 from clearsight.store import Record, as_items
@@ -62,7 +62,8 @@ class Findings(Generic[F]):
     with each unit's records (the batch sizes its models chose, which the driver writes to
     the run's manifest): ``read``, a module-level (picklable) function called in the running
     process after each unit, and ``hear``, called in the writer's process with what ``read``
-    returned, when not empty. The serial executor and the process pool carry them."""
+    returned, when not empty. Every executor carries them (on Ray, from the replica that ran
+    the unit)."""
 
     read: Callable[[], F]
     hear: Callable[[F], None]
@@ -71,6 +72,29 @@ class Findings(Generic[F]):
         """Hand what ``read`` returned after a unit to ``hear`` (nothing when empty)."""
         if found:
             self.hear(found)
+
+
+class Heard(Protocol):
+    """What an executor tells the run's writer as the units run: how far a unit in flight has
+    got (``partial``: its share done) and what it is doing (``note``), and each finished unit's
+    records with what the process that ran it learned (``commit``; ``findings``' ``read`` is
+    what that process calls)."""
+
+    findings: Findings[Any] | None
+
+    def partial(self, unit: Unit, share: float) -> None: ...
+
+    def note(self, unit: Unit, text: str) -> None: ...
+
+    def commit(self, records: list[Record], unit: Unit, found: object = None) -> None: ...
+
+
+def hear(heard: Heard, unit: Unit, share: float | None, note: str | None) -> None:
+    """One report from the process running ``unit``: its share done or a note."""
+    if share is not None:
+        heard.partial(unit, share)
+    if note is not None:
+        heard.note(unit, note)
 
 
 def failed_records(unit: Unit, reason: str | BaseException) -> list[Record]:

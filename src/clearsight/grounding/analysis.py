@@ -13,7 +13,9 @@ content variation (P(JSD <= 0.1) per axis), hesitation (P(|dc| <= .02), mean cha
 masking curve, the risk-coverage curves of the confidence gating the own answers, an exact
 Wilcoxon test of visible against masked confidence over benchmark means, and — for further
 runs given as ``others`` (other checkpoints or methods) — their analyses, each run named
-uniquely, and exact Wilcoxon tests of TGS-self and TGS-pair between the runs.
+uniquely, and exact Wilcoxon tests of TGS-self and TGS-pair between the runs — and every
+method's (run's read-out's) scores on the items valid for all of them, the common-valid
+populations the paper draws Figs. 11/12 and 15/16 on (:mod:`clearsight.grounding.population`).
 :mod:`clearsight.grounding.page.report` renders it.
 """
 
@@ -38,7 +40,9 @@ from clearsight.grounding.confidence.readout_table import (
     readout_order,
     readout_scores,
 )
+from clearsight.grounding.examples import Example, example_trajectories
 from clearsight.grounding.hesitation import event_pairs, stable_share
+from clearsight.grounding.population import CommonPopulation, common_population, report_methods
 from clearsight.grounding.results import GroundingResults, SampledVariation, load_grounding_results
 from clearsight.grounding.tgs import MASK_RATIOS, Score, item_differences, scores
 from clearsight.metrics.selective import RiskCoverage, risk_coverage
@@ -55,6 +59,7 @@ __all__ = [
     "WilcoxonTest",
     "analyse_grounding",
     "analyse_results",
+    "analyse_runs",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -127,6 +132,7 @@ class GroundingAnalysis:
     ``retention``. ``retention``: the retention table of the TGS-Bench file the run scored
     (None for a run that built its pairs itself). ``others``: the further runs' analyses.
     ``cost``: what each model of the run cost (:func:`~clearsight.store.run_cost`).
+    ``common``: the methods' scores on the items valid for all of them.
     """
 
     name: str
@@ -157,6 +163,13 @@ class GroundingAnalysis:
     retention: pd.DataFrame | None = None
     others: tuple[GroundingAnalysis, ...] = ()
     cost: pd.DataFrame | None = None
+    examples: tuple[Example, ...] = ()
+    """A few own trajectories with their hesitation events marked (Figs. 1 and 4;
+    :func:`~clearsight.grounding.examples.example_trajectories`, drawn with the seed)."""
+    example_seed: int = 0
+    common: CommonPopulation | None = None
+    """Every method's scores on the report's common-valid populations (Figs. 11/12, 15/16;
+    :mod:`clearsight.grounding.population`): the report's analysis only."""
 
 
 def _hesitation(elic: pd.DataFrame) -> Hesitation:
@@ -265,6 +278,8 @@ def analyse_results(
         variation=axis_variation(elic),
         variation_sampling=results.variation,
         hesitation=_hesitation(elic),
+        examples=example_trajectories(elic, trajs, seed),
+        example_seed=seed,
         visible_vs_masked=_visible_vs_masked(elic),
         curve=curve,
         curve_change={r: overall[f"dE_r{r:.2f}"] for r in MASK_RATIOS if curve},
@@ -323,15 +338,31 @@ def analyse_grounding(
     run = Path(run_dir)
     paths = [run, *(Path(o) for o in others)]
     names = run_names(paths)
+    loaded = [load_grounding_results(p) for p in paths]
+    analysis = analyse_runs(loaded, names, n_boot=n_boot, seed=seed)
+    return replace(
+        analysis,
+        retention=_bench_retention(run),
+        cost=run_cost(run, spec_model("model", "generator", "judge")),
+    )
+
+
+def analyse_runs(
+    runs: Sequence[GroundingResults], names: Sequence[str], *, n_boot: int = 5000, seed: int = 0
+) -> GroundingAnalysis:
+    """The first run's analysis with the others beside it (:func:`analyse_grounding`, without
+    the files only a run directory holds: retention, cost), each named by ``names``, and
+    every method's scores on their common-valid populations
+    (:func:`~clearsight.grounding.population.common_population`)."""
     made = [
-        replace(analyse_results(load_grounding_results(p), n_boot, seed), name=name)
-        for p, name in zip(paths, names, strict=True)
+        replace(analyse_results(r, n_boot, seed), name=name)
+        for r, name in zip(runs, names, strict=True)
     ]
     analysis, further = made[0], tuple(made[1:])
+    methods = report_methods(list(zip(names, runs, strict=True)))
     return replace(
         analysis,
         comparisons=_comparisons(analysis, further),
-        retention=_bench_retention(run),
         others=further,
-        cost=run_cost(run, spec_model("model", "generator", "judge")),
+        common=common_population(methods, n_boot, seed) if methods else None,
     )

@@ -102,6 +102,20 @@ def _written_hesitations(traj: WrittenTrajectory) -> list[Hesitation]:
     return events
 
 
+def marked_sentences(traj: Trajectory) -> list[tuple[str, str | None]]:
+    """The rationale's sentences in order (vision, then reasoning; a trajectory kept as written
+    in its own text), each with the marker that makes it a hesitation event (its first,
+    lower case) or None: the marked ones are :func:`find_hesitations`' events, in order."""
+    pat = _pattern()
+    if isinstance(traj, WrittenTrajectory):
+        (vs, ve), (rs, re_), _ = traj.spans
+        spans = sentence_spans(traj.text, vs, ve) + sentence_spans(traj.text, rs, re_)
+        found = [(traj.text[s:e], pat.search(traj.text, s, e)) for s, e in spans]
+    else:
+        found = [(t, pat.search(t)) for t in [*sentences(traj.vision), *sentences(traj.reasoning)]]
+    return [(text, None if m is None else m.group(1).lower()) for text, m in found]
+
+
 def hesitation_variant(event: int, side: str) -> str:
     """The variant name of event ``event`` (0-based) of a trajectory, ``side`` pre or post."""
     return f"hesitation/{side}" if event == 0 else f"hesitation/{event}/{side}"

@@ -48,11 +48,13 @@ class EditReadouts(TypedDict):
 
 class JudgeReadouts(TypedDict):
     """The judge's verdict on a pair: the probability it puts on the bad side, whether that is
-    over one half, and the pair's axis."""
+    over one half, and the pair's axis; ``saw_image`` (true) only where the judge was shown the
+    problem's image (absent: it read the text only)."""
 
     p_bad: float
     picked_bad: bool
     axis: str
+    saw_image: NotRequired[bool]
 
 
 class ElicitReadouts(TypedDict):

@@ -54,10 +54,12 @@ class GroundingResults:
     variant, expected, probs, mass, readout, distributions (per slot), coverage, share, meta),
     the input of
     :mod:`clearsight.grounding.tgs`. ``trajectories``: one
-    row per ok own trajectory (problem, benchmark, correct, answer, answer_forced).
-    ``judge``: per axis, pairs judged (``n``) and the share where the judge picked the bad side
-    (``picked_bad``). ``failures``: failed records counted by ``"<kind>: <reason>"`` (the
-    reason's first 80 characters). ``name``: the run directory's name.
+    row per ok own trajectory (problem, benchmark, correct, answer, answer_forced, trajectory: its
+    JSON form).
+    ``judge``: per axis, pairs judged (``n``), the share where the judge picked the bad side
+    (``picked_bad``) and the pairs it judged seeing the problem's image (``with_image``).
+    ``failures``: failed records counted by ``"<kind>: <reason>"`` (the reason's first 80
+    characters). ``name``: the run directory's name.
     """
 
     name: str
@@ -144,6 +146,7 @@ def _trajectories(store: RunStore) -> pd.DataFrame:
                 "correct": bool(rec.readouts["correct"]),
                 "answer": rec.readouts["answer"],
                 "answer_forced": rec.readouts["answer_forced"],
+                "trajectory": rec.readouts["trajectory"],
             }
             for rec in read
         ]
@@ -151,11 +154,22 @@ def _trajectories(store: RunStore) -> pd.DataFrame:
 
 
 def _judge(store: RunStore) -> dict[str, dict[str, float]]:
-    """Per axis, the pairs judged (``n``) and the share where the judge picked the bad side."""
-    verdicts: dict[str, list[bool]] = {}
+    """Per axis, the pairs judged (``n``), the share where the judge picked the bad side and
+    how many of the pairs it judged with the problem's image in view (``with_image``)."""
+    verdicts: dict[str, list[tuple[bool, bool]]] = {}
     for rec in store.iter_records("ok", kind=JUDGE, raw=False, readouts=JudgeReadouts):
-        verdicts.setdefault(rec.readouts["axis"], []).append(bool(rec.readouts["picked_bad"]))
-    return {a: {"n": len(v), "picked_bad": sum(v) / len(v)} for a, v in verdicts.items() if v}
+        out = rec.readouts
+        verdict = (bool(out["picked_bad"]), bool(out.get("saw_image", False)))
+        verdicts.setdefault(out["axis"], []).append(verdict)
+    return {
+        a: {
+            "n": len(v),
+            "picked_bad": sum(bad for bad, _ in v) / len(v),
+            "with_image": sum(saw for _, saw in v),
+        }
+        for a, v in verdicts.items()
+        if v
+    }
 
 
 def _variation(store: RunStore) -> dict[str, SampledVariation]:

@@ -201,15 +201,29 @@ def _run_judge(unit: GroundingUnit[JudgeSpec], started: float) -> list[Record]:
     """The judge's probability that each pair's bad side (shown first or second, by seed) is
     the one with the error."""
     backend = shared_backend(unit.model, unit.model_options)
-    requests = [judge_request(s.problem, s.good, s.bad, s.bad_first) for s in unit.items]
-    return per_item(unit, started, checked_replies(backend, requests), _judged)
+    images = [problem_image(s.problem, backend) for s in unit.items]
+    requests = [
+        judge_request(s.problem, s.good, s.bad, s.bad_first, image)
+        for s, image in zip(unit.items, images, strict=True)
+    ]
+    shown = [
+        r if isinstance(r, Exception) else (r, image is not None)
+        for r, image in zip(checked_replies(backend, requests), images, strict=True)
+    ]
+    return per_item(unit, started, shown, _judged)
 
 
-def _judged(spec: JudgeSpec, r: Response, elapsed: float) -> Record:
+def _judged(spec: JudgeSpec, reply: tuple[Response, bool], elapsed: float) -> Record:
+    """A verdict's record: p(bad), whether it is over one half, the axis and — only where the
+    judge was shown the problem's image — ``saw_image`` (a text-only judge's records, and those
+    of runs made before the judge could see images, lack it)."""
+    r, saw_image = reply
     p_bad = judge_p_bad(r.candidate_probs or {}, spec.bad_first)
     if p_bad is None:
         return Record.failed(spec.key, "the judge put no probability on 1 or 2", elapsed)
-    readouts = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec.axis}
+    readouts: dict[str, object] = {"p_bad": p_bad, "picked_bad": p_bad > 0.5, "axis": spec.axis}
+    if saw_image:
+        readouts["saw_image"] = True
     return Record(spec.key, "ok", None, r.to_json(), readouts, elapsed)
 
 

@@ -89,9 +89,12 @@ def fit_temperature(logprobs: npt.ArrayLike, labels: npt.ArrayLike) -> float:
     z, y = _check_letters(logprobs, labels)
     true = z[np.arange(len(y)), y]
 
+    top = z.max(axis=1)
+    shifted, gap = z - top[:, None], true - top  # the log-sum-exp's shift, once: beta >= 0
+
     def nll(log_beta: float) -> float:
         beta = np.exp(log_beta)
-        return float(np.mean(special.logsumexp(beta * z, axis=1) - beta * true))
+        return float(np.mean(np.log(np.exp(beta * shifted).sum(axis=1)) - beta * gap))
 
     found = optimize.minimize_scalar(
         nll, bounds=(-4 * np.log(10), 4 * np.log(10)), method="bounded", options={"xatol": 1e-10}
@@ -123,6 +126,8 @@ def fit_platt(confidence: npt.ArrayLike, correct: npt.ArrayLike, max_iter: int =
     by Newton's method (the log-likelihood is concave). Refused where it has no maximum: all
     answers right or all wrong, or the right ones separated from the wrong by the confidence."""
     conf, y = check_pair(confidence, correct)
+    if y.size == 0 or y.min() == y.max():  # all right or all wrong: no finite maximum
+        max_iter = 0
     s = _logit(conf)
     x = np.stack([s, np.ones_like(s)], axis=1)
     theta = np.zeros(2)

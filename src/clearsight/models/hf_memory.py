@@ -2,8 +2,8 @@
 
 Found once per model and image size (the pixels a prompt carries set most of its activations),
 and recorded in the backend's ``info`` under ``batch_sizes``; the driver writes them into the
-run's manifest (``loaded_models``) after the unit whose first batch chose them, from the pool's
-workers too (:func:`clearsight.models.registry.batch_sizes_found`):
+run's manifest (``loaded_models``) after the unit whose first batch chose them, from a pool's
+workers and Ray's replicas too (:func:`clearsight.models.registry.batch_sizes_found`):
 
 * **CUDA** — one probe batch of up to :data:`PROBE_ROWS` of the call's own requests is run
   with the allocator's peak reset; its peak above the memory held before, per row, is what a row

@@ -99,11 +99,12 @@ def devices_line(manifest: Mapping[str, Any]) -> str:
     """Where each model ran, from the manifest's ``loaded_models`` (what the driver loaded
     before the run's latest start): ``hf:m: cuda:0, bfloat16``. Models whose backend says
     nothing of its device (an observer, a server's API) and runs on Ray (models load on the
-    replicas only) have no entry: '(not recorded)'."""
+    replicas only: their entry holds only the batch sizes ``auto`` chose) have no device:
+    '(not recorded)'."""
     loaded = manifest.get("loaded_models") or {}
     parts = [
-        f"{name}: {info.get('device', '?')}, {info.get('dtype', '?')}"
+        f"{name}: {info['device']}, {info.get('dtype', '?')}"
         for name, info in loaded.items()
-        if isinstance(info, Mapping)
+        if isinstance(info, Mapping) and info.get("device")
     ]
     return "; ".join(parts) or "(not recorded)"

@@ -50,6 +50,9 @@ h2 { font-size: 1.3em; border-bottom: 2px solid #ddd; padding-bottom: 0.2em; mar
 h3 { font-size: 1.08em; margin: 1.4em 0 0.4em; }
 p.note, .note { color: #555; font-size: 0.92em; }
 #headline h2 { margin-top: 0.8em; }
+#headline table { font-size: 12px; }
+#headline td, #headline th { padding: 1px 5px; }
+#headline td:not(.t) { white-space: nowrap; }
 p.lead { font-size: 1.05em; margin: 0.2em 0 0.6em; }
 .beside { display: flex; flex-wrap: wrap; gap: 0.5em 2em; align-items: flex-start; }
 .beside ul { flex: 1 1 420px; margin: 0.2em 0; padding-left: 1.4em; }
@@ -235,6 +238,12 @@ class Table:
     def html(self) -> str:
         """The table's markup."""
         return table(self.rows, self.cols, self.caption)
+
+    def markdown(self) -> list[str]:
+        """The same cells as summary.md lines (:func:`md_table`; the column groups left out)."""
+        rows = list(self.rows.itertuples(index=False))
+        cells = [[c.cell(r) for c in self.cols] for r in rows]
+        return [md_table(pd.DataFrame(cells, columns=[c.header for c in self.cols]))]
 
 
 @dataclass(frozen=True)

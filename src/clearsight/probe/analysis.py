@@ -18,14 +18,14 @@ risk-coverage curves :mod:`~clearsight.probe.numbers.risk`), the belief probe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
 import pandas as pd
 
 from clearsight.metrics.bootstrap import Interval
-from clearsight.probe.distill.analysis import adapter_bases, distill_table
+from clearsight.probe.distill.analysis import adapter_bases, distill_table, trained_instances
 from clearsight.probe.numbers.accuracy import (
     ablation_table,
     calls_table,
@@ -37,8 +37,14 @@ from clearsight.probe.numbers.accuracy import (
     sensor_table,
     summary_table,
 )
+from clearsight.probe.numbers.convergence import (
+    BeliefCurves,
+    anchoring_table,
+    belief_curves,
+    belief_table,
+)
 from clearsight.probe.numbers.risk import RiskPanel, risk_panels
-from clearsight.probe.posthoc.belief import BeliefCurves, belief_curves, belief_table
+from clearsight.probe.numbers.sensors import sensor_ece_table
 from clearsight.probe.posthoc.querytypes import query_type_table
 from clearsight.probe.results import ProbeResults, load_probe_results, pool_results
 from clearsight.probe.transcript import Transcript
@@ -62,7 +68,13 @@ class ProbeAnalysis:
     ``ablation``: Fig. 3, accuracy by the consistency signal shown. ``query_types``: Table 3,
     one BP trial per reasoner (the paper's population); ``query_types_pooled``: the same over
     every conversation (every strategy, run, sensor and signal).
-    ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe.
+    ``convergence``: Table 7 and ``beliefs``: Fig. 4's curves, from the belief probe, per
+    reasoner, sensor and signal; ``convergence_pooled``: Table 7 per reasoner over its sensors
+    and signals (empty where that pools nothing); ``anchoring``: the early-anchoring share and
+    the speed ratio per population and dataset
+    (:func:`~clearsight.probe.numbers.convergence.anchoring_table`). ``sensor_calibration``: Fig. 7,
+    each sensor's ECE per dataset from the stage-1 build samples
+    (:func:`~clearsight.probe.numbers.sensors.sensor_ece_table`).
     ``calls``: Table 9, VLM calls per question. ``distillation``: Table 2, BP accuracy before
     and after self-distillation. ``validations``: Table 5, judges against people's labels of
     u. ``queries``: Fig. 5, queries per conversation. ``risk``: the risk-coverage curves of the
@@ -99,6 +111,9 @@ class ProbeAnalysis:
     query_type_validations: pd.DataFrame
     cost: pd.DataFrame | None = None
     settings: tuple[str, ...] = ()
+    convergence_pooled: pd.DataFrame = field(default_factory=pd.DataFrame)
+    anchoring: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sensor_calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
@@ -106,6 +121,13 @@ def _build_consistency(build: pd.DataFrame) -> pd.DataFrame | None:
     if build.empty:
         return None
     return build.assign(c11=(11 * build["c"] / build["n"]).round().astype(int))
+
+
+def _pooled_convergence(beliefs: pd.DataFrame) -> pd.DataFrame:
+    """Table 7 per reasoner over all its sensors and signals, or empty where each reasoner has
+    one sensor and one signal (the pooled table would repeat the table)."""
+    pooled = belief_table(beliefs, pooled=True)
+    return pooled if len(pooled) < len(belief_table(beliefs)) else pd.DataFrame()
 
 
 def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
@@ -124,9 +146,12 @@ def probe_analysis(results: ProbeResults) -> ProbeAnalysis:
         query_types=query_type_table(results.queries),
         query_types_pooled=query_type_table(results.queries, pooled=True),
         convergence=belief_table(results.beliefs),
+        convergence_pooled=_pooled_convergence(results.beliefs),
+        anchoring=anchoring_table(results.beliefs),
+        sensor_calibration=sensor_ece_table(results.build),
         beliefs=belief_curves(results.beliefs),
         calls=calls_table(frame),
-        distillation=distill_table(frame, adapter_bases(reasoners)),
+        distillation=distill_table(frame, adapter_bases(reasoners), trained_instances(reasoners)),
         validations=results.validations,
         queries=queries_table(frame),
         risk=risk_panels(frame),

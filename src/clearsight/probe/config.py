@@ -27,7 +27,7 @@ class ProbeConfig(RunConfig):
     """Everything that determines a probe run's transcripts (docs/methods.md §6)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    added_later: ClassVar[tuple[str, ...]] = ("uot",)
+    added_later: ClassVar[tuple[str, ...]] = ("uot", "judge_model")
 
     instances: str = Field(
         "bundled",
@@ -63,18 +63,28 @@ class ProbeConfig(RunConfig):
     )
     uot: SearchSettings | None = Field(
         None,
-        description="The UoT search: depth, candidates, replies, sharpness, max_new_tokens "
-        "(left out: depth 1, 3 candidates, 2 simulated replies each, lambda 0.4).",
+        description="The UoT search and its stop rule: depth, candidates, replies, sharpness, "
+        "max_new_tokens, max_queries, commit_posterior (left out: depth 1, 3 candidates, 2 "
+        "simulated replies each, lambda 0.4, at most 10 queries, commit at one option left; "
+        "clearsight's reading, the paper names none of them).",
     )
     sensor: str = Field("perceiver", description="The sensor VLM by spec (any image backend).")
     sensor_options: dict[str, JsonValue] = Field(
         default_factory=dict, description="Backend options of the sensor."
     )
     k: int = Field(5, ge=1, le=50, description="K, sensor samples per query.")
+    judge_model: str | None = Field(
+        None,
+        description="A text model that judges semantic equivalence (any text backend): with "
+        "it and no `judge`, u is judged by the LLM judge llm:<judge_model>, the paper's kind "
+        "of judge.",
+    )
     judge: str = Field(
         "embedding",
         description="Semantic-equivalence judge behind u: embedding, embedding:<t>, exact, "
-        "llm:<model spec>.",
+        "llm:<model spec>. Left out: llm:<judge_model> where a judge model is configured (the "
+        "paper's kind of judge), else embedding (clearsight's cheap alternative, named as such "
+        "in the manifest and the report).",
     )
     runs: int = Field(5, ge=1, le=50, description="R, runs per instance (cross-run ECE).")
     budget: int = Field(100, ge=1, description="T, the most turns of a conversation.")
@@ -118,6 +128,16 @@ class ProbeConfig(RunConfig):
         named_once(self.reasoners, "reasoners")
         refuse_unknown_models(self.reasoner_options, self.reasoners, "reasoner_options")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judge_of_the_judge_model(cls, data: Any) -> Any:
+        """The LLM judge ``llm:<judge_model>`` where a judge model is configured and no
+        ``judge`` is given (the paper judges u by an LLM of semantic equivalence); an explicit
+        ``judge`` wins, so the embedding judge stays a choice."""
+        if isinstance(data, dict) and data.get("judge_model") and data.get("judge") is None:
+            return {**data, "judge": f"llm:{data['judge_model']}"}
+        return data
 
     @model_validator(mode="before")
     @classmethod

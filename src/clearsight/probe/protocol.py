@@ -19,8 +19,10 @@ from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models.base import Capabilities
 from clearsight.models.presets import resolve_options
 from clearsight.probe.config import ProbeConfig
+from clearsight.probe.judges import judge_manifest
 from clearsight.probe.plan import plan_probe
 from clearsight.probe.reasoner.limits import limits_manifest
+from clearsight.probe.reasoner.uot_search import SearchSettings
 from clearsight.probe.sources.load import source_manifest
 from clearsight.probe.specs import PlannedSpec
 from clearsight.probe.strategies import prompt_hash, strategy_named
@@ -55,9 +57,11 @@ def _models(config: ProbeConfig) -> list[ModelNeed]:
 
 
 def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object]:
-    """The run's manifest: its config, the strategies' prompt hashes, the instance source and
+    """The run's manifest: its config, the strategies' prompt hashes, the instance source,
     every model's generation limits with where each comes from
-    (:func:`~clearsight.probe.reasoner.limits.limits_manifest`)."""
+    (:func:`~clearsight.probe.reasoner.limits.limits_manifest`) and the judge behind u named
+    as the paper's kind or as clearsight's (:func:`~clearsight.probe.judges.judge_manifest`);
+    with strategy ``uot``, its search's settings and stop rule."""
     count = len({s.instance.id for s in specs})
     return run_manifest(
         config.model_dump(mode="json"),
@@ -65,7 +69,17 @@ def _manifest(config: ProbeConfig, specs: list[PlannedSpec]) -> dict[str, object
         prompt_hashes={s: prompt_hash(s) for s in config.strategies},
         instances=source_manifest(config.instances, config.dataset, count),
         limits=limits_manifest(config),
+        judge=judge_manifest(config.judge),
+        **_search_manifest(config),
     )
+
+
+def _search_manifest(config: ProbeConfig) -> dict[str, object]:
+    """The UoT search's effective settings and their sentence, where the run plans it."""
+    if "uot" not in config.strategies:
+        return {}
+    settings = config.uot or SearchSettings()
+    return {"uot": {"settings": settings.to_json(), "statement": settings.statement()}}
 
 
 def _stages(config: ProbeConfig, specs: list[PlannedSpec], store: RunStore) -> Iterator[Stage[Any]]:

@@ -138,7 +138,8 @@ def _analysis_frames(
 
 
 def _build_frame(store: RunStore) -> pd.DataFrame:
-    """One row per stage-1 build question: sensor, instance_id, c of n direct samples."""
+    """One row per stage-1 build question: sensor, instance_id, c of n direct samples, and
+    the question's dataset, gold and the letter each sample named (Fig. 7)."""
     return pd.DataFrame(
         [
             {
@@ -146,6 +147,9 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
                 "instance_id": record.readouts["id"],
                 "c": record.readouts["c"],
                 "n": record.spec["samples"],
+                "dataset": record.spec["instance"]["dataset"],
+                "gold": record.spec["instance"]["gold"],
+                "letters": record.readouts["letters"],
             }
             for record in store.iter_records(
                 "ok", kind=BUILD_PROTOCOL, raw=False, readouts=BuildReadouts
@@ -155,14 +159,17 @@ def _build_frame(store: RunStore) -> pd.DataFrame:
 
 
 def _settings_lines(manifest: Mapping[str, Any]) -> tuple[str, ...]:
-    """The run's generation limits and the judge behind u, as the report names them."""
+    """The run's generation limits, the judge behind u and (a run with UoT made since its stop
+    rule) the search's settings, as the report names them."""
     from clearsight.probe.judges import judge_statement
 
     judge = str((manifest.get("config") or {}).get("judge") or "embedding")
+    search = manifest.get("uot") or {}
     return (
         "Generation limits (clearsight's choice per model; the paper gives no cap): "
         + limits_statement(manifest),
         judge_statement(judge),
+        *([str(search["statement"])] if "statement" in search else []),
     )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import JsonValue
 
+from clearsight.execute import progress
 from clearsight.probe.instances import Instance, instance_image
 from clearsight.probe.judges import Judge, consistency, make_judge
 from clearsight.validate import InputError
@@ -170,6 +171,13 @@ class Sensor:
             self._judge = make_judge(self._judge_spec)
         return self._judge
 
+    def load(self) -> None:
+        """Load the backend and the judge now (the judge's model, and the embedding judge's
+        calibrated threshold, by one verdict), so that what is timed after it — a conversation's
+        seconds (Table 8), a person's first query — excludes model loading."""
+        _ = self.backend
+        self.judge.equivalent([("a red bicycle", "a red bike")])
+
     @property
     def one_call(self) -> bool:
         """Whether the K samples come from one request (``n = K``)."""
@@ -190,7 +198,8 @@ class Sensor:
     ) -> tuple[tuple[str, ...], int]:
         """``n`` raw samples for ``prompt`` about the instance's image and the number of
         backend calls made: one request with ``n`` samples, or ``n`` one-sample requests with
-        seeds seed..seed+n-1 sent one call at a time."""
+        seeds seed..seed+n-1 sent one call at a time. Each call's answer is said to the run's
+        progress bar (:func:`clearsight.execute.progress.say`)."""
         from clearsight.models.base import Decoding, Message, PartialBatchError, Request
         from clearsight.models.replies import REPLACED_SURROGATES, complete_checked
 
@@ -212,6 +221,8 @@ class Sensor:
             except PartialBatchError as exc:
                 bad = next(r for r in exc.results if not hasattr(r, "texts"))
                 raise RuntimeError(str(bad)) from exc
+            answered = sum(len(r.texts) for r in responses)
+            progress.say(f"sensor: {answered} of {n} samples")
         self.repaired += sum(REPLACED_SURROGATES in r.extra for r in responses)
         texts = tuple(t.strip() for r in responses for t in r.texts)
         if len(texts) != n:

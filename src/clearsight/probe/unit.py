@@ -95,14 +95,25 @@ def _transcript(unit: ProbeUnit, on_turn: Callable[[Transcript], None] | None = 
     )
 
 
+def _load(unit: ProbeUnit) -> None:
+    """Load the unit's models — the sensor with its judge, and a conversation's reasoner —
+    before its clock starts, so a record's seconds (Table 8's seconds per conversation) exclude
+    model loading, which happens once per process."""
+    _sensor(unit.spec).load()
+    if isinstance(unit.spec, ConversationSpec):
+        _reasoner(unit.spec)
+
+
 def run_probe_unit(
     unit: ProbeUnit, on_turn: Callable[[Transcript], None] | None = None
 ) -> list[Record]:
     """The record of one conversation (a failure to set it up fails the item with its
-    reason; failures inside a conversation are part of its transcript). ``on_turn`` sees the
-    unfinished transcript after every turn."""
+    reason; failures inside a conversation are part of its transcript); its seconds begin
+    once the models are loaded. ``on_turn`` sees the unfinished transcript after every turn."""
     started = time.perf_counter()
     try:
+        _load(unit)
+        started = time.perf_counter()
         transcript = _transcript(unit, on_turn)
     except Exception as exc:  # recorded with its reason; the run goes on
         return [Record.failed(unit.key, exc, time.perf_counter() - started)]

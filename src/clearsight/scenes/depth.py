@@ -30,8 +30,45 @@ from clearsight.validate import InputError, check_image
 if TYPE_CHECKING:
     from os import PathLike
 
-#: The monocular metric depth model the visibility-sweep paper uses (outdoor, max depth 80 m).
-DEFAULT_DEPTH_MODEL: Final[str] = "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf"
+#: Depth Anything V2's metric outdoor checkpoints (max depth 80 m) by size. The visibility-sweep
+#: paper names the model (its metric outdoor variant), not its size.
+DEPTH_SIZES: Final[dict[str, str]] = {
+    size: f"depth-anything/Depth-Anything-V2-Metric-Outdoor-{size}-hf"
+    for size in ("Small", "Base", "Large")
+}
+#: The checkpoint COCO scenes' depth is estimated with unless a run names another: Small is
+#: clearsight's choice of size (:data:`DEPTH_CHOICE`), not the paper's.
+DEFAULT_DEPTH_MODEL: Final[str] = DEPTH_SIZES["Small"]
+#: What the default checkpoint's size is, in words (docs/methods.md §1, the manifest, the report).
+DEPTH_CHOICE: Final[str] = (
+    "Small is clearsight's choice of size: the paper names Depth Anything V2's metric outdoor "
+    "model but no size (Small, Base, Large); V* in metres scales with the depth the checkpoint "
+    "estimates, W does not. V*'s sensitivity to the size is not measured: no Depth Anything V2 "
+    "weights of any size were at hand where clearsight was built, and the bundled scenes' depth "
+    "is assumed or measured, never estimated (docs/methods.md §1)"
+)
+
+
+def depth_checkpoint(model: str, coco: bool) -> dict[str, str]:
+    """The depth checkpoint ``model`` (a run's ``coco_depth_model``) as the run's manifest
+    records it: ``model``, its ``size`` (of :data:`DEPTH_SIZES`; 'unknown' for another
+    checkpoint, 'none' for an assumed depth), who ``chose`` it (the default: clearsight,
+    :data:`DEPTH_CHOICE`; else the run's configuration) and what it is ``used_for``: every
+    scene's depth in a run of ``coco`` scenes that estimates it, else nothing (the bundled
+    scenes' depth is assumed or measured; ``assumed:N`` assumes it)."""
+    assumed = model.startswith("assumed:")
+    size = "none" if assumed else next((k for k, v in DEPTH_SIZES.items() if v == model), "unknown")
+    if not coco:
+        used = "nothing: the bundled scenes' depth is assumed or measured (stereo)"
+    else:
+        used = f"nothing: the run assumes the depth ({model})" if assumed else "every scene's depth"
+    return {
+        "model": model,
+        "size": size,
+        "chosen": DEPTH_CHOICE if model == DEFAULT_DEPTH_MODEL else "the run's coco_depth_model",
+        "used_for": used,
+    }
+
 
 #: 16-bit PNG modes Pillow gives single-channel 16-bit images.
 _PNG16_MODES: Final[frozenset[str]] = frozenset({"I;16", "I;16L", "I;16B", "I"})
@@ -459,8 +496,9 @@ class DepthAnythingEstimator:
     with ``save_pretrained``; nothing is downloaded (``local_files_only=True``), and a missing
     model raises InputError saying how to supply one. The model is loaded when the estimator is
     built, so a missing model fails before any work starts. The paper's model is the outdoor
-    metric one (max depth 80 m); its absolute scale is not verified on COCO, hence provenance
-    "estimated".
+    metric one (max depth 80 m), of a size it does not name (the default's, Small, is
+    clearsight's choice: :data:`DEPTH_CHOICE`); its absolute scale is not verified on COCO,
+    hence provenance "estimated".
     """
 
     def __init__(

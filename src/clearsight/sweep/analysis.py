@@ -57,6 +57,7 @@ from clearsight.sweep.numbers.panels import (
     reliability_panels,
     risk_panels,
 )
+from clearsight.sweep.numbers.recalibrated import Recalibrated, recalibrated_numbers
 from clearsight.sweep.numbers.tables import asked_accuracy, controls_table, sweep_table
 from clearsight.sweep.numbers.wordings import main_wording_records, wording_table
 from clearsight.sweep.page.labels import labelled_crossings
@@ -130,7 +131,10 @@ class SweepAnalysis:
     :func:`~clearsight.sweep.page.labels.labelled_crossings`); ``corruptions``: every ImageNet-C
     corruption of the run on the metre axis with its crossings and W
     (:func:`~clearsight.sweep.numbers.corruptions.corruption_numbers`, the same bootstrap
-    settings)."""
+    settings); ``recalibrated``: calibration under weather — temperature, Platt and isotonic
+    maps and a conformal threshold fitted on the clean images, applied at every level of
+    every arm (:func:`~clearsight.sweep.numbers.recalibrated.recalibrated_numbers`, the same
+    photo draws, refitted in each)."""
 
     data: RunData
     run: RunFacts
@@ -146,6 +150,7 @@ class SweepAnalysis:
     headline: pd.DataFrame
     labelled: pd.DataFrame
     corruptions: CorruptionNumbers
+    recalibrated: Recalibrated
     examples: Examples | None = None
 
     @property
@@ -185,6 +190,7 @@ def analyse_run(
     rec = data.records
     run = run_facts(data)
     tasks = {task: _task_analysis(data, boot, veq, task) for task in data.tasks}
+    corruptions = corruption_numbers(data, n_boot=n_boot, seed=seed, level=level)
     return SweepAnalysis(
         data=data,
         run=run,
@@ -199,7 +205,10 @@ def analyse_run(
         cost=run_cost(data.run_dir, spec_model("model")),
         headline=headline_table(boot.crossings, tasks, run),
         labelled=labelled_crossings(boot.crossings, data.levels),
-        corruptions=corruption_numbers(data, n_boot=n_boot, seed=seed, level=level),
+        corruptions=corruptions,
+        recalibrated=recalibrated_numbers(
+            data, corruptions.veq, n_boot=n_boot, seed=seed, level=level
+        ),
         examples=sweep_examples(data, run.first_task, thumbnails) if run.first_task else None,
     )
 

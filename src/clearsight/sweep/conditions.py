@@ -171,6 +171,16 @@ def check_turbid_water(
     turbid_coefficients(1.0, absorption_per_m, scattering_per_m)
 
 
+def corruptions_field(value: Any) -> tuple[str, ...]:
+    """:func:`imagenet_c_corruptions` as a pydantic field validator reads it (a ValueError, which
+    pydantic reports with the field's name): a sweep's ``imagenet_c_corruptions`` and
+    ``clearsight equivalence --corruptions``."""
+    try:
+        return imagenet_c_corruptions(value)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def imagenet_c_corruptions(value: Any) -> tuple[str, ...]:
     """The ImageNet-C corruptions a config names (one name, or a list of names and groups:
     :func:`clearsight.physics.corruption_names`); InputError for anything else or none."""

@@ -31,7 +31,7 @@ from clearsight.sweep.conditions import (
     Arm,
     check_turbid_water,
     check_water_table,
-    imagenet_c_corruptions,
+    corruptions_field,
 )
 from clearsight.sweep.references.observer import ObserverConfig
 from clearsight.validate import InputError
@@ -62,6 +62,7 @@ class SweepConfig(RunConfig):
         "model_scenes",
         "w_accuracy",
         "imagenet_c_corruptions",
+        "conformal_alpha",
     )
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -86,7 +87,8 @@ class SweepConfig(RunConfig):
     coco_depth_model: str = Field(
         "depth-anything/Depth-Anything-V2-Metric-Outdoor-Small-hf",
         description="Depth of COCO scenes: a Depth Anything V2 metric model (local path or "
-        "Hugging Face cache), or 'assumed:<metres>' for a stated constant depth.",
+        "Hugging Face cache; the default's size, Small, is clearsight's choice: the paper names "
+        "none), or 'assumed:<metres>' for a stated constant depth.",
     )
     all_targets: bool = Field(
         True, description="Ask about every annotated target of a scene (False: the first only)."
@@ -162,6 +164,16 @@ class SweepConfig(RunConfig):
         "option's with that wording's). An analysis choice: it changes no record (the manifest "
         "records it as its own entry; a run stored before it resumes and reads 'main').",
     )
+    conformal_alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="The target risk alpha of the report's split-conformal abstention "
+        "threshold: fitted on the clean images' answers so that at most this share of "
+        "exchangeable answers is given and wrong, then applied at every visibility level to "
+        "show where the clean guarantee stops holding. An analysis choice: it changes no "
+        "record (left out of a stored configuration at its default).",
+    )
     imagenet_c_plasma: Literal["independent", "common"] = Field(
         "independent",
         description="ImageNet-C fog's plasma fractal: 'independent' (the benchmark's, each "
@@ -211,10 +223,7 @@ class SweepConfig(RunConfig):
     @field_validator("imagenet_c_corruptions", mode="before")
     @classmethod
     def _corruptions(cls, v: Any) -> tuple[str, ...]:
-        try:
-            return imagenet_c_corruptions(v)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        return corruptions_field(v)
 
     @field_validator("imagenet_c_severities")
     @classmethod

@@ -24,6 +24,7 @@ from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models import Capabilities
 from clearsight.physics import VISIBILITY_CONSTANT, turbid_coefficients
 from clearsight.provenance import run_manifest
+from clearsight.scenes.depth import depth_checkpoint
 from clearsight.specs import Spec
 from clearsight.store import RunStore, SpecGrid, SpecGrids, keys_of, select
 from clearsight.sweep.config import SweepConfig
@@ -93,6 +94,7 @@ def _manifest(config: SweepConfig, plan: SweepPlan) -> dict[str, object]:
         category_prior=plan.prior,
         distractor_scheme=plan.distractor_scheme,
         w_accuracy=config.w_accuracy,
+        depth_checkpoint=depth_checkpoint(config.coco_depth_model, config.scenes == "coco"),
         **_turbid_manifest(config),
     )
 

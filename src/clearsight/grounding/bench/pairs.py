@@ -15,6 +15,8 @@ component:
   injector made it and why the model's edit was refused.
 * An optional **judge pass** (:func:`judge_request`) asks a model which of the two trajectories
   holds the error (the paper's independent-judge validation); both orders are balanced by seed.
+  A judge that takes images sees the problem's image with the pair (the paper's judge is
+  image-aware); a text-only judge reads the text alone, and its records say so.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from clearsight.grounding.problems.problem import LETTERS, Problem
 from clearsight.grounding.trajectories.trajectory import Trajectory
@@ -265,9 +268,17 @@ def bad_trajectory(good: Trajectory, axis: str, new_text: str) -> Trajectory:
 # --------------------------------------------------------------------------------------------
 
 
-def judge_request(problem: Problem, good: Trajectory, bad: Trajectory, bad_first: bool) -> Request:
+def judge_request(
+    problem: Problem,
+    good: Trajectory,
+    bad: Trajectory,
+    bad_first: bool,
+    image: npt.NDArray[np.uint8] | None = None,
+) -> Request:
     """Ask which of a pair's two trajectories holds the error, the bad one shown first or
-    second; candidates "1" and "2" (one pass)."""
+    second; candidates "1" and "2" (one pass). With the problem's ``image`` (pixels, for a
+    judge that takes images) the image comes first in the turn, as the paper's image-aware
+    judge sees it; without one the judge reads the text only."""
     first, second = (bad, good) if bad_first else (good, bad)
     a, _ = first.render()
     b, _ = second.render()
@@ -276,7 +287,8 @@ def judge_request(problem: Problem, good: Trajectory, bad: Trajectory, bad_first
         f"Solution 2:\n{b.rsplit(chr(10), 1)[0]}\n\nOne of the two solutions contains an "
         "error. Which one? Answer 1 or 2."
     )
-    return Request((Message.user(text),), candidates=("1", "2"), generate=False)
+    turn = Message.user(text) if image is None else Message.user(image, text)
+    return Request((turn,), candidates=("1", "2"), generate=False)
 
 
 def judge_p_bad(probs: Mapping[str, float], bad_first: bool) -> float | None:

@@ -47,6 +47,8 @@ class PairEditReadouts(Outcome):
 
 
 class ValidateReadouts(Outcome):
-    """A pair's validation: the judge's P(bad) where a judge was asked (None otherwise)."""
+    """A pair's validation: the judge's P(bad) where a judge was asked (None otherwise), and
+    ``judge_saw_image`` (true) only where the judge was shown the problem's image."""
 
     judge_p_bad: float | None
+    judge_saw_image: NotRequired[bool]

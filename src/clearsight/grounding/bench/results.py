@@ -66,6 +66,7 @@ class _Tally:
     injectors: dict[str, Counter[str]] = dataclasses.field(default_factory=dict)
     refused: dict[str, Counter[str]] = dataclasses.field(default_factory=dict)
     judged: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    with_image: Counter[str] = dataclasses.field(default_factory=Counter)
 
     def count(self, bench: str, what: str) -> None:
         for b in (bench, "all"):
@@ -113,6 +114,7 @@ def _pairs(
             refused[reason_kind(str(e["model_refused"]))] += 1
         if v["judge_p_bad"] is not None:
             tally.judged.setdefault(edit.axis, []).append(float(v["judge_p_bad"]))
+            tally.with_image[edit.axis] += bool(v.get("judge_saw_image", False))
         pairs[edit.axis] = BenchPair(
             check_of.bad,
             str(e["injector"]),
@@ -163,7 +165,11 @@ def collect_bench(
         "injectors": {k: dict(v) for k, v in tally.injectors.items()},
         "model_edits_refused": {k: dict(v) for k, v in tally.refused.items()},
         "judge_picked_bad": {
-            a: {"n": len(v), "share": sum(x > 0.5 for x in v) / len(v)}
+            a: {
+                "n": len(v),
+                "share": sum(x > 0.5 for x in v) / len(v),
+                "with_image": tally.with_image[a],
+            }
             for a, v in tally.judged.items()
         },
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from clearsight.grounding.bench.pairs import (
@@ -37,7 +37,7 @@ from clearsight.grounding.problems.problem import is_correct, normalise_answer
 from clearsight.grounding.trajectories.generation import Generated, generate_trajectories
 from clearsight.grounding.unit import GroundingUnit, per_item, problem_image
 from clearsight.models import shared_backend
-from clearsight.models.base import Request
+from clearsight.models.base import Backend, Request
 from clearsight.models.replies import checked_replies, noting_replaced
 from clearsight.seeding import rng_for
 from clearsight.store import Record
@@ -88,17 +88,18 @@ def _good(spec: GoodSpec, g: Generated, elapsed: float) -> Record:
 
 
 def _judge_probs(
-    unit: GroundingUnit[Any], requests: list[Request]
+    unit: GroundingUnit[Any], asked: Sequence[Any], requests: Callable[[Backend], list[Request]]
 ) -> list[dict[str, float] | Exception]:
-    """The judge's candidate probabilities for each request, or the exception that says why its
-    reply cannot be read (none without requests)."""
-    if not requests:
+    """The judge's candidate probabilities for the items ``asked``, their ``requests`` made
+    for its backend (one that takes images is shown them), or the exception that says why a
+    reply cannot be read (none, and no model loaded, where nothing is asked)."""
+    if not asked:
         return []
     first = unit.items[0]
     backend = shared_backend(first.judge, first.judge_options)
     return [
         r if isinstance(r, Exception) else dict(r.candidate_probs or {})
-        for r in checked_replies(backend, requests)
+        for r in checked_replies(backend, requests(backend))
     ]
 
 
@@ -108,7 +109,9 @@ def _run_check(unit: GroundingUnit[CheckSpec], started: float) -> list[Record]:
     verdicts = dict(
         zip(
             (s.key for s in asked),
-            _judge_probs(unit, [accept_request(s.problem, s.trajectory) for s in asked]),
+            _judge_probs(
+                unit, asked, lambda _: [accept_request(s.problem, s.trajectory) for s in asked]
+            ),
             strict=True,
         )
     )
@@ -204,8 +207,18 @@ def _pair_fault(spec: ValidateSpec) -> str | None:
 def _run_validate(unit: GroundingUnit[ValidateSpec], started: float) -> list[Record]:
     faults = {s.key: _pair_fault(s) for s in unit.items}
     asked = [s for s in unit.items if s.judge is not None and faults[s.key] is None]
-    requests = [judge_request(s.problem, s.good, s.bad, s.bad_first) for s in asked]
-    verdicts = dict(zip((s.key for s in asked), _judge_probs(unit, requests), strict=True))
+    seen: dict[str, bool] = {}
+
+    def requests(backend: Backend) -> list[Request]:
+        images = [problem_image(s.problem, backend) for s in asked]
+        seen.update((s.key, image is not None) for s, image in zip(asked, images, strict=True))
+        return [
+            judge_request(s.problem, s.good, s.bad, s.bad_first, image)
+            for s, image in zip(asked, images, strict=True)
+        ]
+
+    replies = _judge_probs(unit, asked, requests)
+    verdicts = dict(zip((s.key for s in asked), replies, strict=True))
     elapsed = (time.perf_counter() - started) / unit.size
     out = []
     for spec in unit.items:
@@ -221,5 +234,6 @@ def _run_validate(unit: GroundingUnit[ValidateSpec], started: float) -> list[Rec
                 out.append(Record.failed(spec.key, none, elapsed))
                 continue
         why = faults[spec.key]
-        out.append(_outcome(spec.key, why is None, why, elapsed, judge_p_bad=p_bad))
+        saw = {"judge_saw_image": True} if seen.get(spec.key) else {}
+        out.append(_outcome(spec.key, why is None, why, elapsed, judge_p_bad=p_bad, **saw))
     return out

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from clearsight.grounding.analysis import GroundingAnalysis
-from clearsight.grounding.confidence.readout_table import ReadoutScores, provenance
-from clearsight.grounding.tgs import AXES, Score
+from clearsight.grounding.confidence.methods import DEFAULT_READOUT
+from clearsight.grounding.confidence.readout_table import HOLISTIC_TGS, ReadoutScores, provenance
+from clearsight.grounding.tgs import AXES, MASK_RATIOS, Score
 from clearsight.grounding.variation import JSD_THRESHOLD
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_figure
 
@@ -56,11 +58,13 @@ def colour(i: int) -> str:
     return RUN_COLOURS[i % len(RUN_COLOURS)]
 
 
-def methods(analysis: GroundingAnalysis) -> list[tuple[str, ReadoutScores]]:
+def methods(analysis: GroundingAnalysis, common: bool = False) -> list[tuple[str, ReadoutScores]]:
     """Every (run, read-out) of the report with its label, the run's main read-out first:
     ``model × read-out (provenance)`` — a trained method's ``checkpoint`` or its ``prompt
     format`` on another model, or ``prompting`` (:func:`provenance`) — after ``run:`` where
-    several runs stand side by side (the run alone where its model is not recorded)."""
+    several runs stand side by side (the run alone where its model is not recorded).
+    ``common``: each method's scores on the report's common-valid populations
+    (:attr:`~clearsight.grounding.analysis.GroundingAnalysis.common`) in place of its own."""
     runs = [analysis, *analysis.others]
     several = len(runs) > 1
     out = []
@@ -70,6 +74,9 @@ def methods(analysis: GroundingAnalysis) -> list[tuple[str, ReadoutScores]]:
             label = f"{a.model} × {method}" if a.model else method
             if several:
                 label = f"{a.name}: {label}" if a.model else f"{a.name} × {method}"
+            if common:
+                shared = analysis.common.scores if analysis.common is not None else {}
+                scores = replace(scores, scores=shared.get((a.name, name), {}))
             out.append((label, scores))
     return out
 
@@ -140,10 +147,12 @@ def pair_axes_figure(analysis: GroundingAnalysis) -> bytes | None:
 
 def ece_tgs_figure(analysis: GroundingAnalysis, key: str) -> bytes | None:
     """Fig. 15 (``key`` ``tgs_self``) or Fig. 16 (``tgs_pair``): ECE against the TGS, one
-    point per method with its 95 % intervals on both axes (better: left and up)."""
+    point per method with its 95 % intervals on both axes (better: left and up), each measure
+    on its common-valid population over the report's methods (the paper's "panel-wide
+    common-valid populations for their respective measures")."""
     rows = [
         (i, label, r)
-        for i, (label, r) in enumerate(methods(analysis))
+        for i, (label, r) in enumerate(methods(analysis, common=True))
         if math.isfinite(_value(r.scores.get("ECE"))[0])
         and math.isfinite(_value(r.scores.get(key))[0])
     ]
@@ -171,30 +180,52 @@ def ece_tgs_figure(analysis: GroundingAnalysis, key: str) -> bytes | None:
     return png(fig)
 
 
+def _curves(analysis: GroundingAnalysis) -> list[tuple[int, str, list[Score], list[Score]]]:
+    """Each method's masking curve on the common-valid population: its colour index, label,
+    E and ΔE per masked share; a read-out whose curve is its run's holistic one
+    (:data:`~clearsight.grounding.confidence.readout_table.HOLISTIC_TGS`) is that curve
+    already and is left out."""
+    shared = analysis.common.scores if analysis.common is not None else {}
+    out = []
+    for i, (label, r) in enumerate(methods(analysis, common=True)):
+        e = [r.scores.get(f"E_r{x:.2f}") for x in MASK_RATIOS]
+        d = [r.scores.get(f"dE_r{x:.2f}") for x in MASK_RATIOS]
+        run, readout = _method_key(analysis, i)
+        holistic = readout in HOLISTIC_TGS and (run, DEFAULT_READOUT) in shared
+        if not holistic and all(p is not None and p.n_items for p in e):
+            out.append((i, label, [p for p in e if p], [p for p in d if p]))
+    return out
+
+
+def _method_key(analysis: GroundingAnalysis, index: int) -> tuple[str, str]:
+    """(run, read-out) of the ``index``-th method of :func:`methods`."""
+    keys = [(a.name, name) for a in [analysis, *analysis.others] for name in a.readouts]
+    return keys[index]
+
+
 def masking_figure(analysis: GroundingAnalysis) -> bytes | None:
-    """The masking curves of every run, overlaid: mean expected confidence E against the
-    masked share r (left) and its change from r = 0 (right), each run on its items valid at
-    every share, with two-stage intervals."""
-    runs = [(i, a) for i, a in enumerate([analysis, *analysis.others]) if a.curve]
-    if not runs:
+    """Figs. 11/12: the masking curves of every method, overlaid: mean expected confidence E
+    against the masked share r (left) and its change from r = 0 (right), on the items valid
+    at every share for every method (the common-valid population, its n in the legend), with
+    two-stage intervals."""
+    curves = _curves(analysis)
+    if not curves:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.2))
-    for i, a in runs:
-        n = next(iter(a.curve.values())).n_items
-        for ax, points in ((axes[0], a.curve), (axes[1], a.curve_change)):
-            r = list(points)
-            values = np.array([_value(p) for p in points.values()]).reshape(-1, 3)
-            ax.fill_between(r, values[:, 1], values[:, 2], alpha=0.2, color=colour(i))
-            label = f"{a.name} (n={n})"
-            ax.plot(r, values[:, 0], marker="o", color=colour(i), label=label)
+    for i, label, e, d in curves:
+        for ax, points in ((axes[0], e), (axes[1], d)):
+            values = np.array([_value(p) for p in points]).reshape(-1, 3)
+            ax.fill_between(MASK_RATIOS, values[:, 1], values[:, 2], alpha=0.2, color=colour(i))
+            ax.plot(MASK_RATIOS, values[:, 0], marker="o", color=colour(i), label=label)
     for ax, label in zip(
         axes, ("expected confidence E (0-1)", "ΔE = E(r) - E(0) (0-1 scale)"), strict=True
     ):
         ax.set_xlabel("share of rationale tokens masked, r (0-1)")
         ax.set_ylabel(label)
     axes[1].axhline(0, color="k", lw=0.5)
-    axes[0].legend(fontsize=7, frameon=False, title="run (items valid at every r)")
+    n = curves[0][2][0].n_items
+    axes[0].legend(fontsize=7, frameon=False, title=f"method (common-valid items, n = {n})")
     axes[0].get_legend().get_title().set_fontsize(7)
     fig.tight_layout()
     return png(fig)

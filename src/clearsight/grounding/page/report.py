@@ -21,6 +21,7 @@ from pathlib import Path
 
 from clearsight.faces.face import NO_APPENDIX, Appendix
 from clearsight.grounding.analysis import GroundingAnalysis, WilcoxonTest, analyse_grounding
+from clearsight.grounding.page.examples import examples_html, examples_markdown
 from clearsight.grounding.page.figures import (
     ece_tgs_figure,
     hesitation_figure,
@@ -34,9 +35,12 @@ from clearsight.grounding.page.headline import GROUNDING_CAPTION, grounding_head
 from clearsight.grounding.page.tables import (
     INTERVALS,
     beside,
+    common_frame,
+    common_note,
     failures_frame,
     hesitation_frame,
     judge_frame,
+    judge_input,
     num,
     readouts_frame,
     retention_frame,
@@ -56,9 +60,10 @@ from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
 _FIGURES: dict[str, tuple[str, str]] = {
     "masking": (
         "masking curve",
-        "Mean expected confidence E (left) and its change from r = 0 (right) against the share "
-        "r of rationale tokens masked, each run on its items valid at every share, with 95 % "
-        "two-stage intervals.",
+        "Figs. 11/12: mean expected confidence E (left) and its change from r = 0 (right) "
+        "against the share r of rationale tokens masked, every method on the items valid at "
+        "every share for all of them (the common-valid population), with 95 % two-stage "
+        "intervals.",
     ),
     "jsd": (
         "JSD histograms",
@@ -82,11 +87,13 @@ _FIGURES: dict[str, tuple[str, str]] = {
     ),
     "ece_vs_tgs_self": (
         "ECE against TGS-self",
-        "Fig. 15: ECE against TGS-self, one point per method, 95 % intervals on both axes.",
+        "Fig. 15: ECE against TGS-self, one point per method, 95 % intervals on both axes, "
+        "each measure on its common-valid population.",
     ),
     "ece_vs_tgs_pair": (
         "ECE against TGS-pair",
-        "Fig. 16: ECE against TGS-pair, one point per method, 95 % intervals on both axes.",
+        "Fig. 16: ECE against TGS-pair, one point per method, 95 % intervals on both axes, "
+        "each measure on its common-valid population.",
     ),
     "selective": (
         "risk-coverage curves",
@@ -103,23 +110,28 @@ def _figure(figures: dict[str, bytes | None], name: str) -> str:
     return img(figures[name], alt, caption) or "<p class='note'>(no data in this run)</p>"
 
 
-def render_html(
-    analysis: GroundingAnalysis, figures: dict[str, bytes | None], reproducibility: str = ""
-) -> str:
-    """The self-contained page: the scores table, the masking curve, variation, hesitation,
-    the tests, ECE against TGS, the judge and the failures, tables with their figures (and the
-    run's ``reproducibility`` section, where it has re-asks)."""
+def _sections(
+    analysis: GroundingAnalysis, figures: dict[str, bytes | None]
+) -> list[tuple[str, str]]:
+    """The page's sections in order, (title, HTML): tables with their figures, then the
+    judge, the retention and the failures where the run has them."""
     sections = [
         ("Scores", frame_table(tables(analysis))),
         ("Methods side by side (Table 2)", frame_table(readouts_frame(analysis))),
         ("Calibration against grounding (Fig. 6)", _figure(figures, "methods")),
         ("TGS-pair per axis (Fig. 7)", _figure(figures, "pair_axes")),
-        ("Masking curve", _figure(figures, "masking")),
+        (
+            "Common-valid populations (Figs. 11/12, 15/16)",
+            f"<p class='note'>{esc(common_note(analysis))}</p>"
+            + frame_table(common_frame(analysis)),
+        ),
+        ("Masking curve (Figs. 11/12)", _figure(figures, "masking")),
         ("Content variation", frame_table(variation_frame(analysis)) + _figure(figures, "jsd")),
         (
             "Hesitation",
             frame_table(hesitation_frame(analysis)) + _figure(figures, "hesitation"),
         ),
+        ("Example trajectories with hesitation markers (Figs. 1, 4)", examples_html(analysis)),
         ("Tests", frame_table(tests_frame(analysis))),
         (
             "ECE against TGS (Figs. 15, 16)",
@@ -132,6 +144,15 @@ def render_html(
     if (retention := retention_frame(analysis)) is not None:
         sections.append(("TGS-Bench retention (kept / attempted)", frame_table(retention)))
     sections.append(("Failed or skipped items", frame_table(failures_frame(analysis))))
+    return sections
+
+
+def render_html(
+    analysis: GroundingAnalysis, figures: dict[str, bytes | None], reproducibility: str = ""
+) -> str:
+    """The self-contained page: the headline, the run's counts, then its sections
+    (:func:`_sections`) (and the run's ``reproducibility`` section, where it has re-asks)."""
+    sections = _sections(analysis, figures)
     name = analysis.name
     body = [
         f"<h1>Trajectory grounding: {esc(name)}</h1>",
@@ -217,6 +238,10 @@ def _summary_details(analysis: GroundingAnalysis) -> list[str]:
         f"{h.get('max_events_per_trajectory')} in one); P(|c_pre - c_post| <= 0.02) = "
         f"{h.get('stable_share')}; mean change = {h.get('mean_change')}",
         "",
+        "## Example trajectories with hesitation markers (Figs. 1, 4)",
+        "",
+        *examples_markdown(analysis),
+        "",
         "## Tests",
         "",
         f"- visible vs masked (exact Wilcoxon over benchmark means): "
@@ -230,7 +255,7 @@ def _summary_details(analysis: GroundingAnalysis) -> list[str]:
         lines += ["", "## Judge validation", ""]
         lines += [
             f"- {md_text(axis)}: judge picked the bad side in {v['picked_bad']:.3f} of "
-            f"{v['n']} pairs"
+            f"{v['n']} pairs; it saw {judge_input(v['n'], v.get('with_image', 0))}"
             for axis, v in analysis.judge.items()
         ]
     if (retention := retention_frame(analysis)) is not None:
@@ -257,6 +282,9 @@ def summary_markdown(analysis: GroundingAnalysis, reproducibility: Sequence[str]
         md_table(tables(analysis)),
     ]
     lines += ["## Methods side by side (Table 2)", "", md_table(readouts_frame(analysis))]
+    if analysis.common is not None:
+        lines += ["", "## Common-valid populations (Figs. 11/12, 15/16)", ""]
+        lines += [md_text(common_note(analysis)), "", md_table(common_frame(analysis))]
     lines += _summary_details(analysis)
     lines += ["", "## Failed or skipped items", ""]
     failures = sorted(analysis.failures.items())

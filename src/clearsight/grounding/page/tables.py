@@ -109,20 +109,74 @@ def readouts_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
     (means over benchmarks), TGS-self, TGS-pair, ECE and AUROC pooled over items (estimate
     [95 % interval]), coverage and P(JSD <= 0.1) per axis."""
     rows = []
+    keys = zip((*TABLE2, "ECE_pooled", "AUROC_pooled"), TABLE2_COLUMNS, strict=True)
+    columns = tuple(keys)
     for name, r in methods(analysis):
-        row: dict[str, str] = {"method": name}
-        for key, column in zip(
-            (*TABLE2, "ECE_pooled", "AUROC_pooled"), TABLE2_COLUMNS, strict=True
-        ):
-            d = r.scores.get(key)
-            ok = d is not None and not math.isnan(d.interval.estimate)
-            row[column] = score_text(key, d.interval, 3) if d is not None and ok else "n/a"
+        row = {"method": name, **_score_cells(r.scores, columns)}
         row["coverage"] = num(r.coverage)
         for axis in AXES:
             v = r.variation[axis]
             row[f"P(JSD<=0.1) {axis}"] = f"{num(v.share)} (n={v.n})"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: How each measure's common-valid population is named in the report.
+POPULATIONS: dict[str, str] = {
+    "masking": "masking (Figs. 11/12)",
+    "tgs_self": "TGS-self (Fig. 15)",
+    "calibration": "ECE and AUROC (Figs. 15/16)",
+    **{f"tgs_pair_{axis}": f"TGS-pair {axis}" for axis in AXES},
+}
+
+
+def common_note(analysis: GroundingAnalysis) -> str:
+    """The common-valid populations in one sentence: per measure its items and methods."""
+    common = analysis.common
+    if common is None:
+        return ""
+    parts = [
+        f"{label}: n = {common.n[m]} items ({common.methods[m]} methods)"
+        for m, label in POPULATIONS.items()
+    ]
+    return (
+        "Each measure on the items valid for every method of this report that has it (its "
+        "common-valid population; Table 2 and the scores table keep each run's own valid "
+        "items): " + "; ".join(parts) + "."
+    )
+
+
+#: The columns of :func:`common_frame`: (score key, column).
+COMMON_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("E_r0.00", "E(r=0)"),
+    ("dE_r1.00", "ΔE(r=1)"),
+    ("tgs_self", "TGS-self"),
+    ("ECE", "ECE"),
+    ("AUROC", "AUROC"),
+    ("tgs_pair", "TGS-pair"),
+    *((f"tgs_pair_{axis}", f"TGS-pair {axis}") for axis in AXES),
+)
+
+
+def common_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
+    """Every method's scores on the common-valid populations (estimate [95 % interval]):
+    the numbers of Figs. 11/12 (E at r = 0 and its change at r = 1) and 15/16."""
+    rows = [
+        {"method": name, **_score_cells(r.scores, COMMON_COLUMNS)}
+        for name, r in methods(analysis, common=True)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _score_cells(scores: dict[str, Score], columns: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """A method's cells: per (score key, column) its estimate [95 % interval], 'n/a' where
+    it has none."""
+    cells = {}
+    for key, column in columns:
+        d = scores.get(key)
+        ok = d is not None and not math.isnan(d.interval.estimate)
+        cells[column] = score_text(key, d.interval, 3) if d is not None and ok else "n/a"
+    return cells
 
 
 def hesitation_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
@@ -155,10 +209,25 @@ def tests_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def judge_input(n: float, with_image: float) -> str:
+    """What the judge saw of ``n`` pairs, ``with_image`` of them with the problem's image:
+    'image and text' (the paper's image-aware judge), 'text only' (a judge that takes no
+    images, or problems without one) or the share that had the image."""
+    if with_image >= n:
+        return "image and text"
+    return "text only" if not with_image else f"image and text in {int(with_image)} of {int(n)}"
+
+
 def judge_frame(analysis: GroundingAnalysis) -> pd.DataFrame:
-    """Per axis: pairs judged and the share where the judge picked the bad side."""
+    """Per axis: pairs judged, the share where the judge picked the bad side, and what the
+    judge saw (:func:`judge_input`)."""
     rows = [
-        {"axis": axis, "pairs": v["n"], "picked the bad side": num(v["picked_bad"])}
+        {
+            "axis": axis,
+            "pairs": v["n"],
+            "picked the bad side": num(v["picked_bad"]),
+            "judge saw": judge_input(v["n"], v.get("with_image", 0)),
+        }
         for axis, v in analysis.judge.items()
     ]
     return pd.DataFrame(rows)

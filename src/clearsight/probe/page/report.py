@@ -1,5 +1,6 @@
-"""The probe protocol's report: analogues of the paper's Tables 1-9 and 11, Figures 2-6 (as
-plots beside their tables) and risk-coverage curves of the cross-run confidence.
+"""The probe protocol's report: analogues of the paper's Tables 1-9 and 11, Figures 2-7 (as
+plots beside their tables, drawn by :mod:`clearsight.probe.page.figures`), the early-anchoring
+share and speed ratio, and risk-coverage curves of the cross-run confidence.
 
 Rendering only: every number comes from the run's analysis
 (:func:`clearsight.probe.analysis.analyse_probe`, a
@@ -21,13 +22,18 @@ from clearsight.pages.cost import cost_markdown
 from clearsight.pages.headline import headline_html, headline_markdown
 from clearsight.pages.html import cell_text, esc, frame_table, img, page
 from clearsight.pages.output import ReportPaths, md_table, md_text, write_report
-from clearsight.pages.plots import Drawn, png, pyplot, risk_coverage_figure
+from clearsight.pages.plots import Drawn, risk_coverage_figure
 from clearsight.probe.analysis import ProbeAnalysis, analyse_probe
-from clearsight.probe.numbers.accuracy import setting_label
 from clearsight.probe.numbers.risk import RiskPanel
 from clearsight.probe.page.examples import examples_html
+from clearsight.probe.page.figures import (
+    bars_figure,
+    belief_figure,
+    consistency_datasets_figure,
+    consistency_figure,
+    sensor_ece_figure,
+)
 from clearsight.probe.page.headline import PROBE_CAPTION, probe_headline
-from clearsight.probe.posthoc.belief import BELIEF_THRESHOLD, BeliefCurves
 
 __all__ = [
     "FIG5",
@@ -41,7 +47,7 @@ __all__ = [
 #: The title of Fig. 4 (belief trajectories), drawn above Table 7's convergence numbers.
 FIG4 = (
     "Fig. 4 and Table 7: belief in the gold option p_correct(t) per probed conversation, and "
-    "convergence (steps to max b >= 0.7, reach rate %)"
+    "convergence (steps to max b >= 0.7, reach rate %), per reasoner, sensor and signal"
 )
 #: The title of Fig. 5, drawn under its table (the mean, median, 90th percentile and most).
 FIG5 = "Fig. 5: queries per conversation by strategy and dataset"
@@ -50,6 +56,27 @@ FIG6 = (
     "Fig. 6: accuracy (%) by the sensor's direct consistency c of 11, per dataset (solid: "
     "the VLM answering directly; dashed: with a reasoner)"
 )
+#: The title of the early-anchoring table (the paper's §4.4 shares, from the belief probe).
+ANCHORING = (
+    "Early anchoring and convergence speed (§4.4): anchored = % of probed conversations at max "
+    "b >= 0.7 after the first reply; steps = mean steps to it; speed = the dataset's slowest "
+    "steps over these (clearsight's reading of the paper's 'x times faster')"
+)
+
+
+def fig7_title(table: pd.DataFrame) -> str:
+    """Fig. 7's title, naming the two sensors of largest mean ECE gap where there are two
+    (:func:`~clearsight.probe.numbers.sensors.most_distinct_sensors`)."""
+    from clearsight.probe.numbers.sensors import most_distinct_sensors
+
+    pair = most_distinct_sensors(table)
+    apart = "" if pair is None else f"; most distinct: {pair[0]} and {pair[1]}, {pair[2]:.3f} apart"
+    return (
+        "Fig. 7: each sensor's ECE by dataset from the stage-1 build samples (the majority "
+        "letter's share as confidence: clearsight's reading)" + apart
+    )
+
+
 #: The title of the main table, the one summary.csv holds.
 MAIN_TABLE = (
     "Table 1: accuracy (mean ± SD over runs, %) and cross-run ECE by domain, each domain the "
@@ -81,6 +108,10 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
         FIG6: analysis.consistency_datasets,
         FIG5: analysis.queries,
         FIG4: analysis.convergence,
+        "Table 7 pooled (clearsight's wider population: each reasoner's conversations with "
+        "every sensor and signal)": analysis.convergence_pooled,
+        ANCHORING: analysis.anchoring,
+        fig7_title(analysis.sensor_calibration): analysis.sensor_calibration,
         "Table 9: VLM calls per question": analysis.calls,
         "Table 2: BP accuracy (%) by dataset before and after self-distillation": (
             analysis.distillation
@@ -94,9 +125,7 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
             analysis.query_type_validations
         ),
         "Table 8: wall-clock seconds per conversation by strategy and sensor (the "
-        "conversation record's time; a model's loading counts where it happened inside one)": (
-            analysis.latency
-        ),
+        "conversation record's time, model loading excluded)": (analysis.latency),
         "Table 4: accuracy (%, mean over runs) by dataset with each sensor (runs with another "
         "sensor side by side)": analysis.sensors,
         "Table 6: accuracy (mean ± SD over runs, %) and cross-run ECE by dataset with each K "
@@ -104,110 +133,8 @@ def probe_tables(analysis: ProbeAnalysis) -> dict[str, pd.DataFrame]:
     }
 
 
-def consistency_figure(table: pd.DataFrame) -> bytes | None:
-    """Fig. 2: accuracy (%) against the sensor's direct consistency c (of 11), one line per
-    setting (:func:`~clearsight.probe.numbers.accuracy.consistency_bins`)."""
-    if table.empty:
-        return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for label, sub in table.assign(label=setting_label(table)).groupby("label", sort=True):
-        sub = sub.sort_values("c11")
-        ax.plot(sub["c11"], sub["accuracy"], marker="o", ms=4, lw=1.2, label=str(label))
-    ax.set_xlim(-0.5, 11.5)
-    ax.set_ylim(-3, 103)
-    ax.set_xlabel("sensor consistency c (direct answers right, of 11)", fontsize=8)
-    ax.set_ylabel("accuracy (%)", fontsize=8)
-    ax.grid(alpha=0.25, lw=0.5)
-    ax.legend(fontsize=6.5, frameon=False)
-    return png(fig)
-
-
-def consistency_datasets_figure(table: pd.DataFrame) -> bytes | None:
-    """Fig. 6: Fig. 2 with one panel per dataset, the VLM answering directly as solid lines
-    and the settings with a reasoner dashed
-    (:func:`~clearsight.probe.numbers.accuracy.consistency_bins` by dataset)."""
-    if table.empty:
-        return None
-    plt = pyplot()
-    datasets = sorted(table["dataset"].astype(str).unique())
-    fig, axes = plt.subplots(
-        1, len(datasets), figsize=(3.2 * len(datasets), 3.2), squeeze=False, sharey=True
-    )
-    labelled = table.assign(label=setting_label(table))
-    for ax, dataset in zip(axes[0], datasets, strict=True):
-        rows = labelled[labelled["dataset"].astype(str) == dataset]
-        for label, sub in rows.groupby("label", sort=True):
-            sub = sub.sort_values("c11")
-            style = "-" if (sub["strategy"] == "direct").all() else "--"
-            ax.plot(sub["c11"], sub["accuracy"], style, marker="o", ms=3, lw=1.1, label=str(label))
-        ax.set_title(dataset, fontsize=8)
-        ax.set_xlim(-0.5, 11.5)
-        ax.set_ylim(-3, 103)
-        ax.set_xlabel("sensor consistency c (of 11)", fontsize=7)
-        ax.grid(alpha=0.25, lw=0.5)
-    axes[0][0].set_ylabel("accuracy (%)", fontsize=8)
-    axes[0][-1].legend(fontsize=6, frameon=False)
-    return png(fig)
-
-
-def bars_figure(table: pd.DataFrame, value: str, error: str | None, label: str) -> bytes | None:
-    """One horizontal bar per row of ``table`` (its setting), ``value`` with ``error`` as the
-    whisker: Fig. 3 (accuracy by the signal shown) and Fig. 5 (queries per conversation)."""
-    if table.empty or value not in table:
-        return None
-    names = setting_label(table)
-    if "dataset" in table:
-        names = names + " — " + table["dataset"].astype(str)
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5.6, 0.35 * len(table) + 1.0))
-    err = None if error is None else table[error].fillna(0).to_numpy(float)
-    ax.barh(range(len(table)), table[value].to_numpy(float), xerr=err, color="#0072B2")
-    ax.set_yticks(range(len(table)))
-    ax.set_yticklabels(names.tolist(), fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel(label, fontsize=8)
-    ax.grid(axis="x", alpha=0.25, lw=0.5)
-    return png(fig)
-
-
-def belief_figure(beliefs: BeliefCurves) -> bytes | None:
-    """Fig. 4: the belief in the gold option p_correct(t) after each sensor reply (b_0
-    uniform), one thin line per probed conversation coloured by its final correctness (gaps at
-    unparsed steps), the mean p_correct(t) per reasoner as a thick line (over the conversations
-    with a parsed b_t), and p_chosen, the belief in the committed option at the last step, as a
-    marker at the end of each conversation
-    (:func:`~clearsight.probe.posthoc.belief.belief_curves`)."""
-    if not beliefs.curves:
-        return None
-    plt = pyplot()
-    from matplotlib.ticker import MaxNLocator
-
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    colours = {True: "#009E73", False: "#D55E00"}
-    for curve in beliefs.curves:
-        colour = colours[curve.correct]
-        ax.plot(range(len(curve.p_correct)), curve.p_correct, color=colour, lw=0.7, alpha=0.45)
-        if curve.p_chosen is not None:
-            ax.plot(len(curve.p_correct) - 1, curve.p_chosen, "^", color=colour, ms=4)
-    for name, mean in beliefs.means.items():
-        ax.plot(range(len(mean)), mean, lw=2.2, label=f"mean p_correct(t): {name}")
-    ax.axhline(BELIEF_THRESHOLD, color="0.5", ls=":", lw=0.8)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # t counts replies
-    ax.set_xlabel("sensor replies so far (t)", fontsize=8)
-    ax.set_ylabel("p_correct(t)", fontsize=8)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(
-        "green: committed right; orange: wrong; triangles: p_chosen; dotted: max b = 0.7",
-        fontsize=7,
-    )
-    ax.grid(alpha=0.25, lw=0.5)
-    ax.legend(fontsize=6.5, frameon=False)
-    return png(fig)
-
-
 def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> dict[str, bytes]:
-    """Figs. 2-6 by the title of the table each belongs under (only those with data)."""
+    """Figs. 2-7 by the title of the table each belongs under (only those with data)."""
     out: dict[str, bytes | None] = {}
     for title, frame in tables.items():
         if title.startswith("Fig. 2"):
@@ -220,6 +147,8 @@ def probe_figures(analysis: ProbeAnalysis, tables: dict[str, pd.DataFrame]) -> d
             out[title] = belief_figure(analysis.beliefs)
         elif title == FIG5:
             out[title] = bars_figure(frame, "queries", None, "queries per conversation")
+        elif title.startswith("Fig. 7"):
+            out[title] = sensor_ece_figure(frame)
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -1,14 +1,13 @@
 """The belief probe: the reasoner's distribution over the options after each sensor reply.
 
-The paper's Fig. 4 and Table 7 (docs/methods.md §6, App. I). :func:`belief_probe` replays a
-finished conversation with the assessment prompt and elicits b_t after each reply (b_0
-uniform): ``stated``, the paper's, has the conversation's own reasoner write the distribution
-with its next reasoning step in context (parsed forgivingly, :func:`parse_distribution`);
-``letters``, the cheap read-out of earlier runs, takes a judge's next-token probabilities of the
-option letters. :func:`belief_summary` gives one conversation's numbers (p_correct(t),
-p_chosen, steps to max b >= 0.7), :func:`belief_table` Table 7 over many, and
-:func:`belief_curves` the traces and per-reasoner means Fig. 4 draws. The runs themselves are
-post-hoc items (:mod:`clearsight.probe.posthoc.protocol`).
+The paper's Fig. 4 and Table 7 (docs/methods.md §6, App. I). :func:`belief_probe` replays a finished
+conversation with the assessment prompt and elicits b_t after each reply (b_0 uniform): ``stated``,
+the paper's, has the conversation's own reasoner write the distribution with its next reasoning step
+in context (parsed forgivingly, :func:`parse_distribution`); ``letters``, the cheap read-out of
+earlier runs, takes a judge's next-token probabilities of the option letters. :func:`belief_summary`
+gives one conversation's numbers (p_correct(t), p_chosen, steps to max b >= 0.7); Table 7, the
+early-anchoring share and Fig. 4's curves over many are :mod:`clearsight.probe.numbers.convergence`.
+The runs themselves are post-hoc items (:mod:`clearsight.probe.posthoc.protocol`).
 """
 
 from __future__ import annotations
@@ -17,9 +16,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypedDict
-
-import numpy as np
-import pandas as pd
 
 from clearsight.probe.instances import Instance
 from clearsight.probe.readouts import BeliefReadouts
@@ -241,88 +237,3 @@ def belief_summary(transcript: Transcript, trace: BeliefTrace) -> BeliefReadouts
         "correct": transcript.correct,
         "unparsed": sum(b is None for b in trace.beliefs),
     }
-
-
-def belief_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Table 7 analogue: per reasoner and dataset, split by final correctness, the mean steps
-    to max b >= 0.7 (over conversations that reach it), the reach rate, mean p_chosen and mean
-    final p_correct. ``rows``: one row per probed conversation with the columns of
-    :func:`belief_summary` plus reasoner and dataset."""
-    if rows.empty:
-        return pd.DataFrame()
-    rows = rows.assign(
-        outcome=np.where(rows["correct"], "correct", "wrong"),
-        final_p_correct=rows["p_correct"].map(lambda p: np.nan if p[-1] is None else p[-1]),
-        p_chosen=pd.to_numeric(rows["p_chosen"], errors="coerce"),
-        steps_to_threshold=pd.to_numeric(rows["steps_to_threshold"], errors="coerce"),
-    )
-    table = (
-        rows.groupby(["reasoner", "dataset", "outcome"])
-        .agg(
-            conversations=("reached", "size"),
-            steps=("steps_to_threshold", "mean"),
-            reach=("reached", "mean"),
-            p_chosen=("p_chosen", "mean"),
-            final_p_correct=("final_p_correct", "mean"),
-        )
-        .reset_index()
-    )
-    table["reach"] *= 100
-    return table
-
-
-@dataclass(frozen=True)
-class BeliefCurve:
-    """One probed conversation in Fig. 4: who reasoned, whether it committed right, its
-    p_correct(t) for t = 0..n (NaN where b_t is unparsed) and p_chosen (None: none)."""
-
-    reasoner: str
-    correct: bool
-    p_correct: tuple[float, ...]
-    p_chosen: float | None
-
-
-@dataclass(frozen=True)
-class BeliefCurves:
-    """Fig. 4's data: every probed conversation's curve, and per reasoner the mean p_correct(t)
-    over the conversations with a parsed b_t (NaN where none has one)."""
-
-    curves: tuple[BeliefCurve, ...]
-    means: Mapping[str, tuple[float, ...]]
-
-
-def _mean_curve(traces: Sequence[Sequence[float]]) -> tuple[float, ...]:
-    """The mean of ``traces`` at each step over those that have a number there."""
-    width = max(len(t) for t in traces)
-    grid = np.full((len(traces), width), np.nan)
-    for r, t in enumerate(traces):
-        grid[r, : len(t)] = t
-    counts = np.sum(~np.isnan(grid), axis=0)
-    mean = np.nansum(grid, axis=0) / np.maximum(counts, 1)
-    mean[counts == 0] = np.nan
-    return tuple(float(v) for v in mean)
-
-
-def belief_curves(beliefs: pd.DataFrame) -> BeliefCurves:
-    """Fig. 4's curves from the belief-probe rows (columns p_correct, correct, and where
-    present p_chosen and reasoner: a frame without reasoners is one reasoner, ``all``)."""
-    if beliefs.empty or "p_correct" not in beliefs:
-        return BeliefCurves((), {})
-    who = beliefs["reasoner"] if "reasoner" in beliefs else pd.Series(["all"] * len(beliefs))
-    chosen = beliefs["p_chosen"] if "p_chosen" in beliefs else pd.Series([None] * len(beliefs))
-    curves = tuple(
-        BeliefCurve(
-            str(name),
-            bool(right),
-            tuple(np.nan if v is None else float(v) for v in p),
-            None if p_chosen is None or pd.isna(p_chosen) else float(p_chosen),
-        )
-        for p, right, p_chosen, name in zip(
-            beliefs["p_correct"], beliefs["correct"], chosen, who, strict=True
-        )
-    )
-    means = {
-        name: _mean_curve([c.p_correct for c in curves if c.reasoner == name])
-        for name in sorted({c.reasoner for c in curves})
-    }
-    return BeliefCurves(curves, means)

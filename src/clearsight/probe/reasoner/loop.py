@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import JsonValue
 
+from clearsight.execute import progress
 from clearsight.probe.instances import Instance
 from clearsight.probe.reasoner.prompts import chat
 from clearsight.probe.reasoner.uot_search import SearchSettings
@@ -178,11 +179,13 @@ def _converse(
 ) -> Transcript:
     """The turns of one conversation until the reasoner commits, fails, runs out of context or
     of ``budget``: the finished transcript, before the repairs are counted (the caller knows
-    what was repaired before it began)."""
+    what was repaired before it began). Each turn says "turn t of T" to the run's progress bar
+    and covers its T-th of the conversation there (:mod:`clearsight.execute.progress`)."""
     transcript = talk.transcript
-    for _ in range(budget):
+    for t in range(budget):
         try:
-            turn = strategy.turn(replace(talk, transcript=transcript))
+            with progress.within(t / budget, (t + 1) / budget, f"turn {t + 1} of {budget}"):
+                turn = strategy.turn(replace(talk, transcript=transcript))
         except _ReasonerFailedError as exc:  # recorded, the item still ends
             return _reasoner_failed(transcript, exc)
         if turn is None:

@@ -6,7 +6,7 @@ report read one shape."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 __all__ = ["CandidateJson", "OutcomeJson", "SearchRecord", "SettingsJson", "UpdateJson"]
 
@@ -49,6 +49,10 @@ class SettingsJson(TypedDict):
     replies: int
     sharpness: float
     max_new_tokens: int
+    max_queries: NotRequired[int | None]
+    """The stop rule's query budget (absent from turns stored before the stop rule existed)."""
+    commit_posterior: NotRequired[float]
+    """The stop rule's posterior threshold (absent likewise)."""
 
 
 class SearchRecord(TypedDict, total=False):

@@ -23,8 +23,19 @@ call below goes to the conversation's own reasoner backend, with the prompts of
    (shown with its consistency u/K) leaves possible, by the same partition prompt (unparsed, or
    leaving none: :math:`\Omega` is kept, and the turn says so).
 
-A single option left is committed; on the last turn of the budget the reasoner answers from the
-conversation (``answer`` prompt). The turn itself — proposing, simulating, partitioning through
+**The stop rule** (:meth:`SearchSettings.stop`), checked before each search: with UoT's belief
+uniform over :math:`\Omega`, the top option's posterior is :math:`1 / |\Omega|`; when it reaches
+``commit_posterior`` the search stops — one option left is committed (the default 1.0 stops only
+there, as clearsight's search always did), more are left to the reasoner, who answers from the
+conversation (``answer`` prompt). It answers so too once ``max_queries`` questions have been
+asked (the query budget), and on the last turn of the conversation's budget T. The default
+budget of 10 queries is clearsight's reading, not a number the paper gives (its loop ends on a
+commit, at its query budget T = 100 or at the context window, App. C): the paper reports
+UoT's mean queries per conversation "reaching up to 9.8 queries for GPT-5-mini on SeedBench"
+(its App. C), which a budget of 10 makes plausible and a commit only at one option left under
+T = 100 does not.
+
+The turn itself — proposing, simulating, partitioning through
 the reasoner, asking, updating — is the strategy's
 (:mod:`clearsight.probe.strategies.uot`); this module holds the settings, the scores, the tree
 and the reading of a partition answer. The whole tree — candidates, simulated replies, their
@@ -96,6 +107,21 @@ class SearchSettings(BaseModel):
     replies: int = Field(2, ge=1, le=6, description="Simulated replies per candidate.")
     sharpness: float = Field(0.4, gt=0, description="UoT's lambda (even-split preference).")
     max_new_tokens: int = Field(48, ge=8, description="Most tokens of a proposal or reply.")
+    max_queries: int | None = Field(
+        10,
+        ge=1,
+        description="The stop rule's query budget: after this many questions the reasoner "
+        "answers from the conversation (None: only T ends it). 10 is clearsight's reading of "
+        "the paper's largest UoT mean, 9.8 queries a conversation; the paper names no budget.",
+    )
+    commit_posterior: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="The stop rule's threshold: stop searching when the top option's posterior "
+        "(1/|options still possible|, UoT's uniform belief) reaches it; 1.0 stops only when "
+        "one option is left (committed), 0.5 lets the reasoner choose from two.",
+    )
 
     def to_json(self) -> SettingsJson:
         """The settings as stored with a searched turn (the fields of :meth:`model_dump`)."""
@@ -105,7 +131,30 @@ class SearchSettings(BaseModel):
             "replies": self.replies,
             "sharpness": self.sharpness,
             "max_new_tokens": self.max_new_tokens,
+            "max_queries": self.max_queries,
+            "commit_posterior": self.commit_posterior,
         }
+
+    def statement(self) -> str:
+        """The search's shape and stop rule as the manifest and the report name them (all
+        clearsight's reading: the paper names neither)."""
+        budget = "T" if self.max_queries is None else f"{self.max_queries} queries"
+        return (
+            "UoT search (clearsight's reading; the paper names no UoT search shape or stop rule): "
+            f"depth {self.depth}, {self.candidates} candidate questions, {self.replies} "
+            f"simulated replies each; stops when the top option's posterior reaches "
+            f"{self.commit_posterior:g} or after {budget}"
+        )
+
+    def stop(self, possible: int, asked: int) -> str | None:
+        """Why the search stops before a turn with ``possible`` options still possible and
+        ``asked`` questions asked (None: it searches on): the top option's posterior
+        ``1 / possible`` at or above ``commit_posterior``, or the query budget spent."""
+        if 1.0 / possible >= self.commit_posterior:
+            return f"top posterior 1/{possible} reached {self.commit_posterior:g}"
+        if self.max_queries is not None and asked >= self.max_queries:
+            return f"query budget of {self.max_queries} spent"
+        return None
 
     @property
     def calls_per_expansion(self) -> int:

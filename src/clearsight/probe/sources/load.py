@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
 
-from clearsight.datasets.hub import HUB_SPECS
+from clearsight.datasets.hub import find_hub_spec
 from clearsight.datasets.images import write_images
 from clearsight.datasets.snapshot import is_hub_source
 from clearsight.paths import inside_source
@@ -182,7 +182,7 @@ def source_manifest(source: str, dataset: str, count: int) -> SourceManifest:
     if source == "bundled":
         data = resources.files("clearsight.probe").joinpath("data/bundled.yaml").read_bytes()
         where, fmt, digest = "bundled", "bundled", hashlib.sha256(data).hexdigest()
-    elif dataset in HUB_SPECS and is_hub_source(source):
+    elif find_hub_spec(dataset) is not None and is_hub_source(source):
         return SourceManifest(**hub_record(dataset, source), dataset=dataset, count=count)
     else:
         path = Path(source)
@@ -213,10 +213,10 @@ def resolve_source(data: Any) -> Any:
         raise InputError(bundled_is_a_name(source))
     if dataset is None:
         return {**data, "dataset": hub_dataset(source) or infer_dataset(source)}
-    if dataset != "jsonl" and dataset not in LAYOUTS:
+    if dataset != "jsonl" and dataset not in LAYOUTS and find_hub_spec(dataset) is None:
         raise InputError(
             f"unknown dataset {dataset!r} for {source}: the loaders are "
-            f"{', '.join(('jsonl', *LAYOUTS))}"
+            f"{', '.join(('jsonl', *LAYOUTS))} (a hub one as NAME[CONFIG]@SPLIT)"
         )
     return data
 
@@ -232,7 +232,7 @@ def load_instances(
         if str(source) != "bundled":
             raise InputError(bundled_is_a_name(source))
         return bundled_instances()[:limit]
-    if dataset in HUB_SPECS and is_hub_source(source):
+    if find_hub_spec(dataset) is not None and is_hub_source(source):
         return hub_instances(dataset, source, limit, write)
     root = Path(source) if Path(source).is_dir() else Path(source).parent
     pending = []

@@ -1,14 +1,15 @@
 """Uncertainty of Thoughts (Hu et al., 2024) as a probe strategy: a search each turn, and a
 prompt-only variant.
 
-:data:`UOT` searches (:mod:`clearsight.probe.reasoner.uot_search` holds the settings, the scores and
-the tree): each turn that asks, the conversation's own reasoner proposes candidate questions,
+:data:`UOT` searches (:mod:`clearsight.probe.reasoner.uot_search` holds the settings, the scores
+and the tree): each turn that asks, the conversation's own reasoner proposes candidate questions,
 simulates replies and partitions the options still possible by each (:class:`_Search`), the
 candidate of largest expected reward is asked, and the options are updated from the real reply; one
-option left is committed, and on the last turn of the budget the reasoner answers from the
-conversation. The tree is stored with the turn
-(:class:`~clearsight.probe.reasoner.search_record.SearchRecord`). :data:`UOT_PROMPT` is UoT as a
-system prompt only (entry ``uot`` of ``prompts/strategies.yaml``, which strategy ``uot`` read
+option left is committed, and where the stop rule stops the search (the query budget, the top
+posterior's threshold: :meth:`~clearsight.probe.reasoner.uot_search.SearchSettings.stop`) or on the
+last turn of the budget the reasoner answers from the conversation. The tree is stored with the
+turn (:class:`~clearsight.probe.reasoner.search_record.SearchRecord`). :data:`UOT_PROMPT` is UoT as
+a system prompt only (entry ``uot`` of ``prompts/strategies.yaml``, which strategy ``uot`` read
 before it became a search, so its prompt hash is unchanged): a lighter variant of this toolkit's,
 not the paper's, which adapts UoT's prompts to VQA and keeps its search (:data:`UOT`, a default
 strategy).
@@ -177,8 +178,9 @@ def _update(
     return "", left, raw, left
 
 
-def _final_answer(talk: Talk) -> Turn:
-    """The last turn of the budget: the reasoner answers from the conversation so far."""
+def _final_answer(talk: Talk, why: str = "last turn") -> Turn:
+    """The reasoner answers from the conversation so far (the last turn of the budget, or the
+    stop rule's ``why``)."""
     from clearsight.models.base import Request
 
     messages = talk.chat(str(uot_prompts()["answer"]["system"]))
@@ -187,8 +189,9 @@ def _final_answer(talk: Talk) -> Turn:
     instance = talk.instance
     action = parse_action(raw, instance.letters, instance.options)
     if action.kind == "commit":
-        return Turn(talk.index, raw, commit=action.letter, thought=action.thought, note=action.note)
-    return Turn(talk.index, raw, thought=action.thought, note="last turn: no answer parsed")
+        note = action.note if why == "last turn" else f"{why}: answered from the conversation"
+        return Turn(talk.index, raw, commit=action.letter, thought=action.thought, note=note)
+    return Turn(talk.index, raw, thought=action.thought, note=f"{why}: no answer parsed")
 
 
 @dataclass(frozen=True)
@@ -209,16 +212,20 @@ class UoT:
         return UOT_PROMPT.system()
 
     def turn(self, talk: Talk) -> Turn:
-        """Commit the one option left, answer on the last turn of the budget, else search, ask
-        the best candidate and update the options still possible."""
+        """Commit the one option left, answer where the stop rule stops the search
+        (:meth:`SearchSettings.stop`) or on the last turn of the budget, else search, ask the
+        best candidate and update the options still possible."""
         instance, index = talk.instance, talk.index
         possible = possible_options(talk.transcript, instance.letters)
+        settings = talk.search or SearchSettings()
         if len(possible) == 1:
             note = "one option left possible: committed by the search"
             return Turn(index, f"The answer is: ({possible[0]})", commit=possible[0], note=note)
+        why = settings.stop(len(possible), talk.transcript.queries)
+        if why is not None:
+            return _final_answer(talk, why)
         if index == talk.transcript.budget:
             return _final_answer(talk)
-        settings = talk.search or SearchSettings()
         search = _Search(instance, talk.reasoner, settings, talk.temperature, talk.rngs[0])
         tree = search.expand(possible, _history(talk.transcript))
         record: SearchRecord = {

@@ -29,10 +29,14 @@ def equivalence_table(
     seed: int = 0,
     progress: bool = True,
     plasma: PlasmaDraw = "independent",
+    corruptions: Sequence[str] = ("fog",),
 ) -> pd.DataFrame:
-    """One row per scene and severity: ``scene``, ``severity``, ``v_eq_m`` (gain-matched V_eq)
-    and ``gain`` (the retained contrast gain it matches); the plasma drawn per scene and
-    severity (``independent``, as a sweep does by default) or once per scene (``common``)."""
+    """One row per scene, corruption and severity: ``scene``, ``corruption``, ``severity``,
+    ``v_eq_m`` (gain-matched V_eq), ``gain`` (the retained contrast gain it matches) and
+    ``added`` (the detail the corruption added, the matching's residual); each corruption's
+    randomness drawn per scene and severity (``independent``, as a sweep does by default) or
+    once per scene (``common``), from the seeds a sweep's items use
+    (:func:`~clearsight.sweep.conditions.imagenet_c_seed`)."""
     from tqdm import tqdm
 
     if scenes is None:
@@ -41,33 +45,49 @@ def equivalence_table(
         scenes = [load_bundled_scene(i) for i in bundled_scene_ids()]
     rows = []
     own = plasma == "independent"
+    sevs = IMAGENET_C_SEVERITIES
     for scene in tqdm(scenes, desc="V_eq", unit="scene", disable=not progress):
-        seeds = [imagenet_c_seed(scene.id, seed, s if own else None) for s in IMAGENET_C_SEVERITIES]
-        found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, IMAGENET_C_SEVERITIES)
-        rows += [
-            {"scene": scene.id, "severity": s, "v_eq_m": eq.v_eq_m, "gain": eq.gain}
-            for s, eq in zip(IMAGENET_C_SEVERITIES, found, strict=True)
-        ]
+        for name in corruptions:
+            seeds = [imagenet_c_seed(scene.id, seed, s if own else None, name) for s in sevs]
+            found = imagenet_c_equivalents(scene.image, scene.depth_m, seeds, sevs, name)
+            rows += [
+                {"scene": scene.id, "corruption": name, "severity": s}
+                | {"v_eq_m": eq.v_eq_m, "gain": eq.gain, "added": eq.added}
+                for s, eq in zip(sevs, found, strict=True)
+            ]
     return pd.DataFrame(rows)
 
 
 def summarise(table: pd.DataFrame) -> str:
-    """Median and IQR of V_eq (and of the retained gain, where the table has it) per
-    severity, and the monotone shares, as a small text table."""
-    gains = "gain" in table
-    lines = ["severity  V_eq median   IQR (m)" + ("        gain median   IQR" if gains else "")]
-    for sev, group in table.groupby("severity"):
-        q1, med, q3 = np.percentile(group["v_eq_m"], [25, 50, 75])
-        line = f"{sev:>8}  {med:9.1f} m   {q1:.1f}-{q3:.1f}"
+    """Per corruption (fog where the table names none) and severity: median and IQR of V_eq,
+    of the retained gain and the median added detail where the table has them, whether the
+    severity is placed on the fog axis (the report's rule:
+    :func:`~clearsight.sweep.images.corruptions.corruption_veq_table`; 'no: adds detail'), and
+    each corruption's monotone shares, as a small text table."""
+    from clearsight.sweep.images.corruptions import corruption_veq_table
+
+    named = table if "corruption" in table else table.assign(corruption="fog")
+    rows = corruption_veq_table(named)
+    gains, added = "gain" in table, "added" in table
+    head = f"{'corruption':<18}{'severity':>8}  V_eq median   IQR (m)"
+    head = f"{head:<58}" + ("gain median   IQR" if gains else "")
+    head = f"{head:<88}" + ("added  placed" if added else "")
+    lines = [head.rstrip()]
+    for r in rows.itertuples():
+        line = f"{r.corruption:<18}{r.severity:>8}  {r.veq_median:9.1f} m   "
+        line = f"{line}{r.veq_q25:.1f}-{r.veq_q75:.1f}"
         if gains:
-            g1, gmed, g3 = np.percentile(group["gain"], [25, 50, 75])
-            line = f"{line:<38}{gmed:9.3f}     {g1:.3f}-{g3:.3f}"
+            line = f"{line:<58}{r.gain_median:11.3f}   {r.gain_q25:.3f}-{r.gain_q75:.3f}"
+        if added:
+            placed = "yes" if r.placed else "no: adds detail"
+            line = f"{line:<88}{r.added_median:5.3f}  {placed}"
         lines.append(line)
-    share = monotone_veq_share(table)
-    lines.append(
-        f"V_eq decreases strictly over severities 1-5 in {share.strict:.0%} of {share.n} scenes "
-        f"(non-increasing: {share.non_strict:.0%})"
-    )
+    for name, group in rows.groupby("corruption", sort=False):
+        share = group.iloc[0]
+        lines.append(
+            f"{name}: V_eq decreases strictly over severities 1-5 in {share.strict:.0%} of "
+            f"{int(share.n_monotone)} scenes (non-increasing: {share.non_strict:.0%})"
+        )
     return "\n".join(lines)
 
 
@@ -94,7 +114,8 @@ def monotone_veq_share(veq: pd.DataFrame) -> MonotoneShare:
     wide = wide.sort_index(axis=1).dropna()
     if wide.empty:
         return MonotoneShare(math.nan, math.nan, 0)
-    steps = np.diff(wide.to_numpy(dtype=float), axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf (both beyond the search): no step down
+        steps = np.diff(wide.to_numpy(dtype=float), axis=1)
     strict = (steps < 0).all(axis=1)
     non_strict = (steps <= 0).all(axis=1)
     return MonotoneShare(float(strict.mean()), float(non_strict.mean()), int(strict.size))

@@ -25,7 +25,7 @@ from clearsight.validate import InputError
 if TYPE_CHECKING:
     from clearsight.scenes.model import Scene
 
-__all__ = ["Examples", "letter_text", "sweep_examples"]
+__all__ = ["EXAMPLE_RULE", "Examples", "example_target", "letter_text", "sweep_examples"]
 
 
 @dataclass(frozen=True)
@@ -80,19 +80,41 @@ def _labelled(rows: pd.DataFrame, picks: list[tuple[str, float]]) -> pd.DataFram
     return rows.assign(condition_label=label, conf=conf)
 
 
+#: How the example's target is chosen (:func:`example_target`), in words for the page.
+EXAMPLE_RULE = (
+    "the target whose answers lose the most between its clean image and the murkiest level of "
+    "the arm (correct answers on the clean image, over every model and wording, minus those at "
+    "the murkiest level), the first such in the run's order where several tie"
+)
+
+
+def example_target(rec: pd.DataFrame, arm: str, murkiest: float) -> tuple[Any, Any]:
+    """The (scene, target) of :data:`EXAMPLE_RULE` among ``rec`` (one task's records) shown
+    ``arm``: the example that shows what the fog takes, not whichever target is first."""
+    at = ["scene", "target"]
+    shown = rec.loc[rec["condition"] == arm, at].drop_duplicates()
+    clean = rec[rec["condition"] == "clean"].groupby(at)["correct"].sum()
+    murky = rec[(rec["condition"] == arm) & (rec["level_m"] == murkiest)]
+    lost = clean.sub(murky.groupby(at)["correct"].sum(), fill_value=0.0)
+    scores = [float(lost.get((s, t), 0.0)) for s, t in shown.itertuples(index=False)]
+    best = int(np.argmax(scores))  # the first of the largest
+    return shown["scene"].iloc[best], shown["target"].iloc[best]
+
+
 def _example_rows(data: RunData, task: str) -> tuple[pd.DataFrame, str, list[tuple[str, float]]]:
-    """Records of the first scene's first target at three conditions of the first arm."""
+    """Records of the example's target (:func:`example_target`) at three conditions of the
+    first arm: the clean image, the middle and the murkiest level."""
     rec = data.records[data.records["task"] == task]
     if rec.empty or not data.arms:
         return rec.iloc[0:0], "", []
     arm = data.arms[0]
-    first = rec[rec["condition"] == arm].iloc[0]
     levels = data.levels[arm]
+    scene, target = example_target(rec, arm, levels[-1])
     picks: list[tuple[str, float]] = []
     if (rec["condition"] == "clean").any():
         picks.append(("clean", math.nan))
     picks += [(arm, levels[len(levels) // 2]), (arm, levels[-1])]
-    same = rec[(rec["scene"] == first["scene"]) & (rec["target"] == first["target"])]
+    same = rec[(rec["scene"] == scene) & (rec["target"] == target)]
     keep = np.zeros(len(same), dtype=bool)
     for cond, v in picks:
         hit = same["condition"] == cond

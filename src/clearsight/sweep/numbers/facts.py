@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clearsight.pages.cost import devices_line
+from clearsight.scenes.depth import DEFAULT_DEPTH_MODEL, depth_checkpoint
 from clearsight.sweep.results import RunData, is_person, is_verbal
 from clearsight.sweep.signals import AWARENESS, CONFIDENCES, SIGNALS, Signal
 
@@ -104,12 +105,25 @@ def _plasma(config: Mapping[str, object]) -> str:
 
 
 def _depth_source(data: RunData) -> str:
-    """Where the scenes' depth came from, in words."""
+    """Where the scenes' depth came from, in words, then the depth checkpoint and its size as
+    the manifest records them (:func:`~clearsight.scenes.depth.depth_checkpoint`; for a run
+    made before it did, from its configuration)."""
     config = data.manifest.get("config", {})
     source = str(config.get("scenes", data.records["scene.source"].dropna().unique()[:1]))
+    model = str(config.get("coco_depth_model", DEFAULT_DEPTH_MODEL))
+    checkpoint = data.manifest.get("depth_checkpoint") or depth_checkpoint(model, source == "coco")
+    named = (
+        f"depth checkpoint {checkpoint['model']} (size {checkpoint['size']}; "
+        f"{checkpoint['chosen']}), used for {checkpoint['used_for']}"
+    )
+    return f"{_scenes_depth(data, source, model)}; {named}"
+
+
+def _scenes_depth(data: RunData, source: str, model: str) -> str:
+    """Where the scenes' depth came from, in words."""
     scenes = sorted(set(data.records["scene"].dropna().astype(str)))
     if source == "coco":
-        return f"estimated per image with {config.get('coco_depth_model', '(unknown model)')}"
+        return f"estimated per image with {model}"
     try:
         from clearsight.scenes.bundled import bundled_specs
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot
-from clearsight.sweep.page.plots import clean_position, visibility_axis
+from clearsight.sweep.page.plots import clean_position, legend_entries, visibility_axis
 
 if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis
@@ -42,7 +42,7 @@ def accuracy_panels(
     axes[0][0].set_ylabel("accuracy", fontsize=9)
     fig.tight_layout()
     # every model once, below the panels (a long name never squeezes them)
-    drawn = {lb: h for ax in axes[0] for h, lb in zip(*ax.get_legend_handles_labels(), strict=True)}
+    drawn = legend_entries(axes[0])
     fig.legend(
         drawn.values(), drawn, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=3, fontsize=7
     )

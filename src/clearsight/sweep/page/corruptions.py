@@ -11,19 +11,20 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from clearsight.pages.html import Col, Details, Figure, Part, Table, esc, fmt_ci, fmt_num
 from clearsight.pages.plots import png, pyplot
 from clearsight.physics import ATTENUATION_MAX_ADDED
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.numbers.corruptions import CorruptionNumbers
+from clearsight.sweep.page import labels
 from clearsight.sweep.page.imagenet import severity_veq_cols
 from clearsight.sweep.page.labels import crossing_label, interval, interval_m, w_label
-from clearsight.sweep.page.plots import series, visibility_axis
-from clearsight.sweep.page.references import reference_lines
+from clearsight.sweep.page.plots import reference_lines, series, visibility_axis
 from clearsight.sweep.signals import by_name
 
-__all__ = ["corruptions_figure", "corruptions_section"]
+__all__ = ["corruption_crossing_rows", "corruptions_figure", "corruptions_section"]
 
 #: The signals of the figure's panels, in their order.
 _PANELS = ("accuracy", "internal_conf", "abstain")
@@ -103,6 +104,19 @@ def _w_table(numbers: CorruptionNumbers) -> Part:
         Col("note", lambda r: r.note, text=True),
     ]
     return Table(numbers.crossings, cols, "Crossings and W of each corruption on its metre grid")
+
+
+def corruption_crossing_rows(numbers: CorruptionNumbers) -> pd.DataFrame:
+    """Each corruption's crossings and W with the labels a reader sees, shaped as the physical
+    arms' rows of summary.csv (:func:`~clearsight.sweep.page.labels.labelled_crossings`, a
+    censored crossing at the end of the corruption's metre grid), ``arm`` named
+    ``imagenet_c:<corruption>`` (ImageNet-C's fog is not the physical fog arm); no rows where
+    no corruption has a metre grid."""
+    if numbers.crossings.empty:
+        return pd.DataFrame()
+    crossings = numbers.crossings.assign(arm="imagenet_c:" + numbers.crossings["arm"])
+    levels = {f"imagenet_c:{name}": grid for name, (grid, _) in numbers.grids.items()}
+    return labels.labelled_crossings(crossings, levels)
 
 
 def _signal_cols() -> list[Col]:

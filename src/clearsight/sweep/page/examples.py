@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from clearsight.pages.html import Figure, Part, esc, fmt_num, pre
-from clearsight.sweep.images.examples import Examples
+from clearsight.sweep.images.examples import EXAMPLE_RULE, Examples
 from clearsight.sweep.results import TASK_NAMES
 
 __all__ = ["answer_text", "examples_section"]
@@ -30,7 +30,7 @@ def examples_section(examples: Examples | None) -> list[Part]:
     parts: list[Part] = [
         head,
         f"<p>Scene <b>{esc(first['scene'])}</b>, target {esc(fmt_num(first['target'], 0))} "
-        f"({esc(first['category'])}), {esc(examples.arm)} arm.</p>",
+        f"({esc(first['category'])}), {esc(examples.arm)} arm: {esc(EXAMPLE_RULE)}.</p>",
     ]
     parts += _thumbnails(examples)
     for wording, conf_head in examples.wordings:

@@ -15,8 +15,8 @@ import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot, risk_coverage_panel
 from clearsight.sweep.numbers.crossings import NO_VERBAL
+from clearsight.sweep.page import plots
 from clearsight.sweep.page.plots import clean_position, plot_curve, series, visibility_axis
-from clearsight.sweep.page.references import reference_lines
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import ACCURACY, by_name
 
@@ -137,7 +137,7 @@ def imagenet_c_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes |
         rows, clean = series(analysis.curves, model, numbers.task, wording, "accuracy", "fog")
         plot_curve(ax, rows, clean, clean_position(levels), ACCURACY, f"fog accuracy ({wording})")
         others = [m for m in run.models if m != model]
-        reference_lines(ax, analysis.curves, (numbers.task, wording, "fog"), others)
+        plots.reference_lines(ax, analysis.curves, (numbers.task, wording, "fog"), others)
         sev = table[(table["model"] == model) & (table["wording"] == wording)]
         _severities(ax, sev.dropna(subset=["veq_median"]))
         ax.set_title(f"{model} — fog, {numbers.task}", fontsize=10)

@@ -15,13 +15,14 @@ left to the murkiest on the right, the clean image as a separate marker further 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from clearsight.pages.plots import error_bars, png, pyplot
 from clearsight.sweep.numbers.crossings import NO_VERBAL
+from clearsight.sweep.references.recognition import REFERENCE_OBSERVERS
 from clearsight.sweep.results import level_label
 from clearsight.sweep.signals import SIGNALS, Signal
 
@@ -30,9 +31,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "accuracy_line",
     "clean_position",
     "curves_figure",
+    "legend_entries",
     "plot_curve",
+    "reference_lines",
     "series",
     "shown_panels",
     "visibility_axis",
@@ -42,6 +46,12 @@ __all__ = [
 def clean_position(levels: Sequence[float]) -> float:
     """Where the clean marker sits: two octaves left of the clearest level."""
     return max(levels) * 4.0
+
+
+def legend_entries(axes: Iterable[Any]) -> dict[str, object]:
+    """Each label drawn on any of ``axes`` once, in the order first drawn, with its handle:
+    one legend for a figure whose panels draw different curves."""
+    return {lb: h for ax in axes for h, lb in zip(*ax.get_legend_handles_labels(), strict=True)}
 
 
 def visibility_axis(ax: Any, levels: Sequence[float]) -> None:
@@ -78,6 +88,42 @@ def series(
     ]
     levels = sel[sel["condition"] == arm].sort_values("x", ascending=False)
     return levels, sel[sel["condition"] == "clean"]
+
+
+#: How each reference observer's curve is drawn: (colour, line style).
+_REFERENCE_STYLES = {
+    "observer": ("0.25", "--"),
+    "observer:recognition": ("0.45", "-."),
+    "observer:human": ("0.1", ":"),
+}
+
+
+def reference_lines(
+    ax: Any, curves: pd.DataFrame, where: tuple[str, str, str], models: Sequence[str]
+) -> None:
+    """The accuracy of each reference observer among ``models`` at (task, wording, arm)
+    ``where``, as a grey reference curve (nothing for a reference without records there): the
+    limits of seeing drawn beside a model's own curves (Fig. 3, Fig. 7, the corruptions and
+    the references' figures)."""
+    task, wording, arm = where
+    for ref in (m for m in REFERENCE_OBSERVERS if m in models):
+        colour, style = _REFERENCE_STYLES[ref]
+        rows = series(curves, ref, task, wording, "accuracy", arm)[0]
+        accuracy_line(ax, rows, ref, colour=colour, style=style, width=2.0)
+
+
+def accuracy_line(
+    ax: Any,
+    rows: pd.DataFrame,
+    label: str,
+    colour: str | None = None,
+    style: str = "-",
+    width: float = 1.0,
+) -> None:
+    """One accuracy curve of :func:`series`' level rows, no band (nothing where it has no
+    rows)."""
+    if not rows.empty:
+        ax.plot(rows["x"], rows["estimate"], style, color=colour, lw=width, label=label)
 
 
 def plot_curve(
@@ -155,7 +201,9 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
     the main letter wording (reason-naming abstain option), verbalized confidence from the main
     verbal wording, the abstain rate from each letter wording (the later ones dotted). Bands:
     95 % percentile intervals of a bootstrap over source photos. Grey lines: chance (dotted)
-    and the blank-image accuracy (dashed), the accuracy's floor. For verification, thin grey
+    and the blank-image accuracy (dashed), the accuracy's floor; thick grey: the reference
+    observers' accuracy in the main wording (:func:`reference_lines`, those the run has besides
+    the panel's model). For verification, thin grey
     lines split the accuracy into true- and false-category questions. Triangles on the top edge:
     crossing visibilities V* of the plotted signals (hollow: censored, a bound at the sweep's
     end).
@@ -176,12 +224,11 @@ def curves_figure(analysis: SweepAnalysis, numbers: TaskAnalysis) -> bytes | Non
             _curves_panel(axes[r][c], analysis, numbers, model, arm)
             if (model, arm) == next(p for p in shown if p[0] == model):
                 axes[r][c].set_ylabel("share / confidence (0–1)", fontsize=9)
-    first = axes[models.index(shown[0][0])][arms.index(shown[0][1])]
-    handles, labels = first.get_legend_handles_labels()
+    drawn = legend_entries(fig.axes)  # each panel's reference curves are the other models'
     fig.tight_layout()
     fig.legend(
-        handles,
-        labels,
+        list(drawn.values()),
+        list(drawn),
         loc="lower center",
         ncol=3,
         fontsize=8,
@@ -218,7 +265,9 @@ def _curves_panel(
             plotted.append((line.wording, line.signal))
     if task == "verify":
         _asked_split(ax, numbers.asked, model, main, arm)
-    _reference_lines(ax, curves, model, task, main, numbers.chance)
+    _floor_lines(ax, curves, model, task, main, numbers.chance)
+    others = [m for m in analysis.run.models if m != model]
+    reference_lines(ax, curves, (task, main, arm), others)
     sub = crossings[
         (crossings["model"] == model) & (crossings["task"] == task) & (crossings["arm"] == arm)
     ]
@@ -250,7 +299,7 @@ def _asked_split(ax: Any, asked: pd.DataFrame, model: str, wording: str, arm: st
         )
 
 
-def _reference_lines(
+def _floor_lines(
     ax: Any, curves: pd.DataFrame, model: str, task: str, wording: str, chance: float
 ) -> None:
     """Chance (dotted) and the blank-image accuracy (dashed), labelled at the right edge."""

@@ -7,26 +7,15 @@ Rendering only: the curves and crossings are the analysis's.
 
 from __future__ import annotations
 
-from typing import Any
-
-import pandas as pd
-
 from clearsight.pages.html import Col, Figure, Part, Table, esc
 from clearsight.pages.plots import png, pyplot
 from clearsight.sweep.analysis import SweepAnalysis
 from clearsight.sweep.page.labels import crossing_label, interval, interval_m, w_label
-from clearsight.sweep.page.plots import series, visibility_axis
+from clearsight.sweep.page.plots import accuracy_line, reference_lines, series, visibility_axis
 from clearsight.sweep.references.recognition import REFERENCE_OBSERVERS, human_fit
 from clearsight.sweep.signals import by_name
 
-__all__ = ["reference_lines", "references_figure", "references_section"]
-
-#: How each reference curve is drawn: (colour, line style).
-_STYLES = {
-    "observer": ("0.25", "--"),
-    "observer:recognition": ("0.45", "-."),
-    "observer:human": ("0.1", ":"),
-}
+__all__ = ["references_figure", "references_section"]
 
 
 def _meaning() -> str:
@@ -99,35 +88,12 @@ def references_figure(analysis: SweepAnalysis, task: str, present: list[str]) ->
     for ax, arm in zip(axes[0], arms, strict=True):
         visibility_axis(ax, analysis.run.levels[arm])
         for model in models:
-            _line(ax, series(analysis.curves, model, task, wording, "accuracy", arm)[0], model)
+            accuracy_line(
+                ax, series(analysis.curves, model, task, wording, "accuracy", arm)[0], model
+            )
         reference_lines(ax, analysis.curves, (task, wording, arm), present)
         ax.set_title(f"{arm} — accuracy ({wording})", fontsize=10)
         ax.set_ylabel("accuracy (share right, 0–1)", fontsize=9)
         ax.legend(fontsize=7, loc="lower left", frameon=False)
     fig.tight_layout()
     return png(fig)
-
-
-def reference_lines(
-    ax: Any, curves: pd.DataFrame, where: tuple[str, str, str], models: list[str]
-) -> None:
-    """The accuracy of each reference observer among ``models`` at (task, wording, arm)
-    ``where``, as a grey reference curve (nothing for a reference without records there)."""
-    task, wording, arm = where
-    for ref in (m for m in REFERENCE_OBSERVERS if m in models):
-        colour, style = _STYLES[ref]
-        rows = series(curves, ref, task, wording, "accuracy", arm)[0]
-        _line(ax, rows, ref, colour=colour, style=style, width=2.0)
-
-
-def _line(
-    ax: Any,
-    rows: pd.DataFrame,
-    label: str,
-    colour: str | None = None,
-    style: str = "-",
-    width: float = 1.0,
-) -> None:
-    """One accuracy curve (nothing where it has no rows)."""
-    if not rows.empty:
-        ax.plot(rows["x"], rows["estimate"], style, color=colour, lw=width, label=label)

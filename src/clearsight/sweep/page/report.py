@@ -22,9 +22,13 @@ from clearsight.pages.cost import Cost
 from clearsight.pages.html import Frame, fmt_ci, fmt_num, fmt_range
 from clearsight.pages.output import MarkdownBlock, ReportPaths, Summary, md_text, write_report
 from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
+from clearsight.sweep.page.corruptions import corruption_crossing_rows
 from clearsight.sweep.page.headline import headline_block
 from clearsight.sweep.page.labels import depth_line, interval, interval_m, interval_of
-from clearsight.sweep.page.sections import DEPTH_NOTE, sweep_page
+from clearsight.sweep.page.recalibration import recalibration_markdown
+from clearsight.sweep.page.sections import DEPTH_NOTE, SETTINGS_HEADING, sweep_page
+from clearsight.sweep.page.settings import settings_frame
+from clearsight.sweep.page.tables import WORDINGS_NOTE, wordings_table
 from clearsight.sweep.results import TASK_NAMES
 from clearsight.sweep.signals import AWARENESS
 
@@ -70,9 +74,13 @@ def write_sweep_report(
     """Render ``analysis`` (:func:`~clearsight.sweep.analysis.analyse_sweep`, its examples
     included) and ``appendix`` as ``report.html``, ``summary.md`` and ``summary.csv`` in
     ``out_dir``: summary.csv is the crossings with their labels and the bootstrap's B, seed and
-    interval level. The page and summary.md read the analysis' one headline table."""
+    interval level, then each ImageNet-C corruption's on its metre grid
+    (:func:`~clearsight.sweep.page.corruptions.corruption_crossing_rows`). The page and
+    summary.md read the analysis' one headline table."""
     boot = analysis.bootstrap
-    summary_csv = analysis.labelled.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level)
+    rows = [analysis.labelled, corruption_crossing_rows(analysis.corruptions)]
+    crossings = pd.concat([r for r in rows if not r.empty] or rows[:1], ignore_index=True)
+    summary_csv = crossings.assign(n_boot=boot.n_boot, seed=boot.seed, ci_level=boot.level)
     page, summary = sweep_page(analysis, appendix), sweep_summary(analysis, appendix)
     return write_report(Path(out_dir), html=page, summary_md=summary, summary_csv=summary_csv)
 
@@ -131,7 +139,8 @@ def _controls_display(controls: pd.DataFrame) -> pd.DataFrame:
 def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
     """summary.md as a value: the headline (``## Headline``: the analysis' table rendered by
     :mod:`clearsight.sweep.page.headline`), the crossings/W table and the controls table of
-    each task, the ImageNet-C severities on the metre axis, the ``appendix`` and the cost."""
+    each task, the ImageNet-C severities on the metre axis, calibration under weather
+    (:mod:`clearsight.sweep.page.recalibration`), the ``appendix`` and the cost."""
     run, boot = analysis.run, analysis.bootstrap
     lines: list[str | MarkdownBlock] = [
         f"# clearsight sweep summary — {md_text(run.name)}",
@@ -144,10 +153,13 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
         f"scenes together), seed {boot.seed}, "
         f"{round(100 * boot.level)} % percentile intervals.",
         "",
-        f"Depth: {depth_line(analysis.depth)}.",
+        f"Depth: {md_text(run.depth_source)}; {depth_line(analysis.depth)}.",
         "",
         DEPTH_NOTE,
         "",
+        f"## {SETTINGS_HEADING}",
+        "",
+        Frame(settings_frame(analysis.data.manifest.get("config", {}), boot)),
     ]
     display = _display_crossings(analysis.labelled)
     for task in run.tasks:
@@ -161,10 +173,22 @@ def sweep_summary(analysis: SweepAnalysis, appendix: Appendix) -> Summary:
             if not controls.empty
             else "_No control conditions in this run._\n"
         )
+        lines += _wordings_markdown(analysis, task, name)
     lines += _imagenet_markdown(analysis)
+    lines += recalibration_markdown(analysis)
     lines += appendix.markdown  # none without re-asks
     lines.append(Cost(analysis.cost))
     return Summary(lines)
+
+
+def _wordings_markdown(analysis: SweepAnalysis, task: str, name: str) -> list[str | MarkdownBlock]:
+    """Table VI of ``task`` as the page shows it (:func:`wordings_table`), under its heading;
+    nothing with fewer than two verbalized wordings."""
+    shown = wordings_table(analysis.tasks[task].wordings, analysis.run)
+    if shown is None:
+        return []
+    heading = f"## Verbalized wordings on matched images (Table VI) — {name}"
+    return [heading, "", md_text(WORDINGS_NOTE), "", shown]
 
 
 def _ranges(low: pd.Series, high: pd.Series, digits: int) -> list[str]:

@@ -1,6 +1,6 @@
 """The sections of the sweep's report page: provenance header, per-task curves, crossings and W,
 calibration, selective prediction, full sweep and controls, ImageNet-C on the physical axis,
-the guard's estimate, qualitative examples.
+calibration under weather, the guard's estimate, qualitative examples.
 
 Each section is a list of the page's parts (:data:`clearsight.pages.html.Part`): markup it
 escapes with :mod:`clearsight.pages.html`'s primitives, and blocks (tables, figures, the
@@ -29,7 +29,9 @@ from clearsight.sweep.page.examples import examples_section
 from clearsight.sweep.page.headline import W_PAIRING_NOTES, headline_block
 from clearsight.sweep.page.imagenet import imagenet_section
 from clearsight.sweep.page.labels import depth_line
+from clearsight.sweep.page.recalibration import recalibration_section
 from clearsight.sweep.page.references import references_section
+from clearsight.sweep.page.settings import settings_frame
 from clearsight.sweep.page.tables import (
     controls_section,
     crossings_section,
@@ -38,7 +40,10 @@ from clearsight.sweep.page.tables import (
 )
 from clearsight.sweep.results import TASK_NAMES, level_label
 
-__all__ = ["DEPTH_NOTE", "guard_section", "sweep_page"]
+__all__ = ["DEPTH_NOTE", "SETTINGS_HEADING", "guard_section", "sweep_page"]
+
+#: The heading of the run's Table III, on the page and in summary.md.
+SETTINGS_HEADING: Final = "Fixed settings (Table III), from the run's configuration"
 
 DEPTH_NOTE = (
     "Visibility in metres is conditional on the assumed/estimated depth scale: a global depth "
@@ -58,6 +63,7 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
     if run.first_task:
         parts += imagenet_section(analysis, run.first_task)
         parts += corruptions_section(analysis, run.first_task)
+        parts += recalibration_section(analysis)
         parts += references_section(analysis, run.first_task)
         parts += examples_section(analysis.examples)
     parts += guard_section(analysis.guard)  # nothing without a guarded model
@@ -69,8 +75,9 @@ def sweep_page(analysis: SweepAnalysis, appendix: Appendix) -> Page:
 
 def _nav(run: RunFacts) -> str:
     """Links to the sections."""
-    links = [(f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks]
-    links += [("imagenet-c", "ImageNet-C"), ("examples", "examples"), ("cost", "cost")]
+    links = [("settings", "settings"), *((f"task-{t}", TASK_NAMES.get(t, t)) for t in run.tasks)]
+    links += [("imagenet-c", "ImageNet-C"), ("calibration-weather", "calibration under weather")]
+    links += [("examples", "examples"), ("cost", "cost")]
     links += [("methods", "methods")]
     return "<nav>" + "".join(f"<a href='#{esc(a)}'>{esc(t)}</a>" for a, t in links) + "</nav>"
 
@@ -152,7 +159,8 @@ def _record_warnings(run: RunFacts) -> list[str]:
 def _header(analysis: SweepAnalysis) -> list[Part]:
     """Title, the headline (the analysis' table, rendered by
     :mod:`clearsight.sweep.page.headline`), provenance key-value table, record counts and
-    failure reasons."""
+    failure reasons, the links, and the run's fixed settings (Table III,
+    :func:`~clearsight.sweep.page.settings.settings_frame`)."""
     run = analysis.run
     rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in _provenance(analysis))
     return [
@@ -162,6 +170,8 @@ def _header(analysis: SweepAnalysis) -> list[Part]:
         f"<table class='kv'>{rows}</table>",
         *_record_warnings(run),
         _nav(run),
+        f"<h2 id='settings'>{esc(SETTINGS_HEADING)}</h2>",
+        Frame(settings_frame(analysis.data.manifest.get("config", {}), analysis.bootstrap)),
     ]
 
 
@@ -183,6 +193,8 @@ def _task_section(analysis: SweepAnalysis, numbers: TaskAnalysis, figure: bool) 
             "and abstain rate against visibility (log axis, clearest left; squares: clean "
             "images). Bands and error bars: 95 % percentile bootstrap intervals over source "
             "photos. Dotted: chance; dashed: blank-image accuracy (the accuracy floor). "
+            "Thick grey: the reference observers' accuracy in the same wording and arm (those "
+            "the run has; the limits of seeing). "
             "Triangles on the top edge: crossing visibilities V* of the plotted signals "
             "(hollow: censored).",
         )

@@ -25,7 +25,14 @@ from clearsight.sweep.page.labels import (
 )
 from clearsight.sweep.signals import ACCURACY, AWARENESS
 
-__all__ = ["controls_section", "crossings_section", "sweep_section", "wordings_section"]
+__all__ = [
+    "WORDINGS_NOTE",
+    "controls_section",
+    "crossings_section",
+    "sweep_section",
+    "wordings_section",
+    "wordings_table",
+]
 
 
 #: Rows of a frame keyed by a tuple of their key columns (cheap cell lookups for wide tables).
@@ -137,14 +144,23 @@ def crossings_section(
     ]
 
 
-def wordings_section(wordings: pd.DataFrame, run: RunFacts) -> list[Part]:
+#: What Table VI compares, on the page and in summary.md.
+WORDINGS_NOTE = (
+    "Each model's verbalized wordings compared on the same scenes: those it answered in every "
+    "verbalized wording it was asked ('scenes'), so a difference between rows is the "
+    "wording's, not the images'. Clean images and the murkiest level of each arm."
+)
+
+
+def wordings_table(wordings: pd.DataFrame, run: RunFacts, every: bool = False) -> Table | None:
     """Table VI: the verbalized wordings on each model's matched images, at the clean images
-    and the murkiest level of each arm (every level in the collapsed table)."""
+    and the murkiest level of each arm (``every``: at every level); None with fewer than two
+    verbalized wordings."""
     if wordings.empty or wordings["wording"].nunique() < 2:
-        return []
+        return None
     murkiest = {(arm, lv[-1]) for arm, lv in run.levels.items()}
     keys = zip(wordings["condition"], wordings["x"], strict=True)
-    shown = wordings[[c == "clean" or (c, x) in murkiest for c, x in keys]]
+    shown = wordings[[every or c == "clean" or (c, x) in murkiest for c, x in keys]]
     cols = [
         Col("model", lambda r: r.model, text=True),
         Col("condition", lambda r: r.condition, text=True),
@@ -156,14 +172,20 @@ def wordings_section(wordings: pd.DataFrame, run: RunFacts) -> list[Part]:
         Col("verbal conf", lambda r: fmt_num(r.verbal_conf)),
         Col("parsed", lambda r: fmt_num(r.verbal_parsed)),
     ]
+    return Table(shown, cols)
+
+
+def wordings_section(wordings: pd.DataFrame, run: RunFacts) -> list[Part]:
+    """Table VI (:func:`wordings_table`) under its heading, every level in a collapsed
+    table."""
+    shown, every = wordings_table(wordings, run), wordings_table(wordings, run, every=True)
+    if shown is None or every is None:
+        return []
     return [
         "<h3>Verbalized wordings on matched images (Table VI)</h3>"
-        "<p class='note'>Each model's verbalized wordings compared on the same scenes: those it "
-        "answered in every verbalized wording it was asked ('scenes'), so a difference between "
-        "rows is the wording's, not the images'. Clean images and the murkiest level of each "
-        "arm; every level below.</p>",
-        Table(shown, cols),
-        Details("Every level", [Table(wordings, cols)]),
+        f"<p class='note'>{esc(WORDINGS_NOTE)} Every level below.</p>",
+        shown,
+        Details("Every level", [every]),
     ]
 
 

@@ -1,0 +1,256 @@
+"""The records a calibration under weather reads (:mod:`clearsight.sweep.numbers.recalibrated`):
+per model × task × wording its items, each placed in a cell — the clean images, a level of an
+arm on the metre axis (fog, water, turbid, and each ImageNet-C corruption whose severities form
+a metre grid, :func:`~clearsight.sweep.images.corruptions.metre_grid`), the blank images (the
+accuracy's floor only) — with its source photo (the bootstrap's cluster) and, for a letter
+wording, the content letters' log-probabilities read from the run's stored ``letter_probs``
+(:func:`letter_logprobs`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from clearsight.store import RunStore
+from clearsight.sweep.images.corruptions import metre_grid
+from clearsight.sweep.numbers.cells import FloatArray, IntArray
+from clearsight.sweep.numbers.pairing import w_pairing_of
+from clearsight.sweep.results import RunData, confidence_signal, primary_wording
+from clearsight.sweep.specs import PROTOCOL
+from clearsight.validate import InputError
+
+__all__ = ["LETTER_FLOOR", "Group", "Items", "groups", "letter_logprobs"]
+
+#: A letter's probability is floored here before its log is taken (an API's top-k read-out
+#: gives a letter outside its top k no probability at all).
+LETTER_FLOOR = 1e-12
+_LETTERS = tuple(chr(c) for c in range(ord("A"), ord("Z") + 1))
+# The records' columns a group reads (a copy of these only: at the paper's scale the whole
+# frame is hundreds of MB).
+_READ = (
+    *("key", "model", "task", "wording", "condition", "level_m", "severity", "n_options"),
+    *("correct", "answered", "internal_conf", "verbal_conf", "cluster"),
+)
+
+
+def letter_logprobs(run_dir: Path, keys: list[str]) -> tuple[FloatArray, IntArray] | None:
+    """The content letters' log-probabilities ``(N, K)`` of the records ``keys`` (letters in the
+    question's order, the abstain letter left out, each floored at :data:`LETTER_FLOOR`) and
+    each record's correct letter's index; None where a record has no letter probabilities
+    stored or the records differ in their number of content letters (no one temperature then
+    fits them all)."""
+    columns = ["key", "question.letters", "question.abstain", "question.correct"]
+    with RunStore.open(run_dir, read_only=True) as store:
+        frame = store.to_frame(
+            status="ok",
+            kind=PROTOCOL,
+            columns=[*columns, *(f"letter_probs.{x}" for x in _LETTERS)],
+            where={"key": keys},
+        )
+    if any(c not in frame for c in columns):
+        return None
+    frame = frame.astype({c: object for c in columns}).set_index("key").reindex(keys)
+    probs: FloatArray | None = None
+    labels = np.full(len(keys), -1, dtype=np.intp)
+    patterns = frame.groupby(["question.letters", "question.abstain"], dropna=False, sort=False)
+    for pattern, rows in patterns.indices.items():
+        letters, abstain = cast(tuple[object, object], pattern)
+        if not isinstance(letters, str):
+            return None
+        content = [x for x in json.loads(letters) if x != abstain]
+        names = [f"letter_probs.{x}" for x in content]
+        if any(n not in frame for n in names) or (
+            probs is not None and probs.shape[1] != len(names)
+        ):
+            return None
+        probs = np.full((len(keys), len(names)), np.nan) if probs is None else probs
+        probs[rows] = frame[names].to_numpy(dtype=np.float64)[rows]
+        right = frame["question.correct"].to_numpy()[rows]
+        labels[rows] = [content.index(r) if r in content else -1 for r in right]
+    if probs is None or not np.isfinite(probs).all() or (labels < 0).any():
+        return None
+    return np.log(np.clip(probs, LETTER_FLOOR, 1.0)), labels
+
+
+# ------------------------------------------------------------------------------ the items
+
+
+@dataclass(frozen=True)
+class Items:
+    """Items of one group, each in a cell (-1: none; 0: clean; 1..: an arm's level; the
+    last: blank, read for the accuracy floor only), with the cluster (source photo) index
+    the bootstrap weights."""
+
+    conf: FloatArray
+    correct: FloatArray
+    answered: npt.NDArray[np.bool_]
+    cluster: IntArray
+    cell: IntArray
+    z: FloatArray | None  # (N, K) content letters' log-probabilities
+    label: IntArray | None  # the correct letter's index
+
+    def take(self, idx: IntArray) -> Items:
+        """The items ``idx`` (repeated where an index repeats)."""
+        return Items(
+            self.conf[idx],
+            self.correct[idx],
+            self.answered[idx],
+            self.cluster[idx],
+            self.cell[idx],
+            None if self.z is None else self.z[idx],
+            None if self.label is None else self.label[idx],
+        )
+
+    def resampled(self, weights: FloatArray) -> Items:
+        """Every item as often as its cluster's weight (one bootstrap draw)."""
+        times = weights[self.cluster].astype(np.intp)
+        return self.take(np.repeat(np.arange(self.cluster.size), times))
+
+    def scored(self, cell: int) -> npt.NDArray[np.bool_]:
+        """The answered items with a confidence in ``cell``."""
+        return (self.cell == cell) & self.answered & np.isfinite(self.conf)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One model × task × wording: its items, the items of the accuracy its W pairs with,
+    chance 1/k (the confidence's floor) and its cells: (arm, level_m) of each, clean first
+    (arm '', inf); ``arms``: each arm's cells, clearest level first."""
+
+    model: str
+    task: str
+    wording: str
+    signal: str
+    chance: float
+    items: Items
+    accuracy: Items
+    cells: list[tuple[str, float]]
+    arms: dict[str, list[int]]
+
+    @property
+    def blank(self) -> int:
+        """The blank images' cell (accuracy items only)."""
+        return len(self.cells)
+
+    @property
+    def has_blank(self) -> bool:
+        """Whether the accuracy has blank images for its floor (else chance)."""
+        return bool((self.accuracy.cell == self.blank).any())
+
+
+def _columns(records: pd.DataFrame) -> pd.DataFrame:
+    """The columns of ``records`` a group reads (:data:`_READ`; those it lacks left out)."""
+    return records[[c for c in _READ if c in records]]
+
+
+def _placed_arms(data: RunData, veq: pd.DataFrame) -> pd.DataFrame:
+    """The records of every arm on the metre axis with their ``arm`` and ``level_m``: the
+    physical arms', and each ImageNet-C corruption's whose severities form a metre grid, its
+    severity at its grid level (the corruption's name as the arm)."""
+    rec = _columns(data.records)
+    physical = rec[rec["condition"].isin(list(data.levels))]
+    parts = [physical.assign(arm=physical["condition"])]
+    imagenet = rec[rec["condition"] == "imagenet_c"].assign(corruption="fog")
+    others = _columns(data.corrupted).assign(corruption=data.corrupted.get("corruption"))
+    corrupted = pd.concat([imagenet, others], ignore_index=True)
+    if veq.empty:
+        return pd.concat(parts, ignore_index=True)
+    for name, rows in veq.groupby("corruption", sort=False):
+        grid = metre_grid(rows)
+        mine = corrupted[corrupted["corruption"] == name]
+        if grid.levels and len(mine):
+            at = dict(zip(grid.severities, grid.levels, strict=True))
+            placed = mine.assign(arm=f"imagenet_c {name}", level_m=mine["severity"].map(at))
+            parts.append(placed.drop(columns="corruption"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _cells(placed: pd.DataFrame) -> tuple[list[tuple[str, float]], dict[str, list[int]]]:
+    """Every (arm, level) cell of the placed records, clean first, and each arm's cells."""
+    cells: list[tuple[str, float]] = [("", math.inf)]
+    arms: dict[str, list[int]] = {}
+    for arm in pd.unique(placed["arm"]):
+        levels = sorted(set(placed.loc[placed["arm"] == arm, "level_m"].dropna()), reverse=True)
+        arms[str(arm)] = list(range(len(cells), len(cells) + len(levels)))
+        cells += [(str(arm), float(v)) for v in levels]
+    return cells, arms
+
+
+def _items(
+    rows: pd.DataFrame, signal: str, clusters: npt.NDArray[Any], run_dir: Path | None
+) -> Items:
+    """``rows`` (with their ``cell``) as :class:`Items`; with their letters read from the run
+    in ``run_dir`` (None: not read)."""
+    letters = None
+    if run_dir is not None and "key" in rows:
+        try:
+            letters = letter_logprobs(run_dir, rows["key"].astype(str).tolist())
+        except InputError:  # records made up in memory: no run to read letters from
+            letters = None
+    return Items(
+        conf=rows[signal].to_numpy(dtype=np.float64),
+        correct=rows["correct"].to_numpy(dtype=np.float64),
+        answered=rows["answered"].to_numpy() == 1.0,
+        cluster=np.searchsorted(clusters, rows["cluster"].astype(str).to_numpy()),
+        cell=rows["cell"].to_numpy(dtype=np.intp),
+        z=None if letters is None else letters[0],
+        label=None if letters is None else letters[1],
+    )
+
+
+def _celled(
+    data: RunData, veq: pd.DataFrame
+) -> tuple[pd.DataFrame, list[tuple[str, float]], dict[str, list[int]]]:
+    """The clean, placed and blank records with each one's ``cell``, the cells and each
+    arm's cells (:class:`Group`)."""
+    placed = _placed_arms(data, veq)
+    cells, arms = _cells(placed)
+    rec = _columns(data.records)
+    clean = rec[rec["condition"] == "clean"].assign(arm="", level_m=math.inf)
+    blank = rec[rec["condition"] == "blank"].assign(arm="blank", level_m=math.inf)
+    frame = pd.concat([clean, placed, blank], ignore_index=True)
+    index = {c: i for i, c in enumerate(cells)} | {("blank", math.inf): len(cells)}
+    pairs = zip(frame["arm"].astype(str), frame["level_m"].astype(float), strict=True)
+    frame["cell"] = [index.get(p, -1) for p in pairs]
+    return frame, cells, arms
+
+
+def groups(data: RunData, veq: pd.DataFrame) -> Iterator[Group]:
+    """Each model × task × wording with clean records, as a :class:`Group`."""
+    frame, cells, arms = _celled(data, veq)
+    clusters = np.unique(data.records["cluster"].astype(str).to_numpy())
+    own = w_pairing_of(data) == "own"
+    for model in data.models:
+        for task in data.tasks:
+            sub = frame[(frame["model"] == model) & (frame["task"] == task)]
+            wordings = [w for w in data.wordings(task) if w in set(sub["wording"])]
+            main = primary_wording(wordings, verbal=False) or primary_wording(wordings, True)
+            for wording in wordings:
+                mine = sub[sub["wording"] == wording]
+                signal = confidence_signal(model, wording)
+                if not (mine["cell"] == 0).any():
+                    continue
+                letters = data.run_dir if signal == "internal_conf" else None
+                k = float(mine["n_options"].median())
+                yield Group(
+                    model=model,
+                    task=task,
+                    wording=wording,
+                    signal=signal,
+                    chance=1.0 / k if k > 0 else math.nan,
+                    items=_items(mine, signal, clusters, letters),
+                    accuracy=_items(
+                        mine if own else sub[sub["wording"] == main], signal, clusters, None
+                    ),
+                    cells=cells,
+                    arms=arms,
+                )
