@@ -441,19 +441,14 @@ def run(
     done = None if fresh else _finished_before(lock_dir, fingerprint)
     if done is not None:
         return RunSummary(run_dir, done)
-    # a run stored before attention by family resumes with the options it stored (eager)
-    with attention.by_family(attention.run_rule(None if fresh else _stored_manifest(lock_dir))):
+    with attention.by_family(_attention_rule(lock_dir, fresh)):
         loaded = check_models(protocol.models(config), execution, say)
         say(f"planning the {protocol.name} run")
         with collector_paused():  # a plan's items all stay alive (store.collector_paused)
             plan = protocol.plan(config)
         if protocol.manifest is None:
             _check_addable(protocol, lock_dir, fresh)
-        with (
-            run_lock(lock_dir),
-            RunStore.open(run_dir, fresh=fresh) as store,
-            _ray_block(execution),
-        ):
+        with _opened(lock_dir, run_dir, fresh, execution) as store:
             began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
             planned = _Planned(store, fingerprint, say)
             sizes = _ChosenSizes(store, _sized_models(protocol, config, execution, loaded, began))
@@ -469,12 +464,22 @@ def run(
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
 
 
-def _stored_manifest(lock_dir: Path) -> dict[str, Any] | None:
-    """The manifest of the run stored in ``lock_dir``; None where none is (a new run)."""
-    if not (lock_dir / DB_NAME).is_file():
-        return None
-    with RunStore.open(lock_dir, read_only=True) as store:
-        return dict(store.manifest()) or None
+def _attention_rule(lock_dir: Path, fresh: bool) -> bool:
+    """Whether the run in ``lock_dir`` gives its ``hf`` models their family's attention
+    (:func:`clearsight.models.attention.run_rule`): a new run does, a run stored before that
+    rule resumes with the options it stored (eager)."""
+    manifest = None
+    if not fresh and (lock_dir / DB_NAME).is_file():
+        with RunStore.open(lock_dir, read_only=True) as store:
+            manifest = dict(store.manifest()) or None
+    return attention.run_rule(manifest)
+
+
+@contextmanager
+def _opened(lock_dir: Path, run_dir: Path, fresh: bool, execution: Execution) -> Iterator[RunStore]:
+    """The run's store, opened under the run's lock (and, on Ray, inside its block)."""
+    with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
+        yield store
 
 
 def _execute_stages(
