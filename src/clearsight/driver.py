@@ -51,6 +51,7 @@ from clearsight.execute import (
 )
 from clearsight.execute.threads import run_threads, use_threads
 from clearsight.faults import EXIT_FAULT, os_exit_code, os_fault
+from clearsight.models import attention
 from clearsight.models.base import Capabilities
 from clearsight.models.registry import BatchSizes, batch_sizes_found
 from clearsight.specs import Spec
@@ -445,26 +446,45 @@ def run(
     done = None if fresh else _finished_before(lock_dir, fingerprint)
     if done is not None:
         return RunSummary(run_dir, done)
-    loaded = check_models(protocol.models(config), execution, say)
-    say(f"planning the {protocol.name} run")
-    with collector_paused():  # a plan's items all stay alive (clearsight.store.collector_paused)
-        plan = protocol.plan(config)
-    if protocol.manifest is None:
-        _check_addable(protocol, lock_dir, fresh)
-    with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
-        began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
-        planned = _Planned(store, fingerprint, say)
-        sizes = _ChosenSizes(store, _sized_models(protocol, config, execution, loaded, began))
-        with _sigterm_stops_cleanly():
-            stages, reasons = _execute_stages(
-                protocol.stages(config, plan, store),
-                store,
-                replace(execution, threads=threads),
-                planned,
-                sizes,
-            )
-        planned.complete()
+    with attention.by_family(_attention_rule(lock_dir, fresh)):
+        loaded = check_models(protocol.models(config), execution, say)
+        say(f"planning the {protocol.name} run")
+        with collector_paused():  # a plan's items all stay alive (store.collector_paused)
+            plan = protocol.plan(config)
+        if protocol.manifest is None:
+            _check_addable(protocol, lock_dir, fresh)
+        with _opened(lock_dir, run_dir, fresh, execution) as store:
+            began = _begin(protocol, config, plan, store, allow_mismatch, loaded, threads)
+            planned = _Planned(store, fingerprint, say)
+            sizes = _ChosenSizes(store, _sized_models(protocol, config, execution, loaded, began))
+            with _sigterm_stops_cleanly():
+                stages, reasons = _execute_stages(
+                    protocol.stages(config, plan, store),
+                    store,
+                    replace(execution, threads=threads),
+                    planned,
+                    sizes,
+                )
+            planned.complete()
     return RunSummary(run_dir, stages, tuple(reasons.most_common()))
+
+
+def _attention_rule(lock_dir: Path, fresh: bool) -> bool:
+    """Whether the run in ``lock_dir`` gives its ``hf`` models their family's attention
+    (:func:`clearsight.models.attention.run_rule`): a new run does, a run stored before that
+    rule resumes with the options it stored (eager)."""
+    manifest = None
+    if not fresh and (lock_dir / DB_NAME).is_file():
+        with RunStore.open(lock_dir, read_only=True) as store:
+            manifest = dict(store.manifest()) or None
+    return attention.run_rule(manifest)
+
+
+@contextmanager
+def _opened(lock_dir: Path, run_dir: Path, fresh: bool, execution: Execution) -> Iterator[RunStore]:
+    """The run's store, opened under the run's lock (and, on Ray, inside its block)."""
+    with run_lock(lock_dir), RunStore.open(run_dir, fresh=fresh) as store, _ray_block(execution):
+        yield store
 
 
 def _execute_stages(
@@ -709,6 +729,8 @@ def _begin(
     if loaded:
         manifest["loaded_models"] = {name: dict(info) for name, info in loaded.items()}
     manifest["cpu_threads"] = threads
+    if attention.filling():  # its hf models' options name their family's attention
+        manifest[attention.MANIFEST_KEY] = attention.BY_FAMILY
     store.begin_run(manifest, allow_mismatch=allow_mismatch)
     return True
 

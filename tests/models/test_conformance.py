@@ -46,8 +46,9 @@ import numpy as np
 import pytest
 
 from clearsight.grounding.confidence.elicit import Elicited, ElicitRequest, elicit
-from clearsight.models import Decoding, Message, Request, TextPart
+from clearsight.models import Decoding, Message, Request, TextPart, attention
 from clearsight.models.base import Capabilities, HiddenRequest, HiddenScores, require
+from clearsight.models.presets import backend_options
 from clearsight.physics.controls import draw_box
 from clearsight.sweep.readouts import parse_verbalized, sweep_readouts
 from clearsight.tasks import identification_question, verbalized_question
@@ -188,10 +189,21 @@ def family_paths(
     return paths
 
 
+def run_options(path: Path, **options: Any) -> dict[str, Any]:
+    """The options a new run loads the checkpoint at ``path`` with: ``options`` and the
+    attention kernel of its family (``clearsight.models.attention``)."""
+    with attention.by_family(True):
+        return backend_options(f"hf:{path}", options)
+
+
 @pytest.fixture(scope="session")
 def backends(family_paths: dict[str, Path], hub_run: HubRun) -> dict[str, HfBackend]:
-    """Every family loaded from its directory (the hub-id loads run meanwhile)."""
-    return {kind: make_hf(str(path), {"batch_size": 8}) for kind, path in family_paths.items()}
+    """Every family loaded from its directory as a new run loads it (its family's attention
+    kernel; the hub-id loads run meanwhile)."""
+    return {
+        kind: make_hf(str(path), run_options(path, batch_size=8))
+        for kind, path in family_paths.items()
+    }
 
 
 @pytest.fixture(params=KINDS)
@@ -544,7 +556,7 @@ def test_masks_keep_the_sliding_window(hf_models_dir: Path, smollm2_path: Path) 
 
     kind = "gemma3_window"
     path = build_tiny(kind, hf_models_dir / f"tiny-{kind}", smollm2_path, TINY_KINDS.index(kind))
-    backend = make_hf(str(path), {})
+    backend = make_hf(str(path), run_options(path))
     assert backend.family.sliding_window == 8
     for candidates in (("A", "B", "C", "D"), ("1", "10", "7")):
         hr = replace(_grounding_request(backend, candidates), hide=())
@@ -824,6 +836,21 @@ def test_quirk_rows_are_the_tables(backends: dict[str, HfBackend]) -> None:
 
     for kind, backend in backends.items():
         assert (backend.family.model_type in ROWS_IN_CODE) == (kind in ROWS), kind
+
+
+def test_every_family_runs_with_its_own_attention(backends: dict[str, HfBackend]) -> None:
+    """The suite loads every family as a new run does: with its family's attention kernel,
+    ``sdpa`` for each family here (their masked and batch checks pass under it), which the
+    model then uses in every attention layer."""
+    for kind, backend in backends.items():
+        assert backend.options.attn_implementation == backend.family.attention == "sdpa", kind
+        layers = {m.config._attn_implementation for m in backend.model.modules() if _has(m)}
+        assert layers == {"sdpa"}, (kind, layers)
+        assert backend.info["attn_implementation"] == "sdpa"
+
+
+def _has(module: Any) -> bool:
+    return hasattr(getattr(module, "config", None), "_attn_implementation")
 
 
 def test_readme_table_is_the_conformance_table() -> None:

@@ -4,7 +4,9 @@ weights are needed)."""
 
 from __future__ import annotations
 
+import json
 import math
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from clearsight.models import Capabilities, Request, Response, shared_backend
+from clearsight.models import Capabilities, Request, Response, attention, shared_backend
 from clearsight.models.hf_options import HfOptions
 from clearsight.models.presets import (
     Preset,
@@ -25,6 +27,8 @@ from clearsight.models.presets import (
     resolve_options,
 )
 from clearsight.models.vllm import VLLMOptions
+from clearsight.sweep.config import SweepConfig
+from clearsight.sweep.protocol import run_sweep
 from clearsight.validate import InputError
 
 QWEN8 = "Qwen/Qwen3-VL-8B-Instruct"
@@ -135,6 +139,20 @@ def test_resolution_is_idempotent_and_the_given_options_always_win(
     assert backend_options(model, once) == backend_options(model, given_)
 
 
+def _one_item_sweep(model: str, options: dict[str, Any] | None = None) -> SweepConfig:
+    """A sweep of ``model`` on one scene, clean and at one fog level, one question wording."""
+    return SweepConfig(
+        scene_ids=("skimage-chelsea",),
+        arms=("fog",),
+        levels_m=(15.625,),
+        controls=("clean",),
+        tasks=("identify",),
+        wordings=("mcq.reason",),
+        models=(model,),
+        model_options={} if options is None else {model: options},
+    )
+
+
 class _Recorder:
     """Stands in for an hf model: answers A with certainty and records its options."""
 
@@ -157,22 +175,11 @@ def test_a_sweep_runs_the_preset_options_keys_its_items_by_them_and_records_them
 ) -> None:
     import clearsight.models.hf as hf
     from clearsight.store import RunStore
-    from clearsight.sweep.config import SweepConfig
-    from clearsight.sweep.protocol import run_sweep
 
     monkeypatch.setattr(hf, "make_hf", _Recorder)
     _Recorder.loaded.clear()
     model = f"hf:{QWEN8}"
-    cfg = SweepConfig(
-        scene_ids=("skimage-chelsea",),
-        arms=("fog",),
-        levels_m=(15.625,),
-        controls=("clean",),
-        tasks=("identify",),
-        wordings=("mcq.reason",),
-        models=(model,),
-        model_options={model: {"batch_size": 2}},
-    )
+    cfg = _one_item_sweep(model, {"batch_size": 2})
     summary = run_sweep(cfg, tmp_path / "run", progress=False)
     assert summary.failed == 0
     assert summary.ok > 0
@@ -198,3 +205,112 @@ def test_applied_presets_name_only_the_models_a_preset_applies_to() -> None:
     got = applied_presets([("observer", {}), (f"vllm:{QWEN8}", {"max_model_len": 4096})])
     assert list(got) == [f"vllm:{QWEN8}"]
     assert got[f"vllm:{QWEN8}"]["options"]["max_model_len"] == 4096
+
+
+# --------------------------------------------------------------------------------------------
+# the attention kernel: the family's for a new run, eager for a run stored before
+# --------------------------------------------------------------------------------------------
+
+
+def _checkpoint(root: Path, model_type: str) -> str:
+    """An ``hf:`` model whose directory holds only a config of ``model_type`` (the recording
+    stand-in loads it; a plan reads the config)."""
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({"model_type": model_type}))
+    return f"hf:{root}"
+
+
+def test_a_new_run_fills_in_the_family_s_attention_where_the_options_name_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from clearsight.models import families
+
+    llama = _checkpoint(tmp_path / "llama", "llama")
+    monkeypatch.setitem(families.FAMILIES, "fam", replace(families.Family(), attention="eager"))
+    eager_family = _checkpoint(tmp_path / "fam", "fam")
+    with attention.by_family(True):
+        assert resolve_options(llama, {}) == {"attn_implementation": "sdpa"}
+        assert resolve_options(llama, {"attn_implementation": "eager"}) == {
+            "attn_implementation": "eager"  # the run's own choice wins
+        }
+        assert resolve_options(eager_family, {}) == {}  # absent means eager
+        assert resolve_options("observer", {}) == {}
+        assert resolve_options("hf:not/cached-anywhere", {}) == {}  # no config: as before
+        assert backend_options(f"hf:{QWEN8}", {})["attn_implementation"] == "sdpa"  # preset
+    assert resolve_options(llama, {}) == {}  # outside a run that fills it in
+    with attention.by_family(False):
+        assert resolve_options(llama, {}) == {}
+
+
+def test_which_runs_fill_in_the_family_s_attention() -> None:
+    assert attention.run_rule(None)  # a new run
+    assert attention.run_rule({"config": {}, "attention": "by family"})
+    assert not attention.run_rule({"config": {}})  # stored before the rule
+    with attention.by_family(False):  # a new run made as one stored before
+        assert not attention.run_rule(None)
+        assert attention.run_rule({"attention": "by family"})
+
+
+def _resume(run: Path, model: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Resume the sweep stored in ``run`` in what is to it a new process (its plan forgotten,
+    so it plans and loads again); :func:`_stored`."""
+    from clearsight.models import registry
+
+    with sqlite3.connect(run / "run.sqlite") as conn:
+        conn.execute("DELETE FROM manifest WHERE key = 'plan'")
+    monkeypatch.setattr(registry, "_SHARED", {})
+    _Recorder.loaded.clear()
+    assert run_sweep(_one_item_sweep(model), run, progress=False).failed == 0
+    return _stored(run, model)
+
+
+def _stored(run: Path, model: str) -> dict[str, Any]:
+    """The run's items' options of ``model``, the options the run loaded ``model`` with, the
+    manifest's attention entry and the number of items."""
+    from clearsight.store import RunStore
+
+    with RunStore.open(run, read_only=True) as store:
+        specs = [r.spec for r in store.iter_records(raw=False) if r.spec.get("model") == model]
+        return {
+            "items": {json.dumps(s["model_options"], sort_keys=True) for s in specs},
+            "loaded": [options for _, options in _Recorder.loaded],
+            "entry": store.manifest().get("attention"),
+            "n": store.counts()["items"],
+        }
+
+
+def test_a_new_run_records_its_attention_and_one_stored_before_resumes_with_eager(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new run's items and loaded model name the family's sdpa, and its manifest says so;
+    resumed, it plans the same items. A run stored before (made here as one: options without
+    the field) resumes with eager: the same items, the model loaded without the field (eager),
+    and no manifest entry that would make a later resume fill it in."""
+    import clearsight.models.hf as hf
+    from clearsight.models import registry
+
+    monkeypatch.setattr(hf, "make_hf", _Recorder)
+    monkeypatch.setattr(registry, "_SHARED", {})
+    model = _checkpoint(tmp_path / "llama", "llama")
+    _Recorder.loaded.clear()
+    run_sweep(_one_item_sweep(model), tmp_path / "new", progress=False)
+    new = _stored(tmp_path / "new", model)
+    assert new["items"] == {'{"attn_implementation": "sdpa"}'}
+    assert new["loaded"] == [{"attn_implementation": "sdpa"}]
+    assert new["entry"] == "by family"
+    assert _resume(tmp_path / "new", model, monkeypatch) == new
+
+    _Recorder.loaded.clear()
+    monkeypatch.setattr(registry, "_SHARED", {})
+    with attention.by_family(False):
+        run_sweep(_one_item_sweep(model), tmp_path / "old", progress=False)
+    old = _stored(tmp_path / "old", model)
+    assert old["items"] == {"{}"}
+    assert old["loaded"] == [{}]
+    assert HfOptions(**old["loaded"][0]).attn_implementation == "eager"
+    assert old["entry"] is None
+    assert old["n"] == new["n"]
+    assert _resume(tmp_path / "old", model, monkeypatch) == old
+    assert _resume(tmp_path / "old", model, monkeypatch) == old

@@ -20,6 +20,12 @@ A row (:class:`Family`, keyed by the config's ``model_type`` in :data:`FAMILIES`
     model inputs with one row per token that tokens appended after the prompt (multi-token
     candidates, generated tokens) must also get, as a copy of the prompt's last row, which is
     what ``generate`` does (Mllama's ``cross_attention_mask``: which image tiles a token reads).
+``attention``
+    the attention kernel a new run computes with where its options name none
+    (:mod:`clearsight.models.attention`): ``sdpa``, faster than ``eager``, wherever it gives
+    what ``eager`` gives under the backend's custom masks and batches (the conformance suite's
+    masked and batch checks, ``tests/models/test_conformance.py``, run with it: every family
+    there passes); ``eager`` for a family where it does not.
 
 Rules that follow from the config alone are derived by :func:`family_of`, so that a new family
 needs at most a row:
@@ -43,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from clearsight.validate import InputError
 
@@ -62,6 +68,7 @@ class Family:
     masked_scoring: str | None = None
     bidirectional_image: frozenset[str] = frozenset()
     per_token_inputs: tuple[str, ...] = ()
+    attention: Literal["sdpa", "eager"] = "sdpa"
     # derived from the config by family_of: the model type, each decoder layer's attention
     # type (one entry when all layers are alike) and the window of sliding-window layers
     model_type: str = ""

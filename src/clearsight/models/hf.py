@@ -16,11 +16,12 @@ A config whose model type transformers maps to ``AutoModelForImageTextToText`` l
 (its processor; see :mod:`clearsight.models.hf_inputs` for processors whose video half needs
 torchvision), anything else as a text-only causal LM (``AutoTokenizer`` +
 ``AutoModelForCausalLM``), which drops images and records how many in
-``Response.extra["images_dropped"]``. What a family does differently, and what is refused
-before a run (an encoder-decoder, a VLM that would load text-only, masks a family's attention
-cannot honour), is in one table, :mod:`clearsight.models.families`. The computation itself —
-batched candidate probabilities, generation with ``n`` samples sharing one prefill, the 4-D
-attention-mask hook — is in :mod:`clearsight.models.hf_backend`.
+``Response.extra["images_dropped"]``. What a family does differently, what is refused before a
+run (an encoder-decoder, a VLM that would load text-only, masks a family's attention cannot
+honour) and the attention kernel a new run gives it where its options name none
+(:mod:`clearsight.models.attention`) are in one table, :mod:`clearsight.models.families`. The
+computation itself — batched candidate probabilities, generation with ``n`` samples sharing one
+prefill, the 4-D attention-mask hook — is in :mod:`clearsight.models.hf_backend`.
 
 This module imports neither torch nor transformers (its options,
 :class:`~clearsight.models.hf_options.HfOptions`, validate a run's configuration cheaply);
@@ -115,30 +116,38 @@ Encoding = Literal["shared", "per item", "none"]
 
 def vision_encoding(arg: str, options: Mapping[str, JsonValue]) -> Encoding | None:
     """How ``hf:<arg>`` will encode images (:data:`Encoding`), from its family's rules
-    (:attr:`~clearsight.models.families.Family.shares_prefix`): the family read from its
-    ``config.json`` (a local directory's, an adapter's base's, or the hub id's cached
-    snapshot's), else from the model type of the preset its ``options`` name. Loads nothing,
-    reads no network; None where neither is found."""
+    (:attr:`~clearsight.models.families.Family.shares_prefix`) as :func:`config_of` reads
+    them. Loads nothing, reads no network; None where no config is found."""
+    from clearsight.models.families import family_of_json
+
+    config = config_of(arg, options)
+    if config is None:
+        return None
+    if config.get("vision_config") is None and config.get("image_token_id") is None:
+        return "none"
+    return "shared" if family_of_json(config).shares_prefix else "per item"
+
+
+def config_of(arg: str, options: Mapping[str, JsonValue]) -> dict[str, JsonValue] | None:
+    """The ``config.json`` of ``hf:<arg>`` as read (a local directory's, an adapter's base's,
+    or the hub id's cached snapshot's), else a config of the preset its ``options`` name
+    (its model type; a vision part unless the preset is a text model's); None where neither
+    is found. Loads nothing, reads no network."""
     import json
 
-    from clearsight.models.families import family_of_json
     from clearsight.models.presets import PRESET_KEY, find_preset
 
     manifest = adapter_manifest(arg)
     base = arg if manifest is None else str(manifest["base"]).removeprefix("hf:")
     found = _config_file(base, options)
     if found is not None:
-        config = json.loads(found.read_text(encoding="utf-8"))
-    else:
-        preset = find_preset(str(options.get(PRESET_KEY, "")))
-        if preset is None:
-            return None
-        if preset.kind == "text":
-            return "none"
-        config = {"model_type": preset.model_type, "vision_config": {}}
-    if config.get("vision_config") is None and config.get("image_token_id") is None:
-        return "none"
-    return "shared" if family_of_json(config).shares_prefix else "per item"
+        config: dict[str, JsonValue] = json.loads(found.read_text(encoding="utf-8"))
+        return config
+    preset = find_preset(str(options.get(PRESET_KEY, "")))
+    if preset is None:
+        return None
+    vision: dict[str, JsonValue] = {"vision_config": {}} if preset.kind != "text" else {}
+    return {"model_type": preset.model_type, **vision}
 
 
 def _config_file(base: str, options: Mapping[str, JsonValue]) -> Path | None:

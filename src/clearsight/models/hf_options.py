@@ -41,8 +41,11 @@ class HfOptions(BaseModel):
     )
     attn_implementation: Literal["eager", "sdpa", "flash_attention_2"] = Field(
         "eager",
-        description="Attention kernel. Custom 4-D masks (trajectory grounding) need 'eager' or "
-        "'sdpa'; 'flash_attention_2' disables the attention_mask capability.",
+        description="Attention kernel. Left out, a new run gives the model its family's "
+        "(models/families.py: 'sdpa' wherever it reproduces the custom masks) and records it "
+        "in its items' options; options without it (a run stored before) mean 'eager'. Custom "
+        "4-D masks (trajectory grounding) need 'eager' or 'sdpa'; 'flash_attention_2' disables "
+        "the attention_mask capability.",
     )
     kind: Literal["auto", "vlm", "text"] = Field(
         "auto",

@@ -23,6 +23,7 @@ from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
+from clearsight.models.attention import fill
 from clearsight.validate import InputError, invalid_options
 
 __all__ = [
@@ -164,15 +165,17 @@ def resolve_options(
 ) -> dict[str, JsonValue]:
     """The options ``model`` runs with: its preset's options for its backend (see the module
     docstring) under ``options``, which win, and ``preset`` naming the preset applied; a model
-    without a preset gets ``options`` unchanged. Idempotent."""
+    without a preset gets ``options`` unchanged. An ``hf`` model's attention kernel, where
+    neither names one, is its family's in a run that fills it in
+    (:func:`clearsight.models.attention.fill`). Idempotent."""
     given = dict(options or {})
     preset = _chosen(model, given)
     if preset is None:
         if PRESET_KEY in given:
             given[PRESET_KEY] = None  # off, and stays off when resolved again
-        return given
+        return fill(model, given)
     backend = model.partition(":")[0]
-    return {**preset.options(backend), **given, PRESET_KEY: preset.name}
+    return fill(model, {**preset.options(backend), **given, PRESET_KEY: preset.name})
 
 
 def backend_options(
