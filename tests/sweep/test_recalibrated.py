@@ -194,6 +194,14 @@ def test_without_clean_images_nothing_is_fitted() -> None:
     assert numbers.summary.empty
 
 
+def test_the_draws_are_capped_and_the_section_says_how_many() -> None:
+    few = rc.recalibrated_numbers(_toy(), pd.DataFrame(), n_boot=7, alpha=ALPHA)
+    many = rc.recalibrated_numbers(_toy(), pd.DataFrame(), n_boot=rc.MAX_DRAWS + 300, alpha=ALPHA)
+    assert (few.draws, many.draws) == (7, rc.MAX_DRAWS)
+    capped = rc.recalibrated_numbers(_toy(), pd.DataFrame(), n_boot=rc.MAX_DRAWS, alpha=ALPHA)
+    pd.testing.assert_frame_equal(many.levels, capped.levels)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 1.5, math.nan])
 def test_a_conformal_alpha_outside_zero_one_is_refused(alpha: float) -> None:
     with pytest.raises(ValidationError, match="conformal_alpha"):

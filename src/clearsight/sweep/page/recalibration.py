@@ -15,7 +15,7 @@ import pandas as pd
 from clearsight.pages.html import Details, Frame, Part, esc, fmt_ci, fmt_num
 from clearsight.pages.output import MarkdownBlock
 from clearsight.sweep.analysis import SweepAnalysis
-from clearsight.sweep.numbers.recalibrated import Recalibrated
+from clearsight.sweep.numbers.recalibrated import MAX_DRAWS, Recalibrated
 from clearsight.sweep.page.labels import interval, interval_of, w_label
 
 __all__ = ["MAP_LABELS", "recalibration_markdown", "recalibration_section"]
@@ -47,8 +47,9 @@ def _method(numbers: Recalibrated) -> str:
         "move W. The conformal threshold answers where the confidence is at least the "
         "threshold fitted on the clean answers for a target risk (answered and wrong) of "
         f"α = {fmt_num(numbers.alpha, 3)}; the guarantee holds for answers exchangeable with "
-        "the clean ones. Brackets: 95 % photo-bootstrap intervals, every map and threshold "
-        "fitted again in each draw."
+        "the clean ones. Brackets: 95 % photo-bootstrap intervals from "
+        f"{numbers.draws} draws (at most {MAX_DRAWS}: each draw refits every map), every map "
+        "and threshold fitted again in each draw."
     )
 
 
