@@ -111,14 +111,16 @@ def test_a_runs_manifest_holds_the_batch_sizes_auto_chose_serial_and_in_a_pool(
     per image size: with the serial executor the very choices of the backend that ran (this
     process's shared one), and the same from a process pool, whose workers send theirs back
     with their units' records."""
-    from clearsight.models import shared_backend
+    from clearsight.models import attention, shared_backend
+    from clearsight.models.presets import backend_options
     from clearsight.store import run_manifest
     from clearsight.sweep.protocol import run_sweep
     from fixtures.sweep_runs import auto_sized_sweep
 
     model = f"hf:{tiny_idefics3_path}"
     cfg = auto_sized_sweep(model)
-    options = cfg.model_options[model]
+    with attention.by_family(True):  # the options a new run resolves (its family's attention)
+        options = backend_options(model, cfg.model_options[model])
     chosen = {}
     for executor in ("serial", "process"):
         summary = run_sweep(cfg, tmp_path / executor, executor=executor, workers=2, progress=False)
