@@ -26,7 +26,7 @@ CHANGED: dict[type[RunConfig], list[dict[str, Any]]] = {
         {"imagenet_c_corruptions": ("fog", "snow")},
         {"conformal_alpha": 0.1},
     ],
-    ProbeConfig: [{"uot": SearchSettings(depth=2)}],
+    ProbeConfig: [{"uot": SearchSettings(depth=2)}, {"judge_model": "hf:smollm2-135m"}],
     GroundingConfig: [{"bench": "b.jsonl"}, {"variation_samples": 3}, {"readouts": ("ptrue",)}],
 }
 
