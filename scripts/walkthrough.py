@@ -150,6 +150,13 @@ class Watched:
         return "".join(c for _, c in self.chunks)
 
 
+def _ctrl_c_ends() -> None:
+    """In the child before it starts: Ctrl-C does what it does in a terminal, even where this
+    script was started with SIGINT ignored (a shell's background job), which the child would
+    inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def watch(
     argv: Sequence[str], limit_s: float | None = None, env: dict[str, str] | None = None
 ) -> Watched:
@@ -173,6 +180,7 @@ def watch(
         stderr=slave,
         env=environ,
         start_new_session=True,
+        preexec_fn=_ctrl_c_ends,
     )
     os.close(slave)
     got = Watched()
