@@ -92,11 +92,12 @@ def _measure(config: SweepConfig, root: Path, repeats: int, spent: Callable[[], 
     print its lines (the default design's with their suffix; it needs no warm-up of its own
     after the demo's)."""
     runs = iter(range(1_000_000))
+    suffix = "" if config is DEMO else "_default_design"
 
     def sweep(options: ExecutionOptions) -> Timing:
         before, cpu, start = spent(), time.process_time(), time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):  # the headline it prints
-            options.start(run_sweep, config, root / f"run-{next(runs)}", report=True)
+            options.start(run_sweep, config, root / f"run{suffix}-{next(runs)}", report=True)
         wall = time.perf_counter() - start
         return wall, time.process_time() - cpu, spent() - before
 
@@ -105,7 +106,6 @@ def _measure(config: SweepConfig, root: Path, repeats: int, spent: Callable[[], 
     if config is DEMO:
         sweep(tracked), sweep(untracked), sweep(sampled)  # warm-up
     timings = [(sweep(tracked), sweep(untracked), sweep(sampled)) for _ in range(repeats)]
-    suffix = "" if config is DEMO else "_default_design"
     _print(timings, sampled.tracker_sample, suffix)
     plan = plan_sweep(config)
     report(f"sweep_items{suffix}", len(plan.items), 0)

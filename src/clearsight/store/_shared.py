@@ -60,11 +60,13 @@ def read_shared(read: Callable[[A], T]) -> Callable[[A], T]:
         state = _state(run_dir)
         with guard:
             lock = locks.setdefault(state[0], threading.Lock())
-        with lock:
-            value: T | None = held.get(state)
+        with lock:  # one read of a run at a time; the table itself under ``guard``
+            with guard:
+                value: T | None = held.get(state)
             if value is None:
                 value = read(run_dir)
-                held[state] = value
+                with guard:
+                    held[state] = value
             return value
 
     return shared
