@@ -21,6 +21,7 @@ from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.page.report import build_sweep_report
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import RunData, load_run_data
+from fixtures.sweep_runs import toy_record, toy_run
 
 LEVELS = (10.0, 1.0)
 ALPHA = 0.3
@@ -42,36 +43,12 @@ TOY = [
 def _toy(rows: list[tuple[str, float, float, int]] = TOY) -> RunData:
     records = pd.DataFrame(
         [
-            {
-                "model": "m",
-                "task": "identify",
-                "wording": "mcq.reason",
-                "scene": f"s{k:02d}",
-                "scene.source": "test",
-                "condition": cond,
-                "level_m": level,
-                "severity": math.nan,
-                "abstained": 0.0,
-                "answered": 1.0,
-                "internal_conf": conf,
-                "verbal_conf": math.nan,
-                "n_options": 4.0,
-                "correct": float(y),
-            }
+            toy_record(f"s{k:02d}", cond, level, internal_conf=conf, correct=float(y))
             for k, (cond, level, conf, y) in enumerate(rows)
         ]
     )
     records["cluster"] = records["scene"]
-    return RunData(
-        run_dir=Path("."),
-        manifest={},
-        counts={},
-        records=records,
-        veq=pd.DataFrame(columns=["scene", "severity", "v_eq_m", "gain"]),
-        failures=pd.Series(dtype=int),
-        levels={"fog": LEVELS},
-        depth=pd.DataFrame(),
-    )
+    return toy_run(records, LEVELS)
 
 
 def _at(frame: pd.DataFrame, **where: object) -> pd.Series:

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +29,7 @@ from clearsight.sweep.results import RunData, confidence_signal, primary_wording
 from clearsight.sweep.specs import PROTOCOL
 from clearsight.validate import InputError
 
-__all__ = ["LETTER_FLOOR", "Group", "Items", "groups", "letter_logprobs"]
+__all__ = ["LETTER_FLOOR", "Group", "Items", "Scored", "groups", "letter_logprobs"]
 
 #: A letter's probability is floored here before its log is taken (an API's top-k read-out
 #: gives a letter outside its top k no probability at all).
@@ -113,26 +114,23 @@ class Items:
     z: FloatArray | None  # (N, K) content letters' log-probabilities
     label: IntArray | None  # the correct letter's index
 
-    def take(self, idx: IntArray) -> Items:
-        """The items ``idx`` (repeated where an index repeats)."""
-        return Items(
-            self.conf[idx],
-            self.correct[idx],
-            self.answered[idx],
-            self.cluster[idx],
-            self.cell[idx],
-            None if self.z is None else self.z[idx],
-            None if self.label is None else self.label[idx],
-        )
-
-    def resampled(self, weights: FloatArray) -> Items:
-        """Every item as often as its cluster's weight (one bootstrap draw)."""
-        times = weights[self.cluster].astype(np.intp)
-        return self.take(np.repeat(np.arange(self.cluster.size), times))
-
     def scored(self, cell: int) -> npt.NDArray[np.bool_]:
         """The answered items with a confidence in ``cell``."""
         return (self.cell == cell) & self.answered & np.isfinite(self.conf)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The items a cell's ECE, Brier and AURC read (answered, with a confidence, in the clean
+    cell or an arm's level): their ``index`` among the group's items, ``cell`` and
+    ``correct``, and ``order``, the positions of these items sorted by cell, then by
+    decreasing confidence (ties in their given order). A non-decreasing map of the confidence
+    keeps that order, so the draws reuse it rather than sorting every map of every draw."""
+
+    index: IntArray
+    cell: IntArray
+    correct: FloatArray
+    order: IntArray
 
 
 @dataclass(frozen=True)
@@ -160,6 +158,16 @@ class Group:
     def has_blank(self) -> bool:
         """Whether the accuracy has blank images for its floor (else chance)."""
         return bool((self.accuracy.cell == self.blank).any())
+
+    @cached_property
+    def scored(self) -> Scored:
+        """The :class:`Scored` items of the group, sorted once for every draw."""
+        items = self.items
+        keep = (items.cell >= 0) & (items.cell < len(self.cells)) & items.answered
+        index = np.flatnonzero(keep & np.isfinite(items.conf))
+        cell = items.cell[index]
+        order = np.lexsort((-items.conf[index], cell))
+        return Scored(index, cell, items.correct[index], order)
 
 
 def _columns(records: pd.DataFrame) -> pd.DataFrame:
