@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from clearsight.metrics import apply_temperature, bootstrap_weights, brier, ece, risk_coverage
+from clearsight.metrics import (
+    apply_temperature,
+    bootstrap_weights,
+    brier,
+    ece,
+    risk_coverage,
+    temperature_confidence,
+)
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers import recalibrated as rc
 from clearsight.sweep.numbers import weather_draw, weather_items
@@ -212,6 +219,16 @@ def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> 
     np.testing.assert_allclose(back[answered], records["internal_conf"][answered], atol=1e-9)
     right = records["correct"].to_numpy() == 1.0
     assert (z.argmax(axis=1)[right] == labels[right]).all()
+    # each group's items carry their own letters (read with the records, row for row)
+    letter_groups = [
+        g for g in weather_items.groups(load_run_data(run), pd.DataFrame()) if g.items.z is not None
+    ]
+    assert letter_groups
+    for group in letter_groups:
+        assert group.items.z is not None
+        has = np.isfinite(group.items.conf)
+        top = temperature_confidence(group.items.z, 1.0)
+        np.testing.assert_allclose(top[has], group.items.conf[has], atol=1e-9)
     paths = build_sweep_report(run, tmp_path / "report", n_boot=50, thumbnails=False)
     summary = paths.summary_md.read_text(encoding="utf-8")
     assert "## Calibration under weather" in summary

@@ -93,8 +93,9 @@ def test_a_weighted_draw_equals_the_repeated_items(drawn: tuple[Group, np.ndarra
         fitted_rep.notes,
     )
     np.testing.assert_array_equal(conformal, conformal_rep)
-    if fitted.temperature is not None:
-        assert fitted.temperature == pytest.approx(fitted_rep.temperature, rel=RTOL)
+    # the temperatures themselves may differ where the NLL is flat (every answer right by far:
+    # tests/metrics/test_recalibration.py), which leaves its confidences at 1 within rounding
+    assert (fitted.temperature is None) == (fitted_rep.temperature is None)
     for name in weather_draw.MAPS:
         np.testing.assert_allclose(scores[name], scores_rep[name], rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(means, means_rep, rtol=RTOL, atol=ATOL)
