@@ -28,6 +28,7 @@ from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.page.report import build_sweep_report
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import RunData, load_run_data
+from clearsight.validate import InputError
 from fixtures.sweep_runs import toy_record, toy_run
 
 LEVELS = (10.0, 1.0)
@@ -168,6 +169,15 @@ def test_cell_scores_match_the_metrics_cell_by_cell() -> None:
                 risk_coverage(conf[m], correct[m]).aurc,
             ]
             np.testing.assert_allclose(found[c], want, atol=1e-12)
+
+
+def test_cell_scores_refuse_a_cell_outside_their_table() -> None:
+    conf, correct = np.array([0.3, 0.9]), np.array([0.0, 1.0])
+    with pytest.raises(InputError, match=r"cells must lie in 0\.\.1"):
+        weather_draw.cell_scores(conf, correct, np.array([0, 2]), 2)
+    # a confidence past 1 (a stored reading's rounding) falls in the last bin, as ECE's
+    found = weather_draw.cell_scores(np.array([1.0 + 1e-12]), np.array([1.0]), np.array([0]), 1)
+    assert found[0, 0] == pytest.approx(1e-12, abs=1e-15)
 
 
 def test_without_clean_images_nothing_is_fitted() -> None:

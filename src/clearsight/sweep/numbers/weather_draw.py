@@ -143,6 +143,8 @@ def cell_scores(
     out = np.full((n_cells, len(STATS)), np.nan)
     if conf.size == 0 or not np.isfinite(conf).all():
         return out
+    if cell.min() < 0 or cell.max() >= n_cells:
+        raise InputError(f"cells must lie in 0..{n_cells - 1}, got {cell.min()}..{cell.max()}")
     w = np.ones(conf.size) if weights is None else np.ascontiguousarray(weights, np.float64)
     gaps, sums = np.zeros((n_cells, ECE_BINS)), np.zeros((len(STATS), n_cells))
     weather_loops.score_sorted(

@@ -32,7 +32,7 @@ def score_sorted(  # pragma: no cover - compiled; checked against the metrics ce
     \sum_k (N_k - N_{k-1}) E_k / N_k` over its distinct confidences in decreasing order
     (:math:`N_k`, :math:`E_k`: the weight of the items and of the wrong ones at or above the
     k-th; a confidence whose items weigh 0 adds nothing). ``order`` lists the items by cell,
-    then by decreasing confidence."""
+    then by decreasing confidence; every cell is one of ``gaps``' rows (not checked here)."""
     n_bins = edges.size - 1
     m = order.size
     i = 0
@@ -51,7 +51,7 @@ def score_sorted(  # pragma: no cover - compiled; checked against the metrics ce
             k = order[i]
             w = weights[k]
             b = 0
-            while b < n_bins and edges[b + 1] < s:
+            while b < n_bins - 1 and edges[b + 1] < s:
                 b += 1
             gaps[c, b] += w * (correct[k] - s)
             sums[1, c] += w * (s - correct[k]) ** 2
