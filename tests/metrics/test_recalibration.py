@@ -76,6 +76,17 @@ def test_platt_matches_scikit_learns_logistic_regression(seed: int) -> None:
     )
 
 
+def test_platt_of_answers_at_one_confidence_maps_it_to_their_share_right() -> None:
+    """3 of 4 right at 0.7: every (a, b) with a logit(0.7) + b = logit(3/4) = log 3 is a
+    maximum; a = 0 is returned (weights: 3 of 4 counted as 3 right of 4 too)."""
+    fitted = rc.fit_platt([0.7] * 4, [1, 1, 1, 0])
+    assert fitted.a == 0.0
+    assert fitted.b == pytest.approx(math.log(3), rel=1e-12)
+    weighted = rc.fit_platt([0.7, 0.7], [1, 0], weights=[3, 1])
+    assert weighted.b == pytest.approx(math.log(3), rel=1e-12)
+    np.testing.assert_allclose(rc.apply_platt(fitted, [0.2, 0.7]), [0.75, 0.75], rtol=1e-12)
+
+
 def test_platt_refuses_what_has_no_maximum() -> None:
     with pytest.raises(InputError, match="no maximum"):
         rc.fit_platt([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])  # separated

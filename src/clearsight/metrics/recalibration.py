@@ -145,7 +145,7 @@ def fit_temperature(
     ``labels`` are the correct letters' indices."""
     z, y = _check_letters(logprobs, labels)
     w = _check_weights(weights, y.size)
-    share = w / w.sum()
+    total = w.sum()
     true = z[np.arange(len(y)), y]
 
     top = z.max(axis=1)
@@ -153,7 +153,9 @@ def fit_temperature(
 
     def nll(log_beta: float) -> float:
         beta = np.exp(log_beta)
-        return float(share @ (np.log(np.exp(beta * shifted).sum(axis=1)) - beta * gap))
+        # a sum of w * loss, not a dot product: without weights, np.mean's own pairwise sum
+        losses = np.log(np.exp(beta * shifted).sum(axis=1)) - beta * gap
+        return float(np.sum(w * losses) / total)
 
     found = optimize.minimize_scalar(
         nll, bounds=(-4 * np.log(10), 4 * np.log(10)), method="bounded", options={"xatol": 1e-10}
@@ -193,9 +195,14 @@ def fit_platt(
     answers right or all wrong, or the right ones separated from the wrong by the confidence,
     ties at the border included (every right answer's logit at or above some value and every
     wrong one's at or below it, or the reverse: the likelihood rises without end as
-    :math:`|a|` grows, and Newton's steps would stop at an arbitrary large :math:`a`)."""
+    :math:`|a|` grows, and Newton's steps would stop at an arbitrary large :math:`a`). Answers
+    all at one confidence, some right and some wrong, have a maximum wherever
+    :math:`a s + b = \operatorname{logit}(\bar y)` (:math:`\bar y` their weighted share
+    right): the one with :math:`a = 0`, the map to that share, is returned."""
     conf, y, w = _weighted_pair(confidence, correct, weights)
     s = _logit(conf)
+    if y.size and y.min() < y.max() and s.min() == s.max():
+        return PlattMap(0.0, float(special.logit(np.sum(w * y) / np.sum(w))))
     if _separated(s, y):
         max_iter = 0
     x = np.stack([s, np.ones_like(s)], axis=1)
@@ -219,7 +226,8 @@ def fit_platt(
 
 def _separated(s: FloatArray, y: FloatArray) -> bool:
     """Whether a threshold on ``s`` splits the right answers from the wrong, ties at it
-    allowed (or one kind is missing): then the logistic fit has no finite maximum."""
+    allowed (or one kind is missing): then the logistic fit has no finite maximum (answers
+    all at one ``s`` are :func:`fit_platt`'s own case)."""
     right, wrong = s[y == 1.0], s[y == 0.0]
     if right.size == 0 or wrong.size == 0:
         return True
