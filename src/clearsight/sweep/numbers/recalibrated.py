@@ -119,9 +119,11 @@ class Recalibrated:
 #: The most photo-bootstrap draws behind this section's intervals: each draw refits three
 #: maps and the threshold and rescores every cell. Weighted draws, the cell order sorted once
 #: per group and one compiled scoring pass (:mod:`~clearsight.sweep.numbers.weather_draw`)
-#: took a draw of a 36,000-item group from 45 ms to 15 ms (``benchmarks/recalibration.py``),
-#: but the headline's 2,000 draws over the paper's design (50 model x task x wording groups)
-#: would still spend some 25 minutes of the report here, so the cap stays: 200 draws put a
+#: took a draw of a synthetic 36,000-item group from 45 ms to 16 ms
+#: (``benchmarks/recalibration.py``), and the section of the paper-scale run (50 model x task
+#: x wording groups, 1.8 M records) from 68 s to 40 s of CPU at 200 draws, about 4 ms a draw
+#: (the letters' second read of the store, 66 s more, is gone too). The headline's 2,000 draws
+#: would add some 6 minutes to a report that now takes 6.5, so the cap stays: 200 draws put a
 #: 95 % percentile interval's ends within a few draws' spacing of 2,000's.
 MAX_DRAWS = 200
 
