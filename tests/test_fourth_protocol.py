@@ -14,7 +14,7 @@ right on 1, 3 and 5 (accuracy 1/2), so the guesser minus the doubter is, per num
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict
@@ -166,8 +166,8 @@ def _card(run_dir: Path, n_boot: int, seed: int) -> CardSection:
     )
 
 
-def _rows(run_dir: Path) -> Iterator[Row]:
-    return frame_rows(_frame(run_dir))
+def _rows(run_dir: Path, keys: Collection[str] | None = None) -> Iterator[Row]:
+    return frame_rows(_frame(run_dir), keys)
 
 
 def _card_plan(model: str, config: CardConfig) -> list[Part]:

@@ -450,6 +450,20 @@ def test_iter_records_by_kind_and_without_raw(store: RunStore) -> None:
     assert p2.raw == {"turns": [1, 2]}
 
 
+def test_item_specs_of_a_kind_of_its_finished_items_and_of_some_keys(store: RunStore) -> None:
+    _kinds_store(store)
+    assert [key for key, _ in store.item_specs("probe")] == ["p1", "p2"]
+    assert [key for key, _ in store.item_specs("probe", ok=True)] == ["p2"]  # p1 failed
+    assert list(store.item_specs("probe.build", ok=True)) == []  # no record
+    some = list(store.item_specs("sweep", keys=["s3", "nope", "p2", "s1"]))
+    assert some == [("s1", {"scene": "cat", "level": 1.5}), ("s3", {"scene": "eel", "level": 3.0})]
+    assert list(store.item_specs("sweep", keys=[])) == []
+    assert [key for key, _ in store.item_specs("sweep", ok=True, keys=["s2"])] == ["s2"]
+    whole = list(store.item_specs("sweep"))
+    assert [key for key, _ in whole] == ["s1", "s2", "s3"]
+    assert repr(list(store.item_specs("sweep", shared=True))) == repr(whole)  # NaN level too
+
+
 def test_records_page_counts_from_an_offset_in_item_order(store: RunStore) -> None:
     _kinds_store(store)
     assert [r.key for r in store.records_page(0, 4)] == ["s1", "v1", "p1", "s2"]

@@ -8,7 +8,8 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.scenes.bundled import load_bundled_scene
-from clearsight.sweep.images.equivalence import equivalence_table, monotone_veq_share, summarise
+from clearsight.sweep.images.corruptions import summarise
+from clearsight.sweep.images.equivalence import equivalence_table, monotone_veq_share
 from clearsight.sweep.plan import plan_sweep
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ a fresh folder before any test imports trackio."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -121,11 +121,12 @@ def test_trackio_colon_project_sends_the_run_to_that_project(
     assert logged["toy accuracy"] == pytest.approx(5 / 6, abs=1e-12)
 
 
-def _keyed_rows(run_dir: Path) -> Iterator[Row]:
-    """The toy run's rows, each with its item's key and number."""
+def _keyed_rows(run_dir: Path, keys: Collection[str] | None = None) -> Iterator[Row]:
+    """The toy run's rows (those of ``keys``), each with its item's key and number."""
     with RunStore.open(run_dir, read_only=True) as store:
         for rec in store.iter_records("ok", kind=ITEM_KIND, raw=False):
-            yield {"key": rec.key, "n": rec.spec["n"], **rec.readouts}
+            if keys is None or rec.key in keys:
+                yield {"key": rec.key, "n": rec.spec["n"], **rec.readouts}
 
 
 def _parity(spec: Mapping[str, object]) -> tuple[object, ...]:

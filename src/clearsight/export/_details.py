@@ -52,7 +52,7 @@ def _sample(run: ExportRun, rows: list[Row], n: int, seed: int) -> pa.Table | No
 
     if run.face.shown is None:
         return None
-    drawn = sample_rows(run.run_dir, run.face, rows, n, seed)
+    drawn = sample_rows(run.run_dir, run.face, n, seed, rows=rows)
     if all(s.image is None for s in drawn):
         return None
     picked = [

@@ -17,7 +17,7 @@ protocol that lacks its part says so (:meth:`ProtocolFace.need`).
 * ``card_run``: how the protocol takes part in ``clearsight card`` and ``clearsight board``
   (:class:`~clearsight.faces.card_run.CardRun`: its parts, its run, what a board pairs);
 * ``rows``: the run's records as typed rows, one per finished item, each with its item's
-  ``key`` (export, and the sample's rows matched to its drawn items);
+  ``key`` (export; given keys, those items' rows only: the sample's, :class:`RowsOf`);
 * ``serve``: what ``clearsight serve`` shows of the protocol's runs
   (:class:`~clearsight.faces.serving.Serving`: the human sessions it hosts, a record's
   conversation, the records it withholds);
@@ -37,10 +37,10 @@ analysing the run a second time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from clearsight.pages.output import NO_APPENDIX, Appendix
 from clearsight.validate import InputError
@@ -64,6 +64,7 @@ __all__ = [
     "ProtocolFace",
     "ReportRequest",
     "Row",
+    "RowsOf",
     "Scalar",
     "frame_rows",
 ]
@@ -74,6 +75,15 @@ Scalar = str | int | float | bool | None
 Row = Mapping[str, Scalar]
 
 T = TypeVar("T")
+
+
+class RowsOf(Protocol):
+    """A face's ``rows``: the typed rows of the run in ``run_dir``, all of them or (``keys``)
+    those of these items only, their values as in the whole run's rows (a value derived over
+    the run, such as the sweep's bootstrap ``cluster``, is the whole run's)."""
+
+    def __call__(self, run_dir: Path, keys: Collection[str] | None = None) -> Iterator[Row]:
+        """The rows (see the class docstring)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,7 @@ class ProtocolFace:
     derive: Mapping[str, Derive] = field(default_factory=dict)
     card: Callable[[Path, int, int], CardSection] | None = None
     card_run: CardRun | None = None
-    rows: Callable[[Path], Iterator[Row]] | None = None
+    rows: RowsOf | None = None
     serve: Serving | None = None
     shown: Callable[[Path, Mapping[str, Mapping[str, Any]]], Mapping[str, bytes]] | None = None
     compare: Callable[[Path, Path, float, int, int], Comparison] | None = None
@@ -171,8 +181,12 @@ def _scalar(value: Any) -> Scalar:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-def frame_rows(frame: pd.DataFrame) -> Iterator[Row]:
-    """The rows of ``frame`` as typed rows (:func:`_scalar` per cell), in its order."""
+def frame_rows(frame: pd.DataFrame, keys: Collection[str] | None = None) -> Iterator[Row]:
+    """The rows of ``frame`` as typed rows (:func:`_scalar` per cell), in its order; ``keys``:
+    only the rows whose ``key`` is one of them (chosen before any row is made: a sample of a
+    large run makes a sample's rows)."""
+    if keys is not None:
+        frame = frame[frame["key"].isin(list(keys))]
     columns = [str(c) for c in frame.columns]
     for values in frame.itertuples(index=False, name=None):
         yield {c: _scalar(v) for c, v in zip(columns, values, strict=True)}

@@ -45,11 +45,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SampledRow:
-    """One sampled item: its row and the PNG its model was shown (None: none, or the face
-    shows no images)."""
+    """One sampled item: its row, the PNG its model was shown (None: none, or the face shows
+    no images) and, where the run kept them, that image's pixels (a tracker's small copy or
+    its own encoding made from them, the PNG not decoded)."""
 
     row: Row
     image: bytes | None
+    pixels: npt.NDArray[np.uint8] | None = None
 
 
 def sample_keys(strata: Mapping[tuple[Any, ...], Sequence[str]], n: int, seed: int) -> list[str]:
@@ -70,16 +72,21 @@ def sample_keys(strata: Mapping[tuple[Any, ...], Sequence[str]], n: int, seed: i
 
 def _drawn(
     specs: Iterable[tuple[str, Mapping[str, Any]]], kind: Reaskable[Any], n: int, seed: int
-) -> dict[str, Mapping[str, Any]]:
-    """The specs of ``n`` of the items ``specs`` (key, JSON spec; in item order) eligible for
-    ``kind``, drawn by its strata with ``seed``, by key, in the sample's order."""
+) -> list[str]:
+    """The keys of ``n`` of the items ``specs`` (key, JSON spec; in item order) eligible for
+    ``kind``, drawn by its strata with ``seed``, in the sample's order. Only the keys are
+    held: a draw over a run of millions of items keeps no spec."""
     strata: dict[tuple[Any, ...], list[str]] = defaultdict(list)
-    found: dict[str, Mapping[str, Any]] = {}
     for key, spec in specs:
         if kind.eligible(spec):
             strata[kind.stratum(spec)].append(key)
-            found[key] = spec
-    return {key: found[key] for key in sample_keys(strata, n, seed)}
+    return sample_keys(strata, n, seed)
+
+
+def _specs_of(store: RunStore, kind: Reaskable[Any], keys: Sequence[str]) -> dict[str, Any]:
+    """The stored specs of ``keys`` (items of ``kind``), by key in their order."""
+    found = dict(store.item_specs(kind.kind, keys=keys))
+    return {key: found[key] for key in keys}
 
 
 def sampled_specs(
@@ -87,43 +94,67 @@ def sampled_specs(
 ) -> dict[str, Mapping[str, Any]]:
     """The stored specs of ``n`` finished items of ``kind`` (its eligible ones, drawn by its
     strata with ``seed``), by key, in the sample's order."""
-    records = store.iter_records("ok", kind=kind.kind, raw=False)
-    return _drawn(((rec.key, rec.spec) for rec in records), kind, n, seed)
+    finished = store.item_specs(kind.kind, ok=True, shared=True)
+    return _specs_of(store, kind, _drawn(finished, kind, n, seed))
 
 
-def planned_keys(store: RunStore, kind: Reaskable[Any], n: int, seed: int) -> frozenset[str]:
+def planned_keys(store: RunStore, kind: Reaskable[Any], n: int, seed: int) -> tuple[str, ...]:
     """The keys :func:`sampled_specs` draws once every stored item of ``kind`` has finished
-    ok: drawn before its stage runs (its items stored), so that its units keep those items'
-    images (:func:`clearsight.execute.kept.keeping`)."""
-    return frozenset(_drawn(store.item_specs(kind.kind), kind, n, seed))
+    ok, in the sample's order: drawn before its stage runs (its items stored), so that its
+    units keep those items' images (:func:`clearsight.execute.kept.keeping`)."""
+    return tuple(_drawn(store.item_specs(kind.kind, shared=True), kind, n, seed))
+
+
+def _sample_specs(
+    store: RunStore, kind: Reaskable[Any], n: int, seed: int, planned: Sequence[str] | None
+) -> dict[str, Mapping[str, Any]]:
+    """:func:`sampled_specs`; without reading every item again where the ``planned`` draw
+    (:func:`planned_keys`, None: not drawn) is known and every item of ``kind`` finished ok,
+    the case in which the two draws are the same."""
+    if planned is not None:
+        items, ok = store.items_and_ok_per_kind().get(kind.kind, (0, 0))
+        if items == ok:
+            return _specs_of(store, kind, planned)
+    return sampled_specs(store, kind, n, seed)
 
 
 def sample_rows(
     run_dir: Path,
     face: ProtocolFace,
-    rows: Iterable[Row],
     n: int,
     seed: int,
+    *,
+    rows: Iterable[Row] | None = None,
     kept: Mapping[str, npt.NDArray[np.uint8]] | None = None,
+    planned: Sequence[str] | None = None,
 ) -> list[SampledRow]:
-    """``n`` of ``rows`` (the run's, keyed by ``key``) drawn stratified with ``seed``, in the
+    """``n`` of the run's rows (keyed by ``key``) drawn stratified with ``seed``, in the
     draw's order, each with its shown image where the face shows images (None for an item
     shown none: a text-only problem): the pixels the run ``kept`` of it encoded, the others
     drawn again by the face; none where the face has no ``reask`` kind to draw by or ``n`` is
-    0."""
+    0. ``rows``: the run's rows where the caller has read them all (None: the face reads the
+    drawn items' rows only). ``planned``: the draw made before the run
+    (:func:`planned_keys`), taken as it is where every item finished ok."""
     from clearsight.store import RunStore
 
     if face.reask is None or n == 0:
         return []
     with RunStore.open(run_dir, read_only=True) as store:
-        stored = sampled_specs(store, face.reask, n, seed)
+        stored = _sample_specs(store, face.reask, n, seed, planned)
+    if rows is None:
+        rows = face.need(face.rows, "rows")(run_dir, list(stored))
     by_key = {row.get("key"): row for row in rows if row.get("key") in stored}
     images: dict[str, bytes] = {}
     if face.shown is not None:
         images = {key: png_bytes(kept[key]) for key in stored if kept and key in kept}
         again = {key: spec for key, spec in stored.items() if key not in images}
         images.update(face.shown(run_dir, again) if again else {})
-    return [SampledRow(by_key[key], images.get(key)) for key in stored if key in by_key]
+    held = kept or {}
+    return [
+        SampledRow(by_key[key], images.get(key), held.get(key) if key in images else None)
+        for key in stored
+        if key in by_key
+    ]
 
 
 def png_bytes(pixels: npt.NDArray[np.uint8]) -> bytes:

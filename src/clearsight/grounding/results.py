@@ -31,7 +31,7 @@ from clearsight.grounding.readouts import (
 from clearsight.grounding.specs import ELICIT, JUDGE, TRAJECTORY, VARIATION
 from clearsight.grounding.trajectories.templates import native_template, template_statement
 from clearsight.specs import REASK_KIND
-from clearsight.store import RunStore
+from clearsight.store import RunStore, read_shared
 
 __all__ = ["GroundingResults", "SampledVariation", "load_grounding_results"]
 
@@ -81,6 +81,7 @@ class GroundingResults:
     checkpoint."""
 
 
+@read_shared
 def load_grounding_results(run_dir: Path | str) -> GroundingResults:
     """Read a grounding run (read-only); InputError naming the right command for a run of
     another protocol."""

@@ -33,7 +33,7 @@ from clearsight.probe.readouts import (
 from clearsight.probe.reasoner.limits import limits_statement
 from clearsight.probe.records import iter_transcripts
 from clearsight.probe.transcript import PROTOCOL, Transcript
-from clearsight.store import RunStore
+from clearsight.store import RunStore, read_shared
 from clearsight.validate import InputError
 
 __all__ = ["SETTING", "ProbeResults", "load_probe_results", "pool_results", "transcripts_frame"]
@@ -173,6 +173,7 @@ def _settings_lines(manifest: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
+@read_shared
 def load_probe_results(run_dir: Path | str) -> ProbeResults:
     """Read the conversations and post-hoc analyses of a probe run (read-only); InputError
     naming the right command for a run of another protocol."""

@@ -2,7 +2,9 @@
 
 The public face is small: :class:`RunStore` (open, add items, write records, read them back),
 :class:`Record` / :class:`StoredRecord` (``StoredRecord[T]``: read back with its kind's read-out
-type, :func:`readouts_of`), :func:`load_run` (a run as one frame), :class:`ConfigMismatch`, and
+type, :func:`readouts_of`), :func:`load_run` (a run as one frame), :func:`read_shared` (a
+protocol's reader of a run, its value shared by the threads that read the run at once),
+:class:`ConfigMismatch`, and
 the items a protocol offers the driver: :class:`Items`, one sequence protocol (keys, kinds, the
 wanted ones, the stored rows) that a plain sequence of specs gets from :func:`as_items` and
 :class:`SpecGrid` / :class:`SpecGrids` (a product of groups of fields, built as items only when
@@ -31,6 +33,7 @@ from clearsight.store._readouts import readouts_of
 from clearsight.store._records import Record, StoredRecord
 from clearsight.store._run_store import RunStore, load_run, run_manifest, run_protocol
 from clearsight.store._schema import FRAME_COLUMNS, SCHEMA_VERSION
+from clearsight.store._shared import read_shared
 from clearsight.store._side import IndexDesign, Order, Range, Select, SideIndex, Value
 from clearsight.store._stream import RecordChunk, last_record_id, record_chunks
 
@@ -61,6 +64,7 @@ __all__ = [
     "keys_of",
     "last_record_id",
     "load_run",
+    "read_shared",
     "readouts_of",
     "record_chunks",
     "record_cost",

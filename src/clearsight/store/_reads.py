@@ -9,6 +9,7 @@ secondary ones (``sweep.veq``, ``probe.belief``, ``grounding.elicit``...). ``sta
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -85,17 +86,37 @@ class StoreReads(StoreBase):
         """The distinct kinds of the run's items, sorted (what a run holds, records or not)."""
         return [kind for (kind,) in self.conn.execute(ITEM_KINDS)]
 
-    def item_specs(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Each item of ``kind`` (records or not) as its key and JSON spec, in the order items
-        were added: what :meth:`iter_records` reads of them (a draw over a stage's planned
-        items before it runs, :func:`clearsight.faces.sample.planned_keys`)."""
+    def item_specs(
+        self,
+        kind: str,
+        *,
+        ok: bool = False,
+        keys: Iterable[str] | None = None,
+        shared: bool = False,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each item of ``kind`` (records or not; ``ok``: those with an ``ok`` record) as its
+        key and JSON spec, in the order items were added: what :meth:`iter_records` reads of
+        them, without their records (a draw over a stage's items,
+        :mod:`clearsight.faces.sample`). ``keys``: only those items, selected in SQL (a few
+        items of a large run cost a few items' reading). ``shared``: the specs' parts are
+        the store's cached values, to be read, not modified, so that a scan of every item
+        copies no part (a scene, a question) per item."""
         conn, tables, path = self.conn, self._tables, self.path
-        query = "SELECT i.key, i.kind, i.spec FROM items AS i" + filters(None, kind)[0]
-        cursor = conn.execute(query + " ORDER BY i.id", [kind])
-        while batch := cursor.fetchmany(1000):
-            for stored, kind_id, spec in batch:
-                key = public_key(stored)
-                yield key, tables.spec(kind_id, spec, conn, path, key)
+        source = "items AS i"
+        if keys is not None:
+            source = "temp.wanted AS w JOIN items AS i ON i.key = w.key"
+        if ok:
+            source += " JOIN records AS r ON r.id = i.id"
+        where, params = filters("ok" if ok else None, kind)
+        query = f"SELECT i.key, i.kind, i.spec FROM {source}{where} ORDER BY i.id"
+        if keys is not None:
+            with wanted(conn, keys):
+                rows: Iterable[tuple[bytes, int, str]] = conn.execute(query, params).fetchall()
+        else:
+            rows = _batched(conn.execute(query, params))
+        for stored, kind_id, spec in rows:
+            key = public_key(stored)
+            yield key, tables.spec(kind_id, spec, conn, path, key, shared=shared)
 
     def items_and_ok_per_kind(self) -> dict[str, tuple[int, int]]:
         """Per item kind (sorted): how many items it has and how many of them have an ``ok``
@@ -197,24 +218,23 @@ class StoreReads(StoreBase):
         held in memory at once."""
         query = SELECT_RECORDS.format(raw="r.raw" if raw else "NULL") + tail
         conn, tables, path = self.conn, self._tables, self.path
-        cursor = conn.execute(query, params)
-        while batch := cursor.fetchmany(1000):
-            for stored, st, error, raw_text, readouts, elapsed, finished, kind, spec, n in batch:
-                key = public_key(stored)
-                yield StoredRecord(
-                    key=key,
-                    status=st,
-                    error=error,
-                    raw=tables.decode(raw_text, conn, path, "records", key, "raw") if raw else None,
-                    readouts=tables.decode(readouts, conn, path, "records", key, "readouts")
-                    if check is None
-                    else tables.readouts(readouts, conn, path, key, check),
-                    elapsed_s=elapsed,
-                    finished_at=finished,
-                    protocol=tables.kind_name(kind, conn),
-                    spec=tables.spec(kind, spec, conn, path, key),
-                    attempt=n,
-                )
+        rows = _batched(conn.execute(query, params))
+        for stored, st, error, raw_text, readouts, elapsed, finished, kind, spec, n in rows:
+            key = public_key(stored)
+            yield StoredRecord(
+                key=key,
+                status=st,
+                error=error,
+                raw=tables.decode(raw_text, conn, path, "records", key, "raw") if raw else None,
+                readouts=tables.decode(readouts, conn, path, "records", key, "readouts")
+                if check is None
+                else tables.readouts(readouts, conn, path, key, check),
+                elapsed_s=elapsed,
+                finished_at=finished,
+                protocol=tables.kind_name(kind, conn),
+                spec=tables.spec(kind, spec, conn, path, key),
+                attempt=n,
+            )
 
     def to_frame(
         self,
@@ -286,3 +306,9 @@ class StoreReads(StoreBase):
         else:
             frame.to_csv(path, index=False)
         return path
+
+
+def _batched(cursor: sqlite3.Cursor) -> Iterator[Any]:
+    """The rows of ``cursor``, fetched 1,000 at a time (a large run never held at once)."""
+    while batch := cursor.fetchmany(1000):
+        yield from batch

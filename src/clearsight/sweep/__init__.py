@@ -29,8 +29,8 @@ from clearsight import lazy_face
 if TYPE_CHECKING:
     from clearsight.sweep.analysis import SweepAnalysis, analyse_sweep
     from clearsight.sweep.config import SweepConfig
+    from clearsight.sweep.images.corruptions import summarise as summarise_equivalence
     from clearsight.sweep.images.equivalence import equivalence_table
-    from clearsight.sweep.images.equivalence import summarise as summarise_equivalence
     from clearsight.sweep.images.preview import contact_sheet
     from clearsight.sweep.page.report import build_sweep_report, summary_table
     from clearsight.sweep.plan import plan_sweep
@@ -51,7 +51,7 @@ _EXPORTS = {
     "summary_table": "clearsight.sweep.page.report:summary_table",
     "contact_sheet": "clearsight.sweep.images.preview:contact_sheet",
     "equivalence_table": "clearsight.sweep.images.equivalence:equivalence_table",
-    "summarise_equivalence": "clearsight.sweep.images.equivalence:summarise",
+    "summarise_equivalence": "clearsight.sweep.images.corruptions:summarise",
 }
 
 __all__ = [

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from clearsight.specs import REASK_KIND
-from clearsight.store import RunStore
+from clearsight.store import RunStore, read_shared
 from clearsight.sweep.numbers.clusters import scene_clusters
 from clearsight.sweep.specs import DEPTH_PROTOCOL, PROTOCOL, VEQ_PROTOCOL
 
@@ -302,9 +302,12 @@ def _own_counts(store: RunStore) -> dict[str, int]:
     return {name: n - reasks.get(name, 0) for name, n in counts.items()}
 
 
+@read_shared
 def load_run_data(run_dir: Path) -> RunData:
     """Read a sweep run directory (read-only) into :class:`RunData`; InputError naming the
-    right command for a run of another protocol."""
+    right command for a run of another protocol. Read once for the threads that read it at
+    the same time (the report and a tracker's sample table: :func:`~clearsight.store.read_shared`);
+    the value is not to be modified."""
     with RunStore.open(run_dir, read_only=True) as store:
         store.expect_protocol(PROTOCOL)
         manifest = store.manifest()

@@ -25,9 +25,14 @@ from typing import TYPE_CHECKING, Any
 from clearsight.faces.face import LevelPoint, Measured
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from PIL.Image import Image
 
     from clearsight.faces.sample import SampledRow
+
+    #: An image's pixels, HxWx3 RGB.
+    Pixels = npt.NDArray[np.uint8]
 
 __all__ = [
     "IMAGE",
@@ -141,24 +146,26 @@ def content_of(
 
 
 def table_of(
-    sample: Sequence[SampledRow], picture: Callable[[bytes], Any]
+    sample: Sequence[SampledRow], picture: Callable[[bytes, Pixels | None], Any]
 ) -> tuple[list[str], list[list[Any]]]:
     """The sample as a table's columns and rows: the rows' columns in first-seen order (a row
     lacking one holds None there) and, where the items have images, column :data:`IMAGE` last,
-    each image's PNG made the tracker's own by ``picture``."""
+    each image made the tracker's own by ``picture`` from its PNG and its pixels (None: not
+    kept by the run)."""
     columns = list(dict.fromkeys(c for s in sample for c in s.row))
     rows = [[s.row.get(c) for c in columns] for s in sample]
     if any(s.image is not None for s in sample):
         columns.append(IMAGE)
         for row, s in zip(rows, sample, strict=True):
-            row.append(None if s.image is None else picture(s.image))
+            row.append(None if s.image is None else picture(s.image, s.pixels))
     return columns, rows
 
 
-def decoded(png: bytes) -> Image:
-    """A PNG's image (decoded when its pixels are first asked for)."""
+def decoded(png: bytes, pixels: Pixels | None = None) -> Image:
+    """A PNG's image: from its ``pixels`` where they are given, else decoded when its pixels
+    are first asked for."""
     import io
 
     from PIL import Image as PILImage
 
-    return PILImage.open(io.BytesIO(png))
+    return PILImage.open(io.BytesIO(png)) if pixels is None else PILImage.fromarray(pixels)

@@ -139,6 +139,8 @@ class Session:
         #: The pixels the run kept of the sample's items (by key), the table drawn from them
         #: (None: not queued yet) and what went wrong drawing it (raised by :meth:`finish`).
         self._kept: dict[str, npt.NDArray[np.uint8]] = {}
+        #: The sample's keys drawn before its stage ran (None: not drawn; see :meth:`keep`).
+        self._planned: tuple[str, ...] | None = None
         self._sample: tuple[SampledRow, ...] | None = None
         self._failed: Exception | None = None
         self._lock = threading.Lock()
@@ -215,7 +217,8 @@ class Session:
         face = _face(self.run_dir) if self._names and self.sample else None
         if face is None or face.reask is None or face.shown is None or face.reask.kind != kind:
             return frozenset()
-        return planned_keys(store, face.reask, self.sample, SAMPLE_SEED)
+        self._planned = planned_keys(store, face.reask, self.sample, SAMPLE_SEED)
+        return frozenset(self._planned)
 
     def on_keep(self) -> Callable[[RunStore, str], frozenset[str]] | None:
         """:meth:`keep` where a tracker was asked for (None: the units keep nothing)."""
@@ -233,7 +236,8 @@ class Session:
     def _table(self) -> _Call:
         """The call that sends the sample's table, drawn now (in the sender's turn)."""
         try:
-            self._sample = tuple(sampled_rows(self.run_dir, self.sample, self._kept))
+            drawn = sampled_rows(self.run_dir, self.sample, self._kept, self._planned)
+            self._sample = tuple(drawn)
         except Exception as exc:  # not the trackers': raised again by finish
             self._failed = exc
         sample, self._kept = self._sample, {}
@@ -328,17 +332,21 @@ def card_measured(run_dir: Path) -> Measured | None:
 
 
 def sampled_rows(
-    run_dir: Path, n: int, kept: Mapping[str, npt.NDArray[np.uint8]] | None = None
+    run_dir: Path,
+    n: int,
+    kept: Mapping[str, npt.NDArray[np.uint8]] | None = None,
+    planned: Sequence[str] | None = None,
 ) -> list[SampledRow]:
     """The sample's ``n`` rows (seed :data:`SAMPLE_SEED`), drawn through the run's face (none:
     its protocol has no face, no rows or nothing to draw by), their images those the run
-    ``kept`` where it kept them."""
+    ``kept`` where it kept them; ``planned``: the draw made before the run, if any
+    (:func:`~clearsight.faces.sample.sample_rows`)."""
     from clearsight.faces.sample import sample_rows
 
     face = _face(run_dir)
     if face is None or face.rows is None or n == 0:
         return []
-    return sample_rows(run_dir, face, face.rows(run_dir), n, SAMPLE_SEED, kept)
+    return sample_rows(run_dir, face, n, SAMPLE_SEED, kept=kept, planned=planned)
 
 
 def open_session(names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> Session:

@@ -35,6 +35,12 @@ class TrackioSink:
     """One trackio run in ``project`` (see the module docstring)."""
 
     def __init__(self, project: str = PROJECT) -> None:
+        # trackio's ``log`` tells a matplotlib figure by the class in ``sys.modules``: while
+        # the report's thread is importing matplotlib there, the half-made module has no
+        # ``Figure`` and every metric of that call is skipped. Imported here (in the sender's
+        # thread, once: it waits for an import another thread has begun), it is whole first.
+        import matplotlib.figure  # noqa: F401
+
         self.project = project
         self.run: Any = None
 
@@ -70,7 +76,7 @@ class TrackioSink:
 
         from clearsight.track.content import SAMPLE, decoded, table_of
 
-        columns, rows = table_of(sample, lambda png: trackio.Image(decoded(png)))
+        columns, rows = table_of(sample, lambda png, pixels: trackio.Image(decoded(png, pixels)))
         self.run.log({SAMPLE: trackio.Table(columns=columns, data=rows)}, step=0)
 
     def end(self, ok: bool) -> None:

@@ -70,7 +70,7 @@ class WandbSink:
 
         from clearsight.track.content import SAMPLE, decoded, table_of
 
-        columns, rows = table_of(sample, lambda png: wandb.Image(decoded(png)))
+        columns, rows = table_of(sample, lambda png, pixels: wandb.Image(decoded(png, pixels)))
         names: list[str | int] = list(columns)  # the types wandb's signature names
         data: list[Iterable[Any]] = list(rows)
         self.run.log({SAMPLE: wandb.Table(columns=names, data=data)})

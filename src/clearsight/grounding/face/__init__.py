@@ -33,7 +33,7 @@ A TGS-Bench build has no report page: ``clearsight report`` prints its pool's re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,10 +214,10 @@ def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comp
     return compare_grounding(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
 
 
-def _rows(run_dir: Path) -> Iterator[Row]:
+def _rows(run_dir: Path, keys: Collection[str] | None = None) -> Iterator[Row]:
     from clearsight.grounding.results import load_grounding_results
 
-    return frame_rows(load_grounding_results(run_dir).elicitations)
+    return frame_rows(load_grounding_results(run_dir).elicitations, keys)
 
 
 def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:

@@ -34,7 +34,7 @@ sensor samples are the report's Fig. 2) (:class:`~clearsight.faces.face.Protocol
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -170,10 +170,10 @@ def _committed_again(t: Transcript, letters: tuple[str, ...]) -> Transcript:
 # ------------------------------------------------------------------------- export and serving
 
 
-def _rows(run_dir: Path) -> Iterator[Row]:
+def _rows(run_dir: Path, keys: Collection[str] | None = None) -> Iterator[Row]:
     from clearsight.probe.results import load_probe_results
 
-    return frame_rows(load_probe_results(run_dir).transcripts)
+    return frame_rows(load_probe_results(run_dir).transcripts, keys)
 
 
 def _shown(run_dir: Path, stored: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:

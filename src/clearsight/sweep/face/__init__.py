@@ -32,7 +32,7 @@ and signal (accuracy, confidences, abstain rate), the curve's estimate at each l
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -208,10 +208,10 @@ def _compare(a: Path, b: Path, tolerance: float, n_boot: int, seed: int) -> Comp
     return compare_sweeps(a, b, tolerance=tolerance, n_boot=n_boot, seed=seed)
 
 
-def _rows(run_dir: Path) -> Iterator[Row]:
+def _rows(run_dir: Path, keys: Collection[str] | None = None) -> Iterator[Row]:
     from clearsight.sweep.results import load_run_data
 
-    return frame_rows(load_run_data(run_dir).records)
+    return frame_rows(load_run_data(run_dir).records, keys)
 
 
 def _sessions(run_dir: Path, settings: ServeSettings) -> SessionHost:

@@ -8,7 +8,8 @@ transmission, a blur — cannot add more, so a larger residual says the corrupti
 of its own (noise, displaced or blocked edges) and its gain-matched V_eq is not a visibility.
 A corruption's severities form a *metre grid* — the levels its W is computed on
 (:mod:`clearsight.sweep.numbers.corruptions`) — where every severity is placed and their median
-V_eq are finite and fall strictly from severity to severity.
+V_eq are finite and fall strictly from severity to severity. :func:`summarise` writes the
+table as the text ``clearsight equivalence`` prints.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ import pandas as pd
 from clearsight.physics import ATTENUATION_MAX_ADDED, CORRUPTIONS
 from clearsight.sweep.images.equivalence import monotone_veq_share, veq_summary
 
-__all__ = ["MetreGrid", "corruption_order", "corruption_veq_table", "metre_grid"]
+__all__ = [
+    "MetreGrid",
+    "corruption_order",
+    "corruption_veq_table",
+    "metre_grid",
+    "summarise",
+]
 
 
 def corruption_order(names: set[str]) -> list[str]:
@@ -103,3 +110,34 @@ def metre_grid(rows: pd.DataFrame) -> MetreGrid:
     if len(medians) < 2 or not (np.diff(medians) < 0).all():
         return MetreGrid(severities, (), "median V_eq does not fall strictly over the severities")
     return MetreGrid(severities, tuple(float(v) for v in medians))
+
+
+def summarise(table: pd.DataFrame) -> str:
+    """Per corruption (fog where the table names none) and severity: median and IQR of V_eq,
+    of the retained gain and the median added detail where the table has them, whether the
+    severity is placed on the fog axis (the report's rule:
+    :func:`corruption_veq_table`; 'no: adds detail'), and
+    each corruption's monotone shares, as a small text table."""
+    named = table if "corruption" in table else table.assign(corruption="fog")
+    rows = corruption_veq_table(named)
+    gains, added = "gain" in table, "added" in table
+    head = f"{'corruption':<18}{'severity':>8}  V_eq median   IQR (m)"
+    head = f"{head:<58}" + ("gain median   IQR" if gains else "")
+    head = f"{head:<88}" + ("added  placed" if added else "")
+    lines = [head.rstrip()]
+    for r in rows.itertuples():
+        line = f"{r.corruption:<18}{r.severity:>8}  {r.veq_median:9.1f} m   "
+        line = f"{line}{r.veq_q25:.1f}-{r.veq_q75:.1f}"
+        if gains:
+            line = f"{line:<58}{r.gain_median:11.3f}   {r.gain_q25:.3f}-{r.gain_q75:.3f}"
+        if added:
+            placed = "yes" if r.placed else "no: adds detail"
+            line = f"{line:<88}{r.added_median:5.3f}  {placed}"
+        lines.append(line)
+    for name, group in rows.groupby("corruption", sort=False):
+        share = group.iloc[0]
+        lines.append(
+            f"{name}: V_eq decreases strictly over severities 1-5 in {share.strict:.0%} of "
+            f"{int(share.n_monotone)} scenes (non-increasing: {share.non_strict:.0%})"
+        )
+    return "\n".join(lines)

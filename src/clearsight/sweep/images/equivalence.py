@@ -58,39 +58,6 @@ def equivalence_table(
     return pd.DataFrame(rows)
 
 
-def summarise(table: pd.DataFrame) -> str:
-    """Per corruption (fog where the table names none) and severity: median and IQR of V_eq,
-    of the retained gain and the median added detail where the table has them, whether the
-    severity is placed on the fog axis (the report's rule:
-    :func:`~clearsight.sweep.images.corruptions.corruption_veq_table`; 'no: adds detail'), and
-    each corruption's monotone shares, as a small text table."""
-    from clearsight.sweep.images.corruptions import corruption_veq_table
-
-    named = table if "corruption" in table else table.assign(corruption="fog")
-    rows = corruption_veq_table(named)
-    gains, added = "gain" in table, "added" in table
-    head = f"{'corruption':<18}{'severity':>8}  V_eq median   IQR (m)"
-    head = f"{head:<58}" + ("gain median   IQR" if gains else "")
-    head = f"{head:<88}" + ("added  placed" if added else "")
-    lines = [head.rstrip()]
-    for r in rows.itertuples():
-        line = f"{r.corruption:<18}{r.severity:>8}  {r.veq_median:9.1f} m   "
-        line = f"{line}{r.veq_q25:.1f}-{r.veq_q75:.1f}"
-        if gains:
-            line = f"{line:<58}{r.gain_median:11.3f}   {r.gain_q25:.3f}-{r.gain_q75:.3f}"
-        if added:
-            placed = "yes" if r.placed else "no: adds detail"
-            line = f"{line:<88}{r.added_median:5.3f}  {placed}"
-        lines.append(line)
-    for name, group in rows.groupby("corruption", sort=False):
-        share = group.iloc[0]
-        lines.append(
-            f"{name}: V_eq decreases strictly over severities 1-5 in {share.strict:.0%} of "
-            f"{int(share.n_monotone)} scenes (non-increasing: {share.non_strict:.0%})"
-        )
-    return "\n".join(lines)
-
-
 @dataclass(frozen=True)
 class MonotoneShare:
     """How many scenes' V_eq decreases over the severities: ``strict`` (every step down, the
