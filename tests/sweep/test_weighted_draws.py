@@ -19,7 +19,8 @@ CELLS: list[tuple[str, float]] = [("", math.inf), ("fog", 10.0), ("fog", 1.0)]
 ALPHA = 0.3
 # Weighted and repeated sums round differently: ECE, Brier and the means within 1e-12; the
 # temperature comes out of a bounded search on a rounded objective, so what it scales moves
-# within 1e-6 (tests/metrics/test_recalibration.py's tolerance of the fit itself).
+# within 1e-6 (tests/metrics/test_recalibration.py's tolerance of the fit itself), or, where
+# the NLL is flat, anywhere in a range that leaves every confidence at 1 within rounding.
 RTOL, ATOL = 1e-6, 1e-9
 
 
