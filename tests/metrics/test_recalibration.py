@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
@@ -74,9 +76,26 @@ def test_platt_matches_scikit_learns_logistic_regression(seed: int) -> None:
     )
 
 
+def test_platt_of_answers_at_one_confidence_maps_it_to_their_share_right() -> None:
+    """3 of 4 right at 0.7: every (a, b) with a logit(0.7) + b = logit(3/4) = log 3 is a
+    maximum; a = 0 is returned (weights: 3 of 4 counted as 3 right of 4 too)."""
+    fitted = rc.fit_platt([0.7] * 4, [1, 1, 1, 0])
+    assert fitted.a == 0.0
+    assert fitted.b == pytest.approx(math.log(3), rel=1e-12)
+    weighted = rc.fit_platt([0.7, 0.7], [1, 0], weights=[3, 1])
+    assert weighted.b == pytest.approx(math.log(3), rel=1e-12)
+    np.testing.assert_allclose(rc.apply_platt(fitted, [0.2, 0.7]), [0.75, 0.75], rtol=1e-12)
+
+
 def test_platt_refuses_what_has_no_maximum() -> None:
     with pytest.raises(InputError, match="no maximum"):
         rc.fit_platt([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])  # separated
+    with pytest.raises(InputError, match="no maximum"):  # separated but for ties at 0.5
+        rc.fit_platt([0.4, 0.5, 0.5, 0.5], [0, 0, 1, 1])
+    with pytest.raises(InputError, match="no maximum"):  # Newton stopped at a = 91 here
+        rc.fit_platt([0.3, *[0.5] * 7], [0, 0, *[1] * 6])
+    with pytest.raises(InputError, match="no maximum"):  # the reverse
+        rc.fit_platt([0.3, 0.5, 0.5, 0.9], [1, 1, 0, 0])
     with pytest.raises(InputError, match="no maximum"):
         rc.fit_platt([0.2, 0.4, 0.6], [1, 1, 1])
     assert rc.apply_platt(rc.PlattMap(1.0, 0.0), [0.3])[0] == pytest.approx(0.3)
@@ -135,3 +154,143 @@ def test_conformal_risk_is_at_most_alpha_on_exchangeable_data() -> None:
         risks.append(np.mean((conf[n:] >= tau) & ~correct[n:]))
     assert np.mean(risks) <= alpha
     assert np.mean(risks) >= alpha - 2 / (n + 1)
+
+
+# --- weighted fits: answer i counted weights[i] times (a bootstrap draw without repeating) -----
+
+_SAMPLE = st.lists(
+    st.tuples(
+        st.integers(1, 9).map(lambda k: k / 10),  # confidences on a grid: ties
+        st.booleans(),
+        st.integers(0, 3),  # weight: 0 leaves the answer out
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+def _repeated(sample: list[tuple[float, bool, int]]) -> tuple[np.ndarray, ...]:
+    """The sample as weighted arrays and as the arrays with each answer repeated."""
+    conf, correct, w = (np.array(column, dtype=float) for column in zip(*sample, strict=True))
+    times = w.astype(int)
+    return conf, correct, w, np.repeat(conf, times), np.repeat(correct, times)
+
+
+@pytest.mark.exact_floats("integer weights: the same sums of 0/1 counts and the same PAV steps")
+@given(_SAMPLE)
+def test_weighted_isotonic_and_threshold_equal_the_repeated_answers(
+    sample: list[tuple[float, bool, int]],
+) -> None:
+    conf, correct, w, conf_rep, correct_rep = _repeated(sample)
+    if conf_rep.size == 0:
+        return
+    weighted = rc.fit_isotonic(conf, correct, weights=w)
+    repeated = rc.fit_isotonic(conf_rep, correct_rep)
+    np.testing.assert_array_equal(weighted.x, repeated.x)
+    np.testing.assert_array_equal(weighted.y, repeated.y)
+    for alpha in (0.05, 0.2, 0.5):
+        assert rc.conformal_threshold(conf, correct, alpha, weights=w) == (
+            rc.conformal_threshold(conf_rep, correct_rep, alpha)
+        )
+
+
+@given(_SAMPLE)
+def test_weighted_platt_equals_the_repeated_answers(sample: list[tuple[float, bool, int]]) -> None:
+    """Newton's steps on weighted and on repeated sums: the same maximum within 1e-9 (the
+    sums differ in their rounding), or no maximum on either."""
+    conf, correct, w, conf_rep, correct_rep = _repeated(sample)
+    try:
+        repeated = rc.fit_platt(conf_rep, correct_rep)
+    except InputError:
+        with pytest.raises(InputError, match="no maximum"):
+            rc.fit_platt(conf, correct, weights=w)
+        return
+    weighted = rc.fit_platt(conf, correct, weights=w)
+    assert weighted.a == pytest.approx(repeated.a, rel=1e-9, abs=1e-9)
+    assert weighted.b == pytest.approx(repeated.b, rel=1e-9, abs=1e-9)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.floats(-6, 0), min_size=3, max_size=3),
+            st.integers(0, 2),
+            st.integers(0, 3),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_weighted_temperature_equals_the_repeated_answers(
+    sample: list[tuple[list[float], int, int]],
+) -> None:
+    """The weighted mean NLL and the repeated one differ in their rounding only: each fit's
+    temperature is as good as the other's on the repeated answers, within 1e-9 of the NLL
+    (where the NLL is flat, e.g. every answer's right letter far ahead, the two may stop at
+    different temperatures: test_weighted_temperature_on_a_sample_of_letters compares them)."""
+    z = np.array([row for row, _, _ in sample])
+    labels = np.array([label for _, label, _ in sample])
+    w = np.array([weight for _, _, weight in sample])
+    if w.sum() == 0:
+        return
+    z_rep, labels_rep = np.repeat(z, w, axis=0), np.repeat(labels, w)
+
+    def nll(t: float) -> float:
+        probs = rc.apply_temperature(z_rep, t)[np.arange(labels_rep.size), labels_rep]
+        return float(-np.mean(np.log(probs)))
+
+    weighted = rc.fit_temperature(z, labels, weights=w)
+    repeated = rc.fit_temperature(z_rep, labels_rep)
+    assert nll(weighted) == pytest.approx(nll(repeated), abs=1e-9)
+
+
+def test_weighted_temperature_on_a_sample_of_letters() -> None:
+    """Letters of 400 answers with weights 0..3: the same temperature as the answers written
+    out, within 1e-7 relative."""
+    rng = np.random.default_rng(5)
+    z = np.log(rng.dirichlet(np.full(4, 0.5), size=400))
+    labels = rng.integers(0, 4, 400)
+    w = rng.integers(0, 4, 400)
+    weighted = rc.fit_temperature(z, labels, weights=w)
+    repeated = rc.fit_temperature(np.repeat(z, w, axis=0), np.repeat(labels, w))
+    assert weighted == pytest.approx(repeated, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_weighted_fits_match_scikit_learns_sample_weight(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    conf = np.round(rng.uniform(0.05, 0.99, 300), 2)
+    correct = (rng.uniform(size=300) < conf**2).astype(float)
+    w = rng.integers(0, 4, 300).astype(float)
+    isotonic = rc.fit_isotonic(conf, correct, weights=w)
+    reference = IsotonicRegression(out_of_bounds="clip").fit(conf, correct, sample_weight=w)
+    query = np.linspace(0.0, 1.0, 1001)
+    np.testing.assert_allclose(
+        rc.apply_isotonic(isotonic, query), reference.predict(query), atol=1e-12
+    )
+    platt = rc.fit_platt(conf, correct, weights=w)
+    s = np.log(conf / (1 - conf))[:, None]
+    logistic = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000)
+    logistic.fit(s, correct, sample_weight=w)
+    assert platt.a == pytest.approx(logistic.coef_[0, 0], rel=1e-6)
+    assert platt.b == pytest.approx(logistic.intercept_[0], rel=1e-6, abs=1e-8)
+
+
+def test_temperature_confidence_is_the_top_letters_probability() -> None:
+    rng = np.random.default_rng(3)
+    z = np.log(rng.dirichlet(np.ones(4), size=200))
+    for t in (0.3, 1.0, 2.5):
+        np.testing.assert_allclose(
+            rc.temperature_confidence(z, t), rc.apply_temperature(z, t).max(axis=1), rtol=1e-14
+        )
+    with pytest.raises(InputError, match="positive"):
+        rc.temperature_confidence(z, -1.0)
+
+
+def test_weights_are_refused_when_negative_or_of_another_length() -> None:
+    with pytest.raises(InputError, match="non-negative"):
+        rc.fit_isotonic([0.2, 0.4], [0, 1], weights=[1, -1])
+    with pytest.raises(InputError, match="2 answers"):
+        rc.conformal_threshold([0.2, 0.4], [0, 1], 0.1, weights=[1])
+    with pytest.raises(InputError, match="weights has 1 NaN"):
+        rc.fit_platt([0.2, 0.4], [0, 1], weights=[1, np.nan])

@@ -27,6 +27,7 @@ from clearsight.sweep.plan import plan_sweep
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import RunData, load_run_data
 from clearsight.validate import InputError
+from fixtures.sweep_runs import toy_run
 
 LEVELS = (100.0, 10.0, 1.0)
 
@@ -36,16 +37,7 @@ def _run_data(rows: list[dict[str, object]], manifest: dict[str, object] | None 
     frame = pd.DataFrame(rows)
     frame["cluster"] = frame["scene"]
     frame["answered"] = 1.0 - frame["abstained"]
-    return RunData(
-        run_dir=Path("."),
-        manifest=manifest or {},
-        counts={},
-        records=frame,
-        veq=pd.DataFrame(columns=["scene", "severity", "v_eq_m", "gain"]),
-        failures=pd.Series(dtype=int),
-        levels={"fog": LEVELS},
-        depth=pd.DataFrame(),
-    )
+    return toy_run(frame, LEVELS, manifest)
 
 
 def _row(wording: str, cond: str, level: float, **values: float) -> dict[str, object]:

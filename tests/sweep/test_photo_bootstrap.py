@@ -3,8 +3,6 @@ against a hand-written cluster bootstrap (a loop over draws and items, no matrix
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +10,7 @@ import pytest
 from clearsight.scenes.bundled import bundled_photo, bundled_specs
 from clearsight.sweep.numbers.clusters import photo_clusters
 from clearsight.sweep.numbers.crossings import scene_bootstrap
-from clearsight.sweep.results import RunData
+from fixtures.sweep_runs import toy_record, toy_run
 
 LEVELS = (100.0, 10.0, 1.0)
 # scene -> (photo, accuracy at clean and at each level, items per condition)
@@ -31,43 +29,14 @@ def _records() -> pd.DataFrame:
     for scene, (_, accuracy, n) in SCENES.items():
         for (cond, level), correct in zip(conditions, accuracy, strict=True):
             for i in range(n):
-                rows.append(
-                    {
-                        "model": "m",
-                        "task": "identify",
-                        "wording": "mcq.reason",
-                        "scene": scene,
-                        "scene.source": "test",
-                        "condition": cond,
-                        "level_m": level,
-                        "severity": np.nan,
-                        # items of one cell differ, so a cluster's mean is not its first item
-                        "correct": float(correct if i % 2 == 0 else 1 - correct),
-                        "abstained": 0.0,
-                        "answered": 1.0,
-                        "internal_conf": 0.9,
-                        "verbal_conf": np.nan,
-                        "n_options": 4.0,
-                    }
-                )
+                # items of one cell differ, so a cluster's mean is not its first item
+                right = float(correct if i % 2 == 0 else 1 - correct)
+                rows.append(toy_record(scene, cond, level, correct=right, internal_conf=0.9))
     frame = pd.DataFrame(rows)
     scenes = list(SCENES)
     labels = dict(zip(scenes, photo_clusters(scenes, [SCENES[s][0] for s in scenes]), strict=True))
     frame["cluster"] = frame["scene"].map(labels)
     return frame
-
-
-def _run(records: pd.DataFrame) -> RunData:
-    return RunData(
-        run_dir=Path("."),
-        manifest={},
-        counts={},
-        records=records,
-        veq=pd.DataFrame(columns=["scene", "severity", "v_eq_m", "gain"]),
-        failures=pd.Series(dtype=int),
-        levels={"fog": LEVELS},
-        depth=pd.DataFrame(),
-    )
 
 
 def _by_hand(records: pd.DataFrame, level: float | None, n_boot: int, seed: int) -> np.ndarray:
@@ -107,7 +76,7 @@ def test_the_bundled_scenes_come_from_twelve_photos() -> None:
 @pytest.mark.parametrize("level", [None, 10.0, 1.0])
 def test_intervals_are_those_of_a_hand_written_photo_bootstrap(level: float | None) -> None:
     records = _records()
-    boot = scene_bootstrap(_run(records), n_boot=300, seed=7)
+    boot = scene_bootstrap(toy_run(records, LEVELS), n_boot=300, seed=7)
     assert (boot.n_scenes, boot.n_clusters) == (5, 4)
     curves = boot.curves[(boot.curves["signal"] == "accuracy")]
     row = curves[curves["condition"] == "clean"] if level is None else curves[curves["x"] == level]
@@ -122,8 +91,10 @@ def test_scene_clusters_differ_from_photo_clusters() -> None:
     """The same records with every scene its own cluster give other intervals (the crops were
     resampled as if independent)."""
     records = _records()
-    by_photo = scene_bootstrap(_run(records), n_boot=300, seed=7).curves
-    by_scene = scene_bootstrap(_run(records.assign(cluster=records["scene"])), n_boot=300, seed=7)
+    by_photo = scene_bootstrap(toy_run(records, LEVELS), n_boot=300, seed=7).curves
+    by_scene = scene_bootstrap(
+        toy_run(records.assign(cluster=records["scene"]), LEVELS), n_boot=300, seed=7
+    )
     assert by_scene.n_clusters == 5
     assert not np.allclose(by_photo["low"], by_scene.curves["low"])
     assert np.allclose(by_photo["estimate"], by_scene.curves["estimate"], atol=1e-12)

@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from clearsight.metrics import apply_temperature, bootstrap_weights, brier, ece, risk_coverage
+from clearsight.metrics import (
+    apply_temperature,
+    bootstrap_weights,
+    brier,
+    ece,
+    risk_coverage,
+    temperature_confidence,
+)
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.numbers import recalibrated as rc
 from clearsight.sweep.numbers import weather_draw, weather_items
@@ -21,6 +28,8 @@ from clearsight.sweep.numbers.crossings import scene_bootstrap
 from clearsight.sweep.page.report import build_sweep_report
 from clearsight.sweep.protocol import run_sweep
 from clearsight.sweep.results import RunData, load_run_data
+from clearsight.validate import InputError
+from fixtures.sweep_runs import toy_record, toy_run
 
 LEVELS = (10.0, 1.0)
 ALPHA = 0.3
@@ -42,36 +51,12 @@ TOY = [
 def _toy(rows: list[tuple[str, float, float, int]] = TOY) -> RunData:
     records = pd.DataFrame(
         [
-            {
-                "model": "m",
-                "task": "identify",
-                "wording": "mcq.reason",
-                "scene": f"s{k:02d}",
-                "scene.source": "test",
-                "condition": cond,
-                "level_m": level,
-                "severity": math.nan,
-                "abstained": 0.0,
-                "answered": 1.0,
-                "internal_conf": conf,
-                "verbal_conf": math.nan,
-                "n_options": 4.0,
-                "correct": float(y),
-            }
+            toy_record(f"s{k:02d}", cond, level, internal_conf=conf, correct=float(y))
             for k, (cond, level, conf, y) in enumerate(rows)
         ]
     )
     records["cluster"] = records["scene"]
-    return RunData(
-        run_dir=Path("."),
-        manifest={},
-        counts={},
-        records=records,
-        veq=pd.DataFrame(columns=["scene", "severity", "v_eq_m", "gain"]),
-        failures=pd.Series(dtype=int),
-        levels={"fog": LEVELS},
-        depth=pd.DataFrame(),
-    )
+    return toy_run(records, LEVELS)
 
 
 def _at(frame: pd.DataFrame, **where: object) -> pd.Series:
@@ -186,6 +171,15 @@ def test_cell_scores_match_the_metrics_cell_by_cell() -> None:
             np.testing.assert_allclose(found[c], want, atol=1e-12)
 
 
+def test_cell_scores_refuse_a_cell_outside_their_table() -> None:
+    conf, correct = np.array([0.3, 0.9]), np.array([0.0, 1.0])
+    with pytest.raises(InputError, match=r"cells must lie in 0\.\.1"):
+        weather_draw.cell_scores(conf, correct, np.array([0, 2]), 2)
+    # a confidence past 1 (a stored reading's rounding) falls in the last bin, as ECE's
+    found = weather_draw.cell_scores(np.array([1.0 + 1e-12]), np.array([1.0]), np.array([0]), 1)
+    assert found[0, 0] == pytest.approx(1e-12, abs=1e-15)
+
+
 def test_without_clean_images_nothing_is_fitted() -> None:
     numbers = rc.recalibrated_numbers(_toy(TOY[8:]), pd.DataFrame(), n_boot=5)
     assert numbers.empty
@@ -235,6 +229,16 @@ def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> 
     np.testing.assert_allclose(back[answered], records["internal_conf"][answered], atol=1e-9)
     right = records["correct"].to_numpy() == 1.0
     assert (z.argmax(axis=1)[right] == labels[right]).all()
+    # each group's items carry their own letters (read with the records, row for row)
+    letter_groups = [
+        g for g in weather_items.groups(load_run_data(run), pd.DataFrame()) if g.items.z is not None
+    ]
+    assert letter_groups
+    for group in letter_groups:
+        assert group.items.z is not None
+        has = np.isfinite(group.items.conf)
+        top = temperature_confidence(group.items.z, 1.0)
+        np.testing.assert_allclose(top[has], group.items.conf[has], atol=1e-9)
     paths = build_sweep_report(run, tmp_path / "report", n_boot=50, thumbnails=False)
     summary = paths.summary_md.read_text(encoding="utf-8")
     assert "## Calibration under weather" in summary

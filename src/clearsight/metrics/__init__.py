@@ -49,6 +49,7 @@ from clearsight.metrics.recalibration import (
     fit_isotonic,
     fit_platt,
     fit_temperature,
+    temperature_confidence,
 )
 from clearsight.metrics.selective import RiskCoverage, aurc_statistic, risk_coverage
 from clearsight.metrics.significance import wilcoxon_exact
@@ -98,6 +99,7 @@ __all__ = [
     "percentile_interval",
     "reliability_bins",
     "risk_coverage",
+    "temperature_confidence",
     "tgs_pair",
     "tgs_self",
     "two_stage_bootstrap",

@@ -33,6 +33,7 @@ __all__ = [
     "ARMS",
     "CONTROLS",
     "HUMAN_PREFIX",
+    "LETTER_COLUMNS",
     "LETTER_WORDINGS",
     "VERBAL_WORDINGS",
     "RunData",
@@ -146,7 +147,11 @@ class RunData:
     arm → its visibility levels in the records, clearest first. ``corrupted`` and
     ``corrupted_veq``: the records (``records``' columns and ``corruption``) and V_eq rows of
     the ImageNet-C corruptions other than fog, which ``records`` and ``veq`` leave out
-    (:func:`fog_only`); both with ``corruption`` naming the corruption.
+    (:func:`fog_only`); both with ``corruption`` naming the corruption. ``letters`` and
+    ``corrupted_letters``: the letter columns (:data:`LETTER_COLUMNS` the run has) of
+    ``records`` and of ``corrupted``, row for row (empty for records made up in memory):
+    calibration under weather's temperature scaling reads them, in the one pass over the
+    store that reads the records.
     """
 
     run_dir: Path
@@ -159,6 +164,8 @@ class RunData:
     depth: pd.DataFrame
     corrupted: pd.DataFrame = field(default_factory=pd.DataFrame)
     corrupted_veq: pd.DataFrame = field(default_factory=pd.DataFrame)
+    letters: pd.DataFrame = field(default_factory=pd.DataFrame)
+    corrupted_letters: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def name(self) -> str:
@@ -205,14 +212,32 @@ class RunData:
             return store.raw_outputs(keys)
 
 
-# What the report reads of a sweep record, and nothing else (the frame of 1.8 million records
-# stays a few hundred bytes a row): the columns above, the scene by its id, the two flags.
-_READ_COLUMNS = (
-    *("scene.id" if c == "scene" else c for c in (*_TEXT_COLUMNS, *_FLOAT_COLUMNS)),
-    "correct",
-    "abstained",
-    "corruption",
+#: A sweep record's letter columns: its question's letters (a JSON list), abstain letter and
+#: correct letter, and each letter's probability (those a run stores: ``letter_probs.A`` ...).
+LETTER_COLUMNS: tuple[str, ...] = (
+    *("question.letters", "question.abstain", "question.correct"),
+    *(f"letter_probs.{chr(c)}" for c in range(ord("A"), ord("Z") + 1)),
 )
+# What the report reads of a sweep record, and nothing else (the frame of 1.8 million records
+# stays a few hundred bytes a row): the columns above, the scene by its id, the two flags, the
+# letter columns (kept apart: ``RunData.letters``).
+_READ_COLUMNS = tuple(
+    dict.fromkeys(
+        (
+            *("scene.id" if c == "scene" else c for c in (*_TEXT_COLUMNS, *_FLOAT_COLUMNS)),
+            "correct",
+            "abstained",
+            "corruption",
+            *LETTER_COLUMNS,
+        )
+    )
+)
+
+
+def _letters(frame: pd.DataFrame) -> pd.DataFrame:
+    """The letter columns of ``frame`` (:data:`LETTER_COLUMNS` it has), row for row as
+    :func:`_typed_records` lays the records out."""
+    return frame[[c for c in LETTER_COLUMNS if c in frame]].reset_index(drop=True)
 
 
 def fog_only(frame: pd.DataFrame) -> pd.DataFrame:
@@ -296,7 +321,8 @@ def load_run_data(run_dir: Path) -> RunData:
             if record.protocol != REASK_KIND  # re-asks: the report's Reproducibility section
         ]
     failures = pd.Series(errors, dtype=object, name="error").astype(str).value_counts()
-    records = _typed_records(fog_only(frame))
+    fog = fog_only(frame)
+    records = _typed_records(fog)
     others = _others(frame)
     named = others.get("corruption", pd.Series(dtype=object)).astype(object).to_numpy()
     return RunData(
@@ -310,6 +336,8 @@ def load_run_data(run_dir: Path) -> RunData:
         depth=_depth_profiles(depth_rows),
         corrupted=_typed_records(others).assign(corruption=named),
         corrupted_veq=_veq_frame(_others(veq_rows)),
+        letters=_letters(fog),
+        corrupted_letters=_letters(others),
     )
 
 

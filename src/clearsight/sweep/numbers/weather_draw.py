@@ -4,6 +4,13 @@ the draw's clean answers (:func:`fit_maps`), each map's confidence of every item
 (:func:`apply_maps`), ECE, Brier and AURC of every cell at once (:func:`cell_scores`), the
 conformal coverage and risk per cell, and the crossings and W of each map's mean confidence
 (:func:`map_widths`); :func:`draw_numbers` lays them out in :func:`draw_keys`' order.
+
+A draw weights each item by how often its photo was drawn rather than repeating it: every fit
+takes the weights (:mod:`clearsight.metrics.recalibration`), every score and mean is a weighted
+sum, and an item of weight 0 is not in the sample. The scores read the items sorted by cell and
+decreasing confidence; that order is sorted once per group (:attr:`Group.scored
+<clearsight.sweep.numbers.weather_items.Group.scored>`) and serves the confidence as read and
+every non-decreasing map of it (:func:`by_cell`).
 """
 
 from __future__ import annotations
@@ -20,7 +27,6 @@ from clearsight.metrics import (
     PlattMap,
     apply_isotonic,
     apply_platt,
-    apply_temperature,
     bin_edges,
     blind_spot_width_batch,
     conformal_threshold,
@@ -28,6 +34,7 @@ from clearsight.metrics import (
     fit_isotonic,
     fit_platt,
     fit_temperature,
+    temperature_confidence,
 )
 from clearsight.sweep.numbers.cells import FloatArray, IntArray
 from clearsight.sweep.numbers.weather_items import Group, Items
@@ -40,6 +47,7 @@ __all__ = [
     "Fitted",
     "Key",
     "apply_maps",
+    "by_cell",
     "cell_scores",
     "draw",
     "draw_keys",
@@ -69,10 +77,12 @@ class Fitted:
     notes: tuple[str, ...]
 
 
-def fit_maps(items: Items, alpha: float) -> Fitted:
-    """The maps and the threshold on ``items``' clean answered items with a confidence."""
-    fit = items.scored(0)
-    conf, correct = items.conf[fit], items.correct[fit]
+def fit_maps(items: Items, alpha: float, weights: FloatArray | None = None) -> Fitted:
+    """The maps and the threshold on ``items``' clean answered items with a confidence, item i
+    counted ``weights[i]`` times (None: once)."""
+    w = np.ones(items.conf.size) if weights is None else weights
+    fit = items.scored(0) & (w > 0)
+    conf, correct, w = items.conf[fit], items.correct[fit], w[fit]
     if not fit.any():
         return Fitted(None, None, None, math.inf, 0, ("no clean answer with a confidence",))
     notes: list[str] = []
@@ -80,17 +90,17 @@ def fit_maps(items: Items, alpha: float) -> Fitted:
     if items.z is None or items.label is None:
         notes.append("temperature: no letter log-probabilities stored (or a verbalized confidence)")
     else:
-        temperature = fit_temperature(items.z[fit], items.label[fit])
+        temperature = fit_temperature(items.z[fit], items.label[fit], weights=w)
     try:
-        platt = fit_platt(conf, correct)
+        platt = fit_platt(conf, correct, weights=w)
     except InputError:
         notes.append("Platt: no maximum on the clean answers (all right, all wrong or separated)")
     return Fitted(
         temperature=temperature,
         platt=platt,
-        isotonic=fit_isotonic(conf, correct),
-        threshold=conformal_threshold(conf, correct, alpha),
-        n_fit=int(fit.sum()),
+        isotonic=fit_isotonic(conf, correct, weights=w),
+        threshold=conformal_threshold(conf, correct, alpha, weights=w),
+        n_fit=round(float(w.sum())),
         notes=tuple(notes),
     )
 
@@ -104,8 +114,8 @@ def apply_maps(fitted: Fitted, items: Items) -> dict[str, FloatArray]:
     out = {name: np.full(conf.shape, np.nan) for name in MAPS}
     out["none"] = conf
     if fitted.temperature is not None and items.z is not None:
-        probs = apply_temperature(items.z, fitted.temperature) if len(conf) else np.zeros((0, 1))
-        out["temperature"] = np.where(has, probs.max(axis=1, initial=0.0), np.nan)
+        top = temperature_confidence(items.z, fitted.temperature) if len(conf) else conf
+        out["temperature"] = np.where(has, top, np.nan)
     if fitted.platt is not None:
         out["platt"] = np.where(has, apply_platt(fitted.platt, safe), np.nan)
     if fitted.isotonic is not None:
@@ -113,53 +123,74 @@ def apply_maps(fitted: Fitted, items: Items) -> dict[str, FloatArray]:
     return out
 
 
-def cell_scores(conf: FloatArray, correct: FloatArray, cell: IntArray, n_cells: int) -> FloatArray:
+def cell_scores(
+    conf: FloatArray,
+    correct: FloatArray,
+    cell: IntArray,
+    n_cells: int,
+    *,
+    weights: FloatArray | None = None,
+    order: IntArray | None = None,
+) -> FloatArray:
     """``(n_cells, 3)``: ECE (the 10 equal-width bins of :func:`~clearsight.metrics.ece`),
     Brier and AURC (:func:`~clearsight.metrics.risk_coverage`'s, ties entering together) of
-    the items of each cell, every cell at once (NaN: a cell without items, or a confidence
-    not fitted)."""
+    the items of each cell, every cell at once, item i counted ``weights[i]`` times (None:
+    once), in one compiled pass (:func:`~clearsight.sweep.numbers.weather_loops.score_sorted`)
+    over the items sorted by cell and decreasing confidence (``order`` where it still sorts
+    them: :func:`by_cell`). NaN: a cell without items, or a confidence not fitted."""
+    from clearsight.sweep.numbers import weather_loops
+
     out = np.full((n_cells, len(STATS)), np.nan)
     if conf.size == 0 or not np.isfinite(conf).all():
         return out
-    n_bins = ECE_BINS
-    edges = bin_edges(n_bins)
-    bins = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
-    flat = cell * n_bins + bins
-    gaps = np.bincount(flat, weights=correct - conf, minlength=n_cells * n_bins)
-    items = np.bincount(cell, minlength=n_cells).astype(np.float64)
+    if cell.min() < 0 or cell.max() >= n_cells:
+        raise InputError(f"cells must lie in 0..{n_cells - 1}, got {cell.min()}..{cell.max()}")
+    w = np.ones(conf.size) if weights is None else np.ascontiguousarray(weights, np.float64)
+    gaps, sums = np.zeros((n_cells, ECE_BINS)), np.zeros((len(STATS), n_cells))
+    weather_loops.score_sorted(
+        by_cell(conf, cell, order),
+        np.ascontiguousarray(cell, np.intp),
+        np.ascontiguousarray(conf, np.float64),
+        np.ascontiguousarray(correct, np.float64),
+        w,
+        bin_edges(ECE_BINS),
+        gaps,
+        sums,
+    )
+    items = sums[0]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out[:, 0] = np.abs(gaps.reshape(n_cells, n_bins)).sum(axis=1) / items
-        out[:, 1] = np.bincount(cell, weights=(conf - correct) ** 2, minlength=n_cells) / items
-    out[:, 2] = _aurc_by_cell(conf, 1.0 - correct, cell, n_cells) / np.maximum(items, 1)
+        out[:, 0] = np.abs(gaps).sum(axis=1) / items
+        out[:, 1] = sums[1] / items
+        out[:, 2] = sums[2] / items
     out[items == 0] = np.nan
     return out
 
 
-def _aurc_by_cell(conf: FloatArray, wrong: FloatArray, cell: IntArray, n_cells: int) -> FloatArray:
-    r"""Per cell :math:`n \cdot \mathrm{AURC} = \sum_k (N_k - N_{k-1}) E_k / N_k` over its
-    distinct confidences in decreasing order (:math:`N_k`, :math:`E_k`: the items and the
-    wrong ones at or above the k-th), all cells in one sort."""
-    order = np.lexsort((-conf, cell))
-    c, s, w = cell[order], conf[order], wrong[order]
-    start = np.searchsorted(c, c, side="left")  # each item's cell's first position
-    errors = np.cumsum(w)
-    before = np.where(start > 0, errors[np.maximum(start - 1, 0)], 0.0)
-    last = np.r_[(c[1:] != c[:-1]) | (s[1:] != s[:-1]), True]  # each threshold's last item
-    accepted = (np.arange(c.size) - start + 1)[last].astype(np.float64)
-    errs, owner = (errors - before)[last], c[last]
-    first = np.r_[True, owner[1:] != owner[:-1]]
-    previous = np.where(first, 0.0, np.r_[0.0, accepted[:-1]])
-    contributions = (accepted - previous) * errs / accepted
-    return np.bincount(owner, weights=contributions, minlength=n_cells).astype(np.float64)
+def by_cell(conf: FloatArray, cell: IntArray, order: IntArray | None = None) -> IntArray:
+    """The items sorted by cell, then by decreasing confidence: ``order`` where it still sorts
+    ``conf`` so (a non-decreasing map of the confidences it was made for keeps it, merging
+    ties at most, never splitting them), else a fresh sort: by decreasing confidence, then a
+    stable sort by cell (a radix sort of the small cell numbers; equal confidences may come
+    in any order, which AURC's ties entering together does not see)."""
+    if order is not None:
+        c, s = cell[order], conf[order]
+        if np.all((c[1:] > c[:-1]) | ((c[1:] == c[:-1]) & (s[1:] <= s[:-1]))):
+            return np.asarray(order, dtype=np.intp)
+    by_conf = np.argsort(-conf)
+    small = cell[by_conf].astype(np.min_scalar_type(max(int(cell.max(initial=0)), 0)))
+    return np.asarray(by_conf[np.argsort(small, kind="stable")], dtype=np.intp)
 
 
-def _cell_means(values: FloatArray, cell: IntArray, n_cells: int) -> FloatArray:
-    """The mean of the finite ``values`` of each cell 0..n_cells-1 (NaN: none); items in no
-    cell (-1) are left out."""
+def _cell_means(
+    values: FloatArray, cell: IntArray, n_cells: int, weights: FloatArray
+) -> FloatArray:
+    """The weighted mean of the finite ``values`` of each cell 0..n_cells-1 (NaN: none, or
+    all of weight 0); items in no cell (-1) are left out."""
     keep = np.isfinite(values) & (cell >= 0)
+    w = weights[keep]
     with np.errstate(invalid="ignore", divide="ignore"):
-        sums = np.bincount(cell[keep], weights=values[keep], minlength=n_cells)
-        return sums / np.bincount(cell[keep], minlength=n_cells)
+        sums = np.bincount(cell[keep], weights=w * values[keep], minlength=n_cells)
+        return sums / np.bincount(cell[keep], weights=w, minlength=n_cells)
 
 
 # ------------------------------------------------------------------------------ one draw
@@ -196,27 +227,30 @@ def map_widths(
 def draw(
     group: Group, weights: FloatArray, alpha: float
 ) -> tuple[Fitted, dict[str, FloatArray], FloatArray, FloatArray]:
-    """One draw: the maps fitted on the sample in which each photo's items enter
-    ``weights[photo]`` times, each map's per-cell ECE, Brier and AURC (``(cells, 3)``), the
-    conformal coverage and risk per cell (``(2, cells)``) and the per-cell means of the
-    accuracy and of each map's confidence (:func:`map_widths`' inputs, stacked)."""
-    items, accuracy = group.items.resampled(weights), group.accuracy.resampled(weights)
-    fitted = fit_maps(items, alpha)
+    """One draw: the maps fitted on the sample in which each photo's items count
+    ``weights[photo]`` times (weighted, not repeated), each map's per-cell ECE, Brier and
+    AURC (``(cells, 3)``), the conformal coverage and risk per cell (``(2, cells)``) and the
+    per-cell means of the accuracy and of each map's confidence (:func:`map_widths`' inputs,
+    stacked)."""
+    items, accuracy, scored = group.items, group.accuracy, group.scored
+    w = weights[items.cluster]
+    fitted = fit_maps(items, alpha, w)
     mapped = apply_maps(fitted, items)
-    n = len(group.cells)
-    scored = (items.cell >= 0) & (items.cell < n) & items.answered & np.isfinite(items.conf)
-    cell, correct = items.cell[scored], items.correct[scored]
-    scores = {m: cell_scores(mapped[m][scored], correct, cell, n) for m in MAPS}
-    kept = items.conf[scored] >= fitted.threshold
+    n, cell, correct, ws = len(group.cells), scored.cell, scored.correct, w[scored.index]
+    scores = {
+        m: cell_scores(mapped[m][scored.index], correct, cell, n, weights=ws, order=scored.order)
+        for m in MAPS
+    }
+    kept = items.conf[scored.index] >= fitted.threshold
     conformal = np.vstack(
         [
-            _cell_means(kept.astype(float), cell, n),
-            _cell_means((kept & (correct == 0.0)).astype(float), cell, n),
+            _cell_means(kept.astype(float), cell, n, ws),
+            _cell_means((kept & (correct == 0.0)).astype(float), cell, n, ws),
         ]
     )
     means = np.vstack(
-        [_cell_means(accuracy.correct, accuracy.cell, n + 1)]
-        + [_cell_means(mapped[m], items.cell, n + 1) for m in MAPS]
+        [_cell_means(accuracy.correct, accuracy.cell, n + 1, weights[accuracy.cluster])]
+        + [_cell_means(mapped[m], items.cell, n + 1, w) for m in MAPS]
     )
     return fitted, scores, conformal, means
 

@@ -3,8 +3,9 @@ per model × task × wording its items, each placed in a cell — the clean imag
 arm on the metre axis (fog, water, turbid, and each ImageNet-C corruption whose severities form
 a metre grid, :func:`~clearsight.sweep.images.corruptions.metre_grid`), the blank images (the
 accuracy's floor only) — with its source photo (the bootstrap's cluster) and, for a letter
-wording, the content letters' log-probabilities read from the run's stored ``letter_probs``
-(:func:`letter_logprobs`).
+wording, the content letters' log-probabilities from the run's stored ``letter_probs``, which
+:func:`~clearsight.sweep.results.load_run_data` reads with the records
+(``RunData.letters``; :func:`logprobs_of`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,62 +22,60 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from clearsight.store import RunStore
 from clearsight.sweep.images.corruptions import metre_grid
 from clearsight.sweep.numbers.cells import FloatArray, IntArray
 from clearsight.sweep.numbers.pairing import w_pairing_of
-from clearsight.sweep.results import RunData, confidence_signal, primary_wording
-from clearsight.sweep.specs import PROTOCOL
-from clearsight.validate import InputError
+from clearsight.sweep.results import RunData, confidence_signal, load_run_data, primary_wording
 
-__all__ = ["LETTER_FLOOR", "Group", "Items", "groups", "letter_logprobs"]
+__all__ = ["LETTER_FLOOR", "Group", "Items", "Scored", "groups", "letter_logprobs"]
 
 #: A letter's probability is floored here before its log is taken (an API's top-k read-out
 #: gives a letter outside its top k no probability at all).
 LETTER_FLOOR = 1e-12
-_LETTERS = tuple(chr(c) for c in range(ord("A"), ord("Z") + 1))
 # The records' columns a group reads (a copy of these only: at the paper's scale the whole
 # frame is hundreds of MB).
 _READ = (
     *("key", "model", "task", "wording", "condition", "level_m", "severity", "n_options"),
     *("correct", "answered", "internal_conf", "verbal_conf", "cluster"),
 )
-
-
 _QUESTION = ["question.letters", "question.abstain", "question.correct"]
-
-
-def run_letters(run_dir: Path, keys: list[str] | None = None) -> pd.DataFrame:
-    """The letter columns of the run's ok records (their letters, abstain and correct letter,
-    ``letter_probs.*``), indexed by key: only ``keys`` where given. One read of the store
-    serves every group (:func:`groups`): a read per group scanned a 1.8 M-item run a hundred
-    times."""
-    with RunStore.open(run_dir, read_only=True) as store:
-        frame = store.to_frame(
-            status="ok",
-            kind=PROTOCOL,
-            columns=["key", *_QUESTION, *(f"letter_probs.{x}" for x in _LETTERS)],
-            where=None if keys is None else {"key": keys},
-        )
-    return frame.set_index("key") if "key" in frame else frame
+# Each item's row in the run's letter columns (RunData.letters, then corrupted_letters).
+_ROW = "letters_row"
 
 
 def letter_logprobs(run_dir: Path, keys: list[str]) -> tuple[FloatArray, IntArray] | None:
     """:func:`logprobs_of` the records ``keys`` of the run in ``run_dir``."""
-    return logprobs_of(run_letters(run_dir, keys), keys)
+    data = load_run_data(run_dir)
+    letters = _run_letters(data)
+    where = pd.Index(_stacked(data, "key")).get_indexer(keys)
+    return None if (where < 0).any() else logprobs_of(letters.iloc[where])
 
 
-def logprobs_of(read: pd.DataFrame, keys: list[str]) -> tuple[FloatArray, IntArray] | None:
-    """The content letters' log-probabilities ``(N, K)`` of the records ``keys`` among
-    ``read`` (:func:`run_letters`; letters in the question's order, the abstain letter left
-    out, each floored at :data:`LETTER_FLOOR`) and each record's correct letter's index; None
-    where a record has no letter probabilities stored or the records differ in their number of
-    content letters (no one temperature then fits them all)."""
+def _stacked(data: RunData, column: str) -> npt.NDArray[Any]:
+    """``column`` of the run's records, then of its corrupted ones (the rows of
+    :func:`_run_letters`)."""
+    parts = [frame[column].to_numpy() for frame in (data.records, data.corrupted) if len(frame)]
+    return np.concatenate(parts) if parts else np.array([], dtype=object)
+
+
+def _run_letters(data: RunData) -> pd.DataFrame:
+    """The letter columns of the run's records, then of its corrupted ones, row for row."""
+    return pd.concat([data.letters, data.corrupted_letters], ignore_index=True)
+
+
+def logprobs_of(read: pd.DataFrame) -> tuple[FloatArray, IntArray] | None:
+    """The content letters' log-probabilities ``(N, K)`` of the records whose letter columns
+    are the rows of ``read`` (:data:`~clearsight.sweep.results.LETTER_COLUMNS`; letters in
+    the question's order, the abstain letter left out, each floored at :data:`LETTER_FLOOR`)
+    and each record's correct letter's index; None where a record has no letter probabilities
+    stored or the records differ in their number of content letters (no one temperature then
+    fits them all)."""
     if any(c not in read for c in _QUESTION):
         return None
-    frame = read.reindex(keys).astype({c: object for c in _QUESTION})
+    frame = read.reset_index(drop=True).astype({c: object for c in _QUESTION})
+    n = len(frame)
     probs: FloatArray | None = None
-    labels = np.full(len(keys), -1, dtype=np.intp)
+    labels = np.full(n, -1, dtype=np.intp)
     patterns = frame.groupby(["question.letters", "question.abstain"], dropna=False, sort=False)
     for pattern, rows in patterns.indices.items():
         letters, abstain = cast(tuple[object, object], pattern)
@@ -87,7 +87,7 @@ def logprobs_of(read: pd.DataFrame, keys: list[str]) -> tuple[FloatArray, IntArr
             probs is not None and probs.shape[1] != len(names)
         ):
             return None
-        probs = np.full((len(keys), len(names)), np.nan) if probs is None else probs
+        probs = np.full((n, len(names)), np.nan) if probs is None else probs
         probs[rows] = frame[names].to_numpy(dtype=np.float64)[rows]
         right = frame["question.correct"].to_numpy()[rows]
         labels[rows] = [content.index(r) if r in content else -1 for r in right]
@@ -113,26 +113,23 @@ class Items:
     z: FloatArray | None  # (N, K) content letters' log-probabilities
     label: IntArray | None  # the correct letter's index
 
-    def take(self, idx: IntArray) -> Items:
-        """The items ``idx`` (repeated where an index repeats)."""
-        return Items(
-            self.conf[idx],
-            self.correct[idx],
-            self.answered[idx],
-            self.cluster[idx],
-            self.cell[idx],
-            None if self.z is None else self.z[idx],
-            None if self.label is None else self.label[idx],
-        )
-
-    def resampled(self, weights: FloatArray) -> Items:
-        """Every item as often as its cluster's weight (one bootstrap draw)."""
-        times = weights[self.cluster].astype(np.intp)
-        return self.take(np.repeat(np.arange(self.cluster.size), times))
-
     def scored(self, cell: int) -> npt.NDArray[np.bool_]:
         """The answered items with a confidence in ``cell``."""
         return (self.cell == cell) & self.answered & np.isfinite(self.conf)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The items a cell's ECE, Brier and AURC read (answered, with a confidence, in the clean
+    cell or an arm's level): their ``index`` among the group's items, ``cell`` and
+    ``correct``, and ``order``, the positions of these items sorted by cell, then by
+    decreasing confidence (ties in their given order). A non-decreasing map of the confidence
+    keeps that order, so the draws reuse it rather than sorting every map of every draw."""
+
+    index: IntArray
+    cell: IntArray
+    correct: FloatArray
+    order: IntArray
 
 
 @dataclass(frozen=True)
@@ -161,10 +158,23 @@ class Group:
         """Whether the accuracy has blank images for its floor (else chance)."""
         return bool((self.accuracy.cell == self.blank).any())
 
+    @cached_property
+    def scored(self) -> Scored:
+        """The :class:`Scored` items of the group, sorted once for every draw."""
+        items = self.items
+        keep = (items.cell >= 0) & (items.cell < len(self.cells)) & items.answered
+        index = np.flatnonzero(keep & np.isfinite(items.conf))
+        cell = items.cell[index]
+        order = np.lexsort((-items.conf[index], cell))
+        return Scored(index, cell, items.correct[index], order)
 
-def _columns(records: pd.DataFrame) -> pd.DataFrame:
-    """The columns of ``records`` a group reads (:data:`_READ`; those it lacks left out)."""
-    return records[[c for c in _READ if c in records]]
+
+def _columns(records: pd.DataFrame, first_row: int = 0) -> pd.DataFrame:
+    """The columns of ``records`` a group reads (:data:`_READ`; those it lacks left out) and
+    each record's row in the run's letter columns (:func:`_run_letters`), ``first_row`` the
+    first record's."""
+    rows = np.arange(first_row, first_row + len(records))
+    return records[[c for c in _READ if c in records]].assign(**{_ROW: rows})
 
 
 def _placed_arms(data: RunData, veq: pd.DataFrame) -> pd.DataFrame:
@@ -175,7 +185,9 @@ def _placed_arms(data: RunData, veq: pd.DataFrame) -> pd.DataFrame:
     physical = rec[rec["condition"].isin(list(data.levels))]
     parts = [physical.assign(arm=physical["condition"])]
     imagenet = rec[rec["condition"] == "imagenet_c"].assign(corruption="fog")
-    others = _columns(data.corrupted).assign(corruption=data.corrupted.get("corruption"))
+    others = _columns(data.corrupted, len(data.records)).assign(
+        corruption=data.corrupted.get("corruption")
+    )
     corrupted = pd.concat([imagenet, others], ignore_index=True)
     if veq.empty:
         return pd.concat(parts, ignore_index=True)
@@ -204,10 +216,10 @@ def _items(
     rows: pd.DataFrame, signal: str, clusters: npt.NDArray[Any], read: pd.DataFrame | None
 ) -> Items:
     """``rows`` (with their ``cell``) as :class:`Items`; with their letters taken from the
-    run's ``read`` (:func:`run_letters`; None: not read)."""
+    run's letter columns ``read`` (:func:`_run_letters`; None: not read)."""
     letters = None
-    if read is not None and "key" in rows:
-        letters = logprobs_of(read, rows["key"].astype(str).tolist())
+    if read is not None and len(read):
+        letters = logprobs_of(read.iloc[rows[_ROW].to_numpy()])
     return Items(
         conf=rows[signal].to_numpy(dtype=np.float64),
         correct=rows["correct"].to_numpy(dtype=np.float64),
@@ -236,15 +248,6 @@ def _celled(
     return frame, cells, arms
 
 
-def _run_letters_of(data: RunData) -> pd.DataFrame:
-    """:func:`run_letters` of the run ``data`` was read from (none for records made up in
-    memory: no run to read letters from)."""
-    try:
-        return run_letters(data.run_dir)
-    except InputError:
-        return pd.DataFrame()
-
-
 def groups(data: RunData, veq: pd.DataFrame) -> Iterator[Group]:
     """Each model × task × wording with clean records, as a :class:`Group`."""
     frame, cells, arms = _celled(data, veq)
@@ -262,7 +265,7 @@ def groups(data: RunData, veq: pd.DataFrame) -> Iterator[Group]:
                 if not (mine["cell"] == 0).any():
                     continue
                 if signal == "internal_conf" and read is None:
-                    read = _run_letters_of(data)
+                    read = _run_letters(data)
                 letters = read if signal == "internal_conf" else None
                 k = float(mine["n_options"].median())
                 yield Group(
