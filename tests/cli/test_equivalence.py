@@ -19,7 +19,8 @@ from clearsight.cli import app
 from clearsight.physics import ATTENUATION_MAX_ADDED, CORRUPTION_GROUPS, CORRUPTIONS
 from clearsight.scenes.bundled import load_bundled_scene
 from clearsight.sweep.config import SweepConfig
-from clearsight.sweep.images.equivalence import equivalence_table, summarise
+from clearsight.sweep.images.corruptions import summarise
+from clearsight.sweep.images.equivalence import equivalence_table
 
 runner = CliRunner()
 NAMES = sorted([*CORRUPTIONS, *CORRUPTION_GROUPS])
