@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -47,6 +48,27 @@ def test_temperature_refuses_bad_input() -> None:
         rc.fit_temperature([[0.0, -np.inf]], [0])
     with pytest.raises(InputError, match="positive"):
         rc.apply_temperature([[0.0, 0.0]], 0.0)
+
+
+@pytest.mark.parametrize(
+    ("logprobs", "labels", "weights"),
+    [
+        (np.log([[0.9, 0.1], [0.2, 0.8]]), [0, 1], None),  # each right letter on top
+        (np.log([[0.5, 0.5], [0.6, 0.4]]), [1, 0], None),  # a tie at the top counts as on top
+        (np.log([[0.9, 0.1], [0.9, 0.1]]), [0, 1], [1, 0]),  # the one below is weighted 0
+        (np.log([[1.0 - 1e-12, 1e-12]] * 3), [0, 0, 0], None),  # the observer's: floored
+    ],
+)
+def test_temperature_refuses_answers_whose_right_letters_are_all_on_top(
+    logprobs: npt.NDArray[np.float64], labels: list[int], weights: list[int] | None
+) -> None:
+    """The loss only falls as T falls to 0: no temperature is best (a search stopped wherever
+    the loss stopped changing: T = 0.0077 on the observer's clean answers)."""
+    with pytest.raises(InputError, match="on top"):
+        rc.fit_temperature(logprobs, labels, weights=weights)
+    below = np.vstack([logprobs, np.log([[0.3, 0.7]])])  # one right letter below: a minimum
+    t = rc.fit_temperature(below, [*labels, 0], weights=None if weights is None else [*weights, 1])
+    assert 1e-4 <= t <= 1e4
 
 
 def test_platt_by_hand() -> None:
@@ -225,7 +247,8 @@ def test_weighted_temperature_equals_the_repeated_answers(
     sample: list[tuple[list[float], int, int]],
 ) -> None:
     """The weighted mean NLL and the repeated one differ in their rounding only: each fit's
-    temperature is as good as the other's on the repeated answers, within 1e-9 of the NLL
+    temperature is as good as the other's on the repeated answers, within 1e-9 of the NLL, or
+    neither has one (every right letter on top)
     (where the NLL is flat, e.g. every answer's right letter far ahead, the two may stop at
     different temperatures: test_weighted_temperature_on_a_sample_of_letters compares them)."""
     z = np.array([row for row, _, _ in sample])
@@ -239,8 +262,13 @@ def test_weighted_temperature_equals_the_repeated_answers(
         probs = rc.apply_temperature(z_rep, t)[np.arange(labels_rep.size), labels_rep]
         return float(-np.mean(np.log(probs)))
 
+    try:
+        repeated = rc.fit_temperature(z_rep, labels_rep)
+    except InputError:  # every right letter on top: on either
+        with pytest.raises(InputError, match="on top"):
+            rc.fit_temperature(z, labels, weights=w)
+        return
     weighted = rc.fit_temperature(z, labels, weights=w)
-    repeated = rc.fit_temperature(z_rep, labels_rep)
     assert nll(weighted) == pytest.approx(nll(repeated), abs=1e-9)
 
 

@@ -213,7 +213,8 @@ def test_alpha_comes_from_the_run_config() -> None:
 
 def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> None:
     """The observer stores its letters' probabilities: temperature 1 gives back its internal
-    confidence, and the report states ECE at 3.9 m before and after with intervals."""
+    confidence, and the report states ECE at 3.9 m before and after with intervals (none for
+    temperature scaling, which has no best temperature on the observer's clean answers)."""
     far = ("skimage-astronaut", "skimage-camera", "skimage-stereo-motorcycle")
     config = SweepConfig(
         scene_ids=far, tasks=("identify",), wordings=("mcq.generic",), controls=("clean", "blank")
@@ -243,9 +244,12 @@ def test_an_observer_sweep_reports_calibration_under_weather(tmp_path: Path) -> 
     summary = paths.summary_md.read_text(encoding="utf-8")
     assert "## Calibration under weather" in summary
     ci = r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]"
-    for name in ("as read", "temperature", "isotonic"):
+    for name in ("as read", "isotonic"):
         row = f"\\| fog \\| {name} \\| {ci} \\| 3\\.9 m \\| {ci} \\|"
         assert re.search(row, summary), name
+    # every clean answer right with its letter on top: no temperature is best, and it says so
+    assert "| fog | temperature | – | 3.9 m | – | n/a |" in summary
+    assert "temperature: no minimum on the clean answers (every right letter on top)" in summary
     html = paths.html.read_text(encoding="utf-8")
     assert "id='calibration-weather'" in html
     assert "Calibration under weather" in html

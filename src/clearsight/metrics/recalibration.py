@@ -124,10 +124,14 @@ def temperature_confidence(logprobs: npt.ArrayLike, temperature: float) -> Float
         \max_k p_{ik}(T) = 1 \Big/ \sum_j \exp\bigl(z_{ij} / T - \max_k z_{ik} / T\bigr),
 
     the row maxima of :func:`apply_temperature` (its top letter's :math:`\exp(0) = 1` over the
-    same sum) without forming every letter's probability."""
-    x = _scaled(logprobs, temperature)
-    shifted = x - x.max(axis=1, keepdims=True)
-    return 1.0 / np.exp(shifted).sum(axis=1)
+    same sum, to within rounding) without forming every letter's probability. Each row is
+    shifted by its top letter before it is scaled and its terms are summed smallest first, so
+    two answers whose letters differ only in order (or, where the subtraction is exact, by a
+    constant) get the same bits at every temperature: a tie, which AURC takes together, is
+    not made or broken by the temperature's last bits."""
+    z = _scaled(logprobs, 1.0)
+    shifted = _scaled(z - z.max(axis=1, keepdims=True), temperature)
+    return 1.0 / np.sort(np.exp(shifted), axis=1).sum(axis=1)
 
 
 def fit_temperature(
@@ -142,7 +146,10 @@ def fit_temperature(
 
     found over :math:`\beta = 1/T` (the loss is convex in :math:`\beta`: a log-sum-exp of
     :math:`\beta z_i` less a linear term), bounded to :math:`10^{-4} \le \beta \le 10^4`.
-    ``labels`` are the correct letters' indices."""
+    ``labels`` are the correct letters' indices. InputError where no temperature is best:
+    every answer counted has its correct letter on top (ties included), so the loss only
+    falls as :math:`T` falls towards 0 (Platt's refusal of separated answers, for the
+    letters: a search would stop wherever the loss stops changing in floating point)."""
     z, y = _check_letters(logprobs, labels)
     w = _check_weights(weights, y.size)
     total = w.sum()
@@ -150,6 +157,11 @@ def fit_temperature(
 
     top = z.max(axis=1)
     shifted, gap = z - top[:, None], true - top  # the log-sum-exp's shift, once: beta >= 0
+    if np.all(gap[w > 0] >= 0):
+        raise InputError(
+            "no temperature minimises the letters' negative log-likelihood: every answer's "
+            "correct letter is on top, so it only falls as the temperature falls to 0"
+        )
 
     def nll(log_beta: float) -> float:
         beta = np.exp(log_beta)

@@ -90,7 +90,10 @@ def fit_maps(items: Items, alpha: float, weights: FloatArray | None = None) -> F
     if items.z is None or items.label is None:
         notes.append("temperature: no letter log-probabilities stored (or a verbalized confidence)")
     else:
-        temperature = fit_temperature(items.z[fit], items.label[fit], weights=w)
+        try:
+            temperature = fit_temperature(items.z[fit], items.label[fit], weights=w)
+        except InputError:
+            notes.append("temperature: no minimum on the clean answers (every right letter on top)")
     try:
         platt = fit_platt(conf, correct, weights=w)
     except InputError:
