@@ -60,7 +60,7 @@ from fixtures.trackers import mlflow_server
 DEMO = SweepConfig(tasks=("identify",), wordings=("mcq.reason", "mcq.generic", "verbal.plain"))
 #: ``clearsight sweep``'s own design on the bundled photos (every task and wording).
 DEFAULT = SweepConfig()
-REPEATS = {"": 3, "_default_design": 2}
+REPEATS = {"": 5, "_default_design": 4}
 
 
 def _inside_session() -> Callable[[], float]:

@@ -202,7 +202,9 @@ def test_a_down_server_is_one_warning_within_seconds_and_the_users_settings_are_
 ) -> None:
     """A tracker run begun (a unit committed) against a port nobody listens on, MLflow's own
     retry settings not set (or one set by the user, kept): the sender gives up, with one
-    warning, in seconds (MLflow's defaults: minutes), and the session ends."""
+    warning, in seconds (MLflow's defaults: minutes), and the session ends, the sample's table
+    not even drawn. The settings are the trackers' process's: this process's environment is
+    left as it was."""
     import os
     import time
 
@@ -210,6 +212,7 @@ def test_a_down_server_is_one_warning_within_seconds_and_the_users_settings_are_
 
     from clearsight import driver
     from clearsight.track import open_session
+    from clearsight.track import session as session_module
     from clearsight.track.to_mlflow import QUICK_HTTP
     from test_fourth_protocol import TOY, ToyConfig
 
@@ -219,15 +222,39 @@ def test_a_down_server_is_one_warning_within_seconds_and_the_users_settings_are_
     for name, value in users.items():
         clean_env.setenv(name, value)
     assert mlflow.get_tracking_uri().endswith(os.environ["MLFLOW_TRACKING_URI"][7:])
-    session = open_session(["mlflow"], run_dir, 0)
+    drawn: list[int] = []
+    clean_env.setattr(session_module, "sampled_rows", lambda *a, **k: drawn.append(1) or [])
+    session = open_session(["mlflow"], run_dir, 4)
     started = time.monotonic()
     session.committed([])  # begins the tracker's run
+    session.ran()  # the table, queued after the begin that fails: never drawn
     session.end(ok=True)  # waits for the sender
     waited = time.monotonic() - started
     assert session.dropped == ["mlflow"]
+    assert session.live == []
+    assert drawn == []  # nothing drawn for no tracker
     assert waited < 20, waited  # 2 retries 1 s and 2 s apart, each refused at once
     err = capsys.readouterr().err
     assert err.count("warning: tracker mlflow dropped") == 1
+    assert {name: os.environ.get(name) for name in QUICK_HTTP} == {
+        name: users.get(name) for name in QUICK_HTTP
+    }
+
+
+@pytest.mark.parametrize("users", [{}, {"MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}])
+def test_the_mlflow_sink_sets_the_quick_http_settings_the_user_did_not(
+    users: dict[str, str], clean_env: pytest.MonkeyPatch
+) -> None:
+    """Made (in the trackers' process), the MLflow sink sets :data:`QUICK_HTTP` where the
+    user set nothing and keeps what the user set."""
+    import os
+
+    from clearsight.track.to_mlflow import QUICK_HTTP, MlflowSink
+
+    for name, value in users.items():
+        clean_env.setenv(name, value)
+    clean_env.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # not asked
+    MlflowSink()
     assert {name: os.environ[name] for name in QUICK_HTTP} == {**QUICK_HTTP, **users}
 
 
@@ -270,3 +297,40 @@ def test_the_toy_fourth_protocol_is_tracked_through_its_face(
     assert run.data.params["protocol"] == "toy"
     files = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert files == {"report.html", "summary.md", "summary.csv"}
+
+
+def test_a_run_the_trackers_process_was_not_told_to_end_ends_as_failed(
+    mlflow_uri: str, clean_env: pytest.MonkeyPatch
+) -> None:
+    """The trackers' process, its parent gone (the socket closed) without ending the run it
+    began: it ends the run as failed, with what it had logged, and exits."""
+    from clearsight.track.content import StepMetric
+    from clearsight.track.process import TrackerProcess
+
+    clean_env.setenv("MLFLOW_TRACKING_URI", mlflow_uri)
+    clean_env.setenv("MLFLOW_EXPERIMENT_NAME", "parent-gone")
+    process = TrackerProcess.start()
+    assert process.call(("begin", ("orphan", {"a": "1"}), ("mlflow",))) == {}
+    assert process.call(("steps", ([StepMetric("records_ok", 3.0, 1)],), ("mlflow",))) == {}
+    process.close()
+    assert process.process.wait(60) == 0  # once it has ended the run
+    run = _only_run(MlflowClient(mlflow_uri), "parent-gone")
+    assert (run.info.run_name, run.info.status) == ("orphan", "FAILED")
+    assert (run.data.params, run.data.metrics) == ({"a": "1"}, {"records_ok": 3.0})
+
+
+def test_a_trackers_process_that_died_drops_every_tracker_it_was_asked_for(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """A call to a trackers' process that was killed: every tracker it named dropped, the
+    reason its exit code."""
+    from clearsight.track.process import TrackerProcess
+
+    process = TrackerProcess.start()
+    process.process.kill()
+    process.process.wait()
+    failed = process.call(("end", (True,), ("mlflow", "wandb")))
+    assert list(failed) == ["mlflow", "wandb"]
+    said = "the trackers' process ended with exit code -9 ("
+    assert all(reason.startswith(said) for reason in failed.values())
+    process.close()

@@ -126,15 +126,17 @@ def sample_rows(
     *,
     rows: Iterable[Row] | None = None,
     kept: Mapping[str, npt.NDArray[np.uint8]] | None = None,
+    pngs: Mapping[str, bytes] | None = None,
     planned: Sequence[str] | None = None,
 ) -> list[SampledRow]:
     """``n`` of the run's rows (keyed by ``key``) drawn stratified with ``seed``, in the
     draw's order, each with its shown image where the face shows images (None for an item
-    shown none: a text-only problem): the pixels the run ``kept`` of it encoded, the others
-    drawn again by the face; none where the face has no ``reask`` kind to draw by or ``n`` is
-    0. ``rows``: the run's rows where the caller has read them all (None: the face reads the
-    drawn items' rows only). ``planned``: the draw made before the run
-    (:func:`planned_keys`), taken as it is where every item finished ok."""
+    shown none: a text-only problem): the pixels the run ``kept`` of it encoded (its PNG taken
+    from ``pngs`` where it was encoded already), the others drawn again by the face; none
+    where the face has no ``reask`` kind to draw by or ``n`` is 0. ``rows``: the run's rows
+    where the caller has read them all (None: the face reads the drawn items' rows only).
+    ``planned``: the draw made before the run (:func:`planned_keys`), taken as it is where
+    every item finished ok."""
     from clearsight.store import RunStore
 
     if face.reask is None or n == 0:
@@ -146,7 +148,12 @@ def sample_rows(
     by_key = {row.get("key"): row for row in rows if row.get("key") in stored}
     images: dict[str, bytes] = {}
     if face.shown is not None:
-        images = {key: png_bytes(kept[key]) for key in stored if kept and key in kept}
+        made = pngs or {}
+        images = {
+            key: made[key] if key in made else png_bytes(kept[key])
+            for key in stored
+            if kept and key in kept
+        }
         again = {key: spec for key, spec in stored.items() if key not in images}
         images.update(face.shown(run_dir, again) if again else {})
     held = kept or {}

@@ -6,14 +6,16 @@ or refuses a call costs one warning line and is dropped for the rest of the run:
 its records go on unaffected, and ``clearsight track RUN --to NAME`` sends the finished run
 later.
 
-Nothing waits for a tracker while the run works: every call to a tracker is made, in order, by
-one sender thread of the writer's process. During a run the writer tells the session of each
-unit it committed (:meth:`Session.committed`): the records counted so far, at most one call per
-unit and tracker (units committed while the sender is busy go in its next call, each at its
-own step). Each tracker's run begins at the first unit, once the run's manifest is stored, with
-the manifest as its parameters. The report's numbers are sent as soon as its analysis says what
-it measured (:meth:`Session.hear`: while its pages are drawn) and its files after it
-(:meth:`Session.finish`, which waits for the sender to finish).
+Nothing waits for a tracker while the run works: every call to a tracker is made, in order,
+in the trackers' own process (:mod:`clearsight.track.process`), which one sender thread of the
+writer's process starts and feeds. During a run the writer tells the session of each unit it
+committed (:meth:`Session.committed`): the records counted so far, at most one call per unit
+and tracker (units committed while the sender is busy go in its next call, each at its own
+step). Each tracker's run begins at the first unit, once the run's manifest is stored, with
+the manifest as its parameters. The report's numbers are sent as soon as its analysis says
+what it measured (:meth:`Session.hear`: while its pages are drawn) and its files after it
+(:meth:`Session.finish`, which waits for the sender to finish). Once every tracker is dropped,
+nothing more is drawn or sent.
 
 The table of a stratified sample of items with the image each was shown
 (:func:`clearsight.faces.sample.sample_rows`, ``sample`` rows, 0: none) costs the run no
@@ -26,14 +28,13 @@ item of a resumed run's earlier start, every item of ``clearsight track``) is dr
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import queue
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
 from clearsight.validate import InputError
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from clearsight.track.content import Content, StepMetric
 
 from clearsight.track.names import SAMPLE_ROWS, SAMPLE_SEED, TRACKERS, tracker_spec
+from clearsight.track.process import Sink
 
 __all__ = [
     "SAMPLE_ROWS",
@@ -60,29 +62,6 @@ __all__ = [
 
 #: The files every protocol's report writes into its run directory (the artifacts).
 REPORT_FILES = ("report.html", "summary.md", "summary.csv")
-
-
-class Sink(Protocol):
-    """One tracker run: begun with a name and parameters, sent metrics and files, ended."""
-
-    def begin(self, name: str, params: Mapping[str, str]) -> None:
-        """Begin the tracker's run named ``name`` with ``params`` (the tracker's own
-        configuration decides where: its server, project, mode)."""
-
-    def steps(self, metrics: Sequence[StepMetric]) -> None:
-        """Log ``metrics`` (the counts of one or more units, each at its step) in one call."""
-
-    def numbers(self, steps: Sequence[StepMetric], summary: Mapping[str, float]) -> None:
-        """Log the report's step metrics and summary metrics."""
-
-    def files(self, paths: Sequence[Path]) -> None:
-        """Log the report's files as artifacts."""
-
-    def table(self, sample: Sequence[SampledRow]) -> None:
-        """Log the sample of items as the tracker's table (with their images where shown)."""
-
-    def end(self, ok: bool) -> None:
-        """End the run, finished or failed."""
 
 
 def check_trackers(specs: Sequence[str]) -> None:
@@ -107,17 +86,8 @@ def check_trackers(specs: Sequence[str]) -> None:
                 raise InputError(f"tracker {spec!r}: {exc}") from None
 
 
-def _sink(spec: str) -> Sink:
-    """The sink of the tracker ``spec`` names (made with its project where it names one)."""
-    name, project = tracker_spec(spec)
-    module, _, attr = TRACKERS[name].partition(":")
-    kind = getattr(importlib.import_module(module), attr)
-    made: Sink = kind() if project is None else kind(project)
-    return made
-
-
-#: A call on a tracker's sink.
-_Call = Callable[["Sink"], None]
+#: A call on the trackers: a sink's method and its arguments (None: nothing to send).
+_Call = tuple[str, tuple[Any, ...]] | None
 
 
 class Session:
@@ -128,7 +98,8 @@ class Session:
     def __init__(self, names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> None:
         self.run_dir = run_dir
         self.sample = sample
-        self.live: dict[str, Sink] = {}
+        #: The trackers whose runs have begun and still take calls, and those dropped.
+        self.live: list[str] = []
         self.dropped: list[str] = []
         self._names = list(dict.fromkeys(names))
         self._params: dict[str, str] = {}
@@ -139,13 +110,15 @@ class Session:
         #: The pixels the run kept of the sample's items (by key), the table drawn from them
         #: (None: not queued yet) and what went wrong drawing it (raised by :meth:`finish`).
         self._kept: dict[str, npt.NDArray[np.uint8]] = {}
+        #: Their PNGs, encoded by the sender as they were kept (while the run goes on).
+        self._pngs: dict[str, bytes] = {}
         #: The sample's keys drawn before its stage ran (None: not drawn; see :meth:`keep`).
         self._planned: tuple[str, ...] | None = None
         self._sample: tuple[SampledRow, ...] | None = None
         self._failed: Exception | None = None
         self._lock = threading.Lock()
-        # what the sender is given: a job (made into the call on each tracker when its turn
-        # comes), whether it makes each tracker's sink first; None: stop
+        # what the sender is given: a job (made into the call on the trackers when its turn
+        # comes, where one is still live) and whether it begins their runs; None: stop
         self._jobs: queue.Queue[tuple[Callable[[], _Call], bool] | None] = queue.Queue()
         self._sender: threading.Thread | None = None
 
@@ -159,15 +132,30 @@ class Session:
         self._sender = threading.Thread(target=self._send, name="clearsight-trackers")
         self._sender.start()
         params = self._params
-        self._jobs.put((lambda: lambda sink: sink.begin(name, params), True))
+        self._jobs.put((lambda: ("begin", (name, params)), True))
 
     def _send(self) -> None:
-        """The sender thread: each job on every live tracker, in order, until told to stop."""
+        """The sender thread: the trackers' process started, then each job's call made there
+        on every live tracker, in order, until told to stop (a job is not even made once every
+        tracker is dropped); the process closed."""
+        from clearsight.track.process import TrackerProcess
+
+        process: TrackerProcess | None = None
         while (item := self._jobs.get()) is not None:
-            job, make = item
-            call = job()
-            for tracker in self._names if make else list(self.live):
-                self._guard(tracker, call, make)
+            job, begins = item
+            trackers = tuple(self._names if begins else self.live)
+            if not trackers or (call := job()) is None:
+                continue
+            try:
+                process = process or TrackerProcess.start()
+            except OSError as exc:
+                self._drop(dict.fromkeys(trackers, f"the trackers' process did not start: {exc}"))
+                continue
+            failed = process.call((*call, trackers))
+            self.live += [t for t in trackers if begins and t not in failed]
+            self._drop(failed)
+        if process is not None:
+            process.close()
 
     def _queue(self, call: _Call) -> None:
         """``call`` on every live tracker, in its turn (the first call begins the runs)."""
@@ -185,23 +173,36 @@ class Session:
         from clearsight.track.content import StepMetric
 
         self._units += 1
+        kept = []
         for record in records:
             self._counts["records_ok" if record.status == "ok" else "records_failed"] += 1
             if record.shown is not None:
                 self._kept[record.key] = record.shown
+                kept.append(record.key)
         if self._sender is None:
             self._begin()
+        if kept:  # encoded in the sender's turn, while the run goes on
+            self._jobs.put((lambda: self._encode(kept), False))
         with self._lock:
             first = not self._pending
             self._pending += [StepMetric(k, float(v), self._units) for k, v in self._counts.items()]
         if first:  # one job takes every unit's counts queued until its turn
             self._jobs.put((self._take, False))
 
+    def _encode(self, keys: Sequence[str]) -> _Call:
+        """The kept images of ``keys`` encoded as PNGs (OpenCV's encoder lets the run's thread
+        go on meanwhile); nothing to send."""
+        from clearsight.faces.sample import png_bytes
+
+        for key in keys:
+            self._pngs[key] = png_bytes(self._kept[key])
+        return None
+
     def _take(self) -> _Call:
         """The call that sends the counts not sent yet (taken now, in the sender's turn)."""
         with self._lock:
             batch, self._pending = self._pending, []
-        return lambda sink: sink.steps(batch)
+        return "steps", (batch,)
 
     def on_commit(self) -> Callable[[list[Record]], None] | None:
         """:meth:`committed` where a tracker was asked for (None: the run needs no hook)."""
@@ -236,12 +237,12 @@ class Session:
     def _table(self) -> _Call:
         """The call that sends the sample's table, drawn now (in the sender's turn)."""
         try:
-            drawn = sampled_rows(self.run_dir, self.sample, self._kept, self._planned)
-            self._sample = tuple(drawn)
+            kept, planned = (self._kept, self._pngs), self._planned
+            self._sample = tuple(sampled_rows(self.run_dir, self.sample, kept, planned))
         except Exception as exc:  # not the trackers': raised again by finish
             self._failed = exc
-        sample, self._kept = self._sample, {}
-        return lambda sink: sink.table(sample) if sample else None
+        sample, self._kept, self._pngs = self._sample, {}, {}
+        return ("table", (sample,)) if sample else None
 
     def hear(self, measured: Measured) -> None:
         """What the report's analysis measured: its numbers, queued at once."""
@@ -251,7 +252,7 @@ class Session:
             return
         content = content_of({}, measured, ())
         self._sent = content
-        self._queue(lambda sink: sink.numbers(content.steps, content.summary))
+        self._queue(("numbers", (content.steps, content.summary)))
 
     def finish(self) -> Content:
         """Send the sample's table and the report's files (and, where the report said nothing
@@ -265,7 +266,7 @@ class Session:
         if self._sent is None and (measured := card_measured(self.run_dir)) is not None:
             self.hear(measured)
         files = tuple(self.run_dir / n for n in REPORT_FILES if (self.run_dir / n).is_file())
-        self._queue(lambda sink: sink.files(files))
+        self._queue(("files", (files,)))
         self.end(ok=True)
         if self._failed is not None:
             raise self._failed
@@ -276,31 +277,20 @@ class Session:
         """End each tracker's run (a run that failed as failed) and wait for the sender."""
         if self._sender is None:
             return
-        self._jobs.put((lambda: lambda sink: sink.end(ok), False))
+        self._jobs.put((lambda: ("end", (ok,)), False))
         self._jobs.put(None)
         self._sender.join()
         self.live.clear()
 
-    def _guard(self, tracker: str, call: _Call, make: bool = False) -> None:
-        """``call`` on the tracker's sink (made first with ``make``, its run begun: that call is
-        made once); a call that fails is made once more (a lost request, or a race inside the
-        tracker's own client: MLflow 3.17's telemetry thread removes an environment variable
-        its requests read), and a second failure drops the tracker with one warning line."""
+    def _drop(self, failed: Mapping[str, str]) -> None:
+        """Drop each tracker of ``failed`` with one warning line saying why (its reason): the
+        run goes on without it."""
         from tqdm import tqdm
 
-        try:
-            if make:
-                self.live[tracker] = _sink(tracker)
-                call(self.live[tracker])
-                return
-            try:
-                call(self.live[tracker])
-            except Exception:  # once more, then the tracker is dropped
-                call(self.live[tracker])
-        except Exception as exc:  # any failure of a tracker: the run goes on without it
-            self.live.pop(tracker, None)
+        for tracker, reason in failed.items():
+            if tracker in self.live:
+                self.live.remove(tracker)
             self.dropped.append(tracker)
-            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             tqdm.write(  # above a progress bar that is drawn, not inside it
                 f"warning: tracker {tracker} dropped ({reason}); the run goes on, "
                 f"`clearsight track RUN --to {tracker}` sends it later",
@@ -334,19 +324,21 @@ def card_measured(run_dir: Path) -> Measured | None:
 def sampled_rows(
     run_dir: Path,
     n: int,
-    kept: Mapping[str, npt.NDArray[np.uint8]] | None = None,
+    kept: tuple[Mapping[str, npt.NDArray[np.uint8]], Mapping[str, bytes]] | None = None,
     planned: Sequence[str] | None = None,
 ) -> list[SampledRow]:
     """The sample's ``n`` rows (seed :data:`SAMPLE_SEED`), drawn through the run's face (none:
     its protocol has no face, no rows or nothing to draw by), their images those the run
-    ``kept`` where it kept them; ``planned``: the draw made before the run, if any
+    ``kept`` where it kept them (their pixels by key, and the PNGs of those already encoded);
+    ``planned``: the draw made before the run, if any
     (:func:`~clearsight.faces.sample.sample_rows`)."""
     from clearsight.faces.sample import sample_rows
 
     face = _face(run_dir)
     if face is None or face.rows is None or n == 0:
         return []
-    return sample_rows(run_dir, face, n, SAMPLE_SEED, kept=kept, planned=planned)
+    pixels, pngs = kept or ({}, {})
+    return sample_rows(run_dir, face, n, SAMPLE_SEED, kept=pixels, pngs=pngs, planned=planned)
 
 
 def open_session(names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> Session:

@@ -3,15 +3,16 @@
 Its own configuration decides where the run goes: ``MLFLOW_TRACKING_URI`` (a server, a
 database, a folder), ``MLFLOW_EXPERIMENT_NAME`` or ``MLFLOW_EXPERIMENT_ID``, and its HTTP retry
 settings (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``_BACKOFF_FACTOR``, ``_TIMEOUT``). Those three
-clearsight sets in its process where the user has not (:data:`QUICK_HTTP`): MLflow's defaults
+clearsight sets in the trackers' own process (:mod:`clearsight.track.process`; the run's process
+keeps its environment) where the user has not (:data:`QUICK_HTTP`): MLflow's defaults
 (7 retries, backoff factor 2, a 120 s timeout) take minutes to give up on a server that is
 down, and the end of a run waits for its sender; with these a down server is one warning
 within seconds. The run is begun and ended with MLflow's own ``mlflow.start_run`` and
-``mlflow.end_run`` (which read them; every call of a session is made in its sender thread,
-where the run is active) and the rest is sent through ``MlflowClient.log_batch`` (which splits
-a batch at the server's limits): the parameters when the run begins, one call per unit during
-it, the step and summary metrics after it, and the report's files as artifacts. A summary
-metric is logged once, at step 0. The sample of items is MLflow's own table,
+``mlflow.end_run`` (which read them; every call of a session is made in the trackers'
+process, where the run is active) and the rest is sent through ``MlflowClient.log_batch``
+(which splits a batch at the server's limits): the parameters when the run begins, one call
+per unit during it, the step and summary metrics after it, and the report's files as
+artifacts. A summary metric is logged once, at step 0. The sample of items is MLflow's own table,
 ``MlflowClient.log_table`` as ``sample.parquet`` (floats kept exact; ``mlflow.load_table``
 reads it back), each image a PNG under ``table_images/sample/`` that its row's ``image`` cell
 names (``filepath``): the sample's own PNG bytes (:class:`EncodedPng`), not encoded a second
@@ -113,8 +114,8 @@ class MlflowSink:
 
     def begin(self, name: str, params: Mapping[str, str]) -> None:
         """Begin the MLflow run ``name`` where MLflow's configuration says, ``params`` its
-        parameters. MLflow keeps its active run per thread: the run is active in the
-        session's sender thread only (this process's own runs are not touched)."""
+        parameters, in the trackers' own process (the run's process and its own MLflow runs
+        are not touched)."""
         import mlflow
         from mlflow.entities import Param
 

@@ -35,12 +35,6 @@ class TrackioSink:
     """One trackio run in ``project`` (see the module docstring)."""
 
     def __init__(self, project: str = PROJECT) -> None:
-        # trackio's ``log`` tells a matplotlib figure by the class in ``sys.modules``: while
-        # the report's thread is importing matplotlib there, the half-made module has no
-        # ``Figure`` and every metric of that call is skipped. Imported here (in the sender's
-        # thread, once: it waits for an import another thread has begun), it is whole first.
-        import matplotlib.figure  # noqa: F401
-
         self.project = project
         self.run: Any = None
 
