@@ -19,18 +19,20 @@ Prints ``name: value`` lines:
   three files). Goal <= 0.02.
 * ``tracker_sample_s`` and ``tracker_sample_s_per_image`` — what the default sample table
   (``--tracker-sample``'s default: each item's image kept by the unit that sent it, encoded
-  and sent by the sender thread while the report is written) adds to the run, best
+  by the sender thread as it is kept, the table sent from the trackers' own process while the
+  report is written) adds to the run, best
   tracked-with-sample minus best tracked-without: a fixed cost, the same for a run of an
   hour; ``tracker_overhead_share_with_sample`` everything the tracker does, as a share of the
   sweep. Goal <= 0.02.
 * ``tracker_sample_cpu_s`` — the CPU seconds of this process (every thread) the table adds:
-  the work itself, without the noise of two wall times (the server's own work not counted).
+  the work itself, without the noise of two wall times (neither the trackers' process's work
+  nor the server's counted).
 * ``tracker_calls_share`` — the seconds the run's own thread spends in the tracker session
   (queueing each unit's counts; at the end, waiting for the sender thread to send the files and
   end the runs), fewest over the tracked sweeps, over the best untracked sweep: what the
-  trackers hold the run up. The wall-time share also counts the CPU the sender thread and the
-  server take from the run, which on a machine with fewer idle cores than busy processes is
-  most of it.
+  trackers hold the run up. The wall-time share also counts what the sender thread, the
+  trackers' process and the server take from the run (the interpreter, a core), which on a
+  machine with fewer idle cores than busy processes is most of it.
 * ``tracked_s``, ``untracked_s``, ``sweep_items`` and ``sweep_units``.
 """
 
