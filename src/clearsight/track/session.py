@@ -141,21 +141,24 @@ class Session:
         from clearsight.track.process import TrackerProcess
 
         process: TrackerProcess | None = None
-        while (item := self._jobs.get()) is not None:
-            job, begins = item
-            trackers = tuple(self._names if begins else self.live)
-            if not trackers or (call := job()) is None:
-                continue
-            try:
-                process = process or TrackerProcess.start()
-            except OSError as exc:
-                self._drop(dict.fromkeys(trackers, f"the trackers' process did not start: {exc}"))
-                continue
-            failed = process.call((*call, trackers))
-            self.live += [t for t in trackers if begins and t not in failed]
-            self._drop(failed)
-        if process is not None:
-            process.close()
+        try:
+            while (item := self._jobs.get()) is not None:
+                job, begins = item
+                trackers = tuple(self._names if begins else self.live)
+                if not trackers or (call := job()) is None:
+                    continue
+                try:
+                    process = process or TrackerProcess.start()
+                except OSError as exc:
+                    reason = f"the trackers' process did not start: {exc}"
+                    self._drop(dict.fromkeys(trackers, reason))
+                    continue
+                failed = process.call((*call, trackers))
+                self.live += [t for t in trackers if begins and t not in failed]
+                self._drop(failed)
+        finally:  # the process told to end its runs (as failed, where no end was sent) and exit
+            if process is not None:
+                process.close()
 
     def _queue(self, call: _Call) -> None:
         """``call`` on every live tracker, in its turn (the first call begins the runs)."""
