@@ -33,6 +33,11 @@ Prints ``name: value`` lines:
   trackers hold the run up. The wall-time share also counts what the sender thread, the
   trackers' process and the server take from the run (the interpreter, a core), which on a
   machine with fewer idle cores than busy processes is most of it.
+* ``tracker_overhead_share_with_sample_paired_median`` — each repeat's tracked-with-sample
+  sweep against the untracked sweep run just before it, the median over the repeats: a slow
+  spell of the machine (one sweep's time moves by up to a tenth between runs here) hits both
+  sweeps of a pair, where the best-of figures take each side's luckiest run apart;
+  ``untracked_spread`` the slowest untracked sweep over the fastest, minus 1: that noise.
 * ``tracked_s``, ``untracked_s``, ``sweep_items`` and ``sweep_units``.
 """
 
@@ -45,6 +50,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from _timing import report
@@ -130,6 +136,10 @@ def _print(timings: list[tuple[Timing, Timing, Timing]], n_sample: int, suffix: 
     report(f"tracker_sample_cpu_s{suffix}", cpu, 2)
     share = (best_sampled - best_untracked) / best_untracked
     report(f"tracker_overhead_share_with_sample{suffix}", share, 4)
+    paired = [(w[0] - u[0]) / u[0] for _, u, w in timings]  # each repeat's own untracked
+    report(f"tracker_overhead_share_with_sample_paired_median{suffix}", median(paired), 4)
+    untracked = [u[0] for _, u, _ in timings]
+    report(f"untracked_spread{suffix}", max(untracked) / min(untracked) - 1, 4)
 
 
 def main() -> None:
