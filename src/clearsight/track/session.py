@@ -240,8 +240,8 @@ class Session:
     def _table(self) -> _Call:
         """The call that sends the sample's table, drawn now (in the sender's turn)."""
         try:
-            kept, planned = (self._kept, self._pngs), self._planned
-            self._sample = tuple(sampled_rows(self.run_dir, self.sample, kept, planned))
+            kept, pngs, planned = self._kept, self._pngs, self._planned
+            self._sample = tuple(sampled_rows(self.run_dir, self.sample, kept, planned, pngs))
         except Exception as exc:  # not the trackers': raised again by finish
             self._failed = exc
         sample, self._kept, self._pngs = self._sample, {}, {}
@@ -327,21 +327,20 @@ def card_measured(run_dir: Path) -> Measured | None:
 def sampled_rows(
     run_dir: Path,
     n: int,
-    kept: tuple[Mapping[str, npt.NDArray[np.uint8]], Mapping[str, bytes]] | None = None,
+    kept: Mapping[str, npt.NDArray[np.uint8]] | None = None,
     planned: Sequence[str] | None = None,
+    pngs: Mapping[str, bytes] | None = None,
 ) -> list[SampledRow]:
     """The sample's ``n`` rows (seed :data:`SAMPLE_SEED`), drawn through the run's face (none:
     its protocol has no face, no rows or nothing to draw by), their images those the run
-    ``kept`` where it kept them (their pixels by key, and the PNGs of those already encoded);
-    ``planned``: the draw made before the run, if any
-    (:func:`~clearsight.faces.sample.sample_rows`)."""
+    ``kept`` where it kept them (``pngs``: those already encoded); ``planned``: the draw made
+    before the run, if any (:func:`~clearsight.faces.sample.sample_rows`)."""
     from clearsight.faces.sample import sample_rows
 
     face = _face(run_dir)
     if face is None or face.rows is None or n == 0:
         return []
-    pixels, pngs = kept or ({}, {})
-    return sample_rows(run_dir, face, n, SAMPLE_SEED, kept=pixels, pngs=pngs, planned=planned)
+    return sample_rows(run_dir, face, n, SAMPLE_SEED, kept=kept, pngs=pngs, planned=planned)
 
 
 def open_session(names: Sequence[str], run_dir: Path, sample: int = SAMPLE_ROWS) -> Session:
