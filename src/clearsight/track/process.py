@@ -163,7 +163,9 @@ def _sink(spec: str) -> Sink:
 
 def _made(sinks: dict[str, Sink], tracker: str, method: str, args: tuple[Any, ...]) -> str | None:
     """``method(*args)`` on the tracker's sink (``begin``: the sink made first, the call made
-    once; any other: made once more where it fails); None, or why the tracker is dropped."""
+    once; any other: made once more where it fails: a lost request, or a race inside the
+    tracker's own client, as MLflow 3.17's telemetry thread removing an environment variable
+    its requests read); None, or why the tracker is dropped."""
     try:
         if method == "begin":
             sinks[tracker] = _sink(tracker)
