@@ -83,7 +83,7 @@ import numpy as np
 from _timing import report
 from clearsight.models import Request, Response, attention, shared_backend
 from clearsight.models.hf_backend import HfBackend
-from clearsight.models.presets import resolve_options
+from clearsight.models.resolve import resolve_options
 from clearsight.sweep.unit import item_request
 from vlm_throughput import sweep_units
 

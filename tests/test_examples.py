@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from clearsight.cli import app
 from clearsight.config import load_config
-from clearsight.models.presets import applied_presets, find_preset
+from clearsight.models.presets import find_preset
+from clearsight.models.resolve import applied_presets
 from clearsight.shipped import shipped_dir, shipped_files
 
 EXAMPLES = Path(__file__).parents[1] / "examples"

@@ -720,7 +720,7 @@ def _begin(
         if protocol.adds_to != ANY_RUN:
             store.expect_protocol(*protocol.adds_to)
         return False
-    from clearsight.models.presets import applied_presets
+    from clearsight.models.resolve import applied_presets
 
     manifest = dict(protocol.manifest(config, plan))
     presets = applied_presets((need.name, need.options) for need in protocol.models(config))

@@ -36,7 +36,7 @@ from clearsight.grounding.trajectories.written import (
 )
 from clearsight.grounding.variation import axis_prefix, sampled_alternative
 from clearsight.models.base import Response
-from clearsight.models.presets import resolve_options
+from clearsight.models.resolve import resolve_options
 from clearsight.models.scripted import ScriptedBackend
 from clearsight.store import RunStore
 from clearsight.validate import InputError

@@ -48,7 +48,7 @@ import pytest
 from clearsight.grounding.confidence.elicit import Elicited, ElicitRequest, elicit
 from clearsight.models import Decoding, Message, Request, TextPart, attention
 from clearsight.models.base import Capabilities, HiddenRequest, HiddenScores, require
-from clearsight.models.presets import backend_options
+from clearsight.models.resolve import backend_options
 from clearsight.physics.controls import draw_box
 from clearsight.sweep.readouts import parse_verbalized, sweep_readouts
 from clearsight.tasks import identification_question, verbalized_question

@@ -112,7 +112,7 @@ def test_a_runs_manifest_holds_the_batch_sizes_auto_chose_serial_and_in_a_pool(
     process's shared one), and the same from a process pool, whose workers send theirs back
     with their units' records."""
     from clearsight.models import attention, shared_backend
-    from clearsight.models.presets import backend_options
+    from clearsight.models.resolve import backend_options
     from clearsight.store import run_manifest
     from clearsight.sweep.protocol import run_sweep
     from fixtures.sweep_runs import auto_sized_sweep

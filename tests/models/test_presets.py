@@ -18,14 +18,8 @@ from pydantic import ValidationError
 
 from clearsight.models import Capabilities, Request, Response, attention, shared_backend
 from clearsight.models.hf_options import HfOptions
-from clearsight.models.presets import (
-    Preset,
-    applied_presets,
-    backend_options,
-    find_preset,
-    presets,
-    resolve_options,
-)
+from clearsight.models.presets import Preset, find_preset, presets
+from clearsight.models.resolve import applied_presets, backend_options, resolve_options
 from clearsight.models.vllm import VLLMOptions
 from clearsight.sweep.config import SweepConfig
 from clearsight.sweep.protocol import run_sweep

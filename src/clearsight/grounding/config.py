@@ -111,9 +111,9 @@ class GroundingConfig(RunConfig):
 
     def options_of(self, model: str | None) -> dict[str, JsonValue]:
         """The options ``model`` (the measured model, the generator or the judge) runs with:
-        ``model_options`` over its preset's (:func:`clearsight.models.presets.resolve_options`);
+        ``model_options`` over its preset's (:func:`clearsight.models.resolve.resolve_options`);
         none for no model (the rule-only generator)."""
-        from clearsight.models.presets import resolve_options
+        from clearsight.models.resolve import resolve_options
 
         return {} if model is None else resolve_options(model, self.model_options)
 

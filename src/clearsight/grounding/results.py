@@ -101,7 +101,7 @@ def load_grounding_results(run_dir: Path | str) -> GroundingResults:
 
 def _measured(manifest: Mapping[str, Any]) -> dict[str, str]:
     """The run's measured model and its native template family (:class:`GroundingResults`)."""
-    from clearsight.models.presets import resolve_options
+    from clearsight.models.resolve import resolve_options
 
     config = manifest.get("config") or {}
     model = str(config.get("model") or "")

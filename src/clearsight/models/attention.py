@@ -3,7 +3,7 @@ none: its family's (:attr:`clearsight.models.families.Family.attention`, ``sdpa`
 reproduces the backend's custom masks) for a new run, ``eager`` for a run stored before.
 
 The choice is written into the model's options when they are resolved
-(:func:`clearsight.models.presets.resolve_options`, through :func:`fill`), so a new run's items
+(:func:`clearsight.models.resolve.resolve_options`, through :func:`fill`), so a new run's items
 and manifest record it and a resume of that run computes with it again. Options that lack the
 field mean ``eager`` (the ``hf`` backend's default): what every run stored before did. So the
 driver fills in the family's choice only for a new run, and for a run whose manifest says it

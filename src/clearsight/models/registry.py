@@ -60,8 +60,8 @@ def split_model_spec(spec: str) -> tuple[str, str]:
 def load_backend(spec: str, options: Mapping[str, JsonValue] | None = None) -> Backend:
     """Instantiate the backend named by ``spec``, importing its module only now, with
     ``options`` over the options of its preset, if one applies
-    (:func:`clearsight.models.presets.resolve_options`)."""
-    from clearsight.models.presets import backend_options
+    (:func:`clearsight.models.resolve.resolve_options`)."""
+    from clearsight.models.resolve import backend_options
 
     prefix, arg = split_model_spec(spec)
     options = backend_options(spec, options)
@@ -86,7 +86,7 @@ def shared_backend(spec: str, options: Mapping[str, JsonValue] | None = None) ->
     """The backend :func:`load_backend` makes for ``spec`` and ``options``, made once per
     process: a protocol's worker runs many units of one model, and a model loads in seconds.
     Options with and without their preset's resolved are the same options here."""
-    from clearsight.models.presets import resolve_options
+    from clearsight.models.resolve import resolve_options
     from clearsight.seeding import content_hash
 
     key = content_hash([spec, resolve_options(spec, options)])

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 
 from pydantic import JsonValue
 
-from clearsight.models.presets import resolve_options
+from clearsight.models.resolve import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance
 from clearsight.probe.reasoner.limits import context_chars, sample_tokens, turn_tokens

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from clearsight import driver
 from clearsight.driver import ModelNeed, Protocol, RunOptions, RunSummary, Stage
 from clearsight.models.base import Capabilities
-from clearsight.models.presets import resolve_options
+from clearsight.models.resolve import resolve_options
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.judges import judge_manifest
 from clearsight.probe.plan import plan_probe

@@ -301,9 +301,9 @@ class SweepConfig(RunConfig):
 
     def options_of(self, model: str) -> dict[str, JsonValue]:
         """The options ``model`` runs with: its ``model_options`` over its preset's
-        (:func:`clearsight.models.presets.resolve_options`; the reference observer's over
+        (:func:`clearsight.models.resolve.resolve_options`; the reference observer's over
         ``observer``, its psychometrics)."""
-        from clearsight.models.presets import resolve_options
+        from clearsight.models.resolve import resolve_options
 
         options = dict(self.model_options.get(model, {}))
         if model == "observer":

@@ -29,7 +29,7 @@ from clearsight import driver
 from clearsight.driver import Execution, ModelNeed, Protocol, RunSummary, Stage
 from clearsight.execute.unit import KeyedItems
 from clearsight.models.base import Capabilities
-from clearsight.models.presets import resolve_options
+from clearsight.models.resolve import resolve_options
 from clearsight.paths import write_target
 from clearsight.probe.config import ProbeConfig
 from clearsight.probe.instances import Instance

@@ -162,7 +162,7 @@ def context_chars(
 def limits_manifest(config: ProbeConfig) -> dict[str, JsonValue]:
     """The manifest's ``limits``: per reasoner its turn tokens and prompt characters with the
     context window they come from, for the sensor its sample tokens, each with its source."""
-    from clearsight.models.presets import resolve_options
+    from clearsight.models.resolve import resolve_options
 
     per_reasoner: dict[str, JsonValue] = {}
     for model in config.reasoners:
