@@ -131,9 +131,8 @@ def _measure(config: SweepConfig, root: Path, repeats: int, spent: Callable[[], 
     if config is DEMO:
         for variant in VARIANTS:  # warm-up
             sweep(variant)
-    timings = []
+    timings, names = [], list(VARIANTS)
     for repeat in range(repeats):
-        names = list(VARIANTS)
         turn = names[repeat % 3 :] + names[: repeat % 3]
         timings.append({variant: sweep(variant) for variant in turn})
     _print(timings, suffix)
@@ -164,8 +163,9 @@ def _print(timings: list[dict[str, Timing]], suffix: str) -> None:
         return [(t[variant][0] - t["untracked"][0]) / t["untracked"][0] for t in timings]
 
     untracked = [t["untracked"][0] for t in timings]
-    low, high = median_interval(share("tracked"))
-    report(f"tracker_overhead_share{suffix}", median(share("tracked")), 4)
+    shares = share("tracked")
+    low, high = median_interval(shares)
+    report(f"tracker_overhead_share{suffix}", median(shares), 4)
     report(f"tracker_overhead_share_low{suffix}", low, 4)
     report(f"tracker_overhead_share_high{suffix}", high, 4)
     report(f"tracker_overhead_share_no_table{suffix}", median(share("no_table")), 4)
@@ -175,10 +175,10 @@ def _print(timings: list[dict[str, Timing]], suffix: str) -> None:
     report(f"tracker_sample_s{suffix}", median(added), 2)
     cpu = [t["tracked"][1] - t["no_table"][1] for t in timings]
     report(f"tracker_sample_cpu_s{suffix}", median(cpu), 2)
-    inside = median(t["tracked"][2] for t in timings)
-    report(f"tracker_calls_share{suffix}", inside / median(untracked), 4)
+    inside, typical = median(t["tracked"][2] for t in timings), median(untracked)
+    report(f"tracker_calls_share{suffix}", inside / typical, 4)
     report(f"tracked_s{suffix}", median(t["tracked"][0] for t in timings), 2)
-    report(f"untracked_s{suffix}", median(untracked), 2)
+    report(f"untracked_s{suffix}", typical, 2)
     report(f"untracked_spread{suffix}", max(untracked) / min(untracked) - 1, 4)
 
 
