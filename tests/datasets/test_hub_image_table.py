@@ -3,7 +3,8 @@
 ``testdev_balanced_images``, from a snapshot folder or the hub cache, where the repository
 keeps both configs; a datasets cache (one config a folder) and a missing or foreign image
 table are refused in one line, and a question whose image is not in the table is refused by
-its id."""
+its id. Another config or split of the questions (``GQA[val_balanced_instructions]@val``) reads
+the images of the config beside its own, not testdev's."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from clearsight.datasets.rows import provenance
 from clearsight.datasets.snapshot import locate, source_record
 from clearsight.grounding.problems.hub import hub_problems, load_benchmark
 from clearsight.validate import InputError
-from fixtures.hub_snapshots import FIXTURES, build_datasets_cache, build_snapshot, png
+from fixtures.hub_snapshots import FIXTURES, build_datasets_cache, build_snapshot, image, png
 
 pytest.importorskip("datasets")
 
@@ -76,3 +77,42 @@ def test_a_question_whose_image_is_not_in_the_table_is_refused(tmp_path: Path) -
     kept = hub_problems("GQA", root.parent, refused=refused)
     assert [p.id for p in kept] == ["GQA/20968379", "GQA/201640614"]
     assert len(refused) == 1
+
+
+def test_another_config_or_split_reads_the_images_beside_its_questions() -> None:
+    val = SPEC.choose("val_balanced_instructions", "val")
+    assert val.files == ("val_balanced_instructions/val-*.parquet",)
+    assert val.image_table is not None
+    assert val.image_table.files == ("val_balanced_images/val-*.parquet",)
+    assert val.downloads == (*val.files, "val_balanced_images/val-*.parquet")
+    every = SPEC.choose("testdev_all_instructions")  # the split kept, the config's images
+    assert every.image_table is not None
+    assert every.image_table.files == ("testdev_all_images/testdev-*.parquet",)
+    assert SPEC.choose(SPEC.config, SPEC.split) is SPEC
+
+
+def test_a_config_not_named_as_the_questions_are_is_refused_in_one_line() -> None:
+    with pytest.raises(InputError, match="config 'val_balanced' does not end '_instructions'"):
+        SPEC.choose("val_balanced")
+    with pytest.raises(InputError) as caught:
+        SPEC.choose("_instructions")
+    assert "\n" not in str(caught.value)
+
+
+def test_the_val_questions_get_the_val_images_not_testdevs(tmp_path: Path) -> None:
+    folder = tmp_path / "datasets" / "GQA[val_balanced_instructions]@val"
+    root = build_snapshot("GQA", folder)
+    questions = root / FIXTURES["GQA"].file
+    moved = root / "val_balanced_instructions" / questions.name.replace("testdev-", "val-")
+    moved.parent.mkdir()
+    questions.rename(moved)
+    images = root / "val_balanced_images" / "val-00000-of-00001.parquet"
+    images.parent.mkdir()
+    (root / IMAGES).rename(images)
+    import datasets  # testdev's table beside it, holding other images of the same ids
+
+    features = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image()})
+    testdev = {"id": ["n288870", "n161313"], "image": [image(40), image(41)]}
+    datasets.Dataset.from_dict(testdev, features=features).to_parquet(str(root / IMAGES))
+    problems = load_benchmark("GQA[val_balanced_instructions]@val", root.parent)
+    assert [Path(str(p.image)).read_bytes() for p in problems] == [png(33), png(33), png(34)]

@@ -55,11 +55,28 @@ VLMEVALKIT: Final = "VLMEvalKit@e8e78f0"
 @dataclass(frozen=True)
 class ImageTable:
     """Images kept in a config of their own: its ``files`` (globs relative to the repository
-    root), the column of each image's ``key`` and the ``image`` column."""
+    root), the column of each image's ``key`` and the ``image`` column. ``beside``: how the
+    images' config is named from the questions' (the questions' ending, the images' ending:
+    GQA's ``val_balanced_instructions`` beside ``val_balanced_images``), so that another config
+    or split of the questions finds its own images (:meth:`HubSpec.choose`)."""
 
     files: tuple[str, ...]
     key: str
     image: str
+    beside: tuple[str, str]
+
+    def config_for(self, spec: str, questions: str) -> str:
+        """The images' config beside the questions' config ``questions`` (``spec``: the name
+        the messages give the dataset); InputError where that config does not end as the
+        questions' configs do."""
+        ours, theirs = self.beside
+        if not questions.endswith(ours) or questions == ours:
+            raise InputError(
+                f"{spec}: its images are in the config beside its questions' (a config "
+                f"ending {ours!r} beside one ending {theirs!r}); config {questions!r} does "
+                f"not end {ours!r}"
+            )
+        return questions.removesuffix(ours) + theirs
 
 
 @dataclass(frozen=True)
@@ -136,7 +153,19 @@ class HubSpec:
                 if kind == "config"
                 else replace(chosen, files=files, split=new)
             )
-        return chosen
+        return chosen if chosen == self else replace(chosen, image_table=self._images_of(chosen))
+
+    def _images_of(self, chosen: HubSpec) -> ImageTable | None:
+        """The image table of ``chosen`` (another config or split of this spec): this one's
+        files in the images' config beside ``chosen``'s and in its split."""
+        table = self.image_table
+        if table is None:
+            return None
+        old, new = (table.config_for(self.name, c) for c in (self.config, chosen.config))
+        files = tuple(
+            _renamed(_renamed(glob, old, new), self.split, chosen.split) for glob in table.files
+        )
+        return replace(table, files=files)
 
     def where(self) -> str:
         """``hub id (config, split) at revision R`` for messages."""
@@ -532,7 +561,12 @@ HUB_SPECS: Final[Mapping[str, HubSpec]] = {
             gold="text",
             options_form="none",
             image="imageId",
-            image_table=ImageTable(("testdev_balanced_images/testdev-*.parquet",), "id", "image"),
+            image_table=ImageTable(
+                ("testdev_balanced_images/testdev-*.parquet",),
+                "id",
+                "image",
+                beside=("_instructions", "_images"),
+            ),
         ),
         # the question and its options are rendered in the image (the options column lists
         # them too)
