@@ -26,6 +26,8 @@ through its app (Starlette's test client, no network):
 * ``viewer_points_s_<n>``: the curve points page (the analysis's curves of the whole run, as
   grouped counts over the index);
 * ``viewer_item_with_image_s``: one item's page and its image re-rendered;
+* ``viewer_side_models_s_<n>`` and ``viewer_side_strip_fog_s_<n>``: that item's side-by-side
+  pages, the item for each model and its scene's fog strip (clean, then every fog level);
 * ``viewer_rss_mb_<n>``: the child's peak RSS after all of them.
 
 ``--quick``: 5 scenes, 2 run for real.
@@ -73,6 +75,9 @@ start = time.perf_counter()
 assert client.get(f"/run/0/item/{key}").status_code == 200
 assert client.get(f"/run/0/image/{key}.png").status_code == 200
 print(f"viewer_item_with_image_s: {time.perf_counter() - start:.3f}")
+for group, name in (("models", "side_models"), ("fog", "side_strip_fog")):
+    spent, _ = timed(f"/run/0/related/{key}/{group}")
+    print(f"viewer_{name}_s_{n}: {spent:.3f}")
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"viewer_rss_mb_{n}: {rss:.1f}")
 """

@@ -6,6 +6,8 @@ bound, never written into the SQL."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -140,5 +142,60 @@ def test_the_tally_is_read_and_an_unknown_column_is_refused(tmp_path: Path) -> N
         values: tuple[Value, ...] = ("a' OR '1'='1",)
         assert index.count(Select((), among={"name": values})) == 0
         assert index.count(Select(())) == 3
+    finally:
+        index.close()
+
+
+def _sql_indexes(path: Path) -> dict[str, str]:
+    conn = sqlite3.connect(path)
+    try:
+        found = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall()
+        return {str(name): str(sql) for name, sql in found if sql is not None}
+    finally:
+        conn.close()
+
+
+def test_a_changed_sql_index_is_made_on_open_and_the_rows_are_kept(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"id": [1, 2], "name": ["a", "b"], "n": [1, 2], "x": [0.5, 0.25]})
+    path = tmp_path / "side.sqlite"
+    _index(str(tmp_path), frame).close()
+    conn = sqlite3.connect(path, isolation_level=None)  # as written before indexes were named
+    for name in _sql_indexes(path):  # by their columns: rows_0, rows_1, the signature with them
+        conn.execute(f"DROP INDEX {name}")
+    conn.execute("CREATE INDEX rows_0 ON rows (name, n)")
+    conn.execute("CREATE INDEX rows_1 ON rows (x)")
+    shape = [_DESIGN.kind, _DESIGN.read, dict(_DESIGN.columns), _DESIGN.indexes]
+    legacy = json.dumps([*shape, _DESIGN.tally, _DESIGN.tallied])
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'design'", (legacy,))
+    conn.close()
+    wider = dataclasses.replace(_DESIGN, indexes=(("name", "n"), ("n", "x")))
+    index = SideIndex.open(path, wider)
+    try:
+        assert index.count(Select(())) == 2  # not built again
+        assert index.meta("high") == 2
+    finally:
+        index.close()
+    assert _sql_indexes(path) == {
+        "rows_0": "CREATE INDEX rows_0 ON rows (name, n)",  # kept, (x) dropped, (n, x) made
+        "rows_by_n_x": "CREATE INDEX rows_by_n_x ON rows (n, x)",
+    }
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'design'").fetchone() == (
+        wider.signature,
+    )
+    conn.close()
+    reopened = SideIndex.open(path, wider)  # nothing to change: opened as it is
+    reopened.close()
+    assert set(_sql_indexes(path)) == {"rows_0", "rows_by_n_x"}
+
+
+def test_an_index_of_other_tables_is_built_again(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"id": [1, 2], "name": ["a", "b"], "n": [1, 2], "x": [0.5, 0.25]})
+    _index(str(tmp_path), frame).close()
+    other = dataclasses.replace(_DESIGN, columns={**_DESIGN.columns, "y": "REAL"})
+    index = SideIndex.open(tmp_path / "side.sqlite", other)
+    try:
+        assert index.count(Select(())) == 0
+        assert index.meta("high") == 0
     finally:
         index.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import re
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urljoin
@@ -29,6 +30,7 @@ from clearsight.sweep.view import SweepRunView
 from clearsight.validate import InputError
 from clearsight.view import open_views
 from clearsight.view.app import create_view_app
+from clearsight.view.index import index_path
 from fixtures.capture import view_config
 
 Run = tuple[Path, dict[str, npt.NDArray[np.uint8]]]
@@ -85,6 +87,26 @@ def test_the_same_item_for_each_model_is_exactly_the_stores_records(view_run: Ru
         assert {m.label: m.key for m in models.members} == expected
         checked += 1
     assert checked > len(records) // 2
+
+
+def test_a_scenes_cell_is_read_by_the_side_indexs_scene_index(view_run: Run) -> None:
+    run, _ = view_run
+    view = SweepRunView(run, question_of)
+    row = view.listing(Query(filters={"model": "capture", "condition": "fog"})).rows[0]
+    cell = {name: row.labels[name] for name in ("task", "wording", "condition", "scene")}
+    models = view.listing(Query(filters=cell, per_page=100)).rows
+    assert {r.labels["scene"] for r in models} == {row.labels["scene"]}
+    assert {r.labels["model"] for r in models} == {"capture", "observer"}
+    conn = sqlite3.connect(index_path(run))
+    try:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT key FROM rows WHERE scene = ? AND task = ? "
+            "AND wording = ? AND condition = ? AND level_m = ?",
+            (row.labels["scene"], row.labels["task"], row.labels["wording"], "fog", 3.9),
+        ).fetchall()
+    finally:
+        conn.close()
+    assert "rows_by_scene_condition_level_m" in str(plan)
 
 
 def test_the_models_page_shows_each_models_record(view_run: Run) -> None:

@@ -51,9 +51,18 @@ class IndexDesign:
 
     @property
     def signature(self) -> str:
-        """The design as text: an index written with another is built again."""
-        shape = [self.kind, self.read, dict(self.columns), self.indexes, self.tally, self.tallied]
-        return json.dumps(shape)
+        """The design's tables as text: an index written with another is built again. Its SQL
+        ``indexes`` are not part of it: they are made or dropped when the index is opened
+        (:meth:`SideIndex.open`), in seconds where a build takes minutes."""
+        return json.dumps([self.kind, self.read, dict(self.columns), self.tally, self.tallied])
+
+    def same_tables(self, signature: str) -> bool:
+        """Whether an index whose ``meta`` holds ``signature`` has this design's tables (one
+        written before the SQL indexes left the signature holds them fourth)."""
+        shape = json.loads(signature)
+        if isinstance(shape, list) and len(shape) == 6:
+            del shape[3]
+        return bool(shape == json.loads(self.signature))
 
     @property
     def counted(self) -> tuple[str, ...]:
@@ -140,6 +149,35 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _indexes(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """The SQL indexes made on ``rows`` (not a key's own), by name: their columns."""
+    return {
+        str(name): tuple(str(c[2]) for c in conn.execute(f"PRAGMA index_info('{name}')"))
+        for _, name, _, origin, *_ in conn.execute("PRAGMA index_list('rows')")
+        if origin == "c"
+    }
+
+
+def _reindexed(conn: sqlite3.Connection, design: IndexDesign) -> None:
+    """The ``rows`` table given exactly the design's SQL indexes (each named after its
+    columns; those it no longer names dropped, those it adds made) and ``meta`` its
+    signature, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = _indexes(conn)
+        for name, names in found.items():
+            if names not in design.indexes:
+                conn.execute(f"DROP INDEX {name}")
+        for names in dict.fromkeys(design.indexes):
+            if names not in found.values():
+                conn.execute(f"CREATE INDEX rows_by_{'_'.join(names)} ON rows ({', '.join(names)})")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'design'", (design.signature,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def _values(frame: pd.DataFrame) -> Iterable[tuple[object, ...]]:
     """A frame's rows as SQLite values (a missing value as NULL)."""
     cells = frame.astype(object).where(frame.notna(), None)
@@ -159,10 +197,14 @@ class SideIndex:
         try:
             conn = _connect(path)
             found = conn.execute("SELECT value FROM meta WHERE key = 'design'").fetchone()
-            if found is not None and found[0] == design.signature:
+            if found is not None and design.same_tables(str(found[0])):
+                if found[0] != design.signature or set(_indexes(conn).values()) != set(
+                    design.indexes
+                ):
+                    _reindexed(conn, design)
                 return cls(conn, design)
             conn.close()
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, ValueError):  # not a database, or not its signature
             pass
         return cls.fresh(path, design)
 
@@ -183,11 +225,10 @@ class SideIndex:
             )
             groups = ", ".join(design.tally)
             conn.execute(f"CREATE TABLE tally ({groups}{counted}, UNIQUE ({groups}))")
-        for n, names in enumerate(design.indexes):
-            conn.execute(f"CREATE INDEX rows_{n} ON rows ({', '.join(names)})")
         meta = {"design": design.signature, "high": "0"}
         conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         conn.execute("COMMIT")
+        _reindexed(conn, design)
         return cls(conn, design)
 
     def close(self) -> None:

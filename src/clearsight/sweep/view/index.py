@@ -129,7 +129,12 @@ SWEEP_INDEX = IndexDesign(
     kind=PROTOCOL,
     read=_READ,
     columns=_COLUMNS,
-    indexes=(("model", "condition", "level_m"), ("condition", "level_m"), ("confidence",)),
+    indexes=(
+        ("model", "condition", "level_m"),
+        ("condition", "level_m"),
+        ("confidence",),
+        ("scene", "condition", "level_m"),  # the side-by-side pages: one scene's cell
+    ),
     rows=_rows,
     tally=("model", "task", "wording", "condition", "x", "bin"),
     tallied=tuple(s.column for s in SIGNALS),
@@ -152,10 +157,12 @@ _ORDER = {
 
 def listing_select(query: Query, levels: Mapping[str, float], columns: tuple[str, ...]) -> Select:
     """The read of ``columns`` of the index's rows ``query`` selects, one page of them
-    (``levels``: a level's label -> metres); filter values are checked by the caller."""
+    (``levels``: a level's label -> metres); filter values are checked by the caller. A
+    ``scene`` filter (one scene's rows: the side-by-side pages' own, never a user's) is read
+    by SQL too."""
     filters = query.filters
     equal: dict[str, Value] = {
-        n: filters[n] for n in ("model", "task", "wording", "condition") if n in filters
+        n: filters[n] for n in ("scene", "model", "task", "wording", "condition") if n in filters
     }
     if "level" in filters:
         equal["level_m"] = levels[filters["level"]]

@@ -14,7 +14,7 @@ category asked, wording, condition, level, severity, the scene a shuffled contro
 
 An item's page names these groups from its spec alone (:func:`groups_of`); a group's members
 are found only on its own page. The candidates are found by the view's own listing
-(:meth:`~clearsight.faces.viewing.RunView.listing` of the cell, narrowed to the item's scene:
+(:meth:`~clearsight.faces.viewing.RunView.listing` of the cell's rows of the item's scene:
 one SQL query of the side index per cell), and each candidate's stored spec is read by key and
 matched by its identity, so nothing but those cells is read.
 """
@@ -33,7 +33,7 @@ from clearsight.sweep.specs import PROTOCOL
 
 __all__ = ["find_in", "groups_of", "identity_of", "models_of", "strip_of"]
 
-#: Most rows of one cell read to find an item's scene in it.
+#: Most rows of one scene in one cell read (a page of the listing holding them all).
 _CELL = 10**6
 
 
@@ -57,13 +57,11 @@ def _cell(asked: Asked) -> dict[str, str]:
     return filters
 
 
-def _matches(
-    view: RunView, run_dir: Path, filters: Mapping[str, str], scene: object
-) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """The key and spec of each ok item of the cell ``filters`` showing ``scene``."""
-    rows = view.listing(Query(filters=filters, per_page=_CELL)).rows
-    keys = [row.key for row in rows if row.labels.get("scene") == str(scene)]
-    return _specs(run_dir, keys)
+def _keys(view: RunView, filters: Mapping[str, str], scene: object) -> list[str]:
+    """The key of each item of the cell ``filters`` showing ``scene`` (the listing's rows of
+    that scene, selected by the side index)."""
+    rows = view.listing(Query(filters={**filters, "scene": str(scene)}, per_page=_CELL)).rows
+    return [row.key for row in rows]
 
 
 def _spec(run_dir: Path, key: str) -> Mapping[str, Any] | None:
@@ -107,7 +105,7 @@ def models_of(view: RunView, run_dir: Path, models: Sequence[str], key: str) -> 
     asked = item_identity(spec)
     found = {
         str(other["model"]): other_key
-        for other_key, other in _matches(view, run_dir, _cell(asked), asked.scene)
+        for other_key, other in _specs(run_dir, _keys(view, _cell(asked), asked.scene))
         if item_identity(other) == asked
     }
     order = sorted(found, key=lambda m: (models.index(m) if m in models else len(models), m))
@@ -134,13 +132,15 @@ def strip_of(
     asked, model = item_identity(spec), str(spec["model"])
     levels = sorted((float(v) for v in config.get("levels_m", ())), reverse=True)
     places = [("clean", None)] if "clean" in config.get("controls", ()) else []
-    found: dict[str, str] = {}
+    labels: dict[str, str] = {}  # each candidate's key: its column's label
     for condition, level in [*places, *((arm, level) for level in levels)]:
         cell = _cell(asked._replace(condition=condition, level_m=level, severity=None))
         label = "clean" if level is None else f"{level_label(level)} m"
-        for other_key, other in _matches(view, run_dir, {**cell, "model": model}, asked.scene):
-            if _unplaced(item_identity(other)) == _unplaced(asked):
-                found.setdefault(label, other_key)
+        labels |= dict.fromkeys(_keys(view, {**cell, "model": model}, asked.scene), label)
+    found: dict[str, str] = {}
+    for other_key, other in _specs(run_dir, list(labels)):  # one read of the store
+        if _unplaced(item_identity(other)) == _unplaced(asked):
+            found.setdefault(labels[other_key], other_key)
     title = _strip_title(asked, model, arm, config)
     return Related(arm, title, _members(list(found), found))
 
@@ -169,7 +169,7 @@ def find_in(view: RunView, run_dir: Path, models: Sequence[str], identity: Ident
     offered = view.filters()
     if any(value not in offered.get(name, ()) for name, value in filters.items()):
         return None
-    for key, spec in _matches(view, run_dir, filters, asked.scene):
+    for key, spec in _specs(run_dir, _keys(view, filters, asked.scene)):
         if item_identity(spec) == asked:
             return key
     return None
