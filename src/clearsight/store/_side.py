@@ -167,7 +167,7 @@ def _reindexed(conn: sqlite3.Connection, design: IndexDesign) -> None:
         found = _indexes(conn)
         for name, names in found.items():
             if names not in design.indexes:
-                conn.execute(f"DROP INDEX {name}")
+                conn.execute(f'DROP INDEX "{name}"')
         for names in dict.fromkeys(design.indexes):
             if names not in found.values():
                 conn.execute(f"CREATE INDEX rows_by_{'_'.join(names)} ON rows ({', '.join(names)})")
