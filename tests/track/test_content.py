@@ -95,6 +95,13 @@ def test_a_tracker_spec_is_accepted_exactly_when_well_formed(text: str) -> None:
     assert f"{name}:{project}" == text if project is not None else name == text
 
 
+def test_the_trackers_cannot_be_added_to_at_run_time() -> None:
+    """The trackers' own process knows only the trackers its import of the module lists."""
+    with pytest.raises(TypeError):
+        TRACKERS["mine"] = "mypackage.sink:MySink"  # type: ignore[index]
+    assert sorted(TRACKERS) == ["mlflow", "trackio", "wandb"]
+
+
 def _refused_on_the_command_line(text: str) -> bool:
     """Whether ``--tracker text`` is refused: a list option's value is stripped, and an
     empty one or ``none`` asks for no tracker (cli/fields.py)."""

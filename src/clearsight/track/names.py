@@ -5,16 +5,22 @@ table's defaults (a light module: the CLI starts without pandas or numpy)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 __all__ = ["OWN_SETTING", "PROJECT", "SAMPLE_ROWS", "SAMPLE_SEED", "TRACKERS", "tracker_spec"]
 
 #: Tracker name -> the class that sends to it (``module:attribute``, imported when asked); the
-#: name is also its package's and its extra's (``pip install 'clearsight[mlflow]'``).
-TRACKERS: dict[str, str] = {
-    "mlflow": "clearsight.track.to_mlflow:MlflowSink",
-    "trackio": "clearsight.track.to_trackio:TrackioSink",
-    "wandb": "clearsight.track.to_wandb:WandbSink",
-}
+#: name is also its package's and its extra's (``pip install 'clearsight[mlflow]'``). Read
+#: only: the trackers' own process (:mod:`clearsight.track.process`) imports this module
+#: afresh, so a tracker added here at run time would be unknown there.
+TRACKERS: Mapping[str, str] = MappingProxyType(
+    {
+        "mlflow": "clearsight.track.to_mlflow:MlflowSink",
+        "trackio": "clearsight.track.to_trackio:TrackioSink",
+        "wandb": "clearsight.track.to_wandb:WandbSink",
+    }
+)
 #: Rows of the sample's table by default (as many as the export's sample) and its draw's seed.
 SAMPLE_ROWS, SAMPLE_SEED = 64, 0
 #: The trackio project of a run asked for as plain ``trackio`` (trackio reads none from its
