@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_hub_datasets import _offline_caches  # noqa: F401  (autouse: caches empty, offline)
 
-from clearsight.datasets.hub import HUB_SPECS
+from clearsight.datasets.hub import HUB_SPECS, hub_spec
 from clearsight.datasets.rows import provenance
 from clearsight.datasets.snapshot import locate, source_record
 from clearsight.grounding.problems.hub import hub_problems, load_benchmark
@@ -89,6 +89,13 @@ def test_another_config_or_split_reads_the_images_beside_its_questions() -> None
     assert every.image_table is not None
     assert every.image_table.files == ("testdev_all_images/testdev-*.parquet",)
     assert SPEC.choose(SPEC.config, SPEC.split) is SPEC
+    assert hub_spec("GQA@val") == val  # the split names its config: val's, not testdev's
+
+
+def test_a_config_not_named_after_its_split_is_not_renamed_with_it() -> None:
+    four = hub_spec("MMMU-Pro[standard (4 options)]@validation")
+    assert four.config == "standard (4 options)"
+    assert four.files == ("standard (4 options)/validation-*.parquet",)
 
 
 def test_a_config_not_named_as_the_questions_are_is_refused_in_one_line() -> None:

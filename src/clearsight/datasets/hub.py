@@ -136,7 +136,10 @@ class HubSpec:
         """The spec of another ``config`` and/or ``split`` of the same repository (None: this
         spec's): its file globs with the config and split renamed where they name them
         (:func:`_renamed`); InputError where they name neither, so the other's files cannot be
-        found."""
+        found. A config named after its split (GQA's ``testdev_balanced_instructions``) follows
+        a split given without a config (``GQA@val``: ``val_balanced_instructions``)."""
+        if config is None and split is not None and self.config.startswith(f"{self.split}_"):
+            config = split + self.config.removeprefix(self.split)
         chosen = self
         for kind, old, new in (("config", self.config, config), ("split", self.split, split)):
             if new is None or new == old:
