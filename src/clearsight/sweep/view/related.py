@@ -16,7 +16,7 @@ An item's page names these groups from its spec alone (:func:`groups_of`); a gro
 are found only on its own page. The candidates are found by the view's own listing
 (:meth:`~clearsight.faces.viewing.RunView.listing` of the cell's rows of the item's scene:
 one SQL query of the side index per cell), and each candidate's stored spec is read by key and
-matched by its identity, so nothing but those cells is read.
+matched by its identity, so nothing but those rows is read.
 """
 
 from __future__ import annotations
